@@ -1,0 +1,284 @@
+//! The database: catalog, transaction slots, and the entry points of the public API.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+
+use overtake_runtime::NoPreemptGuard;
+
+use crate::error::{AbortReason, Error, Result};
+use crate::gc::{self, VersionCensus};
+use crate::mvcc::TxnTable;
+use crate::schema::TableSchema;
+use crate::table::{Table, TableId};
+use crate::txn::{Isolation, Priority, Transaction};
+
+/// Largest number of tables in one database.
+pub const MAX_TABLES: usize = 4096;
+
+/// Settings for [`Database::open`].
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// How many transactions may be open at once (paused ones included). Beginning one more fails
+    /// with [`Error::TooManyTransactions`].
+    pub max_transactions: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            max_transactions: 1024,
+        }
+    }
+}
+
+/// Tables by id (lock-free lookup, used on commit paths) and by name.
+pub(crate) struct Catalog {
+    tables: Box<[OnceLock<Arc<Table>>]>,
+    names: RwLock<HashMap<String, TableId>>,
+}
+
+impl Catalog {
+    pub(crate) fn get(&self, id: TableId) -> Option<&Table> {
+        self.tables.get(id as usize)?.get().map(|t| &**t)
+    }
+
+    /// A table that a transaction of this database recorded; it exists for the database's life.
+    pub(crate) fn recorded(&self, id: TableId) -> &Table {
+        self.get(id)
+            .expect("transactions only record tables of their own database")
+    }
+}
+
+/// Source of database identities (so a table of one database is refused by another).
+static NEXT_DATABASE_ID: AtomicU64 = AtomicU64::new(1);
+
+/// An in-memory database.
+pub struct Database {
+    id: u64,
+    txns: TxnTable,
+    catalog: Catalog,
+}
+
+/// Counters describing the engine's state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    /// The latest commit timestamp.
+    pub commit_clock: u64,
+    /// Versions created since the database was opened.
+    pub versions_created: u64,
+    /// Versions unlinked by the collector since the database was opened.
+    pub versions_reclaimed: u64,
+    /// The oldest snapshot still in use when the stats were taken.
+    pub watermark: u64,
+}
+
+impl Database {
+    /// Opens an empty in-memory database.
+    pub fn open(options: Options) -> Self {
+        Database {
+            id: NEXT_DATABASE_ID.fetch_add(1, Ordering::Relaxed),
+            txns: TxnTable::new(options.max_transactions),
+            catalog: Catalog {
+                tables: (0..MAX_TABLES).map(|_| OnceLock::new()).collect(),
+                names: RwLock::new(HashMap::new()),
+            },
+        }
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    pub(crate) fn txns(&self) -> &TxnTable {
+        &self.txns
+    }
+
+    pub(crate) fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    /// Creates a table.
+    pub fn create_table(&self, schema: TableSchema) -> Result<Arc<Table>> {
+        let _region = NoPreemptGuard::new();
+        let mut names = self
+            .catalog
+            .names
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        if names.contains_key(schema.name()) {
+            return Err(Error::TableExists(schema.name().to_owned()));
+        }
+        let id = names.len();
+        if id >= MAX_TABLES {
+            return Err(Error::TooManyTables(MAX_TABLES));
+        }
+        let name = schema.name().to_owned();
+        let table = Arc::new(Table::new(self.id, id as TableId, schema));
+        // `id` is fresh, so the cell is empty.
+        let _ = self.catalog.tables[id].set(Arc::clone(&table));
+        names.insert(name, id as TableId);
+        Ok(table)
+    }
+
+    /// The table called `name`.
+    pub fn table(&self, name: &str) -> Result<Arc<Table>> {
+        let _region = NoPreemptGuard::new();
+        let names = self
+            .catalog
+            .names
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        names
+            .get(name)
+            .and_then(|&id| self.catalog.tables[id as usize].get().cloned())
+            .ok_or_else(|| Error::NoSuchTable(name.to_owned()))
+    }
+
+    /// Every table, in creation order.
+    pub fn tables(&self) -> Vec<Arc<Table>> {
+        self.catalog
+            .tables
+            .iter()
+            .map_while(|cell| cell.get().cloned())
+            .collect()
+    }
+
+    /// Begins a transaction.
+    pub fn begin(&self, priority: Priority, isolation: Isolation) -> Result<Transaction<'_>> {
+        let lease = self.txns.begin()?;
+        Ok(Transaction::new(self, lease, priority, isolation))
+    }
+
+    /// Runs `body` in a transaction and commits it, retrying from scratch after conflicts and failed
+    /// validations (as `policy` allows). User rollbacks and other errors are returned at once.
+    pub fn run<T>(
+        &self,
+        priority: Priority,
+        isolation: Isolation,
+        policy: &RetryPolicy,
+        mut body: impl FnMut(&mut Transaction<'_>) -> Result<T>,
+    ) -> Attempts<T> {
+        let mut attempts = Attempts {
+            result: Err(Error::NotActive),
+            conflicts: 0,
+            validation_failures: 0,
+        };
+        let mut tries: u32 = 0;
+        loop {
+            tries += 1;
+            let mut txn = match self.begin(priority, isolation) {
+                Ok(txn) => txn,
+                Err(e) => {
+                    attempts.result = Err(e);
+                    return attempts;
+                }
+            };
+            let result = body(&mut txn).and_then(|value| txn.commit().map(|()| value));
+            drop(txn);
+            match result {
+                Err(e) if e.is_retryable() && !policy.exhausted(tries) => {
+                    match e.abort_reason() {
+                        Some(AbortReason::Validation) => attempts.validation_failures += 1,
+                        _ => attempts.conflicts += 1,
+                    }
+                    policy.back_off(tries);
+                }
+                result => {
+                    if let Err(e) = &result {
+                        match e.abort_reason() {
+                            Some(AbortReason::Validation) => attempts.validation_failures += 1,
+                            Some(AbortReason::Conflict) => attempts.conflicts += 1,
+                            _ => {}
+                        }
+                    }
+                    attempts.result = result;
+                    return attempts;
+                }
+            }
+        }
+    }
+
+    /// Reclaims everything the current watermark allows (the collector otherwise works a little at
+    /// every commit). Returns the number of retired items processed.
+    pub fn collect_garbage(&self) -> usize {
+        gc::collect_all(&self.txns, &self.catalog)
+    }
+
+    /// Engine counters.
+    pub fn stats(&self) -> EngineStats {
+        let mut stats = EngineStats {
+            commit_clock: self.txns.now(),
+            watermark: self.txns.refresh_watermark(),
+            ..EngineStats::default()
+        };
+        for slot in self.txns.used_slots() {
+            stats.versions_created += slot.counters.versions_created.load(Ordering::Relaxed);
+            stats.versions_reclaimed += slot.counters.versions_reclaimed.load(Ordering::Relaxed);
+        }
+        stats
+    }
+
+    /// Walks every record of every table and counts versions (a diagnostic, O(records)).
+    pub fn census(&self) -> VersionCensus {
+        let watermark = self.txns.refresh_watermark();
+        let mut census = VersionCensus::default();
+        for table in self.tables() {
+            gc::census(&table, watermark, &mut census);
+        }
+        census
+    }
+
+    /// Maximum number of concurrently open transactions.
+    pub fn max_transactions(&self) -> usize {
+        self.txns.capacity()
+    }
+}
+
+/// How [`Database::run`] retries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Give up after this many attempts (0: never give up).
+    pub max_attempts: u32,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy { max_attempts: 1000 }
+    }
+}
+
+impl RetryPolicy {
+    /// Retry until success.
+    pub fn forever() -> Self {
+        RetryPolicy { max_attempts: 0 }
+    }
+
+    /// Never retry.
+    pub fn never() -> Self {
+        RetryPolicy { max_attempts: 1 }
+    }
+
+    fn exhausted(&self, tries: u32) -> bool {
+        self.max_attempts != 0 && tries >= self.max_attempts
+    }
+
+    /// Exponential spin before the next attempt, so that conflicting transactions drift apart. It
+    /// spins rather than sleeps: the thread may be an engine worker that must not block.
+    fn back_off(&self, tries: u32) {
+        for _ in 0..(1u32 << tries.min(10)) {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// The outcome of [`Database::run`].
+#[derive(Debug)]
+pub struct Attempts<T> {
+    /// The body's value, or the error that ended the attempts.
+    pub result: Result<T>,
+    /// Attempts aborted by write-write conflicts.
+    pub conflicts: u32,
+    /// Attempts aborted by failed serializable validation.
+    pub validation_failures: u32,
+}

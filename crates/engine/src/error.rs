@@ -1,0 +1,109 @@
+//! The engine's error type. Aborts are typed so that a caller's retry policy can tell a transient
+//! conflict (retry) from a deliberate rollback or a user error (do not retry).
+
+use thiserror::Error;
+
+use crate::schema::SchemaError;
+
+/// Why a transaction was aborted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AbortReason {
+    /// A write-write conflict: another transaction updated the record after this transaction's
+    /// snapshot, or holds an uncommitted version of it (first updater wins).
+    Conflict,
+    /// Serializable validation failed at commit: something this transaction read, or a range it
+    /// scanned, changed before it could commit.
+    Validation,
+    /// The transaction's own logic asked to roll back.
+    UserRollback,
+}
+
+impl AbortReason {
+    /// A short, stable name (used in reports).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AbortReason::Conflict => "conflict",
+            AbortReason::Validation => "validation",
+            AbortReason::UserRollback => "user rollback",
+        }
+    }
+}
+
+impl std::fmt::Display for AbortReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Everything that can go wrong in the engine.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum Error {
+    /// The transaction was aborted and its writes undone.
+    #[error("transaction aborted ({0})")]
+    Aborted(AbortReason),
+    /// An insert found a visible row with the same primary key.
+    #[error("duplicate primary key in table {table}")]
+    DuplicateKey {
+        /// The table.
+        table: String,
+    },
+    /// A schema declaration was refused.
+    #[error("invalid schema: {0}")]
+    Schema(#[from] SchemaError),
+    /// A table with this name already exists.
+    #[error("table {0} already exists")]
+    TableExists(String),
+    /// No table with this name.
+    #[error("no table named {0}")]
+    NoSuchTable(String),
+    /// The catalog cannot hold more tables.
+    #[error("the catalog is full ({0} tables)")]
+    TooManyTables(usize),
+    /// A value does not fit its column (type, length, precision, NULL).
+    #[error("invalid value for column {column}: {reason}")]
+    InvalidValue {
+        /// The column.
+        column: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A key was built with the wrong number or types of parts.
+    #[error("invalid key for {index}: {reason}")]
+    InvalidKey {
+        /// The index the key was built for.
+        index: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The table belongs to another database.
+    #[error("table {0} belongs to another database")]
+    ForeignTable(String),
+    /// Every transaction slot is in use.
+    #[error("too many concurrent transactions (the limit is {0})")]
+    TooManyTransactions(usize),
+    /// The transaction has already committed or aborted.
+    #[error("the transaction is no longer active")]
+    NotActive,
+}
+
+impl Error {
+    /// True for aborts a retry may get past (conflicts and failed validation); false for user
+    /// rollbacks and user errors.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Error::Aborted(AbortReason::Conflict | AbortReason::Validation)
+        )
+    }
+
+    /// The abort reason, if this is an abort.
+    pub fn abort_reason(&self) -> Option<AbortReason> {
+        match self {
+            Error::Aborted(reason) => Some(*reason),
+            _ => None,
+        }
+    }
+}
+
+/// Result type of the engine.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

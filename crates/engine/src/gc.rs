@@ -1,0 +1,278 @@
+//! Reclaiming old versions and dead records.
+//!
+//! When a transaction commits, what it made obsolete is queued on its slot with the commit
+//! timestamp: the versions its writes superseded, the records it deleted, the index keys its updates
+//! made stale. Once the watermark (the oldest snapshot still in use) reaches that timestamp, no
+//! transaction can see the obsolete data any more, and the committing transactions that come later
+//! unlink it, a bounded amount each time. Unlinked memory is then freed by epoch-based reclamation
+//! when no reader can still be traversing it. Memory therefore stays bounded by the versions live
+//! snapshots need, however long the run.
+//!
+//! Dead records lose their index entries and their OIDs are recycled. This module runs inside
+//! non-preemptible regions (it is part of commit) and must never wait for an active transaction.
+
+use std::sync::PoisonError;
+use std::sync::atomic::Ordering;
+
+use overtake_runtime::NoPreemptGuard;
+use sdd::{Guard, Tag};
+
+use crate::db::Catalog;
+use crate::epoch::EpochGuard;
+use crate::key::IndexKey;
+use crate::mvcc::{SlotCounters, TxnTable, is_committed};
+use crate::record::{DEAD, Oid, Version};
+use crate::table::{IndexRef, Table, TableId};
+
+/// Something made obsolete by the commit at `ts`.
+pub(crate) enum Retired {
+    /// A newer version of the record was committed at `ts`; older ones can go.
+    Superseded { table: TableId, oid: Oid, ts: u64 },
+    /// The record was deleted at `ts`; its keys and OID can go.
+    Deleted { table: TableId, oid: Oid, ts: u64 },
+    /// An update at `ts` changed the record's key in a secondary index; the old entry can go.
+    StaleKey {
+        table: TableId,
+        index: usize,
+        key: IndexKey,
+        oid: Oid,
+        ts: u64,
+    },
+}
+
+impl Retired {
+    fn ts(&self) -> u64 {
+        match self {
+            Retired::Superseded { ts, .. }
+            | Retired::Deleted { ts, .. }
+            | Retired::StaleKey { ts, .. } => *ts,
+        }
+    }
+}
+
+/// Counts versions in the chain starting at `v` (inclusive).
+fn chain_len(v: Option<&Version>, guard: &Guard) -> u64 {
+    let mut n = 0;
+    let mut cur = v;
+    while let Some(version) = cur {
+        n += 1;
+        cur = version.next.load(Ordering::Acquire, guard).as_ref();
+    }
+    n
+}
+
+/// Unlinks every version of `oid` older than the newest one committed at or before `watermark`.
+/// Returns how many versions were unlinked.
+fn prune(table: &Table, oid: Oid, watermark: u64, guard: &Guard) -> u64 {
+    let mut ptr = table.records.slot(oid).load(Ordering::Acquire, guard);
+    while let Some(v) = ptr.as_ref() {
+        let stamp = v.stamp.load(Ordering::Acquire);
+        if is_committed(stamp) && stamp <= watermark {
+            let (cut, _) = v.next.swap((None, Tag::None), Ordering::AcqRel);
+            return cut.map_or(0, |c| chain_len(Some(&*c), guard));
+        }
+        ptr = v.next.load(Ordering::Acquire, guard);
+    }
+    0
+}
+
+/// Removes the index entries of a record deleted at or before `watermark`, marks its slot dead and
+/// recycles its OID. Does nothing if the record was re-inserted since.
+fn remove_dead(txns: &TxnTable, table: &Table, oid: Oid, watermark: u64, guard: &Guard) -> u64 {
+    let slot = table.records.slot(oid);
+    let head = slot.load(Ordering::Acquire, guard);
+    let Some(v) = head.as_ref() else { return 0 };
+    let stamp = v.stamp.load(Ordering::Acquire);
+    if !(v.deleted && is_committed(stamp) && stamp <= watermark) {
+        return 0;
+    }
+    if slot
+        .compare_exchange(
+            head,
+            (None, DEAD),
+            Ordering::AcqRel,
+            Ordering::Acquire,
+            guard,
+        )
+        .is_err()
+    {
+        return 0;
+    }
+    // `v` stays readable under `guard` although the slot no longer points to it.
+    let row = table.row(&v.row);
+    table
+        .tree(IndexRef::Primary)
+        .remove(table.primary_key(&row, oid).as_bytes(), oid);
+    for i in 0..table.secondary_count() {
+        table
+            .tree(IndexRef::Secondary(i))
+            .remove(table.secondary_key(i, &row, oid).as_bytes(), oid);
+    }
+    table.records.release(oid, txns.now());
+    chain_len(Some(v), guard)
+}
+
+/// True if some version of `oid` (committed or pending) has `key` in secondary index `index`.
+fn any_version_has_key(table: &Table, index: usize, key: &[u8], oid: Oid, guard: &Guard) -> bool {
+    let mut ptr = table.records.slot(oid).load(Ordering::Acquire, guard);
+    while let Some(v) = ptr.as_ref() {
+        if table
+            .secondary_key(index, &table.row(&v.row), oid)
+            .as_bytes()
+            == key
+        {
+            return true;
+        }
+        ptr = v.next.load(Ordering::Acquire, guard);
+    }
+    false
+}
+
+/// Removes a secondary entry no version needs any more. A concurrent update may be re-adding the same
+/// key (it found the entry present and skipped inserting it), so after removing, check again and put
+/// the entry back if a version now carries the key.
+fn remove_stale_key(table: &Table, index: usize, key: &IndexKey, oid: Oid, guard: &Guard) {
+    let key = key.as_slice();
+    if any_version_has_key(table, index, key, oid, guard) {
+        return;
+    }
+    let tree = table.tree(IndexRef::Secondary(index));
+    if tree.remove(key, oid) && any_version_has_key(table, index, key, oid, guard) {
+        // An `Err` means another writer already re-inserted it.
+        let _ = tree.insert(key, oid, guard);
+    }
+}
+
+fn process(
+    txns: &TxnTable,
+    catalog: &Catalog,
+    item: &Retired,
+    watermark: u64,
+    counters: &SlotCounters,
+    guard: &Guard,
+) {
+    let table_of = |id: TableId| catalog.get(id);
+    match item {
+        Retired::Superseded { table, oid, .. } => {
+            if let Some(t) = table_of(*table) {
+                counters.add_reclaimed(prune(t, *oid, watermark, guard));
+            }
+        }
+        Retired::Deleted { table, oid, .. } => {
+            if let Some(t) = table_of(*table) {
+                counters.add_reclaimed(prune(t, *oid, watermark, guard));
+                counters.add_reclaimed(remove_dead(txns, t, *oid, watermark, guard));
+            }
+        }
+        Retired::StaleKey {
+            table,
+            index,
+            key,
+            oid,
+            ..
+        } => {
+            if let Some(t) = table_of(*table) {
+                remove_stale_key(t, *index, key, *oid, guard);
+            }
+        }
+    }
+}
+
+/// Processes up to `budget` ready items of slot `slot_index`'s queue (all of them if `budget` is
+/// `usize::MAX`). Returns how many were processed. Skips the slot if another thread is draining it.
+pub(crate) fn drain_slot(
+    txns: &TxnTable,
+    catalog: &Catalog,
+    slot_index: usize,
+    budget: usize,
+    refresh: bool,
+) -> usize {
+    let _region = NoPreemptGuard::new();
+    let slot = txns.slot(slot_index);
+    let Ok(mut queue) = slot.retired.try_lock() else {
+        return 0;
+    };
+    let Some(front) = queue.front() else { return 0 };
+    let mut watermark = txns.watermark();
+    if front.ts() > watermark && refresh {
+        watermark = txns.refresh_watermark();
+    }
+    let epoch = EpochGuard::enter();
+    let mut done = 0;
+    while done < budget {
+        match queue.front() {
+            Some(item) if item.ts() <= watermark => {
+                process(
+                    txns,
+                    catalog,
+                    item,
+                    watermark,
+                    &slot.counters,
+                    epoch.guard(),
+                );
+                queue.pop_front();
+                done += 1;
+            }
+            _ => break,
+        }
+    }
+    done
+}
+
+/// Drains every slot's queue as far as the current watermark allows.
+pub(crate) fn collect_all(txns: &TxnTable, catalog: &Catalog) -> usize {
+    txns.refresh_watermark();
+    let mut total = 0;
+    for i in 0..txns.used_slots().len() {
+        let slot = txns.slot(i);
+        // Wait for a concurrent drainer rather than skipping its slot.
+        drop(slot.retired.lock().unwrap_or_else(PoisonError::into_inner));
+        total += drain_slot(txns, catalog, i, usize::MAX, false);
+    }
+    total
+}
+
+/// What a full walk over every record found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VersionCensus {
+    /// Records whose newest committed version is not a deletion.
+    pub live_records: u64,
+    /// Versions currently linked into some record's chain.
+    pub linked_versions: u64,
+    /// Linked versions no snapshot can read any more (superseded at or before the watermark) that
+    /// have not been unlinked yet.
+    pub unreclaimed_versions: u64,
+    /// Deleted records whose keys are still in the indexes.
+    pub unreclaimed_deletes: u64,
+}
+
+/// Walks every record of `table` (a diagnostic: O(records)).
+pub(crate) fn census(table: &Table, watermark: u64, out: &mut VersionCensus) {
+    let epoch = EpochGuard::enter();
+    let guard = epoch.guard();
+    for oid in 0..table.records.oid_limit() {
+        let _region = NoPreemptGuard::new();
+        let mut ptr = table.records.slot(oid).load(Ordering::Acquire, guard);
+        let mut seen_settled = false;
+        let mut newest_committed: Option<bool> = None;
+        while let Some(v) = ptr.as_ref() {
+            out.linked_versions += 1;
+            let stamp = v.stamp.load(Ordering::Acquire);
+            if seen_settled {
+                out.unreclaimed_versions += 1;
+            } else if is_committed(stamp) && stamp <= watermark {
+                seen_settled = true;
+                if v.deleted {
+                    out.unreclaimed_deletes += 1;
+                }
+            }
+            if is_committed(stamp) && newest_committed.is_none() {
+                newest_committed = Some(v.deleted);
+            }
+            ptr = v.next.load(Ordering::Acquire, guard);
+        }
+        if newest_committed == Some(false) {
+            out.live_records += 1;
+        }
+    }
+}

@@ -1,0 +1,500 @@
+//! Order-preserving composite keys.
+//!
+//! Every index maps byte-string keys to records, and byte order must equal the order of the values
+//! they encode, column by column:
+//!
+//! - integers, decimals and timestamps: big-endian with the sign bit flipped (4 bytes for `Int32`,
+//!   8 otherwise), so negative values sort before positive ones;
+//! - strings: the bytes with `0x00` escaped as `0x00 0xFF`, then the terminator `0x00 0x00`, so a
+//!   string sorts before any longer string it is a prefix of, and the next column starts cleanly.
+//!   `CHAR` values are encoded without their padding, matching how they compare.
+//!
+//! Keys are built on the stack ([`KeyBuf`], no allocation) and stored compactly ([`IndexKey`]:
+//! inline up to 22 bytes, which covers every TPC-C primary key).
+
+use std::borrow::Borrow;
+use std::cmp::Ordering;
+use std::ops::Bound;
+
+use crate::error::{Error, Result};
+use crate::row::RowRef;
+use crate::schema::ColumnType;
+use crate::value::Value;
+
+/// Largest encoded key, in bytes.
+pub const MAX_KEY_LEN: usize = 255;
+
+/// An encoded key, built on the stack.
+#[derive(Clone)]
+pub struct KeyBuf {
+    len: u8,
+    bytes: [u8; MAX_KEY_LEN],
+}
+
+impl KeyBuf {
+    /// An empty key (sorts before every other key).
+    pub const fn new() -> Self {
+        KeyBuf {
+            len: 0,
+            bytes: [0; MAX_KEY_LEN],
+        }
+    }
+
+    /// A key holding `bytes` (which must already be an encoded key), if short enough.
+    pub fn from_bytes(bytes: &[u8]) -> Option<Self> {
+        let mut k = KeyBuf::new();
+        k.push(bytes).then_some(k)
+    }
+
+    /// The encoded bytes.
+    #[inline]
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        usize::from(self.len)
+    }
+
+    /// True for the empty key.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[inline]
+    fn push(&mut self, bytes: &[u8]) -> bool {
+        let at = usize::from(self.len);
+        let Some(end) = at.checked_add(bytes.len()).filter(|e| *e <= MAX_KEY_LEN) else {
+            return false;
+        };
+        self.bytes[at..end].copy_from_slice(bytes);
+        self.len = end as u8;
+        true
+    }
+
+    #[inline]
+    fn push_i32(&mut self, v: i32) -> bool {
+        self.push(&((v as u32) ^ 0x8000_0000).to_be_bytes())
+    }
+
+    #[inline]
+    fn push_i64(&mut self, v: i64) -> bool {
+        self.push(&((v as u64) ^ (1 << 63)).to_be_bytes())
+    }
+
+    fn push_str(&mut self, s: &[u8]) -> bool {
+        for chunk in s.split_inclusive(|&b| b == 0) {
+            match chunk.split_last() {
+                Some((0, head)) => {
+                    if !(self.push(head) && self.push(&[0, 0xFF])) {
+                        return false;
+                    }
+                }
+                _ => {
+                    if !self.push(chunk) {
+                        return false;
+                    }
+                }
+            }
+        }
+        self.push(&[0, 0])
+    }
+
+    /// The smallest key greater than every key that starts with `self`, or `None` if there is none
+    /// (the prefix is empty or all `0xFF`).
+    pub fn prefix_successor(&self) -> Option<KeyBuf> {
+        let bytes = self.as_bytes();
+        let last = bytes.iter().rposition(|&b| b != 0xFF)?;
+        let mut next = KeyBuf::new();
+        next.push(&bytes[..=last]);
+        next.bytes[last] += 1;
+        Some(next)
+    }
+
+    /// Appends the encoding of column `col` of `row` (whose type is `ty`).
+    pub(crate) fn push_column(&mut self, row: &RowRef<'_>, col: usize, ty: ColumnType) -> bool {
+        match ty {
+            ColumnType::Int32 => self.push_i32(row.i32(col)),
+            ColumnType::Int64 => self.push_i64(row.int(col)),
+            ColumnType::Decimal { .. } => self.push_i64(row.decimal_units(col)),
+            ColumnType::Timestamp => self.push_i64(row.timestamp(col)),
+            ColumnType::Char(_) | ColumnType::VarChar(_) => self.push_str(row.bytes(col)),
+        }
+    }
+
+    /// Appends a hidden row id (encoded like an `Int64` key column, so key builders agree).
+    pub(crate) fn push_row_id(&mut self, id: u64) -> bool {
+        self.push_i64(id as i64)
+    }
+}
+
+impl Default for KeyBuf {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PartialEq for KeyBuf {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for KeyBuf {}
+
+impl std::fmt::Debug for KeyBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "KeyBuf(")?;
+        for b in self.as_bytes() {
+            write!(f, "{b:02x}")?;
+        }
+        write!(f, ")")
+    }
+}
+
+/// Builds a key for one index from typed parts, checking each part against the key's column types.
+/// Like the row builder, it remembers the first error and reports it from
+/// [`finish`](Self::finish) / [`prefix`](Self::prefix).
+pub struct KeyBuilder<'t> {
+    index: &'t str,
+    columns: &'t [ColumnType],
+    next: usize,
+    buf: KeyBuf,
+    error: Option<&'static str>,
+}
+
+impl<'t> KeyBuilder<'t> {
+    pub(crate) fn new(index: &'t str, columns: &'t [ColumnType]) -> Self {
+        KeyBuilder {
+            index,
+            columns,
+            next: 0,
+            buf: KeyBuf::new(),
+            error: None,
+        }
+    }
+
+    fn part(&mut self, value: Value<'_>) -> &mut Self {
+        if self.error.is_some() {
+            return self;
+        }
+        let Some(&ty) = self.columns.get(self.next) else {
+            self.error = Some("more parts than key columns");
+            return self;
+        };
+        let ok = match (ty, value) {
+            (ColumnType::Int32, Value::Int(v)) => match i32::try_from(v) {
+                Ok(v) => self.buf.push_i32(v),
+                Err(_) => {
+                    self.error = Some("integer out of range for an INT key column");
+                    return self;
+                }
+            },
+            (ColumnType::Int64, Value::Int(v)) | (ColumnType::Timestamp, Value::Timestamp(v)) => {
+                self.buf.push_i64(v)
+            }
+            (ColumnType::Decimal { scale, .. }, Value::Decimal(d)) => match d.rescale(scale) {
+                Some(d) => self.buf.push_i64(d.units()),
+                None => {
+                    self.error = Some("decimal not exact at the key column's scale");
+                    return self;
+                }
+            },
+            (ColumnType::Char(n) | ColumnType::VarChar(n), Value::Str(s)) => {
+                if s.len() > usize::from(n) {
+                    self.error = Some("string longer than the key column");
+                    return self;
+                }
+                let trimmed = if matches!(ty, ColumnType::Char(_)) {
+                    s.trim_end_matches(' ')
+                } else {
+                    s
+                };
+                self.buf.push_str(trimmed.as_bytes())
+            }
+            _ => {
+                self.error = Some("value type does not match the key column");
+                return self;
+            }
+        };
+        if !ok {
+            self.error = Some("key too long");
+        }
+        self.next += 1;
+        self
+    }
+
+    /// Appends an integer part.
+    pub fn int(&mut self, v: i64) -> &mut Self {
+        self.part(Value::Int(v))
+    }
+
+    /// Appends a string part.
+    pub fn str(&mut self, s: &str) -> &mut Self {
+        self.part(Value::Str(s))
+    }
+
+    /// Appends any part.
+    pub fn value(&mut self, v: Value<'_>) -> &mut Self {
+        self.part(v)
+    }
+
+    fn error(&self, reason: &str) -> Error {
+        Error::InvalidKey {
+            index: self.index.to_owned(),
+            reason: reason.to_owned(),
+        }
+    }
+
+    /// The complete key; fails unless every key column got a part.
+    pub fn finish(&self) -> Result<KeyBuf> {
+        if let Some(reason) = self.error {
+            return Err(self.error(reason));
+        }
+        if self.next != self.columns.len() {
+            return Err(self.error("fewer parts than key columns"));
+        }
+        Ok(self.buf.clone())
+    }
+
+    /// A key prefix (any number of leading parts), for range scans.
+    pub fn prefix(&self) -> Result<KeyBuf> {
+        match self.error {
+            Some(reason) => Err(self.error(reason)),
+            None => Ok(self.buf.clone()),
+        }
+    }
+}
+
+/// A range of keys for scans.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyRange {
+    pub(crate) lower: Bound<KeyBuf>,
+    pub(crate) upper: Bound<KeyBuf>,
+}
+
+impl KeyRange {
+    /// Every key.
+    pub fn all() -> Self {
+        KeyRange {
+            lower: Bound::Unbounded,
+            upper: Bound::Unbounded,
+        }
+    }
+
+    /// Keys between two bounds.
+    pub fn new(lower: Bound<KeyBuf>, upper: Bound<KeyBuf>) -> Self {
+        KeyRange { lower, upper }
+    }
+
+    /// Keys that start with `prefix` (built with [`KeyBuilder::prefix`]).
+    pub fn prefix(prefix: KeyBuf) -> Self {
+        let upper = match prefix.prefix_successor() {
+            Some(next) => Bound::Excluded(next),
+            None => Bound::Unbounded,
+        };
+        KeyRange {
+            lower: Bound::Included(prefix),
+            upper,
+        }
+    }
+
+    /// Exactly one key.
+    pub fn point(key: KeyBuf) -> Self {
+        KeyRange {
+            lower: Bound::Included(key.clone()),
+            upper: Bound::Included(key),
+        }
+    }
+}
+
+pub(crate) fn as_slice_bound(b: &Bound<KeyBuf>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.as_bytes()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_bytes()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+const INLINE: usize = 22;
+
+/// A key as stored in an index: inline when short (no allocation), boxed otherwise. Orders exactly
+/// like its bytes.
+#[derive(Clone)]
+pub(crate) enum IndexKey {
+    Inline { len: u8, bytes: [u8; INLINE] },
+    Heap(Box<[u8]>),
+}
+
+impl IndexKey {
+    pub(crate) fn new(key: &[u8]) -> Self {
+        if key.len() <= INLINE {
+            let mut bytes = [0; INLINE];
+            bytes[..key.len()].copy_from_slice(key);
+            IndexKey::Inline {
+                len: key.len() as u8,
+                bytes,
+            }
+        } else {
+            IndexKey::Heap(key.into())
+        }
+    }
+
+    #[inline]
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        match self {
+            IndexKey::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            IndexKey::Heap(b) => b,
+        }
+    }
+}
+
+impl Borrow<[u8]> for IndexKey {
+    fn borrow(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl PartialEq for IndexKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for IndexKey {}
+
+impl PartialOrd for IndexKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for IndexKey {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.as_slice().cmp(other.as_slice())
+    }
+}
+
+impl std::fmt::Debug for IndexKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match KeyBuf::from_bytes(self.as_slice()) {
+            Some(k) => k.fmt(f),
+            None => write!(f, "IndexKey(..)"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::ops::RangeBounds;
+
+    fn int_key(v: i64) -> KeyBuf {
+        let cols = [ColumnType::Int64];
+        KeyBuilder::new("t", &cols).int(v).finish().expect("key")
+    }
+
+    fn str_key(parts: &[&str]) -> KeyBuf {
+        let cols = vec![ColumnType::VarChar(40); parts.len()];
+        let mut b = KeyBuilder::new("t", &cols);
+        for p in parts {
+            b.str(p);
+        }
+        b.finish().expect("key")
+    }
+
+    proptest! {
+        #[test]
+        fn integer_order_is_preserved(a in any::<i64>(), b in any::<i64>()) {
+            prop_assert_eq!(a.cmp(&b), int_key(a).as_bytes().cmp(int_key(b).as_bytes()));
+        }
+
+        #[test]
+        fn int32_order_is_preserved(a in any::<i32>(), b in any::<i32>()) {
+            let cols = [ColumnType::Int32];
+            let ka = KeyBuilder::new("t", &cols).int(a.into()).finish().expect("key");
+            let kb = KeyBuilder::new("t", &cols).int(b.into()).finish().expect("key");
+            prop_assert_eq!(a.cmp(&b), ka.as_bytes().cmp(kb.as_bytes()));
+        }
+
+        #[test]
+        fn composite_string_order_is_preserved(
+            a1 in "[a\\x00b]{0,6}", a2 in "[a\\x00b]{0,6}",
+            b1 in "[a\\x00b]{0,6}", b2 in "[a\\x00b]{0,6}",
+        ) {
+            let expected = (a1.as_str(), a2.as_str()).cmp(&(b1.as_str(), b2.as_str()));
+            let ka = str_key(&[&a1, &a2]);
+            let kb = str_key(&[&b1, &b2]);
+            prop_assert_eq!(expected, ka.as_bytes().cmp(kb.as_bytes()));
+        }
+    }
+
+    #[test]
+    fn builder_checks_parts() {
+        let cols = [ColumnType::Int32, ColumnType::VarChar(4)];
+        assert!(KeyBuilder::new("i", &cols).int(1).finish().is_err());
+        assert!(KeyBuilder::new("i", &cols).int(1).prefix().is_ok());
+        assert!(KeyBuilder::new("i", &cols).str("x").finish().is_err());
+        assert!(
+            KeyBuilder::new("i", &cols)
+                .int(i64::from(i32::MAX) + 1)
+                .str("x")
+                .finish()
+                .is_err()
+        );
+        assert!(
+            KeyBuilder::new("i", &cols)
+                .int(1)
+                .str("12345")
+                .finish()
+                .is_err()
+        );
+        assert!(
+            KeyBuilder::new("i", &cols)
+                .int(1)
+                .str("ab")
+                .int(3)
+                .finish()
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn prefix_ranges_cover_exactly_the_prefix() {
+        let cols = [ColumnType::Int32, ColumnType::Int32];
+        let prefix = KeyBuilder::new("i", &cols).int(5).prefix().expect("prefix");
+        let range = KeyRange::prefix(prefix);
+        let inside = KeyBuilder::new("i", &cols)
+            .int(5)
+            .int(i64::from(i32::MAX))
+            .finish()
+            .expect("k");
+        let after = KeyBuilder::new("i", &cols)
+            .int(6)
+            .int(i64::from(i32::MIN))
+            .finish()
+            .expect("k");
+        let (lo, hi) = (as_slice_bound(&range.lower), as_slice_bound(&range.upper));
+        let contains = |k: &KeyBuf| (lo, hi).contains(k.as_bytes());
+        assert!(contains(&inside));
+        assert!(!contains(&after));
+        assert_eq!(
+            KeyBuf::from_bytes(&[0xFF, 0xFF])
+                .expect("k")
+                .prefix_successor(),
+            None
+        );
+    }
+
+    #[test]
+    fn index_keys_order_like_bytes_inline_or_not() {
+        let short = IndexKey::new(b"abc");
+        let long = IndexKey::new(&[b'a'; 40]);
+        assert!(matches!(short, IndexKey::Inline { .. }));
+        assert!(matches!(long, IndexKey::Heap(_)));
+        assert_eq!(short.cmp(&long), b"abc"[..].cmp(&[b'a'; 40][..]));
+        assert_eq!(std::mem::size_of::<IndexKey>(), 24);
+    }
+}

@@ -1,0 +1,62 @@
+//! Overtake's storage engine: an in-memory, multi-version transactional store.
+//!
+//! - Tables have declared schemas ([`TableSchema`]) with typed columns, a primary key and secondary
+//!   indexes. Rows use a compact encoding read without allocation ([`RowRef`]), built with
+//!   [`RowBuilder`] and changed with [`RowMut`]. Keys use an order-preserving encoding
+//!   ([`KeyBuilder`], [`KeyRange`]).
+//! - Every record keeps a chain of versions. Transactions read a snapshot without taking locks,
+//!   writers conflict first-updater-wins, and [`Isolation::Serializable`] adds commit-time validation
+//!   of reads and scanned ranges. Old versions are reclaimed as soon as no snapshot needs them.
+//! - Each transaction carries a [`Priority`]. The engine only records it: scheduling is the job of
+//!   `overtake-sched`. What the engine guarantees the scheduler is that every place where a paused
+//!   transaction could block others (index calls, commit, allocation) is a non-preemptible region.
+//!
+//! This crate contains no `unsafe` code.
+//!
+//! ```
+//! use overtake_engine::{ColumnType, Database, Isolation, Options, Priority, TableSchema};
+//!
+//! let db = Database::open(Options::default());
+//! let accounts = db.create_table(
+//!     TableSchema::builder("accounts")
+//!         .column("id", ColumnType::Int64)
+//!         .column("balance", ColumnType::Decimal { precision: 12, scale: 2 })
+//!         .primary_key(&["id"])
+//!         .build()?,
+//! )?;
+//! let mut txn = db.begin(Priority::High, Isolation::Serializable)?;
+//! let row = accounts.row_builder().int(0, 1).decimal_units(1, 100_00).finish()?;
+//! txn.insert(&accounts, row)?;
+//! txn.commit()?;
+//! # Ok::<(), overtake_engine::Error>(())
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod db;
+mod epoch;
+mod error;
+mod gc;
+mod index;
+mod key;
+mod mvcc;
+mod record;
+mod row;
+mod schema;
+mod table;
+mod txn;
+mod value;
+
+pub use db::{Attempts, Database, EngineStats, MAX_TABLES, Options, RetryPolicy};
+pub use error::{AbortReason, Error, Result};
+pub use gc::VersionCensus;
+pub use key::{KeyBuf, KeyBuilder, KeyRange, MAX_KEY_LEN};
+pub use mvcc::MAX_TRANSACTION_SLOTS;
+pub use row::{Row, RowBuilder, RowLayout, RowMut, RowRef};
+pub use schema::{
+    Column, ColumnType, IndexDef, MAX_COLUMNS, MAX_ROW_LEN, SchemaError, TableSchema,
+};
+pub use table::{IndexId, Table, TableId};
+pub use txn::{Isolation, Priority, ScanOptions, Transaction};
+pub use value::{Decimal, MAX_DECIMAL_PRECISION, Value};

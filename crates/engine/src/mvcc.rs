@@ -1,0 +1,471 @@
+//! Multi-version concurrency control: commit timestamps, transaction slots, and which version of a
+//! record a transaction sees.
+//!
+//! Every record is a chain of versions, newest first. A version's `stamp` is either
+//! - a commit timestamp (the version is committed and visible to snapshots `>= ts`), or
+//! - `PENDING | generation | slot`: written by the live transaction in that slot (its write lock), or
+//! - `ABORTED`: its writer rolled back; readers skip it.
+//!
+//! A transaction takes its snapshot `S` from the commit clock at begin. To commit it moves its slot
+//! `Active -> Precommit -> Committing(ts)`, where `ts` comes from the clock, validates (serializable),
+//! stamps its versions with `ts`, and goes `Committed`. A reader that meets a pending version looks
+//! at its writer's slot: `Active` or `Aborted` means invisible; `Committing(ts)` with `ts <= S` means
+//! the version is about to become visible to it, so it waits (the writer is inside a non-preemptible
+//! commit and finishes in microseconds); `Precommit` means the timestamp is being drawn, so it waits.
+//! The slot's generation (part of the stamp) tells a reader when the slot has moved on to another
+//! transaction, in which case the stamp it read is final and it reads it again.
+//!
+//! Waits only ever go from a later timestamp to an earlier one (or from a reader to a committer), so
+//! they cannot form a cycle; and a committer never waits for an active transaction.
+//!
+//! The watermark is the oldest snapshot any live transaction may still read from. Versions superseded
+//! at or before it are unreachable for everyone and can be unlinked.
+//!
+//! This module must never block except in those bounded commit waits, and never allocate on the read
+//! path.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use overtake_runtime::NoPreemptGuard;
+use sdd::{AtomicShared, Guard};
+
+use crate::error::{Error, Result};
+use crate::gc::Retired;
+use crate::record::Version;
+
+/// Stamp bit marking an uncommitted version.
+pub(crate) const PENDING: u64 = 1 << 63;
+/// Stamp of a version whose writer rolled back.
+pub(crate) const ABORTED_STAMP: u64 = u64::MAX;
+const SLOT_BITS: u32 = 16;
+/// Largest number of concurrent transactions (slots) a database may be configured with.
+pub const MAX_TRANSACTION_SLOTS: usize = 1 << SLOT_BITS;
+
+const STATUS_FREE: u64 = 0;
+const STATUS_ACTIVE: u64 = 1;
+const STATUS_PRECOMMIT: u64 = 2;
+const STATUS_COMMITTING: u64 = 3;
+const STATUS_COMMITTED: u64 = 4;
+const STATUS_ABORTED: u64 = 5;
+
+/// True if `stamp` is a commit timestamp.
+#[inline]
+pub(crate) fn is_committed(stamp: u64) -> bool {
+    stamp & PENDING == 0
+}
+
+fn pending_stamp(slot: usize, generation: u64) -> u64 {
+    PENDING | (generation << SLOT_BITS) | slot as u64
+}
+
+fn decode(stamp: u64) -> (usize, u64) {
+    (
+        (stamp & ((1 << SLOT_BITS) - 1)) as usize,
+        (stamp & !PENDING) >> SLOT_BITS,
+    )
+}
+
+/// Aligns a value to its own cache line pair, so that slots written by different threads never share
+/// a line.
+#[repr(align(128))]
+pub(crate) struct CachePadded<T>(pub(crate) T);
+
+impl<T> std::ops::Deref for CachePadded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+/// Per-slot counters, summed into database statistics. Each slot is written by one transaction at a
+/// time, so these never bounce between cores.
+#[derive(Default)]
+pub(crate) struct SlotCounters {
+    pub(crate) versions_created: AtomicU64,
+    pub(crate) versions_reclaimed: AtomicU64,
+}
+
+impl SlotCounters {
+    pub(crate) fn add_created(&self, n: u64) {
+        self.versions_created.fetch_add(n, Ordering::Relaxed);
+    }
+    pub(crate) fn add_reclaimed(&self, n: u64) {
+        self.versions_reclaimed.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// One transaction slot: the state other transactions consult to resolve its pending versions, its
+/// published snapshot (for the watermark), and the queue of versions it retired.
+pub(crate) struct TxnSlot {
+    /// `generation << 8 | status`.
+    state: AtomicU64,
+    commit_ts: AtomicU64,
+    snapshot: AtomicU64,
+    /// Retired versions and keys waiting for the watermark; pushed in commit order.
+    pub(crate) retired: Mutex<VecDeque<Retired>>,
+    pub(crate) counters: SlotCounters,
+}
+
+/// What a reader learns about a pending stamp.
+enum Pending {
+    /// Writer still running: not visible to anyone else, and its record is locked.
+    Active,
+    /// Writer rolled back and is unlinking the version.
+    Aborted,
+    /// Writer is committing with this timestamp.
+    CommittingAt(u64),
+    /// The stamp is changing or already final: read it again.
+    Reread,
+}
+
+/// Outcome of [`TxnTable::check_writable`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HeadCheck {
+    /// The head is committed before the snapshot, or is the transaction's own write.
+    Writable,
+    /// Another transaction wrote the record after the snapshot, or holds it.
+    Conflict,
+    /// The head is being rolled back: read it again.
+    Retry,
+}
+
+/// A transaction's identity as a reader: its snapshot and its own pending stamp.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Reader {
+    pub(crate) snapshot: u64,
+    pub(crate) me: u64,
+}
+
+/// A transaction's lease on a slot (returned by [`TxnTable::begin`]).
+pub(crate) struct Lease {
+    pub(crate) slot: usize,
+    pub(crate) generation: u64,
+    pub(crate) stamp: u64,
+    pub(crate) snapshot: u64,
+}
+
+/// The commit clock and every transaction slot.
+pub(crate) struct TxnTable {
+    clock: CachePadded<AtomicU64>,
+    slots: Box<[CachePadded<TxnSlot>]>,
+    free_bits: Box<[AtomicU64]>,
+    high_water: AtomicUsize,
+    cached_watermark: CachePadded<AtomicU64>,
+}
+
+impl TxnTable {
+    pub(crate) fn new(capacity: usize) -> Self {
+        let capacity = capacity.clamp(1, MAX_TRANSACTION_SLOTS);
+        let slots = (0..capacity)
+            .map(|_| {
+                CachePadded(TxnSlot {
+                    state: AtomicU64::new(STATUS_FREE),
+                    commit_ts: AtomicU64::new(0),
+                    snapshot: AtomicU64::new(u64::MAX),
+                    retired: Mutex::new(VecDeque::new()),
+                    counters: SlotCounters::default(),
+                })
+            })
+            .collect();
+        let words = capacity.div_ceil(64);
+        let free_bits = (0..words)
+            .map(|w| {
+                // Bits beyond `capacity` in the last word start out "taken".
+                let valid = (capacity - w * 64).min(64);
+                AtomicU64::new(if valid == 64 { 0 } else { !0u64 << valid })
+            })
+            .collect();
+        TxnTable {
+            // Timestamp 0 is never assigned; the first commit gets 1.
+            clock: CachePadded(AtomicU64::new(0)),
+            slots,
+            free_bits,
+            high_water: AtomicUsize::new(0),
+            cached_watermark: CachePadded(AtomicU64::new(0)),
+        }
+    }
+
+    pub(crate) fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub(crate) fn slot(&self, index: usize) -> &TxnSlot {
+        &self.slots[index]
+    }
+
+    /// Slots that have ever been used (the others have nothing to report).
+    pub(crate) fn used_slots(&self) -> &[CachePadded<TxnSlot>] {
+        &self.slots[..self.high_water.load(Ordering::Acquire)]
+    }
+
+    /// The latest commit timestamp handed out.
+    pub(crate) fn now(&self) -> u64 {
+        self.clock.load(Ordering::SeqCst)
+    }
+
+    /// Takes a free slot and a snapshot.
+    pub(crate) fn begin(&self) -> Result<Lease> {
+        let _region = NoPreemptGuard::new();
+        let slot = self.take_slot()?;
+        let s = &self.slots[slot];
+        let generation = (s.state.load(Ordering::Relaxed) >> 8) + 1;
+        s.state
+            .store(generation << 8 | STATUS_ACTIVE, Ordering::Release);
+        // Publish a conservative snapshot before choosing the real one: a watermark computed
+        // concurrently either sees this value, or ran entirely before our second read of the clock,
+        // in which case our snapshot is at least its watermark. Either way nothing we can read is
+        // unlinked.
+        s.snapshot
+            .store(self.clock.load(Ordering::SeqCst), Ordering::SeqCst);
+        let snapshot = self.clock.load(Ordering::SeqCst);
+        self.high_water.fetch_max(slot + 1, Ordering::AcqRel);
+        Ok(Lease {
+            slot,
+            generation,
+            stamp: pending_stamp(slot, generation),
+            snapshot,
+        })
+    }
+
+    fn take_slot(&self) -> Result<usize> {
+        for (w, word) in self.free_bits.iter().enumerate() {
+            let mut bits = word.load(Ordering::Relaxed);
+            while bits != u64::MAX {
+                let bit = (!bits).trailing_zeros() as usize;
+                match word.compare_exchange_weak(
+                    bits,
+                    bits | (1 << bit),
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => return Ok(w * 64 + bit),
+                    Err(now) => bits = now,
+                }
+            }
+        }
+        Err(Error::TooManyTransactions(self.slots.len()))
+    }
+
+    /// Enters `Precommit`, draws the commit timestamp and enters `Committing`.
+    pub(crate) fn start_commit(&self, lease: &Lease) -> u64 {
+        let s = &self.slots[lease.slot];
+        s.state
+            .store(lease.generation << 8 | STATUS_PRECOMMIT, Ordering::SeqCst);
+        let ts = self.clock.fetch_add(1, Ordering::SeqCst) + 1;
+        s.commit_ts.store(ts, Ordering::Relaxed);
+        s.state
+            .store(lease.generation << 8 | STATUS_COMMITTING, Ordering::Release);
+        ts
+    }
+
+    /// Marks the slot committed (after every version was stamped) or aborted (before its versions
+    /// are unlinked), so that readers stop waiting for it.
+    pub(crate) fn set_outcome(&self, lease: &Lease, committed: bool) {
+        let status = if committed {
+            STATUS_COMMITTED
+        } else {
+            STATUS_ABORTED
+        };
+        self.slots[lease.slot]
+            .state
+            .store(lease.generation << 8 | status, Ordering::Release);
+    }
+
+    /// Returns the slot. Every pending stamp of this generation must be final by now.
+    pub(crate) fn end(&self, lease: &Lease) {
+        let _region = NoPreemptGuard::new();
+        let s = &self.slots[lease.slot];
+        s.snapshot.store(u64::MAX, Ordering::SeqCst);
+        s.state
+            .store(lease.generation << 8 | STATUS_FREE, Ordering::Release);
+        self.free_bits[lease.slot / 64].fetch_and(!(1 << (lease.slot % 64)), Ordering::Release);
+    }
+
+    /// Computes the watermark: no live transaction reads below it.
+    pub(crate) fn refresh_watermark(&self) -> u64 {
+        let mut min = self.clock.load(Ordering::SeqCst);
+        for slot in self.used_slots() {
+            min = min.min(slot.snapshot.load(Ordering::SeqCst));
+        }
+        self.cached_watermark.fetch_max(min, Ordering::AcqRel);
+        min
+    }
+
+    /// The last computed watermark (cheap, possibly stale, never too high).
+    pub(crate) fn watermark(&self) -> u64 {
+        self.cached_watermark.load(Ordering::Acquire)
+    }
+
+    fn resolve(&self, stamp: u64) -> Pending {
+        let (slot, generation) = decode(stamp);
+        let s = &self.slots[slot];
+        let word = s.state.load(Ordering::Acquire);
+        if word >> 8 != generation {
+            return Pending::Reread;
+        }
+        match word & 0xFF {
+            STATUS_ACTIVE => Pending::Active,
+            STATUS_ABORTED => Pending::Aborted,
+            STATUS_COMMITTING => {
+                let ts = s.commit_ts.load(Ordering::Relaxed);
+                if s.state.load(Ordering::Acquire) == word {
+                    Pending::CommittingAt(ts)
+                } else {
+                    Pending::Reread
+                }
+            }
+            _ => Pending::Reread,
+        }
+    }
+
+    /// The commit timestamp a version has or is about to get, waiting out commits in flight.
+    /// `None` if it is, and will stay, invisible to others (its writer is active or aborted).
+    /// Versions whose writer is committing with a timestamp above `wait_below` are reported without
+    /// waiting for the outcome (as `Some(ts)` with `ts > wait_below`).
+    pub(crate) fn settled_stamp(&self, version: &Version, wait_below: u64) -> Option<u64> {
+        loop {
+            let stamp = version.stamp.load(Ordering::Acquire);
+            if is_committed(stamp) {
+                return Some(stamp);
+            }
+            if stamp == ABORTED_STAMP {
+                return None;
+            }
+            match self.resolve(stamp) {
+                Pending::Active | Pending::Aborted => return None,
+                Pending::CommittingAt(ts) if ts > wait_below => return Some(ts),
+                Pending::CommittingAt(_) | Pending::Reread => std::hint::spin_loop(),
+            }
+        }
+    }
+
+    /// Whether `reader` may install a new version on top of `head` (first updater wins).
+    pub(crate) fn check_writable(&self, head: &Version, reader: Reader) -> HeadCheck {
+        loop {
+            let stamp = head.stamp.load(Ordering::Acquire);
+            if stamp == reader.me {
+                return HeadCheck::Writable;
+            }
+            if is_committed(stamp) {
+                return if stamp > reader.snapshot {
+                    HeadCheck::Conflict
+                } else {
+                    HeadCheck::Writable
+                };
+            }
+            if stamp == ABORTED_STAMP {
+                return HeadCheck::Retry;
+            }
+            match self.resolve(stamp) {
+                Pending::Active => return HeadCheck::Conflict,
+                Pending::CommittingAt(ts) if ts > reader.snapshot => return HeadCheck::Conflict,
+                // Rolling back, or committing before our snapshot: wait for the outcome.
+                Pending::Aborted => return HeadCheck::Retry,
+                Pending::CommittingAt(_) | Pending::Reread => std::hint::spin_loop(),
+            }
+        }
+    }
+
+    /// The version of the chain at `head` that `reader` sees: its own latest write, or the newest
+    /// version committed at or before its snapshot.
+    #[inline]
+    pub(crate) fn visible<'g>(
+        &self,
+        head: &AtomicShared<Version>,
+        reader: Reader,
+        guard: &'g Guard,
+    ) -> Option<&'g Version> {
+        let mut ptr = head.load(Ordering::Acquire, guard);
+        while let Some(v) = ptr.as_ref() {
+            let stamp = v.stamp.load(Ordering::Acquire);
+            if stamp == reader.me {
+                return Some(v);
+            }
+            let ts = if is_committed(stamp) {
+                Some(stamp)
+            } else {
+                self.settled_stamp(v, reader.snapshot)
+            };
+            if matches!(ts, Some(ts) if ts <= reader.snapshot) {
+                return Some(v);
+            }
+            ptr = v.next.load(Ordering::Acquire, guard);
+        }
+        None
+    }
+
+    /// Serializable validation of one record: true if no other transaction committed a version of it
+    /// after `snapshot` and before `commit_ts`.
+    pub(crate) fn unchanged_between(
+        &self,
+        head: &AtomicShared<Version>,
+        me: u64,
+        snapshot: u64,
+        commit_ts: u64,
+        guard: &Guard,
+    ) -> bool {
+        let mut ptr = head.load(Ordering::Acquire, guard);
+        while let Some(v) = ptr.as_ref() {
+            if v.stamp.load(Ordering::Acquire) != me {
+                match self.settled_stamp(v, commit_ts) {
+                    // Serialized after us, or never visible: irrelevant.
+                    Some(ts) if ts > commit_ts => {}
+                    None => {}
+                    Some(ts) => return ts <= snapshot,
+                }
+            }
+            ptr = v.next.load(Ordering::Acquire, guard);
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stamps_round_trip() {
+        let s = pending_stamp(513, 77);
+        assert!(!is_committed(s));
+        assert_eq!(decode(s), (513, 77));
+        assert!(is_committed(42));
+        assert!(!is_committed(ABORTED_STAMP));
+    }
+
+    #[test]
+    fn slots_are_leased_and_returned() {
+        let t = TxnTable::new(3);
+        let a = t.begin().expect("slot");
+        let b = t.begin().expect("slot");
+        let c = t.begin().expect("slot");
+        assert!(matches!(t.begin(), Err(Error::TooManyTransactions(3))));
+        t.end(&b);
+        let d = t.begin().expect("slot freed");
+        assert_eq!(d.slot, b.slot);
+        assert!(
+            d.generation > b.generation,
+            "a reused slot gets a new generation"
+        );
+        for l in [a, c, d] {
+            t.end(&l);
+        }
+    }
+
+    #[test]
+    fn watermark_follows_the_oldest_snapshot() {
+        let t = TxnTable::new(8);
+        let old = t.begin().expect("slot");
+        for _ in 0..5 {
+            let w = t.begin().expect("slot");
+            t.start_commit(&w);
+            t.set_outcome(&w, true);
+            t.end(&w);
+        }
+        assert_eq!(t.refresh_watermark(), old.snapshot);
+        t.end(&old);
+        assert_eq!(t.refresh_watermark(), t.now());
+    }
+}

@@ -1,0 +1,203 @@
+//! A table: its schema and row layout, its primary and secondary indexes, and its records.
+//!
+//! Tables are created through [`Database::create_table`](crate::Database::create_table) and shared
+//! as `Arc<Table>`. A `Table` hands out the builders for its rows and keys; reading and writing go
+//! through a [`Transaction`](crate::Transaction).
+//!
+//! A table without a declared primary key uses its records' OIDs as hidden row ids: unique while the
+//! record lives, and only reused after the old key has left every index.
+
+use crate::index::OrderedIndex;
+use crate::key::{KeyBuf, KeyBuilder};
+use crate::record::{Oid, RecordStore};
+use crate::row::{RowBuilder, RowLayout, RowRef};
+use crate::schema::{ColumnType, TableSchema};
+
+/// Identifies a table within its database.
+pub type TableId = u32;
+
+/// Identifies a secondary index of a table (its position in the schema's index list).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct IndexId(pub(crate) usize);
+
+/// Which index of a table a scan walks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum IndexRef {
+    Primary,
+    Secondary(usize),
+}
+
+struct SecondaryIndex {
+    name: String,
+    columns: Box<[usize]>,
+    /// Types of the indexed columns followed by the primary key's.
+    key_types: Box<[ColumnType]>,
+    tree: OrderedIndex,
+}
+
+/// A table of the database.
+pub struct Table {
+    database: u64,
+    id: TableId,
+    schema: TableSchema,
+    layout: RowLayout,
+    pk_types: Box<[ColumnType]>,
+    primary: OrderedIndex,
+    secondary: Box<[SecondaryIndex]>,
+    pub(crate) records: RecordStore,
+}
+
+impl Table {
+    pub(crate) fn new(database: u64, id: TableId, schema: TableSchema) -> Self {
+        let layout = RowLayout::for_owner(&schema, id);
+        let pk_types: Box<[ColumnType]> = if schema.primary_key().is_empty() {
+            Box::new([ColumnType::Int64])
+        } else {
+            schema
+                .primary_key()
+                .iter()
+                .map(|&c| schema.columns()[c].ty)
+                .collect()
+        };
+        let secondary = schema
+            .indexes()
+            .iter()
+            .map(|def| SecondaryIndex {
+                name: def.name.clone(),
+                columns: def.columns.clone().into_boxed_slice(),
+                key_types: def
+                    .columns
+                    .iter()
+                    .map(|&c| schema.columns()[c].ty)
+                    .chain(pk_types.iter().copied())
+                    .collect(),
+                tree: OrderedIndex::new(),
+            })
+            .collect();
+        Table {
+            database,
+            id,
+            schema,
+            layout,
+            pk_types,
+            primary: OrderedIndex::new(),
+            secondary,
+            records: RecordStore::new(),
+        }
+    }
+
+    /// Identity of the database the table belongs to.
+    pub(crate) fn database(&self) -> u64 {
+        self.database
+    }
+
+    /// The table's id.
+    pub fn id(&self) -> TableId {
+        self.id
+    }
+
+    /// The table's name.
+    pub fn name(&self) -> &str {
+        self.schema.name()
+    }
+
+    /// The declared schema.
+    pub fn schema(&self) -> &TableSchema {
+        &self.schema
+    }
+
+    /// How rows of this table are laid out.
+    pub fn layout(&self) -> &RowLayout {
+        &self.layout
+    }
+
+    /// Position of the column called `name`.
+    pub fn column(&self, name: &str) -> Option<usize> {
+        self.schema.column_index(name)
+    }
+
+    /// How many record slots (OIDs) the table has handed out; dead records' OIDs are reused, so on a
+    /// table with as many deletes as inserts this stays bounded.
+    pub fn slots_allocated(&self) -> u64 {
+        self.records.oid_limit()
+    }
+
+    /// A builder for new rows of this table.
+    pub fn row_builder(&self) -> RowBuilder<'_> {
+        RowBuilder::new(&self.layout)
+    }
+
+    /// A builder for primary keys, one part per key column.
+    pub fn key(&self) -> KeyBuilder<'_> {
+        KeyBuilder::new("primary key", &self.pk_types)
+    }
+
+    /// The secondary index called `name`.
+    pub fn index(&self, name: &str) -> Option<IndexId> {
+        self.secondary
+            .iter()
+            .position(|s| s.name == name)
+            .map(IndexId)
+    }
+
+    /// A builder for keys of a secondary index: the indexed columns, then (for complete keys) the
+    /// primary key. Scans usually use a prefix of the indexed columns.
+    pub fn index_key(&self, index: IndexId) -> KeyBuilder<'_> {
+        let s = &self.secondary[index.0];
+        KeyBuilder::new(&s.name, &s.key_types)
+    }
+
+    pub(crate) fn secondary_count(&self) -> usize {
+        self.secondary.len()
+    }
+
+    pub(crate) fn tree(&self, index: IndexRef) -> &OrderedIndex {
+        match index {
+            IndexRef::Primary => &self.primary,
+            IndexRef::Secondary(i) => &self.secondary[i].tree,
+        }
+    }
+
+    /// The primary key of a stored row (`oid` stands in for a hidden row id).
+    pub(crate) fn primary_key(&self, row: &RowRef<'_>, oid: Oid) -> KeyBuf {
+        let mut key = KeyBuf::new();
+        self.push_primary_key(&mut key, row, oid);
+        key
+    }
+
+    fn push_primary_key(&self, key: &mut KeyBuf, row: &RowRef<'_>, oid: Oid) {
+        let pk = self.schema.primary_key();
+        // Lengths were bounded when the schema was validated, so pushes cannot overflow.
+        if pk.is_empty() {
+            key.push_row_id(oid);
+        } else {
+            for (&col, &ty) in pk.iter().zip(self.pk_types.iter()) {
+                key.push_column(row, col, ty);
+            }
+        }
+    }
+
+    /// The full key of `row` in secondary index `index`.
+    pub(crate) fn secondary_key(&self, index: usize, row: &RowRef<'_>, oid: Oid) -> KeyBuf {
+        let s = &self.secondary[index];
+        let mut key = KeyBuf::new();
+        for (&col, &ty) in s.columns.iter().zip(s.key_types.iter()) {
+            key.push_column(row, col, ty);
+        }
+        self.push_primary_key(&mut key, row, oid);
+        key
+    }
+
+    pub(crate) fn row<'r>(&'r self, bytes: &'r [u8]) -> RowRef<'r> {
+        RowRef::new(&self.layout, bytes)
+    }
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table")
+            .field("id", &self.id)
+            .field("name", &self.name())
+            .finish_non_exhaustive()
+    }
+}

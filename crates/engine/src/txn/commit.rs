@@ -1,0 +1,196 @@
+//! Ending a transaction: serializable validation, commit, rollback.
+//!
+//! Commit and rollback run entirely inside one non-preemptible region: a transaction paused half-way
+//! through either would leave pending versions that every other transaction must wait for.
+
+use std::ops::Bound;
+use std::sync::PoisonError;
+use std::sync::atomic::Ordering;
+
+use overtake_runtime::NoPreemptGuard;
+use sdd::{Guard, Tag};
+
+use super::{State, Transaction, WriteKind};
+use crate::epoch::EpochGuard;
+use crate::error::{AbortReason, Error, Result};
+use crate::gc::{self, Retired};
+use crate::index::ScanBatch;
+use crate::key::{KeyBuf, as_slice_bound};
+use crate::mvcc::ABORTED_STAMP;
+use crate::record::DEAD;
+
+/// How many retired items a commit processes per write it made (plus a constant), so that
+/// reclamation keeps up with the rate at which versions are created.
+const GC_ITEMS_PER_WRITE: usize = 2;
+const GC_ITEMS_BASE: usize = 8;
+
+impl Transaction<'_> {
+    /// Commits. On failure (serializable validation) the transaction is rolled back and
+    /// `Err(Aborted(Validation))` returned.
+    pub fn commit(&mut self) -> Result<()> {
+        self.check_active()?;
+        let _region = NoPreemptGuard::new();
+        if self.writes.is_empty() {
+            // A read-only transaction read one consistent snapshot, and every transaction that
+            // committed before it is serialized before it: nothing to validate.
+            self.finish(State::Committed);
+            return Ok(());
+        }
+        let txns = self.db.txns();
+        let ts = txns.start_commit(&self.lease);
+        if self.serializable() && !self.validate(ts) {
+            self.undo();
+            self.finish(State::Aborted);
+            return Err(Error::Aborted(AbortReason::Validation));
+        }
+        let epoch = EpochGuard::enter();
+        let guard = epoch.guard();
+        let slot = txns.slot(self.lease.slot);
+        {
+            let mut retired = slot.retired.lock().unwrap_or_else(PoisonError::into_inner);
+            for w in &self.writes {
+                let table = self.db.catalog().recorded(w.table);
+                let mut ptr = table.records.slot(w.oid).load(Ordering::Acquire, guard);
+                let mut stamped = false;
+                while let Some(v) = ptr.as_ref() {
+                    if v.stamp.load(Ordering::Relaxed) != self.lease.stamp {
+                        break;
+                    }
+                    v.stamp.store(ts, Ordering::Release);
+                    stamped = true;
+                    ptr = v.next.load(Ordering::Acquire, guard);
+                }
+                // A record written twice is stamped on its first entry only.
+                if !stamped {
+                    continue;
+                }
+                let (table, oid) = (w.table, w.oid);
+                if w.kind == WriteKind::Delete {
+                    retired.push_back(Retired::Deleted { table, oid, ts });
+                } else if !ptr.is_null() {
+                    retired.push_back(Retired::Superseded { table, oid, ts });
+                }
+            }
+            for s in self.stale_keys.drain(..) {
+                retired.push_back(Retired::StaleKey {
+                    table: s.table,
+                    index: s.index,
+                    key: s.key,
+                    oid: s.oid,
+                    ts,
+                });
+            }
+        }
+        txns.set_outcome(&self.lease, true);
+        drop(epoch);
+        let budget = GC_ITEMS_BASE + GC_ITEMS_PER_WRITE * self.writes.len();
+        gc::drain_slot(txns, self.db.catalog(), self.lease.slot, budget, true);
+        self.finish(State::Committed);
+        Ok(())
+    }
+
+    /// Rolls back (no effect if the transaction already ended).
+    pub fn abort(&mut self) {
+        if self.state != State::Active {
+            return;
+        }
+        let _region = NoPreemptGuard::new();
+        self.undo();
+        self.finish(State::Aborted);
+    }
+
+    /// Unlinks every pending version and removes every index entry this transaction added.
+    fn undo(&mut self) {
+        let txns = self.db.txns();
+        txns.set_outcome(&self.lease, false);
+        let epoch = EpochGuard::enter();
+        let guard = epoch.guard();
+        let catalog = self.db.catalog();
+        for w in self.writes.iter().rev() {
+            let slot = catalog.recorded(w.table).records.slot(w.oid);
+            loop {
+                let head = slot.load(Ordering::Acquire, guard);
+                let Some(v) = head.as_ref() else { break };
+                if v.stamp.load(Ordering::Relaxed) != self.lease.stamp {
+                    break;
+                }
+                v.stamp.store(ABORTED_STAMP, Ordering::Release);
+                // `v.next` stays intact, so readers already on `v` continue down the chain.
+                let next = v.next.get_shared(Ordering::Acquire, guard);
+                let replacement = match next {
+                    None if w.kind == WriteKind::FreshInsert => (None, DEAD),
+                    next => (next, Tag::None),
+                };
+                // Only this transaction changes a head that holds its pending version.
+                let _ = slot.compare_exchange(
+                    head,
+                    replacement,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                    guard,
+                );
+            }
+        }
+        for k in self.new_keys.drain(..).rev() {
+            catalog
+                .recorded(k.table)
+                .tree(k.index)
+                .remove(k.key.as_slice(), k.oid);
+        }
+        let now = txns.now();
+        for w in &self.writes {
+            if w.kind == WriteKind::FreshInsert {
+                catalog.recorded(w.table).records.release(w.oid, now);
+            }
+        }
+    }
+
+    fn finish(&mut self, state: State) {
+        self.state = state;
+        self.db.txns().end(&self.lease);
+        self.writes.clear();
+        self.new_keys.clear();
+        self.stale_keys.clear();
+        self.reads.clear();
+        self.scans.clear();
+    }
+
+    /// True if nothing this transaction read or scanned was changed by a transaction that committed
+    /// after its snapshot and before `ts`.
+    fn validate(&mut self, ts: u64) -> bool {
+        let txns = self.db.txns();
+        let (me, snapshot) = (self.lease.stamp, self.lease.snapshot);
+        let epoch = EpochGuard::enter();
+        let guard = epoch.guard();
+        let catalog = self.db.catalog();
+        let unchanged = |table: &crate::table::Table, oid, guard: &Guard| {
+            txns.unchanged_between(table.records.slot(oid), me, snapshot, ts, guard)
+        };
+        if !self
+            .reads
+            .iter()
+            .all(|&(t, oid)| unchanged(catalog.recorded(t), oid, guard))
+        {
+            return false;
+        }
+        let mut batch = ScanBatch::default();
+        for range in &self.scans {
+            let table = catalog.recorded(range.table);
+            let tree = table.tree(range.index);
+            let mut lower = range.lower.clone();
+            loop {
+                let bounds = (as_slice_bound(&lower), as_slice_bound(&range.upper));
+                tree.fetch_batch(bounds, false, 64, guard, &mut batch);
+                if (0..batch.len()).any(|i| !unchanged(table, batch.oid(i), guard)) {
+                    return false;
+                }
+                if batch.len() < 64 {
+                    break;
+                }
+                lower = KeyBuf::from_bytes(batch.key(batch.len() - 1))
+                    .map_or(Bound::Unbounded, Bound::Excluded);
+            }
+        }
+        true
+    }
+}

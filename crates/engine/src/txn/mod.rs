@@ -1,0 +1,400 @@
+//! Transactions: the only way to read or write a table.
+//!
+//! A transaction reads a snapshot taken when it began, sees its own writes, and takes no locks to
+//! read, which is what makes pausing a long reader cheap: nothing it holds can block anyone. Writes
+//! install pending versions at the head of each record's chain, which doubles as the record's write
+//! lock; a second writer aborts at once (first updater wins, no waiting). At commit a serializable
+//! transaction re-checks everything it read and every range it scanned (phantoms included) against
+//! the commits that happened since its snapshot.
+//!
+//! Every step that must not be paused half-way (index calls, epoch enter/exit, OID and timestamp
+//! allocation, commit, rollback) runs inside a non-preemptible region; reading rows and running the
+//! caller's closures does not, so a preemption can land anywhere in them.
+//!
+//! A `Transaction` that is dropped while active rolls back.
+
+mod commit;
+mod write;
+
+use std::ops::{Bound, ControlFlow};
+
+use crate::db::Database;
+use crate::epoch::EpochGuard;
+use crate::error::{AbortReason, Error, Result};
+use crate::index::ScanBatch;
+use crate::key::{IndexKey, KeyBuf, KeyRange, as_slice_bound};
+use crate::mvcc::{Lease, Reader};
+use crate::record::{Oid, Version};
+use crate::row::RowRef;
+use crate::table::{IndexId, IndexRef, Table, TableId};
+
+/// How urgent a transaction is. The engine records it; schedulers act on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Priority {
+    /// Background work that may be paused (analytics, reports, long computations).
+    Low,
+    /// Latency-critical work that should overtake low-priority work.
+    High,
+}
+
+impl Priority {
+    /// A short, stable name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Priority::Low => "low",
+            Priority::High => "high",
+        }
+    }
+}
+
+/// Isolation level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Isolation {
+    /// Snapshot isolation: reads see the snapshot at begin; concurrent writers of the same record
+    /// conflict (first updater wins). Allows write skew.
+    Snapshot,
+    /// Serializable: snapshot isolation plus commit-time validation of reads and scanned ranges.
+    Serializable,
+}
+
+/// Options for scans.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScanOptions {
+    /// Stop after this many rows.
+    pub limit: Option<usize>,
+    /// Walk the range from its upper end down.
+    pub reverse: bool,
+}
+
+impl ScanOptions {
+    /// Forward, no limit.
+    pub fn forward() -> Self {
+        ScanOptions::default()
+    }
+
+    /// Reverse, no limit.
+    pub fn reverse() -> Self {
+        ScanOptions {
+            limit: None,
+            reverse: true,
+        }
+    }
+
+    /// The same options with a row limit.
+    pub fn limit(mut self, n: usize) -> Self {
+        self.limit = Some(n);
+        self
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Active,
+    Committed,
+    Aborted,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WriteKind {
+    /// A new record (new OID): rolling back kills the record.
+    FreshInsert,
+    /// A new version over an existing record (update, or insert over a deleted row).
+    Overwrite,
+    /// A deletion marker.
+    Delete,
+}
+
+struct Write {
+    table: TableId,
+    oid: Oid,
+    kind: WriteKind,
+}
+
+/// An index entry this transaction added (removed again on rollback).
+struct NewKey {
+    table: TableId,
+    index: IndexRef,
+    key: IndexKey,
+    oid: Oid,
+}
+
+/// A secondary-index entry this transaction's update made stale (retired at commit).
+struct StaleKey {
+    table: TableId,
+    index: usize,
+    key: IndexKey,
+    oid: Oid,
+}
+
+/// A scanned range, re-checked at commit under serializable isolation.
+struct ScannedRange {
+    table: TableId,
+    index: IndexRef,
+    lower: Bound<KeyBuf>,
+    upper: Bound<KeyBuf>,
+}
+
+/// Rows per index batch in scans. Each batch is one short non-preemptible region.
+const SCAN_BATCH: usize = 64;
+
+/// A transaction. Created by [`Database::begin`]; ends with [`commit`](Self::commit),
+/// [`abort`](Self::abort), or when dropped (which rolls back).
+pub struct Transaction<'db> {
+    db: &'db Database,
+    lease: Lease,
+    priority: Priority,
+    isolation: Isolation,
+    state: State,
+    writes: Vec<Write>,
+    new_keys: Vec<NewKey>,
+    stale_keys: Vec<StaleKey>,
+    reads: Vec<(TableId, Oid)>,
+    scans: Vec<ScannedRange>,
+    batch: ScanBatch,
+}
+
+impl<'db> Transaction<'db> {
+    pub(crate) fn new(
+        db: &'db Database,
+        lease: Lease,
+        priority: Priority,
+        isolation: Isolation,
+    ) -> Self {
+        Transaction {
+            db,
+            lease,
+            priority,
+            isolation,
+            state: State::Active,
+            writes: Vec::new(),
+            new_keys: Vec::new(),
+            stale_keys: Vec::new(),
+            reads: Vec::new(),
+            scans: Vec::new(),
+            batch: ScanBatch::default(),
+        }
+    }
+
+    /// The priority given at begin.
+    pub fn priority(&self) -> Priority {
+        self.priority
+    }
+
+    /// The isolation level given at begin.
+    pub fn isolation(&self) -> Isolation {
+        self.isolation
+    }
+
+    /// The commit timestamp of the snapshot this transaction reads.
+    pub fn snapshot(&self) -> u64 {
+        self.lease.snapshot
+    }
+
+    /// True until the transaction commits or aborts.
+    pub fn is_active(&self) -> bool {
+        self.state == State::Active
+    }
+
+    fn check_active(&self) -> Result<()> {
+        if self.state == State::Active {
+            Ok(())
+        } else {
+            Err(Error::NotActive)
+        }
+    }
+
+    /// Checks that the transaction is active and `table` belongs to its database.
+    fn check(&self, table: &Table) -> Result<()> {
+        self.check_active()?;
+        if table.database() != self.db.id() {
+            return Err(Error::ForeignTable(table.name().to_owned()));
+        }
+        Ok(())
+    }
+
+    fn reader(&self) -> Reader {
+        Reader {
+            snapshot: self.lease.snapshot,
+            me: self.lease.stamp,
+        }
+    }
+
+    fn serializable(&self) -> bool {
+        self.isolation == Isolation::Serializable
+    }
+
+    fn note_read(&mut self, table: &Table, oid: Oid) {
+        if self.serializable() {
+            self.reads.push((table.id(), oid));
+        }
+    }
+
+    /// A point lookup that found no index entry: under serializable isolation the absence itself is
+    /// what must still hold at commit.
+    fn note_miss(&mut self, table: &Table, key: &KeyBuf) {
+        if self.serializable() {
+            self.scans.push(ScannedRange {
+                table: table.id(),
+                index: IndexRef::Primary,
+                lower: Bound::Included(key.clone()),
+                upper: Bound::Included(key.clone()),
+            });
+        }
+    }
+
+    fn visible<'g>(&self, table: &Table, oid: Oid, guard: &'g sdd::Guard) -> Option<&'g Version> {
+        self.db
+            .txns()
+            .visible(table.records.slot(oid), self.reader(), guard)
+    }
+
+    /// Reads the row with primary key `key`, passing it to `read`, whose result is returned.
+    /// `Ok(None)` if there is no such row in this transaction's snapshot.
+    pub fn get<R>(
+        &mut self,
+        table: &Table,
+        key: &KeyBuf,
+        read: impl FnOnce(RowRef<'_>) -> R,
+    ) -> Result<Option<R>> {
+        self.check(table)?;
+        let epoch = EpochGuard::enter();
+        let guard = epoch.guard();
+        let Some(oid) = table.tree(IndexRef::Primary).get(key.as_bytes(), guard) else {
+            self.note_miss(table, key);
+            return Ok(None);
+        };
+        self.note_read(table, oid);
+        Ok(self
+            .visible(table, oid, guard)
+            .filter(|v| !v.deleted)
+            .map(|v| read(table.row(&v.row))))
+    }
+
+    /// True if a row with primary key `key` exists in this transaction's snapshot.
+    pub fn exists(&mut self, table: &Table, key: &KeyBuf) -> Result<bool> {
+        Ok(self.get(table, key, |_| ())?.is_some())
+    }
+
+    /// Calls `visit` for each row whose primary key is in `range`, in key order (or reverse), until
+    /// the limit is reached or `visit` breaks. Returns the number of rows visited.
+    pub fn scan(
+        &mut self,
+        table: &Table,
+        range: &KeyRange,
+        options: ScanOptions,
+        visit: impl FnMut(RowRef<'_>) -> ControlFlow<()>,
+    ) -> Result<usize> {
+        self.scan_in(table, IndexRef::Primary, range, options, visit)
+    }
+
+    /// Like [`scan`](Self::scan), over the secondary index `index` (keys built with
+    /// [`Table::index_key`]).
+    pub fn scan_index(
+        &mut self,
+        table: &Table,
+        index: IndexId,
+        range: &KeyRange,
+        options: ScanOptions,
+        visit: impl FnMut(RowRef<'_>) -> ControlFlow<()>,
+    ) -> Result<usize> {
+        self.scan_in(table, IndexRef::Secondary(index.0), range, options, visit)
+    }
+
+    fn scan_in(
+        &mut self,
+        table: &Table,
+        index: IndexRef,
+        range: &KeyRange,
+        options: ScanOptions,
+        mut visit: impl FnMut(RowRef<'_>) -> ControlFlow<()>,
+    ) -> Result<usize> {
+        self.check(table)?;
+        let limit = options.limit.unwrap_or(usize::MAX);
+        let mut delivered = 0;
+        let (mut lower, mut upper) = (range.lower.clone(), range.upper.clone());
+        // Where the scan stopped early (inclusive), if it did: the end of what it depended on.
+        let mut stopped_at: Option<KeyBuf> = None;
+        let mut batch = std::mem::take(&mut self.batch);
+        let reader = self.reader();
+        let tree = table.tree(index);
+        while delivered < limit {
+            let want = (limit - delivered).min(SCAN_BATCH);
+            let epoch = EpochGuard::enter();
+            let guard = epoch.guard();
+            let bounds = (as_slice_bound(&lower), as_slice_bound(&upper));
+            tree.fetch_batch(bounds, options.reverse, want, guard, &mut batch);
+            if batch.len() == 0 {
+                break;
+            }
+            for i in 0..batch.len() {
+                let slot = table.records.slot(batch.oid(i));
+                let Some(v) = self.db.txns().visible(slot, reader, guard) else {
+                    continue;
+                };
+                if v.deleted {
+                    continue;
+                }
+                let row = table.row(&v.row);
+                if let IndexRef::Secondary(s) = index
+                    && table.secondary_key(s, &row, batch.oid(i)).as_bytes() != batch.key(i)
+                {
+                    // The entry belongs to an older version of the row (its key changed since).
+                    continue;
+                }
+                delivered += 1;
+                if visit(row).is_break() || delivered == limit {
+                    stopped_at = KeyBuf::from_bytes(batch.key(i));
+                    break;
+                }
+            }
+            if stopped_at.is_some() || batch.len() < want {
+                break;
+            }
+            let last = KeyBuf::from_bytes(batch.key(batch.len() - 1))
+                .map_or(Bound::Unbounded, Bound::Excluded);
+            if options.reverse {
+                upper = last;
+            } else {
+                lower = last;
+            }
+        }
+        self.batch = batch;
+        if self.serializable() {
+            let (mut lower, mut upper) = (range.lower.clone(), range.upper.clone());
+            if let Some(end) = stopped_at {
+                if options.reverse {
+                    lower = Bound::Included(end);
+                } else {
+                    upper = Bound::Included(end);
+                }
+            }
+            self.scans.push(ScannedRange {
+                table: table.id(),
+                index,
+                lower,
+                upper,
+            });
+        }
+        Ok(delivered)
+    }
+
+    /// Aborts because of `reason` and returns the error to propagate.
+    fn fail(&mut self, reason: AbortReason) -> Error {
+        self.abort();
+        Error::Aborted(reason)
+    }
+
+    /// Rolls back on the transaction's own initiative (e.g. TPC-C's invalid item) and returns the
+    /// error to propagate, which retry policies do not retry.
+    pub fn rollback(&mut self) -> Error {
+        self.fail(AbortReason::UserRollback)
+    }
+}
+
+impl Drop for Transaction<'_> {
+    fn drop(&mut self) {
+        if self.state == State::Active {
+            self.abort();
+        }
+    }
+}

@@ -1,0 +1,61 @@
+//! Shared fixtures for the engine's integration tests.
+
+use std::sync::Arc;
+
+use overtake_engine::{
+    ColumnType, Database, Isolation, KeyBuf, Options, Priority, Table, TableSchema,
+};
+
+pub const ID: usize = 0;
+pub const OWNER: usize = 1;
+pub const BALANCE: usize = 2;
+
+/// `accounts(id INT64 PK, owner VARCHAR(16) indexed, balance DECIMAL(12,2))`.
+pub fn accounts(db: &Database) -> Arc<Table> {
+    db.create_table(
+        TableSchema::builder("accounts")
+            .column("id", ColumnType::Int64)
+            .column("owner", ColumnType::VarChar(16))
+            .column(
+                "balance",
+                ColumnType::Decimal {
+                    precision: 12,
+                    scale: 2,
+                },
+            )
+            .primary_key(&["id"])
+            .index("by_owner", &["owner"])
+            .build()
+            .expect("schema"),
+    )
+    .expect("create")
+}
+
+pub fn key(t: &Table, id: i64) -> KeyBuf {
+    t.key().int(id).finish().expect("key")
+}
+
+/// A database with accounts `0..n`, each holding `balance` cents, owned by `owner{id % 3}`.
+pub fn with_accounts(n: i64, balance: i64) -> (Database, Arc<Table>) {
+    let db = Database::open(Options::default());
+    let t = accounts(&db);
+    let mut txn = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    for id in 0..n {
+        let row = t
+            .row_builder()
+            .int(ID, id)
+            .str(OWNER, &format!("owner{}", id % 3))
+            .decimal_units(BALANCE, balance)
+            .finish()
+            .expect("row");
+        txn.insert(&t, row).expect("insert");
+    }
+    txn.commit().expect("commit");
+    drop(txn);
+    (db, t)
+}
+
+pub fn balance(txn: &mut overtake_engine::Transaction<'_>, t: &Table, id: i64) -> Option<i64> {
+    txn.get(t, &key(t, id), |r| r.decimal_units(BALANCE))
+        .expect("get")
+}

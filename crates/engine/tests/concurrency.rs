@@ -1,0 +1,271 @@
+//! Many threads at once: invariants hold, memory stays bounded.
+
+mod common;
+
+use std::ops::ControlFlow;
+use std::sync::Barrier;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use common::*;
+use overtake_engine::{Error, Isolation, KeyRange, Priority, RetryPolicy, ScanOptions};
+
+const ACCOUNTS: i64 = 16;
+const START: i64 = 1_000;
+
+/// A small deterministic generator (tests must not depend on the machine's entropy).
+struct Lcg(u64);
+impl Lcg {
+    fn next(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+}
+
+fn transfers_preserve_the_total(level: Isolation) {
+    let (db, t) = with_accounts(ACCOUNTS, START);
+    let stop = AtomicBool::new(false);
+    let committed = AtomicU64::new(0);
+    let snapshots_checked = AtomicU64::new(0);
+    let barrier = Barrier::new(4);
+    std::thread::scope(|s| {
+        let mut writers = Vec::new();
+        for worker in 0..3u64 {
+            let (db, t, barrier, committed) = (&db, &t, &barrier, &committed);
+            writers.push(s.spawn(move || {
+                let mut rng = Lcg(worker + 1);
+                barrier.wait();
+                for _ in 0..3_000 {
+                    let from = rng.next(ACCOUNTS as u64) as i64;
+                    let to = (from + 1 + rng.next(ACCOUNTS as u64 - 1) as i64) % ACCOUNTS;
+                    let amount = 1 + rng.next(50) as i64;
+                    let attempts = db.run(Priority::High, level, &RetryPolicy::forever(), |txn| {
+                        let have = balance(txn, t, from).expect("exists");
+                        if have < amount {
+                            return Ok(false); // insufficient funds: commit nothing
+                        }
+                        txn.update(t, &key(t, from), |r| {
+                            r.decimal_units(BALANCE, have - amount);
+                        })?;
+                        let other = balance(txn, t, to).expect("exists");
+                        txn.update(t, &key(t, to), |r| {
+                            r.decimal_units(BALANCE, other + amount);
+                        })?;
+                        Ok(true)
+                    });
+                    if attempts.result.expect("transfers only abort retryably") {
+                        committed.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }));
+        }
+        let (db, t, barrier, stop, checked) = (&db, &t, &barrier, &stop, &snapshots_checked);
+        s.spawn(move || {
+            barrier.wait();
+            while !stop.load(Ordering::Relaxed) {
+                // Every snapshot, however it interleaves with the transfers, balances.
+                let mut txn = db.begin(Priority::Low, level).expect("begin");
+                let mut total = 0;
+                txn.scan(t, &KeyRange::all(), ScanOptions::forward(), |r| {
+                    let b = r.decimal_units(BALANCE);
+                    assert!(b >= 0, "a balance went negative");
+                    total += b;
+                    ControlFlow::Continue(())
+                })
+                .expect("scan");
+                assert_eq!(
+                    total,
+                    ACCOUNTS * START,
+                    "a snapshot saw a half-done transfer"
+                );
+                txn.commit().expect("read-only commit");
+                checked.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        for w in writers {
+            w.join().expect("writer");
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    let mut txn = db.begin(Priority::Low, level).expect("begin");
+    let total: i64 = (0..ACCOUNTS)
+        .map(|id| balance(&mut txn, &t, id).expect("row"))
+        .sum();
+    assert_eq!(total, ACCOUNTS * START);
+    assert!(
+        committed.load(Ordering::Relaxed) > 1_000,
+        "most transfers commit"
+    );
+    assert!(snapshots_checked.load(Ordering::Relaxed) > 0);
+}
+
+#[test]
+fn transfers_preserve_the_total_under_snapshot_isolation() {
+    transfers_preserve_the_total(Isolation::Snapshot);
+}
+
+#[test]
+fn transfers_preserve_the_total_under_serializable_isolation() {
+    transfers_preserve_the_total(Isolation::Serializable);
+}
+
+#[test]
+fn collector_unlinks_versions_no_snapshot_needs() {
+    let (db, t) = with_accounts(8, 0);
+    let bump = |n: i64| {
+        for i in 0..n {
+            let attempts = db.run(
+                Priority::High,
+                Isolation::Snapshot,
+                &RetryPolicy::never(),
+                |txn| {
+                    txn.update(&t, &key(&t, i % 8), |r| {
+                        let v = r.as_ref().decimal_units(BALANCE);
+                        r.decimal_units(BALANCE, v + 1);
+                    })
+                },
+            );
+            assert_eq!(attempts.result, Ok(true));
+        }
+    };
+    bump(4_000);
+    db.collect_garbage();
+    let census = db.census();
+    assert_eq!(census.live_records, 8);
+    assert_eq!(census.unreclaimed_versions, 0);
+    assert_eq!(
+        census.linked_versions, 8,
+        "one version per record is all anyone needs"
+    );
+
+    // A long reader pins the versions it may read; the collector must keep them.
+    let mut reader = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    let before: Vec<i64> = (0..8)
+        .map(|i| balance(&mut reader, &t, i).expect("row"))
+        .collect();
+    bump(800);
+    db.collect_garbage();
+    let pinned = db.census();
+    assert!(
+        pinned.linked_versions > 8,
+        "versions the reader may need are kept"
+    );
+    let during: Vec<i64> = (0..8)
+        .map(|i| balance(&mut reader, &t, i).expect("row"))
+        .collect();
+    assert_eq!(before, during, "the reader's snapshot is intact");
+    drop(reader);
+    db.collect_garbage();
+    let after = db.census();
+    assert_eq!(after.unreclaimed_versions, 0);
+    assert_eq!(after.linked_versions, 8);
+    let stats = db.stats();
+    assert_eq!(
+        stats.versions_created - stats.versions_reclaimed,
+        after.linked_versions,
+        "every version created is either linked or was reclaimed"
+    );
+}
+
+#[test]
+fn deleted_records_leave_the_indexes_and_their_slots_are_reused() {
+    let (db, t) = with_accounts(0, 0);
+    let by_owner = t.index("by_owner").expect("index");
+    std::thread::scope(|s| {
+        for worker in 0..2i64 {
+            let (db, t) = (&db, &t);
+            s.spawn(move || {
+                // Each worker cycles its own 10 keys: insert all, delete all, 200 times.
+                for round in 0..200 {
+                    for k in 0..10 {
+                        let id = worker * 100 + k;
+                        let row = t
+                            .row_builder()
+                            .int(ID, id)
+                            .str(OWNER, &format!("w{worker}"))
+                            .decimal_units(BALANCE, round)
+                            .finish()
+                            .expect("row");
+                        let a = db.run(
+                            Priority::High,
+                            Isolation::Serializable,
+                            &RetryPolicy::forever(),
+                            |txn| txn.insert(t, row.clone()),
+                        );
+                        assert_eq!(a.result, Ok(()));
+                    }
+                    for k in 0..10 {
+                        let id = worker * 100 + k;
+                        let a = db.run(
+                            Priority::High,
+                            Isolation::Serializable,
+                            &RetryPolicy::forever(),
+                            |txn| txn.delete(t, &key(t, id)),
+                        );
+                        assert_eq!(a.result, Ok(true));
+                    }
+                }
+            });
+        }
+    });
+    db.collect_garbage();
+    let census = db.census();
+    assert_eq!(census.live_records, 0);
+    assert_eq!(census.unreclaimed_deletes, 0);
+    assert_eq!(census.linked_versions, 0, "dead records keep no versions");
+    let mut txn = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    let mut entries = 0;
+    txn.scan_index(
+        &t,
+        by_owner,
+        &KeyRange::all(),
+        ScanOptions::forward(),
+        |_| {
+            entries += 1;
+            ControlFlow::Continue(())
+        },
+    )
+    .expect("scan");
+    assert_eq!(entries, 0);
+    // 4,000 inserts went through; OIDs were recycled instead of growing with every insert.
+    assert!(
+        t.slots_allocated() < 1_000,
+        "{} slots for 20 live keys at a time",
+        t.slots_allocated()
+    );
+    // And the keys work again afterwards.
+    let row = t
+        .row_builder()
+        .int(ID, 0)
+        .str(OWNER, "back")
+        .decimal_units(BALANCE, 1)
+        .finish()
+        .expect("row");
+    assert_eq!(
+        db.run(
+            Priority::High,
+            Isolation::Snapshot,
+            &RetryPolicy::never(),
+            |txn| txn.insert(&t, row.clone())
+        )
+        .result,
+        Ok(())
+    );
+}
+
+#[test]
+fn too_many_open_transactions_is_an_error() {
+    let db = overtake_engine::Database::open(overtake_engine::Options {
+        max_transactions: 2,
+    });
+    let a = db.begin(Priority::Low, Isolation::Snapshot).expect("1");
+    let _b = db.begin(Priority::Low, Isolation::Snapshot).expect("2");
+    assert!(matches!(
+        db.begin(Priority::High, Isolation::Snapshot),
+        Err(Error::TooManyTransactions(2))
+    ));
+    drop(a);
+    assert!(db.begin(Priority::High, Isolation::Snapshot).is_ok());
+}

@@ -1,0 +1,561 @@
+//! Isolation anomalies, each shown allowed or prevented as the level promises.
+
+mod common;
+
+use std::ops::ControlFlow;
+
+use common::*;
+use overtake_engine::{
+    AbortReason, Error, Isolation, KeyRange, Priority, RetryPolicy, ScanOptions,
+};
+use overtake_runtime::region;
+
+const LEVELS: [Isolation; 2] = [Isolation::Snapshot, Isolation::Serializable];
+
+#[test]
+fn lost_update_is_prevented_at_both_levels() {
+    for level in LEVELS {
+        let (db, t) = with_accounts(1, 100);
+        let mut a = db.begin(Priority::Low, level).expect("begin");
+        let mut b = db.begin(Priority::Low, level).expect("begin");
+        // Both read 100 and want to add to it.
+        assert_eq!(balance(&mut a, &t, 0), Some(100));
+        assert_eq!(balance(&mut b, &t, 0), Some(100));
+        assert!(
+            a.update(&t, &key(&t, 0), |r| {
+                let v = r.as_ref().decimal_units(BALANCE);
+                r.decimal_units(BALANCE, v + 10);
+            })
+            .expect("first updater")
+        );
+        // The second updater loses at once: the record is held by `a`.
+        let err = b
+            .update(&t, &key(&t, 0), |r| {
+                r.decimal_units(BALANCE, 100 + 20);
+            })
+            .expect_err("second updater conflicts");
+        assert_eq!(err, Error::Aborted(AbortReason::Conflict));
+        assert!(!b.is_active());
+        a.commit().expect("commit");
+        // After `a` committed, a transaction whose snapshot predates it still conflicts.
+        let mut c = db.begin(Priority::Low, level).expect("begin");
+        let mut stale = db.begin(Priority::Low, level).expect("begin");
+        c.update(&t, &key(&t, 0), |r| {
+            r.decimal_units(BALANCE, 0);
+        })
+        .expect("update");
+        c.commit().expect("commit");
+        let err = stale
+            .update(&t, &key(&t, 0), |r| {
+                r.decimal_units(BALANCE, 1);
+            })
+            .expect_err("committed after the snapshot");
+        assert_eq!(err, Error::Aborted(AbortReason::Conflict));
+        let mut check = db.begin(Priority::Low, level).expect("begin");
+        assert_eq!(balance(&mut check, &t, 0), Some(0));
+    }
+}
+
+/// Two doctors on call: each checks that the other is on call, then goes off call.
+fn write_skew(level: Isolation) -> Result<(), Error> {
+    let (db, t) = with_accounts(2, 1);
+    let mut a = db.begin(Priority::Low, level).expect("begin");
+    let mut b = db.begin(Priority::Low, level).expect("begin");
+    let on_call = |txn: &mut overtake_engine::Transaction<'_>| {
+        balance(txn, &t, 0).unwrap_or(0) + balance(txn, &t, 1).unwrap_or(0)
+    };
+    assert_eq!(on_call(&mut a), 2);
+    assert_eq!(on_call(&mut b), 2);
+    a.update(&t, &key(&t, 0), |r| {
+        r.decimal_units(BALANCE, 0);
+    })?;
+    b.update(&t, &key(&t, 1), |r| {
+        r.decimal_units(BALANCE, 0);
+    })?;
+    a.commit()?;
+    b.commit()
+}
+
+#[test]
+fn write_skew_is_allowed_under_snapshot_and_prevented_under_serializable() {
+    assert_eq!(write_skew(Isolation::Snapshot), Ok(()));
+    assert_eq!(
+        write_skew(Isolation::Serializable),
+        Err(Error::Aborted(AbortReason::Validation))
+    );
+}
+
+/// A transaction counts the accounts of owner0 and writes the count elsewhere while another
+/// transaction adds an owner0 account.
+fn phantom(level: Isolation) -> Result<(), Error> {
+    let (db, t) = with_accounts(6, 1);
+    let by_owner = t.index("by_owner").expect("index");
+    let owner0 = KeyRange::prefix(t.index_key(by_owner).str("owner0").prefix()?);
+    let mut counter = db.begin(Priority::Low, level)?;
+    let n = counter.scan_index(&t, by_owner, &owner0, ScanOptions::forward(), |_| {
+        ControlFlow::Continue(())
+    })?;
+    assert_eq!(n, 2, "ids 0 and 3");
+    let mut inserter = db.begin(Priority::High, level)?;
+    let row = t
+        .row_builder()
+        .int(ID, 100)
+        .str(OWNER, "owner0")
+        .decimal_units(BALANCE, 1)
+        .finish()?;
+    inserter.insert(&t, row)?;
+    inserter.commit()?;
+    // The counter's snapshot does not see the new account...
+    let again = counter.scan_index(&t, by_owner, &owner0, ScanOptions::forward(), |_| {
+        ControlFlow::Continue(())
+    })?;
+    assert_eq!(again, 2);
+    counter.update(&t, &key(&t, 5), |r| {
+        r.decimal_units(BALANCE, n as i64);
+    })?;
+    // ...so committing its conclusion would be a phantom.
+    counter.commit()
+}
+
+#[test]
+fn phantom_is_prevented_under_serializable() {
+    assert_eq!(phantom(Isolation::Snapshot), Ok(()));
+    assert_eq!(
+        phantom(Isolation::Serializable),
+        Err(Error::Aborted(AbortReason::Validation))
+    );
+}
+
+#[test]
+fn point_read_of_a_missing_key_is_validated_too() {
+    let (db, t) = with_accounts(1, 1);
+    let mut reader = db
+        .begin(Priority::Low, Isolation::Serializable)
+        .expect("begin");
+    assert_eq!(balance(&mut reader, &t, 7), None);
+    let mut writer = db
+        .begin(Priority::Low, Isolation::Serializable)
+        .expect("begin");
+    let row = t
+        .row_builder()
+        .int(ID, 7)
+        .str(OWNER, "x")
+        .decimal_units(BALANCE, 1)
+        .finish()
+        .expect("row");
+    writer.insert(&t, row).expect("insert");
+    writer.commit().expect("commit");
+    reader
+        .update(&t, &key(&t, 0), |r| {
+            r.decimal_units(BALANCE, 0);
+        })
+        .expect("update");
+    assert_eq!(
+        reader.commit(),
+        Err(Error::Aborted(AbortReason::Validation))
+    );
+}
+
+#[test]
+fn read_only_serializable_transactions_never_fail_validation() {
+    let (db, t) = with_accounts(2, 5);
+    let mut reader = db
+        .begin(Priority::Low, Isolation::Serializable)
+        .expect("begin");
+    assert_eq!(balance(&mut reader, &t, 0), Some(5));
+    let mut writer = db
+        .begin(Priority::High, Isolation::Serializable)
+        .expect("begin");
+    writer
+        .update(&t, &key(&t, 0), |r| {
+            r.decimal_units(BALANCE, 6);
+        })
+        .expect("update");
+    writer.commit().expect("commit");
+    assert_eq!(balance(&mut reader, &t, 0), Some(5), "snapshot is stable");
+    reader
+        .commit()
+        .expect("a read-only snapshot is serializable");
+}
+
+#[test]
+fn own_writes_deletes_and_reinserts() {
+    let (db, t) = with_accounts(3, 10);
+    let mut txn = db
+        .begin(Priority::Low, Isolation::Serializable)
+        .expect("begin");
+    txn.update(&t, &key(&t, 1), |r| {
+        r.decimal_units(BALANCE, 11);
+    })
+    .expect("update");
+    txn.update(&t, &key(&t, 1), |r| {
+        let v = r.as_ref().decimal_units(BALANCE);
+        r.decimal_units(BALANCE, v + 1);
+    })
+    .expect("update twice");
+    assert_eq!(balance(&mut txn, &t, 1), Some(12), "sees its own writes");
+    assert!(txn.delete(&t, &key(&t, 2)).expect("delete"));
+    assert_eq!(balance(&mut txn, &t, 2), None);
+    assert!(!txn.delete(&t, &key(&t, 2)).expect("already gone"));
+    let row = t
+        .row_builder()
+        .int(ID, 2)
+        .str(OWNER, "new")
+        .decimal_units(BALANCE, 99)
+        .finish()
+        .expect("row");
+    txn.insert(&t, row.clone())
+        .expect("reinsert over own delete");
+    assert_eq!(
+        txn.insert(&t, row),
+        Err(Error::DuplicateKey {
+            table: "accounts".into()
+        })
+    );
+    assert!(
+        txn.is_active(),
+        "a duplicate key does not abort the transaction"
+    );
+    txn.commit().expect("commit");
+    let mut check = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    assert_eq!(balance(&mut check, &t, 1), Some(12));
+    assert_eq!(balance(&mut check, &t, 2), Some(99));
+    let owner = check
+        .get(&t, &key(&t, 2), |r| r.str(OWNER).to_owned())
+        .expect("get");
+    assert_eq!(owner.as_deref(), Some("new"));
+}
+
+#[test]
+fn rollback_undoes_everything_including_index_entries() {
+    let (db, t) = with_accounts(2, 10);
+    let by_owner = t.index("by_owner").expect("index");
+    let mut txn = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    let row = t
+        .row_builder()
+        .int(ID, 5)
+        .str(OWNER, "ghost")
+        .decimal_units(BALANCE, 1)
+        .finish()
+        .expect("row");
+    txn.insert(&t, row).expect("insert");
+    txn.update(&t, &key(&t, 0), |r| {
+        r.str(OWNER, "renamed");
+    })
+    .expect("update");
+    txn.delete(&t, &key(&t, 1)).expect("delete");
+    txn.abort();
+    assert_eq!(txn.commit(), Err(Error::NotActive));
+    let mut check = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    assert_eq!(balance(&mut check, &t, 5), None);
+    assert_eq!(balance(&mut check, &t, 1), Some(10));
+    for owner in ["ghost", "renamed"] {
+        let range = KeyRange::prefix(t.index_key(by_owner).str(owner).prefix().expect("key"));
+        let n = check
+            .scan_index(&t, by_owner, &range, ScanOptions::forward(), |_| {
+                ControlFlow::Continue(())
+            })
+            .expect("scan");
+        assert_eq!(n, 0, "no trace of {owner}");
+    }
+    // The aborted insert's key is free again.
+    let row = t
+        .row_builder()
+        .int(ID, 5)
+        .str(OWNER, "real")
+        .decimal_units(BALANCE, 2)
+        .finish()
+        .expect("row");
+    let mut again = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    again.insert(&t, row).expect("insert after rollback");
+    again.commit().expect("commit");
+}
+
+#[test]
+fn updating_an_indexed_column_moves_the_row_in_the_index() {
+    let (db, t) = with_accounts(3, 10);
+    let by_owner = t.index("by_owner").expect("index");
+    let owners = |txn: &mut overtake_engine::Transaction<'_>, owner: &str| {
+        let range = KeyRange::prefix(t.index_key(by_owner).str(owner).prefix().expect("key"));
+        let mut ids = Vec::new();
+        txn.scan_index(&t, by_owner, &range, ScanOptions::forward(), |r| {
+            ids.push(r.int(ID));
+            ControlFlow::Continue(())
+        })
+        .expect("scan");
+        ids
+    };
+    let mut old_reader = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    let mut txn = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    txn.update(&t, &key(&t, 1), |r| {
+        r.str(OWNER, "zed");
+    })
+    .expect("update");
+    txn.commit().expect("commit");
+    let mut new_reader = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    assert_eq!(owners(&mut new_reader, "zed"), vec![1]);
+    assert_eq!(owners(&mut new_reader, "owner1"), Vec::<i64>::new());
+    assert_eq!(
+        owners(&mut old_reader, "owner1"),
+        vec![1],
+        "old snapshot still finds it"
+    );
+    assert_eq!(owners(&mut old_reader, "zed"), Vec::<i64>::new());
+    drop(old_reader);
+    drop(new_reader);
+    db.collect_garbage();
+    let mut after_gc = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    assert_eq!(owners(&mut after_gc, "zed"), vec![1]);
+    assert_eq!(owners(&mut after_gc, "owner1"), Vec::<i64>::new());
+}
+
+#[test]
+fn scans_respect_limits_in_both_directions() {
+    let (db, t) = with_accounts(10, 1);
+    let mut txn = db
+        .begin(Priority::Low, Isolation::Serializable)
+        .expect("begin");
+    let collect = |txn: &mut overtake_engine::Transaction<'_>, opts: ScanOptions| {
+        let mut ids = Vec::new();
+        let range = KeyRange::new(
+            std::ops::Bound::Included(key(&t, 2)),
+            std::ops::Bound::Excluded(key(&t, 8)),
+        );
+        txn.scan(&t, &range, opts, |r| {
+            ids.push(r.int(ID));
+            ControlFlow::Continue(())
+        })
+        .expect("scan");
+        ids
+    };
+    assert_eq!(
+        collect(&mut txn, ScanOptions::forward()),
+        vec![2, 3, 4, 5, 6, 7]
+    );
+    assert_eq!(
+        collect(&mut txn, ScanOptions::reverse().limit(2)),
+        vec![7, 6]
+    );
+    assert_eq!(collect(&mut txn, ScanOptions::forward().limit(1)), vec![2]);
+    let mut first_two = Vec::new();
+    txn.scan(&t, &KeyRange::all(), ScanOptions::forward(), |r| {
+        first_two.push(r.int(ID));
+        if first_two.len() == 2 {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    })
+    .expect("scan");
+    assert_eq!(first_two, vec![0, 1]);
+    txn.commit().expect("read-only commit");
+}
+
+#[test]
+fn a_limited_scan_only_depends_on_what_it_saw() {
+    // A scan that stopped at key 2 does not conflict with an insert beyond it.
+    let (db, t) = with_accounts(3, 1);
+    let mut txn = db
+        .begin(Priority::Low, Isolation::Serializable)
+        .expect("begin");
+    let n = txn
+        .scan(
+            &t,
+            &KeyRange::all(),
+            ScanOptions::forward().limit(2),
+            |_| ControlFlow::Continue(()),
+        )
+        .expect("scan");
+    assert_eq!(n, 2);
+    let mut other = db
+        .begin(Priority::Low, Isolation::Serializable)
+        .expect("begin");
+    let row = t
+        .row_builder()
+        .int(ID, 50)
+        .str(OWNER, "o")
+        .decimal_units(BALANCE, 1)
+        .finish()
+        .expect("row");
+    other.insert(&t, row).expect("insert");
+    other.commit().expect("commit");
+    txn.update(&t, &key(&t, 0), |r| {
+        r.decimal_units(BALANCE, 2);
+    })
+    .expect("update");
+    txn.commit().expect("no overlap with the insert");
+}
+
+#[test]
+fn retry_helper_retries_conflicts_but_not_user_errors() {
+    let (db, t) = with_accounts(1, 0);
+    let mut calls = 0;
+    let attempts = db.run(
+        Priority::High,
+        Isolation::Serializable,
+        &RetryPolicy::default(),
+        |txn| {
+            calls += 1;
+            if calls < 3 {
+                return Err(Error::Aborted(AbortReason::Conflict));
+            }
+            txn.update(&t, &key(&t, 0), |r| {
+                r.decimal_units(BALANCE, 42);
+            })
+        },
+    );
+    assert_eq!(attempts.result, Ok(true));
+    assert_eq!((calls, attempts.conflicts), (3, 2));
+
+    let mut calls = 0;
+    let attempts = db.run(
+        Priority::High,
+        Isolation::Snapshot,
+        &RetryPolicy::default(),
+        |txn| {
+            calls += 1;
+            txn.update(&t, &key(&t, 0), |r| {
+                r.decimal_units(BALANCE, 0);
+            })?;
+            Err::<(), _>(txn.rollback())
+        },
+    );
+    assert_eq!(
+        attempts.result,
+        Err(Error::Aborted(AbortReason::UserRollback))
+    );
+    assert_eq!(calls, 1, "a user rollback is not retried");
+    let mut check = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    assert_eq!(
+        balance(&mut check, &t, 0),
+        Some(42),
+        "rolled-back write undone"
+    );
+
+    let attempts = db.run(
+        Priority::High,
+        Isolation::Snapshot,
+        &RetryPolicy { max_attempts: 4 },
+        |_| Err::<(), _>(Error::Aborted(AbortReason::Validation)),
+    );
+    assert_eq!(
+        attempts.validation_failures, 4,
+        "gives up after max_attempts"
+    );
+}
+
+#[test]
+fn region_depth_returns_to_zero_on_every_path() {
+    let (db, t) = with_accounts(4, 10);
+    assert_eq!(region::depth(), 0);
+    let mut a = db
+        .begin(Priority::Low, Isolation::Serializable)
+        .expect("begin");
+    let mut b = db
+        .begin(Priority::Low, Isolation::Serializable)
+        .expect("begin");
+    balance(&mut a, &t, 0);
+    assert_eq!(region::depth(), 0, "after a read");
+    a.update(&t, &key(&t, 0), |r| {
+        r.decimal_units(BALANCE, 1);
+    })
+    .expect("update");
+    assert_eq!(region::depth(), 0, "after a write");
+    // An invalid value is a user error.
+    let bad = a.update(&t, &key(&t, 1), |r| {
+        r.str(OWNER, "a name that is far too long for the column");
+    });
+    assert!(matches!(bad, Err(Error::InvalidValue { .. })));
+    assert_eq!(region::depth(), 0, "after a user error");
+    assert!(
+        a.insert(
+            &t,
+            t.row_builder()
+                .int(ID, 1)
+                .str(OWNER, "x")
+                .decimal_units(BALANCE, 0)
+                .finish()
+                .expect("row")
+        )
+        .is_err()
+    );
+    assert_eq!(region::depth(), 0, "after a duplicate key");
+    let conflict = b.update(&t, &key(&t, 0), |r| {
+        r.decimal_units(BALANCE, 2);
+    });
+    assert_eq!(conflict, Err(Error::Aborted(AbortReason::Conflict)));
+    assert_eq!(region::depth(), 0, "after a conflict abort");
+    a.commit().expect("commit");
+    assert_eq!(region::depth(), 0, "after commit");
+    let mut c = db
+        .begin(Priority::Low, Isolation::Serializable)
+        .expect("begin");
+    let mut d = db
+        .begin(Priority::Low, Isolation::Serializable)
+        .expect("begin");
+    balance(&mut c, &t, 2);
+    balance(&mut d, &t, 3);
+    c.update(&t, &key(&t, 3), |r| {
+        r.decimal_units(BALANCE, 0);
+    })
+    .expect("update");
+    d.update(&t, &key(&t, 2), |r| {
+        r.decimal_units(BALANCE, 0);
+    })
+    .expect("update");
+    c.commit().expect("commit");
+    assert_eq!(d.commit(), Err(Error::Aborted(AbortReason::Validation)));
+    assert_eq!(region::depth(), 0, "after a validation abort");
+    let mut e = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    e.delete(&t, &key(&t, 2)).expect("delete");
+    drop(e);
+    assert_eq!(region::depth(), 0, "after rollback on drop");
+    let _ = db.run(
+        Priority::High,
+        Isolation::Snapshot,
+        &RetryPolicy::never(),
+        |txn| Err::<(), _>(txn.rollback()),
+    );
+    assert_eq!(region::depth(), 0, "after a user rollback");
+    db.collect_garbage();
+    assert_eq!(region::depth(), 0, "after garbage collection");
+}
+
+#[test]
+fn bad_input_gets_errors_not_panics() {
+    let (db, t) = with_accounts(1, 1);
+    let other = db
+        .create_table(
+            overtake_engine::TableSchema::builder("other")
+                .column("id", overtake_engine::ColumnType::Int64)
+                .primary_key(&["id"])
+                .build()
+                .expect("schema"),
+        )
+        .expect("create");
+    let foreign = other.row_builder().int(0, 1).finish().expect("row");
+    let mut txn = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    assert!(matches!(
+        txn.insert(&t, foreign),
+        Err(Error::InvalidValue { .. })
+    ));
+    let (_other_db, other_accounts) = with_accounts(1, 1);
+    assert!(matches!(
+        txn.get(&other_accounts, &key(&other_accounts, 0), |_| ()),
+        Err(Error::ForeignTable(_))
+    ));
+    assert!(matches!(
+        t.key().str("x").finish(),
+        Err(Error::InvalidKey { .. })
+    ));
+    assert!(matches!(
+        db.create_table(
+            overtake_engine::TableSchema::builder("accounts")
+                .column("id", overtake_engine::ColumnType::Int64)
+                .build()
+                .expect("schema")
+        ),
+        Err(Error::TableExists(_))
+    ));
+    assert!(matches!(db.table("nope"), Err(Error::NoSuchTable(_))));
+}

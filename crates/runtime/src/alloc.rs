@@ -1,0 +1,71 @@
+//! A global allocator that runs every allocation, deallocation and reallocation inside a
+//! non-preemptible region.
+//!
+//! Allocators keep per-thread caches and take internal locks. If a context were paused in the middle
+//! of `malloc`, another context on the same thread could re-enter the allocator and corrupt its
+//! per-thread state, or wait forever on a lock the paused context holds. Wrapping the allocator makes
+//! the whole engine (and every library it uses) safe to preempt around allocations.
+//!
+//! This module must never allocate itself, and never change what the inner allocator returns.
+
+use std::alloc::{GlobalAlloc, Layout};
+
+use crate::region::NoPreemptGuard;
+
+/// Wraps an allocator so that each call runs inside a [`NoPreemptGuard`].
+pub struct RegionAlloc<A> {
+    inner: A,
+}
+
+impl<A> RegionAlloc<A> {
+    /// Wraps `inner`.
+    pub const fn new(inner: A) -> Self {
+        RegionAlloc { inner }
+    }
+}
+
+/// The allocator binaries built on Overtake should install:
+/// `#[global_allocator] static ALLOC: EngineAllocator = EngineAllocator::new(mimalloc::MiMalloc);`
+/// is what [`engine_allocator`] returns.
+pub type EngineAllocator = RegionAlloc<mimalloc::MiMalloc>;
+
+/// The region-wrapped mimalloc allocator, for `#[global_allocator]` statics.
+pub const fn engine_allocator() -> EngineAllocator {
+    RegionAlloc::new(mimalloc::MiMalloc)
+}
+
+// SAFETY: every method forwards its arguments unchanged to the inner allocator and returns its result
+// unchanged, so the wrapper upholds exactly the contract the inner `GlobalAlloc` upholds. The only
+// added work is entering and leaving a region, which touches a const-initialised thread-local without
+// a destructor (never allocates, never unwinds) and is therefore valid inside the allocator.
+unsafe impl<A: GlobalAlloc> GlobalAlloc for RegionAlloc<A> {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _region = NoPreemptGuard::new();
+        // SAFETY: the caller guarantees `layout` has non-zero size, as `GlobalAlloc::alloc` requires.
+        unsafe { self.inner.alloc(layout) }
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let _region = NoPreemptGuard::new();
+        // SAFETY: same contract as `alloc`, forwarded unchanged.
+        unsafe { self.inner.alloc_zeroed(layout) }
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        let _region = NoPreemptGuard::new();
+        // SAFETY: the caller guarantees `ptr` came from this allocator (hence from `inner`, since
+        // every allocation is forwarded there) with this `layout`.
+        unsafe { self.inner.dealloc(ptr, layout) }
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let _region = NoPreemptGuard::new();
+        // SAFETY: the caller guarantees `ptr`/`layout` describe a live block from `inner` and that
+        // `new_size` is valid for `layout`'s alignment.
+        unsafe { self.inner.realloc(ptr, layout, new_size) }
+    }
+}

@@ -1,0 +1,20 @@
+//! The lowest layer of Overtake: what a worker thread needs so that a transaction running on it can
+//! be paused anywhere and resumed later, without the database knowing how.
+//!
+//! This crate knows nothing about databases. It provides mechanisms only; when to preempt, and for
+//! what, is decided by `overtake-sched`. It is the only crate in the workspace allowed to contain
+//! `unsafe` code, and every `unsafe` block here names the invariant it relies on.
+//!
+//! What exists so far:
+//! - [`region`]: non-preemptible regions ([`NoPreemptGuard`]), a per-worker nesting counter plus a
+//!   `pending` flag. Code that holds a latch, is inside a library with thread-local state, or is
+//!   half-way through a commit must not be paused; it runs inside a region, and a preemption that
+//!   arrives meanwhile is deferred until the outermost region ends.
+//! - [`alloc`]: a global-allocator wrapper that runs every allocation inside a region, because the
+//!   allocator keeps per-thread state and internal locks that a paused context must never hold.
+
+pub mod alloc;
+pub mod region;
+
+pub use alloc::{EngineAllocator, RegionAlloc, engine_allocator};
+pub use region::NoPreemptGuard;

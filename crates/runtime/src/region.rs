@@ -1,0 +1,226 @@
+//! Non-preemptible regions.
+//!
+//! A region is entered by creating a [`NoPreemptGuard`] and left when the guard is dropped. Regions
+//! nest: a per-worker (per-OS-thread) depth counter counts how many guards are alive. While the depth
+//! is non-zero, the worker must not be preempted: a preemption request that arrives then only sets
+//! the `pending` flag, and the outermost guard's drop runs the worker's exit hook (which switches to
+//! the waiting high-priority context) as soon as the region ends.
+//!
+//! Why per worker and not per context: a context can only be preempted at depth zero, and every
+//! voluntary switch happens inside a region, so whenever a context is switched out the depth it
+//! leaves behind is the depth the next context expects to find. One counter per thread is enough and
+//! keeps the check a single thread-local load.
+//!
+//! The state is read from signal handlers running on the same thread (the preemption backstop), so it
+//! lives in atomics with compiler fences around the region boundaries: a handler must never observe
+//! code of the region as executing while the counter still reads zero.
+//!
+//! This module must never block, allocate, or panic: it runs inside the global allocator.
+
+use std::cell::Cell;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering, compiler_fence};
+
+/// Per-thread region state. `const`-initialised and without a destructor, so accessing it never
+/// allocates and is valid at any time in the thread's life, including inside the allocator and
+/// inside signal handlers.
+struct RegionState {
+    depth: AtomicU32,
+    pending: AtomicBool,
+    exit_hook: Cell<Option<fn()>>,
+}
+
+thread_local! {
+    static STATE: RegionState = const {
+        RegionState {
+            depth: AtomicU32::new(0),
+            pending: AtomicBool::new(false),
+            exit_hook: Cell::new(None),
+        }
+    };
+}
+
+/// RAII guard for a non-preemptible region. Create it before code that must not be paused (latches,
+/// index calls, commit, allocator calls, epoch enter/exit) and let it drop when that code is done.
+///
+/// The guard is neither `Send` nor `Sync`: the region belongs to the thread that entered it.
+#[must_use = "a region ends as soon as its guard is dropped"]
+pub struct NoPreemptGuard {
+    _not_send: PhantomData<*const ()>,
+}
+
+impl NoPreemptGuard {
+    /// Enters a (possibly nested) non-preemptible region.
+    #[inline]
+    pub fn new() -> Self {
+        STATE.with(|s| {
+            s.depth.fetch_add(1, Ordering::Relaxed);
+        });
+        // The increment must be visible to a signal handler on this thread before any code of the
+        // region runs; the handler runs on the same thread, so a compiler fence is sufficient.
+        compiler_fence(Ordering::SeqCst);
+        NoPreemptGuard {
+            _not_send: PhantomData,
+        }
+    }
+}
+
+impl Default for NoPreemptGuard {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for NoPreemptGuard {
+    #[inline]
+    fn drop(&mut self) {
+        compiler_fence(Ordering::SeqCst);
+        let hook = STATE.with(|s| {
+            let previous = s.depth.fetch_sub(1, Ordering::Relaxed);
+            debug_assert!(previous > 0, "region depth underflow");
+            if previous == 1 && s.pending.load(Ordering::Relaxed) {
+                s.pending.store(false, Ordering::Relaxed);
+                s.exit_hook.get()
+            } else {
+                None
+            }
+        });
+        if let Some(hook) = hook {
+            hook();
+        }
+    }
+}
+
+/// Runs `f` inside a non-preemptible region.
+#[inline]
+pub fn non_preemptible<R>(f: impl FnOnce() -> R) -> R {
+    let _guard = NoPreemptGuard::new();
+    f()
+}
+
+/// Current nesting depth of regions on this thread (0 = preemptible).
+#[inline]
+pub fn depth() -> u32 {
+    STATE.with(|s| s.depth.load(Ordering::Relaxed))
+}
+
+/// True when this thread is outside every region, i.e. it may be preempted right now.
+#[inline]
+pub fn is_preemptible() -> bool {
+    depth() == 0
+}
+
+/// Records that a preemption was requested while this thread was inside a region. The outermost
+/// guard's drop will clear the flag and call the exit hook. Async-signal-safe.
+#[inline]
+pub fn defer_preemption() {
+    STATE.with(|s| s.pending.store(true, Ordering::Relaxed));
+}
+
+/// True if a deferred preemption is waiting for the current region to end.
+#[inline]
+pub fn is_pending() -> bool {
+    STATE.with(|s| s.pending.load(Ordering::Relaxed))
+}
+
+/// Clears and returns the pending flag (used by a worker that serves the request by other means,
+/// e.g. at a transaction boundary, so that the exit hook does not fire needlessly).
+#[inline]
+pub fn take_pending() -> bool {
+    STATE.with(|s| s.pending.swap(false, Ordering::Relaxed))
+}
+
+/// Installs (or removes) the function called when the outermost region ends with a deferred
+/// preemption pending. The worker runtime installs its "switch to the urgent context" routine here;
+/// threads without a hook simply drop the request.
+pub fn set_exit_hook(hook: Option<fn()>) {
+    STATE.with(|s| s.exit_hook.set(hook));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    #[test]
+    fn guards_nest_and_unwind_to_zero() {
+        assert_eq!(depth(), 0);
+        {
+            let _a = NoPreemptGuard::new();
+            assert_eq!(depth(), 1);
+            {
+                let _b = NoPreemptGuard::new();
+                let _c = NoPreemptGuard::new();
+                assert_eq!(depth(), 3);
+                assert!(!is_preemptible());
+            }
+            assert_eq!(depth(), 1);
+        }
+        assert_eq!(depth(), 0);
+        assert!(is_preemptible());
+    }
+
+    #[test]
+    fn non_preemptible_returns_value_and_restores_depth() {
+        let v = non_preemptible(|| {
+            assert_eq!(depth(), 1);
+            non_preemptible(|| depth() * 10)
+        });
+        assert_eq!(v, 20);
+        assert_eq!(depth(), 0);
+    }
+
+    #[test]
+    fn panic_inside_region_restores_depth() {
+        let result = std::panic::catch_unwind(|| {
+            let _g = NoPreemptGuard::new();
+            let _h = NoPreemptGuard::new();
+            panic!("boom");
+        });
+        assert!(result.is_err());
+        assert_eq!(depth(), 0);
+    }
+
+    static HOOK_CALLS: AtomicUsize = AtomicUsize::new(0);
+    fn counting_hook() {
+        // The hook runs at depth zero, after the region that deferred the request has ended.
+        assert_eq!(depth(), 0);
+        HOOK_CALLS.fetch_add(1, Ordering::SeqCst);
+    }
+
+    #[test]
+    fn deferred_preemption_fires_once_at_outermost_exit() {
+        set_exit_hook(Some(counting_hook));
+        let before = HOOK_CALLS.load(Ordering::SeqCst);
+        {
+            let _outer = NoPreemptGuard::new();
+            {
+                let _inner = NoPreemptGuard::new();
+                defer_preemption();
+                assert!(is_pending());
+            }
+            // Inner exit must not yield: still inside the outer region.
+            assert_eq!(HOOK_CALLS.load(Ordering::SeqCst), before);
+            assert!(is_pending());
+        }
+        assert_eq!(HOOK_CALLS.load(Ordering::SeqCst), before + 1);
+        assert!(!is_pending());
+        // A region without a pending request does not call the hook.
+        drop(NoPreemptGuard::new());
+        assert_eq!(HOOK_CALLS.load(Ordering::SeqCst), before + 1);
+        set_exit_hook(None);
+    }
+
+    #[test]
+    fn take_pending_cancels_the_hook() {
+        set_exit_hook(Some(counting_hook));
+        let before = HOOK_CALLS.load(Ordering::SeqCst);
+        {
+            let _g = NoPreemptGuard::new();
+            defer_preemption();
+            assert!(take_pending());
+        }
+        assert_eq!(HOOK_CALLS.load(Ordering::SeqCst), before);
+        set_exit_hook(None);
+    }
+}
