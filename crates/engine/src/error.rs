@@ -50,6 +50,12 @@ pub enum Error {
     /// A schema declaration was refused.
     #[error("invalid schema: {0}")]
     Schema(#[from] SchemaError),
+    /// A row that the transaction requires does not exist (in its snapshot).
+    #[error("no such row in table {table}")]
+    RowNotFound {
+        /// The table.
+        table: String,
+    },
     /// A table with this name already exists.
     #[error("table {0} already exists")]
     TableExists(String),
