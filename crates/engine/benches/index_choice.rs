@@ -3,14 +3,18 @@
 //! Candidates, all with 16-byte keys shaped like TPC-C's order-line keys (warehouse, district,
 //! order, line) and u64 values (OIDs):
 //! - `scc::TreeIndex` (B+-tree, lock-free reads, double-ended range iteration),
-//! - `crossbeam_skiplist::SkipMap` (lock-free skip list),
+//! - `crossbeam_skiplist::base::SkipList` (lock-free skip list, read through an epoch guard
+//!   rather than a reference count per entry),
 //! - `std::collections::BTreeMap` behind an `RwLock` (the simplest correct baseline).
 //!
 //! (`congee`, an ART, only takes 8-byte keys, which composite keys exceed, so it is not a candidate.)
 //!
 //! Measured: random point gets in a 1M-entry index, appends at the right end of a range (how new
-//! orders and order lines arrive), 15-entry range scans (one order's lines), and the get+append mix
-//! on two threads at once. Run with `cargo bench -p overtake-engine --bench index_choice`.
+//! orders and order lines arrive), 15-entry range scans (one order's lines), the get+append mix on
+//! two threads at once, and ten interleaved FIFO queues (TPC-C's NEW-ORDER: append at each
+//! district's tail, find the district's oldest entry with a scan from the district prefix, remove
+//! it), measured after 20,000 deliveries so that removed entries have piled up behind the
+//! live ones. Run with `cargo bench -p overtake-engine --bench index_choice`.
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
@@ -19,7 +23,7 @@ use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use crossbeam_skiplist::SkipMap;
+use crossbeam_skiplist::base::SkipList;
 use scc::{Guard, TreeIndex};
 
 type Key = [u8; 16];
@@ -51,6 +55,9 @@ trait Index: Sync {
     fn insert(&self, k: Key, v: u64);
     fn get(&self, k: &Key) -> Option<u64>;
     fn scan(&self, lo: &Key, hi: &Key) -> u64;
+    /// The first key at or after `lo`.
+    fn first_from(&self, lo: &Key) -> Option<Key>;
+    fn remove(&self, k: &Key) -> bool;
 }
 
 impl Index for TreeIndex<Key, u64> {
@@ -70,21 +77,42 @@ impl Index for TreeIndex<Key, u64> {
             .map(|(_, v)| *v)
             .sum()
     }
+    fn first_from(&self, lo: &Key) -> Option<Key> {
+        let guard = Guard::new();
+        self.range::<Key, _>(*lo.., &guard).next().map(|(k, _)| *k)
+    }
+    fn remove(&self, k: &Key) -> bool {
+        self.remove_sync(k)
+    }
 }
 
-impl Index for SkipMap<Key, u64> {
-    const NAME: &'static str = "crossbeam_skipmap";
+impl Index for SkipList<Key, u64> {
+    const NAME: &'static str = "crossbeam_skiplist";
     fn new() -> Self {
-        SkipMap::new()
+        SkipList::new(crossbeam_epoch::default_collector().clone())
     }
     fn insert(&self, k: Key, v: u64) {
-        self.insert(k, v);
+        let guard = crossbeam_epoch::pin();
+        self.get_or_insert(k, v, &guard).release(&guard);
     }
     fn get(&self, k: &Key) -> Option<u64> {
-        SkipMap::get(self, k).map(|e| *e.value())
+        let guard = crossbeam_epoch::pin();
+        SkipList::get(self, k, &guard).map(|e| *e.value())
     }
     fn scan(&self, lo: &Key, hi: &Key) -> u64 {
-        self.range::<Key, _>(*lo..*hi).map(|e| *e.value()).sum()
+        let guard = crossbeam_epoch::pin();
+        self.range::<Key, _>(*lo..*hi, &guard)
+            .map(|e| *e.value())
+            .sum()
+    }
+    fn first_from(&self, lo: &Key) -> Option<Key> {
+        let guard = crossbeam_epoch::pin();
+        self.lower_bound(Bound::Included(lo), &guard)
+            .map(|e| *e.key())
+    }
+    fn remove(&self, k: &Key) -> bool {
+        let guard = crossbeam_epoch::pin();
+        SkipList::get(self, k, &guard).is_some_and(|e| e.remove())
     }
 }
 
@@ -108,6 +136,17 @@ impl Index for LockedBTree {
             .range::<Key, _>((Bound::Included(lo), Bound::Excluded(hi)))
             .map(|(_, v)| *v)
             .sum()
+    }
+    fn first_from(&self, lo: &Key) -> Option<Key> {
+        self.0
+            .read()
+            .expect("lock")
+            .range::<Key, _>((Bound::Included(lo), Bound::Unbounded))
+            .next()
+            .map(|(k, _)| *k)
+    }
+    fn remove(&self, k: &Key) -> bool {
+        self.0.write().expect("lock").remove(k).is_some()
     }
 }
 
@@ -185,13 +224,42 @@ fn bench_candidate<I: Index>(c: &mut Criterion, keys: &[Key]) {
             start.elapsed()
         })
     });
+    // Ten interleaved FIFO queues, as TPC-C's NEW-ORDER: 900 live entries per district, two
+    // appends per delivery, the delivery scanning from the district prefix for the oldest entry.
+    let queue: I = I::new();
+    let (mut head, mut tail) = ([2101u32; 11], [3001u32; 11]);
+    for d in 1..=10 {
+        for o in 2101..3001 {
+            queue.insert(key(1, d, o, 0), 0);
+        }
+    }
+    let mut step = |queue: &I| {
+        for d in 1..=10u32 {
+            for _ in 0..2 {
+                queue.insert(key(1, d, tail[d as usize], 0), 0);
+                tail[d as usize] += 1;
+            }
+        }
+        for d in 1..=10u32 {
+            let first = queue.first_from(&key(1, d, 0, 0)).expect("non-empty");
+            assert_eq!(first, key(1, d, head[d as usize], 0));
+            assert!(queue.remove(&first));
+            head[d as usize] += 1;
+        }
+    };
+    for _ in 0..2_000 {
+        step(&queue);
+    }
+    group.bench_function(BenchmarkId::new("fifo_queues_step", I::NAME), |b| {
+        b.iter(|| step(&queue))
+    });
     group.finish();
 }
 
 fn index_choice(c: &mut Criterion) {
     let keys = loaded_keys();
     bench_candidate::<TreeIndex<Key, u64>>(c, &keys);
-    bench_candidate::<SkipMap<Key, u64>>(c, &keys);
+    bench_candidate::<SkipList<Key, u64>>(c, &keys);
     bench_candidate::<LockedBTree>(c, &keys);
 }
 

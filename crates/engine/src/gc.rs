@@ -78,7 +78,14 @@ fn prune(table: &Table, oid: Oid, watermark: u64, guard: &Guard) -> u64 {
 
 /// Removes the index entries of a record deleted at or before `watermark`, marks its slot dead and
 /// recycles its OID. Does nothing if the record was re-inserted since.
-fn remove_dead(txns: &TxnTable, table: &Table, oid: Oid, watermark: u64, guard: &Guard) -> u64 {
+fn remove_dead(
+    txns: &TxnTable,
+    table: &Table,
+    oid: Oid,
+    watermark: u64,
+    epoch: &EpochGuard,
+) -> u64 {
+    let guard = epoch.guard();
     let slot = table.records.slot(oid);
     let head = slot.load(Ordering::Acquire, guard);
     let Some(v) = head.as_ref() else { return 0 };
@@ -100,13 +107,17 @@ fn remove_dead(txns: &TxnTable, table: &Table, oid: Oid, watermark: u64, guard: 
     }
     // `v` stays readable under `guard` although the slot no longer points to it.
     let row = table.row(&v.row);
-    table
-        .tree(IndexRef::Primary)
-        .remove(table.primary_key(&row, oid).as_bytes(), oid);
+    table.tree(IndexRef::Primary).remove(
+        table.primary_key(&row, oid).as_bytes(),
+        oid,
+        epoch.index(),
+    );
     for i in 0..table.secondary_count() {
-        table
-            .tree(IndexRef::Secondary(i))
-            .remove(table.secondary_key(i, &row, oid).as_bytes(), oid);
+        table.tree(IndexRef::Secondary(i)).remove(
+            table.secondary_key(i, &row, oid).as_bytes(),
+            oid,
+            epoch.index(),
+        );
     }
     table.records.release(oid, txns.now());
     chain_len(Some(v), guard)
@@ -131,15 +142,16 @@ fn any_version_has_key(table: &Table, index: usize, key: &[u8], oid: Oid, guard:
 /// Removes a secondary entry no version needs any more. A concurrent update may be re-adding the same
 /// key (it found the entry present and skipped inserting it), so after removing, check again and put
 /// the entry back if a version now carries the key.
-fn remove_stale_key(table: &Table, index: usize, key: &IndexKey, oid: Oid, guard: &Guard) {
+fn remove_stale_key(table: &Table, index: usize, key: &IndexKey, oid: Oid, epoch: &EpochGuard) {
+    let guard = epoch.guard();
     let key = key.as_slice();
     if any_version_has_key(table, index, key, oid, guard) {
         return;
     }
     let tree = table.tree(IndexRef::Secondary(index));
-    if tree.remove(key, oid) && any_version_has_key(table, index, key, oid, guard) {
+    if tree.remove(key, oid, epoch.index()) && any_version_has_key(table, index, key, oid, guard) {
         // An `Err` means another writer already re-inserted it.
-        let _ = tree.insert(key, oid, guard);
+        let _ = tree.insert(key, oid, epoch.index());
     }
 }
 
@@ -149,8 +161,9 @@ fn process(
     item: &Retired,
     watermark: u64,
     counters: &SlotCounters,
-    guard: &Guard,
+    epoch: &EpochGuard,
 ) {
+    let guard = epoch.guard();
     let table_of = |id: TableId| catalog.get(id);
     match item {
         Retired::Superseded { table, oid, .. } => {
@@ -161,7 +174,7 @@ fn process(
         Retired::Deleted { table, oid, .. } => {
             if let Some(t) = table_of(*table) {
                 counters.add_reclaimed(prune(t, *oid, watermark, guard));
-                counters.add_reclaimed(remove_dead(txns, t, *oid, watermark, guard));
+                counters.add_reclaimed(remove_dead(txns, t, *oid, watermark, epoch));
             }
         }
         Retired::StaleKey {
@@ -172,7 +185,7 @@ fn process(
             ..
         } => {
             if let Some(t) = table_of(*table) {
-                remove_stale_key(t, *index, key, *oid, guard);
+                remove_stale_key(t, *index, key, *oid, epoch);
             }
         }
     }
@@ -202,14 +215,7 @@ pub(crate) fn drain_slot(
     while done < budget {
         match queue.front() {
             Some(item) if item.ts() <= watermark => {
-                process(
-                    txns,
-                    catalog,
-                    item,
-                    watermark,
-                    &slot.counters,
-                    epoch.guard(),
-                );
+                process(txns, catalog, item, watermark, &slot.counters, &epoch);
                 queue.pop_front();
                 done += 1;
             }

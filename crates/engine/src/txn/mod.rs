@@ -259,7 +259,10 @@ impl<'db> Transaction<'db> {
         self.check(table)?;
         let epoch = EpochGuard::enter();
         let guard = epoch.guard();
-        let Some(oid) = table.tree(IndexRef::Primary).get(key.as_bytes(), guard) else {
+        let Some(oid) = table
+            .tree(IndexRef::Primary)
+            .get(key.as_bytes(), epoch.index())
+        else {
             self.note_miss(table, key);
             return Ok(None);
         };
@@ -322,7 +325,7 @@ impl<'db> Transaction<'db> {
             let epoch = EpochGuard::enter();
             let guard = epoch.guard();
             let bounds = (as_slice_bound(&lower), as_slice_bound(&upper));
-            tree.fetch_batch(bounds, options.reverse, want, guard, &mut batch);
+            tree.fetch_batch(bounds, options.reverse, want, epoch.index(), &mut batch);
             if batch.len() == 0 {
                 break;
             }

@@ -89,10 +89,10 @@ impl Transaction<'_> {
         index: IndexRef,
         key: &KeyBuf,
         oid: Oid,
-        guard: &Guard,
+        epoch: &EpochGuard,
     ) -> Result<()> {
         loop {
-            match table.tree(index).insert(key.as_bytes(), oid, guard) {
+            match table.tree(index).insert(key.as_bytes(), oid, epoch.index()) {
                 Ok(()) => {
                     self.new_keys.push(NewKey {
                         table: table.id(),
@@ -104,7 +104,10 @@ impl Transaction<'_> {
                 }
                 Err(existing) if existing == oid => return Ok(()),
                 Err(existing) => {
-                    let head = table.records.slot(existing).load(Ordering::Acquire, guard);
+                    let head = table
+                        .records
+                        .slot(existing)
+                        .load(Ordering::Acquire, epoch.guard());
                     if !(head.is_null() && head.tag() == DEAD) {
                         // Secondary keys embed the primary key, so only a leftover of a dead record
                         // can collide; anything else means two live rows share a key.
@@ -135,12 +138,14 @@ impl Transaction<'_> {
             let found = if hidden_key {
                 None
             } else {
-                table.tree(IndexRef::Primary).get(key.as_bytes(), guard)
+                table
+                    .tree(IndexRef::Primary)
+                    .get(key.as_bytes(), epoch.index())
             };
             match found {
                 None => {
-                    if let Some(oid) = self.insert_fresh(table, &key, &bytes, guard)? {
-                        return self.add_secondary_entries(table, oid, guard);
+                    if let Some(oid) = self.insert_fresh(table, &key, &bytes, &epoch)? {
+                        return self.add_secondary_entries(table, oid, &epoch);
                     }
                 }
                 Some(oid) => match self.settle_head(table, oid, guard)? {
@@ -161,7 +166,7 @@ impl Transaction<'_> {
                             oid,
                             kind: WriteKind::Overwrite,
                         });
-                        return self.add_secondary_entries(table, oid, guard);
+                        return self.add_secondary_entries(table, oid, &epoch);
                     }
                 },
             }
@@ -175,8 +180,9 @@ impl Transaction<'_> {
         table: &Table,
         key: &KeyBuf,
         bytes: &[u8],
-        guard: &Guard,
+        epoch: &EpochGuard,
     ) -> Result<Option<Oid>> {
+        let guard = epoch.guard();
         let hidden_key = table.schema().primary_key().is_empty();
         let oid = {
             let _region = NoPreemptGuard::new();
@@ -193,7 +199,7 @@ impl Transaction<'_> {
         };
         match table
             .tree(IndexRef::Primary)
-            .insert(key.as_bytes(), oid, guard)
+            .insert(key.as_bytes(), oid, epoch.index())
         {
             Ok(()) => {
                 self.new_keys.push(NewKey {
@@ -221,7 +227,8 @@ impl Transaction<'_> {
         }
     }
 
-    fn add_secondary_entries(&mut self, table: &Table, oid: Oid, guard: &Guard) -> Result<()> {
+    fn add_secondary_entries(&mut self, table: &Table, oid: Oid, epoch: &EpochGuard) -> Result<()> {
+        let guard = epoch.guard();
         if table.secondary_count() == 0 {
             return Ok(());
         }
@@ -232,7 +239,7 @@ impl Transaction<'_> {
         let row = table.row(&v.row);
         for i in 0..table.secondary_count() {
             let key = table.secondary_key(i, &row, oid);
-            self.add_index_entry(table, IndexRef::Secondary(i), &key, oid, guard)?;
+            self.add_index_entry(table, IndexRef::Secondary(i), &key, oid, epoch)?;
         }
         Ok(())
     }
@@ -249,7 +256,10 @@ impl Transaction<'_> {
         self.check(table)?;
         let epoch = EpochGuard::enter();
         let guard = epoch.guard();
-        let Some(oid) = table.tree(IndexRef::Primary).get(key.as_bytes(), guard) else {
+        let Some(oid) = table
+            .tree(IndexRef::Primary)
+            .get(key.as_bytes(), epoch.index())
+        else {
             self.note_miss(table, key);
             return Ok(false);
         };
@@ -282,7 +292,7 @@ impl Transaction<'_> {
             kind: WriteKind::Overwrite,
         });
         for (i, before, after) in changed {
-            self.add_index_entry(table, IndexRef::Secondary(i), &after, oid, guard)?;
+            self.add_index_entry(table, IndexRef::Secondary(i), &after, oid, &epoch)?;
             self.stale_keys.push(StaleKey {
                 table: table.id(),
                 index: i,
@@ -298,7 +308,10 @@ impl Transaction<'_> {
         self.check(table)?;
         let epoch = EpochGuard::enter();
         let guard = epoch.guard();
-        let Some(oid) = table.tree(IndexRef::Primary).get(key.as_bytes(), guard) else {
+        let Some(oid) = table
+            .tree(IndexRef::Primary)
+            .get(key.as_bytes(), epoch.index())
+        else {
             self.note_miss(table, key);
             return Ok(false);
         };

@@ -1,0 +1,35 @@
+//! `overtake`: run Overtake's benchmarks from the command line.
+//!
+//! This binary is policy-free glue: it parses flags, loads data with progress shown on a terminal,
+//! runs a workload, and prints a readable table or one JSON object. It must never panic on bad
+//! input: flags are validated by the parser and errors end the process with a message and a
+//! non-zero status.
+
+mod args;
+mod bench_q2;
+mod bench_tpcc;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use overtake_runtime::EngineAllocator;
+
+// Every allocation runs inside a non-preemptible region (see `overtake_runtime::alloc`).
+#[global_allocator]
+static ALLOC: EngineAllocator = overtake_runtime::alloc::engine_allocator();
+
+fn main() -> ExitCode {
+    let cli = args::Cli::parse();
+    let result = match cli.command {
+        args::Command::Bench(args::Bench::Tpcc(a)) => bench_tpcc::run(&a),
+        args::Command::Bench(args::Bench::Q2(a)) => bench_q2::run(&a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}

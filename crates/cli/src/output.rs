@@ -1,0 +1,140 @@
+//! Shared pieces of the command's output: progress bars (only on a terminal), loading the TPC-C +
+//! CH database, memory readings, and table formatting.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use overtake_engine::{Database, Options};
+use overtake_sched::LatencySummary;
+use overtake_workload::ch::ChTables;
+use overtake_workload::tpcc::TpccTables;
+use overtake_workload::tpcc::load::{LoadOptions, Loaded, expected_rows, load};
+
+/// A progress bar on stderr when it is a terminal and the output is not JSON; hidden otherwise.
+pub fn progress(len: u64, message: &str, json: bool) -> ProgressBar {
+    if json || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(len);
+    bar.set_style(
+        ProgressStyle::with_template("{msg:>10} [{bar:40}] {percent:>3}% {elapsed_precise}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    bar.set_message(message.to_owned());
+    bar
+}
+
+/// Resident set size of this process in MiB, from /proc (None where unavailable).
+pub fn rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+/// A database holding TPC-C (and the CH-benCHmark tables when `with_ch`).
+pub struct LoadedDb {
+    pub db: Database,
+    pub tpcc: TpccTables,
+    pub ch: Option<ChTables>,
+    pub loaded: Loaded,
+    pub rss_mib: Option<f64>,
+}
+
+/// Creates and loads the database, with a progress bar.
+pub fn load_database(
+    warehouses: i64,
+    seed: u64,
+    with_ch: bool,
+    json: bool,
+) -> Result<LoadedDb, String> {
+    let db = Database::open(Options::default());
+    let tpcc = TpccTables::create(&db).map_err(|e| format!("creating the TPC-C schema: {e}"))?;
+    let bar = progress(expected_rows(warehouses), "loading", json);
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let loaded = load(
+        &db,
+        &tpcc,
+        &LoadOptions {
+            warehouses,
+            threads,
+            seed,
+        },
+        &|rows| bar.inc(rows),
+    )
+    .map_err(|e| format!("loading TPC-C: {e}"))?;
+    bar.finish_and_clear();
+    let ch = if with_ch {
+        let ch = ChTables::create(&db).map_err(|e| format!("creating the CH tables: {e}"))?;
+        ch.load(&db, seed)
+            .map_err(|e| format!("loading the CH tables: {e}"))?;
+        Some(ch)
+    } else {
+        None
+    };
+    // Settle what the load left to reclaim before measuring memory.
+    db.collect_garbage();
+    Ok(LoadedDb {
+        rss_mib: rss_mib(),
+        db,
+        tpcc,
+        ch,
+        loaded,
+    })
+}
+
+/// Formats microseconds compactly (e.g. `12.3`, `1,204`, `31.2ms`).
+pub fn us(v: f64) -> String {
+    if v >= 100_000.0 {
+        format!("{:.1}ms", v / 1000.0)
+    } else if v >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+/// The latency columns of a table row.
+pub fn latency_cells(s: &LatencySummary) -> [String; 5] {
+    [us(s.p50), us(s.p90), us(s.p99), us(s.p999), us(s.max)]
+}
+
+/// Latency percentiles as JSON, in microseconds.
+pub fn latency_json(s: &LatencySummary) -> serde_json::Value {
+    serde_json::json!({
+        "p50": s.p50, "p90": s.p90, "p99": s.p99, "p999": s.p999, "max": s.max, "mean": s.mean,
+    })
+}
+
+/// Prints rows as a left-aligned first column and right-aligned others.
+pub fn print_table(header: &[&str], rows: &[Vec<String>]) {
+    let columns = header.len();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.len());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut out = String::new();
+        for (i, cell) in cells.iter().enumerate().take(columns) {
+            if i == 0 {
+                out.push_str(&format!("{cell:<w$}", w = widths[0]));
+            } else {
+                out.push_str(&format!("  {cell:>w$}", w = widths[i]));
+            }
+        }
+        println!("{}", out.trim_end());
+    };
+    line(header.to_vec());
+    for row in rows {
+        line(row.iter().map(String::as_str).collect());
+    }
+}
+
+/// Seconds as a float.
+pub fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
