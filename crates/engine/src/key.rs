@@ -341,6 +341,12 @@ impl IndexKey {
         }
     }
 
+    /// The key as an inline `IndexKey`, if it is short enough to be one (no allocation).
+    #[inline]
+    pub(crate) fn inline(key: &[u8]) -> Option<Self> {
+        (key.len() <= INLINE).then(|| IndexKey::new(key))
+    }
+
     #[inline]
     pub(crate) fn as_slice(&self) -> &[u8] {
         match self {
@@ -356,9 +362,27 @@ impl Borrow<[u8]> for IndexKey {
     }
 }
 
+/// The first 16 and the last 6 bytes of an inline key as big-endian integers. Padding bytes are
+/// zero, so comparing these (then the lengths) orders inline keys exactly like their bytes: a key
+/// sorts before any longer key it is a prefix of, and the first differing byte decides otherwise.
+#[inline]
+fn inline_words(bytes: &[u8; INLINE]) -> (u128, u64) {
+    let mut high = [0u8; 16];
+    high.copy_from_slice(&bytes[..16]);
+    let mut low = [0u8; 8];
+    low[..INLINE - 16].copy_from_slice(&bytes[16..]);
+    (u128::from_be_bytes(high), u64::from_be_bytes(low))
+}
+
 impl PartialEq for IndexKey {
+    #[inline]
     fn eq(&self, other: &Self) -> bool {
-        self.as_slice() == other.as_slice()
+        match (self, other) {
+            (IndexKey::Inline { len: a, bytes: x }, IndexKey::Inline { len: b, bytes: y }) => {
+                a == b && x == y
+            }
+            _ => self.as_slice() == other.as_slice(),
+        }
     }
 }
 
@@ -371,8 +395,14 @@ impl PartialOrd for IndexKey {
 }
 
 impl Ord for IndexKey {
+    #[inline]
     fn cmp(&self, other: &Self) -> Ordering {
-        self.as_slice().cmp(other.as_slice())
+        match (self, other) {
+            (IndexKey::Inline { len: a, bytes: x }, IndexKey::Inline { len: b, bytes: y }) => {
+                inline_words(x).cmp(&inline_words(y)).then_with(|| a.cmp(b))
+            }
+            _ => self.as_slice().cmp(other.as_slice()),
+        }
     }
 }
 
@@ -486,6 +516,18 @@ mod tests {
                 .prefix_successor(),
             None
         );
+    }
+
+    proptest! {
+        #[test]
+        fn inline_comparison_equals_byte_comparison(
+            a in proptest::collection::vec(prop_oneof![Just(0u8), Just(1u8), Just(255u8), any::<u8>()], 0..=30),
+            b in proptest::collection::vec(prop_oneof![Just(0u8), Just(1u8), Just(255u8), any::<u8>()], 0..=30),
+        ) {
+            let (ka, kb) = (IndexKey::new(&a), IndexKey::new(&b));
+            prop_assert_eq!(ka.cmp(&kb), a.cmp(&b));
+            prop_assert_eq!(ka == kb, a == b);
+        }
     }
 
     #[test]

@@ -34,6 +34,7 @@ use sdd::{AtomicShared, Guard};
 use crate::error::{Error, Result};
 use crate::gc::Retired;
 use crate::record::Version;
+use crate::txn::TxnBuffers;
 
 /// Stamp bit marking an uncommitted version.
 pub(crate) const PENDING: u64 = 1 << 63;
@@ -105,6 +106,8 @@ pub(crate) struct TxnSlot {
     snapshot: AtomicU64,
     /// Retired versions and keys waiting for the watermark; pushed in commit order.
     pub(crate) retired: Mutex<VecDeque<Retired>>,
+    /// Bookkeeping buffers, passed from one transaction of the slot to the next.
+    pub(crate) buffers: Mutex<TxnBuffers>,
     pub(crate) counters: SlotCounters,
 }
 
@@ -165,6 +168,7 @@ impl TxnTable {
                     commit_ts: AtomicU64::new(0),
                     snapshot: AtomicU64::new(u64::MAX),
                     retired: Mutex::new(VecDeque::new()),
+                    buffers: Mutex::new(TxnBuffers::default()),
                     counters: SlotCounters::default(),
                 })
             })

@@ -86,12 +86,22 @@ impl RecordStore {
         self.next_oid.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Returns a dead OID (its slot is `DEAD`, its index entries removed) for reuse.
+    /// Returns a dead OID (its slot is `DEAD`, its index entries removed) for reuse once the
+    /// watermark passes `died_at`.
     pub(crate) fn release(&self, oid: Oid, died_at: u64) {
         self.free
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push_back((oid, died_at));
+    }
+
+    /// Returns an OID that was never published (no transaction can hold it): reusable at once, so it
+    /// goes ahead of the OIDs still waiting for their grace period.
+    pub(crate) fn release_unpublished(&self, oid: Oid) {
+        self.free
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push_front((oid, 0));
     }
 
     /// One past the largest OID ever allocated.
@@ -127,5 +137,13 @@ mod tests {
         store.release(a, 10);
         assert_ne!(store.allocate(10), a, "not before the watermark passes");
         assert_eq!(store.allocate(11), a);
+        let c = store.allocate(0);
+        store.release(c, 100);
+        store.release_unpublished(b);
+        assert_eq!(
+            store.allocate(1),
+            b,
+            "an unpublished OID is reusable at once"
+        );
     }
 }

@@ -147,12 +147,8 @@ impl Transaction<'_> {
 
     fn finish(&mut self, state: State) {
         self.state = state;
+        self.return_buffers();
         self.db.txns().end(&self.lease);
-        self.writes.clear();
-        self.new_keys.clear();
-        self.stale_keys.clear();
-        self.reads.clear();
-        self.scans.clear();
     }
 
     /// True if nothing this transaction read or scanned was changed by a transaction that committed
@@ -174,12 +170,16 @@ impl Transaction<'_> {
             return false;
         }
         let mut batch = ScanBatch::default();
+        let bytes = |b: Bound<(u32, u32)>| {
+            b.map(|(start, len)| &self.scan_keys[start as usize..(start + len) as usize])
+        };
         for range in &self.scans {
             let table = catalog.recorded(range.table);
             let tree = table.tree(range.index);
-            let mut lower = range.lower.clone();
+            let upper = bytes(range.upper);
+            let mut lower = bytes(range.lower).map(|k| KeyBuf::from_bytes(k).unwrap_or_default());
             loop {
-                let bounds = (as_slice_bound(&lower), as_slice_bound(&range.upper));
+                let bounds = (as_slice_bound(&lower), upper);
                 tree.fetch_batch(bounds, false, 64, epoch.index(), &mut batch);
                 if (0..batch.len()).any(|i| !unchanged(table, batch.oid(i), guard)) {
                     return false;

@@ -17,6 +17,7 @@ mod commit;
 mod write;
 
 use std::ops::{Bound, ControlFlow};
+use std::sync::PoisonError;
 
 use crate::db::Database;
 use crate::epoch::EpochGuard;
@@ -126,12 +127,47 @@ struct StaleKey {
     oid: Oid,
 }
 
-/// A scanned range, re-checked at commit under serializable isolation.
+/// A scanned range, re-checked at commit under serializable isolation. Its bounds' bytes live in
+/// the transaction's key arena, so recording a range never allocates.
 struct ScannedRange {
     table: TableId,
     index: IndexRef,
-    lower: Bound<KeyBuf>,
-    upper: Bound<KeyBuf>,
+    lower: Bound<(u32, u32)>,
+    upper: Bound<(u32, u32)>,
+}
+
+/// Bookkeeping a transaction accumulates. Each transaction slot keeps one set, handed from each
+/// transaction to the next, so a steady stream of transactions allocates none of it.
+#[derive(Default)]
+pub(crate) struct TxnBuffers {
+    writes: Vec<Write>,
+    new_keys: Vec<NewKey>,
+    stale_keys: Vec<StaleKey>,
+    reads: Vec<(TableId, Oid)>,
+    scans: Vec<ScannedRange>,
+    scan_keys: Vec<u8>,
+    batch: ScanBatch,
+}
+
+/// Entries beyond which a returned buffer is shrunk (a huge transaction should not pin its memory).
+const KEEP_ENTRIES: usize = 4096;
+
+impl TxnBuffers {
+    fn recycle(&mut self) {
+        fn reset<T>(v: &mut Vec<T>) {
+            v.clear();
+            if v.capacity() > KEEP_ENTRIES {
+                v.shrink_to(KEEP_ENTRIES);
+            }
+        }
+        reset(&mut self.writes);
+        reset(&mut self.new_keys);
+        reset(&mut self.stale_keys);
+        reset(&mut self.reads);
+        reset(&mut self.scans);
+        reset(&mut self.scan_keys);
+        self.batch.clear();
+    }
 }
 
 /// Rows per index batch in scans. Each batch is one short non-preemptible region.
@@ -150,6 +186,7 @@ pub struct Transaction<'db> {
     stale_keys: Vec<StaleKey>,
     reads: Vec<(TableId, Oid)>,
     scans: Vec<ScannedRange>,
+    scan_keys: Vec<u8>,
     batch: ScanBatch,
 }
 
@@ -160,19 +197,73 @@ impl<'db> Transaction<'db> {
         priority: Priority,
         isolation: Isolation,
     ) -> Self {
+        let buffers = std::mem::take(
+            &mut *db
+                .txns()
+                .slot(lease.slot)
+                .buffers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
         Transaction {
             db,
             lease,
             priority,
             isolation,
             state: State::Active,
-            writes: Vec::new(),
-            new_keys: Vec::new(),
-            stale_keys: Vec::new(),
-            reads: Vec::new(),
-            scans: Vec::new(),
-            batch: ScanBatch::default(),
+            writes: buffers.writes,
+            new_keys: buffers.new_keys,
+            stale_keys: buffers.stale_keys,
+            reads: buffers.reads,
+            scans: buffers.scans,
+            scan_keys: buffers.scan_keys,
+            batch: buffers.batch,
         }
+    }
+
+    /// Hands the bookkeeping buffers back to the slot (before the slot is released).
+    fn return_buffers(&mut self) {
+        let mut buffers = TxnBuffers {
+            writes: std::mem::take(&mut self.writes),
+            new_keys: std::mem::take(&mut self.new_keys),
+            stale_keys: std::mem::take(&mut self.stale_keys),
+            reads: std::mem::take(&mut self.reads),
+            scans: std::mem::take(&mut self.scans),
+            scan_keys: std::mem::take(&mut self.scan_keys),
+            batch: std::mem::take(&mut self.batch),
+        };
+        buffers.recycle();
+        *self
+            .db
+            .txns()
+            .slot(self.lease.slot)
+            .buffers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = buffers;
+    }
+
+    /// Records a scanned range for validation, copying its bounds into the key arena.
+    fn note_range(
+        &mut self,
+        table: &Table,
+        index: IndexRef,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+    ) {
+        let mut stash = |b: Bound<&[u8]>| {
+            b.map(|key| {
+                let start = self.scan_keys.len() as u32;
+                self.scan_keys.extend_from_slice(key);
+                (start, key.len() as u32)
+            })
+        };
+        let (lower, upper) = (stash(lower), stash(upper));
+        self.scans.push(ScannedRange {
+            table: table.id(),
+            index,
+            lower,
+            upper,
+        });
     }
 
     /// The priority given at begin.
@@ -233,12 +324,13 @@ impl<'db> Transaction<'db> {
     /// what must still hold at commit.
     fn note_miss(&mut self, table: &Table, key: &KeyBuf) {
         if self.serializable() {
-            self.scans.push(ScannedRange {
-                table: table.id(),
-                index: IndexRef::Primary,
-                lower: Bound::Included(key.clone()),
-                upper: Bound::Included(key.clone()),
-            });
+            let key = key.as_bytes();
+            self.note_range(
+                table,
+                IndexRef::Primary,
+                Bound::Included(key),
+                Bound::Included(key),
+            );
         }
     }
 
@@ -363,20 +455,16 @@ impl<'db> Transaction<'db> {
         }
         self.batch = batch;
         if self.serializable() {
-            let (mut lower, mut upper) = (range.lower.clone(), range.upper.clone());
-            if let Some(end) = stopped_at {
+            let (mut lower, mut upper) =
+                (as_slice_bound(&range.lower), as_slice_bound(&range.upper));
+            if let Some(end) = &stopped_at {
                 if options.reverse {
-                    lower = Bound::Included(end);
+                    lower = Bound::Included(end.as_bytes());
                 } else {
-                    upper = Bound::Included(end);
+                    upper = Bound::Included(end.as_bytes());
                 }
             }
-            self.scans.push(ScannedRange {
-                table: table.id(),
-                index,
-                lower,
-                upper,
-            });
+            self.note_range(table, index, lower, upper);
         }
         Ok(delivered)
     }

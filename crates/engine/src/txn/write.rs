@@ -19,6 +19,14 @@ use crate::record::{DEAD, Oid, Version};
 use crate::row::{Row, RowMut};
 use crate::table::{IndexRef, Table};
 
+/// Outcome of trying to create a record for a new key.
+enum Fresh {
+    /// The record exists under its key.
+    Created(Oid),
+    /// The key already maps to `oid`; the row is handed back.
+    KeyExists { oid: Oid, row: Box<[u8]> },
+}
+
 /// The state of a record's head, from a writer's point of view.
 enum Head<'g> {
     /// The record may be written; this is the newest version (committed before the snapshot, or ours).
@@ -90,9 +98,16 @@ impl Transaction<'_> {
         key: &KeyBuf,
         oid: Oid,
         epoch: &EpochGuard,
+        fresh: bool,
     ) -> Result<()> {
+        let tree = table.tree(index);
         loop {
-            match table.tree(index).insert(key.as_bytes(), oid, epoch.index()) {
+            let inserted = if fresh {
+                tree.insert_new(key.as_bytes(), oid, epoch.index())
+            } else {
+                tree.insert(key.as_bytes(), oid, epoch.index())
+            };
+            match inserted {
                 Ok(()) => {
                     self.new_keys.push(NewKey {
                         table: table.id(),
@@ -129,77 +144,75 @@ impl Transaction<'_> {
                 reason: "the row was built for another table".into(),
             });
         }
-        let bytes = row.into_bytes();
-        let hidden_key = table.schema().primary_key().is_empty();
+        let mut bytes = row.into_bytes();
         let epoch = EpochGuard::enter();
         let guard = epoch.guard();
         let key = table.primary_key(&table.row(&bytes), 0);
         loop {
-            let found = if hidden_key {
-                None
-            } else {
-                table
-                    .tree(IndexRef::Primary)
-                    .get(key.as_bytes(), epoch.index())
-            };
-            match found {
-                None => {
-                    if let Some(oid) = self.insert_fresh(table, &key, &bytes, &epoch)? {
-                        return self.add_secondary_entries(table, oid, &epoch);
-                    }
+            // Most inserts are of new keys: create the record first and let the index decide, so
+            // the common case costs one index search.
+            let oid = match self.insert_fresh(table, &key, bytes, &epoch) {
+                Fresh::Created(oid) => return self.add_secondary_entries(table, oid, &epoch, true),
+                Fresh::KeyExists { oid, row } => {
+                    bytes = row;
+                    oid
                 }
-                Some(oid) => match self.settle_head(table, oid, guard)? {
-                    // The collector is removing this key: look it up again.
-                    Head::Missing => std::hint::spin_loop(),
-                    Head::Writable(_, v) if !v.deleted => {
-                        self.note_read(table, oid);
-                        return Err(Error::DuplicateKey {
-                            table: table.name().to_owned(),
-                        });
+            };
+            match self.settle_head(table, oid, guard)? {
+                // The collector is removing this key: try again.
+                Head::Missing => std::hint::spin_loop(),
+                Head::Writable(_, v) if !v.deleted => {
+                    self.note_read(table, oid);
+                    return Err(Error::DuplicateKey {
+                        table: table.name().to_owned(),
+                    });
+                }
+                Head::Writable(head, _) => {
+                    if !self.install(table, oid, head, bytes, false, guard) {
+                        return Err(self.fail(AbortReason::Conflict));
                     }
-                    Head::Writable(head, _) => {
-                        if !self.install(table, oid, head, bytes.clone(), false, guard) {
-                            return Err(self.fail(AbortReason::Conflict));
-                        }
-                        self.writes.push(Write {
-                            table: table.id(),
-                            oid,
-                            kind: WriteKind::Overwrite,
-                        });
-                        return self.add_secondary_entries(table, oid, &epoch);
-                    }
-                },
+                    self.writes.push(Write {
+                        table: table.id(),
+                        oid,
+                        kind: WriteKind::Overwrite,
+                    });
+                    return self.add_secondary_entries(table, oid, &epoch, false);
+                }
             }
         }
     }
 
-    /// Creates a new record for `key`. Returns its OID, or `None` if another transaction inserted
-    /// the key first (the caller looks it up again).
+    /// Creates a new record holding `row` and enters it under `key` (or, for a hidden row id, under
+    /// its OID). If the key is taken, undoes the record and hands the row back.
     fn insert_fresh(
         &mut self,
         table: &Table,
         key: &KeyBuf,
-        bytes: &[u8],
+        row: Box<[u8]>,
         epoch: &EpochGuard,
-    ) -> Result<Option<Oid>> {
+    ) -> Fresh {
         let guard = epoch.guard();
-        let hidden_key = table.schema().primary_key().is_empty();
         let oid = {
             let _region = NoPreemptGuard::new();
             table.records.allocate(self.db.txns().watermark())
         };
-        let empty = table.records.slot(oid).load(Ordering::Acquire, guard);
-        if !self.install(table, oid, empty, bytes.into(), false, guard) {
+        let slot = table.records.slot(oid);
+        let empty = slot.load(Ordering::Acquire, guard);
+        if !self.install(table, oid, empty, row, false, guard) {
             unreachable!("a newly allocated OID is not visible to anyone else");
         }
-        let key = if hidden_key {
-            table.primary_key(&table.row(bytes), oid)
+        let mine = slot.load(Ordering::Acquire, guard);
+        let Some(version) = mine.as_ref() else {
+            unreachable!("the version was just installed");
+        };
+        let key = if table.schema().primary_key().is_empty() {
+            table.primary_key(&table.row(&version.row), oid)
         } else {
             key.clone()
         };
         match table
             .tree(IndexRef::Primary)
-            .insert(key.as_bytes(), oid, epoch.index())
+            .insert_new(key.as_bytes(), oid, epoch.index())
         {
             Ok(()) => {
                 self.new_keys.push(NewKey {
@@ -213,21 +226,28 @@ impl Transaction<'_> {
                     oid,
                     kind: WriteKind::FreshInsert,
                 });
-                Ok(Some(oid))
+                Fresh::Created(oid)
             }
-            Err(_) => {
-                // Lost the race for the key. The OID was never published, so it is reusable at once.
+            Err(existing) => {
+                // The OID was never published, so it is reusable at once.
+                let row = version.row.clone();
                 let _region = NoPreemptGuard::new();
-                let slot = table.records.slot(oid);
-                let (mine, _) = slot.swap((None, DEAD), Ordering::AcqRel);
-                drop(mine);
-                table.records.release(oid, 0);
-                Ok(None)
+                drop(slot.swap((None, DEAD), Ordering::AcqRel));
+                table.records.release_unpublished(oid);
+                Fresh::KeyExists { oid: existing, row }
             }
         }
     }
 
-    fn add_secondary_entries(&mut self, table: &Table, oid: Oid, epoch: &EpochGuard) -> Result<()> {
+    /// Enters `oid`'s pending version under every secondary index. For a fresh OID no entry can map
+    /// to it yet, so each entry costs one search.
+    fn add_secondary_entries(
+        &mut self,
+        table: &Table,
+        oid: Oid,
+        epoch: &EpochGuard,
+        fresh: bool,
+    ) -> Result<()> {
         let guard = epoch.guard();
         if table.secondary_count() == 0 {
             return Ok(());
@@ -239,7 +259,7 @@ impl Transaction<'_> {
         let row = table.row(&v.row);
         for i in 0..table.secondary_count() {
             let key = table.secondary_key(i, &row, oid);
-            self.add_index_entry(table, IndexRef::Secondary(i), &key, oid, epoch)?;
+            self.add_index_entry(table, IndexRef::Secondary(i), &key, oid, epoch, fresh)?;
         }
         Ok(())
     }
@@ -292,7 +312,7 @@ impl Transaction<'_> {
             kind: WriteKind::Overwrite,
         });
         for (i, before, after) in changed {
-            self.add_index_entry(table, IndexRef::Secondary(i), &after, oid, &epoch)?;
+            self.add_index_entry(table, IndexRef::Secondary(i), &after, oid, &epoch, false)?;
             self.stale_keys.push(StaleKey {
                 table: table.id(),
                 index: i,
