@@ -1,19 +1,20 @@
-//! Epoch protection for lock-free reads, entered and left inside non-preemptible regions.
+//! Epoch protection for lock-free reads of version chains, entered and left inside
+//! non-preemptible regions.
 //!
-//! Two epoch-based reclamation schemes protect what readers traverse without locks: `sdd` for record
-//! version chains, `crossbeam-epoch` for the index skip lists. Memory unlinked by a writer is freed
-//! only after every thread that might still see it has left its epoch. Both keep per-thread state,
-//! so entering and leaving must never be torn by a preemption; the code that runs while the epoch is
-//! held (reading a row, the caller's closures) may be preempted, because both count nested guards
-//! per thread and another context's guards only nest inside ours.
+//! Record versions are freed by epoch-based reclamation (`sdd`): a version unlinked by a writer or
+//! the collector is freed only after every thread that might still see it has left its epoch. `sdd`
+//! keeps per-thread state, so entering and leaving an epoch must never be torn by a preemption; the
+//! code that runs while the epoch is held (reading a row, the caller's closures) may be preempted,
+//! because `sdd` counts nested guards per thread and another context's guards only nest inside ours.
 //!
 //! Must never be held across a transaction boundary or a voluntary context switch.
 
 use overtake_runtime::NoPreemptGuard;
+use sdd::Guard;
 
-/// An entered epoch (both schemes). Dropping it leaves them (inside a region).
+/// An entered epoch. Dropping it leaves the epoch (inside a region).
 pub(crate) struct EpochGuard {
-    guards: Option<(sdd::Guard, crossbeam_epoch::Guard)>,
+    guard: Option<Guard>,
 }
 
 impl EpochGuard {
@@ -22,25 +23,16 @@ impl EpochGuard {
     pub(crate) fn enter() -> Self {
         let _region = NoPreemptGuard::new();
         EpochGuard {
-            guards: Some((sdd::Guard::new(), crossbeam_epoch::pin())),
+            guard: Some(Guard::new()),
         }
     }
 
-    /// The guard for loads from record version chains.
+    /// The `sdd` guard, for loads from version chains.
     #[inline]
-    pub(crate) fn guard(&self) -> &sdd::Guard {
-        match &self.guards {
-            Some((versions, _)) => versions,
-            None => unreachable!("the guards are only taken in drop"),
-        }
-    }
-
-    /// The guard for index operations.
-    #[inline]
-    pub(crate) fn index(&self) -> &crossbeam_epoch::Guard {
-        match &self.guards {
-            Some((_, index)) => index,
-            None => unreachable!("the guards are only taken in drop"),
+    pub(crate) fn guard(&self) -> &Guard {
+        match &self.guard {
+            Some(g) => g,
+            None => unreachable!("the guard is only taken in drop"),
         }
     }
 }
@@ -49,6 +41,6 @@ impl Drop for EpochGuard {
     #[inline]
     fn drop(&mut self) {
         let _region = NoPreemptGuard::new();
-        drop(self.guards.take());
+        drop(self.guard.take());
     }
 }

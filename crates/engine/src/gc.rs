@@ -61,14 +61,23 @@ fn chain_len(v: Option<&Version>, guard: &Guard) -> u64 {
     n
 }
 
-/// Unlinks every version of `oid` older than the newest one committed at or before `watermark`.
-/// Returns how many versions were unlinked.
+/// Unlinks every version of `oid` older than the newest one committed at or before `watermark`
+/// (if that one is a deletion marker, the deleted row below it is kept: the row's keys must still
+/// be found when the record's index entries are removed). Returns how many versions were unlinked.
 fn prune(table: &Table, oid: Oid, watermark: u64, guard: &Guard) -> u64 {
     let mut ptr = table.records.slot(oid).load(Ordering::Acquire, guard);
     while let Some(v) = ptr.as_ref() {
         let stamp = v.stamp.load(Ordering::Acquire);
         if is_committed(stamp) && stamp <= watermark {
-            let (cut, _) = v.next.swap((None, Tag::None), Ordering::AcqRel);
+            let keep = if v.is_deleted() {
+                match v.next.load(Ordering::Acquire, guard).as_ref() {
+                    Some(image) => image,
+                    None => return 0,
+                }
+            } else {
+                v
+            };
+            let (cut, _) = keep.next.swap((None, Tag::None), Ordering::AcqRel);
             return cut.map_or(0, |c| chain_len(Some(&*c), guard));
         }
         ptr = v.next.load(Ordering::Acquire, guard);
@@ -90,9 +99,13 @@ fn remove_dead(
     let head = slot.load(Ordering::Acquire, guard);
     let Some(v) = head.as_ref() else { return 0 };
     let stamp = v.stamp.load(Ordering::Acquire);
-    if !(v.deleted && is_committed(stamp) && stamp <= watermark) {
+    if !(v.is_deleted() && is_committed(stamp) && stamp <= watermark) {
         return 0;
     }
+    // The deleted row, kept below the marker by `prune`, says which keys to remove.
+    let Some(image) = v.next.load(Ordering::Acquire, guard).as_ref() else {
+        return 0;
+    };
     if slot
         .compare_exchange(
             head,
@@ -105,19 +118,15 @@ fn remove_dead(
     {
         return 0;
     }
-    // `v` stays readable under `guard` although the slot no longer points to it.
-    let row = table.row(&v.row);
-    table.tree(IndexRef::Primary).remove(
-        table.primary_key(&row, oid).as_bytes(),
-        oid,
-        epoch.index(),
-    );
+    // `v` and `image` stay readable under `guard` although the slot no longer points to them.
+    let row = table.row(&image.row);
+    table
+        .tree(IndexRef::Primary)
+        .remove(table.primary_key(&row, oid).as_bytes(), oid);
     for i in 0..table.secondary_count() {
-        table.tree(IndexRef::Secondary(i)).remove(
-            table.secondary_key(i, &row, oid).as_bytes(),
-            oid,
-            epoch.index(),
-        );
+        table
+            .tree(IndexRef::Secondary(i))
+            .remove(table.secondary_key(i, &row, oid).as_bytes(), oid);
     }
     table.records.release(oid, txns.now());
     chain_len(Some(v), guard)
@@ -149,9 +158,9 @@ fn remove_stale_key(table: &Table, index: usize, key: &IndexKey, oid: Oid, epoch
         return;
     }
     let tree = table.tree(IndexRef::Secondary(index));
-    if tree.remove(key, oid, epoch.index()) && any_version_has_key(table, index, key, oid, guard) {
+    if tree.remove(key, oid) && any_version_has_key(table, index, key, oid, guard) {
         // An `Err` means another writer already re-inserted it.
-        let _ = tree.insert(key, oid, epoch.index());
+        let _ = tree.insert(key, oid);
     }
 }
 
@@ -259,21 +268,26 @@ pub(crate) fn census(table: &Table, watermark: u64, out: &mut VersionCensus) {
     for oid in 0..table.records.oid_limit() {
         let _region = NoPreemptGuard::new();
         let mut ptr = table.records.slot(oid).load(Ordering::Acquire, guard);
-        let mut seen_settled = false;
+        // Versions below the newest one every snapshot sees are garbage, except the deleted row
+        // under a deletion marker, which is kept until the record's keys are removed.
+        let mut needed_below: Option<u64> = None;
         let mut newest_committed: Option<bool> = None;
         while let Some(v) = ptr.as_ref() {
             out.linked_versions += 1;
             let stamp = v.stamp.load(Ordering::Acquire);
-            if seen_settled {
-                out.unreclaimed_versions += 1;
-            } else if is_committed(stamp) && stamp <= watermark {
-                seen_settled = true;
-                if v.deleted {
-                    out.unreclaimed_deletes += 1;
+            match needed_below {
+                Some(0) => out.unreclaimed_versions += 1,
+                Some(n) => needed_below = Some(n - 1),
+                None if is_committed(stamp) && stamp <= watermark => {
+                    needed_below = Some(u64::from(v.is_deleted()));
+                    if v.is_deleted() {
+                        out.unreclaimed_deletes += 1;
+                    }
                 }
+                None => {}
             }
             if is_committed(stamp) && newest_committed.is_none() {
-                newest_committed = Some(v.deleted);
+                newest_committed = Some(v.is_deleted());
             }
             ptr = v.next.load(Ordering::Acquire, guard);
         }

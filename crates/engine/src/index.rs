@@ -1,22 +1,30 @@
-//! Ordered indexes: a concurrent skip list (`crossbeam_skiplist::base::SkipList`) from encoded keys
-//! to OIDs.
+//! Ordered indexes: a B-tree (`std::collections::BTreeMap`) from encoded keys to OIDs, behind a
+//! reader-writer latch.
 //!
-//! Chosen by measurement (`benches/index_choice.rs`, figures in the README). `scc::TreeIndex` was
-//! faster on point reads, but it does not unlink emptied leaves promptly: a scan that starts before
-//! a run of removed keys walks back over them, so on TPC-C's NEW-ORDER queue (insert at the tail,
-//! delete the oldest) finding a district's oldest order grew from microseconds to milliseconds within
-//! seconds. A locked `BTreeMap` serialises every thread on one lock. The skip list unlinks removed
-//! entries physically, never blocks readers, and iterates both ways.
+//! Chosen by measurement (`benches/index_choice.rs` and `overtake bench tpcc`, figures in the
+//! README):
+//! - `scc::TreeIndex` (lock-free B+-tree) does not unlink emptied leaves promptly: a scan starting
+//!   before a run of removed keys walks back over them, so on TPC-C's NEW-ORDER queue finding a
+//!   district's oldest order grew from microseconds to milliseconds within seconds.
+//! - `crossbeam_skiplist` unlinks removed keys and never blocks readers, but a lookup chases ~30
+//!   scattered nodes: TPC-C ran at 22.6k transactions/s per worker.
+//! - This latched B-tree touches 3-4 contiguous nodes per lookup: 31-33k/s on one worker, and still
+//!   28-29k/s per worker on two workers sharing every table's latch.
 //!
-//! Every call here runs inside a non-preemptible region: the skip list keeps per-thread epoch state,
-//! and a context paused inside it could stall reclamation or corrupt that state. Scans are fetched in
-//! batches: each batch is one short region, and the caller works on the batch (reading rows, running
-//! user code) preemptibly, then asks for the next batch after the last key it saw.
+//! One latch per index is the known limit of this choice: it will not scale to many cores. The
+//! interface below (point get, insert-if-absent, remove-if, batched scans) is what a lock-free
+//! B-link tree would have to offer to replace it.
+//!
+//! Every call runs inside a non-preemptible region, so a paused context never holds the latch: a
+//! latch is only ever held by running code, for the duration of one B-tree operation or one scan
+//! batch. Scans are fetched in batches; the caller works on a batch (reading rows, running user
+//! code) preemptibly, then asks for the next batch after the last key it saw.
 
-use std::ops::{Bound, RangeBounds};
+use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
+use std::ops::Bound;
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crossbeam_epoch::Guard;
-use crossbeam_skiplist::base::SkipList;
 use overtake_runtime::NoPreemptGuard;
 
 use crate::key::IndexKey;
@@ -59,58 +67,61 @@ impl ScanBatch {
 
 /// An ordered map from encoded keys to OIDs.
 pub(crate) struct OrderedIndex {
-    list: SkipList<IndexKey, Oid>,
+    map: RwLock<BTreeMap<IndexKey, Oid>>,
 }
 
 impl OrderedIndex {
     pub(crate) fn new() -> Self {
         OrderedIndex {
-            list: SkipList::new(crossbeam_epoch::default_collector().clone()),
+            map: RwLock::new(BTreeMap::new()),
         }
+    }
+
+    // A panic cannot leave a BTreeMap half-modified in a way that matters here (its operations are
+    // panic-safe), so a poisoned latch is simply taken over.
+    fn read(&self) -> RwLockReadGuard<'_, BTreeMap<IndexKey, Oid>> {
+        self.map.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, BTreeMap<IndexKey, Oid>> {
+        self.map.write().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The OID stored under `key`.
     #[inline]
-    pub(crate) fn get(&self, key: &[u8], guard: &Guard) -> Option<Oid> {
+    pub(crate) fn get(&self, key: &[u8]) -> Option<Oid> {
         let _region = NoPreemptGuard::new();
-        // Searching with an inline key compares with two integer comparisons per node instead of a
-        // `memcmp` call.
+        let map = self.read();
+        // An inline search key compares with two integer comparisons per key, not a `memcmp` call.
         match IndexKey::inline(key) {
-            Some(k) => self.list.get(&k, guard).map(|e| *e.value()),
-            None => self.list.get(key, guard).map(|e| *e.value()),
+            Some(k) => map.get(&k).copied(),
+            None => map.get(key).copied(),
         }
     }
 
-    /// Inserts `key -> oid` for a record nobody else can know yet (a fresh OID): one search. If the
-    /// key is present, returns the OID it maps to and changes nothing.
-    pub(crate) fn insert_new(&self, key: &[u8], oid: Oid, guard: &Guard) -> Result<(), Oid> {
-        let _region = NoPreemptGuard::new();
-        let entry = self.list.get_or_insert(IndexKey::new(key), oid, guard);
-        let present = *entry.value();
-        entry.release(guard);
-        if present == oid { Ok(()) } else { Err(present) }
-    }
-
-    /// Inserts `key -> oid`; if the key is present (whatever it maps to, `oid` included), returns
+    /// Inserts `key -> oid`. If the key is present (whatever it maps to, `oid` included), returns
     /// the OID it maps to and changes nothing, so callers only undo entries they really added.
-    pub(crate) fn insert(&self, key: &[u8], oid: Oid, guard: &Guard) -> Result<(), Oid> {
+    pub(crate) fn insert(&self, key: &[u8], oid: Oid) -> Result<(), Oid> {
+        let entry = IndexKey::new(key);
         let _region = NoPreemptGuard::new();
-        if let Some(existing) = self.get(key, guard) {
-            return Err(existing);
+        match self.write().entry(entry) {
+            Entry::Occupied(e) => Err(*e.get()),
+            Entry::Vacant(e) => {
+                e.insert(oid);
+                Ok(())
+            }
         }
-        // Another transaction may insert the same key in between: then its entry is returned.
-        self.insert_new(key, oid, guard)
     }
 
     /// Removes `key` if it still maps to `oid`.
-    pub(crate) fn remove(&self, key: &[u8], oid: Oid, guard: &Guard) -> bool {
+    pub(crate) fn remove(&self, key: &[u8], oid: Oid) -> bool {
         let _region = NoPreemptGuard::new();
-        let remove = |e: crossbeam_skiplist::base::Entry<'_, '_, IndexKey, Oid>| {
-            *e.value() == oid && e.remove()
-        };
-        match IndexKey::inline(key) {
-            Some(k) => self.list.get(&k, guard).is_some_and(remove),
-            None => self.list.get(key, guard).is_some_and(remove),
+        let mut map = self.write();
+        if map.get(key) == Some(&oid) {
+            map.remove(key);
+            true
+        } else {
+            false
         }
     }
 
@@ -120,51 +131,38 @@ impl OrderedIndex {
         bounds: (Bound<&[u8]>, Bound<&[u8]>),
         reverse: bool,
         max: usize,
-        guard: &Guard,
         out: &mut ScanBatch,
     ) {
-        let _region = NoPreemptGuard::new();
         out.clear();
-        // The near bound is only enforced by the initial seek of a concurrent structure; check every
-        // key against both bounds so a concurrent change can never leak a key from outside.
-        let mut keep = |k: &IndexKey, v: Oid| {
-            if bounds.contains(k.as_slice()) {
-                out.push(k.as_slice(), v);
-            }
-        };
-        match inline_bounds(bounds) {
-            Some(inline) => {
-                let range = self
-                    .list
-                    .range::<IndexKey, _>(as_ref_bounds(&inline), guard);
+        let mut keep = |(k, v): (&IndexKey, &Oid)| out.push(k.as_slice(), *v);
+        let inline = inline_bounds(bounds);
+        let _region = NoPreemptGuard::new();
+        let map = self.read();
+        match &inline {
+            Some((lower, upper)) => {
+                let range = map.range::<IndexKey, _>((lower.as_ref(), upper.as_ref()));
                 if reverse {
-                    range
-                        .rev()
-                        .take(max)
-                        .for_each(|e| keep(e.key(), *e.value()));
+                    range.rev().take(max).for_each(&mut keep);
                 } else {
-                    range.take(max).for_each(|e| keep(e.key(), *e.value()));
+                    range.take(max).for_each(&mut keep);
                 }
             }
             None => {
-                let range = self.list.range::<[u8], _>(bounds, guard);
+                let range = map.range::<[u8], _>(bounds);
                 if reverse {
-                    range
-                        .rev()
-                        .take(max)
-                        .for_each(|e| keep(e.key(), *e.value()));
+                    range.rev().take(max).for_each(&mut keep);
                 } else {
-                    range.take(max).for_each(|e| keep(e.key(), *e.value()));
+                    range.take(max).for_each(&mut keep);
                 }
             }
         }
     }
 }
 
-type InlineBounds = (Bound<IndexKey>, Bound<IndexKey>);
-
 /// Both bounds as inline keys, if they are short enough (then the search compares integers).
-fn inline_bounds((lower, upper): (Bound<&[u8]>, Bound<&[u8]>)) -> Option<InlineBounds> {
+fn inline_bounds(
+    (lower, upper): (Bound<&[u8]>, Bound<&[u8]>),
+) -> Option<(Bound<IndexKey>, Bound<IndexKey>)> {
     let convert = |b: Bound<&[u8]>| -> Option<Bound<IndexKey>> {
         Some(match b {
             Bound::Included(k) => Bound::Included(IndexKey::inline(k)?),
@@ -175,41 +173,35 @@ fn inline_bounds((lower, upper): (Bound<&[u8]>, Bound<&[u8]>)) -> Option<InlineB
     Some((convert(lower)?, convert(upper)?))
 }
 
-fn as_ref_bounds((lower, upper): &InlineBounds) -> (Bound<&IndexKey>, Bound<&IndexKey>) {
-    (lower.as_ref(), upper.as_ref())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn oids(index: &OrderedIndex, lo: Bound<&[u8]>, hi: Bound<&[u8]>, reverse: bool) -> Vec<u64> {
-        let guard = crossbeam_epoch::pin();
         let mut batch = ScanBatch::default();
-        index.fetch_batch((lo, hi), reverse, 100, &guard, &mut batch);
+        index.fetch_batch((lo, hi), reverse, 100, &mut batch);
         (0..batch.len()).map(|i| batch.oid(i)).collect()
     }
 
     #[test]
     fn insert_get_remove_and_scan_both_ways() {
         let index = OrderedIndex::new();
-        let guard = crossbeam_epoch::pin();
         for i in 0..50u64 {
-            index.insert(&i.to_be_bytes(), i, &guard).expect("fresh");
+            index.insert(&i.to_be_bytes(), i).expect("fresh");
         }
-        assert_eq!(index.insert(&7u64.to_be_bytes(), 99, &guard), Err(7));
+        assert_eq!(index.insert(&7u64.to_be_bytes(), 99), Err(7));
         assert_eq!(
-            index.insert(&7u64.to_be_bytes(), 7, &guard),
+            index.insert(&7u64.to_be_bytes(), 7),
             Err(7),
             "an existing entry is reported even when it maps to the same oid"
         );
-        assert_eq!(index.get(&7u64.to_be_bytes(), &guard), Some(7));
+        assert_eq!(index.get(&7u64.to_be_bytes()), Some(7));
         assert!(
-            !index.remove(&7u64.to_be_bytes(), 8, &guard),
+            !index.remove(&7u64.to_be_bytes(), 8),
             "only if it maps to that oid"
         );
-        assert!(index.remove(&7u64.to_be_bytes(), 7, &guard));
-        assert_eq!(index.get(&7u64.to_be_bytes(), &guard), None);
+        assert!(index.remove(&7u64.to_be_bytes(), 7));
+        assert_eq!(index.get(&7u64.to_be_bytes()), None);
         let lo = 5u64.to_be_bytes();
         let hi = 10u64.to_be_bytes();
         assert_eq!(
@@ -219,6 +211,21 @@ mod tests {
         assert_eq!(
             oids(&index, Bound::Excluded(&lo), Bound::Included(&hi), true),
             vec![10, 9, 8, 6]
+        );
+    }
+
+    #[test]
+    fn long_keys_take_the_byte_path_and_agree() {
+        let index = OrderedIndex::new();
+        let key = |i: u8| [vec![7u8; 30], vec![i]].concat();
+        for i in 0..10 {
+            index.insert(&key(i), u64::from(i)).expect("fresh");
+        }
+        assert_eq!(index.get(&key(3)), Some(3));
+        let (lo, hi) = (key(2), key(5));
+        assert_eq!(
+            oids(&index, Bound::Included(&lo), Bound::Included(&hi), true),
+            vec![5, 4, 3, 2]
         );
     }
 }

@@ -25,11 +25,19 @@ pub(crate) const DEAD: Tag = Tag::First;
 pub(crate) struct Version {
     /// Commit timestamp, or the writer's pending stamp (see `mvcc`).
     pub(crate) stamp: AtomicU64,
-    /// True for a deletion marker (its `row` is the deleted image, kept so the keys can be removed).
-    pub(crate) deleted: bool,
+    /// The encoded row; empty for a deletion marker (a stored row is never empty). The deleted row's
+    /// image is the next version, which the collector keeps until it has removed the row's keys.
     pub(crate) row: Box<[u8]>,
     /// The next older version.
     pub(crate) next: AtomicShared<Version>,
+}
+
+impl Version {
+    /// True for a deletion marker.
+    #[inline]
+    pub(crate) fn is_deleted(&self) -> bool {
+        self.row.is_empty()
+    }
 }
 
 const FIRST_CHUNK_BITS: u32 = 12;

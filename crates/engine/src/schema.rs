@@ -56,8 +56,9 @@ impl ColumnType {
     /// Largest number of bytes the column can contribute to an encoded key.
     pub(crate) fn max_key_width(self) -> usize {
         match self {
-            ColumnType::Int32 => 4,
-            ColumnType::Int64 | ColumnType::Decimal { .. } | ColumnType::Timestamp => 8,
+            // A length code and up to 4 or 8 significant bytes.
+            ColumnType::Int32 => 5,
+            ColumnType::Int64 | ColumnType::Decimal { .. } | ColumnType::Timestamp => 9,
             // Every byte may be escaped to two, plus a two-byte terminator.
             ColumnType::Char(n) | ColumnType::VarChar(n) => 2 * usize::from(n) + 2,
         }
@@ -244,7 +245,7 @@ impl TableSchemaBuilder {
 
         let primary_key = key_columns(&self.primary_key)?;
         let pk_width = if primary_key.is_empty() {
-            8
+            ColumnType::Int64.max_key_width()
         } else {
             key_width(&primary_key)
         };

@@ -135,7 +135,7 @@ impl Transaction<'_> {
             catalog
                 .recorded(k.table)
                 .tree(k.index)
-                .remove(k.key.as_slice(), k.oid, epoch.index());
+                .remove(k.key.as_slice(), k.oid);
         }
         let now = txns.now();
         for w in &self.writes {
@@ -180,7 +180,7 @@ impl Transaction<'_> {
             let mut lower = bytes(range.lower).map(|k| KeyBuf::from_bytes(k).unwrap_or_default());
             loop {
                 let bounds = (as_slice_bound(&lower), upper);
-                tree.fetch_batch(bounds, false, 64, epoch.index(), &mut batch);
+                tree.fetch_batch(bounds, false, 64, &mut batch);
                 if (0..batch.len()).any(|i| !unchanged(table, batch.oid(i), guard)) {
                     return false;
                 }

@@ -351,17 +351,14 @@ impl<'db> Transaction<'db> {
         self.check(table)?;
         let epoch = EpochGuard::enter();
         let guard = epoch.guard();
-        let Some(oid) = table
-            .tree(IndexRef::Primary)
-            .get(key.as_bytes(), epoch.index())
-        else {
+        let Some(oid) = table.tree(IndexRef::Primary).get(key.as_bytes()) else {
             self.note_miss(table, key);
             return Ok(None);
         };
         self.note_read(table, oid);
         Ok(self
             .visible(table, oid, guard)
-            .filter(|v| !v.deleted)
+            .filter(|v| !v.is_deleted())
             .map(|v| read(table.row(&v.row))))
     }
 
@@ -417,7 +414,7 @@ impl<'db> Transaction<'db> {
             let epoch = EpochGuard::enter();
             let guard = epoch.guard();
             let bounds = (as_slice_bound(&lower), as_slice_bound(&upper));
-            tree.fetch_batch(bounds, options.reverse, want, epoch.index(), &mut batch);
+            tree.fetch_batch(bounds, options.reverse, want, &mut batch);
             if batch.len() == 0 {
                 break;
             }
@@ -426,7 +423,7 @@ impl<'db> Transaction<'db> {
                 let Some(v) = self.db.txns().visible(slot, reader, guard) else {
                     continue;
                 };
-                if v.deleted {
+                if v.is_deleted() {
                     continue;
                 }
                 let row = table.row(&v.row);

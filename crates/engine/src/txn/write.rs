@@ -58,7 +58,6 @@ impl Transaction<'_> {
         oid: Oid,
         expected: Ptr<'_, Version>,
         row: Box<[u8]>,
-        deleted: bool,
         guard: &Guard,
     ) -> bool {
         let next = expected
@@ -66,7 +65,6 @@ impl Transaction<'_> {
             .map_or_else(AtomicShared::null, AtomicShared::from);
         let version = Shared::new(Version {
             stamp: AtomicU64::new(self.lease.stamp),
-            deleted,
             row,
             next,
         });
@@ -98,16 +96,9 @@ impl Transaction<'_> {
         key: &KeyBuf,
         oid: Oid,
         epoch: &EpochGuard,
-        fresh: bool,
     ) -> Result<()> {
-        let tree = table.tree(index);
         loop {
-            let inserted = if fresh {
-                tree.insert_new(key.as_bytes(), oid, epoch.index())
-            } else {
-                tree.insert(key.as_bytes(), oid, epoch.index())
-            };
-            match inserted {
+            match table.tree(index).insert(key.as_bytes(), oid) {
                 Ok(()) => {
                     self.new_keys.push(NewKey {
                         table: table.id(),
@@ -152,7 +143,7 @@ impl Transaction<'_> {
             // Most inserts are of new keys: create the record first and let the index decide, so
             // the common case costs one index search.
             let oid = match self.insert_fresh(table, &key, bytes, &epoch) {
-                Fresh::Created(oid) => return self.add_secondary_entries(table, oid, &epoch, true),
+                Fresh::Created(oid) => return self.add_secondary_entries(table, oid, &epoch),
                 Fresh::KeyExists { oid, row } => {
                     bytes = row;
                     oid
@@ -161,14 +152,14 @@ impl Transaction<'_> {
             match self.settle_head(table, oid, guard)? {
                 // The collector is removing this key: try again.
                 Head::Missing => std::hint::spin_loop(),
-                Head::Writable(_, v) if !v.deleted => {
+                Head::Writable(_, v) if !v.is_deleted() => {
                     self.note_read(table, oid);
                     return Err(Error::DuplicateKey {
                         table: table.name().to_owned(),
                     });
                 }
                 Head::Writable(head, _) => {
-                    if !self.install(table, oid, head, bytes, false, guard) {
+                    if !self.install(table, oid, head, bytes, guard) {
                         return Err(self.fail(AbortReason::Conflict));
                     }
                     self.writes.push(Write {
@@ -176,7 +167,7 @@ impl Transaction<'_> {
                         oid,
                         kind: WriteKind::Overwrite,
                     });
-                    return self.add_secondary_entries(table, oid, &epoch, false);
+                    return self.add_secondary_entries(table, oid, &epoch);
                 }
             }
         }
@@ -198,7 +189,7 @@ impl Transaction<'_> {
         };
         let slot = table.records.slot(oid);
         let empty = slot.load(Ordering::Acquire, guard);
-        if !self.install(table, oid, empty, row, false, guard) {
+        if !self.install(table, oid, empty, row, guard) {
             unreachable!("a newly allocated OID is not visible to anyone else");
         }
         let mine = slot.load(Ordering::Acquire, guard);
@@ -210,10 +201,7 @@ impl Transaction<'_> {
         } else {
             key.clone()
         };
-        match table
-            .tree(IndexRef::Primary)
-            .insert_new(key.as_bytes(), oid, epoch.index())
-        {
+        match table.tree(IndexRef::Primary).insert(key.as_bytes(), oid) {
             Ok(()) => {
                 self.new_keys.push(NewKey {
                     table: table.id(),
@@ -239,15 +227,8 @@ impl Transaction<'_> {
         }
     }
 
-    /// Enters `oid`'s pending version under every secondary index. For a fresh OID no entry can map
-    /// to it yet, so each entry costs one search.
-    fn add_secondary_entries(
-        &mut self,
-        table: &Table,
-        oid: Oid,
-        epoch: &EpochGuard,
-        fresh: bool,
-    ) -> Result<()> {
+    /// Enters `oid`'s pending version under every secondary index.
+    fn add_secondary_entries(&mut self, table: &Table, oid: Oid, epoch: &EpochGuard) -> Result<()> {
         let guard = epoch.guard();
         if table.secondary_count() == 0 {
             return Ok(());
@@ -259,7 +240,7 @@ impl Transaction<'_> {
         let row = table.row(&v.row);
         for i in 0..table.secondary_count() {
             let key = table.secondary_key(i, &row, oid);
-            self.add_index_entry(table, IndexRef::Secondary(i), &key, oid, epoch, fresh)?;
+            self.add_index_entry(table, IndexRef::Secondary(i), &key, oid, epoch)?;
         }
         Ok(())
     }
@@ -276,15 +257,12 @@ impl Transaction<'_> {
         self.check(table)?;
         let epoch = EpochGuard::enter();
         let guard = epoch.guard();
-        let Some(oid) = table
-            .tree(IndexRef::Primary)
-            .get(key.as_bytes(), epoch.index())
-        else {
+        let Some(oid) = table.tree(IndexRef::Primary).get(key.as_bytes()) else {
             self.note_miss(table, key);
             return Ok(false);
         };
         let (head, current) = match self.settle_head(table, oid, guard)? {
-            Head::Writable(head, v) if !v.deleted => (head, v),
+            Head::Writable(head, v) if !v.is_deleted() => (head, v),
             _ => {
                 self.note_read(table, oid);
                 return Ok(false);
@@ -303,7 +281,7 @@ impl Transaction<'_> {
                 changed.push((i, before, after));
             }
         }
-        if !self.install(table, oid, head, bytes, false, guard) {
+        if !self.install(table, oid, head, bytes, guard) {
             return Err(self.fail(AbortReason::Conflict));
         }
         self.writes.push(Write {
@@ -312,7 +290,7 @@ impl Transaction<'_> {
             kind: WriteKind::Overwrite,
         });
         for (i, before, after) in changed {
-            self.add_index_entry(table, IndexRef::Secondary(i), &after, oid, &epoch, false)?;
+            self.add_index_entry(table, IndexRef::Secondary(i), &after, oid, &epoch)?;
             self.stale_keys.push(StaleKey {
                 table: table.id(),
                 index: i,
@@ -328,22 +306,19 @@ impl Transaction<'_> {
         self.check(table)?;
         let epoch = EpochGuard::enter();
         let guard = epoch.guard();
-        let Some(oid) = table
-            .tree(IndexRef::Primary)
-            .get(key.as_bytes(), epoch.index())
-        else {
+        let Some(oid) = table.tree(IndexRef::Primary).get(key.as_bytes()) else {
             self.note_miss(table, key);
             return Ok(false);
         };
-        let (head, current) = match self.settle_head(table, oid, guard)? {
-            Head::Writable(head, v) if !v.deleted => (head, v),
+        let head = match self.settle_head(table, oid, guard)? {
+            Head::Writable(head, v) if !v.is_deleted() => head,
             _ => {
                 self.note_read(table, oid);
                 return Ok(false);
             }
         };
-        // The marker keeps the deleted image so the collector can find the row's keys.
-        if !self.install(table, oid, head, current.row.clone(), true, guard) {
+        // An empty row marks the deletion; the row it deletes stays linked below it.
+        if !self.install(table, oid, head, Box::default(), guard) {
             return Err(self.fail(AbortReason::Conflict));
         }
         self.writes.push(Write {
