@@ -60,3 +60,8 @@ pub use schema::{
 pub use table::{IndexId, Table, TableId};
 pub use txn::{Isolation, Priority, ScanOptions, Transaction};
 pub use value::{Decimal, MAX_DECIMAL_PRECISION, Value};
+
+// The README's example is compiled and run as a test of this crate.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;

@@ -30,7 +30,7 @@ impl Transaction<'_> {
     pub fn commit(&mut self) -> Result<()> {
         self.check_active()?;
         let _region = NoPreemptGuard::new();
-        if self.writes.is_empty() {
+        if self.buf.writes.is_empty() {
             // A read-only transaction read one consistent snapshot, and every transaction that
             // committed before it is serialized before it: nothing to validate.
             self.finish(State::Committed);
@@ -48,7 +48,7 @@ impl Transaction<'_> {
         let slot = txns.slot(self.lease.slot);
         {
             let mut retired = slot.retired.lock().unwrap_or_else(PoisonError::into_inner);
-            for w in &self.writes {
+            for w in &self.buf.writes {
                 let table = self.db.catalog().recorded(w.table);
                 let mut ptr = table.records.slot(w.oid).load(Ordering::Acquire, guard);
                 let mut stamped = false;
@@ -71,7 +71,7 @@ impl Transaction<'_> {
                     retired.push_back(Retired::Superseded { table, oid, ts });
                 }
             }
-            for s in self.stale_keys.drain(..) {
+            for s in self.buf.stale_keys.drain(..) {
                 retired.push_back(Retired::StaleKey {
                     table: s.table,
                     index: s.index,
@@ -83,7 +83,7 @@ impl Transaction<'_> {
         }
         txns.set_outcome(&self.lease, true);
         drop(epoch);
-        let budget = GC_ITEMS_BASE + GC_ITEMS_PER_WRITE * self.writes.len();
+        let budget = GC_ITEMS_BASE + GC_ITEMS_PER_WRITE * self.buf.writes.len();
         gc::drain_slot(txns, self.db.catalog(), self.lease.slot, budget, true);
         self.finish(State::Committed);
         Ok(())
@@ -106,7 +106,7 @@ impl Transaction<'_> {
         let epoch = EpochGuard::enter();
         let guard = epoch.guard();
         let catalog = self.db.catalog();
-        for w in self.writes.iter().rev() {
+        for w in self.buf.writes.iter().rev() {
             let slot = catalog.recorded(w.table).records.slot(w.oid);
             loop {
                 let head = slot.load(Ordering::Acquire, guard);
@@ -131,14 +131,14 @@ impl Transaction<'_> {
                 );
             }
         }
-        for k in self.new_keys.drain(..).rev() {
+        for k in self.buf.new_keys.drain(..).rev() {
             catalog
                 .recorded(k.table)
                 .tree(k.index)
                 .remove(k.key.as_slice(), k.oid);
         }
         let now = txns.now();
-        for w in &self.writes {
+        for w in &self.buf.writes {
             if w.kind == WriteKind::FreshInsert {
                 catalog.recorded(w.table).records.release(w.oid, now);
             }
@@ -163,6 +163,7 @@ impl Transaction<'_> {
             txns.unchanged_between(table.records.slot(oid), me, snapshot, ts, guard)
         };
         if !self
+            .buf
             .reads
             .iter()
             .all(|&(t, oid)| unchanged(catalog.recorded(t), oid, guard))
@@ -171,9 +172,9 @@ impl Transaction<'_> {
         }
         let mut batch = ScanBatch::default();
         let bytes = |b: Bound<(u32, u32)>| {
-            b.map(|(start, len)| &self.scan_keys[start as usize..(start + len) as usize])
+            b.map(|(start, len)| &self.buf.scan_keys[start as usize..(start + len) as usize])
         };
-        for range in &self.scans {
+        for range in &self.buf.scans {
             let table = catalog.recorded(range.table);
             let tree = table.tree(range.index);
             let upper = bytes(range.upper);

@@ -181,13 +181,7 @@ pub struct Transaction<'db> {
     priority: Priority,
     isolation: Isolation,
     state: State,
-    writes: Vec<Write>,
-    new_keys: Vec<NewKey>,
-    stale_keys: Vec<StaleKey>,
-    reads: Vec<(TableId, Oid)>,
-    scans: Vec<ScannedRange>,
-    scan_keys: Vec<u8>,
-    batch: ScanBatch,
+    buf: TxnBuffers,
 }
 
 impl<'db> Transaction<'db> {
@@ -197,7 +191,7 @@ impl<'db> Transaction<'db> {
         priority: Priority,
         isolation: Isolation,
     ) -> Self {
-        let buffers = std::mem::take(
+        let buf = std::mem::take(
             &mut *db
                 .txns()
                 .slot(lease.slot)
@@ -211,35 +205,30 @@ impl<'db> Transaction<'db> {
             priority,
             isolation,
             state: State::Active,
-            writes: buffers.writes,
-            new_keys: buffers.new_keys,
-            stale_keys: buffers.stale_keys,
-            reads: buffers.reads,
-            scans: buffers.scans,
-            scan_keys: buffers.scan_keys,
-            batch: buffers.batch,
+            buf,
         }
     }
 
     /// Hands the bookkeeping buffers back to the slot (before the slot is released).
     fn return_buffers(&mut self) {
-        let mut buffers = TxnBuffers {
-            writes: std::mem::take(&mut self.writes),
-            new_keys: std::mem::take(&mut self.new_keys),
-            stale_keys: std::mem::take(&mut self.stale_keys),
-            reads: std::mem::take(&mut self.reads),
-            scans: std::mem::take(&mut self.scans),
-            scan_keys: std::mem::take(&mut self.scan_keys),
-            batch: std::mem::take(&mut self.batch),
-        };
-        buffers.recycle();
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.recycle();
         *self
             .db
             .txns()
             .slot(self.lease.slot)
             .buffers
             .lock()
-            .unwrap_or_else(PoisonError::into_inner) = buffers;
+            .unwrap_or_else(PoisonError::into_inner) = buf;
+    }
+
+    /// Adds a record to the write set.
+    fn note_write(&mut self, table: &Table, oid: Oid, kind: WriteKind) {
+        self.buf.writes.push(Write {
+            table: table.id(),
+            oid,
+            kind,
+        });
     }
 
     /// Records a scanned range for validation, copying its bounds into the key arena.
@@ -252,13 +241,13 @@ impl<'db> Transaction<'db> {
     ) {
         let mut stash = |b: Bound<&[u8]>| {
             b.map(|key| {
-                let start = self.scan_keys.len() as u32;
-                self.scan_keys.extend_from_slice(key);
+                let start = self.buf.scan_keys.len() as u32;
+                self.buf.scan_keys.extend_from_slice(key);
                 (start, key.len() as u32)
             })
         };
         let (lower, upper) = (stash(lower), stash(upper));
-        self.scans.push(ScannedRange {
+        self.buf.scans.push(ScannedRange {
             table: table.id(),
             index,
             lower,
@@ -316,7 +305,7 @@ impl<'db> Transaction<'db> {
 
     fn note_read(&mut self, table: &Table, oid: Oid) {
         if self.serializable() {
-            self.reads.push((table.id(), oid));
+            self.buf.reads.push((table.id(), oid));
         }
     }
 
@@ -406,7 +395,7 @@ impl<'db> Transaction<'db> {
         let (mut lower, mut upper) = (range.lower.clone(), range.upper.clone());
         // Where the scan stopped early (inclusive), if it did: the end of what it depended on.
         let mut stopped_at: Option<KeyBuf> = None;
-        let mut batch = std::mem::take(&mut self.batch);
+        let mut batch = std::mem::take(&mut self.buf.batch);
         let reader = self.reader();
         let tree = table.tree(index);
         while delivered < limit {
@@ -450,7 +439,7 @@ impl<'db> Transaction<'db> {
                 lower = last;
             }
         }
-        self.batch = batch;
+        self.buf.batch = batch;
         if self.serializable() {
             let (mut lower, mut upper) =
                 (as_slice_bound(&range.lower), as_slice_bound(&range.upper));

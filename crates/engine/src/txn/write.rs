@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use overtake_runtime::NoPreemptGuard;
 use sdd::{AtomicShared, Guard, Ptr, Shared, Tag};
 
-use super::{NewKey, StaleKey, Transaction, Write, WriteKind};
+use super::{NewKey, StaleKey, Transaction, WriteKind};
 use crate::epoch::EpochGuard;
 use crate::error::{AbortReason, Error, Result};
 use crate::key::{IndexKey, KeyBuf};
@@ -100,7 +100,7 @@ impl Transaction<'_> {
         loop {
             match table.tree(index).insert(key.as_bytes(), oid) {
                 Ok(()) => {
-                    self.new_keys.push(NewKey {
+                    self.buf.new_keys.push(NewKey {
                         table: table.id(),
                         index,
                         key: IndexKey::new(key.as_bytes()),
@@ -162,11 +162,7 @@ impl Transaction<'_> {
                     if !self.install(table, oid, head, bytes, guard) {
                         return Err(self.fail(AbortReason::Conflict));
                     }
-                    self.writes.push(Write {
-                        table: table.id(),
-                        oid,
-                        kind: WriteKind::Overwrite,
-                    });
+                    self.note_write(table, oid, WriteKind::Overwrite);
                     return self.add_secondary_entries(table, oid, &epoch);
                 }
             }
@@ -203,17 +199,13 @@ impl Transaction<'_> {
         };
         match table.tree(IndexRef::Primary).insert(key.as_bytes(), oid) {
             Ok(()) => {
-                self.new_keys.push(NewKey {
+                self.buf.new_keys.push(NewKey {
                     table: table.id(),
                     index: IndexRef::Primary,
                     key: IndexKey::new(key.as_bytes()),
                     oid,
                 });
-                self.writes.push(Write {
-                    table: table.id(),
-                    oid,
-                    kind: WriteKind::FreshInsert,
-                });
+                self.note_write(table, oid, WriteKind::FreshInsert);
                 Fresh::Created(oid)
             }
             Err(existing) => {
@@ -284,14 +276,10 @@ impl Transaction<'_> {
         if !self.install(table, oid, head, bytes, guard) {
             return Err(self.fail(AbortReason::Conflict));
         }
-        self.writes.push(Write {
-            table: table.id(),
-            oid,
-            kind: WriteKind::Overwrite,
-        });
+        self.note_write(table, oid, WriteKind::Overwrite);
         for (i, before, after) in changed {
             self.add_index_entry(table, IndexRef::Secondary(i), &after, oid, &epoch)?;
-            self.stale_keys.push(StaleKey {
+            self.buf.stale_keys.push(StaleKey {
                 table: table.id(),
                 index: i,
                 key: IndexKey::new(before.as_bytes()),
@@ -321,11 +309,7 @@ impl Transaction<'_> {
         if !self.install(table, oid, head, Box::default(), guard) {
             return Err(self.fail(AbortReason::Conflict));
         }
-        self.writes.push(Write {
-            table: table.id(),
-            oid,
-            kind: WriteKind::Delete,
-        });
+        self.note_write(table, oid, WriteKind::Delete);
         Ok(true)
     }
 }
