@@ -28,7 +28,7 @@ use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use overtake_runtime::NoPreemptGuard;
+use overtake_runtime::{CachePadded, NoPreemptGuard};
 use sdd::{AtomicShared, Guard};
 
 use crate::error::{Error, Result};
@@ -66,18 +66,6 @@ fn decode(stamp: u64) -> (usize, u64) {
         (stamp & ((1 << SLOT_BITS) - 1)) as usize,
         (stamp & !PENDING) >> SLOT_BITS,
     )
-}
-
-/// Aligns a value to its own cache line pair, so that slots written by different threads never share
-/// a line.
-#[repr(align(128))]
-pub(crate) struct CachePadded<T>(pub(crate) T);
-
-impl<T> std::ops::Deref for CachePadded<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.0
-    }
 }
 
 /// Per-slot counters, summed into database statistics. Each slot is written by one transaction at a

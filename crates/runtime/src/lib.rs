@@ -5,16 +5,27 @@
 //! what, is decided by `overtake-sched`. It is the only crate in the workspace allowed to contain
 //! `unsafe` code, and every `unsafe` block here names the invariant it relies on.
 //!
-//! What exists so far:
-//! - [`region`]: non-preemptible regions ([`NoPreemptGuard`]), a per-worker nesting counter plus a
+//! - [`region`]: non-preemptible regions ([`NoPreemptGuard`]): a per-worker nesting counter plus a
 //!   `pending` flag. Code that holds a latch, is inside a library with thread-local state, or is
 //!   half-way through a commit must not be paused; it runs inside a region, and a preemption that
 //!   arrives meanwhile is deferred until the outermost region ends.
 //! - [`alloc`]: a global-allocator wrapper that runs every allocation inside a region, because the
 //!   allocator keeps per-thread state and internal locks that a paused context must never hold.
+//! - [`context`]: stackful contexts a worker switches between.
+//! - [`preempt`]: delivering a preemption request to a worker: a flag polled at every record
+//!   access, and a signal whose handler injects a call into the running context.
+//! - [`cpu`]: what the processor offers (extended-state size, user interrupts).
+//! - [`worker`]: thread placement helpers.
 
 pub mod alloc;
+pub mod context;
+pub mod cpu;
+pub mod padded;
+pub mod preempt;
 pub mod region;
+pub mod worker;
 
 pub use alloc::{EngineAllocator, RegionAlloc, engine_allocator};
+pub use context::{Context, Suspender};
+pub use padded::CachePadded;
 pub use region::NoPreemptGuard;

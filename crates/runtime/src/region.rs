@@ -53,15 +53,43 @@ impl NoPreemptGuard {
     /// Enters a (possibly nested) non-preemptible region.
     #[inline]
     pub fn new() -> Self {
-        STATE.with(|s| {
-            s.depth.fetch_add(1, Ordering::Relaxed);
-        });
-        // The increment must be visible to a signal handler on this thread before any code of the
-        // region runs; the handler runs on the same thread, so a compiler fence is sufficient.
-        compiler_fence(Ordering::SeqCst);
+        raise();
         NoPreemptGuard {
             _not_send: PhantomData,
         }
+    }
+}
+
+/// Enters a region without a guard. For regions that begin in one context and end in another (a
+/// context switch raises the depth before switching; the context switched to lowers it), and for
+/// the signal handler, which raises it on behalf of the trampoline it injects.
+#[inline]
+pub(crate) fn raise() {
+    STATE.with(|s| {
+        s.depth.fetch_add(1, Ordering::Relaxed);
+    });
+    // The increment must be visible to a signal handler on this thread before any code of the
+    // region runs; the handler runs on the same thread, so a compiler fence is sufficient.
+    compiler_fence(Ordering::SeqCst);
+}
+
+/// Leaves a region entered with [`raise`]; like dropping a guard, runs the exit hook if this ends
+/// the outermost region with a preemption pending.
+#[inline]
+pub(crate) fn lower() {
+    compiler_fence(Ordering::SeqCst);
+    let hook = STATE.with(|s| {
+        let previous = s.depth.fetch_sub(1, Ordering::Relaxed);
+        debug_assert!(previous > 0, "region depth underflow");
+        if previous == 1 && s.pending.load(Ordering::Relaxed) {
+            s.pending.store(false, Ordering::Relaxed);
+            s.exit_hook.get()
+        } else {
+            None
+        }
+    });
+    if let Some(hook) = hook {
+        hook();
     }
 }
 
@@ -74,21 +102,18 @@ impl Default for NoPreemptGuard {
 impl Drop for NoPreemptGuard {
     #[inline]
     fn drop(&mut self) {
-        compiler_fence(Ordering::SeqCst);
-        let hook = STATE.with(|s| {
-            let previous = s.depth.fetch_sub(1, Ordering::Relaxed);
-            debug_assert!(previous > 0, "region depth underflow");
-            if previous == 1 && s.pending.load(Ordering::Relaxed) {
-                s.pending.store(false, Ordering::Relaxed);
-                s.exit_hook.get()
-            } else {
-                None
-            }
-        });
-        if let Some(hook) = hook {
-            hook();
-        }
+        lower();
     }
+}
+
+/// Leaves a region entered with [`raise`] without running the exit hook (the caller has just
+/// served whatever was pending).
+#[inline]
+pub(crate) fn lower_quietly() {
+    compiler_fence(Ordering::SeqCst);
+    STATE.with(|s| {
+        s.depth.fetch_sub(1, Ordering::Relaxed);
+    });
 }
 
 /// Runs `f` inside a non-preemptible region.

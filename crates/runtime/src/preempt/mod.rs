@@ -1,0 +1,294 @@
+//! Delivering a preemption request to a worker thread.
+//!
+//! A scheduler asks a worker to switch to urgent work through its [`PreemptTarget`]:
+//!
+//! - **poll**: [`PreemptTarget::request`] sets a flag on the target's own cache line. The engine
+//!   calls [`record_access`] on every record it touches; every `poll_every` calls (1 for
+//!   preemptive scheduling, N for cooperative yielding) it loads the flag. One thread-local load
+//!   and one shared load: cheap enough for every record.
+//! - **signal**: [`PreemptTarget::interrupt`] sends SIGURG to the worker thread. The handler never
+//!   switches stacks; it only reads atomics. If the worker is in a preemptible context, outside
+//!   every region and with room on its stack, it rewrites the interrupted instruction pointer so
+//!   that returning from the handler (through the kernel, which restores the signal mask) enters
+//!   [`trampoline`]: a call injected between two instructions of the running code. The trampoline
+//!   saves all general registers, the flags and the full extended state, calls the worker's
+//!   preemption hook, restores everything and returns to the interrupted instruction. If the worker
+//!   is inside a region, the handler only marks the preemption pending; the region's end serves it.
+//! - **uintr** (user interrupts) is detected but not available on this class of machine; see
+//!   [`Delivery::check`].
+//!
+//! Whatever delivers the request, the worker's hook runs inside a non-preemptible region, on the
+//! stack of the preempted context, and only while a preemptible context is running. This module
+//! must never block or allocate in the signal handler.
+
+mod signal;
+mod trampoline;
+
+use std::cell::Cell;
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, Ordering};
+
+use crate::padded::CachePadded;
+use crate::{context, cpu, region};
+
+/// How preemption requests reach a worker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delivery {
+    /// The request flag only, polled at record accesses: cannot interrupt code that touches no
+    /// records.
+    Poll,
+    /// The request flag, and SIGURG with call injection as the backstop for code that does not
+    /// poll soon enough.
+    Signal,
+    /// Hardware user interrupts.
+    Uintr,
+}
+
+impl Delivery {
+    /// A short, stable name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Delivery::Poll => "poll",
+            Delivery::Signal => "signal",
+            Delivery::Uintr => "uintr",
+        }
+    }
+
+    /// Whether this mechanism can be used on this machine, and if not, why.
+    pub fn check(self) -> Result<(), String> {
+        match self {
+            Delivery::Poll | Delivery::Signal => Ok(()),
+            Delivery::Uintr => {
+                cpu::user_interrupts()?;
+                Err(
+                    "user interrupts are offered here, but this build has no uintr backend: it \
+                     was developed on machines without them, where it could not be validated"
+                        .into(),
+                )
+            }
+        }
+    }
+}
+
+/// Counters of one worker's preemption machinery.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PreemptStats {
+    /// Signals sent to the worker.
+    pub signals_sent: u64,
+    /// Signals that injected a call into a running context.
+    pub injected: u64,
+    /// Signals that arrived inside a region (served when it ended).
+    pub deferred: u64,
+    /// Times the worker's hook ran because of a request (poll, deferred signal or injection).
+    pub served: u64,
+}
+
+/// The shared half of a worker's preemption machinery: what a scheduler thread uses to ask the
+/// worker to switch. Lives on its own cache lines.
+#[derive(Debug, Default)]
+pub struct PreemptTarget {
+    request: CachePadded<AtomicBool>,
+    tid: AtomicI32,
+    signals_sent: AtomicU64,
+    injected: AtomicU64,
+    deferred: AtomicU64,
+    served: AtomicU64,
+}
+
+impl PreemptTarget {
+    /// A target not yet attached to a thread.
+    pub fn new() -> Arc<Self> {
+        Arc::new(PreemptTarget::default())
+    }
+
+    /// Asks the worker to switch to urgent work at its next poll.
+    #[inline]
+    pub fn request(&self) {
+        self.request.store(true, Ordering::Release);
+    }
+
+    /// True while a request has not been taken up by the worker.
+    #[inline]
+    pub fn is_requested(&self) -> bool {
+        self.request.load(Ordering::Acquire)
+    }
+
+    /// Takes up the request (called by the worker when it starts serving it). Returns whether one
+    /// was pending.
+    #[inline]
+    pub fn acknowledge(&self) -> bool {
+        self.request.swap(false, Ordering::AcqRel)
+    }
+
+    /// Sends SIGURG to the worker thread (the request flag should be set first, or the handler
+    /// will see nothing to do).
+    pub fn interrupt(&self) -> io::Result<()> {
+        let tid = self.tid.load(Ordering::Acquire);
+        if tid == 0 {
+            return Err(io::Error::other("the worker thread has not registered yet"));
+        }
+        self.signals_sent.fetch_add(1, Ordering::Relaxed);
+        signal::send(tid)
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> PreemptStats {
+        PreemptStats {
+            signals_sent: self.signals_sent.load(Ordering::Relaxed),
+            injected: self.injected.load(Ordering::Relaxed),
+            deferred: self.deferred.load(Ordering::Relaxed),
+            served: self.served.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Per-thread state of a registered worker. `const`-initialised, without a destructor: the signal
+/// handler reads it.
+struct WorkerSlot {
+    target: AtomicPtr<PreemptTarget>,
+    poll_every: Cell<u32>,
+    polls: Cell<u32>,
+    hook: Cell<Option<fn()>>,
+}
+
+thread_local! {
+    static WORKER: WorkerSlot = const {
+        WorkerSlot {
+            target: AtomicPtr::new(std::ptr::null_mut()),
+            poll_every: Cell::new(0),
+            polls: Cell::new(0),
+            hook: Cell::new(None),
+        }
+    };
+}
+
+/// Keeps the calling thread registered as a worker; dropping it unregisters the thread.
+#[must_use = "the thread stops being a worker when this is dropped"]
+pub struct WorkerRegistration {
+    target: Arc<PreemptTarget>,
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+impl WorkerRegistration {
+    /// The target this worker answers to.
+    pub fn target(&self) -> &Arc<PreemptTarget> {
+        &self.target
+    }
+
+    /// Changes how often record accesses poll the request flag (0: never).
+    pub fn set_poll_every(&self, every: u32) {
+        WORKER.with(|w| {
+            w.poll_every.set(every);
+            w.polls.set(0);
+        });
+    }
+}
+
+impl Drop for WorkerRegistration {
+    fn drop(&mut self) {
+        WORKER.with(|w| {
+            w.target.store(std::ptr::null_mut(), Ordering::Release);
+            w.hook.set(None);
+            w.poll_every.set(0);
+        });
+        region::set_exit_hook(None);
+        self.target.tid.store(0, Ordering::Release);
+    }
+}
+
+/// Registers the calling thread as a worker answering to `target`. `hook` is what a preemption
+/// does: it runs inside a region, on the preempted context's stack, and returns when the context
+/// may continue. Record accesses poll the request flag every `poll_every` accesses (0: never).
+pub fn register_worker(
+    target: Arc<PreemptTarget>,
+    poll_every: u32,
+    hook: fn(),
+) -> io::Result<WorkerRegistration> {
+    signal::install()?;
+    target
+        .tid
+        .store(crate::worker::thread_id(), Ordering::Release);
+    WORKER.with(|w| {
+        w.poll_every.set(poll_every);
+        w.polls.set(0);
+        w.hook.set(Some(hook));
+        w.target
+            .store(Arc::as_ptr(&target).cast_mut(), Ordering::Release);
+    });
+    region::set_exit_hook(Some(serve_deferred));
+    Ok(WorkerRegistration {
+        target,
+        _not_send: std::marker::PhantomData,
+    })
+}
+
+/// The target of the worker registered on this thread, for code running on it.
+fn with_target<R>(f: impl FnOnce(&PreemptTarget) -> R) -> Option<R> {
+    let ptr = WORKER.with(|w| w.target.load(Ordering::Acquire));
+    // SAFETY: the pointer is either null or points into the `Arc` held by this thread's
+    // `WorkerRegistration`, whose drop clears it before releasing the `Arc`; it is only read on
+    // this thread, so it cannot be cleared concurrently.
+    unsafe { ptr.as_ref() }.map(f)
+}
+
+/// Runs the hook if a preemptible context is running (the only place a preemption may land).
+fn serve() {
+    if !context::in_preemptible_context() {
+        return;
+    }
+    if let Some(hook) = WORKER.with(|w| w.hook.get()) {
+        with_target(|t| t.served.fetch_add(1, Ordering::Relaxed));
+        hook();
+    }
+}
+
+/// Region exit hook: a preemption arrived inside a region that has just ended.
+fn serve_deferred() {
+    let _region = region::NoPreemptGuard::new();
+    serve();
+    // Served now; requests that arrived meanwhile were served by the same hook.
+    region::take_pending();
+}
+
+/// Called by the engine on every record access: the cheap poll of the request flag.
+#[inline]
+pub fn record_access() {
+    let requested = WORKER.with(|w| {
+        let every = w.poll_every.get();
+        if every == 0 {
+            return false;
+        }
+        let polls = w.polls.get() + 1;
+        if polls < every {
+            w.polls.set(polls);
+            return false;
+        }
+        w.polls.set(0);
+        let ptr = w.target.load(Ordering::Relaxed);
+        // SAFETY: as in `with_target`: null or valid for as long as this thread is registered.
+        unsafe { ptr.as_ref() }.is_some_and(|t| t.request.load(Ordering::Relaxed))
+    });
+    if requested {
+        poll_switch();
+    }
+}
+
+/// The poll found a request: switch, inside a region.
+#[cold]
+#[inline(never)]
+fn poll_switch() {
+    let _region = region::NoPreemptGuard::new();
+    serve();
+    region::take_pending();
+}
+
+/// Entered from the trampoline after a signal injected a call. The handler raised the region
+/// depth on the trampoline's behalf; it is lowered here without running the exit hook, since the
+/// hook is what just ran.
+extern "C" fn preempt_entry() {
+    with_target(|t| t.injected.fetch_add(1, Ordering::Relaxed));
+    serve();
+    region::take_pending();
+    region::lower_quietly();
+}
