@@ -5,9 +5,139 @@
 //! [`Priority`](overtake_engine::Priority)) and on the runtime's mechanisms (regions, contexts,
 //! preemption delivery); neither of those knows anything about policy.
 //!
-//! What exists so far is the measurement side every policy is judged by: [`stats`] turns
-//! per-transaction timings into latency percentiles per class and per transaction type.
+//! - [`job`]: what is scheduled (an [`Executor`] runs jobs, [`Arrivals`] says when they arrive).
+//! - [`policy`]: `Wait`, `Cooperative` and `Preempt`, and their settings.
+//! - `worker`: a pinned thread with a preemptible low-priority context and a high-priority context.
+//! - `dispatcher`: admission and placement, preemption requests and the signal backstop.
+//! - `starvation`: PreemptDB's starvation level `L = T_h / (T_1 - T_0)`.
+//! - [`stats`]: per-transaction timestamps turned into latency percentiles per class and per kind.
+//!
+//! [`run`] runs a workload under a policy and reports.
 
+mod dispatcher;
+pub mod job;
+pub mod policy;
+mod starvation;
 pub mod stats;
+mod worker;
 
-pub use stats::{LatencyHistogram, LatencySummary};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+pub use dispatcher::DispatchStats;
+pub use job::{Arrivals, Executor, LocalFeed, Outcome, Status};
+pub use overtake_runtime::preempt::{Delivery, PreemptStats};
+pub use policy::{Policy, SchedConfig};
+pub use stats::{ClassStats, JobTiming, LatencyHistogram, LatencySummary, RunStats};
+
+use dispatcher::Dispatcher;
+use starvation::Clock;
+use worker::{WorkerSetup, WorkerShared, run_worker};
+
+/// The result of [`run`].
+#[derive(Clone, Debug)]
+pub struct RunReport {
+    /// The configuration that ran.
+    pub config: SchedConfig,
+    /// Time from the first dispatch to the last worker's exit.
+    pub elapsed: Duration,
+    /// Per class and per kind.
+    pub stats: RunStats,
+    /// Names of the job kinds.
+    pub kinds: Vec<&'static str>,
+    /// Preemption machinery counters, summed over workers.
+    pub preempt: PreemptStats,
+    /// What the dispatcher saw.
+    pub dispatch: DispatchStats,
+}
+
+/// Runs a workload under `config` for `config.duration`. `feeds` gives each worker an optional
+/// local source of low-priority work (a closed loop); `tick` is called about ten times a second
+/// with the elapsed time.
+pub fn run<E: Executor>(
+    config: &SchedConfig,
+    executor: Arc<E>,
+    arrivals: &mut dyn Arrivals<E::Job>,
+    mut feeds: Vec<Option<LocalFeed<E::Job>>>,
+    tick: &dyn Fn(Duration),
+) -> Result<RunReport, String> {
+    config.validate()?;
+    feeds.resize_with(config.workers, || None);
+    let workers: Vec<Arc<WorkerShared<E::Job>>> = (0..config.workers)
+        .map(|_| Arc::new(WorkerShared::new(config)))
+        .collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let epoch = Instant::now();
+    let kinds = executor.kinds().to_vec();
+    let mut handles = Vec::with_capacity(config.workers);
+    for (index, feed) in feeds.into_iter().enumerate() {
+        let setup = WorkerSetup {
+            index,
+            shared: Arc::clone(&workers[index]),
+            exec: Arc::clone(&executor),
+            config: config.clone(),
+            epoch,
+            stop: Arc::clone(&stop),
+            feed,
+        };
+        let handle = std::thread::Builder::new()
+            .name(format!("worker-{index}"))
+            .spawn(move || run_worker(setup))
+            .map_err(|e| format!("cannot start worker {index}: {e}"))?;
+        handles.push(handle);
+    }
+    if config.pin {
+        overtake_runtime::worker::pin_current_thread(
+            overtake_runtime::worker::available_cores().saturating_sub(1),
+        );
+    }
+    // Workers register before the clock starts, so that signals always find them.
+    while workers.iter().any(|w| !w.target.is_registered()) {
+        std::thread::yield_now();
+        if handles.iter().any(|h| h.is_finished()) {
+            break;
+        }
+    }
+    let start = Instant::now();
+    let dispatch = Dispatcher {
+        config,
+        workers: &workers,
+        arrivals,
+        clock: Clock::new(epoch),
+    }
+    .run(start, start + config.duration, tick);
+    stop.store(true, Ordering::Relaxed);
+    let mut stats = RunStats::default();
+    let mut first_error = None;
+    for handle in handles {
+        match handle.join() {
+            Ok(Ok(s)) => stats.merge(&s),
+            Ok(Err(e)) => {
+                first_error.get_or_insert(e);
+            }
+            Err(_) => {
+                first_error.get_or_insert_with(|| "a worker panicked".to_owned());
+            }
+        }
+    }
+    if let Some(e) = first_error {
+        return Err(e);
+    }
+    let mut preempt = PreemptStats::default();
+    for w in &workers {
+        let s = w.target.stats();
+        preempt.signals_sent += s.signals_sent;
+        preempt.injected += s.injected;
+        preempt.deferred += s.deferred;
+        preempt.served += s.served;
+    }
+    Ok(RunReport {
+        config: config.clone(),
+        elapsed: start.elapsed(),
+        stats,
+        kinds,
+        preempt,
+        dispatch,
+    })
+}

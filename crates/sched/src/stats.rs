@@ -127,3 +127,119 @@ mod tests {
         assert_eq!(LatencyHistogram::new().summary(), LatencySummary::default());
     }
 }
+
+/// What happened to the jobs of one class or kind.
+#[derive(Clone, Debug, Default)]
+pub struct ClassStats {
+    /// Jobs that committed.
+    pub committed: u64,
+    /// Jobs that rolled back on purpose.
+    pub rolled_back: u64,
+    /// Jobs that failed.
+    pub failed: u64,
+    /// Attempts aborted and retried.
+    pub retries: u64,
+    /// Times jobs of this class were paused by preemption.
+    pub preemptions: u64,
+    /// End-to-end latency (end - arrival) of committed jobs.
+    pub latency: LatencyHistogram,
+    /// Scheduling delay (start - arrival) of every started job.
+    pub sched_delay: LatencyHistogram,
+    /// Time each job spent paused by preemption.
+    pub preempted: LatencyHistogram,
+}
+
+/// The timestamps the scheduler keeps for one job.
+#[derive(Clone, Copy, Debug)]
+pub struct JobTiming {
+    /// Entered the system.
+    pub arrival: std::time::Instant,
+    /// Put into a worker's queue (or taken by a worker's own feed).
+    pub enqueued: std::time::Instant,
+    /// Started on its worker.
+    pub start: std::time::Instant,
+    /// Finished (committed, rolled back or failed).
+    pub end: std::time::Instant,
+    /// Times it was paused.
+    pub preemptions: u32,
+    /// Total time it was paused.
+    pub preempted: std::time::Duration,
+}
+
+impl ClassStats {
+    pub(crate) fn record(&mut self, timing: &JobTiming, outcome: &crate::job::Outcome) {
+        use crate::job::Status;
+        match outcome.status {
+            Status::Committed => {
+                self.committed += 1;
+                self.latency
+                    .record(timing.end.saturating_duration_since(timing.arrival));
+            }
+            Status::RolledBack => self.rolled_back += 1,
+            Status::Failed => self.failed += 1,
+        }
+        self.retries += u64::from(outcome.retries);
+        self.preemptions += u64::from(timing.preemptions);
+        self.sched_delay
+            .record(timing.start.saturating_duration_since(timing.arrival));
+        self.preempted.record(timing.preempted);
+    }
+
+    /// Adds `other` into this.
+    pub fn merge(&mut self, other: &ClassStats) {
+        self.committed += other.committed;
+        self.rolled_back += other.rolled_back;
+        self.failed += other.failed;
+        self.retries += other.retries;
+        self.preemptions += other.preemptions;
+        self.latency.merge(&other.latency);
+        self.sched_delay.merge(&other.sched_delay);
+        self.preempted.merge(&other.preempted);
+    }
+}
+
+/// Statistics of a run, per priority class and per job kind.
+#[derive(Clone, Debug, Default)]
+pub struct RunStats {
+    /// Low-priority jobs.
+    pub low: ClassStats,
+    /// High-priority jobs.
+    pub high: ClassStats,
+    /// Per job kind (indexed like the executor's kinds).
+    pub kinds: Vec<ClassStats>,
+}
+
+impl RunStats {
+    pub(crate) fn with_kinds(kinds: usize) -> Self {
+        RunStats {
+            kinds: vec![ClassStats::default(); kinds],
+            ..RunStats::default()
+        }
+    }
+
+    pub(crate) fn record(
+        &mut self,
+        high: bool,
+        kind: usize,
+        timing: &JobTiming,
+        outcome: &crate::job::Outcome,
+    ) {
+        let class = if high { &mut self.high } else { &mut self.low };
+        class.record(timing, outcome);
+        if let Some(k) = self.kinds.get_mut(kind) {
+            k.record(timing, outcome);
+        }
+    }
+
+    /// Adds `other` into this.
+    pub fn merge(&mut self, other: &RunStats) {
+        self.low.merge(&other.low);
+        self.high.merge(&other.high);
+        if self.kinds.len() < other.kinds.len() {
+            self.kinds.resize(other.kinds.len(), ClassStats::default());
+        }
+        for (mine, theirs) in self.kinds.iter_mut().zip(&other.kinds) {
+            mine.merge(theirs);
+        }
+    }
+}

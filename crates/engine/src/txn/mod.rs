@@ -11,6 +11,9 @@
 //! allocation, commit, rollback) runs inside a non-preemptible region; reading rows and running the
 //! caller's closures does not, so a preemption can land anywhere in them.
 //!
+//! Every record access (a point read, each row a scan visits, each write) is a poll point of the
+//! runtime's preemption flag: one thread-local load when no request is pending.
+//!
 //! A `Transaction` that is dropped while active rolls back.
 
 mod commit;
@@ -18,6 +21,8 @@ mod write;
 
 use std::ops::{Bound, ControlFlow};
 use std::sync::PoisonError;
+
+use overtake_runtime::preempt::record_access;
 
 use crate::db::Database;
 use crate::epoch::EpochGuard;
@@ -338,6 +343,7 @@ impl<'db> Transaction<'db> {
         read: impl FnOnce(RowRef<'_>) -> R,
     ) -> Result<Option<R>> {
         self.check(table)?;
+        record_access();
         let epoch = EpochGuard::enter();
         let guard = epoch.guard();
         let Some(oid) = table.tree(IndexRef::Primary).get(key.as_bytes()) else {
@@ -408,6 +414,7 @@ impl<'db> Transaction<'db> {
                 break;
             }
             for i in 0..batch.len() {
+                record_access();
                 let slot = table.records.slot(batch.oid(i));
                 let Some(v) = self.db.txns().visible(slot, reader, guard) else {
                     continue;

@@ -8,6 +8,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use overtake_runtime::NoPreemptGuard;
+use overtake_runtime::preempt::record_access;
 use sdd::{AtomicShared, Guard, Ptr, Shared, Tag};
 
 use super::{NewKey, StaleKey, Transaction, WriteKind};
@@ -129,6 +130,7 @@ impl Transaction<'_> {
     /// with the same primary key is visible; that error leaves the transaction active.
     pub fn insert(&mut self, table: &Table, row: Row) -> Result<()> {
         self.check(table)?;
+        record_access();
         if row.owner() != table.layout().owner() {
             return Err(Error::InvalidValue {
                 column: table.name().to_owned(),
@@ -247,6 +249,7 @@ impl Transaction<'_> {
         change: impl FnOnce(&mut RowMut<'_>),
     ) -> Result<bool> {
         self.check(table)?;
+        record_access();
         let epoch = EpochGuard::enter();
         let guard = epoch.guard();
         let Some(oid) = table.tree(IndexRef::Primary).get(key.as_bytes()) else {
@@ -292,6 +295,7 @@ impl Transaction<'_> {
     /// Deletes the row with primary key `key`. Returns false if there is no such row.
     pub fn delete(&mut self, table: &Table, key: &KeyBuf) -> Result<bool> {
         self.check(table)?;
+        record_access();
         let epoch = EpochGuard::enter();
         let guard = epoch.guard();
         let Some(oid) = table.tree(IndexRef::Primary).get(key.as_bytes()) else {

@@ -132,6 +132,11 @@ impl PreemptTarget {
         signal::send(tid)
     }
 
+    /// True once a worker thread has registered for this target.
+    pub fn is_registered(&self) -> bool {
+        self.tid.load(Ordering::Acquire) != 0
+    }
+
     /// Counters so far.
     pub fn stats(&self) -> PreemptStats {
         PreemptStats {

@@ -1,0 +1,210 @@
+//! The dispatcher: admits jobs and places them on workers.
+//!
+//! One thread (pinned to the last core when pinning is on) that keeps every worker's
+//! low-priority queue full, collects high-priority arrivals, and deals them round-robin into the
+//! workers' high-priority queues. Under `Preempt` it skips a worker whose running low-priority
+//! transaction has reached the starvation threshold, asks each worker it pushed to once (batched
+//! on-demand preemption), and, with signal delivery, sends SIGURG if a request is still not taken
+//! up after the signal delay. Under `Cooperative` it only raises the flag, which the worker checks
+//! at its yield points. Under `Wait` it only fills queues.
+//!
+//! High-priority jobs that find no room wait here, in arrival order; their latency includes it.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use overtake_runtime::preempt::Delivery;
+
+use crate::job::{Arrivals, Scheduled};
+use crate::policy::{Policy, SchedConfig};
+use crate::starvation::Clock;
+use crate::worker::WorkerShared;
+
+/// Per-worker request bookkeeping for the signal backstop.
+#[derive(Clone, Copy, Default)]
+struct Request {
+    since: Option<Instant>,
+    signaled: bool,
+}
+
+/// What the dispatcher observed.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DispatchStats {
+    /// High-priority jobs still waiting (here or in worker queues) when the run ended.
+    pub unfinished_high: usize,
+    /// Preemption requests raised.
+    pub requests: u64,
+    /// Pushes skipped because a worker's starvation level was at the threshold.
+    pub starvation_skips: u64,
+}
+
+pub(crate) struct Dispatcher<'a, J> {
+    pub(crate) config: &'a SchedConfig,
+    pub(crate) workers: &'a [Arc<WorkerShared<J>>],
+    pub(crate) arrivals: &'a mut dyn Arrivals<J>,
+    pub(crate) clock: Clock,
+}
+
+impl<J> Dispatcher<'_, J> {
+    /// Runs until `end`; calls `tick` about ten times a second.
+    pub(crate) fn run(
+        &mut self,
+        start: Instant,
+        end: Instant,
+        tick: &dyn Fn(Duration),
+    ) -> DispatchStats {
+        let workers = self.workers.len();
+        let mut stats = DispatchStats::default();
+        let mut pending: VecDeque<Scheduled<J>> = VecDeque::new();
+        let mut arrived: Vec<(J, Instant)> = Vec::new();
+        let mut requests = vec![Request::default(); workers];
+        let mut pushed = vec![false; workers];
+        let mut next_high = Some(start);
+        let mut next_interrupt = self.config.interrupt_interval.map(|i| start + i);
+        let mut next_tick = start;
+        let mut round_robin = 0;
+        // A dispatcher sharing a core with a worker must not spin while idle.
+        let own_core = self.config.pin && workers < overtake_runtime::worker::available_cores();
+        let signals = self.config.delivery == Delivery::Signal
+            && (self.config.policy == Policy::Preempt || next_interrupt.is_some());
+        loop {
+            let now = Instant::now();
+            if now >= end {
+                break;
+            }
+            if now >= next_tick {
+                tick(now - start);
+                next_tick = now + Duration::from_millis(100);
+            }
+            // Keep low-priority queues full.
+            for w in self.workers {
+                while !w.low.is_full() {
+                    let Some(job) = self.arrivals.low() else {
+                        break;
+                    };
+                    let at = Instant::now();
+                    if let Err(back) = w.low.push(Scheduled {
+                        job,
+                        arrival: at,
+                        enqueued: at,
+                    }) {
+                        drop(back);
+                        break;
+                    }
+                }
+            }
+            // Collect arrivals that are due.
+            if let Some(due) = next_high
+                && now >= due
+            {
+                next_high = self.arrivals.high(now, &mut arrived);
+                for (job, arrival) in arrived.drain(..) {
+                    pending.push_back(Scheduled {
+                        job,
+                        arrival,
+                        enqueued: arrival,
+                    });
+                }
+            }
+            // Deal waiting jobs round-robin.
+            pushed.fill(false);
+            let mut blocked = 0;
+            while !pending.is_empty() && blocked < workers {
+                let w = round_robin % workers;
+                round_robin += 1;
+                let worker = &self.workers[w];
+                let allowed = self.config.policy != Policy::Preempt
+                    || worker.starvation.allows_preemption(
+                        self.clock.nanos(Instant::now()),
+                        self.config.starvation_threshold,
+                    );
+                if !allowed {
+                    stats.starvation_skips += 1;
+                }
+                if !allowed || worker.high.is_full() {
+                    blocked += 1;
+                    continue;
+                }
+                blocked = 0;
+                while let Some(mut job) = pending.pop_front() {
+                    job.enqueued = Instant::now();
+                    match worker.high.push(job) {
+                        Ok(()) => pushed[w] = true,
+                        Err(back) => {
+                            pending.push_front(back);
+                            break;
+                        }
+                    }
+                }
+            }
+            // Ask once per worker that received work (batched on-demand preemption).
+            if matches!(self.config.policy, Policy::Preempt | Policy::Cooperative) {
+                for (w, was_pushed) in pushed.iter().enumerate() {
+                    if *was_pushed {
+                        self.workers[w].target.request();
+                        stats.requests += 1;
+                        if requests[w].since.is_none() {
+                            requests[w] = Request {
+                                since: Some(Instant::now()),
+                                signaled: false,
+                            };
+                        }
+                    }
+                }
+            }
+            // The overhead experiment: interrupt everyone, work or not.
+            if let Some(due) = next_interrupt
+                && now >= due
+            {
+                for (w, worker) in self.workers.iter().enumerate() {
+                    worker.target.request();
+                    stats.requests += 1;
+                    if requests[w].since.is_none() {
+                        requests[w] = Request {
+                            since: Some(now),
+                            signaled: false,
+                        };
+                    }
+                }
+                next_interrupt = self.config.interrupt_interval.map(|i| due + i);
+            }
+            // The signal backstop: a request not taken up within the delay gets SIGURG, once.
+            for (w, worker) in self.workers.iter().enumerate() {
+                let r = &mut requests[w];
+                if !worker.target.is_requested() {
+                    *r = Request::default();
+                } else if signals
+                    && !r.signaled
+                    && r.since.is_some_and(|s| {
+                        now.saturating_duration_since(s) >= self.config.signal_delay
+                    })
+                {
+                    // A failed send (the worker exited) changes nothing: the run is ending.
+                    let _ = worker.target.interrupt();
+                    r.signaled = true;
+                }
+            }
+            // Idle: spin on an own core, otherwise sleep until the next event is near.
+            let waiting = !pending.is_empty() || requests.iter().any(|r| r.since.is_some());
+            if own_core || waiting {
+                std::hint::spin_loop();
+            } else {
+                let next = [next_high, next_interrupt, Some(end), Some(next_tick)]
+                    .into_iter()
+                    .flatten()
+                    .min()
+                    .unwrap_or(end);
+                let gap = next.saturating_duration_since(Instant::now());
+                if gap > Duration::from_micros(200) {
+                    std::thread::sleep(
+                        (gap - Duration::from_micros(100)).min(Duration::from_millis(1)),
+                    );
+                }
+            }
+        }
+        stats.unfinished_high =
+            pending.len() + self.workers.iter().map(|w| w.high.len()).sum::<usize>();
+        stats
+    }
+}

@@ -1,0 +1,72 @@
+//! What the scheduler runs: jobs, how they are executed, and where they come from.
+//!
+//! The scheduler is generic: a workload supplies an [`Executor`] (how to run one job, which class
+//! and kind it is) and [`Arrivals`] (when jobs arrive). The scheduler decides where and when each
+//! job runs and measures what happened to it.
+
+use std::time::Instant;
+
+use overtake_engine::Priority;
+
+/// How a job ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// Committed.
+    Committed,
+    /// Rolled back on purpose (e.g. TPC-C's invalid item); not retried.
+    RolledBack,
+    /// Failed (an error, or retries exhausted).
+    Failed,
+}
+
+/// The result of executing one job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// How it ended.
+    pub status: Status,
+    /// Attempts aborted and retried on the way (conflicts, failed validations).
+    pub retries: u32,
+}
+
+/// Runs jobs. Shared by every worker.
+pub trait Executor: Send + Sync + 'static {
+    /// A unit of work.
+    type Job: Send + 'static;
+
+    /// Names of the job kinds, indexed by [`kind`](Self::kind) (for per-kind statistics).
+    fn kinds(&self) -> &[&'static str];
+
+    /// The kind of `job`.
+    fn kind(&self, job: &Self::Job) -> usize;
+
+    /// The priority class of `job`.
+    fn priority(&self, job: &Self::Job) -> Priority;
+
+    /// Runs `job` to completion on worker `worker` (retrying as the job's policy says). It may be
+    /// paused and resumed any number of times while it runs.
+    fn execute(&self, job: &mut Self::Job, worker: usize) -> Outcome;
+}
+
+/// Where jobs come from, as seen by the dispatcher.
+pub trait Arrivals<J>: Send {
+    /// Appends the high-priority jobs that have arrived by `now`, each with its arrival time, and
+    /// returns when the next ones are due (`None`: no more).
+    fn high(&mut self, now: Instant, out: &mut Vec<(J, Instant)>) -> Option<Instant>;
+
+    /// A low-priority job for a worker's low-priority queue, which the dispatcher keeps full
+    /// (`None`: there is no low-priority work of this kind).
+    fn low(&mut self) -> Option<J>;
+}
+
+/// A worker-local source of low-priority work, asked when the worker has nothing queued (a closed
+/// loop, like TPC-C terminals without think time).
+pub type LocalFeed<J> = Box<dyn FnMut() -> Option<J> + Send>;
+
+/// A job with the timestamps the scheduler keeps for it until it starts.
+pub(crate) struct Scheduled<J> {
+    pub(crate) job: J,
+    /// When it arrived (entered the system).
+    pub(crate) arrival: Instant,
+    /// When it was put into a worker's queue.
+    pub(crate) enqueued: Instant,
+}

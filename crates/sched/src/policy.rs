@@ -1,0 +1,116 @@
+//! Scheduling policies and their settings.
+
+use std::time::Duration;
+
+use overtake_runtime::preempt::Delivery;
+
+/// How a worker makes room for high-priority work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    /// Run to completion: high-priority work waits for the running transaction to finish, and is
+    /// taken first at transaction boundaries.
+    Wait,
+    /// Like `Wait`, and a running transaction also yields to waiting high-priority work every
+    /// `yield_interval` record accesses.
+    Cooperative,
+    /// Batched on-demand preemption: the dispatcher pushes a batch and asks once; the worker pauses
+    /// the running transaction wherever it is, drains the batch in another context, and resumes it.
+    Preempt,
+}
+
+impl Policy {
+    /// A short, stable name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Wait => "wait",
+            Policy::Cooperative => "cooperative",
+            Policy::Preempt => "preempt",
+        }
+    }
+}
+
+/// Everything the scheduler needs to know, besides the workload.
+#[derive(Clone, Debug)]
+pub struct SchedConfig {
+    /// The policy.
+    pub policy: Policy,
+    /// Worker threads.
+    pub workers: usize,
+    /// Capacity of each worker's high-priority queue (the batch size per worker).
+    pub hp_queue: usize,
+    /// Capacity of each worker's low-priority queue.
+    pub lp_queue: usize,
+    /// Cooperative: record accesses between checks for waiting high-priority work.
+    pub yield_interval: u32,
+    /// Preempt: the starvation threshold. A worker running a low-priority transaction is only
+    /// preempted (and only keeps serving high-priority work) while the starvation level
+    /// `L = T_h / (T_1 - T_0)` is below it. 0 never preempts; values at or above 1 never limit.
+    pub starvation_threshold: f64,
+    /// Preempt: how requests reach the worker.
+    pub delivery: Delivery,
+    /// Preempt with signals: how long the request flag may stay unacknowledged before SIGURG is
+    /// sent as the backstop.
+    pub signal_delay: Duration,
+    /// How long to run.
+    pub duration: Duration,
+    /// If set, every worker is interrupted this often even without work for it (measures the
+    /// mechanism's own cost).
+    pub interrupt_interval: Option<Duration>,
+    /// Stack size of each worker context.
+    pub stack_size: usize,
+    /// Pin workers to cores (and the dispatcher to the last core).
+    pub pin: bool,
+}
+
+impl Default for SchedConfig {
+    fn default() -> Self {
+        SchedConfig {
+            policy: Policy::Preempt,
+            workers: 1,
+            hp_queue: 4,
+            lp_queue: 1,
+            yield_interval: 10_000,
+            starvation_threshold: 100.0,
+            delivery: Delivery::Signal,
+            signal_delay: Duration::from_micros(10),
+            duration: Duration::from_secs(10),
+            interrupt_interval: None,
+            stack_size: 1 << 20,
+            pin: true,
+        }
+    }
+}
+
+impl SchedConfig {
+    /// Checks the settings, with a message for the first one that cannot work.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.workers == 0 {
+            return Err("at least one worker is needed".into());
+        }
+        if self.hp_queue == 0 || self.lp_queue == 0 {
+            return Err("queue sizes must be at least 1".into());
+        }
+        if self.policy == Policy::Cooperative && self.yield_interval == 0 {
+            return Err("the cooperative yield interval must be at least 1 record access".into());
+        }
+        if self.starvation_threshold.is_nan() || self.starvation_threshold < 0.0 {
+            return Err("the starvation threshold must be a number, 0 or more".into());
+        }
+        if self.stack_size < 64 * 1024 {
+            return Err("worker stacks must be at least 64 KiB".into());
+        }
+        if self.policy == Policy::Preempt || self.interrupt_interval.is_some() {
+            self.delivery.check()?;
+        }
+        Ok(())
+    }
+
+    /// Record accesses between polls of the request flag (0: never).
+    pub(crate) fn poll_every(&self) -> u32 {
+        match self.policy {
+            Policy::Wait => 0,
+            Policy::Cooperative => self.yield_interval,
+            Policy::Preempt => 1,
+        }
+    }
+}

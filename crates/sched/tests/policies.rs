@@ -1,0 +1,236 @@
+//! Policies, observed through the order in which jobs finish (never through timing thresholds).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use overtake_engine::Priority;
+use overtake_runtime::preempt::record_access;
+use overtake_sched::{Arrivals, Delivery, Executor, Outcome, Policy, SchedConfig, Status};
+
+/// A long low-priority job that either touches "records" (polls) or only computes, and a short
+/// high-priority job. Each records the order in which it finished.
+enum Job {
+    Long {
+        polls: bool,
+        run: Duration,
+        finished: Arc<AtomicU64>,
+    },
+    Short {
+        finished: Arc<AtomicU64>,
+    },
+}
+
+struct Synthetic {
+    order: AtomicU64,
+    /// When the long job started (clock nanoseconds since `epoch`; 0 before).
+    long_started: Arc<AtomicU64>,
+    epoch: Instant,
+}
+
+impl Executor for Synthetic {
+    type Job = Job;
+
+    fn kinds(&self) -> &[&'static str] {
+        &["long", "short"]
+    }
+
+    fn kind(&self, job: &Job) -> usize {
+        match job {
+            Job::Long { .. } => 0,
+            Job::Short { .. } => 1,
+        }
+    }
+
+    fn priority(&self, job: &Job) -> Priority {
+        match job {
+            Job::Long { .. } => Priority::Low,
+            Job::Short { .. } => Priority::High,
+        }
+    }
+
+    fn execute(&self, job: &mut Job, _worker: usize) -> Outcome {
+        match job {
+            Job::Long {
+                polls,
+                run,
+                finished,
+            } => {
+                self.long_started
+                    .store(self.epoch.elapsed().as_nanos() as u64 + 1, Ordering::SeqCst);
+                let until = Instant::now() + *run;
+                let mut x = 1u64;
+                while Instant::now() < until {
+                    for _ in 0..1_000 {
+                        x = std::hint::black_box(
+                            x.wrapping_mul(6364136223846793005).wrapping_add(1),
+                        );
+                        if *polls {
+                            record_access();
+                        }
+                    }
+                }
+                finished.store(
+                    self.order.fetch_add(1, Ordering::SeqCst) + 1,
+                    Ordering::SeqCst,
+                );
+            }
+            Job::Short { finished } => {
+                finished.store(
+                    self.order.fetch_add(1, Ordering::SeqCst) + 1,
+                    Ordering::SeqCst,
+                );
+            }
+        }
+        Outcome {
+            status: Status::Committed,
+            retries: 0,
+        }
+    }
+}
+
+/// One long job at the start; one short job 20 ms after the long one has started running.
+struct OneOfEach {
+    long: Option<Job>,
+    short: Option<Job>,
+    long_started: Arc<AtomicU64>,
+    epoch: Instant,
+}
+
+impl Arrivals<Job> for OneOfEach {
+    fn high(&mut self, now: Instant, out: &mut Vec<(Job, Instant)>) -> Option<Instant> {
+        let started = self.long_started.load(Ordering::SeqCst);
+        if started == 0 {
+            return Some(now + Duration::from_millis(1));
+        }
+        let due = self.epoch + Duration::from_nanos(started) + Duration::from_millis(20);
+        if now < due {
+            return Some(due);
+        }
+        if let Some(job) = self.short.take() {
+            out.push((job, due));
+        }
+        None
+    }
+
+    fn low(&mut self) -> Option<Job> {
+        self.long.take()
+    }
+}
+
+/// Runs one long and one short job; returns (long finished at, short finished at, report).
+fn race(config: &SchedConfig, polls: bool) -> (u64, u64, overtake_sched::RunReport) {
+    let long_done = Arc::new(AtomicU64::new(0));
+    let short_done = Arc::new(AtomicU64::new(0));
+    let long_started = Arc::new(AtomicU64::new(0));
+    let epoch = Instant::now();
+    let mut arrivals = OneOfEach {
+        long_started: Arc::clone(&long_started),
+        epoch,
+        long: Some(Job::Long {
+            polls,
+            run: Duration::from_millis(400),
+            finished: Arc::clone(&long_done),
+        }),
+        short: Some(Job::Short {
+            finished: Arc::clone(&short_done),
+        }),
+    };
+    let report = overtake_sched::run(
+        config,
+        Arc::new(Synthetic {
+            order: AtomicU64::new(0),
+            long_started,
+            epoch,
+        }),
+        &mut arrivals,
+        Vec::new(),
+        &|_| {},
+    )
+    .expect("run");
+    (
+        long_done.load(Ordering::SeqCst),
+        short_done.load(Ordering::SeqCst),
+        report,
+    )
+}
+
+fn config(policy: Policy, delivery: Delivery) -> SchedConfig {
+    SchedConfig {
+        policy,
+        delivery,
+        workers: 1,
+        duration: Duration::from_millis(1_500),
+        pin: false,
+        ..SchedConfig::default()
+    }
+}
+
+#[test]
+fn preemption_by_signal_overtakes_pure_computation() {
+    let (long, short, report) = race(&config(Policy::Preempt, Delivery::Signal), false);
+    assert!(long > 0 && short > 0, "both finished ({long}, {short})");
+    assert!(
+        short < long,
+        "the urgent job finished first ({short} vs {long})"
+    );
+    assert_eq!(report.stats.low.preemptions, 1);
+    assert!(report.preempt.injected >= 1, "{:?}", report.preempt);
+}
+
+#[test]
+fn preemption_by_polling_overtakes_record_access() {
+    let (long, short, report) = race(&config(Policy::Preempt, Delivery::Poll), true);
+    assert!(
+        short < long,
+        "the urgent job finished first ({short} vs {long})"
+    );
+    assert_eq!(report.stats.low.preemptions, 1);
+    assert_eq!(report.preempt.signals_sent, 0, "polling sends no signal");
+}
+
+#[test]
+fn waiting_does_not_overtake() {
+    let (long, short, report) = race(&config(Policy::Wait, Delivery::Signal), false);
+    assert!(
+        long < short,
+        "under Wait the urgent job waits ({short} vs {long})"
+    );
+    assert_eq!(report.stats.low.preemptions, 0);
+}
+
+#[test]
+fn cooperation_overtakes_only_code_that_reaches_a_yield_point() {
+    let mut c = config(Policy::Cooperative, Delivery::Signal);
+    c.yield_interval = 1_000;
+    let (long, short, _) = race(&c, true);
+    assert!(short < long, "yields at record accesses let it through");
+    let (long, short, _) = race(&c, false);
+    assert!(long < short, "pure computation never yields");
+}
+
+#[test]
+fn starvation_threshold_zero_never_preempts() {
+    let mut c = config(Policy::Preempt, Delivery::Signal);
+    c.starvation_threshold = 0.0;
+    let (long, short, report) = race(&c, true);
+    assert!(long < short, "the urgent job waited for the boundary");
+    assert_eq!(report.stats.low.preemptions, 0);
+    assert_eq!(report.preempt.injected, 0);
+    assert!(report.dispatch.starvation_skips > 0);
+}
+
+#[test]
+fn bad_settings_are_refused() {
+    let mut c = config(Policy::Cooperative, Delivery::Poll);
+    c.yield_interval = 0;
+    assert!(c.validate().is_err());
+    let mut c = config(Policy::Preempt, Delivery::Poll);
+    c.starvation_threshold = f64::NAN;
+    assert!(c.validate().is_err());
+    c.starvation_threshold = 1.0;
+    c.workers = 0;
+    assert!(c.validate().is_err());
+    let c = config(Policy::Preempt, Delivery::Uintr);
+    assert!(c.validate().is_err(), "no user interrupts here");
+}
