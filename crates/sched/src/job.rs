@@ -20,12 +20,28 @@ pub enum Status {
 }
 
 /// The result of executing one job.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Outcome {
     /// How it ended.
     pub status: Status,
-    /// Attempts aborted and retried on the way (conflicts, failed validations).
-    pub retries: u32,
+    /// Attempts aborted by write-write conflicts (and retried).
+    pub conflicts: u32,
+    /// Attempts aborted by failed serializable validation (and retried).
+    pub validation_failures: u32,
+    /// What went wrong, for a failed job.
+    pub error: Option<String>,
+}
+
+impl Outcome {
+    /// A job that committed on its first attempt.
+    pub fn committed() -> Self {
+        Outcome {
+            status: Status::Committed,
+            conflicts: 0,
+            validation_failures: 0,
+            error: None,
+        }
+    }
 }
 
 /// Runs jobs. Shared by every worker.

@@ -63,6 +63,8 @@ pub fn run<E: Executor>(
     tick: &dyn Fn(Duration),
 ) -> Result<RunReport, String> {
     config.validate()?;
+    // Read the usable cores before anything is pinned (see `overtake_runtime::worker`).
+    let cores = overtake_runtime::worker::available_cores();
     feeds.resize_with(config.workers, || None);
     let workers: Vec<Arc<WorkerShared<E::Job>>> = (0..config.workers)
         .map(|_| Arc::new(WorkerShared::new(config)))
@@ -88,9 +90,7 @@ pub fn run<E: Executor>(
         handles.push(handle);
     }
     if config.pin {
-        overtake_runtime::worker::pin_current_thread(
-            overtake_runtime::worker::available_cores().saturating_sub(1),
-        );
+        overtake_runtime::worker::pin_current_thread(cores.saturating_sub(1));
     }
     // Workers register before the clock starts, so that signals always find them.
     while workers.iter().any(|w| !w.target.is_registered()) {

@@ -137,8 +137,12 @@ pub struct ClassStats {
     pub rolled_back: u64,
     /// Jobs that failed.
     pub failed: u64,
-    /// Attempts aborted and retried.
-    pub retries: u64,
+    /// Attempts aborted by conflicts (and retried).
+    pub conflicts: u64,
+    /// Attempts aborted by failed validation (and retried).
+    pub validation_failures: u64,
+    /// The first error of a failed job.
+    pub first_error: Option<String>,
     /// Times jobs of this class were paused by preemption.
     pub preemptions: u64,
     /// End-to-end latency (end - arrival) of committed jobs.
@@ -176,9 +180,15 @@ impl ClassStats {
                     .record(timing.end.saturating_duration_since(timing.arrival));
             }
             Status::RolledBack => self.rolled_back += 1,
-            Status::Failed => self.failed += 1,
+            Status::Failed => {
+                self.failed += 1;
+                if self.first_error.is_none() {
+                    self.first_error.clone_from(&outcome.error);
+                }
+            }
         }
-        self.retries += u64::from(outcome.retries);
+        self.conflicts += u64::from(outcome.conflicts);
+        self.validation_failures += u64::from(outcome.validation_failures);
         self.preemptions += u64::from(timing.preemptions);
         self.sched_delay
             .record(timing.start.saturating_duration_since(timing.arrival));
@@ -190,7 +200,11 @@ impl ClassStats {
         self.committed += other.committed;
         self.rolled_back += other.rolled_back;
         self.failed += other.failed;
-        self.retries += other.retries;
+        self.conflicts += other.conflicts;
+        self.validation_failures += other.validation_failures;
+        if self.first_error.is_none() {
+            self.first_error.clone_from(&other.first_error);
+        }
         self.preemptions += other.preemptions;
         self.latency.merge(&other.latency);
         self.sched_delay.merge(&other.sched_delay);

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use overtake_engine::Priority;
 use overtake_runtime::preempt::record_access;
-use overtake_sched::{Arrivals, Delivery, Executor, Outcome, Policy, SchedConfig, Status};
+use overtake_sched::{Arrivals, Delivery, Executor, Outcome, Policy, SchedConfig};
 
 /// A long low-priority job that either touches "records" (polls) or only computes, and a short
 /// high-priority job. Each records the order in which it finished.
@@ -82,10 +82,7 @@ impl Executor for Synthetic {
                 );
             }
         }
-        Outcome {
-            status: Status::Committed,
-            retries: 0,
-        }
+        Outcome::committed()
     }
 }
 
