@@ -1,8 +1,10 @@
-//! Workloads for Overtake: TPC-C with the CH-benCHmark's analytic tables and Query 2, and the
-//! drivers that run them.
+//! Workloads for Overtake: TPC-C with the CH-benCHmark's analytic tables and Query 2, the mixed
+//! workload of PreemptDB's evaluation, and the drivers that run them on the scheduler.
 //!
 //! Everything here uses the engine's public API only, as an application would.
 
 pub mod ch;
+pub mod exec;
+pub mod mixed;
 pub mod rng;
 pub mod tpcc;

@@ -2,12 +2,14 @@
 //! consistency conditions hold after concurrent runs (and catch corruption).
 
 use std::ops::ControlFlow;
+use std::sync::Arc;
 use std::time::Duration;
 
 use overtake_engine::{
     AbortReason, Database, Error, Isolation, KeyRange, Options, Priority, RetryPolicy, ScanOptions,
     Table,
 };
+use overtake_sched::Delivery;
 use overtake_workload::rng::{NuRandConstants, TpccRng};
 use overtake_workload::tpcc::driver::{ClosedLoopConfig, run_closed_loop};
 use overtake_workload::tpcc::input::{
@@ -17,8 +19,8 @@ use overtake_workload::tpcc::load::{LoadOptions, load};
 use overtake_workload::tpcc::schema::{customer, district, item, order, warehouse};
 use overtake_workload::tpcc::{TpccTables, TxnType, consistency, procs};
 
-fn loaded(warehouses: i64) -> (Database, TpccTables, NuRandConstants) {
-    let db = Database::open(Options::default());
+fn loaded(warehouses: i64) -> (Arc<Database>, TpccTables, NuRandConstants) {
+    let db = Arc::new(Database::open(Options::default()));
     let tables = TpccTables::create(&db).expect("schema");
     let done = load(
         &db,
@@ -233,7 +235,7 @@ fn transactions_follow_the_specification_and_a_mixed_run_stays_consistent() {
     // Now the full mix on two workers at once, under both isolation levels.
     for isolation in [Isolation::Serializable, Isolation::Snapshot] {
         let report = run_closed_loop(
-            &db,
+            Arc::clone(&db),
             &t,
             &ClosedLoopConfig {
                 warehouses: 2,
@@ -242,16 +244,18 @@ fn transactions_follow_the_specification_and_a_mixed_run_stays_consistent() {
                 isolation,
                 constants: c,
                 seed: 9,
+                interrupt_interval: None,
+                delivery: Delivery::Signal,
+                signal_delay: Duration::from_micros(10),
+                pin: false,
             },
             &|_| {},
-        );
-        assert_eq!(report.first_error, None);
+        )
+        .expect("run");
         for kind in TxnType::ALL {
-            assert!(
-                report.by_type[kind.index()].committed > 0,
-                "{kind:?} committed"
-            );
-            assert_eq!(report.by_type[kind.index()].errors, 0);
+            let k = &report.stats.kinds[kind.index()];
+            assert!(k.committed > 0, "{kind:?} committed");
+            assert_eq!(k.failed, 0, "{kind:?}: {:?}", k.first_error);
         }
         let consistency = consistency::check(&db, &t, false).expect("check");
         assert!(

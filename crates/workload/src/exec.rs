@@ -1,0 +1,172 @@
+//! Jobs the scheduler runs for Overtake's workloads, and the executor that runs them on the engine.
+//!
+//! A job is one transaction: any of the five TPC-C transactions, CH-benCHmark Query 2, or a
+//! compute-only "UDF" transaction, each with a priority. The executor runs it with the engine's
+//! retry helper and reports how it ended.
+
+use std::sync::Arc;
+
+use overtake_engine::{AbortReason, Attempts, Database, Error, Isolation, Priority, RetryPolicy};
+use overtake_sched::{Executor, Outcome, Status};
+
+use crate::ch::ChTables;
+use crate::ch::q2::query2;
+use crate::mixed::ComputeTask;
+use crate::tpcc::driver::TpccRequest;
+use crate::tpcc::{TpccTables, TxnType, procs};
+
+/// Names of the job kinds, in the order [`Executor::kind`] numbers them.
+pub const KINDS: [&str; 7] = [
+    "new_order",
+    "payment",
+    "order_status",
+    "delivery",
+    "stock_level",
+    "q2",
+    "compute",
+];
+
+/// What a job does.
+#[derive(Clone, Debug)]
+pub enum Work {
+    /// A TPC-C transaction.
+    Tpcc(TpccRequest),
+    /// CH-benCHmark Query 2.
+    Query2,
+    /// A long computation touching no record.
+    Compute(ComputeTask),
+}
+
+/// One transaction to schedule.
+#[derive(Clone, Debug)]
+pub struct Job {
+    /// Its priority class.
+    pub priority: Priority,
+    /// What it does.
+    pub work: Work,
+}
+
+/// Runs jobs against one database.
+pub struct EngineExecutor {
+    db: Arc<Database>,
+    tpcc: TpccTables,
+    ch: Option<ChTables>,
+    isolation: Isolation,
+    retry: RetryPolicy,
+}
+
+impl EngineExecutor {
+    /// An executor for `db`, which holds `tpcc` (and `ch`, needed by Query 2).
+    pub fn new(
+        db: Arc<Database>,
+        tpcc: TpccTables,
+        ch: Option<ChTables>,
+        isolation: Isolation,
+    ) -> Self {
+        EngineExecutor {
+            db,
+            tpcc,
+            ch,
+            isolation,
+            retry: RetryPolicy::default(),
+        }
+    }
+
+    fn run<T>(
+        &self,
+        priority: Priority,
+        body: impl FnMut(&mut overtake_engine::Transaction<'_>) -> overtake_engine::Result<T>,
+    ) -> Attempts<T> {
+        self.db.run(priority, self.isolation, &self.retry, body)
+    }
+}
+
+fn outcome<T>(attempts: Attempts<T>) -> Outcome {
+    let (status, error) = match attempts.result {
+        Ok(_) => (Status::Committed, None),
+        Err(Error::Aborted(AbortReason::UserRollback)) => (Status::RolledBack, None),
+        Err(e) => (Status::Failed, Some(e.to_string())),
+    };
+    Outcome {
+        status,
+        conflicts: attempts.conflicts,
+        validation_failures: attempts.validation_failures,
+        error,
+    }
+}
+
+impl Executor for EngineExecutor {
+    type Job = Job;
+
+    fn kinds(&self) -> &[&'static str] {
+        &KINDS
+    }
+
+    fn kind(&self, job: &Job) -> usize {
+        match &job.work {
+            Work::Tpcc(r) => r.kind().index(),
+            Work::Query2 => 5,
+            Work::Compute(_) => 6,
+        }
+    }
+
+    fn priority(&self, job: &Job) -> Priority {
+        job.priority
+    }
+
+    fn execute(&self, job: &mut Job, _worker: usize) -> Outcome {
+        let (p, t) = (job.priority, &self.tpcc);
+        match &job.work {
+            Work::Tpcc(TpccRequest::NewOrder(i)) => {
+                outcome(self.run(p, |x| procs::new_order(x, t, i)))
+            }
+            Work::Tpcc(TpccRequest::Payment(i)) => {
+                outcome(self.run(p, |x| procs::payment(x, t, i)))
+            }
+            Work::Tpcc(TpccRequest::OrderStatus(i)) => {
+                outcome(self.run(p, |x| procs::order_status(x, t, i)))
+            }
+            Work::Tpcc(TpccRequest::Delivery(i)) => {
+                outcome(self.run(p, |x| procs::delivery(x, t, i)))
+            }
+            Work::Tpcc(TpccRequest::StockLevel(i)) => {
+                outcome(self.run(p, |x| procs::stock_level(x, t, i)))
+            }
+            Work::Query2 => match &self.ch {
+                Some(ch) => outcome(self.run(p, |x| query2(x, t, ch))),
+                None => Outcome {
+                    status: Status::Failed,
+                    conflicts: 0,
+                    validation_failures: 0,
+                    error: Some(
+                        "Query 2 needs the CH-benCHmark tables, which are not loaded".into(),
+                    ),
+                },
+            },
+            Work::Compute(task) => {
+                let attempts = self.run(p, |_| Ok(task.run()));
+                // A wrong result would mean a preemption corrupted the computation's state.
+                let wrong = matches!(attempts.result, Ok(v) if v != task.expected);
+                let mut result = outcome(attempts);
+                if wrong {
+                    result.status = Status::Failed;
+                    result.error = Some("the computation's result changed under preemption".into());
+                }
+                result
+            }
+        }
+    }
+}
+
+impl TpccRequest {
+    /// The transaction type.
+    pub fn kind(&self) -> TxnType {
+        match self {
+            TpccRequest::NewOrder(_) => TxnType::NewOrder,
+            TpccRequest::Payment(_) => TxnType::Payment,
+            TpccRequest::OrderStatus(_) => TxnType::OrderStatus,
+            TpccRequest::Delivery(_) => TxnType::Delivery,
+            TpccRequest::StockLevel(_) => TxnType::StockLevel,
+        }
+    }
+}

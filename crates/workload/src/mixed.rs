@@ -1,0 +1,201 @@
+//! The mixed workload of PreemptDB's evaluation.
+//!
+//! Every worker's low-priority queue is kept full of long transactions: CH-benCHmark Query 2, or a
+//! compute-only transaction (a numeric loop over an array touching no record for tens of
+//! milliseconds, like a user-defined function, which no yield point ever interrupts). Every arrival
+//! interval, a batch of `workers x hp_queue` high-priority transactions arrives at once, half
+//! New-Order and half Payment (TPC-C inputs, home warehouse chosen uniformly), all stamped with the
+//! batch's arrival time, and the dispatcher deals them round-robin.
+
+use std::time::{Duration, Instant};
+
+use overtake_engine::Priority;
+use overtake_sched::Arrivals;
+
+use crate::exec::{Job, Work};
+use crate::rng::{NuRandConstants, TpccRng};
+use crate::tpcc::driver::TpccRequest;
+use crate::tpcc::input::{NewOrderInput, PaymentInput};
+
+/// Elements of the compute kernel's working array (32 KiB of f64, cache-resident).
+const LANES: usize = 4096;
+
+/// The compute kernel: `rounds` passes of a fused multiply-add recurrence over an array, reduced to
+/// the bits of its sum. Vectorizes to SIMD, so preemption must preserve vector registers for the
+/// result to come out the same.
+pub fn compute_kernel(rounds: u64) -> u64 {
+    let mut lanes = [0f64; LANES];
+    for (i, lane) in lanes.iter_mut().enumerate() {
+        *lane = i as f64 / LANES as f64;
+    }
+    let a = std::hint::black_box(0.999_999_7f64);
+    let b = std::hint::black_box(0.000_000_3f64);
+    for _ in 0..rounds {
+        for lane in lanes.iter_mut() {
+            *lane = lane.mul_add(a, b);
+        }
+    }
+    lanes.iter().sum::<f64>().to_bits()
+}
+
+/// A compute-only transaction: how many kernel rounds, and the result it must produce.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ComputeTask {
+    /// Kernel rounds.
+    pub rounds: u64,
+    /// The result computed once, unpreempted.
+    pub expected: u64,
+}
+
+impl ComputeTask {
+    /// A task taking about `target` on this machine (measured), with its expected result.
+    pub fn calibrate(target: Duration) -> Self {
+        let probe = 200;
+        let start = Instant::now();
+        std::hint::black_box(compute_kernel(probe));
+        let per_round = start.elapsed().as_secs_f64() / probe as f64;
+        let rounds = ((target.as_secs_f64() / per_round.max(1e-9)) as u64).max(1);
+        ComputeTask {
+            rounds,
+            expected: compute_kernel(rounds),
+        }
+    }
+
+    /// Runs the kernel.
+    pub fn run(&self) -> u64 {
+        compute_kernel(self.rounds)
+    }
+}
+
+/// What the low-priority queues are kept full of.
+#[derive(Clone, Debug)]
+pub enum LowWork {
+    /// CH-benCHmark Query 2.
+    Query2,
+    /// A compute-only transaction.
+    Compute(ComputeTask),
+}
+
+/// Arrivals of the mixed workload.
+pub struct MixedArrivals {
+    interval: Duration,
+    batch: usize,
+    low: LowWork,
+    warehouses: i64,
+    constants: NuRandConstants,
+    rng: TpccRng,
+    next: Option<Instant>,
+}
+
+impl MixedArrivals {
+    /// Batches of `batch` high-priority transactions every `interval`; `low` fills the
+    /// low-priority queues.
+    pub fn new(
+        interval: Duration,
+        batch: usize,
+        low: LowWork,
+        warehouses: i64,
+        constants: NuRandConstants,
+        seed: u64,
+    ) -> Self {
+        MixedArrivals {
+            interval,
+            batch,
+            low,
+            warehouses,
+            constants,
+            rng: TpccRng::new(seed),
+            next: None,
+        }
+    }
+
+    fn high_job(&mut self) -> Job {
+        let w_id = self.rng.uniform(1, self.warehouses);
+        let request = if self.rng.uniform(1, 2) == 1 {
+            TpccRequest::NewOrder(Box::new(NewOrderInput::generate(
+                &mut self.rng,
+                &self.constants,
+                w_id,
+                self.warehouses,
+            )))
+        } else {
+            TpccRequest::Payment(PaymentInput::generate(
+                &mut self.rng,
+                &self.constants,
+                w_id,
+                self.warehouses,
+            ))
+        };
+        Job {
+            priority: Priority::High,
+            work: Work::Tpcc(request),
+        }
+    }
+}
+
+impl Arrivals<Job> for MixedArrivals {
+    fn high(&mut self, now: Instant, out: &mut Vec<(Job, Instant)>) -> Option<Instant> {
+        // The first batch arrives one interval after the start, when the long transactions run.
+        let mut due = *self.next.get_or_insert(now + self.interval);
+        // A late dispatcher still delivers every batch, each with its own arrival time.
+        while due <= now {
+            for _ in 0..self.batch {
+                let job = self.high_job();
+                out.push((job, due));
+            }
+            due += self.interval;
+        }
+        self.next = Some(due);
+        Some(due)
+    }
+
+    fn low(&mut self) -> Option<Job> {
+        let work = match &self.low {
+            LowWork::Query2 => Work::Query2,
+            LowWork::Compute(task) => Work::Compute(task.clone()),
+        };
+        Some(Job {
+            priority: Priority::Low,
+            work,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kernel_is_deterministic_and_depends_on_rounds() {
+        assert_eq!(compute_kernel(10), compute_kernel(10));
+        assert_ne!(compute_kernel(10), compute_kernel(11));
+        let task = ComputeTask::calibrate(Duration::from_millis(2));
+        assert_eq!(task.run(), task.expected);
+    }
+
+    #[test]
+    fn batches_arrive_every_interval_with_their_own_arrival_time() {
+        let mut rng = TpccRng::new(1);
+        let c = NuRandConstants::for_load(&mut rng);
+        let mut a = MixedArrivals::new(Duration::from_millis(1), 8, LowWork::Query2, 2, c, 5);
+        let start = Instant::now();
+        let mut out = Vec::new();
+        let next = a.high(start, &mut out).expect("periodic");
+        assert!(out.is_empty(), "nothing before the first interval");
+        assert_eq!(next, start + Duration::from_millis(1));
+        a.high(start + Duration::from_micros(3_500), &mut out);
+        assert_eq!(out.len(), 24, "three batches were due");
+        assert_eq!(out[0].1, start + Duration::from_millis(1));
+        assert_eq!(out[23].1, start + Duration::from_millis(3));
+        let new_orders = out
+            .iter()
+            .filter(|(j, _)| matches!(j.work, Work::Tpcc(TpccRequest::NewOrder(_))))
+            .count();
+        assert!(
+            (4..=20).contains(&new_orders),
+            "about half New-Order: {new_orders}"
+        );
+        assert!(out.iter().all(|(j, _)| j.priority == Priority::High));
+        assert!(matches!(a.low().map(|j| j.work), Some(Work::Query2)));
+    }
+}
