@@ -16,6 +16,9 @@ pub enum Command {
     /// Run one benchmark configuration.
     #[command(subcommand)]
     Bench(Bench),
+    /// Run several configurations one after another and compare them side by side.
+    #[command(subcommand)]
+    Compare(Compare),
 }
 
 #[derive(Debug, Subcommand)]
@@ -24,6 +27,161 @@ pub enum Bench {
     Tpcc(TpccArgs),
     /// CH-benCHmark Query 2 alone: load, run it repeatedly, report its runtime.
     Q2(Q2Args),
+    /// The mixed workload (long low-priority transactions, batches of urgent ones) under one
+    /// scheduling policy.
+    Mixed(BenchMixedArgs),
+    /// Microbenchmarks of the preemption mechanisms: switch cost, flag-to-switch and
+    /// signal-to-switch latency.
+    Switch(SwitchArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Compare {
+    /// The mixed workload under several policies, with ratios to `wait`.
+    Mixed(CompareMixedArgs),
+}
+
+/// Scheduling policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PolicyArg {
+    /// Run to completion; urgent work first at transaction boundaries.
+    Wait,
+    /// Also yield to waiting urgent work every --yield-interval record accesses.
+    Cooperative,
+    /// Preempt the running transaction as soon as urgent work arrives.
+    Preempt,
+}
+
+impl PolicyArg {
+    pub fn policy(self) -> overtake_sched::Policy {
+        match self {
+            PolicyArg::Wait => overtake_sched::Policy::Wait,
+            PolicyArg::Cooperative => overtake_sched::Policy::Cooperative,
+            PolicyArg::Preempt => overtake_sched::Policy::Preempt,
+        }
+    }
+}
+
+/// How preemption requests reach a worker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum MechanismArg {
+    /// A flag polled at every record access, and SIGURG with call injection as the backstop.
+    Signal,
+    /// The flag only.
+    Poll,
+    /// Hardware user interrupts (refused where the CPU or kernel lacks them).
+    Uintr,
+}
+
+impl MechanismArg {
+    pub fn delivery(self) -> overtake_sched::Delivery {
+        match self {
+            MechanismArg::Signal => overtake_sched::Delivery::Signal,
+            MechanismArg::Poll => overtake_sched::Delivery::Poll,
+            MechanismArg::Uintr => overtake_sched::Delivery::Uintr,
+        }
+    }
+}
+
+/// The long low-priority transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LowArg {
+    /// CH-benCHmark Query 2.
+    Q2,
+    /// A numeric loop touching no record (like a UDF), --compute-ms long.
+    Compute,
+}
+
+impl LowArg {
+    pub fn name(self) -> &'static str {
+        match self {
+            LowArg::Q2 => "q2",
+            LowArg::Compute => "compute",
+        }
+    }
+}
+
+/// Options shared by `bench mixed` and `compare mixed`.
+#[derive(Clone, Debug, Args)]
+pub struct MixedArgs {
+    /// Worker threads.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub workers: u16,
+    /// Warehouses (default: one per worker).
+    #[arg(long, value_parser = clap::value_parser!(i64).range(1..=1000))]
+    pub warehouses: Option<i64>,
+    /// Seconds to run each configuration.
+    #[arg(long, default_value_t = 10.0, value_parser = positive_seconds)]
+    pub duration: f64,
+    /// Microseconds between batches of urgent transactions.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub arrival_interval_us: u64,
+    /// High-priority queue size per worker (a batch is workers x this).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub hp_queue: u32,
+    /// Low-priority queue size per worker (kept full).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub lp_queue: u32,
+    /// Cooperative: record accesses between checks for urgent work.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub yield_interval: u32,
+    /// Preempt: starvation threshold (0 never preempts; 1 or more never limits).
+    #[arg(long, default_value_t = 100.0, value_parser = non_negative)]
+    pub starvation_threshold: f64,
+    /// The long low-priority transaction.
+    #[arg(long, value_enum, default_value_t = LowArg::Q2)]
+    pub lp: LowArg,
+    /// Length of a compute transaction, in milliseconds (with --lp compute).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub compute_ms: u64,
+    /// How preemption requests reach a worker.
+    #[arg(long, value_enum, default_value_t = MechanismArg::Signal)]
+    pub preempt_mechanism: MechanismArg,
+    /// Microseconds a request may stay untaken before SIGURG is sent (signal mechanism).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub signal_delay_us: u64,
+    /// Isolation level.
+    #[arg(long, value_enum, default_value_t = IsolationArg::Serializable)]
+    pub isolation: IsolationArg,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Seed of the data and transaction generators.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchMixedArgs {
+    /// Scheduling policy.
+    #[arg(long, value_enum, default_value_t = PolicyArg::Preempt)]
+    pub policy: PolicyArg,
+    #[command(flatten)]
+    pub mixed: MixedArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareMixedArgs {
+    /// Policies to run, in order (comma-separated).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "wait,cooperative,preempt"
+    )]
+    pub policies: Vec<PolicyArg>,
+    #[command(flatten)]
+    pub mixed: MixedArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SwitchArgs {
+    /// Samples per measurement.
+    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u32).range(100..=10_000_000))]
+    pub samples: u32,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Isolation level of the benchmark's transactions.
@@ -51,7 +209,7 @@ impl IsolationArg {
     }
 }
 
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub struct TpccArgs {
     /// Number of warehouses.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(i64).range(1..=1000))]
@@ -74,6 +232,16 @@ pub struct TpccArgs {
     /// Seed of the data and transaction generators.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Interrupt every worker this often, in microseconds, without giving it work (the cost of
+    /// the preemption mechanism alone).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub interrupt_interval_us: Option<u64>,
+    /// How interrupts are delivered.
+    #[arg(long, value_enum, default_value_t = MechanismArg::Signal)]
+    pub preempt_mechanism: MechanismArg,
+    /// Microseconds an interrupt request may stay untaken before SIGURG is sent (0: always send).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub signal_delay_us: u64,
 }
 
 #[derive(Debug, Args)]
@@ -90,6 +258,15 @@ pub struct Q2Args {
     /// Seed of the data generators.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+}
+
+fn non_negative(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("{s:?} is not a number"))?;
+    if v.is_finite() && v >= 0.0 {
+        Ok(v)
+    } else {
+        Err(format!("{s} must be a number, 0 or more"))
+    }
 }
 
 fn positive_seconds(s: &str) -> Result<f64, String> {

@@ -1,18 +1,27 @@
-//! `overtake bench tpcc`: load, run the TPC-C mix closed-loop, report.
+//! `overtake bench tpcc`: load, run the TPC-C mix closed-loop on scheduler workers, report. With
+//! `--interrupt-interval-us`, the dispatcher also interrupts every worker at that interval without
+//! giving it work, which measures the preemption mechanism's own cost against the same run
+//! without interrupts.
 
 use std::time::Duration;
 
+use overtake_sched::{ClassStats, RunReport};
 use overtake_workload::rng::{NuRandConstants, TpccRng};
-use overtake_workload::tpcc::driver::{ClosedLoopConfig, TypeReport, run_closed_loop};
+use overtake_workload::tpcc::driver::{ClosedLoopConfig, run_closed_loop};
 use overtake_workload::tpcc::{TxnType, consistency};
 use serde_json::json;
 
 use crate::args::TpccArgs;
 use crate::output::{
-    latency_cells, latency_json, load_database, print_table, progress, rss_mib, secs,
+    latency_cells, latency_json, load_database, print_table, progress, rss_mib, run_progress, secs,
+    ticker,
 };
 
 pub fn run(args: &TpccArgs) -> Result<(), String> {
+    let delivery = args.preempt_mechanism.delivery();
+    if args.interrupt_interval_us.is_some() {
+        delivery.check()?;
+    }
     let loaded = load_database(args.warehouses, args.seed, false, args.json)?;
     let (db, tables) = (&loaded.db, &loaded.tpcc);
     let constants = NuRandConstants::for_run(
@@ -26,11 +35,13 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
         isolation: args.isolation.engine(),
         constants,
         seed: args.seed,
+        interrupt_interval: args.interrupt_interval_us.map(Duration::from_micros),
+        delivery,
+        signal_delay: Duration::from_micros(args.signal_delay_us),
+        pin: true,
     };
-    let bar = progress((args.duration * 10.0) as u64, "running", args.json);
-    let report = run_closed_loop(db, tables, &config, &|elapsed| {
-        bar.set_position((elapsed.as_secs_f64() * 10.0) as u64);
-    });
+    let bar = run_progress(args.duration, "running", args.json);
+    let report = run_closed_loop(std::sync::Arc::clone(db), tables, &config, &ticker(&bar))?;
     bar.finish_and_clear();
     let stats_at_end = db.stats();
     let census_at_end = db.census();
@@ -48,26 +59,20 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
     };
 
     let elapsed = secs(report.elapsed);
-    let per_sec = |r: &TypeReport| r.committed as f64 / elapsed;
-    let total = report.total();
+    let per_sec = |c: &ClassStats| c.committed as f64 / elapsed;
+    let mut total = ClassStats::default();
+    for kind in TxnType::ALL {
+        total.merge(&report.stats.kinds[kind.index()]);
+    }
+    let interrupts = interrupts_json(args, &report);
     if args.json {
         let mut by_type = serde_json::Map::new();
         for kind in TxnType::ALL {
-            let r = &report.by_type[kind.index()];
-            by_type.insert(
-                kind.name().to_owned(),
-                json!({
-                    "per_sec": per_sec(r),
-                    "committed": r.committed,
-                    "aborted": r.aborted(),
-                    "conflicts": r.conflicts,
-                    "validation_failures": r.validation_failures,
-                    "user_rollbacks": r.user_rollbacks,
-                    "errors": r.errors,
-                    "latency_us": latency_json(&r.latency.summary()),
-                }),
-            );
+            let c = &report.stats.kinds[kind.index()];
+            by_type.insert(kind.name().to_owned(), type_json(c, per_sec(c)));
         }
+        let mut total_json = type_json(&total, per_sec(&total));
+        total_json["per_sec_per_worker"] = json!(per_sec(&total) / f64::from(args.workers));
         let out = json!({
             "benchmark": "tpcc",
             "warehouses": args.warehouses,
@@ -80,18 +85,9 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
                 "rss_mib": loaded.rss_mib,
                 "rss_mib_per_warehouse": loaded.rss_mib.map(|r| r / args.warehouses as f64),
             },
-            "total": {
-                "per_sec": per_sec(&total),
-                "per_sec_per_worker": per_sec(&total) / f64::from(args.workers),
-                "committed": total.committed,
-                "aborted": total.aborted(),
-                "conflicts": total.conflicts,
-                "validation_failures": total.validation_failures,
-                "user_rollbacks": total.user_rollbacks,
-                "errors": total.errors,
-                "latency_us": latency_json(&total.latency.summary()),
-            },
+            "total": total_json,
             "by_type": by_type,
+            "interrupts": interrupts,
             "versions": {
                 "created": stats_at_end.versions_created,
                 "reclaimed": stats_at_end.versions_reclaimed,
@@ -101,7 +97,7 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
                 "unreclaimed_after_collect": census_after_collect.unreclaimed_versions,
             },
             "rss_mib_after_run": rss_after_run,
-            "first_error": report.first_error.as_ref().map(ToString::to_string),
+            "first_error": total.first_error,
             "consistency": consistency,
         });
         println!("{out}");
@@ -126,21 +122,21 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
     );
     println!();
     let mut rows = Vec::new();
-    for kind in TxnType::ALL
+    let names = TxnType::ALL.iter().map(|k| k.name()).chain(["total"]);
+    let stats = TxnType::ALL
         .iter()
-        .map(|k| (k.name(), &report.by_type[k.index()]))
-        .chain([("total", &total)])
-    {
-        let (name, r) = kind;
+        .map(|k| &report.stats.kinds[k.index()])
+        .chain([&total]);
+    for (name, c) in names.zip(stats) {
         let mut row = vec![
             name.to_owned(),
-            format!("{:.0}", per_sec(r)),
-            r.committed.to_string(),
-            r.conflicts.to_string(),
-            r.validation_failures.to_string(),
-            r.user_rollbacks.to_string(),
+            format!("{:.0}", per_sec(c)),
+            c.committed.to_string(),
+            c.conflicts.to_string(),
+            c.validation_failures.to_string(),
+            c.rolled_back.to_string(),
         ];
-        row.extend(latency_cells(&r.latency.summary()));
+        row.extend(latency_cells(&c.latency.summary()));
         rows.push(row);
     }
     print_table(
@@ -164,6 +160,19 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
         "throughput per worker: {:.0} committed/s",
         per_sec(&total) / f64::from(args.workers)
     );
+    if let Some(us) = args.interrupt_interval_us {
+        let p = report.preempt;
+        println!(
+            "interrupts: every {us} us by {} (signal after {} us): {} requests, {} signals, {} \
+             injected, {} served",
+            args.preempt_mechanism.delivery().name(),
+            args.signal_delay_us,
+            report.dispatch.requests,
+            p.signals_sent,
+            p.injected,
+            p.served
+        );
+    }
     println!(
         "versions: {} created, {} reclaimed during the run; at the end {} linked, {} unreclaimed \
          ({} after a final collection)",
@@ -176,9 +185,36 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
     if let Some(rss) = rss_after_run {
         println!("resident memory after the run: {rss:.0} MiB");
     }
-    if let Some(e) = &report.first_error {
-        println!("errors: {} (first: {e})", total.errors);
+    if let Some(e) = &total.first_error {
+        println!("errors: {} (first: {e})", total.failed);
     }
     println!("consistency: {consistency}");
     Ok(())
+}
+
+fn type_json(c: &ClassStats, per_sec: f64) -> serde_json::Value {
+    json!({
+        "per_sec": per_sec,
+        "committed": c.committed,
+        "aborted": c.conflicts + c.validation_failures + c.rolled_back,
+        "conflicts": c.conflicts,
+        "validation_failures": c.validation_failures,
+        "user_rollbacks": c.rolled_back,
+        "errors": c.failed,
+        "latency_us": latency_json(&c.latency.summary()),
+    })
+}
+
+fn interrupts_json(args: &TpccArgs, report: &RunReport) -> serde_json::Value {
+    let p = report.preempt;
+    json!({
+        "interval_us": args.interrupt_interval_us,
+        "mechanism": args.preempt_mechanism.delivery().name(),
+        "signal_delay_us": args.signal_delay_us,
+        "requests": report.dispatch.requests,
+        "signals_sent": p.signals_sent,
+        "injected": p.injected,
+        "deferred": p.deferred,
+        "served": p.served,
+    })
 }

@@ -7,7 +7,9 @@
 
 mod args;
 mod bench_q2;
+mod bench_switch;
 mod bench_tpcc;
+mod mixed;
 mod output;
 
 use std::process::ExitCode;
@@ -20,10 +22,15 @@ use overtake_runtime::EngineAllocator;
 static ALLOC: EngineAllocator = overtake_runtime::alloc::engine_allocator();
 
 fn main() -> ExitCode {
+    // Read the usable cores before any thread is pinned.
+    let _ = overtake_runtime::worker::usable_cores();
     let cli = args::Cli::parse();
     let result = match cli.command {
         args::Command::Bench(args::Bench::Tpcc(a)) => bench_tpcc::run(&a),
         args::Command::Bench(args::Bench::Q2(a)) => bench_q2::run(&a),
+        args::Command::Bench(args::Bench::Mixed(a)) => mixed::bench(&a),
+        args::Command::Bench(args::Bench::Switch(a)) => bench_switch::run(&a),
+        args::Command::Compare(args::Compare::Mixed(a)) => mixed::compare(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -2,6 +2,7 @@
 //! CH database, memory readings, and table formatting.
 
 use std::io::IsTerminal;
+use std::sync::Arc;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -36,7 +37,7 @@ pub fn rss_mib() -> Option<f64> {
 
 /// A database holding TPC-C (and the CH-benCHmark tables when `with_ch`).
 pub struct LoadedDb {
-    pub db: Database,
+    pub db: Arc<Database>,
     pub tpcc: TpccTables,
     pub ch: Option<ChTables>,
     pub loaded: Loaded,
@@ -78,7 +79,7 @@ pub fn load_database(
     db.collect_garbage();
     Ok(LoadedDb {
         rss_mib: rss_mib(),
-        db,
+        db: Arc::new(db),
         tpcc,
         ch,
         loaded,
@@ -137,4 +138,14 @@ pub fn print_table(header: &[&str], rows: &[Vec<String>]) {
 /// Seconds as a float.
 pub fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
+}
+
+/// A progress bar for a run of `seconds`, advanced by the run's tick callback.
+pub fn run_progress(seconds: f64, label: &str, json: bool) -> ProgressBar {
+    progress((seconds * 10.0) as u64, label, json)
+}
+
+/// The tick callback that advances `bar`.
+pub fn ticker(bar: &ProgressBar) -> impl Fn(Duration) + '_ {
+    move |elapsed| bar.set_position((elapsed.as_secs_f64() * 10.0) as u64)
 }

@@ -1,0 +1,280 @@
+//! `overtake bench mixed` and `overtake compare mixed`: PreemptDB's mixed workload under one or
+//! several scheduling policies, each on a freshly loaded database.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use overtake_sched::{ClassStats, Policy, RunReport, SchedConfig};
+use overtake_workload::exec::EngineExecutor;
+use overtake_workload::mixed::{ComputeTask, LowWork, MixedArrivals};
+use overtake_workload::rng::{NuRandConstants, TpccRng};
+use serde_json::{Value, json};
+
+use crate::args::{BenchMixedArgs, CompareMixedArgs, LowArg, MixedArgs, PolicyArg};
+use crate::output::{latency_json, load_database, print_table, run_progress, secs, ticker, us};
+
+fn sched_config(policy: Policy, args: &MixedArgs) -> SchedConfig {
+    SchedConfig {
+        policy,
+        workers: usize::from(args.workers),
+        hp_queue: args.hp_queue as usize,
+        lp_queue: args.lp_queue as usize,
+        yield_interval: args.yield_interval,
+        starvation_threshold: args.starvation_threshold,
+        delivery: args.preempt_mechanism.delivery(),
+        signal_delay: Duration::from_micros(args.signal_delay_us),
+        duration: Duration::from_secs_f64(args.duration),
+        interrupt_interval: None,
+        stack_size: 1 << 20,
+        pin: true,
+    }
+}
+
+/// Runs one policy on a fresh database.
+fn run_one(
+    policy: PolicyArg,
+    args: &MixedArgs,
+    compute: Option<&ComputeTask>,
+) -> Result<RunReport, String> {
+    let config = sched_config(policy.policy(), args);
+    config.validate()?;
+    let warehouses = args.warehouses.unwrap_or(i64::from(args.workers));
+    let loaded = load_database(warehouses, args.seed, args.lp == LowArg::Q2, args.json)?;
+    let constants = NuRandConstants::for_run(
+        &loaded.loaded.constants,
+        &mut TpccRng::new(args.seed ^ 0xC0FFEE),
+    );
+    let low = match (args.lp, compute) {
+        (LowArg::Compute, Some(task)) => LowWork::Compute(task.clone()),
+        _ => LowWork::Query2,
+    };
+    let mut arrivals = MixedArrivals::new(
+        Duration::from_micros(args.arrival_interval_us),
+        usize::from(args.workers) * args.hp_queue as usize,
+        low,
+        warehouses,
+        constants,
+        args.seed,
+    );
+    let executor = Arc::new(EngineExecutor::new(
+        Arc::clone(&loaded.db),
+        loaded.tpcc.clone(),
+        loaded.ch.clone(),
+        args.isolation.engine(),
+    ));
+    let bar = run_progress(args.duration, policy.policy().name(), args.json);
+    let report = overtake_sched::run(&config, executor, &mut arrivals, Vec::new(), &ticker(&bar))?;
+    bar.finish_and_clear();
+    Ok(report)
+}
+
+fn compute_task(args: &MixedArgs) -> Option<ComputeTask> {
+    (args.lp == LowArg::Compute)
+        .then(|| ComputeTask::calibrate(Duration::from_millis(args.compute_ms)))
+}
+
+fn class_json(c: &ClassStats, elapsed: f64) -> Value {
+    let delay = c.sched_delay.summary();
+    json!({
+        "per_sec": c.committed as f64 / elapsed,
+        "committed": c.committed,
+        "rolled_back": c.rolled_back,
+        "failed": c.failed,
+        "conflicts": c.conflicts,
+        "validation_failures": c.validation_failures,
+        "latency_us": latency_json(&c.latency.summary()),
+        "sched_delay_us": { "p50": delay.p50, "p99": delay.p99, "max": delay.max },
+        "preemptions": c.preemptions,
+        "preempted_us": latency_json(&c.preempted.summary()),
+        "first_error": c.first_error,
+    })
+}
+
+fn run_json(report: &RunReport, args: &MixedArgs) -> Value {
+    let elapsed = secs(report.elapsed);
+    let mut kinds = serde_json::Map::new();
+    for (name, c) in report.kinds.iter().zip(&report.stats.kinds) {
+        if c.committed + c.rolled_back + c.failed > 0 {
+            kinds.insert((*name).to_owned(), class_json(c, elapsed));
+        }
+    }
+    let p = report.preempt;
+    json!({
+        "policy": report.config.policy.name(),
+        "lp": args.lp.name(),
+        "workers": args.workers,
+        "warehouses": args.warehouses.unwrap_or(i64::from(args.workers)),
+        "duration_s": elapsed,
+        "arrival_interval_us": args.arrival_interval_us,
+        "hp_queue": args.hp_queue,
+        "lp_queue": args.lp_queue,
+        "yield_interval": args.yield_interval,
+        "starvation_threshold": args.starvation_threshold,
+        "mechanism": args.preempt_mechanism.delivery().name(),
+        "signal_delay_us": args.signal_delay_us,
+        "classes": {
+            "high": class_json(&report.stats.high, elapsed),
+            "low": class_json(&report.stats.low, elapsed),
+        },
+        "preemptions": report.stats.low.preemptions,
+        "kinds": kinds,
+        "machinery": {
+            "requests": report.dispatch.requests,
+            "signals_sent": p.signals_sent,
+            "injected": p.injected,
+            "deferred": p.deferred,
+            "served": p.served,
+            "starvation_skips": report.dispatch.starvation_skips,
+            "unfinished_high": report.dispatch.unfinished_high,
+        },
+    })
+}
+
+fn describe(args: &MixedArgs) -> String {
+    let low = match args.lp {
+        LowArg::Q2 => "CH Query 2".to_owned(),
+        LowArg::Compute => format!("{} ms compute", args.compute_ms),
+    };
+    format!(
+        "mixed workload: {} worker(s), {} warehouse(s), {:.0} s each; low priority: {low} (queue {}); \
+         high priority: New-Order/Payment, {} every {} us; mechanism {}",
+        args.workers,
+        args.warehouses.unwrap_or(i64::from(args.workers)),
+        args.duration,
+        args.lp_queue,
+        usize::from(args.workers) * args.hp_queue as usize,
+        args.arrival_interval_us,
+        args.preempt_mechanism.delivery().name(),
+    )
+}
+
+/// Rows of one class's table: one per run, with ratios to the `wait` run if there is one.
+fn class_rows(runs: &[RunReport], class: fn(&RunReport) -> &ClassStats) -> Vec<Vec<String>> {
+    let wait = runs.iter().find(|r| r.config.policy == Policy::Wait);
+    let ratio = |a: f64, b: f64| {
+        if b > 0.0 {
+            format!("{:.3}", a / b)
+        } else {
+            "-".into()
+        }
+    };
+    runs.iter()
+        .map(|r| {
+            let c = class(r);
+            let (l, d) = (c.latency.summary(), c.sched_delay.summary());
+            let per_sec = c.committed as f64 / secs(r.elapsed);
+            let mut row = vec![
+                r.config.policy.name().to_owned(),
+                format!("{per_sec:.0}"),
+                us(l.p50),
+                us(l.p90),
+                us(l.p99),
+                us(l.p999),
+                us(l.max),
+                us(d.p50),
+                us(d.p99),
+                c.preemptions.to_string(),
+            ];
+            if let Some(w) = wait {
+                let wc = class(w);
+                row.push(ratio(l.p99, wc.latency.summary().p99));
+                row.push(ratio(per_sec, wc.committed as f64 / secs(w.elapsed)));
+            }
+            row
+        })
+        .collect()
+}
+
+fn print_comparison(runs: &[RunReport], args: &MixedArgs) {
+    println!("{}", describe(args));
+    let with_wait = runs.iter().any(|r| r.config.policy == Policy::Wait);
+    let mut header = vec![
+        "policy",
+        "per s",
+        "p50 us",
+        "p90 us",
+        "p99 us",
+        "p99.9 us",
+        "max us",
+        "delay p50",
+        "delay p99",
+        "preempted",
+    ];
+    if with_wait {
+        header.extend(["p99/wait", "per s/wait"]);
+    }
+    for (title, class) in [
+        (
+            "high priority (New-Order, Payment)",
+            (|r: &RunReport| &r.stats.high) as fn(&RunReport) -> &ClassStats,
+        ),
+        ("low priority", |r: &RunReport| &r.stats.low),
+    ] {
+        println!();
+        println!(
+            "{title}: end-to-end latency, scheduling delay (start - arrival), in microseconds"
+        );
+        print_table(&header, &class_rows(runs, class));
+    }
+    println!();
+    for r in runs {
+        let p = r.preempt;
+        let failed = r.stats.high.failed + r.stats.low.failed;
+        println!(
+            "{}: {} requests, {} signals, {} injected, {} deferred, {} served; {} urgent unfinished \
+             at the end{}",
+            r.config.policy.name(),
+            r.dispatch.requests,
+            p.signals_sent,
+            p.injected,
+            p.deferred,
+            p.served,
+            r.dispatch.unfinished_high,
+            if failed > 0 {
+                format!(
+                    "; {failed} failed ({})",
+                    r.stats
+                        .low
+                        .first_error
+                        .as_ref()
+                        .or(r.stats.high.first_error.as_ref())
+                        .map_or("", |e| e)
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
+}
+
+pub fn bench(args: &BenchMixedArgs) -> Result<(), String> {
+    let compute = compute_task(&args.mixed);
+    let report = run_one(args.policy, &args.mixed, compute.as_ref())?;
+    if args.mixed.json {
+        println!("{}", run_json(&report, &args.mixed));
+    } else {
+        print_comparison(std::slice::from_ref(&report), &args.mixed);
+    }
+    Ok(())
+}
+
+pub fn compare(args: &CompareMixedArgs) -> Result<(), String> {
+    if args.policies.is_empty() {
+        return Err("--policies needs at least one policy".into());
+    }
+    for p in &args.policies {
+        sched_config(p.policy(), &args.mixed).validate()?;
+    }
+    let compute = compute_task(&args.mixed);
+    let mut runs = Vec::with_capacity(args.policies.len());
+    for policy in &args.policies {
+        runs.push(run_one(*policy, &args.mixed, compute.as_ref())?);
+    }
+    if args.mixed.json {
+        let runs: Vec<Value> = runs.iter().map(|r| run_json(r, &args.mixed)).collect();
+        println!("{}", json!({ "runs": runs }));
+    } else {
+        print_comparison(&runs, &args.mixed);
+    }
+    Ok(())
+}
