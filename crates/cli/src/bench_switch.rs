@@ -116,7 +116,7 @@ fn request_latency(
         }
         let before = HOOK_COUNT.load(Ordering::Acquire);
         let sent = now_nanos();
-        target.request();
+        let _ = target.request();
         if signal {
             target.interrupt().map_err(|e| e.to_string())?;
         }

@@ -15,6 +15,13 @@
 //! lives in atomics with compiler fences around the region boundaries: a handler must never observe
 //! code of the region as executing while the counter still reads zero.
 //!
+//! The counter is changed with a plain load and store, not a read-modify-write: only this thread
+//! writes it, and a `lock`-prefixed increment on every region (every allocation, every index call)
+//! costs more than the allocation itself. A signal landing between the load and the store cannot
+//! lose an update: the handler either changes nothing (it defers, or has nothing to do) or raises
+//! the depth for a trampoline that lowers it again before the interrupted code resumes, so the
+//! counter is back at the value that was loaded when the store happens.
+//!
 //! This module must never block, allocate, or panic: it runs inside the global allocator.
 
 use std::cell::Cell;
@@ -66,7 +73,8 @@ impl NoPreemptGuard {
 #[inline]
 pub(crate) fn raise() {
     STATE.with(|s| {
-        s.depth.fetch_add(1, Ordering::Relaxed);
+        let depth = s.depth.load(Ordering::Relaxed);
+        s.depth.store(depth + 1, Ordering::Relaxed);
     });
     // The increment must be visible to a signal handler on this thread before any code of the
     // region runs; the handler runs on the same thread, so a compiler fence is sufficient.
@@ -79,8 +87,13 @@ pub(crate) fn raise() {
 pub(crate) fn lower() {
     compiler_fence(Ordering::SeqCst);
     let hook = STATE.with(|s| {
-        let previous = s.depth.fetch_sub(1, Ordering::Relaxed);
+        let previous = s.depth.load(Ordering::Relaxed);
         debug_assert!(previous > 0, "region depth underflow");
+        s.depth.store(previous.wrapping_sub(1), Ordering::Relaxed);
+        // The depth must read zero before `pending` is looked at: a signal in between then either
+        // finds the region still open and sets `pending` (seen below), or finds it closed and
+        // preempts directly.
+        compiler_fence(Ordering::SeqCst);
         if previous == 1 && s.pending.load(Ordering::Relaxed) {
             s.pending.store(false, Ordering::Relaxed);
             s.exit_hook.get()
@@ -112,7 +125,8 @@ impl Drop for NoPreemptGuard {
 pub(crate) fn lower_quietly() {
     compiler_fence(Ordering::SeqCst);
     STATE.with(|s| {
-        s.depth.fetch_sub(1, Ordering::Relaxed);
+        let depth = s.depth.load(Ordering::Relaxed);
+        s.depth.store(depth.wrapping_sub(1), Ordering::Relaxed);
     });
 }
 

@@ -280,7 +280,7 @@ fn registers_survive_ten_thousand_injected_preemptions() {
         std::thread::spawn(move || {
             let mut sent = 0u64;
             while !stop.load(Ordering::Relaxed) {
-                target.request();
+                let _ = target.request();
                 if target.interrupt().is_ok() {
                     sent += 1;
                 }
@@ -366,7 +366,7 @@ fn a_region_defers_a_signal_preemption_until_it_ends() {
     let mut work = Context::new(256 * 1024, true, move |_| {
         {
             let _region = NoPreemptGuard::new();
-            t.request();
+            let _ = t.request();
             t.interrupt().expect("signal");
             let deadline = Instant::now() + Duration::from_secs(10);
             while t.stats().deferred == 0 && Instant::now() < deadline {
@@ -411,7 +411,7 @@ fn polling_serves_a_request_only_in_a_preemptible_context() {
     let registration =
         preempt::register_worker(Arc::clone(&target), 3, count_poll_hook).expect("register");
     // Outside any preemptible context a request is left for the worker loop.
-    target.request();
+    let _ = target.request();
     for _ in 0..10 {
         preempt::record_access();
     }

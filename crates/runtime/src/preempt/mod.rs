@@ -102,10 +102,13 @@ impl PreemptTarget {
         Arc::new(PreemptTarget::default())
     }
 
-    /// Asks the worker to switch to urgent work at its next poll.
+    /// Asks the worker to switch to urgent work at its next poll. Returns true if this is a new
+    /// request, false if an earlier one is still untaken: a caller that escalates untaken requests
+    /// (the signal backstop) must time each request from when it was new, not from an earlier
+    /// one the worker has since taken up.
     #[inline]
-    pub fn request(&self) {
-        self.request.store(true, Ordering::Release);
+    pub fn request(&self) -> bool {
+        !self.request.swap(true, Ordering::AcqRel)
     }
 
     /// True while a request has not been taken up by the worker.
@@ -152,20 +155,51 @@ impl PreemptTarget {
 /// handler reads it.
 struct WorkerSlot {
     target: AtomicPtr<PreemptTarget>,
+    /// The flag a record access loads: [`NEVER`] when not polling, the target's request flag when
+    /// polling every access, [`ALWAYS`] when polling every n-th (the slow path counts).
+    poll_flag: AtomicPtr<AtomicBool>,
     poll_every: Cell<u32>,
     polls: Cell<u32>,
     hook: Cell<Option<fn()>>,
+}
+
+/// Poll flags that never change: "nothing to do" and "take the slow path".
+static NEVER: AtomicBool = AtomicBool::new(false);
+static ALWAYS: AtomicBool = AtomicBool::new(true);
+
+fn static_flag(flag: &'static AtomicBool) -> *mut AtomicBool {
+    std::ptr::from_ref(flag).cast_mut()
 }
 
 thread_local! {
     static WORKER: WorkerSlot = const {
         WorkerSlot {
             target: AtomicPtr::new(std::ptr::null_mut()),
+            poll_flag: AtomicPtr::new(std::ptr::null_mut()),
             poll_every: Cell::new(0),
             polls: Cell::new(0),
             hook: Cell::new(None),
         }
     };
+}
+
+impl WorkerSlot {
+    /// Sets the polling period and the flag record accesses load to match it.
+    fn set_polling(&self, every: u32) {
+        self.poll_every.set(every);
+        self.polls.set(0);
+        let target = self.target.load(Ordering::Relaxed);
+        let flag = match every {
+            _ if target.is_null() => static_flag(&NEVER),
+            0 => static_flag(&NEVER),
+            // SAFETY: `target` is non-null, so it points into the `Arc` the registration holds
+            // (see `with_target`); the field's address stays valid as long as that `Arc` does,
+            // and the registration resets this pointer before releasing it.
+            1 => std::ptr::from_ref::<AtomicBool>(unsafe { &(*target).request }).cast_mut(),
+            _ => static_flag(&ALWAYS),
+        };
+        self.poll_flag.store(flag, Ordering::Relaxed);
+    }
 }
 
 /// Keeps the calling thread registered as a worker; dropping it unregisters the thread.
@@ -183,10 +217,7 @@ impl WorkerRegistration {
 
     /// Changes how often record accesses poll the request flag (0: never).
     pub fn set_poll_every(&self, every: u32) {
-        WORKER.with(|w| {
-            w.poll_every.set(every);
-            w.polls.set(0);
-        });
+        WORKER.with(|w| w.set_polling(every));
     }
 }
 
@@ -194,8 +225,8 @@ impl Drop for WorkerRegistration {
     fn drop(&mut self) {
         WORKER.with(|w| {
             w.target.store(std::ptr::null_mut(), Ordering::Release);
+            w.set_polling(0);
             w.hook.set(None);
-            w.poll_every.set(0);
         });
         region::set_exit_hook(None);
         self.target.tid.store(0, Ordering::Release);
@@ -215,11 +246,10 @@ pub fn register_worker(
         .tid
         .store(crate::worker::thread_id(), Ordering::Release);
     WORKER.with(|w| {
-        w.poll_every.set(poll_every);
-        w.polls.set(0);
         w.hook.set(Some(hook));
         w.target
             .store(Arc::as_ptr(&target).cast_mut(), Ordering::Release);
+        w.set_polling(poll_every);
     });
     region::set_exit_hook(Some(serve_deferred));
     Ok(WorkerRegistration {
@@ -256,24 +286,35 @@ fn serve_deferred() {
     region::take_pending();
 }
 
-/// Called by the engine on every record access: the cheap poll of the request flag.
+/// Called by the engine on every record access: the cheap poll of the request flag. One
+/// thread-local load and one load of the flag it points to; counting for "every n-th access" and
+/// the switch itself are off the fast path.
 #[inline]
 pub fn record_access() {
+    let flag = WORKER.with(|w| w.poll_flag.load(Ordering::Relaxed));
+    // SAFETY: the pointer is null (thread never registered), a static, or the registered target's
+    // request flag, which `set_polling` guarantees outlives the pointer.
+    if unsafe { flag.as_ref() }.is_some_and(|f| f.load(Ordering::Relaxed)) {
+        poll_slow();
+    }
+}
+
+/// The flag was set (or this worker polls every n-th access): count, and switch if asked.
+#[cold]
+#[inline(never)]
+fn poll_slow() {
     let requested = WORKER.with(|w| {
         let every = w.poll_every.get();
-        if every == 0 {
-            return false;
+        if every > 1 {
+            let polls = w.polls.get() + 1;
+            if polls < every {
+                w.polls.set(polls);
+                return false;
+            }
+            w.polls.set(0);
         }
-        let polls = w.polls.get() + 1;
-        if polls < every {
-            w.polls.set(polls);
-            return false;
-        }
-        w.polls.set(0);
-        let ptr = w.target.load(Ordering::Relaxed);
-        // SAFETY: as in `with_target`: null or valid for as long as this thread is registered.
-        unsafe { ptr.as_ref() }.is_some_and(|t| t.request.load(Ordering::Relaxed))
-    });
+        every != 0
+    }) && with_target(|t| t.request.load(Ordering::Relaxed)).unwrap_or(false);
     if requested {
         poll_switch();
     }
