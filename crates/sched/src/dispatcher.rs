@@ -14,18 +14,33 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use overtake_runtime::preempt::Delivery;
+use overtake_runtime::preempt::{Delivery, PreemptTarget};
 
 use crate::job::{Arrivals, Scheduled};
 use crate::policy::{Policy, SchedConfig};
 use crate::starvation::Clock;
 use crate::worker::WorkerShared;
 
-/// Per-worker request bookkeeping for the signal backstop.
+/// Per-worker request bookkeeping for the signal backstop: when the outstanding request was raised
+/// and whether it has been escalated to a signal.
 #[derive(Clone, Copy, Default)]
 struct Request {
     since: Option<Instant>,
     signaled: bool,
+}
+
+impl Request {
+    /// Raises a request on `target`. A new request (the worker took up the previous one, perhaps
+    /// without this dispatcher noticing) restarts the backstop's clock; re-raising one that is
+    /// still untaken keeps it.
+    fn raise(&mut self, target: &PreemptTarget, now: Instant) {
+        if target.request() || self.since.is_none() {
+            *self = Request {
+                since: Some(now),
+                signaled: false,
+            };
+        }
+    }
 }
 
 /// What the dispatcher observed.
@@ -142,14 +157,8 @@ impl<J> Dispatcher<'_, J> {
             if matches!(self.config.policy, Policy::Preempt | Policy::Cooperative) {
                 for (w, was_pushed) in pushed.iter().enumerate() {
                     if *was_pushed {
-                        self.workers[w].target.request();
+                        requests[w].raise(&self.workers[w].target, Instant::now());
                         stats.requests += 1;
-                        if requests[w].since.is_none() {
-                            requests[w] = Request {
-                                since: Some(Instant::now()),
-                                signaled: false,
-                            };
-                        }
                     }
                 }
             }
@@ -158,14 +167,8 @@ impl<J> Dispatcher<'_, J> {
                 && now >= due
             {
                 for (w, worker) in self.workers.iter().enumerate() {
-                    worker.target.request();
+                    requests[w].raise(&worker.target, now);
                     stats.requests += 1;
-                    if requests[w].since.is_none() {
-                        requests[w] = Request {
-                            since: Some(now),
-                            signaled: false,
-                        };
-                    }
                 }
                 next_interrupt = self.config.interrupt_interval.map(|i| due + i);
             }

@@ -92,8 +92,9 @@ pub fn run<E: Executor>(
     if config.pin {
         overtake_runtime::worker::pin_current_thread(cores.saturating_sub(1));
     }
-    // Workers register before the clock starts, so that signals always find them.
-    while workers.iter().any(|w| !w.target.is_registered()) {
+    // Workers are ready (registered, so that signals find them, and set up) before the clock
+    // starts.
+    while workers.iter().any(|w| !w.ready.load(Ordering::Acquire)) {
         std::thread::yield_now();
         if handles.iter().any(|h| h.is_finished()) {
             break;

@@ -35,6 +35,11 @@ pub(crate) struct WorkerShared<J> {
     pub(crate) low: ArrayQueue<Scheduled<J>>,
     pub(crate) target: Arc<PreemptTarget>,
     pub(crate) starvation: StarvationMonitor,
+    /// Set once the worker is fully set up (registered for preemption, contexts and statistics
+    /// allocated) and about to take work. The run's clock starts only when every worker is ready:
+    /// setting up takes tens of milliseconds, which would otherwise show up as the latency of the
+    /// first transactions.
+    pub(crate) ready: AtomicBool,
 }
 
 impl<J> WorkerShared<J> {
@@ -44,6 +49,7 @@ impl<J> WorkerShared<J> {
             low: ArrayQueue::new(config.lp_queue),
             target: PreemptTarget::new(),
             starvation: StarvationMonitor::default(),
+            ready: AtomicBool::new(false),
         }
     }
 }
@@ -138,13 +144,25 @@ impl<E: Executor> WorkerCore<E> {
 
     /// Runs queued high-priority jobs; in preemption, stops when the starvation level reaches the
     /// threshold.
+    ///
+    /// A drained queue also takes up the request flag: requests raised for jobs this drain has
+    /// already run must not outlive it, or the next low-priority transaction would start with a
+    /// stale request that the dispatcher believes is still being escalated (and so would never
+    /// signal for the work that arrives next). The flag is cleared before the queue is checked
+    /// once more, so a job pushed in between is either seen here or re-raises the flag.
     fn drain_high(&self) {
         loop {
             let next = {
                 let _region = NoPreemptGuard::new();
                 self.shared.high.pop()
             };
-            let Some(job) = next else { break };
+            let Some(job) = next else {
+                self.shared.target.acknowledge();
+                if self.shared.high.is_empty() {
+                    break;
+                }
+                continue;
+            };
             self.run_job(job);
             if self.preempting.get()
                 && self.config.policy == Policy::Preempt
@@ -249,6 +267,13 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
                 for_low.mailbox.borrow_mut().take()
             };
             if let Some(job) = job {
+                // A signal that arrived while this worker was between contexts found no
+                // preemptible stack to land on and was dropped; its request is still raised. Take
+                // it up now: from here on, signals land in this context.
+                if for_low.shared.target.is_requested() {
+                    let _region = NoPreemptGuard::new();
+                    for_low.serve_preemption();
+                }
                 for_low.run_job(job);
             }
             s.suspend();
@@ -258,6 +283,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
     *core.high_ctx.borrow_mut() = Some(high);
     *core.low_ctx.borrow_mut() = Some(low);
     WORKER.with(|w| *w.borrow_mut() = Some(Rc::clone(&core) as Rc<dyn ServePreemption>));
+    core.shared.ready.store(true, Ordering::Release);
 
     while !stop.load(Ordering::Relaxed) {
         // At a boundary, high-priority work first.

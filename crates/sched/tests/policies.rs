@@ -18,6 +18,8 @@ enum Job {
     },
     Short {
         finished: Arc<AtomicU64>,
+        /// Busy time before finishing.
+        run: Duration,
     },
 }
 
@@ -75,7 +77,11 @@ impl Executor for Synthetic {
                     Ordering::SeqCst,
                 );
             }
-            Job::Short { finished } => {
+            Job::Short { finished, run } => {
+                let until = Instant::now() + *run;
+                while Instant::now() < until {
+                    std::hint::spin_loop();
+                }
                 finished.store(
                     self.order.fetch_add(1, Ordering::SeqCst) + 1,
                     Ordering::SeqCst,
@@ -86,8 +92,10 @@ impl Executor for Synthetic {
     }
 }
 
-/// One long job at the start; one short job 20 ms after the long one has started running.
+/// One long job at the start (after an optional burst of short ones); one short job 20 ms after
+/// the long one has started running.
 struct OneOfEach {
+    burst: Vec<Job>,
     long: Option<Job>,
     short: Option<Job>,
     long_started: Arc<AtomicU64>,
@@ -96,6 +104,7 @@ struct OneOfEach {
 
 impl Arrivals<Job> for OneOfEach {
     fn high(&mut self, now: Instant, out: &mut Vec<(Job, Instant)>) -> Option<Instant> {
+        out.extend(self.burst.drain(..).map(|job| (job, now)));
         let started = self.long_started.load(Ordering::SeqCst);
         if started == 0 {
             return Some(now + Duration::from_millis(1));
@@ -117,11 +126,27 @@ impl Arrivals<Job> for OneOfEach {
 
 /// Runs one long and one short job; returns (long finished at, short finished at, report).
 fn race(config: &SchedConfig, polls: bool) -> (u64, u64, overtake_sched::RunReport) {
+    race_after_burst(config, polls, 0)
+}
+
+/// Like [`race`], with `burst` short jobs arriving first (they run before the long one).
+fn race_after_burst(
+    config: &SchedConfig,
+    polls: bool,
+    burst: usize,
+) -> (u64, u64, overtake_sched::RunReport) {
     let long_done = Arc::new(AtomicU64::new(0));
     let short_done = Arc::new(AtomicU64::new(0));
     let long_started = Arc::new(AtomicU64::new(0));
     let epoch = Instant::now();
     let mut arrivals = OneOfEach {
+        // Long enough that the dispatcher's signal for the burst lands while it is being drained.
+        burst: (0..burst)
+            .map(|_| Job::Short {
+                finished: Arc::new(AtomicU64::new(0)),
+                run: Duration::from_micros(200),
+            })
+            .collect(),
         long_started: Arc::clone(&long_started),
         epoch,
         long: Some(Job::Long {
@@ -131,6 +156,7 @@ fn race(config: &SchedConfig, polls: bool) -> (u64, u64, overtake_sched::RunRepo
         }),
         short: Some(Job::Short {
             finished: Arc::clone(&short_done),
+            run: Duration::ZERO,
         }),
     };
     let report = overtake_sched::run(
@@ -172,6 +198,23 @@ fn preemption_by_signal_overtakes_pure_computation() {
         "the urgent job finished first ({short} vs {long})"
     );
     assert_eq!(report.stats.low.preemptions, 1);
+    assert!(report.preempt.injected >= 1, "{:?}", report.preempt);
+}
+
+#[test]
+fn a_signal_still_comes_after_a_burst_of_urgent_work() {
+    // The burst is larger than the urgent queue, so the dispatcher refills it (and re-raises the
+    // request) while the worker drains it; none of that may leave a stale request behind that
+    // would keep the next urgent job from being signalled.
+    let (long, short, report) =
+        race_after_burst(&config(Policy::Preempt, Delivery::Signal), false, 64);
+    assert_eq!(report.stats.high.committed, 65, "every urgent job ran");
+    assert!(
+        short < long,
+        "the urgent job finished first ({short} vs {long})"
+    );
+    // Burst jobs the dispatcher had not yet handed over when the long job started preempt it too.
+    assert!(report.stats.low.preemptions >= 1);
     assert!(report.preempt.injected >= 1, "{:?}", report.preempt);
 }
 
