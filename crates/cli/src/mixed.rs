@@ -86,8 +86,19 @@ fn class_json(c: &ClassStats, elapsed: f64) -> Value {
         "sched_delay_us": { "p50": delay.p50, "p99": delay.p99, "max": delay.max },
         "preemptions": c.preemptions,
         "preempted_us": latency_json(&c.preempted.summary()),
+        "running_us": latency_json(&c.running.summary()),
         "first_error": c.first_error,
     })
+}
+
+/// Share of the workers' time (elapsed x workers) that jobs of a class spent running.
+fn worker_share(c: &ClassStats, report: &RunReport) -> f64 {
+    let total = report.elapsed.as_nanos() as f64 * report.config.workers as f64;
+    if total > 0.0 {
+        c.running_nanos as f64 / total
+    } else {
+        0.0
+    }
 }
 
 fn run_json(report: &RunReport, args: &MixedArgs) -> Value {
@@ -117,6 +128,10 @@ fn run_json(report: &RunReport, args: &MixedArgs) -> Value {
             "low": class_json(&report.stats.low, elapsed),
         },
         "preemptions": report.stats.low.preemptions,
+        "worker_time": {
+            "high": worker_share(&report.stats.high, report),
+            "low": worker_share(&report.stats.low, report),
+        },
         "kinds": kinds,
         "machinery": {
             "requests": report.dispatch.requests,
@@ -216,6 +231,32 @@ fn print_comparison(runs: &[RunReport], args: &MixedArgs) {
         );
         print_table(&header, &class_rows(runs, class));
     }
+    println!();
+    println!(
+        "where the worker time went: running each class (switches included), and the rest \
+         (idle, dispatching, unfinished jobs)"
+    );
+    let time_rows: Vec<Vec<String>> = runs
+        .iter()
+        .map(|r| {
+            let (h, l) = (
+                worker_share(&r.stats.high, r),
+                worker_share(&r.stats.low, r),
+            );
+            vec![
+                r.config.policy.name().to_owned(),
+                format!("{:.1}%", h * 100.0),
+                format!("{:.1}%", l * 100.0),
+                format!("{:.1}%", (1.0 - h - l) * 100.0),
+                us(r.stats.high.running.summary().mean),
+                us(r.stats.low.running.summary().mean),
+            ]
+        })
+        .collect();
+    print_table(
+        &["policy", "high", "low", "rest", "high run us", "low run us"],
+        &time_rows,
+    );
     println!();
     for r in runs {
         let p = r.preempt;
