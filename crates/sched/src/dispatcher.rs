@@ -18,6 +18,7 @@ use overtake_runtime::preempt::{Delivery, PreemptTarget};
 
 use crate::job::{Arrivals, Scheduled};
 use crate::policy::{Policy, SchedConfig};
+use crate::queues::Outlets;
 use crate::starvation::Clock;
 use crate::worker::WorkerShared;
 
@@ -56,7 +57,8 @@ pub struct DispatchStats {
 
 pub(crate) struct Dispatcher<'a, J> {
     pub(crate) config: &'a SchedConfig,
-    pub(crate) workers: &'a [Arc<WorkerShared<J>>],
+    pub(crate) workers: &'a [Arc<WorkerShared>],
+    pub(crate) queues: &'a mut [Outlets<J>],
     pub(crate) arrivals: &'a mut dyn Arrivals<J>,
     pub(crate) clock: Clock,
 }
@@ -93,13 +95,13 @@ impl<J> Dispatcher<'_, J> {
                 next_tick = now + Duration::from_millis(100);
             }
             // Keep low-priority queues full.
-            for w in self.workers {
-                while !w.low.is_full() {
+            for q in self.queues.iter_mut() {
+                while !q.low.is_full() {
                     let Some(job) = self.arrivals.low() else {
                         break;
                     };
                     let at = Instant::now();
-                    if let Err(back) = w.low.push(Scheduled {
+                    if let Err(back) = q.low.push(Scheduled {
                         job,
                         arrival: at,
                         enqueued: at,
@@ -137,16 +139,17 @@ impl<J> Dispatcher<'_, J> {
                 if !allowed {
                     stats.starvation_skips += 1;
                 }
-                if !allowed || worker.high.is_full() {
+                let queue = &mut self.queues[w];
+                if !allowed || queue.high.is_full() {
                     blocked += 1;
                     continue;
                 }
                 blocked = 0;
                 while let Some(mut job) = pending.pop_front() {
                     job.enqueued = Instant::now();
-                    match worker.high.push(job) {
+                    match queue.high.push(job) {
                         Ok(()) => pushed[w] = true,
-                        Err(back) => {
+                        Err(rtrb::PushError::Full(back)) => {
                             pending.push_front(back);
                             break;
                         }
@@ -207,7 +210,7 @@ impl<J> Dispatcher<'_, J> {
             }
         }
         stats.unfinished_high =
-            pending.len() + self.workers.iter().map(|w| w.high.len()).sum::<usize>();
+            pending.len() + self.queues.iter().map(Outlets::high_queued).sum::<usize>();
         stats
     }
 }

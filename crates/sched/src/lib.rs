@@ -7,6 +7,7 @@
 //!
 //! - [`job`]: what is scheduled (an [`Executor`] runs jobs, [`Arrivals`] says when they arrive).
 //! - [`policy`]: `Wait`, `Cooperative` and `Preempt`, and their settings.
+//! - `queues`: a worker's bounded single-producer single-consumer queues, one per priority.
 //! - `worker`: a pinned thread with a preemptible low-priority context and a high-priority context.
 //! - `dispatcher`: admission and placement, preemption requests and the signal backstop.
 //! - `starvation`: PreemptDB's starvation level `L = T_h / (T_1 - T_0)`.
@@ -17,6 +18,7 @@
 mod dispatcher;
 pub mod job;
 pub mod policy;
+mod queues;
 mod starvation;
 pub mod stats;
 mod worker;
@@ -66,17 +68,21 @@ pub fn run<E: Executor>(
     // Read the usable cores before anything is pinned (see `overtake_runtime::worker`).
     let cores = overtake_runtime::worker::available_cores();
     feeds.resize_with(config.workers, || None);
-    let workers: Vec<Arc<WorkerShared<E::Job>>> = (0..config.workers)
-        .map(|_| Arc::new(WorkerShared::new(config)))
+    let workers: Vec<Arc<WorkerShared>> = (0..config.workers)
+        .map(|_| Arc::new(WorkerShared::new()))
         .collect();
+    let (mut outlets, inlets): (Vec<_>, Vec<_>) = (0..config.workers)
+        .map(|_| queues::worker_queues(config.hp_queue, config.lp_queue))
+        .unzip();
     let stop = Arc::new(AtomicBool::new(false));
     let epoch = Instant::now();
     let kinds = executor.kinds().to_vec();
     let mut handles = Vec::with_capacity(config.workers);
-    for (index, feed) in feeds.into_iter().enumerate() {
+    for (index, (feed, queues)) in feeds.into_iter().zip(inlets).enumerate() {
         let setup = WorkerSetup {
             index,
             shared: Arc::clone(&workers[index]),
+            queues,
             exec: Arc::clone(&executor),
             config: config.clone(),
             epoch,
@@ -104,6 +110,7 @@ pub fn run<E: Executor>(
     let dispatch = Dispatcher {
         config,
         workers: &workers,
+        queues: &mut outlets,
         arrivals,
         clock: Clock::new(epoch),
     }

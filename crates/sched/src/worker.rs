@@ -18,21 +18,19 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crossbeam_queue::ArrayQueue;
 use overtake_engine::Priority;
 use overtake_runtime::preempt::{self, PreemptTarget};
 use overtake_runtime::{Context, NoPreemptGuard};
 
 use crate::job::{Executor, LocalFeed, Scheduled};
 use crate::policy::{Policy, SchedConfig};
+use crate::queues::Inlets;
 use crate::starvation::{Clock, StarvationMonitor};
 use crate::stats::{JobTiming, RunStats};
 
-/// The part of a worker other threads see: its queues, its preemption target, its starvation
-/// monitor.
-pub(crate) struct WorkerShared<J> {
-    pub(crate) high: ArrayQueue<Scheduled<J>>,
-    pub(crate) low: ArrayQueue<Scheduled<J>>,
+/// The part of a worker other threads see: its preemption target, its starvation monitor, whether
+/// it is ready. (Its queues are split between the dispatcher and the worker; see `queues`.)
+pub(crate) struct WorkerShared {
     pub(crate) target: Arc<PreemptTarget>,
     pub(crate) starvation: StarvationMonitor,
     /// Set once the worker is fully set up (registered for preemption, contexts and statistics
@@ -42,11 +40,9 @@ pub(crate) struct WorkerShared<J> {
     pub(crate) ready: AtomicBool,
 }
 
-impl<J> WorkerShared<J> {
-    pub(crate) fn new(config: &SchedConfig) -> Self {
+impl WorkerShared {
+    pub(crate) fn new() -> Self {
         WorkerShared {
-            high: ArrayQueue::new(config.hp_queue),
-            low: ArrayQueue::new(config.lp_queue),
             target: PreemptTarget::new(),
             starvation: StarvationMonitor::default(),
             ready: AtomicBool::new(false),
@@ -82,7 +78,8 @@ struct Running {
 
 struct WorkerCore<E: Executor> {
     index: usize,
-    shared: Arc<WorkerShared<E::Job>>,
+    shared: Arc<WorkerShared>,
+    queues: Inlets<E::Job>,
     exec: Arc<E>,
     config: SchedConfig,
     clock: Clock,
@@ -152,13 +149,9 @@ impl<E: Executor> WorkerCore<E> {
     /// once more, so a job pushed in between is either seen here or re-raises the flag.
     fn drain_high(&self) {
         loop {
-            let next = {
-                let _region = NoPreemptGuard::new();
-                self.shared.high.pop()
-            };
-            let Some(job) = next else {
+            let Some(job) = self.queues.pop_high() else {
                 self.shared.target.acknowledge();
-                if self.shared.high.is_empty() {
+                if self.queues.high_is_empty() {
                     break;
                 }
                 continue;
@@ -180,7 +173,7 @@ impl<E: Executor> WorkerCore<E> {
 impl<E: Executor> ServePreemption for WorkerCore<E> {
     fn serve_preemption(&self) {
         self.shared.target.acknowledge();
-        if self.shared.high.is_empty() {
+        if self.queues.high_is_empty() {
             return; // nothing urgent after all (or an interrupt without work)
         }
         let paused = Instant::now();
@@ -212,7 +205,8 @@ impl<E: Executor> ServePreemption for WorkerCore<E> {
 /// Everything a worker thread needs.
 pub(crate) struct WorkerSetup<E: Executor> {
     pub(crate) index: usize,
-    pub(crate) shared: Arc<WorkerShared<E::Job>>,
+    pub(crate) shared: Arc<WorkerShared>,
+    pub(crate) queues: Inlets<E::Job>,
     pub(crate) exec: Arc<E>,
     pub(crate) config: SchedConfig,
     pub(crate) epoch: Instant,
@@ -225,6 +219,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
     let WorkerSetup {
         index,
         shared,
+        queues,
         exec,
         config,
         epoch,
@@ -241,6 +236,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         index,
         stats: RefCell::new(RunStats::with_kinds(exec.kinds().len())),
         shared,
+        queues,
         exec,
         clock: Clock::new(epoch),
         config,
@@ -287,14 +283,14 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
 
     while !stop.load(Ordering::Relaxed) {
         // At a boundary, high-priority work first.
-        if !core.shared.high.is_empty() {
+        if !core.queues.high_is_empty() {
             core.shared.target.acknowledge();
             if let Some(ctx) = core.high_ctx.borrow_mut().as_mut() {
                 ctx.resume();
             }
             continue;
         }
-        let job = core.shared.low.pop().or_else(|| {
+        let job = core.queues.pop_low().or_else(|| {
             let now = Instant::now();
             feed.as_mut().and_then(|f| f()).map(|job| Scheduled {
                 job,
