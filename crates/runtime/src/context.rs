@@ -11,7 +11,8 @@
 //!
 //! Every switch happens inside a non-preemptible region that starts in the context switching away
 //! and ends in the context switched to, so a signal can never land half-way through a switch.
-//! Contexts never migrate between threads.
+//! Contexts never migrate between threads. Each context keeps its own floating-point control
+//! state (rounding mode, exception masks) across switches, as the ABI promises for any call.
 
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering, compiler_fence};
@@ -19,6 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering, compiler_fence};
 use corosensei::stack::{DefaultStack, Stack};
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
+use crate::fp_control::FpControl;
 use crate::region;
 
 /// Stack bounds of the preemptible context running on this thread (`lo == 0`: none).
@@ -70,7 +72,9 @@ impl Suspender<'_> {
     /// Suspends the context; returns when it is resumed.
     pub fn suspend(&self) {
         region::raise();
+        let fp = FpControl::save();
         self.yielder.suspend(());
+        fp.restore();
         region::lower();
     }
 }
@@ -121,7 +125,9 @@ impl Context {
             }
         }
         let restore = Restore(previous);
+        let fp = FpControl::save();
         let result = self.coroutine.resume(());
+        fp.restore();
         drop(restore);
         region::lower();
         matches!(result, CoroutineResult::Return(()))
@@ -195,5 +201,28 @@ mod tests {
         assert_eq!(log.take(), vec![1, 100, 2, 101, 3]);
         assert_eq!(region::depth(), 0);
         assert!(!in_preemptible_context());
+    }
+
+    #[test]
+    fn each_context_keeps_its_own_rounding_mode() {
+        const DOWN: u32 = 1;
+        const UP: u32 = 2;
+        let caller = FpControl::save();
+        let mut ctx = Context::new(64 * 1024, false, move |s| {
+            FpControl::save().with_rounding(UP).restore();
+            s.suspend();
+            assert_eq!(FpControl::save().rounding(), UP, "kept across a suspend");
+        })
+        .expect("stack");
+        assert!(!ctx.resume());
+        assert_eq!(
+            FpControl::save(),
+            caller,
+            "the context's mode did not leak out"
+        );
+        caller.with_rounding(DOWN).restore();
+        assert!(ctx.resume(), "the body's assertion held");
+        assert_eq!(FpControl::save().rounding(), DOWN, "ours came back");
+        caller.restore();
     }
 }

@@ -20,6 +20,7 @@
 pub mod alloc;
 pub mod context;
 pub mod cpu;
+mod fp_control;
 pub mod padded;
 pub mod preempt;
 pub mod region;
