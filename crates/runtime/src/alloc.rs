@@ -9,8 +9,29 @@
 //! This module must never allocate itself, and never change what the inner allocator returns.
 
 use std::alloc::{GlobalAlloc, Layout};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::region::NoPreemptGuard;
+
+/// Set by the first allocation a [`RegionAlloc`] serves: from then on allocation in this process is
+/// known to run inside regions.
+static IN_USE: AtomicBool = AtomicBool::new(false);
+
+/// Whether this process allocates through a [`RegionAlloc`] (it is the global allocator and has
+/// served an allocation). Signal preemption is only safe when it does: otherwise a signal can
+/// pause a context inside `malloc`, holding the allocator's lock, and the next allocation on that
+/// thread waits for it forever.
+pub fn is_in_use() -> bool {
+    IN_USE.load(Ordering::Relaxed)
+}
+
+#[inline]
+fn mark_in_use() {
+    // A load first, so the common case writes nothing and the cache line stays shared.
+    if !IN_USE.load(Ordering::Relaxed) {
+        IN_USE.store(true, Ordering::Relaxed);
+    }
+}
 
 /// Wraps an allocator so that each call runs inside a [`NoPreemptGuard`].
 pub struct RegionAlloc<A> {
@@ -42,6 +63,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for RegionAlloc<A> {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let _region = NoPreemptGuard::new();
+        mark_in_use();
         // SAFETY: the caller guarantees `layout` has non-zero size, as `GlobalAlloc::alloc` requires.
         unsafe { self.inner.alloc(layout) }
     }
@@ -49,6 +71,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for RegionAlloc<A> {
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         let _region = NoPreemptGuard::new();
+        mark_in_use();
         // SAFETY: same contract as `alloc`, forwarded unchanged.
         unsafe { self.inner.alloc_zeroed(layout) }
     }

@@ -11,6 +11,10 @@ use std::time::{Duration, Instant};
 use overtake_runtime::preempt::{self, PreemptTarget};
 use overtake_runtime::{Context, NoPreemptGuard, region};
 
+// Signal preemption is only enabled where allocation runs inside regions (as in the binary).
+#[global_allocator]
+static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
+
 const GPR_PATTERNS: [u64; 14] = [
     0x1111_1111_1111_1111, // rax
     0x2222_2222_2222_2222, // rbx

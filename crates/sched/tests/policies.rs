@@ -8,6 +8,10 @@ use overtake_engine::Priority;
 use overtake_runtime::preempt::record_access;
 use overtake_sched::{Arrivals, Delivery, Executor, Outcome, Policy, SchedConfig};
 
+// Signal preemption is only enabled where allocation runs inside regions (as in the binary).
+#[global_allocator]
+static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
+
 /// A long low-priority job that either touches "records" (polls) or only computes, and a short
 /// high-priority job. Each records the order in which it finished.
 enum Job {

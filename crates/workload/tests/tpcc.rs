@@ -19,6 +19,10 @@ use overtake_workload::tpcc::load::{LoadOptions, load};
 use overtake_workload::tpcc::schema::{customer, district, item, order, warehouse};
 use overtake_workload::tpcc::{TpccTables, TxnType, consistency, procs};
 
+// Signal preemption is only enabled where allocation runs inside regions (as in the binary).
+#[global_allocator]
+static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
+
 fn loaded(warehouses: i64) -> (Arc<Database>, TpccTables, NuRandConstants) {
     let db = Arc::new(Database::open(Options::default()));
     let tables = TpccTables::create(&db).expect("schema");

@@ -58,7 +58,15 @@ impl Delivery {
     /// Whether this mechanism can be used on this machine, and if not, why.
     pub fn check(self) -> Result<(), String> {
         match self {
-            Delivery::Poll | Delivery::Signal => Ok(()),
+            Delivery::Poll => Ok(()),
+            Delivery::Signal if crate::alloc::is_in_use() => Ok(()),
+            Delivery::Signal => Err(
+                "signal preemption needs the region-wrapped global allocator (`#[global_allocator] \
+                 static ALLOC: overtake_runtime::EngineAllocator = \
+                 overtake_runtime::engine_allocator();`): without it a signal can pause a \
+                 transaction inside malloc and deadlock its worker"
+                    .into(),
+            ),
             Delivery::Uintr => {
                 cpu::user_interrupts()?;
                 Err(

@@ -74,6 +74,10 @@ extern "C" fn on_sigurg(
         target.deferred.fetch_add(1, Ordering::Relaxed);
         return;
     }
+    if !crate::alloc::is_in_use() {
+        // Allocation does not run in regions: this point may be inside malloc. Never inject.
+        return;
+    }
     let Some((lo, hi)) = context::current_preemptible_stack() else {
         return; // between contexts: the worker loop sees the request flag
     };

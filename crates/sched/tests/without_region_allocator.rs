@@ -1,0 +1,21 @@
+//! A program that does not allocate through the region allocator cannot be preempted by signals
+//! (a signal could pause a transaction inside malloc and deadlock the worker): the configuration
+//! is refused with a message saying what to add, and polling still works.
+
+use overtake_sched::{Delivery, Policy, SchedConfig};
+
+#[test]
+fn signal_delivery_is_refused_with_a_clear_message() {
+    let config = SchedConfig {
+        policy: Policy::Preempt,
+        delivery: Delivery::Signal,
+        ..SchedConfig::default()
+    };
+    let err = config.validate().expect_err("refused");
+    assert!(err.contains("#[global_allocator]"), "{err}");
+    let poll = SchedConfig {
+        delivery: Delivery::Poll,
+        ..config
+    };
+    assert_eq!(poll.validate(), Ok(()));
+}
