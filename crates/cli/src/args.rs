@@ -146,6 +146,11 @@ pub struct MixedArgs {
     /// Print JSON instead of tables.
     #[arg(long)]
     pub json: bool,
+    /// Let the kernel back the heap with transparent huge pages. Off by default: on a VM whose
+    /// host backs memory lazily, the first touch of each fresh 2 MiB page stalls the transaction
+    /// that touches it for milliseconds.
+    #[arg(long)]
+    pub huge_pages: bool,
     /// Seed of the data and transaction generators.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,

@@ -123,6 +123,7 @@ fn run_json(report: &RunReport, args: &MixedArgs) -> Value {
         "starvation_threshold": args.starvation_threshold,
         "mechanism": args.preempt_mechanism.delivery().name(),
         "signal_delay_us": args.signal_delay_us,
+        "huge_pages": args.huge_pages,
         "classes": {
             "high": class_json(&report.stats.high, elapsed),
             "low": class_json(&report.stats.low, elapsed),
@@ -152,7 +153,7 @@ fn describe(args: &MixedArgs) -> String {
     };
     format!(
         "mixed workload: {} worker(s), {} warehouse(s), {:.0} s each; low priority: {low} (queue {}); \
-         high priority: New-Order/Payment, {} every {} us; mechanism {}",
+         high priority: New-Order/Payment, {} every {} us; mechanism {}; huge pages {}",
         args.workers,
         args.warehouses.unwrap_or(i64::from(args.workers)),
         args.duration,
@@ -160,6 +161,7 @@ fn describe(args: &MixedArgs) -> String {
         usize::from(args.workers) * args.hp_queue as usize,
         args.arrival_interval_us,
         args.preempt_mechanism.delivery().name(),
+        if args.huge_pages { "on" } else { "off" },
     )
 }
 
@@ -288,7 +290,14 @@ fn print_comparison(runs: &[RunReport], args: &MixedArgs) {
     }
 }
 
+/// Applies the process-wide memory setting before anything is loaded.
+fn set_huge_pages(args: &MixedArgs) -> Result<(), String> {
+    overtake_runtime::memory::set_transparent_huge_pages(args.huge_pages)
+        .map_err(|e| format!("cannot set transparent huge pages: {e}"))
+}
+
 pub fn bench(args: &BenchMixedArgs) -> Result<(), String> {
+    set_huge_pages(&args.mixed)?;
     let compute = compute_task(&args.mixed);
     let report = run_one(args.policy, &args.mixed, compute.as_ref())?;
     if args.mixed.json {
@@ -306,6 +315,7 @@ pub fn compare(args: &CompareMixedArgs) -> Result<(), String> {
     for p in &args.policies {
         sched_config(p.policy(), &args.mixed).validate()?;
     }
+    set_huge_pages(&args.mixed)?;
     let compute = compute_task(&args.mixed);
     let mut runs = Vec::with_capacity(args.policies.len());
     for policy in &args.policies {

@@ -21,6 +21,7 @@ pub mod alloc;
 pub mod context;
 pub mod cpu;
 mod fp_control;
+pub mod memory;
 pub mod padded;
 pub mod preempt;
 pub mod region;
