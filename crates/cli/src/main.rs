@@ -24,6 +24,9 @@ static ALLOC: EngineAllocator = overtake_runtime::alloc::engine_allocator();
 fn main() -> ExitCode {
     // Read the usable cores before any thread is pinned.
     let _ = overtake_runtime::worker::usable_cores();
+    // A main-memory engine keeps what it frees for reuse: returning it to the kernel costs bursts
+    // of system calls inside whichever transaction allocates next (see `overtake_runtime::memory`).
+    overtake_runtime::memory::set_return_freed_memory(false);
     let cli = args::Cli::parse();
     let result = match cli.command {
         args::Command::Bench(args::Bench::Tpcc(a)) => bench_tpcc::run(&a),

@@ -15,6 +15,8 @@
 //! - [`preempt`]: delivering a preemption request to a worker: a flag polled at every record
 //!   access, and a signal whose handler injects a call into the running context.
 //! - [`cpu`]: what the processor offers (extended-state size, user interrupts).
+//! - [`memory`]: process-wide memory settings that decide tail latency (huge pages, returning
+//!   freed memory to the kernel).
 //! - [`worker`]: thread placement helpers.
 
 pub mod alloc;
