@@ -13,6 +13,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
+use overtake_runtime::NoPreemptGuard;
 use sdd::{AtomicShared, Tag};
 
 /// Object id of a record within its table.
@@ -74,6 +75,10 @@ impl RecordStore {
     pub(crate) fn slot(&self, oid: Oid) -> &AtomicShared<Version> {
         let (chunk, offset) = locate(oid);
         let slots = self.chunks[chunk].get_or_init(|| {
+            // Filling a chunk takes up to milliseconds, and `OnceLock` makes everyone else wait for
+            // it: were the filling context paused, another context of the same worker touching
+            // the chunk would wait for it forever. So it runs in a region.
+            let _region = NoPreemptGuard::new();
             (0..1usize << (chunk as u32 + FIRST_CHUNK_BITS))
                 .map(|_| AtomicShared::null())
                 .collect()
