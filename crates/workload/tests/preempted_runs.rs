@@ -1,17 +1,18 @@
 //! End to end under preemption: the mixed workload and a signal storm leave TPC-C consistent, and a
 //! computation preempted by signals still produces its result.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use overtake_engine::{Database, Isolation, Options};
+use overtake_engine::{Database, Isolation};
 use overtake_sched::{Delivery, Policy, RunReport, SchedConfig};
 use overtake_workload::ch::ChTables;
 use overtake_workload::exec::EngineExecutor;
 use overtake_workload::mixed::{ComputeTask, LowWork, MixedArrivals};
 use overtake_workload::rng::{NuRandConstants, TpccRng};
 use overtake_workload::tpcc::driver::{ClosedLoopConfig, run_closed_loop};
-use overtake_workload::tpcc::load::{LoadOptions, load};
 use overtake_workload::tpcc::{TpccTables, consistency};
 
 // Signal preemption is only enabled where allocation runs inside regions (as in the binary).
@@ -26,22 +27,10 @@ struct Loaded {
 }
 
 fn loaded(warehouses: i64) -> Loaded {
-    let db = Database::open(Options::default());
-    let tpcc = TpccTables::create(&db).expect("schema");
-    let done = load(
-        &db,
-        &tpcc,
-        &LoadOptions {
-            warehouses,
-            threads: 2,
-            seed: 7,
-        },
-        &|_| {},
-    )
-    .expect("load");
+    let (db, tpcc, load_constants) = common::tpcc_database(warehouses, 7);
     let ch = ChTables::create(&db).expect("CH schema");
     ch.load(&db, 7).expect("CH load");
-    let constants = NuRandConstants::for_run(&done.constants, &mut TpccRng::new(3));
+    let constants = NuRandConstants::for_run(&load_constants, &mut TpccRng::new(3));
     Loaded {
         db: Arc::new(db),
         tpcc,

@@ -1,16 +1,15 @@
 //! CH-benCHmark Query 2: the stored procedure's full result set equals a literal evaluation of the
 //! SQL over the same data.
 
+mod common;
+
 use std::collections::HashMap;
 use std::ops::ControlFlow;
 
-use overtake_engine::{
-    Database, Isolation, KeyRange, Options, Priority, RowRef, ScanOptions, Table, Transaction,
-};
+use overtake_engine::{Isolation, KeyRange, Priority, RowRef, ScanOptions, Table, Transaction};
 use overtake_workload::ch::q2::{Q2Row, query2};
 use overtake_workload::ch::{ChTables, nation, region, supplier};
 use overtake_workload::tpcc::TpccTables;
-use overtake_workload::tpcc::load::{LoadOptions, load};
 use overtake_workload::tpcc::schema::{item, stock};
 
 /// SQL LIKE with `%` and `_`, matched by dynamic programming (independent of the procedure's
@@ -148,20 +147,8 @@ fn like_matches_sql_semantics() {
 
 #[test]
 fn query2_equals_a_literal_evaluation_of_the_sql() {
-    let db = Database::open(Options::default());
-    let tpcc = TpccTables::create(&db).expect("schema");
+    let (db, tpcc, _) = common::tpcc_database(2, 3);
     let ch = ChTables::create(&db).expect("schema");
-    load(
-        &db,
-        &tpcc,
-        &LoadOptions {
-            warehouses: 2,
-            threads: 2,
-            seed: 3,
-        },
-        &|_| {},
-    )
-    .expect("load");
     ch.load(&db, 4).expect("load ch");
     let mut txn = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
     let got = query2(&mut txn, &tpcc, &ch).expect("q2");

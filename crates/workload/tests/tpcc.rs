@@ -1,13 +1,14 @@
 //! TPC-C: the load matches the specification, the transactions behave as specified, and the
 //! consistency conditions hold after concurrent runs (and catch corruption).
 
+mod common;
+
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
 use overtake_engine::{
-    AbortReason, Database, Error, Isolation, KeyRange, Options, Priority, RetryPolicy, ScanOptions,
-    Table,
+    AbortReason, Database, Error, Isolation, KeyRange, Priority, RetryPolicy, ScanOptions, Table,
 };
 use overtake_sched::Delivery;
 use overtake_workload::rng::{NuRandConstants, TpccRng};
@@ -15,7 +16,6 @@ use overtake_workload::tpcc::driver::{ClosedLoopConfig, run_closed_loop};
 use overtake_workload::tpcc::input::{
     CustomerSelector, DeliveryInput, NewOrderInput, PaymentInput,
 };
-use overtake_workload::tpcc::load::{LoadOptions, load};
 use overtake_workload::tpcc::schema::{customer, district, item, order, warehouse};
 use overtake_workload::tpcc::{TpccTables, TxnType, consistency, procs};
 
@@ -24,20 +24,8 @@ use overtake_workload::tpcc::{TpccTables, TxnType, consistency, procs};
 static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
 
 fn loaded(warehouses: i64) -> (Arc<Database>, TpccTables, NuRandConstants) {
-    let db = Arc::new(Database::open(Options::default()));
-    let tables = TpccTables::create(&db).expect("schema");
-    let done = load(
-        &db,
-        &tables,
-        &LoadOptions {
-            warehouses,
-            threads: 2,
-            seed: 42,
-        },
-        &|_| {},
-    )
-    .expect("load");
-    (db, tables, done.constants)
+    let (db, tables, constants) = common::tpcc_database(warehouses, 42);
+    (Arc::new(db), tables, constants)
 }
 
 fn count(
