@@ -20,7 +20,7 @@ use crate::output::{
 pub fn run(args: &TpccArgs) -> Result<(), String> {
     let delivery = args.preempt_mechanism.delivery();
     if args.interrupt_interval_us.is_some() {
-        delivery.check()?;
+        delivery.check().map_err(|e| e.to_string())?;
     }
     let loaded = load_database(args.warehouses, args.seed, false, args.json)?;
     let (db, tables) = (&loaded.db, &loaded.tpcc);
@@ -41,7 +41,8 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
         pin: true,
     };
     let bar = run_progress(args.duration, "running", args.json);
-    let report = run_closed_loop(std::sync::Arc::clone(db), tables, &config, &ticker(&bar))?;
+    let report = run_closed_loop(std::sync::Arc::clone(db), tables, &config, &ticker(&bar))
+        .map_err(|e| e.to_string())?;
     bar.finish_and_clear();
     let stats_at_end = db.stats();
     let census_at_end = db.census();

@@ -37,7 +37,7 @@ fn run_one(
     compute: Option<&ComputeTask>,
 ) -> Result<RunReport, String> {
     let config = sched_config(policy.policy(), args);
-    config.validate()?;
+    config.validate().map_err(|e| e.to_string())?;
     let warehouses = args.warehouses.unwrap_or(i64::from(args.workers));
     let loaded = load_database(warehouses, args.seed, args.lp == LowArg::Q2, args.json)?;
     let constants = NuRandConstants::for_run(
@@ -63,7 +63,8 @@ fn run_one(
         args.isolation.engine(),
     ));
     let bar = run_progress(args.duration, policy.policy().name(), args.json);
-    let report = overtake_sched::run(&config, executor, &mut arrivals, Vec::new(), &ticker(&bar))?;
+    let report = overtake_sched::run(&config, executor, &mut arrivals, Vec::new(), &ticker(&bar))
+        .map_err(|e| e.to_string())?;
     bar.finish_and_clear();
     Ok(report)
 }
@@ -313,7 +314,9 @@ pub fn compare(args: &CompareMixedArgs) -> Result<(), String> {
         return Err("--policies needs at least one policy".into());
     }
     for p in &args.policies {
-        sched_config(p.policy(), &args.mixed).validate()?;
+        sched_config(p.policy(), &args.mixed)
+            .validate()
+            .map_err(|e| e.to_string())?;
     }
     set_huge_pages(&args.mixed)?;
     let compute = compute_task(&args.mixed);

@@ -8,6 +8,8 @@
 use std::arch::x86_64::__cpuid_count;
 use std::sync::OnceLock;
 
+use crate::preempt::Unavailable;
+
 /// XCR0 bits of the AMX tile configuration and tile data.
 const AMX_STATE: u64 = (1 << 17) | (1 << 18);
 /// `arch_prctl` code to read the extended-state components this process may use.
@@ -89,11 +91,9 @@ pub fn extended_state() -> ExtendedState {
 }
 
 /// Why user interrupts cannot be used here, or `Ok` if this process could use them.
-pub fn user_interrupts() -> Result<(), String> {
+pub fn user_interrupts() -> Result<(), Unavailable> {
     if (__cpuid_count(7, 0).edx >> 5) & 1 == 0 {
-        return Err(
-            "this CPU does not offer user interrupts (CPUID.(EAX=7,ECX=0):EDX[5] is 0)".into(),
-        );
+        return Err(Unavailable::NoUserInterruptsInCpu);
     }
     // The (out-of-tree) Linux user-interrupt interface registers handlers with this system call.
     const SYS_UINTR_REGISTER_HANDLER: libc::c_long = 471;
@@ -101,9 +101,7 @@ pub fn user_interrupts() -> Result<(), String> {
     // ENOSYS, one with it rejects the arguments. Nothing is registered either way.
     let rc = unsafe { libc::syscall(SYS_UINTR_REGISTER_HANDLER, 0usize, u32::MAX) };
     if rc == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
-        return Err(
-            "the kernel does not support user interrupts (uintr_register_handler: ENOSYS)".into(),
-        );
+        return Err(Unavailable::NoUserInterruptsInKernel);
     }
     Ok(())
 }

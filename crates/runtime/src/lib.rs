@@ -11,9 +11,12 @@
 //!   arrives meanwhile is deferred until the outermost region ends.
 //! - [`alloc`]: a global-allocator wrapper that runs every allocation inside a region, because the
 //!   allocator keeps per-thread state and internal locks that a paused context must never hold.
+//! - [`region_lock`]: mutexes, reader-writer locks and once-cells that can only be taken inside a
+//!   region (the compiler checks it), so a paused context never holds one.
 //! - [`context`]: stackful contexts a worker switches between.
 //! - [`preempt`]: delivering a preemption request to a worker: a flag polled at every record
-//!   access, and a signal whose handler injects a call into the running context.
+//!   access, and a signal whose handler injects a call into the running context; and, for tests,
+//!   preemptions injected deterministically at chosen points ([`preempt::inject`]).
 //! - [`cpu`]: what the processor offers (extended-state size, user interrupts).
 //! - [`memory`]: process-wide memory settings that decide tail latency (huge pages, returning
 //!   freed memory to the kernel).
@@ -27,9 +30,11 @@ pub mod memory;
 pub mod padded;
 pub mod preempt;
 pub mod region;
+pub mod region_lock;
 pub mod worker;
 
 pub use alloc::{EngineAllocator, RegionAlloc, engine_allocator};
 pub use context::{Context, Suspender};
 pub use padded::CachePadded;
 pub use region::NoPreemptGuard;
+pub use region_lock::{RegionMutex, RegionOnceLock, RegionRwLock};

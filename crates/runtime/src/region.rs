@@ -35,6 +35,8 @@ struct RegionState {
     depth: AtomicU32,
     pending: AtomicBool,
     exit_hook: Cell<Option<fn()>>,
+    /// Injected preemptions at outermost region exits (tests only; see `preempt::inject`).
+    inject: InjectSchedule,
 }
 
 thread_local! {
@@ -43,8 +45,69 @@ thread_local! {
             depth: AtomicU32::new(0),
             pending: AtomicBool::new(false),
             exit_hook: Cell::new(None),
+            inject: InjectSchedule::off(),
         }
     };
+}
+
+/// When to inject a preemption, counted in occurrences of some event on one thread: at the
+/// `countdown`-th occurrence from now, then every `every`-th one after it (`every == 0`: once).
+/// `countdown == 0` means off. Plain cells: only the owning thread reads or writes them, and a
+/// signal handler never does.
+pub(crate) struct InjectSchedule {
+    countdown: Cell<u32>,
+    every: Cell<u32>,
+    fired: Cell<u64>,
+}
+
+impl InjectSchedule {
+    pub(crate) const fn off() -> Self {
+        InjectSchedule {
+            countdown: Cell::new(0),
+            every: Cell::new(0),
+            fired: Cell::new(0),
+        }
+    }
+
+    pub(crate) fn arm(&self, first: u32, every: u32) {
+        self.countdown.set(first);
+        self.every.set(every);
+    }
+
+    pub(crate) fn is_armed(&self) -> bool {
+        self.countdown.get() != 0
+    }
+
+    /// Counts one occurrence; true if a preemption is to be injected at it.
+    #[inline]
+    pub(crate) fn tick(&self) -> bool {
+        match self.countdown.get() {
+            0 => false,
+            1 => {
+                self.countdown.set(self.every.get());
+                self.fired.set(self.fired.get() + 1);
+                true
+            }
+            n => {
+                self.countdown.set(n - 1);
+                false
+            }
+        }
+    }
+
+    pub(crate) fn fired(&self) -> u64 {
+        self.fired.get()
+    }
+}
+
+/// Injects preemptions at outermost region exits of this thread (see `preempt::inject`).
+pub(crate) fn inject_at_exits(first: u32, every: u32) {
+    STATE.with(|s| s.inject.arm(first, every));
+}
+
+/// Injected preemptions fired at region exits on this thread so far.
+pub(crate) fn exit_injections_fired() -> u64 {
+    STATE.with(|s| s.inject.fired())
 }
 
 /// RAII guard for a non-preemptible region. Create it before code that must not be paused (latches,
@@ -94,8 +157,15 @@ pub(crate) fn lower() {
         // finds the region still open and sets `pending` (seen below), or finds it closed and
         // preempts directly.
         compiler_fence(Ordering::SeqCst);
-        if previous == 1 && s.pending.load(Ordering::Relaxed) {
+        if previous != 1 {
+            None
+        } else if s.pending.load(Ordering::Relaxed) {
             s.pending.store(false, Ordering::Relaxed);
+            s.exit_hook.get()
+        } else if s.inject.is_armed() && crate::context::in_preemptible_context() && s.inject.tick()
+        {
+            // A test asked for a preemption here: served exactly like a deferred one. Only exits
+            // in a preemptible context count: nowhere else could a preemption land.
             s.exit_hook.get()
         } else {
             None

@@ -16,6 +16,7 @@
 //! [`run`] runs a workload under a policy and reports.
 
 mod dispatcher;
+mod error;
 pub mod job;
 pub mod policy;
 mod queues;
@@ -28,6 +29,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 pub use dispatcher::DispatchStats;
+pub use error::SchedError;
 pub use job::{Arrivals, Executor, LocalFeed, Outcome, Status};
 pub use overtake_runtime::preempt::{Delivery, PreemptStats};
 pub use policy::{Policy, SchedConfig};
@@ -63,7 +65,7 @@ pub fn run<E: Executor>(
     arrivals: &mut dyn Arrivals<E::Job>,
     mut feeds: Vec<Option<LocalFeed<E::Job>>>,
     tick: &dyn Fn(Duration),
-) -> Result<RunReport, String> {
+) -> Result<RunReport, SchedError> {
     config.validate()?;
     // Read the usable cores before anything is pinned (see `overtake_runtime::worker`).
     let cores = overtake_runtime::worker::available_cores();
@@ -92,7 +94,7 @@ pub fn run<E: Executor>(
         let handle = std::thread::Builder::new()
             .name(format!("worker-{index}"))
             .spawn(move || run_worker(setup))
-            .map_err(|e| format!("cannot start worker {index}: {e}"))?;
+            .map_err(|source| SchedError::SpawnWorker { index, source })?;
         handles.push(handle);
     }
     if config.pin {
@@ -118,14 +120,14 @@ pub fn run<E: Executor>(
     stop.store(true, Ordering::Relaxed);
     let mut stats = RunStats::default();
     let mut first_error = None;
-    for handle in handles {
+    for (index, handle) in handles.into_iter().enumerate() {
         match handle.join() {
             Ok(Ok(s)) => stats.merge(&s),
             Ok(Err(e)) => {
                 first_error.get_or_insert(e);
             }
             Err(_) => {
-                first_error.get_or_insert_with(|| "a worker panicked".to_owned());
+                first_error.get_or_insert(SchedError::WorkerPanicked(index));
             }
         }
     }

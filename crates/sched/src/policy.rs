@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use overtake_runtime::preempt::Delivery;
 
+use crate::error::SchedError;
+
 /// How a worker makes room for high-priority work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Policy {
@@ -83,21 +85,27 @@ impl Default for SchedConfig {
 
 impl SchedConfig {
     /// Checks the settings, with a message for the first one that cannot work.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), SchedError> {
         if self.workers == 0 {
-            return Err("at least one worker is needed".into());
+            return Err(SchedError::InvalidConfig("at least one worker is needed"));
         }
         if self.hp_queue == 0 || self.lp_queue == 0 {
-            return Err("queue sizes must be at least 1".into());
+            return Err(SchedError::InvalidConfig("queue sizes must be at least 1"));
         }
         if self.policy == Policy::Cooperative && self.yield_interval == 0 {
-            return Err("the cooperative yield interval must be at least 1 record access".into());
+            return Err(SchedError::InvalidConfig(
+                "the cooperative yield interval must be at least 1 record access",
+            ));
         }
         if self.starvation_threshold.is_nan() || self.starvation_threshold < 0.0 {
-            return Err("the starvation threshold must be a number, 0 or more".into());
+            return Err(SchedError::InvalidConfig(
+                "the starvation threshold must be a number, 0 or more",
+            ));
         }
         if self.stack_size < 64 * 1024 {
-            return Err("worker stacks must be at least 64 KiB".into());
+            return Err(SchedError::InvalidConfig(
+                "worker stacks must be at least 64 KiB",
+            ));
         }
         if self.policy == Policy::Preempt || self.interrupt_interval.is_some() {
             self.delivery.check()?;

@@ -22,6 +22,7 @@ use overtake_engine::Priority;
 use overtake_runtime::preempt::{self, PreemptTarget};
 use overtake_runtime::{Context, NoPreemptGuard};
 
+use crate::error::SchedError;
 use crate::job::{Executor, LocalFeed, Scheduled};
 use crate::policy::{Policy, SchedConfig};
 use crate::queues::Inlets;
@@ -215,7 +216,7 @@ pub(crate) struct WorkerSetup<E: Executor> {
 }
 
 /// The worker thread's body. Returns its statistics.
-pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats, String> {
+pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats, SchedError> {
     let WorkerSetup {
         index,
         shared,
@@ -231,7 +232,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
     }
     let registration =
         preempt::register_worker(Arc::clone(&shared.target), config.poll_every(), on_preempt)
-            .map_err(|e| format!("worker {index}: cannot install preemption: {e}"))?;
+            .map_err(|source| SchedError::RegisterWorker { index, source })?;
     let core = Rc::new(WorkerCore {
         index,
         stats: RefCell::new(RunStats::with_kinds(exec.kinds().len())),
@@ -254,7 +255,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
             s.suspend();
         }
     })
-    .map_err(|e| format!("worker {index}: cannot allocate a context stack: {e}"))?;
+    .map_err(|source| SchedError::ContextStack { index, source })?;
     let for_low = Rc::clone(&core);
     let low = Context::new(stack, true, move |s| {
         loop {
@@ -275,7 +276,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
             s.suspend();
         }
     })
-    .map_err(|e| format!("worker {index}: cannot allocate a context stack: {e}"))?;
+    .map_err(|source| SchedError::ContextStack { index, source })?;
     *core.high_ctx.borrow_mut() = Some(high);
     *core.low_ctx.borrow_mut() = Some(low);
     WORKER.with(|w| *w.borrow_mut() = Some(Rc::clone(&core) as Rc<dyn ServePreemption>));

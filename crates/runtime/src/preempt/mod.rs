@@ -21,6 +21,7 @@
 //! stack of the preempted context, and only while a preemptible context is running. This module
 //! must never block or allocate in the signal handler.
 
+pub mod inject;
 mod signal;
 mod trampoline;
 
@@ -56,27 +57,42 @@ impl Delivery {
     }
 
     /// Whether this mechanism can be used on this machine, and if not, why.
-    pub fn check(self) -> Result<(), String> {
+    pub fn check(self) -> Result<(), Unavailable> {
         match self {
             Delivery::Poll => Ok(()),
             Delivery::Signal if crate::alloc::is_in_use() => Ok(()),
-            Delivery::Signal => Err(
-                "signal preemption needs the region-wrapped global allocator (`#[global_allocator] \
-                 static ALLOC: overtake_runtime::EngineAllocator = \
-                 overtake_runtime::engine_allocator();`): without it a signal can pause a \
-                 transaction inside malloc and deadlock its worker"
-                    .into(),
-            ),
+            Delivery::Signal => Err(Unavailable::NoRegionAllocator),
             Delivery::Uintr => {
                 cpu::user_interrupts()?;
-                Err(
-                    "user interrupts are offered here, but this build has no uintr backend: it \
-                     was developed on machines without them, where it could not be validated"
-                        .into(),
-                )
+                Err(Unavailable::NoUserInterruptBackend)
             }
         }
     }
+}
+
+/// Why a preemption mechanism cannot be used here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Unavailable {
+    /// Signal delivery without the region-wrapped global allocator could pause a transaction
+    /// inside `malloc` and deadlock its worker.
+    #[error(
+        "signal preemption needs the region-wrapped global allocator (`#[global_allocator] static \
+         ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();`): \
+         without it a signal can pause a transaction inside malloc and deadlock its worker"
+    )]
+    NoRegionAllocator,
+    /// The CPU has no user interrupts.
+    #[error("this CPU does not offer user interrupts (CPUID.(EAX=7,ECX=0):EDX[5] is 0)")]
+    NoUserInterruptsInCpu,
+    /// The kernel has no user-interrupt interface.
+    #[error("the kernel does not support user interrupts (uintr_register_handler: ENOSYS)")]
+    NoUserInterruptsInKernel,
+    /// The hardware and kernel offer user interrupts, but this build cannot use them.
+    #[error(
+        "user interrupts are offered here, but this build has no uintr backend: it was developed \
+         on machines without them, where it could not be validated"
+    )]
+    NoUserInterruptBackend,
 }
 
 /// Counters of one worker's preemption machinery.
@@ -169,6 +185,8 @@ struct WorkerSlot {
     poll_every: Cell<u32>,
     polls: Cell<u32>,
     hook: Cell<Option<fn()>>,
+    /// Injected preemptions at record accesses (tests only; see [`inject`]).
+    inject: region::InjectSchedule,
 }
 
 /// Poll flags that never change: "nothing to do" and "take the slow path".
@@ -187,6 +205,7 @@ thread_local! {
             poll_every: Cell::new(0),
             polls: Cell::new(0),
             hook: Cell::new(None),
+            inject: region::InjectSchedule::off(),
         }
     };
 }
@@ -199,6 +218,8 @@ impl WorkerSlot {
         let target = self.target.load(Ordering::Relaxed);
         let flag = match every {
             _ if target.is_null() => static_flag(&NEVER),
+            // Injection counts every access on the slow path.
+            _ if self.inject.is_armed() => static_flag(&ALWAYS),
             0 => static_flag(&NEVER),
             // SAFETY: `target` is non-null, so it points into the `Arc` the registration holds
             // (see `with_target`); the field's address stays valid as long as that `Arc` does,
@@ -233,6 +254,7 @@ impl Drop for WorkerRegistration {
     fn drop(&mut self) {
         WORKER.with(|w| {
             w.target.store(std::ptr::null_mut(), Ordering::Release);
+            w.inject.arm(0, 0);
             w.set_polling(0);
             w.hook.set(None);
         });
@@ -286,12 +308,19 @@ fn serve() {
     }
 }
 
+/// Serves a preemption inside a region. The region is left quietly: its own exit must not count
+/// as a region exit an injected preemption could fire at (that would preempt again at once), and
+/// requests that arrived meanwhile were served by the same hook.
+fn serve_in_region() {
+    region::raise();
+    serve();
+    region::take_pending();
+    region::lower_quietly();
+}
+
 /// Region exit hook: a preemption arrived inside a region that has just ended.
 fn serve_deferred() {
-    let _region = region::NoPreemptGuard::new();
-    serve();
-    // Served now; requests that arrived meanwhile were served by the same hook.
-    region::take_pending();
+    serve_in_region();
 }
 
 /// Called by the engine on every record access: the cheap poll of the request flag. One
@@ -307,24 +336,39 @@ pub fn record_access() {
     }
 }
 
-/// The flag was set (or this worker polls every n-th access): count, and switch if asked.
+/// The flag was set (or this worker polls every n-th access, or a test injects preemptions):
+/// count, and switch if asked. Inside a region the switch is deferred to the region's end, like a
+/// signal's: code that holds a region-bound lock may touch a record, and must not be switched
+/// away from while it holds it.
 #[cold]
 #[inline(never)]
 fn poll_slow() {
-    let requested = WORKER.with(|w| {
+    let (injected, due) = WORKER.with(|w| {
+        let injected = w.inject.is_armed() && context::in_preemptible_context() && w.inject.tick();
         let every = w.poll_every.get();
-        if every > 1 {
-            let polls = w.polls.get() + 1;
-            if polls < every {
-                w.polls.set(polls);
-                return false;
+        let due = match every {
+            0 => false,
+            1 => true,
+            _ => {
+                let polls = w.polls.get() + 1;
+                if polls < every {
+                    w.polls.set(polls);
+                    false
+                } else {
+                    w.polls.set(0);
+                    true
+                }
             }
-            w.polls.set(0);
+        };
+        (injected, due)
+    });
+    let requested = due && with_target(|t| t.request.load(Ordering::Relaxed)).unwrap_or(false);
+    if injected || requested {
+        if region::is_preemptible() {
+            poll_switch();
+        } else {
+            region::defer_preemption();
         }
-        every != 0
-    }) && with_target(|t| t.request.load(Ordering::Relaxed)).unwrap_or(false);
-    if requested {
-        poll_switch();
     }
 }
 
@@ -332,9 +376,7 @@ fn poll_slow() {
 #[cold]
 #[inline(never)]
 fn poll_switch() {
-    let _region = region::NoPreemptGuard::new();
-    serve();
-    region::take_pending();
+    serve_in_region();
 }
 
 /// Entered from the trampoline after a signal injected a call. The handler raised the region

@@ -98,7 +98,7 @@ pub fn run_closed_loop(
     tables: &TpccTables,
     config: &ClosedLoopConfig,
     tick: &dyn Fn(Duration),
-) -> Result<RunReport, String> {
+) -> Result<RunReport, overtake_sched::SchedError> {
     let executor = Arc::new(EngineExecutor::new(
         db,
         tables.clone(),
