@@ -1,10 +1,10 @@
 //! The database: catalog, transaction slots, and the entry points of the public API.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
-use overtake_runtime::NoPreemptGuard;
+use overtake_runtime::{NoPreemptGuard, RegionOnceLock, RegionRwLock};
 
 use crate::error::{AbortReason, Error, Result};
 use crate::gc::{self, VersionCensus};
@@ -34,8 +34,8 @@ impl Default for Options {
 
 /// Tables by id (lock-free lookup, used on commit paths) and by name.
 pub(crate) struct Catalog {
-    tables: Box<[OnceLock<Arc<Table>>]>,
-    names: RwLock<HashMap<String, TableId>>,
+    tables: Box<[RegionOnceLock<Arc<Table>>]>,
+    names: RegionRwLock<HashMap<String, TableId>>,
 }
 
 impl Catalog {
@@ -80,8 +80,8 @@ impl Database {
             id: NEXT_DATABASE_ID.fetch_add(1, Ordering::Relaxed),
             txns: TxnTable::new(options.max_transactions),
             catalog: Catalog {
-                tables: (0..MAX_TABLES).map(|_| OnceLock::new()).collect(),
-                names: RwLock::new(HashMap::new()),
+                tables: (0..MAX_TABLES).map(|_| RegionOnceLock::new()).collect(),
+                names: RegionRwLock::new(HashMap::new()),
             },
         }
     }
@@ -100,12 +100,8 @@ impl Database {
 
     /// Creates a table.
     pub fn create_table(&self, schema: TableSchema) -> Result<Arc<Table>> {
-        let _region = NoPreemptGuard::new();
-        let mut names = self
-            .catalog
-            .names
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
+        let region = NoPreemptGuard::new();
+        let mut names = self.catalog.names.write(&region);
         if names.contains_key(schema.name()) {
             return Err(Error::TableExists(schema.name().to_owned()));
         }
@@ -116,19 +112,15 @@ impl Database {
         let name = schema.name().to_owned();
         let table = Arc::new(Table::new(self.id, id as TableId, schema));
         // `id` is fresh, so the cell is empty.
-        let _ = self.catalog.tables[id].set(Arc::clone(&table));
+        let _ = self.catalog.tables[id].set(&region, Arc::clone(&table));
         names.insert(name, id as TableId);
         Ok(table)
     }
 
     /// The table called `name`.
     pub fn table(&self, name: &str) -> Result<Arc<Table>> {
-        let _region = NoPreemptGuard::new();
-        let names = self
-            .catalog
-            .names
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
+        let region = NoPreemptGuard::new();
+        let names = self.catalog.names.read(&region);
         names
             .get(name)
             .and_then(|&id| self.catalog.tables[id as usize].get().cloned())

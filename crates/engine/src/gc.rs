@@ -11,7 +11,6 @@
 //! Dead records lose their index entries and their OIDs are recycled. This module runs inside
 //! non-preemptible regions (it is part of commit) and must never wait for an active transaction.
 
-use std::sync::PoisonError;
 use std::sync::atomic::Ordering;
 
 use overtake_runtime::NoPreemptGuard;
@@ -209,9 +208,9 @@ pub(crate) fn drain_slot(
     budget: usize,
     refresh: bool,
 ) -> usize {
-    let _region = NoPreemptGuard::new();
+    let region = NoPreemptGuard::new();
     let slot = txns.slot(slot_index);
-    let Ok(mut queue) = slot.retired.try_lock() else {
+    let Some(mut queue) = slot.retired.try_lock(&region) else {
         return 0;
     };
     let Some(front) = queue.front() else { return 0 };
@@ -239,9 +238,10 @@ pub(crate) fn collect_all(txns: &TxnTable, catalog: &Catalog) -> usize {
     txns.refresh_watermark();
     let mut total = 0;
     for i in 0..txns.used_slots().len() {
-        let slot = txns.slot(i);
-        // Wait for a concurrent drainer rather than skipping its slot.
-        drop(slot.retired.lock().unwrap_or_else(PoisonError::into_inner));
+        let region = NoPreemptGuard::new();
+        // Wait for a concurrent drainer rather than skipping its slot. The drainer is inside a
+        // region, hence running, and done in microseconds.
+        drop(txns.slot(i).retired.lock(&region));
         total += drain_slot(txns, catalog, i, usize::MAX, false);
     }
     total

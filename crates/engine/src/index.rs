@@ -20,12 +20,10 @@
 //! batch. Scans are fetched in batches; the caller works on a batch (reading rows, running user
 //! code) preemptibly, then asks for the next batch after the last key it saw.
 
+use overtake_runtime::{NoPreemptGuard, RegionRwLock};
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 use std::ops::Bound;
-use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
-
-use overtake_runtime::NoPreemptGuard;
 
 use crate::key::IndexKey;
 use crate::record::Oid;
@@ -67,31 +65,23 @@ impl ScanBatch {
 
 /// An ordered map from encoded keys to OIDs.
 pub(crate) struct OrderedIndex {
-    map: RwLock<BTreeMap<IndexKey, Oid>>,
+    /// A panic cannot leave a BTreeMap half-modified in a way that matters here (its operations
+    /// are panic-safe), so a poisoned latch is taken over.
+    map: RegionRwLock<BTreeMap<IndexKey, Oid>>,
 }
 
 impl OrderedIndex {
     pub(crate) fn new() -> Self {
         OrderedIndex {
-            map: RwLock::new(BTreeMap::new()),
+            map: RegionRwLock::new(BTreeMap::new()),
         }
-    }
-
-    // A panic cannot leave a BTreeMap half-modified in a way that matters here (its operations are
-    // panic-safe), so a poisoned latch is simply taken over.
-    fn read(&self) -> RwLockReadGuard<'_, BTreeMap<IndexKey, Oid>> {
-        self.map.read().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn write(&self) -> RwLockWriteGuard<'_, BTreeMap<IndexKey, Oid>> {
-        self.map.write().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The OID stored under `key`.
     #[inline]
     pub(crate) fn get(&self, key: &[u8]) -> Option<Oid> {
-        let _region = NoPreemptGuard::new();
-        let map = self.read();
+        let region = NoPreemptGuard::new();
+        let map = self.map.read(&region);
         // An inline search key compares with two integer comparisons per key, not a `memcmp` call.
         match IndexKey::inline(key) {
             Some(k) => map.get(&k).copied(),
@@ -103,8 +93,8 @@ impl OrderedIndex {
     /// the OID it maps to and changes nothing, so callers only undo entries they really added.
     pub(crate) fn insert(&self, key: &[u8], oid: Oid) -> Result<(), Oid> {
         let entry = IndexKey::new(key);
-        let _region = NoPreemptGuard::new();
-        match self.write().entry(entry) {
+        let region = NoPreemptGuard::new();
+        match self.map.write(&region).entry(entry) {
             Entry::Occupied(e) => Err(*e.get()),
             Entry::Vacant(e) => {
                 e.insert(oid);
@@ -115,8 +105,8 @@ impl OrderedIndex {
 
     /// Removes `key` if it still maps to `oid`.
     pub(crate) fn remove(&self, key: &[u8], oid: Oid) -> bool {
-        let _region = NoPreemptGuard::new();
-        let mut map = self.write();
+        let region = NoPreemptGuard::new();
+        let mut map = self.map.write(&region);
         if map.get(key) == Some(&oid) {
             map.remove(key);
             true
@@ -136,8 +126,8 @@ impl OrderedIndex {
         out.clear();
         let mut keep = |(k, v): (&IndexKey, &Oid)| out.push(k.as_slice(), *v);
         let inline = inline_bounds(bounds);
-        let _region = NoPreemptGuard::new();
-        let map = self.read();
+        let region = NoPreemptGuard::new();
+        let map = self.map.read(&region);
         match &inline {
             Some((lower, upper)) => {
                 let range = map.range::<IndexKey, _>((lower.as_ref(), upper.as_ref()));

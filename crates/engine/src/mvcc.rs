@@ -25,10 +25,9 @@
 //! path.
 
 use std::collections::VecDeque;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use overtake_runtime::{CachePadded, NoPreemptGuard};
+use overtake_runtime::{CachePadded, NoPreemptGuard, RegionMutex};
 use sdd::{AtomicShared, Guard};
 
 use crate::error::{Error, Result};
@@ -93,9 +92,9 @@ pub(crate) struct TxnSlot {
     commit_ts: AtomicU64,
     snapshot: AtomicU64,
     /// Retired versions and keys waiting for the watermark; pushed in commit order.
-    pub(crate) retired: Mutex<VecDeque<Retired>>,
+    pub(crate) retired: RegionMutex<VecDeque<Retired>>,
     /// Bookkeeping buffers, passed from one transaction of the slot to the next.
-    pub(crate) buffers: Mutex<TxnBuffers>,
+    pub(crate) buffers: RegionMutex<TxnBuffers>,
     pub(crate) counters: SlotCounters,
 }
 
@@ -155,8 +154,8 @@ impl TxnTable {
                     state: AtomicU64::new(STATUS_FREE),
                     commit_ts: AtomicU64::new(0),
                     snapshot: AtomicU64::new(u64::MAX),
-                    retired: Mutex::new(VecDeque::new()),
-                    buffers: Mutex::new(TxnBuffers::default()),
+                    retired: RegionMutex::new(VecDeque::new()),
+                    buffers: RegionMutex::new(TxnBuffers::default()),
                     counters: SlotCounters::default(),
                 })
             })

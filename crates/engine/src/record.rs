@@ -11,9 +11,8 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock, PoisonError};
 
-use overtake_runtime::NoPreemptGuard;
+use overtake_runtime::{NoPreemptGuard, RegionMutex, RegionOnceLock};
 use sdd::{AtomicShared, Tag};
 
 /// Object id of a record within its table.
@@ -48,10 +47,10 @@ type Chunk = Box<[AtomicShared<Version>]>;
 
 /// The slots of one table.
 pub(crate) struct RecordStore {
-    chunks: Box<[OnceLock<Chunk>]>,
+    chunks: Box<[RegionOnceLock<Chunk>]>,
     next_oid: AtomicU64,
     /// Dead OIDs with the clock value at their death; reusable once the watermark passes it.
-    free: Mutex<VecDeque<(Oid, u64)>>,
+    free: RegionMutex<VecDeque<(Oid, u64)>>,
 }
 
 fn locate(oid: Oid) -> (usize, usize) {
@@ -64,9 +63,9 @@ fn locate(oid: Oid) -> (usize, usize) {
 impl RecordStore {
     pub(crate) fn new() -> Self {
         RecordStore {
-            chunks: (0..CHUNKS).map(|_| OnceLock::new()).collect(),
+            chunks: (0..CHUNKS).map(|_| RegionOnceLock::new()).collect(),
             next_oid: AtomicU64::new(0),
-            free: Mutex::new(VecDeque::new()),
+            free: RegionMutex::new(VecDeque::new()),
         }
     }
 
@@ -74,22 +73,29 @@ impl RecordStore {
     #[inline]
     pub(crate) fn slot(&self, oid: Oid) -> &AtomicShared<Version> {
         let (chunk, offset) = locate(oid);
-        let slots = self.chunks[chunk].get_or_init(|| {
-            // Filling a chunk takes up to milliseconds, and `OnceLock` makes everyone else wait for
-            // it: were the filling context paused, another context of the same worker touching
-            // the chunk would wait for it forever. So it runs in a region.
-            let _region = NoPreemptGuard::new();
+        match self.chunks[chunk].get() {
+            Some(slots) => &slots[offset],
+            None => &self.fill_chunk(chunk)[offset],
+        }
+    }
+
+    /// Creates chunk `chunk` (or waits for the thread creating it). Filling a chunk takes up to
+    /// milliseconds and everyone else touching it waits meanwhile: the region is entered before
+    /// the cell is claimed, so the filler can never be a paused context.
+    #[cold]
+    fn fill_chunk(&self, chunk: usize) -> &Chunk {
+        let region = NoPreemptGuard::new();
+        self.chunks[chunk].get_or_init(&region, || {
             (0..1usize << (chunk as u32 + FIRST_CHUNK_BITS))
                 .map(|_| AtomicShared::null())
                 .collect()
-        });
-        &slots[offset]
+        })
     }
 
     /// A fresh or recycled OID. Recycled ones died before `watermark`, so no transaction that could
-    /// still hold the old OID is alive. Called inside a region.
-    pub(crate) fn allocate(&self, watermark: u64) -> Oid {
-        if let Ok(mut free) = self.free.try_lock()
+    /// still hold the old OID is alive.
+    pub(crate) fn allocate(&self, watermark: u64, region: &NoPreemptGuard) -> Oid {
+        if let Some(mut free) = self.free.try_lock(region)
             && let Some(&(oid, died)) = free.front()
             && died < watermark
         {
@@ -102,19 +108,15 @@ impl RecordStore {
     /// Returns a dead OID (its slot is `DEAD`, its index entries removed) for reuse once the
     /// watermark passes `died_at`.
     pub(crate) fn release(&self, oid: Oid, died_at: u64) {
-        self.free
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push_back((oid, died_at));
+        let region = NoPreemptGuard::new();
+        self.free.lock(&region).push_back((oid, died_at));
     }
 
     /// Returns an OID that was never published (no transaction can hold it): reusable at once, so it
     /// goes ahead of the OIDs still waiting for their grace period.
     pub(crate) fn release_unpublished(&self, oid: Oid) {
-        self.free
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push_front((oid, 0));
+        let region = NoPreemptGuard::new();
+        self.free.lock(&region).push_front((oid, 0));
     }
 
     /// One past the largest OID ever allocated.
@@ -144,17 +146,22 @@ mod tests {
     #[test]
     fn oids_are_recycled_only_after_the_watermark() {
         let store = RecordStore::new();
-        let a = store.allocate(0);
-        let b = store.allocate(0);
+        let region = NoPreemptGuard::new();
+        let a = store.allocate(0, &region);
+        let b = store.allocate(0, &region);
         assert_ne!(a, b);
         store.release(a, 10);
-        assert_ne!(store.allocate(10), a, "not before the watermark passes");
-        assert_eq!(store.allocate(11), a);
-        let c = store.allocate(0);
+        assert_ne!(
+            store.allocate(10, &region),
+            a,
+            "not before the watermark passes"
+        );
+        assert_eq!(store.allocate(11, &region), a);
+        let c = store.allocate(0, &region);
         store.release(c, 100);
         store.release_unpublished(b);
         assert_eq!(
-            store.allocate(1),
+            store.allocate(1, &region),
             b,
             "an unpublished OID is reusable at once"
         );

@@ -4,7 +4,6 @@
 //! through either would leave pending versions that every other transaction must wait for.
 
 use std::ops::Bound;
-use std::sync::PoisonError;
 use std::sync::atomic::Ordering;
 
 use overtake_runtime::NoPreemptGuard;
@@ -29,7 +28,7 @@ impl Transaction<'_> {
     /// `Err(Aborted(Validation))` returned.
     pub fn commit(&mut self) -> Result<()> {
         self.check_active()?;
-        let _region = NoPreemptGuard::new();
+        let region = NoPreemptGuard::new();
         if self.buf.writes.is_empty() {
             // A read-only transaction read one consistent snapshot, and every transaction that
             // committed before it is serialized before it: nothing to validate.
@@ -47,7 +46,7 @@ impl Transaction<'_> {
         let guard = epoch.guard();
         let slot = txns.slot(self.lease.slot);
         {
-            let mut retired = slot.retired.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut retired = slot.retired.lock(&region);
             for w in &self.buf.writes {
                 let table = self.db.catalog().recorded(w.table);
                 let mut ptr = table.records.slot(w.oid).load(Ordering::Acquire, guard);

@@ -19,10 +19,9 @@
 mod commit;
 mod write;
 
-use std::ops::{Bound, ControlFlow};
-use std::sync::PoisonError;
-
+use overtake_runtime::NoPreemptGuard;
 use overtake_runtime::preempt::record_access;
+use std::ops::{Bound, ControlFlow};
 
 use crate::db::Database;
 use crate::epoch::EpochGuard;
@@ -196,14 +195,10 @@ impl<'db> Transaction<'db> {
         priority: Priority,
         isolation: Isolation,
     ) -> Self {
-        let buf = std::mem::take(
-            &mut *db
-                .txns()
-                .slot(lease.slot)
-                .buffers
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        );
+        let buf = {
+            let region = NoPreemptGuard::new();
+            std::mem::take(&mut *db.txns().slot(lease.slot).buffers.lock(&region))
+        };
         Transaction {
             db,
             lease,
@@ -218,13 +213,8 @@ impl<'db> Transaction<'db> {
     fn return_buffers(&mut self) {
         let mut buf = std::mem::take(&mut self.buf);
         buf.recycle();
-        *self
-            .db
-            .txns()
-            .slot(self.lease.slot)
-            .buffers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = buf;
+        let region = NoPreemptGuard::new();
+        *self.db.txns().slot(self.lease.slot).buffers.lock(&region) = buf;
     }
 
     /// Adds a record to the write set.

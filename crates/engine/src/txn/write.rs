@@ -182,8 +182,8 @@ impl Transaction<'_> {
     ) -> Fresh {
         let guard = epoch.guard();
         let oid = {
-            let _region = NoPreemptGuard::new();
-            table.records.allocate(self.db.txns().watermark())
+            let region = NoPreemptGuard::new();
+            table.records.allocate(self.db.txns().watermark(), &region)
         };
         let slot = table.records.slot(oid);
         let empty = slot.load(Ordering::Acquire, guard);

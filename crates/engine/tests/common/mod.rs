@@ -1,5 +1,10 @@
 //! Shared fixtures for the engine's integration tests.
 
+// Each test binary compiles this module and uses a different part of it.
+#![allow(dead_code)]
+
+pub mod preempted;
+
 use std::sync::Arc;
 
 use overtake_engine::{
