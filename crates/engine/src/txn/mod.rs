@@ -304,8 +304,10 @@ impl<'db> Transaction<'db> {
         }
     }
 
-    /// A point lookup that found no index entry: under serializable isolation the absence itself is
-    /// what must still hold at commit.
+    /// A point access that found no visible row: under serializable isolation the absence itself
+    /// is what must still hold at commit. It is recorded by key, not by the record the key mapped
+    /// to (if any): by commit time the key may map to another record (the one it mapped to was an
+    /// aborted insert, or a deleted row whose entry the collector removed).
     fn note_miss(&mut self, table: &Table, key: &KeyBuf) {
         if self.serializable() {
             let key = key.as_bytes();
@@ -336,15 +338,19 @@ impl<'db> Transaction<'db> {
         record_access();
         let epoch = EpochGuard::enter();
         let guard = epoch.guard();
-        let Some(oid) = table.tree(IndexRef::Primary).get(key.as_bytes()) else {
+        let found = table
+            .tree(IndexRef::Primary)
+            .get(key.as_bytes())
+            .and_then(|oid| {
+                let version = self.visible(table, oid, guard)?;
+                (!version.is_deleted()).then_some((oid, version))
+            });
+        let Some((oid, version)) = found else {
             self.note_miss(table, key);
             return Ok(None);
         };
         self.note_read(table, oid);
-        Ok(self
-            .visible(table, oid, guard)
-            .filter(|v| !v.is_deleted())
-            .map(|v| read(table.row(&v.row))))
+        Ok(Some(read(table.row(&version.row))))
     }
 
     /// True if a row with primary key `key` exists in this transaction's snapshot.

@@ -259,7 +259,7 @@ impl Transaction<'_> {
         let (head, current) = match self.settle_head(table, oid, guard)? {
             Head::Writable(head, v) if !v.is_deleted() => (head, v),
             _ => {
-                self.note_read(table, oid);
+                self.note_miss(table, key);
                 return Ok(false);
             }
         };
@@ -305,7 +305,7 @@ impl Transaction<'_> {
         let head = match self.settle_head(table, oid, guard)? {
             Head::Writable(head, v) if !v.is_deleted() => head,
             _ => {
-                self.note_read(table, oid);
+                self.note_miss(table, key);
                 return Ok(false);
             }
         };
