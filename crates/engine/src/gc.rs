@@ -18,7 +18,8 @@ use sdd::{Guard, Tag};
 
 use crate::db::Catalog;
 use crate::epoch::EpochGuard;
-use crate::key::IndexKey;
+use crate::index::ScanBatch;
+use crate::key::{IndexKey, KeyBuf, as_slice_bound};
 use crate::mvcc::{SlotCounters, TxnTable, is_committed};
 use crate::record::{DEAD, Oid, Version};
 use crate::table::{IndexRef, Table, TableId};
@@ -131,16 +132,20 @@ fn remove_dead(
     chain_len(Some(v), guard)
 }
 
-/// True if some version of `oid` (committed or pending) has `key` in secondary index `index`.
-fn any_version_has_key(table: &Table, index: usize, key: &[u8], oid: Oid, guard: &Guard) -> bool {
+/// True if some version of `oid` (committed or pending) has `key` in `index`. Deletion markers
+/// carry no key; the deleted row below one does.
+fn any_version_has(table: &Table, index: IndexRef, key: &[u8], oid: Oid, guard: &Guard) -> bool {
     let mut ptr = table.records.slot(oid).load(Ordering::Acquire, guard);
     while let Some(v) = ptr.as_ref() {
-        if table
-            .secondary_key(index, &table.row(&v.row), oid)
-            .as_bytes()
-            == key
-        {
-            return true;
+        if !v.is_deleted() {
+            let row = table.row(&v.row);
+            let carried = match index {
+                IndexRef::Primary => table.primary_key(&row, oid),
+                IndexRef::Secondary(i) => table.secondary_key(i, &row, oid),
+            };
+            if carried.as_bytes() == key {
+                return true;
+            }
         }
         ptr = v.next.load(Ordering::Acquire, guard);
     }
@@ -153,11 +158,12 @@ fn any_version_has_key(table: &Table, index: usize, key: &[u8], oid: Oid, guard:
 fn remove_stale_key(table: &Table, index: usize, key: &IndexKey, oid: Oid, epoch: &EpochGuard) {
     let guard = epoch.guard();
     let key = key.as_slice();
-    if any_version_has_key(table, index, key, oid, guard) {
+    let index = IndexRef::Secondary(index);
+    if any_version_has(table, index, key, oid, guard) {
         return;
     }
-    let tree = table.tree(IndexRef::Secondary(index));
-    if tree.remove(key, oid) && any_version_has_key(table, index, key, oid, guard) {
+    let tree = table.tree(index);
+    if tree.remove(key, oid) && any_version_has(table, index, key, oid, guard) {
         // An `Err` means another writer already re-inserted it.
         let _ = tree.insert(key, oid);
     }
@@ -247,7 +253,7 @@ pub(crate) fn collect_all(txns: &TxnTable, catalog: &Catalog) -> usize {
     total
 }
 
-/// What a full walk over every record found.
+/// What a full walk over every record and index entry found.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct VersionCensus {
     /// Records whose newest committed version is not a deletion.
@@ -259,9 +265,14 @@ pub struct VersionCensus {
     pub unreclaimed_versions: u64,
     /// Deleted records whose keys are still in the indexes.
     pub unreclaimed_deletes: u64,
+    /// Entries in all indexes (primary and secondary).
+    pub index_entries: u64,
+    /// Index entries no version of their record carries (the record is dead, or the key belonged
+    /// to a version that is gone): garbage the collector has not removed yet.
+    pub dangling_index_entries: u64,
 }
 
-/// Walks every record of `table` (a diagnostic: O(records)).
+/// Walks every record and every index entry of `table` (a diagnostic: O(records)).
 pub(crate) fn census(table: &Table, watermark: u64, out: &mut VersionCensus) {
     let epoch = EpochGuard::enter();
     let guard = epoch.guard();
@@ -293,6 +304,31 @@ pub(crate) fn census(table: &Table, watermark: u64, out: &mut VersionCensus) {
         }
         if newest_committed == Some(false) {
             out.live_records += 1;
+        }
+    }
+    let indexes = std::iter::once(IndexRef::Primary)
+        .chain((0..table.secondary_count()).map(IndexRef::Secondary));
+    let mut batch = ScanBatch::default();
+    for index in indexes {
+        let mut lower = std::ops::Bound::Unbounded;
+        loop {
+            table.tree(index).fetch_batch(
+                (as_slice_bound(&lower), std::ops::Bound::Unbounded),
+                false,
+                256,
+                &mut batch,
+            );
+            for i in 0..batch.len() {
+                out.index_entries += 1;
+                if !any_version_has(table, index, batch.key(i), batch.oid(i), guard) {
+                    out.dangling_index_entries += 1;
+                }
+            }
+            if batch.len() < 256 {
+                break;
+            }
+            lower = KeyBuf::from_bytes(batch.key(batch.len() - 1))
+                .map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
         }
     }
 }

@@ -269,3 +269,84 @@ fn too_many_open_transactions_is_an_error() {
     drop(a);
     assert!(db.begin(Priority::High, Isolation::Snapshot).is_ok());
 }
+
+/// Runs one transaction doing `steps` on key 50 of a table holding accounts 0..4, collects
+/// garbage, and returns the census.
+fn census_after(steps: &[&str]) -> overtake_engine::VersionCensus {
+    let (db, t) = with_accounts(4, 1);
+    let mut txn = db
+        .begin(Priority::Low, Isolation::Serializable)
+        .expect("begin");
+    for step in steps {
+        let id = if *step == "insert" { 50 } else { 0 };
+        match *step {
+            "insert" => {
+                let row = t
+                    .row_builder()
+                    .int(ID, id)
+                    .str(OWNER, "new")
+                    .decimal_units(BALANCE, 1)
+                    .finish()
+                    .expect("row");
+                txn.insert(&t, row).expect("insert");
+            }
+            "update" | "update50" => {
+                let id = if *step == "update" { 0 } else { 50 };
+                assert!(
+                    txn.update(&t, &key(&t, id), |r| {
+                        r.str(OWNER, "moved");
+                    })
+                    .expect("update")
+                );
+            }
+            "delete" | "delete50" => {
+                let id = if *step == "delete" { 0 } else { 50 };
+                assert!(txn.delete(&t, &key(&t, id)).expect("delete"));
+            }
+            other => unreachable!("{other}"),
+        }
+    }
+    txn.commit().expect("commit");
+    drop(txn);
+    db.collect_garbage();
+    db.census()
+}
+
+#[test]
+fn records_written_then_deleted_in_one_transaction_are_reclaimed() {
+    for steps in [
+        &["update", "delete"][..],
+        &["insert", "delete50"],
+        &["insert", "update50", "delete50"],
+    ] {
+        let c = census_after(steps);
+        // Account 0 is deleted, or key 50 never outlives its transaction.
+        let live = if steps[0] == "update" { 3 } else { 4 };
+        assert_eq!(c.live_records, live, "{steps:?}: {c:?}");
+        assert_eq!(c.unreclaimed_deletes, 0, "{steps:?}: {c:?}");
+        assert_eq!(c.unreclaimed_versions, 0, "{steps:?}: {c:?}");
+        assert_eq!(
+            c.linked_versions, live,
+            "{steps:?}: nothing of the dead record stays"
+        );
+        assert_eq!(
+            c.index_entries,
+            2 * live,
+            "{steps:?}: its keys left both indexes"
+        );
+        assert_eq!(c.dangling_index_entries, 0, "{steps:?}: {c:?}");
+    }
+}
+
+#[test]
+fn records_written_twice_in_one_transaction_keep_one_version() {
+    for steps in [&["insert", "update50"][..], &["update", "update"]] {
+        let c = census_after(steps);
+        let live = if steps[0] == "insert" { 5 } else { 4 };
+        assert_eq!(c.live_records, live, "{steps:?}: {c:?}");
+        assert_eq!(c.linked_versions, live, "{steps:?}: {c:?}");
+        assert_eq!(c.unreclaimed_versions, 0, "{steps:?}: {c:?}");
+        assert_eq!(c.index_entries, 2 * live, "{steps:?}: {c:?}");
+        assert_eq!(c.dangling_index_entries, 0, "{steps:?}: {c:?}");
+    }
+}

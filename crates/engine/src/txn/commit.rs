@@ -49,24 +49,27 @@ impl Transaction<'_> {
             let mut retired = slot.retired.lock(&region);
             for w in &self.buf.writes {
                 let table = self.db.catalog().recorded(w.table);
-                let mut ptr = table.records.slot(w.oid).load(Ordering::Acquire, guard);
-                let mut stamped = false;
+                let head = table.records.slot(w.oid).load(Ordering::Acquire, guard);
+                let mut ptr = head;
                 while let Some(v) = ptr.as_ref() {
                     if v.stamp.load(Ordering::Relaxed) != self.lease.stamp {
                         break;
                     }
                     v.stamp.store(ts, Ordering::Release);
-                    stamped = true;
                     ptr = v.next.load(Ordering::Acquire, guard);
                 }
-                // A record written twice is stamped on its first entry only.
-                if !stamped {
+                // A record written several times is stamped at its first entry, and what it
+                // retires follows from its final state (the head), whatever the writes were.
+                if ptr == head {
                     continue;
                 }
+                let Some(newest) = head.as_ref() else {
+                    unreachable!("a record this transaction wrote has its version at the head");
+                };
                 let (table, oid) = (w.table, w.oid);
-                if w.kind == WriteKind::Delete {
+                if newest.is_deleted() {
                     retired.push_back(Retired::Deleted { table, oid, ts });
-                } else if !ptr.is_null() {
+                } else if !newest.next.load(Ordering::Acquire, guard).is_null() {
                     retired.push_back(Retired::Superseded { table, oid, ts });
                 }
             }
@@ -116,8 +119,10 @@ impl Transaction<'_> {
                 v.stamp.store(ABORTED_STAMP, Ordering::Release);
                 // `v.next` stays intact, so readers already on `v` continue down the chain.
                 let next = v.next.get_shared(Ordering::Acquire, guard);
+                // A record that has no version below ours did not exist before this transaction
+                // (an existing record always keeps its newest committed version): it dies.
                 let replacement = match next {
-                    None if w.kind == WriteKind::FreshInsert => (None, DEAD),
+                    None => (None, DEAD),
                     next => (next, Tag::None),
                 };
                 // Only this transaction changes a head that holds its pending version.
