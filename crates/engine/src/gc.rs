@@ -11,6 +11,7 @@
 //! Dead records lose their index entries and their OIDs are recycled. This module runs inside
 //! non-preemptible regions (it is part of commit) and must never wait for an active transaction.
 
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 
 use overtake_runtime::NoPreemptGuard;
@@ -20,7 +21,7 @@ use crate::db::Catalog;
 use crate::epoch::EpochGuard;
 use crate::index::ScanBatch;
 use crate::key::{IndexKey, KeyBuf, as_slice_bound};
-use crate::mvcc::{SlotCounters, TxnTable, is_committed};
+use crate::mvcc::{SlotCounters, TxnSlot, TxnTable, is_committed};
 use crate::record::{DEAD, Oid, Version};
 use crate::table::{IndexRef, Table, TableId};
 
@@ -132,26 +133,6 @@ fn remove_dead(
     chain_len(Some(v), guard)
 }
 
-/// True if some version of `oid` (committed or pending) has `key` in `index`. Deletion markers
-/// carry no key; the deleted row below one does.
-fn any_version_has(table: &Table, index: IndexRef, key: &[u8], oid: Oid, guard: &Guard) -> bool {
-    let mut ptr = table.records.slot(oid).load(Ordering::Acquire, guard);
-    while let Some(v) = ptr.as_ref() {
-        if !v.is_deleted() {
-            let row = table.row(&v.row);
-            let carried = match index {
-                IndexRef::Primary => table.primary_key(&row, oid),
-                IndexRef::Secondary(i) => table.secondary_key(i, &row, oid),
-            };
-            if carried.as_bytes() == key {
-                return true;
-            }
-        }
-        ptr = v.next.load(Ordering::Acquire, guard);
-    }
-    false
-}
-
 /// Removes a secondary entry no version needs any more. A concurrent update may be re-adding the same
 /// key (it found the entry present and skipped inserting it), so after removing, check again and put
 /// the entry back if a version now carries the key.
@@ -159,11 +140,11 @@ fn remove_stale_key(table: &Table, index: usize, key: &IndexKey, oid: Oid, epoch
     let guard = epoch.guard();
     let key = key.as_slice();
     let index = IndexRef::Secondary(index);
-    if any_version_has(table, index, key, oid, guard) {
+    if table.record_carries(index, key, oid, guard) {
         return;
     }
     let tree = table.tree(index);
-    if tree.remove(key, oid) && any_version_has(table, index, key, oid, guard) {
+    if tree.remove(key, oid) && table.record_carries(index, key, oid, guard) {
         // An `Err` means another writer already re-inserted it.
         let _ = tree.insert(key, oid);
     }
@@ -205,6 +186,25 @@ fn process(
     }
 }
 
+/// Queues what a commit at `ts` made obsolete on the committer's slot (inside the commit's region).
+pub(crate) fn retire(
+    txns: &TxnTable,
+    slot_index: usize,
+    items: impl IntoIterator<Item = Retired>,
+    region: &NoPreemptGuard,
+) {
+    let slot = txns.slot(slot_index);
+    let mut queue = slot.retired.lock(region);
+    queue.extend(items);
+    publish_front(slot, &queue);
+}
+
+/// Updates the queue's front hint (under the queue's lock).
+fn publish_front(slot: &TxnSlot, queue: &VecDeque<Retired>) {
+    let front = queue.front().map_or(u64::MAX, Retired::ts);
+    slot.retired_front.store(front, Ordering::Release);
+}
+
 /// Processes up to `budget` ready items of slot `slot_index`'s queue (all of them if `budget` is
 /// `usize::MAX`). Returns how many were processed. Skips the slot if another thread is draining it.
 pub(crate) fn drain_slot(
@@ -236,7 +236,30 @@ pub(crate) fn drain_slot(
             _ => break,
         }
     }
+    publish_front(slot, &queue);
     done
+}
+
+/// After draining its own queue, a committer helps drain one other slot's, taking the slots in
+/// turn. Without help a slot's queue would only shrink when a later transaction of the same slot
+/// commits; a slot leased to a long or paused transaction would hold its retired items, and the
+/// index entries and versions they free, for as long as that transaction lives. With it, every
+/// queue is drained by the commits of all slots, so memory stays bounded by what live snapshots
+/// need. A queue whose front is not reclaimable yet is skipped without touching its lock.
+pub(crate) fn help_drain(txns: &TxnTable, catalog: &Catalog, own: usize, budget: usize) {
+    let used = txns.used_slots().len();
+    if used < 2 {
+        return;
+    }
+    let cursor = &txns.slot(own).help_cursor;
+    let mut next = (cursor.load(Ordering::Relaxed) + 1) % used;
+    if next == own {
+        next = (next + 1) % used;
+    }
+    cursor.store(next, Ordering::Relaxed);
+    if txns.slot(next).retired_front.load(Ordering::Acquire) <= txns.watermark() {
+        drain_slot(txns, catalog, next, budget, false);
+    }
 }
 
 /// Drains every slot's queue as far as the current watermark allows.
@@ -320,7 +343,7 @@ pub(crate) fn census(table: &Table, watermark: u64, out: &mut VersionCensus) {
             );
             for i in 0..batch.len() {
                 out.index_entries += 1;
-                if !any_version_has(table, index, batch.key(i), batch.oid(i), guard) {
+                if !table.record_carries(index, batch.key(i), batch.oid(i), guard) {
                     out.dangling_index_entries += 1;
                 }
             }

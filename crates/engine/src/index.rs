@@ -103,6 +103,19 @@ impl OrderedIndex {
         }
     }
 
+    /// Points `key` at `new` if it still maps to `expected` (taking over a stale entry).
+    pub(crate) fn replace(&self, key: &[u8], expected: Oid, new: Oid) -> bool {
+        let region = NoPreemptGuard::new();
+        let mut map = self.map.write(&region);
+        match map.get_mut(key) {
+            Some(oid) if *oid == expected => {
+                *oid = new;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Removes `key` if it still maps to `oid`.
     pub(crate) fn remove(&self, key: &[u8], oid: Oid) -> bool {
         let region = NoPreemptGuard::new();
@@ -186,6 +199,13 @@ mod tests {
             "an existing entry is reported even when it maps to the same oid"
         );
         assert_eq!(index.get(&7u64.to_be_bytes()), Some(7));
+        assert!(
+            !index.replace(&7u64.to_be_bytes(), 8, 70),
+            "only from the expected oid"
+        );
+        assert!(index.replace(&7u64.to_be_bytes(), 7, 70));
+        assert_eq!(index.get(&7u64.to_be_bytes()), Some(70));
+        assert!(index.replace(&7u64.to_be_bytes(), 70, 7));
         assert!(
             !index.remove(&7u64.to_be_bytes(), 8),
             "only if it maps to that oid"

@@ -93,6 +93,11 @@ pub(crate) struct TxnSlot {
     snapshot: AtomicU64,
     /// Retired versions and keys waiting for the watermark; pushed in commit order.
     pub(crate) retired: RegionMutex<VecDeque<Retired>>,
+    /// Timestamp of the front of `retired` (`u64::MAX` when empty), written under its lock: lets
+    /// other committers see whether the queue has anything reclaimable without taking the lock.
+    pub(crate) retired_front: AtomicU64,
+    /// The slot whose queue this slot's committers helped drain last (see `gc::help_drain`).
+    pub(crate) help_cursor: AtomicUsize,
     /// Bookkeeping buffers, passed from one transaction of the slot to the next.
     pub(crate) buffers: RegionMutex<TxnBuffers>,
     pub(crate) counters: SlotCounters,
@@ -155,6 +160,8 @@ impl TxnTable {
                     commit_ts: AtomicU64::new(0),
                     snapshot: AtomicU64::new(u64::MAX),
                     retired: RegionMutex::new(VecDeque::new()),
+                    retired_front: AtomicU64::new(u64::MAX),
+                    help_cursor: AtomicUsize::new(0),
                     buffers: RegionMutex::new(TxnBuffers::default()),
                     counters: SlotCounters::default(),
                 })

@@ -7,6 +7,10 @@
 //! A table without a declared primary key uses its records' OIDs as hidden row ids: unique while the
 //! record lives, and only reused after the old key has left every index.
 
+use std::sync::atomic::Ordering;
+
+use sdd::Guard;
+
 use crate::index::OrderedIndex;
 use crate::key::{KeyBuf, KeyBuilder};
 use crate::record::{Oid, RecordStore};
@@ -190,6 +194,33 @@ impl Table {
 
     pub(crate) fn row<'r>(&'r self, bytes: &'r [u8]) -> RowRef<'r> {
         RowRef::new(&self.layout, bytes)
+    }
+
+    /// True if some version of record `oid` (committed or pending) has `key` in `index`: the
+    /// record needs that entry. Deletion markers carry no key; the deleted row below one does. A
+    /// dead record (or an OID recycled for a record with other keys) carries none of the old ones.
+    pub(crate) fn record_carries(
+        &self,
+        index: IndexRef,
+        key: &[u8],
+        oid: Oid,
+        guard: &Guard,
+    ) -> bool {
+        let mut ptr = self.records.slot(oid).load(Ordering::Acquire, guard);
+        while let Some(v) = ptr.as_ref() {
+            if !v.is_deleted() {
+                let row = self.row(&v.row);
+                let carried = match index {
+                    IndexRef::Primary => self.primary_key(&row, oid),
+                    IndexRef::Secondary(i) => self.secondary_key(i, &row, oid),
+                };
+                if carried.as_bytes() == key {
+                    return true;
+                }
+            }
+            ptr = v.next.load(Ordering::Acquire, guard);
+        }
+        false
     }
 }
 

@@ -9,7 +9,8 @@ use std::sync::atomic::Ordering;
 use overtake_runtime::NoPreemptGuard;
 use sdd::{Guard, Tag};
 
-use super::{State, Transaction, WriteKind};
+use super::{State, Transaction, Write, WriteKind};
+use crate::db::Catalog;
 use crate::epoch::EpochGuard;
 use crate::error::{AbortReason, Error, Result};
 use crate::gc::{self, Retired};
@@ -44,49 +45,27 @@ impl Transaction<'_> {
         }
         let epoch = EpochGuard::enter();
         let guard = epoch.guard();
-        let slot = txns.slot(self.lease.slot);
-        {
-            let mut retired = slot.retired.lock(&region);
-            for w in &self.buf.writes {
-                let table = self.db.catalog().recorded(w.table);
-                let head = table.records.slot(w.oid).load(Ordering::Acquire, guard);
-                let mut ptr = head;
-                while let Some(v) = ptr.as_ref() {
-                    if v.stamp.load(Ordering::Relaxed) != self.lease.stamp {
-                        break;
-                    }
-                    v.stamp.store(ts, Ordering::Release);
-                    ptr = v.next.load(Ordering::Acquire, guard);
-                }
-                // A record written several times is stamped at its first entry, and what it
-                // retires follows from its final state (the head), whatever the writes were.
-                if ptr == head {
-                    continue;
-                }
-                let Some(newest) = head.as_ref() else {
-                    unreachable!("a record this transaction wrote has its version at the head");
-                };
-                let (table, oid) = (w.table, w.oid);
-                if newest.is_deleted() {
-                    retired.push_back(Retired::Deleted { table, oid, ts });
-                } else if !newest.next.load(Ordering::Acquire, guard).is_null() {
-                    retired.push_back(Retired::Superseded { table, oid, ts });
-                }
-            }
-            for s in self.buf.stale_keys.drain(..) {
-                retired.push_back(Retired::StaleKey {
-                    table: s.table,
-                    index: s.index,
-                    key: s.key,
-                    oid: s.oid,
-                    ts,
-                });
-            }
-        }
+        // Stamping runs while the retired items are queued, so the iterator does both.
+        let (catalog, me) = (self.db.catalog(), self.lease.stamp);
+        let stale = self.buf.stale_keys.drain(..).map(|s| Retired::StaleKey {
+            table: s.table,
+            index: s.index,
+            key: s.key,
+            oid: s.oid,
+            ts,
+        });
+        let items = self
+            .buf
+            .writes
+            .iter()
+            .filter_map(|w| stamp_record(catalog, w, me, ts, guard))
+            .chain(stale);
+        gc::retire(txns, self.lease.slot, items, &region);
         txns.set_outcome(&self.lease, true);
         drop(epoch);
         let budget = GC_ITEMS_BASE + GC_ITEMS_PER_WRITE * self.buf.writes.len();
         gc::drain_slot(txns, self.db.catalog(), self.lease.slot, budget, true);
+        gc::help_drain(txns, self.db.catalog(), self.lease.slot, budget);
         self.finish(State::Committed);
         Ok(())
     }
@@ -197,5 +176,39 @@ impl Transaction<'_> {
             }
         }
         true
+    }
+}
+
+/// Stamps the versions transaction `me` wrote to `w`'s record with `ts`, and says what the
+/// record's final state makes obsolete. A record written several times is stamped at its first
+/// write entry (`None` for the others); what it retires follows from its head, whatever the
+/// writes were: a deletion marker retires the record, an older version below is superseded.
+fn stamp_record(catalog: &Catalog, w: &Write, me: u64, ts: u64, guard: &Guard) -> Option<Retired> {
+    let head = catalog
+        .recorded(w.table)
+        .records
+        .slot(w.oid)
+        .load(Ordering::Acquire, guard);
+    let mut ptr = head;
+    while let Some(v) = ptr.as_ref() {
+        if v.stamp.load(Ordering::Relaxed) != me {
+            break;
+        }
+        v.stamp.store(ts, Ordering::Release);
+        ptr = v.next.load(Ordering::Acquire, guard);
+    }
+    if ptr == head {
+        return None;
+    }
+    let Some(newest) = head.as_ref() else {
+        unreachable!("a record this transaction wrote has its version at the head");
+    };
+    let (table, oid) = (w.table, w.oid);
+    if newest.is_deleted() {
+        Some(Retired::Deleted { table, oid, ts })
+    } else if !newest.next.load(Ordering::Acquire, guard).is_null() {
+        Some(Retired::Superseded { table, oid, ts })
+    } else {
+        None
     }
 }

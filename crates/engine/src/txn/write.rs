@@ -88,8 +88,10 @@ impl Transaction<'_> {
     }
 
     /// Adds `key -> oid` to one of `table`'s indexes, remembering it for rollback. An entry that
-    /// already maps to `oid` (kept from an older version) is fine; one that maps to a dead record is
-    /// waited out while the collector removes it.
+    /// already maps to `oid` (kept from an older version) is fine. An entry that maps to a record
+    /// no version of which carries the key is garbage (a dead record's, or a stale key whose
+    /// retirement has not been processed yet): it is taken over on the spot, never waited for,
+    /// because whoever would remove it may be a paused transaction's slot.
     fn add_index_entry(
         &mut self,
         table: &Table,
@@ -98,31 +100,30 @@ impl Transaction<'_> {
         oid: Oid,
         epoch: &EpochGuard,
     ) -> Result<()> {
+        let tree = table.tree(index);
         loop {
-            match table.tree(index).insert(key.as_bytes(), oid) {
-                Ok(()) => {
-                    self.buf.new_keys.push(NewKey {
-                        table: table.id(),
-                        index,
-                        key: IndexKey::new(key.as_bytes()),
-                        oid,
-                    });
-                    return Ok(());
-                }
+            let added = match tree.insert(key.as_bytes(), oid) {
+                Ok(()) => true,
                 Err(existing) if existing == oid => return Ok(()),
                 Err(existing) => {
-                    let head = table
-                        .records
-                        .slot(existing)
-                        .load(Ordering::Acquire, epoch.guard());
-                    if !(head.is_null() && head.tag() == DEAD) {
-                        // Secondary keys embed the primary key, so only a leftover of a dead record
-                        // can collide; anything else means two live rows share a key.
+                    if table.record_carries(index, key.as_bytes(), existing, epoch.guard()) {
+                        // Keys embed the primary key, so a live record carrying this one means
+                        // two rows share a primary key.
                         return Err(self.fail(AbortReason::Conflict));
                     }
-                    std::hint::spin_loop();
+                    tree.replace(key.as_bytes(), existing, oid)
                 }
+            };
+            if added {
+                self.buf.new_keys.push(NewKey {
+                    table: table.id(),
+                    index,
+                    key: IndexKey::new(key.as_bytes()),
+                    oid,
+                });
+                return Ok(());
             }
+            // The entry changed between the two index calls: look again.
         }
     }
 
@@ -152,8 +153,11 @@ impl Transaction<'_> {
                 }
             };
             match self.settle_head(table, oid, guard)? {
-                // The collector is removing this key: try again.
-                Head::Missing => std::hint::spin_loop(),
+                // The key's record is dead and its entry not yet removed: remove it ourselves
+                // (only if it still maps to the dead record) and insert afresh.
+                Head::Missing => {
+                    table.tree(IndexRef::Primary).remove(key.as_bytes(), oid);
+                }
                 Head::Writable(_, v) if !v.is_deleted() => {
                     self.note_read(table, oid);
                     return Err(Error::DuplicateKey {
@@ -315,5 +319,133 @@ impl Transaction<'_> {
         }
         self.note_write(table, oid, WriteKind::Delete);
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use overtake_runtime::NoPreemptGuard;
+
+    use crate::record::DEAD;
+    use crate::schema::{ColumnType, TableSchema};
+    use crate::table::IndexRef;
+    use crate::{Database, Isolation, Options, Priority};
+
+    /// `t(id INT64 PK, owner VARCHAR(8))` with an index on owner, holding (1, "one").
+    fn table(db: &Database) -> std::sync::Arc<crate::Table> {
+        let t = db
+            .create_table(
+                TableSchema::builder("t")
+                    .column("id", ColumnType::Int64)
+                    .column("owner", ColumnType::VarChar(8))
+                    .primary_key(&["id"])
+                    .index("by_owner", &["owner"])
+                    .build()
+                    .expect("schema"),
+            )
+            .expect("create");
+        let mut txn = db
+            .begin(Priority::Low, Isolation::Serializable)
+            .expect("begin");
+        let row = t
+            .row_builder()
+            .int(0, 1)
+            .str(1, "one")
+            .finish()
+            .expect("row");
+        txn.insert(&t, row).expect("insert");
+        txn.commit().expect("commit");
+        t
+    }
+
+    /// Inserts (2, "two") after an entry for exactly that row's secondary key was planted pointing
+    /// at `stale` (a record that does not carry it). Returns the insert's outcome, within a time
+    /// limit (a wait for reclamation would never end).
+    fn insert_over_planted_entry(dead: bool) -> crate::Result<()> {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let db = Database::open(Options::default());
+            let t = table(&db);
+            let stale = if dead {
+                let region = NoPreemptGuard::new();
+                let oid = t.records.allocate(0, &region);
+                drop(
+                    t.records
+                        .slot(oid)
+                        .swap((None, DEAD), std::sync::atomic::Ordering::AcqRel),
+                );
+                oid
+            } else {
+                // Record 1's OID: live, but with other keys (as if recycled).
+                t.tree(IndexRef::Primary)
+                    .get(t.key().int(1).finish().expect("key").as_bytes())
+                    .expect("row 1")
+            };
+            let row = t
+                .row_builder()
+                .int(0, 2)
+                .str(1, "two")
+                .finish()
+                .expect("row");
+            let key = t.secondary_key(0, &t.row(row.view(t.layout()).as_bytes()), 0);
+            t.tree(IndexRef::Secondary(0))
+                .insert(key.as_bytes(), stale)
+                .expect("planted");
+            let mut txn = db
+                .begin(Priority::High, Isolation::Serializable)
+                .expect("begin");
+            let result = txn.insert(&t, row).and_then(|()| txn.commit());
+            drop(txn);
+            db.collect_garbage();
+            let census = db.census();
+            assert_eq!(census.dangling_index_entries, 0, "{census:?}");
+            assert_eq!(census.index_entries, 4, "{census:?}");
+            let _ = tx.send(result);
+        });
+        rx.recv_timeout(Duration::from_secs(60))
+            .expect("the insert waited for the stale entry to go")
+    }
+
+    #[test]
+    fn an_entry_of_a_dead_record_is_taken_over() {
+        assert_eq!(insert_over_planted_entry(true), Ok(()));
+    }
+
+    #[test]
+    fn an_entry_of_a_recycled_record_that_no_longer_carries_it_is_taken_over() {
+        assert_eq!(insert_over_planted_entry(false), Ok(()));
+    }
+
+    #[test]
+    fn an_entry_its_record_still_carries_is_a_conflict() {
+        let db = Database::open(Options::default());
+        let t = table(&db);
+        let one = t
+            .tree(IndexRef::Primary)
+            .get(t.key().int(1).finish().expect("key").as_bytes())
+            .expect("row 1");
+        // Plant row 1's own secondary key again under a second key: only reachable if two
+        // records share a primary key, which must fail rather than steal the entry.
+        let mut txn = db
+            .begin(Priority::High, Isolation::Serializable)
+            .expect("begin");
+        let key = {
+            let epoch = crate::epoch::EpochGuard::enter();
+            let head = t
+                .records
+                .slot(one)
+                .load(std::sync::atomic::Ordering::Acquire, epoch.guard());
+            let v = head.as_ref().expect("row 1's version");
+            t.secondary_key(0, &t.row(&v.row), one)
+        };
+        let epoch = crate::epoch::EpochGuard::enter();
+        let other = one + 1000;
+        assert_eq!(
+            txn.add_index_entry(&t, IndexRef::Secondary(0), &key, other, &epoch),
+            Err(crate::Error::Aborted(crate::AbortReason::Conflict))
+        );
     }
 }
