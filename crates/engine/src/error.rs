@@ -4,6 +4,7 @@
 use thiserror::Error;
 
 use crate::schema::SchemaError;
+use crate::value::DecimalError;
 
 /// Why a transaction was aborted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -73,6 +74,9 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// A decimal that cannot be represented.
+    #[error(transparent)]
+    Decimal(#[from] DecimalError),
     /// A key was built with the wrong number or types of parts.
     #[error("invalid key for {index}: {reason}")]
     InvalidKey {

@@ -56,10 +56,11 @@ pub use mvcc::MAX_TRANSACTION_SLOTS;
 pub use row::{Row, RowBuilder, RowLayout, RowMut, RowRef};
 pub use schema::{
     Column, ColumnType, IndexDef, MAX_COLUMNS, MAX_ROW_LEN, SchemaError, TableSchema,
+    TableSchemaBuilder,
 };
 pub use table::{IndexId, Table, TableId};
 pub use txn::{Isolation, Priority, ScanOptions, Transaction};
-pub use value::{Decimal, MAX_DECIMAL_PRECISION, Value};
+pub use value::{Decimal, DecimalError, MAX_DECIMAL_PRECISION, Value};
 
 // The README's example is compiled and run as a test of this crate.
 #[cfg(doctest)]

@@ -162,6 +162,18 @@ impl Table {
         }
     }
 
+    /// The primary key's column names, comma-separated (for messages).
+    pub(crate) fn primary_key_names(&self) -> String {
+        let columns = self.schema.columns();
+        let names: Vec<&str> = self
+            .schema
+            .primary_key()
+            .iter()
+            .map(|&c| columns[c].name.as_str())
+            .collect();
+        names.join(", ")
+    }
+
     /// The primary key of a stored row (`oid` stands in for a hidden row id).
     pub(crate) fn primary_key(&self, row: &RowRef<'_>, oid: Oid) -> KeyBuf {
         let mut key = KeyBuf::new();

@@ -3,21 +3,54 @@
 
 use std::cmp::Ordering;
 use std::fmt;
+use std::hash::{Hash, Hasher};
 
-/// Largest scale a decimal column may declare; `10^18` still fits an `i64`.
+/// Largest precision (and so scale) a decimal may have; `10^18` still fits an `i64`, and a
+/// comparison across scales (`units * 10^18` in an `i128`) cannot overflow.
 pub const MAX_DECIMAL_PRECISION: u8 = 18;
 
 /// A fixed-point decimal number: `units / 10^scale`, e.g. `Decimal::new(1250, 2)` is 12.50.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+///
+/// Equality, ordering and hashing are numeric: `1.0 == 1.00`, and equal numbers hash alike.
+#[derive(Clone, Copy, Debug)]
 pub struct Decimal {
     units: i64,
+    /// At most [`MAX_DECIMAL_PRECISION`] (every constructor checks it).
     scale: u8,
 }
 
+/// A decimal that cannot be represented.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DecimalError {
+    /// More digits after the point than any decimal may have.
+    #[error("a decimal scale of {0} exceeds the maximum of {MAX_DECIMAL_PRECISION}")]
+    ScaleTooLarge(u8),
+}
+
 impl Decimal {
-    /// `units / 10^scale`.
-    pub const fn new(units: i64, scale: u8) -> Self {
+    /// `units / 10^scale`. Refuses scales above [`MAX_DECIMAL_PRECISION`].
+    pub fn new(units: i64, scale: u8) -> Result<Self, DecimalError> {
+        if scale > MAX_DECIMAL_PRECISION {
+            return Err(DecimalError::ScaleTooLarge(scale));
+        }
+        Ok(Decimal { units, scale })
+    }
+
+    /// `units / 10^scale` for a scale the caller knows is valid (a validated column's).
+    pub(crate) const fn from_parts(units: i64, scale: u8) -> Self {
+        debug_assert!(scale <= MAX_DECIMAL_PRECISION);
         Decimal { units, scale }
+    }
+
+    /// The same number with trailing fractional zeros removed: the one representation all equal
+    /// decimals share.
+    fn normalized(self) -> (i64, u8) {
+        let (mut units, mut scale) = (self.units, self.scale);
+        while scale > 0 && units % 10 == 0 {
+            units /= 10;
+            scale -= 1;
+        }
+        (units, scale)
     }
 
     /// The integer number of `10^-scale` units.
@@ -39,14 +72,14 @@ impl Decimal {
             Ordering::Equal => Some(self),
             Ordering::Greater => {
                 let factor = 10i64.checked_pow(u32::from(scale - self.scale))?;
-                Some(Decimal::new(self.units.checked_mul(factor)?, scale))
+                Some(Decimal::from_parts(self.units.checked_mul(factor)?, scale))
             }
             Ordering::Less => {
                 let factor = 10i64.checked_pow(u32::from(self.scale - scale))?;
                 if self.units % factor != 0 {
                     return None;
                 }
-                Some(Decimal::new(self.units / factor, scale))
+                Some(Decimal::from_parts(self.units / factor, scale))
             }
         }
     }
@@ -75,7 +108,10 @@ impl Decimal {
         for b in whole.bytes().chain(frac.bytes()) {
             units = units.checked_mul(10)?.checked_add(i64::from(b - b'0'))?;
         }
-        Some(Decimal::new(if negative { -units } else { units }, scale))
+        Some(Decimal::from_parts(
+            if negative { -units } else { units },
+            scale,
+        ))
     }
 }
 
@@ -94,6 +130,20 @@ impl fmt::Display for Decimal {
             magnitude % factor,
             width = usize::from(self.scale)
         )
+    }
+}
+
+impl PartialEq for Decimal {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Decimal {}
+
+impl Hash for Decimal {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.normalized().hash(state);
     }
 }
 
@@ -144,6 +194,10 @@ impl fmt::Display for Value<'_> {
 mod tests {
     use super::*;
 
+    fn d(units: i64, scale: u8) -> Decimal {
+        Decimal::new(units, scale).expect("valid scale")
+    }
+
     #[test]
     fn display_and_parse_round_trip() {
         for (text, units, scale) in [
@@ -164,25 +218,53 @@ mod tests {
 
     #[test]
     fn rescale_is_exact_or_refuses() {
-        assert_eq!(
-            Decimal::new(125, 1).rescale(3),
-            Some(Decimal::new(12500, 3))
-        );
-        assert_eq!(
-            Decimal::new(12500, 3).rescale(1),
-            Some(Decimal::new(125, 1))
-        );
-        assert_eq!(Decimal::new(12501, 3).rescale(1), None);
-        assert_eq!(Decimal::new(i64::MAX, 0).rescale(1), None);
+        assert_eq!(d(125, 1).rescale(3), Some(d(12500, 3)));
+        assert_eq!(d(12500, 3).rescale(1), Some(d(125, 1)));
+        assert_eq!(d(12501, 3).rescale(1), None);
+        assert_eq!(d(i64::MAX, 0).rescale(1), None);
     }
 
     #[test]
     fn ordering_across_scales() {
-        assert!(Decimal::new(1, 0) > Decimal::new(99, 2));
+        assert!(d(1, 0) > d(99, 2));
+        assert_eq!(d(10, 1).cmp(&d(100, 2)), Ordering::Equal);
+        assert!(d(-1, 0) < d(0, 4));
+    }
+
+    #[test]
+    fn equality_and_hashing_agree_with_ordering() {
+        use std::collections::hash_map::DefaultHasher;
+        let hash = |x: Decimal| {
+            let mut h = DefaultHasher::new();
+            x.hash(&mut h);
+            h.finish()
+        };
+        for (a, b) in [
+            (d(10, 1), d(100, 2)),
+            (d(1, 0), d(1_000_000, 6)),
+            (d(0, 0), d(0, 18)),
+            (d(-250, 2), d(-25, 1)),
+        ] {
+            assert_eq!(a.cmp(&b), Ordering::Equal);
+            assert_eq!(a, b, "{a} and {b}");
+            assert_eq!(hash(a), hash(b), "{a} and {b}");
+        }
+        assert_ne!(d(1, 0), d(11, 1));
+        assert_ne!(d(1, 1), d(1, 2));
+    }
+
+    #[test]
+    fn scales_above_the_maximum_are_refused() {
         assert_eq!(
-            Decimal::new(10, 1).cmp(&Decimal::new(100, 2)),
-            Ordering::Equal
+            Decimal::new(1, MAX_DECIMAL_PRECISION + 1),
+            Err(DecimalError::ScaleTooLarge(MAX_DECIMAL_PRECISION + 1))
         );
-        assert!(Decimal::new(-1, 0) < Decimal::new(0, 4));
+        assert_eq!(Decimal::new(5, 200), Err(DecimalError::ScaleTooLarge(200)));
+        let max = d(i64::MAX, MAX_DECIMAL_PRECISION);
+        assert!(
+            max > d(i64::MIN, 0),
+            "comparisons at the maximum scale do not overflow"
+        );
+        assert_eq!(max.to_string(), "9.223372036854775807");
     }
 }

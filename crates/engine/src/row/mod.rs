@@ -13,8 +13,9 @@
 //!
 //! Rows are only created by [`RowBuilder`] and [`RowMut`], which validate every value against its
 //! column, so the engine can trust the bytes of any stored row. A typed accessor used on a column of
-//! another type is a bug in the calling code and panics with the column's name; the generic
-//! [`RowRef::get`] works for every column.
+//! another type (or a position the table does not have) is a bug in the calling code, like an
+//! out-of-bounds slice index, and panics with the column's name; the generic [`RowRef::get`] works
+//! for every column type, and [`RowLayout::columns`] says what the positions are.
 
 mod write;
 
@@ -170,6 +171,10 @@ impl<'r> RowRef<'r> {
     }
 
     /// True if column `col` is NULL.
+    ///
+    /// # Panics
+    ///
+    /// If the row has no column `col`.
     #[inline]
     pub fn is_null(&self, col: usize) -> bool {
         self.layout.slots[col].nullable && self.bytes[col / 8] & (1 << (col % 8)) != 0
@@ -186,6 +191,11 @@ impl<'r> RowRef<'r> {
     }
 
     /// An `Int32` column.
+    ///
+    /// # Panics
+    ///
+    /// If column `col` does not exist or is not `Int32` (the message names the column). NULL reads
+    /// as 0: check [`is_null`](Self::is_null) on nullable columns.
     #[inline]
     #[track_caller]
     pub fn i32(&self, col: usize) -> i32 {
@@ -194,6 +204,10 @@ impl<'r> RowRef<'r> {
     }
 
     /// Any integer column, widened to `i64`.
+    ///
+    /// # Panics
+    ///
+    /// If column `col` does not exist or is not an integer column.
     #[inline]
     #[track_caller]
     pub fn int(&self, col: usize) -> i64 {
@@ -207,6 +221,10 @@ impl<'r> RowRef<'r> {
     }
 
     /// A decimal column as its raw count of `10^-scale` units (the scale is the column's).
+    ///
+    /// # Panics
+    ///
+    /// If column `col` does not exist or is not a decimal column.
     #[inline]
     #[track_caller]
     pub fn decimal_units(&self, col: usize) -> i64 {
@@ -219,17 +237,25 @@ impl<'r> RowRef<'r> {
     }
 
     /// A decimal column.
+    ///
+    /// # Panics
+    ///
+    /// If column `col` does not exist or is not a decimal column.
     #[inline]
     #[track_caller]
     pub fn decimal(&self, col: usize) -> Decimal {
         let units = self.decimal_units(col);
         match self.layout.slots[col].ty {
-            ColumnType::Decimal { scale, .. } => Decimal::new(units, scale),
+            ColumnType::Decimal { scale, .. } => Decimal::from_parts(units, scale),
             _ => unreachable!("checked by decimal_units"),
         }
     }
 
     /// A timestamp column (microseconds since the Unix epoch).
+    ///
+    /// # Panics
+    ///
+    /// If column `col` does not exist or is not a timestamp column.
     #[inline]
     #[track_caller]
     pub fn timestamp(&self, col: usize) -> i64 {
@@ -238,6 +264,10 @@ impl<'r> RowRef<'r> {
     }
 
     /// The raw bytes of a string column (a `Char` without its padding).
+    ///
+    /// # Panics
+    ///
+    /// If column `col` does not exist or is not a string column.
     #[inline]
     #[track_caller]
     pub fn bytes(&self, col: usize) -> &'r [u8] {
@@ -263,6 +293,10 @@ impl<'r> RowRef<'r> {
     }
 
     /// A string column.
+    ///
+    /// # Panics
+    ///
+    /// If column `col` does not exist or is not a string column.
     #[inline]
     #[track_caller]
     pub fn str(&self, col: usize) -> &'r str {
@@ -271,6 +305,10 @@ impl<'r> RowRef<'r> {
     }
 
     /// Column `col` as a generic [`Value`] (works for every column type, including NULLs).
+    ///
+    /// # Panics
+    ///
+    /// If the row has no column `col`.
     pub fn get(&self, col: usize) -> Value<'r> {
         if self.is_null(col) {
             return Value::Null;

@@ -12,7 +12,12 @@ use crate::value::{Decimal, Value};
 impl RowLayout {
     /// Checks `value` against column `col` and converts it to the stored form.
     fn check<'v>(&self, col: usize, value: Value<'v>) -> Result<Checked<'v>> {
-        let slot = self.slots[col];
+        let Some(&slot) = self.slots.get(col) else {
+            return Err(Error::InvalidValue {
+                column: format!("#{col}"),
+                reason: format!("the table has {} columns", self.slots.len()),
+            });
+        };
         let checked = match (slot.ty, value) {
             (_, Value::Null) if slot.nullable => Checked::Null,
             (_, Value::Null) => return Err(self.invalid(col, "NULL in a NOT NULL column")),
@@ -36,7 +41,7 @@ impl RowLayout {
                     ColumnType::Decimal { scale, .. } => scale,
                     _ => 0,
                 };
-                let d = Decimal::new(v, 0)
+                let d = Decimal::from_parts(v, 0)
                     .rescale(scale)
                     .ok_or_else(|| self.invalid(col, format!("{v} is out of range")))?;
                 Checked::Int64(check_precision(self, col, d.units(), precision)?)
@@ -119,11 +124,12 @@ macro_rules! typed_setters {
 
         /// Sets a decimal column from raw units at the column's own scale.
         pub fn decimal_units(&mut self, col: usize, units: i64) -> &mut Self {
-            let scale = match self.layout.slots[col].ty {
-                ColumnType::Decimal { scale, .. } => scale,
+            // A column of another type (or none) is refused by `set` with the column's name.
+            let scale = match self.layout.slots.get(col).map(|s| s.ty) {
+                Some(ColumnType::Decimal { scale, .. }) => scale,
                 _ => 0,
             };
-            self.set(col, Value::Decimal(Decimal::new(units, scale)))
+            self.set(col, Value::Decimal(Decimal::from_parts(units, scale)))
         }
 
         /// Sets a string column.
@@ -146,8 +152,10 @@ macro_rules! typed_setters {
 /// Builds new rows column by column. Reusable: [`finish`](Self::finish) resets it, so a loader can
 /// build millions of rows with one builder and one allocation per row.
 ///
-/// Setters do not return errors one by one: the first invalid value is remembered and returned by
-/// `finish`, which keeps loaders and stored procedures readable.
+/// Setters do not return errors one by one: the first invalid value (wrong type, out of range,
+/// too long, NULL in a NOT NULL column, a column position the table does not have) is remembered
+/// and returned by `finish`, which keeps loaders and stored procedures readable. Setters never
+/// panic.
 pub struct RowBuilder<'l> {
     layout: &'l RowLayout,
     fixed: Vec<u8>,
@@ -249,7 +257,7 @@ impl<'l> RowBuilder<'l> {
 }
 
 /// A private, mutable copy of a row: what an update closure receives. Like [`RowBuilder`], setters
-/// remember the first invalid value, which the update then reports.
+/// remember the first invalid value, which the update then reports, and never panic.
 pub struct RowMut<'l> {
     layout: &'l RowLayout,
     bytes: Vec<u8>,
@@ -369,7 +377,7 @@ mod tests {
         assert_eq!(r.get(3), Value::Null);
         assert_eq!(r.str(4), "AB");
         assert!(r.is_null(5));
-        assert_eq!(r.decimal(6), Decimal::new(12_345, 2));
+        assert_eq!(r.decimal(6), Decimal::new(12_345, 2).expect("scale"));
         assert_eq!(r.timestamp(7), 1_700_000_000_000_000);
         assert_eq!(r.get(2), Value::Str("héllo"));
     }

@@ -26,7 +26,9 @@ const GC_ITEMS_BASE: usize = 8;
 
 impl Transaction<'_> {
     /// Commits. On failure (serializable validation) the transaction is rolled back and
-    /// `Err(Aborted(Validation))` returned.
+    /// `Err(Aborted(Validation))` returned. A transaction an earlier abort already ended (a
+    /// conflict, a failed validation, [`rollback`](Self::rollback)) returns that abort again; one
+    /// that committed, or was ended with [`abort`](Self::abort), returns [`Error::NotActive`].
     pub fn commit(&mut self) -> Result<()> {
         self.check_active()?;
         let region = NoPreemptGuard::new();
@@ -40,7 +42,7 @@ impl Transaction<'_> {
         let ts = txns.start_commit(&self.lease);
         if self.serializable() && !self.validate(ts) {
             self.undo();
-            self.finish(State::Aborted);
+            self.finish(State::Aborted(Some(AbortReason::Validation)));
             return Err(Error::Aborted(AbortReason::Validation));
         }
         let epoch = EpochGuard::enter();
@@ -70,14 +72,20 @@ impl Transaction<'_> {
         Ok(())
     }
 
-    /// Rolls back (no effect if the transaction already ended).
+    /// Rolls back (no effect if the transaction already ended). Later calls report
+    /// [`Error::NotActive`].
     pub fn abort(&mut self) {
+        self.end_aborted(None);
+    }
+
+    /// Rolls back if still active, remembering why.
+    pub(super) fn end_aborted(&mut self, reason: Option<AbortReason>) {
         if self.state != State::Active {
             return;
         }
         let _region = NoPreemptGuard::new();
         self.undo();
-        self.finish(State::Aborted);
+        self.finish(State::Aborted(reason));
     }
 
     /// Unlinks every pending version and removes every index entry this transaction added.

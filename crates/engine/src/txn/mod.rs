@@ -96,7 +96,9 @@ impl ScanOptions {
 enum State {
     Active,
     Committed,
-    Aborted,
+    /// Ended by [`Transaction::abort`] (`None`), or by the abort that is reported again to any
+    /// later call.
+    Aborted(Option<AbortReason>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -270,11 +272,15 @@ impl<'db> Transaction<'db> {
         self.state == State::Active
     }
 
+    /// `Ok` while active. A transaction that a conflict, a failed validation or a rollback
+    /// ended keeps reporting that abort (so a caller that only checks `commit` still learns why
+    /// and whether to retry); one that committed or was aborted by [`abort`](Self::abort) reports
+    /// [`Error::NotActive`].
     fn check_active(&self) -> Result<()> {
-        if self.state == State::Active {
-            Ok(())
-        } else {
-            Err(Error::NotActive)
+        match self.state {
+            State::Active => Ok(()),
+            State::Aborted(Some(reason)) => Err(Error::Aborted(reason)),
+            State::Committed | State::Aborted(None) => Err(Error::NotActive),
         }
     }
 
@@ -460,7 +466,7 @@ impl<'db> Transaction<'db> {
 
     /// Aborts because of `reason` and returns the error to propagate.
     fn fail(&mut self, reason: AbortReason) -> Error {
-        self.abort();
+        self.end_aborted(Some(reason));
         Error::Aborted(reason)
     }
 

@@ -244,8 +244,9 @@ impl Transaction<'_> {
     }
 
     /// Updates the row with primary key `key`: `change` receives a copy of the current row to modify.
-    /// Returns false if there is no such row. An invalid value set by `change` is returned as an error
-    /// and leaves the transaction active (nothing was written).
+    /// Returns false if there is no such row. An invalid value set by `change`, or a change of the
+    /// primary key, is returned as an error and leaves the transaction active (nothing was
+    /// written).
     pub fn update(
         &mut self,
         table: &Table,
@@ -271,6 +272,13 @@ impl Transaction<'_> {
         let mut copy = old.to_mut();
         change(&mut copy);
         let bytes = copy.into_bytes()?;
+        if table.primary_key(&table.row(&bytes), oid) != table.primary_key(&old, oid) {
+            return Err(Error::InvalidValue {
+                column: table.primary_key_names(),
+                reason: "an update cannot change the primary key (delete the row and insert it)"
+                    .into(),
+            });
+        }
         // Secondary keys the update changes: new entries are added, old ones retired at commit.
         let mut changed = Vec::new();
         for i in 0..table.secondary_count() {
