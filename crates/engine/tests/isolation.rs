@@ -6,8 +6,7 @@ use std::ops::ControlFlow;
 
 use common::*;
 use overtake_engine::{
-    AbortReason, Database, Error, Isolation, KeyRange, Options, Priority, RetryPolicy, ScanOptions,
-    Transaction,
+    AbortReason, Error, Isolation, KeyRange, Priority, RetryPolicy, ScanOptions,
 };
 use overtake_runtime::region;
 
@@ -155,100 +154,6 @@ fn point_read_of_a_missing_key_is_validated_too() {
         reader.commit(),
         Err(Error::Aborted(AbortReason::Validation))
     );
-}
-
-fn account(t: &overtake_engine::Table, id: i64) -> overtake_engine::Row {
-    t.row_builder()
-        .int(ID, id)
-        .str(OWNER, "x")
-        .decimal_units(BALANCE, id)
-        .finish()
-        .expect("row")
-}
-
-/// The write skew of two "insert mine if the other is absent" transactions, where the first
-/// reader finds key 100 in the index but no visible row (an uncommitted insert, a deleted row):
-/// whatever record key 100 maps to later, the absence it saw must be validated by key.
-fn skew_through_a_miss(db: &Database, t: &overtake_engine::Table, t1: &mut Transaction<'_>) {
-    let mut t2 = db
-        .begin(Priority::Low, Isolation::Serializable)
-        .expect("begin");
-    assert_eq!(balance(&mut t2, t, 200), None);
-    t2.insert(t, account(t, 100)).expect("insert 100");
-    t2.commit().expect("the first to commit wins");
-    t1.insert(t, account(t, 200)).expect("insert 200");
-    assert_eq!(
-        t1.commit(),
-        Err(Error::Aborted(AbortReason::Validation)),
-        "both 100 and 200 would exist: no serial order gives that"
-    );
-    let mut check = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
-    assert_eq!(balance(&mut check, t, 200), None);
-}
-
-#[test]
-fn a_miss_on_an_aborted_insert_is_validated_by_key() {
-    let db = Database::open(Options::default());
-    let t = accounts(&db);
-    let mut t0 = db
-        .begin(Priority::Low, Isolation::Serializable)
-        .expect("begin");
-    t0.insert(&t, account(&t, 100)).expect("uncommitted insert");
-    let mut t1 = db
-        .begin(Priority::Low, Isolation::Serializable)
-        .expect("begin");
-    assert_eq!(balance(&mut t1, &t, 100), None);
-    t0.abort();
-    skew_through_a_miss(&db, &t, &mut t1);
-}
-
-/// Inserts key 100 and commits, deletes it and commits.
-fn inserted_then_deleted() -> (Database, std::sync::Arc<overtake_engine::Table>) {
-    let db = Database::open(Options::default());
-    let t = accounts(&db);
-    for delete in [false, true] {
-        let mut txn = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
-        if delete {
-            assert!(txn.delete(&t, &key(&t, 100)).expect("delete"));
-        } else {
-            txn.insert(&t, account(&t, 100)).expect("insert");
-        }
-        txn.commit().expect("commit");
-    }
-    (db, t)
-}
-
-#[test]
-fn a_miss_on_a_collected_delete_is_validated_by_key() {
-    let (db, t) = inserted_then_deleted();
-    let mut t1 = db
-        .begin(Priority::Low, Isolation::Serializable)
-        .expect("begin");
-    assert_eq!(balance(&mut t1, &t, 100), None);
-    db.collect_garbage();
-    skew_through_a_miss(&db, &t, &mut t1);
-}
-
-#[test]
-fn update_and_delete_of_a_deleted_row_are_validated_by_key() {
-    for delete in [false, true] {
-        let (db, t) = inserted_then_deleted();
-        let mut t1 = db
-            .begin(Priority::Low, Isolation::Serializable)
-            .expect("begin");
-        // Finds the deleted row's entry and changes nothing.
-        let changed = if delete {
-            t1.delete(&t, &key(&t, 100)).expect("delete")
-        } else {
-            t1.update(&t, &key(&t, 100), |r| {
-                r.decimal_units(BALANCE, 0);
-            })
-            .expect("update")
-        };
-        assert!(!changed);
-        db.collect_garbage();
-        skew_through_a_miss(&db, &t, &mut t1);
-    }
 }
 
 #[test]
