@@ -133,13 +133,16 @@ fn remove_dead(
     chain_len(Some(v), guard)
 }
 
-/// Removes a secondary entry no version needs any more. A concurrent update may be re-adding the same
-/// key (it found the entry present and skipped inserting it), so after removing, check again and put
-/// the entry back if a version now carries the key.
-fn remove_stale_key(table: &Table, index: usize, key: &IndexKey, oid: Oid, epoch: &EpochGuard) {
-    let guard = epoch.guard();
-    let key = key.as_slice();
-    let index = IndexRef::Secondary(index);
+/// Removes an index entry no version of its record carries any more. A concurrent update may be
+/// re-adding the same key (it found the entry present and reused it), so after removing, check
+/// again and put the entry back if a version now carries the key.
+pub(crate) fn remove_uncarried(
+    table: &Table,
+    index: IndexRef,
+    key: &[u8],
+    oid: Oid,
+    guard: &Guard,
+) {
     if table.record_carries(index, key, oid, guard) {
         return;
     }
@@ -180,7 +183,7 @@ fn process(
             ..
         } => {
             if let Some(t) = table_of(*table) {
-                remove_stale_key(t, *index, key, *oid, epoch);
+                remove_uncarried(t, IndexRef::Secondary(*index), key.as_slice(), *oid, guard);
             }
         }
     }

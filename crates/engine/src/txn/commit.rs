@@ -16,7 +16,7 @@ use crate::error::{AbortReason, Error, Result};
 use crate::gc::{self, Retired};
 use crate::index::ScanBatch;
 use crate::key::{KeyBuf, as_slice_bound};
-use crate::mvcc::ABORTED_STAMP;
+use crate::mvcc::{ABORTED_STAMP, is_committed};
 use crate::record::DEAD;
 
 /// How many retired items a commit processes per write it made (plus a constant), so that
@@ -95,12 +95,24 @@ impl Transaction<'_> {
         let epoch = EpochGuard::enter();
         let guard = epoch.guard();
         let catalog = self.db.catalog();
+        let mut uncovered = Vec::new();
         for w in self.buf.writes.iter().rev() {
             let slot = catalog.recorded(w.table).records.slot(w.oid);
             loop {
                 let head = slot.load(Ordering::Acquire, guard);
                 let Some(v) = head.as_ref() else { break };
-                if v.stamp.load(Ordering::Relaxed) != self.lease.stamp {
+                let stamp = v.stamp.load(Ordering::Relaxed);
+                if stamp != self.lease.stamp {
+                    // We wrote over a deleted row: the collector may have met the record while
+                    // our version hid the deletion, skipped it and dropped the item. Retire the
+                    // record again, or its keys and OID would never go.
+                    if v.is_deleted() && is_committed(stamp) && w.kind == WriteKind::Overwrite {
+                        uncovered.push(Retired::Deleted {
+                            table: w.table,
+                            oid: w.oid,
+                            ts: stamp,
+                        });
+                    }
                     break;
                 }
                 v.stamp.store(ABORTED_STAMP, Ordering::Release);
@@ -122,11 +134,19 @@ impl Transaction<'_> {
                 );
             }
         }
+        if !uncovered.is_empty() {
+            let region = NoPreemptGuard::new();
+            gc::retire(txns, self.lease.slot, uncovered, &region);
+        }
+        // Our versions are unlinked: an entry we added is needed by no one; one we reused is
+        // needed only if an older version still carries its key.
         for k in self.buf.new_keys.drain(..).rev() {
-            catalog
-                .recorded(k.table)
-                .tree(k.index)
-                .remove(k.key.as_slice(), k.oid);
+            let table = catalog.recorded(k.table);
+            if k.added {
+                table.tree(k.index).remove(k.key.as_slice(), k.oid);
+            } else {
+                gc::remove_uncarried(table, k.index, k.key.as_slice(), k.oid, guard);
+            }
         }
         let now = txns.now();
         for w in &self.buf.writes {

@@ -117,12 +117,16 @@ struct Write {
     kind: WriteKind,
 }
 
-/// An index entry this transaction added (removed again on rollback).
+/// An index entry this transaction added or reused (removed again on rollback if no version
+/// needs it).
 struct NewKey {
     table: TableId,
     index: IndexRef,
     key: IndexKey,
     oid: Oid,
+    /// False if the entry was there already (an older version of the record carries the same
+    /// key) and this transaction reused it: rollback removes it only if no version carries it.
+    added: bool,
 }
 
 /// A secondary-index entry this transaction's update made stale (retired at commit).

@@ -102,24 +102,28 @@ impl Transaction<'_> {
     ) -> Result<()> {
         let tree = table.tree(index);
         loop {
-            let added = match tree.insert(key.as_bytes(), oid) {
-                Ok(()) => true,
-                Err(existing) if existing == oid => return Ok(()),
+            let (entered, added) = match tree.insert(key.as_bytes(), oid) {
+                Ok(()) => (true, true),
+                // Kept from an older version: reused. Its retirement may already have been
+                // processed (skipped because our pending version carries the key), so a rollback
+                // must look at it again.
+                Err(existing) if existing == oid => (true, false),
                 Err(existing) => {
                     if table.record_carries(index, key.as_bytes(), existing, epoch.guard()) {
                         // Keys embed the primary key, so a live record carrying this one means
                         // two rows share a primary key.
                         return Err(self.fail(AbortReason::Conflict));
                     }
-                    tree.replace(key.as_bytes(), existing, oid)
+                    (tree.replace(key.as_bytes(), existing, oid), true)
                 }
             };
-            if added {
+            if entered {
                 self.buf.new_keys.push(NewKey {
                     table: table.id(),
                     index,
                     key: IndexKey::new(key.as_bytes()),
                     oid,
+                    added,
                 });
                 return Ok(());
             }
@@ -164,12 +168,25 @@ impl Transaction<'_> {
                         table: table.name().to_owned(),
                     });
                 }
-                Head::Writable(head, _) => {
+                Head::Writable(head, marker) => {
+                    // Over a deleted row (its image is kept below the marker until the record's
+                    // keys are removed): the image's secondary keys that the new row does not
+                    // carry become stale, as in an update.
+                    let changed = marker
+                        .next
+                        .load(Ordering::Acquire, guard)
+                        .as_ref()
+                        .map(|image| changed_keys(table, oid, &image.row, &bytes))
+                        .unwrap_or_default();
                     if !self.install(table, oid, head, bytes, guard) {
                         return Err(self.fail(AbortReason::Conflict));
                     }
                     self.note_write(table, oid, WriteKind::Overwrite);
-                    return self.add_secondary_entries(table, oid, &epoch);
+                    self.add_secondary_entries(table, oid, &epoch)?;
+                    for (i, before, _) in changed {
+                        self.retire_key(table, i, &before, oid);
+                    }
+                    return Ok(());
                 }
             }
         }
@@ -210,6 +227,7 @@ impl Transaction<'_> {
                     index: IndexRef::Primary,
                     key: IndexKey::new(key.as_bytes()),
                     oid,
+                    added: true,
                 });
                 self.note_write(table, oid, WriteKind::FreshInsert);
                 Fresh::Created(oid)
@@ -280,28 +298,27 @@ impl Transaction<'_> {
             });
         }
         // Secondary keys the update changes: new entries are added, old ones retired at commit.
-        let mut changed = Vec::new();
-        for i in 0..table.secondary_count() {
-            let before = table.secondary_key(i, &old, oid);
-            let after = table.secondary_key(i, &table.row(&bytes), oid);
-            if before != after {
-                changed.push((i, before, after));
-            }
-        }
+        let changed = changed_keys(table, oid, &current.row, &bytes);
         if !self.install(table, oid, head, bytes, guard) {
             return Err(self.fail(AbortReason::Conflict));
         }
         self.note_write(table, oid, WriteKind::Overwrite);
         for (i, before, after) in changed {
             self.add_index_entry(table, IndexRef::Secondary(i), &after, oid, &epoch)?;
-            self.buf.stale_keys.push(StaleKey {
-                table: table.id(),
-                index: i,
-                key: IndexKey::new(before.as_bytes()),
-                oid,
-            });
+            self.retire_key(table, i, &before, oid);
         }
         Ok(true)
+    }
+
+    /// Queues secondary entry `key -> oid` of index `index` for removal once this transaction
+    /// commits and no snapshot can see a version carrying it.
+    fn retire_key(&mut self, table: &Table, index: usize, key: &KeyBuf, oid: Oid) {
+        self.buf.stale_keys.push(StaleKey {
+            table: table.id(),
+            index,
+            key: IndexKey::new(key.as_bytes()),
+            oid,
+        });
     }
 
     /// Deletes the row with primary key `key`. Returns false if there is no such row.
@@ -328,6 +345,23 @@ impl Transaction<'_> {
         self.note_write(table, oid, WriteKind::Delete);
         Ok(true)
     }
+}
+
+/// The secondary keys (index, before, after) in which row `after` differs from row `before`.
+fn changed_keys(
+    table: &Table,
+    oid: Oid,
+    before: &[u8],
+    after: &[u8],
+) -> Vec<(usize, KeyBuf, KeyBuf)> {
+    let (before, after) = (table.row(before), table.row(after));
+    (0..table.secondary_count())
+        .filter_map(|i| {
+            let old = table.secondary_key(i, &before, oid);
+            let new = table.secondary_key(i, &after, oid);
+            (old != new).then_some((i, old, new))
+        })
+        .collect()
 }
 
 #[cfg(test)]
