@@ -187,14 +187,20 @@ impl<E: Executor> ServePreemption for WorkerCore<E> {
             return; // the paused transaction has starved enough: the work waits for its end
         }
         self.preempting.set(true);
+        self.shared
+            .starvation
+            .begin_preemption(self.clock.nanos(paused));
         if let Ok(mut ctx) = self.high_ctx.try_borrow_mut()
             && let Some(ctx) = ctx.as_mut()
         {
             ctx.resume();
         }
         self.preempting.set(false);
-        let away = paused.elapsed();
-        self.shared.starvation.add_high(away.as_nanos() as u64);
+        let resumed = Instant::now();
+        self.shared
+            .starvation
+            .end_preemption(self.clock.nanos(resumed));
+        let away = resumed.saturating_duration_since(paused);
         if let Some(mut r) = self.running.get() {
             r.preemptions += 1;
             r.preempted += away;

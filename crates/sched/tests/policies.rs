@@ -29,6 +29,8 @@ enum Job {
 
 struct Synthetic {
     order: AtomicU64,
+    /// The finishing order of the last short job (0: none yet).
+    last_short: AtomicU64,
     /// When the long job started (clock nanoseconds since `epoch`; 0 before).
     long_started: Arc<AtomicU64>,
     epoch: Instant,
@@ -86,10 +88,9 @@ impl Executor for Synthetic {
                 while Instant::now() < until {
                     std::hint::spin_loop();
                 }
-                finished.store(
-                    self.order.fetch_add(1, Ordering::SeqCst) + 1,
-                    Ordering::SeqCst,
-                );
+                let order = self.order.fetch_add(1, Ordering::SeqCst) + 1;
+                finished.store(order, Ordering::SeqCst);
+                self.last_short.store(order, Ordering::SeqCst);
             }
         }
         Outcome::committed()
@@ -167,6 +168,7 @@ fn race_after_burst(
         config,
         Arc::new(Synthetic {
             order: AtomicU64::new(0),
+            last_short: AtomicU64::new(0),
             long_started,
             epoch,
         }),
@@ -180,6 +182,17 @@ fn race_after_burst(
         short_done.load(Ordering::SeqCst),
         report,
     )
+}
+
+/// Asserts that both jobs finished, `first` before `second` (finishing orders start at 1, so a job
+/// that never finished, 0, fails rather than looking early).
+#[track_caller]
+fn finished_in_order(first: u64, second: u64, what: &str) {
+    assert!(
+        first > 0 && second > 0,
+        "both finished ({first}, {second}): {what}"
+    );
+    assert!(first < second, "{what} ({first} vs {second})");
 }
 
 fn config(policy: Policy, delivery: Delivery) -> SchedConfig {
@@ -196,11 +209,7 @@ fn config(policy: Policy, delivery: Delivery) -> SchedConfig {
 #[test]
 fn preemption_by_signal_overtakes_pure_computation() {
     let (long, short, report) = race(&config(Policy::Preempt, Delivery::Signal), false);
-    assert!(long > 0 && short > 0, "both finished ({long}, {short})");
-    assert!(
-        short < long,
-        "the urgent job finished first ({short} vs {long})"
-    );
+    finished_in_order(short, long, "the urgent job finished first");
     assert_eq!(report.stats.low.preemptions, 1);
     assert!(report.preempt.injected >= 1, "{:?}", report.preempt);
 }
@@ -213,10 +222,7 @@ fn a_signal_still_comes_after_a_burst_of_urgent_work() {
     let (long, short, report) =
         race_after_burst(&config(Policy::Preempt, Delivery::Signal), false, 64);
     assert_eq!(report.stats.high.committed, 65, "every urgent job ran");
-    assert!(
-        short < long,
-        "the urgent job finished first ({short} vs {long})"
-    );
+    finished_in_order(short, long, "the urgent job finished first");
     // Burst jobs the dispatcher had not yet handed over when the long job started preempt it too.
     assert!(report.stats.low.preemptions >= 1);
     assert!(report.preempt.injected >= 1, "{:?}", report.preempt);
@@ -225,10 +231,7 @@ fn a_signal_still_comes_after_a_burst_of_urgent_work() {
 #[test]
 fn preemption_by_polling_overtakes_record_access() {
     let (long, short, report) = race(&config(Policy::Preempt, Delivery::Poll), true);
-    assert!(
-        short < long,
-        "the urgent job finished first ({short} vs {long})"
-    );
+    finished_in_order(short, long, "the urgent job finished first");
     assert_eq!(report.stats.low.preemptions, 1);
     assert_eq!(report.preempt.signals_sent, 0, "polling sends no signal");
 }
@@ -236,10 +239,7 @@ fn preemption_by_polling_overtakes_record_access() {
 #[test]
 fn waiting_does_not_overtake() {
     let (long, short, report) = race(&config(Policy::Wait, Delivery::Signal), false);
-    assert!(
-        long < short,
-        "under Wait the urgent job waits ({short} vs {long})"
-    );
+    finished_in_order(long, short, "under Wait the urgent job waits");
     assert_eq!(report.stats.low.preemptions, 0);
 }
 
@@ -248,9 +248,9 @@ fn cooperation_overtakes_only_code_that_reaches_a_yield_point() {
     let mut c = config(Policy::Cooperative, Delivery::Signal);
     c.yield_interval = 1_000;
     let (long, short, _) = race(&c, true);
-    assert!(short < long, "yields at record accesses let it through");
+    finished_in_order(short, long, "yields at record accesses let it through");
     let (long, short, _) = race(&c, false);
-    assert!(long < short, "pure computation never yields");
+    finished_in_order(long, short, "pure computation never yields");
 }
 
 #[test]
@@ -258,10 +258,97 @@ fn starvation_threshold_zero_never_preempts() {
     let mut c = config(Policy::Preempt, Delivery::Signal);
     c.starvation_threshold = 0.0;
     let (long, short, report) = race(&c, true);
-    assert!(long < short, "the urgent job waited for the boundary");
+    finished_in_order(long, short, "the urgent job waited for the boundary");
     assert_eq!(report.stats.low.preemptions, 0);
     assert_eq!(report.preempt.injected, 0);
     assert!(report.dispatch.starvation_skips > 0);
+}
+
+/// One long job at the start; once it runs, a short job every millisecond for the rest of the run.
+struct Flood {
+    long: Option<Job>,
+    long_started: Arc<AtomicU64>,
+    epoch: Instant,
+    next: Option<Instant>,
+    short_run: Duration,
+}
+
+impl Arrivals<Job> for Flood {
+    fn high(&mut self, now: Instant, out: &mut Vec<(Job, Instant)>) -> Option<Instant> {
+        let started = self.long_started.load(Ordering::SeqCst);
+        if started == 0 {
+            return Some(now + Duration::from_millis(1));
+        }
+        let first = self.epoch + Duration::from_nanos(started) + Duration::from_millis(1);
+        let mut due = *self.next.get_or_insert(first);
+        while due <= now {
+            out.push((
+                Job::Short {
+                    finished: Arc::new(AtomicU64::new(0)),
+                    run: self.short_run,
+                },
+                due,
+            ));
+            due += Duration::from_millis(1);
+        }
+        self.next = Some(due);
+        Some(due)
+    }
+
+    fn low(&mut self) -> Option<Job> {
+        self.long.take()
+    }
+}
+
+#[test]
+fn the_starvation_threshold_bounds_a_preemption_in_progress() {
+    // Urgent work arrives at twice the rate the worker can serve it, so the urgent queue never
+    // empties: only the starvation level can end a preemption. Counting the preemption in
+    // progress, a threshold of 0.5 leaves the computation about half the worker, and it
+    // finishes while urgent jobs keep finishing after it; counting only finished preemptions,
+    // the first one lasted until the urgent arrivals stopped.
+    let long_done = Arc::new(AtomicU64::new(0));
+    let long_started = Arc::new(AtomicU64::new(0));
+    let epoch = Instant::now();
+    let mut c = config(Policy::Preempt, Delivery::Signal);
+    c.starvation_threshold = 0.5;
+    let executor = Arc::new(Synthetic {
+        order: AtomicU64::new(0),
+        last_short: AtomicU64::new(0),
+        long_started: Arc::clone(&long_started),
+        epoch,
+    });
+    let mut arrivals = Flood {
+        long: Some(Job::Long {
+            polls: false,
+            run: Duration::from_millis(40),
+            finished: Arc::clone(&long_done),
+        }),
+        long_started,
+        epoch,
+        next: None,
+        short_run: Duration::from_millis(2),
+    };
+    let report = overtake_sched::run(
+        &c,
+        Arc::clone(&executor),
+        &mut arrivals,
+        Vec::new(),
+        &|_| {},
+    )
+    .expect("run");
+    let long = long_done.load(Ordering::SeqCst);
+    let last_short = executor.last_short.load(Ordering::SeqCst);
+    finished_in_order(
+        long,
+        last_short,
+        "the computation finished while urgent work kept coming",
+    );
+    assert!(report.stats.low.preemptions >= 1, "it was preempted");
+    assert!(
+        report.dispatch.starvation_skips > 0,
+        "the dispatcher held urgent work back for it"
+    );
 }
 
 #[test]
