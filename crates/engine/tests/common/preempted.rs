@@ -1,27 +1,10 @@
 //! Running a transaction in a preemptible context while an urgent one preempts it at a chosen
 //! point, the way a worker does, but deterministically (see `overtake_runtime::preempt::inject`).
 
-use std::cell::RefCell;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use overtake_runtime::preempt::inject::{self, Point};
-use overtake_runtime::preempt::{self, PreemptTarget};
-use overtake_runtime::{Context, NoPreemptGuard};
-
-thread_local! {
-    /// The urgent context of the worker on this thread.
-    static URGENT: RefCell<Option<Context>> = const { RefCell::new(None) };
-}
-
-/// The preemption hook: run the urgent context until it suspends.
-fn run_urgent() {
-    URGENT.with(|u| {
-        if let Some(ctx) = u.borrow_mut().as_mut() {
-            ctx.resume();
-        }
-    });
-}
+use overtake_runtime::preempt::inject::{self, Point, run_preempted};
 
 /// How long a sweep may take before it is declared hung. Generous: it only fails when a context
 /// waits for a paused one, which never resolves.
@@ -36,31 +19,21 @@ pub fn preempt_once_at(
     low: impl FnOnce() + 'static,
     urgent: impl FnOnce() + 'static,
 ) -> bool {
-    let registration =
-        preempt::register_worker(PreemptTarget::new(), 0, run_urgent).expect("register worker");
     let mut urgent = Some(urgent);
-    let ctx = Context::new(1 << 20, false, move |s| {
-        if let Some(work) = urgent.take() {
-            work();
-        }
-        s.suspend();
-    })
-    .expect("urgent stack");
-    URGENT.with(|u| *u.borrow_mut() = Some(ctx));
-    let mut low_ctx = Context::new(1 << 20, true, move |_| {
-        inject::inject(point, nth, 0);
-        low();
-        inject::stop();
-    })
-    .expect("low stack");
-    assert!(low_ctx.resume(), "the low-priority work ran to its end");
-    let fired = inject::fired(point);
-    // Drop the contexts inside a region: their stacks go back to the allocator.
-    let _region = NoPreemptGuard::new();
-    URGENT.with(|u| drop(u.borrow_mut().take()));
-    drop(low_ctx);
-    drop(registration);
-    fired > 0
+    let served = run_preempted(
+        move || {
+            inject::inject(point, nth, 0);
+            low();
+            inject::stop();
+        },
+        move || {
+            if let Some(work) = urgent.take() {
+                work();
+            }
+        },
+    )
+    .expect("a worker with two contexts");
+    served > 0
 }
 
 /// Calls `case(n)` for n = 1, 2, ... until it reports that the n-th point was never reached, each

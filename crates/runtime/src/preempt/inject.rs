@@ -57,3 +57,52 @@ pub fn fired(point: Point) -> u64 {
         Point::RegionExit => region::exit_injections_fired(),
     }
 }
+
+thread_local! {
+    /// The urgent context of [`run_preempted`] on this thread.
+    static URGENT: std::cell::RefCell<Option<crate::Context>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The preemption hook of [`run_preempted`]: run the urgent context until it suspends.
+fn run_urgent() {
+    URGENT.with(|u| {
+        if let Some(ctx) = u.borrow_mut().as_mut() {
+            ctx.resume();
+        }
+    });
+}
+
+/// Runs `low` to its end in a preemptible context on this thread, registered as a worker whose
+/// every preemption runs `urgent` once, in a second, non-preemptible context (as a scheduler's
+/// urgent context would), and then resumes `low` where it was. `low` arms the preemptions it
+/// wants with [`inject`] (which it should [`stop`] before it returns). Returns how many
+/// preemptions were served.
+///
+/// The thread must not already be a registered worker.
+pub fn run_preempted(
+    low: impl FnOnce() + 'static,
+    mut urgent: impl FnMut() + 'static,
+) -> std::io::Result<u64> {
+    let target = super::PreemptTarget::new();
+    let registration = super::register_worker(std::sync::Arc::clone(&target), 0, run_urgent)?;
+    let urgent_ctx = crate::Context::new(1 << 20, false, move |s| {
+        loop {
+            urgent();
+            s.suspend();
+        }
+    })?;
+    URGENT.with(|u| *u.borrow_mut() = Some(urgent_ctx));
+    let mut low_ctx = crate::Context::new(1 << 20, true, move |_| low())?;
+    // `low` never suspends itself: a preemption runs the urgent context from inside it.
+    let finished = low_ctx.resume();
+    debug_assert!(finished);
+    // Dropping a suspended context unwinds it; its stack goes back to the allocator.
+    let region = region::NoPreemptGuard::new();
+    URGENT.with(|u| drop(u.borrow_mut().take()));
+    drop(low_ctx);
+    drop(region);
+    let served = target.stats().served;
+    drop(registration);
+    Ok(served)
+}
