@@ -150,7 +150,11 @@ fn run_json(report: &RunReport, args: &MixedArgs) -> Value {
 fn describe(args: &MixedArgs) -> String {
     let low = match args.lp {
         LowArg::Q2 => "CH Query 2".to_owned(),
-        LowArg::Compute => format!("{} ms compute", args.compute_ms),
+        LowArg::Compute => format!(
+            "{} ms compute ({} fused multiply-add)",
+            args.compute_ms,
+            overtake_runtime::simd::SimdLevel::best().name()
+        ),
     };
     format!(
         "mixed workload: {} worker(s), {} warehouse(s), {:.0} s each; low priority: {low} (queue {}); \

@@ -18,6 +18,8 @@
 //!   access, and a signal whose handler injects a call into the running context; and, for tests,
 //!   preemptions injected deterministically at chosen points ([`preempt::inject`]).
 //! - [`cpu`]: what the processor offers (extended-state size, user interrupts).
+//! - [`simd`]: running a numeric kernel with the widest vector instructions available, chosen at
+//!   run time (AVX-512, AVX2 with FMA, or baseline SSE2).
 //! - [`memory`]: process-wide memory settings that decide tail latency (huge pages, returning
 //!   freed memory to the kernel).
 //! - [`worker`]: thread placement helpers.
@@ -31,6 +33,7 @@ pub mod padded;
 pub mod preempt;
 pub mod region;
 pub mod region_lock;
+pub mod simd;
 pub mod worker;
 
 pub use alloc::{EngineAllocator, RegionAlloc, engine_allocator};
