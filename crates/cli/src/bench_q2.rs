@@ -11,6 +11,7 @@ use crate::args::Q2Args;
 use crate::output::{load_database, progress, secs};
 
 pub fn run(args: &Q2Args) -> Result<(), String> {
+    crate::resources::check(args.warehouses, 1, 0)?;
     let loaded = load_database(args.warehouses, args.seed, true, args.json)?;
     let Some(ch) = loaded.ch.as_ref() else {
         return Err("the CH-benCHmark tables were not loaded".into());

@@ -8,6 +8,7 @@ use std::time::Duration;
 use overtake_sched::{ClassStats, RunReport};
 use overtake_workload::rng::{NuRandConstants, TpccRng};
 use overtake_workload::tpcc::driver::{ClosedLoopConfig, run_closed_loop};
+use overtake_workload::tpcc::load::GROWTH_PER_WORKER_SECOND;
 use overtake_workload::tpcc::{TxnType, consistency};
 use serde_json::json;
 
@@ -22,6 +23,8 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
     if args.interrupt_interval_us.is_some() {
         delivery.check().map_err(|e| e.to_string())?;
     }
+    let growth = GROWTH_PER_WORKER_SECOND as f64 * f64::from(args.workers) * args.duration;
+    crate::resources::check(args.warehouses, usize::from(args.workers), growth as u64)?;
     let loaded = load_database(args.warehouses, args.seed, false, args.json)?;
     let (db, tables) = (&loaded.db, &loaded.tpcc);
     let constants = NuRandConstants::for_run(

@@ -11,6 +11,7 @@ mod bench_switch;
 mod bench_tpcc;
 mod mixed;
 mod output;
+mod resources;
 
 use std::process::ExitCode;
 

@@ -8,6 +8,7 @@ use overtake_sched::{ClassStats, Policy, RunReport, SchedConfig};
 use overtake_workload::exec::EngineExecutor;
 use overtake_workload::mixed::{ComputeTask, LowWork, MixedArrivals};
 use overtake_workload::rng::{NuRandConstants, TpccRng};
+use overtake_workload::tpcc::load::GROWTH_PER_TRANSACTION;
 use serde_json::{Value, json};
 
 use crate::args::{BenchMixedArgs, CompareMixedArgs, LowArg, MixedArgs, PolicyArg};
@@ -67,6 +68,16 @@ fn run_one(
         .map_err(|e| e.to_string())?;
     bar.finish_and_clear();
     Ok(report)
+}
+
+/// Refuses a mixed run this machine cannot hold (one database at a time: each policy's run loads
+/// its own and drops it after). The database grows by the urgent transactions it runs.
+fn check_resources(args: &MixedArgs) -> Result<(), String> {
+    let warehouses = args.warehouses.unwrap_or(i64::from(args.workers));
+    let urgent_per_sec =
+        f64::from(args.workers) * f64::from(args.hp_queue) * 1e6 / args.arrival_interval_us as f64;
+    let growth = urgent_per_sec * args.duration * GROWTH_PER_TRANSACTION as f64;
+    crate::resources::check(warehouses, usize::from(args.workers), growth as u64)
 }
 
 fn compute_task(args: &MixedArgs) -> Option<ComputeTask> {
@@ -135,7 +146,10 @@ fn run_json(report: &RunReport, args: &MixedArgs) -> Value {
             "low": worker_share(&report.stats.low, report),
         },
         "kinds": kinds,
+        "warnings": report.dispatch.warnings(),
         "machinery": {
+            "arrived_high": report.dispatch.arrived_high,
+            "late_high": report.dispatch.late_high,
             "requests": report.dispatch.requests,
             "signals_sent": p.signals_sent,
             "injected": p.injected,
@@ -157,7 +171,7 @@ fn describe(args: &MixedArgs) -> String {
         ),
     };
     format!(
-        "mixed workload: {} worker(s), {} warehouse(s), {:.0} s each; low priority: {low} (queue {}); \
+        "mixed workload: {} worker(s), {} warehouse(s), {} s each; low priority: {low} (queue {}); \
          high priority: New-Order/Payment, {} every {} us; mechanism {}; huge pages {}",
         args.workers,
         args.warehouses.unwrap_or(i64::from(args.workers)),
@@ -293,6 +307,11 @@ fn print_comparison(runs: &[RunReport], args: &MixedArgs) {
             }
         );
     }
+    for r in runs {
+        for w in r.dispatch.warnings() {
+            println!("warning: {}: {w}", r.config.policy.name());
+        }
+    }
 }
 
 /// Applies the process-wide memory setting before anything is loaded.
@@ -302,6 +321,7 @@ fn set_huge_pages(args: &MixedArgs) -> Result<(), String> {
 }
 
 pub fn bench(args: &BenchMixedArgs) -> Result<(), String> {
+    check_resources(&args.mixed)?;
     set_huge_pages(&args.mixed)?;
     let compute = compute_task(&args.mixed);
     let report = run_one(args.policy, &args.mixed, compute.as_ref())?;
@@ -322,6 +342,7 @@ pub fn compare(args: &CompareMixedArgs) -> Result<(), String> {
             .validate()
             .map_err(|e| e.to_string())?;
     }
+    check_resources(&args.mixed)?;
     set_huge_pages(&args.mixed)?;
     let compute = compute_task(&args.mixed);
     let mut runs = Vec::with_capacity(args.policies.len());

@@ -86,11 +86,10 @@ pub fn load_database(
     })
 }
 
-/// Formats microseconds compactly (e.g. `12.3`, `1,204`, `31.2ms`).
+/// Formats microseconds for a column headed "us": one decimal below 100, whole microseconds from
+/// 100 up. Never another unit, so a column can be read (and compared) down its length.
 pub fn us(v: f64) -> String {
-    if v >= 100_000.0 {
-        format!("{:.1}ms", v / 1000.0)
-    } else if v >= 100.0 {
+    if v >= 100.0 {
         format!("{v:.0}")
     } else {
         format!("{v:.1}")
@@ -148,4 +147,18 @@ pub fn run_progress(seconds: f64, label: &str, json: bool) -> ProgressBar {
 /// The tick callback that advances `bar`.
 pub fn ticker(bar: &ProgressBar) -> impl Fn(Duration) + '_ {
     move |elapsed| bar.set_position((elapsed.as_secs_f64() * 10.0) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::us;
+
+    #[test]
+    fn microseconds_stay_microseconds() {
+        assert_eq!(us(12.34), "12.3");
+        assert_eq!(us(99.94), "99.9");
+        assert_eq!(us(100.4), "100");
+        assert_eq!(us(140_200.0), "140200", "not 140.2ms under a us header");
+        assert_eq!(us(2_200_000.0), "2200000");
+    }
 }

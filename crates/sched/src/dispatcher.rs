@@ -44,15 +44,55 @@ impl Request {
     }
 }
 
+/// How late the dispatcher may collect an arrival before it counts as having fallen behind.
+const LATE: Duration = Duration::from_millis(1);
+
 /// What the dispatcher observed.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DispatchStats {
+    /// High-priority jobs that arrived during the run (the offered urgent load).
+    pub arrived_high: u64,
+    /// High-priority jobs the dispatcher collected more than a millisecond after they were due:
+    /// the dispatcher itself fell behind (its core was busy), so their latency includes that.
+    pub late_high: u64,
     /// High-priority jobs still waiting (here or in worker queues) when the run ended.
     pub unfinished_high: usize,
     /// Preemption requests raised.
     pub requests: u64,
     /// Pushes skipped because a worker's starvation level was at the threshold.
     pub starvation_skips: u64,
+}
+
+impl DispatchStats {
+    /// Why this run's urgent latencies are not service latencies, if they are not: more than 1% of
+    /// the offered urgent work was still unfinished at the end (the machine could not keep up, so
+    /// what was measured is mostly queueing), or more than 1% of it was collected late by the
+    /// dispatcher. Each warning is one line of text.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let share = |n: u64| n as f64 * 100.0 / self.arrived_high.max(1) as f64;
+        let unfinished = self.unfinished_high as u64;
+        if unfinished * 100 > self.arrived_high {
+            out.push(format!(
+                "the machine could not keep up with the offered urgent load: {unfinished} of {} \
+                 urgent transactions ({:.1}%) were still waiting when the run ended, so the \
+                 latencies shown are mostly queueing, not service",
+                self.arrived_high,
+                share(unfinished)
+            ));
+        }
+        if self.late_high * 100 > self.arrived_high {
+            out.push(format!(
+                "the dispatcher fell behind: {} of {} urgent arrivals ({:.1}%) were collected \
+                 more than 1 ms after they were due (its core was busy), and their latencies \
+                 include that delay",
+                self.late_high,
+                self.arrived_high,
+                share(self.late_high)
+            ));
+        }
+        out
+    }
 }
 
 pub(crate) struct Dispatcher<'a, J> {
@@ -116,7 +156,11 @@ impl<J> Dispatcher<'_, J> {
                 && now >= due
             {
                 next_high = self.arrivals.high(now, &mut arrived);
+                stats.arrived_high += arrived.len() as u64;
                 for (job, arrival) in arrived.drain(..) {
+                    if now.saturating_duration_since(arrival) > LATE {
+                        stats.late_high += 1;
+                    }
                     pending.push_back(Scheduled {
                         job,
                         arrival,
@@ -212,5 +256,40 @@ impl<J> Dispatcher<'_, J> {
         stats.unfinished_high =
             pending.len() + self.queues.iter().map(Outlets::high_queued).sum::<usize>();
         stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DispatchStats;
+
+    #[test]
+    fn warnings_start_above_one_percent() {
+        let served = DispatchStats {
+            arrived_high: 4_000,
+            unfinished_high: 40,
+            late_high: 40,
+            ..DispatchStats::default()
+        };
+        assert!(served.warnings().is_empty(), "1% is still a measurement");
+        let overloaded = DispatchStats {
+            unfinished_high: 1_537,
+            ..served
+        };
+        let w = overloaded.warnings();
+        assert_eq!(w.len(), 1);
+        assert!(
+            w[0].contains("could not keep up") && w[0].contains("1537 of 4000"),
+            "{w:?}"
+        );
+        let behind = DispatchStats {
+            late_high: 900,
+            ..served
+        };
+        assert!(behind.warnings()[0].contains("fell behind"));
+        assert!(
+            DispatchStats::default().warnings().is_empty(),
+            "no urgent work"
+        );
     }
 }

@@ -349,6 +349,13 @@ fn the_starvation_threshold_bounds_a_preemption_in_progress() {
         report.dispatch.starvation_skips > 0,
         "the dispatcher held urgent work back for it"
     );
+    // Twice the urgent work the worker can do: the report must not pass the backlog off as
+    // latency.
+    let warnings = report.dispatch.warnings();
+    assert!(
+        warnings.iter().any(|w| w.contains("could not keep up")),
+        "{warnings:?}"
+    );
 }
 
 #[test]

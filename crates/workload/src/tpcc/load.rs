@@ -61,6 +61,25 @@ pub fn expected_rows(warehouses: i64) -> u64 {
     (ITEMS + warehouses * (1 + STOCK + DISTRICTS * (1 + per_district))) as u64
 }
 
+/// Memory a loaded database needs, in bytes: an estimate for refusing loads that cannot fit.
+/// Measured as the process's resident memory after loading (release build, `bench tpcc`): 181 MiB
+/// for one warehouse, 587 MiB for four, i.e. about 46 MiB of items and process plus 135 MiB per
+/// warehouse; rounded up.
+pub fn estimated_load_bytes(warehouses: i64) -> u64 {
+    const MIB: u64 = 1 << 20;
+    50 * MIB + warehouses.max(0) as u64 * 140 * MIB
+}
+
+/// How much a database grows per TPC-C transaction of the standard mix, in bytes (New-Order adds
+/// about eleven rows, Delivery removes some): measured at 80 MiB over a 2 s one-worker run of
+/// about 80,000 transactions, rounded up.
+pub const GROWTH_PER_TRANSACTION: u64 = 1_300;
+
+/// How fast a database grows while one worker runs the mix back to back, in bytes per second:
+/// [`GROWTH_PER_TRANSACTION`] at 40,000 transactions a second (faster than any machine of this
+/// kind measured), so that the estimate errs on the side of refusing.
+pub const GROWTH_PER_WORKER_SECOND: u64 = 40_000 * GROWTH_PER_TRANSACTION;
+
 fn tasks(warehouses: i64) -> Vec<Task> {
     let mut tasks = Vec::new();
     // Districts first: they are the largest tasks, so the threads finish together.
