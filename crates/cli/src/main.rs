@@ -5,6 +5,8 @@
 //! input: flags are validated by the parser and errors end the process with a message and a
 //! non-zero status.
 
+#![forbid(unsafe_code)]
+
 mod args;
 mod bench_q2;
 mod bench_switch;

@@ -15,6 +15,8 @@
 //!
 //! [`run`] runs a workload under a policy and reports.
 
+#![forbid(unsafe_code)]
+
 mod dispatcher;
 mod error;
 pub mod job;

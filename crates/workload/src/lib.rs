@@ -3,6 +3,8 @@
 //!
 //! Everything here uses the engine's public API only, as an application would.
 
+#![forbid(unsafe_code)]
+
 pub mod ch;
 pub mod exec;
 pub mod mixed;
