@@ -5,10 +5,17 @@
 //! this VM XCR0 enables AMX tiles, whose 8 KB of state no Overtake thread can use without asking
 //! the kernel first).
 
-use std::arch::x86_64::__cpuid_count;
+use std::arch::x86_64::{CpuidResult, __cpuid_count};
 use std::sync::OnceLock;
 
 use crate::preempt::Unavailable;
+
+/// CPUID leaf `leaf`, sub-leaf `sub`.
+#[allow(unused_unsafe)] // the intrinsic is a safe function from Rust 1.94 on, unsafe before
+fn cpuid(leaf: u32, sub: u32) -> CpuidResult {
+    // SAFETY: every x86_64 processor implements CPUID, and it only reads processor information.
+    unsafe { __cpuid_count(leaf, sub) }
+}
 
 /// XCR0 bits of the AMX tile configuration and tile data.
 const AMX_STATE: u64 = (1 << 17) | (1 << 18);
@@ -50,7 +57,7 @@ fn permitted_components() -> Option<u64> {
 }
 
 fn detect() -> ExtendedState {
-    let osxsave = (__cpuid_count(1, 0).ecx >> 27) & 1 == 1;
+    let osxsave = (cpuid(1, 0).ecx >> 27) & 1 == 1;
     if !osxsave {
         return ExtendedState {
             xsave: false,
@@ -72,7 +79,7 @@ fn detect() -> ExtendedState {
     let mut size = 576usize;
     for component in 2..63 {
         if mask & (1 << component) != 0 {
-            let leaf = __cpuid_count(0xD, component);
+            let leaf = cpuid(0xD, component);
             size = size.max(leaf.ebx as usize + leaf.eax as usize);
         }
     }
@@ -92,7 +99,7 @@ pub fn extended_state() -> ExtendedState {
 
 /// Why user interrupts cannot be used here, or `Ok` if this process could use them.
 pub fn user_interrupts() -> Result<(), Unavailable> {
-    if (__cpuid_count(7, 0).edx >> 5) & 1 == 0 {
+    if (cpuid(7, 0).edx >> 5) & 1 == 0 {
         return Err(Unavailable::NoUserInterruptsInCpu);
     }
     // The (out-of-tree) Linux user-interrupt interface registers handlers with this system call.
@@ -108,7 +115,7 @@ pub fn user_interrupts() -> Result<(), Unavailable> {
 
 /// The CPU vendor string (for reports).
 pub fn vendor() -> String {
-    let v = __cpuid_count(0, 0);
+    let v = cpuid(0, 0);
     let bytes: Vec<u8> = [v.ebx, v.edx, v.ecx]
         .iter()
         .flat_map(|r| r.to_le_bytes())
