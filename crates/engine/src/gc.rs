@@ -189,16 +189,17 @@ fn process(
     }
 }
 
-/// Queues what a commit at `ts` made obsolete on the committer's slot (inside the commit's region).
+/// Queues what a commit made obsolete on the committer's slot (inside the commit's region):
+/// `fill` pushes the items onto the locked queue.
 pub(crate) fn retire(
     txns: &TxnTable,
     slot_index: usize,
-    items: impl IntoIterator<Item = Retired>,
     region: &NoPreemptGuard,
+    fill: impl FnOnce(&mut VecDeque<Retired>),
 ) {
     let slot = txns.slot(slot_index);
     let mut queue = slot.retired.lock(region);
-    queue.extend(items);
+    fill(&mut queue);
     publish_front(slot, &queue);
 }
 

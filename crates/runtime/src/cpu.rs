@@ -5,7 +5,7 @@
 //! this VM XCR0 enables AMX tiles, whose 8 KB of state no Overtake thread can use without asking
 //! the kernel first).
 
-use std::arch::x86_64::{CpuidResult, __cpuid_count};
+use std::arch::x86_64::{__cpuid_count, CpuidResult};
 use std::sync::OnceLock;
 
 use crate::preempt::Unavailable;

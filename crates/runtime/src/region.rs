@@ -26,14 +26,16 @@
 
 use std::cell::Cell;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering, compiler_fence};
+use std::sync::atomic::{AtomicU8, AtomicU32, Ordering, compiler_fence};
 
 /// Per-thread region state. `const`-initialised and without a destructor, so accessing it never
 /// allocates and is valid at any time in the thread's life, including inside the allocator and
 /// inside signal handlers.
 struct RegionState {
     depth: AtomicU32,
-    pending: AtomicBool,
+    /// [`PENDING`] and [`INJECTING`]: one word, so that an outermost region exit with nothing to
+    /// do costs one load, as it did before injection existed.
+    flags: AtomicU8,
     exit_hook: Cell<Option<fn()>>,
     /// Injected preemptions at outermost region exits (tests only; see `preempt::inject`).
     inject: InjectSchedule,
@@ -43,7 +45,7 @@ thread_local! {
     static STATE: RegionState = const {
         RegionState {
             depth: AtomicU32::new(0),
-            pending: AtomicBool::new(false),
+            flags: AtomicU8::new(0),
             exit_hook: Cell::new(None),
             inject: InjectSchedule::off(),
         }
@@ -100,9 +102,22 @@ impl InjectSchedule {
     }
 }
 
+/// A preemption arrived inside a region (set by the signal handler or a poll; served and cleared
+/// at the outermost region's end).
+const PENDING: u8 = 1;
+/// A test armed preemptions at region exits (see `preempt::inject`).
+const INJECTING: u8 = 2;
+
 /// Injects preemptions at outermost region exits of this thread (see `preempt::inject`).
 pub(crate) fn inject_at_exits(first: u32, every: u32) {
-    STATE.with(|s| s.inject.arm(first, every));
+    STATE.with(|s| {
+        s.inject.arm(first, every);
+        if s.inject.is_armed() {
+            s.flags.fetch_or(INJECTING, Ordering::Relaxed);
+        } else {
+            s.flags.fetch_and(!INJECTING, Ordering::Relaxed);
+        }
+    });
 }
 
 /// Injected preemptions fired at region exits on this thread so far.
@@ -158,12 +173,17 @@ pub(crate) fn lower() {
         // preempts directly.
         compiler_fence(Ordering::SeqCst);
         if previous != 1 {
+            return None;
+        }
+        let flags = s.flags.load(Ordering::Relaxed);
+        if flags == 0 {
             None
-        } else if s.pending.load(Ordering::Relaxed) {
-            s.pending.store(false, Ordering::Relaxed);
+        } else if flags & PENDING != 0 {
+            // An atomic read-modify-write (only on this rare path): a signal setting the flag
+            // meanwhile must not have its request lost; the hook below serves it anyway.
+            s.flags.fetch_and(!PENDING, Ordering::Relaxed);
             s.exit_hook.get()
-        } else if s.inject.is_armed() && crate::context::in_preemptible_context() && s.inject.tick()
-        {
+        } else if crate::context::in_preemptible_context() && s.inject.tick() {
             // A test asked for a preemption here: served exactly like a deferred one. Only exits
             // in a preemptible context count: nowhere else could a preemption land.
             s.exit_hook.get()
@@ -223,20 +243,20 @@ pub fn is_preemptible() -> bool {
 /// guard's drop will clear the flag and call the exit hook. Async-signal-safe.
 #[inline]
 pub fn defer_preemption() {
-    STATE.with(|s| s.pending.store(true, Ordering::Relaxed));
+    STATE.with(|s| s.flags.fetch_or(PENDING, Ordering::Relaxed));
 }
 
 /// True if a deferred preemption is waiting for the current region to end.
 #[inline]
 pub fn is_pending() -> bool {
-    STATE.with(|s| s.pending.load(Ordering::Relaxed))
+    STATE.with(|s| s.flags.load(Ordering::Relaxed) & PENDING != 0)
 }
 
 /// Clears and returns the pending flag (used by a worker that serves the request by other means,
 /// e.g. at a transaction boundary, so that the exit hook does not fire needlessly).
 #[inline]
 pub fn take_pending() -> bool {
-    STATE.with(|s| s.pending.swap(false, Ordering::Relaxed))
+    STATE.with(|s| s.flags.fetch_and(!PENDING, Ordering::Relaxed) & PENDING != 0)
 }
 
 /// Installs (or removes) the function called when the outermost region ends with a deferred

@@ -262,6 +262,9 @@ pub struct RowMut<'l> {
     layout: &'l RowLayout,
     bytes: Vec<u8>,
     error: Option<Error>,
+    /// Columns a setter was called for: bit `c` for column `c < 64`, the top bit for any column
+    /// from 63 on (so "maybe changed" is never missed).
+    touched: u64,
 }
 
 impl<'l> RowMut<'l> {
@@ -270,7 +273,14 @@ impl<'l> RowMut<'l> {
             layout,
             bytes: bytes.to_vec(),
             error: None,
+            touched: 0,
         }
+    }
+
+    /// True if a setter may have changed one of `cols` (false means none of them was set).
+    pub(crate) fn may_have_set(&self, cols: &[usize]) -> bool {
+        cols.iter()
+            .any(|&c| self.touched & (1u64 << c.min(63)) != 0)
     }
 
     /// Read access to the current contents.
@@ -283,6 +293,7 @@ impl<'l> RowMut<'l> {
         if self.error.is_some() {
             return self;
         }
+        self.touched |= 1u64 << col.min(63);
         let layout = self.layout;
         match layout.check(col, value) {
             Ok(checked) => {

@@ -47,22 +47,24 @@ impl Transaction<'_> {
         }
         let epoch = EpochGuard::enter();
         let guard = epoch.guard();
-        // Stamping runs while the retired items are queued, so the iterator does both.
         let (catalog, me) = (self.db.catalog(), self.lease.stamp);
-        let stale = self.buf.stale_keys.drain(..).map(|s| Retired::StaleKey {
-            table: s.table,
-            index: s.index,
-            key: s.key,
-            oid: s.oid,
-            ts,
+        let (writes, stale) = (&self.buf.writes, &mut self.buf.stale_keys);
+        gc::retire(txns, self.lease.slot, &region, |queue| {
+            for w in writes {
+                if let Some(item) = stamp_record(catalog, w, me, ts, guard) {
+                    queue.push_back(item);
+                }
+            }
+            for s in stale.drain(..) {
+                queue.push_back(Retired::StaleKey {
+                    table: s.table,
+                    index: s.index,
+                    key: s.key,
+                    oid: s.oid,
+                    ts,
+                });
+            }
         });
-        let items = self
-            .buf
-            .writes
-            .iter()
-            .filter_map(|w| stamp_record(catalog, w, me, ts, guard))
-            .chain(stale);
-        gc::retire(txns, self.lease.slot, items, &region);
         txns.set_outcome(&self.lease, true);
         drop(epoch);
         let budget = GC_ITEMS_BASE + GC_ITEMS_PER_WRITE * self.buf.writes.len();
@@ -136,7 +138,9 @@ impl Transaction<'_> {
         }
         if !uncovered.is_empty() {
             let region = NoPreemptGuard::new();
-            gc::retire(txns, self.lease.slot, uncovered, &region);
+            gc::retire(txns, self.lease.slot, &region, |queue| {
+                queue.extend(uncovered)
+            });
         }
         // Our versions are unlinked: an entry we added is needed by no one; one we reused is
         // needed only if an older version still carries its key.

@@ -289,8 +289,17 @@ impl Transaction<'_> {
         let old = table.row(&current.row);
         let mut copy = old.to_mut();
         change(&mut copy);
+        let pk = table.schema().primary_key();
+        let key_set = copy.may_have_set(pk);
         let bytes = copy.into_bytes()?;
-        if table.primary_key(&table.row(&bytes), oid) != table.primary_key(&old, oid) {
+        // Only if the closure set a key column can the key have changed; key columns are never
+        // NULL, so their encoded bytes decide.
+        let new = table.row(&bytes);
+        let key_kept = !key_set
+            || pk
+                .iter()
+                .all(|&c| old.column_bytes(c) == new.column_bytes(c));
+        if !key_kept {
             return Err(Error::InvalidValue {
                 column: table.primary_key_names(),
                 reason: "an update cannot change the primary key (delete the row and insert it)"
