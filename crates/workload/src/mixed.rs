@@ -83,12 +83,22 @@ pub struct ComputeTask {
 }
 
 impl ComputeTask {
-    /// A task taking about `target` on this machine (measured), with its expected result.
+    /// A task taking about `target` on this machine (measured), with its expected result. The
+    /// probe runs the warm kernel for at least 10 ms, doubling its rounds: a vectorized round
+    /// takes well under a microsecond, so a short probe would mostly time the first touch of
+    /// the array and make the task several times shorter than asked.
     pub fn calibrate(target: Duration) -> Self {
-        let probe = 200;
-        let start = Instant::now();
-        std::hint::black_box(compute_kernel(probe));
-        let per_round = start.elapsed().as_secs_f64() / probe as f64;
+        std::hint::black_box(compute_kernel(16));
+        let mut probe = 64;
+        let per_round = loop {
+            let start = Instant::now();
+            std::hint::black_box(compute_kernel(probe));
+            let took = start.elapsed();
+            if took >= Duration::from_millis(10) || probe >= 1 << 30 {
+                break took.as_secs_f64() / probe as f64;
+            }
+            probe *= 2;
+        };
         let rounds = ((target.as_secs_f64() / per_round.max(1e-9)) as u64).max(1);
         ComputeTask {
             rounds,
