@@ -24,8 +24,8 @@ use std::ops::{Bound, ControlFlow};
 use std::sync::Arc;
 
 use overtake_engine::{
-    AbortReason, ColumnType, Database, Error, Isolation, KeyRange, Options, Priority, ScanOptions,
-    Table, TableSchema, Transaction,
+    AbortReason, ColumnType, Database, Error, IndexId, Isolation, KeyRange, Options, Priority,
+    ScanOptions, Table, TableSchema, Transaction,
 };
 use proptest::prelude::*;
 
@@ -333,6 +333,28 @@ fn key(t: &Table, id: i64) -> overtake_engine::KeyBuf {
     t.key().int(id).finish().expect("key")
 }
 
+/// The rows an engine scan delivers (of the primary index, or of `index`), in scan order. Scans
+/// never abort.
+fn scan_rows(
+    txn: &mut Transaction<'_>,
+    t: &Table,
+    index: Option<IndexId>,
+    range: &KeyRange,
+    options: ScanOptions,
+) -> Vec<(i64, RowValue)> {
+    let mut rows = Vec::new();
+    let visit = |r: overtake_engine::RowRef<'_>| {
+        rows.push((r.int(ID), (r.int(GRP), r.int(VAL))));
+        ControlFlow::Continue(())
+    };
+    match index {
+        None => txn.scan(t, range, options, visit),
+        Some(i) => txn.scan_index(t, i, range, options, visit),
+    }
+    .expect("a scan never aborts");
+    rows
+}
+
 fn scan_options(reverse: bool, limit: Option<usize>) -> ScanOptions {
     ScanOptions { limit, reverse }
 }
@@ -472,15 +494,7 @@ fn run(ops: &[Op]) {
                 let txn = txns[h].as_mut().expect("live");
                 let range =
                     KeyRange::new(Bound::Included(key(&t, lo)), Bound::Included(key(&t, hi)));
-                let mut rows = Vec::new();
-                let engine = outcome(
-                    txn.scan(&t, &range, scan_options(reverse, limit), |r| {
-                        rows.push((r.int(ID), (r.int(GRP), r.int(VAL))));
-                        ControlFlow::Continue(())
-                    }),
-                    |_| Outcome::Done,
-                );
-                assert_eq!(engine, Outcome::Done, "step {step}: {op:?}");
+                let rows = scan_rows(txn, &t, None, &range, scan_options(reverse, limit));
                 let m = model.txns[h].as_mut().expect("live");
                 let visible = m.visible();
                 let (expected, dlo, dhi) = model_scan(
@@ -505,15 +519,8 @@ fn run(ops: &[Op]) {
                 let txn = txns[h].as_mut().expect("live");
                 let range =
                     KeyRange::prefix(t.index_key(by_grp).int(grp).prefix().expect("prefix"));
-                let mut rows = Vec::new();
-                let engine = outcome(
-                    txn.scan_index(&t, by_grp, &range, scan_options(reverse, limit), |r| {
-                        rows.push((r.int(ID), (r.int(GRP), r.int(VAL))));
-                        ControlFlow::Continue(())
-                    }),
-                    |_| Outcome::Done,
-                );
-                assert_eq!(engine, Outcome::Done, "step {step}: {op:?}");
+                let options = scan_options(reverse, limit);
+                let rows = scan_rows(txn, &t, Some(by_grp), &range, options);
                 let m = model.txns[h].as_mut().expect("live");
                 let visible = m.visible();
                 let in_group = visible.into_iter().filter(|(_, v)| v.0 == grp);
@@ -581,30 +588,24 @@ fn run(ops: &[Op]) {
     }
     model.txns = Default::default();
     let mut check = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
-    let mut rows = BTreeMap::new();
-    check
-        .scan(&t, &KeyRange::all(), ScanOptions::forward(), |r| {
-            rows.insert(r.int(ID), (r.int(GRP), r.int(VAL)));
-            ControlFlow::Continue(())
-        })
-        .expect("scan");
-    assert_eq!(rows, model.committed, "ops: {ops:?}");
+    let rows = scan_rows(
+        &mut check,
+        &t,
+        None,
+        &KeyRange::all(),
+        ScanOptions::forward(),
+    );
+    let committed: Vec<(i64, RowValue)> = model.committed.iter().map(|(&k, &v)| (k, v)).collect();
+    assert_eq!(rows, committed, "ops: {ops:?}");
     for grp in 0..GROUPS {
         let range = KeyRange::prefix(t.index_key(by_grp).int(grp).prefix().expect("prefix"));
-        let mut ids = Vec::new();
-        check
-            .scan_index(&t, by_grp, &range, ScanOptions::forward(), |r| {
-                ids.push(r.int(ID));
-                ControlFlow::Continue(())
-            })
-            .expect("scan");
-        let expected: Vec<i64> = model
-            .committed
+        let rows = scan_rows(&mut check, &t, Some(by_grp), &range, ScanOptions::forward());
+        let expected: Vec<_> = committed
             .iter()
             .filter(|(_, v)| v.0 == grp)
-            .map(|(&k, _)| k)
+            .copied()
             .collect();
-        assert_eq!(ids, expected, "group {grp}; ops: {ops:?}");
+        assert_eq!(rows, expected, "group {grp}; ops: {ops:?}");
     }
     drop(check);
     check_census(&db, &model);
