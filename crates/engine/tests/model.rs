@@ -87,6 +87,24 @@ enum Op {
     Collect,
 }
 
+impl Op {
+    /// The transaction handle the operation uses, if any.
+    fn handle(&self) -> Option<usize> {
+        match *self {
+            Op::Begin { h, .. }
+            | Op::Insert { h, .. }
+            | Op::Update { h, .. }
+            | Op::Delete { h, .. }
+            | Op::Get { h, .. }
+            | Op::Scan { h, .. }
+            | Op::ScanGroup { h, .. }
+            | Op::Commit { h }
+            | Op::Abort { h } => Some(h),
+            Op::Collect => None,
+        }
+    }
+}
+
 fn op() -> impl Strategy<Value = Op> {
     let h = 0..HANDLES;
     let id = 0..KEYS;
@@ -411,12 +429,14 @@ fn run(ops: &[Op]) {
     let mut model = Model::default();
     let mut txns: Vec<Option<Transaction<'_>>> = (0..HANDLES).map(|_| None).collect();
     for (step, op) in ops.iter().enumerate() {
-        let live = |h: usize, model: &Model| model.txns[h].is_some();
+        // Begin needs a free handle; every other operation on a handle needs a live transaction.
+        if let Some(h) = op.handle()
+            && model.txns[h].is_some() == matches!(op, Op::Begin { .. })
+        {
+            continue;
+        }
         let (engine, expected) = match *op {
             Op::Begin { h, serializable } => {
-                if live(h, &model) {
-                    continue;
-                }
                 let level = if serializable {
                     Isolation::Serializable
                 } else {
@@ -435,9 +455,6 @@ fn run(ops: &[Op]) {
                 continue;
             }
             Op::Insert { h, id, grp, val } | Op::Update { h, id, grp, val } => {
-                if !live(h, &model) {
-                    continue;
-                }
                 let txn = txns[h].as_mut().expect("live");
                 let is_insert = matches!(op, Op::Insert { .. });
                 let engine = if is_insert {
@@ -461,17 +478,11 @@ fn run(ops: &[Op]) {
                 (engine, model.write(h, id, Some((grp, val)), kind))
             }
             Op::Delete { h, id } => {
-                if !live(h, &model) {
-                    continue;
-                }
                 let txn = txns[h].as_mut().expect("live");
                 let engine = outcome(txn.delete(&t, &key(&t, id)), Outcome::Changed);
                 (engine, model.write(h, id, None, "delete"))
             }
             Op::Get { h, id } => {
-                if !live(h, &model) {
-                    continue;
-                }
                 let txn = txns[h].as_mut().expect("live");
                 let engine = outcome(
                     txn.get(&t, &key(&t, id), |r| (r.int(GRP), r.int(VAL))),
@@ -488,9 +499,6 @@ fn run(ops: &[Op]) {
                 reverse,
                 limit,
             } => {
-                if !live(h, &model) {
-                    continue;
-                }
                 let txn = txns[h].as_mut().expect("live");
                 let range =
                     KeyRange::new(Bound::Included(key(&t, lo)), Bound::Included(key(&t, hi)));
@@ -513,9 +521,6 @@ fn run(ops: &[Op]) {
                 reverse,
                 limit,
             } => {
-                if !live(h, &model) {
-                    continue;
-                }
                 let txn = txns[h].as_mut().expect("live");
                 let range =
                     KeyRange::prefix(t.index_key(by_grp).int(grp).prefix().expect("prefix"));
@@ -539,9 +544,6 @@ fn run(ops: &[Op]) {
                 (Outcome::Rows(rows), Outcome::Rows(expected))
             }
             Op::Commit { h } => {
-                if !live(h, &model) {
-                    continue;
-                }
                 let mut txn = txns[h].take().expect("live");
                 let engine = outcome(txn.commit(), |()| Outcome::Done);
                 let expected = model.commit(h);
@@ -557,9 +559,6 @@ fn run(ops: &[Op]) {
                 (engine, expected)
             }
             Op::Abort { h } => {
-                if !live(h, &model) {
-                    continue;
-                }
                 if let Some(mut txn) = txns[h].take() {
                     txn.abort();
                 }
