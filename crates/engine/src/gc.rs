@@ -20,7 +20,7 @@ use sdd::{Guard, Tag};
 use crate::db::Catalog;
 use crate::epoch::EpochGuard;
 use crate::index::ScanBatch;
-use crate::key::{IndexKey, KeyBuf, as_slice_bound};
+use crate::key::IndexKey;
 use crate::mvcc::{SlotCounters, TxnSlot, TxnTable, is_committed};
 use crate::record::{DEAD, Oid, Version};
 use crate::table::{IndexRef, Table, TableId};
@@ -336,26 +336,14 @@ pub(crate) fn census(table: &Table, watermark: u64, out: &mut VersionCensus) {
     let indexes = std::iter::once(IndexRef::Primary)
         .chain((0..table.secondary_count()).map(IndexRef::Secondary));
     let mut batch = ScanBatch::default();
+    let all = (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded);
     for index in indexes {
-        let mut lower = std::ops::Bound::Unbounded;
-        loop {
-            table.tree(index).fetch_batch(
-                (as_slice_bound(&lower), std::ops::Bound::Unbounded),
-                false,
-                256,
-                &mut batch,
-            );
-            for i in 0..batch.len() {
-                out.index_entries += 1;
-                if !table.record_carries(index, batch.key(i), batch.oid(i), guard) {
-                    out.dangling_index_entries += 1;
-                }
+        table.tree(index).visit(all, &mut batch, |key, oid| {
+            out.index_entries += 1;
+            if !table.record_carries(index, key, oid, guard) {
+                out.dangling_index_entries += 1;
             }
-            if batch.len() < 256 {
-                break;
-            }
-            lower = KeyBuf::from_bytes(batch.key(batch.len() - 1))
-                .map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
-        }
+            true
+        });
     }
 }

@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 use std::ops::Bound;
 
-use crate::key::IndexKey;
+use crate::key::{IndexKey, KeyBuf, as_slice_bound};
 use crate::record::Oid;
 
 /// A batch of index entries copied out of the index.
@@ -158,6 +158,34 @@ impl OrderedIndex {
                     range.take(max).for_each(&mut keep);
                 }
             }
+        }
+    }
+}
+
+/// Entries per batch of [`OrderedIndex::visit`].
+const VISIT_BATCH: usize = 64;
+
+impl OrderedIndex {
+    /// Calls `visit` for every entry between the bounds, in key order, until it returns false
+    /// (then returns false). Entries are copied out in batches, one short region each, so `visit`
+    /// runs outside the latch; an entry added behind the walk's position is not seen.
+    pub(crate) fn visit(
+        &self,
+        (lower, upper): (Bound<&[u8]>, Bound<&[u8]>),
+        batch: &mut ScanBatch,
+        mut visit: impl FnMut(&[u8], Oid) -> bool,
+    ) -> bool {
+        let mut from = lower.map(|k| KeyBuf::from_bytes(k).unwrap_or_default());
+        loop {
+            self.fetch_batch((as_slice_bound(&from), upper), false, VISIT_BATCH, batch);
+            if !(0..batch.len()).all(|i| visit(batch.key(i), batch.oid(i))) {
+                return false;
+            }
+            if batch.len() < VISIT_BATCH {
+                return true;
+            }
+            from = KeyBuf::from_bytes(batch.key(batch.len() - 1))
+                .map_or(Bound::Unbounded, Bound::Excluded);
         }
     }
 }

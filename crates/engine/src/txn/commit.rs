@@ -15,7 +15,6 @@ use crate::epoch::EpochGuard;
 use crate::error::{AbortReason, Error, Result};
 use crate::gc::{self, Retired};
 use crate::index::ScanBatch;
-use crate::key::{KeyBuf, as_slice_bound};
 use crate::mvcc::{ABORTED_STAMP, is_committed};
 use crate::record::DEAD;
 
@@ -189,25 +188,13 @@ impl Transaction<'_> {
         let bytes = |b: Bound<(u32, u32)>| {
             b.map(|(start, len)| &self.buf.scan_keys[start as usize..(start + len) as usize])
         };
-        for range in &self.buf.scans {
+        self.buf.scans.iter().all(|range| {
             let table = catalog.recorded(range.table);
-            let tree = table.tree(range.index);
-            let upper = bytes(range.upper);
-            let mut lower = bytes(range.lower).map(|k| KeyBuf::from_bytes(k).unwrap_or_default());
-            loop {
-                let bounds = (as_slice_bound(&lower), upper);
-                tree.fetch_batch(bounds, false, 64, &mut batch);
-                if (0..batch.len()).any(|i| !unchanged(table, batch.oid(i), guard)) {
-                    return false;
-                }
-                if batch.len() < 64 {
-                    break;
-                }
-                lower = KeyBuf::from_bytes(batch.key(batch.len() - 1))
-                    .map_or(Bound::Unbounded, Bound::Excluded);
-            }
-        }
-        true
+            let bounds = (bytes(range.lower), bytes(range.upper));
+            table
+                .tree(range.index)
+                .visit(bounds, &mut batch, |_, oid| unchanged(table, oid, guard))
+        })
     }
 }
 
