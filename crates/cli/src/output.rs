@@ -29,10 +29,14 @@ pub fn progress(len: u64, message: &str, json: bool) -> ProgressBar {
 
 /// Resident set size of this process in MiB, from /proc (None where unavailable).
 pub fn rss_mib() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib / 1024.0)
+    Some(proc_kib("/proc/self/status", "VmRSS:")? as f64 / 1024.0)
+}
+
+/// The value in KiB of the line starting with `field` (e.g. `VmRSS:`) of a /proc file.
+pub fn proc_kib(path: &str, field: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let line = text.lines().find(|l| l.starts_with(field))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// A database holding TPC-C (and the CH-benCHmark tables when `with_ch`).

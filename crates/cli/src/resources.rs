@@ -9,10 +9,7 @@ const GIB: f64 = (1u64 << 30) as f64;
 
 /// Memory the operating system says can be allocated without swapping, in bytes.
 fn available_memory() -> Option<u64> {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
+    Some(crate::output::proc_kib("/proc/meminfo", "MemAvailable:")? * 1024)
 }
 
 /// Checks that loading `warehouses` and then growing by `growth` bytes fits in `available` bytes.

@@ -138,11 +138,7 @@ pub fn run<E: Executor>(
     }
     let mut preempt = PreemptStats::default();
     for w in &workers {
-        let s = w.target.stats();
-        preempt.signals_sent += s.signals_sent;
-        preempt.injected += s.injected;
-        preempt.deferred += s.deferred;
-        preempt.served += s.served;
+        preempt += w.target.stats();
     }
     Ok(RunReport {
         config: config.clone(),

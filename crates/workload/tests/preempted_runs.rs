@@ -174,11 +174,7 @@ struct Totals {
 impl Totals {
     fn add(&mut self, report: &RunReport) {
         self.stats.merge(&report.stats);
-        let (p, q) = (&mut self.preempt, report.preempt);
-        p.signals_sent += q.signals_sent;
-        p.injected += q.injected;
-        p.deferred += q.deferred;
-        p.served += q.served;
+        self.preempt += report.preempt;
         self.rounds += 1;
     }
 

@@ -108,6 +108,16 @@ pub struct PreemptStats {
     pub served: u64,
 }
 
+impl std::ops::AddAssign for PreemptStats {
+    /// Sums counters (of several workers, or several runs).
+    fn add_assign(&mut self, other: PreemptStats) {
+        self.signals_sent += other.signals_sent;
+        self.injected += other.injected;
+        self.deferred += other.deferred;
+        self.served += other.served;
+    }
+}
+
 /// The shared half of a worker's preemption machinery: what a scheduler thread uses to ask the
 /// worker to switch. Lives on its own cache lines.
 #[derive(Debug, Default)]
