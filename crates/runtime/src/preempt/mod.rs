@@ -291,7 +291,7 @@ pub fn register_worker(
             .store(Arc::as_ptr(&target).cast_mut(), Ordering::Release);
         w.set_polling(poll_every);
     });
-    region::set_exit_hook(Some(serve_deferred));
+    region::set_exit_hook(Some(serve_in_region));
     Ok(WorkerRegistration {
         target,
         _not_send: std::marker::PhantomData,
@@ -318,19 +318,17 @@ fn serve() {
     }
 }
 
-/// Serves a preemption inside a region. The region is left quietly: its own exit must not count
-/// as a region exit an injected preemption could fire at (that would preempt again at once), and
-/// requests that arrived meanwhile were served by the same hook.
+/// Serves a preemption inside a region: the region exit hook (a preemption arrived inside a
+/// region that has just ended) and a poll that found a request. The region is left quietly: its
+/// own exit must not count as a region exit an injected preemption could fire at (that would
+/// preempt again at once), and requests that arrived meanwhile were served by the same hook.
+#[cold]
+#[inline(never)]
 fn serve_in_region() {
     region::raise();
     serve();
     region::take_pending();
     region::lower_quietly();
-}
-
-/// Region exit hook: a preemption arrived inside a region that has just ended.
-fn serve_deferred() {
-    serve_in_region();
 }
 
 /// Called by the engine on every record access: the cheap poll of the request flag. One
@@ -375,18 +373,11 @@ fn poll_slow() {
     let requested = due && with_target(|t| t.request.load(Ordering::Relaxed)).unwrap_or(false);
     if injected || requested {
         if region::is_preemptible() {
-            poll_switch();
+            serve_in_region();
         } else {
             region::defer_preemption();
         }
     }
-}
-
-/// The poll found a request: switch, inside a region.
-#[cold]
-#[inline(never)]
-fn poll_switch() {
-    serve_in_region();
 }
 
 /// Entered from the trampoline after a signal injected a call. The handler raised the region
