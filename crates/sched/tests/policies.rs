@@ -304,14 +304,17 @@ impl Arrivals<Job> for Flood {
 fn the_starvation_threshold_bounds_a_preemption_in_progress() {
     // Urgent work arrives at twice the rate the worker can serve it, so the urgent queue never
     // empties: only the starvation level can end a preemption. Counting the preemption in
-    // progress, a threshold of 0.5 leaves the computation about half the worker, and it
-    // finishes while urgent jobs keep finishing after it; counting only finished preemptions,
-    // the first one lasted until the urgent arrivals stopped.
+    // progress, a threshold of 0.5 leaves the 200 ms computation about half the worker, and it
+    // finishes (after ~400 ms) while urgent jobs keep finishing after it for the rest of the 3 s
+    // run; counting only finished preemptions, the first one lasted until the urgent arrivals
+    // stopped. Whether the dispatcher also held work back depends on when its thread ran, so
+    // only the worker's side is asserted.
     let long_done = Arc::new(AtomicU64::new(0));
     let long_started = Arc::new(AtomicU64::new(0));
     let epoch = Instant::now();
     let mut c = config(Policy::Preempt, Delivery::Signal);
     c.starvation_threshold = 0.5;
+    c.duration = Duration::from_secs(3);
     let executor = Arc::new(Synthetic {
         order: AtomicU64::new(0),
         last_short: AtomicU64::new(0),
@@ -321,7 +324,7 @@ fn the_starvation_threshold_bounds_a_preemption_in_progress() {
     let mut arrivals = Flood {
         long: Some(Job::Long {
             polls: false,
-            run: Duration::from_millis(40),
+            run: Duration::from_millis(200),
             finished: Arc::clone(&long_done),
         }),
         long_started,
@@ -345,10 +348,6 @@ fn the_starvation_threshold_bounds_a_preemption_in_progress() {
         "the computation finished while urgent work kept coming",
     );
     assert!(report.stats.low.preemptions >= 1, "it was preempted");
-    assert!(
-        report.dispatch.starvation_skips > 0,
-        "the dispatcher held urgent work back for it"
-    );
     // Twice the urgent work the worker can do: the report must not pass the backlog off as
     // latency.
     let warnings = report.dispatch.warnings();
