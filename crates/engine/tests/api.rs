@@ -72,21 +72,26 @@ fn an_aborted_transaction_keeps_reporting_why() {
             r.decimal_units(BALANCE, 2);
         })
         .expect("first updater");
+    // Writes are buffered: both may write; the first to commit wins.
+    second
+        .update(&t, &key(&t, 0), |r| {
+            r.decimal_units(BALANCE, 3);
+        })
+        .expect("second updater");
+    first.commit().expect("first committer");
+    assert_eq!(first.commit(), Err(Error::NotActive), "committed already");
     let conflict = Error::Aborted(AbortReason::Conflict);
     assert_eq!(
-        second.update(&t, &key(&t, 0), |r| {
-            r.decimal_units(BALANCE, 3);
-        }),
-        Err(conflict.clone())
+        second.commit(),
+        Err(conflict.clone()),
+        "first committer wins"
     );
     assert_eq!(
         second.commit(),
         Err(conflict.clone()),
-        "commit says what ended it"
+        "commit says again what ended it"
     );
     assert_eq!(second.get(&t, &key(&t, 0), |_| ()), Err(conflict));
-    first.commit().expect("commit");
-    assert_eq!(first.commit(), Err(Error::NotActive), "committed already");
     let mut rolled = db
         .begin(Priority::Low, Isolation::Serializable)
         .expect("begin");

@@ -28,15 +28,17 @@ fn lost_update_is_prevented_at_both_levels() {
             })
             .expect("first updater")
         );
-        // The second updater loses at once: the record is held by `a`.
-        let err = b
-            .update(&t, &key(&t, 0), |r| {
+        // Writes are buffered, so `a` holds nothing: `b` may write too, and the first to commit
+        // wins.
+        assert!(
+            b.update(&t, &key(&t, 0), |r| {
                 r.decimal_units(BALANCE, 100 + 20);
             })
-            .expect_err("second updater conflicts");
-        assert_eq!(err, Error::Aborted(AbortReason::Conflict));
-        assert!(!b.is_active());
+            .expect("second updater")
+        );
         a.commit().expect("commit");
+        assert_eq!(b.commit(), Err(Error::Aborted(AbortReason::Conflict)));
+        assert!(!b.is_active());
         // After `a` committed, a transaction whose snapshot predates it still conflicts.
         let mut c = db.begin(Priority::Low, level).expect("begin");
         let mut stale = db.begin(Priority::Low, level).expect("begin");
@@ -480,13 +482,14 @@ fn region_depth_returns_to_zero_on_every_path() {
         .is_err()
     );
     assert_eq!(region::depth(), 0, "after a duplicate key");
-    let conflict = b.update(&t, &key(&t, 0), |r| {
+    b.update(&t, &key(&t, 0), |r| {
         r.decimal_units(BALANCE, 2);
-    });
-    assert_eq!(conflict, Err(Error::Aborted(AbortReason::Conflict)));
-    assert_eq!(region::depth(), 0, "after a conflict abort");
+    })
+    .expect("buffered");
     a.commit().expect("commit");
     assert_eq!(region::depth(), 0, "after commit");
+    assert_eq!(b.commit(), Err(Error::Aborted(AbortReason::Conflict)));
+    assert_eq!(region::depth(), 0, "after a conflict abort");
     let mut c = db
         .begin(Priority::Low, Isolation::Serializable)
         .expect("begin");

@@ -142,12 +142,8 @@ enum Dependency {
 struct ModelTxn {
     began_at: u64,
     snapshot: BTreeMap<i64, RowValue>,
-    /// Own writes: the row's new value, or `None` for a deletion.
+    /// Own writes, buffered until commit: the row's new value, or `None` for a deletion.
     writes: BTreeMap<i64, Option<RowValue>>,
-    /// Every (id, group) a write of this transaction gave a row, intermediate values included:
-    /// each has an index entry once the transaction commits.
-    groups_written: BTreeSet<(i64, i64)>,
-    wrote: bool,
     serializable: bool,
     dependencies: Vec<Dependency>,
 }
@@ -169,6 +165,16 @@ impl ModelTxn {
             };
         }
         rows
+    }
+
+    /// The writes that change something: deleting a row the snapshot did not have (one this
+    /// transaction inserted, or one already deleted) changes nothing.
+    fn effective_writes(&self) -> BTreeMap<i64, Option<RowValue>> {
+        self.writes
+            .iter()
+            .filter(|(id, w)| w.is_some() || self.snapshot.contains_key(id))
+            .map(|(&id, &w)| (id, w))
+            .collect()
     }
 
     fn depend(&mut self, d: Dependency) {
@@ -205,14 +211,14 @@ enum Outcome {
 }
 
 impl Model {
+    /// A write conflicts when another transaction committed the key since the snapshot (it can
+    /// never commit: first committer wins). Other live transactions' writes are buffered and
+    /// never conflict before they commit.
+    /// A key the transaction wrote already is not looked up again (its own write answers), so
+    /// the conflict shows at commit.
     fn conflicts(&self, h: usize, id: i64) -> bool {
         let me = self.txns[h].as_ref().expect("live");
-        let written_by_other = self
-            .txns
-            .iter()
-            .enumerate()
-            .any(|(o, t)| o != h && t.as_ref().is_some_and(|t| t.writes.contains_key(&id)));
-        written_by_other || self.last_commit.get(&id).is_some_and(|&c| c > me.began_at)
+        !me.writes.contains_key(&id) && self.changed_since(id, me.began_at)
     }
 
     fn write(&mut self, h: usize, id: i64, new: Option<RowValue>, kind: &str) -> Outcome {
@@ -233,10 +239,6 @@ impl Model {
             }
             _ => {
                 t.writes.insert(id, new);
-                t.wrote = true;
-                if let Some((grp, _)) = new {
-                    t.groups_written.insert((id, grp));
-                }
                 if kind == "insert" {
                     Outcome::Done
                 } else {
@@ -253,7 +255,11 @@ impl Model {
 
     fn commit(&mut self, h: usize) -> Outcome {
         let t = self.txns[h].take().expect("live");
-        if t.serializable && t.wrote {
+        let writes = t.effective_writes();
+        if writes.keys().any(|&id| self.changed_since(id, t.began_at)) {
+            return Outcome::Aborted(AbortReason::Conflict);
+        }
+        if t.serializable && !writes.is_empty() {
             let (mut must, mut may) = (false, false);
             for d in &t.dependencies {
                 match *d {
@@ -271,8 +277,7 @@ impl Model {
                                 .get(&(id, grp))
                                 .is_some_and(|c| c.iter().any(|&c| c > t.began_at));
                             must |= seen || given;
-                            may |= self.groups_ever.get(&id).is_some_and(|g| g.contains(&grp))
-                                || self.pending_group(id, grp);
+                            may |= self.groups_ever.get(&id).is_some_and(|g| g.contains(&grp));
                         }
                     }
                 }
@@ -290,33 +295,27 @@ impl Model {
         Outcome::Done
     }
 
-    /// True if another live transaction holds a pending version of `id` in group `grp`.
-    fn pending_group(&self, id: i64, grp: i64) -> bool {
-        self.txns.iter().flatten().any(|t| {
-            t.writes
-                .get(&id)
-                .is_some_and(|w| w.is_some_and(|v| v.0 == grp))
-        })
-    }
-
     fn apply_commit(&mut self, t: ModelTxn) {
-        if !t.wrote {
+        let writes = t.effective_writes();
+        if writes.is_empty() {
             return;
         }
         self.clock += 1;
-        for (id, w) in t.writes {
+        for (id, w) in writes {
             self.last_commit.insert(id, self.clock);
             match w {
-                Some(v) => self.committed.insert(id, v),
-                None => self.committed.remove(&id),
-            };
-        }
-        for (id, grp) in t.groups_written {
-            self.groups_ever.entry(id).or_default().insert(grp);
-            self.group_commits
-                .entry((id, grp))
-                .or_default()
-                .push(self.clock);
+                Some(v) => {
+                    self.committed.insert(id, v);
+                    self.groups_ever.entry(id).or_default().insert(v.0);
+                    self.group_commits
+                        .entry((id, v.0))
+                        .or_default()
+                        .push(self.clock);
+                }
+                None => {
+                    self.committed.remove(&id);
+                }
+            }
         }
     }
 }
@@ -447,8 +446,6 @@ fn run(ops: &[Op]) {
                     began_at: model.clock,
                     snapshot: model.committed.clone(),
                     writes: BTreeMap::new(),
-                    groups_written: BTreeSet::new(),
-                    wrote: false,
                     serializable,
                     dependencies: Vec::new(),
                 });

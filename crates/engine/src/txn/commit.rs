@@ -1,7 +1,9 @@
 //! Ending a transaction: serializable validation, commit, rollback.
 //!
-//! Commit and rollback run entirely inside one non-preemptible region: a transaction paused half-way
-//! through either would leave pending versions that every other transaction must wait for.
+//! Commit installs the buffered writes (`install`), draws the commit timestamp, validates
+//! (serializable), stamps the versions and queues what they made obsolete. Commit and rollback run
+//! entirely inside one non-preemptible region: a transaction paused half-way through either would
+//! leave pending versions that every other transaction must wait for.
 
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
@@ -9,6 +11,7 @@ use std::sync::atomic::Ordering;
 use overtake_runtime::NoPreemptGuard;
 use sdd::{Guard, Tag};
 
+use super::writeset::Target;
 use super::{State, Transaction, Write, WriteKind};
 use crate::db::Catalog;
 use crate::epoch::EpochGuard;
@@ -31,20 +34,23 @@ impl Transaction<'_> {
     pub fn commit(&mut self) -> Result<()> {
         self.check_active()?;
         let region = NoPreemptGuard::new();
-        if self.buf.writes.is_empty() {
+        if !self.buf.ws.entries().iter().any(|e| e.changes_anything()) {
             // A read-only transaction read one consistent snapshot, and every transaction that
             // committed before it is serialized before it: nothing to validate.
             self.finish(State::Committed);
             return Ok(());
         }
+        // Install the writes before drawing the timestamp: a snapshot taken after the timestamp
+        // must find every one of them (pending, hence waited for), never the version below.
+        let epoch = EpochGuard::enter();
+        if let Err(reason) = self.install_all(&epoch) {
+            return Err(self.fail_commit(epoch, reason));
+        }
         let txns = self.db.txns();
         let ts = txns.start_commit(&self.lease);
         if self.serializable() && !self.validate(ts) {
-            self.undo();
-            self.finish(State::Aborted(Some(AbortReason::Validation)));
-            return Err(Error::Aborted(AbortReason::Validation));
+            return Err(self.fail_commit(epoch, AbortReason::Validation));
         }
-        let epoch = EpochGuard::enter();
         let guard = epoch.guard();
         let (catalog, me) = (self.db.catalog(), self.lease.stamp);
         let (writes, stale) = (&self.buf.writes, &mut self.buf.stale_keys);
@@ -71,6 +77,14 @@ impl Transaction<'_> {
         gc::help_drain(txns, self.db.catalog(), self.lease.slot, budget);
         self.finish(State::Committed);
         Ok(())
+    }
+
+    /// Ends a commit that cannot succeed: undoes what it installed.
+    fn fail_commit(&mut self, epoch: EpochGuard, reason: AbortReason) -> Error {
+        drop(epoch);
+        self.undo();
+        self.finish(State::Aborted(Some(reason)));
+        Error::Aborted(reason)
     }
 
     /// Rolls back (no effect if the transaction already ended). Later calls report
@@ -161,6 +175,16 @@ impl Transaction<'_> {
 
     fn finish(&mut self, state: State) {
         self.state = state;
+        // OIDs allocated for inserts that were never installed go back at once: nobody saw them.
+        for e in self.buf.ws.entries() {
+            if e.target == (Target::Fresh { unpublished: true }) {
+                self.db
+                    .catalog()
+                    .recorded(e.table)
+                    .records
+                    .release_unpublished(e.oid);
+            }
+        }
         self.return_buffers();
         self.db.txns().end(&self.lease);
     }

@@ -1,11 +1,12 @@
 //! Transactions: the only way to read or write a table.
 //!
 //! A transaction reads a snapshot taken when it began, sees its own writes, and takes no locks to
-//! read, which is what makes pausing a long reader cheap: nothing it holds can block anyone. Writes
-//! install pending versions at the head of each record's chain, which doubles as the record's write
-//! lock; a second writer aborts at once (first updater wins, no waiting). At commit a serializable
-//! transaction re-checks everything it read and every range it scanned (phantoms included) against
-//! the commits that happened since its snapshot.
+//! read. Writes are buffered in the transaction (`writeset`) and installed only inside its
+//! non-preemptible commit, where the first committer of a record wins and a later one aborts with
+//! a conflict. So a paused transaction, reader or writer, holds nothing anyone could wait for: an
+//! urgent transaction always gets through, and the paused one pays by aborting if it lost. At commit
+//! a serializable transaction also re-checks everything it read and every range it scanned
+//! (phantoms included) against the commits that happened since its snapshot.
 //!
 //! Every step that must not be paused half-way (index calls, epoch enter/exit, OID and timestamp
 //! allocation, commit, rollback) runs inside a non-preemptible region; reading rows and running the
@@ -17,7 +18,10 @@
 //! A `Transaction` that is dropped while active rolls back.
 
 mod commit;
+mod install;
+mod scan;
 mod write;
+mod writeset;
 
 use overtake_runtime::NoPreemptGuard;
 use overtake_runtime::preempt::record_access;
@@ -27,7 +31,7 @@ use crate::db::Database;
 use crate::epoch::EpochGuard;
 use crate::error::{AbortReason, Error, Result};
 use crate::index::ScanBatch;
-use crate::key::{IndexKey, KeyBuf, KeyRange, as_slice_bound};
+use crate::key::{IndexKey, KeyBuf, KeyRange};
 use crate::mvcc::{Lease, Reader};
 use crate::record::{Oid, Version};
 use crate::row::RowRef;
@@ -150,6 +154,9 @@ struct ScannedRange {
 /// transaction to the next, so a steady stream of transactions allocates none of it.
 #[derive(Default)]
 pub(crate) struct TxnBuffers {
+    /// Buffered writes, installed at commit.
+    ws: writeset::WriteSet,
+    /// Records whose versions the commit installed (what rollback undoes, what commit stamps).
     writes: Vec<Write>,
     new_keys: Vec<NewKey>,
     stale_keys: Vec<StaleKey>,
@@ -170,6 +177,7 @@ impl TxnBuffers {
                 v.shrink_to(KEEP_ENTRIES);
             }
         }
+        self.ws.clear(KEEP_ENTRIES);
         reset(&mut self.writes);
         reset(&mut self.new_keys);
         reset(&mut self.stale_keys);
@@ -221,15 +229,6 @@ impl<'db> Transaction<'db> {
         buf.recycle();
         let region = NoPreemptGuard::new();
         *self.db.txns().slot(self.lease.slot).buffers.lock(&region) = buf;
-    }
-
-    /// Adds a record to the write set.
-    fn note_write(&mut self, table: &Table, oid: Oid, kind: WriteKind) {
-        self.buf.writes.push(Write {
-            table: table.id(),
-            oid,
-            kind,
-        });
     }
 
     /// Records a scanned range for validation, copying its bounds into the key arena.
@@ -330,6 +329,14 @@ impl<'db> Transaction<'db> {
         }
     }
 
+    /// A point access that met this transaction's own deletion. The absence is recorded as a
+    /// miss all the same: the key's row may have been this transaction's own insert, which
+    /// succeeded only because the key was free in the snapshot, and serializability needs that to
+    /// still hold at commit although the insert left nothing to install.
+    fn own_deletion_read(&mut self, table: &Table, key: &KeyBuf) {
+        self.note_miss(table, key);
+    }
+
     fn visible<'g>(&self, table: &Table, oid: Oid, guard: &'g sdd::Guard) -> Option<&'g Version> {
         self.db
             .txns()
@@ -346,6 +353,16 @@ impl<'db> Transaction<'db> {
     ) -> Result<Option<R>> {
         self.check(table)?;
         record_access();
+        if let Some(i) = self.buf.ws.by_key(table.id(), key.as_bytes()) {
+            // Written by this transaction: its own row, or its own deletion.
+            return Ok(match &self.buf.ws.get(i).row {
+                Some(row) => Some(read(table.row(row))),
+                None => {
+                    self.own_deletion_read(table, key);
+                    None
+                }
+            });
+        }
         let epoch = EpochGuard::enter();
         let guard = epoch.guard();
         let found = table
@@ -391,81 +408,6 @@ impl<'db> Transaction<'db> {
         visit: impl FnMut(RowRef<'_>) -> ControlFlow<()>,
     ) -> Result<usize> {
         self.scan_in(table, IndexRef::Secondary(index.0), range, options, visit)
-    }
-
-    fn scan_in(
-        &mut self,
-        table: &Table,
-        index: IndexRef,
-        range: &KeyRange,
-        options: ScanOptions,
-        mut visit: impl FnMut(RowRef<'_>) -> ControlFlow<()>,
-    ) -> Result<usize> {
-        self.check(table)?;
-        let limit = options.limit.unwrap_or(usize::MAX);
-        let mut delivered = 0;
-        let (mut lower, mut upper) = (range.lower.clone(), range.upper.clone());
-        // Where the scan stopped early (inclusive), if it did: the end of what it depended on.
-        let mut stopped_at: Option<KeyBuf> = None;
-        let mut batch = std::mem::take(&mut self.buf.batch);
-        let reader = self.reader();
-        let tree = table.tree(index);
-        while delivered < limit {
-            let want = (limit - delivered).min(SCAN_BATCH);
-            let epoch = EpochGuard::enter();
-            let guard = epoch.guard();
-            let bounds = (as_slice_bound(&lower), as_slice_bound(&upper));
-            tree.fetch_batch(bounds, options.reverse, want, &mut batch);
-            if batch.len() == 0 {
-                break;
-            }
-            for i in 0..batch.len() {
-                record_access();
-                let slot = table.records.slot(batch.oid(i));
-                let Some(v) = self.db.txns().visible(slot, reader, guard) else {
-                    continue;
-                };
-                if v.is_deleted() {
-                    continue;
-                }
-                let row = table.row(&v.row);
-                if let IndexRef::Secondary(s) = index
-                    && table.secondary_key(s, &row, batch.oid(i)).as_bytes() != batch.key(i)
-                {
-                    // The entry belongs to an older version of the row (its key changed since).
-                    continue;
-                }
-                delivered += 1;
-                if visit(row).is_break() || delivered == limit {
-                    stopped_at = KeyBuf::from_bytes(batch.key(i));
-                    break;
-                }
-            }
-            if stopped_at.is_some() || batch.len() < want {
-                break;
-            }
-            let last = KeyBuf::from_bytes(batch.key(batch.len() - 1))
-                .map_or(Bound::Unbounded, Bound::Excluded);
-            if options.reverse {
-                upper = last;
-            } else {
-                lower = last;
-            }
-        }
-        self.buf.batch = batch;
-        if self.serializable() {
-            let (mut lower, mut upper) =
-                (as_slice_bound(&range.lower), as_slice_bound(&range.upper));
-            if let Some(end) = &stopped_at {
-                if options.reverse {
-                    lower = Bound::Included(end.as_bytes());
-                } else {
-                    upper = Bound::Included(end.as_bytes());
-                }
-            }
-            self.note_range(table, index, lower, upper);
-        }
-        Ok(delivered)
     }
 
     /// Aborts because of `reason` and returns the error to propagate.

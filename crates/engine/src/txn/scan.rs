@@ -1,0 +1,169 @@
+//! Scans: a transaction's view of an index range, with its own buffered writes merged in.
+//!
+//! Index entries are fetched in batches, each one short non-preemptible region; rows are read and
+//! the caller's closure runs preemptibly. A record this transaction wrote is shown as written: where
+//! the index meets the record its committed versions are skipped, and the buffered row (if the
+//! record was not deleted) is delivered at its key in the scanned index, merged into index order.
+//! So an update that moves a row within a secondary index, or an insert, shows up where it will be
+//! once committed.
+
+use std::ops::{Bound, ControlFlow, RangeBounds};
+
+use overtake_runtime::preempt::record_access;
+
+use super::{SCAN_BATCH, ScanOptions, Transaction};
+use crate::epoch::EpochGuard;
+use crate::error::Result;
+use crate::key::{KeyBuf, KeyRange, as_slice_bound};
+use crate::row::RowRef;
+use crate::table::{IndexRef, Table};
+
+/// True if `a` comes before `b` in the scan's direction.
+fn before(a: &[u8], b: &[u8], reverse: bool) -> bool {
+    if reverse { a > b } else { a < b }
+}
+
+impl Transaction<'_> {
+    pub(super) fn scan_in(
+        &mut self,
+        table: &Table,
+        index: IndexRef,
+        range: &KeyRange,
+        options: ScanOptions,
+        mut visit: impl FnMut(RowRef<'_>) -> ControlFlow<()>,
+    ) -> Result<usize> {
+        self.check(table)?;
+        let limit = options.limit.unwrap_or(usize::MAX);
+        let own = self.own_rows_in(table, index, range, options.reverse);
+        let mut next_own = 0;
+        let mut delivered = 0;
+        let (mut lower, mut upper) = (range.lower.clone(), range.upper.clone());
+        // Where the scan stopped early (inclusive), if it did: the end of what it depended on.
+        let mut stopped_at: Option<KeyBuf> = None;
+        let mut batch = std::mem::take(&mut self.buf.batch);
+        let reader = self.reader();
+        let tree = table.tree(index);
+        let ws = &self.buf.ws;
+        // Hands one row to the caller; true if the scan stops at it.
+        let mut emit = |row: RowRef<'_>, delivered: &mut usize| {
+            *delivered += 1;
+            visit(row).is_break() || *delivered == limit
+        };
+        let own_row = |entry: usize| match &ws.get(entry).row {
+            Some(row) => table.row(row),
+            None => unreachable!("only rows are merged"),
+        };
+        'scan: while delivered < limit {
+            let want = (limit - delivered).min(SCAN_BATCH);
+            let epoch = EpochGuard::enter();
+            let guard = epoch.guard();
+            let bounds = (as_slice_bound(&lower), as_slice_bound(&upper));
+            tree.fetch_batch(bounds, options.reverse, want, &mut batch);
+            for i in 0..batch.len() {
+                while let Some((key, entry)) = own.get(next_own)
+                    && before(key.as_bytes(), batch.key(i), options.reverse)
+                {
+                    next_own += 1;
+                    record_access();
+                    if emit(own_row(*entry), &mut delivered) {
+                        stopped_at = Some(key.clone());
+                        break 'scan;
+                    }
+                }
+                record_access();
+                let oid = batch.oid(i);
+                if ws.by_oid(table.id(), oid).is_some() {
+                    // Written by this transaction: shown from the write set.
+                    continue;
+                }
+                let slot = table.records.slot(oid);
+                let Some(v) = self.db.txns().visible(slot, reader, guard) else {
+                    continue;
+                };
+                if v.is_deleted() {
+                    continue;
+                }
+                let row = table.row(&v.row);
+                if let IndexRef::Secondary(s) = index
+                    && table.secondary_key(s, &row, oid).as_bytes() != batch.key(i)
+                {
+                    // The entry belongs to an older version of the row (its key changed since).
+                    continue;
+                }
+                if emit(row, &mut delivered) {
+                    stopped_at = KeyBuf::from_bytes(batch.key(i));
+                    break 'scan;
+                }
+            }
+            if batch.len() < want {
+                break;
+            }
+            let last = KeyBuf::from_bytes(batch.key(batch.len() - 1))
+                .map_or(Bound::Unbounded, Bound::Excluded);
+            if options.reverse {
+                upper = last;
+            } else {
+                lower = last;
+            }
+        }
+        // Own rows after the last index entry.
+        if stopped_at.is_none() && delivered < limit {
+            for (key, entry) in &own[next_own..] {
+                record_access();
+                if emit(own_row(*entry), &mut delivered) {
+                    stopped_at = Some(key.clone());
+                    break;
+                }
+            }
+        }
+        self.buf.batch = batch;
+        if self.serializable() {
+            let (mut lower, mut upper) =
+                (as_slice_bound(&range.lower), as_slice_bound(&range.upper));
+            if let Some(end) = &stopped_at {
+                if options.reverse {
+                    lower = Bound::Included(end.as_bytes());
+                } else {
+                    upper = Bound::Included(end.as_bytes());
+                }
+            }
+            self.note_range(table, index, lower, upper);
+        }
+        Ok(delivered)
+    }
+
+    /// The rows this transaction wrote to `table` whose key in `index` lies in `range` (with the
+    /// key and write-set position), in scan order. Empty, without allocating, if it wrote none.
+    fn own_rows_in(
+        &self,
+        table: &Table,
+        index: IndexRef,
+        range: &KeyRange,
+        reverse: bool,
+    ) -> Vec<(KeyBuf, usize)> {
+        let ws = &self.buf.ws;
+        if !ws.touches(table.id()) {
+            return Vec::new();
+        }
+        let bounds = (as_slice_bound(&range.lower), as_slice_bound(&range.upper));
+        let mut own: Vec<(KeyBuf, usize)> = ws
+            .entries()
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.table == table.id())
+            .filter_map(|(i, e)| {
+                let row = e.row.as_ref()?;
+                let key = match index {
+                    IndexRef::Primary => KeyBuf::from_bytes(e.key.as_slice())?,
+                    IndexRef::Secondary(s) => table.secondary_key(s, &table.row(row), e.oid),
+                };
+                bounds.contains(key.as_bytes()).then_some((key, i))
+            })
+            .collect();
+        own.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        if reverse {
+            own.reverse();
+        }
+        own
+    }
+}

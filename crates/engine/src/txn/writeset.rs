@@ -1,0 +1,180 @@
+//! The write set: a transaction's inserts, updates and deletes, buffered until commit.
+//!
+//! Nothing a transaction writes is visible to anyone else, or blocks anyone else, before its commit
+//! installs it (inside one non-preemptible region, see `install`). A paused writer therefore holds
+//! no write lock an urgent transaction could need: the rule that lets a low-priority writer be
+//! preempted anywhere.
+//!
+//! Each record the transaction wrote has exactly one entry holding the row it ends with (repeated
+//! writes of a record overwrite it in place), found by primary key (point reads and writes) and by
+//! OID (scans meet records by OID). The maps keep their capacity from one transaction of a slot to
+//! the next, so a steady stream of transactions allocates nothing here but the rows themselves.
+//!
+//! Must never touch shared state: it is private to its transaction.
+
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+
+use rustc_hash::FxHasher;
+
+use crate::key::IndexKey;
+use crate::record::Oid;
+use crate::table::TableId;
+
+type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+/// The record a buffered write goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// A record that existed in the transaction's snapshot (live, or a deleted row whose record
+    /// still exists). `base_live` says which: deleting a record whose row was already deleted
+    /// installs nothing.
+    Existing { base_live: bool },
+    /// A new record, under an OID allocated for it. `unpublished` until the commit installs it
+    /// (an OID never installed is handed back when the transaction ends).
+    Fresh { unpublished: bool },
+}
+
+/// One record's buffered write.
+pub(crate) struct Buffered {
+    pub(crate) table: TableId,
+    pub(crate) oid: Oid,
+    pub(crate) target: Target,
+    /// The primary key (the index entry a fresh record gets, and the key point accesses use).
+    pub(crate) key: IndexKey,
+    /// The row the record ends with; `None` if the transaction deleted it.
+    pub(crate) row: Option<Box<[u8]>>,
+}
+
+impl Buffered {
+    /// True if committing this entry changes the record (a delete of a row that did not exist in
+    /// the snapshot, or of a row this transaction inserted, changes nothing).
+    pub(crate) fn changes_anything(&self) -> bool {
+        self.row.is_some() || self.target == (Target::Existing { base_live: true })
+    }
+}
+
+/// The buffered writes of one transaction.
+#[derive(Default)]
+pub(crate) struct WriteSet {
+    entries: Vec<Buffered>,
+    by_key: FxMap<(TableId, IndexKey), u32>,
+    by_oid: FxMap<(TableId, Oid), u32>,
+    /// Bit `table % 64` is set if some entry belongs to `table`: reads of tables the transaction
+    /// never wrote skip the lookups.
+    tables: u64,
+}
+
+fn table_bit(table: TableId) -> u64 {
+    1 << (table % 64)
+}
+
+impl WriteSet {
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True if the transaction may have written `table`.
+    #[inline]
+    pub(crate) fn touches(&self, table: TableId) -> bool {
+        self.tables & table_bit(table) != 0
+    }
+
+    /// The entry of the record with primary key `key`.
+    #[inline]
+    pub(crate) fn by_key(&self, table: TableId, key: &[u8]) -> Option<usize> {
+        if !self.touches(table) {
+            return None;
+        }
+        self.by_key
+            .get(&(table, IndexKey::new(key)))
+            .map(|&i| i as usize)
+    }
+
+    /// The entry of record `oid`.
+    #[inline]
+    pub(crate) fn by_oid(&self, table: TableId, oid: Oid) -> Option<usize> {
+        if !self.touches(table) {
+            return None;
+        }
+        self.by_oid.get(&(table, oid)).map(|&i| i as usize)
+    }
+
+    pub(crate) fn get(&self, index: usize) -> &Buffered {
+        &self.entries[index]
+    }
+
+    pub(crate) fn get_mut(&mut self, index: usize) -> &mut Buffered {
+        &mut self.entries[index]
+    }
+
+    pub(crate) fn entries(&self) -> &[Buffered] {
+        &self.entries
+    }
+
+    /// Adds the write of a record not written before by this transaction.
+    pub(crate) fn push(&mut self, entry: Buffered) {
+        let index = self.entries.len() as u32;
+        self.tables |= table_bit(entry.table);
+        let previous = self.by_key.insert((entry.table, entry.key.clone()), index);
+        debug_assert!(previous.is_none(), "one entry per primary key");
+        self.by_oid.insert((entry.table, entry.oid), index);
+        self.entries.push(entry);
+    }
+
+    /// Empties the set, keeping its capacity (bounded, so that one huge transaction does not pin
+    /// its memory in the slot).
+    pub(crate) fn clear(&mut self, keep: usize) {
+        self.entries.clear();
+        self.by_key.clear();
+        self.by_oid.clear();
+        self.tables = 0;
+        if self.entries.capacity() > keep {
+            self.entries.shrink_to(keep);
+            self.by_key.shrink_to(keep);
+            self.by_oid.shrink_to(keep);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(table: TableId, oid: Oid, key: u8) -> Buffered {
+        Buffered {
+            table,
+            oid,
+            target: Target::Fresh { unpublished: true },
+            key: IndexKey::new(&[key]),
+            row: Some(Box::new([key])),
+        }
+    }
+
+    #[test]
+    fn entries_are_found_by_key_and_by_oid_within_their_table() {
+        let mut set = WriteSet::default();
+        set.push(entry(1, 10, 7));
+        set.push(entry(65, 11, 8));
+        assert_eq!(set.by_key(1, &[7]), Some(0));
+        assert_eq!(set.by_oid(65, 11), Some(1));
+        assert_eq!(set.by_key(65, &[7]), None, "same key, other table");
+        assert_eq!(set.by_oid(1, 11), None);
+        assert!(set.touches(1) && !set.touches(2));
+        set.clear(16);
+        assert!(set.entries().is_empty());
+        assert_eq!(set.by_key(1, &[7]), None);
+    }
+
+    #[test]
+    fn deleting_what_did_not_exist_changes_nothing() {
+        let mut e = entry(1, 1, 1);
+        assert!(e.changes_anything());
+        e.row = None;
+        assert!(!e.changes_anything(), "a fresh row deleted again");
+        e.target = Target::Existing { base_live: false };
+        assert!(!e.changes_anything(), "a deleted row deleted again");
+        e.target = Target::Existing { base_live: true };
+        assert!(e.changes_anything());
+    }
+}
