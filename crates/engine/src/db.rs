@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use overtake_runtime::{NoPreemptGuard, RegionOnceLock, RegionRwLock};
 
@@ -144,6 +145,14 @@ impl Database {
 
     /// Runs `body` in a transaction and commits it, retrying from scratch after conflicts and failed
     /// validations (as `policy` allows). User rollbacks and other errors are returned at once.
+    ///
+    /// With [`RetryPolicy::promote_after`] set, the attempts after that many failures are
+    /// *promoted* so that the transaction cannot lose forever to a stream of urgent writers (a
+    /// long low-priority writer otherwise conflicts with every one that commits while it runs):
+    /// a promoted attempt runs inside a non-preemptible region, so nothing else runs on its worker
+    /// until it ends, and reserves each record it updates or deletes as it goes (a pending version
+    /// that makes other writers conflict), so writers on other workers cannot overtake it either.
+    /// Its reservations are held only while it runs: a promoted attempt is never paused.
     pub fn run<T>(
         &self,
         priority: Priority,
@@ -155,10 +164,16 @@ impl Database {
             result: Err(Error::NotActive),
             conflicts: 0,
             validation_failures: 0,
+            promoted: 0,
+            failed_time: Duration::ZERO,
         };
         let mut tries: u32 = 0;
         loop {
             tries += 1;
+            let promoted = policy.promote_after.is_some_and(|k| tries > k);
+            // Taken before `begin`, dropped after the transaction ended: see above.
+            let region = promoted.then(NoPreemptGuard::new);
+            let started = Instant::now();
             let mut txn = match self.begin(priority, isolation) {
                 Ok(txn) => txn,
                 Err(e) => {
@@ -166,8 +181,16 @@ impl Database {
                     return attempts;
                 }
             };
+            if promoted {
+                attempts.promoted += 1;
+                txn.reserve_writes();
+            }
             let result = body(&mut txn).and_then(|value| txn.commit().map(|()| value));
             drop(txn);
+            drop(region);
+            if result.is_err() {
+                attempts.failed_time += started.elapsed();
+            }
             match result {
                 Err(e) if e.is_retryable() && !policy.exhausted(tries) => {
                     match e.abort_reason() {
@@ -232,23 +255,41 @@ impl Database {
 pub struct RetryPolicy {
     /// Give up after this many attempts (0: never give up).
     pub max_attempts: u32,
+    /// After this many failed attempts, run the next ones promoted (see [`Database::run`]).
+    /// `None`: never promote.
+    pub promote_after: Option<u32>,
 }
 
 impl Default for RetryPolicy {
     fn default() -> Self {
-        RetryPolicy { max_attempts: 1000 }
+        RetryPolicy {
+            max_attempts: 1000,
+            promote_after: None,
+        }
     }
 }
 
 impl RetryPolicy {
     /// Retry until success.
     pub fn forever() -> Self {
-        RetryPolicy { max_attempts: 0 }
+        RetryPolicy {
+            max_attempts: 0,
+            promote_after: None,
+        }
     }
 
     /// Never retry.
     pub fn never() -> Self {
-        RetryPolicy { max_attempts: 1 }
+        RetryPolicy {
+            max_attempts: 1,
+            promote_after: None,
+        }
+    }
+
+    /// The same policy, promoting attempts after `failures` failed ones.
+    pub fn promoting_after(mut self, failures: u32) -> Self {
+        self.promote_after = Some(failures);
+        self
     }
 
     fn exhausted(&self, tries: u32) -> bool {
@@ -273,4 +314,8 @@ pub struct Attempts<T> {
     pub conflicts: u32,
     /// Attempts aborted by failed serializable validation.
     pub validation_failures: u32,
+    /// Attempts that ran promoted (see [`RetryPolicy::promote_after`]).
+    pub promoted: u32,
+    /// Time spent in attempts that failed: work thrown away.
+    pub failed_time: Duration,
 }

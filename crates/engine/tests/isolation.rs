@@ -437,7 +437,10 @@ fn retry_helper_retries_conflicts_but_not_user_errors() {
     let attempts = db.run(
         Priority::High,
         Isolation::Snapshot,
-        &RetryPolicy { max_attempts: 4 },
+        &RetryPolicy {
+            max_attempts: 4,
+            promote_after: None,
+        },
         |_| Err::<(), _>(Error::Aborted(AbortReason::Validation)),
     );
     assert_eq!(

@@ -185,3 +185,74 @@ fn a_preempted_writer_never_makes_the_urgent_one_retry() {
         "the low-priority transaction lost to the urgent one, and retried"
     );
 }
+
+/// The low-priority side must not starve: a writer that keeps losing to urgent writers is promoted
+/// after `promote_after` failures, and its promoted attempt reserves what it writes, so the urgent
+/// writers that would have overtaken it conflict instead (they retry after it).
+#[test]
+fn a_writer_that_keeps_losing_is_promoted_and_commits() {
+    let (db, t) = with_accounts(3, 100);
+    let policy = RetryPolicy::forever().promoting_after(3);
+    let mut urgent_results = Vec::new();
+    let attempts = db.run(Priority::Low, Isolation::Serializable, &policy, |x| {
+        add(x, &t, 0, 1)?;
+        // An urgent writer of the same record commits while this attempt is open (as one on
+        // another worker would).
+        let urgent = std::thread::scope(|s| {
+            s.spawn(|| {
+                db.run(
+                    Priority::High,
+                    Isolation::Serializable,
+                    &RetryPolicy::never(),
+                    |u| add(u, &t, 0, 10),
+                )
+                .result
+            })
+            .join()
+            .expect("urgent thread")
+        });
+        urgent_results.push(urgent);
+        Ok(())
+    });
+    assert_eq!(attempts.result, Ok(()));
+    assert_eq!(attempts.conflicts, 3, "lost three times");
+    assert_eq!(attempts.promoted, 1, "then ran promoted, once");
+    let ok = Ok(());
+    let conflict = Err(Error::Aborted(AbortReason::Conflict));
+    assert_eq!(
+        urgent_results,
+        [ok.clone(), ok.clone(), ok, conflict],
+        "the urgent writers overtook it until it reserved the record"
+    );
+    let mut check = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    assert_eq!(balance(&mut check, &t, 0), Some(100 + 3 * 10 + 1));
+    drop(check);
+    db.collect_garbage();
+    let census = db.census();
+    assert_eq!(census.unreclaimed_versions, 0, "{census:?}");
+    assert_eq!(census.linked_versions, 3, "{census:?}");
+}
+
+#[test]
+fn a_promoted_attempt_that_fails_leaves_no_reservation_behind() {
+    let (db, t) = with_accounts(3, 100);
+    let attempts = db.run(
+        Priority::Low,
+        Isolation::Serializable,
+        &RetryPolicy::never().promoting_after(0),
+        |x| {
+            add(x, &t, 1, 1)?;
+            assert!(x.delete(&t, &key(&t, 2))?);
+            Err::<(), _>(x.rollback())
+        },
+    );
+    assert_eq!(attempts.promoted, 1);
+    assert_eq!(
+        attempts.result,
+        Err(Error::Aborted(AbortReason::UserRollback))
+    );
+    urgent_once(&db, |x| {
+        add(x, &t, 1, 10)?;
+        x.delete(&t, &key(&t, 2)).map(|found| assert!(found))
+    });
+}

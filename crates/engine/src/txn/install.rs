@@ -220,7 +220,7 @@ impl Transaction<'_> {
     }
 
     /// Links a new pending version in front of `expected`. False if the head moved meanwhile.
-    fn install(
+    pub(super) fn install(
         &mut self,
         table: &Table,
         oid: Oid,
@@ -254,7 +254,7 @@ impl Transaction<'_> {
     }
 
     /// Adds a record to the list of installed writes (what rollback undoes and commit stamps).
-    fn note_write(&mut self, table: &Table, oid: Oid, kind: WriteKind) {
+    pub(super) fn note_write(&mut self, table: &Table, oid: Oid, kind: WriteKind) {
         self.buf.writes.push(Write {
             table: table.id(),
             oid,

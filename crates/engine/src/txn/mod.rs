@@ -200,6 +200,8 @@ pub struct Transaction<'db> {
     isolation: Isolation,
     state: State,
     buf: TxnBuffers,
+    /// A promoted attempt: reserves the records it writes as it goes (see `Database::run`).
+    reserving: bool,
 }
 
 impl<'db> Transaction<'db> {
@@ -220,6 +222,7 @@ impl<'db> Transaction<'db> {
             isolation,
             state: State::Active,
             buf,
+            reserving: false,
         }
     }
 
@@ -253,6 +256,12 @@ impl<'db> Transaction<'db> {
             lower,
             upper,
         });
+    }
+
+    /// Makes this transaction reserve every existing record it writes at the write (see
+    /// `Database::run`). The caller must keep it inside a non-preemptible region until it ends.
+    pub(crate) fn reserve_writes(&mut self) {
+        self.reserving = true;
     }
 
     /// The priority given at begin.

@@ -8,13 +8,13 @@
 
 use overtake_runtime::NoPreemptGuard;
 use overtake_runtime::preempt::record_access;
-use sdd::Guard;
+use sdd::{Guard, Ptr};
 
-use super::Transaction;
 use super::install::Head;
 use super::writeset::{Buffered, Target};
+use super::{Transaction, WriteKind};
 use crate::epoch::EpochGuard;
-use crate::error::{Error, Result};
+use crate::error::{AbortReason, Error, Result};
 use crate::key::{IndexKey, KeyBuf};
 use crate::record::{Oid, Version};
 use crate::row::{Row, RowMut, RowRef};
@@ -22,8 +22,8 @@ use crate::table::{IndexRef, Table};
 
 /// What a point write found under its key in the snapshot.
 enum Found<'g> {
-    /// A live row in record `oid`: this version.
-    Live(Oid, &'g Version),
+    /// A live row in record `oid`: the head, this version.
+    Live(Oid, Ptr<'g, Version>, &'g Version),
     /// A deleted row whose record `oid` still holds the key.
     Deleted(Oid),
     /// Nothing.
@@ -44,7 +44,7 @@ impl Transaction<'_> {
         };
         match self.head_state(table, oid, guard) {
             Ok(Head::Writable(_, v)) if v.is_deleted() => Ok(Found::Deleted(oid)),
-            Ok(Head::Writable(_, v)) => Ok(Found::Live(oid, v)),
+            Ok(Head::Writable(head, v)) => Ok(Found::Live(oid, head, v)),
             Ok(Head::Missing) => Ok(Found::Absent),
             Err(reason) => Err(self.fail(reason)),
         }
@@ -81,7 +81,7 @@ impl Transaction<'_> {
         } else {
             let epoch = EpochGuard::enter();
             match self.find_for_write(table, key.as_bytes(), epoch.guard())? {
-                Found::Live(oid, _) => {
+                Found::Live(oid, ..) => {
                     self.note_read(table, oid);
                     return Err(duplicate());
                 }
@@ -135,13 +135,14 @@ impl Transaction<'_> {
             return Ok(true);
         }
         let epoch = EpochGuard::enter();
-        let Found::Live(oid, current) =
+        let Found::Live(oid, head, current) =
             self.find_for_write(table, key.as_bytes(), epoch.guard())?
         else {
             self.note_miss(table, key);
             return Ok(false);
         };
         let bytes = changed_row(table, table.row(&current.row), change)?;
+        self.reserve(table, oid, (head, current), epoch.guard())?;
         drop(epoch);
         self.buf.ws.push(Buffered {
             table: table.id(),
@@ -165,10 +166,13 @@ impl Transaction<'_> {
             return Ok(deleted);
         }
         let epoch = EpochGuard::enter();
-        let Found::Live(oid, _) = self.find_for_write(table, key.as_bytes(), epoch.guard())? else {
+        let Found::Live(oid, head, current) =
+            self.find_for_write(table, key.as_bytes(), epoch.guard())?
+        else {
             self.note_miss(table, key);
             return Ok(false);
         };
+        self.reserve(table, oid, (head, current), epoch.guard())?;
         drop(epoch);
         self.buf.ws.push(Buffered {
             table: table.id(),
@@ -178,6 +182,33 @@ impl Transaction<'_> {
             row: None,
         });
         Ok(true)
+    }
+}
+
+impl Transaction<'_> {
+    /// In a promoted attempt (see `Database::run`), reserves record `oid`, about to be written for
+    /// the first time: a pending copy of its head row, so that other writers conflict with it
+    /// until this transaction ends; the commit installs the real write on top. Only ever done
+    /// inside a non-preemptible region, so the reservation is never held by a paused context.
+    fn reserve(
+        &mut self,
+        table: &Table,
+        oid: Oid,
+        (head, current): (Ptr<'_, Version>, &Version),
+        guard: &Guard,
+    ) -> Result<()> {
+        if !self.reserving {
+            return Ok(());
+        }
+        debug_assert!(
+            overtake_runtime::region::depth() > 0,
+            "reserved outside a region"
+        );
+        if !self.install(table, oid, head, current.row.clone(), guard) {
+            return Err(self.fail(AbortReason::Conflict));
+        }
+        self.note_write(table, oid, WriteKind::Overwrite);
+        Ok(())
     }
 }
 
