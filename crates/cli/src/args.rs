@@ -92,6 +92,10 @@ pub enum LowArg {
     /// over a 32 KiB array with the widest vector instructions the CPU has (AVX-512, AVX2+FMA,
     /// or scalar).
     Compute,
+    /// A writer: one TPC-C Payment booked in every district of every warehouse (so it writes
+    /// the warehouse and district rows every urgent New-Order and Payment writes), in one
+    /// transaction, then --compute-ms of computation.
+    BatchUpdate,
 }
 
 impl LowArg {
@@ -99,6 +103,7 @@ impl LowArg {
         match self {
             LowArg::Q2 => "q2",
             LowArg::Compute => "compute",
+            LowArg::BatchUpdate => "batch-update",
         }
     }
 }
@@ -133,7 +138,12 @@ pub struct MixedArgs {
     /// The long low-priority transaction.
     #[arg(long, value_enum, default_value_t = LowArg::Q2)]
     pub lp: LowArg,
-    /// Length of a compute transaction, in milliseconds (with --lp compute).
+    /// After this many failed attempts a low-priority transaction runs promoted (not preemptible,
+    /// reserving the rows it writes), so that urgent writers cannot starve a low-priority writer
+    /// (--lp batch-update); 0 never promotes.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    pub promote_after: u32,
+    /// Length of a compute transaction, in milliseconds (with --lp compute and batch-update).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub compute_ms: u64,
     /// How preemption requests reach a worker.

@@ -47,6 +47,7 @@ fn run_one(
     );
     let low = match (args.lp, compute) {
         (LowArg::Compute, Some(task)) => LowWork::Compute(task.clone()),
+        (LowArg::BatchUpdate, Some(task)) => LowWork::BatchUpdate(task.clone()),
         _ => LowWork::Query2,
     };
     let mut arrivals = MixedArrivals::new(
@@ -57,12 +58,15 @@ fn run_one(
         constants,
         args.seed,
     );
-    let executor = Arc::new(EngineExecutor::new(
-        Arc::clone(&loaded.db),
-        loaded.tpcc.clone(),
-        loaded.ch.clone(),
-        args.isolation.engine(),
-    ));
+    let executor = Arc::new(
+        EngineExecutor::new(
+            Arc::clone(&loaded.db),
+            loaded.tpcc.clone(),
+            loaded.ch.clone(),
+            args.isolation.engine(),
+        )
+        .promoting_low_after((args.promote_after > 0).then_some(args.promote_after)),
+    );
     let bar = run_progress(args.duration, policy.policy().name(), args.json);
     let report = overtake_sched::run(&config, executor, &mut arrivals, Vec::new(), &ticker(&bar))
         .map_err(|e| e.to_string())?;
@@ -81,7 +85,7 @@ fn check_resources(args: &MixedArgs) -> Result<(), String> {
 }
 
 fn compute_task(args: &MixedArgs) -> Option<ComputeTask> {
-    (args.lp == LowArg::Compute)
+    matches!(args.lp, LowArg::Compute | LowArg::BatchUpdate)
         .then(|| ComputeTask::calibrate(Duration::from_millis(args.compute_ms)))
 }
 
@@ -94,6 +98,9 @@ fn class_json(c: &ClassStats, elapsed: f64) -> Value {
         "failed": c.failed,
         "conflicts": c.conflicts,
         "validation_failures": c.validation_failures,
+        "attempts": c.attempts(),
+        "promoted": c.promoted,
+        "wasted_ms": c.wasted_nanos as f64 / 1e6,
         "latency_us": latency_json(&c.latency.summary()),
         "sched_delay_us": { "p50": delay.p50, "p99": delay.p99, "max": delay.max },
         "preemptions": c.preemptions,
@@ -133,6 +140,7 @@ fn run_json(report: &RunReport, args: &MixedArgs) -> Value {
         "lp_queue": args.lp_queue,
         "yield_interval": args.yield_interval,
         "starvation_threshold": args.starvation_threshold,
+        "promote_after": args.promote_after,
         "mechanism": args.preempt_mechanism.delivery().name(),
         "signal_delay_us": args.signal_delay_us,
         "huge_pages": args.huge_pages,
@@ -168,6 +176,16 @@ fn describe(args: &MixedArgs) -> String {
             "{} ms compute ({} fused multiply-add)",
             args.compute_ms,
             overtake_runtime::simd::SimdLevel::best().name()
+        ),
+        LowArg::BatchUpdate => format!(
+            "batch update (a payment booked in every district), then {} ms compute; promoted \
+             after {} failed attempts",
+            args.compute_ms,
+            if args.promote_after > 0 {
+                args.promote_after.to_string()
+            } else {
+                "never".to_owned()
+            }
         ),
     };
     format!(
@@ -278,6 +296,48 @@ fn print_comparison(runs: &[RunReport], args: &MixedArgs) {
         &["policy", "high", "low", "rest", "high run us", "low run us"],
         &time_rows,
     );
+    if args.lp == LowArg::BatchUpdate {
+        println!();
+        println!(
+            "low-priority writers: attempts per commit, promoted attempts, and the worker time \
+             failed attempts threw away"
+        );
+        let rows: Vec<Vec<String>> = runs
+            .iter()
+            .map(|r| {
+                let l = &r.stats.low;
+                let wasted = l.wasted_nanos as f64 / 1e9;
+                vec![
+                    r.config.policy.name().to_owned(),
+                    l.committed.to_string(),
+                    l.attempts().to_string(),
+                    if l.committed > 0 {
+                        format!("{:.1}", l.attempts() as f64 / l.committed as f64)
+                    } else {
+                        "-".to_owned()
+                    },
+                    l.promoted.to_string(),
+                    format!("{wasted:.2} s"),
+                    format!(
+                        "{:.1}%",
+                        100.0 * wasted / (secs(r.elapsed) * f64::from(args.workers))
+                    ),
+                ]
+            })
+            .collect();
+        print_table(
+            &[
+                "policy",
+                "commits",
+                "attempts",
+                "per commit",
+                "promoted",
+                "wasted",
+                "of worker time",
+            ],
+            &rows,
+        );
+    }
     println!();
     for r in runs {
         let p = r.preempt;

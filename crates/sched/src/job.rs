@@ -4,7 +4,7 @@
 //! and kind it is) and [`Arrivals`] (when jobs arrive). The scheduler decides where and when each
 //! job runs and measures what happened to it.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use overtake_engine::Priority;
 
@@ -28,6 +28,11 @@ pub struct Outcome {
     pub conflicts: u32,
     /// Attempts aborted by failed serializable validation (and retried).
     pub validation_failures: u32,
+    /// Attempts that ran promoted after repeated failures (non-preemptible, reserving what they
+    /// write: see `overtake_engine::RetryPolicy::promote_after`).
+    pub promoted: u32,
+    /// Time spent in attempts that failed: work thrown away.
+    pub wasted: Duration,
     /// What went wrong, for a failed job.
     pub error: Option<String>,
 }
@@ -39,7 +44,18 @@ impl Outcome {
             status: Status::Committed,
             conflicts: 0,
             validation_failures: 0,
+            promoted: 0,
+            wasted: Duration::ZERO,
             error: None,
+        }
+    }
+
+    /// A job that failed at once because of `error`.
+    pub fn failed(error: String) -> Self {
+        Outcome {
+            status: Status::Failed,
+            error: Some(error),
+            ..Outcome::committed()
         }
     }
 }

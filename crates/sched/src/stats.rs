@@ -144,6 +144,10 @@ pub struct ClassStats {
     pub conflicts: u64,
     /// Attempts aborted by failed validation (and retried).
     pub validation_failures: u64,
+    /// Attempts that ran promoted after repeated failures.
+    pub promoted: u64,
+    /// Time spent in failed attempts, in nanoseconds.
+    pub wasted_nanos: u128,
     /// The first error of a failed job.
     pub first_error: Option<String>,
     /// Times jobs of this class were paused by preemption.
@@ -159,6 +163,13 @@ pub struct ClassStats {
     pub running: LatencyHistogram,
     /// Sum of `running`, in nanoseconds (exact, where the histogram's mean is rounded).
     pub running_nanos: u128,
+}
+
+impl ClassStats {
+    /// Attempts made: every job's final one plus those aborted and retried.
+    pub fn attempts(&self) -> u64 {
+        self.committed + self.rolled_back + self.failed + self.conflicts + self.validation_failures
+    }
 }
 
 /// The timestamps the scheduler keeps for one job.
@@ -197,6 +208,8 @@ impl ClassStats {
         }
         self.conflicts += u64::from(outcome.conflicts);
         self.validation_failures += u64::from(outcome.validation_failures);
+        self.promoted += u64::from(outcome.promoted);
+        self.wasted_nanos += outcome.wasted.as_nanos();
         self.preemptions += u64::from(timing.preemptions);
         self.sched_delay
             .record(timing.start.saturating_duration_since(timing.arrival));
@@ -216,6 +229,8 @@ impl ClassStats {
         self.failed += other.failed;
         self.conflicts += other.conflicts;
         self.validation_failures += other.validation_failures;
+        self.promoted += other.promoted;
+        self.wasted_nanos += other.wasted_nanos;
         if self.first_error.is_none() {
             self.first_error.clone_from(&other.first_error);
         }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use overtake_engine::{AbortReason, Attempts, Database, Error, Isolation, Priority, RetryPolicy};
 use overtake_sched::{Executor, Outcome, Status};
 
+use crate::batch::{BatchUpdate, batch_update};
 use crate::ch::ChTables;
 use crate::ch::q2::query2;
 use crate::mixed::ComputeTask;
@@ -16,7 +17,7 @@ use crate::tpcc::driver::TpccRequest;
 use crate::tpcc::{TpccTables, TxnType, procs};
 
 /// Names of the job kinds, in the order [`Executor::kind`] numbers them.
-pub const KINDS: [&str; 7] = [
+pub const KINDS: [&str; 8] = [
     "new_order",
     "payment",
     "order_status",
@@ -24,6 +25,7 @@ pub const KINDS: [&str; 7] = [
     "stock_level",
     "q2",
     "compute",
+    "batch_update",
 ];
 
 /// What a job does.
@@ -35,6 +37,8 @@ pub enum Work {
     Query2,
     /// A long computation touching no record.
     Compute(ComputeTask),
+    /// A batch of bookings writing what urgent transactions write, then a computation.
+    BatchUpdate(BatchUpdate),
 }
 
 /// One transaction to schedule.
@@ -53,6 +57,8 @@ pub struct EngineExecutor {
     ch: Option<ChTables>,
     isolation: Isolation,
     retry: RetryPolicy,
+    /// How low-priority jobs retry (see [`EngineExecutor::promoting_low_after`]).
+    low_retry: RetryPolicy,
 }
 
 impl EngineExecutor {
@@ -69,7 +75,16 @@ impl EngineExecutor {
             ch,
             isolation,
             retry: RetryPolicy::default(),
+            low_retry: RetryPolicy::default(),
         }
+    }
+
+    /// After `failures` failed attempts, low-priority jobs run promoted (see
+    /// `overtake_engine::Database::run`): a low-priority writer that urgent writers keep
+    /// overtaking then commits. `None` (the default) never promotes.
+    pub fn promoting_low_after(mut self, failures: Option<u32>) -> Self {
+        self.low_retry.promote_after = failures;
+        self
     }
 
     fn run<T>(
@@ -77,11 +92,16 @@ impl EngineExecutor {
         priority: Priority,
         body: impl FnMut(&mut overtake_engine::Transaction<'_>) -> overtake_engine::Result<T>,
     ) -> Attempts<T> {
-        self.db.run(priority, self.isolation, &self.retry, body)
+        let retry = match priority {
+            Priority::Low => &self.low_retry,
+            Priority::High => &self.retry,
+        };
+        self.db.run(priority, self.isolation, retry, body)
     }
 }
 
 fn outcome<T>(attempts: Attempts<T>) -> Outcome {
+    let (promoted, wasted) = (attempts.promoted, attempts.failed_time);
     let (status, error) = match attempts.result {
         Ok(_) => (Status::Committed, None),
         Err(Error::Aborted(AbortReason::UserRollback)) => (Status::RolledBack, None),
@@ -91,8 +111,22 @@ fn outcome<T>(attempts: Attempts<T>) -> Outcome {
         status,
         conflicts: attempts.conflicts,
         validation_failures: attempts.validation_failures,
+        promoted,
+        wasted,
         error,
     }
+}
+
+/// The outcome of a job ending in a computation that must produce `expected`: a wrong result
+/// would mean a preemption corrupted the computation's state.
+fn checked(attempts: Attempts<u64>, expected: u64) -> Outcome {
+    let wrong = matches!(attempts.result, Ok(v) if v != expected);
+    let mut result = outcome(attempts);
+    if wrong {
+        result.status = Status::Failed;
+        result.error = Some("the computation's result changed under preemption".into());
+    }
+    result
 }
 
 impl Executor for EngineExecutor {
@@ -107,6 +141,7 @@ impl Executor for EngineExecutor {
             Work::Tpcc(r) => r.kind().index(),
             Work::Query2 => 5,
             Work::Compute(_) => 6,
+            Work::BatchUpdate(_) => 7,
         }
     }
 
@@ -134,26 +169,15 @@ impl Executor for EngineExecutor {
             }
             Work::Query2 => match &self.ch {
                 Some(ch) => outcome(self.run(p, |x| query2(x, t, ch))),
-                None => Outcome {
-                    status: Status::Failed,
-                    conflicts: 0,
-                    validation_failures: 0,
-                    error: Some(
-                        "Query 2 needs the CH-benCHmark tables, which are not loaded".into(),
-                    ),
-                },
+                None => Outcome::failed(
+                    "Query 2 needs the CH-benCHmark tables, which are not loaded".into(),
+                ),
             },
-            Work::Compute(task) => {
-                let attempts = self.run(p, |_| Ok(task.run()));
-                // A wrong result would mean a preemption corrupted the computation's state.
-                let wrong = matches!(attempts.result, Ok(v) if v != task.expected);
-                let mut result = outcome(attempts);
-                if wrong {
-                    result.status = Status::Failed;
-                    result.error = Some("the computation's result changed under preemption".into());
-                }
-                result
-            }
+            Work::BatchUpdate(batch) => checked(
+                self.run(p, |x| batch_update(x, t, batch)),
+                batch.compute.expected,
+            ),
+            Work::Compute(task) => checked(self.run(p, |_| Ok(task.run())), task.expected),
         }
     }
 }

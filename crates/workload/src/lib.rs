@@ -5,6 +5,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod batch;
 pub mod ch;
 pub mod exec;
 pub mod mixed;

@@ -13,6 +13,7 @@ use overtake_engine::Priority;
 use overtake_runtime::simd::{SimdKernel, SimdLevel, run_at};
 use overtake_sched::Arrivals;
 
+use crate::batch::BatchUpdate;
 use crate::exec::{Job, Work};
 use crate::rng::{NuRandConstants, TpccRng};
 use crate::tpcc::driver::TpccRequest;
@@ -120,6 +121,8 @@ pub enum LowWork {
     Query2,
     /// A compute-only transaction.
     Compute(ComputeTask),
+    /// A batch of bookings that writes what the urgent transactions write, then computes.
+    BatchUpdate(ComputeTask),
 }
 
 /// Arrivals of the mixed workload.
@@ -131,6 +134,8 @@ pub struct MixedArrivals {
     constants: NuRandConstants,
     rng: TpccRng,
     next: Option<Instant>,
+    /// Low-priority batch updates handed out so far.
+    batches: u64,
 }
 
 impl MixedArrivals {
@@ -152,6 +157,7 @@ impl MixedArrivals {
             constants,
             rng: TpccRng::new(seed),
             next: None,
+            batches: 0,
         }
     }
 
@@ -199,6 +205,14 @@ impl Arrivals<Job> for MixedArrivals {
         let work = match &self.low {
             LowWork::Query2 => Work::Query2,
             LowWork::Compute(task) => Work::Compute(task.clone()),
+            LowWork::BatchUpdate(task) => {
+                self.batches += 1;
+                Work::BatchUpdate(BatchUpdate::nth(
+                    self.batches,
+                    self.warehouses,
+                    task.clone(),
+                ))
+            }
         };
         Some(Job {
             priority: Priority::Low,
