@@ -92,7 +92,7 @@ pub enum LowArg {
     /// over a 32 KiB array with the widest vector instructions the CPU has (AVX-512, AVX2+FMA,
     /// or scalar).
     Compute,
-    /// A writer: one TPC-C Payment booked in every district of every warehouse (so it writes
+    /// A writer: one TPC-C Payment booked in every district of a warehouse (so it writes
     /// the warehouse and district rows every urgent New-Order and Payment writes), in one
     /// transaction, then --compute-ms of computation.
     BatchUpdate,

@@ -1,6 +1,6 @@
 //! A long low-priority writer for the mixed workload: a back-office batch that books one payment
-//! per district of every warehouse, all in one transaction, then computes (a report, a model
-//! update) for a set time.
+//! per district of one warehouse, all in one transaction, then computes (a report, a model
+//! update) for a set time. Successive batches take the warehouses in turn.
 //!
 //! Each booking is a TPC-C Payment (warehouse, district and customer updated, a history row
 //! inserted), so the database stays consistent. Every urgent New-Order writes a district row this
@@ -18,11 +18,12 @@ use crate::tpcc::{CUSTOMERS, DISTRICTS, TpccTables, procs};
 /// Amount of each booking, in cents.
 const BOOKING_CENTS: i64 = 1;
 
-/// One batch: which customer of each district it books for, and the computation that follows.
+/// One batch: the warehouse and the customer of each district it books for, and the computation
+/// that follows.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BatchUpdate {
-    /// Warehouses `1..=warehouses` are booked.
-    pub warehouses: i64,
+    /// The warehouse booked.
+    pub w_id: i64,
     /// Customer id booked in every district.
     pub c_id: i64,
     /// The computation after the bookings.
@@ -30,11 +31,12 @@ pub struct BatchUpdate {
 }
 
 impl BatchUpdate {
-    /// The `n`-th batch: each books for the next customer, so that batches differ.
+    /// The `n`-th batch on a database of `warehouses`: each books in the next warehouse, for the
+    /// next customer, so that batches differ.
     pub fn nth(n: u64, warehouses: i64, compute: ComputeTask) -> Self {
         BatchUpdate {
-            warehouses,
-            c_id: 1 + (n % CUSTOMERS as u64) as i64,
+            w_id: 1 + (n % warehouses.max(1) as u64) as i64,
+            c_id: 1 + (n / warehouses.max(1) as u64 % CUSTOMERS as u64) as i64,
             compute,
         }
     }
@@ -42,19 +44,18 @@ impl BatchUpdate {
 
 /// Runs one batch in `txn`; returns the computation's result.
 pub fn batch_update(txn: &mut Transaction<'_>, t: &TpccTables, batch: &BatchUpdate) -> Result<u64> {
-    for w_id in 1..=batch.warehouses {
-        for d_id in 1..=DISTRICTS {
-            let booking = PaymentInput {
-                w_id,
-                d_id,
-                c_w_id: w_id,
-                c_d_id: d_id,
-                customer: CustomerSelector::Id(batch.c_id),
-                h_amount: BOOKING_CENTS,
-                h_date: 0,
-            };
-            procs::payment(txn, t, &booking)?;
-        }
+    let w_id = batch.w_id;
+    for d_id in 1..=DISTRICTS {
+        let booking = PaymentInput {
+            w_id,
+            d_id,
+            c_w_id: w_id,
+            c_d_id: d_id,
+            customer: CustomerSelector::Id(batch.c_id),
+            h_amount: BOOKING_CENTS,
+            h_date: 0,
+        };
+        procs::payment(txn, t, &booking)?;
     }
     Ok(batch.compute.run())
 }
