@@ -5,8 +5,9 @@
 //!   [`RowBuilder`] and changed with [`RowMut`]. Keys use an order-preserving encoding
 //!   ([`KeyBuilder`], [`KeyRange`]).
 //! - Every record keeps a chain of versions. Transactions read a snapshot without taking locks,
-//!   writers conflict first-updater-wins, and [`Isolation::Serializable`] adds commit-time validation
-//!   of reads and scanned ranges. Old versions are reclaimed as soon as no snapshot needs them.
+//!   buffer their writes until commit (first committer wins), and [`Isolation::Serializable`] adds
+//!   commit-time validation of reads and scanned ranges. A paused transaction therefore holds
+//!   nothing another one could wait for. Old versions are reclaimed as soon as no snapshot needs them.
 //! - Each transaction carries a [`Priority`]. The engine only records it: scheduling is the job of
 //!   `overtake-sched`. What the engine guarantees the scheduler is that every place where a paused
 //!   transaction could block others (index calls, commit, allocation) is a non-preemptible region.

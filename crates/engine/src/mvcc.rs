@@ -3,7 +3,8 @@
 //!
 //! Every record is a chain of versions, newest first. A version's `stamp` is either
 //! - a commit timestamp (the version is committed and visible to snapshots `>= ts`), or
-//! - `PENDING | generation | slot`: written by the live transaction in that slot (its write lock), or
+//! - `PENDING | generation | slot`: installed by the transaction in that slot, which is committing
+//!   (writes are buffered until then) or running a promoted attempt; either way it is running, or
 //! - `ABORTED`: its writer rolled back; readers skip it.
 //!
 //! A transaction takes its snapshot `S` from the commit clock at begin. To commit it moves its slot

@@ -5,8 +5,9 @@
 //! Slots live in chunks that double in size (4096, 8192, ...), allocated on first use and never
 //! moved, so a slot reference stays valid for the table's lifetime without any lock.
 //!
-//! A slot's head pointer is also the record's write lock: a pending version at the head belongs to
-//! the one transaction allowed to write the record. A null head tagged `DEAD` marks a record whose
+//! A pending version at the head belongs to a transaction installing its writes: one inside its
+//! commit, or a promoted attempt (see `Database::run`), both running in a non-preemptible region.
+//! Other writers that meet it conflict. A null head tagged `DEAD` marks a record whose
 //! keys are being (or have been) removed from the indexes; its OID is recycled after a grace period.
 
 use std::collections::VecDeque;
