@@ -134,24 +134,9 @@ impl Transaction<'_> {
             self.buf.ws.get_mut(i).row = Some(bytes);
             return Ok(true);
         }
-        let epoch = EpochGuard::enter();
-        let Found::Live(oid, head, current) =
-            self.find_for_write(table, key.as_bytes(), epoch.guard())?
-        else {
-            self.note_miss(table, key);
-            return Ok(false);
-        };
-        let bytes = changed_row(table, table.row(&current.row), change)?;
-        self.reserve(table, oid, (head, current), epoch.guard())?;
-        drop(epoch);
-        self.buf.ws.push(Buffered {
-            table: table.id(),
-            oid,
-            target: Target::Existing { base_live: true },
-            key: IndexKey::new(key.as_bytes()),
-            row: Some(bytes),
-        });
-        Ok(true)
+        self.write_live_row(table, key, |current| {
+            changed_row(table, current, change).map(Some)
+        })
     }
 
     /// Deletes the row with primary key `key`. Returns false if there is no such row.
@@ -165,6 +150,18 @@ impl Transaction<'_> {
             }
             return Ok(deleted);
         }
+        self.write_live_row(table, key, |_| Ok(None))
+    }
+
+    /// Buffers a write of the live row under `key` in the snapshot (a record this transaction has
+    /// not written yet): `new_row` turns the current row into the new one (`None`: deleted).
+    /// False, with the absence recorded as a miss, if there is no live row.
+    fn write_live_row(
+        &mut self,
+        table: &Table,
+        key: &KeyBuf,
+        new_row: impl FnOnce(RowRef<'_>) -> Result<Option<Box<[u8]>>>,
+    ) -> Result<bool> {
         let epoch = EpochGuard::enter();
         let Found::Live(oid, head, current) =
             self.find_for_write(table, key.as_bytes(), epoch.guard())?
@@ -172,6 +169,7 @@ impl Transaction<'_> {
             self.note_miss(table, key);
             return Ok(false);
         };
+        let row = new_row(table.row(&current.row))?;
         self.reserve(table, oid, (head, current), epoch.guard())?;
         drop(epoch);
         self.buf.ws.push(Buffered {
@@ -179,7 +177,7 @@ impl Transaction<'_> {
             oid,
             target: Target::Existing { base_live: true },
             key: IndexKey::new(key.as_bytes()),
-            row: None,
+            row,
         });
         Ok(true)
     }
