@@ -89,9 +89,7 @@ impl Transaction<'_> {
                     }
                     // The deleted row's record was collected since: the row goes to a new record.
                     Head::Missing if !base_live => {
-                        let region = NoPreemptGuard::new();
-                        let oid = table.records.allocate(self.db.txns().watermark(), &region);
-                        drop(region);
+                        let oid = self.unpublished_oid(table);
                         let row = row.unwrap_or_else(|| unreachable!("changes something"));
                         self.install_fresh(table, oid, &e.key, row, epoch)
                     }
@@ -217,6 +215,12 @@ impl Transaction<'_> {
                 }
             }
         }
+    }
+
+    /// A fresh or recycled OID of `table` for a new record, unpublished until installed.
+    pub(super) fn unpublished_oid(&self, table: &Table) -> Oid {
+        let region = NoPreemptGuard::new();
+        table.records.allocate(self.db.txns().watermark(), &region)
     }
 
     /// Links a new pending version in front of `expected`. False if the head moved meanwhile.

@@ -325,7 +325,10 @@ impl<'db> Transaction<'db> {
     /// A point access that found no visible row: under serializable isolation the absence itself
     /// is what must still hold at commit. It is recorded by key, not by the record the key mapped
     /// to (if any): by commit time the key may map to another record (the one it mapped to was an
-    /// aborted insert, or a deleted row whose entry the collector removed).
+    /// aborted insert, or a deleted row whose entry the collector removed). A miss on this
+    /// transaction's own deletion counts too: the row may have been its own insert, which
+    /// succeeded only because the key was free in the snapshot, and that must still hold at
+    /// commit although the insert left nothing to install.
     fn note_miss(&mut self, table: &Table, key: &KeyBuf) {
         if self.serializable() {
             let key = key.as_bytes();
@@ -336,14 +339,6 @@ impl<'db> Transaction<'db> {
                 Bound::Included(key),
             );
         }
-    }
-
-    /// A point access that met this transaction's own deletion. The absence is recorded as a
-    /// miss all the same: the key's row may have been this transaction's own insert, which
-    /// succeeded only because the key was free in the snapshot, and serializability needs that to
-    /// still hold at commit although the insert left nothing to install.
-    fn own_deletion_read(&mut self, table: &Table, key: &KeyBuf) {
-        self.note_miss(table, key);
     }
 
     fn visible<'g>(&self, table: &Table, oid: Oid, guard: &'g sdd::Guard) -> Option<&'g Version> {
@@ -367,7 +362,7 @@ impl<'db> Transaction<'db> {
             return Ok(match &self.buf.ws.get(i).row {
                 Some(row) => Some(read(table.row(row))),
                 None => {
-                    self.own_deletion_read(table, key);
+                    self.note_miss(table, key);
                     None
                 }
             });

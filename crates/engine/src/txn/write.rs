@@ -6,7 +6,6 @@
 //! block or abort another transaction, however long this one stays paused. The caller's update
 //! closure runs outside any region.
 
-use overtake_runtime::NoPreemptGuard;
 use overtake_runtime::preempt::record_access;
 use sdd::{Guard, Ptr};
 
@@ -67,9 +66,10 @@ impl Transaction<'_> {
         };
         let hidden_key = table.schema().primary_key().is_empty();
         let key = table.primary_key(&table.row(&bytes), 0);
-        let found = if hidden_key {
+        // The record holding a deleted row under the key, which the insert writes over.
+        let deleted = if hidden_key {
             // Every insert creates a new hidden row id.
-            Found::Absent
+            None
         } else if let Some(i) = self.buf.ws.by_key(table.id(), key.as_bytes()) {
             // This transaction wrote the key already: a row it deleted may be inserted again.
             let entry = self.buf.ws.get_mut(i);
@@ -85,17 +85,16 @@ impl Transaction<'_> {
                     self.note_read(table, oid);
                     return Err(duplicate());
                 }
-                Found::Deleted(oid) => Found::Deleted(oid),
-                Found::Absent => Found::Absent,
+                Found::Deleted(oid) => Some(oid),
+                Found::Absent => None,
             }
         };
-        let (oid, target) = match found {
-            Found::Deleted(oid) => (oid, Target::Existing { base_live: false }),
-            _ => {
-                let region = NoPreemptGuard::new();
-                let oid = table.records.allocate(self.db.txns().watermark(), &region);
-                (oid, Target::Fresh { unpublished: true })
-            }
+        let (oid, target) = match deleted {
+            Some(oid) => (oid, Target::Existing { base_live: false }),
+            None => (
+                self.unpublished_oid(table),
+                Target::Fresh { unpublished: true },
+            ),
         };
         // A table without a primary key uses the OID as its hidden row id.
         let key = if hidden_key {
@@ -127,7 +126,7 @@ impl Transaction<'_> {
         record_access();
         if let Some(i) = self.buf.ws.by_key(table.id(), key.as_bytes()) {
             let Some(current) = &self.buf.ws.get(i).row else {
-                self.own_deletion_read(table, key);
+                self.note_miss(table, key);
                 return Ok(false);
             };
             let bytes = changed_row(table, table.row(current), change)?;
@@ -146,7 +145,7 @@ impl Transaction<'_> {
         if let Some(i) = self.buf.ws.by_key(table.id(), key.as_bytes()) {
             let deleted = self.buf.ws.get_mut(i).row.take().is_some();
             if !deleted {
-                self.own_deletion_read(table, key);
+                self.note_miss(table, key);
             }
             return Ok(deleted);
         }

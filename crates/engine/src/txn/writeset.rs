@@ -54,19 +54,21 @@ impl Buffered {
     }
 }
 
+/// Lookups of one table's entries.
+#[derive(Default)]
+struct TableEntries {
+    by_key: FxMap<IndexKey, u32>,
+    by_oid: FxMap<Oid, u32>,
+}
+
 /// The buffered writes of one transaction.
 #[derive(Default)]
 pub(crate) struct WriteSet {
     entries: Vec<Buffered>,
-    by_key: FxMap<(TableId, IndexKey), u32>,
-    by_oid: FxMap<(TableId, Oid), u32>,
-    /// Bit `table % 64` is set if some entry belongs to `table`: reads of tables the transaction
-    /// never wrote skip the lookups.
-    tables: u64,
-}
-
-fn table_bit(table: TableId) -> u64 {
-    1 << (table % 64)
+    /// Indexed by table id; only the tables in `touched` hold anything. Maps are keyed per table
+    /// so that a lookup borrows the key's bytes (no `IndexKey` is built, none allocated).
+    tables: Vec<TableEntries>,
+    touched: Vec<TableId>,
 }
 
 impl WriteSet {
@@ -74,30 +76,30 @@ impl WriteSet {
         self.entries.len()
     }
 
-    /// True if the transaction may have written `table`.
+    /// The lookups of `table`, if the transaction wrote it.
+    #[inline]
+    fn table(&self, table: TableId) -> Option<&TableEntries> {
+        self.tables
+            .get(table as usize)
+            .filter(|t| !t.by_oid.is_empty())
+    }
+
+    /// True if the transaction wrote `table`.
     #[inline]
     pub(crate) fn touches(&self, table: TableId) -> bool {
-        self.tables & table_bit(table) != 0
+        self.table(table).is_some()
     }
 
     /// The entry of the record with primary key `key`.
     #[inline]
     pub(crate) fn by_key(&self, table: TableId, key: &[u8]) -> Option<usize> {
-        if !self.touches(table) {
-            return None;
-        }
-        self.by_key
-            .get(&(table, IndexKey::new(key)))
-            .map(|&i| i as usize)
+        self.table(table)?.by_key.get(key).map(|&i| i as usize)
     }
 
     /// The entry of record `oid`.
     #[inline]
     pub(crate) fn by_oid(&self, table: TableId, oid: Oid) -> Option<usize> {
-        if !self.touches(table) {
-            return None;
-        }
-        self.by_oid.get(&(table, oid)).map(|&i| i as usize)
+        self.table(table)?.by_oid.get(&oid).map(|&i| i as usize)
     }
 
     pub(crate) fn get(&self, index: usize) -> &Buffered {
@@ -115,10 +117,17 @@ impl WriteSet {
     /// Adds the write of a record not written before by this transaction.
     pub(crate) fn push(&mut self, entry: Buffered) {
         let index = self.entries.len() as u32;
-        self.tables |= table_bit(entry.table);
-        let previous = self.by_key.insert((entry.table, entry.key.clone()), index);
+        let t = entry.table as usize;
+        if self.tables.len() <= t {
+            self.tables.resize_with(t + 1, TableEntries::default);
+        }
+        let lookups = &mut self.tables[t];
+        if lookups.by_oid.is_empty() {
+            self.touched.push(entry.table);
+        }
+        let previous = lookups.by_key.insert(entry.key.clone(), index);
         debug_assert!(previous.is_none(), "one entry per primary key");
-        self.by_oid.insert((entry.table, entry.oid), index);
+        lookups.by_oid.insert(entry.oid, index);
         self.entries.push(entry);
     }
 
@@ -126,14 +135,15 @@ impl WriteSet {
     /// its memory in the slot).
     pub(crate) fn clear(&mut self, keep: usize) {
         self.entries.clear();
-        self.by_key.clear();
-        self.by_oid.clear();
-        self.tables = 0;
-        if self.entries.capacity() > keep {
-            self.entries.shrink_to(keep);
-            self.by_key.shrink_to(keep);
-            self.by_oid.shrink_to(keep);
+        for &t in &self.touched {
+            let lookups = &mut self.tables[t as usize];
+            lookups.by_key.clear();
+            lookups.by_oid.clear();
+            lookups.by_key.shrink_to(keep);
+            lookups.by_oid.shrink_to(keep);
         }
+        self.touched.clear();
+        self.entries.shrink_to(keep);
     }
 }
 
