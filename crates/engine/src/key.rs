@@ -65,6 +65,13 @@ impl KeyBuf {
         self.len == 0
     }
 
+    /// Replaces the key with `bytes`. False (and the key left empty) if they are too long.
+    #[inline]
+    pub(crate) fn set(&mut self, bytes: &[u8]) -> bool {
+        self.len = 0;
+        self.push(bytes)
+    }
+
     #[inline]
     fn push(&mut self, bytes: &[u8]) -> bool {
         let at = usize::from(self.len);
@@ -345,12 +352,6 @@ impl IndexKey {
         } else {
             IndexKey::Heap(Box::new(key.into()))
         }
-    }
-
-    /// The key as an inline `IndexKey`, if it is short enough to be one (no allocation).
-    #[inline]
-    pub(crate) fn inline(key: &[u8]) -> Option<Self> {
-        (key.len() <= INLINE).then(|| IndexKey::new(key))
     }
 
     #[inline]

@@ -1,0 +1,164 @@
+//! Ordered indexes: maps from encoded keys to OIDs whose readers write nothing shared.
+//!
+//! Each index is an optimistic B+-tree (`tree`, `write`, `node`): readers descend by reading node
+//! versions and validating them afterwards, so a point lookup or a scan never writes to memory
+//! another core reads (no reader count, no lock word bouncing between cores), and a reader is never
+//! blocked by another reader. Keys are packed into one `u128` compared as an integer (`packed`);
+//! keys over 15 bytes keep their full bytes beside the packed form.
+//!
+//! Writers of one index are serialized by a latch; a writer locks only the nodes it changes (a leaf
+//! on most inserts and removals), and readers of other nodes carry on. This was chosen over the
+//! crates measured in `benches/index_choice.rs` (README has the figures): `scc::TreeIndex` walks
+//! back over removed keys in queue-like ranges, `crossbeam_skiplist` chases ~30 scattered nodes per
+//! lookup, and the `RwLock<BTreeMap>` used before made every lookup a read-modify-write of one lock
+//! word.
+//!
+//! Every call runs inside a non-preemptible region, so the writer latch and a node's lock are only
+//! ever held by running code. Scans are fetched in batches; the caller works on a batch (reading
+//! rows, running user code) preemptibly, then asks for the next batch after the last key it saw.
+
+mod node;
+mod packed;
+mod tree;
+mod write;
+
+use overtake_runtime::NoPreemptGuard;
+use std::ops::Bound;
+
+use crate::key::{KeyBuf, as_slice_bound};
+use crate::record::Oid;
+use node::{LazyGuard, Node};
+use tree::Tree;
+
+/// A batch of index entries copied out of the index.
+#[derive(Default)]
+pub(crate) struct ScanBatch {
+    oids: Vec<Oid>,
+    keys: Vec<u8>,
+    ends: Vec<usize>,
+    torn: bool,
+}
+
+impl ScanBatch {
+    pub(crate) fn clear(&mut self) {
+        self.oids.clear();
+        self.keys.clear();
+        self.ends.clear();
+        self.torn = false;
+    }
+
+    /// Appends entry `i` of `leaf`; a key that could not be read marks the batch torn.
+    fn push_from(&mut self, leaf: &Node, i: usize, guard: &mut LazyGuard) {
+        if !leaf.key_into(i, &mut self.keys, guard) {
+            self.torn = true;
+        }
+        self.ends.push(self.keys.len());
+        self.oids.push(leaf.val(i));
+    }
+
+    /// True if an entry was read from a leaf a writer was changing.
+    fn torn(&self) -> bool {
+        self.torn
+    }
+
+    /// Drops the entries from position `len` on (and the torn mark).
+    fn truncate(&mut self, len: usize) {
+        self.oids.truncate(len);
+        self.ends.truncate(len);
+        self.keys
+            .truncate(if len == 0 { 0 } else { self.ends[len - 1] });
+        self.torn = false;
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.oids.len()
+    }
+
+    pub(crate) fn oid(&self, i: usize) -> Oid {
+        self.oids[i]
+    }
+
+    pub(crate) fn key(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.keys[start..self.ends[i]]
+    }
+}
+
+/// An ordered map from encoded keys to OIDs.
+pub(crate) struct OrderedIndex {
+    tree: Tree,
+}
+
+impl OrderedIndex {
+    pub(crate) fn new() -> Self {
+        OrderedIndex { tree: Tree::new() }
+    }
+
+    /// The OID stored under `key`.
+    #[inline]
+    pub(crate) fn get(&self, key: &[u8]) -> Option<Oid> {
+        let _region = NoPreemptGuard::new();
+        self.tree.get(key)
+    }
+
+    /// Inserts `key -> oid`. If the key is present (whatever it maps to, `oid` included), returns
+    /// the OID it maps to and changes nothing, so callers only undo entries they really added.
+    pub(crate) fn insert(&self, key: &[u8], oid: Oid) -> Result<(), Oid> {
+        self.tree.insert(key, oid)
+    }
+
+    /// Points `key` at `new` if it still maps to `expected` (taking over a stale entry).
+    pub(crate) fn replace(&self, key: &[u8], expected: Oid, new: Oid) -> bool {
+        self.tree.replace(key, expected, new)
+    }
+
+    /// Removes `key` if it still maps to `oid`.
+    pub(crate) fn remove(&self, key: &[u8], oid: Oid) -> bool {
+        self.tree.remove_if(key, oid)
+    }
+
+    /// Copies up to `max` entries of the range into `out`, in key order (or reverse order). The
+    /// entries of each leaf are read consistently; a batch spanning leaves may see a change made
+    /// between two of them.
+    pub(crate) fn fetch_batch(
+        &self,
+        bounds: (Bound<&[u8]>, Bound<&[u8]>),
+        reverse: bool,
+        max: usize,
+        out: &mut ScanBatch,
+    ) {
+        let _region = NoPreemptGuard::new();
+        self.tree.fetch(bounds, reverse, max, out);
+    }
+}
+
+/// Entries per batch of [`OrderedIndex::visit`].
+const VISIT_BATCH: usize = 64;
+
+impl OrderedIndex {
+    /// Calls `visit` for every entry between the bounds, in key order, until it returns false
+    /// (then returns false). Entries are copied out in batches, one short region each, so `visit`
+    /// runs outside the latch; an entry added behind the walk's position is not seen.
+    pub(crate) fn visit(
+        &self,
+        (lower, upper): (Bound<&[u8]>, Bound<&[u8]>),
+        batch: &mut ScanBatch,
+        mut visit: impl FnMut(&[u8], Oid) -> bool,
+    ) -> bool {
+        let mut from = lower.map(|k| KeyBuf::from_bytes(k).unwrap_or_default());
+        loop {
+            self.fetch_batch((as_slice_bound(&from), upper), false, VISIT_BATCH, batch);
+            if !(0..batch.len()).all(|i| visit(batch.key(i), batch.oid(i))) {
+                return false;
+            }
+            if batch.len() < VISIT_BATCH {
+                return true;
+            }
+            from = KeyBuf::from_bytes(batch.key(batch.len() - 1))
+                .map_or(Bound::Unbounded, Bound::Excluded);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,304 @@
+//! The nodes of the optimistic B+-tree, and the arena they live in.
+//!
+//! Every field of a node is an atomic, so a reader may read a node while a writer changes it (in
+//! safe Rust, without tearing memory safety): the node's `version` tells it afterwards whether what
+//! it read was consistent. A writer makes the version odd before changing the node and even again
+//! after (a seqlock); a reader waits for an even version, reads, and accepts what it read only if
+//! the version is unchanged. Readers therefore never write to a node.
+//!
+//! Nodes are never freed, only recycled within their tree, and a node's version grows across its
+//! reuse, so a reader that followed a node id just before the node was unlinked and reused fails
+//! its validation instead of trusting the new contents. Node ids index an arena of chunks that
+//! double in size and never move.
+//!
+//! A node must never be changed without holding its tree's writer latch and having locked it.
+
+use std::cmp::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering as Mem, fence};
+
+use overtake_runtime::{NoPreemptGuard, RegionOnceLock};
+use sdd::{AtomicShared, Guard, Shared, Tag};
+
+use super::packed::{SearchKey, is_long};
+use crate::key::KeyBuf;
+
+/// Keys per node: entries of a leaf, separators of an inner node (which has one more child).
+pub(super) const CAP: usize = 32;
+
+const LEAF: u64 = 1 << 32;
+
+/// The full bytes of a key longer than the packed form holds.
+pub(super) type LongKey = Box<[u8]>;
+
+/// One node: a leaf (`count` keys, `vals[i]` the OID under key `i`) or an inner node (`count`
+/// separators; child `i` holds the keys `k` with `key[i-1] <= k < key[i]`, its id in `vals[i]`).
+pub(super) struct Node {
+    version: AtomicU64,
+    /// `LEAF` bit and count.
+    meta: AtomicU64,
+    hi: [AtomicU64; CAP],
+    lo: [AtomicU64; CAP],
+    long: [AtomicShared<LongKey>; CAP],
+    vals: [AtomicU64; CAP + 1],
+}
+
+/// A key as a writer moves it between nodes.
+pub(super) struct Entry {
+    pub(super) packed: u128,
+    pub(super) long: Option<Shared<LongKey>>,
+}
+
+impl Entry {
+    /// No key (clears a slot).
+    pub(super) const EMPTY: Entry = Entry {
+        packed: 0,
+        long: None,
+    };
+}
+
+/// An epoch guard entered only if a long key has to be read.
+#[derive(Default)]
+pub(super) struct LazyGuard(Option<Guard>);
+
+impl LazyGuard {
+    pub(super) fn get(&mut self) -> &Guard {
+        self.0.get_or_insert_with(Guard::new)
+    }
+}
+
+impl Node {
+    fn new() -> Self {
+        Node {
+            version: AtomicU64::new(0),
+            meta: AtomicU64::new(LEAF),
+            hi: std::array::from_fn(|_| AtomicU64::new(0)),
+            lo: std::array::from_fn(|_| AtomicU64::new(0)),
+            long: std::array::from_fn(|_| AtomicShared::null()),
+            vals: std::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+
+    // ---- Reading (optimistic) ----
+
+    /// The node's version once no writer is changing it. The writer is inside a non-preemptible
+    /// region, hence running, and done in a few hundred nanoseconds.
+    #[inline]
+    pub(super) fn stable_version(&self) -> u64 {
+        loop {
+            let v = self.version.load(Mem::Acquire);
+            if v & 1 == 0 {
+                return v;
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    /// True if the node is still at version `v`: everything read from it since is consistent.
+    #[inline]
+    pub(super) fn unchanged(&self, v: u64) -> bool {
+        fence(Mem::Acquire);
+        self.version.load(Mem::Relaxed) == v
+    }
+
+    #[inline]
+    pub(super) fn is_leaf(&self) -> bool {
+        self.meta.load(Mem::Relaxed) & LEAF != 0
+    }
+
+    /// The key count (clamped, so a torn read stays in bounds).
+    #[inline]
+    pub(super) fn count(&self) -> usize {
+        ((self.meta.load(Mem::Relaxed) as u32) as usize).min(CAP)
+    }
+
+    #[inline]
+    pub(super) fn packed(&self, i: usize) -> u128 {
+        (u128::from(self.hi[i].load(Mem::Relaxed)) << 64)
+            | u128::from(self.lo[i].load(Mem::Relaxed))
+    }
+
+    #[inline]
+    pub(super) fn val(&self, i: usize) -> u64 {
+        self.vals[i].load(Mem::Relaxed)
+    }
+
+    /// The full bytes of long key `i`.
+    pub(super) fn long_bytes<'g>(&self, i: usize, guard: &'g Guard) -> Option<&'g [u8]> {
+        self.long[i]
+            .load(Mem::Acquire, guard)
+            .as_ref()
+            .map(|b| &**b)
+    }
+
+    /// How stored key `i` compares with `key`.
+    #[inline]
+    pub(super) fn compare(&self, i: usize, key: &SearchKey<'_>, guard: &mut LazyGuard) -> Ordering {
+        key.compare_stored(self.packed(i), || self.long_bytes(i, guard.get()))
+    }
+
+    /// The first position among the `n` keys whose key is `>= key` (with `strict`: `> key`).
+    #[inline]
+    pub(super) fn search(
+        &self,
+        n: usize,
+        key: &SearchKey<'_>,
+        strict: bool,
+        guard: &mut LazyGuard,
+    ) -> usize {
+        let (mut lo, mut hi) = (0, n);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            let before = match self.compare(mid, key, guard) {
+                Ordering::Less => true,
+                Ordering::Equal => strict,
+                Ordering::Greater => false,
+            };
+            if before {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// Key `i`'s bytes appended to `out`. False if they could not be read (a racing writer).
+    pub(super) fn key_into(&self, i: usize, out: &mut Vec<u8>, guard: &mut LazyGuard) -> bool {
+        let packed = self.packed(i);
+        match super::packed::unpack(packed) {
+            Some((bytes, len)) => out.extend_from_slice(&bytes[..len]),
+            None => match self.long_bytes(i, guard.get()) {
+                Some(bytes) => out.extend_from_slice(bytes),
+                None => return false,
+            },
+        }
+        true
+    }
+
+    /// Key `i` copied into `out` (cleared first). False if it could not be read.
+    pub(super) fn key_into_buf(&self, i: usize, out: &mut KeyBuf, guard: &mut LazyGuard) -> bool {
+        match super::packed::unpack(self.packed(i)) {
+            Some((bytes, len)) => out.set(&bytes[..len]),
+            None => match self.long_bytes(i, guard.get()) {
+                Some(bytes) => out.set(bytes),
+                None => false,
+            },
+        }
+    }
+
+    // ---- Writing (writer latch held, node locked) ----
+
+    /// Makes the version odd: readers wait or retry until [`unlock`](Self::unlock).
+    pub(super) fn lock(&self) {
+        let v = self.version.load(Mem::Relaxed);
+        debug_assert!(v & 1 == 0, "node locked twice");
+        self.version.store(v + 1, Mem::Relaxed);
+        fence(Mem::Release);
+    }
+
+    pub(super) fn unlock(&self) {
+        let v = self.version.load(Mem::Relaxed);
+        debug_assert!(v & 1 == 1, "node unlocked while not locked");
+        self.version.store(v + 1, Mem::Release);
+    }
+
+    pub(super) fn set_meta(&self, leaf: bool, count: usize) {
+        let leaf = if leaf { LEAF } else { 0 };
+        self.meta.store(leaf | count as u64, Mem::Relaxed);
+    }
+
+    pub(super) fn set_val(&self, i: usize, v: u64) {
+        self.vals[i].store(v, Mem::Relaxed);
+    }
+
+    /// Key `i` as an owned entry (the long bytes shared, not copied).
+    pub(super) fn entry(&self, i: usize, guard: &mut LazyGuard) -> Entry {
+        let packed = self.packed(i);
+        Entry {
+            packed,
+            long: if is_long(packed) {
+                self.long[i].get_shared(Mem::Acquire, guard.get())
+            } else {
+                None
+            },
+        }
+    }
+
+    pub(super) fn set_key(&self, i: usize, entry: Entry) {
+        self.hi[i].store((entry.packed >> 64) as u64, Mem::Relaxed);
+        self.lo[i].store(entry.packed as u64, Mem::Relaxed);
+        // The old long key (if any) is freed once no reader can hold it. Most keys are short:
+        // a null slot staying null is not written.
+        if entry.long.is_some() || !self.long[i].is_null(Mem::Relaxed) {
+            drop(self.long[i].swap((entry.long, Tag::None), Mem::Release));
+        }
+    }
+
+    /// Rewrites the node from `keys` and `vals` (the writer's copy of its new contents) and clears
+    /// the long-key slots beyond them.
+    pub(super) fn fill(&self, leaf: bool, keys: Vec<Entry>, vals: &[u64]) {
+        let n = keys.len();
+        for (i, k) in keys.into_iter().enumerate() {
+            self.set_key(i, k);
+        }
+        for slot in &self.long[n..] {
+            if !slot.is_null(Mem::Relaxed) {
+                drop(slot.swap((None, Tag::None), Mem::Release));
+            }
+        }
+        for (i, &v) in vals.iter().enumerate() {
+            self.set_val(i, v);
+        }
+        self.set_meta(leaf, n);
+    }
+
+    /// Key `from` moved to position `to` (the writer shifting keys within the node).
+    pub(super) fn move_key(&self, from: usize, to: usize, guard: &mut LazyGuard) {
+        let entry = self.entry(from, guard);
+        self.set_key(to, entry);
+    }
+}
+
+const FIRST_CHUNK_BITS: u32 = 8;
+const CHUNKS: usize = 24;
+
+/// The nodes of one tree, addressed by id.
+pub(super) struct Arena {
+    chunks: Box<[RegionOnceLock<Box<[Node]>>]>,
+}
+
+fn locate(id: u64) -> Option<(usize, usize)> {
+    let v = id.checked_add(1 << FIRST_CHUNK_BITS)?;
+    let chunk = (63 - v.leading_zeros() - FIRST_CHUNK_BITS) as usize;
+    let offset = (v - (1 << (chunk as u32 + FIRST_CHUNK_BITS))) as usize;
+    (chunk < CHUNKS).then_some((chunk, offset))
+}
+
+impl Arena {
+    pub(super) fn new() -> Self {
+        Arena {
+            chunks: (0..CHUNKS).map(|_| RegionOnceLock::new()).collect(),
+        }
+    }
+
+    /// Node `id`, if its chunk exists. A reader may hold a garbage id read from a node a writer
+    /// was changing: it gets `None` or some node, and its validation of the parent fails.
+    #[inline]
+    pub(super) fn get(&self, id: u64) -> Option<&Node> {
+        let (chunk, offset) = locate(id)?;
+        self.chunks[chunk].get().map(|c| &c[offset])
+    }
+
+    /// Node `id` for its writer, creating its chunk on first use.
+    pub(super) fn make(&self, id: u64, region: &NoPreemptGuard) -> &Node {
+        let Some((chunk, offset)) = locate(id) else {
+            panic!("index node id {id} is beyond the arena's {CHUNKS} chunks");
+        };
+        let nodes = self.chunks[chunk].get_or_init(region, || {
+            (0..1usize << (chunk as u32 + FIRST_CHUNK_BITS))
+                .map(|_| Node::new())
+                .collect()
+        });
+        &nodes[offset]
+    }
+}

@@ -1,0 +1,267 @@
+//! The optimistic B+-tree: how readers find keys without writing anything shared.
+//!
+//! A reader descends from the root, reading each node under its version (see `node`): it reads
+//! the child id, waits for the child's version to be even, and then checks that the parent is
+//! still at the version it read, so the child really was the parent's child when its version was
+//! taken. Any change detected sends the reader back to the root. The root id itself is checked the
+//! same way. A leaf's entries are accepted once the leaf's version is found unchanged after reading
+//! them.
+//!
+//! Scans read one leaf at a time and move to the next leaf by its fence: the separator that bounds
+//! the leaf in its parent (or a higher ancestor), so an empty leaf, or a leaf split behind the
+//! scan, cannot make it skip or repeat keys.
+
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, Ordering as Mem};
+
+use overtake_runtime::{NoPreemptGuard, RegionMutex};
+
+use super::ScanBatch;
+use super::node::{Arena, LazyGuard, Node};
+use super::packed::SearchKey;
+use crate::key::KeyBuf;
+
+/// Which child a descent takes at each inner node.
+#[derive(Clone, Copy)]
+pub(super) enum Seek<'k> {
+    /// The leftmost leaf.
+    First,
+    /// The rightmost leaf.
+    Last,
+    /// The leaf that holds `key` (or would).
+    Holding(SearchKey<'k>),
+    /// The leaf that holds the largest key below `key`.
+    Below(SearchKey<'k>),
+}
+
+/// Which fence of the leaf a descent reports (for scans).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Fence {
+    None,
+    /// The smallest key of the leaves to the right (keys `>=` it are not in this leaf).
+    High,
+    /// The largest separator to the left (keys `<` it are not in this leaf).
+    Low,
+}
+
+/// Writer-side state, under the tree's writer latch.
+pub(super) struct WriterState {
+    /// Unlinked nodes, ready for reuse.
+    pub(super) free: Vec<u64>,
+    /// One past the largest node id ever used.
+    pub(super) next_id: u64,
+}
+
+/// An ordered map from byte keys to `u64` values.
+pub(super) struct Tree {
+    pub(super) root: AtomicU64,
+    pub(super) arena: Arena,
+    /// Serializes writers. Readers never take it.
+    pub(super) writer: RegionMutex<WriterState>,
+}
+
+impl Tree {
+    pub(super) fn new() -> Self {
+        let region = NoPreemptGuard::new();
+        let arena = Arena::new();
+        arena.make(0, &region).set_meta(true, 0);
+        Tree {
+            root: AtomicU64::new(0),
+            arena,
+            writer: RegionMutex::new(WriterState {
+                free: Vec::new(),
+                next_id: 1,
+            }),
+        }
+    }
+
+    /// Descends to the leaf `seek` names. Returns the leaf and the version its contents must be
+    /// validated against, and fills `fence_out` with the fence `fence` asks for (`false` if the
+    /// leaf has none on that side: it is the first or last).
+    pub(super) fn descend(
+        &self,
+        seek: Seek<'_>,
+        (fence, fence_out): (Fence, Option<&mut KeyBuf>),
+        guard: &mut LazyGuard,
+    ) -> (&Node, u64, bool) {
+        let mut fence_out = fence_out;
+        'restart: loop {
+            let root_id = self.root.load(Mem::Acquire);
+            let Some(mut node) = self.arena.get(root_id) else {
+                unreachable!("the root is always allocated")
+            };
+            let mut version = node.stable_version();
+            if self.root.load(Mem::Acquire) != root_id {
+                continue 'restart;
+            }
+            let mut has_fence = false;
+            while !node.is_leaf() {
+                let n = node.count();
+                let idx = match seek {
+                    Seek::First => 0,
+                    Seek::Last => n,
+                    Seek::Holding(key) => node.search(n, &key, true, guard),
+                    Seek::Below(key) => node.search(n, &key, false, guard),
+                };
+                if let Some(out) = fence_out.as_deref_mut() {
+                    match fence {
+                        Fence::High if idx < n => has_fence = node.key_into_buf(idx, out, guard),
+                        Fence::Low if idx > 0 => has_fence = node.key_into_buf(idx - 1, out, guard),
+                        _ => {}
+                    }
+                }
+                let child = self.arena.get(node.val(idx));
+                let Some(child) = child else {
+                    continue 'restart;
+                };
+                let child_version = child.stable_version();
+                if !node.unchanged(version) {
+                    continue 'restart;
+                }
+                node = child;
+                version = child_version;
+            }
+            return (node, version, has_fence);
+        }
+    }
+
+    /// The value stored under `key`.
+    pub(super) fn get(&self, key: &[u8]) -> Option<u64> {
+        let key = SearchKey::new(key);
+        let mut guard = LazyGuard::default();
+        loop {
+            let (leaf, version, _) =
+                self.descend(Seek::Holding(key), (Fence::None, None), &mut guard);
+            let n = leaf.count();
+            let pos = leaf.search(n, &key, false, &mut guard);
+            let found =
+                (pos < n && leaf.compare(pos, &key, &mut guard).is_eq()).then(|| leaf.val(pos));
+            if leaf.unchanged(version) {
+                return found;
+            }
+        }
+    }
+
+    /// Copies up to `max` entries between the bounds into `out`, in key order or reverse order.
+    pub(super) fn fetch(
+        &self,
+        (lower, upper): (Bound<&[u8]>, Bound<&[u8]>),
+        reverse: bool,
+        max: usize,
+        out: &mut ScanBatch,
+    ) {
+        out.clear();
+        let mut guard = LazyGuard::default();
+        let (lower, upper) = (lower.map(SearchKey::new), upper.map(SearchKey::new));
+        // The moving bound: the scan resumes from it after each leaf.
+        let given = if reverse { upper } else { lower };
+        let mut resume = KeyBuf::new();
+        let mut moving: Bound<()> = match given {
+            Bound::Included(k) => {
+                resume.set(k.bytes);
+                Bound::Included(())
+            }
+            Bound::Excluded(k) => {
+                resume.set(k.bytes);
+                Bound::Excluded(())
+            }
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        let mut fence = KeyBuf::new();
+        let side = if reverse { Fence::Low } else { Fence::High };
+        while out.len() < max {
+            let from = SearchKey::new(resume.as_bytes());
+            let seek = match (moving, reverse) {
+                (Bound::Unbounded, false) => Seek::First,
+                (Bound::Unbounded, true) => Seek::Last,
+                (Bound::Excluded(()), true) => Seek::Below(from),
+                _ => Seek::Holding(from),
+            };
+            let (leaf, version, has_fence) =
+                self.descend(seek, (side, Some(&mut fence)), &mut guard);
+            let start = out.len();
+            let n = leaf.count();
+            let mut ended = false;
+            if reverse {
+                let mut i = match moving {
+                    Bound::Unbounded => n,
+                    Bound::Included(()) => leaf.search(n, &from, true, &mut guard),
+                    Bound::Excluded(()) => leaf.search(n, &from, false, &mut guard),
+                };
+                while i > 0 && out.len() < max {
+                    i -= 1;
+                    if !within(leaf, i, lower, false, &mut guard) {
+                        ended = true;
+                        break;
+                    }
+                    out.push_from(leaf, i, &mut guard);
+                }
+            } else {
+                let mut i = match moving {
+                    Bound::Unbounded => 0,
+                    Bound::Included(()) => leaf.search(n, &from, false, &mut guard),
+                    Bound::Excluded(()) => leaf.search(n, &from, true, &mut guard),
+                };
+                while i < n && out.len() < max {
+                    if !within(leaf, i, upper, true, &mut guard) {
+                        ended = true;
+                        break;
+                    }
+                    out.push_from(leaf, i, &mut guard);
+                    i += 1;
+                }
+            }
+            if !leaf.unchanged(version) || out.torn() {
+                out.truncate(start);
+                continue;
+            }
+            if ended || out.len() >= max || !has_fence {
+                return;
+            }
+            // Continue past the leaf's fence, unless it lies beyond the far bound.
+            let f = fence.as_bytes();
+            let beyond = if reverse {
+                match lower {
+                    Bound::Included(l) | Bound::Excluded(l) => f <= l.bytes,
+                    Bound::Unbounded => false,
+                }
+            } else {
+                match upper {
+                    Bound::Included(u) => f > u.bytes,
+                    Bound::Excluded(u) => f >= u.bytes,
+                    Bound::Unbounded => false,
+                }
+            };
+            if beyond {
+                return;
+            }
+            resume.set(f);
+            moving = if reverse {
+                Bound::Excluded(())
+            } else {
+                Bound::Included(())
+            };
+        }
+    }
+}
+
+/// True if key `i` of `leaf` is inside `bound` (an upper bound if `upper`, else a lower one).
+fn within(
+    leaf: &Node,
+    i: usize,
+    bound: Bound<SearchKey<'_>>,
+    upper: bool,
+    guard: &mut LazyGuard,
+) -> bool {
+    let (key, inclusive) = match bound {
+        Bound::Unbounded => return true,
+        Bound::Included(k) => (k, true),
+        Bound::Excluded(k) => (k, false),
+    };
+    let order = leaf.compare(i, &key, guard);
+    match (order, upper) {
+        (std::cmp::Ordering::Equal, _) => inclusive,
+        (std::cmp::Ordering::Less, up) => up,
+        (std::cmp::Ordering::Greater, up) => !up,
+    }
+}

@@ -1,0 +1,350 @@
+//! Changing the tree: insert, replace, remove, with node splits and the unlinking of emptied
+//! leaves.
+//!
+//! Writers of one tree are serialized by its writer latch, taken inside a non-preemptible region,
+//! so the latch is never held by a paused context and a writer always sees a tree no one else is
+//! changing. A writer locks (makes odd) every node it is about to change before changing any of
+//! them, top-down, and unlocks them when all changes are made: a reader that read a node before the
+//! change then fails to validate either that node or its parent, and restarts.
+//!
+//! A leaf emptied by a removal is unlinked from the lowest ancestor that keeps another child, so
+//! a queue-like key range (inserted at one end, removed at the other, as TPC-C's NEW-ORDER table
+//! is) never leaves a trail of empty leaves for scans to walk. Its nodes are recycled.
+
+use std::sync::atomic::Ordering as Mem;
+
+use overtake_runtime::NoPreemptGuard;
+use sdd::Shared;
+
+use super::node::{CAP, Entry, LazyGuard, Node};
+use super::packed::{SearchKey, is_long};
+use super::tree::{Tree, WriterState};
+
+/// Deeper than any tree can grow: the tree only deepens when its root splits, which takes a full
+/// root, so each level multiplies the inserts ever made by about `CAP / 2`.
+const MAX_DEPTH: usize = 20;
+
+/// The inner nodes a writer descended through, and which child it took in each.
+struct Path {
+    steps: [(u64, usize); MAX_DEPTH],
+    len: usize,
+}
+
+impl Path {
+    fn new() -> Self {
+        Path {
+            steps: [(0, 0); MAX_DEPTH],
+            len: 0,
+        }
+    }
+
+    fn id(&self, depth: usize) -> u64 {
+        self.steps[depth].0
+    }
+}
+
+/// A node's keys and values, as a writer rebuilds it.
+struct Contents {
+    keys: Vec<Entry>,
+    vals: Vec<u64>,
+}
+
+impl Tree {
+    fn node(&self, id: u64) -> &Node {
+        match self.arena.get(id) {
+            Some(node) => node,
+            None => unreachable!("a writer only follows ids of allocated nodes"),
+        }
+    }
+
+    /// Fills `path` with the path from the root to the leaf that holds `key` (or would), and
+    /// returns the leaf's id.
+    fn path_to(&self, key: &SearchKey<'_>, path: &mut Path, guard: &mut LazyGuard) -> u64 {
+        path.len = 0;
+        let mut id = self.root.load(Mem::Relaxed);
+        loop {
+            let node = self.node(id);
+            if node.is_leaf() {
+                return id;
+            }
+            let idx = node.search(node.count(), key, true, guard);
+            path.steps[path.len] = (id, idx);
+            path.len += 1;
+            id = node.val(idx);
+        }
+    }
+
+    /// The leaf that holds `key` (or would), the position where `key` is or would go, and
+    /// whether it is there.
+    fn locate(
+        &self,
+        key: &SearchKey<'_>,
+        path: &mut Path,
+        guard: &mut LazyGuard,
+    ) -> (u64, usize, bool) {
+        let leaf_id = self.path_to(key, path, guard);
+        let leaf = self.node(leaf_id);
+        let n = leaf.count();
+        let pos = leaf.search(n, key, false, guard);
+        let found = pos < n && leaf.compare(pos, key, guard).is_eq();
+        (leaf_id, pos, found)
+    }
+
+    /// Inserts `key -> value` if `key` is absent; otherwise returns the value it has.
+    pub(super) fn insert(&self, key: &[u8], value: u64) -> Result<(), u64> {
+        let region = NoPreemptGuard::new();
+        let mut writer = self.writer.lock(&region);
+        let key = SearchKey::new(key);
+        let mut guard = LazyGuard::default();
+        let mut path = Path::new();
+        let (leaf_id, pos, found) = self.locate(&key, &mut path, &mut guard);
+        let leaf = self.node(leaf_id);
+        if found {
+            return Err(leaf.val(pos));
+        }
+        let n = leaf.count();
+        let entry = Entry {
+            packed: key.packed,
+            long: is_long(key.packed).then(|| Shared::new(key.bytes.into())),
+        };
+        let guard = &mut guard;
+        if n < CAP {
+            leaf.lock();
+            for i in (pos..n).rev() {
+                leaf.move_key(i, i + 1, guard);
+                leaf.set_val(i + 1, leaf.val(i));
+            }
+            leaf.set_key(pos, entry);
+            leaf.set_val(pos, value);
+            leaf.set_meta(true, n + 1);
+            leaf.unlock();
+            return Ok(());
+        }
+        self.split_insert(
+            &mut writer,
+            &region,
+            &path,
+            leaf_id,
+            (pos, entry, value),
+            guard,
+        );
+        Ok(())
+    }
+
+    /// Inserts into a full leaf: splits it, and each full ancestor in turn, growing a new root if
+    /// the old one splits.
+    fn split_insert(
+        &self,
+        writer: &mut WriterState,
+        region: &NoPreemptGuard,
+        path: &Path,
+        leaf_id: u64,
+        (pos, entry, value): (usize, Entry, u64),
+        guard: &mut LazyGuard,
+    ) {
+        // The ancestors that change: up to the lowest one with room for one more separator.
+        let mut top = path.len;
+        for depth in (0..path.len).rev() {
+            top = depth;
+            if self.node(path.id(depth)).count() < CAP {
+                break;
+            }
+        }
+        let mut locked: Vec<u64> = (top..path.len).map(|d| path.id(d)).collect();
+        locked.push(leaf_id);
+        for &id in &locked {
+            self.node(id).lock();
+        }
+        let leaf = self.node(leaf_id);
+        let mut contents = read(leaf, guard);
+        contents.keys.insert(pos, entry);
+        contents.vals.insert(pos, value);
+        let appended = pos == CAP;
+        let mut carry = Some(self.split(
+            writer,
+            region,
+            leaf,
+            (true, appended),
+            contents,
+            &mut locked,
+        ));
+        for depth in (top..path.len).rev() {
+            let Some((separator, right)) = carry.take() else {
+                break;
+            };
+            let (parent_id, idx) = path.steps[depth];
+            let parent = self.node(parent_id);
+            let mut contents = read(parent, guard);
+            contents.keys.insert(idx, separator);
+            contents.vals.insert(idx + 1, right);
+            if contents.keys.len() <= CAP {
+                parent.fill(false, contents.keys, &contents.vals);
+            } else {
+                let appended = idx == CAP;
+                carry = Some(self.split(
+                    writer,
+                    region,
+                    parent,
+                    (false, appended),
+                    contents,
+                    &mut locked,
+                ));
+            }
+        }
+        if let Some((separator, right)) = carry {
+            let old_root = self.root.load(Mem::Relaxed);
+            let root_id = self.allocate(writer, region);
+            let root = self.node(root_id);
+            root.lock();
+            locked.push(root_id);
+            root.fill(false, vec![separator], &[old_root, right]);
+            self.root.store(root_id, Mem::Release);
+        }
+        for id in locked {
+            self.node(id).unlock();
+        }
+    }
+
+    /// Splits an overfull node's new `contents` between `node` and a new right sibling (locked,
+    /// and added to `locked`). Returns the separator to enter in the parent and the sibling's id.
+    fn split(
+        &self,
+        writer: &mut WriterState,
+        region: &NoPreemptGuard,
+        node: &Node,
+        (leaf, appended): (bool, bool),
+        mut contents: Contents,
+        locked: &mut Vec<u64>,
+    ) -> (Entry, u64) {
+        let right_id = self.allocate(writer, region);
+        let right = self.node(right_id);
+        right.lock();
+        locked.push(right_id);
+        // A node filled at its right end (keys arriving in order, as most of TPC-C's do) splits
+        // there, leaving the left node full; others split in the middle.
+        let mid = if appended {
+            contents.keys.len() - 1
+        } else {
+            contents.keys.len() / 2
+        };
+        let mut right_keys = contents.keys.split_off(mid);
+        let (separator, right_vals) = if leaf {
+            // A leaf keeps all its keys; the right one's first key also bounds it in the parent.
+            let first = &right_keys[0];
+            let separator = Entry {
+                packed: first.packed,
+                long: first.long.clone(),
+            };
+            (separator, contents.vals.split_off(mid))
+        } else {
+            // An inner node's middle separator moves up.
+            (right_keys.remove(0), contents.vals.split_off(mid + 1))
+        };
+        node.fill(leaf, contents.keys, &contents.vals);
+        right.fill(leaf, right_keys, &right_vals);
+        (separator, right_id)
+    }
+
+    fn allocate(&self, writer: &mut WriterState, region: &NoPreemptGuard) -> u64 {
+        let id = writer.free.pop().unwrap_or_else(|| {
+            writer.next_id += 1;
+            writer.next_id - 1
+        });
+        self.arena.make(id, region);
+        id
+    }
+
+    /// Points `key` at `new` if it maps to `expected`.
+    pub(super) fn replace(&self, key: &[u8], expected: u64, new: u64) -> bool {
+        let region = NoPreemptGuard::new();
+        let _writer = self.writer.lock(&region);
+        let mut guard = LazyGuard::default();
+        let (leaf_id, pos, found) = self.locate(&SearchKey::new(key), &mut Path::new(), &mut guard);
+        let leaf = self.node(leaf_id);
+        match found {
+            true if leaf.val(pos) == expected => {
+                leaf.lock();
+                leaf.set_val(pos, new);
+                leaf.unlock();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Removes `key` if it maps to `value`.
+    pub(super) fn remove_if(&self, key: &[u8], value: u64) -> bool {
+        let region = NoPreemptGuard::new();
+        let mut writer = self.writer.lock(&region);
+        let mut guard = LazyGuard::default();
+        let mut path = Path::new();
+        let (leaf_id, pos, found) = self.locate(&SearchKey::new(key), &mut path, &mut guard);
+        let leaf = self.node(leaf_id);
+        if !(found && leaf.val(pos) == value) {
+            return false;
+        }
+        let guard = &mut guard;
+        let n = leaf.count();
+        // An emptied leaf is unlinked from the lowest ancestor that has another child (the
+        // ancestors in between have no other child and go too). A leaf alone in its tree stays.
+        let unlink_at = if n == 1 {
+            (0..path.len)
+                .rev()
+                .find(|&d| self.node(path.id(d)).count() >= 1)
+        } else {
+            None
+        };
+        let Some(depth) = unlink_at else {
+            leaf.lock();
+            for i in pos..n - 1 {
+                leaf.move_key(i + 1, i, guard);
+                leaf.set_val(i, leaf.val(i + 1));
+            }
+            leaf.set_key(n - 1, Entry::EMPTY);
+            leaf.set_meta(true, n - 1);
+            leaf.unlock();
+            return true;
+        };
+        let mut locked: Vec<u64> = (depth..path.len).map(|d| path.id(d)).collect();
+        locked.push(leaf_id);
+        for &id in &locked {
+            self.node(id).lock();
+        }
+        let (ancestor_id, idx) = path.steps[depth];
+        let ancestor = self.node(ancestor_id);
+        let mut contents = read(ancestor, guard);
+        contents.vals.remove(idx);
+        // Child `idx` spans [key idx-1, key idx): its range joins its left neighbour's, or, for
+        // the first child, its right neighbour's.
+        contents.keys.remove(idx.saturating_sub(1));
+        ancestor.fill(false, contents.keys, &contents.vals);
+        for &id in &locked[1..] {
+            self.node(id).fill(true, Vec::new(), &[]);
+        }
+        for &id in &locked {
+            self.node(id).unlock();
+        }
+        writer.free.extend_from_slice(&locked[1..]);
+        true
+    }
+}
+
+/// A node's keys and values (one more value than keys for an inner node).
+fn read(node: &Node, guard: &mut LazyGuard) -> Contents {
+    let n = node.count();
+    let vals = if node.is_leaf() { n } else { n + 1 };
+    Contents {
+        keys: (0..n).map(|i| node.entry(i, guard)).collect(),
+        vals: (0..vals).map(|i| node.val(i)).collect(),
+    }
+}
+
+#[cfg(test)]
+impl Tree {
+    /// Nodes currently linked into the tree (for tests of recycling).
+    pub(super) fn writer_state_nodes(&self) -> usize {
+        let region = NoPreemptGuard::new();
+        let writer = self.writer.lock(&region);
+        writer.next_id as usize - writer.free.len()
+    }
+}
