@@ -219,7 +219,10 @@ impl TxnTable {
         s.snapshot
             .store(self.clock.load(Ordering::SeqCst), Ordering::SeqCst);
         let snapshot = self.clock.load(Ordering::SeqCst);
-        self.high_water.fetch_max(slot + 1, Ordering::AcqRel);
+        // Read first: the high-water mark rarely moves, and a read keeps its cache line shared.
+        if self.high_water.load(Ordering::Acquire) <= slot {
+            self.high_water.fetch_max(slot + 1, Ordering::AcqRel);
+        }
         Ok(Lease {
             slot,
             generation,

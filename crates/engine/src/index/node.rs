@@ -32,12 +32,16 @@ pub(super) type LongKey = Box<[u8]>;
 
 /// One node: a leaf (`count` keys, `vals[i]` the OID under key `i`) or an inner node (`count`
 /// separators; child `i` holds the keys `k` with `key[i-1] <= k < key[i]`, its id in `vals[i]`).
+/// Laid out in declaration order so that the version, the count and the first keys share a cache
+/// line.
+#[repr(C)]
 pub(super) struct Node {
     version: AtomicU64,
     /// `LEAF` bit and count.
     meta: AtomicU64,
-    hi: [AtomicU64; CAP],
-    lo: [AtomicU64; CAP],
+    /// Packed keys, high half then low half of each key side by side, so that a probe of a binary
+    /// search touches one cache line.
+    keys: [AtomicU64; 2 * CAP],
     long: [AtomicShared<LongKey>; CAP],
     vals: [AtomicU64; CAP + 1],
 }
@@ -71,8 +75,7 @@ impl Node {
         Node {
             version: AtomicU64::new(0),
             meta: AtomicU64::new(LEAF),
-            hi: std::array::from_fn(|_| AtomicU64::new(0)),
-            lo: std::array::from_fn(|_| AtomicU64::new(0)),
+            keys: std::array::from_fn(|_| AtomicU64::new(0)),
             long: std::array::from_fn(|_| AtomicShared::null()),
             vals: std::array::from_fn(|_| AtomicU64::new(0)),
         }
@@ -113,8 +116,8 @@ impl Node {
 
     #[inline]
     pub(super) fn packed(&self, i: usize) -> u128 {
-        (u128::from(self.hi[i].load(Mem::Relaxed)) << 64)
-            | u128::from(self.lo[i].load(Mem::Relaxed))
+        (u128::from(self.keys[2 * i].load(Mem::Relaxed)) << 64)
+            | u128::from(self.keys[2 * i + 1].load(Mem::Relaxed))
     }
 
     #[inline]
@@ -225,8 +228,8 @@ impl Node {
     }
 
     pub(super) fn set_key(&self, i: usize, entry: Entry) {
-        self.hi[i].store((entry.packed >> 64) as u64, Mem::Relaxed);
-        self.lo[i].store(entry.packed as u64, Mem::Relaxed);
+        self.keys[2 * i].store((entry.packed >> 64) as u64, Mem::Relaxed);
+        self.keys[2 * i + 1].store(entry.packed as u64, Mem::Relaxed);
         // The old long key (if any) is freed once no reader can hold it. Most keys are short:
         // a null slot staying null is not written.
         if entry.long.is_some() || !self.long[i].is_null(Mem::Relaxed) {
