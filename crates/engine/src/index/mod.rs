@@ -49,7 +49,11 @@ impl ScanBatch {
 
     /// Appends entry `i` of `leaf`; a key that could not be read marks the batch torn.
     fn push_from(&mut self, leaf: &Node, i: usize, guard: &mut LazyGuard) {
-        if !leaf.key_into(i, &mut self.keys, guard) {
+        let keys = &mut self.keys;
+        if leaf
+            .with_key(i, guard, |k| keys.extend_from_slice(k))
+            .is_none()
+        {
             self.torn = true;
         }
         self.ends.push(self.keys.len());

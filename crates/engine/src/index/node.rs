@@ -20,7 +20,6 @@ use overtake_runtime::{NoPreemptGuard, RegionOnceLock};
 use sdd::{AtomicShared, Guard, Shared, Tag};
 
 use super::packed::{SearchKey, is_long};
-use crate::key::KeyBuf;
 
 /// Keys per node: entries of a leaf, separators of an inner node (which has one more child).
 pub(super) const CAP: usize = 32;
@@ -165,27 +164,17 @@ impl Node {
         lo
     }
 
-    /// Key `i`'s bytes appended to `out`. False if they could not be read (a racing writer).
-    pub(super) fn key_into(&self, i: usize, out: &mut Vec<u8>, guard: &mut LazyGuard) -> bool {
-        let packed = self.packed(i);
-        match super::packed::unpack(packed) {
-            Some((bytes, len)) => out.extend_from_slice(&bytes[..len]),
-            None => match self.long_bytes(i, guard.get()) {
-                Some(bytes) => out.extend_from_slice(bytes),
-                None => return false,
-            },
-        }
-        true
-    }
-
-    /// Key `i` copied into `out` (cleared first). False if it could not be read.
-    pub(super) fn key_into_buf(&self, i: usize, out: &mut KeyBuf, guard: &mut LazyGuard) -> bool {
+    /// Passes key `i`'s bytes to `take` and returns its result; `None` if they could not be read
+    /// (a racing writer: the caller's validation fails).
+    pub(super) fn with_key<R>(
+        &self,
+        i: usize,
+        guard: &mut LazyGuard,
+        take: impl FnOnce(&[u8]) -> R,
+    ) -> Option<R> {
         match super::packed::unpack(self.packed(i)) {
-            Some((bytes, len)) => out.set(&bytes[..len]),
-            None => match self.long_bytes(i, guard.get()) {
-                Some(bytes) => out.set(bytes),
-                None => false,
-            },
+            Some((bytes, len)) => Some(take(&bytes[..len])),
+            None => self.long_bytes(i, guard.get()).map(take),
         }
     }
 

@@ -105,8 +105,8 @@ impl Tree {
                 };
                 if let Some(out) = fence_out.as_deref_mut() {
                     match fence {
-                        Fence::High if idx < n => has_fence = node.key_into_buf(idx, out, guard),
-                        Fence::Low if idx > 0 => has_fence = node.key_into_buf(idx - 1, out, guard),
+                        Fence::High if idx < n => has_fence = fence_at(node, idx, out, guard),
+                        Fence::Low if idx > 0 => has_fence = fence_at(node, idx - 1, out, guard),
                         _ => {}
                     }
                 }
@@ -243,6 +243,11 @@ impl Tree {
             };
         }
     }
+}
+
+/// Copies separator `i` of `node` into `out`; false if it could not be read.
+fn fence_at(node: &Node, i: usize, out: &mut KeyBuf, guard: &mut LazyGuard) -> bool {
+    node.with_key(i, guard, |k| out.set(k)).unwrap_or(false)
 }
 
 /// True if key `i` of `leaf` is inside `bound` (an upper bound if `upper`, else a lower one).
