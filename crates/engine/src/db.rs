@@ -1,21 +1,18 @@
-//! The database: catalog, transaction slots, and the entry points of the public API.
+//! The database: the public entry points (tables, transactions, retries, statistics) over the
+//! shared state in `engine`.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use overtake_runtime::{NoPreemptGuard, RegionOnceLock, RegionRwLock};
+use overtake_runtime::NoPreemptGuard;
 
+use crate::engine::Engine;
 use crate::error::{AbortReason, Error, Result};
 use crate::gc::{self, VersionCensus};
-use crate::mvcc::TxnTable;
 use crate::schema::TableSchema;
-use crate::table::{Table, TableId};
+use crate::table::Table;
 use crate::txn::{Isolation, Priority, Transaction};
-
-/// Largest number of tables in one database.
-pub const MAX_TABLES: usize = 4096;
 
 /// Settings for [`Database::open`].
 #[derive(Clone, Debug)]
@@ -33,32 +30,12 @@ impl Default for Options {
     }
 }
 
-/// Tables by id (lock-free lookup, used on commit paths) and by name.
-pub(crate) struct Catalog {
-    tables: Box<[RegionOnceLock<Arc<Table>>]>,
-    names: RegionRwLock<HashMap<String, TableId>>,
-}
-
-impl Catalog {
-    pub(crate) fn get(&self, id: TableId) -> Option<&Table> {
-        self.tables.get(id as usize)?.get().map(|t| &**t)
-    }
-
-    /// A table that a transaction of this database recorded; it exists for the database's life.
-    pub(crate) fn recorded(&self, id: TableId) -> &Table {
-        self.get(id)
-            .expect("transactions only record tables of their own database")
-    }
-}
-
 /// Source of database identities (so a table of one database is refused by another).
 static NEXT_DATABASE_ID: AtomicU64 = AtomicU64::new(1);
 
 /// An in-memory database.
 pub struct Database {
-    id: u64,
-    txns: TxnTable,
-    catalog: Catalog,
+    engine: Engine,
 }
 
 /// Counters describing the engine's state.
@@ -77,70 +54,31 @@ pub struct EngineStats {
 impl Database {
     /// Opens an empty in-memory database.
     pub fn open(options: Options) -> Self {
+        let id = NEXT_DATABASE_ID.fetch_add(1, Ordering::Relaxed);
         Database {
-            id: NEXT_DATABASE_ID.fetch_add(1, Ordering::Relaxed),
-            txns: TxnTable::new(options.max_transactions),
-            catalog: Catalog {
-                tables: (0..MAX_TABLES).map(|_| RegionOnceLock::new()).collect(),
-                names: RegionRwLock::new(HashMap::new()),
-            },
+            engine: Engine::new(id, options.max_transactions),
         }
-    }
-
-    pub(crate) fn id(&self) -> u64 {
-        self.id
-    }
-
-    pub(crate) fn txns(&self) -> &TxnTable {
-        &self.txns
-    }
-
-    pub(crate) fn catalog(&self) -> &Catalog {
-        &self.catalog
     }
 
     /// Creates a table.
     pub fn create_table(&self, schema: TableSchema) -> Result<Arc<Table>> {
-        let region = NoPreemptGuard::new();
-        let mut names = self.catalog.names.write(&region);
-        if names.contains_key(schema.name()) {
-            return Err(Error::TableExists(schema.name().to_owned()));
-        }
-        let id = names.len();
-        if id >= MAX_TABLES {
-            return Err(Error::TooManyTables(MAX_TABLES));
-        }
-        let name = schema.name().to_owned();
-        let table = Arc::new(Table::new(self.id, id as TableId, schema));
-        // `id` is fresh, so the cell is empty.
-        let _ = self.catalog.tables[id].set(&region, Arc::clone(&table));
-        names.insert(name, id as TableId);
-        Ok(table)
+        self.engine.catalog.create(self.engine.id, schema)
     }
 
     /// The table called `name`.
     pub fn table(&self, name: &str) -> Result<Arc<Table>> {
-        let region = NoPreemptGuard::new();
-        let names = self.catalog.names.read(&region);
-        names
-            .get(name)
-            .and_then(|&id| self.catalog.tables[id as usize].get().cloned())
-            .ok_or_else(|| Error::NoSuchTable(name.to_owned()))
+        self.engine.catalog.by_name(name)
     }
 
     /// Every table, in creation order.
     pub fn tables(&self) -> Vec<Arc<Table>> {
-        self.catalog
-            .tables
-            .iter()
-            .map_while(|cell| cell.get().cloned())
-            .collect()
+        self.engine.catalog.all()
     }
 
     /// Begins a transaction.
     pub fn begin(&self, priority: Priority, isolation: Isolation) -> Result<Transaction<'_>> {
-        let lease = self.txns.begin()?;
-        Ok(Transaction::new(self, lease, priority, isolation))
+        let lease = self.engine.txns.begin()?;
+        Ok(Transaction::new(&self.engine, lease, priority, isolation))
     }
 
     /// Runs `body` in a transaction and commits it, retrying from scratch after conflicts and failed
@@ -217,26 +155,24 @@ impl Database {
     /// Reclaims everything the current watermark allows (the collector otherwise works a little at
     /// every commit). Returns the number of retired items processed.
     pub fn collect_garbage(&self) -> usize {
-        gc::collect_all(&self.txns, &self.catalog)
+        let engine = &self.engine;
+        engine.collector.collect_all(&engine.txns, &engine.catalog)
     }
 
     /// Engine counters.
     pub fn stats(&self) -> EngineStats {
-        let mut stats = EngineStats {
-            commit_clock: self.txns.now(),
-            watermark: self.txns.refresh_watermark(),
-            ..EngineStats::default()
-        };
-        for slot in self.txns.used_slots() {
-            stats.versions_created += slot.counters.versions_created.load(Ordering::Relaxed);
-            stats.versions_reclaimed += slot.counters.versions_reclaimed.load(Ordering::Relaxed);
+        let txns = &self.engine.txns;
+        EngineStats {
+            commit_clock: txns.now(),
+            watermark: txns.refresh_watermark(),
+            versions_created: txns.versions_created(),
+            versions_reclaimed: self.engine.collector.reclaimed(),
         }
-        stats
     }
 
     /// Walks every record of every table and counts versions (a diagnostic, O(records)).
     pub fn census(&self) -> VersionCensus {
-        let watermark = self.txns.refresh_watermark();
+        let watermark = self.engine.txns.refresh_watermark();
         let mut census = VersionCensus::default();
         for table in self.tables() {
             gc::census(&table, watermark, &mut census);
@@ -246,7 +182,7 @@ impl Database {
 
     /// Maximum number of concurrently open transactions.
     pub fn max_transactions(&self) -> usize {
-        self.txns.capacity()
+        self.engine.txns.capacity()
     }
 }
 

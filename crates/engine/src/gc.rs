@@ -12,17 +12,17 @@
 //! non-preemptible regions (it is part of commit) and must never wait for an active transaction.
 
 use std::collections::VecDeque;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use overtake_runtime::NoPreemptGuard;
+use overtake_runtime::{CachePadded, NoPreemptGuard, RegionMutex};
 use sdd::{Guard, Tag};
 
-use crate::db::Catalog;
+use crate::catalog::Catalog;
 use crate::epoch::EpochGuard;
 use crate::index::ScanBatch;
 use crate::key::IndexKey;
-use crate::mvcc::{SlotCounters, TxnSlot, TxnTable, is_committed};
-use crate::record::{DEAD, Oid, Version};
+use crate::mvcc::{TxnTable, is_committed};
+use crate::record::{Chain, DEAD, Oid, Version};
 use crate::table::{IndexRef, Table, TableId};
 
 /// Something made obsolete by the commit at `ts`.
@@ -53,37 +53,30 @@ impl Retired {
 
 /// Counts versions in the chain starting at `v` (inclusive).
 fn chain_len(v: Option<&Version>, guard: &Guard) -> u64 {
-    let mut n = 0;
-    let mut cur = v;
-    while let Some(version) = cur {
-        n += 1;
-        cur = version.next.load(Ordering::Acquire, guard).as_ref();
-    }
-    n
+    Chain::from(v, guard).count() as u64
 }
 
 /// Unlinks every version of `oid` older than the newest one committed at or before `watermark`
 /// (if that one is a deletion marker, the deleted row below it is kept: the row's keys must still
 /// be found when the record's index entries are removed). Returns how many versions were unlinked.
 fn prune(table: &Table, oid: Oid, watermark: u64, guard: &Guard) -> u64 {
-    let mut ptr = table.records.slot(oid).load(Ordering::Acquire, guard);
-    while let Some(v) = ptr.as_ref() {
+    let settled = |v: &Version| {
         let stamp = v.stamp.load(Ordering::Acquire);
-        if is_committed(stamp) && stamp <= watermark {
-            let keep = if v.is_deleted() {
-                match v.next.load(Ordering::Acquire, guard).as_ref() {
-                    Some(image) => image,
-                    None => return 0,
-                }
-            } else {
-                v
-            };
-            let (cut, _) = keep.next.swap((None, Tag::None), Ordering::AcqRel);
-            return cut.map_or(0, |c| chain_len(Some(&*c), guard));
+        is_committed(stamp) && stamp <= watermark
+    };
+    let Some(v) = Chain::at(table.records.slot(oid), guard).find(|v| settled(v)) else {
+        return 0;
+    };
+    let keep = if v.is_deleted() {
+        match v.older(guard) {
+            Some(image) => image,
+            None => return 0,
         }
-        ptr = v.next.load(Ordering::Acquire, guard);
-    }
-    0
+    } else {
+        v
+    };
+    let (cut, _) = keep.next.swap((None, Tag::None), Ordering::AcqRel);
+    cut.map_or(0, |c| chain_len(Some(&*c), guard))
 }
 
 /// Removes the index entries of a record deleted at or before `watermark`, marks its slot dead and
@@ -104,7 +97,7 @@ fn remove_dead(
         return 0;
     }
     // The deleted row, kept below the marker by `prune`, says which keys to remove.
-    let Some(image) = v.next.load(Ordering::Acquire, guard).as_ref() else {
+    let Some(image) = v.older(guard) else {
         return 0;
     };
     if slot
@@ -158,21 +151,22 @@ fn process(
     catalog: &Catalog,
     item: &Retired,
     watermark: u64,
-    counters: &SlotCounters,
+    reclaimed: &AtomicU64,
     epoch: &EpochGuard,
 ) {
+    let add = |n: u64| reclaimed.fetch_add(n, Ordering::Relaxed);
     let guard = epoch.guard();
     let table_of = |id: TableId| catalog.get(id);
     match item {
         Retired::Superseded { table, oid, .. } => {
             if let Some(t) = table_of(*table) {
-                counters.add_reclaimed(prune(t, *oid, watermark, guard));
+                add(prune(t, *oid, watermark, guard));
             }
         }
         Retired::Deleted { table, oid, .. } => {
             if let Some(t) = table_of(*table) {
-                counters.add_reclaimed(prune(t, *oid, watermark, guard));
-                counters.add_reclaimed(remove_dead(txns, t, *oid, watermark, epoch));
+                add(prune(t, *oid, watermark, guard));
+                add(remove_dead(txns, t, *oid, watermark, epoch));
             }
         }
         Retired::StaleKey {
@@ -189,95 +183,143 @@ fn process(
     }
 }
 
-/// Queues what a commit made obsolete on the committer's slot (inside the commit's region):
-/// `fill` pushes the items onto the locked queue.
-pub(crate) fn retire(
-    txns: &TxnTable,
-    slot_index: usize,
-    region: &NoPreemptGuard,
-    fill: impl FnOnce(&mut VecDeque<Retired>),
-) {
-    let slot = txns.slot(slot_index);
-    let mut queue = slot.retired.lock(region);
-    fill(&mut queue);
-    publish_front(slot, &queue);
+/// One transaction slot's queue of retired items, filled by the slot's commits in commit order.
+struct RetireQueue {
+    items: RegionMutex<VecDeque<Retired>>,
+    /// Timestamp of the front item (`u64::MAX` when empty), written under the lock: lets other
+    /// committers see whether the queue has anything reclaimable without taking the lock.
+    front: AtomicU64,
+    /// The slot whose queue this slot's committers helped drain last (see `help_drain`).
+    help_cursor: AtomicUsize,
+    /// Versions unlinked by the drains of this slot's committers.
+    reclaimed: AtomicU64,
 }
 
-/// Updates the queue's front hint (under the queue's lock).
-fn publish_front(slot: &TxnSlot, queue: &VecDeque<Retired>) {
-    let front = queue.front().map_or(u64::MAX, Retired::ts);
-    slot.retired_front.store(front, Ordering::Release);
-}
-
-/// Processes up to `budget` ready items of slot `slot_index`'s queue (all of them if `budget` is
-/// `usize::MAX`). Returns how many were processed. Skips the slot if another thread is draining it.
-pub(crate) fn drain_slot(
-    txns: &TxnTable,
-    catalog: &Catalog,
-    slot_index: usize,
-    budget: usize,
-    refresh: bool,
-) -> usize {
-    let region = NoPreemptGuard::new();
-    let slot = txns.slot(slot_index);
-    let Some(mut queue) = slot.retired.try_lock(&region) else {
-        return 0;
-    };
-    let Some(front) = queue.front() else { return 0 };
-    let mut watermark = txns.watermark();
-    if front.ts() > watermark && refresh {
-        watermark = txns.refresh_watermark();
+impl RetireQueue {
+    /// Updates the front hint (under the queue's lock).
+    fn publish_front(&self, items: &VecDeque<Retired>) {
+        let front = items.front().map_or(u64::MAX, Retired::ts);
+        self.front.store(front, Ordering::Release);
     }
-    let epoch = EpochGuard::enter();
-    let mut done = 0;
-    while done < budget {
-        match queue.front() {
-            Some(item) if item.ts() <= watermark => {
-                process(txns, catalog, item, watermark, &slot.counters, &epoch);
-                queue.pop_front();
-                done += 1;
+}
+
+/// The retire queues of every transaction slot, and the work of draining them.
+pub(crate) struct Collector {
+    queues: Box<[CachePadded<RetireQueue>]>,
+}
+
+impl Collector {
+    /// A collector for `slots` transaction slots.
+    pub(crate) fn new(slots: usize) -> Self {
+        let queues = (0..slots)
+            .map(|_| {
+                CachePadded(RetireQueue {
+                    items: RegionMutex::new(VecDeque::new()),
+                    front: AtomicU64::new(u64::MAX),
+                    help_cursor: AtomicUsize::new(0),
+                    reclaimed: AtomicU64::new(0),
+                })
+            })
+            .collect();
+        Collector { queues }
+    }
+
+    /// Versions unlinked so far.
+    pub(crate) fn reclaimed(&self) -> u64 {
+        self.queues
+            .iter()
+            .map(|q| q.reclaimed.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// Queues what a commit made obsolete on the committer's slot (inside the commit's region):
+    /// `fill` pushes the items onto the locked queue.
+    pub(crate) fn retire(
+        &self,
+        slot: usize,
+        region: &NoPreemptGuard,
+        fill: impl FnOnce(&mut VecDeque<Retired>),
+    ) {
+        let queue = &self.queues[slot];
+        let mut items = queue.items.lock(region);
+        fill(&mut items);
+        queue.publish_front(&items);
+    }
+
+    /// Processes up to `budget` ready items of slot `slot`'s queue (all of them if `budget` is
+    /// `usize::MAX`). Returns how many were processed. Skips the slot if another thread is
+    /// draining it. With `refresh`, recomputes the watermark if the cached one is too old for the
+    /// front item.
+    pub(crate) fn drain_slot(
+        &self,
+        txns: &TxnTable,
+        catalog: &Catalog,
+        slot: usize,
+        budget: usize,
+        refresh: bool,
+    ) -> usize {
+        let region = NoPreemptGuard::new();
+        let queue = &self.queues[slot];
+        let Some(mut items) = queue.items.try_lock(&region) else {
+            return 0;
+        };
+        let Some(front) = items.front() else { return 0 };
+        let mut watermark = txns.watermark();
+        if front.ts() > watermark && refresh {
+            watermark = txns.refresh_watermark();
+        }
+        let epoch = EpochGuard::enter();
+        let mut done = 0;
+        while done < budget {
+            match items.front() {
+                Some(item) if item.ts() <= watermark => {
+                    process(txns, catalog, item, watermark, &queue.reclaimed, &epoch);
+                    items.pop_front();
+                    done += 1;
+                }
+                _ => break,
             }
-            _ => break,
+        }
+        queue.publish_front(&items);
+        done
+    }
+
+    /// After draining its own queue, a committer helps drain one other slot's, taking the slots
+    /// in turn. Without help a slot's queue would only shrink when a later transaction of the same
+    /// slot commits; a slot leased to a long or paused transaction would hold its retired items,
+    /// and the index entries and versions they free, for as long as that transaction lives. With
+    /// it, every queue is drained by the commits of all slots, so memory stays bounded by what
+    /// live snapshots need. A queue whose front is not reclaimable yet is skipped without touching
+    /// its lock.
+    pub(crate) fn help_drain(&self, txns: &TxnTable, catalog: &Catalog, own: usize, budget: usize) {
+        let used = txns.used_slots();
+        if used < 2 {
+            return;
+        }
+        let cursor = &self.queues[own].help_cursor;
+        let mut next = (cursor.load(Ordering::Relaxed) + 1) % used;
+        if next == own {
+            next = (next + 1) % used;
+        }
+        cursor.store(next, Ordering::Relaxed);
+        if self.queues[next].front.load(Ordering::Acquire) <= txns.watermark() {
+            self.drain_slot(txns, catalog, next, budget, false);
         }
     }
-    publish_front(slot, &queue);
-    done
-}
 
-/// After draining its own queue, a committer helps drain one other slot's, taking the slots in
-/// turn. Without help a slot's queue would only shrink when a later transaction of the same slot
-/// commits; a slot leased to a long or paused transaction would hold its retired items, and the
-/// index entries and versions they free, for as long as that transaction lives. With it, every
-/// queue is drained by the commits of all slots, so memory stays bounded by what live snapshots
-/// need. A queue whose front is not reclaimable yet is skipped without touching its lock.
-pub(crate) fn help_drain(txns: &TxnTable, catalog: &Catalog, own: usize, budget: usize) {
-    let used = txns.used_slots().len();
-    if used < 2 {
-        return;
+    /// Drains every slot's queue as far as the current watermark allows.
+    pub(crate) fn collect_all(&self, txns: &TxnTable, catalog: &Catalog) -> usize {
+        txns.refresh_watermark();
+        let mut total = 0;
+        for slot in 0..txns.used_slots() {
+            let region = NoPreemptGuard::new();
+            // Wait for a concurrent drainer rather than skipping its slot. The drainer is inside a
+            // region, hence running, and done in microseconds.
+            drop(self.queues[slot].items.lock(&region));
+            total += self.drain_slot(txns, catalog, slot, usize::MAX, false);
+        }
+        total
     }
-    let cursor = &txns.slot(own).help_cursor;
-    let mut next = (cursor.load(Ordering::Relaxed) + 1) % used;
-    if next == own {
-        next = (next + 1) % used;
-    }
-    cursor.store(next, Ordering::Relaxed);
-    if txns.slot(next).retired_front.load(Ordering::Acquire) <= txns.watermark() {
-        drain_slot(txns, catalog, next, budget, false);
-    }
-}
-
-/// Drains every slot's queue as far as the current watermark allows.
-pub(crate) fn collect_all(txns: &TxnTable, catalog: &Catalog) -> usize {
-    txns.refresh_watermark();
-    let mut total = 0;
-    for i in 0..txns.used_slots().len() {
-        let region = NoPreemptGuard::new();
-        // Wait for a concurrent drainer rather than skipping its slot. The drainer is inside a
-        // region, hence running, and done in microseconds.
-        drop(txns.slot(i).retired.lock(&region));
-        total += drain_slot(txns, catalog, i, usize::MAX, false);
-    }
-    total
 }
 
 /// What a full walk over every record and index entry found.
@@ -305,12 +347,11 @@ pub(crate) fn census(table: &Table, watermark: u64, out: &mut VersionCensus) {
     let guard = epoch.guard();
     for oid in 0..table.records.oid_limit() {
         let _region = NoPreemptGuard::new();
-        let mut ptr = table.records.slot(oid).load(Ordering::Acquire, guard);
         // Versions below the newest one every snapshot sees are garbage, except the deleted row
         // under a deletion marker, which is kept until the record's keys are removed.
         let mut needed_below: Option<u64> = None;
         let mut newest_committed: Option<bool> = None;
-        while let Some(v) = ptr.as_ref() {
+        for v in Chain::at(table.records.slot(oid), guard) {
             out.linked_versions += 1;
             let stamp = v.stamp.load(Ordering::Acquire);
             match needed_below {
@@ -327,7 +368,6 @@ pub(crate) fn census(table: &Table, watermark: u64, out: &mut VersionCensus) {
             if is_committed(stamp) && newest_committed.is_none() {
                 newest_committed = Some(v.is_deleted());
             }
-            ptr = v.next.load(Ordering::Acquire, guard);
         }
         if newest_committed == Some(false) {
             out.live_records += 1;

@@ -21,11 +21,8 @@ use std::ops::Bound;
 
 use crate::error::{Error, Result};
 use crate::row::RowRef;
-use crate::schema::ColumnType;
+use crate::schema::{ColumnType, MAX_KEY_LEN};
 use crate::value::Value;
-
-/// Largest encoded key, in bytes.
-pub const MAX_KEY_LEN: usize = 255;
 
 /// An encoded key, built on the stack.
 #[derive(Clone)]

@@ -35,9 +35,12 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod catalog;
 mod db;
+mod engine;
 mod epoch;
 mod error;
+mod footprint;
 mod gc;
 mod index;
 mod key;
@@ -48,15 +51,17 @@ mod schema;
 mod table;
 mod txn;
 mod value;
+mod writeset;
 
-pub use db::{Attempts, Database, EngineStats, MAX_TABLES, Options, RetryPolicy};
+pub use catalog::MAX_TABLES;
+pub use db::{Attempts, Database, EngineStats, Options, RetryPolicy};
 pub use error::{AbortReason, Error, Result};
 pub use gc::VersionCensus;
-pub use key::{KeyBuf, KeyBuilder, KeyRange, MAX_KEY_LEN};
+pub use key::{KeyBuf, KeyBuilder, KeyRange};
 pub use mvcc::MAX_TRANSACTION_SLOTS;
 pub use row::{Row, RowBuilder, RowLayout, RowMut, RowRef};
 pub use schema::{
-    Column, ColumnType, IndexDef, MAX_COLUMNS, MAX_ROW_LEN, SchemaError, TableSchema,
+    Column, ColumnType, IndexDef, MAX_COLUMNS, MAX_KEY_LEN, MAX_ROW_LEN, SchemaError, TableSchema,
     TableSchemaBuilder,
 };
 pub use table::{IndexId, Table, TableId};

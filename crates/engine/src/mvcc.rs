@@ -22,19 +22,55 @@
 //! The watermark is the oldest snapshot any live transaction may still read from. Versions superseded
 //! at or before it are unreachable for everyone and can be unlinked.
 //!
+//! # A worked example
+//!
+//! Record `a` holds 1, committed at timestamp 3 (the clock is at 3). `L` is a low-priority
+//! transaction, `U` an urgent one that preempts it on the same worker, `R` a reader elsewhere.
+//!
+//! ```text
+//! time  L (low)                     U (urgent)                   R (reader)       a's chain
+//! ----  --------------------------  ---------------------------  ---------------  ----------------
+//!  1    begin: S=3, slot 0 Active                                                 [1 @3]
+//!  2    update a := 10 (buffered                                                  [1 @3]
+//!       in L's write set only)
+//!  3    -- preempted --             begin: S=3                                    [1 @3]
+//!  4                                update a := 2 (buffered)     begin: S=3       [1 @3]
+//!  5                                commit: install a pending                     [2 P1, 1 @3]
+//!                                   version (slot 1 Active)
+//!  6                                Precommit, draw ts=4,        read a: P1 is    [2 P1, 1 @3]
+//!                                   Committing(4)                Committing(4),
+//!                                                                4 > S: skip,
+//!                                                                reads 1
+//!  7                                stamp 4, Committed, end                       [2 @4, 1 @3]
+//!  8    -- resumes --                                                             [2 @4, 1 @3]
+//!  9    commit: head @4 > S=3:                                                    [2 @4, 1 @3]
+//!       Conflict, nothing was
+//!       installed, retry
+//! 10                                                             end; watermark   [2 @4]
+//!                                                                now 4: the
+//!                                                                collector
+//!                                                                unlinks 1 @3
+//! ```
+//!
+//! - Step 3: `L` is paused holding nothing (its write is only in its write set), so `U` neither
+//!   waits nor aborts. Had `L` installed its version at step 2 (a write lock), `U` would have met
+//!   an `Active` pending version and could never commit while `L` stays paused.
+//! - Step 6: had `R` begun after step 6 (`S=4`), it would have waited the few instructions until
+//!   `U` stamped its version, then read 2: a snapshot never misses a commit ordered before it.
+//! - Step 9: first committer wins; the loser is the transaction that was paused, which is what
+//!   priority scheduling wants. Under serializable isolation `L` would also fail if it had only
+//!   read `a` (validation at commit: `a` changed between its snapshot and its timestamp).
+//!
 //! This module must never block except in those bounded commit waits, and never allocate on the read
 //! path.
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use overtake_runtime::{CachePadded, NoPreemptGuard, RegionMutex};
+use overtake_runtime::{CachePadded, NoPreemptGuard};
 use sdd::{AtomicShared, Guard};
 
 use crate::error::{Error, Result};
-use crate::gc::Retired;
-use crate::record::Version;
-use crate::txn::TxnBuffers;
+use crate::record::{Chain, Version};
 
 /// Stamp bit marking an uncommitted version.
 pub(crate) const PENDING: u64 = 1 << 63;
@@ -68,40 +104,16 @@ fn decode(stamp: u64) -> (usize, u64) {
     )
 }
 
-/// Per-slot counters, summed into database statistics. Each slot is written by one transaction at a
-/// time, so these never bounce between cores.
-#[derive(Default)]
-pub(crate) struct SlotCounters {
-    pub(crate) versions_created: AtomicU64,
-    pub(crate) versions_reclaimed: AtomicU64,
-}
-
-impl SlotCounters {
-    pub(crate) fn add_created(&self, n: u64) {
-        self.versions_created.fetch_add(n, Ordering::Relaxed);
-    }
-    pub(crate) fn add_reclaimed(&self, n: u64) {
-        self.versions_reclaimed.fetch_add(n, Ordering::Relaxed);
-    }
-}
-
-/// One transaction slot: the state other transactions consult to resolve its pending versions, its
-/// published snapshot (for the watermark), and the queue of versions it retired.
+/// One transaction slot: the state other transactions consult to resolve its pending versions,
+/// and its published snapshot (for the watermark).
 pub(crate) struct TxnSlot {
     /// `generation << 8 | status`.
     state: AtomicU64,
     commit_ts: AtomicU64,
     snapshot: AtomicU64,
-    /// Retired versions and keys waiting for the watermark; pushed in commit order.
-    pub(crate) retired: RegionMutex<VecDeque<Retired>>,
-    /// Timestamp of the front of `retired` (`u64::MAX` when empty), written under its lock: lets
-    /// other committers see whether the queue has anything reclaimable without taking the lock.
-    pub(crate) retired_front: AtomicU64,
-    /// The slot whose queue this slot's committers helped drain last (see `gc::help_drain`).
-    pub(crate) help_cursor: AtomicUsize,
-    /// Bookkeeping buffers, passed from one transaction of the slot to the next.
-    pub(crate) buffers: RegionMutex<TxnBuffers>,
-    pub(crate) counters: SlotCounters,
+    /// Versions created by this slot's transactions, summed into database statistics. Each slot
+    /// is written by one transaction at a time, so this never bounces between cores.
+    versions_created: AtomicU64,
 }
 
 /// What a reader learns about a pending stamp.
@@ -160,11 +172,7 @@ impl TxnTable {
                     state: AtomicU64::new(STATUS_FREE),
                     commit_ts: AtomicU64::new(0),
                     snapshot: AtomicU64::new(u64::MAX),
-                    retired: RegionMutex::new(VecDeque::new()),
-                    retired_front: AtomicU64::new(u64::MAX),
-                    help_cursor: AtomicUsize::new(0),
-                    buffers: RegionMutex::new(TxnBuffers::default()),
-                    counters: SlotCounters::default(),
+                    versions_created: AtomicU64::new(0),
                 })
             })
             .collect();
@@ -190,13 +198,25 @@ impl TxnTable {
         self.slots.len()
     }
 
-    pub(crate) fn slot(&self, index: usize) -> &TxnSlot {
-        &self.slots[index]
+    /// How many slots have ever been used (the others have nothing to report): slots
+    /// `0..used_slots()`.
+    pub(crate) fn used_slots(&self) -> usize {
+        self.high_water.load(Ordering::Acquire)
     }
 
-    /// Slots that have ever been used (the others have nothing to report).
-    pub(crate) fn used_slots(&self) -> &[CachePadded<TxnSlot>] {
-        &self.slots[..self.high_water.load(Ordering::Acquire)]
+    /// Counts `n` versions created by the transaction holding `lease`.
+    pub(crate) fn add_created(&self, lease: &Lease, n: u64) {
+        self.slots[lease.slot]
+            .versions_created
+            .fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Versions created so far.
+    pub(crate) fn versions_created(&self) -> u64 {
+        self.slots
+            .iter()
+            .map(|s| s.versions_created.load(Ordering::Relaxed))
+            .sum()
     }
 
     /// The latest commit timestamp handed out.
@@ -288,7 +308,7 @@ impl TxnTable {
     /// Computes the watermark: no live transaction reads below it.
     pub(crate) fn refresh_watermark(&self) -> u64 {
         let mut min = self.clock.load(Ordering::SeqCst);
-        for slot in self.used_slots() {
+        for slot in &self.slots[..self.used_slots()] {
             min = min.min(slot.snapshot.load(Ordering::SeqCst));
         }
         self.cached_watermark.fetch_max(min, Ordering::AcqRel);
@@ -379,23 +399,18 @@ impl TxnTable {
         reader: Reader,
         guard: &'g Guard,
     ) -> Option<&'g Version> {
-        let mut ptr = head.load(Ordering::Acquire, guard);
-        while let Some(v) = ptr.as_ref() {
+        Chain::at(head, guard).find(|v| {
             let stamp = v.stamp.load(Ordering::Acquire);
             if stamp == reader.me {
-                return Some(v);
+                return true;
             }
             let ts = if is_committed(stamp) {
                 Some(stamp)
             } else {
                 self.settled_stamp(v, reader.snapshot)
             };
-            if matches!(ts, Some(ts) if ts <= reader.snapshot) {
-                return Some(v);
-            }
-            ptr = v.next.load(Ordering::Acquire, guard);
-        }
-        None
+            matches!(ts, Some(ts) if ts <= reader.snapshot)
+        })
     }
 
     /// Serializable validation of one record: true if no other transaction committed a version of it
@@ -408,17 +423,16 @@ impl TxnTable {
         commit_ts: u64,
         guard: &Guard,
     ) -> bool {
-        let mut ptr = head.load(Ordering::Acquire, guard);
-        while let Some(v) = ptr.as_ref() {
-            if v.stamp.load(Ordering::Acquire) != me {
-                match self.settled_stamp(v, commit_ts) {
-                    // Serialized after us, or never visible: irrelevant.
-                    Some(ts) if ts > commit_ts => {}
-                    None => {}
-                    Some(ts) => return ts <= snapshot,
-                }
+        for v in Chain::at(head, guard) {
+            if v.stamp.load(Ordering::Acquire) == me {
+                continue;
             }
-            ptr = v.next.load(Ordering::Acquire, guard);
+            match self.settled_stamp(v, commit_ts) {
+                // Serialized after us, or never visible: irrelevant.
+                Some(ts) if ts > commit_ts => {}
+                None => {}
+                Some(ts) => return ts <= snapshot,
+            }
         }
         true
     }

@@ -1,4 +1,6 @@
-//! Record storage: every record of a table has a stable object id (OID) naming a slot that holds the
+//! Record storage: versions, the chains they form, and the slots that hold each chain's head.
+//!
+//! Every record of a table has a stable object id (OID) naming a slot that holds the
 //! head of its version chain. Indexes map keys to OIDs, so secondary indexes never need to change
 //! when a record is updated, and a record's chain can be replaced without touching any index.
 //!
@@ -14,7 +16,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use overtake_runtime::{NoPreemptGuard, RegionMutex, RegionOnceLock};
-use sdd::{AtomicShared, Tag};
+use sdd::{AtomicShared, Guard, Tag};
 
 /// Object id of a record within its table.
 pub(crate) type Oid = u64;
@@ -38,6 +40,52 @@ impl Version {
     #[inline]
     pub(crate) fn is_deleted(&self) -> bool {
         self.row.is_empty()
+    }
+
+    /// The version below this one.
+    #[inline]
+    pub(crate) fn older<'g>(&self, guard: &'g Guard) -> Option<&'g Version> {
+        self.next.load(Ordering::Acquire, guard).as_ref()
+    }
+}
+
+/// The versions of a chain, newest first: the one way every module walks a record's history.
+/// Items stay readable while `guard` is held, even if a writer or the collector unlinks them
+/// meanwhile (they are freed only after every guard that could see them is gone).
+#[derive(Clone)]
+pub(crate) struct Chain<'g> {
+    next: Option<&'g Version>,
+    guard: &'g Guard,
+}
+
+impl<'g> Chain<'g> {
+    /// The chain whose head is in `head` (a record's slot).
+    #[inline]
+    pub(crate) fn at(head: &AtomicShared<Version>, guard: &'g Guard) -> Self {
+        Chain {
+            next: head.load(Ordering::Acquire, guard).as_ref(),
+            guard,
+        }
+    }
+
+    /// The chain starting at `version` (inclusive).
+    #[inline]
+    pub(crate) fn from(version: Option<&'g Version>, guard: &'g Guard) -> Self {
+        Chain {
+            next: version,
+            guard,
+        }
+    }
+}
+
+impl<'g> Iterator for Chain<'g> {
+    type Item = &'g Version;
+
+    #[inline]
+    fn next(&mut self) -> Option<&'g Version> {
+        let version = self.next?;
+        self.next = version.older(self.guard);
+        Some(version)
     }
 }
 

@@ -9,8 +9,10 @@ use std::collections::HashSet;
 
 use thiserror::Error;
 
-use crate::key::MAX_KEY_LEN;
 use crate::value::MAX_DECIMAL_PRECISION;
+
+/// Largest encoded key, in bytes (a schema whose keys could be longer is refused).
+pub const MAX_KEY_LEN: usize = 255;
 
 /// Largest encoded row, in bytes (row offsets are 16-bit).
 pub const MAX_ROW_LEN: usize = u16::MAX as usize;

@@ -7,13 +7,11 @@
 //! A table without a declared primary key uses its records' OIDs as hidden row ids: unique while the
 //! record lives, and only reused after the old key has left every index.
 
-use std::sync::atomic::Ordering;
-
 use sdd::Guard;
 
 use crate::index::OrderedIndex;
 use crate::key::{KeyBuf, KeyBuilder};
-use crate::record::{Oid, RecordStore};
+use crate::record::{Chain, Oid, RecordStore};
 use crate::row::{RowBuilder, RowLayout, RowRef};
 use crate::schema::{ColumnType, TableSchema};
 
@@ -218,21 +216,17 @@ impl Table {
         oid: Oid,
         guard: &Guard,
     ) -> bool {
-        let mut ptr = self.records.slot(oid).load(Ordering::Acquire, guard);
-        while let Some(v) = ptr.as_ref() {
-            if !v.is_deleted() {
-                let row = self.row(&v.row);
-                let carried = match index {
-                    IndexRef::Primary => self.primary_key(&row, oid),
-                    IndexRef::Secondary(i) => self.secondary_key(i, &row, oid),
-                };
-                if carried.as_bytes() == key {
-                    return true;
-                }
+        Chain::at(self.records.slot(oid), guard).any(|v| {
+            if v.is_deleted() {
+                return false;
             }
-            ptr = v.next.load(Ordering::Acquire, guard);
-        }
-        false
+            let row = self.row(&v.row);
+            let carried = match index {
+                IndexRef::Primary => self.primary_key(&row, oid),
+                IndexRef::Secondary(i) => self.secondary_key(i, &row, oid),
+            };
+            carried.as_bytes() == key
+        })
     }
 }
 

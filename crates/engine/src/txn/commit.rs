@@ -11,15 +11,16 @@ use std::sync::atomic::Ordering;
 use overtake_runtime::NoPreemptGuard;
 use sdd::{Guard, Tag};
 
-use super::writeset::Target;
-use super::{State, Transaction, Write, WriteKind};
-use crate::db::Catalog;
+use super::{State, Transaction};
+use crate::catalog::Catalog;
 use crate::epoch::EpochGuard;
 use crate::error::{AbortReason, Error, Result};
+use crate::footprint::{Write, WriteKind};
 use crate::gc::{self, Retired};
 use crate::index::ScanBatch;
 use crate::mvcc::{ABORTED_STAMP, is_committed};
-use crate::record::DEAD;
+use crate::record::{Chain, DEAD};
+use crate::writeset::Target;
 
 /// How many retired items a commit processes per write it made (plus a constant), so that
 /// reclamation keeps up with the rate at which versions are created.
@@ -46,35 +47,38 @@ impl Transaction<'_> {
         if let Err(reason) = self.install_all(&epoch) {
             return Err(self.fail_commit(epoch, reason));
         }
-        let txns = self.db.txns();
+        let txns = &self.engine.txns;
         let ts = txns.start_commit(&self.lease);
         if self.serializable() && !self.validate(ts) {
             return Err(self.fail_commit(epoch, AbortReason::Validation));
         }
         let guard = epoch.guard();
-        let (catalog, me) = (self.db.catalog(), self.lease.stamp);
+        let (catalog, me) = (&self.engine.catalog, self.lease.stamp);
         let (writes, stale) = (&self.buf.writes, &mut self.buf.stale_keys);
-        gc::retire(txns, self.lease.slot, &region, |queue| {
-            for w in writes {
-                if let Some(item) = stamp_record(catalog, w, me, ts, guard) {
-                    queue.push_back(item);
+        self.engine
+            .collector
+            .retire(self.lease.slot, &region, |queue| {
+                for w in writes {
+                    if let Some(item) = stamp_record(catalog, w, me, ts, guard) {
+                        queue.push_back(item);
+                    }
                 }
-            }
-            for s in stale.drain(..) {
-                queue.push_back(Retired::StaleKey {
-                    table: s.table,
-                    index: s.index,
-                    key: s.key,
-                    oid: s.oid,
-                    ts,
-                });
-            }
-        });
+                for s in stale.drain(..) {
+                    queue.push_back(Retired::StaleKey {
+                        table: s.table,
+                        index: s.index,
+                        key: s.key,
+                        oid: s.oid,
+                        ts,
+                    });
+                }
+            });
         txns.set_outcome(&self.lease, true);
         drop(epoch);
         let budget = GC_ITEMS_BASE + GC_ITEMS_PER_WRITE * self.buf.writes.len();
-        gc::drain_slot(txns, self.db.catalog(), self.lease.slot, budget, true);
-        gc::help_drain(txns, self.db.catalog(), self.lease.slot, budget);
+        let (collector, catalog) = (&self.engine.collector, &self.engine.catalog);
+        collector.drain_slot(txns, catalog, self.lease.slot, budget, true);
+        collector.help_drain(txns, catalog, self.lease.slot, budget);
         self.finish(State::Committed);
         Ok(())
     }
@@ -105,11 +109,11 @@ impl Transaction<'_> {
 
     /// Unlinks every pending version and removes every index entry this transaction added.
     fn undo(&mut self) {
-        let txns = self.db.txns();
+        let txns = &self.engine.txns;
         txns.set_outcome(&self.lease, false);
         let epoch = EpochGuard::enter();
         let guard = epoch.guard();
-        let catalog = self.db.catalog();
+        let catalog = &self.engine.catalog;
         let mut uncovered = Vec::new();
         for w in self.buf.writes.iter().rev() {
             let slot = catalog.recorded(w.table).records.slot(w.oid);
@@ -151,9 +155,9 @@ impl Transaction<'_> {
         }
         if !uncovered.is_empty() {
             let region = NoPreemptGuard::new();
-            gc::retire(txns, self.lease.slot, &region, |queue| {
-                queue.extend(uncovered)
-            });
+            self.engine
+                .collector
+                .retire(self.lease.slot, &region, |queue| queue.extend(uncovered));
         }
         // Our versions are unlinked: an entry we added is needed by no one; one we reused is
         // needed only if an older version still carries its key.
@@ -178,25 +182,25 @@ impl Transaction<'_> {
         // OIDs allocated for inserts that were never installed go back at once: nobody saw them.
         for e in self.buf.ws.entries() {
             if e.target == (Target::Fresh { unpublished: true }) {
-                self.db
-                    .catalog()
+                self.engine
+                    .catalog
                     .recorded(e.table)
                     .records
                     .release_unpublished(e.oid);
             }
         }
-        self.return_buffers();
-        self.db.txns().end(&self.lease);
+        self.return_footprint();
+        self.engine.txns.end(&self.lease);
     }
 
     /// True if nothing this transaction read or scanned was changed by a transaction that committed
     /// after its snapshot and before `ts`.
     fn validate(&mut self, ts: u64) -> bool {
-        let txns = self.db.txns();
+        let txns = &self.engine.txns;
         let (me, snapshot) = (self.lease.stamp, self.lease.snapshot);
         let epoch = EpochGuard::enter();
         let guard = epoch.guard();
-        let catalog = self.db.catalog();
+        let catalog = &self.engine.catalog;
         let unchanged = |table: &crate::table::Table, oid, guard: &Guard| {
             txns.unchanged_between(table.records.slot(oid), me, snapshot, ts, guard)
         };
@@ -227,29 +231,21 @@ impl Transaction<'_> {
 /// write entry (`None` for the others); what it retires follows from its head, whatever the
 /// writes were: a deletion marker retires the record, an older version below is superseded.
 fn stamp_record(catalog: &Catalog, w: &Write, me: u64, ts: u64, guard: &Guard) -> Option<Retired> {
-    let head = catalog
-        .recorded(w.table)
-        .records
-        .slot(w.oid)
-        .load(Ordering::Acquire, guard);
-    let mut ptr = head;
-    while let Some(v) = ptr.as_ref() {
-        if v.stamp.load(Ordering::Relaxed) != me {
-            break;
-        }
+    let head = catalog.recorded(w.table).records.slot(w.oid);
+    let newest = head.load(Ordering::Acquire, guard).as_ref()?;
+    let mut stamped = false;
+    for v in Chain::from(Some(newest), guard).take_while(|v| v.stamp.load(Ordering::Relaxed) == me)
+    {
         v.stamp.store(ts, Ordering::Release);
-        ptr = v.next.load(Ordering::Acquire, guard);
+        stamped = true;
     }
-    if ptr == head {
+    if !stamped {
         return None;
     }
-    let Some(newest) = head.as_ref() else {
-        unreachable!("a record this transaction wrote has its version at the head");
-    };
     let (table, oid) = (w.table, w.oid);
     if newest.is_deleted() {
         Some(Retired::Deleted { table, oid, ts })
-    } else if !newest.next.load(Ordering::Acquire, guard).is_null() {
+    } else if newest.older(guard).is_some() {
         Some(Retired::Superseded { table, oid, ts })
     } else {
         None

@@ -18,14 +18,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use overtake_runtime::NoPreemptGuard;
 use sdd::{AtomicShared, Guard, Ptr, Shared, Tag};
 
-use super::writeset::{Buffered, Target};
-use super::{NewKey, StaleKey, Transaction, Write, WriteKind};
+use super::Transaction;
 use crate::epoch::EpochGuard;
 use crate::error::AbortReason;
+use crate::footprint::{NewKey, StaleKey, Write, WriteKind};
 use crate::key::{IndexKey, KeyBuf};
 use crate::mvcc::HeadCheck;
 use crate::record::{DEAD, Oid, Version};
 use crate::table::{IndexRef, Table};
+use crate::writeset::{Buffered, Target};
 
 /// The state of a record's head, from a writer's point of view.
 pub(super) enum Head<'g> {
@@ -49,7 +50,7 @@ impl Transaction<'_> {
             let Some(v) = head.as_ref() else {
                 return Ok(Head::Missing);
             };
-            match self.db.txns().check_writable(v, self.reader()) {
+            match self.engine.txns.check_writable(v, self.reader()) {
                 HeadCheck::Writable => return Ok(Head::Writable(head, v)),
                 HeadCheck::Conflict => return Err(AbortReason::Conflict),
                 HeadCheck::Retry => std::hint::spin_loop(),
@@ -76,7 +77,7 @@ impl Transaction<'_> {
         if !e.changes_anything() {
             return Ok(());
         }
-        let table = self.db.catalog().recorded(e.table);
+        let table = &self.engine.catalog.recorded(e.table);
         let row = e.row.take();
         match e.target {
             Target::Existing { base_live } => {
@@ -127,7 +128,7 @@ impl Transaction<'_> {
         // The row the record had: the head, or the deleted row's image below a deletion marker
         // (kept there until the record's keys are removed).
         let before = if base.is_deleted() {
-            base.next.load(Ordering::Acquire, guard).as_ref()
+            base.older(guard)
         } else {
             Some(base)
         };
@@ -220,7 +221,9 @@ impl Transaction<'_> {
     /// A fresh or recycled OID of `table` for a new record, unpublished until installed.
     pub(super) fn unpublished_oid(&self, table: &Table) -> Oid {
         let region = NoPreemptGuard::new();
-        table.records.allocate(self.db.txns().watermark(), &region)
+        table
+            .records
+            .allocate(self.engine.txns.watermark(), &region)
     }
 
     /// Links a new pending version in front of `expected`. False if the head moved meanwhile.
@@ -252,7 +255,7 @@ impl Transaction<'_> {
             )
             .is_ok();
         if installed {
-            self.db.txns().slot(self.lease.slot).counters.add_created(1);
+            self.engine.txns.add_created(&self.lease, 1);
         }
         installed
     }

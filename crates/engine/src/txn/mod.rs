@@ -21,21 +21,19 @@ mod commit;
 mod install;
 mod scan;
 mod write;
-mod writeset;
 
-use overtake_runtime::NoPreemptGuard;
 use overtake_runtime::preempt::record_access;
 use std::ops::{Bound, ControlFlow};
 
-use crate::db::Database;
+use crate::engine::Engine;
 use crate::epoch::EpochGuard;
 use crate::error::{AbortReason, Error, Result};
-use crate::index::ScanBatch;
-use crate::key::{IndexKey, KeyBuf, KeyRange};
+use crate::footprint::{Footprint, ScannedRange};
+use crate::key::{KeyBuf, KeyRange};
 use crate::mvcc::{Lease, Reader};
 use crate::record::{Oid, Version};
 use crate::row::RowRef;
-use crate::table::{IndexId, IndexRef, Table, TableId};
+use crate::table::{IndexId, IndexRef, Table};
 
 /// How urgent a transaction is. The engine records it; schedulers act on it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -105,133 +103,44 @@ enum State {
     Aborted(Option<AbortReason>),
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum WriteKind {
-    /// A new record (new OID): rolling back kills the record.
-    FreshInsert,
-    /// A new version over an existing record (update, or insert over a deleted row).
-    Overwrite,
-    /// A deletion marker.
-    Delete,
-}
-
-struct Write {
-    table: TableId,
-    oid: Oid,
-    kind: WriteKind,
-}
-
-/// An index entry this transaction added or reused (removed again on rollback if no version
-/// needs it).
-struct NewKey {
-    table: TableId,
-    index: IndexRef,
-    key: IndexKey,
-    oid: Oid,
-    /// False if the entry was there already (an older version of the record carries the same
-    /// key) and this transaction reused it: rollback removes it only if no version carries it.
-    added: bool,
-}
-
-/// A secondary-index entry this transaction's update made stale (retired at commit).
-struct StaleKey {
-    table: TableId,
-    index: usize,
-    key: IndexKey,
-    oid: Oid,
-}
-
-/// A scanned range, re-checked at commit under serializable isolation. Its bounds' bytes live in
-/// the transaction's key arena, so recording a range never allocates.
-struct ScannedRange {
-    table: TableId,
-    index: IndexRef,
-    lower: Bound<(u32, u32)>,
-    upper: Bound<(u32, u32)>,
-}
-
-/// Bookkeeping a transaction accumulates. Each transaction slot keeps one set, handed from each
-/// transaction to the next, so a steady stream of transactions allocates none of it.
-#[derive(Default)]
-pub(crate) struct TxnBuffers {
-    /// Buffered writes, installed at commit.
-    ws: writeset::WriteSet,
-    /// Records whose versions the commit installed (what rollback undoes, what commit stamps).
-    writes: Vec<Write>,
-    new_keys: Vec<NewKey>,
-    stale_keys: Vec<StaleKey>,
-    reads: Vec<(TableId, Oid)>,
-    scans: Vec<ScannedRange>,
-    scan_keys: Vec<u8>,
-    batch: ScanBatch,
-}
-
-/// Entries beyond which a returned buffer is shrunk (a huge transaction should not pin its memory).
-const KEEP_ENTRIES: usize = 4096;
-
-impl TxnBuffers {
-    fn recycle(&mut self) {
-        fn reset<T>(v: &mut Vec<T>) {
-            v.clear();
-            if v.capacity() > KEEP_ENTRIES {
-                v.shrink_to(KEEP_ENTRIES);
-            }
-        }
-        self.ws.clear(KEEP_ENTRIES);
-        reset(&mut self.writes);
-        reset(&mut self.new_keys);
-        reset(&mut self.stale_keys);
-        reset(&mut self.reads);
-        reset(&mut self.scans);
-        reset(&mut self.scan_keys);
-        self.batch.clear();
-    }
-}
-
 /// Rows per index batch in scans. Each batch is one short non-preemptible region.
 const SCAN_BATCH: usize = 64;
 
-/// A transaction. Created by [`Database::begin`]; ends with [`commit`](Self::commit),
+/// A transaction. Created by [`Database::begin`](crate::Database::begin); ends with [`commit`](Self::commit),
 /// [`abort`](Self::abort), or when dropped (which rolls back).
 pub struct Transaction<'db> {
-    db: &'db Database,
+    engine: &'db Engine,
     lease: Lease,
     priority: Priority,
     isolation: Isolation,
     state: State,
-    buf: TxnBuffers,
+    buf: Footprint,
     /// A promoted attempt: reserves the records it writes as it goes (see `Database::run`).
     reserving: bool,
 }
 
 impl<'db> Transaction<'db> {
     pub(crate) fn new(
-        db: &'db Database,
+        engine: &'db Engine,
         lease: Lease,
         priority: Priority,
         isolation: Isolation,
     ) -> Self {
-        let buf = {
-            let region = NoPreemptGuard::new();
-            std::mem::take(&mut *db.txns().slot(lease.slot).buffers.lock(&region))
-        };
         Transaction {
-            db,
+            buf: engine.footprints.take(lease.slot),
+            engine,
             lease,
             priority,
             isolation,
             state: State::Active,
-            buf,
             reserving: false,
         }
     }
 
-    /// Hands the bookkeeping buffers back to the slot (before the slot is released).
-    fn return_buffers(&mut self) {
-        let mut buf = std::mem::take(&mut self.buf);
-        buf.recycle();
-        let region = NoPreemptGuard::new();
-        *self.db.txns().slot(self.lease.slot).buffers.lock(&region) = buf;
+    /// Hands the footprint back to the slot's pool (before the slot is released).
+    fn return_footprint(&mut self) {
+        let footprint = std::mem::take(&mut self.buf);
+        self.engine.footprints.give_back(self.lease.slot, footprint);
     }
 
     /// Records a scanned range for validation, copying its bounds into the key arena.
@@ -299,7 +208,7 @@ impl<'db> Transaction<'db> {
     /// Checks that the transaction is active and `table` belongs to its database.
     fn check(&self, table: &Table) -> Result<()> {
         self.check_active()?;
-        if table.database() != self.db.id() {
+        if table.database() != self.engine.id {
             return Err(Error::ForeignTable(table.name().to_owned()));
         }
         Ok(())
@@ -342,8 +251,8 @@ impl<'db> Transaction<'db> {
     }
 
     fn visible<'g>(&self, table: &Table, oid: Oid, guard: &'g sdd::Guard) -> Option<&'g Version> {
-        self.db
-            .txns()
+        self.engine
+            .txns
             .visible(table.records.slot(oid), self.reader(), guard)
     }
 

@@ -77,7 +77,7 @@ impl Transaction<'_> {
                     continue;
                 }
                 let slot = table.records.slot(oid);
-                let Some(v) = self.db.txns().visible(slot, reader, guard) else {
+                let Some(v) = self.engine.txns.visible(slot, reader, guard) else {
                     continue;
                 };
                 if v.is_deleted() {

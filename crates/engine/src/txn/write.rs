@@ -9,15 +9,16 @@
 use overtake_runtime::preempt::record_access;
 use sdd::{Guard, Ptr};
 
+use super::Transaction;
 use super::install::Head;
-use super::writeset::{Buffered, Target};
-use super::{Transaction, WriteKind};
 use crate::epoch::EpochGuard;
 use crate::error::{AbortReason, Error, Result};
+use crate::footprint::WriteKind;
 use crate::key::{IndexKey, KeyBuf};
 use crate::record::{Oid, Version};
 use crate::row::{Row, RowMut, RowRef};
 use crate::table::{IndexRef, Table};
+use crate::writeset::{Buffered, Target};
 
 /// What a point write found under its key in the snapshot.
 enum Found<'g> {

@@ -1,0 +1,79 @@
+//! The catalog: a database's tables, by id and by name.
+//!
+//! Lookups by id are what commit, rollback and the collector use, inside non-preemptible regions:
+//! they take no lock (each id's cell is written once). Names go through a region latch, taken only
+//! when tables are created or looked up by name. Must never hand out a table of another database.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use overtake_runtime::{NoPreemptGuard, RegionOnceLock, RegionRwLock};
+
+use crate::error::{Error, Result};
+use crate::schema::TableSchema;
+use crate::table::{Table, TableId};
+
+/// Largest number of tables in one database.
+pub const MAX_TABLES: usize = 4096;
+
+/// Tables by id (lock-free lookup, used on commit paths) and by name.
+pub(crate) struct Catalog {
+    tables: Box<[RegionOnceLock<Arc<Table>>]>,
+    names: RegionRwLock<HashMap<String, TableId>>,
+}
+
+impl Catalog {
+    pub(crate) fn new() -> Self {
+        Catalog {
+            tables: (0..MAX_TABLES).map(|_| RegionOnceLock::new()).collect(),
+            names: RegionRwLock::new(HashMap::new()),
+        }
+    }
+
+    /// Creates a table of database `database`.
+    pub(crate) fn create(&self, database: u64, schema: TableSchema) -> Result<Arc<Table>> {
+        let region = NoPreemptGuard::new();
+        let mut names = self.names.write(&region);
+        if names.contains_key(schema.name()) {
+            return Err(Error::TableExists(schema.name().to_owned()));
+        }
+        let id = names.len();
+        if id >= MAX_TABLES {
+            return Err(Error::TooManyTables(MAX_TABLES));
+        }
+        let name = schema.name().to_owned();
+        let table = Arc::new(Table::new(database, id as TableId, schema));
+        // `id` is fresh, so the cell is empty.
+        let _ = self.tables[id].set(&region, Arc::clone(&table));
+        names.insert(name, id as TableId);
+        Ok(table)
+    }
+
+    /// The table called `name`.
+    pub(crate) fn by_name(&self, name: &str) -> Result<Arc<Table>> {
+        let region = NoPreemptGuard::new();
+        let names = self.names.read(&region);
+        names
+            .get(name)
+            .and_then(|&id| self.tables[id as usize].get().cloned())
+            .ok_or_else(|| Error::NoSuchTable(name.to_owned()))
+    }
+
+    /// Every table, in creation order.
+    pub(crate) fn all(&self) -> Vec<Arc<Table>> {
+        self.tables
+            .iter()
+            .map_while(|cell| cell.get().cloned())
+            .collect()
+    }
+
+    pub(crate) fn get(&self, id: TableId) -> Option<&Table> {
+        self.tables.get(id as usize)?.get().map(|t| &**t)
+    }
+
+    /// A table that a transaction of this database recorded; it exists for the database's life.
+    pub(crate) fn recorded(&self, id: TableId) -> &Table {
+        self.get(id)
+            .expect("transactions only record tables of their own database")
+    }
+}

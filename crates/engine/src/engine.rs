@@ -1,0 +1,34 @@
+//! The shared state of one open database, which every transaction of it works on: the commit
+//! clock and transaction slots, the catalog, the collector's retire queues and the pool of
+//! transaction footprints.
+//!
+//! `Database` (the public API) owns one; a `Transaction` borrows it. Keeping it apart from both
+//! is what lets dependencies run one way: `db` -> `txn` -> `engine` -> the parts below.
+
+use crate::catalog::Catalog;
+use crate::footprint::FootprintPool;
+use crate::gc::Collector;
+use crate::mvcc::TxnTable;
+
+pub(crate) struct Engine {
+    /// Identity of the database (so a table of one database is refused by another).
+    pub(crate) id: u64,
+    pub(crate) txns: TxnTable,
+    pub(crate) catalog: Catalog,
+    pub(crate) collector: Collector,
+    pub(crate) footprints: FootprintPool,
+}
+
+impl Engine {
+    pub(crate) fn new(id: u64, max_transactions: usize) -> Self {
+        let txns = TxnTable::new(max_transactions);
+        let slots = txns.capacity();
+        Engine {
+            id,
+            txns,
+            catalog: Catalog::new(),
+            collector: Collector::new(slots),
+            footprints: FootprintPool::new(slots),
+        }
+    }
+}

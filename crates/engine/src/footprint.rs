@@ -1,0 +1,128 @@
+//! A transaction's footprint: what it wrote (its write set), what it installed at commit, the
+//! index entries it added or made stale, and what it read and scanned (validated at commit under
+//! serializable isolation).
+//!
+//! A footprint is private to its transaction and touches no shared state. Each transaction slot
+//! keeps one in the pool, handed from each transaction of the slot to the next, so a steady stream
+//! of transactions allocates none of this bookkeeping.
+
+use std::ops::Bound;
+
+use overtake_runtime::{CachePadded, NoPreemptGuard, RegionMutex};
+
+use crate::index::ScanBatch;
+use crate::key::IndexKey;
+use crate::record::Oid;
+use crate::table::{IndexRef, TableId};
+use crate::writeset::WriteSet;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WriteKind {
+    /// A new record (new OID): rolling back kills the record.
+    FreshInsert,
+    /// A new version over an existing record (update, or insert over a deleted row).
+    Overwrite,
+    /// A deletion marker.
+    Delete,
+}
+
+/// A record whose versions the commit installed.
+pub(crate) struct Write {
+    pub(crate) table: TableId,
+    pub(crate) oid: Oid,
+    pub(crate) kind: WriteKind,
+}
+
+/// An index entry this transaction added or reused (removed again on rollback if no version
+/// needs it).
+pub(crate) struct NewKey {
+    pub(crate) table: TableId,
+    pub(crate) index: IndexRef,
+    pub(crate) key: IndexKey,
+    pub(crate) oid: Oid,
+    /// False if the entry was there already (an older version of the record carries the same
+    /// key) and this transaction reused it: rollback removes it only if no version carries it.
+    pub(crate) added: bool,
+}
+
+/// A secondary-index entry this transaction's update made stale (retired at commit).
+pub(crate) struct StaleKey {
+    pub(crate) table: TableId,
+    pub(crate) index: usize,
+    pub(crate) key: IndexKey,
+    pub(crate) oid: Oid,
+}
+
+/// A scanned range, re-checked at commit under serializable isolation. Its bounds' bytes live in
+/// the transaction's key arena, so recording a range never allocates.
+pub(crate) struct ScannedRange {
+    pub(crate) table: TableId,
+    pub(crate) index: IndexRef,
+    pub(crate) lower: Bound<(u32, u32)>,
+    pub(crate) upper: Bound<(u32, u32)>,
+}
+
+/// Everything one transaction accumulates until it ends.
+#[derive(Default)]
+pub(crate) struct Footprint {
+    /// Buffered writes, installed at commit.
+    pub(crate) ws: WriteSet,
+    /// Records whose versions the commit installed (what rollback undoes, what commit stamps).
+    pub(crate) writes: Vec<Write>,
+    pub(crate) new_keys: Vec<NewKey>,
+    pub(crate) stale_keys: Vec<StaleKey>,
+    pub(crate) reads: Vec<(TableId, Oid)>,
+    pub(crate) scans: Vec<ScannedRange>,
+    pub(crate) scan_keys: Vec<u8>,
+    pub(crate) batch: ScanBatch,
+}
+
+/// Entries beyond which a returned footprint's buffers are shrunk (a huge transaction should not pin its memory).
+const KEEP_ENTRIES: usize = 4096;
+
+impl Footprint {
+    fn recycle(&mut self) {
+        fn reset<T>(v: &mut Vec<T>) {
+            v.clear();
+            if v.capacity() > KEEP_ENTRIES {
+                v.shrink_to(KEEP_ENTRIES);
+            }
+        }
+        self.ws.clear(KEEP_ENTRIES);
+        reset(&mut self.writes);
+        reset(&mut self.new_keys);
+        reset(&mut self.stale_keys);
+        reset(&mut self.reads);
+        reset(&mut self.scans);
+        reset(&mut self.scan_keys);
+        self.batch.clear();
+    }
+}
+
+/// One footprint per transaction slot, lent to the slot's transaction while it runs.
+pub(crate) struct FootprintPool {
+    slots: Box<[CachePadded<RegionMutex<Footprint>>]>,
+}
+
+impl FootprintPool {
+    pub(crate) fn new(slots: usize) -> Self {
+        FootprintPool {
+            slots: (0..slots)
+                .map(|_| CachePadded(RegionMutex::new(Footprint::default())))
+                .collect(),
+        }
+    }
+
+    /// The footprint of slot `slot`, empty, for the transaction that just leased the slot.
+    pub(crate) fn take(&self, slot: usize) -> Footprint {
+        let region = NoPreemptGuard::new();
+        std::mem::take(&mut *self.slots[slot].lock(&region))
+    }
+
+    /// Returns a footprint to slot `slot` (before the slot itself is released), emptied.
+    pub(crate) fn give_back(&self, slot: usize, mut footprint: Footprint) {
+        footprint.recycle();
+        let region = NoPreemptGuard::new();
+        *self.slots[slot].lock(&region) = footprint;
+    }
+}
