@@ -46,13 +46,79 @@ impl<A> RegionAlloc<A> {
 }
 
 /// The allocator binaries built on Overtake should install:
-/// `#[global_allocator] static ALLOC: EngineAllocator = EngineAllocator::new(mimalloc::MiMalloc);`
+/// `#[global_allocator] static ALLOC: EngineAllocator = EngineAllocator::new(Mimalloc);`
 /// is what [`engine_allocator`] returns.
-pub type EngineAllocator = RegionAlloc<mimalloc::MiMalloc>;
+pub type EngineAllocator = RegionAlloc<Mimalloc>;
 
 /// The region-wrapped mimalloc allocator, for `#[global_allocator]` statics.
 pub const fn engine_allocator() -> EngineAllocator {
-    RegionAlloc::new(mimalloc::MiMalloc)
+    RegionAlloc::new(Mimalloc)
+}
+
+/// Alignment every mimalloc block has without asking: its size classes are multiples of the word
+/// size, and blocks of 16 bytes or more are aligned to 16 (`MI_MAX_ALIGN_SIZE`), as C's `malloc`
+/// requires.
+const NATURAL_ALIGN: usize = 8;
+
+/// mimalloc through its plain entry points where the natural alignment suffices.
+///
+/// `mimalloc::MiMalloc` sends every request through `mi_malloc_aligned`, whose fast path needs the
+/// page's next free block to happen to be aligned and whose slow path over-allocates: for the
+/// engine's rows, versions and buffers (alignment 1 or 8) that is ~2x the instructions of
+/// `mi_malloc` per allocation (measured with callgrind on TPC-C New-Order). Larger alignments
+/// still go through the aligned entry points.
+pub struct Mimalloc;
+
+// SAFETY: each method returns memory from mimalloc satisfying `layout`: requests with an alignment
+// of at most `NATURAL_ALIGN` use `mi_malloc`/`mi_zalloc`/`mi_realloc`, whose blocks are always at
+// least that aligned; others use the aligned variants with the requested alignment. `dealloc`
+// hands any of them back to `mi_free`, which accepts every block mimalloc returned.
+unsafe impl GlobalAlloc for Mimalloc {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        use libmimalloc_sys::{mi_malloc, mi_malloc_aligned};
+        let ptr = if layout.align() <= NATURAL_ALIGN {
+            // SAFETY: plain allocation of a non-zero size; see the impl's comment on alignment.
+            unsafe { mi_malloc(layout.size()) }
+        } else {
+            // SAFETY: the alignment is a power of two, as `Layout` guarantees.
+            unsafe { mi_malloc_aligned(layout.size(), layout.align()) }
+        };
+        ptr.cast()
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        use libmimalloc_sys::{mi_zalloc, mi_zalloc_aligned};
+        let ptr = if layout.align() <= NATURAL_ALIGN {
+            // SAFETY: as in `alloc`.
+            unsafe { mi_zalloc(layout.size()) }
+        } else {
+            // SAFETY: as in `alloc`.
+            unsafe { mi_zalloc_aligned(layout.size(), layout.align()) }
+        };
+        ptr.cast()
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {
+        // SAFETY: `ptr` was returned by one of this allocator's methods, all of which use mimalloc.
+        unsafe { libmimalloc_sys::mi_free(ptr.cast()) }
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        use libmimalloc_sys::{mi_realloc, mi_realloc_aligned};
+        let ptr = if layout.align() <= NATURAL_ALIGN {
+            // SAFETY: `ptr` is a live block of this allocator; the new block keeps the natural
+            // alignment, which covers `layout.align()`.
+            unsafe { mi_realloc(ptr.cast(), new_size) }
+        } else {
+            // SAFETY: `ptr` is a live block of this allocator; the alignment is kept.
+            unsafe { mi_realloc_aligned(ptr.cast(), new_size, layout.align()) }
+        };
+        ptr.cast()
+    }
 }
 
 // SAFETY: every method forwards its arguments unchanged to the inner allocator and returns its result

@@ -36,7 +36,7 @@ pub mod region_lock;
 pub mod simd;
 pub mod worker;
 
-pub use alloc::{EngineAllocator, RegionAlloc, engine_allocator};
+pub use alloc::{EngineAllocator, Mimalloc, RegionAlloc, engine_allocator};
 pub use context::{Context, Suspender};
 pub use padded::CachePadded;
 pub use region::NoPreemptGuard;
