@@ -9,7 +9,7 @@
 //! latency turn them off; this module is how.
 //!
 //! The allocator has the same problem the other way round: mimalloc returns freed memory to the
-//! kernel (`madvise(MADV_DONTNEED)`, 64 KiB at a time) a second after it was freed, and does it in
+//! kernel (`madvise(MADV_DONTNEED)`, 64 KiB at a time) shortly after it was freed, and does it in
 //! one burst in whichever thread next allocates. With Query 2 freeing megabytes per run, strace
 //! showed bursts of ~1,800 such calls in one thread, and the transaction that triggered one spent
 //! 20-40 ms in the kernel (getrusage: stime 39 ms of a 42 ms New-Order). A main-memory database
@@ -21,12 +21,13 @@ use std::io;
 
 use libmimalloc_sys::{mi_option_get, mi_option_set, mi_option_t};
 
-/// `mi_option_purge_delay` in mimalloc v3's `mi_option_e` (libmimalloc-sys names no constant for
-/// it): milliseconds between freeing memory and returning it to the kernel; -1 never returns it.
+/// `mi_option_purge_delay` in the `mi_option_e` of mimalloc v2 (the version linked; v3 has it at the
+/// same position, and libmimalloc-sys names no constant for it): milliseconds between freeing
+/// memory and returning it to the kernel; -1 never returns it.
 const MI_OPTION_PURGE_DELAY: mi_option_t = 15;
 
-/// mimalloc v3's default purge delay, in milliseconds.
-const DEFAULT_PURGE_DELAY_MS: libc::c_long = 1000;
+/// mimalloc v2's default purge delay, in milliseconds.
+const DEFAULT_PURGE_DELAY_MS: libc::c_long = 10;
 
 /// Lets the kernel use transparent huge pages for this process (`true`), or not (`false`).
 /// Applies to every thread and every mapping, from the next page fault on.
@@ -59,7 +60,7 @@ pub fn transparent_huge_pages() -> io::Result<bool> {
 pub fn set_return_freed_memory(enabled: bool) {
     let delay = if enabled { DEFAULT_PURGE_DELAY_MS } else { -1 };
     // SAFETY: mi_option_set only stores a value in mimalloc's option table; the index is the purge
-    // delay's position in the `mi_option_e` of the mimalloc version linked (v3, checked by a test).
+    // delay's position in the `mi_option_e` of the mimalloc version linked (v2, checked by a test).
     unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, delay) };
 }
 
@@ -86,7 +87,8 @@ mod tests {
     #[test]
     fn freed_memory_can_be_kept_and_returned_again() {
         if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
-            // Only the purge delay defaults to 1000: this checks the option index.
+            // Of the options around it only the purge delay defaults to 10 (v2): this checks the
+            // option index.
             // SAFETY: reads the option table, as `returns_freed_memory` does.
             let delay = unsafe { mi_option_get(MI_OPTION_PURGE_DELAY) };
             assert_eq!(
