@@ -91,6 +91,18 @@ impl KeyBuf {
         } else {
             0x80 + n as u8
         };
+        let at = usize::from(self.len);
+        if at + 9 <= MAX_KEY_LEN {
+            // Fast path: one fixed-size store of the significant bytes moved to the front (what
+            // follows them is beyond the key's length and never read).
+            let word = u64::from_be_bytes(bytes)
+                .checked_shl(8 * (8 - n as u32))
+                .unwrap_or(0);
+            self.bytes[at] = code;
+            self.bytes[at + 1..at + 9].copy_from_slice(&word.to_be_bytes());
+            self.len = (at + 1 + n) as u8;
+            return true;
+        }
         self.push(&[code]) && self.push(&bytes[8 - n..])
     }
 

@@ -58,6 +58,8 @@ impl Buffered {
 #[derive(Default)]
 struct TableEntries {
     by_key: FxMap<IndexKey, u32>,
+    /// Built only when a scan needs it (see `index_oids`): most transactions never scan what
+    /// they wrote, and one map per write is half the cost of buffering it.
     by_oid: FxMap<Oid, u32>,
 }
 
@@ -69,6 +71,8 @@ pub(crate) struct WriteSet {
     /// so that a lookup borrows the key's bytes (no `IndexKey` is built, none allocated).
     tables: Vec<TableEntries>,
     touched: Vec<TableId>,
+    /// `entries[..oids_indexed]` are in their table's `by_oid`.
+    oids_indexed: usize,
 }
 
 impl WriteSet {
@@ -81,7 +85,7 @@ impl WriteSet {
     fn table(&self, table: TableId) -> Option<&TableEntries> {
         self.tables
             .get(table as usize)
-            .filter(|t| !t.by_oid.is_empty())
+            .filter(|t| !t.by_key.is_empty())
     }
 
     /// True if the transaction wrote `table`.
@@ -96,7 +100,16 @@ impl WriteSet {
         self.table(table)?.by_key.get(key).map(|&i| i as usize)
     }
 
-    /// The entry of record `oid`.
+    /// Makes [`by_oid`](Self::by_oid) see every entry pushed so far.
+    pub(crate) fn index_oids(&mut self) {
+        for (i, e) in self.entries.iter().enumerate().skip(self.oids_indexed) {
+            self.tables[e.table as usize].by_oid.insert(e.oid, i as u32);
+        }
+        self.oids_indexed = self.entries.len();
+    }
+
+    /// The entry of record `oid`, among the entries pushed before the last
+    /// [`index_oids`](Self::index_oids).
     #[inline]
     pub(crate) fn by_oid(&self, table: TableId, oid: Oid) -> Option<usize> {
         self.table(table)?.by_oid.get(&oid).map(|&i| i as usize)
@@ -122,12 +135,11 @@ impl WriteSet {
             self.tables.resize_with(t + 1, TableEntries::default);
         }
         let lookups = &mut self.tables[t];
-        if lookups.by_oid.is_empty() {
+        if lookups.by_key.is_empty() {
             self.touched.push(entry.table);
         }
         let previous = lookups.by_key.insert(entry.key.clone(), index);
         debug_assert!(previous.is_none(), "one entry per primary key");
-        lookups.by_oid.insert(entry.oid, index);
         self.entries.push(entry);
     }
 
@@ -143,6 +155,7 @@ impl WriteSet {
             lookups.by_oid.shrink_to(keep);
         }
         self.touched.clear();
+        self.oids_indexed = 0;
         self.entries.shrink_to(keep);
     }
 }
@@ -166,6 +179,7 @@ mod tests {
         let mut set = WriteSet::default();
         set.push(entry(1, 10, 7));
         set.push(entry(65, 11, 8));
+        set.index_oids();
         assert_eq!(set.by_key(1, &[7]), Some(0));
         assert_eq!(set.by_oid(65, 11), Some(1));
         assert_eq!(set.by_key(65, &[7]), None, "same key, other table");

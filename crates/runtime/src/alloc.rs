@@ -169,7 +169,9 @@ mod tests {
     fn mimalloc_honours_every_alignment_through_both_entry_points() {
         let a = Mimalloc;
         for align in [1usize, 2, 4, 8, 16, 32, 64, 128, 4096] {
-            for size in [1usize, 7, 8, 15, 16, 17, 24, 48, 100, 317, 1024, 5000, 70_000] {
+            for size in [
+                1usize, 7, 8, 15, 16, 17, 24, 48, 100, 317, 1024, 5000, 70_000,
+            ] {
                 let Ok(layout) = Layout::from_size_align(size.max(align), align) else {
                     continue;
                 };

@@ -33,6 +33,7 @@ impl Transaction<'_> {
         mut visit: impl FnMut(RowRef<'_>) -> ControlFlow<()>,
     ) -> Result<usize> {
         self.check(table)?;
+        self.buf.ws.index_oids();
         let limit = options.limit.unwrap_or(usize::MAX);
         let own = self.own_rows_in(table, index, range, options.reverse);
         let mut next_own = 0;
