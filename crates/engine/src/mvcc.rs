@@ -64,6 +64,7 @@
 //! This module must never block except in those bounded commit waits, and never allocate on the read
 //! path.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use overtake_runtime::{CachePadded, NoPreemptGuard};
@@ -116,6 +117,12 @@ pub(crate) struct TxnSlot {
     versions_created: AtomicU64,
 }
 
+thread_local! {
+    /// The slot this thread's last transaction used: where its next one looks first. Only a hint
+    /// (any free slot will do), so it is not per-transaction state.
+    static PREFERRED_SLOT: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
 /// What a reader learns about a pending stamp.
 enum Pending {
     /// Writer still running: not visible to anyone else, and its record is locked.
@@ -158,7 +165,6 @@ pub(crate) struct Lease {
 pub(crate) struct TxnTable {
     clock: CachePadded<AtomicU64>,
     slots: Box<[CachePadded<TxnSlot>]>,
-    free_bits: Box<[AtomicU64]>,
     high_water: AtomicUsize,
     cached_watermark: CachePadded<AtomicU64>,
 }
@@ -176,19 +182,10 @@ impl TxnTable {
                 })
             })
             .collect();
-        let words = capacity.div_ceil(64);
-        let free_bits = (0..words)
-            .map(|w| {
-                // Bits beyond `capacity` in the last word start out "taken".
-                let valid = (capacity - w * 64).min(64);
-                AtomicU64::new(if valid == 64 { 0 } else { !0u64 << valid })
-            })
-            .collect();
         TxnTable {
             // Timestamp 0 is never assigned; the first commit gets 1.
             clock: CachePadded(AtomicU64::new(0)),
             slots,
-            free_bits,
             high_water: AtomicUsize::new(0),
             cached_watermark: CachePadded(AtomicU64::new(0)),
         }
@@ -227,11 +224,8 @@ impl TxnTable {
     /// Takes a free slot and a snapshot.
     pub(crate) fn begin(&self) -> Result<Lease> {
         let _region = NoPreemptGuard::new();
-        let slot = self.take_slot()?;
+        let (slot, generation) = self.take_slot()?;
         let s = &self.slots[slot];
-        let generation = (s.state.load(Ordering::Relaxed) >> 8) + 1;
-        s.state
-            .store(generation << 8 | STATUS_ACTIVE, Ordering::Release);
         // Publish a conservative snapshot before choosing the real one: a watermark computed
         // concurrently either sees this value, or ran entirely before our second read of the clock,
         // in which case our snapshot is at least its watermark. Either way nothing we can read is
@@ -251,23 +245,37 @@ impl TxnTable {
         })
     }
 
-    fn take_slot(&self) -> Result<usize> {
-        for (w, word) in self.free_bits.iter().enumerate() {
-            let mut bits = word.load(Ordering::Relaxed);
-            while bits != u64::MAX {
-                let bit = (!bits).trailing_zeros() as usize;
-                match word.compare_exchange_weak(
-                    bits,
-                    bits | (1 << bit),
+    /// Claims a free slot (`Free -> Active` with the next generation), trying first the slot this
+    /// thread used last. A thread that keeps beginning transactions thus keeps one slot, whose
+    /// cache line no other thread writes: no shared word is written per transaction. Returns the
+    /// slot and its new generation.
+    fn take_slot(&self) -> Result<(usize, u64)> {
+        let n = self.slots.len();
+        // A thread's first transaction takes the lowest free slot, which keeps the slots in use
+        // (that the watermark and the collector visit) as few as the transactions ever open at once.
+        let start = PREFERRED_SLOT.with(|p| if p.get() < n { p.get() } else { 0 });
+        for k in 0..n {
+            let index = (start + k) % n;
+            let state = &self.slots[index].state;
+            let word = state.load(Ordering::Relaxed);
+            if word & 0xFF != STATUS_FREE {
+                continue;
+            }
+            let generation = (word >> 8) + 1;
+            if state
+                .compare_exchange(
+                    word,
+                    generation << 8 | STATUS_ACTIVE,
                     Ordering::Acquire,
                     Ordering::Relaxed,
-                ) {
-                    Ok(_) => return Ok(w * 64 + bit),
-                    Err(now) => bits = now,
-                }
+                )
+                .is_ok()
+            {
+                PREFERRED_SLOT.with(|p| p.set(index));
+                return Ok((index, generation));
             }
         }
-        Err(Error::TooManyTransactions(self.slots.len()))
+        Err(Error::TooManyTransactions(n))
     }
 
     /// Enters `Precommit`, draws the commit timestamp and enters `Committing`.
@@ -302,7 +310,6 @@ impl TxnTable {
         s.snapshot.store(u64::MAX, Ordering::SeqCst);
         s.state
             .store(lease.generation << 8 | STATUS_FREE, Ordering::Release);
-        self.free_bits[lease.slot / 64].fetch_and(!(1 << (lease.slot % 64)), Ordering::Release);
     }
 
     /// Computes the watermark: no live transaction reads below it.
@@ -468,6 +475,43 @@ mod tests {
         for l in [a, c, d] {
             t.end(&l);
         }
+    }
+
+    /// Threads racing for fewer slots than there are threads never lease one slot twice, and
+    /// every lease gets a generation its slot never had.
+    #[test]
+    fn racing_threads_never_share_a_slot() {
+        use std::sync::atomic::AtomicBool;
+        let t = TxnTable::new(2);
+        let held: Vec<AtomicBool> = (0..2).map(|_| AtomicBool::new(false)).collect();
+        let last_generation: Vec<AtomicU64> = (0..2).map(|_| AtomicU64::new(0)).collect();
+        let start = std::sync::Barrier::new(6);
+        std::thread::scope(|scope| {
+            for _ in 0..6 {
+                scope.spawn(|| {
+                    start.wait();
+                    let mut leased = 0;
+                    while leased < 10_000 {
+                        let Ok(lease) = t.begin() else {
+                            std::hint::spin_loop();
+                            continue;
+                        };
+                        assert!(
+                            !held[lease.slot].swap(true, Ordering::AcqRel),
+                            "slot {} leased twice",
+                            lease.slot
+                        );
+                        let before =
+                            last_generation[lease.slot].swap(lease.generation, Ordering::AcqRel);
+                        assert!(lease.generation > before, "a generation was reused");
+                        held[lease.slot].store(false, Ordering::Release);
+                        t.end(&lease);
+                        leased += 1;
+                    }
+                });
+            }
+        });
+        assert!(t.used_slots() <= 2);
     }
 
     #[test]
