@@ -12,7 +12,7 @@ use overtake_runtime::{CachePadded, NoPreemptGuard, RegionMutex};
 
 use crate::index::ScanBatch;
 use crate::key::IndexKey;
-use crate::record::Oid;
+use crate::record::{Oid, OidBlock};
 use crate::table::{IndexRef, TableId};
 use crate::writeset::WriteSet;
 
@@ -75,6 +75,8 @@ pub(crate) struct Footprint {
     pub(crate) scans: Vec<ScannedRange>,
     pub(crate) scan_keys: Vec<u8>,
     pub(crate) batch: ScanBatch,
+    /// Fresh OIDs reserved per table (indexed by table id), kept across the slot's transactions.
+    pub(crate) oid_blocks: Vec<OidBlock>,
 }
 
 /// Entries beyond which a returned footprint's buffers are shrunk (a huge transaction should not pin its memory).
@@ -96,6 +98,7 @@ impl Footprint {
         reset(&mut self.scans);
         reset(&mut self.scan_keys);
         self.batch.clear();
+        // `oid_blocks` is kept: that is what makes it a cache.
     }
 }
 

@@ -24,7 +24,7 @@ use crate::error::AbortReason;
 use crate::footprint::{NewKey, StaleKey, Write, WriteKind};
 use crate::key::{IndexKey, KeyBuf};
 use crate::mvcc::HeadCheck;
-use crate::record::{DEAD, Oid, Version};
+use crate::record::{DEAD, Oid, OidBlock, Version};
 use crate::table::{IndexRef, Table};
 use crate::writeset::{Buffered, Target};
 
@@ -219,11 +219,15 @@ impl Transaction<'_> {
     }
 
     /// A fresh or recycled OID of `table` for a new record, unpublished until installed.
-    pub(super) fn unpublished_oid(&self, table: &Table) -> Oid {
+    pub(super) fn unpublished_oid(&mut self, table: &Table) -> Oid {
+        let blocks = &mut self.buf.oid_blocks;
+        let t = table.id() as usize;
+        if blocks.len() <= t {
+            blocks.resize(t + 1, OidBlock::default());
+        }
         let region = NoPreemptGuard::new();
-        table
-            .records
-            .allocate(self.engine.txns.watermark(), &region)
+        let watermark = self.engine.txns.watermark();
+        table.records.allocate(watermark, &mut blocks[t], &region)
     }
 
     /// Links a new pending version in front of `expected`. False if the head moved meanwhile.
@@ -416,7 +420,7 @@ mod tests {
             let t = table(&db);
             let stale = if dead {
                 let region = NoPreemptGuard::new();
-                let oid = t.records.allocate(0, &region);
+                let oid = t.records.allocate(0, &mut Default::default(), &region);
                 drop(
                     t.records
                         .slot(oid)
