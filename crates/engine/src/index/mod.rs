@@ -31,33 +31,54 @@ use node::{LazyGuard, Node};
 use tree::Tree;
 
 /// A batch of index entries copied out of the index.
+///
+/// Each entry is one 24-byte record: the key's packed form as bytes (a key of up to 15 bytes,
+/// followed by its length) and the OID, so copying an entry out of a leaf is one push. A longer
+/// key's bytes go to `long_keys`, and its entry holds their start and length instead.
 #[derive(Default)]
 pub(crate) struct ScanBatch {
-    oids: Vec<Oid>,
-    keys: Vec<u8>,
-    ends: Vec<usize>,
+    entries: Vec<BatchEntry>,
+    long_keys: Vec<u8>,
     torn: bool,
+}
+
+struct BatchEntry {
+    key: [u8; 16],
+    oid: Oid,
 }
 
 impl ScanBatch {
     pub(crate) fn clear(&mut self) {
-        self.oids.clear();
-        self.keys.clear();
-        self.ends.clear();
+        self.entries.clear();
+        self.long_keys.clear();
         self.torn = false;
     }
 
     /// Appends entry `i` of `leaf`; a key that could not be read marks the batch torn.
     fn push_from(&mut self, leaf: &Node, i: usize, guard: &mut LazyGuard) {
-        let keys = &mut self.keys;
+        let packed = leaf.packed(i);
+        let oid = leaf.val(i);
+        if !packed::is_long(packed) {
+            self.entries.push(BatchEntry {
+                key: packed.to_be_bytes(),
+                oid,
+            });
+            return;
+        }
+        let start = self.long_keys.len();
+        let long_keys = &mut self.long_keys;
         if leaf
-            .with_key(i, guard, |k| keys.extend_from_slice(k))
+            .with_key(i, guard, |k| long_keys.extend_from_slice(k))
             .is_none()
         {
             self.torn = true;
         }
-        self.ends.push(self.keys.len());
-        self.oids.push(leaf.val(i));
+        let len = self.long_keys.len() - start;
+        let mut key = [0u8; 16];
+        key[..8].copy_from_slice(&(start as u64).to_le_bytes());
+        key[8..12].copy_from_slice(&(len as u32).to_le_bytes());
+        key[15] = packed::LONG;
+        self.entries.push(BatchEntry { key, oid });
     }
 
     /// True if an entry was read from a leaf a writer was changing.
@@ -65,26 +86,34 @@ impl ScanBatch {
         self.torn
     }
 
-    /// Drops the entries from position `len` on (and the torn mark).
+    /// Drops the entries from position `len` on (and the torn mark). Long keys' bytes of dropped
+    /// entries stay in `long_keys` until the batch is cleared.
     fn truncate(&mut self, len: usize) {
-        self.oids.truncate(len);
-        self.ends.truncate(len);
-        self.keys
-            .truncate(if len == 0 { 0 } else { self.ends[len - 1] });
+        self.entries.truncate(len);
         self.torn = false;
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.oids.len()
+        self.entries.len()
     }
 
     pub(crate) fn oid(&self, i: usize) -> Oid {
-        self.oids[i]
+        self.entries[i].oid
     }
 
     pub(crate) fn key(&self, i: usize) -> &[u8] {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.keys[start..self.ends[i]]
+        let key = &self.entries[i].key;
+        let len = key[15];
+        if len != packed::LONG {
+            return &key[..usize::from(len)];
+        }
+        let word = |r: std::ops::Range<usize>| {
+            let mut b = [0u8; 8];
+            b[..r.len()].copy_from_slice(&key[r]);
+            u64::from_le_bytes(b) as usize
+        };
+        let (start, len) = (word(0..8), word(8..12));
+        &self.long_keys[start..start + len]
     }
 }
 
