@@ -79,7 +79,8 @@ pub(crate) struct Footprint {
     pub(crate) oid_blocks: Vec<OidBlock>,
 }
 
-/// Entries beyond which a returned footprint's buffers are shrunk (a huge transaction should not pin its memory).
+/// Entries beyond which a returned footprint's buffers are shrunk (a huge transaction should not
+/// pin its memory).
 const KEEP_ENTRIES: usize = 4096;
 
 impl Footprint {

@@ -210,7 +210,7 @@ impl TxnTable {
 
     /// Versions created so far.
     pub(crate) fn versions_created(&self) -> u64 {
-        self.slots
+        self.slots[..self.used_slots()]
             .iter()
             .map(|s| s.versions_created.load(Ordering::Relaxed))
             .sum()

@@ -107,12 +107,8 @@ impl ScanBatch {
         if len != packed::LONG {
             return &key[..usize::from(len)];
         }
-        let word = |r: std::ops::Range<usize>| {
-            let mut b = [0u8; 8];
-            b[..r.len()].copy_from_slice(&key[r]);
-            u64::from_le_bytes(b) as usize
-        };
-        let (start, len) = (word(0..8), word(8..12));
+        let start = key[..8].try_into().map_or(0, u64::from_le_bytes) as usize;
+        let len = key[8..12].try_into().map_or(0, u32::from_le_bytes) as usize;
         &self.long_keys[start..start + len]
     }
 }
