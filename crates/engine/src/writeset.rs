@@ -17,6 +17,7 @@ use std::hash::BuildHasherDefault;
 
 use rustc_hash::FxHasher;
 
+use crate::index::LeafHint;
 use crate::key::IndexKey;
 use crate::record::Oid;
 use crate::table::TableId;
@@ -44,6 +45,9 @@ pub(crate) struct Buffered {
     pub(crate) key: IndexKey,
     /// The row the record ends with; `None` if the transaction deleted it.
     pub(crate) row: Option<Box<[u8]>>,
+    /// For a fresh record: where the lookup that found its key absent found the key's leaf, so
+    /// the commit can enter the key without descending the index again.
+    pub(crate) hint: Option<LeafHint>,
 }
 
 impl Buffered {
@@ -171,6 +175,7 @@ mod tests {
             target: Target::Fresh { unpublished: true },
             key: IndexKey::new(&[key]),
             row: Some(Box::new([key])),
+            hint: None,
         }
     }
 

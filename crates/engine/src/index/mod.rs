@@ -28,6 +28,7 @@ use std::ops::Bound;
 use crate::key::{KeyBuf, as_slice_bound};
 use crate::record::Oid;
 use node::{LazyGuard, Node};
+pub(crate) use tree::LeafHint;
 use tree::Tree;
 
 /// A batch of index entries copied out of the index.
@@ -126,6 +127,12 @@ impl OrderedIndex {
     /// The OID stored under `key`.
     #[inline]
     pub(crate) fn get(&self, key: &[u8]) -> Option<Oid> {
+        self.get_hinted(key).0
+    }
+
+    /// The OID stored under `key`, and where the key is or would go, for a later insert of it.
+    #[inline]
+    pub(crate) fn get_hinted(&self, key: &[u8]) -> (Option<Oid>, LeafHint) {
         let _region = NoPreemptGuard::new();
         self.tree.get(key)
     }
@@ -133,7 +140,19 @@ impl OrderedIndex {
     /// Inserts `key -> oid`. If the key is present (whatever it maps to, `oid` included), returns
     /// the OID it maps to and changes nothing, so callers only undo entries they really added.
     pub(crate) fn insert(&self, key: &[u8], oid: Oid) -> Result<(), Oid> {
-        self.tree.insert(key, oid)
+        self.tree.insert(key, oid, None).map(|_| ())
+    }
+
+    /// [`insert`](Self::insert), skipping the descent if `hint`'s leaf (from a lookup of the same
+    /// key) has not changed since. Returns the leaf's hint after the insert if it went there, so
+    /// the caller can follow other hints to that leaf (see [`LeafHint`]).
+    pub(crate) fn insert_hinted(
+        &self,
+        key: &[u8],
+        oid: Oid,
+        hint: LeafHint,
+    ) -> Result<Option<LeafHint>, Oid> {
+        self.tree.insert(key, oid, Some(hint))
     }
 
     /// Points `key` at `new` if it still maps to `expected` (taking over a stale entry).

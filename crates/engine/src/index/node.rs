@@ -290,6 +290,7 @@ impl Node {
     }
 
     /// Key `from` moved to position `to` (the writer shifting keys within the node).
+    #[inline]
     pub(super) fn move_key(&self, from: usize, to: usize, guard: &mut LazyGuard) {
         let entry = self.entry(from, guard);
         self.set_key(to, entry);

@@ -86,6 +86,10 @@ enum Op {
     RemoveOther(u16, bool),
     Replace(u16, bool, u64),
     Scan(u16, u16, bool, bool, usize),
+    /// Looks a key up, keeping where it was found for a later hinted insert.
+    Look(u16, bool),
+    /// Inserts the key of a kept lookup through its hint, however stale it is by now.
+    InsertHinted(usize, u64),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -94,9 +98,11 @@ fn op() -> impl Strategy<Value = Op> {
         4 => (key.clone(), any::<u64>()).prop_map(|((k, l), v)| Op::Insert(k, l, v)),
         3 => key.clone().prop_map(|(k, l)| Op::Remove(k, l)),
         1 => key.clone().prop_map(|(k, l)| Op::RemoveOther(k, l)),
-        1 => (key, any::<u64>()).prop_map(|((k, l), v)| Op::Replace(k, l, v)),
+        1 => (key.clone(), any::<u64>()).prop_map(|((k, l), v)| Op::Replace(k, l, v)),
         1 => (0u16..600, 0u16..600, any::<bool>(), any::<bool>(), 1usize..200)
             .prop_map(|(a, b, inc, rev, max)| Op::Scan(a, b, inc, rev, max)),
+        2 => key.prop_map(|(k, l)| Op::Look(k, l)),
+        3 => (any::<usize>(), any::<u64>()).prop_map(|(i, v)| Op::InsertHinted(i, v)),
     ]
 }
 
@@ -124,8 +130,36 @@ proptest! {
     fn the_tree_behaves_like_a_btreemap(ops in prop::collection::vec(op(), 1..3000)) {
         let index = OrderedIndex::new();
         let mut model = BTreeMap::new();
+        let mut looked: Vec<(Vec<u8>, LeafHint)> = Vec::new();
         for op in ops {
             match op {
+                Op::Look(k, l) => {
+                    let key = key_of(k, l);
+                    let (found, hint) = index.get_hinted(&key);
+                    prop_assert_eq!(found, model.get(&key).copied());
+                    looked.push((key, hint));
+                }
+                Op::InsertHinted(i, v) => {
+                    if looked.is_empty() {
+                        continue;
+                    }
+                    let (key, hint) = looked[i % looked.len()].clone();
+                    let want = model.get(&key).copied();
+                    match index.insert_hinted(&key, v, hint) {
+                        Err(old) => prop_assert_eq!(Some(old), want),
+                        Ok(moved) => {
+                            prop_assert_eq!(want, None);
+                            model.insert(key.clone(), v);
+                            // Hints taken at the leaf's old version follow it, as a commit's do.
+                            if let Some(now) = moved {
+                                for (_, h) in looked.iter_mut().filter(|(_, h)| *h == hint) {
+                                    *h = now;
+                                }
+                            }
+                        }
+                    }
+                    prop_assert_eq!(index.get(&key), model.get(&key).copied());
+                }
                 Op::Insert(k, l, v) => {
                     let key = key_of(k, l);
                     let want = match model.get(&key) {

@@ -44,6 +44,30 @@ pub(super) enum Fence {
     Low,
 }
 
+/// The leaf a key was found in (or would go to) and the leaf's version then.
+///
+/// While the leaf stays at that version, the key still belongs in it: a leaf's own changes
+/// (inserts, removals, splits, being unlinked or reused) all move its version, and the changes
+/// that do not touch it (a sibling splitting or being unlinked, an ancestor splitting) only ever
+/// widen the range of keys it holds. So a writer that finds the version unchanged may insert the
+/// key there without descending again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LeafHint {
+    pub(super) leaf: u64,
+    pub(super) version: u64,
+}
+
+impl LeafHint {
+    /// The same leaf at another version.
+    pub(crate) fn at_version(self, version: u64) -> LeafHint {
+        LeafHint { version, ..self }
+    }
+
+    pub(crate) fn version(self) -> u64 {
+        self.version
+    }
+}
+
 /// Writer-side state, under the tree's writer latch.
 pub(super) struct WriterState {
     /// Unlinked nodes, ready for reuse.
@@ -75,15 +99,15 @@ impl Tree {
         }
     }
 
-    /// Descends to the leaf `seek` names. Returns the leaf and the version its contents must be
-    /// validated against, and fills `fence_out` with the fence `fence` asks for (`false` if the
-    /// leaf has none on that side: it is the first or last).
+    /// Descends to the leaf `seek` names. Returns the leaf, its id and the version its contents
+    /// must be validated against, and fills `fence_out` with the fence `fence` asks for (`false`
+    /// if the leaf has none on that side: it is the first or last).
     pub(super) fn descend(
         &self,
         seek: Seek<'_>,
         (fence, fence_out): (Fence, Option<&mut KeyBuf>),
         guard: &mut LazyGuard,
-    ) -> (&Node, u64, bool) {
+    ) -> (&Node, LeafHint, bool) {
         let mut fence_out = fence_out;
         'restart: loop {
             let root_id = self.root.load(Mem::Acquire);
@@ -94,6 +118,7 @@ impl Tree {
             if self.root.load(Mem::Acquire) != root_id {
                 continue 'restart;
             }
+            let mut id = root_id;
             let mut has_fence = false;
             while !node.is_leaf() {
                 let n = node.count();
@@ -110,34 +135,32 @@ impl Tree {
                         _ => {}
                     }
                 }
-                let child = self.arena.get(node.val(idx));
-                let Some(child) = child else {
+                let child_id = node.val(idx);
+                let Some(child) = self.arena.get(child_id) else {
                     continue 'restart;
                 };
                 let child_version = child.stable_version();
                 if !node.unchanged(version) {
                     continue 'restart;
                 }
-                node = child;
-                version = child_version;
+                (node, id, version) = (child, child_id, child_version);
             }
-            return (node, version, has_fence);
+            return (node, LeafHint { leaf: id, version }, has_fence);
         }
     }
 
-    /// The value stored under `key`.
-    pub(super) fn get(&self, key: &[u8]) -> Option<u64> {
+    /// The value stored under `key`, and where the key is or would be.
+    pub(super) fn get(&self, key: &[u8]) -> (Option<u64>, LeafHint) {
         let key = SearchKey::new(key);
         let mut guard = LazyGuard::default();
         loop {
-            let (leaf, version, _) =
-                self.descend(Seek::Holding(key), (Fence::None, None), &mut guard);
+            let (leaf, hint, _) = self.descend(Seek::Holding(key), (Fence::None, None), &mut guard);
             let n = leaf.count();
             let pos = leaf.search(n, &key, false, &mut guard);
             let found =
                 (pos < n && leaf.compare(pos, &key, &mut guard).is_eq()).then(|| leaf.val(pos));
-            if leaf.unchanged(version) {
-                return found;
+            if leaf.unchanged(hint.version) {
+                return (found, hint);
             }
         }
     }
@@ -177,7 +200,7 @@ impl Tree {
                 (Bound::Excluded(()), true) => Seek::Below(from),
                 _ => Seek::Holding(from),
             };
-            let (leaf, version, has_fence) =
+            let (leaf, LeafHint { version, .. }, has_fence) =
                 self.descend(seek, (side, Some(&mut fence)), &mut guard);
             let start = out.len();
             let n = leaf.count();

@@ -18,7 +18,7 @@ use sdd::Shared;
 
 use super::node::{CAP, Entry, LazyGuard, Node};
 use super::packed::{SearchKey, is_long};
-use super::tree::{Tree, WriterState};
+use super::tree::{LeafHint, Tree, WriterState};
 
 /// Deeper than any tree can grow: the tree only deepens when its root splits, which takes a full
 /// root, so each level multiplies the inserts ever made by about `CAP / 2`.
@@ -90,12 +90,38 @@ impl Tree {
         (leaf_id, pos, found)
     }
 
-    /// Inserts `key -> value` if `key` is absent; otherwise returns the value it has.
-    pub(super) fn insert(&self, key: &[u8], value: u64) -> Result<(), u64> {
+    /// Inserts `key -> value` if `key` is absent; otherwise returns the value it has. With a
+    /// `hint` whose leaf is unchanged and has room, the key goes there without a descent. Returns
+    /// the hint's leaf at its new version if the key went into it (so that hints to the same leaf
+    /// taken before this insert can follow it).
+    pub(super) fn insert(
+        &self,
+        key: &[u8],
+        value: u64,
+        hint: Option<LeafHint>,
+    ) -> Result<Option<LeafHint>, u64> {
         let region = NoPreemptGuard::new();
         let mut writer = self.writer.lock(&region);
         let key = SearchKey::new(key);
         let mut guard = LazyGuard::default();
+        // Under the writer latch no version moves but by this writer.
+        if let Some(hint) = hint
+            && let Some(leaf) = self.arena.get(hint.leaf)
+            && leaf.stable_version() == hint.version
+            && leaf.is_leaf()
+            && leaf.count() < CAP
+        {
+            let n = leaf.count();
+            let pos = leaf.search(n, &key, false, &mut guard);
+            if pos < n && leaf.compare(pos, &key, &mut guard).is_eq() {
+                return Err(leaf.val(pos));
+            }
+            insert_in_leaf(leaf, (n, pos), new_entry(&key), value, &mut guard);
+            return Ok(Some(LeafHint {
+                leaf: hint.leaf,
+                version: hint.version + 2,
+            }));
+        }
         let mut path = Path::new();
         let (leaf_id, pos, found) = self.locate(&key, &mut path, &mut guard);
         let leaf = self.node(leaf_id);
@@ -103,22 +129,11 @@ impl Tree {
             return Err(leaf.val(pos));
         }
         let n = leaf.count();
-        let entry = Entry {
-            packed: key.packed,
-            long: is_long(key.packed).then(|| Shared::new(key.bytes.into())),
-        };
+        let entry = new_entry(&key);
         let guard = &mut guard;
         if n < CAP {
-            leaf.lock();
-            for i in (pos..n).rev() {
-                leaf.move_key(i, i + 1, guard);
-                leaf.set_val(i + 1, leaf.val(i));
-            }
-            leaf.set_key(pos, entry);
-            leaf.set_val(pos, value);
-            leaf.set_meta(true, n + 1);
-            leaf.unlock();
-            return Ok(());
+            insert_in_leaf(leaf, (n, pos), entry, value, guard);
+            return Ok(None);
         }
         self.split_insert(
             &mut writer,
@@ -128,7 +143,7 @@ impl Tree {
             (pos, entry, value),
             guard,
         );
-        Ok(())
+        Ok(None)
     }
 
     /// Inserts into a full leaf: splits it, and each full ancestor in turn, growing a new root if
@@ -327,6 +342,34 @@ impl Tree {
         writer.free.extend_from_slice(&locked[1..]);
         true
     }
+}
+
+/// The entry a new key is stored as (a long key's bytes shared beside it).
+fn new_entry(key: &SearchKey<'_>) -> Entry {
+    Entry {
+        packed: key.packed,
+        long: is_long(key.packed).then(|| Shared::new(key.bytes.into())),
+    }
+}
+
+/// Puts `entry -> value` at position `pos` of a leaf holding `n < CAP` keys.
+#[inline]
+fn insert_in_leaf(
+    leaf: &Node,
+    (n, pos): (usize, usize),
+    entry: Entry,
+    value: u64,
+    guard: &mut LazyGuard,
+) {
+    leaf.lock();
+    for i in (pos..n).rev() {
+        leaf.move_key(i, i + 1, guard);
+        leaf.set_val(i + 1, leaf.val(i));
+    }
+    leaf.set_key(pos, entry);
+    leaf.set_val(pos, value);
+    leaf.set_meta(true, n + 1);
+    leaf.unlock();
 }
 
 /// A node's keys and values (one more value than keys for an inner node).

@@ -22,10 +22,11 @@ use super::Transaction;
 use crate::epoch::EpochGuard;
 use crate::error::AbortReason;
 use crate::footprint::{NewKey, StaleKey, Write, WriteKind};
+use crate::index::LeafHint;
 use crate::key::{IndexKey, KeyBuf};
 use crate::mvcc::HeadCheck;
 use crate::record::{DEAD, Oid, OidBlock, Version};
-use crate::table::{IndexRef, Table};
+use crate::table::{IndexRef, Table, TableId};
 use crate::writeset::{Buffered, Target};
 
 /// The state of a record's head, from a writer's point of view.
@@ -63,8 +64,9 @@ impl Transaction<'_> {
     pub(super) fn install_all(&mut self, epoch: &EpochGuard) -> Result<(), AbortReason> {
         let mut ws = std::mem::take(&mut self.buf.ws);
         let mut result = Ok(());
+        let mut leaves = HintedLeaves::default();
         for i in 0..ws.len() {
-            result = self.install_entry(ws.get_mut(i), epoch);
+            result = self.install_entry(ws.get_mut(i), &mut leaves, epoch);
             if result.is_err() {
                 break;
             }
@@ -73,7 +75,12 @@ impl Transaction<'_> {
         result
     }
 
-    fn install_entry(&mut self, e: &mut Buffered, epoch: &EpochGuard) -> Result<(), AbortReason> {
+    fn install_entry(
+        &mut self,
+        e: &mut Buffered,
+        leaves: &mut HintedLeaves,
+        epoch: &EpochGuard,
+    ) -> Result<(), AbortReason> {
         if !e.changes_anything() {
             return Ok(());
         }
@@ -92,7 +99,7 @@ impl Transaction<'_> {
                     Head::Missing if !base_live => {
                         let oid = self.unpublished_oid(table);
                         let row = row.unwrap_or_else(|| unreachable!("changes something"));
-                        self.install_fresh(table, oid, &e.key, row, epoch)
+                        self.install_fresh(table, oid, (&e.key, None), row, epoch)
                     }
                     // A row live in the snapshot is kept until every snapshot seeing it ends.
                     Head::Missing => unreachable!("a record live in the snapshot was collected"),
@@ -102,7 +109,8 @@ impl Transaction<'_> {
                 debug_assert!(unpublished);
                 e.target = Target::Fresh { unpublished: false };
                 let row = row.unwrap_or_else(|| unreachable!("changes something"));
-                self.install_fresh(table, e.oid, &e.key, row, epoch)
+                let hint = e.hint.map(|h| (leaves, h));
+                self.install_fresh(table, e.oid, (&e.key, hint), row, epoch)
             }
         }
     }
@@ -156,12 +164,14 @@ impl Transaction<'_> {
 
     /// Creates record `oid` (allocated for this write, unpublished) holding `row` under primary key
     /// `key`. If the key is taken by a dead record, takes its entry over; by a deleted row
-    /// committed before the snapshot, writes over that record instead.
+    /// committed before the snapshot, writes over that record instead. A hint (where the insert
+    /// found the key absent) lets the index skip its descent; `leaves` follows it past this
+    /// commit's own earlier inserts into the same leaf.
     fn install_fresh(
         &mut self,
         table: &Table,
         oid: Oid,
-        key: &IndexKey,
+        (key, mut hint): (&IndexKey, Option<(&mut HintedLeaves, LeafHint)>),
         mut row: Box<[u8]>,
         epoch: &EpochGuard,
     ) -> Result<(), AbortReason> {
@@ -169,13 +179,24 @@ impl Transaction<'_> {
         let tree = table.tree(IndexRef::Primary);
         loop {
             // Most inserts are of new keys: fill the record first and let the index decide, so
-            // the common case costs one index search.
+            // the common case costs one index search (or none, with a hint).
             let slot = table.records.slot(oid);
             let empty = slot.load(Ordering::Acquire, guard);
             if !self.install(table, oid, empty, row, guard) {
                 unreachable!("an unpublished OID is not visible to anyone else");
             }
-            let existing = match tree.insert(key.as_slice(), oid) {
+            let inserted = match hint.take() {
+                Some((leaves, taken)) => {
+                    let hint = leaves.follow(table.id(), taken);
+                    let inserted = tree.insert_hinted(key.as_slice(), oid, hint);
+                    if let Ok(Some(now)) = inserted {
+                        leaves.moved(table.id(), taken, now);
+                    }
+                    inserted.map(|_| ())
+                }
+                None => tree.insert(key.as_slice(), oid),
+            };
+            let existing = match inserted {
                 Ok(()) => {
                     self.buf.new_keys.push(NewKey {
                         table: table.id(),
@@ -496,5 +517,43 @@ mod tests {
             txn.add_index_entry(&t, IndexRef::Secondary(0), &key, other, &epoch),
             Err(crate::AbortReason::Conflict)
         );
+    }
+}
+
+/// Primary-index leaves this commit inserted into through hints, so that a hint to the same leaf
+/// taken earlier (at the version the leaf had before these inserts) still applies: the
+/// transaction's own inserts are the only changes it skips over; any other change leaves the
+/// leaf at a version no hint names, and the insert descends as usual. A New-Order's ten order
+/// lines go to one leaf this way. Holds the last few leaves only.
+#[derive(Default)]
+struct HintedLeaves {
+    /// `(table, the leaf as first hinted, its version now)`.
+    moves: [Option<(TableId, LeafHint, u64)>; 4],
+    next: usize,
+}
+
+impl HintedLeaves {
+    /// `hint`, moved past this commit's own inserts into its leaf.
+    fn follow(&self, table: TableId, hint: LeafHint) -> LeafHint {
+        self.moves
+            .iter()
+            .flatten()
+            .find(|(t, first, _)| *t == table && *first == hint)
+            .map_or(hint, |&(_, first, now)| first.at_version(now))
+    }
+
+    /// Records that the leaf first hinted as `first` is now at `now` after an insert through it.
+    fn moved(&mut self, table: TableId, first: LeafHint, now: LeafHint) {
+        if let Some(m) = self
+            .moves
+            .iter_mut()
+            .flatten()
+            .find(|(t, f, _)| *t == table && *f == first)
+        {
+            m.2 = now.version();
+            return;
+        }
+        self.moves[self.next] = Some((table, first, now.version()));
+        self.next = (self.next + 1) % self.moves.len();
     }
 }

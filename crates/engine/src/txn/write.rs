@@ -14,6 +14,7 @@ use super::install::Head;
 use crate::epoch::EpochGuard;
 use crate::error::{AbortReason, Error, Result};
 use crate::footprint::WriteKind;
+use crate::index::LeafHint;
 use crate::key::{IndexKey, KeyBuf};
 use crate::record::{Oid, Version};
 use crate::row::{Row, RowMut, RowRef};
@@ -26,8 +27,8 @@ enum Found<'g> {
     Live(Oid, Ptr<'g, Version>, &'g Version),
     /// A deleted row whose record `oid` still holds the key.
     Deleted(Oid),
-    /// Nothing.
-    Absent,
+    /// Nothing; where the index would hold the key, if it has no entry for it at all.
+    Absent(Option<LeafHint>),
 }
 
 impl Transaction<'_> {
@@ -39,13 +40,14 @@ impl Transaction<'_> {
         key: &[u8],
         guard: &'g Guard,
     ) -> Result<Found<'g>> {
-        let Some(oid) = table.tree(IndexRef::Primary).get(key) else {
-            return Ok(Found::Absent);
+        let (found, hint) = table.tree(IndexRef::Primary).get_hinted(key);
+        let Some(oid) = found else {
+            return Ok(Found::Absent(Some(hint)));
         };
         match self.head_state(table, oid, guard) {
             Ok(Head::Writable(_, v)) if v.is_deleted() => Ok(Found::Deleted(oid)),
             Ok(Head::Writable(head, v)) => Ok(Found::Live(oid, head, v)),
-            Ok(Head::Missing) => Ok(Found::Absent),
+            Ok(Head::Missing) => Ok(Found::Absent(None)),
             Err(reason) => Err(self.fail(reason)),
         }
     }
@@ -68,9 +70,10 @@ impl Transaction<'_> {
         let hidden_key = table.schema().primary_key().is_empty();
         let key = table.primary_key(&table.row(&bytes), 0);
         // The record holding a deleted row under the key, which the insert writes over.
+        // `Err` with where the key would go if no record holds it.
         let deleted = if hidden_key {
             // Every insert creates a new hidden row id.
-            None
+            Err(None)
         } else if let Some(i) = self.buf.ws.by_key(table.id(), key.as_bytes()) {
             // This transaction wrote the key already: a row it deleted may be inserted again.
             let entry = self.buf.ws.get_mut(i);
@@ -86,15 +89,16 @@ impl Transaction<'_> {
                     self.note_read(table, oid);
                     return Err(duplicate());
                 }
-                Found::Deleted(oid) => Some(oid),
-                Found::Absent => None,
+                Found::Deleted(oid) => Ok(oid),
+                Found::Absent(hint) => Err(hint),
             }
         };
-        let (oid, target) = match deleted {
-            Some(oid) => (oid, Target::Existing { base_live: false }),
-            None => (
+        let (oid, target, hint) = match deleted {
+            Ok(oid) => (oid, Target::Existing { base_live: false }, None),
+            Err(hint) => (
                 self.unpublished_oid(table),
                 Target::Fresh { unpublished: true },
+                hint,
             ),
         };
         // A table without a primary key uses the OID as its hidden row id.
@@ -109,6 +113,7 @@ impl Transaction<'_> {
             target,
             key: IndexKey::new(key.as_bytes()),
             row: Some(bytes),
+            hint,
         });
         Ok(())
     }
@@ -178,6 +183,7 @@ impl Transaction<'_> {
             target: Target::Existing { base_live: true },
             key: IndexKey::new(key.as_bytes()),
             row,
+            hint: None,
         });
         Ok(true)
     }
