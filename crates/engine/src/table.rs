@@ -46,6 +46,8 @@ pub struct Table {
     pk_types: Box<[ColumnType]>,
     primary: OrderedIndex,
     secondary: Box<[SecondaryIndex]>,
+    /// Every column some secondary index holds.
+    secondary_columns: Box<[usize]>,
     pub(crate) records: RecordStore,
 }
 
@@ -76,8 +78,16 @@ impl Table {
                 tree: OrderedIndex::new(),
             })
             .collect();
+        let mut secondary_columns: Vec<usize> = schema
+            .indexes()
+            .iter()
+            .flat_map(|def| def.columns.iter().copied())
+            .collect();
+        secondary_columns.sort_unstable();
+        secondary_columns.dedup();
         Table {
             database,
+            secondary_columns: secondary_columns.into_boxed_slice(),
             id,
             schema,
             layout,
@@ -147,6 +157,12 @@ impl Table {
     pub fn index_key(&self, index: IndexId) -> KeyBuilder<'_> {
         let s = &self.secondary[index.0];
         KeyBuilder::new(&s.name, &s.key_types)
+    }
+
+    /// The columns some secondary index holds (an update setting none of them keeps every
+    /// secondary key).
+    pub(crate) fn secondary_columns(&self) -> &[usize] {
+        &self.secondary_columns
     }
 
     pub(crate) fn secondary_count(&self) -> usize {

@@ -48,6 +48,9 @@ pub(crate) struct Buffered {
     /// For a fresh record: where the lookup that found its key absent found the key's leaf, so
     /// the commit can enter the key without descending the index again.
     pub(crate) hint: Option<LeafHint>,
+    /// False if no write of this entry set a column of a secondary index: the record keeps its
+    /// secondary keys, and the commit need not compute them.
+    pub(crate) secondary_may_change: bool,
 }
 
 impl Buffered {
@@ -176,6 +179,7 @@ mod tests {
             key: IndexKey::new(&[key]),
             row: Some(Box::new([key])),
             hint: None,
+            secondary_may_change: true,
         }
     }
 

@@ -90,7 +90,8 @@ impl Transaction<'_> {
             Target::Existing { base_live } => {
                 match self.head_state(table, e.oid, epoch.guard())? {
                     Head::Writable(head, v) if v.is_deleted() != base_live => {
-                        self.overwrite(table, e.oid, (head, v), row, epoch)
+                        let keys_may_change = e.secondary_may_change;
+                        self.overwrite(table, e.oid, (head, v), (row, keys_may_change), epoch)
                     }
                     Head::Writable(..) => {
                         unreachable!("the head is the version the write was based on")
@@ -115,13 +116,14 @@ impl Transaction<'_> {
         }
     }
 
-    /// Writes `row` (`None`: a deletion marker) over the record's head version `base`.
+    /// Writes `row` (`None`: a deletion marker) over the record's head version `base`. Unless
+    /// `keys_may_change`, the row has the secondary keys of the row it replaces.
     fn overwrite(
         &mut self,
         table: &Table,
         oid: Oid,
         (head, base): (Ptr<'_, Version>, &Version),
-        row: Option<Box<[u8]>>,
+        (row, keys_may_change): (Option<Box<[u8]>>, bool),
         epoch: &EpochGuard,
     ) -> Result<(), AbortReason> {
         let guard = epoch.guard();
@@ -140,9 +142,12 @@ impl Transaction<'_> {
         } else {
             Some(base)
         };
-        let changed = before
-            .map(|image| changed_keys(table, oid, &image.row, &row))
-            .unwrap_or_default();
+        let changed = match before {
+            Some(image) if keys_may_change || base.is_deleted() => {
+                changed_keys(table, oid, &image.row, &row)
+            }
+            _ => Vec::new(),
+        };
         let over_deleted = base.is_deleted();
         if !self.install(table, oid, head, row, guard) {
             return Err(AbortReason::Conflict);
@@ -227,7 +232,7 @@ impl Transaction<'_> {
                 }
                 Ok(Head::Writable(head, v)) if v.is_deleted() => {
                     table.records.release_unpublished(oid);
-                    return self.overwrite(table, existing, (head, v), Some(row), epoch);
+                    return self.overwrite(table, existing, (head, v), (Some(row), true), epoch);
                 }
                 // A live row under the key committed before our snapshot would have been seen
                 // by the insert; one committed since is a conflict.

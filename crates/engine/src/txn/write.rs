@@ -81,6 +81,7 @@ impl Transaction<'_> {
                 return Err(duplicate());
             }
             entry.row = Some(bytes);
+            entry.secondary_may_change = true;
             return Ok(());
         } else {
             let epoch = EpochGuard::enter();
@@ -114,6 +115,8 @@ impl Transaction<'_> {
             key: IndexKey::new(key.as_bytes()),
             row: Some(bytes),
             hint,
+            // Writing over a deleted row: its entries are all considered again.
+            secondary_may_change: true,
         });
         Ok(())
     }
@@ -135,12 +138,14 @@ impl Transaction<'_> {
                 self.note_miss(table, key);
                 return Ok(false);
             };
-            let bytes = changed_row(table, table.row(current), change)?;
-            self.buf.ws.get_mut(i).row = Some(bytes);
+            let (bytes, keys_may_change) = changed_row(table, table.row(current), change)?;
+            let entry = self.buf.ws.get_mut(i);
+            entry.row = Some(bytes);
+            entry.secondary_may_change |= keys_may_change;
             return Ok(true);
         }
         self.write_live_row(table, key, |current| {
-            changed_row(table, current, change).map(Some)
+            changed_row(table, current, change).map(|(row, keys)| (Some(row), keys))
         })
     }
 
@@ -155,17 +160,18 @@ impl Transaction<'_> {
             }
             return Ok(deleted);
         }
-        self.write_live_row(table, key, |_| Ok(None))
+        self.write_live_row(table, key, |_| Ok((None, false)))
     }
 
     /// Buffers a write of the live row under `key` in the snapshot (a record this transaction has
-    /// not written yet): `new_row` turns the current row into the new one (`None`: deleted).
-    /// False, with the absence recorded as a miss, if there is no live row.
+    /// not written yet): `new_row` turns the current row into the new one (`None`: deleted), and
+    /// says whether a column of a secondary index may have changed. False, with the absence
+    /// recorded as a miss, if there is no live row.
     fn write_live_row(
         &mut self,
         table: &Table,
         key: &KeyBuf,
-        new_row: impl FnOnce(RowRef<'_>) -> Result<Option<Box<[u8]>>>,
+        new_row: impl FnOnce(RowRef<'_>) -> Result<(Option<Box<[u8]>>, bool)>,
     ) -> Result<bool> {
         let epoch = EpochGuard::enter();
         let Found::Live(oid, head, current) =
@@ -174,7 +180,7 @@ impl Transaction<'_> {
             self.note_miss(table, key);
             return Ok(false);
         };
-        let row = new_row(table.row(&current.row))?;
+        let (row, secondary_may_change) = new_row(table.row(&current.row))?;
         self.reserve(table, oid, (head, current), epoch.guard())?;
         drop(epoch);
         self.buf.ws.push(Buffered {
@@ -184,6 +190,7 @@ impl Transaction<'_> {
             key: IndexKey::new(key.as_bytes()),
             row,
             hint: None,
+            secondary_may_change,
         });
         Ok(true)
     }
@@ -216,16 +223,18 @@ impl Transaction<'_> {
     }
 }
 
-/// `old` changed by `change`, encoded. Refuses a change of the primary key.
+/// `old` changed by `change`, encoded, and whether a column of a secondary index was set (if
+/// not, the row keeps its secondary keys). Refuses a change of the primary key.
 fn changed_row(
     table: &Table,
     old: RowRef<'_>,
     change: impl FnOnce(&mut RowMut<'_>),
-) -> Result<Box<[u8]>> {
+) -> Result<(Box<[u8]>, bool)> {
     let mut copy = old.to_mut();
     change(&mut copy);
     let pk = table.schema().primary_key();
     let key_set = copy.may_have_set(pk);
+    let secondary_set = copy.may_have_set(table.secondary_columns());
     let bytes = copy.into_bytes()?;
     // Only if the closure set a key column can the key have changed; key columns are never
     // NULL, so their encoded bytes decide.
@@ -240,5 +249,5 @@ fn changed_row(
             reason: "an update cannot change the primary key (delete the row and insert it)".into(),
         });
     }
-    Ok(bytes)
+    Ok((bytes, secondary_set))
 }
