@@ -64,6 +64,9 @@ impl Buffered {
 /// Lookups of one table's entries.
 #[derive(Default)]
 struct TableEntries {
+    /// Positions of the table's entries, in the order they were pushed (iterating a map would
+    /// walk its whole capacity, kept from earlier transactions).
+    positions: Vec<u32>,
     by_key: FxMap<IndexKey, u32>,
     /// Built only when a scan needs it (see `index_oids`): most transactions never scan what
     /// they wrote, and one map per write is half the cost of buffering it.
@@ -107,6 +110,14 @@ impl WriteSet {
         self.table(table)?.by_key.get(key).map(|&i| i as usize)
     }
 
+    /// The positions of `table`'s entries, in the order they were written.
+    pub(crate) fn entries_of(&self, table: TableId) -> impl Iterator<Item = usize> + '_ {
+        self.table(table)
+            .map_or(&[][..], |t| &t.positions[..])
+            .iter()
+            .map(|&i| i as usize)
+    }
+
     /// Makes [`by_oid`](Self::by_oid) see every entry pushed so far.
     pub(crate) fn index_oids(&mut self) {
         for (i, e) in self.entries.iter().enumerate().skip(self.oids_indexed) {
@@ -145,6 +156,7 @@ impl WriteSet {
         if lookups.by_key.is_empty() {
             self.touched.push(entry.table);
         }
+        lookups.positions.push(index);
         let previous = lookups.by_key.insert(entry.key.clone(), index);
         debug_assert!(previous.is_none(), "one entry per primary key");
         self.entries.push(entry);
@@ -156,6 +168,8 @@ impl WriteSet {
         self.entries.clear();
         for &t in &self.touched {
             let lookups = &mut self.tables[t as usize];
+            lookups.positions.clear();
+            lookups.positions.shrink_to(keep);
             lookups.by_key.clear();
             lookups.by_oid.clear();
             lookups.by_key.shrink_to(keep);
