@@ -139,7 +139,7 @@ impl Node {
     }
 
     /// The first position among the `n` keys whose key is `>= key` (with `strict`: `> key`).
-    #[inline]
+    #[inline(always)]
     pub(super) fn search(
         &self,
         n: usize,
@@ -164,7 +164,7 @@ impl Node {
     /// mispredictions of a New-Order in callgrind's simulation but made Stock-Level, whose
     /// stock lookups miss the cache, 24% slower in alternating runs; prefetching the node's key
     /// lines first recovered only part of that.
-    #[inline]
+    #[inline(always)]
     fn search_packed(&self, n: usize, target: u128, strict: bool) -> usize {
         let (mut lo, mut hi) = (0, n);
         while lo < hi {
