@@ -31,6 +31,7 @@ mod fp_control;
 pub mod memory;
 pub mod padded;
 pub mod preempt;
+pub mod prefetch;
 pub mod region;
 pub mod region_lock;
 pub mod simd;

@@ -137,6 +137,13 @@ impl OrderedIndex {
         self.tree.get(key)
     }
 
+    /// Starts loading the leaf that holds `key` (a hint for a lookup soon after).
+    #[inline]
+    pub(crate) fn prefetch(&self, key: &[u8]) {
+        let _region = NoPreemptGuard::new();
+        self.tree.prefetch_leaf(key);
+    }
+
     /// Inserts `key -> oid`. If the key is present (whatever it maps to, `oid` included), returns
     /// the OID it maps to and changes nothing, so callers only undo entries they really added.
     pub(crate) fn insert(&self, key: &[u8], oid: Oid) -> Result<(), Oid> {

@@ -16,6 +16,7 @@
 use std::cmp::Ordering;
 use std::sync::atomic::{AtomicU64, Ordering as Mem, fence};
 
+use overtake_runtime::prefetch::prefetch_read;
 use overtake_runtime::{NoPreemptGuard, RegionOnceLock};
 use sdd::{AtomicShared, Guard, Shared, Tag};
 
@@ -81,6 +82,13 @@ impl Node {
     }
 
     // ---- Reading (optimistic) ----
+
+    /// Asks for the lines a search of the node reads: version, count and keys.
+    #[inline]
+    pub(super) fn prefetch(&self) {
+        let keys_end = std::mem::offset_of!(Node, long);
+        prefetch_read(std::ptr::from_ref(self).cast(), keys_end);
+    }
 
     /// The node's version once no writer is changing it. The writer is inside a non-preemptible
     /// region, hence running, and done in a few hundred nanoseconds.

@@ -295,3 +295,45 @@ fn readers_racing_writers_always_find_the_keys_that_stay() {
         s.spawn(reader);
     });
 }
+
+/// The height prefetches descend by matches the tree's depth as it grows, and prefetching any
+/// key, present or not, changes nothing.
+#[test]
+fn prefetches_follow_the_trees_height_and_change_nothing() {
+    let index = OrderedIndex::new();
+    let depth = |index: &OrderedIndex| {
+        let tree = &index.tree;
+        let mut node = tree
+            .arena
+            .get(tree.root.load(std::sync::atomic::Ordering::Acquire));
+        let mut levels = 0;
+        while let Some(n) = node.filter(|n| !n.is_leaf()) {
+            node = tree.arena.get(n.val(0));
+            levels += 1;
+        }
+        levels
+    };
+    let mut model = BTreeMap::new();
+    for i in 0..20_000u64 {
+        // A scattered order, so that nodes split in the middle as well as at the end.
+        let k = (i * 7919) % 20_000;
+        let key = key_of(k as u16, k % 5 == 0);
+        if index.insert(&key, k).is_ok() {
+            model.insert(key, k);
+        }
+        if i % 1000 == 0 {
+            assert_eq!(
+                index.tree.height.load(std::sync::atomic::Ordering::Acquire),
+                depth(&index)
+            );
+        }
+    }
+    assert!(
+        depth(&index) >= 2,
+        "the test needs a tree of several levels"
+    );
+    for k in 0..40_000u32 {
+        index.prefetch(&key_of(k as u16, k % 3 == 0));
+    }
+    check_all(&index, &model);
+}

@@ -79,6 +79,9 @@ pub(super) struct WriterState {
 /// An ordered map from byte keys to `u64` values.
 pub(super) struct Tree {
     pub(super) root: AtomicU64,
+    /// Inner levels above the leaves (0: the root is a leaf). Only grows, with the root; read
+    /// only by prefetches, which may act on a stale value.
+    pub(super) height: AtomicU64,
     pub(super) arena: Arena,
     /// Serializes writers. Readers never take it.
     pub(super) writer: RegionMutex<WriterState>,
@@ -91,6 +94,7 @@ impl Tree {
         arena.make(0, &region).set_meta(true, 0);
         Tree {
             root: AtomicU64::new(0),
+            height: AtomicU64::new(0),
             arena,
             writer: RegionMutex::new(WriterState {
                 free: Vec::new(),
@@ -147,6 +151,31 @@ impl Tree {
             }
             return (node, LeafHint { leaf: id, version }, has_fence);
         }
+    }
+
+    /// Starts loading the leaf that holds `key`: descends the inner nodes (usually in cache) and
+    /// asks for the leaf's lines without reading the leaf, so that lookups of several keys can
+    /// have their leaves' misses overlap. A hint only: a tree changed meanwhile sends the
+    /// prefetch to some other node, which costs nothing but the hint.
+    pub(super) fn prefetch_leaf(&self, key: &[u8]) {
+        let key = SearchKey::new(key);
+        let mut guard = LazyGuard::default();
+        let mut levels = self.height.load(Mem::Acquire);
+        let Some(mut node) = self.arena.get(self.root.load(Mem::Acquire)) else {
+            return;
+        };
+        while levels > 0 {
+            if node.is_leaf() {
+                break;
+            }
+            let idx = node.search(node.count(), &key, true, &mut guard);
+            let Some(child) = self.arena.get(node.val(idx)) else {
+                return;
+            };
+            node = child;
+            levels -= 1;
+        }
+        node.prefetch();
     }
 
     /// The value stored under `key`, and where the key is or would be.

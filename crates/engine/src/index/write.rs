@@ -214,6 +214,7 @@ impl Tree {
             locked.push(root_id);
             root.fill(false, vec![separator], &[old_root, right]);
             self.root.store(root_id, Mem::Release);
+            self.height.fetch_add(1, Mem::Release);
         }
         for id in locked {
             self.node(id).unlock();

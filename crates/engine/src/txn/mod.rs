@@ -293,6 +293,14 @@ impl<'db> Transaction<'db> {
         Ok(Some(read(table.row(&version.row))))
     }
 
+    /// A hint that the row with primary key `key` will be read or written soon: starts loading
+    /// the index leaf that holds it, so that the leaves of several keys named first load
+    /// together instead of one after another. Reads nothing the transaction depends on, records
+    /// nothing, and is never needed for correctness.
+    pub fn prefetch(&self, table: &Table, key: &KeyBuf) {
+        table.tree(IndexRef::Primary).prefetch(key.as_bytes());
+    }
+
     /// True if a row with primary key `key` exists in this transaction's snapshot.
     pub fn exists(&mut self, table: &Table, key: &KeyBuf) -> Result<bool> {
         Ok(self.get(table, key, |_| ())?.is_some())
