@@ -57,17 +57,6 @@ pub(crate) struct LeafHint {
     pub(super) version: u64,
 }
 
-impl LeafHint {
-    /// The same leaf at another version.
-    pub(crate) fn at_version(self, version: u64) -> LeafHint {
-        LeafHint { version, ..self }
-    }
-
-    pub(crate) fn version(self) -> u64 {
-        self.version
-    }
-}
-
 /// Writer-side state, under the tree's writer latch.
 pub(super) struct WriterState {
     /// Unlinked nodes, ready for reuse.

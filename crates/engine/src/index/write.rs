@@ -83,10 +83,7 @@ impl Tree {
         guard: &mut LazyGuard,
     ) -> (u64, usize, bool) {
         let leaf_id = self.path_to(key, path, guard);
-        let leaf = self.node(leaf_id);
-        let n = leaf.count();
-        let pos = leaf.search(n, key, false, guard);
-        let found = pos < n && leaf.compare(pos, key, guard).is_eq();
+        let (pos, found) = position_in(self.node(leaf_id), key, guard);
         (leaf_id, pos, found)
     }
 
@@ -111,12 +108,17 @@ impl Tree {
             && leaf.is_leaf()
             && leaf.count() < CAP
         {
-            let n = leaf.count();
-            let pos = leaf.search(n, &key, false, &mut guard);
-            if pos < n && leaf.compare(pos, &key, &mut guard).is_eq() {
+            let (pos, found) = position_in(leaf, &key, &mut guard);
+            if found {
                 return Err(leaf.val(pos));
             }
-            insert_in_leaf(leaf, (n, pos), new_entry(&key), value, &mut guard);
+            insert_in_leaf(
+                leaf,
+                (leaf.count(), pos),
+                new_entry(&key),
+                value,
+                &mut guard,
+            );
             return Ok(Some(LeafHint {
                 leaf: hint.leaf,
                 version: hint.version + 2,
@@ -343,6 +345,13 @@ impl Tree {
         writer.free.extend_from_slice(&locked[1..]);
         true
     }
+}
+
+/// Where `key` is or would go in `leaf`, and whether it is there.
+fn position_in(leaf: &Node, key: &SearchKey<'_>, guard: &mut LazyGuard) -> (usize, bool) {
+    let n = leaf.count();
+    let pos = leaf.search(n, key, false, guard);
+    (pos, pos < n && leaf.compare(pos, key, guard).is_eq())
 }
 
 /// The entry a new key is stored as (a long key's bytes shared beside it).

@@ -532,8 +532,8 @@ mod tests {
 /// lines go to one leaf this way. Holds the last few leaves only.
 #[derive(Default)]
 struct HintedLeaves {
-    /// `(table, the leaf as first hinted, its version now)`.
-    moves: [Option<(TableId, LeafHint, u64)>; 4],
+    /// `(table, the leaf as first hinted, the same leaf now)`.
+    moves: [Option<(TableId, LeafHint, LeafHint)>; 4],
     next: usize,
 }
 
@@ -544,10 +544,10 @@ impl HintedLeaves {
             .iter()
             .flatten()
             .find(|(t, first, _)| *t == table && *first == hint)
-            .map_or(hint, |&(_, first, now)| first.at_version(now))
+            .map_or(hint, |&(_, _, now)| now)
     }
 
-    /// Records that the leaf first hinted as `first` is now at `now` after an insert through it.
+    /// Records that the leaf first hinted as `first` is now `now` after an insert through it.
     fn moved(&mut self, table: TableId, first: LeafHint, now: LeafHint) {
         if let Some(m) = self
             .moves
@@ -555,10 +555,10 @@ impl HintedLeaves {
             .flatten()
             .find(|(t, f, _)| *t == table && *f == first)
         {
-            m.2 = now.version();
+            m.2 = now;
             return;
         }
-        self.moves[self.next] = Some((table, first, now.version()));
+        self.moves[self.next] = Some((table, first, now));
         self.next = (self.next + 1) % self.moves.len();
     }
 }
