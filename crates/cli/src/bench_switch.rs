@@ -50,13 +50,13 @@ fn voluntary(samples: u32) -> Result<LatencyHistogram, String> {
         }
     })
     .map_err(|e| e.to_string())?;
-    ctx.resume();
+    let _ = ctx.resume();
     let mut h = LatencyHistogram::new();
     // Batches of 100 round trips, so that the clock's cost does not dominate.
     for _ in 0..samples / 100 {
         let start = Instant::now();
         for _ in 0..100 {
-            ctx.resume();
+            let _ = ctx.resume();
         }
         h.record_nanos(start.elapsed().as_nanos() as u64 / 100);
     }
@@ -95,7 +95,7 @@ fn request_latency(
                 }
             })
             .map_err(|e| e.to_string())?;
-            ctx.resume();
+            let _ = ctx.resume();
             drop(registration);
             Ok(())
         })

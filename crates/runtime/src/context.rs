@@ -13,7 +13,14 @@
 //! and ends in the context switched to, so a signal can never land half-way through a switch.
 //! Contexts never migrate between threads. Each context keeps its own floating-point control
 //! state (rounding mode, exception masks) across switches, as the ABI promises for any call.
+//!
+//! A context can suspend itself in two ways: through the [`Suspender`] its body was given, or,
+//! from anywhere in code it runs (a preemption hook, a park deep inside the engine), through
+//! [`suspend_current`]. Either way it says why ([`Suspension`]), and the resumer learns it from
+//! [`Context::resume`]: that is how a scheduler knows whether a task finished, was preempted or
+//! waits for an event, without any state of its own on the side.
 
+use std::cell::Cell;
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering, compiler_fence};
 
@@ -23,17 +30,52 @@ use corosensei::{Coroutine, CoroutineResult, Yielder};
 use crate::fp_control::FpControl;
 use crate::region;
 
-/// Stack bounds of the preemptible context running on this thread (`lo == 0`: none).
-struct CurrentStack {
+/// Why a context gave control back to its resumer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Suspension {
+    /// It suspended itself through its [`Suspender`] (e.g. between jobs).
+    Yielded,
+    /// A preemption paused it in favour of more urgent work.
+    Preempted,
+    /// It waits for an event (see [`crate::park`]).
+    Parked,
+}
+
+/// What [`Context::resume`] saw happen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resumed {
+    /// The context suspended itself, for this reason; resuming it continues where it was.
+    Suspended(Suspension),
+    /// The context's body returned.
+    Finished,
+}
+
+impl Resumed {
+    /// True if the body returned.
+    pub fn is_finished(self) -> bool {
+        self == Resumed::Finished
+    }
+}
+
+type ContextYielder = Yielder<(), Suspension>;
+
+/// What this thread knows about the context running on it.
+struct CurrentContext {
+    /// Stack bounds of the running context if it is preemptible (`lo == 0`: none). Read by the
+    /// signal handler, hence atomics.
     lo: AtomicUsize,
     hi: AtomicUsize,
+    /// The running context's yielder (null: none runs), for [`suspend_current`]. Never read by a
+    /// signal handler.
+    yielder: Cell<*const ContextYielder>,
 }
 
 thread_local! {
-    static CURRENT: CurrentStack = const {
-        CurrentStack {
+    static CURRENT: CurrentContext = const {
+        CurrentContext {
             lo: AtomicUsize::new(0),
             hi: AtomicUsize::new(0),
+            yielder: Cell::new(std::ptr::null()),
         }
     };
 }
@@ -63,25 +105,60 @@ fn set_current(bounds: Option<(usize, usize)>) {
     compiler_fence(Ordering::SeqCst);
 }
 
+fn set_current_yielder(yielder: *const ContextYielder) {
+    CURRENT.with(|c| c.yielder.set(yielder));
+}
+
+/// Switches from the context that owns `yielder` back to its resumer, inside a region that the
+/// resumer ends; returns when the context is resumed again.
+fn suspend_with(yielder: &ContextYielder, why: Suspension) {
+    region::raise();
+    let fp = FpControl::save();
+    yielder.suspend(why);
+    // Resumed: this context runs on this thread again.
+    set_current_yielder(yielder);
+    fp.restore();
+    region::lower();
+}
+
+/// Suspends the context running on this thread, telling its resumer `why`; returns when it is
+/// resumed. Returns `false` at once if no context is running here (plain thread code).
+pub fn suspend_current(why: Suspension) -> bool {
+    let yielder = CURRENT.with(|c| c.yielder.get());
+    // SAFETY: the pointer is non-null only while the context owning that yielder runs on this
+    // thread: its body sets it when it starts and whenever it is resumed, and `Context::resume`
+    // puts back the resumer's value (null on a plain thread) when the context suspends or
+    // returns. A corosensei yielder lives on the coroutine's own stack for as long as its body
+    // runs, and we are inside that body (this thread runs the context), so it is alive.
+    match unsafe { yielder.as_ref() } {
+        Some(yielder) => {
+            suspend_with(yielder, why);
+            true
+        }
+        None => false,
+    }
+}
+
+/// True if a context (preemptible or not) is running on this thread.
+pub fn in_context() -> bool {
+    CURRENT.with(|c| !c.yielder.get().is_null())
+}
+
 /// What a context's body uses to suspend itself.
 pub struct Suspender<'a> {
-    yielder: &'a Yielder<(), ()>,
+    yielder: &'a ContextYielder,
 }
 
 impl Suspender<'_> {
-    /// Suspends the context; returns when it is resumed.
+    /// Suspends the context ([`Suspension::Yielded`]); returns when it is resumed.
     pub fn suspend(&self) {
-        region::raise();
-        let fp = FpControl::save();
-        self.yielder.suspend(());
-        fp.restore();
-        region::lower();
+        suspend_with(self.yielder, Suspension::Yielded);
     }
 }
 
 /// A stackful context.
 pub struct Context {
-    coroutine: Coroutine<(), (), (), DefaultStack>,
+    coroutine: Coroutine<(), Suspension, (), DefaultStack>,
     bounds: (usize, usize),
     preemptible: bool,
 }
@@ -95,7 +172,8 @@ impl Context {
     ) -> io::Result<Self> {
         let stack = DefaultStack::new(stack_size)?;
         let bounds = (stack.limit().get(), stack.base().get());
-        let coroutine = Coroutine::with_stack(stack, move |yielder: &Yielder<(), ()>, ()| {
+        let coroutine = Coroutine::with_stack(stack, move |yielder: &ContextYielder, ()| {
+            set_current_yielder(yielder);
             // The resumer raised the depth for the switch; the switch is over.
             region::lower();
             body(&Suspender { yielder });
@@ -109,28 +187,33 @@ impl Context {
         })
     }
 
-    /// Runs the context until it suspends (returns `false`) or its body returns (`true`).
-    pub fn resume(&mut self) -> bool {
+    /// Runs the context until it suspends or its body returns.
+    pub fn resume(&mut self) -> Resumed {
         if self.coroutine.done() {
-            return true;
+            return Resumed::Finished;
         }
         let previous = current_preemptible_stack();
+        let previous_yielder = CURRENT.with(|c| c.yielder.get());
         region::raise();
         set_current(self.preemptible.then_some(self.bounds));
         // Restores the caller's view even if the body panics (the panic resurfaces here).
-        struct Restore(Option<(usize, usize)>);
+        struct Restore(Option<(usize, usize)>, *const ContextYielder);
         impl Drop for Restore {
             fn drop(&mut self) {
                 set_current(self.0);
+                set_current_yielder(self.1);
             }
         }
-        let restore = Restore(previous);
+        let restore = Restore(previous, previous_yielder);
         let fp = FpControl::save();
         let result = self.coroutine.resume(());
         fp.restore();
         drop(restore);
         region::lower();
-        matches!(result, CoroutineResult::Return(()))
+        match result {
+            CoroutineResult::Yield(why) => Resumed::Suspended(why),
+            CoroutineResult::Return(()) => Resumed::Finished,
+        }
     }
 
     /// The stack's `(lowest usable address, base)`.
@@ -182,7 +265,7 @@ mod tests {
                 0,
                 "a running context is outside every region"
             );
-            inner_for_outer.borrow_mut().resume(); // nested: inner suspends back into us
+            let _ = inner_for_outer.borrow_mut().resume(); // nested: inner suspends back into us
             assert!(
                 in_preemptible_context(),
                 "restored after the nested context suspends"
@@ -193,14 +276,58 @@ mod tests {
         })
         .expect("stack");
         assert!(!in_preemptible_context());
-        assert!(!outer.resume());
+        assert_eq!(outer.resume(), Resumed::Suspended(Suspension::Yielded));
         assert_eq!(region::depth(), 0);
-        assert!(!inner.borrow_mut().resume());
-        assert!(outer.resume(), "the body returned");
-        assert!(outer.resume(), "a finished context stays finished");
+        assert!(!inner.borrow_mut().resume().is_finished());
+        assert!(outer.resume().is_finished(), "the body returned");
+        assert!(
+            outer.resume().is_finished(),
+            "a finished context stays finished"
+        );
         assert_eq!(log.take(), vec![1, 100, 2, 101, 3]);
         assert_eq!(region::depth(), 0);
         assert!(!in_preemptible_context());
+    }
+
+    #[test]
+    fn code_deep_in_a_context_suspends_it_and_says_why() {
+        fn wait_for_event() {
+            assert!(suspend_current(Suspension::Parked), "a context runs here");
+        }
+        assert!(!suspend_current(Suspension::Parked), "no context on a plain thread");
+        assert!(!in_context());
+        let steps = Rc::new(Cell::new(0));
+        let seen = Rc::clone(&steps);
+        let inner = Rc::new(std::cell::RefCell::new(
+            Context::new(64 * 1024, false, |_| {
+                assert!(suspend_current(Suspension::Preempted));
+            })
+            .expect("stack"),
+        ));
+        let inner_for_outer = Rc::clone(&inner);
+        let mut outer = Context::new(64 * 1024, true, move |_| {
+            seen.set(1);
+            wait_for_event();
+            seen.set(2);
+            // A nested context suspends only itself, back into this one...
+            assert_eq!(
+                inner_for_outer.borrow_mut().resume(),
+                Resumed::Suspended(Suspension::Preempted)
+            );
+            assert!(in_context(), "...which still runs and can suspend itself");
+            wait_for_event();
+            seen.set(3);
+        })
+        .expect("stack");
+        assert_eq!(outer.resume(), Resumed::Suspended(Suspension::Parked));
+        assert_eq!(steps.get(), 1);
+        assert!(!in_context(), "the resumer's view is back");
+        assert_eq!(outer.resume(), Resumed::Suspended(Suspension::Parked));
+        assert_eq!(steps.get(), 2);
+        assert_eq!(outer.resume(), Resumed::Finished);
+        assert_eq!(steps.get(), 3);
+        assert_eq!(region::depth(), 0);
+        assert!(inner.borrow_mut().resume().is_finished());
     }
 
     #[test]
@@ -214,14 +341,14 @@ mod tests {
             assert_eq!(FpControl::save().rounding(), UP, "kept across a suspend");
         })
         .expect("stack");
-        assert!(!ctx.resume());
+        assert!(!ctx.resume().is_finished());
         assert_eq!(
             FpControl::save(),
             caller,
             "the context's mode did not leak out"
         );
         caller.with_rounding(DOWN).restore();
-        assert!(ctx.resume(), "the body's assertion held");
+        assert!(ctx.resume().is_finished(), "the body's assertion held");
         assert_eq!(FpControl::save().rounding(), DOWN, "ours came back");
         caller.restore();
     }

@@ -13,7 +13,10 @@
 //!   allocator keeps per-thread state and internal locks that a paused context must never hold.
 //! - [`region_lock`]: mutexes, reader-writer locks and once-cells that can only be taken inside a
 //!   region (the compiler checks it), so a paused context never holds one.
-//! - [`context`]: stackful contexts a worker switches between.
+//! - [`context`]: stackful contexts a worker switches between; a context suspends itself and says
+//!   why (yielded, preempted, parked).
+//! - [`park`]: a task waits for an event without blocking its worker's thread; a wake from any
+//!   thread hands it back to its scheduler.
 //! - [`preempt`]: delivering a preemption request to a worker: a flag polled at every record
 //!   access, and a signal whose handler injects a call into the running context; and, for tests,
 //!   preemptions injected deterministically at chosen points ([`preempt::inject`]).
@@ -29,6 +32,7 @@ pub mod context;
 pub mod cpu;
 mod fp_control;
 pub mod memory;
+pub mod park;
 pub mod padded;
 pub mod preempt;
 pub mod prefetch;
@@ -38,7 +42,7 @@ pub mod simd;
 pub mod worker;
 
 pub use alloc::{EngineAllocator, Mimalloc, RegionAlloc, engine_allocator};
-pub use context::{Context, Suspender};
+pub use context::{Context, Resumed, Suspender, Suspension};
 pub use padded::CachePadded;
 pub use region::NoPreemptGuard;
 pub use region_lock::{RegionMutex, RegionOnceLock, RegionRwLock};

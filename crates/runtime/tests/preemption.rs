@@ -241,7 +241,7 @@ fn switch_to_urgent() {
     HOOK_RUNS.fetch_add(1, Ordering::Relaxed);
     URGENT.with(|u| {
         if let Some(ctx) = u.borrow_mut().as_mut() {
-            ctx.resume();
+            let _ = ctx.resume();
         }
     });
 }
@@ -335,7 +335,10 @@ fn registers_survive_ten_thousand_injected_preemptions() {
         })
         .expect("stack")
     };
-    assert!(work.resume(), "the preemptible context ran to the end");
+    assert!(
+        work.resume().is_finished(),
+        "the preemptible context ran to the end"
+    );
     stop.store(true, Ordering::Relaxed);
     let sent = sender.join().expect("sender");
     drop(registration);
@@ -389,7 +392,7 @@ fn a_region_defers_a_signal_preemption_until_it_ends() {
         assert!(!region::is_pending());
     })
     .expect("stack");
-    assert!(work.resume());
+    assert!(work.resume().is_finished());
     assert_eq!(
         target.stats().injected,
         0,
@@ -438,7 +441,7 @@ fn polling_serves_a_request_only_in_a_preemptible_context() {
         );
     })
     .expect("stack");
-    assert!(work.resume());
+    assert!(work.resume().is_finished());
     registration.set_poll_every(0);
     drop(registration);
 }

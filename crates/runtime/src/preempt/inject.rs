@@ -68,7 +68,7 @@ thread_local! {
 fn run_urgent() {
     URGENT.with(|u| {
         if let Some(ctx) = u.borrow_mut().as_mut() {
-            ctx.resume();
+            let _ = ctx.resume();
         }
     });
 }
@@ -96,7 +96,7 @@ pub fn run_preempted(
     let mut low_ctx = crate::Context::new(1 << 20, true, move |_| low())?;
     // `low` never suspends itself: a preemption runs the urgent context from inside it.
     let finished = low_ctx.resume();
-    debug_assert!(finished);
+    debug_assert!(finished.is_finished());
     // Dropping a suspended context unwinds it; its stack goes back to the allocator.
     let region = region::NoPreemptGuard::new();
     URGENT.with(|u| drop(u.borrow_mut().take()));

@@ -1,0 +1,289 @@
+//! Parking: code running in a task waits for an event without blocking its worker's OS thread.
+//!
+//! The mechanism, not the policy. A scheduler gives each task it runs a [`Parker`] and installs
+//! it while the task runs ([`Parker::run`]). Code in the task (a lock wait in the engine, a
+//! durable-commit wait, a test) takes the task's [`Unparker`] with [`current_unparker`], hands it
+//! to whoever will signal the event, and calls [`park`]: the task's context suspends with
+//! [`Suspension::Parked`], and its worker runs other tasks. [`Unparker::unpark`], from any thread,
+//! makes the parked task ready again by handing its token to the scheduler's [`WakeTarget`];
+//! the scheduler resumes it when it is the most urgent ready task.
+//!
+//! Semantics are those of `std::thread::park`: one token per parker. An `unpark` before the
+//! `park` makes the park return at once; several unparks before a park count once; `park` may
+//! return without the event having happened (a stale unpark), so callers re-check their
+//! condition in a loop. Code that runs outside any task (a plain thread) gets the same interface
+//! backed by `std::thread::park`.
+//!
+//! Parking inside a non-preemptible region is a bug (the region's latch would be held while the
+//! task waits, so whatever it waits for could need that latch): it panics. This module must never
+//! block a worker's OS thread while a task runs on it.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use crate::context::{self, Suspension};
+use crate::region::{self, NoPreemptGuard};
+
+/// Where an unparked task's token goes: the scheduler that owns its worker. Called inside a
+/// non-preemptible region, from any thread; must not block.
+pub trait WakeTarget: Send + Sync {
+    /// The task identified by `token` may run again.
+    fn wake(&self, token: u64);
+}
+
+const IDLE: u8 = 0;
+const PARKED: u8 = 1;
+const NOTIFIED: u8 = 2;
+
+enum WakeVia {
+    Task {
+        target: Arc<dyn WakeTarget>,
+        token: u64,
+    },
+    Thread(std::thread::Thread),
+}
+
+struct ParkState {
+    state: AtomicU8,
+    via: WakeVia,
+}
+
+impl ParkState {
+    /// Takes the token if there is one.
+    fn take_notification(&self) -> bool {
+        self.state
+            .compare_exchange(NOTIFIED, IDLE, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+}
+
+/// The waiting side of one task (or thread): owned by whoever runs it.
+pub struct Parker {
+    state: Arc<ParkState>,
+}
+
+impl Parker {
+    /// A parker for a task whose wake-ups go to `target` with `token`.
+    pub fn for_task(target: Arc<dyn WakeTarget>, token: u64) -> Self {
+        Parker {
+            state: Arc::new(ParkState {
+                state: AtomicU8::new(IDLE),
+                via: WakeVia::Task { target, token },
+            }),
+        }
+    }
+
+    /// The handle that wakes this parker.
+    pub fn unparker(&self) -> Unparker {
+        Unparker {
+            state: Arc::clone(&self.state),
+        }
+    }
+
+    /// Runs `f` (which resumes this parker's task) with this parker installed as the current one
+    /// on this thread, so that the task's [`park`] and [`current_unparker`] find it; the previous
+    /// one is put back afterwards.
+    pub fn run<R>(&self, f: impl FnOnce() -> R) -> R {
+        let previous = CURRENT.with(|c| c.replace(Some(Arc::clone(&self.state))));
+        struct Restore(Option<Arc<ParkState>>);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                let previous = self.0.take();
+                CURRENT.with(|c| *c.borrow_mut() = previous);
+            }
+        }
+        let _restore = Restore(previous);
+        f()
+    }
+}
+
+/// The waking side: cheap to clone, `Send` and `Sync`.
+#[derive(Clone)]
+pub struct Unparker {
+    state: Arc<ParkState>,
+}
+
+impl Unparker {
+    /// Makes the parker's task (or thread) ready if it is parked; otherwise its next [`park`]
+    /// returns at once.
+    pub fn unpark(&self) {
+        let _region = NoPreemptGuard::new();
+        if self.state.state.swap(NOTIFIED, Ordering::AcqRel) == PARKED {
+            match &self.state.via {
+                WakeVia::Task { target, token } => target.wake(*token),
+                WakeVia::Thread(thread) => thread.unpark(),
+            }
+        }
+    }
+
+    /// True if both handles wake the same parker.
+    pub fn wakes_same(&self, other: &Unparker) -> bool {
+        Arc::ptr_eq(&self.state, &other.state)
+    }
+}
+
+impl std::fmt::Debug for Unparker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Unparker").finish_non_exhaustive()
+    }
+}
+
+thread_local! {
+    /// The parker of the task running on this thread (installed by [`Parker::run`]), or, on a
+    /// plain thread, the thread's own (created on first use). Only touched inside regions.
+    static CURRENT: RefCell<Option<Arc<ParkState>>> = const { RefCell::new(None) };
+}
+
+fn current_state() -> Arc<ParkState> {
+    let _region = NoPreemptGuard::new();
+    CURRENT.with(|c| {
+        let mut current = c.borrow_mut();
+        Arc::clone(current.get_or_insert_with(|| {
+            Arc::new(ParkState {
+                state: AtomicU8::new(IDLE),
+                via: WakeVia::Thread(std::thread::current()),
+            })
+        }))
+    })
+}
+
+/// The handle that wakes the task (or thread) running here.
+pub fn current_unparker() -> Unparker {
+    Unparker {
+        state: current_state(),
+    }
+}
+
+/// Waits until the current task's (or thread's) unparker is called, unless it already was since
+/// the last park. In a task, the worker runs other tasks meanwhile. May return spuriously.
+///
+/// # Panics
+///
+/// Inside a non-preemptible region (see the module comment).
+pub fn park() {
+    assert_eq!(
+        region::depth(),
+        0,
+        "park inside a non-preemptible region: whatever holds the region's latch would be held \
+         while the task waits"
+    );
+    let state = current_state();
+    if state.take_notification() {
+        return;
+    }
+    if state
+        .state
+        .compare_exchange(IDLE, PARKED, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        // Notified in between.
+        state.take_notification();
+        return;
+    }
+    match &state.via {
+        WakeVia::Task { .. } => {
+            let parked_in_context = context::suspend_current(Suspension::Parked);
+            assert!(
+                parked_in_context,
+                "a task parker is installed, but no context runs on this thread"
+            );
+        }
+        WakeVia::Thread(_) => {
+            while state.state.load(Ordering::Acquire) == PARKED {
+                std::thread::park();
+            }
+        }
+    }
+    // Resumed by the scheduler after an unpark, or (spuriously) for another reason: a parked
+    // flag left behind must not swallow the next unpark.
+    if !state.take_notification() {
+        let _ = state.state.compare_exchange(PARKED, IDLE, Ordering::AcqRel, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::{Context, Resumed};
+    use std::sync::Mutex;
+
+    /// A scheduler stand-in: records tokens.
+    #[derive(Default)]
+    struct Tokens(Mutex<Vec<u64>>);
+
+    impl WakeTarget for Tokens {
+        fn wake(&self, token: u64) {
+            self.0.lock().expect("tokens").push(token);
+        }
+    }
+
+    #[test]
+    fn a_parked_task_suspends_and_its_unpark_reaches_the_scheduler() {
+        let tokens = Arc::new(Tokens::default());
+        let parker = Parker::for_task(Arc::clone(&tokens) as Arc<dyn WakeTarget>, 7);
+        let handle = Arc::new(Mutex::new(None::<Unparker>));
+        let handle_in_task = Arc::clone(&handle);
+        let mut task = Context::new(64 * 1024, false, move |_| {
+            *handle_in_task.lock().expect("handle") = Some(current_unparker());
+            park();
+        })
+        .expect("stack");
+        assert_eq!(
+            parker.run(|| task.resume()),
+            Resumed::Suspended(Suspension::Parked)
+        );
+        let unparker = handle.lock().expect("handle").take().expect("published");
+        assert!(unparker.wakes_same(&parker.unparker()));
+        assert!(tokens.0.lock().expect("tokens").is_empty());
+        // Woken from another thread.
+        std::thread::spawn(move || unparker.unpark())
+            .join()
+            .expect("thread");
+        assert_eq!(*tokens.0.lock().expect("tokens"), vec![7]);
+        assert_eq!(parker.run(|| task.resume()), Resumed::Finished);
+    }
+
+    #[test]
+    fn an_unpark_before_the_park_is_kept_once() {
+        let tokens = Arc::new(Tokens::default());
+        let parker = Parker::for_task(Arc::clone(&tokens) as Arc<dyn WakeTarget>, 1);
+        let early = parker.unparker();
+        let mut task = Context::new(64 * 1024, false, move |_| {
+            early.unpark();
+            early.unpark();
+            park(); // the token is there: no suspension
+            park(); // used up: this one parks
+        })
+        .expect("stack");
+        assert_eq!(
+            parker.run(|| task.resume()),
+            Resumed::Suspended(Suspension::Parked)
+        );
+        assert!(
+            tokens.0.lock().expect("tokens").is_empty(),
+            "unparks of a task that was not parked send no token"
+        );
+        parker.unparker().unpark();
+        assert_eq!(tokens.0.lock().expect("tokens").len(), 1);
+        assert_eq!(parker.run(|| task.resume()), Resumed::Finished);
+    }
+
+    #[test]
+    fn a_plain_thread_parks_on_the_operating_system() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = std::thread::spawn(move || {
+            tx.send(current_unparker()).expect("send");
+            park();
+        });
+        rx.recv().expect("unparker").unpark();
+        waiter.join().expect("woken");
+    }
+
+    #[test]
+    #[should_panic(expected = "park inside a non-preemptible region")]
+    fn parking_inside_a_region_is_refused() {
+        let _region = NoPreemptGuard::new();
+        park();
+    }
+}
