@@ -23,7 +23,7 @@ pub fn run(args: &Q2Args) -> Result<(), String> {
     for _ in 0..args.runs {
         let start = Instant::now();
         let mut txn = db
-            .begin(Priority::Low, Isolation::Snapshot)
+            .begin(Priority::LOW, Isolation::Snapshot)
             .map_err(|e| e.to_string())?;
         let result = query2(&mut txn, &loaded.tpcc, ch).map_err(|e| format!("query 2: {e}"))?;
         txn.commit().map_err(|e| e.to_string())?;

@@ -25,7 +25,7 @@
 //!         .primary_key(&["id"])
 //!         .build()?,
 //! )?;
-//! let mut txn = db.begin(Priority::High, Isolation::Serializable)?;
+//! let mut txn = db.begin(Priority::HIGH, Isolation::Serializable)?;
 //! let row = accounts.row_builder().int(0, 1).decimal_units(1, 100_00).finish()?;
 //! txn.insert(&accounts, row)?;
 //! txn.commit()?;

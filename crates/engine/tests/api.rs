@@ -27,7 +27,7 @@ fn setters_report_a_column_the_table_does_not_have() {
         Err(Error::InvalidValue { ref column, .. }) if column == "#99"
     ));
     let mut txn = db
-        .begin(Priority::Low, Isolation::Serializable)
+        .begin(Priority::LOW, Isolation::Serializable)
         .expect("begin");
     let bad = txn.update(&t, &key(&t, 0), |r| {
         r.decimal_units(17, 5);
@@ -44,7 +44,7 @@ fn setters_report_a_column_the_table_does_not_have() {
 fn an_update_cannot_change_the_primary_key() {
     let (db, t) = with_accounts(2, 1);
     let mut txn = db
-        .begin(Priority::Low, Isolation::Serializable)
+        .begin(Priority::LOW, Isolation::Serializable)
         .expect("begin");
     let moved = txn.update(&t, &key(&t, 0), |r| {
         r.int(ID, 1);
@@ -62,10 +62,10 @@ fn an_update_cannot_change_the_primary_key() {
 fn an_aborted_transaction_keeps_reporting_why() {
     let (db, t) = with_accounts(1, 1);
     let mut first = db
-        .begin(Priority::Low, Isolation::Serializable)
+        .begin(Priority::LOW, Isolation::Serializable)
         .expect("begin");
     let mut second = db
-        .begin(Priority::Low, Isolation::Serializable)
+        .begin(Priority::LOW, Isolation::Serializable)
         .expect("begin");
     first
         .update(&t, &key(&t, 0), |r| {
@@ -93,7 +93,7 @@ fn an_aborted_transaction_keeps_reporting_why() {
     );
     assert_eq!(second.get(&t, &key(&t, 0), |_| ()), Err(conflict));
     let mut rolled = db
-        .begin(Priority::Low, Isolation::Serializable)
+        .begin(Priority::LOW, Isolation::Serializable)
         .expect("begin");
     let _ = rolled.rollback();
     assert_eq!(
@@ -101,7 +101,7 @@ fn an_aborted_transaction_keeps_reporting_why() {
         Err(Error::Aborted(AbortReason::UserRollback))
     );
     let mut dropped = db
-        .begin(Priority::Low, Isolation::Serializable)
+        .begin(Priority::LOW, Isolation::Serializable)
         .expect("begin");
     dropped.abort();
     assert_eq!(dropped.commit(), Err(Error::NotActive), "ended by abort()");

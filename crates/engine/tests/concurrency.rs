@@ -41,7 +41,7 @@ fn transfers_preserve_the_total(level: Isolation) {
                     let from = rng.next(ACCOUNTS as u64) as i64;
                     let to = (from + 1 + rng.next(ACCOUNTS as u64 - 1) as i64) % ACCOUNTS;
                     let amount = 1 + rng.next(50) as i64;
-                    let attempts = db.run(Priority::High, level, &RetryPolicy::forever(), |txn| {
+                    let attempts = db.run(Priority::HIGH, level, &RetryPolicy::forever(), |txn| {
                         let have = balance(txn, t, from).expect("exists");
                         if have < amount {
                             return Ok(false); // insufficient funds: commit nothing
@@ -66,7 +66,7 @@ fn transfers_preserve_the_total(level: Isolation) {
             barrier.wait();
             while !stop.load(Ordering::Relaxed) {
                 // Every snapshot, however it interleaves with the transfers, balances.
-                let mut txn = db.begin(Priority::Low, level).expect("begin");
+                let mut txn = db.begin(Priority::LOW, level).expect("begin");
                 let mut total = 0;
                 txn.scan(t, &KeyRange::all(), ScanOptions::forward(), |r| {
                     let b = r.decimal_units(BALANCE);
@@ -89,7 +89,7 @@ fn transfers_preserve_the_total(level: Isolation) {
         }
         stop.store(true, Ordering::Relaxed);
     });
-    let mut txn = db.begin(Priority::Low, level).expect("begin");
+    let mut txn = db.begin(Priority::LOW, level).expect("begin");
     let total: i64 = (0..ACCOUNTS)
         .map(|id| balance(&mut txn, &t, id).expect("row"))
         .sum();
@@ -117,7 +117,7 @@ fn collector_unlinks_versions_no_snapshot_needs() {
     let bump = |n: i64| {
         for i in 0..n {
             let attempts = db.run(
-                Priority::High,
+                Priority::HIGH,
                 Isolation::Snapshot,
                 &RetryPolicy::never(),
                 |txn| {
@@ -141,7 +141,7 @@ fn collector_unlinks_versions_no_snapshot_needs() {
     );
 
     // A long reader pins the versions it may read; the collector must keep them.
-    let mut reader = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    let mut reader = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
     let before: Vec<i64> = (0..8)
         .map(|i| balance(&mut reader, &t, i).expect("row"))
         .collect();
@@ -189,7 +189,7 @@ fn deleted_records_leave_the_indexes_and_their_slots_are_reused() {
                             .finish()
                             .expect("row");
                         let a = db.run(
-                            Priority::High,
+                            Priority::HIGH,
                             Isolation::Serializable,
                             &RetryPolicy::forever(),
                             |txn| txn.insert(t, row.clone()),
@@ -199,7 +199,7 @@ fn deleted_records_leave_the_indexes_and_their_slots_are_reused() {
                     for k in 0..10 {
                         let id = worker * 100 + k;
                         let a = db.run(
-                            Priority::High,
+                            Priority::HIGH,
                             Isolation::Serializable,
                             &RetryPolicy::forever(),
                             |txn| txn.delete(t, &key(t, id)),
@@ -215,7 +215,7 @@ fn deleted_records_leave_the_indexes_and_their_slots_are_reused() {
     assert_eq!(census.live_records, 0);
     assert_eq!(census.unreclaimed_deletes, 0);
     assert_eq!(census.linked_versions, 0, "dead records keep no versions");
-    let mut txn = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
     let mut entries = 0;
     txn.scan_index(
         &t,
@@ -245,7 +245,7 @@ fn deleted_records_leave_the_indexes_and_their_slots_are_reused() {
         .expect("row");
     assert_eq!(
         db.run(
-            Priority::High,
+            Priority::HIGH,
             Isolation::Snapshot,
             &RetryPolicy::never(),
             |txn| txn.insert(&t, row.clone())
@@ -260,14 +260,14 @@ fn too_many_open_transactions_is_an_error() {
     let db = overtake_engine::Database::open(overtake_engine::Options {
         max_transactions: 2,
     });
-    let a = db.begin(Priority::Low, Isolation::Snapshot).expect("1");
-    let _b = db.begin(Priority::Low, Isolation::Snapshot).expect("2");
+    let a = db.begin(Priority::LOW, Isolation::Snapshot).expect("1");
+    let _b = db.begin(Priority::LOW, Isolation::Snapshot).expect("2");
     assert!(matches!(
-        db.begin(Priority::High, Isolation::Snapshot),
+        db.begin(Priority::HIGH, Isolation::Snapshot),
         Err(Error::TooManyTransactions(2))
     ));
     drop(a);
-    assert!(db.begin(Priority::High, Isolation::Snapshot).is_ok());
+    assert!(db.begin(Priority::HIGH, Isolation::Snapshot).is_ok());
 }
 
 /// Runs one transaction doing `steps` on key 50 of a table holding accounts 0..4, collects
@@ -275,7 +275,7 @@ fn too_many_open_transactions_is_an_error() {
 fn census_after(steps: &[&str]) -> overtake_engine::VersionCensus {
     let (db, t) = with_accounts(4, 1);
     let mut txn = db
-        .begin(Priority::Low, Isolation::Serializable)
+        .begin(Priority::LOW, Isolation::Serializable)
         .expect("begin");
     for step in steps {
         let id = if *step == "insert" { 50 } else { 0 };

@@ -32,7 +32,7 @@ fn setup() -> (Database, Arc<Table>) {
                 .expect("schema"),
         )
         .expect("create");
-    let mut txn = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
     for (id, value) in [(1, 10), (2, 20)] {
         txn.insert(&t, row(&t, id, value)).expect("insert");
     }
@@ -50,7 +50,7 @@ fn row(t: &Table, id: i64, value: i64) -> overtake_engine::Row {
 }
 
 fn begin(db: &Database, level: Isolation) -> Transaction<'_> {
-    db.begin(Priority::Low, level).expect("begin")
+    db.begin(Priority::LOW, level).expect("begin")
 }
 
 /// `select value from test where id = ?` in a live transaction; `None` if absent.

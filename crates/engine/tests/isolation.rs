@@ -16,8 +16,8 @@ const LEVELS: [Isolation; 2] = [Isolation::Snapshot, Isolation::Serializable];
 fn lost_update_is_prevented_at_both_levels() {
     for level in LEVELS {
         let (db, t) = with_accounts(1, 100);
-        let mut a = db.begin(Priority::Low, level).expect("begin");
-        let mut b = db.begin(Priority::Low, level).expect("begin");
+        let mut a = db.begin(Priority::LOW, level).expect("begin");
+        let mut b = db.begin(Priority::LOW, level).expect("begin");
         // Both read 100 and want to add to it.
         assert_eq!(balance(&mut a, &t, 0), Some(100));
         assert_eq!(balance(&mut b, &t, 0), Some(100));
@@ -40,8 +40,8 @@ fn lost_update_is_prevented_at_both_levels() {
         assert_eq!(b.commit(), Err(Error::Aborted(AbortReason::Conflict)));
         assert!(!b.is_active());
         // After `a` committed, a transaction whose snapshot predates it still conflicts.
-        let mut c = db.begin(Priority::Low, level).expect("begin");
-        let mut stale = db.begin(Priority::Low, level).expect("begin");
+        let mut c = db.begin(Priority::LOW, level).expect("begin");
+        let mut stale = db.begin(Priority::LOW, level).expect("begin");
         c.update(&t, &key(&t, 0), |r| {
             r.decimal_units(BALANCE, 0);
         })
@@ -53,7 +53,7 @@ fn lost_update_is_prevented_at_both_levels() {
             })
             .expect_err("committed after the snapshot");
         assert_eq!(err, Error::Aborted(AbortReason::Conflict));
-        let mut check = db.begin(Priority::Low, level).expect("begin");
+        let mut check = db.begin(Priority::LOW, level).expect("begin");
         assert_eq!(balance(&mut check, &t, 0), Some(0));
     }
 }
@@ -61,8 +61,8 @@ fn lost_update_is_prevented_at_both_levels() {
 /// Two doctors on call: each checks that the other is on call, then goes off call.
 fn write_skew(level: Isolation) -> Result<(), Error> {
     let (db, t) = with_accounts(2, 1);
-    let mut a = db.begin(Priority::Low, level).expect("begin");
-    let mut b = db.begin(Priority::Low, level).expect("begin");
+    let mut a = db.begin(Priority::LOW, level).expect("begin");
+    let mut b = db.begin(Priority::LOW, level).expect("begin");
     let on_call = |txn: &mut overtake_engine::Transaction<'_>| {
         balance(txn, &t, 0).unwrap_or(0) + balance(txn, &t, 1).unwrap_or(0)
     };
@@ -93,12 +93,12 @@ fn phantom(level: Isolation) -> Result<(), Error> {
     let (db, t) = with_accounts(6, 1);
     let by_owner = t.index("by_owner").expect("index");
     let owner0 = KeyRange::prefix(t.index_key(by_owner).str("owner0").prefix()?);
-    let mut counter = db.begin(Priority::Low, level)?;
+    let mut counter = db.begin(Priority::LOW, level)?;
     let n = counter.scan_index(&t, by_owner, &owner0, ScanOptions::forward(), |_| {
         ControlFlow::Continue(())
     })?;
     assert_eq!(n, 2, "ids 0 and 3");
-    let mut inserter = db.begin(Priority::High, level)?;
+    let mut inserter = db.begin(Priority::HIGH, level)?;
     let row = t
         .row_builder()
         .int(ID, 100)
@@ -132,11 +132,11 @@ fn phantom_is_prevented_under_serializable() {
 fn point_read_of_a_missing_key_is_validated_too() {
     let (db, t) = with_accounts(1, 1);
     let mut reader = db
-        .begin(Priority::Low, Isolation::Serializable)
+        .begin(Priority::LOW, Isolation::Serializable)
         .expect("begin");
     assert_eq!(balance(&mut reader, &t, 7), None);
     let mut writer = db
-        .begin(Priority::Low, Isolation::Serializable)
+        .begin(Priority::LOW, Isolation::Serializable)
         .expect("begin");
     let row = t
         .row_builder()
@@ -162,11 +162,11 @@ fn point_read_of_a_missing_key_is_validated_too() {
 fn read_only_serializable_transactions_never_fail_validation() {
     let (db, t) = with_accounts(2, 5);
     let mut reader = db
-        .begin(Priority::Low, Isolation::Serializable)
+        .begin(Priority::LOW, Isolation::Serializable)
         .expect("begin");
     assert_eq!(balance(&mut reader, &t, 0), Some(5));
     let mut writer = db
-        .begin(Priority::High, Isolation::Serializable)
+        .begin(Priority::HIGH, Isolation::Serializable)
         .expect("begin");
     writer
         .update(&t, &key(&t, 0), |r| {
@@ -184,7 +184,7 @@ fn read_only_serializable_transactions_never_fail_validation() {
 fn own_writes_deletes_and_reinserts() {
     let (db, t) = with_accounts(3, 10);
     let mut txn = db
-        .begin(Priority::Low, Isolation::Serializable)
+        .begin(Priority::LOW, Isolation::Serializable)
         .expect("begin");
     txn.update(&t, &key(&t, 1), |r| {
         r.decimal_units(BALANCE, 11);
@@ -219,7 +219,7 @@ fn own_writes_deletes_and_reinserts() {
         "a duplicate key does not abort the transaction"
     );
     txn.commit().expect("commit");
-    let mut check = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    let mut check = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
     assert_eq!(balance(&mut check, &t, 1), Some(12));
     assert_eq!(balance(&mut check, &t, 2), Some(99));
     let owner = check
@@ -232,7 +232,7 @@ fn own_writes_deletes_and_reinserts() {
 fn rollback_undoes_everything_including_index_entries() {
     let (db, t) = with_accounts(2, 10);
     let by_owner = t.index("by_owner").expect("index");
-    let mut txn = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
     let row = t
         .row_builder()
         .int(ID, 5)
@@ -248,7 +248,7 @@ fn rollback_undoes_everything_including_index_entries() {
     txn.delete(&t, &key(&t, 1)).expect("delete");
     txn.abort();
     assert_eq!(txn.commit(), Err(Error::NotActive));
-    let mut check = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    let mut check = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
     assert_eq!(balance(&mut check, &t, 5), None);
     assert_eq!(balance(&mut check, &t, 1), Some(10));
     for owner in ["ghost", "renamed"] {
@@ -268,7 +268,7 @@ fn rollback_undoes_everything_including_index_entries() {
         .decimal_units(BALANCE, 2)
         .finish()
         .expect("row");
-    let mut again = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    let mut again = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
     again.insert(&t, row).expect("insert after rollback");
     again.commit().expect("commit");
 }
@@ -287,14 +287,14 @@ fn updating_an_indexed_column_moves_the_row_in_the_index() {
         .expect("scan");
         ids
     };
-    let mut old_reader = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
-    let mut txn = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    let mut old_reader = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+    let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
     txn.update(&t, &key(&t, 1), |r| {
         r.str(OWNER, "zed");
     })
     .expect("update");
     txn.commit().expect("commit");
-    let mut new_reader = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    let mut new_reader = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
     assert_eq!(owners(&mut new_reader, "zed"), vec![1]);
     assert_eq!(owners(&mut new_reader, "owner1"), Vec::<i64>::new());
     assert_eq!(
@@ -306,7 +306,7 @@ fn updating_an_indexed_column_moves_the_row_in_the_index() {
     drop(old_reader);
     drop(new_reader);
     db.collect_garbage();
-    let mut after_gc = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    let mut after_gc = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
     assert_eq!(owners(&mut after_gc, "zed"), vec![1]);
     assert_eq!(owners(&mut after_gc, "owner1"), Vec::<i64>::new());
 }
@@ -315,7 +315,7 @@ fn updating_an_indexed_column_moves_the_row_in_the_index() {
 fn scans_respect_limits_in_both_directions() {
     let (db, t) = with_accounts(10, 1);
     let mut txn = db
-        .begin(Priority::Low, Isolation::Serializable)
+        .begin(Priority::LOW, Isolation::Serializable)
         .expect("begin");
     let collect = |txn: &mut overtake_engine::Transaction<'_>, opts: ScanOptions| {
         let mut ids = Vec::new();
@@ -358,7 +358,7 @@ fn a_limited_scan_only_depends_on_what_it_saw() {
     // A scan that stopped at key 2 does not conflict with an insert beyond it.
     let (db, t) = with_accounts(3, 1);
     let mut txn = db
-        .begin(Priority::Low, Isolation::Serializable)
+        .begin(Priority::LOW, Isolation::Serializable)
         .expect("begin");
     let n = txn
         .scan(
@@ -370,7 +370,7 @@ fn a_limited_scan_only_depends_on_what_it_saw() {
         .expect("scan");
     assert_eq!(n, 2);
     let mut other = db
-        .begin(Priority::Low, Isolation::Serializable)
+        .begin(Priority::LOW, Isolation::Serializable)
         .expect("begin");
     let row = t
         .row_builder()
@@ -393,7 +393,7 @@ fn retry_helper_retries_conflicts_but_not_user_errors() {
     let (db, t) = with_accounts(1, 0);
     let mut calls = 0;
     let attempts = db.run(
-        Priority::High,
+        Priority::HIGH,
         Isolation::Serializable,
         &RetryPolicy::default(),
         |txn| {
@@ -411,7 +411,7 @@ fn retry_helper_retries_conflicts_but_not_user_errors() {
 
     let mut calls = 0;
     let attempts = db.run(
-        Priority::High,
+        Priority::HIGH,
         Isolation::Snapshot,
         &RetryPolicy::default(),
         |txn| {
@@ -427,7 +427,7 @@ fn retry_helper_retries_conflicts_but_not_user_errors() {
         Err(Error::Aborted(AbortReason::UserRollback))
     );
     assert_eq!(calls, 1, "a user rollback is not retried");
-    let mut check = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    let mut check = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
     assert_eq!(
         balance(&mut check, &t, 0),
         Some(42),
@@ -435,7 +435,7 @@ fn retry_helper_retries_conflicts_but_not_user_errors() {
     );
 
     let attempts = db.run(
-        Priority::High,
+        Priority::HIGH,
         Isolation::Snapshot,
         &RetryPolicy {
             max_attempts: 4,
@@ -454,10 +454,10 @@ fn region_depth_returns_to_zero_on_every_path() {
     let (db, t) = with_accounts(4, 10);
     assert_eq!(region::depth(), 0);
     let mut a = db
-        .begin(Priority::Low, Isolation::Serializable)
+        .begin(Priority::LOW, Isolation::Serializable)
         .expect("begin");
     let mut b = db
-        .begin(Priority::Low, Isolation::Serializable)
+        .begin(Priority::LOW, Isolation::Serializable)
         .expect("begin");
     balance(&mut a, &t, 0);
     assert_eq!(region::depth(), 0, "after a read");
@@ -494,10 +494,10 @@ fn region_depth_returns_to_zero_on_every_path() {
     assert_eq!(b.commit(), Err(Error::Aborted(AbortReason::Conflict)));
     assert_eq!(region::depth(), 0, "after a conflict abort");
     let mut c = db
-        .begin(Priority::Low, Isolation::Serializable)
+        .begin(Priority::LOW, Isolation::Serializable)
         .expect("begin");
     let mut d = db
-        .begin(Priority::Low, Isolation::Serializable)
+        .begin(Priority::LOW, Isolation::Serializable)
         .expect("begin");
     balance(&mut c, &t, 2);
     balance(&mut d, &t, 3);
@@ -512,12 +512,12 @@ fn region_depth_returns_to_zero_on_every_path() {
     c.commit().expect("commit");
     assert_eq!(d.commit(), Err(Error::Aborted(AbortReason::Validation)));
     assert_eq!(region::depth(), 0, "after a validation abort");
-    let mut e = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    let mut e = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
     e.delete(&t, &key(&t, 2)).expect("delete");
     drop(e);
     assert_eq!(region::depth(), 0, "after rollback on drop");
     let _ = db.run(
-        Priority::High,
+        Priority::HIGH,
         Isolation::Snapshot,
         &RetryPolicy::never(),
         |txn| Err::<(), _>(txn.rollback()),
@@ -540,7 +540,7 @@ fn bad_input_gets_errors_not_panics() {
         )
         .expect("create");
     let foreign = other.row_builder().int(0, 1).finish().expect("row");
-    let mut txn = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
     assert!(matches!(
         txn.insert(&t, foreign),
         Err(Error::InvalidValue { .. })

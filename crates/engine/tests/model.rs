@@ -441,7 +441,7 @@ fn run(ops: &[Op]) {
                 } else {
                     Isolation::Snapshot
                 };
-                txns[h] = Some(db.begin(Priority::Low, level).expect("begin"));
+                txns[h] = Some(db.begin(Priority::LOW, level).expect("begin"));
                 model.txns[h] = Some(ModelTxn {
                     began_at: model.clock,
                     snapshot: model.committed.clone(),
@@ -583,7 +583,7 @@ fn run(ops: &[Op]) {
         }
     }
     model.txns = Default::default();
-    let mut check = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    let mut check = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
     let rows = scan_rows(
         &mut check,
         &t,

@@ -36,7 +36,7 @@ fn urgent_once(
     body: impl FnMut(&mut Transaction<'_>) -> overtake_engine::Result<()>,
 ) {
     let attempts = db.run(
-        Priority::High,
+        Priority::HIGH,
         Isolation::Serializable,
         &RetryPolicy::never(),
         body,
@@ -49,7 +49,7 @@ fn urgent_once(
 fn an_urgent_update_commits_over_an_open_low_priority_update() {
     for level in [Isolation::Snapshot, Isolation::Serializable] {
         let (db, t) = with_accounts(3, 100);
-        let mut low = db.begin(Priority::Low, level).expect("begin");
+        let mut low = db.begin(Priority::LOW, level).expect("begin");
         add(&mut low, &t, 0, 1).expect("buffered");
         assert_eq!(balance(&mut low, &t, 0), Some(101), "it sees its own write");
         // The urgent transaction neither sees nor waits for the open one's write.
@@ -63,11 +63,11 @@ fn an_urgent_update_commits_over_an_open_low_priority_update() {
             "the first committer wins"
         );
         drop(low);
-        let retried = db.run(Priority::Low, level, &RetryPolicy::never(), |x| {
+        let retried = db.run(Priority::LOW, level, &RetryPolicy::never(), |x| {
             add(x, &t, 0, 1)
         });
         assert_eq!(retried.result, Ok(()), "the retry succeeds");
-        let mut check = db.begin(Priority::Low, level).expect("begin");
+        let mut check = db.begin(Priority::LOW, level).expect("begin");
         assert_eq!(balance(&mut check, &t, 0), Some(111), "no update was lost");
     }
 }
@@ -76,7 +76,7 @@ fn an_urgent_update_commits_over_an_open_low_priority_update() {
 fn an_urgent_insert_or_delete_commits_over_an_open_low_priority_one() {
     let (db, t) = with_accounts(3, 100);
     let mut low = db
-        .begin(Priority::Low, Isolation::Serializable)
+        .begin(Priority::LOW, Isolation::Serializable)
         .expect("begin");
     let row = |id| {
         t.row_builder()
@@ -95,7 +95,7 @@ fn an_urgent_insert_or_delete_commits_over_an_open_low_priority_one() {
     });
     assert_eq!(low.commit(), Err(Error::Aborted(AbortReason::Conflict)));
     drop(low);
-    let mut check = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    let mut check = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
     assert_eq!(balance(&mut check, &t, 7), Some(7), "the urgent insert");
     assert_eq!(balance(&mut check, &t, 1), None, "the urgent delete");
     assert_eq!(
@@ -143,7 +143,7 @@ fn a_preempted_writer_never_makes_the_urgent_one_retry() {
             n,
             move || {
                 let attempts = low_db.run(
-                    Priority::Low,
+                    Priority::LOW,
                     Isolation::Serializable,
                     &RetryPolicy::forever(),
                     |x| scan_then_update(x, &low_t),
@@ -161,7 +161,7 @@ fn a_preempted_writer_never_makes_the_urgent_one_retry() {
                 })
             },
         );
-        let mut check = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+        let mut check = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
         let total: i64 = (0..ACCOUNTS)
             .filter_map(|id| balance(&mut check, &t, id))
             .sum();
@@ -194,14 +194,14 @@ fn a_writer_that_keeps_losing_is_promoted_and_commits() {
     let (db, t) = with_accounts(3, 100);
     let policy = RetryPolicy::forever().promoting_after(3);
     let mut urgent_results = Vec::new();
-    let attempts = db.run(Priority::Low, Isolation::Serializable, &policy, |x| {
+    let attempts = db.run(Priority::LOW, Isolation::Serializable, &policy, |x| {
         add(x, &t, 0, 1)?;
         // An urgent writer of the same record commits while this attempt is open (as one on
         // another worker would).
         let urgent = std::thread::scope(|s| {
             s.spawn(|| {
                 db.run(
-                    Priority::High,
+                    Priority::HIGH,
                     Isolation::Serializable,
                     &RetryPolicy::never(),
                     |u| add(u, &t, 0, 10),
@@ -224,7 +224,7 @@ fn a_writer_that_keeps_losing_is_promoted_and_commits() {
         [ok.clone(), ok.clone(), ok, conflict],
         "the urgent writers overtook it until it reserved the record"
     );
-    let mut check = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    let mut check = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
     assert_eq!(balance(&mut check, &t, 0), Some(100 + 3 * 10 + 1));
     drop(check);
     db.collect_garbage();
@@ -237,7 +237,7 @@ fn a_writer_that_keeps_losing_is_promoted_and_commits() {
 fn a_promoted_attempt_that_fails_leaves_no_reservation_behind() {
     let (db, t) = with_accounts(3, 100);
     let attempts = db.run(
-        Priority::Low,
+        Priority::LOW,
         Isolation::Serializable,
         &RetryPolicy::never().promoting_after(0),
         |x| {

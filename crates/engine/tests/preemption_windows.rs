@@ -41,11 +41,11 @@ fn the_first_insert_into_a_table_can_be_preempted_anywhere() {
             n,
             {
                 let (db, t) = (Arc::clone(&db), Arc::clone(&t));
-                move || insert_and_commit(&db, &t, 1, Priority::Low)
+                move || insert_and_commit(&db, &t, 1, Priority::LOW)
             },
-            move || insert_and_commit(&db2, &t2, 2, Priority::High),
+            move || insert_and_commit(&db2, &t2, 2, Priority::HIGH),
         );
-        let mut check = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+        let mut check = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
         assert_eq!(balance(&mut check, &t, 1), Some(1));
         if reached {
             assert_eq!(balance(&mut check, &t, 2), Some(2), "the urgent insert");
@@ -111,11 +111,11 @@ fn writes_commits_and_collection_can_be_preempted_anywhere() {
             n,
             {
                 let (db, t) = (Arc::clone(&db), Arc::clone(&t));
-                move || mixed_writes(&db, &t, Priority::Low, [0, 1, 100], "low")
+                move || mixed_writes(&db, &t, Priority::LOW, [0, 1, 100], "low")
             },
-            move || mixed_writes(&db2, &t2, Priority::High, [3, 4, 200], "high"),
+            move || mixed_writes(&db2, &t2, Priority::HIGH, [3, 4, 200], "high"),
         );
-        let mut check = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+        let mut check = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
         assert_eq!(balance(&mut check, &t, 1), None);
         assert_eq!(balance(&mut check, &t, 100), Some(100));
         if reached {

@@ -12,7 +12,7 @@ use common::*;
 use overtake_engine::{Database, Isolation, Priority, Table, Transaction};
 
 fn begin(db: &Database) -> Transaction<'_> {
-    db.begin(Priority::Low, Isolation::Serializable)
+    db.begin(Priority::LOW, Isolation::Serializable)
         .expect("begin")
 }
 

@@ -294,7 +294,10 @@ mod tests {
         fn wait_for_event() {
             assert!(suspend_current(Suspension::Parked), "a context runs here");
         }
-        assert!(!suspend_current(Suspension::Parked), "no context on a plain thread");
+        assert!(
+            !suspend_current(Suspension::Parked),
+            "no context on a plain thread"
+        );
         assert!(!in_context());
         let steps = Rc::new(Cell::new(0));
         let seen = Rc::clone(&steps);

@@ -198,7 +198,9 @@ pub fn park() {
     // Resumed by the scheduler after an unpark, or (spuriously) for another reason: a parked
     // flag left behind must not swallow the next unpark.
     if !state.take_notification() {
-        let _ = state.state.compare_exchange(PARKED, IDLE, Ordering::AcqRel, Ordering::Relaxed);
+        let _ = state
+            .state
+            .compare_exchange(PARKED, IDLE, Ordering::AcqRel, Ordering::Relaxed);
     }
 }
 

@@ -103,7 +103,7 @@ impl<E: Executor> WorkerCore<E> {
             arrival,
             enqueued,
         } = scheduled;
-        let high = self.exec.priority(&job) == Priority::High;
+        let high = self.exec.priority(&job) == Priority::HIGH;
         let kind = self.exec.kind(&job);
         let start = Instant::now();
         if !high {

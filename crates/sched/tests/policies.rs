@@ -52,8 +52,8 @@ impl Executor for Synthetic {
 
     fn priority(&self, job: &Job) -> Priority {
         match job {
-            Job::Long { .. } => Priority::Low,
-            Job::Short { .. } => Priority::High,
+            Job::Long { .. } => Priority::LOW,
+            Job::Short { .. } => Priority::HIGH,
         }
     }
 

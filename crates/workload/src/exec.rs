@@ -92,9 +92,12 @@ impl EngineExecutor {
         priority: Priority,
         body: impl FnMut(&mut overtake_engine::Transaction<'_>) -> overtake_engine::Result<T>,
     ) -> Attempts<T> {
-        let retry = match priority {
-            Priority::Low => &self.low_retry,
-            Priority::High => &self.retry,
+        // Background work has its own retry policy (it may be promoted); everything above it
+        // retries as urgent work does.
+        let retry = if priority == Priority::LOW {
+            &self.low_retry
+        } else {
+            &self.retry
         };
         self.db.run(priority, self.isolation, retry, body)
     }

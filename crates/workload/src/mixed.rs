@@ -179,7 +179,7 @@ impl MixedArrivals {
             ))
         };
         Job {
-            priority: Priority::High,
+            priority: Priority::HIGH,
             work: Work::Tpcc(request),
         }
     }
@@ -215,7 +215,7 @@ impl Arrivals<Job> for MixedArrivals {
             }
         };
         Some(Job {
-            priority: Priority::Low,
+            priority: Priority::LOW,
             work,
         })
     }
@@ -267,7 +267,7 @@ mod tests {
             (4..=20).contains(&new_orders),
             "about half New-Order: {new_orders}"
         );
-        assert!(out.iter().all(|(j, _)| j.priority == Priority::High));
+        assert!(out.iter().all(|(j, _)| j.priority == Priority::HIGH));
         assert!(matches!(a.low().map(|j| j.work), Some(Work::Query2)));
     }
 }

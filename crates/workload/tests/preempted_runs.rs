@@ -135,7 +135,7 @@ fn tpcc_survives_thousands_of_preemptions_at_deterministic_points() {
                 tally.borrow_mut().run(
                     &low_exec,
                     Job {
-                        priority: Priority::Low,
+                        priority: Priority::LOW,
                         work: Work::Tpcc(request),
                     },
                 );
@@ -160,7 +160,7 @@ fn tpcc_survives_thousands_of_preemptions_at_deterministic_points() {
             tally.borrow_mut().run(
                 &exec,
                 Job {
-                    priority: Priority::High,
+                    priority: Priority::HIGH,
                     work: Work::Tpcc(request),
                 },
             );
@@ -215,7 +215,7 @@ fn a_batch_writer_losing_to_urgent_ones_is_promoted_and_commits() {
             tally.borrow_mut().run(
                 &low_exec,
                 Job {
-                    priority: Priority::Low,
+                    priority: Priority::LOW,
                     work: Work::BatchUpdate(BatchUpdate::nth(0, 1, compute)),
                 },
             );
@@ -228,7 +228,7 @@ fn a_batch_writer_losing_to_urgent_ones_is_promoted_and_commits() {
             tally.borrow_mut().run(
                 &exec,
                 Job {
-                    priority: Priority::High,
+                    priority: Priority::HIGH,
                     work: Work::Tpcc(request),
                 },
             );

@@ -150,7 +150,7 @@ fn query2_equals_a_literal_evaluation_of_the_sql() {
     let (db, tpcc, _) = common::tpcc_database(2, 3);
     let ch = ChTables::create(&db).expect("schema");
     ch.load(&db, 4).expect("load ch");
-    let mut txn = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
     let got = query2(&mut txn, &tpcc, &ch).expect("q2");
     let expected = brute_force(&mut txn, &tpcc, &ch);
     assert!(got.len() > 300, "a meaningful result: {} rows", got.len());

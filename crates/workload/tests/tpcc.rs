@@ -33,7 +33,7 @@ fn count(
     table: &Table,
     mut filter: impl FnMut(overtake_engine::RowRef<'_>) -> bool,
 ) -> usize {
-    let mut txn = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
     let mut n = 0;
     txn.scan(table, &KeyRange::all(), ScanOptions::forward(), |r| {
         n += usize::from(filter(r));
@@ -91,7 +91,7 @@ fn transactions_follow_the_specification_and_a_mixed_run_stays_consistent() {
     input.lines[last].i_id = 100_001;
     let before = count(&db, &t.order, |_| true);
     let attempts = db.run(
-        Priority::High,
+        Priority::HIGH,
         Isolation::Serializable,
         &RetryPolicy::default(),
         |txn| procs::new_order(txn, &t, &input),
@@ -102,7 +102,7 @@ fn transactions_follow_the_specification_and_a_mixed_run_stays_consistent() {
     );
     assert_eq!(count(&db, &t.order, |_| true), before);
     let next = |db: &Database| {
-        let mut txn = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+        let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
         let key = t
             .district
             .key()
@@ -120,7 +120,7 @@ fn transactions_follow_the_specification_and_a_mixed_run_stays_consistent() {
     input.lines[last].i_id = 1;
     let out = db
         .run(
-            Priority::High,
+            Priority::HIGH,
             Isolation::Serializable,
             &RetryPolicy::default(),
             |txn| procs::new_order(txn, &t, &input),
@@ -138,14 +138,14 @@ fn transactions_follow_the_specification_and_a_mixed_run_stays_consistent() {
         .int(3_001)
         .finish()
         .expect("key");
-    let mut txn = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
     assert!(txn.exists(&t.new_order, &key).expect("get"));
     drop(txn);
 
     // Payment by last name picks the middle customer (rounded up) ordered by first name.
     let name = "BARBARBAR";
     let mut firsts: Vec<(String, i64)> = Vec::new();
-    let mut txn = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
     txn.scan(&t.customer, &KeyRange::all(), ScanOptions::forward(), |r| {
         if r.int(customer::C_W_ID) == 1
             && r.int(customer::C_D_ID) == 1
@@ -170,7 +170,7 @@ fn transactions_follow_the_specification_and_a_mixed_run_stays_consistent() {
     };
     let paid = db
         .run(
-            Priority::High,
+            Priority::HIGH,
             Isolation::Serializable,
             &RetryPolicy::default(),
             |txn| procs::payment(txn, &t, &payment),
@@ -192,7 +192,7 @@ fn transactions_follow_the_specification_and_a_mixed_run_stays_consistent() {
     };
     let out = db
         .run(
-            Priority::High,
+            Priority::HIGH,
             Isolation::Serializable,
             &RetryPolicy::default(),
             |txn| procs::delivery(txn, &t, &delivery),
@@ -200,7 +200,7 @@ fn transactions_follow_the_specification_and_a_mixed_run_stays_consistent() {
         .result
         .expect("delivery");
     assert_eq!(out.delivered, 10);
-    let mut txn = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
     let key = t
         .order
         .key()
@@ -262,7 +262,7 @@ fn transactions_follow_the_specification_and_a_mixed_run_stays_consistent() {
 fn the_checker_catches_corruption() {
     let (db, t, _) = loaded(1);
     let corrupt = |f: &dyn Fn(&mut overtake_engine::Transaction<'_>)| {
-        let mut txn = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+        let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
         f(&mut txn);
         txn.commit().expect("commit");
     };

@@ -423,7 +423,7 @@ mod tests {
             )
             .expect("create");
         let mut txn = db
-            .begin(Priority::Low, Isolation::Serializable)
+            .begin(Priority::LOW, Isolation::Serializable)
             .expect("begin");
         let row = t
             .row_builder()
@@ -470,7 +470,7 @@ mod tests {
                 .insert(key.as_bytes(), stale)
                 .expect("planted");
             let mut txn = db
-                .begin(Priority::High, Isolation::Serializable)
+                .begin(Priority::HIGH, Isolation::Serializable)
                 .expect("begin");
             let result = txn.insert(&t, row).and_then(|()| txn.commit());
             drop(txn);
@@ -505,7 +505,7 @@ mod tests {
         // Plant row 1's own secondary key again under a second key: only reachable if two
         // records share a primary key, which must fail rather than steal the entry.
         let mut txn = db
-            .begin(Priority::High, Isolation::Serializable)
+            .begin(Priority::HIGH, Isolation::Serializable)
             .expect("begin");
         let key = {
             let epoch = crate::epoch::EpochGuard::enter();

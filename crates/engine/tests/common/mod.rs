@@ -44,7 +44,7 @@ pub fn key(t: &Table, id: i64) -> KeyBuf {
 pub fn with_accounts(n: i64, balance: i64) -> (Database, Arc<Table>) {
     let db = Database::open(Options::default());
     let t = accounts(&db);
-    let mut txn = db.begin(Priority::Low, Isolation::Snapshot).expect("begin");
+    let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
     for id in 0..n {
         let row = t
             .row_builder()

@@ -178,7 +178,7 @@ impl ChTables {
     pub fn load(&self, db: &Database, seed: u64) -> Result<u64> {
         let mut rng = TpccRng::new(seed);
         let mut s = String::new();
-        let mut txn = db.begin(Priority::Low, Isolation::Snapshot)?;
+        let mut txn = db.begin(Priority::LOW, Isolation::Snapshot)?;
         let mut b = self.region.row_builder();
         for (key, name) in REGIONS {
             s.clear();
@@ -200,7 +200,7 @@ impl ChTables {
         }
         txn.commit()?;
         let mut b = self.supplier.row_builder();
-        let mut txn = db.begin(Priority::Low, Isolation::Snapshot)?;
+        let mut txn = db.begin(Priority::LOW, Isolation::Snapshot)?;
         let mut fields = [String::new(), String::new(), String::new(), String::new()];
         for key in 0..SUPPLIERS {
             for f in &mut fields {

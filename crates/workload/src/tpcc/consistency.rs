@@ -118,7 +118,7 @@ pub fn check(db: &Database, t: &TpccTables, initial: bool) -> Result<Consistency
         },
         violations: Vec::new(),
     };
-    let mut txn = db.begin(Priority::Low, Isolation::Snapshot)?;
+    let mut txn = db.begin(Priority::LOW, Isolation::Snapshot)?;
 
     let mut warehouses: HashMap<i64, (i64, i64)> = HashMap::new(); // w -> (ytd, history sum)
     scan_all(&mut txn, &t.warehouse, |r| {

@@ -112,7 +112,7 @@ pub fn run_closed_loop(
             let home = (worker as i64 % warehouses) + 1;
             Some(Box::new(move || {
                 Some(Job {
-                    priority: Priority::Low,
+                    priority: Priority::LOW,
                     work: Work::Tpcc(TpccRequest::generate(
                         &mut rng, &constants, home, warehouses,
                     )),

@@ -190,7 +190,7 @@ impl<'a> Loader<'a> {
 
     fn insert(&mut self, table: &Table, row: Row) -> Result<()> {
         if self.txn.is_none() {
-            self.txn = Some(self.db.begin(Priority::Low, Isolation::Snapshot)?);
+            self.txn = Some(self.db.begin(Priority::LOW, Isolation::Snapshot)?);
         }
         if let Some(txn) = self.txn.as_mut() {
             txn.insert(table, row)?;
