@@ -11,6 +11,9 @@
 //!
 //! Every switch happens inside a non-preemptible region that starts in the context switching away
 //! and ends in the context switched to, so a signal can never land half-way through a switch.
+//! Each side gets back the region depth it had when it switched away: a preempted context
+//! suspends from inside its preemption hook's region, and the scheduler it returns to must not
+//! inherit that region (nor the context the scheduler runs next).
 //! Contexts never migrate between threads. Each context keeps its own floating-point control
 //! state (rounding mode, exception masks) across switches, as the ABI promises for any call.
 //!
@@ -112,10 +115,13 @@ fn set_current_yielder(yielder: *const ContextYielder) {
 /// Switches from the context that owns `yielder` back to its resumer, inside a region that the
 /// resumer ends; returns when the context is resumed again.
 fn suspend_with(yielder: &ContextYielder, why: Suspension) {
+    let own_depth = region::depth();
     region::raise();
     let fp = FpControl::save();
     yielder.suspend(why);
-    // Resumed: this context runs on this thread again.
+    // Resumed: this context runs on this thread again, at the depth it left (see
+    // `region::set_depth_for_switch`).
+    region::set_depth_for_switch(own_depth + 1);
     set_current_yielder(yielder);
     fp.restore();
     region::lower();
@@ -174,7 +180,8 @@ impl Context {
         let bounds = (stack.limit().get(), stack.base().get());
         let coroutine = Coroutine::with_stack(stack, move |yielder: &ContextYielder, ()| {
             set_current_yielder(yielder);
-            // The resumer raised the depth for the switch; the switch is over.
+            // The resumer raised its depth for the switch; a body starts outside every region.
+            region::set_depth_for_switch(1);
             region::lower();
             body(&Suspender { yielder });
             // Finishing switches back to the resumer, which lowers the depth.
@@ -194,6 +201,7 @@ impl Context {
         }
         let previous = current_preemptible_stack();
         let previous_yielder = CURRENT.with(|c| c.yielder.get());
+        let own_depth = region::depth();
         region::raise();
         set_current(self.preemptible.then_some(self.bounds));
         // Restores the caller's view even if the body panics (the panic resurfaces here).
@@ -207,6 +215,8 @@ impl Context {
         let restore = Restore(previous, previous_yielder);
         let fp = FpControl::save();
         let result = self.coroutine.resume(());
+        // Back at the depth this side had, whatever regions the context suspended from.
+        region::set_depth_for_switch(own_depth + 1);
         fp.restore();
         drop(restore);
         region::lower();
@@ -331,6 +341,36 @@ mod tests {
         assert_eq!(steps.get(), 3);
         assert_eq!(region::depth(), 0);
         assert!(inner.borrow_mut().resume().is_finished());
+    }
+
+    #[test]
+    fn each_side_of_a_switch_keeps_its_own_region_depth() {
+        let mut ctx = Context::new(64 * 1024, true, |_| {
+            let _outer = region::NoPreemptGuard::new();
+            let _inner = region::NoPreemptGuard::new();
+            assert!(suspend_current(Suspension::Preempted));
+            assert_eq!(region::depth(), 2, "the context's regions are still open");
+        })
+        .expect("stack");
+        let other = Rc::new(std::cell::RefCell::new(
+            Context::new(64 * 1024, true, |s| {
+                assert_eq!(region::depth(), 0, "a body starts outside every region");
+                s.suspend();
+                assert_eq!(region::depth(), 0);
+            })
+            .expect("stack"),
+        ));
+        assert_eq!(ctx.resume(), Resumed::Suspended(Suspension::Preempted));
+        assert_eq!(region::depth(), 0, "the resumer does not inherit them");
+        assert!(!other.borrow_mut().resume().is_finished());
+        assert_eq!(region::depth(), 0);
+        {
+            let _mine = region::NoPreemptGuard::new();
+            assert!(other.borrow_mut().resume().is_finished());
+            assert_eq!(region::depth(), 1, "a resumer inside a region gets it back");
+        }
+        assert!(ctx.resume().is_finished());
+        assert_eq!(region::depth(), 0);
     }
 
     #[test]

@@ -220,6 +220,19 @@ pub(crate) fn lower_quietly() {
     });
 }
 
+/// Sets the depth while a context switch is under way (so inside a region: `depth >= 1`). The
+/// depth counts the regions of whatever code runs on the thread, and a context may suspend from
+/// inside regions of its own (a preempted context suspends from its hook's region): the code
+/// switched to must find the depth it had when it switched away, not the suspending context's.
+/// Called by the switch code on the side being switched to, before it lowers the depth.
+#[inline]
+pub(crate) fn set_depth_for_switch(depth: u32) {
+    debug_assert!(depth >= 1, "a switch happens inside a region");
+    compiler_fence(Ordering::SeqCst);
+    STATE.with(|s| s.depth.store(depth, Ordering::Relaxed));
+    compiler_fence(Ordering::SeqCst);
+}
+
 /// Runs `f` inside a non-preemptible region.
 #[inline]
 pub fn non_preemptible<R>(f: impl FnOnce() -> R) -> R {
