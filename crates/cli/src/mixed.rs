@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use overtake_engine::Priority;
 use overtake_sched::{ClassStats, Policy, RunReport, SchedConfig};
 use overtake_workload::exec::EngineExecutor;
 use overtake_workload::mixed::{ComputeTask, LowWork, MixedArrivals};
@@ -26,8 +27,7 @@ fn sched_config(policy: Policy, args: &MixedArgs) -> SchedConfig {
         signal_delay: Duration::from_micros(args.signal_delay_us),
         duration: Duration::from_secs_f64(args.duration),
         interrupt_interval: None,
-        stack_size: 1 << 20,
-        pin: true,
+        ..SchedConfig::default()
     }
 }
 
@@ -145,13 +145,13 @@ fn run_json(report: &RunReport, args: &MixedArgs) -> Value {
         "signal_delay_us": args.signal_delay_us,
         "huge_pages": args.huge_pages,
         "classes": {
-            "high": class_json(&report.stats.high, elapsed),
-            "low": class_json(&report.stats.low, elapsed),
+            "high": class_json(report.stats.class(Priority::HIGH), elapsed),
+            "low": class_json(report.stats.class(Priority::LOW), elapsed),
         },
-        "preemptions": report.stats.low.preemptions,
+        "preemptions": report.stats.class(Priority::LOW).preemptions,
         "worker_time": {
-            "high": worker_share(&report.stats.high, report),
-            "low": worker_share(&report.stats.low, report),
+            "high": worker_share(report.stats.class(Priority::HIGH), report),
+            "low": worker_share(report.stats.class(Priority::LOW), report),
         },
         "kinds": kinds,
         "warnings": report.dispatch.warnings(),
@@ -260,9 +260,9 @@ fn print_comparison(runs: &[RunReport], args: &MixedArgs) {
     for (title, class) in [
         (
             "high priority (New-Order, Payment)",
-            (|r: &RunReport| &r.stats.high) as fn(&RunReport) -> &ClassStats,
+            (|r: &RunReport| r.stats.class(Priority::HIGH)) as fn(&RunReport) -> &ClassStats,
         ),
-        ("low priority", |r: &RunReport| &r.stats.low),
+        ("low priority", |r: &RunReport| r.stats.class(Priority::LOW)),
     ] {
         println!();
         println!(
@@ -279,16 +279,16 @@ fn print_comparison(runs: &[RunReport], args: &MixedArgs) {
         .iter()
         .map(|r| {
             let (h, l) = (
-                worker_share(&r.stats.high, r),
-                worker_share(&r.stats.low, r),
+                worker_share(r.stats.class(Priority::HIGH), r),
+                worker_share(r.stats.class(Priority::LOW), r),
             );
             vec![
                 r.config.policy.name().to_owned(),
                 format!("{:.1}%", h * 100.0),
                 format!("{:.1}%", l * 100.0),
                 format!("{:.1}%", (1.0 - h - l) * 100.0),
-                us(r.stats.high.running.summary().mean),
-                us(r.stats.low.running.summary().mean),
+                us(r.stats.class(Priority::HIGH).running.summary().mean),
+                us(r.stats.class(Priority::LOW).running.summary().mean),
             ]
         })
         .collect();
@@ -305,7 +305,7 @@ fn print_comparison(runs: &[RunReport], args: &MixedArgs) {
         let rows: Vec<Vec<String>> = runs
             .iter()
             .map(|r| {
-                let l = &r.stats.low;
+                let l = r.stats.class(Priority::LOW);
                 let wasted = l.wasted_nanos as f64 / 1e9;
                 vec![
                     r.config.policy.name().to_owned(),
@@ -341,7 +341,7 @@ fn print_comparison(runs: &[RunReport], args: &MixedArgs) {
     println!();
     for r in runs {
         let p = r.preempt;
-        let failed = r.stats.high.failed + r.stats.low.failed;
+        let failed = r.stats.class(Priority::HIGH).failed + r.stats.class(Priority::LOW).failed;
         println!(
             "{}: {} requests, {} signals, {} injected, {} deferred, {} served; {} urgent unfinished \
              at the end{}",
@@ -356,10 +356,10 @@ fn print_comparison(runs: &[RunReport], args: &MixedArgs) {
                 format!(
                     "; {failed} failed ({})",
                     r.stats
-                        .low
+                        .class(Priority::LOW)
                         .first_error
                         .as_ref()
-                        .or(r.stats.high.first_error.as_ref())
+                        .or(r.stats.class(Priority::HIGH).first_error.as_ref())
                         .map_or("", |e| e)
                 )
             } else {

@@ -1,8 +1,8 @@
 //! The dispatcher: admits jobs and places them on workers.
 //!
 //! One thread (pinned to the last core when pinning is on) that keeps every worker's
-//! low-priority queue full, collects high-priority arrivals, and deals them round-robin into the
-//! workers' high-priority queues. Under `Preempt` it skips a worker whose running low-priority
+//! background queue full, collects urgent arrivals (of any level above the lowest), and deals them
+//! round-robin into the workers' queues of their levels. Under `Preempt` it skips a worker whose running low-priority
 //! transaction has reached the starvation threshold, asks each worker it pushed to once (batched
 //! on-demand preemption), and, with signal delivery, sends SIGURG if a request is still not taken
 //! up after the signal delay. Under `Cooperative` it only raises the flag, which the worker checks
@@ -14,6 +14,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use overtake_engine::Priority;
 use overtake_runtime::preempt::{Delivery, PreemptTarget};
 
 use crate::job::{Arrivals, Scheduled};
@@ -100,6 +101,8 @@ pub(crate) struct Dispatcher<'a, J> {
     pub(crate) workers: &'a [Arc<WorkerShared>],
     pub(crate) queues: &'a mut [Outlets<J>],
     pub(crate) arrivals: &'a mut dyn Arrivals<J>,
+    /// The priority of a job (the executor's).
+    pub(crate) level_of: &'a dyn Fn(&J) -> Priority,
     pub(crate) clock: Clock,
 }
 
@@ -134,14 +137,15 @@ impl<J> Dispatcher<'_, J> {
                 tick(now - start);
                 next_tick = now + Duration::from_millis(100);
             }
-            // Keep low-priority queues full.
+            // Keep background queues full.
             for q in self.queues.iter_mut() {
-                while !q.low.is_full() {
+                while !q.level(Priority::LOW).is_full() {
                     let Some(job) = self.arrivals.low() else {
                         break;
                     };
                     let at = Instant::now();
-                    if let Err(back) = q.low.push(Scheduled {
+                    let level = (self.level_of)(&job);
+                    if let Err(back) = q.level(level).push(Scheduled {
                         job,
                         arrival: at,
                         enqueued: at,
@@ -184,14 +188,18 @@ impl<J> Dispatcher<'_, J> {
                     stats.starvation_skips += 1;
                 }
                 let queue = &mut self.queues[w];
-                if !allowed || queue.high.is_full() {
+                let level = pending
+                    .front()
+                    .map_or(Priority::HIGH, |j| (self.level_of)(&j.job));
+                if !allowed || queue.level(level).is_full() {
                     blocked += 1;
                     continue;
                 }
                 blocked = 0;
                 while let Some(mut job) = pending.pop_front() {
                     job.enqueued = Instant::now();
-                    match queue.high.push(job) {
+                    let level = (self.level_of)(&job.job);
+                    match queue.level(level).push(job) {
                         Ok(()) => pushed[w] = true,
                         Err(rtrb::PushError::Full(back)) => {
                             pending.push_front(back);
@@ -253,8 +261,12 @@ impl<J> Dispatcher<'_, J> {
                 }
             }
         }
-        stats.unfinished_high =
-            pending.len() + self.queues.iter().map(Outlets::high_queued).sum::<usize>();
+        stats.unfinished_high = pending.len()
+            + self
+                .queues
+                .iter()
+                .map(Outlets::urgent_queued)
+                .sum::<usize>();
         stats
     }
 }

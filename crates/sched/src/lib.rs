@@ -7,8 +7,11 @@
 //!
 //! - [`job`]: what is scheduled (an [`Executor`] runs jobs, [`Arrivals`] says when they arrive).
 //! - [`policy`]: `Wait`, `Cooperative` and `Preempt`, and their settings.
-//! - `queues`: a worker's bounded single-producer single-consumer queues, one per priority.
-//! - `worker`: a pinned thread with a preemptible low-priority context and a high-priority context.
+//! - `queues`: a worker's bounded single-producer single-consumer queues of new jobs, one per
+//!   priority level.
+//! - `task`: a worker's started transactions: pooled contexts, states, per-level ready queues.
+//! - `worker`: a pinned thread whose loop always runs the most urgent ready task, preempting
+//!   (nestedly, across levels) and resuming tasks, and resuming parked tasks when woken.
 //! - `dispatcher`: admission and placement, preemption requests and the signal backstop.
 //! - `starvation`: PreemptDB's starvation level `L = T_h / (T_1 - T_0)`.
 //! - [`stats`]: per-transaction timestamps turned into latency percentiles per class and per kind.
@@ -24,6 +27,7 @@ pub mod policy;
 mod queues;
 mod starvation;
 pub mod stats;
+mod task;
 mod worker;
 
 use std::sync::Arc;
@@ -111,11 +115,13 @@ pub fn run<E: Executor>(
         }
     }
     let start = Instant::now();
+    let level_of = |job: &E::Job| executor.priority(job);
     let dispatch = Dispatcher {
         config,
         workers: &workers,
         queues: &mut outlets,
         arrivals,
+        level_of: &level_of,
         clock: Clock::new(epoch),
     }
     .run(start, start + config.duration, tick);

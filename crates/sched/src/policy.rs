@@ -58,8 +58,11 @@ pub struct SchedConfig {
     /// If set, every worker is interrupted this often even without work for it (measures the
     /// mechanism's own cost).
     pub interrupt_interval: Option<Duration>,
-    /// Stack size of each worker context.
+    /// Stack size of each task context.
     pub stack_size: usize,
+    /// Task contexts per worker: how many started transactions (running, paused or parked) a
+    /// worker can hold at once. Contexts are created when first needed and reused.
+    pub task_pool: usize,
     /// Pin workers to cores (and the dispatcher to the last core).
     pub pin: bool,
 }
@@ -78,6 +81,7 @@ impl Default for SchedConfig {
             duration: Duration::from_secs(10),
             interrupt_interval: None,
             stack_size: 1 << 20,
+            task_pool: 1024,
             pin: true,
         }
     }
@@ -100,6 +104,11 @@ impl SchedConfig {
         if self.starvation_threshold.is_nan() || self.starvation_threshold < 0.0 {
             return Err(SchedError::InvalidConfig(
                 "the starvation threshold must be a number, 0 or more",
+            ));
+        }
+        if self.task_pool == 0 {
+            return Err(SchedError::InvalidConfig(
+                "each worker needs at least one task context",
             ));
         }
         if self.stack_size < 64 * 1024 {

@@ -1,6 +1,7 @@
 //! The starvation monitor of PreemptDB's starvation-prevention policy.
 //!
-//! For the low-priority transaction running on a worker, `T_0` is when it started and `T_h` the
+//! The worker's monitor follows the task at the bottom of its preemption chain (the one running
+//! when no other task is paused by preemption: typically the low-priority transaction). For it, `T_0` is when it started and `T_h` the
 //! time spent on high-priority work that preempted it; at time `T_1` its starvation level is
 //! `L = T_h / (T_1 - T_0)`. `T_h` includes the preemption in progress, if any: the worker checks
 //! `L` after each high-priority transaction it runs in preemption, and those checks happen during
@@ -41,10 +42,17 @@ pub(crate) struct StarvationMonitor {
 }
 
 impl StarvationMonitor {
+    #[cfg(test)]
     pub(crate) fn begin_low(&self, now: u64) {
-        self.high.store(0, Ordering::Relaxed);
+        self.track(now, 0);
+    }
+
+    /// From now on the monitor follows a task that started at `started` and has been paused by
+    /// preemption for `high` nanoseconds so far.
+    pub(crate) fn track(&self, started: u64, high: u64) {
+        self.high.store(high, Ordering::Relaxed);
         self.preempted_since.store(0, Ordering::Relaxed);
-        self.started.store(now, Ordering::Release);
+        self.started.store(started, Ordering::Release);
     }
 
     pub(crate) fn end_low(&self) {

@@ -5,6 +5,7 @@
 //! relative error of every percentile below 0.1% from 1 ns up to an hour.
 
 use hdrhistogram::Histogram;
+use overtake_engine::Priority;
 use serde::Serialize;
 
 /// Largest recordable latency: one hour, in nanoseconds. Longer values are clamped (and show up as
@@ -158,11 +159,13 @@ pub struct ClassStats {
     pub sched_delay: LatencyHistogram,
     /// Time each job spent paused by preemption.
     pub preempted: LatencyHistogram,
-    /// Time each job spent running: end - start - preempted. Its total over a run is the worker
+    /// Time each job spent running: end - start - preempted - parked. Its total over a run is the worker
     /// time the class consumed, switches into and out of its context included.
     pub running: LatencyHistogram,
     /// Sum of `running`, in nanoseconds (exact, where the histogram's mean is rounded).
     pub running_nanos: u128,
+    /// Total time jobs of this class spent parked, waiting for an event, in nanoseconds.
+    pub waited_nanos: u128,
 }
 
 impl ClassStats {
@@ -185,8 +188,10 @@ pub struct JobTiming {
     pub end: std::time::Instant,
     /// Times it was paused.
     pub preemptions: u32,
-    /// Total time it was paused.
+    /// Total time it was paused by preemption.
     pub preempted: std::time::Duration,
+    /// Total time it was parked, waiting for an event.
+    pub waited: std::time::Duration,
 }
 
 impl ClassStats {
@@ -217,9 +222,11 @@ impl ClassStats {
         let running = timing
             .end
             .saturating_duration_since(timing.start)
-            .saturating_sub(timing.preempted);
+            .saturating_sub(timing.preempted)
+            .saturating_sub(timing.waited);
         self.running.record(running);
         self.running_nanos += running.as_nanos();
+        self.waited_nanos += timing.waited.as_nanos();
     }
 
     /// Adds `other` into this.
@@ -240,18 +247,26 @@ impl ClassStats {
         self.preempted.merge(&other.preempted);
         self.running.merge(&other.running);
         self.running_nanos += other.running_nanos;
+        self.waited_nanos += other.waited_nanos;
     }
 }
 
-/// Statistics of a run, per priority class and per job kind.
-#[derive(Clone, Debug, Default)]
+/// Statistics of a run, per priority level and per job kind.
+#[derive(Clone, Debug)]
 pub struct RunStats {
-    /// Low-priority jobs.
-    pub low: ClassStats,
-    /// High-priority jobs.
-    pub high: ClassStats,
+    /// Per priority level, indexed by [`Priority::level`].
+    pub levels: Vec<ClassStats>,
     /// Per job kind (indexed like the executor's kinds).
     pub kinds: Vec<ClassStats>,
+}
+
+impl Default for RunStats {
+    fn default() -> Self {
+        RunStats {
+            levels: vec![ClassStats::default(); Priority::LEVELS],
+            kinds: Vec::new(),
+        }
+    }
 }
 
 impl RunStats {
@@ -262,15 +277,19 @@ impl RunStats {
         }
     }
 
+    /// The jobs of priority level `priority`.
+    pub fn class(&self, priority: Priority) -> &ClassStats {
+        &self.levels[priority.level()]
+    }
+
     pub(crate) fn record(
         &mut self,
-        high: bool,
+        priority: Priority,
         kind: usize,
         timing: &JobTiming,
         outcome: &crate::job::Outcome,
     ) {
-        let class = if high { &mut self.high } else { &mut self.low };
-        class.record(timing, outcome);
+        self.levels[priority.level()].record(timing, outcome);
         if let Some(k) = self.kinds.get_mut(kind) {
             k.record(timing, outcome);
         }
@@ -278,8 +297,9 @@ impl RunStats {
 
     /// Adds `other` into this.
     pub fn merge(&mut self, other: &RunStats) {
-        self.low.merge(&other.low);
-        self.high.merge(&other.high);
+        for (mine, theirs) in self.levels.iter_mut().zip(&other.levels) {
+            mine.merge(theirs);
+        }
         if self.kinds.len() < other.kinds.len() {
             self.kinds.resize(other.kinds.len(), ClassStats::default());
         }

@@ -1,51 +1,93 @@
-//! A worker: one pinned thread, a context for low-priority transactions, a context for
-//! high-priority batches, and the loop that chooses between them.
+//! A worker: one pinned thread, a bounded pool of task contexts, and the loop that always runs
+//! the most urgent ready task.
 //!
-//! At a transaction boundary the worker takes high-priority work first (every policy does). A
-//! low-priority transaction runs in the preemptible context. When a preemption request reaches it
-//! (polled flag or injected signal; see `overtake_runtime::preempt`), the runtime calls
-//! [`on_preempt`] on the paused transaction's stack: the worker resumes its high-priority context,
-//! which drains the high-priority queue (stopping early if the starvation level reaches the
-//! threshold) and suspends back, and the low-priority transaction continues where it was.
+//! Every job runs as a task in a context of its own from the pool (see `task`). The loop, on the
+//! thread's own stack, picks what runs next: the most urgent level that has work, and within a
+//! level a task that is ready to continue (paused by preemption, or woken after parking) before
+//! a new job. When a preemption request reaches the running task (polled flag or injected signal;
+//! see `overtake_runtime::preempt`), the runtime calls [`on_preempt`] on the task's stack: if a
+//! more urgent level has work and the task's starvation level allows it, the task joins its level's
+//! ready queue and suspends back to the loop, which runs the urgent work and later resumes it
+//! where it was. Preemption nests: a level-1 task paused by level 2, itself paused by level 3,
+//! continues after them and before level-0 work. A preempted task whose starvation level reaches
+//! the threshold continues before anything else.
 //!
-//! State shared by the two contexts lives in `Cell`/`RefCell`s of the worker core; anything both
-//! contexts touch is borrowed only inside non-preemptible regions, so a paused context never holds
-//! a borrow the other one needs.
+//! A task that parks (`overtake_runtime::park`) suspends to the loop too; a wake from any thread
+//! puts its token into the worker's wake inbox and raises the request flag, so a running
+//! lower-level task makes way for it.
+//!
+//! State shared by the loop and the hook lives in `Cell`/`RefCell`s of the worker core, borrowed
+//! only inside non-preemptible regions, so a paused task never holds a borrow. Nothing here blocks
+//! the thread while a task runs.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::time::Instant;
 
 use overtake_engine::Priority;
+use overtake_runtime::context::{Resumed, Suspension, suspend_current};
+use overtake_runtime::park::{Parker, WakeTarget};
 use overtake_runtime::preempt::{self, PreemptTarget};
-use overtake_runtime::{Context, NoPreemptGuard};
+use overtake_runtime::{Context, NoPreemptGuard, RegionMutex};
 
 use crate::error::SchedError;
-use crate::job::{Executor, LocalFeed, Scheduled};
+use crate::job::{Executor, LocalFeed, Outcome, Scheduled};
 use crate::policy::{Policy, SchedConfig};
 use crate::queues::Inlets;
 use crate::starvation::{Clock, StarvationMonitor};
 use crate::stats::{JobTiming, RunStats};
+use crate::task::{Claim, TaskId, TaskState, TaskTable};
 
-/// The part of a worker other threads see: its preemption target, its starvation monitor, whether
-/// it is ready. (Its queues are split between the dispatcher and the worker; see `queues`.)
+/// `running_level` while no task runs.
+pub(crate) const IDLE: u8 = u8::MAX;
+
+/// Where wakes for a worker's parked tasks arrive, from any thread.
+pub(crate) struct WakeInbox {
+    tokens: RegionMutex<Vec<u64>>,
+    any: AtomicBool,
+    target: Arc<PreemptTarget>,
+}
+
+impl WakeTarget for WakeInbox {
+    fn wake(&self, token: u64) {
+        let region = NoPreemptGuard::new();
+        self.tokens.lock(&region).push(token);
+        self.any.store(true, Ordering::Release);
+        // A running task of a lower level makes way at its next poll (or the worker's loop
+        // finds the token at its next pick).
+        self.target.request();
+    }
+}
+
+/// The part of a worker other threads see: its preemption target, its starvation monitor, its
+/// wake inbox, what it runs, whether it is ready.
 pub(crate) struct WorkerShared {
     pub(crate) target: Arc<PreemptTarget>,
     pub(crate) starvation: StarvationMonitor,
-    /// Set once the worker is fully set up (registered for preemption, contexts and statistics
-    /// allocated) and about to take work. The run's clock starts only when every worker is ready:
-    /// setting up takes tens of milliseconds, which would otherwise show up as the latency of the
-    /// first transactions.
+    pub(crate) wakes: Arc<WakeInbox>,
+    /// Level of the running task ([`IDLE`]: none).
+    pub(crate) running_level: AtomicU8,
+    /// Set once the worker is fully set up (registered for preemption, statistics allocated)
+    /// and about to take work. The run's clock starts only when every worker is ready: setting
+    /// up takes tens of milliseconds, which would otherwise show up as the latency of the first
+    /// transactions.
     pub(crate) ready: AtomicBool,
 }
 
 impl WorkerShared {
     pub(crate) fn new() -> Self {
+        let target = PreemptTarget::new();
         WorkerShared {
-            target: PreemptTarget::new(),
+            wakes: Arc::new(WakeInbox {
+                tokens: RegionMutex::new(Vec::new()),
+                any: AtomicBool::new(false),
+                target: Arc::clone(&target),
+            }),
+            target,
             starvation: StarvationMonitor::default(),
+            running_level: AtomicU8::new(IDLE),
             ready: AtomicBool::new(false),
         }
     }
@@ -61,8 +103,7 @@ thread_local! {
     static WORKER: RefCell<Option<Rc<dyn ServePreemption>>> = const { RefCell::new(None) };
 }
 
-/// The runtime's preemption hook: runs on the paused low-priority transaction's stack, inside a
-/// region.
+/// The runtime's preemption hook: runs on the running task's stack, inside a region.
 fn on_preempt() {
     let worker = WORKER.with(|w| w.borrow().clone());
     if let Some(worker) = worker {
@@ -70,11 +111,13 @@ fn on_preempt() {
     }
 }
 
-/// The running low-priority job's preemptions so far.
-#[derive(Clone, Copy)]
-struct Running {
-    preemptions: u32,
-    preempted: Duration,
+/// A pool slot's job, handed to its context when its task starts.
+type Mailbox<J> = RefCell<Option<Scheduled<J>>>;
+
+/// What the loop runs next.
+enum Next<J> {
+    Resume(TaskId),
+    Start(Scheduled<J>),
 }
 
 struct WorkerCore<E: Executor> {
@@ -84,89 +127,269 @@ struct WorkerCore<E: Executor> {
     exec: Arc<E>,
     config: SchedConfig,
     clock: Clock,
-    high_ctx: RefCell<Option<Context>>,
-    low_ctx: RefCell<Option<Context>>,
-    /// The job handed to the low-priority context.
-    mailbox: RefCell<Option<Scheduled<E::Job>>>,
-    /// True while the high-priority context runs because it preempted a transaction.
-    preempting: Cell<bool>,
-    /// Preemption bookkeeping of the running low-priority job.
-    running: Cell<Option<Running>>,
+    tasks: RefCell<TaskTable>,
+    /// One per pool slot, created when first needed.
+    contexts: Box<[RefCell<Option<Context>>]>,
+    /// The job handed to a slot's context when its task starts.
+    mailboxes: Box<[Mailbox<E::Job>]>,
+    /// The parker of a slot's current task.
+    parkers: Box<[RefCell<Option<Parker>>]>,
+    running: Cell<Option<TaskId>>,
+    /// The task the starvation monitor follows.
+    monitored: Cell<Option<TaskId>>,
     stats: RefCell<RunStats>,
 }
 
 impl<E: Executor> WorkerCore<E> {
-    /// Runs one job and records what happened to it.
-    fn run_job(&self, scheduled: Scheduled<E::Job>) {
+    /// Runs one job in task `id` (on its context) and records what happened to it.
+    fn run_job(&self, id: TaskId, scheduled: Scheduled<E::Job>) {
         let Scheduled {
             mut job,
             arrival,
             enqueued,
         } = scheduled;
-        let high = self.exec.priority(&job) == Priority::HIGH;
-        let kind = self.exec.kind(&job);
-        let start = Instant::now();
-        if !high {
-            let _region = NoPreemptGuard::new();
-            self.running.set(Some(Running {
-                preemptions: 0,
-                preempted: Duration::ZERO,
-            }));
-            self.shared.starvation.begin_low(self.clock.nanos(start));
-        }
         let outcome = self.exec.execute(&mut job, self.index);
-        // Bookkeeping both contexts touch happens inside a region.
         let _region = NoPreemptGuard::new();
         let end = Instant::now();
-        let (preemptions, preempted) = if high {
-            (0, Duration::ZERO)
-        } else {
-            self.shared.starvation.end_low();
-            self.running
-                .take()
-                .map_or((0, Duration::ZERO), |r| (r.preemptions, r.preempted))
-        };
-        let timing = JobTiming {
-            arrival,
-            enqueued,
-            start,
-            end,
-            preemptions,
-            preempted,
-        };
-        self.stats
-            .borrow_mut()
-            .record(high, kind, &timing, &outcome);
+        let times = self.tasks.borrow().times(id);
+        self.record(&job, arrival, enqueued, times, end, &outcome);
         drop(job);
     }
 
-    /// Runs queued high-priority jobs; in preemption, stops when the starvation level reaches the
-    /// threshold.
-    ///
-    /// A drained queue also takes up the request flag: requests raised for jobs this drain has
-    /// already run must not outlive it, or the next low-priority transaction would start with a
-    /// stale request that the dispatcher believes is still being escalated (and so would never
-    /// signal for the work that arrives next). The flag is cleared before the queue is checked
-    /// once more, so a job pushed in between is either seen here or re-raises the flag.
-    fn drain_high(&self) {
-        loop {
-            let Some(job) = self.queues.pop_high() else {
-                self.shared.target.acknowledge();
-                if self.queues.high_is_empty() {
-                    break;
-                }
-                continue;
-            };
-            self.run_job(job);
-            if self.preempting.get()
-                && self.config.policy == Policy::Preempt
-                && !self.shared.starvation.allows_preemption(
-                    self.clock.nanos(Instant::now()),
-                    self.config.starvation_threshold,
-                )
-            {
-                break;
+    fn record(
+        &self,
+        job: &E::Job,
+        arrival: Instant,
+        enqueued: Instant,
+        times: crate::task::TaskTimes,
+        end: Instant,
+        outcome: &Outcome,
+    ) {
+        let timing = JobTiming {
+            arrival,
+            enqueued,
+            start: times.started,
+            end,
+            preemptions: times.preemptions,
+            preempted: times.preempted,
+            waited: times.waited,
+        };
+        self.stats.borrow_mut().record(
+            self.exec.priority(job),
+            self.exec.kind(job),
+            &timing,
+            outcome,
+        );
+    }
+
+    /// Moves woken tasks into their ready queues.
+    fn collect_wakes(&self) {
+        let wakes = &self.shared.wakes;
+        if !wakes.any.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        let region = NoPreemptGuard::new();
+        let tokens = std::mem::take(&mut *wakes.tokens.lock(&region));
+        let mut tasks = self.tasks.borrow_mut();
+        for token in tokens {
+            tasks.wake(token);
+        }
+    }
+
+    /// True if a level above `level` has a ready task or a new job.
+    fn more_urgent_than(&self, level: Priority) -> bool {
+        let tasks = self.tasks.borrow();
+        Priority::ALL
+            .into_iter()
+            .filter(|&p| p > level)
+            .any(|p| tasks.highest_ready().is_some_and(|r| r >= p) || self.queues.has(p))
+    }
+
+    /// The most urgent thing to run: a starved paused task first (under `Preempt`), then by
+    /// level, a ready task before a new job of the same level.
+    fn pick(&self) -> Option<Next<E::Job>> {
+        let _region = NoPreemptGuard::new();
+        let now = Instant::now();
+        let mut tasks = self.tasks.borrow_mut();
+        if self.config.policy == Policy::Preempt
+            && let Some(id) = tasks.take_starved(now, self.config.starvation_threshold)
+        {
+            return Some(Next::Resume(id));
+        }
+        let ready = tasks.highest_ready();
+        for level in Priority::ALL.into_iter().rev() {
+            if ready == Some(level) {
+                return tasks.pop_ready(level).map(Next::Resume);
             }
+            if let Some(job) = self.queues.pop(level) {
+                return Some(Next::Start(job));
+            }
+        }
+        None
+    }
+
+    /// Starts `scheduled` as a new task and runs it until it suspends or ends.
+    fn start(self: &Rc<Self>, scheduled: Scheduled<E::Job>) {
+        let claim = {
+            let _region = NoPreemptGuard::new();
+            self.tasks.borrow_mut().claim()
+        };
+        let Some(claim) = claim else {
+            let limit = self.contexts.len();
+            self.refuse(
+                scheduled,
+                format!(
+                    "worker {}: all {limit} task contexts are in use by started transactions \
+                     (paused or waiting); raise the pool size",
+                    self.index
+                ),
+            );
+            return;
+        };
+        let id = match claim {
+            Claim::Reuse(id) => id,
+            Claim::Create(id) => match self.create_context(id) {
+                Ok(()) => {
+                    let _region = NoPreemptGuard::new();
+                    self.tasks.borrow_mut().created(id);
+                    id
+                }
+                Err(e) => {
+                    let region = NoPreemptGuard::new();
+                    self.tasks.borrow_mut().unclaim(claim);
+                    drop(region);
+                    self.refuse(
+                        scheduled,
+                        format!("worker {}: no stack for a new task: {e}", self.index),
+                    );
+                    return;
+                }
+            },
+        };
+        let priority = self.exec.priority(&scheduled.job);
+        let region = NoPreemptGuard::new();
+        let token = self.tasks.borrow_mut().start(id, priority, Instant::now());
+        let wakes = Arc::clone(&self.shared.wakes) as Arc<dyn WakeTarget>;
+        *self.parkers[id].borrow_mut() = Some(Parker::for_task(wakes, token));
+        *self.mailboxes[id].borrow_mut() = Some(scheduled);
+        drop(region);
+        self.run_task(id);
+    }
+
+    /// A job that cannot start is recorded as failed, with why.
+    fn refuse(&self, scheduled: Scheduled<E::Job>, why: String) {
+        let _region = NoPreemptGuard::new();
+        let now = Instant::now();
+        let times = crate::task::TaskTimes {
+            started: now,
+            preemptions: 0,
+            preempted: std::time::Duration::ZERO,
+            waited: std::time::Duration::ZERO,
+        };
+        self.record(
+            &scheduled.job,
+            scheduled.arrival,
+            scheduled.enqueued,
+            times,
+            now,
+            &Outcome::failed(why),
+        );
+    }
+
+    fn create_context(self: &Rc<Self>, id: TaskId) -> std::io::Result<()> {
+        let core = Rc::clone(self);
+        let ctx = Context::new(self.config.stack_size, true, move |s| {
+            loop {
+                let job = {
+                    let _region = NoPreemptGuard::new();
+                    core.mailboxes[id].borrow_mut().take()
+                };
+                if let Some(job) = job {
+                    core.run_job(id, job);
+                }
+                // The task has ended; the context waits for its slot's next task.
+                s.suspend();
+            }
+        })?;
+        *self.contexts[id].borrow_mut() = Some(ctx);
+        Ok(())
+    }
+
+    /// Resumes a ready task (paused or woken).
+    fn resume(&self, id: TaskId) {
+        {
+            let _region = NoPreemptGuard::new();
+            self.tasks.borrow_mut().resume(id, Instant::now());
+        }
+        self.run_task(id);
+    }
+
+    /// Runs task `id` (already marked running) until it suspends or ends, and books what it did.
+    fn run_task(&self, id: TaskId) {
+        self.follow_for_starvation(id);
+        let priority = self.tasks.borrow().get(id).priority;
+        self.running.set(Some(id));
+        self.shared
+            .running_level
+            .store(priority.level() as u8, Ordering::Relaxed);
+        let resumed = {
+            let parker = self.parkers[id].borrow();
+            let mut ctx = self.contexts[id].borrow_mut();
+            match (parker.as_ref(), ctx.as_mut()) {
+                (Some(parker), Some(ctx)) => parker.run(|| ctx.resume()),
+                _ => panic!("task {id} runs without its context or parker"),
+            }
+        };
+        self.running.set(None);
+        self.shared.running_level.store(IDLE, Ordering::Relaxed);
+        let _region = NoPreemptGuard::new();
+        let now = Instant::now();
+        let monitored = self.monitored.get() == Some(id);
+        match resumed {
+            Resumed::Suspended(Suspension::Yielded) => {
+                self.tasks.borrow_mut().finish(id);
+                *self.parkers[id].borrow_mut() = None;
+                if monitored {
+                    self.shared.starvation.end_low();
+                    self.monitored.set(None);
+                }
+            }
+            Resumed::Suspended(Suspension::Preempted) => {
+                // The hook queued it.
+                if monitored {
+                    self.shared
+                        .starvation
+                        .begin_preemption(self.clock.nanos(now));
+                }
+            }
+            Resumed::Suspended(Suspension::Parked) => {
+                self.tasks.borrow_mut().park(id, now);
+                if monitored {
+                    self.shared.starvation.end_low();
+                    self.monitored.set(None);
+                }
+            }
+            Resumed::Finished => panic!("the body of task context {id} returned"),
+        }
+    }
+
+    /// The starvation monitor follows the task at the bottom of the preemption chain: the one
+    /// that runs while no other task is paused by preemption.
+    fn follow_for_starvation(&self, id: TaskId) {
+        let _region = NoPreemptGuard::new();
+        let now = Instant::now();
+        if self.monitored.get() == Some(id) {
+            self.shared.starvation.end_preemption(self.clock.nanos(now));
+            return;
+        }
+        let tasks = self.tasks.borrow();
+        if tasks.preempted_count() == 0 {
+            let task = tasks.get(id);
+            let paused = tasks.preempted_until(id, now).as_nanos() as u64;
+            self.shared
+                .starvation
+                .track(self.clock.nanos(task.started), paused);
+            self.monitored.set(Some(id));
         }
     }
 }
@@ -174,38 +397,27 @@ impl<E: Executor> WorkerCore<E> {
 impl<E: Executor> ServePreemption for WorkerCore<E> {
     fn serve_preemption(&self) {
         self.shared.target.acknowledge();
-        if self.queues.high_is_empty() {
-            return; // nothing urgent after all (or an interrupt without work)
-        }
-        let paused = Instant::now();
-        if self.config.policy == Policy::Preempt
-            && !self
-                .shared
-                .starvation
-                .allows_preemption(self.clock.nanos(paused), self.config.starvation_threshold)
+        self.collect_wakes();
+        let Some(id) = self.running.get() else {
+            return;
+        };
+        let now = Instant::now();
         {
-            return; // the paused transaction has starved enough: the work waits for its end
+            let tasks = self.tasks.borrow();
+            let task = tasks.get(id);
+            debug_assert_eq!(task.state, TaskState::Running);
+            if !self.more_urgent_than(task.priority) {
+                return; // nothing more urgent after all (or an interrupt without work)
+            }
+            if self.config.policy == Policy::Preempt
+                && tasks.starvation(id, now) >= self.config.starvation_threshold
+            {
+                return; // it has starved enough: the urgent work waits for its end
+            }
         }
-        self.preempting.set(true);
-        self.shared
-            .starvation
-            .begin_preemption(self.clock.nanos(paused));
-        if let Ok(mut ctx) = self.high_ctx.try_borrow_mut()
-            && let Some(ctx) = ctx.as_mut()
-        {
-            ctx.resume();
-        }
-        self.preempting.set(false);
-        let resumed = Instant::now();
-        self.shared
-            .starvation
-            .end_preemption(self.clock.nanos(resumed));
-        let away = resumed.saturating_duration_since(paused);
-        if let Some(mut r) = self.running.get() {
-            r.preemptions += 1;
-            r.preempted += away;
-            self.running.set(Some(r));
-        }
+        self.tasks.borrow_mut().preempt(id, now);
+        let suspended = suspend_current(Suspension::Preempted);
+        debug_assert!(suspended, "the hook runs on a task's stack");
     }
 }
 
@@ -239,6 +451,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
     let registration =
         preempt::register_worker(Arc::clone(&shared.target), config.poll_every(), on_preempt)
             .map_err(|source| SchedError::RegisterWorker { index, source })?;
+    let pool = config.task_pool;
     let core = Rc::new(WorkerCore {
         index,
         stats: RefCell::new(RunStats::with_kinds(exec.kinds().len())),
@@ -246,81 +459,66 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         queues,
         exec,
         clock: Clock::new(epoch),
+        tasks: RefCell::new(TaskTable::new(pool, Instant::now())),
+        contexts: (0..pool).map(|_| RefCell::new(None)).collect(),
+        mailboxes: (0..pool).map(|_| RefCell::new(None)).collect(),
+        parkers: (0..pool).map(|_| RefCell::new(None)).collect(),
         config,
-        high_ctx: RefCell::new(None),
-        low_ctx: RefCell::new(None),
-        mailbox: RefCell::new(None),
-        preempting: Cell::new(false),
         running: Cell::new(None),
+        monitored: Cell::new(None),
     });
-    let stack = core.config.stack_size;
-    let for_high = Rc::clone(&core);
-    let high = Context::new(stack, false, move |s| {
-        loop {
-            for_high.drain_high();
-            s.suspend();
-        }
-    })
-    .map_err(|source| SchedError::ContextStack { index, source })?;
-    let for_low = Rc::clone(&core);
-    let low = Context::new(stack, true, move |s| {
-        loop {
-            let job = {
-                let _region = NoPreemptGuard::new();
-                for_low.mailbox.borrow_mut().take()
-            };
-            if let Some(job) = job {
-                // A signal that arrived while this worker was between contexts found no
-                // preemptible stack to land on and was dropped; its request is still raised. Take
-                // it up now: from here on, signals land in this context.
-                if for_low.shared.target.is_requested() {
-                    let _region = NoPreemptGuard::new();
-                    for_low.serve_preemption();
-                }
-                for_low.run_job(job);
-            }
-            s.suspend();
-        }
-    })
-    .map_err(|source| SchedError::ContextStack { index, source })?;
-    *core.high_ctx.borrow_mut() = Some(high);
-    *core.low_ctx.borrow_mut() = Some(low);
+    // The first context is made before the clock starts (a stack costs a few mmaps).
+    let claim = core.tasks.borrow_mut().claim();
+    if let Some(Claim::Create(first)) = claim {
+        core.create_context(first)
+            .map_err(|source| SchedError::ContextStack { index, source })?;
+        let mut tasks = core.tasks.borrow_mut();
+        tasks.created(first);
+        tasks.keep_idle(first);
+    }
     WORKER.with(|w| *w.borrow_mut() = Some(Rc::clone(&core) as Rc<dyn ServePreemption>));
     core.shared.ready.store(true, Ordering::Release);
 
-    while !stop.load(Ordering::Relaxed) {
-        // At a boundary, high-priority work first.
-        if !core.queues.high_is_empty() {
-            core.shared.target.acknowledge();
-            if let Some(ctx) = core.high_ctx.borrow_mut().as_mut() {
-                ctx.resume();
-            }
-            continue;
-        }
-        let job = core.queues.pop_low().or_else(|| {
-            let now = Instant::now();
-            feed.as_mut().and_then(|f| f()).map(|job| Scheduled {
-                job,
-                arrival: now,
-                enqueued: now,
-            })
-        });
-        match job {
-            Some(job) => {
-                *core.mailbox.borrow_mut() = Some(job);
-                if let Some(ctx) = core.low_ctx.borrow_mut().as_mut() {
-                    ctx.resume();
+    loop {
+        let stopping = stop.load(Ordering::Relaxed);
+        // A request raised for work this pick will see is taken up here.
+        core.shared.target.acknowledge();
+        core.collect_wakes();
+        let next = if stopping {
+            // Admitted work is finished: started tasks that can run do; nothing new starts.
+            let _region = NoPreemptGuard::new();
+            let mut tasks = core.tasks.borrow_mut();
+            tasks
+                .highest_ready()
+                .and_then(|level| tasks.pop_ready(level))
+                .map(Next::Resume)
+        } else {
+            core.pick()
+        };
+        match next {
+            Some(Next::Resume(id)) => core.resume(id),
+            Some(Next::Start(job)) => core.start(job),
+            None if stopping => break,
+            None => {
+                let now = Instant::now();
+                match feed.as_mut().and_then(|f| f()) {
+                    Some(job) => core.start(Scheduled {
+                        job,
+                        arrival: now,
+                        enqueued: now,
+                    }),
+                    None => std::hint::spin_loop(),
                 }
             }
-            None => std::hint::spin_loop(),
         }
     }
 
     WORKER.with(|w| *w.borrow_mut() = None);
-    // Dropping the contexts ends their loops (they are suspended between jobs) and breaks the
-    // reference cycles through their closures.
-    drop(core.high_ctx.borrow_mut().take());
-    drop(core.low_ctx.borrow_mut().take());
+    // Dropping the contexts ends their loops (between jobs, or unwinding a task still parked at
+    // the end) and breaks the reference cycles through their closures.
+    for ctx in core.contexts.iter() {
+        drop(ctx.borrow_mut().take());
+    }
     drop(registration);
     Ok(core.stats.take())
 }

@@ -210,7 +210,7 @@ fn config(policy: Policy, delivery: Delivery) -> SchedConfig {
 fn preemption_by_signal_overtakes_pure_computation() {
     let (long, short, report) = race(&config(Policy::Preempt, Delivery::Signal), false);
     finished_in_order(short, long, "the urgent job finished first");
-    assert_eq!(report.stats.low.preemptions, 1);
+    assert_eq!(report.stats.class(Priority::LOW).preemptions, 1);
     assert!(report.preempt.injected >= 1, "{:?}", report.preempt);
 }
 
@@ -221,10 +221,14 @@ fn a_signal_still_comes_after_a_burst_of_urgent_work() {
     // would keep the next urgent job from being signalled.
     let (long, short, report) =
         race_after_burst(&config(Policy::Preempt, Delivery::Signal), false, 64);
-    assert_eq!(report.stats.high.committed, 65, "every urgent job ran");
+    assert_eq!(
+        report.stats.class(Priority::HIGH).committed,
+        65,
+        "every urgent job ran"
+    );
     finished_in_order(short, long, "the urgent job finished first");
     // Burst jobs the dispatcher had not yet handed over when the long job started preempt it too.
-    assert!(report.stats.low.preemptions >= 1);
+    assert!(report.stats.class(Priority::LOW).preemptions >= 1);
     assert!(report.preempt.injected >= 1, "{:?}", report.preempt);
 }
 
@@ -232,7 +236,7 @@ fn a_signal_still_comes_after_a_burst_of_urgent_work() {
 fn preemption_by_polling_overtakes_record_access() {
     let (long, short, report) = race(&config(Policy::Preempt, Delivery::Poll), true);
     finished_in_order(short, long, "the urgent job finished first");
-    assert_eq!(report.stats.low.preemptions, 1);
+    assert_eq!(report.stats.class(Priority::LOW).preemptions, 1);
     assert_eq!(report.preempt.signals_sent, 0, "polling sends no signal");
 }
 
@@ -240,7 +244,7 @@ fn preemption_by_polling_overtakes_record_access() {
 fn waiting_does_not_overtake() {
     let (long, short, report) = race(&config(Policy::Wait, Delivery::Signal), false);
     finished_in_order(long, short, "under Wait the urgent job waits");
-    assert_eq!(report.stats.low.preemptions, 0);
+    assert_eq!(report.stats.class(Priority::LOW).preemptions, 0);
 }
 
 #[test]
@@ -259,7 +263,7 @@ fn starvation_threshold_zero_never_preempts() {
     c.starvation_threshold = 0.0;
     let (long, short, report) = race(&c, true);
     finished_in_order(long, short, "the urgent job waited for the boundary");
-    assert_eq!(report.stats.low.preemptions, 0);
+    assert_eq!(report.stats.class(Priority::LOW).preemptions, 0);
     assert_eq!(report.preempt.injected, 0);
     assert!(report.dispatch.starvation_skips > 0);
 }
@@ -347,7 +351,10 @@ fn the_starvation_threshold_bounds_a_preemption_in_progress() {
         last_short,
         "the computation finished while urgent work kept coming",
     );
-    assert!(report.stats.low.preemptions >= 1, "it was preempted");
+    assert!(
+        report.stats.class(Priority::LOW).preemptions >= 1,
+        "it was preempted"
+    );
     // Twice the urgent work the worker can do: the report must not pass the backlog off as
     // latency.
     let warnings = report.dispatch.warnings();

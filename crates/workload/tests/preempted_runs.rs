@@ -261,7 +261,10 @@ impl Totals {
     }
 
     fn assert_no_failures(&self) {
-        for class in [&self.stats.high, &self.stats.low] {
+        for class in [
+            self.stats.class(Priority::HIGH),
+            self.stats.class(Priority::LOW),
+        ] {
             assert_eq!(class.failed, 0, "{:?}", class.first_error);
         }
     }
@@ -322,7 +325,11 @@ fn a_mixed_preempt_run_with_query2_keeps_tpcc_consistent() {
             seed += 1;
             mixed_preempt_round(&l, LowWork::Query2, seed)
         },
-        |t| t.stats.high.committed > 0 && t.stats.low.committed > 0 && t.stats.low.preemptions > 0,
+        |t| {
+            t.stats.class(Priority::HIGH).committed > 0
+                && t.stats.class(Priority::LOW).committed > 0
+                && t.stats.class(Priority::LOW).preemptions > 0
+        },
     );
     assert_consistent(&l);
 }
@@ -340,9 +347,13 @@ fn a_computation_preempted_by_signals_keeps_its_result() {
             seed += 1;
             mixed_preempt_round(&l, LowWork::Compute(task.clone()), seed)
         },
-        |t| t.stats.low.committed > 0 && t.stats.low.preemptions > 0 && t.preempt.injected > 0,
+        |t| {
+            t.stats.class(Priority::LOW).committed > 0
+                && t.stats.class(Priority::LOW).preemptions > 0
+                && t.preempt.injected > 0
+        },
     );
-    assert!(totals.stats.high.committed > 0);
+    assert!(totals.stats.class(Priority::HIGH).committed > 0);
     assert_consistent(&l);
 }
 
@@ -378,7 +389,10 @@ fn a_signal_storm_while_tpcc_runs_neither_deadlocks_nor_corrupts() {
         },
         |t| t.preempt.injected + t.preempt.deferred >= 1_000,
     );
-    assert!(totals.stats.low.committed > 0, "TPC-C made progress");
+    assert!(
+        totals.stats.class(Priority::LOW).committed > 0,
+        "TPC-C made progress"
+    );
     for kind in &totals.stats.kinds {
         assert_eq!(kind.failed, 0, "{:?}", kind.first_error);
     }

@@ -1,0 +1,382 @@
+//! A worker's tasks: which pooled context each started transaction runs in, what state it is in,
+//! and, per priority level, the tasks ready to continue.
+//!
+//! A task is one job from its start to its end. It takes a context slot from the worker's bounded
+//! pool when it starts and gives it back when it ends, so a worker holds many started tasks at
+//! once: one running, others paused by preemption (ready to continue) or parked (waiting for a
+//! wake). This table is bookkeeping only (no contexts, no clocks of its own): the worker loop and
+//! the preemption hook drive it, always inside non-preemptible regions, so a paused task never
+//! holds a borrow of it.
+//!
+//! Ready tasks of a level continue in the order they became ready. A parked task is in no queue
+//! until a wake with its token arrives; a token from an earlier task of the same slot (an old
+//! unparker) is recognised by its serial and ignored.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use overtake_engine::Priority;
+
+/// Index of a context slot in a worker's pool.
+pub(crate) type TaskId = usize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TaskState {
+    /// The slot holds no task.
+    Free,
+    /// Running now.
+    Running,
+    /// Paused by a preemption; in its level's ready queue.
+    Preempted,
+    /// Waiting for a wake; in no queue.
+    Parked,
+    /// Woken after parking; in its level's ready queue.
+    Woken,
+}
+
+/// One slot: the task it holds and what has happened to it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Task {
+    pub(crate) state: TaskState,
+    pub(crate) priority: Priority,
+    /// Counts the tasks this slot has held; part of wake tokens.
+    pub(crate) serial: u32,
+    pub(crate) started: Instant,
+    pub(crate) preemptions: u32,
+    /// Time paused by preemption, finished pauses only.
+    pub(crate) preempted: Duration,
+    /// Time parked, finished waits only.
+    pub(crate) waited: Duration,
+    /// When the current pause or wait began.
+    since: Instant,
+}
+
+/// What a task's time went to, when it ends.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TaskTimes {
+    pub(crate) started: Instant,
+    pub(crate) preemptions: u32,
+    pub(crate) preempted: Duration,
+    pub(crate) waited: Duration,
+}
+
+/// The wake token of a slot's current task.
+pub(crate) fn token(id: TaskId, serial: u32) -> u64 {
+    ((id as u64) << 32) | u64::from(serial)
+}
+
+fn untoken(token: u64) -> (TaskId, u32) {
+    ((token >> 32) as TaskId, token as u32)
+}
+
+pub(crate) struct TaskTable {
+    slots: Vec<Task>,
+    /// Slots whose context exists and is idle.
+    free: Vec<TaskId>,
+    /// Slots `0..created` have contexts.
+    created: usize,
+    /// Ready tasks (preempted or woken), per level.
+    ready: Vec<VecDeque<TaskId>>,
+}
+
+/// Where a new task runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Claim {
+    /// An idle context.
+    Reuse(TaskId),
+    /// A slot without a context yet: the caller creates one (and calls [`TaskTable::created`]).
+    Create(TaskId),
+}
+
+impl TaskTable {
+    /// A table of `capacity` slots (the pool bound).
+    pub(crate) fn new(capacity: usize, now: Instant) -> Self {
+        TaskTable {
+            slots: vec![
+                Task {
+                    state: TaskState::Free,
+                    priority: Priority::LOW,
+                    serial: 0,
+                    started: now,
+                    preemptions: 0,
+                    preempted: Duration::ZERO,
+                    waited: Duration::ZERO,
+                    since: now,
+                };
+                capacity
+            ],
+            free: Vec::new(),
+            created: 0,
+            ready: vec![VecDeque::new(); Priority::LEVELS],
+        }
+    }
+
+    /// A slot for a new task, if the pool is not exhausted.
+    pub(crate) fn claim(&mut self) -> Option<Claim> {
+        if let Some(id) = self.free.pop() {
+            return Some(Claim::Reuse(id));
+        }
+        (self.created < self.slots.len()).then_some(Claim::Create(self.created))
+    }
+
+    /// The context of slot `id` (claimed with [`Claim::Create`]) now exists.
+    pub(crate) fn created(&mut self, id: TaskId) {
+        debug_assert_eq!(id, self.created);
+        self.created += 1;
+    }
+
+    /// The context of slot `id` was created ahead of need and stays idle.
+    pub(crate) fn keep_idle(&mut self, id: TaskId) {
+        self.free.push(id);
+    }
+
+    /// Gives a claimed slot back unused (its context could not be created, or the job was
+    /// refused).
+    pub(crate) fn unclaim(&mut self, claim: Claim) {
+        if let Claim::Reuse(id) = claim {
+            self.free.push(id);
+        }
+    }
+
+    /// A task of `priority` starts in slot `id`, now running. Returns its wake token.
+    pub(crate) fn start(&mut self, id: TaskId, priority: Priority, now: Instant) -> u64 {
+        let slot = &mut self.slots[id];
+        debug_assert_eq!(slot.state, TaskState::Free);
+        *slot = Task {
+            state: TaskState::Running,
+            priority,
+            serial: slot.serial.wrapping_add(1),
+            started: now,
+            preemptions: 0,
+            preempted: Duration::ZERO,
+            waited: Duration::ZERO,
+            since: now,
+        };
+        token(id, slot.serial)
+    }
+
+    pub(crate) fn get(&self, id: TaskId) -> &Task {
+        &self.slots[id]
+    }
+
+    /// The running task `id` is paused by a preemption; it joins its level's ready queue.
+    pub(crate) fn preempt(&mut self, id: TaskId, now: Instant) {
+        let slot = &mut self.slots[id];
+        assert_eq!(
+            slot.state,
+            TaskState::Running,
+            "only a running task is preempted"
+        );
+        slot.state = TaskState::Preempted;
+        slot.since = now;
+        self.ready[slot.priority.level()].push_back(id);
+    }
+
+    /// The running task `id` waits for a wake.
+    pub(crate) fn park(&mut self, id: TaskId, now: Instant) {
+        let slot = &mut self.slots[id];
+        assert_eq!(slot.state, TaskState::Running, "only a running task parks");
+        slot.state = TaskState::Parked;
+        slot.since = now;
+    }
+
+    /// A wake with `token` arrived: a parked task it belongs to becomes ready. Returns its level
+    /// if it did (tokens of ended tasks, and second wakes, change nothing).
+    pub(crate) fn wake(&mut self, token: u64) -> Option<Priority> {
+        let (id, serial) = untoken(token);
+        let slot = self.slots.get_mut(id)?;
+        if slot.serial != serial || slot.state != TaskState::Parked {
+            return None;
+        }
+        slot.state = TaskState::Woken;
+        self.ready[slot.priority.level()].push_back(id);
+        Some(slot.priority)
+    }
+
+    /// The ready task `id` (taken from a queue) runs again: its pause or wait ends now.
+    pub(crate) fn resume(&mut self, id: TaskId, now: Instant) {
+        let slot = &mut self.slots[id];
+        let away = now.saturating_duration_since(slot.since);
+        match slot.state {
+            TaskState::Preempted => {
+                slot.preemptions += 1;
+                slot.preempted += away;
+            }
+            TaskState::Woken => slot.waited += away,
+            other => panic!("task {id} resumed while {other:?}"),
+        }
+        slot.state = TaskState::Running;
+    }
+
+    /// The running task `id` has ended; its slot is free again.
+    pub(crate) fn finish(&mut self, id: TaskId) -> TaskTimes {
+        let slot = &mut self.slots[id];
+        assert_eq!(slot.state, TaskState::Running, "only a running task ends");
+        slot.state = TaskState::Free;
+        self.free.push(id);
+        TaskTimes {
+            started: slot.started,
+            preemptions: slot.preemptions,
+            preempted: slot.preempted,
+            waited: slot.waited,
+        }
+    }
+
+    /// What task `id` has been through so far (it is still running).
+    pub(crate) fn times(&self, id: TaskId) -> TaskTimes {
+        let slot = &self.slots[id];
+        TaskTimes {
+            started: slot.started,
+            preemptions: slot.preemptions,
+            preempted: slot.preempted,
+            waited: slot.waited,
+        }
+    }
+
+    /// The most urgent level with a ready task.
+    pub(crate) fn highest_ready(&self) -> Option<Priority> {
+        Priority::ALL
+            .into_iter()
+            .rev()
+            .find(|p| !self.ready[p.level()].is_empty())
+    }
+
+    /// The next ready task of `level`.
+    pub(crate) fn pop_ready(&mut self, level: Priority) -> Option<TaskId> {
+        self.ready[level.level()].pop_front()
+    }
+
+    /// Time spent paused by preemption, the pause in progress included.
+    pub(crate) fn preempted_until(&self, id: TaskId, now: Instant) -> Duration {
+        let slot = &self.slots[id];
+        match slot.state {
+            TaskState::Preempted => slot.preempted + now.saturating_duration_since(slot.since),
+            _ => slot.preempted,
+        }
+    }
+
+    /// PreemptDB's starvation level of task `id`: the share of its life so far spent paused by
+    /// preemption, the pause in progress included.
+    pub(crate) fn starvation(&self, id: TaskId, now: Instant) -> f64 {
+        let life = now.saturating_duration_since(self.slots[id].started);
+        self.preempted_until(id, now).as_secs_f64() / life.as_secs_f64().max(1e-9)
+    }
+
+    /// The most urgent preempted task whose starvation level has reached `threshold`, taken out of
+    /// its ready queue: it continues before anything else.
+    pub(crate) fn take_starved(&mut self, now: Instant, threshold: f64) -> Option<TaskId> {
+        for level in (0..Priority::LEVELS).rev() {
+            let found = self.ready[level].iter().position(|&id| {
+                self.slots[id].state == TaskState::Preempted
+                    && self.starvation(id, now) >= threshold
+            });
+            if let Some(at) = found {
+                return self.ready[level].remove(at);
+            }
+        }
+        None
+    }
+
+    /// Tasks paused by preemption.
+    pub(crate) fn preempted_count(&self) -> usize {
+        self.ready
+            .iter()
+            .flatten()
+            .filter(|&&id| self.slots[id].state == TaskState::Preempted)
+            .count()
+    }
+
+    /// Started tasks that have not ended.
+    #[cfg(test)]
+    pub(crate) fn in_flight(&self) -> usize {
+        self.created - self.free.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(capacity: usize) -> (TaskTable, Instant) {
+        let now = Instant::now();
+        (TaskTable::new(capacity, now), now)
+    }
+
+    fn start(t: &mut TaskTable, p: Priority, now: Instant) -> (TaskId, u64) {
+        let id = match t.claim().expect("room") {
+            Claim::Create(id) => {
+                t.created(id);
+                id
+            }
+            Claim::Reuse(id) => id,
+        };
+        (id, t.start(id, p, now))
+    }
+
+    #[test]
+    fn paused_tasks_continue_by_level_then_in_order() {
+        let (mut t, now) = table(8);
+        let (low, _) = start(&mut t, Priority::LOW, now);
+        t.preempt(low, now);
+        let (medium, _) = start(&mut t, Priority::MEDIUM, now);
+        t.preempt(medium, now);
+        let (medium2, _) = start(&mut t, Priority::MEDIUM, now);
+        t.preempt(medium2, now);
+        assert_eq!(t.highest_ready(), Some(Priority::MEDIUM));
+        assert_eq!(t.pop_ready(Priority::MEDIUM), Some(medium));
+        assert_eq!(t.pop_ready(Priority::MEDIUM), Some(medium2));
+        assert_eq!(t.highest_ready(), Some(Priority::LOW));
+        assert_eq!(
+            t.preempted_count(),
+            1,
+            "those taken from the queue are about to run"
+        );
+        t.resume(low, now + Duration::from_millis(2));
+        assert_eq!(t.get(low).preemptions, 1);
+        assert_eq!(t.get(low).preempted, Duration::from_millis(2));
+    }
+
+    #[test]
+    fn wakes_count_once_and_only_for_the_task_that_parked() {
+        let (mut t, now) = table(2);
+        let (id, old_token) = start(&mut t, Priority::HIGH, now);
+        t.park(id, now);
+        assert_eq!(t.wake(old_token), Some(Priority::HIGH));
+        assert_eq!(t.wake(old_token), None, "already woken");
+        assert_eq!(t.pop_ready(Priority::HIGH), Some(id));
+        t.resume(id, now + Duration::from_micros(5));
+        assert_eq!(t.get(id).waited, Duration::from_micros(5));
+        t.finish(id);
+        // The slot's next task does not answer to the old task's token.
+        let (again, new_token) = start(&mut t, Priority::LOW, now);
+        assert_eq!(again, id, "the context is reused");
+        t.park(again, now);
+        assert_eq!(t.wake(old_token), None);
+        assert_eq!(t.wake(token(7, 1)), None, "no such slot");
+        assert_eq!(t.wake(new_token), Some(Priority::LOW));
+    }
+
+    #[test]
+    fn the_pool_is_bounded_and_reused() {
+        let (mut t, now) = table(2);
+        let (a, _) = start(&mut t, Priority::LOW, now);
+        let (_b, _) = start(&mut t, Priority::LOW, now);
+        assert_eq!(t.claim(), None, "two contexts in use");
+        assert_eq!(t.in_flight(), 2);
+        t.finish(a);
+        assert_eq!(t.claim(), Some(Claim::Reuse(a)));
+    }
+
+    #[test]
+    fn a_starved_task_is_found_by_its_share_of_time_paused() {
+        let (mut t, now) = table(4);
+        let (low, _) = start(&mut t, Priority::LOW, now);
+        t.preempt(low, now + Duration::from_millis(10));
+        let later = now + Duration::from_millis(20);
+        // Paused 10 of its 20 ms: level 0.5.
+        assert!((t.starvation(low, later) - 0.5).abs() < 1e-9);
+        assert_eq!(t.take_starved(later, 0.6), None);
+        assert_eq!(t.take_starved(later, 0.5), Some(low));
+        assert_eq!(t.highest_ready(), None, "taken out of its queue");
+    }
+}
