@@ -522,3 +522,6 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
     drop(registration);
     Ok(core.stats.take())
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,288 @@
+//! Behaviour of one worker, driven directly (no dispatcher, no clock): jobs are scripts that push
+//! further jobs into the worker's queues, inject preemptions at chosen record accesses, park and
+//! log what they see, so every interleaving asserted here is the only one possible.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use overtake_engine::Priority;
+use overtake_runtime::park::{self, Unparker};
+use overtake_runtime::preempt::{self, Delivery, inject};
+
+use super::{WorkerSetup, WorkerShared, run_worker};
+use crate::job::{Executor, Outcome, Scheduled};
+use crate::policy::{Policy, SchedConfig};
+use crate::queues::{Outlets, worker_queues};
+use crate::stats::RunStats;
+
+/// A job: a priority and what to do.
+struct Script {
+    priority: Priority,
+    body: Box<dyn FnMut() + Send>,
+}
+
+struct Scripts;
+
+impl Executor for Scripts {
+    type Job = Script;
+
+    fn kinds(&self) -> &[&'static str] {
+        &["script"]
+    }
+
+    fn kind(&self, _: &Script) -> usize {
+        0
+    }
+
+    fn priority(&self, job: &Script) -> Priority {
+        job.priority
+    }
+
+    fn execute(&self, job: &mut Script, _worker: usize) -> Outcome {
+        (job.body)();
+        Outcome::committed()
+    }
+}
+
+type Queues = Arc<Mutex<Outlets<Script>>>;
+
+/// A worker on its own thread, and the producer half of its queues.
+struct TestWorker {
+    queues: Queues,
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<Result<RunStats, crate::SchedError>>,
+}
+
+fn config(pool: usize) -> SchedConfig {
+    SchedConfig {
+        policy: Policy::Preempt,
+        delivery: Delivery::Poll,
+        hp_queue: 16,
+        lp_queue: 2_048,
+        stack_size: 64 * 1024,
+        task_pool: pool,
+        pin: false,
+        ..SchedConfig::default()
+    }
+}
+
+fn start_worker(config: SchedConfig) -> TestWorker {
+    let (outlets, inlets) = worker_queues(config.hp_queue, config.lp_queue);
+    let stop = Arc::new(AtomicBool::new(false));
+    let setup = WorkerSetup {
+        index: 0,
+        shared: Arc::new(WorkerShared::new()),
+        queues: inlets,
+        exec: Arc::new(Scripts),
+        config,
+        epoch: Instant::now(),
+        stop: Arc::clone(&stop),
+        feed: None,
+    };
+    TestWorker {
+        queues: Arc::new(Mutex::new(outlets)),
+        stop,
+        thread: std::thread::spawn(move || run_worker(setup)),
+    }
+}
+
+fn push(queues: &Queues, priority: Priority, body: impl FnMut() + Send + 'static) {
+    let now = Instant::now();
+    let job = Scheduled {
+        job: Script {
+            priority,
+            body: Box::new(body),
+        },
+        arrival: now,
+        enqueued: now,
+    };
+    assert!(
+        queues
+            .lock()
+            .expect("queues")
+            .level(priority)
+            .push(job)
+            .is_ok(),
+        "queue full"
+    );
+}
+
+/// Jobs in the lowest level's queue not yet taken by the worker.
+fn queued(queues: &Queues) -> usize {
+    let mut queues = queues.lock().expect("queues");
+    let ring = queues.level(Priority::LOW);
+    ring.buffer().capacity() - ring.slots()
+}
+
+/// Preempts the calling task at its next record access, as a request would.
+fn preempt_now() {
+    inject::inject(inject::Point::RecordAccess, 1, 0);
+    preempt::record_access();
+    inject::stop();
+}
+
+type Log = Arc<Mutex<Vec<&'static str>>>;
+
+fn note(log: &Log, what: &'static str) {
+    log.lock().expect("log").push(what);
+}
+
+impl TestWorker {
+    fn finish(self) -> RunStats {
+        self.stop.store(true, Ordering::Release);
+        self.thread.join().expect("worker thread").expect("worker")
+    }
+}
+
+#[test]
+fn preemption_nests_across_three_levels_and_unwinds_in_order() {
+    let worker = start_worker(config(8));
+    let log: Log = Arc::default();
+    let (q, l) = (Arc::clone(&worker.queues), Arc::clone(&log));
+    push(&worker.queues, Priority::LOW, move || {
+        note(&l, "low starts");
+        // Medium work arrives while low runs, and a request reaches low.
+        let (q2, l2) = (Arc::clone(&q), Arc::clone(&l));
+        push(&q, Priority::MEDIUM, move || {
+            note(&l2, "medium starts");
+            let l3 = Arc::clone(&l2);
+            push(&q2, Priority::HIGH, move || note(&l3, "high runs"));
+            // More low work arrives too: it must wait for the paused low task.
+            let l4 = Arc::clone(&l2);
+            push(&q2, Priority::LOW, move || note(&l4, "second low runs"));
+            preempt_now();
+            note(&l2, "medium continues");
+        });
+        preempt_now();
+        note(&l, "low continues");
+    });
+    // Wait until everything ran, then stop.
+    while log.lock().expect("log").len() < 6 {
+        std::thread::yield_now();
+    }
+    let stats = worker.finish();
+    assert_eq!(
+        *log.lock().expect("log"),
+        vec![
+            "low starts",
+            "medium starts",
+            "high runs",
+            "medium continues",
+            "low continues",
+            "second low runs",
+        ]
+    );
+    assert_eq!(stats.class(Priority::LOW).committed, 2);
+    assert_eq!(stats.class(Priority::LOW).preemptions, 1);
+    assert_eq!(stats.class(Priority::MEDIUM).preemptions, 1);
+    assert_eq!(stats.class(Priority::HIGH).committed, 1);
+}
+
+#[test]
+fn a_request_without_more_urgent_work_does_not_pause() {
+    let worker = start_worker(config(4));
+    let log: Log = Arc::default();
+    let (q, l) = (Arc::clone(&worker.queues), Arc::clone(&log));
+    push(&worker.queues, Priority::HIGH, move || {
+        let l2 = Arc::clone(&l);
+        // Same level: new work waits for the running task.
+        push(&q, Priority::HIGH, move || note(&l2, "second"));
+        preempt_now();
+        note(&l, "first");
+    });
+    while log.lock().expect("log").len() < 2 {
+        std::thread::yield_now();
+    }
+    let stats = worker.finish();
+    assert_eq!(*log.lock().expect("log"), vec!["first", "second"]);
+    assert_eq!(stats.class(Priority::HIGH).preemptions, 0);
+}
+
+#[test]
+fn a_parked_task_lets_others_run_and_resumes_after_a_wake_from_another_thread() {
+    let worker = start_worker(config(4));
+    let log: Log = Arc::default();
+    let unparker: Arc<Mutex<Option<Unparker>>> = Arc::default();
+    let event = Arc::new(AtomicBool::new(false));
+    let (l, u, e) = (Arc::clone(&log), Arc::clone(&unparker), Arc::clone(&event));
+    push(&worker.queues, Priority::LOW, move || {
+        *u.lock().expect("unparker") = Some(park::current_unparker());
+        note(&l, "waits");
+        while !e.load(Ordering::Acquire) {
+            park::park();
+        }
+        note(&l, "woken");
+    });
+    let l = Arc::clone(&log);
+    push(&worker.queues, Priority::LOW, move || {
+        note(&l, "other runs")
+    });
+    // The worker is not blocked: the second job runs while the first waits.
+    while log.lock().expect("log").len() < 2 {
+        std::thread::yield_now();
+    }
+    assert_eq!(*log.lock().expect("log"), vec!["waits", "other runs"]);
+    event.store(true, Ordering::Release);
+    let waker = unparker
+        .lock()
+        .expect("unparker")
+        .take()
+        .expect("published");
+    std::thread::spawn(move || waker.unpark())
+        .join()
+        .expect("waker");
+    while log.lock().expect("log").len() < 3 {
+        std::thread::yield_now();
+    }
+    let stats = worker.finish();
+    let low = stats.class(Priority::LOW);
+    assert_eq!(low.committed, 2);
+    assert!(low.waited_nanos > 0, "the wait is booked as waiting");
+}
+
+#[test]
+fn a_thousand_tasks_park_on_one_worker_and_the_pool_bound_is_a_clear_error() {
+    const POOL: usize = 1_000;
+    let worker = start_worker(config(POOL));
+    let unparkers: Arc<Mutex<Vec<Unparker>>> = Arc::default();
+    let released = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicUsize::new(0));
+    for _ in 0..=POOL {
+        let (u, r, d) = (
+            Arc::clone(&unparkers),
+            Arc::clone(&released),
+            Arc::clone(&done),
+        );
+        push(&worker.queues, Priority::LOW, move || {
+            u.lock().expect("unparkers").push(park::current_unparker());
+            while !r.load(Ordering::Acquire) {
+                park::park();
+            }
+            d.fetch_add(1, Ordering::AcqRel);
+        });
+    }
+    // The pool's last context is taken; the job after it is refused, not queued for ever. The
+    // worker takes it from the queue only after the thousandth task parked, and no wake has been
+    // sent yet, so no context can be free when it does.
+    while unparkers.lock().expect("unparkers").len() < POOL || queued(&worker.queues) > 0 {
+        std::thread::yield_now();
+    }
+    released.store(true, Ordering::Release);
+    for u in unparkers.lock().expect("unparkers").iter() {
+        u.unpark();
+    }
+    while done.load(Ordering::Acquire) < POOL {
+        std::thread::yield_now();
+    }
+    let stats = worker.finish();
+    let low = stats.class(Priority::LOW);
+    assert_eq!(low.committed, POOL as u64);
+    assert_eq!(low.failed, 1);
+    let error = low.first_error.as_deref().unwrap_or_default();
+    assert!(
+        error.contains("all 1000 task contexts are in use"),
+        "{error}"
+    );
+}
