@@ -4,7 +4,7 @@
 //! nest: a per-worker (per-OS-thread) depth counter counts how many guards are alive. While the depth
 //! is non-zero, the worker must not be preempted: a preemption request that arrives then only sets
 //! the `pending` flag, and the outermost guard's drop runs the worker's exit hook (which switches to
-//! the waiting high-priority context) as soon as the region ends.
+//! more urgent work) as soon as the region ends.
 //!
 //! Why per worker and not per context: a context can only be preempted at depth zero, and every
 //! voluntary switch happens inside a region, so whenever a context is switched out the depth it
@@ -273,7 +273,7 @@ pub fn take_pending() -> bool {
 }
 
 /// Installs (or removes) the function called when the outermost region ends with a deferred
-/// preemption pending. The worker runtime installs its "switch to the urgent context" routine here;
+/// preemption pending. The preemption machinery installs its "serve the request" routine here;
 /// threads without a hook simply drop the request.
 pub fn set_exit_hook(hook: Option<fn()>) {
     STATE.with(|s| s.exit_hook.set(hook));

@@ -11,8 +11,8 @@
 //! 2. saves every other general register, aligns the stack to 64 bytes, and saves the full extended
 //!    state (`XSAVE` with the detected component mask, or `FXSAVE` where XSAVE is off);
 //! 3. clears the direction flag, loads the default MXCSR and x87 control word, and calls
-//!    [`preempt_entry`](super::preempt_entry), which switches to the urgent context and returns
-//!    when the preempted one may continue;
+//!    [`preempt_entry`](super::preempt_entry), which runs the scheduler's hook (it may switch to
+//!    more urgent work) and returns when the preempted code may continue;
 //! 4. restores the extended state, the general registers and the flags, sets the stack pointer to
 //!    `R - 136` with `pop rsp`, and returns with `ret 128`: RIP = `P`, RSP = `R`. Every register
 //!    holds exactly what it held when the signal arrived.
