@@ -106,6 +106,7 @@ fn class_json(c: &ClassStats, elapsed: f64) -> Value {
         "preemptions": c.preemptions,
         "preempted_us": latency_json(&c.preempted.summary()),
         "running_us": latency_json(&c.running.summary()),
+        "breakdown_us": c.breakdown(),
         "first_error": c.first_error,
     })
 }
@@ -295,6 +296,38 @@ fn print_comparison(runs: &[RunReport], args: &MixedArgs) {
     print_table(
         &["policy", "high", "low", "rest", "high run us", "low run us"],
         &time_rows,
+    );
+    println!();
+    println!(
+        "where each transaction's time went, mean microseconds: queued (arrival to start), \
+         running, preempted (paused by more urgent work), waiting (parked on an event)"
+    );
+    let breakdown_rows: Vec<Vec<String>> = runs
+        .iter()
+        .flat_map(|r| {
+            [Priority::HIGH, Priority::LOW].map(|p| {
+                let b = r.stats.class(p).breakdown();
+                vec![
+                    r.config.policy.name().to_owned(),
+                    p.as_str().to_owned(),
+                    us(b.queued),
+                    us(b.running),
+                    us(b.preempted),
+                    us(b.waiting),
+                ]
+            })
+        })
+        .collect();
+    print_table(
+        &[
+            "policy",
+            "class",
+            "queued",
+            "running",
+            "preempted",
+            "waiting",
+        ],
+        &breakdown_rows,
     );
     if args.lp == LowArg::BatchUpdate {
         println!();

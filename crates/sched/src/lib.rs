@@ -39,7 +39,7 @@ pub use error::SchedError;
 pub use job::{Arrivals, Executor, LocalFeed, Outcome, Status};
 pub use overtake_runtime::preempt::{Delivery, PreemptStats};
 pub use policy::{Policy, SchedConfig};
-pub use stats::{ClassStats, JobTiming, LatencyHistogram, LatencySummary, RunStats};
+pub use stats::{Breakdown, ClassStats, JobTiming, LatencyHistogram, LatencySummary, RunStats};
 
 use dispatcher::Dispatcher;
 use starvation::Clock;

@@ -118,6 +118,42 @@ mod tests {
     }
 
     #[test]
+    fn the_breakdown_splits_each_job_into_queued_running_preempted_and_waiting() {
+        use std::time::{Duration, Instant};
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut c = ClassStats::default();
+        // Queued 1 ms, then 10 ms on the worker: 2 paused, 3 parked, 5 running.
+        let timing = JobTiming {
+            arrival: t0,
+            enqueued: t0,
+            start: t0 + ms(1),
+            end: t0 + ms(11),
+            preemptions: 1,
+            preempted: ms(2),
+            waited: ms(3),
+        };
+        c.record(&timing, &crate::job::Outcome::committed());
+        // A second job that only ran, for 1 ms.
+        let quick = JobTiming {
+            start: t0,
+            end: t0 + ms(1),
+            preemptions: 0,
+            preempted: Duration::ZERO,
+            waited: Duration::ZERO,
+            ..timing
+        };
+        c.record(&quick, &crate::job::Outcome::committed());
+        let b = c.breakdown();
+        let close = |a: f64, b: f64| (a - b).abs() <= b * 0.002 + 0.01;
+        assert!(close(b.queued, 500.0), "{b:?}");
+        assert!(close(b.running, 3_000.0), "{b:?}");
+        assert!(close(b.preempted, 1_000.0), "{b:?}");
+        assert!(close(b.waiting, 1_500.0), "{b:?}");
+        assert_eq!(ClassStats::default().breakdown(), Breakdown::default());
+    }
+
+    #[test]
     fn merge_adds_counts_and_extremes() {
         let mut a = LatencyHistogram::new();
         let mut b = LatencyHistogram::new();
@@ -168,7 +204,33 @@ pub struct ClassStats {
     pub waited_nanos: u128,
 }
 
+/// Where the jobs of a class spent their time, mean microseconds per job (McWherter's question:
+/// which resource was an urgent transaction waiting for?).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Breakdown {
+    /// From arrival to first start (in queues: the dispatcher's and the worker's).
+    pub queued: f64,
+    /// Running on a worker (switches included).
+    pub running: f64,
+    /// Paused by more urgent work.
+    pub preempted: f64,
+    /// Parked, waiting for an event (a lock, the log, ...).
+    pub waiting: f64,
+}
+
 impl ClassStats {
+    /// Mean time per job queued, running, preempted and waiting, in microseconds.
+    pub fn breakdown(&self) -> Breakdown {
+        let jobs = self.sched_delay.count().max(1) as f64;
+        let mean_us = |nanos: u128| nanos as f64 / jobs / 1_000.0;
+        Breakdown {
+            queued: self.sched_delay.summary().mean,
+            running: mean_us(self.running_nanos),
+            preempted: self.preempted.summary().mean,
+            waiting: mean_us(self.waited_nanos),
+        }
+    }
+
     /// Attempts made: every job's final one plus those aborted and retried.
     pub fn attempts(&self) -> u64 {
         self.committed + self.rolled_back + self.failed + self.conflicts + self.validation_failures
