@@ -11,39 +11,16 @@
 //! High-priority jobs that find no room wait here, in arrival order; their latency includes it.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use overtake_engine::Priority;
-use overtake_runtime::preempt::{Delivery, PreemptTarget};
+use overtake_runtime::preempt::Delivery;
 
-use crate::job::{Arrivals, Scheduled};
+use crate::backstop::Backstop;
+use crate::job::{Arrivals, Executor, Scheduled};
 use crate::policy::{Policy, SchedConfig};
-use crate::queues::Outlets;
+use crate::scheduler::Scheduler;
 use crate::starvation::Clock;
-use crate::worker::WorkerShared;
-
-/// Per-worker request bookkeeping for the signal backstop: when the outstanding request was raised
-/// and whether it has been escalated to a signal.
-#[derive(Clone, Copy, Default)]
-struct Request {
-    since: Option<Instant>,
-    signaled: bool,
-}
-
-impl Request {
-    /// Raises a request on `target`. A new request (the worker took up the previous one, perhaps
-    /// without this dispatcher noticing) restarts the backstop's clock; re-raising one that is
-    /// still untaken keeps it.
-    fn raise(&mut self, target: &PreemptTarget, now: Instant) {
-        if target.request() || self.since.is_none() {
-            *self = Request {
-                since: Some(now),
-                signaled: false,
-            };
-        }
-    }
-}
 
 /// How late the dispatcher may collect an arrival before it counts as having fallen behind.
 const LATE: Duration = Duration::from_millis(1);
@@ -96,17 +73,16 @@ impl DispatchStats {
     }
 }
 
-pub(crate) struct Dispatcher<'a, J> {
+/// The open-loop client of a [`Scheduler`]: it submits arrivals to chosen workers itself and
+/// steps the signal backstop from its own loop.
+pub(crate) struct Dispatcher<'a, E: Executor> {
     pub(crate) config: &'a SchedConfig,
-    pub(crate) workers: &'a [Arc<WorkerShared>],
-    pub(crate) queues: &'a mut [Outlets<J>],
-    pub(crate) arrivals: &'a mut dyn Arrivals<J>,
-    /// The priority of a job (the executor's).
-    pub(crate) level_of: &'a dyn Fn(&J) -> Priority,
+    pub(crate) scheduler: &'a Scheduler<E>,
+    pub(crate) arrivals: &'a mut dyn Arrivals<E::Job>,
     pub(crate) clock: Clock,
 }
 
-impl<J> Dispatcher<'_, J> {
+impl<E: Executor> Dispatcher<'_, E> {
     /// Runs until `end`; calls `tick` about ten times a second.
     pub(crate) fn run(
         &mut self,
@@ -114,11 +90,14 @@ impl<J> Dispatcher<'_, J> {
         end: Instant,
         tick: &dyn Fn(Duration),
     ) -> DispatchStats {
-        let workers = self.workers.len();
+        let shared = self.scheduler.worker_shared();
+        let workers = shared.len();
         let mut stats = DispatchStats::default();
-        let mut pending: VecDeque<Scheduled<J>> = VecDeque::new();
-        let mut arrived: Vec<(J, Instant)> = Vec::new();
-        let mut requests = vec![Request::default(); workers];
+        let mut pending: VecDeque<Scheduled<E::Job>> = VecDeque::new();
+        let mut arrived: Vec<(E::Job, Instant)> = Vec::new();
+        let signals = self.config.delivery == Delivery::Signal
+            && (self.config.policy == Policy::Preempt || self.config.interrupt_interval.is_some());
+        let mut backstop = Backstop::new(workers, self.config.signal_delay, signals);
         let mut pushed = vec![false; workers];
         let mut next_high = Some(start);
         let mut next_interrupt = self.config.interrupt_interval.map(|i| start + i);
@@ -126,8 +105,6 @@ impl<J> Dispatcher<'_, J> {
         let mut round_robin = 0;
         // A dispatcher sharing a core with a worker must not spin while idle.
         let own_core = self.config.pin && workers < overtake_runtime::worker::available_cores();
-        let signals = self.config.delivery == Delivery::Signal
-            && (self.config.policy == Policy::Preempt || next_interrupt.is_some());
         loop {
             let now = Instant::now();
             if now >= end {
@@ -138,18 +115,20 @@ impl<J> Dispatcher<'_, J> {
                 next_tick = now + Duration::from_millis(100);
             }
             // Keep background queues full.
-            for q in self.queues.iter_mut() {
-                while !q.level(Priority::LOW).is_full() {
+            for w in 0..workers {
+                while !self.scheduler.is_full(w, Priority::LOW) {
                     let Some(job) = self.arrivals.low() else {
                         break;
                     };
                     let at = Instant::now();
-                    let level = (self.level_of)(&job);
-                    if let Err(back) = q.level(level).push(Scheduled {
-                        job,
-                        arrival: at,
-                        enqueued: at,
-                    }) {
+                    if let Err(back) = self.scheduler.push(
+                        w,
+                        Scheduled {
+                            job,
+                            arrival: at,
+                            enqueued: at,
+                        },
+                    ) {
                         drop(back);
                         break;
                     }
@@ -178,7 +157,7 @@ impl<J> Dispatcher<'_, J> {
             while !pending.is_empty() && blocked < workers {
                 let w = round_robin % workers;
                 round_robin += 1;
-                let worker = &self.workers[w];
+                let worker = &shared[w];
                 let allowed = self.config.policy != Policy::Preempt
                     || worker.starvation.allows_preemption(
                         self.clock.nanos(Instant::now()),
@@ -187,21 +166,19 @@ impl<J> Dispatcher<'_, J> {
                 if !allowed {
                     stats.starvation_skips += 1;
                 }
-                let queue = &mut self.queues[w];
                 let level = pending
                     .front()
-                    .map_or(Priority::HIGH, |j| (self.level_of)(&j.job));
-                if !allowed || queue.level(level).is_full() {
+                    .map_or(Priority::HIGH, |j| self.scheduler.level_of(&j.job));
+                if !allowed || self.scheduler.is_full(w, level) {
                     blocked += 1;
                     continue;
                 }
                 blocked = 0;
                 while let Some(mut job) = pending.pop_front() {
                     job.enqueued = Instant::now();
-                    let level = (self.level_of)(&job.job);
-                    match queue.level(level).push(job) {
+                    match self.scheduler.push(w, job) {
                         Ok(()) => pushed[w] = true,
-                        Err(rtrb::PushError::Full(back)) => {
+                        Err(back) => {
                             pending.push_front(back);
                             break;
                         }
@@ -212,7 +189,7 @@ impl<J> Dispatcher<'_, J> {
             if matches!(self.config.policy, Policy::Preempt | Policy::Cooperative) {
                 for (w, was_pushed) in pushed.iter().enumerate() {
                     if *was_pushed {
-                        requests[w].raise(&self.workers[w].target, Instant::now());
+                        backstop.raise(w, &shared[w].target, Instant::now());
                         stats.requests += 1;
                     }
                 }
@@ -221,30 +198,15 @@ impl<J> Dispatcher<'_, J> {
             if let Some(due) = next_interrupt
                 && now >= due
             {
-                for (w, worker) in self.workers.iter().enumerate() {
-                    requests[w].raise(&worker.target, now);
+                for (w, worker) in shared.iter().enumerate() {
+                    backstop.raise(w, &worker.target, now);
                     stats.requests += 1;
                 }
                 next_interrupt = self.config.interrupt_interval.map(|i| due + i);
             }
-            // The signal backstop: a request not taken up within the delay gets SIGURG, once.
-            for (w, worker) in self.workers.iter().enumerate() {
-                let r = &mut requests[w];
-                if !worker.target.is_requested() {
-                    *r = Request::default();
-                } else if signals
-                    && !r.signaled
-                    && r.since.is_some_and(|s| {
-                        now.saturating_duration_since(s) >= self.config.signal_delay
-                    })
-                {
-                    // A failed send (the worker exited) changes nothing: the run is ending.
-                    let _ = worker.target.interrupt();
-                    r.signaled = true;
-                }
-            }
+            backstop.step(shared, now);
             // Idle: spin on an own core, otherwise sleep until the next event is near.
-            let waiting = !pending.is_empty() || requests.iter().any(|r| r.since.is_some());
+            let waiting = !pending.is_empty() || backstop.outstanding();
             if own_core || waiting {
                 std::hint::spin_loop();
             } else {
@@ -261,12 +223,7 @@ impl<J> Dispatcher<'_, J> {
                 }
             }
         }
-        stats.unfinished_high = pending.len()
-            + self
-                .queues
-                .iter()
-                .map(Outlets::urgent_queued)
-                .sum::<usize>();
+        stats.unfinished_high = pending.len() + self.scheduler.urgent_queued();
         stats
     }
 }

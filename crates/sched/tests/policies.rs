@@ -226,7 +226,17 @@ fn a_signal_still_comes_after_a_burst_of_urgent_work() {
         65,
         "every urgent job ran"
     );
-    finished_in_order(short, long, "the urgent job finished first");
+    finished_in_order(
+        short,
+        long,
+        &format!(
+            "the urgent job finished first (preemption {:?}, dispatch {:?}, long preempted {} \
+             times)",
+            report.preempt,
+            report.dispatch,
+            report.stats.class(Priority::LOW).preemptions
+        ),
+    );
     // Burst jobs the dispatcher had not yet handed over when the long job started preempt it too.
     assert!(report.stats.class(Priority::LOW).preemptions >= 1);
     assert!(report.preempt.injected >= 1, "{:?}", report.preempt);

@@ -23,8 +23,10 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::time::Instant;
+use std::thread::Thread;
+use std::time::{Duration, Instant};
 
 use overtake_engine::Priority;
 use overtake_runtime::context::{Resumed, Suspension, suspend_current};
@@ -33,9 +35,9 @@ use overtake_runtime::preempt::{self, PreemptTarget};
 use overtake_runtime::{Context, NoPreemptGuard, RegionMutex};
 
 use crate::error::SchedError;
+use crate::inbox::Inbox;
 use crate::job::{Executor, LocalFeed, Outcome, Scheduled};
 use crate::policy::{Policy, SchedConfig};
-use crate::queues::Inlets;
 use crate::starvation::{Clock, StarvationMonitor};
 use crate::stats::{JobTiming, RunStats};
 use crate::task::{Claim, TaskId, TaskState, TaskTable};
@@ -43,21 +45,55 @@ use crate::task::{Claim, TaskId, TaskState, TaskTable};
 /// `running_level` while no task runs.
 pub(crate) const IDLE: u8 = u8::MAX;
 
+/// How long a worker with nothing to do spins before it sleeps until work arrives.
+const SPIN_BEFORE_SLEEP: Duration = Duration::from_micros(200);
+
+/// Lets an idle worker sleep, and whoever brings it work wake it.
+#[derive(Default)]
+pub(crate) struct Sleeper {
+    sleeping: AtomicBool,
+    thread: OnceLock<Thread>,
+}
+
+impl Sleeper {
+    /// Wakes the worker if it sleeps (call after making work visible to it).
+    pub(crate) fn notify(&self) {
+        if self.sleeping.load(Ordering::SeqCst)
+            && let Some(thread) = self.thread.get()
+        {
+            thread.unpark();
+        }
+    }
+
+    /// Sleeps (at most a millisecond) unless `has_work` says there is work after all. Paired with
+    /// [`notify`](Self::notify): the flag is set before the check, so work made visible before a
+    /// notify is either seen by the check or followed by an unpark.
+    fn sleep_unless(&self, has_work: impl FnOnce() -> bool) {
+        self.sleeping.store(true, Ordering::SeqCst);
+        if !has_work() {
+            std::thread::park_timeout(Duration::from_millis(1));
+        }
+        self.sleeping.store(false, Ordering::SeqCst);
+    }
+}
+
 /// Where wakes for a worker's parked tasks arrive, from any thread.
 pub(crate) struct WakeInbox {
     tokens: RegionMutex<Vec<u64>>,
     any: AtomicBool,
     target: Arc<PreemptTarget>,
+    sleeper: Arc<Sleeper>,
 }
 
 impl WakeTarget for WakeInbox {
     fn wake(&self, token: u64) {
         let region = NoPreemptGuard::new();
         self.tokens.lock(&region).push(token);
-        self.any.store(true, Ordering::Release);
+        self.any.store(true, Ordering::SeqCst);
         // A running task of a lower level makes way at its next poll (or the worker's loop
         // finds the token at its next pick).
         self.target.request();
+        self.sleeper.notify();
     }
 }
 
@@ -69,6 +105,7 @@ pub(crate) struct WorkerShared {
     pub(crate) wakes: Arc<WakeInbox>,
     /// Level of the running task ([`IDLE`]: none).
     pub(crate) running_level: AtomicU8,
+    pub(crate) sleeper: Arc<Sleeper>,
     /// Set once the worker is fully set up (registered for preemption, statistics allocated)
     /// and about to take work. The run's clock starts only when every worker is ready: setting
     /// up takes tens of milliseconds, which would otherwise show up as the latency of the first
@@ -79,12 +116,15 @@ pub(crate) struct WorkerShared {
 impl WorkerShared {
     pub(crate) fn new() -> Self {
         let target = PreemptTarget::new();
+        let sleeper = Arc::new(Sleeper::default());
         WorkerShared {
             wakes: Arc::new(WakeInbox {
                 tokens: RegionMutex::new(Vec::new()),
                 any: AtomicBool::new(false),
                 target: Arc::clone(&target),
+                sleeper: Arc::clone(&sleeper),
             }),
+            sleeper,
             target,
             starvation: StarvationMonitor::default(),
             running_level: AtomicU8::new(IDLE),
@@ -123,7 +163,7 @@ enum Next<J> {
 struct WorkerCore<E: Executor> {
     index: usize,
     shared: Arc<WorkerShared>,
-    queues: Inlets<E::Job>,
+    inbox: Arc<Inbox<E::Job>>,
     exec: Arc<E>,
     config: SchedConfig,
     clock: Clock,
@@ -202,7 +242,7 @@ impl<E: Executor> WorkerCore<E> {
         Priority::ALL
             .into_iter()
             .filter(|&p| p > level)
-            .any(|p| tasks.highest_ready().is_some_and(|r| r >= p) || self.queues.has(p))
+            .any(|p| tasks.highest_ready().is_some_and(|r| r >= p) || self.inbox.has(p))
     }
 
     /// The most urgent thing to run: a starved paused task first (under `Preempt`), then by
@@ -221,7 +261,7 @@ impl<E: Executor> WorkerCore<E> {
             if ready == Some(level) {
                 return tasks.pop_ready(level).map(Next::Resume);
             }
-            if let Some(job) = self.queues.pop(level) {
+            if let Some(job) = self.inbox.pop(level) {
                 return Some(Next::Start(job));
             }
         }
@@ -421,15 +461,38 @@ impl<E: Executor> ServePreemption for WorkerCore<E> {
     }
 }
 
+/// What the workers are asked to do, in their shared stop word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Stop {
+    /// Keep taking work.
+    Run = 0,
+    /// Finish every queued job and every task that can run, then exit. Tasks still parked when
+    /// nothing else can run are abandoned (unwound).
+    Drain = 1,
+    /// Finish the started tasks that can run, then exit; queued jobs stay unstarted.
+    Abandon = 2,
+}
+
+impl From<u8> for Stop {
+    fn from(v: u8) -> Self {
+        match v {
+            0 => Stop::Run,
+            1 => Stop::Drain,
+            _ => Stop::Abandon,
+        }
+    }
+}
+
 /// Everything a worker thread needs.
 pub(crate) struct WorkerSetup<E: Executor> {
     pub(crate) index: usize,
     pub(crate) shared: Arc<WorkerShared>,
-    pub(crate) queues: Inlets<E::Job>,
+    pub(crate) inbox: Arc<Inbox<E::Job>>,
     pub(crate) exec: Arc<E>,
     pub(crate) config: SchedConfig,
     pub(crate) epoch: Instant,
-    pub(crate) stop: Arc<AtomicBool>,
+    pub(crate) stop: Arc<AtomicU8>,
     pub(crate) feed: Option<LocalFeed<E::Job>>,
 }
 
@@ -438,7 +501,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
     let WorkerSetup {
         index,
         shared,
-        queues,
+        inbox,
         exec,
         config,
         epoch,
@@ -456,7 +519,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         index,
         stats: RefCell::new(RunStats::with_kinds(exec.kinds().len())),
         shared,
-        queues,
+        inbox,
         exec,
         clock: Clock::new(epoch),
         tasks: RefCell::new(TaskTable::new(pool, Instant::now())),
@@ -476,16 +539,18 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         tasks.created(first);
         tasks.keep_idle(first);
     }
+    let _ = core.shared.sleeper.thread.set(std::thread::current());
     WORKER.with(|w| *w.borrow_mut() = Some(Rc::clone(&core) as Rc<dyn ServePreemption>));
     core.shared.ready.store(true, Ordering::Release);
 
+    let mut idle_since: Option<Instant> = None;
     loop {
-        let stopping = stop.load(Ordering::Relaxed);
+        let stopping = Stop::from(stop.load(Ordering::Acquire));
         // A request raised for work this pick will see is taken up here.
         core.shared.target.acknowledge();
         core.collect_wakes();
-        let next = if stopping {
-            // Admitted work is finished: started tasks that can run do; nothing new starts.
+        let next = if stopping == Stop::Abandon {
+            // Started tasks that can run finish; nothing new starts.
             let _region = NoPreemptGuard::new();
             let mut tasks = core.tasks.borrow_mut();
             tasks
@@ -495,10 +560,13 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         } else {
             core.pick()
         };
+        if next.is_some() {
+            idle_since = None;
+        }
         match next {
             Some(Next::Resume(id)) => core.resume(id),
             Some(Next::Start(job)) => core.start(job),
-            None if stopping => break,
+            None if stopping != Stop::Run => break,
             None => {
                 let now = Instant::now();
                 match feed.as_mut().and_then(|f| f()) {
@@ -507,7 +575,16 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
                         arrival: now,
                         enqueued: now,
                     }),
-                    None => std::hint::spin_loop(),
+                    None if now.saturating_duration_since(*idle_since.get_or_insert(now))
+                        < SPIN_BEFORE_SLEEP =>
+                    {
+                        std::hint::spin_loop();
+                    }
+                    None => core.shared.sleeper.sleep_unless(|| {
+                        core.inbox.queued() > 0
+                            || core.shared.wakes.any.load(Ordering::SeqCst)
+                            || stop.load(Ordering::SeqCst) != Stop::Run as u8
+                    }),
                 }
             }
         }

@@ -2,7 +2,7 @@
 //! further jobs into the worker's queues, inject preemptions at chosen record accesses, park and
 //! log what they see, so every interleaving asserted here is the only one possible.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -11,10 +11,10 @@ use overtake_engine::Priority;
 use overtake_runtime::park::{self, Unparker};
 use overtake_runtime::preempt::{self, Delivery, inject};
 
-use super::{WorkerSetup, WorkerShared, run_worker};
+use super::{Stop, WorkerSetup, WorkerShared, run_worker};
+use crate::inbox::Inbox;
 use crate::job::{Executor, Outcome, Scheduled};
 use crate::policy::{Policy, SchedConfig};
-use crate::queues::{Outlets, worker_queues};
 use crate::stats::RunStats;
 
 /// A job: a priority and what to do.
@@ -46,12 +46,12 @@ impl Executor for Scripts {
     }
 }
 
-type Queues = Arc<Mutex<Outlets<Script>>>;
+type Queues = Arc<Inbox<Script>>;
 
-/// A worker on its own thread, and the producer half of its queues.
+/// A worker on its own thread, and its inbox.
 struct TestWorker {
     queues: Queues,
-    stop: Arc<AtomicBool>,
+    stop: Arc<AtomicU8>,
     thread: JoinHandle<Result<RunStats, crate::SchedError>>,
 }
 
@@ -69,12 +69,12 @@ fn config(pool: usize) -> SchedConfig {
 }
 
 fn start_worker(config: SchedConfig) -> TestWorker {
-    let (outlets, inlets) = worker_queues(config.hp_queue, config.lp_queue);
-    let stop = Arc::new(AtomicBool::new(false));
+    let inbox = Arc::new(Inbox::new(config.hp_queue, config.lp_queue));
+    let stop = Arc::new(AtomicU8::new(Stop::Run as u8));
     let setup = WorkerSetup {
         index: 0,
         shared: Arc::new(WorkerShared::new()),
-        queues: inlets,
+        inbox: Arc::clone(&inbox),
         exec: Arc::new(Scripts),
         config,
         epoch: Instant::now(),
@@ -82,7 +82,7 @@ fn start_worker(config: SchedConfig) -> TestWorker {
         feed: None,
     };
     TestWorker {
-        queues: Arc::new(Mutex::new(outlets)),
+        queues: inbox,
         stop,
         thread: std::thread::spawn(move || run_worker(setup)),
     }
@@ -98,22 +98,12 @@ fn push(queues: &Queues, priority: Priority, body: impl FnMut() + Send + 'static
         arrival: now,
         enqueued: now,
     };
-    assert!(
-        queues
-            .lock()
-            .expect("queues")
-            .level(priority)
-            .push(job)
-            .is_ok(),
-        "queue full"
-    );
+    assert!(queues.push(priority, job).is_ok(), "queue full");
 }
 
-/// Jobs in the lowest level's queue not yet taken by the worker.
+/// Jobs not yet taken by the worker.
 fn queued(queues: &Queues) -> usize {
-    let mut queues = queues.lock().expect("queues");
-    let ring = queues.level(Priority::LOW);
-    ring.buffer().capacity() - ring.slots()
+    queues.queued()
 }
 
 /// Preempts the calling task at its next record access, as a request would.
@@ -131,7 +121,7 @@ fn note(log: &Log, what: &'static str) {
 
 impl TestWorker {
     fn finish(self) -> RunStats {
-        self.stop.store(true, Ordering::Release);
+        self.stop.store(Stop::Abandon as u8, Ordering::Release);
         self.thread.join().expect("worker thread").expect("worker")
     }
 }

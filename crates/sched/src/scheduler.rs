@@ -1,0 +1,349 @@
+//! The scheduler as a running service: [`Scheduler::start`] spawns the workers and returns a
+//! handle that any number of threads share to submit jobs; [`Scheduler::shutdown`] stops them.
+//!
+//! A submitted job goes into one worker's bounded inbox at its priority level (placement: round
+//! robin, moving on to the next worker whose inbox has room); when every inbox is full the job
+//! comes back with [`Overloaded`], so nothing is queued without bound and nothing is lost. After a
+//! push the worker is asked to preempt (policies `preempt` and `cooperative`) if its running task
+//! is less urgent, and woken if it sleeps. With signal delivery, a backstop thread sends SIGURG for
+//! requests not taken up within the signal delay, unless the client does that itself (the
+//! open-loop dispatcher does, from its own spinning loop, to keep the delay exact).
+//!
+//! Applications submit closures through [`crate::call`]; benchmarks submit their own job types
+//! through the same handle. The handle never blocks a submitter.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use overtake_engine::Priority;
+use overtake_runtime::preempt::{Delivery, PreemptStats};
+
+use crate::backstop::Backstop;
+use crate::error::SchedError;
+use crate::inbox::Inbox;
+use crate::job::{Executor, LocalFeed, Scheduled};
+use crate::policy::{Policy, SchedConfig};
+use crate::stats::RunStats;
+use crate::worker::{IDLE, Stop, WorkerSetup, WorkerShared, run_worker};
+
+/// Returned by [`Scheduler::submit`] when every worker's inbox for the job's level is full: the
+/// job itself, unrun, to retry later or drop.
+#[derive(Debug, thiserror::Error)]
+#[error("overloaded: every worker's inbox for this priority is full; retry later")]
+pub struct Overloaded<J>(pub J);
+
+impl<J> Overloaded<J> {
+    /// The job that was not admitted.
+    pub fn into_inner(self) -> J {
+        self.0
+    }
+}
+
+/// How [`Scheduler::shutdown`] treats admitted work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shutdown {
+    /// Run every job already admitted (queued or started) before the workers exit. Tasks still
+    /// parked when nothing else can run are abandoned.
+    Drain,
+    /// Finish started tasks that can run; jobs still queued are dropped unstarted (a job type
+    /// that reports results, like [`crate::call`]'s, tells its waiter so).
+    Abandon,
+}
+
+/// What the workers did, returned by [`Scheduler::shutdown`].
+#[derive(Clone, Debug)]
+pub struct SchedulerReport {
+    /// Per level and per kind.
+    pub stats: RunStats,
+    /// Preemption machinery counters, summed over workers.
+    pub preempt: PreemptStats,
+    /// Jobs above the lowest level still queued when the workers were told to stop.
+    pub unstarted_urgent: usize,
+}
+
+/// A running scheduler: its workers and the handle to submit to them. `Sync`: share it (e.g. in
+/// an `Arc`) between the threads that submit.
+pub struct Scheduler<E: Executor> {
+    config: SchedConfig,
+    exec: Arc<E>,
+    workers: Vec<Arc<WorkerShared>>,
+    inboxes: Vec<Arc<Inbox<E::Job>>>,
+    threads: Vec<JoinHandle<Result<RunStats, SchedError>>>,
+    stop: Arc<AtomicU8>,
+    next: AtomicUsize,
+    backstop: Option<BackstopThread>,
+    /// The origin of the workers' starvation clocks.
+    epoch: Instant,
+}
+
+struct BackstopThread {
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<()>,
+}
+
+impl<E: Executor> Scheduler<E> {
+    /// Starts `config.workers` workers running jobs with `exec`, with a backstop thread for signal
+    /// delivery. Returns once every worker is ready.
+    pub fn start(config: &SchedConfig, exec: Arc<E>) -> Result<Self, SchedError> {
+        Self::start_with(config, exec, Vec::new(), true)
+    }
+
+    /// Like [`start`](Self::start); `feeds` gives each worker an optional local source of work it
+    /// asks when it has nothing else (a closed loop), and `own_backstop` says whether the
+    /// scheduler runs the signal backstop (false: the caller steps one itself).
+    pub(crate) fn start_with(
+        config: &SchedConfig,
+        exec: Arc<E>,
+        mut feeds: Vec<Option<LocalFeed<E::Job>>>,
+        own_backstop: bool,
+    ) -> Result<Self, SchedError> {
+        config.validate()?;
+        // Read the usable cores before anything is pinned (see `overtake_runtime::worker`).
+        overtake_runtime::worker::available_cores();
+        feeds.resize_with(config.workers, || None);
+        let workers: Vec<Arc<WorkerShared>> = (0..config.workers)
+            .map(|_| Arc::new(WorkerShared::new()))
+            .collect();
+        let inboxes: Vec<Arc<Inbox<E::Job>>> = (0..config.workers)
+            .map(|_| Arc::new(Inbox::new(config.hp_queue, config.lp_queue)))
+            .collect();
+        let stop = Arc::new(AtomicU8::new(Stop::Run as u8));
+        let epoch = Instant::now();
+        let mut scheduler = Scheduler {
+            config: config.clone(),
+            exec: Arc::clone(&exec),
+            workers,
+            inboxes,
+            threads: Vec::with_capacity(config.workers),
+            stop,
+            next: AtomicUsize::new(0),
+            backstop: None,
+            epoch,
+        };
+        for (index, feed) in feeds.into_iter().enumerate() {
+            let setup = WorkerSetup {
+                index,
+                shared: Arc::clone(&scheduler.workers[index]),
+                inbox: Arc::clone(&scheduler.inboxes[index]),
+                exec: Arc::clone(&exec),
+                config: config.clone(),
+                epoch,
+                stop: Arc::clone(&scheduler.stop),
+                feed,
+            };
+            let handle = std::thread::Builder::new()
+                .name(format!("worker-{index}"))
+                .spawn(move || run_worker(setup))
+                .map_err(|source| SchedError::SpawnWorker { index, source });
+            match handle {
+                Ok(h) => scheduler.threads.push(h),
+                Err(e) => {
+                    let _ = scheduler.stop_workers(Shutdown::Abandon);
+                    return Err(e);
+                }
+            }
+        }
+        // Workers are ready (registered, so that signals find them, and set up) before work
+        // arrives.
+        while scheduler
+            .workers
+            .iter()
+            .any(|w| !w.ready.load(Ordering::Acquire))
+        {
+            if scheduler.threads.iter().any(JoinHandle::is_finished) {
+                // It failed to set up; shutting down collects its error.
+                let report = scheduler.stop_workers(Shutdown::Abandon);
+                return Err(report
+                    .err()
+                    .unwrap_or(SchedError::InvalidConfig("a worker exited during set-up")));
+            }
+            std::thread::yield_now();
+        }
+        let signals = config.delivery == Delivery::Signal && config.policy == Policy::Preempt;
+        if own_backstop && signals {
+            scheduler.backstop = Some(spawn_backstop(
+                scheduler.workers.clone(),
+                config.signal_delay,
+            )?);
+        }
+        Ok(scheduler)
+    }
+
+    /// The settings it runs with.
+    pub fn config(&self) -> &SchedConfig {
+        &self.config
+    }
+
+    /// Number of workers.
+    pub fn workers(&self) -> usize {
+        self.workers.len()
+    }
+
+    /// Admits `job` at its executor priority on some worker, or gives it back if every worker's
+    /// inbox for that level is full.
+    pub fn submit(&self, job: E::Job) -> Result<(), Overloaded<E::Job>> {
+        let now = Instant::now();
+        let mut scheduled = Scheduled {
+            job,
+            arrival: now,
+            enqueued: now,
+        };
+        let workers = self.workers.len();
+        let first = self.next.fetch_add(1, Ordering::Relaxed);
+        for i in 0..workers {
+            let w = (first + i) % workers;
+            match self.push(w, scheduled) {
+                Ok(()) => {
+                    self.request(w);
+                    return Ok(());
+                }
+                Err(back) => scheduled = back,
+            }
+        }
+        Err(Overloaded(scheduled.job))
+    }
+
+    /// Puts a job into worker `w`'s inbox at its level and wakes the worker if it sleeps; does
+    /// not ask for a preemption (see [`request`](Self::request)).
+    pub(crate) fn push(&self, w: usize, job: Scheduled<E::Job>) -> Result<(), Scheduled<E::Job>> {
+        let level = self.exec.priority(&job.job);
+        self.inboxes[w].push(level, job)?;
+        self.workers[w].sleeper.notify();
+        Ok(())
+    }
+
+    /// The priority level of `job`.
+    pub(crate) fn level_of(&self, job: &E::Job) -> Priority {
+        self.exec.priority(job)
+    }
+
+    /// True if worker `w` has no room for a job of `level`.
+    pub(crate) fn is_full(&self, w: usize, level: Priority) -> bool {
+        self.inboxes[w].is_full(level)
+    }
+
+    /// Asks worker `w` to make way for queued work more urgent than its running task (under the
+    /// preemptive and cooperative policies).
+    fn request(&self, w: usize) {
+        if !matches!(self.config.policy, Policy::Preempt | Policy::Cooperative) {
+            return;
+        }
+        let worker = &self.workers[w];
+        // Running level read after the push (both sequentially consistent): a worker that picked
+        // its task before the push shows that task's level (or IDLE while it switches), so a
+        // request is never skipped for work that the running task would otherwise hold up.
+        let running = worker.running_level.load(Ordering::SeqCst);
+        if running == IDLE
+            || (Priority::ALL.into_iter().skip(usize::from(running) + 1))
+                .any(|p| self.inboxes[w].has(p))
+        {
+            worker.target.request();
+            if let Some(b) = &self.backstop {
+                b.thread.thread().unpark();
+            }
+        }
+    }
+
+    /// The origin of the workers' starvation clocks (a client reading their monitors uses it).
+    pub(crate) fn epoch(&self) -> Instant {
+        self.epoch
+    }
+
+    pub(crate) fn worker_shared(&self) -> &[Arc<WorkerShared>] {
+        &self.workers
+    }
+
+    /// Jobs above the lowest level waiting in inboxes.
+    pub(crate) fn urgent_queued(&self) -> usize {
+        self.inboxes.iter().map(|q| q.urgent_queued()).sum()
+    }
+
+    /// Stops the workers as `how` says and returns what they did.
+    pub fn shutdown(mut self, how: Shutdown) -> Result<SchedulerReport, SchedError> {
+        self.stop_workers(how)
+    }
+
+    fn stop_workers(&mut self, how: Shutdown) -> Result<SchedulerReport, SchedError> {
+        let unstarted_urgent = self.urgent_queued();
+        let stop = match how {
+            Shutdown::Drain => Stop::Drain,
+            Shutdown::Abandon => Stop::Abandon,
+        };
+        self.stop.store(stop as u8, Ordering::SeqCst);
+        for w in &self.workers {
+            w.sleeper.notify();
+        }
+        if let Some(b) = self.backstop.take() {
+            b.stop.store(true, Ordering::Release);
+            b.thread.thread().unpark();
+            let _ = b.thread.join();
+        }
+        let mut stats = RunStats::default();
+        let mut first_error = None;
+        for (index, handle) in self.threads.drain(..).enumerate() {
+            match handle.join() {
+                Ok(Ok(s)) => stats.merge(&s),
+                Ok(Err(e)) => {
+                    first_error.get_or_insert(e);
+                }
+                Err(_) => {
+                    first_error.get_or_insert(SchedError::WorkerPanicked(index));
+                }
+            }
+        }
+        if let Some(e) = first_error {
+            return Err(e);
+        }
+        let mut preempt = PreemptStats::default();
+        for w in &self.workers {
+            preempt += w.target.stats();
+        }
+        Ok(SchedulerReport {
+            stats,
+            preempt,
+            unstarted_urgent,
+        })
+    }
+}
+
+impl<E: Executor> Drop for Scheduler<E> {
+    /// A handle dropped without [`shutdown`](Scheduler::shutdown) still stops its threads (and
+    /// drains: admitted work is not silently lost).
+    fn drop(&mut self) {
+        if !self.threads.is_empty() || self.backstop.is_some() {
+            let _ = self.stop_workers(Shutdown::Drain);
+        }
+    }
+}
+
+/// The backstop thread: sleeps while no request is outstanding (submitters wake it when they
+/// raise one), then watches until each request is taken up or signalled.
+fn spawn_backstop(
+    workers: Vec<Arc<WorkerShared>>,
+    delay: Duration,
+) -> Result<BackstopThread, SchedError> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop_in = Arc::clone(&stop);
+    let thread = std::thread::Builder::new()
+        .name("preempt-backstop".into())
+        .spawn(move || {
+            let mut backstop = Backstop::new(workers.len(), delay, true);
+            while !stop_in.load(Ordering::Acquire) {
+                backstop.step(&workers, Instant::now());
+                if backstop.outstanding() {
+                    // A request is usually taken up (or due a signal) within microseconds: a
+                    // sleep would round the delay up to the kernel's timer slack.
+                    std::thread::yield_now();
+                } else {
+                    std::thread::park_timeout(Duration::from_millis(1));
+                }
+            }
+        })
+        .map_err(|source| SchedError::SpawnWorker {
+            index: usize::MAX,
+            source,
+        })?;
+    Ok(BackstopThread { stop, thread })
+}

@@ -1,0 +1,168 @@
+//! The scheduler as applications use it: calls submitted from their own threads, with a priority,
+//! results through tickets. Every assertion is about order or outcome, never about time: where a
+//! call must wait for something, it waits for a flag another call sets.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use overtake_engine::Priority;
+use overtake_runtime::preempt::{self, Delivery};
+use overtake_sched::{CallError, Calls, Policy, SchedConfig, Scheduler, Shutdown};
+
+#[global_allocator]
+static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
+
+fn config(policy: Policy) -> SchedConfig {
+    SchedConfig {
+        policy,
+        delivery: Delivery::Poll,
+        stack_size: 256 * 1024,
+        pin: false,
+        ..SchedConfig::default()
+    }
+}
+
+/// Spins (touching "records", where the engine would poll) until `flag` is set; panics if that
+/// takes absurdly long, so that a broken scheduler fails instead of hanging the suite.
+fn work_until(flag: &AtomicBool) {
+    let give_up = Instant::now() + Duration::from_secs(60);
+    while !flag.load(Ordering::Acquire) {
+        preempt::record_access();
+        assert!(Instant::now() < give_up, "the awaited event never happened");
+        std::hint::spin_loop();
+    }
+}
+
+#[test]
+fn an_urgent_call_from_another_thread_overtakes_a_running_background_call() {
+    let scheduler =
+        Arc::new(Scheduler::start(&config(Policy::Preempt), Arc::new(Calls)).expect("start"));
+    let started = Arc::new(AtomicBool::new(false));
+    let urgent_done = Arc::new(AtomicBool::new(false));
+    let (s, u) = (Arc::clone(&started), Arc::clone(&urgent_done));
+    // One worker: the urgent call can only finish while the background one is paused.
+    let background = scheduler
+        .call(Priority::LOW, move || {
+            s.store(true, Ordering::Release);
+            work_until(&u);
+            "background done"
+        })
+        .expect("admitted");
+    while !started.load(Ordering::Acquire) {
+        std::thread::yield_now();
+    }
+    let for_app = Arc::clone(&scheduler);
+    let u = Arc::clone(&urgent_done);
+    let urgent = std::thread::spawn(move || {
+        let ticket = for_app
+            .call(Priority::HIGH, move || {
+                u.store(true, Ordering::Release);
+                "urgent done"
+            })
+            .expect("admitted");
+        ticket.wait()
+    });
+    assert_eq!(urgent.join().expect("app thread"), Ok("urgent done"));
+    assert_eq!(background.wait(), Ok("background done"));
+    let report = Arc::into_inner(scheduler)
+        .expect("sole owner")
+        .shutdown(Shutdown::Drain)
+        .expect("shutdown");
+    assert_eq!(report.stats.class(Priority::LOW).preemptions, 1);
+}
+
+#[test]
+fn a_full_inbox_gives_the_call_back_and_it_can_be_resubmitted() {
+    let config = SchedConfig {
+        hp_queue: 1,
+        ..config(Policy::Wait)
+    };
+    let scheduler = Scheduler::start(&config, Arc::new(Calls)).expect("start");
+    let started = Arc::new(AtomicBool::new(false));
+    let release = Arc::new(AtomicBool::new(false));
+    let (s, r) = (Arc::clone(&started), Arc::clone(&release));
+    // The worker is busy (and under `wait` never pauses) until released.
+    let blocker = scheduler
+        .call(Priority::LOW, move || {
+            s.store(true, Ordering::Release);
+            work_until(&r);
+        })
+        .expect("admitted");
+    while !started.load(Ordering::Acquire) {
+        std::thread::yield_now();
+    }
+    let first = scheduler.call(Priority::HIGH, || 1).expect("room for one");
+    let refused = scheduler
+        .call(Priority::HIGH, || 2)
+        .expect_err("the inbox holds one urgent call");
+    assert!(refused.to_string().contains("overloaded"), "{refused}");
+    release.store(true, Ordering::Release);
+    assert_eq!(blocker.wait(), Ok(()));
+    assert_eq!(first.wait(), Ok(1));
+    // Nothing was lost: the refused call runs when submitted again (the inbox emptied when
+    // the first urgent call started), and its own ticket gets the result.
+    let (call, ticket) = refused.into_inner();
+    assert_eq!(call.priority(), Priority::HIGH);
+    scheduler.submit(call).expect("room again");
+    assert_eq!(ticket.wait(), Ok(2));
+    let report = scheduler.shutdown(Shutdown::Drain).expect("shutdown");
+    assert_eq!(report.stats.class(Priority::HIGH).committed, 2);
+}
+
+#[test]
+fn shutdown_drains_every_admitted_call() {
+    let config = SchedConfig {
+        hp_queue: 64,
+        lp_queue: 64,
+        ..config(Policy::Preempt)
+    };
+    let scheduler = Scheduler::start(&config, Arc::new(Calls)).expect("start");
+    let ran = Arc::new(AtomicUsize::new(0));
+    let tickets: Vec<_> = (0..50)
+        .map(|i| {
+            let ran = Arc::clone(&ran);
+            let priority = Priority::ALL[i % Priority::LEVELS];
+            scheduler
+                .call(priority, move || ran.fetch_add(1, Ordering::AcqRel))
+                .expect("admitted")
+        })
+        .collect();
+    let report = scheduler.shutdown(Shutdown::Drain).expect("shutdown");
+    assert_eq!(ran.load(Ordering::Acquire), 50);
+    assert!(tickets.into_iter().all(|t| t.wait().is_ok()));
+    let committed: u64 = Priority::ALL
+        .iter()
+        .map(|&p| report.stats.class(p).committed)
+        .sum();
+    assert_eq!(committed, 50);
+}
+
+#[test]
+fn a_panicking_call_is_reported_and_the_worker_carries_on() {
+    let scheduler = Scheduler::start(&config(Policy::Preempt), Arc::new(Calls)).expect("start");
+    let bad = scheduler
+        .call(Priority::HIGH, || -> u32 { panic!("boom") })
+        .expect("admitted");
+    assert_eq!(bad.wait(), Err(CallError::Panicked("boom".into())));
+    let good = scheduler.call(Priority::HIGH, || 7).expect("admitted");
+    assert_eq!(good.wait(), Ok(7));
+    let report = scheduler.shutdown(Shutdown::Drain).expect("shutdown");
+    assert_eq!(report.stats.class(Priority::HIGH).failed, 1);
+}
+
+#[test]
+fn a_call_waiting_for_another_call_parks_instead_of_blocking_its_worker() {
+    // One worker: if waiting blocked the thread, the inner call could never run.
+    let scheduler =
+        Arc::new(Scheduler::start(&config(Policy::Preempt), Arc::new(Calls)).expect("start"));
+    let inner = Arc::clone(&scheduler);
+    let outer = scheduler
+        .call(Priority::LOW, move || {
+            let ticket = inner.call(Priority::LOW, || 20).expect("admitted");
+            ticket.wait().map(|v| v + 1)
+        })
+        .expect("admitted");
+    assert_eq!(outer.wait(), Ok(Ok(21)));
+    drop(scheduler); // dropping the last handle drains and stops the workers
+}
