@@ -11,6 +11,7 @@
 //! High-priority jobs that find no room wait here, in arrival order; their latency includes it.
 
 use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use overtake_engine::Priority;
@@ -39,6 +40,10 @@ pub struct DispatchStats {
     pub requests: u64,
     /// Pushes skipped because a worker's starvation level was at the threshold.
     pub starvation_skips: u64,
+    /// Quantum: quantum expiries that asked the worker to preempt its task.
+    pub quantum_preemptions: u64,
+    /// Quantum: quantum expiries with nothing else waiting, where no preemption was asked for.
+    pub quantum_skipped: u64,
 }
 
 impl DispatchStats {
@@ -96,9 +101,13 @@ impl<E: Executor> Dispatcher<'_, E> {
         let mut pending: VecDeque<Scheduled<E::Job>> = VecDeque::new();
         let mut arrived: Vec<(E::Job, Instant)> = Vec::new();
         let signals = self.config.delivery == Delivery::Signal
-            && (self.config.policy == Policy::Preempt || self.config.interrupt_interval.is_some());
+            && (self.config.preempts() || self.config.interrupt_interval.is_some());
         let mut backstop = Backstop::new(workers, self.config.signal_delay, signals);
         let mut pushed = vec![false; workers];
+        let quantum = (self.config.policy == Policy::Quantum)
+            .then(|| self.config.quantum.as_nanos().max(1) as u64);
+        // Quantum: the slice each worker runs (its start) and when it is next checked.
+        let mut slices = vec![(0u64, 0u64); workers];
         let mut next_high = Some(start);
         let mut next_interrupt = self.config.interrupt_interval.map(|i| start + i);
         let mut next_tick = start;
@@ -204,9 +213,39 @@ impl<E: Executor> Dispatcher<'_, E> {
                 }
                 next_interrupt = self.config.interrupt_interval.map(|i| due + i);
             }
+            // Quantum: a task that has run a quantum is asked to make way, if anything waits.
+            let mut slice_running = false;
+            if let Some(q) = quantum {
+                let now_nanos = self.clock.nanos(now);
+                for (w, worker) in shared.iter().enumerate() {
+                    let started = worker.slice_started.load(Ordering::Relaxed);
+                    if started == 0 {
+                        continue;
+                    }
+                    slice_running = true;
+                    let (slice, next_check) = &mut slices[w];
+                    if *slice != started {
+                        (*slice, *next_check) = (started, started + q);
+                    }
+                    if now_nanos < *next_check {
+                        continue;
+                    }
+                    *next_check = now_nanos + q;
+                    let waiting = !pending.is_empty()
+                        || self.scheduler.queued(w) > 0
+                        || worker.ready_tasks.load(Ordering::Relaxed) > 0;
+                    if self.config.skip_needless && !waiting {
+                        stats.quantum_skipped += 1;
+                    } else {
+                        backstop.raise(w, &worker.target, now);
+                        stats.quantum_preemptions += 1;
+                        stats.requests += 1;
+                    }
+                }
+            }
             backstop.step(shared, now);
             // Idle: spin on an own core, otherwise sleep until the next event is near.
-            let waiting = !pending.is_empty() || backstop.outstanding();
+            let waiting = !pending.is_empty() || backstop.outstanding() || slice_running;
             if own_core || waiting {
                 std::hint::spin_loop();
             } else {

@@ -46,6 +46,11 @@ impl<J> Inbox<J> {
         !self.levels[level.level()].is_empty()
     }
 
+    /// Jobs waiting at `level`.
+    pub(crate) fn len(&self, level: Priority) -> usize {
+        self.levels[level.level()].len()
+    }
+
     /// True if `level` has no room.
     pub(crate) fn is_full(&self, level: Priority) -> bool {
         self.levels[level.level()].is_full()

@@ -18,6 +18,10 @@ pub enum Policy {
     /// Batched on-demand preemption: the dispatcher pushes a batch and asks once; the worker pauses
     /// the running transaction wherever it is, drains the batch in another context, and resumes it.
     Preempt,
+    /// Aspen's policy for work whose priorities are unknown (all at one level): a task that has
+    /// run for `quantum` is preempted, but only if other work waits (`skip_needless`), and new
+    /// work runs before preempted work (`two_queues`).
+    Quantum,
 }
 
 impl Policy {
@@ -27,6 +31,7 @@ impl Policy {
             Policy::Wait => "wait",
             Policy::Cooperative => "cooperative",
             Policy::Preempt => "preempt",
+            Policy::Quantum => "quantum",
         }
     }
 }
@@ -48,6 +53,14 @@ pub struct SchedConfig {
     /// preempted (and only keeps serving high-priority work) while the starvation level
     /// `L = T_h / (T_1 - T_0)` is below it. 0 never preempts; values at or above 1 never limit.
     pub starvation_threshold: f64,
+    /// Quantum: how long a task runs before it may be preempted for other waiting work.
+    pub quantum: Duration,
+    /// Quantum: new work runs before preempted work of the same level (Aspen's two queues). Off:
+    /// a preempted task goes to the back of one queue with the new work.
+    pub two_queues: bool,
+    /// Quantum: at the end of a quantum, preempt only if other work waits (off: always, as a
+    /// plain timer interrupt would).
+    pub skip_needless: bool,
     /// Preempt: how requests reach the worker.
     pub delivery: Delivery,
     /// Preempt with signals: how long the request flag may stay unacknowledged before SIGURG is
@@ -76,6 +89,9 @@ impl Default for SchedConfig {
             lp_queue: 1,
             yield_interval: 10_000,
             starvation_threshold: 100.0,
+            quantum: Duration::from_micros(50),
+            two_queues: true,
+            skip_needless: true,
             delivery: Delivery::Signal,
             signal_delay: Duration::from_micros(10),
             duration: Duration::from_secs(10),
@@ -116,7 +132,12 @@ impl SchedConfig {
                 "worker stacks must be at least 64 KiB",
             ));
         }
-        if self.policy == Policy::Preempt || self.interrupt_interval.is_some() {
+        if self.policy == Policy::Quantum && self.quantum.is_zero() {
+            return Err(SchedError::InvalidConfig(
+                "the quantum must be longer than zero",
+            ));
+        }
+        if self.preempts() || self.interrupt_interval.is_some() {
             self.delivery.check()?;
         }
         Ok(())
@@ -127,7 +148,13 @@ impl SchedConfig {
         match self.policy {
             Policy::Wait => 0,
             Policy::Cooperative => self.yield_interval,
-            Policy::Preempt => 1,
+            Policy::Preempt | Policy::Quantum => 1,
         }
+    }
+
+    /// True for the policies that interrupt a running task wherever it is (and so use signals
+    /// with signal delivery).
+    pub(crate) fn preempts(&self) -> bool {
+        matches!(self.policy, Policy::Preempt | Policy::Quantum)
     }
 }

@@ -161,7 +161,7 @@ impl<E: Executor> Scheduler<E> {
             }
             std::thread::yield_now();
         }
-        let signals = config.delivery == Delivery::Signal && config.policy == Policy::Preempt;
+        let signals = config.delivery == Delivery::Signal && config.preempts();
         if own_backstop && signals {
             scheduler.backstop = Some(spawn_backstop(
                 scheduler.workers.clone(),
@@ -253,6 +253,11 @@ impl<E: Executor> Scheduler<E> {
 
     pub(crate) fn worker_shared(&self) -> &[Arc<WorkerShared>] {
         &self.workers
+    }
+
+    /// Jobs waiting in worker `w`'s inbox.
+    pub(crate) fn queued(&self, w: usize) -> usize {
+        self.inboxes[w].queued()
     }
 
     /// Jobs above the lowest level waiting in inboxes.

@@ -49,6 +49,9 @@ pub(crate) struct Task {
     pub(crate) waited: Duration,
     /// When the current pause or wait began.
     since: Instant,
+    /// Single-queue mode (quantum policy without two queues): new jobs that were queued at this
+    /// task's level when it was preempted, and so run before it.
+    ahead: usize,
 }
 
 /// What a task's time went to, when it ends.
@@ -102,6 +105,7 @@ impl TaskTable {
                     preempted: Duration::ZERO,
                     waited: Duration::ZERO,
                     since: now,
+                    ahead: 0,
                 };
                 capacity
             ],
@@ -151,6 +155,7 @@ impl TaskTable {
             preempted: Duration::ZERO,
             waited: Duration::ZERO,
             since: now,
+            ahead: 0,
         };
         token(id, slot.serial)
     }
@@ -159,8 +164,9 @@ impl TaskTable {
         &self.slots[id]
     }
 
-    /// The running task `id` is paused by a preemption; it joins its level's ready queue.
-    pub(crate) fn preempt(&mut self, id: TaskId, now: Instant) {
+    /// The running task `id` is paused by a preemption; it joins its level's ready queue, behind
+    /// `ahead` new jobs (counted only where one queue is emulated; see [`Self::head_ready`]).
+    pub(crate) fn preempt(&mut self, id: TaskId, now: Instant, ahead: usize) {
         let slot = &mut self.slots[id];
         assert_eq!(
             slot.state,
@@ -169,7 +175,28 @@ impl TaskTable {
         );
         slot.state = TaskState::Preempted;
         slot.since = now;
+        slot.ahead = ahead;
         self.ready[slot.priority.level()].push_back(id);
+    }
+
+    /// The first ready task of `level` and how many new jobs must start before it.
+    pub(crate) fn head_ready(&self, level: Priority) -> Option<(TaskId, usize)> {
+        self.ready[level.level()]
+            .front()
+            .map(|&id| (id, self.slots[id].ahead))
+    }
+
+    /// A new job of `level` started: every ready task of that level has one job fewer ahead.
+    pub(crate) fn new_job_started(&mut self, level: Priority) {
+        for &id in &self.ready[level.level()] {
+            let slot = &mut self.slots[id];
+            slot.ahead = slot.ahead.saturating_sub(1);
+        }
+    }
+
+    /// Tasks ready to continue, at any level.
+    pub(crate) fn ready_count(&self) -> usize {
+        self.ready.iter().map(VecDeque::len).sum()
     }
 
     /// The running task `id` waits for a wake.
@@ -189,6 +216,7 @@ impl TaskTable {
             return None;
         }
         slot.state = TaskState::Woken;
+        slot.ahead = 0;
         self.ready[slot.priority.level()].push_back(id);
         Some(slot.priority)
     }
@@ -317,11 +345,11 @@ mod tests {
     fn paused_tasks_continue_by_level_then_in_order() {
         let (mut t, now) = table(8);
         let (low, _) = start(&mut t, Priority::LOW, now);
-        t.preempt(low, now);
+        t.preempt(low, now, 0);
         let (medium, _) = start(&mut t, Priority::MEDIUM, now);
-        t.preempt(medium, now);
+        t.preempt(medium, now, 0);
         let (medium2, _) = start(&mut t, Priority::MEDIUM, now);
-        t.preempt(medium2, now);
+        t.preempt(medium2, now, 0);
         assert_eq!(t.highest_ready(), Some(Priority::MEDIUM));
         assert_eq!(t.pop_ready(Priority::MEDIUM), Some(medium));
         assert_eq!(t.pop_ready(Priority::MEDIUM), Some(medium2));
@@ -368,10 +396,29 @@ mod tests {
     }
 
     #[test]
+    fn in_one_queue_a_preempted_task_waits_for_the_jobs_queued_before_it() {
+        let (mut t, now) = table(4);
+        let (id, _) = start(&mut t, Priority::MEDIUM, now);
+        t.preempt(id, now, 2);
+        assert_eq!(t.head_ready(Priority::MEDIUM), Some((id, 2)));
+        t.new_job_started(Priority::LOW);
+        assert_eq!(
+            t.head_ready(Priority::MEDIUM),
+            Some((id, 2)),
+            "another level"
+        );
+        t.new_job_started(Priority::MEDIUM);
+        t.new_job_started(Priority::MEDIUM);
+        t.new_job_started(Priority::MEDIUM);
+        assert_eq!(t.head_ready(Priority::MEDIUM), Some((id, 0)));
+        assert_eq!(t.ready_count(), 1);
+    }
+
+    #[test]
     fn a_starved_task_is_found_by_its_share_of_time_paused() {
         let (mut t, now) = table(4);
         let (low, _) = start(&mut t, Priority::LOW, now);
-        t.preempt(low, now + Duration::from_millis(10));
+        t.preempt(low, now + Duration::from_millis(10), 0);
         let later = now + Duration::from_millis(20);
         // Paused 10 of its 20 ms: level 0.5.
         assert!((t.starvation(low, later) - 0.5).abs() < 1e-9);

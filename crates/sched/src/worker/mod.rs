@@ -24,7 +24,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
@@ -105,6 +105,10 @@ pub(crate) struct WorkerShared {
     pub(crate) wakes: Arc<WakeInbox>,
     /// Level of the running task ([`IDLE`]: none).
     pub(crate) running_level: AtomicU8,
+    /// When the running task's current slice began (starvation-clock nanoseconds; 0: none runs).
+    pub(crate) slice_started: AtomicU64,
+    /// Started tasks ready to continue (preempted or woken): work waiting besides the inbox.
+    pub(crate) ready_tasks: AtomicUsize,
     pub(crate) sleeper: Arc<Sleeper>,
     /// Set once the worker is fully set up (registered for preemption, statistics allocated)
     /// and about to take work. The run's clock starts only when every worker is ready: setting
@@ -128,6 +132,8 @@ impl WorkerShared {
             target,
             starvation: StarvationMonitor::default(),
             running_level: AtomicU8::new(IDLE),
+            slice_started: AtomicU64::new(0),
+            ready_tasks: AtomicUsize::new(0),
             ready: AtomicBool::new(false),
         }
     }
@@ -175,6 +181,8 @@ struct WorkerCore<E: Executor> {
     /// The parker of a slot's current task.
     parkers: Box<[RefCell<Option<Parker>>]>,
     running: Cell<Option<TaskId>>,
+    /// When the running task's current slice began.
+    slice_started: Cell<Instant>,
     /// The task the starvation monitor follows.
     monitored: Cell<Option<TaskId>>,
     stats: RefCell<RunStats>,
@@ -245,8 +253,20 @@ impl<E: Executor> WorkerCore<E> {
             .any(|p| tasks.highest_ready().is_some_and(|r| r >= p) || self.inbox.has(p))
     }
 
-    /// The most urgent thing to run: a starved paused task first (under `Preempt`), then by
-    /// level, a ready task before a new job of the same level.
+    /// True if work of `level` or above waits (a ready task or a new job).
+    fn work_waiting_at_or_above(&self, level: Priority) -> bool {
+        let tasks = self.tasks.borrow();
+        tasks.highest_ready().is_some_and(|r| r >= level)
+            || Priority::ALL
+                .into_iter()
+                .filter(|&p| p >= level)
+                .any(|p| self.inbox.has(p))
+    }
+
+    /// The most urgent thing to run: a starved paused task first (under `Preempt`), then the
+    /// most urgent level with work. Within a level, a ready task goes before new jobs, except
+    /// under `Quantum`: with two queues new jobs go first (Aspen), with one queue a preempted
+    /// task waits for the jobs that were queued when it was preempted.
     fn pick(&self) -> Option<Next<E::Job>> {
         let _region = NoPreemptGuard::new();
         let now = Instant::now();
@@ -256,12 +276,20 @@ impl<E: Executor> WorkerCore<E> {
         {
             return Some(Next::Resume(id));
         }
-        let ready = tasks.highest_ready();
+        let quantum = self.config.policy == Policy::Quantum;
         for level in Priority::ALL.into_iter().rev() {
-            if ready == Some(level) {
+            let head = tasks.head_ready(level);
+            let ready_first = match head {
+                None => false,
+                Some(_) if !quantum => true,
+                Some(_) if self.config.two_queues => !self.inbox.has(level),
+                Some((_, ahead)) => ahead == 0 || !self.inbox.has(level),
+            };
+            if ready_first {
                 return tasks.pop_ready(level).map(Next::Resume);
             }
             if let Some(job) = self.inbox.pop(level) {
+                tasks.new_job_started(level);
                 return Some(Next::Start(job));
             }
         }
@@ -369,9 +397,14 @@ impl<E: Executor> WorkerCore<E> {
         self.follow_for_starvation(id);
         let priority = self.tasks.borrow().get(id).priority;
         self.running.set(Some(id));
+        let slice = Instant::now();
+        self.slice_started.set(slice);
+        self.shared
+            .slice_started
+            .store(self.clock.nanos(slice), Ordering::Relaxed);
         self.shared
             .running_level
-            .store(priority.level() as u8, Ordering::Relaxed);
+            .store(priority.level() as u8, Ordering::SeqCst);
         let resumed = {
             let parker = self.parkers[id].borrow();
             let mut ctx = self.contexts[id].borrow_mut();
@@ -381,7 +414,8 @@ impl<E: Executor> WorkerCore<E> {
             }
         };
         self.running.set(None);
-        self.shared.running_level.store(IDLE, Ordering::Relaxed);
+        self.shared.running_level.store(IDLE, Ordering::SeqCst);
+        self.shared.slice_started.store(0, Ordering::Relaxed);
         let _region = NoPreemptGuard::new();
         let now = Instant::now();
         let monitored = self.monitored.get() == Some(id);
@@ -411,6 +445,9 @@ impl<E: Executor> WorkerCore<E> {
             }
             Resumed::Finished => panic!("the body of task context {id} returned"),
         }
+        self.shared
+            .ready_tasks
+            .store(self.tasks.borrow().ready_count(), Ordering::Relaxed);
     }
 
     /// The starvation monitor follows the task at the bottom of the preemption chain: the one
@@ -442,20 +479,31 @@ impl<E: Executor> ServePreemption for WorkerCore<E> {
             return;
         };
         let now = Instant::now();
-        {
+        let ahead = {
             let tasks = self.tasks.borrow();
             let task = tasks.get(id);
             debug_assert_eq!(task.state, TaskState::Running);
-            if !self.more_urgent_than(task.priority) {
-                return; // nothing more urgent after all (or an interrupt without work)
+            if self.config.policy == Policy::Quantum {
+                if now.saturating_duration_since(self.slice_started.get()) < self.config.quantum {
+                    return; // its quantum is not used up
+                }
+                if self.config.skip_needless && !self.work_waiting_at_or_above(task.priority) {
+                    return; // nothing else to run: preempting would only cost a switch
+                }
+                self.inbox.len(task.priority)
+            } else {
+                if !self.more_urgent_than(task.priority) {
+                    return; // nothing more urgent after all (or an interrupt without work)
+                }
+                if self.config.policy == Policy::Preempt
+                    && tasks.starvation(id, now) >= self.config.starvation_threshold
+                {
+                    return; // it has starved enough: the urgent work waits for its end
+                }
+                0
             }
-            if self.config.policy == Policy::Preempt
-                && tasks.starvation(id, now) >= self.config.starvation_threshold
-            {
-                return; // it has starved enough: the urgent work waits for its end
-            }
-        }
-        self.tasks.borrow_mut().preempt(id, now);
+        };
+        self.tasks.borrow_mut().preempt(id, now, ahead);
         let suspended = suspend_current(Suspension::Preempted);
         debug_assert!(suspended, "the hook runs on a task's stack");
     }
@@ -528,6 +576,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         parkers: (0..pool).map(|_| RefCell::new(None)).collect(),
         config,
         running: Cell::new(None),
+        slice_started: Cell::new(Instant::now()),
         monitored: Cell::new(None),
     });
     // The first context is made before the clock starts (a stack costs a few mmaps).

@@ -276,3 +276,76 @@ fn a_thousand_tasks_park_on_one_worker_and_the_pool_bound_is_a_clear_error() {
         "{error}"
     );
 }
+
+/// The quantum policy with a quantum that is always used up, so that every request is a quantum
+/// expiry.
+fn quantum_config(two_queues: bool, skip_needless: bool) -> SchedConfig {
+    SchedConfig {
+        policy: Policy::Quantum,
+        quantum: std::time::Duration::from_nanos(1),
+        two_queues,
+        skip_needless,
+        ..config(8)
+    }
+}
+
+/// A runs, queues B and C at its own level and is preempted; B queues D while it runs.
+fn quantum_order(config: SchedConfig) -> (Vec<&'static str>, RunStats) {
+    let worker = start_worker(config);
+    let log: Log = Arc::default();
+    let (q, l) = (Arc::clone(&worker.queues), Arc::clone(&log));
+    push(&worker.queues, Priority::MEDIUM, move || {
+        note(&l, "A starts");
+        let (q2, l2) = (Arc::clone(&q), Arc::clone(&l));
+        push(&q, Priority::MEDIUM, move || {
+            let l3 = Arc::clone(&l2);
+            push(&q2, Priority::MEDIUM, move || note(&l3, "D"));
+            note(&l2, "B");
+        });
+        let l4 = Arc::clone(&l);
+        push(&q, Priority::MEDIUM, move || note(&l4, "C"));
+        preempt_now();
+        note(&l, "A ends");
+    });
+    while log.lock().expect("log").len() < 5 {
+        std::thread::yield_now();
+    }
+    let stats = worker.finish();
+    let order = log.lock().expect("log").clone();
+    (order, stats)
+}
+
+#[test]
+fn with_two_queues_new_work_runs_before_preempted_work() {
+    let (order, stats) = quantum_order(quantum_config(true, true));
+    assert_eq!(order, vec!["A starts", "B", "C", "D", "A ends"]);
+    assert_eq!(stats.class(Priority::MEDIUM).preemptions, 1);
+}
+
+#[test]
+fn with_one_queue_a_preempted_task_goes_behind_only_the_work_queued_before_it() {
+    let (order, _) = quantum_order(quantum_config(false, true));
+    assert_eq!(order, vec!["A starts", "B", "C", "A ends", "D"]);
+}
+
+#[test]
+fn an_expired_quantum_preempts_only_when_other_work_waits_unless_skipping_is_off() {
+    for (skip, expected) in [(true, 0), (false, 1)] {
+        let worker = start_worker(quantum_config(true, skip));
+        let done = Arc::new(AtomicBool::new(false));
+        let d = Arc::clone(&done);
+        push(&worker.queues, Priority::MEDIUM, move || {
+            preempt_now(); // nothing else waits
+            d.store(true, Ordering::Release);
+        });
+        while !done.load(Ordering::Acquire) {
+            std::thread::yield_now();
+        }
+        let stats = worker.finish();
+        assert_eq!(
+            stats.class(Priority::MEDIUM).preemptions,
+            expected,
+            "skip_needless = {skip}"
+        );
+    }
+}
