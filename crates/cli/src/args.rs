@@ -33,12 +33,119 @@ pub enum Bench {
     /// Microbenchmarks of the preemption mechanisms: switch cost, flag-to-switch and
     /// signal-to-switch latency.
     Switch(SwitchArgs),
+    /// Aspen's bimodal workload (99.5% short requests, 0.5% long scans, Poisson arrivals, no
+    /// priorities) under one policy.
+    Bimodal(BenchBimodalArgs),
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Compare {
     /// The mixed workload under several policies, with ratios to `wait`.
     Mixed(CompareMixedArgs),
+    /// The bimodal workload under several policies (and quantum ablations), with ratios to
+    /// `wait`.
+    Bimodal(CompareBimodalArgs),
+}
+
+/// Policies for work without priorities.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BimodalPolicyArg {
+    /// Run to completion, first come first served.
+    Wait,
+    /// Aspen: preempt after a quantum if other work waits; new work before preempted work
+    /// (--no-two-queues and --no-skip change that for `bench`).
+    Quantum,
+    /// Quantum with one queue: a preempted request goes behind the work queued before it.
+    QuantumOneQueue,
+    /// Quantum preempting at every quantum's end, whether or not other work waits.
+    QuantumNoSkip,
+}
+
+impl BimodalPolicyArg {
+    /// The policy, two-queues and skip settings.
+    pub fn settings(self) -> (overtake_sched::Policy, bool, bool) {
+        use overtake_sched::Policy;
+        match self {
+            BimodalPolicyArg::Wait => (Policy::Wait, true, true),
+            BimodalPolicyArg::Quantum => (Policy::Quantum, true, true),
+            BimodalPolicyArg::QuantumOneQueue => (Policy::Quantum, false, true),
+            BimodalPolicyArg::QuantumNoSkip => (Policy::Quantum, true, false),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            BimodalPolicyArg::Wait => "wait",
+            BimodalPolicyArg::Quantum => "quantum",
+            BimodalPolicyArg::QuantumOneQueue => "quantum-one-queue",
+            BimodalPolicyArg::QuantumNoSkip => "quantum-no-skip",
+        }
+    }
+}
+
+/// Options shared by `bench bimodal` and `compare bimodal`.
+#[derive(Clone, Debug, Args)]
+pub struct BimodalArgs {
+    /// Worker threads.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub workers: u16,
+    /// Seconds to run each configuration.
+    #[arg(long, default_value_t = 10.0, value_parser = positive_seconds)]
+    pub duration: f64,
+    /// Offered load as a share of the capacity measured before the runs (1.0 = saturation).
+    #[arg(long, default_value_t = 0.7, value_parser = load_share)]
+    pub load: f64,
+    /// Quantum in microseconds.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub quantum_us: u64,
+    /// Target service time of a long request (a scan calibrated to it), in microseconds.
+    #[arg(long, default_value_t = 750, value_parser = clap::value_parser!(u64).range(10..=1_000_000))]
+    pub long_us: u64,
+    /// Inbox size per worker (arrivals beyond it wait at the dispatcher, counted in latency).
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub queue: u32,
+    /// How preemption requests reach a worker.
+    #[arg(long, value_enum, default_value_t = MechanismArg::Signal)]
+    pub preempt_mechanism: MechanismArg,
+    /// Microseconds a request may stay untaken before SIGURG is sent (signal mechanism).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub signal_delay_us: u64,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Seed of the request generator.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchBimodalArgs {
+    /// Scheduling policy.
+    #[arg(long, value_enum, default_value_t = BimodalPolicyArg::Quantum)]
+    pub policy: BimodalPolicyArg,
+    /// Quantum: one queue (a preempted request goes behind the work queued before it) instead
+    /// of new work before preempted work.
+    #[arg(long)]
+    pub no_two_queues: bool,
+    /// Quantum: preempt at every quantum's end, even when nothing else waits.
+    #[arg(long)]
+    pub no_skip: bool,
+    #[command(flatten)]
+    pub bimodal: BimodalArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareBimodalArgs {
+    /// Policies to run, in order (comma-separated).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "wait,quantum"
+    )]
+    pub policies: Vec<BimodalPolicyArg>,
+    #[command(flatten)]
+    pub bimodal: BimodalArgs,
 }
 
 /// Scheduling policy.
@@ -286,6 +393,15 @@ fn non_negative(s: &str) -> Result<f64, String> {
     }
 }
 
+fn load_share(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("{s:?} is not a number"))?;
+    if v.is_finite() && v > 0.0 && v <= 2.0 {
+        Ok(v)
+    } else {
+        Err(format!("{s} must be more than 0 and at most 2"))
+    }
+}
+
 fn positive_seconds(s: &str) -> Result<f64, String> {
     let v: f64 = s
         .parse()
@@ -294,5 +410,52 @@ fn positive_seconds(s: &str) -> Result<f64, String> {
         Ok(v)
     } else {
         Err(format!("{s} must be more than 0 and at most 86400 seconds"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("overtake").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn bimodal_flags_are_checked_and_ablations_named() {
+        for bad in [
+            &["bench", "bimodal", "--load", "0"][..],
+            &["bench", "bimodal", "--load", "2.5"],
+            &["bench", "bimodal", "--load", "lots"],
+            &["bench", "bimodal", "--quantum-us", "0"],
+            &["bench", "bimodal", "--policy", "preempt"],
+            &["compare", "bimodal", "--policies", "wait,fifo"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?} was accepted");
+        }
+        let Ok(Cli {
+            command: Command::Compare(Compare::Bimodal(c)),
+        }) = parse(&[
+            "compare",
+            "bimodal",
+            "--policies",
+            "wait,quantum,quantum-one-queue,quantum-no-skip",
+        ])
+        else {
+            panic!("a valid compare bimodal");
+        };
+        let settings: Vec<_> = c.policies.iter().map(|p| p.settings()).collect();
+        use overtake_sched::Policy;
+        assert_eq!(
+            settings,
+            vec![
+                (Policy::Wait, true, true),
+                (Policy::Quantum, true, true),
+                (Policy::Quantum, false, true),
+                (Policy::Quantum, true, false),
+            ]
+        );
+        assert!((c.bimodal.load - 0.7).abs() < 1e-12, "default load");
     }
 }

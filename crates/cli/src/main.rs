@@ -11,6 +11,7 @@ mod args;
 mod bench_q2;
 mod bench_switch;
 mod bench_tpcc;
+mod bimodal;
 mod mixed;
 mod output;
 mod resources;
@@ -36,7 +37,9 @@ fn main() -> ExitCode {
         args::Command::Bench(args::Bench::Q2(a)) => bench_q2::run(&a),
         args::Command::Bench(args::Bench::Mixed(a)) => mixed::bench(&a),
         args::Command::Bench(args::Bench::Switch(a)) => bench_switch::run(&a),
+        args::Command::Bench(args::Bench::Bimodal(a)) => bimodal::bench(&a),
         args::Command::Compare(args::Compare::Mixed(a)) => mixed::compare(&a),
+        args::Command::Compare(args::Compare::Bimodal(a)) => bimodal::compare(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

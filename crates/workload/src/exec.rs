@@ -103,7 +103,8 @@ impl EngineExecutor {
     }
 }
 
-fn outcome<T>(attempts: Attempts<T>) -> Outcome {
+/// How a job ended, from the engine's retry helper's report.
+pub(crate) fn outcome<T>(attempts: Attempts<T>) -> Outcome {
     let (promoted, wasted) = (attempts.promoted, attempts.failed_time);
     let (status, error) = match attempts.result {
         Ok(_) => (Status::Committed, None),

@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod batch;
+pub mod bimodal;
 pub mod ch;
 pub mod exec;
 pub mod mixed;

@@ -1,0 +1,309 @@
+//! `bench bimodal` and `compare bimodal`: Aspen's bimodal workload (requests without priorities,
+//! 99.5% short, 0.5% long, Poisson arrivals at a share of measured capacity) under run-to-
+//! completion and under the quantum policy and its ablations.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use overtake_sched::{Arrivals, ClassStats, LocalFeed, Policy, RunReport, SchedConfig};
+use overtake_workload::bimodal::{Bimodal, PoissonArrivals, Request};
+use overtake_workload::rng::TpccRng;
+use serde_json::{Value, json};
+
+use crate::args::{BenchBimodalArgs, BimodalArgs, BimodalPolicyArg, CompareBimodalArgs};
+use crate::output::{print_table, progress, run_progress, ticker, us};
+
+/// The workload, loaded and measured once for every run.
+struct Prepared {
+    workload: Arc<Bimodal>,
+    short: Duration,
+    long: Duration,
+    /// Requests per second the workers served closed-loop.
+    capacity: f64,
+    /// Offered arrivals per second.
+    rate: f64,
+}
+
+/// No arrivals: the capacity probe's work comes from the workers' own closed loops.
+struct NoArrivals;
+
+impl Arrivals<Request> for NoArrivals {
+    fn high(&mut self, _: Instant, _: &mut Vec<(Request, Instant)>) -> Option<Instant> {
+        None
+    }
+
+    fn low(&mut self) -> Option<Request> {
+        None
+    }
+}
+
+/// How long the capacity probe runs.
+const PROBE: Duration = Duration::from_millis(1_500);
+
+fn prepare(args: &BimodalArgs) -> Result<Prepared, String> {
+    let bar = progress(1, "loading", args.json);
+    let mut workload = Bimodal::load().map_err(|e| format!("loading the bimodal table: {e}"))?;
+    workload
+        .age(args.seed)
+        .map_err(|e| format!("updating the bimodal table: {e}"))?;
+    workload.calibrate(Duration::from_micros(args.long_us));
+    let mut rng = TpccRng::new(args.seed ^ 0x5eed);
+    // Warm the table up, then measure each kind alone.
+    workload.service_times(2_000, &mut rng);
+    let (short, long) = workload.service_times(5_000, &mut rng);
+    bar.finish_and_clear();
+    let workload = Arc::new(workload);
+    // Capacity: the mix run closed-loop (each worker always busy) on the same scheduler, so that
+    // its per-request cost is included.
+    let feeds = (0..args.workers)
+        .map(|w| {
+            let workload = Arc::clone(&workload);
+            let mut rng = TpccRng::new(args.seed.wrapping_add(u64::from(w) + 1));
+            Some(Box::new(move || Some(workload.next_request(&mut rng))) as LocalFeed<Request>)
+        })
+        .collect();
+    let probe = SchedConfig {
+        duration: PROBE,
+        ..sched_config(BimodalPolicyArg::Wait, args)
+    };
+    let bar = run_progress(PROBE.as_secs_f64(), "capacity", args.json);
+    let measured = overtake_sched::run(
+        &probe,
+        Arc::clone(&workload),
+        &mut NoArrivals,
+        feeds,
+        &ticker(&bar),
+    )
+    .map_err(|e| e.to_string())?;
+    bar.finish_and_clear();
+    let served: u64 = measured.stats.kinds.iter().map(|k| k.committed).sum();
+    let capacity = served as f64 / measured.elapsed.as_secs_f64();
+    if capacity <= 0.0 {
+        return Err("the capacity probe committed no request".into());
+    }
+    Ok(Prepared {
+        workload,
+        short,
+        long,
+        capacity,
+        rate: capacity * args.load,
+    })
+}
+
+fn sched_config(policy: BimodalPolicyArg, args: &BimodalArgs) -> SchedConfig {
+    let (policy, two_queues, skip_needless) = policy.settings();
+    SchedConfig {
+        policy,
+        workers: usize::from(args.workers),
+        hp_queue: args.queue as usize,
+        lp_queue: 1,
+        quantum: Duration::from_micros(args.quantum_us),
+        two_queues,
+        skip_needless,
+        delivery: args.preempt_mechanism.delivery(),
+        signal_delay: Duration::from_micros(args.signal_delay_us),
+        duration: Duration::from_secs_f64(args.duration),
+        ..SchedConfig::default()
+    }
+}
+
+/// One run of `config` on the prepared workload.
+fn run_one(
+    name: &str,
+    config: &SchedConfig,
+    prepared: &Prepared,
+    args: &BimodalArgs,
+) -> Result<RunReport, String> {
+    config.validate().map_err(|e| e.to_string())?;
+    let mut arrivals =
+        PoissonArrivals::new(Arc::clone(&prepared.workload), prepared.rate, args.seed);
+    let bar = run_progress(args.duration, name, args.json);
+    let report = overtake_sched::run(
+        config,
+        Arc::clone(&prepared.workload),
+        &mut arrivals,
+        Vec::new(),
+        &ticker(&bar),
+    )
+    .map_err(|e| e.to_string())?;
+    bar.finish_and_clear();
+    Ok(report)
+}
+
+fn class_json(c: &ClassStats, elapsed: f64) -> Value {
+    let l = c.latency.summary();
+    json!({
+        "per_sec": c.committed as f64 / elapsed,
+        "committed": c.committed,
+        "failed": c.failed,
+        "preemptions": c.preemptions,
+        "latency_us": { "p50": l.p50, "p99": l.p99, "p999": l.p999, "max": l.max, "mean": l.mean },
+        "breakdown_us": c.breakdown(),
+    })
+}
+
+fn run_json(name: &str, r: &RunReport) -> Value {
+    let elapsed = r.elapsed.as_secs_f64();
+    json!({
+        "policy": name,
+        "quantum_us": r.config.quantum.as_secs_f64() * 1e6,
+        "two_queues": r.config.two_queues,
+        "skip_needless": r.config.skip_needless,
+        "classes": {
+            "short": class_json(&r.stats.kinds[0], elapsed),
+            "long": class_json(&r.stats.kinds[1], elapsed),
+        },
+        "preemptions": {
+            "sent": r.dispatch.quantum_preemptions,
+            "skipped": r.dispatch.quantum_skipped,
+            "served": r.preempt.served,
+            "signals": r.preempt.signals_sent,
+        },
+        "arrived": r.dispatch.arrived_high,
+        "unfinished": r.dispatch.unfinished_high,
+        "warnings": r.dispatch.warnings(),
+    })
+}
+
+fn print_runs(runs: &[(String, RunReport)], prepared: &Prepared, args: &BimodalArgs) {
+    println!(
+        "bimodal workload: {} worker(s), {} s each; {:.0} requests/s offered ({:.0}% of the \
+         {:.0}/s served closed-loop); short {} us, long {} us ({} rows scanned) when run alone; \
+         quantum {} us",
+        args.workers,
+        args.duration,
+        prepared.rate,
+        args.load * 100.0,
+        prepared.capacity,
+        us(prepared.short.as_secs_f64() * 1e6),
+        us(prepared.long.as_secs_f64() * 1e6),
+        prepared.workload.long_len(),
+        args.quantum_us
+    );
+    let wait = runs.iter().find(|(n, _)| n == "wait").map(|(_, r)| r);
+    for (title, kind) in [("short requests (99.5%)", 0), ("long requests (0.5%)", 1)] {
+        println!();
+        println!("{title}: end-to-end latency in microseconds");
+        let rows: Vec<Vec<String>> = runs
+            .iter()
+            .map(|(name, r)| {
+                let c = &r.stats.kinds[kind];
+                let l = c.latency.summary();
+                let per_s = c.committed as f64 / r.elapsed.as_secs_f64();
+                let base = wait.map(|w| &w.stats.kinds[kind]);
+                let ratio = |mine: f64, theirs: Option<f64>| {
+                    theirs
+                        .filter(|t| *t > 0.0)
+                        .map_or("-".to_owned(), |t| format!("{:.3}", mine / t))
+                };
+                vec![
+                    name.clone(),
+                    format!("{per_s:.0}"),
+                    us(l.p50),
+                    us(l.p99),
+                    us(l.p999),
+                    us(l.max),
+                    ratio(l.p99, base.map(|b| b.latency.summary().p99)),
+                    ratio(
+                        per_s,
+                        base.zip(wait)
+                            .map(|(b, w)| b.committed as f64 / w.elapsed.as_secs_f64()),
+                    ),
+                ]
+            })
+            .collect();
+        print_table(
+            &[
+                "policy",
+                "per s",
+                "p50 us",
+                "p99 us",
+                "p99.9 us",
+                "max us",
+                "p99/wait",
+                "per s/wait",
+            ],
+            &rows,
+        );
+    }
+    println!();
+    println!("quantum ends: preemptions asked for, and skipped because nothing else waited");
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .map(|(name, r)| {
+            let (sent, skipped) = (r.dispatch.quantum_preemptions, r.dispatch.quantum_skipped);
+            let share = if sent + skipped > 0 {
+                format!("{:.1}%", skipped as f64 * 100.0 / (sent + skipped) as f64)
+            } else {
+                "-".to_owned()
+            };
+            vec![
+                name.clone(),
+                sent.to_string(),
+                skipped.to_string(),
+                share,
+                r.preempt.signals_sent.to_string(),
+            ]
+        })
+        .collect();
+    print_table(
+        &["policy", "sent", "skipped", "skipped share", "signals"],
+        &rows,
+    );
+    for (name, r) in runs {
+        for w in r.dispatch.warnings() {
+            println!("warning ({name}): {w}");
+        }
+    }
+}
+
+fn report(runs: &[(String, RunReport)], prepared: &Prepared, args: &BimodalArgs) {
+    if args.json {
+        let out = json!({
+            "workers": args.workers,
+            "duration_s": args.duration,
+            "load": args.load,
+            "offered_per_sec": prepared.rate,
+            "capacity_per_sec": prepared.capacity,
+            "short_service_us": prepared.short.as_secs_f64() * 1e6,
+            "long_service_us": prepared.long.as_secs_f64() * 1e6,
+            "long_rows": prepared.workload.long_len(),
+            "runs": runs.iter().map(|(n, r)| run_json(n, r)).collect::<Vec<_>>(),
+        });
+        println!("{out}");
+    } else {
+        print_runs(runs, prepared, args);
+    }
+}
+
+pub fn bench(args: &BenchBimodalArgs) -> Result<(), String> {
+    let prepared = prepare(&args.bimodal)?;
+    let mut config = sched_config(args.policy, &args.bimodal);
+    if config.policy == Policy::Quantum {
+        config.two_queues &= !args.no_two_queues;
+        config.skip_needless &= !args.no_skip;
+    }
+    let name = match (config.policy, config.two_queues, config.skip_needless) {
+        (Policy::Quantum, false, false) => "quantum-one-queue-no-skip",
+        (Policy::Quantum, false, true) => "quantum-one-queue",
+        (Policy::Quantum, true, false) => "quantum-no-skip",
+        _ => args.policy.name(),
+    };
+    let run = run_one(name, &config, &prepared, &args.bimodal)?;
+    report(&[(name.to_owned(), run)], &prepared, &args.bimodal);
+    Ok(())
+}
+
+pub fn compare(args: &CompareBimodalArgs) -> Result<(), String> {
+    let prepared = prepare(&args.bimodal)?;
+    let mut runs = Vec::new();
+    for &policy in &args.policies {
+        let config = sched_config(policy, &args.bimodal);
+        runs.push((
+            policy.name().to_owned(),
+            run_one(policy.name(), &config, &prepared, &args.bimodal)?,
+        ));
+    }
+    report(&runs, &prepared, &args.bimodal);
+    Ok(())
+}
