@@ -30,6 +30,13 @@ use crate::region::{self, NoPreemptGuard};
 pub trait WakeTarget: Send + Sync {
     /// The task identified by `token` may run again.
     fn wake(&self, token: u64);
+
+    /// A waiter raises (`up`) the task identified by `token` to at least `level`, or withdraws
+    /// (`!up`) a raise it made earlier (priority inheritance; levels mean what the scheduler
+    /// says). Schedulers without levels ignore it.
+    fn raise(&self, token: u64, level: u8, up: bool) {
+        let _ = (token, level, up);
+    }
 }
 
 const IDLE: u8 = 0;
@@ -117,9 +124,40 @@ impl Unparker {
         }
     }
 
+    /// Raises the task this handle wakes to at least `level` until the returned guard is
+    /// dropped: a waiter lends its urgency to the task holding what it waits for (priority
+    /// inheritance), so that the holder is not kept from releasing it by work less urgent than
+    /// the waiter. Several raises of one task count separately. Does nothing for a plain thread.
+    pub fn raise_to(&self, level: u8) -> Raised {
+        let _region = NoPreemptGuard::new();
+        if let WakeVia::Task { target, token } = &self.state.via {
+            target.raise(*token, level, true);
+        }
+        Raised {
+            state: Arc::clone(&self.state),
+            level,
+        }
+    }
+
     /// True if both handles wake the same parker.
     pub fn wakes_same(&self, other: &Unparker) -> bool {
         Arc::ptr_eq(&self.state, &other.state)
+    }
+}
+
+/// A raise made by [`Unparker::raise_to`]; withdrawn when dropped.
+#[must_use = "the raise is withdrawn as soon as the guard is dropped"]
+pub struct Raised {
+    state: Arc<ParkState>,
+    level: u8,
+}
+
+impl Drop for Raised {
+    fn drop(&mut self) {
+        let _region = NoPreemptGuard::new();
+        if let WakeVia::Task { target, token } = &self.state.via {
+            target.raise(*token, self.level, false);
+        }
     }
 }
 
@@ -269,6 +307,29 @@ mod tests {
         parker.unparker().unpark();
         assert_eq!(tokens.0.lock().expect("tokens").len(), 1);
         assert_eq!(parker.run(|| task.resume()), Resumed::Finished);
+    }
+
+    #[test]
+    fn a_raise_reaches_the_scheduler_and_is_withdrawn_when_dropped() {
+        #[derive(Default)]
+        struct Raises(Mutex<Vec<(u64, u8, bool)>>);
+        impl WakeTarget for Raises {
+            fn wake(&self, _: u64) {}
+            fn raise(&self, token: u64, level: u8, up: bool) {
+                self.0.lock().expect("raises").push((token, level, up));
+            }
+        }
+        let raises = Arc::new(Raises::default());
+        let parker = Parker::for_task(Arc::clone(&raises) as Arc<dyn WakeTarget>, 9);
+        let guard = parker.unparker().raise_to(3);
+        assert_eq!(*raises.0.lock().expect("raises"), vec![(9, 3, true)]);
+        drop(guard);
+        assert_eq!(
+            *raises.0.lock().expect("raises"),
+            vec![(9, 3, true), (9, 3, false)]
+        );
+        // A thread's handle has nobody to raise.
+        drop(current_unparker().raise_to(3));
     }
 
     #[test]

@@ -39,6 +39,8 @@ pub(crate) enum TaskState {
 pub(crate) struct Task {
     pub(crate) state: TaskState,
     pub(crate) priority: Priority,
+    /// Raises by waiters (priority inheritance): how many at each level.
+    raised: [u16; Priority::LEVELS],
     /// Counts the tasks this slot has held; part of wake tokens.
     pub(crate) serial: u32,
     pub(crate) started: Instant,
@@ -52,6 +54,17 @@ pub(crate) struct Task {
     /// Single-queue mode (quantum policy without two queues): new jobs that were queued at this
     /// task's level when it was preempted, and so run before it.
     ahead: usize,
+}
+
+impl Task {
+    /// The level it runs at: its own, or the highest a waiter raised it to.
+    pub(crate) fn effective(&self) -> Priority {
+        Priority::ALL
+            .into_iter()
+            .rev()
+            .find(|p| self.raised[p.level()] > 0)
+            .map_or(self.priority, |raised| raised.max(self.priority))
+    }
 }
 
 /// What a task's time went to, when it ends.
@@ -99,6 +112,7 @@ impl TaskTable {
                 Task {
                     state: TaskState::Free,
                     priority: Priority::LOW,
+                    raised: [0; Priority::LEVELS],
                     serial: 0,
                     started: now,
                     preemptions: 0,
@@ -149,6 +163,7 @@ impl TaskTable {
         *slot = Task {
             state: TaskState::Running,
             priority,
+            raised: [0; Priority::LEVELS],
             serial: slot.serial.wrapping_add(1),
             started: now,
             preemptions: 0,
@@ -164,6 +179,34 @@ impl TaskTable {
         &self.slots[id]
     }
 
+    /// A waiter raised (`up`) the task of `token` to at least `level`, or withdrew such a raise.
+    /// A ready task moves to the queue of its new effective level. Returns the task and its
+    /// effective level if the token is current (raises of ended tasks change nothing).
+    pub(crate) fn raise(&mut self, token: u64, level: u8, up: bool) -> Option<(TaskId, Priority)> {
+        let (id, serial) = untoken(token);
+        let level = Priority::from_level(usize::from(level))?;
+        let slot = self.slots.get_mut(id)?;
+        if slot.serial != serial || slot.state == TaskState::Free {
+            return None;
+        }
+        let before = slot.effective();
+        let count = &mut slot.raised[level.level()];
+        *count = if up {
+            count.saturating_add(1)
+        } else {
+            count.saturating_sub(1)
+        };
+        let after = slot.effective();
+        if after != before && matches!(slot.state, TaskState::Preempted | TaskState::Woken) {
+            let queue = &mut self.ready[before.level()];
+            if let Some(at) = queue.iter().position(|&t| t == id) {
+                queue.remove(at);
+                self.ready[after.level()].push_back(id);
+            }
+        }
+        Some((id, after))
+    }
+
     /// The running task `id` is paused by a preemption; it joins its level's ready queue, behind
     /// `ahead` new jobs (counted only where one queue is emulated; see [`Self::head_ready`]).
     pub(crate) fn preempt(&mut self, id: TaskId, now: Instant, ahead: usize) {
@@ -176,7 +219,7 @@ impl TaskTable {
         slot.state = TaskState::Preempted;
         slot.since = now;
         slot.ahead = ahead;
-        self.ready[slot.priority.level()].push_back(id);
+        self.ready[slot.effective().level()].push_back(id);
     }
 
     /// The first ready task of `level` and how many new jobs must start before it.
@@ -217,8 +260,9 @@ impl TaskTable {
         }
         slot.state = TaskState::Woken;
         slot.ahead = 0;
-        self.ready[slot.priority.level()].push_back(id);
-        Some(slot.priority)
+        let level = slot.effective();
+        self.ready[level.level()].push_back(id);
+        Some(level)
     }
 
     /// The ready task `id` (taken from a queue) runs again: its pause or wait ends now.
@@ -412,6 +456,29 @@ mod tests {
         t.new_job_started(Priority::MEDIUM);
         assert_eq!(t.head_ready(Priority::MEDIUM), Some((id, 0)));
         assert_eq!(t.ready_count(), 1);
+    }
+
+    #[test]
+    fn a_raise_moves_a_ready_task_up_until_withdrawn() {
+        let (mut t, now) = table(4);
+        let (low, token) = start(&mut t, Priority::LOW, now);
+        t.preempt(low, now, 0);
+        assert_eq!(t.raise(token, 2, true), Some((low, Priority::HIGH)));
+        assert_eq!(
+            t.raise(token, 1, true),
+            Some((low, Priority::HIGH)),
+            "the highest counts"
+        );
+        assert_eq!(t.highest_ready(), Some(Priority::HIGH));
+        assert_eq!(t.raise(token, 2, false), Some((low, Priority::MEDIUM)));
+        assert_eq!(t.highest_ready(), Some(Priority::MEDIUM));
+        assert_eq!(t.raise(token, 1, false), Some((low, Priority::LOW)));
+        assert_eq!(t.highest_ready(), Some(Priority::LOW));
+        assert_eq!(t.raise(token, 9, true), None, "no such level");
+        assert_eq!(t.pop_ready(Priority::LOW), Some(low));
+        t.resume(low, now);
+        t.finish(low);
+        assert_eq!(t.raise(token, 2, true), None, "the task has ended");
     }
 
     #[test]

@@ -77,23 +77,42 @@ impl Sleeper {
     }
 }
 
-/// Where wakes for a worker's parked tasks arrive, from any thread.
+/// What other threads tell a worker about its tasks.
+#[derive(Clone, Copy, Debug)]
+enum TaskEvent {
+    /// A parked task may run again.
+    Wake(u64),
+    /// A waiter raised a task (or withdrew a raise): priority inheritance.
+    Raise { token: u64, level: u8, up: bool },
+}
+
+/// Where wakes and raises for a worker's tasks arrive, from any thread.
 pub(crate) struct WakeInbox {
-    tokens: RegionMutex<Vec<u64>>,
+    events: RegionMutex<Vec<TaskEvent>>,
     any: AtomicBool,
     target: Arc<PreemptTarget>,
     sleeper: Arc<Sleeper>,
 }
 
-impl WakeTarget for WakeInbox {
-    fn wake(&self, token: u64) {
+impl WakeInbox {
+    fn post(&self, event: TaskEvent) {
         let region = NoPreemptGuard::new();
-        self.tokens.lock(&region).push(token);
+        self.events.lock(&region).push(event);
         self.any.store(true, Ordering::SeqCst);
         // A running task of a lower level makes way at its next poll (or the worker's loop
-        // finds the token at its next pick).
+        // finds the event at its next pick).
         self.target.request();
         self.sleeper.notify();
+    }
+}
+
+impl WakeTarget for WakeInbox {
+    fn wake(&self, token: u64) {
+        self.post(TaskEvent::Wake(token));
+    }
+
+    fn raise(&self, token: u64, level: u8, up: bool) {
+        self.post(TaskEvent::Raise { token, level, up });
     }
 }
 
@@ -123,7 +142,7 @@ impl WorkerShared {
         let sleeper = Arc::new(Sleeper::default());
         WorkerShared {
             wakes: Arc::new(WakeInbox {
-                tokens: RegionMutex::new(Vec::new()),
+                events: RegionMutex::new(Vec::new()),
                 any: AtomicBool::new(false),
                 target: Arc::clone(&target),
                 sleeper: Arc::clone(&sleeper),
@@ -230,17 +249,31 @@ impl<E: Executor> WorkerCore<E> {
         );
     }
 
-    /// Moves woken tasks into their ready queues.
+    /// Applies what other threads said: woken tasks join their ready queues, raised tasks move
+    /// up (or back down).
     fn collect_wakes(&self) {
         let wakes = &self.shared.wakes;
         if !wakes.any.swap(false, Ordering::AcqRel) {
             return;
         }
         let region = NoPreemptGuard::new();
-        let tokens = std::mem::take(&mut *wakes.tokens.lock(&region));
+        let events = std::mem::take(&mut *wakes.events.lock(&region));
         let mut tasks = self.tasks.borrow_mut();
-        for token in tokens {
-            tasks.wake(token);
+        for event in events {
+            match event {
+                TaskEvent::Wake(token) => {
+                    tasks.wake(token);
+                }
+                TaskEvent::Raise { token, level, up } => {
+                    if let Some((id, effective)) = tasks.raise(token, level, up)
+                        && self.running.get() == Some(id)
+                    {
+                        self.shared
+                            .running_level
+                            .store(effective.level() as u8, Ordering::SeqCst);
+                    }
+                }
+            }
         }
     }
 
@@ -395,7 +428,7 @@ impl<E: Executor> WorkerCore<E> {
     /// Runs task `id` (already marked running) until it suspends or ends, and books what it did.
     fn run_task(&self, id: TaskId) {
         self.follow_for_starvation(id);
-        let priority = self.tasks.borrow().get(id).priority;
+        let priority = self.tasks.borrow().get(id).effective();
         self.running.set(Some(id));
         let slice = Instant::now();
         self.slice_started.set(slice);
@@ -487,12 +520,12 @@ impl<E: Executor> ServePreemption for WorkerCore<E> {
                 if now.saturating_duration_since(self.slice_started.get()) < self.config.quantum {
                     return; // its quantum is not used up
                 }
-                if self.config.skip_needless && !self.work_waiting_at_or_above(task.priority) {
+                if self.config.skip_needless && !self.work_waiting_at_or_above(task.effective()) {
                     return; // nothing else to run: preempting would only cost a switch
                 }
-                self.inbox.len(task.priority)
+                self.inbox.len(task.effective())
             } else {
-                if !self.more_urgent_than(task.priority) {
+                if !self.more_urgent_than(task.effective()) {
                     return; // nothing more urgent after all (or an interrupt without work)
                 }
                 if self.config.policy == Policy::Preempt

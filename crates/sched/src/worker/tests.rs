@@ -349,3 +349,148 @@ fn an_expired_quantum_preempts_only_when_other_work_waits_unless_skipping_is_off
         );
     }
 }
+
+/// Priority inversion: low holds something high needs while medium computes. High raises low
+/// while it waits (`raise`); returns the order in which things happened.
+fn inversion(raise: bool) -> Vec<&'static str> {
+    let worker = start_worker(config(8));
+    let log: Log = Arc::default();
+    let holder: Arc<Mutex<Option<Unparker>>> = Arc::default();
+    let waiter: Arc<Mutex<Option<Unparker>>> = Arc::default();
+    let released = Arc::new(AtomicBool::new(false));
+    let (q, l, h, w, r) = (
+        Arc::clone(&worker.queues),
+        Arc::clone(&log),
+        Arc::clone(&holder),
+        Arc::clone(&waiter),
+        Arc::clone(&released),
+    );
+    push(&worker.queues, Priority::LOW, move || {
+        // Low takes the "lock".
+        *h.lock().expect("holder") = Some(park::current_unparker());
+        let (q2, l2, h2, w2, r2) = (
+            Arc::clone(&q),
+            Arc::clone(&l),
+            Arc::clone(&h),
+            Arc::clone(&w),
+            Arc::clone(&r),
+        );
+        push(&q, Priority::MEDIUM, move || {
+            let (l3, h3, w3, r3) = (
+                Arc::clone(&l2),
+                Arc::clone(&h2),
+                Arc::clone(&w2),
+                Arc::clone(&r2),
+            );
+            push(&q2, Priority::HIGH, move || {
+                // High needs the lock low holds: it waits, lending low its level.
+                *w3.lock().expect("waiter") = Some(park::current_unparker());
+                let lent = raise.then(|| {
+                    h3.lock()
+                        .expect("holder")
+                        .as_ref()
+                        .expect("held")
+                        .raise_to(Priority::HIGH.level() as u8)
+                });
+                note(&l3, "high waits");
+                while !r3.load(Ordering::Acquire) {
+                    park::park();
+                }
+                drop(lent);
+                note(&l3, "high continues");
+            });
+            preempt_now();
+            note(&l2, "medium continues");
+        });
+        preempt_now();
+        // Low releases the "lock" and wakes high.
+        note(&l, "low releases");
+        r.store(true, Ordering::Release);
+        if let Some(w) = w.lock().expect("waiter").as_ref() {
+            w.unpark();
+        }
+    });
+    while log.lock().expect("log").len() < 4 {
+        std::thread::yield_now();
+    }
+    worker.finish();
+    let order = log.lock().expect("log").clone();
+    order
+}
+
+#[test]
+fn a_waiter_raises_the_holder_past_medium_work_until_it_releases() {
+    assert_eq!(
+        inversion(true),
+        vec![
+            "high waits",
+            "low releases",
+            "high continues",
+            "medium continues"
+        ]
+    );
+    // Without the raise, medium work keeps the holder (and so high) waiting: the inversion.
+    assert_eq!(
+        inversion(false),
+        vec![
+            "high waits",
+            "medium continues",
+            "low releases",
+            "high continues"
+        ]
+    );
+}
+
+#[test]
+fn a_raise_from_another_thread_makes_the_worker_switch_to_the_holder_at_once() {
+    let worker = start_worker(config(8));
+    let log: Log = Arc::default();
+    let holder: Arc<Mutex<Option<Unparker>>> = Arc::default();
+    let released = Arc::new(AtomicBool::new(false));
+    let medium_running = Arc::new(AtomicBool::new(false));
+    let (q, l, h, r, m) = (
+        Arc::clone(&worker.queues),
+        Arc::clone(&log),
+        Arc::clone(&holder),
+        Arc::clone(&released),
+        Arc::clone(&medium_running),
+    );
+    push(&worker.queues, Priority::LOW, move || {
+        *h.lock().expect("holder") = Some(park::current_unparker());
+        let (l2, r2, m2) = (Arc::clone(&l), Arc::clone(&r), Arc::clone(&m));
+        push(&q, Priority::MEDIUM, move || {
+            m2.store(true, Ordering::Release);
+            // Medium computes (touching records) until the holder has released: it can only
+            // end if the worker switches to the raised holder while medium runs.
+            let give_up = Instant::now() + std::time::Duration::from_secs(60);
+            while !r2.load(Ordering::Acquire) {
+                preempt::record_access();
+                assert!(Instant::now() < give_up, "the raised holder never ran");
+            }
+            note(&l2, "medium ends");
+        });
+        preempt_now();
+        note(&l, "low releases");
+        r.store(true, Ordering::Release);
+    });
+    while !medium_running.load(Ordering::Acquire) {
+        std::thread::yield_now();
+    }
+    // A waiter on another thread lends the holder its level.
+    let lent = holder
+        .lock()
+        .expect("holder")
+        .as_ref()
+        .expect("held")
+        .raise_to(Priority::HIGH.level() as u8);
+    while log.lock().expect("log").len() < 2 {
+        std::thread::yield_now();
+    }
+    drop(lent);
+    let stats = worker.finish();
+    assert_eq!(
+        *log.lock().expect("log"),
+        vec!["low releases", "medium ends"]
+    );
+    assert_eq!(stats.class(Priority::MEDIUM).preemptions, 1);
+}
