@@ -414,8 +414,7 @@ fn inversion(raise: bool) -> Vec<&'static str> {
         std::thread::yield_now();
     }
     worker.finish();
-    let order = log.lock().expect("log").clone();
-    order
+    log.lock().expect("log").clone()
 }
 
 #[test]
