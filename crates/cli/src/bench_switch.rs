@@ -7,7 +7,8 @@
 //!   must arrive as SIGURG and an injected call.
 //!
 //! Latencies are measured from the requesting thread's clock reading to the hook's, on the same
-//! monotonic clock.
+//! monotonic clock. The scheduler's own costs (park to run, an empty call) are in
+//! `bench_tasks`.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -139,12 +140,14 @@ fn request_latency(
 }
 
 pub fn run(args: &SwitchArgs) -> Result<(), String> {
-    let bar = progress(3, "measuring", args.json);
+    let bar = progress(4, "measuring", args.json);
     let switch = voluntary(args.samples)?;
     bar.inc(1);
     let (flag, flag_lost) = request_latency(args.samples, true, false)?;
     bar.inc(1);
     let (signal, signal_lost) = request_latency(args.samples, false, true)?;
+    bar.inc(1);
+    let tasks = crate::bench_tasks::measure(args.samples)?;
     bar.finish_and_clear();
     let state = overtake_runtime::cpu::extended_state();
     if args.json {
@@ -159,6 +162,9 @@ pub fn run(args: &SwitchArgs) -> Result<(), String> {
                 "flag_lost": flag_lost,
                 "signal_to_switch_us": latency_json(&signal.summary()),
                 "signal_lost": signal_lost,
+                "park_to_run_same_worker_us": latency_json(&tasks.same_worker.summary()),
+                "park_to_run_other_thread_us": latency_json(&tasks.other_thread.summary()),
+                "empty_call_ns": tasks.empty_call_ns,
                 "xsave_bytes": state.size,
                 "xsave_mask": format!("{:#x}", state.mask),
                 "xcr0": format!("{:#x}", state.xcr0),
@@ -209,7 +215,23 @@ pub fn run(args: &SwitchArgs) -> Result<(), String> {
         &[
             row("flag, polled at record access", &flag, flag_lost),
             row("SIGURG, injected call", &signal, signal_lost),
+            row(
+                "wake of a parked task, waker on its worker",
+                &tasks.same_worker,
+                0,
+            ),
+            row(
+                "wake of a parked task, waker on another thread",
+                &tasks.other_thread,
+                0,
+            ),
         ],
+    );
+    println!();
+    println!(
+        "an empty call through the scheduler (submit, pooled context, run, result), 1,000 in \
+         flight: {:.0} ns per call",
+        tasks.empty_call_ns
     );
     Ok(())
 }

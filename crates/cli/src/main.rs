@@ -10,6 +10,7 @@
 mod args;
 mod bench_q2;
 mod bench_switch;
+mod bench_tasks;
 mod bench_tpcc;
 mod bimodal;
 mod mixed;
