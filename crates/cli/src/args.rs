@@ -215,6 +215,13 @@ impl LowArg {
     }
 }
 
+/// The middle class of the mixed workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum MediumArg {
+    /// The TPC-C standard mix (all five transactions), arriving open-loop.
+    Tpcc,
+}
+
 /// Options shared by `bench mixed` and `compare mixed`.
 #[derive(Clone, Debug, Args)]
 pub struct MixedArgs {
@@ -245,6 +252,12 @@ pub struct MixedArgs {
     /// The long low-priority transaction.
     #[arg(long, value_enum, default_value_t = LowArg::Q2)]
     pub lp: LowArg,
+    /// A middle class at medium priority, between the urgent and the low-priority work.
+    #[arg(long, value_enum)]
+    pub mp: Option<MediumArg>,
+    /// Microseconds between medium-priority arrivals (with --mp).
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub mp_interval_us: u64,
     /// After this many failed attempts a low-priority transaction runs promoted (not preemptible,
     /// reserving the rows it writes), so that urgent writers cannot starve a low-priority writer
     /// (--lp batch-update); 0 never promotes.

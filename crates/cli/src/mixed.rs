@@ -58,6 +58,9 @@ fn run_one(
         constants,
         args.seed,
     );
+    if args.mp.is_some() {
+        arrivals = arrivals.with_medium(Duration::from_micros(args.mp_interval_us));
+    }
     let executor = Arc::new(
         EngineExecutor::new(
             Arc::clone(&loaded.db),
@@ -87,6 +90,25 @@ fn check_resources(args: &MixedArgs) -> Result<(), String> {
 fn compute_task(args: &MixedArgs) -> Option<ComputeTask> {
     matches!(args.lp, LowArg::Compute | LowArg::BatchUpdate)
         .then(|| ComputeTask::calibrate(Duration::from_millis(args.compute_ms)))
+}
+
+/// The classes a run has, most urgent first, with their names and what they are.
+fn classes(args: &MixedArgs) -> Vec<(Priority, String)> {
+    let mut out = vec![(
+        Priority::HIGH,
+        "high priority (New-Order, Payment)".to_owned(),
+    )];
+    if args.mp.is_some() {
+        out.push((
+            Priority::MEDIUM,
+            format!(
+                "medium priority (TPC-C mix, one every {} us)",
+                args.mp_interval_us
+            ),
+        ));
+    }
+    out.push((Priority::LOW, "low priority".to_owned()));
+    out
 }
 
 fn class_json(c: &ClassStats, elapsed: f64) -> Value {
@@ -145,15 +167,17 @@ fn run_json(report: &RunReport, args: &MixedArgs) -> Value {
         "mechanism": args.preempt_mechanism.delivery().name(),
         "signal_delay_us": args.signal_delay_us,
         "huge_pages": args.huge_pages,
-        "classes": {
-            "high": class_json(report.stats.class(Priority::HIGH), elapsed),
-            "low": class_json(report.stats.class(Priority::LOW), elapsed),
-        },
+        "mp": args.mp.map(|_| "tpcc"),
+        "mp_interval_us": args.mp.map(|_| args.mp_interval_us),
+        "classes": classes(args)
+            .iter()
+            .map(|(p, _)| (p.as_str().to_owned(), class_json(report.stats.class(*p), elapsed)))
+            .collect::<serde_json::Map<_, _>>(),
         "preemptions": report.stats.class(Priority::LOW).preemptions,
-        "worker_time": {
-            "high": worker_share(report.stats.class(Priority::HIGH), report),
-            "low": worker_share(report.stats.class(Priority::LOW), report),
-        },
+        "worker_time": classes(args)
+            .iter()
+            .map(|(p, _)| (p.as_str().to_owned(), json!(worker_share(report.stats.class(*p), report))))
+            .collect::<serde_json::Map<_, _>>(),
         "kinds": kinds,
         "warnings": report.dispatch.warnings(),
         "machinery": {
@@ -189,9 +213,16 @@ fn describe(args: &MixedArgs) -> String {
             }
         ),
     };
+    let medium = match args.mp {
+        Some(_) => format!(
+            "medium priority: TPC-C mix, one every {} us; ",
+            args.mp_interval_us
+        ),
+        None => String::new(),
+    };
     format!(
         "mixed workload: {} worker(s), {} warehouse(s), {} s each; low priority: {low} (queue {}); \
-         high priority: New-Order/Payment, {} every {} us; mechanism {}; huge pages {}",
+         {medium}high priority: New-Order/Payment, {} every {} us; mechanism {}; huge pages {}",
         args.workers,
         args.warehouses.unwrap_or(i64::from(args.workers)),
         args.duration,
@@ -204,7 +235,11 @@ fn describe(args: &MixedArgs) -> String {
 }
 
 /// Rows of one class's table: one per run, with ratios to the `wait` run if there is one.
-fn class_rows(runs: &[RunReport], class: fn(&RunReport) -> &ClassStats) -> Vec<Vec<String>> {
+fn class_rows(runs: &[RunReport], priority: Priority) -> Vec<Vec<String>> {
+    fn class_of(r: &RunReport, p: Priority) -> &ClassStats {
+        r.stats.class(p)
+    }
+    let class = |r| class_of(r, priority);
     let wait = runs.iter().find(|r| r.config.policy == Policy::Wait);
     let ratio = |a: f64, b: f64| {
         if b > 0.0 {
@@ -258,18 +293,13 @@ fn print_comparison(runs: &[RunReport], args: &MixedArgs) {
     if with_wait {
         header.extend(["p99/wait", "per s/wait"]);
     }
-    for (title, class) in [
-        (
-            "high priority (New-Order, Payment)",
-            (|r: &RunReport| r.stats.class(Priority::HIGH)) as fn(&RunReport) -> &ClassStats,
-        ),
-        ("low priority", |r: &RunReport| r.stats.class(Priority::LOW)),
-    ] {
+    let classes = classes(args);
+    for (priority, title) in &classes {
         println!();
         println!(
             "{title}: end-to-end latency, scheduling delay (start - arrival), in microseconds"
         );
-        print_table(&header, &class_rows(runs, class));
+        print_table(&header, &class_rows(runs, *priority));
     }
     println!();
     println!(
@@ -279,22 +309,34 @@ fn print_comparison(runs: &[RunReport], args: &MixedArgs) {
     let time_rows: Vec<Vec<String>> = runs
         .iter()
         .map(|r| {
-            let (h, l) = (
-                worker_share(r.stats.class(Priority::HIGH), r),
-                worker_share(r.stats.class(Priority::LOW), r),
+            let shares: Vec<f64> = classes
+                .iter()
+                .map(|(p, _)| worker_share(r.stats.class(*p), r))
+                .collect();
+            let mut row = vec![r.config.policy.name().to_owned()];
+            row.extend(shares.iter().map(|s| format!("{:.1}%", s * 100.0)));
+            row.push(format!(
+                "{:.1}%",
+                (1.0 - shares.iter().sum::<f64>()) * 100.0
+            ));
+            row.extend(
+                classes
+                    .iter()
+                    .map(|(p, _)| us(r.stats.class(*p).running.summary().mean)),
             );
-            vec![
-                r.config.policy.name().to_owned(),
-                format!("{:.1}%", h * 100.0),
-                format!("{:.1}%", l * 100.0),
-                format!("{:.1}%", (1.0 - h - l) * 100.0),
-                us(r.stats.class(Priority::HIGH).running.summary().mean),
-                us(r.stats.class(Priority::LOW).running.summary().mean),
-            ]
+            row
         })
         .collect();
+    let mut time_header = vec!["policy".to_owned()];
+    time_header.extend(classes.iter().map(|(p, _)| p.as_str().to_owned()));
+    time_header.push("rest".to_owned());
+    time_header.extend(
+        classes
+            .iter()
+            .map(|(p, _)| format!("{} run us", p.as_str())),
+    );
     print_table(
-        &["policy", "high", "low", "rest", "high run us", "low run us"],
+        &time_header.iter().map(String::as_str).collect::<Vec<_>>(),
         &time_rows,
     );
     println!();
@@ -305,7 +347,7 @@ fn print_comparison(runs: &[RunReport], args: &MixedArgs) {
     let breakdown_rows: Vec<Vec<String>> = runs
         .iter()
         .flat_map(|r| {
-            [Priority::HIGH, Priority::LOW].map(|p| {
+            classes.iter().map(|&(p, _)| {
                 let b = r.stats.class(p).breakdown();
                 vec![
                     r.config.policy.name().to_owned(),

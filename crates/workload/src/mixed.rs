@@ -5,7 +5,8 @@
 //! milliseconds, like a user-defined function, which no yield point ever interrupts). Every arrival
 //! interval, a batch of `workers x hp_queue` high-priority transactions arrives at once, half
 //! New-Order and half Payment (TPC-C inputs, home warehouse chosen uniformly), all stamped with the
-//! batch's arrival time, and the dispatcher deals them round-robin.
+//! batch's arrival time, and the dispatcher deals them round-robin. Optionally a middle class of
+//! full-mix TPC-C transactions arrives open-loop at medium priority, one every interval.
 
 use std::time::{Duration, Instant};
 
@@ -136,6 +137,9 @@ pub struct MixedArrivals {
     next: Option<Instant>,
     /// Low-priority batch updates handed out so far.
     batches: u64,
+    /// A middle class: one full-mix TPC-C transaction at medium priority every interval, and
+    /// when the next is due.
+    medium: Option<(Duration, Option<Instant>)>,
 }
 
 impl MixedArrivals {
@@ -158,6 +162,27 @@ impl MixedArrivals {
             rng: TpccRng::new(seed),
             next: None,
             batches: 0,
+            medium: None,
+        }
+    }
+
+    /// Adds a middle class: a full-mix TPC-C transaction (any of the five, in the standard mix)
+    /// at [`Priority::MEDIUM`] every `interval`, open-loop.
+    pub fn with_medium(mut self, interval: Duration) -> Self {
+        self.medium = Some((interval, None));
+        self
+    }
+
+    fn medium_job(&mut self) -> Job {
+        let w_id = self.rng.uniform(1, self.warehouses);
+        Job {
+            priority: Priority::MEDIUM,
+            work: Work::Tpcc(TpccRequest::generate(
+                &mut self.rng,
+                &self.constants,
+                w_id,
+                self.warehouses,
+            )),
         }
     }
 
@@ -198,7 +223,17 @@ impl Arrivals<Job> for MixedArrivals {
             due += self.interval;
         }
         self.next = Some(due);
-        Some(due)
+        let Some((interval, next)) = self.medium else {
+            return Some(due);
+        };
+        let mut medium_due = next.unwrap_or(now + interval);
+        while medium_due <= now {
+            let job = self.medium_job();
+            out.push((job, medium_due));
+            medium_due += interval;
+        }
+        self.medium = Some((interval, Some(medium_due)));
+        Some(due.min(medium_due))
     }
 
     fn low(&mut self) -> Option<Job> {
@@ -268,6 +303,25 @@ mod tests {
             "about half New-Order: {new_orders}"
         );
         assert!(out.iter().all(|(j, _)| j.priority == Priority::HIGH));
+        let mut three = MixedArrivals::new(
+            Duration::from_micros(1_000),
+            4,
+            LowWork::Query2,
+            1,
+            NuRandConstants::for_load(&mut TpccRng::new(1)),
+            1,
+        )
+        .with_medium(Duration::from_micros(250));
+        let mut out = Vec::new();
+        three.high(start, &mut out);
+        three.high(start + Duration::from_micros(10_000), &mut out);
+        let medium = out
+            .iter()
+            .filter(|(j, _)| j.priority == Priority::MEDIUM)
+            .count();
+        // Medium every 250 us from 250 us to 10 ms, high in batches of 4 every ms from 1 ms.
+        assert_eq!(medium, 40);
+        assert_eq!(out.len() - medium, 40);
         assert!(matches!(a.low().map(|j| j.work), Some(Work::Query2)));
     }
 }
