@@ -379,6 +379,19 @@ pub struct TpccArgs {
     /// Microseconds an interrupt request may stay untaken before SIGURG is sent (0: always send).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     pub signal_delay_us: u64,
+    /// Instead of one terminal per worker with no think time: this many closed-loop client
+    /// threads submitting through the scheduler's API, each thinking between transactions.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub clients: Option<u32>,
+    /// With --clients: mean think time in microseconds (exponentially distributed).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
+    pub think_us: u64,
+    /// With --clients: share of transactions submitted as urgent (the rest are background).
+    #[arg(long, default_value_t = 0.5, value_parser = share)]
+    pub hp_share: f64,
+    /// With --clients: the scheduling policy.
+    #[arg(long, value_enum, default_value_t = PolicyArg::Preempt)]
+    pub policy: PolicyArg,
 }
 
 #[derive(Debug, Args)]
@@ -403,6 +416,15 @@ fn non_negative(s: &str) -> Result<f64, String> {
         Ok(v)
     } else {
         Err(format!("{s} must be a number, 0 or more"))
+    }
+}
+
+fn share(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("{s:?} is not a number"))?;
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{s} must be between 0 and 1"))
     }
 }
 
@@ -444,6 +466,9 @@ mod tests {
             &["bench", "bimodal", "--quantum-us", "0"],
             &["bench", "bimodal", "--policy", "preempt"],
             &["compare", "bimodal", "--policies", "wait,fifo"],
+            &["bench", "tpcc", "--clients", "0"],
+            &["bench", "tpcc", "--clients", "4", "--hp-share", "1.5"],
+            &["bench", "tpcc", "--clients", "4", "--hp-share", "NaN"],
         ] {
             assert!(parse(bad).is_err(), "{bad:?} was accepted");
         }

@@ -19,6 +19,9 @@ use crate::output::{
 };
 
 pub fn run(args: &TpccArgs) -> Result<(), String> {
+    if let Some(clients) = args.clients {
+        return crate::bench_clients::run(args, clients);
+    }
     let delivery = args.preempt_mechanism.delivery();
     if args.interrupt_interval_us.is_some() {
         delivery.check().map_err(|e| e.to_string())?;

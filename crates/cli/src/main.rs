@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 mod args;
+mod bench_clients;
 mod bench_q2;
 mod bench_switch;
 mod bench_tasks;

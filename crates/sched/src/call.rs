@@ -32,7 +32,7 @@ use overtake_engine::Priority;
 use overtake_runtime::park::{self, Unparker};
 use overtake_runtime::{NoPreemptGuard, RegionMutex};
 
-use crate::job::{Executor, Outcome, Status};
+use crate::job::{Executor, Outcome};
 use crate::scheduler::{Overloaded, Scheduler};
 
 /// Why a call produced no result.
@@ -137,12 +137,31 @@ impl<R> std::fmt::Debug for Ticket<R> {
 /// A closure to run as a transaction of some priority.
 pub struct Call {
     priority: Priority,
-    run: Box<dyn FnOnce() -> bool + Send>,
+    /// Runs the closure, completes the ticket, and says how it went for the statistics.
+    run: Box<dyn FnOnce() -> Outcome + Send>,
 }
 
 impl Call {
-    /// A call of `f` at `priority`, and the ticket for its result.
+    /// A call of `f` at `priority`, and the ticket for its result. The scheduler books it as
+    /// committed (or failed, if it panics).
     pub fn new<R, F>(priority: Priority, f: F) -> (Call, Ticket<R>)
+    where
+        R: Send + 'static,
+        F: FnOnce() -> R + Send + 'static,
+    {
+        Self::build(priority, f, |_| Outcome::committed())
+    }
+
+    /// A call of `f` at `priority` that says itself how it ended (committed, rolled back, failed,
+    /// after how many retries): the scheduler books that, and the ticket gives it too.
+    pub fn with_outcome<F>(priority: Priority, f: F) -> (Call, Ticket<Outcome>)
+    where
+        F: FnOnce() -> Outcome + Send + 'static,
+    {
+        Self::build(priority, f, Outcome::clone)
+    }
+
+    fn build<R, F>(priority: Priority, f: F, booked: fn(&R) -> Outcome) -> (Call, Ticket<R>)
     where
         R: Send + 'static,
         F: FnOnce() -> R + Send + 'static,
@@ -155,8 +174,9 @@ impl Call {
         };
         let run = Box::new(move || match catch_unwind(AssertUnwindSafe(f)) {
             Ok(result) => {
+                let outcome = booked(&result);
                 completer.complete(Ok(result));
-                true
+                outcome
             }
             Err(panic) => {
                 let message = panic
@@ -164,8 +184,8 @@ impl Call {
                     .map(|s| (*s).to_owned())
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "a non-string panic".to_owned());
-                completer.complete(Err(CallError::Panicked(message)));
-                false
+                completer.complete(Err(CallError::Panicked(message.clone())));
+                Outcome::failed(format!("the call panicked: {message}"))
             }
         });
         (Call { priority, run }, Ticket { completion })
@@ -205,16 +225,11 @@ impl Executor for Calls {
     }
 
     fn execute(&self, job: &mut Call, _worker: usize) -> Outcome {
-        let run = std::mem::replace(&mut job.run, Box::new(|| false));
-        if run() {
-            Outcome::committed()
-        } else {
-            Outcome {
-                status: Status::Failed,
-                error: Some("the call panicked".to_owned()),
-                ..Outcome::committed()
-            }
-        }
+        let run = std::mem::replace(
+            &mut job.run,
+            Box::new(|| Outcome::failed("a call ran twice".to_owned())),
+        );
+        run()
     }
 }
 

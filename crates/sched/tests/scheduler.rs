@@ -166,3 +166,22 @@ fn a_call_waiting_for_another_call_parks_instead_of_blocking_its_worker() {
     assert_eq!(outer.wait(), Ok(Ok(21)));
     drop(scheduler); // dropping the last handle drains and stops the workers
 }
+
+#[test]
+fn a_call_that_reports_its_outcome_is_booked_as_it_says() {
+    use overtake_sched::{Call, Outcome, Status};
+    let scheduler = Scheduler::start(&config(Policy::Preempt), Arc::new(Calls)).expect("start");
+    let (call, ticket) = Call::with_outcome(Priority::MEDIUM, || Outcome {
+        status: Status::RolledBack,
+        conflicts: 2,
+        ..Outcome::committed()
+    });
+    scheduler.submit(call).expect("admitted");
+    assert_eq!(ticket.wait().map(|o| o.status), Ok(Status::RolledBack));
+    let report = scheduler.shutdown(Shutdown::Drain).expect("shutdown");
+    let medium = report.stats.class(Priority::MEDIUM);
+    assert_eq!(
+        (medium.committed, medium.rolled_back, medium.conflicts),
+        (0, 1, 2)
+    );
+}

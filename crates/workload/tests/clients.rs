@@ -1,0 +1,44 @@
+//! Closed-loop clients submitting TPC-C through the scheduler's public API.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use overtake_engine::Priority;
+use overtake_sched::{Delivery, SchedConfig};
+use overtake_workload::tpcc::clients::{ClientsConfig, run_clients};
+
+#[global_allocator]
+static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
+
+#[test]
+fn every_client_transaction_goes_through_the_scheduler_at_its_class() {
+    let (db, tables, constants) = common::tpcc_database(1, 3);
+    let db = Arc::new(db);
+    let sched = SchedConfig {
+        delivery: Delivery::Poll,
+        pin: false,
+        ..SchedConfig::default()
+    };
+    for (share, urgent) in [(1.0, true), (0.0, false)] {
+        let config = ClientsConfig {
+            hp_share: share,
+            ..ClientsConfig::new(3, sched.clone(), constants)
+        };
+        // A run of no length: every client still runs exactly one transaction.
+        let report =
+            run_clients(Arc::clone(&db), &tables, &config, Duration::ZERO, &|_| {}).expect("run");
+        let (asked, other) = if urgent {
+            (Priority::HIGH, Priority::LOW)
+        } else {
+            (Priority::LOW, Priority::HIGH)
+        };
+        let stats = &report.scheduler.stats;
+        let c = stats.class(asked);
+        assert_eq!(c.committed + c.rolled_back, 3, "one transaction per client");
+        assert_eq!(c.failed, 0, "{:?}", c.first_error);
+        let o = stats.class(other);
+        assert_eq!(o.committed + o.rolled_back + o.failed, 0);
+    }
+}
