@@ -209,6 +209,7 @@ fn type_json(c: &ClassStats, per_sec: f64) -> serde_json::Value {
         "user_rollbacks": c.rolled_back,
         "errors": c.failed,
         "latency_us": latency_json(&c.latency.summary()),
+        "breakdown_us": c.breakdown(),
     })
 }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use overtake_sched::{Arrivals, ClassStats, LocalFeed, Policy, RunReport, SchedConfig};
-use overtake_workload::bimodal::{Bimodal, PoissonArrivals, Request};
+use overtake_workload::bimodal::{Bimodal, KINDS, PoissonArrivals, Request};
 use overtake_workload::rng::TpccRng;
 use serde_json::{Value, json};
 
@@ -226,6 +226,27 @@ fn print_runs(runs: &[(String, RunReport)], prepared: &Prepared, args: &BimodalA
             &rows,
         );
     }
+    println!();
+    println!(
+        "where each request's time went, mean microseconds: queued (arrival to start), running, \
+         preempted (paused for other work)"
+    );
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .flat_map(|(name, r)| {
+            KINDS.iter().enumerate().map(move |(kind, kind_name)| {
+                let b = r.stats.kinds[kind].breakdown();
+                vec![
+                    name.clone(),
+                    (*kind_name).to_owned(),
+                    us(b.queued),
+                    us(b.running),
+                    us(b.preempted),
+                ]
+            })
+        })
+        .collect();
+    print_table(&["policy", "kind", "queued", "running", "preempted"], &rows);
     println!();
     println!("quantum ends: preemptions asked for, and skipped because nothing else waited");
     let rows: Vec<Vec<String>> = runs
