@@ -406,6 +406,12 @@ impl<E: Executor> WorkerCore<E> {
                     core.mailboxes[id].borrow_mut().take()
                 };
                 if let Some(job) = job {
+                    // A request whose signal reached the worker between tasks (nowhere it could
+                    // land) is still raised: take it up now, before a job that may never poll.
+                    if core.shared.target.is_requested() {
+                        let _region = NoPreemptGuard::new();
+                        core.serve_preemption();
+                    }
                     core.run_job(id, job);
                 }
                 // The task has ended; the context waits for its slot's next task.
@@ -504,12 +510,14 @@ impl<E: Executor> WorkerCore<E> {
     }
 }
 
-impl<E: Executor> ServePreemption for WorkerCore<E> {
-    fn serve_preemption(&self) {
+impl<E: Executor> WorkerCore<E> {
+    /// Pauses the running task (this code runs on its stack, inside a region) if the policy says
+    /// so now. Returns false if it kept running, true once it has been paused and resumed.
+    fn preempt_running(&self) -> bool {
         self.shared.target.acknowledge();
         self.collect_wakes();
         let Some(id) = self.running.get() else {
-            return;
+            return false;
         };
         let now = Instant::now();
         let ahead = {
@@ -518,20 +526,20 @@ impl<E: Executor> ServePreemption for WorkerCore<E> {
             debug_assert_eq!(task.state, TaskState::Running);
             if self.config.policy == Policy::Quantum {
                 if now.saturating_duration_since(self.slice_started.get()) < self.config.quantum {
-                    return; // its quantum is not used up
+                    return false; // its quantum is not used up
                 }
                 if self.config.skip_needless && !self.work_waiting_at_or_above(task.effective()) {
-                    return; // nothing else to run: preempting would only cost a switch
+                    return false; // nothing else to run: preempting would only cost a switch
                 }
                 self.inbox.len(task.effective())
             } else {
                 if !self.more_urgent_than(task.effective()) {
-                    return; // nothing more urgent after all (or an interrupt without work)
+                    return false; // nothing more urgent after all (or an interrupt without work)
                 }
                 if self.config.policy == Policy::Preempt
                     && tasks.starvation(id, now) >= self.config.starvation_threshold
                 {
-                    return; // it has starved enough: the urgent work waits for its end
+                    return false; // it has starved enough: the urgent work waits for its end
                 }
                 0
             }
@@ -539,6 +547,17 @@ impl<E: Executor> ServePreemption for WorkerCore<E> {
         self.tasks.borrow_mut().preempt(id, now, ahead);
         let suspended = suspend_current(Suspension::Preempted);
         debug_assert!(suspended, "the hook runs on a task's stack");
+        true
+    }
+}
+
+impl<E: Executor> ServePreemption for WorkerCore<E> {
+    fn serve_preemption(&self) {
+        // A request raised while the task was being switched back in found it inside the
+        // switch's region: its signal was deferred, and the deferral is discarded when this hook
+        // returns. The request flag is still up, so look again before the task continues: a task
+        // that never polls (a computation) would otherwise keep running past it.
+        while self.preempt_running() && self.shared.target.is_requested() {}
     }
 }
 
