@@ -1,0 +1,156 @@
+//! The part of a worker other threads see, and what they tell it: its preemption target and
+//! starvation monitor, the level it runs, its wake inbox (wakes and priority raises of its tasks,
+//! from any thread), the sleeper that lets an idle worker sleep until work arrives, and the stop
+//! word. Everything here is shared across threads: atomics, or a region-bound lock held for a
+//! push or a drain.
+
+use std::sync::Arc;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::thread::Thread;
+use std::time::Duration;
+
+use overtake_runtime::park::WakeTarget;
+use overtake_runtime::preempt::PreemptTarget;
+use overtake_runtime::{NoPreemptGuard, RegionMutex};
+
+use crate::starvation::StarvationMonitor;
+
+/// `running_level` while no task runs.
+pub(crate) const IDLE: u8 = u8::MAX;
+
+/// How long a worker with nothing to do spins before it sleeps until work arrives.
+pub(crate) const SPIN_BEFORE_SLEEP: Duration = Duration::from_micros(200);
+
+/// Lets an idle worker sleep, and whoever brings it work wake it.
+#[derive(Default)]
+pub(crate) struct Sleeper {
+    sleeping: AtomicBool,
+    pub(crate) thread: OnceLock<Thread>,
+}
+
+impl Sleeper {
+    /// Wakes the worker if it sleeps (call after making work visible to it).
+    pub(crate) fn notify(&self) {
+        if self.sleeping.load(Ordering::SeqCst)
+            && let Some(thread) = self.thread.get()
+        {
+            thread.unpark();
+        }
+    }
+
+    /// Sleeps (at most a millisecond) unless `has_work` says there is work after all. Paired with
+    /// [`notify`](Self::notify): the flag is set before the check, so work made visible before a
+    /// notify is either seen by the check or followed by an unpark.
+    pub(crate) fn sleep_unless(&self, has_work: impl FnOnce() -> bool) {
+        self.sleeping.store(true, Ordering::SeqCst);
+        if !has_work() {
+            std::thread::park_timeout(Duration::from_millis(1));
+        }
+        self.sleeping.store(false, Ordering::SeqCst);
+    }
+}
+
+/// What other threads tell a worker about its tasks.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum TaskEvent {
+    /// A parked task may run again.
+    Wake(u64),
+    /// A waiter raised a task (or withdrew a raise): priority inheritance.
+    Raise { token: u64, level: u8, up: bool },
+}
+
+/// Where wakes and raises for a worker's tasks arrive, from any thread.
+pub(crate) struct WakeInbox {
+    pub(crate) events: RegionMutex<Vec<TaskEvent>>,
+    pub(crate) any: AtomicBool,
+    target: Arc<PreemptTarget>,
+    sleeper: Arc<Sleeper>,
+}
+
+impl WakeInbox {
+    fn post(&self, event: TaskEvent) {
+        let region = NoPreemptGuard::new();
+        self.events.lock(&region).push(event);
+        self.any.store(true, Ordering::SeqCst);
+        // A running task of a lower level makes way at its next poll (or the worker's loop
+        // finds the event at its next pick).
+        self.target.request();
+        self.sleeper.notify();
+    }
+}
+
+impl WakeTarget for WakeInbox {
+    fn wake(&self, token: u64) {
+        self.post(TaskEvent::Wake(token));
+    }
+
+    fn raise(&self, token: u64, level: u8, up: bool) {
+        self.post(TaskEvent::Raise { token, level, up });
+    }
+}
+
+/// The part of a worker other threads see: its preemption target, its starvation monitor, its
+/// wake inbox, what it runs, whether it is ready.
+pub(crate) struct WorkerShared {
+    pub(crate) target: Arc<PreemptTarget>,
+    pub(crate) starvation: StarvationMonitor,
+    pub(crate) wakes: Arc<WakeInbox>,
+    /// Level of the running task ([`IDLE`]: none).
+    pub(crate) running_level: AtomicU8,
+    /// When the running task's current slice began (starvation-clock nanoseconds; 0: none runs).
+    pub(crate) slice_started: AtomicU64,
+    /// Started tasks ready to continue (preempted or woken): work waiting besides the inbox.
+    pub(crate) ready_tasks: AtomicUsize,
+    pub(crate) sleeper: Arc<Sleeper>,
+    /// Set once the worker is fully set up (registered for preemption, statistics allocated)
+    /// and about to take work. The run's clock starts only when every worker is ready: setting
+    /// up takes tens of milliseconds, which would otherwise show up as the latency of the first
+    /// transactions.
+    pub(crate) ready: AtomicBool,
+}
+
+impl WorkerShared {
+    pub(crate) fn new() -> Self {
+        let target = PreemptTarget::new();
+        let sleeper = Arc::new(Sleeper::default());
+        WorkerShared {
+            wakes: Arc::new(WakeInbox {
+                events: RegionMutex::new(Vec::new()),
+                any: AtomicBool::new(false),
+                target: Arc::clone(&target),
+                sleeper: Arc::clone(&sleeper),
+            }),
+            sleeper,
+            target,
+            starvation: StarvationMonitor::default(),
+            running_level: AtomicU8::new(IDLE),
+            slice_started: AtomicU64::new(0),
+            ready_tasks: AtomicUsize::new(0),
+            ready: AtomicBool::new(false),
+        }
+    }
+}
+
+/// What the workers are asked to do, in their shared stop word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Stop {
+    /// Keep taking work.
+    Run = 0,
+    /// Finish every queued job and every task that can run, then exit. Tasks still parked when
+    /// nothing else can run are abandoned (unwound).
+    Drain = 1,
+    /// Finish the started tasks that can run, then exit; queued jobs stay unstarted.
+    Abandon = 2,
+}
+
+impl From<u8> for Stop {
+    fn from(v: u8) -> Self {
+        match v {
+            0 => Stop::Run,
+            1 => Stop::Drain,
+            _ => Stop::Abandon,
+        }
+    }
+}
