@@ -14,6 +14,7 @@ use std::time::Instant;
 use overtake_engine::Priority;
 use overtake_runtime::park::{self, Unparker};
 use overtake_runtime::preempt;
+use overtake_runtime::{NoPreemptGuard, RegionMutex};
 use overtake_sched::{Calls, Delivery, LatencyHistogram, Policy, SchedConfig, Scheduler, Shutdown};
 
 /// What the measurements found.
@@ -47,7 +48,7 @@ struct Rendezvous {
     /// When the latest wake was sent (nanoseconds since `epoch`).
     sent: AtomicU64,
     /// Wake-to-run latencies recorded by the woken task, nanoseconds.
-    latencies: std::sync::Mutex<Vec<u64>>,
+    latencies: RegionMutex<Vec<u64>>,
 }
 
 /// Measures park-to-run latency `samples` times; `same_worker` chooses the waker.
@@ -57,12 +58,16 @@ fn park_to_run(samples: u32, same_worker: bool) -> Result<LatencyHistogram, Stri
     let epoch = Instant::now();
     let nanos = move || epoch.elapsed().as_nanos() as u64;
     let meet = Arc::new(Rendezvous::default());
-    let unparker: Arc<std::sync::Mutex<Option<Unparker>>> = Arc::default();
+    // Region-bound locks: the tasks below take them too, and a task must not be paused holding one.
+    let unparker: Arc<RegionMutex<Option<Unparker>>> = Arc::default();
     // The parked (urgent) task.
     let (m, u) = (Arc::clone(&meet), Arc::clone(&unparker));
     let parked = scheduler
         .call(Priority::HIGH, move || {
-            *u.lock().expect("unparker") = Some(park::current_unparker());
+            let unparker = park::current_unparker();
+            let region = NoPreemptGuard::new();
+            *u.lock(&region) = Some(unparker);
+            drop(region);
             let mut latencies = Vec::with_capacity(samples as usize);
             for i in 0..u64::from(samples) {
                 m.parks.store(i + 1, Ordering::Release);
@@ -77,12 +82,16 @@ fn park_to_run(samples: u32, same_worker: bool) -> Result<LatencyHistogram, Stri
                     }
                 }
             }
-            *m.latencies.lock().expect("latencies") = latencies;
+            let region = NoPreemptGuard::new();
+            *m.latencies.lock(&region) = latencies;
         })
         .map_err(|e| e.to_string())?;
     // Wait until it has published its handle.
     let waker = loop {
-        if let Some(u) = unparker.lock().expect("unparker").clone() {
+        let region = NoPreemptGuard::new();
+        let published = unparker.lock(&region).clone();
+        drop(region);
+        if let Some(u) = published {
             break u;
         }
         std::thread::yield_now();
@@ -130,7 +139,8 @@ fn park_to_run(samples: u32, same_worker: bool) -> Result<LatencyHistogram, Stri
         .shutdown(Shutdown::Drain)
         .map_err(|e| e.to_string())?;
     let mut h = LatencyHistogram::new();
-    for &ns in meet.latencies.lock().expect("latencies").iter() {
+    let region = NoPreemptGuard::new();
+    for &ns in meet.latencies.lock(&region).iter() {
         h.record_nanos(ns);
     }
     Ok(h)

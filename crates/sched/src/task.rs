@@ -57,6 +57,22 @@ pub(crate) struct Task {
 }
 
 impl Task {
+    /// A slot with nothing yet happened to its task.
+    fn fresh(state: TaskState, priority: Priority, serial: u32, now: Instant) -> Self {
+        Task {
+            state,
+            priority,
+            raised: [0; Priority::LEVELS],
+            serial,
+            started: now,
+            preemptions: 0,
+            preempted: Duration::ZERO,
+            waited: Duration::ZERO,
+            since: now,
+            ahead: 0,
+        }
+    }
+
     /// The level it runs at: its own, or the highest a waiter raised it to.
     pub(crate) fn effective(&self) -> Priority {
         Priority::ALL
@@ -108,21 +124,7 @@ impl TaskTable {
     /// A table of `capacity` slots (the pool bound).
     pub(crate) fn new(capacity: usize, now: Instant) -> Self {
         TaskTable {
-            slots: vec![
-                Task {
-                    state: TaskState::Free,
-                    priority: Priority::LOW,
-                    raised: [0; Priority::LEVELS],
-                    serial: 0,
-                    started: now,
-                    preemptions: 0,
-                    preempted: Duration::ZERO,
-                    waited: Duration::ZERO,
-                    since: now,
-                    ahead: 0,
-                };
-                capacity
-            ],
+            slots: vec![Task::fresh(TaskState::Free, Priority::LOW, 0, now); capacity],
             free: Vec::new(),
             created: 0,
             ready: vec![VecDeque::new(); Priority::LEVELS],
@@ -160,18 +162,12 @@ impl TaskTable {
     pub(crate) fn start(&mut self, id: TaskId, priority: Priority, now: Instant) -> u64 {
         let slot = &mut self.slots[id];
         debug_assert_eq!(slot.state, TaskState::Free);
-        *slot = Task {
-            state: TaskState::Running,
+        *slot = Task::fresh(
+            TaskState::Running,
             priority,
-            raised: [0; Priority::LEVELS],
-            serial: slot.serial.wrapping_add(1),
-            started: now,
-            preemptions: 0,
-            preempted: Duration::ZERO,
-            waited: Duration::ZERO,
-            since: now,
-            ahead: 0,
-        };
+            slot.serial.wrapping_add(1),
+            now,
+        );
         token(id, slot.serial)
     }
 
