@@ -324,6 +324,7 @@ pub fn compare(args: &CompareBimodalArgs) -> Result<(), String> {
             policy.name().to_owned(),
             run_one(policy.name(), &config, &prepared, &args.bimodal)?,
         ));
+        crate::mixed::settle_between_runs();
     }
     report(&runs, &prepared, &args.bimodal);
     Ok(())

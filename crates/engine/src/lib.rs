@@ -55,6 +55,7 @@ mod writeset;
 
 pub use catalog::MAX_TABLES;
 pub use db::{Attempts, Database, EngineStats, Options, RetryPolicy};
+pub use epoch::release_thread_garbage;
 pub use error::{AbortReason, Error, Result};
 pub use gc::VersionCensus;
 pub use key::{KeyBuf, KeyBuilder, KeyRange};

@@ -562,6 +562,9 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         drop(ctx.borrow_mut().take());
     }
     drop(registration);
+    // What this thread's transactions retired is freed here, not handed with the thread's
+    // reclamation state to the next thread that starts (a worker of the next run).
+    overtake_engine::release_thread_garbage();
     Ok(core.stats.take())
 }
 
