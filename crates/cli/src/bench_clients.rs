@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::args::TpccArgs;
 use crate::output::{
-    latency_cells, latency_json, load_database, print_table, run_progress, ticker, us,
+    class_json, latency_cells, load_database, print_table, run_progress, ticker, us,
 };
 
 pub fn run(args: &TpccArgs, clients: u32) -> Result<(), String> {
@@ -56,20 +56,9 @@ pub fn run(args: &TpccArgs, clients: u32) -> Result<(), String> {
         let by_class: serde_json::Map<_, _> = classes
             .iter()
             .map(|&p| {
-                let c = report.scheduler.stats.class(p);
                 (
                     p.as_str().to_owned(),
-                    json!({
-                        "per_sec": c.committed as f64 / elapsed,
-                        "committed": c.committed,
-                        "rolled_back": c.rolled_back,
-                        "failed": c.failed,
-                        "conflicts": c.conflicts,
-                        "validation_failures": c.validation_failures,
-                        "preemptions": c.preemptions,
-                        "latency_us": latency_json(&c.latency.summary()),
-                        "breakdown_us": c.breakdown(),
-                    }),
+                    class_json(report.scheduler.stats.class(p), elapsed),
                 )
             })
             .collect();

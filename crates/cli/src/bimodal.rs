@@ -5,13 +5,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use overtake_sched::{Arrivals, ClassStats, LocalFeed, Policy, RunReport, SchedConfig};
+use overtake_sched::{Arrivals, LocalFeed, Policy, RunReport, SchedConfig};
 use overtake_workload::bimodal::{Bimodal, KINDS, PoissonArrivals, Request};
 use overtake_workload::rng::TpccRng;
 use serde_json::{Value, json};
 
 use crate::args::{BenchBimodalArgs, BimodalArgs, BimodalPolicyArg, CompareBimodalArgs};
-use crate::output::{print_table, progress, run_progress, ticker, us};
+use crate::output::{class_json, print_table, progress, run_progress, ticker, us};
 
 /// The workload, loaded and measured once for every run.
 struct Prepared {
@@ -128,18 +128,6 @@ fn run_one(
     .map_err(|e| e.to_string())?;
     bar.finish_and_clear();
     Ok(report)
-}
-
-fn class_json(c: &ClassStats, elapsed: f64) -> Value {
-    let l = c.latency.summary();
-    json!({
-        "per_sec": c.committed as f64 / elapsed,
-        "committed": c.committed,
-        "failed": c.failed,
-        "preemptions": c.preemptions,
-        "latency_us": { "p50": l.p50, "p99": l.p99, "p999": l.p999, "max": l.max, "mean": l.mean },
-        "breakdown_us": c.breakdown(),
-    })
 }
 
 fn run_json(name: &str, r: &RunReport) -> Value {

@@ -13,7 +13,7 @@ use overtake_workload::tpcc::load::GROWTH_PER_TRANSACTION;
 use serde_json::{Value, json};
 
 use crate::args::{BenchMixedArgs, CompareMixedArgs, LowArg, MixedArgs, PolicyArg};
-use crate::output::{latency_json, load_database, print_table, run_progress, secs, ticker, us};
+use crate::output::{class_json, load_database, print_table, run_progress, secs, ticker, us};
 
 fn sched_config(policy: Policy, args: &MixedArgs) -> SchedConfig {
     SchedConfig {
@@ -119,28 +119,6 @@ fn classes(args: &MixedArgs) -> Vec<(Priority, String)> {
     }
     out.push((Priority::LOW, "low priority".to_owned()));
     out
-}
-
-fn class_json(c: &ClassStats, elapsed: f64) -> Value {
-    let delay = c.sched_delay.summary();
-    json!({
-        "per_sec": c.committed as f64 / elapsed,
-        "committed": c.committed,
-        "rolled_back": c.rolled_back,
-        "failed": c.failed,
-        "conflicts": c.conflicts,
-        "validation_failures": c.validation_failures,
-        "attempts": c.attempts(),
-        "promoted": c.promoted,
-        "wasted_ms": c.wasted_nanos as f64 / 1e6,
-        "latency_us": latency_json(&c.latency.summary()),
-        "sched_delay_us": { "p50": delay.p50, "p99": delay.p99, "max": delay.max },
-        "preemptions": c.preemptions,
-        "preempted_us": latency_json(&c.preempted.summary()),
-        "running_us": latency_json(&c.running.summary()),
-        "breakdown_us": c.breakdown(),
-        "first_error": c.first_error,
-    })
 }
 
 /// Share of the workers' time (elapsed x workers) that jobs of a class spent running.

@@ -112,6 +112,30 @@ pub fn latency_json(s: &LatencySummary) -> serde_json::Value {
     })
 }
 
+/// One class's (or kind's) figures as JSON, the same shape in every command: throughput,
+/// outcomes, latency percentiles, scheduling delay, preemptions and the time breakdown.
+pub fn class_json(c: &overtake_sched::ClassStats, elapsed: f64) -> serde_json::Value {
+    let delay = c.sched_delay.summary();
+    serde_json::json!({
+        "per_sec": c.committed as f64 / elapsed,
+        "committed": c.committed,
+        "rolled_back": c.rolled_back,
+        "failed": c.failed,
+        "conflicts": c.conflicts,
+        "validation_failures": c.validation_failures,
+        "attempts": c.attempts(),
+        "promoted": c.promoted,
+        "wasted_ms": c.wasted_nanos as f64 / 1e6,
+        "latency_us": latency_json(&c.latency.summary()),
+        "sched_delay_us": { "p50": delay.p50, "p99": delay.p99, "max": delay.max },
+        "preemptions": c.preemptions,
+        "preempted_us": latency_json(&c.preempted.summary()),
+        "running_us": latency_json(&c.running.summary()),
+        "breakdown_us": c.breakdown(),
+        "first_error": c.first_error,
+    })
+}
+
 /// Prints rows as a left-aligned first column and right-aligned others.
 pub fn print_table(header: &[&str], rows: &[Vec<String>]) {
     let columns = header.len();
