@@ -37,6 +37,7 @@
 
 mod catalog;
 mod db;
+mod doubling;
 mod engine;
 mod epoch;
 mod error;

@@ -4,8 +4,8 @@
 //! head of its version chain. Indexes map keys to OIDs, so secondary indexes never need to change
 //! when a record is updated, and a record's chain can be replaced without touching any index.
 //!
-//! Slots live in chunks that double in size (4096, 8192, ...), allocated on first use and never
-//! moved, so a slot reference stays valid for the table's lifetime without any lock.
+//! Slots live in a [`DoublingArray`] (chunks of 4096, 8192, ... slots, built ahead of need and
+//! never moved), so a slot reference stays valid for the table's lifetime without any lock.
 //!
 //! A pending version at the head belongs to a transaction installing its writes: one inside its
 //! commit, or a promoted attempt (see `Database::run`), both running in a non-preemptible region.
@@ -15,8 +15,10 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use overtake_runtime::{NoPreemptGuard, RegionMutex, RegionOnceLock};
+use overtake_runtime::{NoPreemptGuard, RegionMutex};
 use sdd::{AtomicShared, Guard, Tag};
+
+use crate::doubling::DoublingArray;
 
 /// Object id of a record within its table.
 pub(crate) type Oid = u64;
@@ -89,10 +91,8 @@ impl<'g> Iterator for Chain<'g> {
     }
 }
 
-const FIRST_CHUNK_BITS: u32 = 12;
-const CHUNKS: usize = 40;
-
-type Chunk = Box<[AtomicShared<Version>]>;
+/// Record slots: 4096 in the first chunk, 40 chunks.
+type Slots = DoublingArray<AtomicShared<Version>, 12, 40>;
 
 /// Fresh OIDs a transaction slot takes from a table's counter at once.
 pub(crate) const OID_BLOCK: u64 = 32;
@@ -107,7 +107,7 @@ pub(crate) struct OidBlock {
 
 /// The slots of one table.
 pub(crate) struct RecordStore {
-    chunks: Box<[RegionOnceLock<Chunk>]>,
+    slots: Slots,
     next_oid: AtomicU64,
     /// Dead OIDs with the clock value at their death; reusable once the watermark passes it.
     free: RegionMutex<VecDeque<(Oid, u64)>>,
@@ -116,17 +116,10 @@ pub(crate) struct RecordStore {
     free_front: AtomicU64,
 }
 
-fn locate(oid: Oid) -> (usize, usize) {
-    let v = oid + (1 << FIRST_CHUNK_BITS);
-    let chunk = (63 - v.leading_zeros() - FIRST_CHUNK_BITS) as usize;
-    let offset = (v - (1 << (chunk as u32 + FIRST_CHUNK_BITS))) as usize;
-    (chunk, offset)
-}
-
 impl RecordStore {
     pub(crate) fn new() -> Self {
         RecordStore {
-            chunks: (0..CHUNKS).map(|_| RegionOnceLock::new()).collect(),
+            slots: Slots::new(AtomicShared::null),
             next_oid: AtomicU64::new(0),
             free: RegionMutex::new(VecDeque::new()),
             free_front: AtomicU64::new(u64::MAX),
@@ -136,24 +129,10 @@ impl RecordStore {
     /// The slot of `oid` (which must have been allocated).
     #[inline]
     pub(crate) fn slot(&self, oid: Oid) -> &AtomicShared<Version> {
-        let (chunk, offset) = locate(oid);
-        match self.chunks[chunk].get() {
-            Some(slots) => &slots[offset],
-            None => &self.fill_chunk(chunk)[offset],
+        match self.slots.get_or_build(oid) {
+            Some(slot) => slot,
+            None => panic!("OID {oid} is beyond the record store's capacity"),
         }
-    }
-
-    /// Creates chunk `chunk` (or waits for the thread creating it). Filling a chunk takes up to
-    /// milliseconds and everyone else touching it waits meanwhile: the region is entered before
-    /// the cell is claimed, so the filler can never be a paused context.
-    #[cold]
-    fn fill_chunk(&self, chunk: usize) -> &Chunk {
-        let region = NoPreemptGuard::new();
-        self.chunks[chunk].get_or_init(&region, || {
-            (0..1usize << (chunk as u32 + FIRST_CHUNK_BITS))
-                .map(|_| AtomicShared::null())
-                .collect()
-        })
     }
 
     /// A fresh or recycled OID. Recycled ones died before `watermark`, so no transaction that could
@@ -178,6 +157,7 @@ impl RecordStore {
         if block.next == block.end {
             block.next = self.next_oid.fetch_add(OID_BLOCK, Ordering::Relaxed);
             block.end = block.next + OID_BLOCK;
+            self.slots.build_ahead(block.end - 1);
         }
         block.next += 1;
         block.next - 1
@@ -218,12 +198,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn chunks_double_and_cover_every_oid() {
-        assert_eq!(locate(0), (0, 0));
-        assert_eq!(locate(4095), (0, 4095));
-        assert_eq!(locate(4096), (1, 0));
-        assert_eq!(locate(4096 + 8191), (1, 8191));
-        assert_eq!(locate(4096 + 8192), (2, 0));
+    fn slots_never_move() {
         let store = RecordStore::new();
         let a: *const _ = store.slot(10);
         let b: *const _ = store.slot(5000);

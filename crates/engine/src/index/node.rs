@@ -17,10 +17,10 @@ use std::cmp::Ordering;
 use std::sync::atomic::{AtomicU64, Ordering as Mem, fence};
 
 use overtake_runtime::prefetch::prefetch_read;
-use overtake_runtime::{NoPreemptGuard, RegionOnceLock};
 use sdd::{AtomicShared, Guard, Shared, Tag};
 
 use super::packed::{SearchKey, is_long};
+use crate::doubling::DoublingArray;
 
 /// Keys per node: entries of a leaf, separators of an inner node (which has one more child).
 pub(super) const CAP: usize = 32;
@@ -305,25 +305,15 @@ impl Node {
     }
 }
 
-const FIRST_CHUNK_BITS: u32 = 8;
-const CHUNKS: usize = 24;
-
-/// The nodes of one tree, addressed by id.
+/// The nodes of one tree, addressed by id: 256 in the first chunk, 24 chunks (4 billion nodes).
 pub(super) struct Arena {
-    chunks: Box<[RegionOnceLock<Box<[Node]>>]>,
-}
-
-fn locate(id: u64) -> Option<(usize, usize)> {
-    let v = id.checked_add(1 << FIRST_CHUNK_BITS)?;
-    let chunk = (63 - v.leading_zeros() - FIRST_CHUNK_BITS) as usize;
-    let offset = (v - (1 << (chunk as u32 + FIRST_CHUNK_BITS))) as usize;
-    (chunk < CHUNKS).then_some((chunk, offset))
+    nodes: DoublingArray<Node, 8, 24>,
 }
 
 impl Arena {
     pub(super) fn new() -> Self {
         Arena {
-            chunks: (0..CHUNKS).map(|_| RegionOnceLock::new()).collect(),
+            nodes: DoublingArray::new(Node::new),
         }
     }
 
@@ -331,21 +321,16 @@ impl Arena {
     /// was changing: it gets `None` or some node, and its validation of the parent fails.
     #[inline]
     pub(super) fn get(&self, id: u64) -> Option<&Node> {
-        let (chunk, offset) = locate(id)?;
-        self.chunks[chunk].get().map(|c| &c[offset])
+        self.nodes.get(id)
     }
 
-    /// Node `id` for its writer, creating its chunk on first use.
-    pub(super) fn make(&self, id: u64, region: &NoPreemptGuard) -> &Node {
-        let Some((chunk, offset)) = locate(id) else {
-            panic!("index node id {id} is beyond the arena's {CHUNKS} chunks");
-        };
-        let nodes = self.chunks[chunk].get_or_init(region, || {
-            (0..1usize << (chunk as u32 + FIRST_CHUNK_BITS))
-                .map(|_| Node::new())
-                .collect()
-        });
-        &nodes[offset]
+    /// Node `id` for its writer, creating its chunk on first use (and the next one ahead of need).
+    pub(super) fn make(&self, id: u64) -> &Node {
+        self.nodes.build_ahead(id);
+        match self.nodes.get_or_build(id) {
+            Some(node) => node,
+            None => panic!("index node id {id} is beyond the arena's capacity"),
+        }
     }
 }
 

@@ -14,7 +14,7 @@
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering as Mem};
 
-use overtake_runtime::{NoPreemptGuard, RegionMutex};
+use overtake_runtime::RegionMutex;
 
 use super::ScanBatch;
 use super::node::{Arena, LazyGuard, Node};
@@ -78,9 +78,8 @@ pub(super) struct Tree {
 
 impl Tree {
     pub(super) fn new() -> Self {
-        let region = NoPreemptGuard::new();
         let arena = Arena::new();
-        arena.make(0, &region).set_meta(true, 0);
+        arena.make(0).set_meta(true, 0);
         Tree {
             root: AtomicU64::new(0),
             height: AtomicU64::new(0),

@@ -137,14 +137,7 @@ impl Tree {
             insert_in_leaf(leaf, (n, pos), entry, value, guard);
             return Ok(None);
         }
-        self.split_insert(
-            &mut writer,
-            &region,
-            &path,
-            leaf_id,
-            (pos, entry, value),
-            guard,
-        );
+        self.split_insert(&mut writer, &path, leaf_id, (pos, entry, value), guard);
         Ok(None)
     }
 
@@ -153,7 +146,6 @@ impl Tree {
     fn split_insert(
         &self,
         writer: &mut WriterState,
-        region: &NoPreemptGuard,
         path: &Path,
         leaf_id: u64,
         (pos, entry, value): (usize, Entry, u64),
@@ -177,14 +169,7 @@ impl Tree {
         contents.keys.insert(pos, entry);
         contents.vals.insert(pos, value);
         let appended = pos == CAP;
-        let mut carry = Some(self.split(
-            writer,
-            region,
-            leaf,
-            (true, appended),
-            contents,
-            &mut locked,
-        ));
+        let mut carry = Some(self.split(writer, leaf, (true, appended), contents, &mut locked));
         for depth in (top..path.len).rev() {
             let Some((separator, right)) = carry.take() else {
                 break;
@@ -198,19 +183,12 @@ impl Tree {
                 parent.fill(false, contents.keys, &contents.vals);
             } else {
                 let appended = idx == CAP;
-                carry = Some(self.split(
-                    writer,
-                    region,
-                    parent,
-                    (false, appended),
-                    contents,
-                    &mut locked,
-                ));
+                carry = Some(self.split(writer, parent, (false, appended), contents, &mut locked));
             }
         }
         if let Some((separator, right)) = carry {
             let old_root = self.root.load(Mem::Relaxed);
-            let root_id = self.allocate(writer, region);
+            let root_id = self.allocate(writer);
             let root = self.node(root_id);
             root.lock();
             locked.push(root_id);
@@ -228,13 +206,12 @@ impl Tree {
     fn split(
         &self,
         writer: &mut WriterState,
-        region: &NoPreemptGuard,
         node: &Node,
         (leaf, appended): (bool, bool),
         mut contents: Contents,
         locked: &mut Vec<u64>,
     ) -> (Entry, u64) {
-        let right_id = self.allocate(writer, region);
+        let right_id = self.allocate(writer);
         let right = self.node(right_id);
         right.lock();
         locked.push(right_id);
@@ -263,12 +240,12 @@ impl Tree {
         (separator, right_id)
     }
 
-    fn allocate(&self, writer: &mut WriterState, region: &NoPreemptGuard) -> u64 {
+    fn allocate(&self, writer: &mut WriterState) -> u64 {
         let id = writer.free.pop().unwrap_or_else(|| {
             writer.next_id += 1;
             writer.next_id - 1
         });
-        self.arena.make(id, region);
+        self.arena.make(id);
         id
     }
 
