@@ -220,7 +220,7 @@ impl Transaction<'_> {
                 let _region = NoPreemptGuard::new();
                 let (mine, _) = slot.swap((None, DEAD), Ordering::AcqRel);
                 match mine {
-                    Some(version) => version.row.clone(),
+                    Some(version) => Box::from(&*version.row),
                     None => unreachable!("the version was just installed"),
                 }
             };
@@ -270,7 +270,7 @@ impl Transaction<'_> {
             .map_or_else(AtomicShared::null, AtomicShared::from);
         let version = Shared::new(Version {
             stamp: AtomicU64::new(self.lease.stamp),
-            row,
+            row: row.into(),
             next,
         });
         let installed = table

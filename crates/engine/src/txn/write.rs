@@ -215,7 +215,7 @@ impl Transaction<'_> {
             overtake_runtime::region::depth() > 0,
             "reserved outside a region"
         );
-        if !self.install(table, oid, head, current.row.clone(), guard) {
+        if !self.install(table, oid, head, Box::from(&*current.row), guard) {
             return Err(self.fail(AbortReason::Conflict));
         }
         self.note_write(table, oid, WriteKind::Overwrite);
