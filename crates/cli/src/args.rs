@@ -36,6 +36,9 @@ pub enum Bench {
     /// Aspen's bimodal workload (99.5% short requests, 0.5% long scans, Poisson arrivals, no
     /// priorities) under one policy.
     Bimodal(BenchBimodalArgs),
+    /// How often this machine takes a core away from a running thread (the floor under every
+    /// tail latency the other benches report).
+    Stalls(StallsArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -316,6 +319,16 @@ pub struct SwitchArgs {
     /// Samples per measurement.
     #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u32).range(100..=10_000_000))]
     pub samples: u32,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StallsArgs {
+    /// Seconds to watch every core.
+    #[arg(long, default_value_t = 10.0, value_parser = positive_seconds)]
+    pub duration: f64,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,

@@ -10,6 +10,7 @@
 mod args;
 mod bench_clients;
 mod bench_q2;
+mod bench_stalls;
 mod bench_switch;
 mod bench_tasks;
 mod bench_tpcc;
@@ -40,6 +41,7 @@ fn main() -> ExitCode {
         args::Command::Bench(args::Bench::Mixed(a)) => mixed::bench(&a),
         args::Command::Bench(args::Bench::Switch(a)) => bench_switch::run(&a),
         args::Command::Bench(args::Bench::Bimodal(a)) => bimodal::bench(&a),
+        args::Command::Bench(args::Bench::Stalls(a)) => bench_stalls::run(&a),
         args::Command::Compare(args::Compare::Mixed(a)) => mixed::compare(&a),
         args::Command::Compare(args::Compare::Bimodal(a)) => bimodal::compare(&a),
     };
