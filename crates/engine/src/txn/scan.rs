@@ -15,8 +15,18 @@ use super::{SCAN_BATCH, ScanOptions, Transaction};
 use crate::epoch::EpochGuard;
 use crate::error::Result;
 use crate::key::{KeyBuf, KeyRange, as_slice_bound};
+use crate::record::Oid;
 use crate::row::RowRef;
 use crate::table::{IndexRef, Table};
+
+/// Where a scanned row comes from.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Source {
+    /// A record of the table, seen in the snapshot (not written by this transaction).
+    Record(Oid),
+    /// This transaction's write-set entry at this position.
+    Own(usize),
+}
 
 /// True if `a` comes before `b` in the scan's direction.
 fn before(a: &[u8], b: &[u8], reverse: bool) -> bool {
@@ -32,6 +42,18 @@ impl Transaction<'_> {
         options: ScanOptions,
         mut visit: impl FnMut(RowRef<'_>) -> ControlFlow<()>,
     ) -> Result<usize> {
+        self.scan_sourced(table, index, range, options, |row, _| visit(row))
+    }
+
+    /// [`scan_in`](Self::scan_in), also telling `visit` where each row comes from.
+    pub(super) fn scan_sourced(
+        &mut self,
+        table: &Table,
+        index: IndexRef,
+        range: &KeyRange,
+        options: ScanOptions,
+        mut visit: impl FnMut(RowRef<'_>, Source) -> ControlFlow<()>,
+    ) -> Result<usize> {
         self.check(table)?;
         self.buf.ws.index_oids();
         let limit = options.limit.unwrap_or(usize::MAX);
@@ -46,9 +68,9 @@ impl Transaction<'_> {
         let tree = table.tree(index);
         let ws = &self.buf.ws;
         // Hands one row to the caller; true if the scan stops at it.
-        let mut emit = |row: RowRef<'_>, delivered: &mut usize| {
+        let mut emit = |row: RowRef<'_>, source: Source, delivered: &mut usize| {
             *delivered += 1;
-            visit(row).is_break() || *delivered == limit
+            visit(row, source).is_break() || *delivered == limit
         };
         let own_row = |entry: usize| match &ws.get(entry).row {
             Some(row) => table.row(row),
@@ -66,7 +88,7 @@ impl Transaction<'_> {
                 {
                     next_own += 1;
                     record_access();
-                    if emit(own_row(*entry), &mut delivered) {
+                    if emit(own_row(*entry), Source::Own(*entry), &mut delivered) {
                         stopped_at = Some(key.clone());
                         break 'scan;
                     }
@@ -91,7 +113,7 @@ impl Transaction<'_> {
                     // The entry belongs to an older version of the row (its key changed since).
                     continue;
                 }
-                if emit(row, &mut delivered) {
+                if emit(row, Source::Record(oid), &mut delivered) {
                     stopped_at = KeyBuf::from_bytes(batch.key(i));
                     break 'scan;
                 }
@@ -111,7 +133,7 @@ impl Transaction<'_> {
         if stopped_at.is_none() && delivered < limit {
             for (key, entry) in &own[next_own..] {
                 record_access();
-                if emit(own_row(*entry), &mut delivered) {
+                if emit(own_row(*entry), Source::Own(*entry), &mut delivered) {
                     stopped_at = Some(key.clone());
                     break;
                 }

@@ -6,16 +6,19 @@
 //! block or abort another transaction, however long this one stays paused. The caller's update
 //! closure runs outside any region.
 
+use std::ops::ControlFlow;
+
 use overtake_runtime::preempt::record_access;
 use sdd::{Guard, Ptr};
 
-use super::Transaction;
 use super::install::Head;
+use super::scan::Source;
+use super::{ScanOptions, Transaction};
 use crate::epoch::EpochGuard;
 use crate::error::{AbortReason, Error, Result};
 use crate::footprint::WriteKind;
 use crate::index::LeafHint;
-use crate::key::{IndexKey, KeyBuf};
+use crate::key::{IndexKey, KeyBuf, KeyRange};
 use crate::record::{Oid, Version};
 use crate::row::{Row, RowMut, RowRef};
 use crate::table::{IndexRef, Table};
@@ -149,6 +152,68 @@ impl Transaction<'_> {
         })
     }
 
+    /// Updates every row whose primary key lies in `range`, in key order (reverse with
+    /// `options.reverse`) and up to `options.limit` rows, as [`update`](Self::update) would each
+    /// one: `change` receives a copy of the row to modify (`RowMut::as_ref` reads the row before
+    /// the change). The scan finds the records, so no row is looked up again by its key (an
+    /// `UPDATE ... WHERE key BETWEEN ...`). Returns how many rows were updated. An invalid value
+    /// or a change of the primary key is returned as an error, leaving the rows before it updated
+    /// and the transaction active.
+    pub fn update_range(
+        &mut self,
+        table: &Table,
+        range: &KeyRange,
+        options: ScanOptions,
+        mut change: impl FnMut(&mut RowMut<'_>),
+    ) -> Result<usize> {
+        // What the scan found: a write-set entry, or a record with the key its entry will have.
+        enum Scanned {
+            Own(usize),
+            Record(Oid, IndexKey),
+        }
+        let mut found = Vec::new();
+        self.scan_sourced(table, IndexRef::Primary, range, options, |row, source| {
+            found.push(match source {
+                Source::Own(i) => Scanned::Own(i),
+                Source::Record(oid) => {
+                    Scanned::Record(oid, IndexKey::new(table.primary_key(&row, oid).as_bytes()))
+                }
+            });
+            ControlFlow::Continue(())
+        })?;
+        let mut updated = 0;
+        for f in found {
+            record_access();
+            match f {
+                Scanned::Own(i) => {
+                    let Some(current) = &self.buf.ws.get(i).row else {
+                        unreachable!("a scan delivers only rows, not deletions")
+                    };
+                    let (bytes, keys_may_change) =
+                        changed_row(table, table.row(current), &mut change)?;
+                    let entry = self.buf.ws.get_mut(i);
+                    entry.row = Some(bytes);
+                    entry.secondary_may_change |= keys_may_change;
+                }
+                Scanned::Record(oid, key) => {
+                    let epoch = EpochGuard::enter();
+                    // The scan saw a live row of this record in the snapshot; a newer commit
+                    // since is a conflict, as for `update`.
+                    let live = match self.head_state(table, oid, epoch.guard()) {
+                        Ok(Head::Writable(head, v)) if !v.is_deleted() => (head, v),
+                        Ok(_) => unreachable!("the scan's row is the record's head"),
+                        Err(reason) => return Err(self.fail(reason)),
+                    };
+                    self.buffer_overwrite(table, (oid, key), live, epoch.guard(), |current| {
+                        changed_row(table, current, &mut change).map(|(row, k)| (Some(row), k))
+                    })?;
+                }
+            }
+            updated += 1;
+        }
+        Ok(updated)
+    }
+
     /// Deletes the row with primary key `key`. Returns false if there is no such row.
     pub fn delete(&mut self, table: &Table, key: &KeyBuf) -> Result<bool> {
         self.check(table)?;
@@ -180,19 +245,34 @@ impl Transaction<'_> {
             self.note_miss(table, key);
             return Ok(false);
         };
+        let key = IndexKey::new(key.as_bytes());
+        self.buffer_overwrite(table, (oid, key), (head, current), epoch.guard(), new_row)?;
+        Ok(true)
+    }
+
+    /// Buffers the write of record `oid` (primary key `key`), whose live head `current` this
+    /// transaction may write over: `new_row` turns it into the new row (`None`: deleted), as in
+    /// [`write_live_row`](Self::write_live_row).
+    fn buffer_overwrite(
+        &mut self,
+        table: &Table,
+        (oid, key): (Oid, IndexKey),
+        (head, current): (Ptr<'_, Version>, &Version),
+        guard: &Guard,
+        new_row: impl FnOnce(RowRef<'_>) -> Result<(Option<Box<[u8]>>, bool)>,
+    ) -> Result<()> {
         let (row, secondary_may_change) = new_row(table.row(&current.row))?;
-        self.reserve(table, oid, (head, current), epoch.guard())?;
-        drop(epoch);
+        self.reserve(table, oid, (head, current), guard)?;
         self.buf.ws.push(Buffered {
             table: table.id(),
             oid,
             target: Target::Existing { base_live: true },
-            key: IndexKey::new(key.as_bytes()),
+            key,
             row,
             hint: None,
             secondary_may_change,
         });
-        Ok(true)
+        Ok(())
     }
 }
 

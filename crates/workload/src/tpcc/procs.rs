@@ -481,35 +481,18 @@ pub fn delivery(
         if !found {
             return Err(missing(&t.order));
         }
+        // Sum the order's lines and stamp their delivery date in one pass over them.
         let prefix = t.order_line.key().int(w_id).int(d_id).int(o_id).prefix()?;
-        let mut numbers = [0i64; 15];
-        let (mut count, mut amount) = (0, 0);
-        txn.scan(
+        let mut amount = 0;
+        txn.update_range(
             &t.order_line,
             &KeyRange::prefix(prefix),
             ScanOptions::forward(),
             |r| {
-                if count < numbers.len() {
-                    numbers[count] = r.int(order_line::OL_NUMBER);
-                    count += 1;
-                }
-                amount += r.decimal_units(order_line::OL_AMOUNT);
-                ControlFlow::Continue(())
+                amount += r.as_ref().decimal_units(order_line::OL_AMOUNT);
+                r.timestamp(order_line::OL_DELIVERY_D, input.delivery_d);
             },
         )?;
-        for &number in &numbers[..count] {
-            let key = t
-                .order_line
-                .key()
-                .int(w_id)
-                .int(d_id)
-                .int(o_id)
-                .int(number)
-                .finish()?;
-            txn.update(&t.order_line, &key, |r| {
-                r.timestamp(order_line::OL_DELIVERY_D, input.delivery_d);
-            })?;
-        }
         let customer_key = t.customer.key().int(w_id).int(d_id).int(c_id).finish()?;
         let found = txn.update(&t.customer, &customer_key, |r| {
             let row = r.as_ref();
