@@ -45,6 +45,7 @@ mod footprint;
 mod gc;
 mod index;
 mod key;
+mod lock;
 mod mvcc;
 mod record;
 mod row;
