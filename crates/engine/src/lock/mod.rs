@@ -15,11 +15,13 @@
 #![allow(dead_code, unused_imports)]
 
 mod deadlock;
+mod manager;
 mod policy;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use deadlock::{choose_victim, find_cycle};
+pub(crate) use manager::{LockAbort, LockManager, LockName};
 use policy::QueueOrder;
 pub(crate) use policy::{ConflictAction, LockPolicy};
 
@@ -76,6 +78,17 @@ struct Waiter {
     seq: u64,
     /// Already holds the lock shared and asks for it exclusive.
     upgrade: bool,
+}
+
+/// Where a waiter stands in the policy's grant order (smaller first). Upgrades go first: their
+/// holder blocks everyone behind them.
+fn grant_key(policy: LockPolicy, w: &Waiter, info: &dyn Fn(TxnId) -> TxnInfo) -> (bool, u64, u64) {
+    let key = match policy.order() {
+        QueueOrder::Fifo => 0,
+        QueueOrder::Priority => u64::MAX - u64::from(info(w.txn).level),
+        QueueOrder::Contention => u64::MAX - info(w.txn).blocking as u64,
+    };
+    (!w.upgrade, key, w.seq)
 }
 
 /// The outcome of a request.
@@ -179,17 +192,13 @@ impl LockQueue {
 
     /// Grants waiters from the front of the policy's order while they are compatible with the
     /// holders, stopping at the first that is not (so that it is not overtaken).
-    fn grant_waiters(&mut self, policy: LockPolicy, info: &dyn Fn(TxnId) -> TxnInfo) -> Vec<TxnId> {
+    pub(crate) fn grant_waiters(
+        &mut self,
+        policy: LockPolicy,
+        info: &dyn Fn(TxnId) -> TxnInfo,
+    ) -> Vec<TxnId> {
         let mut order: Vec<(usize, Waiter)> = self.waiters.iter().copied().enumerate().collect();
-        order.sort_by_key(|&(_, w)| {
-            // Upgrades first: their holder blocks everyone behind them.
-            let key = match policy.order() {
-                QueueOrder::Fifo => 0,
-                QueueOrder::Priority => u64::MAX - u64::from(info(w.txn).level),
-                QueueOrder::Contention => u64::MAX - info(w.txn).blocking as u64,
-            };
-            (!w.upgrade, key, w.seq)
-        });
+        order.sort_by_key(|&(_, w)| grant_key(policy, &w, info));
         let mut granted = Vec::new();
         for (_, w) in order {
             let compatible = self
@@ -212,16 +221,43 @@ impl LockQueue {
         granted
     }
 
-    /// The transactions `txn` waits for at this lock: holders in a conflicting mode.
-    pub(crate) fn waits_for(&self, txn: TxnId) -> Vec<TxnId> {
+    /// The transactions `txn` waits for at this lock: holders in a conflicting mode, and waiters
+    /// in a conflicting mode that the policy grants before it.
+    pub(crate) fn waits_for(
+        &self,
+        txn: TxnId,
+        policy: LockPolicy,
+        info: &dyn Fn(TxnId) -> TxnInfo,
+    ) -> Vec<TxnId> {
         let Some(w) = self.waiters.iter().find(|w| w.txn == txn) else {
             return Vec::new();
         };
-        self.holders
+        let holders = self
+            .holders
             .iter()
             .filter(|h| h.txn != txn && !h.mode.compatible(w.mode))
-            .map(|h| h.txn)
-            .collect()
+            .map(|h| h.txn);
+        let mine = grant_key(policy, w, info);
+        let ahead = self
+            .waiters
+            .iter()
+            .filter(|o| {
+                o.txn != txn && !o.mode.compatible(w.mode) && grant_key(policy, o, info) < mine
+            })
+            .map(|o| o.txn);
+        holders.chain(ahead).collect()
+    }
+
+    /// Withdraws `txn`'s waiting request (it was aborted while waiting) and grants what that
+    /// unblocks. Returns the transactions granted.
+    pub(crate) fn cancel_wait(
+        &mut self,
+        txn: TxnId,
+        policy: LockPolicy,
+        info: &dyn Fn(TxnId) -> TxnInfo,
+    ) -> Vec<TxnId> {
+        self.waiters.retain(|w| w.txn != txn);
+        self.grant_waiters(policy, info)
     }
 
     /// Holders and their modes (tests, lock snapshots).

@@ -110,7 +110,7 @@ fn an_upgrade_is_granted_to_a_sole_holder_and_otherwise_goes_first() {
         assert_eq!(t.request(&mut q, 2, S, p), Request::Granted);
         assert!(matches!(t.request(&mut q, 3, X, p), Request::Wait(_)));
         assert!(matches!(t.request(&mut q, 1, X, p), Request::Wait(_)));
-        assert_eq!(q.waits_for(1), vec![2]);
+        assert_eq!(q.waits_for(1, p, &t.info()), vec![2]);
         assert_eq!(
             q.release(2, p, &t.info()),
             vec![1],
@@ -260,17 +260,194 @@ fn a_deadlock_is_found_from_the_transaction_that_closed_it_and_its_victim_is_lea
     t.request(&mut b, 1, X, p); // 1 waits for 2
     t.request(&mut c, 2, S, p); // 2 waits for 3
     let queues = [&a, &b, &c];
-    let waits_for =
-        |txn: TxnId| -> Vec<TxnId> { queues.iter().flat_map(|q| q.waits_for(txn)).collect() };
+    let waits_for = |txn: TxnId| -> Vec<TxnId> {
+        queues
+            .iter()
+            .flat_map(|q| q.waits_for(txn, p, &t.info()))
+            .collect()
+    };
     assert_eq!(find_cycle(1, &waits_for), None, "no cycle yet");
     t.request(&mut a, 3, X, p); // 3 waits for 1: closed
     let queues = [&a, &b, &c];
-    let waits_for =
-        |txn: TxnId| -> Vec<TxnId> { queues.iter().flat_map(|q| q.waits_for(txn)).collect() };
+    let waits_for = |txn: TxnId| -> Vec<TxnId> {
+        queues
+            .iter()
+            .flat_map(|q| q.waits_for(txn, p, &t.info()))
+            .collect()
+    };
     let cycle = find_cycle(3, &waits_for).expect("a cycle through 3");
     assert_eq!(cycle, vec![3, 1, 2]);
     // Both 2 and 3 are least urgent; 3 began last.
     assert_eq!(choose_victim(&cycle, &t.info()), Some(3));
     let t = t.with(3, |i| i.level = HIGH);
     assert_eq!(choose_victim(&cycle, &t.info()), Some(2));
+}
+
+/// Threads run transactions that take two or three of four locks in random modes, under every
+/// policy: the manager never grants incompatible modes at once (checked with per-lock counters
+/// while the locks are held), deadlocks are broken, and every thread finishes its transactions
+/// (a lost wake-up would leave one parked forever; the watchdog reports that instead of hanging).
+#[test]
+fn many_threads_on_few_locks_all_finish_and_never_share_an_exclusive_lock() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+    const THREADS: u64 = 6;
+    const COMMITS: u64 = 150;
+    const LOCKS: u64 = 4;
+    let policies = [
+        LockPolicy::Standard,
+        LockPolicy::NPrio,
+        LockPolicy::NPrioInherit,
+        LockPolicy::PAbort,
+        LockPolicy::Pow,
+        LockPolicy::ConditionalRestart {
+            reprieve: Duration::from_micros(300),
+        },
+        LockPolicy::Wdl1,
+        LockPolicy::Cats,
+    ];
+    for policy in policies {
+        let manager = Arc::new(LockManager::new(policy));
+        // Per lock: readers holding it, or -1 while a writer does.
+        let state: Arc<Vec<AtomicI64>> = Arc::new((0..LOCKS).map(|_| AtomicI64::new(0)).collect());
+        let next_id = Arc::new(AtomicU64::new(1));
+        let progress = Arc::new(AtomicU64::new(0));
+        let threads: Vec<_> = (0..THREADS)
+            .map(|thread| {
+                let (manager, state, next_id, progress) = (
+                    Arc::clone(&manager),
+                    Arc::clone(&state),
+                    Arc::clone(&next_id),
+                    Arc::clone(&progress),
+                );
+                std::thread::spawn(move || {
+                    let mut seed = thread * 7919 + 17;
+                    let mut random = move |n: u64| {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 7;
+                        seed ^= seed << 17;
+                        seed % n
+                    };
+                    let mut commits = 0;
+                    while commits < COMMITS {
+                        let id = next_id.fetch_add(1, Ordering::Relaxed);
+                        manager.register(id, random(4) as u8, id);
+                        let mut held: Vec<(u64, LockMode)> = Vec::new();
+                        let mut failed = false;
+                        for _ in 0..2 + random(2) {
+                            let lock = random(LOCKS);
+                            let mode = if random(2) == 0 { S } else { X };
+                            let name = LockName {
+                                space: 0,
+                                item: lock,
+                            };
+                            if manager.acquire(id, name, mode).is_err() {
+                                failed = true;
+                                break;
+                            }
+                            let counter = &state[lock as usize];
+                            match held.iter().position(|&(l, _)| l == lock) {
+                                Some(i) if held[i].1 == X || mode == S => {}
+                                Some(i) => {
+                                    // Upgrade: this transaction is the only reader.
+                                    assert_eq!(counter.swap(-1, Ordering::AcqRel), 1, "{policy:?}");
+                                    held[i].1 = X;
+                                }
+                                None if mode == X => {
+                                    assert_eq!(counter.swap(-1, Ordering::AcqRel), 0, "{policy:?}");
+                                    held.push((lock, X));
+                                }
+                                None => {
+                                    let before = counter.fetch_add(1, Ordering::AcqRel);
+                                    assert!(before >= 0, "{policy:?}: a reader beside a writer");
+                                    held.push((lock, S));
+                                }
+                            }
+                        }
+                        for &(lock, mode) in &held {
+                            let counter = &state[lock as usize];
+                            match mode {
+                                X => assert_eq!(counter.swap(0, Ordering::AcqRel), -1),
+                                S => assert!(counter.fetch_sub(1, Ordering::AcqRel) > 0),
+                            }
+                        }
+                        let aborted = failed || manager.aborted(id).is_some();
+                        manager.release_all(id);
+                        if !aborted {
+                            commits += 1;
+                        }
+                        progress.fetch_add(1, Ordering::Relaxed);
+                    }
+                })
+            })
+            .collect();
+        // Bounded only against a hang: fails if no transaction ends for 60 s.
+        let mut last = (0, std::time::Instant::now());
+        while threads.iter().any(|t| !t.is_finished()) {
+            std::thread::sleep(Duration::from_millis(20));
+            let now = progress.load(Ordering::Relaxed);
+            if now != last.0 {
+                last = (now, std::time::Instant::now());
+            }
+            assert!(
+                last.1.elapsed() < Duration::from_secs(60),
+                "{policy:?}: no transaction ended for 60 s (a lost wake-up?)\n{}",
+                manager.dump()
+            );
+        }
+        for t in threads {
+            t.join().expect("thread");
+        }
+        assert!(state.iter().all(|s| s.load(Ordering::Relaxed) == 0));
+    }
+}
+
+/// Waits (bounded only against a hang) until `done` holds.
+fn eventually(what: &str, done: impl Fn() -> bool) {
+    let start = std::time::Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{what}: never happened"
+        );
+        std::thread::yield_now();
+    }
+}
+
+#[test]
+fn under_pow_a_running_holder_is_spared_until_it_blocks_and_under_pabort_it_is_not() {
+    use std::sync::Arc;
+    let (l1, l2) = (
+        LockName { space: 0, item: 1 },
+        LockName { space: 0, item: 2 },
+    );
+    for (policy, spared) in [(LockPolicy::Pow, true), (LockPolicy::PAbort, false)] {
+        let manager = Arc::new(LockManager::new(policy));
+        // Low-priority A holds l1 and runs; C holds l2.
+        manager.register(1, LOW, 1);
+        manager.register(3, LOW, 3);
+        assert_eq!(manager.acquire(1, l1, X), Ok(()));
+        assert_eq!(manager.acquire(3, l2, X), Ok(()));
+        // Urgent H asks for l1 from another thread and waits.
+        let urgent = {
+            let manager = Arc::clone(&manager);
+            std::thread::spawn(move || {
+                manager.register(2, HIGH, 2);
+                let got = manager.acquire(2, l1, X);
+                manager.release_all(2);
+                got
+            })
+        };
+        eventually("H waits", || manager.waiting_on(2) == Some(l1));
+        if spared {
+            assert_eq!(manager.aborted(1), None, "{policy:?}: A runs on");
+            // A now has to wait for l2: POW aborts it instead of letting H wait behind a wait.
+            assert_eq!(manager.acquire(1, l2, X), Err(LockAbort::Preempted));
+        } else {
+            assert_eq!(manager.aborted(1), Some(LockAbort::Preempted), "{policy:?}");
+        }
+        manager.release_all(1);
+        assert_eq!(urgent.join().expect("H"), Ok(()), "{policy:?}: H got l1");
+        manager.release_all(3);
+    }
 }
