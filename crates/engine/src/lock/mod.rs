@@ -139,13 +139,7 @@ impl LockQueue {
                 .iter()
                 .any(|w| self.ahead(policy, w, requester, info));
         if conflicting.is_empty() && !waiter_first {
-            match self.holders.iter_mut().find(|h| h.txn == requester.id) {
-                Some(h) => h.mode = mode,
-                None => self.holders.push(Holder {
-                    txn: requester.id,
-                    mode,
-                }),
-            }
+            self.hold(requester.id, mode);
             return Request::Granted;
         }
         let action = policy.on_conflict(requester, &conflicting);
@@ -160,6 +154,14 @@ impl LockQueue {
         });
         self.next_seq += 1;
         Request::Wait(action)
+    }
+
+    /// Makes `txn` a holder in `mode` (an upgrade if it holds the lock already).
+    fn hold(&mut self, txn: TxnId, mode: LockMode) {
+        match self.holders.iter_mut().find(|h| h.txn == txn) {
+            Some(h) => h.mode = mode,
+            None => self.holders.push(Holder { txn, mode }),
+        }
     }
 
     /// True if waiter `w` is to be granted before `requester` would be.
@@ -186,8 +188,7 @@ impl LockQueue {
         info: &dyn Fn(TxnId) -> TxnInfo,
     ) -> Vec<TxnId> {
         self.holders.retain(|h| h.txn != txn);
-        self.waiters.retain(|w| w.txn != txn);
-        self.grant_waiters(policy, info)
+        self.cancel_wait(txn, policy, info)
     }
 
     /// Grants waiters from the front of the policy's order while they are compatible with the
@@ -208,13 +209,7 @@ impl LockQueue {
             if !compatible {
                 break;
             }
-            match self.holders.iter_mut().find(|h| h.txn == w.txn) {
-                Some(h) => h.mode = w.mode,
-                None => self.holders.push(Holder {
-                    txn: w.txn,
-                    mode: w.mode,
-                }),
-            }
+            self.hold(w.txn, w.mode);
             granted.push(w.txn);
         }
         self.waiters.retain(|w| !granted.contains(&w.txn));
