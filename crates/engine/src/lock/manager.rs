@@ -79,12 +79,7 @@ impl Table {
                 .filter(|name| e.waiting_on != Some(**name))
                 // Only direct waits on the holders (a queue being decided on is out of the map).
                 .filter_map(|name| self.queues.get(name))
-                .map(|q| {
-                    q.waiting()
-                        .iter()
-                        .filter(|&&w| q.holders().iter().any(|&(h, _)| h == id) && w != id)
-                        .count()
-                })
+                .map(|q| q.waiting_while_held_by(id))
                 .sum(),
         }
     }
@@ -301,7 +296,7 @@ impl LockManager {
             };
             let granted = queue.release(id, self.policy, &|t| table.info(t));
             table.wake_granted(*name, &granted);
-            if !queue.holders().is_empty() || !queue.waiting().is_empty() {
+            if !queue.is_unused() {
                 table.queues.insert(*name, queue);
             }
         }

@@ -255,6 +255,20 @@ impl LockQueue {
         self.grant_waiters(policy, info)
     }
 
+    /// How many other transactions wait at this lock while `txn` holds it (0 if it does not).
+    pub(crate) fn waiting_while_held_by(&self, txn: TxnId) -> usize {
+        if self.holders.iter().any(|h| h.txn == txn) {
+            self.waiters.iter().filter(|w| w.txn != txn).count()
+        } else {
+            0
+        }
+    }
+
+    /// True if nobody holds or waits for the lock (its queue can be dropped).
+    pub(crate) fn is_unused(&self) -> bool {
+        self.holders.is_empty() && self.waiters.is_empty()
+    }
+
     /// Holders and their modes (tests, lock snapshots).
     pub(crate) fn holders(&self) -> Vec<(TxnId, LockMode)> {
         self.holders.iter().map(|h| (h.txn, h.mode)).collect()

@@ -442,7 +442,15 @@ fn under_pow_a_running_holder_is_spared_until_it_blocks_and_under_pabort_it_is_n
         if spared {
             assert_eq!(manager.aborted(1), None, "{policy:?}: A runs on");
             // A now has to wait for l2: POW aborts it instead of letting H wait behind a wait.
-            assert_eq!(manager.acquire(1, l2, X), Err(LockAbort::Preempted));
+            // Asked from another thread so that a manager that let A wait fails the test (after
+            // the hang bound) instead of parking it forever.
+            let (tx, rx) = std::sync::mpsc::channel();
+            let asking = Arc::clone(&manager);
+            std::thread::spawn(move || tx.send(asking.acquire(1, l2, X)));
+            let got = rx
+                .recv_timeout(Duration::from_secs(60))
+                .expect("A's request never returned: it waits instead of being aborted");
+            assert_eq!(got, Err(LockAbort::Preempted));
         } else {
             assert_eq!(manager.aborted(1), Some(LockAbort::Preempted), "{policy:?}");
         }
