@@ -10,9 +10,10 @@ use overtake_runtime::NoPreemptGuard;
 use crate::engine::Engine;
 use crate::error::{AbortReason, Error, Result};
 use crate::gc::{self, VersionCensus};
+use crate::lock::{LockMode, LockPolicy};
 use crate::schema::TableSchema;
 use crate::table::Table;
-use crate::txn::{Isolation, Priority, Transaction};
+use crate::txn::{Isolation, LockStats, Priority, Transaction};
 
 /// Settings for [`Database::open`].
 #[derive(Clone, Debug)]
@@ -20,14 +21,32 @@ pub struct Options {
     /// How many transactions may be open at once (paused ones included). Beginning one more fails
     /// with [`Error::TooManyTransactions`].
     pub max_transactions: usize,
+    /// How concurrent transactions are kept apart.
+    pub concurrency: Concurrency,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
             max_transactions: 1024,
+            concurrency: Concurrency::Mvcc,
         }
     }
+}
+
+/// A database's concurrency control: one for all its transactions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Concurrency {
+    /// Multi-version snapshots, reads without locks, writes buffered until commit (the default;
+    /// see the crate documentation). Transactions choose snapshot or serializable isolation.
+    #[default]
+    Mvcc,
+    /// Strict two-phase locking: shared locks on what a transaction reads, exclusive locks on what
+    /// it writes, key-range (next-key) locks against phantoms, all held until it ends. Every
+    /// transaction is serializable whatever isolation it asks for. A transaction that must wait
+    /// for a lock parks (a task of `overtake-sched` lets its worker run others, a thread sleeps);
+    /// the policy orders each lock's waiters and may abort or raise holders.
+    TwoPhaseLocking(LockPolicy),
 }
 
 /// Source of database identities (so a table of one database is refused by another).
@@ -56,7 +75,7 @@ impl Database {
     pub fn open(options: Options) -> Self {
         let id = NEXT_DATABASE_ID.fetch_add(1, Ordering::Relaxed);
         Database {
-            engine: Engine::new(id, options.max_transactions),
+            engine: Engine::new(id, &options),
         }
     }
 
@@ -102,13 +121,19 @@ impl Database {
             result: Err(Error::NotActive),
             conflicts: 0,
             validation_failures: 0,
+            deadlocks: 0,
+            lock_preemptions: 0,
             promoted: 0,
             failed_time: Duration::ZERO,
+            locks: LockStats::default(),
         };
+        // Promotion holds a region for a whole attempt, and lock waits cannot park in one; under
+        // two-phase locking the lock policies decide who goes first instead.
+        let may_promote = self.engine.locks.is_none();
         let mut tries: u32 = 0;
         loop {
             tries += 1;
-            let promoted = policy.promote_after.is_some_and(|k| tries > k);
+            let promoted = may_promote && policy.promote_after.is_some_and(|k| tries > k);
             // Taken before `begin`, dropped after the transaction ended: see above.
             let region = promoted.then(NoPreemptGuard::new);
             let started = Instant::now();
@@ -124,32 +149,49 @@ impl Database {
                 txn.reserve_writes();
             }
             let result = body(&mut txn).and_then(|value| txn.commit().map(|()| value));
+            attempts.locks.add(&txn.lock_stats());
             drop(txn);
             drop(region);
-            if result.is_err() {
+            if let Err(e) = &result {
                 attempts.failed_time += started.elapsed();
+                attempts.count(e);
             }
             match result {
-                Err(e) if e.is_retryable() && !policy.exhausted(tries) => {
-                    match e.abort_reason() {
-                        Some(AbortReason::Validation) => attempts.validation_failures += 1,
-                        _ => attempts.conflicts += 1,
-                    }
-                    policy.back_off(tries);
-                }
+                Err(e) if e.is_retryable() && !policy.exhausted(tries) => policy.back_off(tries),
                 result => {
-                    if let Err(e) = &result {
-                        match e.abort_reason() {
-                            Some(AbortReason::Validation) => attempts.validation_failures += 1,
-                            Some(AbortReason::Conflict) => attempts.conflicts += 1,
-                            _ => {}
-                        }
-                    }
                     attempts.result = result;
                     return attempts;
                 }
             }
         }
+    }
+
+    /// Every transaction waiting for a lock now (two-phase locking; empty otherwise), longest
+    /// wait first: who waits, for what, behind whom (like PostgreSQL's `pg_locks`).
+    pub fn lock_waits(&self) -> Vec<LockWait> {
+        let Some(manager) = &self.engine.locks else {
+            return Vec::new();
+        };
+        manager
+            .waits()
+            .into_iter()
+            .map(|w| LockWait {
+                waiter: w.waiter,
+                level: w.level,
+                lock: format!("{:#x}/{:#x}", w.lock.space, w.lock.item),
+                holders: w
+                    .holders
+                    .iter()
+                    .map(|&(t, mode)| (t, mode == LockMode::Exclusive))
+                    .collect(),
+                waited: w.waited,
+            })
+            .collect()
+    }
+
+    /// The lock policy, under two-phase locking.
+    pub fn lock_policy(&self) -> Option<LockPolicy> {
+        self.engine.locks.as_ref().map(|m| m.policy())
     }
 
     /// Reclaims everything the current watermark allows (the collector otherwise works a little at
@@ -250,8 +292,43 @@ pub struct Attempts<T> {
     pub conflicts: u32,
     /// Attempts aborted by failed serializable validation.
     pub validation_failures: u32,
+    /// Attempts aborted as deadlock victims (two-phase locking).
+    pub deadlocks: u32,
+    /// Attempts aborted by a more urgent transaction's lock policy, or by a wait-depth limit
+    /// (two-phase locking).
+    pub lock_preemptions: u32,
     /// Attempts that ran promoted (see [`RetryPolicy::promote_after`]).
     pub promoted: u32,
     /// Time spent in attempts that failed: work thrown away.
     pub failed_time: Duration,
+    /// Lock waits over all attempts (two-phase locking).
+    pub locks: LockStats,
+}
+
+impl<T> Attempts<T> {
+    /// Counts a failed attempt by its abort reason.
+    fn count(&mut self, e: &Error) {
+        match e.abort_reason() {
+            Some(AbortReason::Conflict) => self.conflicts += 1,
+            Some(AbortReason::Validation) => self.validation_failures += 1,
+            Some(AbortReason::Deadlock) => self.deadlocks += 1,
+            Some(AbortReason::Preempted | AbortReason::WaitDepth) => self.lock_preemptions += 1,
+            Some(AbortReason::UserRollback) | None => {}
+        }
+    }
+}
+
+/// A transaction waiting for a lock, from [`Database::lock_waits`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockWait {
+    /// The waiting transaction ([`Transaction::id`]).
+    pub waiter: u64,
+    /// Its priority level, inheritance included.
+    pub level: u8,
+    /// The lock: its space (table and index) and item (a key's hash), in hex.
+    pub lock: String,
+    /// The holders, each with true if it holds the lock exclusive.
+    pub holders: Vec<(u64, bool)>,
+    /// How long it has waited.
+    pub waited: Duration,
 }

@@ -6,8 +6,10 @@
 //! is what lets dependencies run one way: `db` -> `txn` -> `engine` -> the parts below.
 
 use crate::catalog::Catalog;
+use crate::db::{Concurrency, Options};
 use crate::footprint::FootprintPool;
 use crate::gc::Collector;
+use crate::lock::LockManager;
 use crate::mvcc::TxnTable;
 
 pub(crate) struct Engine {
@@ -17,11 +19,13 @@ pub(crate) struct Engine {
     pub(crate) catalog: Catalog,
     pub(crate) collector: Collector,
     pub(crate) footprints: FootprintPool,
+    /// The lock table, in the two-phase-locking mode.
+    pub(crate) locks: Option<LockManager>,
 }
 
 impl Engine {
-    pub(crate) fn new(id: u64, max_transactions: usize) -> Self {
-        let txns = TxnTable::new(max_transactions);
+    pub(crate) fn new(id: u64, options: &Options) -> Self {
+        let txns = TxnTable::new(options.max_transactions);
         let slots = txns.capacity();
         Engine {
             id,
@@ -29,6 +33,10 @@ impl Engine {
             catalog: Catalog::new(),
             collector: Collector::new(slots),
             footprints: FootprintPool::new(slots),
+            locks: match options.concurrency {
+                Concurrency::Mvcc => None,
+                Concurrency::TwoPhaseLocking(policy) => Some(LockManager::new(policy)),
+            },
         }
     }
 }

@@ -17,6 +17,15 @@ pub enum AbortReason {
     Validation,
     /// The transaction's own logic asked to roll back.
     UserRollback,
+    /// Two-phase locking: the transaction closed a cycle of lock waits and was chosen as the
+    /// victim (the least urgent, then the youngest, of the cycle).
+    Deadlock,
+    /// Two-phase locking: a more urgent transaction's lock policy aborted it to take a lock it
+    /// held (`pabort`, `pow`, `cr`).
+    Preempted,
+    /// Two-phase locking: waiting would have made a chain of waits longer than the policy allows
+    /// (`wdl1`).
+    WaitDepth,
 }
 
 impl AbortReason {
@@ -26,6 +35,9 @@ impl AbortReason {
             AbortReason::Conflict => "conflict",
             AbortReason::Validation => "validation",
             AbortReason::UserRollback => "user rollback",
+            AbortReason::Deadlock => "deadlock",
+            AbortReason::Preempted => "preempted by a more urgent transaction",
+            AbortReason::WaitDepth => "wait depth",
         }
     }
 }
@@ -97,13 +109,10 @@ pub enum Error {
 }
 
 impl Error {
-    /// True for aborts a retry may get past (conflicts and failed validation); false for user
-    /// rollbacks and user errors.
+    /// True for aborts a retry may get past (conflicts, failed validation, the lock manager's
+    /// aborts); false for user rollbacks and user errors.
     pub fn is_retryable(&self) -> bool {
-        matches!(
-            self,
-            Error::Aborted(AbortReason::Conflict | AbortReason::Validation)
-        )
+        matches!(self, Error::Aborted(reason) if *reason != AbortReason::UserRollback)
     }
 
     /// The abort reason, if this is an abort.

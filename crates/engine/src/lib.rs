@@ -8,6 +8,9 @@
 //!   buffer their writes until commit (first committer wins), and [`Isolation::Serializable`] adds
 //!   commit-time validation of reads and scanned ranges. A paused transaction therefore holds
 //!   nothing another one could wait for. Old versions are reclaimed as soon as no snapshot needs them.
+//! - A database may instead use strict two-phase locking ([`Concurrency::TwoPhaseLocking`]):
+//!   shared and exclusive record locks, key-range locks against phantoms, deadlock detection, and
+//!   a [`LockPolicy`] that orders each lock's waiters by priority and may abort or raise holders.
 //! - Each transaction carries a [`Priority`]. The engine only records it: scheduling is the job of
 //!   `overtake-sched`. What the engine guarantees the scheduler is that every place where a paused
 //!   transaction could block others (index calls, commit, allocation) is a non-preemptible region.
@@ -56,11 +59,12 @@ mod value;
 mod writeset;
 
 pub use catalog::MAX_TABLES;
-pub use db::{Attempts, Database, EngineStats, Options, RetryPolicy};
+pub use db::{Attempts, Concurrency, Database, EngineStats, LockWait, Options, RetryPolicy};
 pub use epoch::release_thread_garbage;
 pub use error::{AbortReason, Error, Result};
 pub use gc::VersionCensus;
 pub use key::{KeyBuf, KeyBuilder, KeyRange};
+pub use lock::LockPolicy;
 pub use mvcc::MAX_TRANSACTION_SLOTS;
 pub use row::{Row, RowBuilder, RowLayout, RowMut, RowRef};
 pub use schema::{
@@ -68,7 +72,7 @@ pub use schema::{
     TableSchemaBuilder,
 };
 pub use table::{IndexId, Table, TableId};
-pub use txn::{Isolation, Priority, ScanOptions, Transaction};
+pub use txn::{Isolation, LockStats, Priority, ScanOptions, Transaction};
 pub use value::{Decimal, DecimalError, MAX_DECIMAL_PRECISION, Value};
 
 // The README's example is compiled and run as a test of this crate.

@@ -13,10 +13,12 @@
 //! released transaction in any queue.
 
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 use overtake_runtime::park::{Raised, Unparker, current_unparker, park};
 use overtake_runtime::{NoPreemptGuard, RegionMutex};
 
+use super::policy::QueueOrder;
 use super::{LockMode, LockPolicy, LockQueue, Request, TxnId, TxnInfo, choose_victim, find_cycle};
 
 /// Names a lock: a table (or index) and a record or key within it.
@@ -50,12 +52,53 @@ struct TxnEntry {
     /// Raises lent by waiters, withdrawn when this transaction releases everything.
     raises: Vec<Raised>,
     raised_to: u8,
+    /// The wait in progress, for its statistics.
+    wait: Option<WaitClock>,
+}
+
+/// When a wait began, and who held the lock in a conflicting mode then (POW's WaitExcess ends
+/// when the last of them has released).
+struct WaitClock {
+    since: Instant,
+    blockers: Vec<TxnId>,
+    excess: Option<Duration>,
+}
+
+/// How long one lock request waited (POW's statistics).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct WaitTimes {
+    /// From the request to the grant (QueueTime).
+    pub(crate) queue: Duration,
+    /// From the request until every transaction holding the lock in a conflicting mode at the
+    /// time of the request had released it (WaitExcess); at most `queue`.
+    pub(crate) excess: Duration,
+}
+
+/// A conditional-restart victim: aborted if it still holds `lock` at `deadline`.
+struct Reprieve {
+    deadline: Instant,
+    victim: TxnId,
+    lock: LockName,
+}
+
+/// One transaction waiting for a lock, as [`LockManager::waits`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct WaitSnapshot {
+    pub(crate) waiter: TxnId,
+    /// Its effective level (inheritance included).
+    pub(crate) level: u8,
+    pub(crate) lock: LockName,
+    /// Transactions holding the lock, with their modes.
+    pub(crate) holders: Vec<(TxnId, LockMode)>,
+    pub(crate) waited: Duration,
 }
 
 #[derive(Default)]
 struct Table {
     queues: HashMap<LockName, LockQueue>,
     txns: HashMap<TxnId, TxnEntry>,
+    reprieves: Vec<Reprieve>,
+    next_began: u64,
 }
 
 /// See the module documentation.
@@ -117,12 +160,20 @@ impl Table {
 }
 
 impl Table {
-    /// Grants whatever each queue's order now allows. A raise (inheritance) or a change in how
+    /// Grants whatever the queues' orders now allow. A raise (inheritance) or a change in how
     /// many transactions someone blocks (the contention order) reorders queues without any lock
     /// being released, and can put a compatible waiter first: without this it would wait for a
     /// release that has already happened.
-    fn regrant_all(&mut self, policy: LockPolicy) {
-        let names: Vec<LockName> = self.queues.keys().copied().collect();
+    fn regrant(&mut self, policy: LockPolicy, raised: &[TxnId]) {
+        let names: Vec<LockName> = if policy.order() == QueueOrder::Contention {
+            self.queues.keys().copied().collect()
+        } else {
+            // Under arrival and priority orders only a raised transaction's own wait can move.
+            raised
+                .iter()
+                .filter_map(|t| self.txns.get(t)?.waiting_on)
+                .collect()
+        };
         for name in names {
             let Some(mut queue) = self.queues.remove(&name) else {
                 continue;
@@ -159,6 +210,43 @@ impl Table {
             last = Some(victim);
         }
     }
+
+    /// Aborts the conditional-restart victims whose reprieve has ended and that still hold the
+    /// lock they were given it for.
+    fn expire_reprieves(&mut self, policy: LockPolicy) {
+        if self.reprieves.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        let (due, later): (Vec<Reprieve>, Vec<Reprieve>) = std::mem::take(&mut self.reprieves)
+            .into_iter()
+            .partition(|r| r.deadline <= now);
+        self.reprieves = later;
+        for r in due {
+            let holds = self
+                .queues
+                .get(&r.lock)
+                .is_some_and(|q| q.holders().iter().any(|&(t, _)| t == r.victim));
+            if holds {
+                self.abort(r.victim, LockAbort::Preempted, policy);
+            }
+        }
+    }
+
+    /// `released` has released everything: the waits it blocked since their start may have
+    /// reached their WaitExcess.
+    fn note_release(&mut self, released: TxnId) {
+        for e in self.txns.values_mut() {
+            if let Some(w) = &mut e.wait
+                && w.excess.is_none()
+            {
+                w.blockers.retain(|&b| b != released);
+                if w.blockers.is_empty() {
+                    w.excess = Some(w.since.elapsed());
+                }
+            }
+        }
+    }
 }
 
 impl LockManager {
@@ -174,7 +262,9 @@ impl LockManager {
     pub(crate) fn register(&self, id: TxnId, level: u8, began: u64) {
         let unparker = current_unparker();
         let region = NoPreemptGuard::new();
-        self.table.lock(&region).txns.insert(
+        let mut table = self.table.lock(&region);
+        table.next_began = table.next_began.max(began + 1);
+        table.txns.insert(
             id,
             TxnEntry {
                 level,
@@ -186,8 +276,20 @@ impl LockManager {
                 doomed: false,
                 raises: Vec::new(),
                 raised_to: 0,
+                wait: None,
             },
         );
+    }
+
+    /// Registers `id` as [`register`](Self::register) does, as the youngest transaction yet.
+    pub(crate) fn register_next(&self, id: TxnId, level: u8) {
+        let began = {
+            let region = NoPreemptGuard::new();
+            self.table.lock(&region).next_began
+        };
+        // Two transactions registering at once may get the same order: a tie only changes which
+        // of them a deadlock takes, both being equally young.
+        self.register(id, level, began);
     }
 
     /// Why `id` was aborted by others, if it was.
@@ -200,27 +302,47 @@ impl LockManager {
             .and_then(|e| e.aborted)
     }
 
-    /// Acquires `name` in `mode` for `id`, waiting (parked) as long as the policy says. On an
-    /// error the transaction must roll back and call [`release_all`](Self::release_all).
+    /// [`acquire_timed`](Self::acquire_timed) without the times (tests).
+    #[cfg(test)]
     pub(crate) fn acquire(
         &self,
         id: TxnId,
         name: LockName,
         mode: LockMode,
     ) -> Result<(), LockAbort> {
+        self.acquire_timed(id, name, mode).map(|_| ())
+    }
+
+    /// Acquires `name` in `mode` for `id`, waiting (parked) as long as the policy says, and says
+    /// how long it waited (`None`: granted at once). On an error the transaction must roll back
+    /// and call [`release_all`](Self::release_all).
+    pub(crate) fn acquire_timed(
+        &self,
+        id: TxnId,
+        name: LockName,
+        mode: LockMode,
+    ) -> Result<Option<WaitTimes>, LockAbort> {
         if self.request(id, name, mode)? {
-            return Ok(());
+            return Ok(None);
         }
         loop {
             park();
             let region = NoPreemptGuard::new();
-            let table = self.table.lock(&region);
-            let e = &table.txns[&id];
+            let mut guard = self.table.lock(&region);
+            let table = &mut *guard;
+            table.expire_reprieves(self.policy);
+            let e = table.txns.get_mut(&id).expect("registered");
             if let Some(reason) = e.aborted {
+                e.wait = None;
                 return Err(reason);
             }
             if e.waiting_on.is_none() {
-                return Ok(());
+                let w = e.wait.take().expect("a wait was recorded");
+                let queue = w.since.elapsed();
+                return Ok(Some(WaitTimes {
+                    queue,
+                    excess: w.excess.unwrap_or(queue).min(queue),
+                }));
             }
         }
     }
@@ -230,12 +352,19 @@ impl LockManager {
         let region = NoPreemptGuard::new();
         let mut guard = self.table.lock(&region);
         let table = &mut *guard;
+        table.expire_reprieves(self.policy);
         if let Some(reason) = table.txns[&id].aborted {
             return Err(reason);
         }
         let me = table.info(id);
         let mut queue = table.queues.remove(&name).unwrap_or_default();
         let request = queue.request(&me, mode, self.policy, &|t| table.info(t));
+        let blockers: Vec<TxnId> = queue
+            .holders()
+            .into_iter()
+            .filter(|&(t, held)| t != id && !held.compatible(mode))
+            .map(|(t, _)| t)
+            .collect();
         table.queues.insert(name, queue);
         let e = table.txns.get_mut(&id).expect("registered");
         if !e.locks.contains(&name) {
@@ -250,6 +379,11 @@ impl LockManager {
             Request::Wait(action) => action,
         };
         e.waiting_on = Some(name);
+        e.wait = Some(WaitClock {
+            since: Instant::now(),
+            excess: blockers.is_empty().then_some(Duration::ZERO),
+            blockers,
+        });
         if e.doomed {
             // POW: a holder that blocked an urgent transaction and now waits itself.
             table.abort(id, LockAbort::Preempted, self.policy);
@@ -258,12 +392,14 @@ impl LockManager {
         for victim in action.abort {
             table.abort(victim, LockAbort::Preempted, self.policy);
         }
+        let mut raised = Vec::new();
         for (holder, level) in action.raise {
             if let Some(h) = table.txns.get_mut(&holder)
                 && level > h.level.max(h.raised_to)
             {
                 h.raises.push(h.unparker.raise_to(level));
                 h.raised_to = level;
+                raised.push(holder);
             }
         }
         for holder in action.doom {
@@ -271,9 +407,19 @@ impl LockManager {
                 h.doomed = true;
             }
         }
-        // Reprieves need a clock the lock manager does not keep: the 2PL layer's timer aborts
-        // `abort_after` victims that still hold the lock when the reprieve ends.
-        table.regrant_all(self.policy);
+        // The lock manager keeps no timer: a reprieve is enforced at the first call into it after
+        // the reprieve ends (any transaction's request, wake or release, the victim's included).
+        if let Some((reprieve, victims)) = action.abort_after {
+            let deadline = Instant::now() + reprieve;
+            table
+                .reprieves
+                .extend(victims.into_iter().map(|victim| Reprieve {
+                    deadline,
+                    victim,
+                    lock: name,
+                }));
+        }
+        table.regrant(self.policy, &raised);
         if table.break_cycles(self.policy) == Some(id) {
             return Err(LockAbort::Deadlock);
         }
@@ -300,11 +446,49 @@ impl LockManager {
                 table.queues.insert(*name, queue);
             }
         }
+        table.note_release(id);
+        table.reprieves.retain(|r| r.victim != id);
+        table.expire_reprieves(self.policy);
         // Fewer blocked transactions reorder queues under the contention order.
-        table.regrant_all(self.policy);
+        table.regrant(self.policy, &[]);
         table.break_cycles(self.policy);
         // The raises lent to it are withdrawn here, inside the region.
         drop(entry);
+    }
+
+    /// Every transaction waiting for a lock now: who, for what, behind whom, since when (like
+    /// PostgreSQL's `pg_locks`).
+    pub(crate) fn waits(&self) -> Vec<WaitSnapshot> {
+        let region = NoPreemptGuard::new();
+        let table = self.table.lock(&region);
+        let mut out: Vec<WaitSnapshot> = table
+            .txns
+            .iter()
+            .filter_map(|(&waiter, e)| {
+                let lock = e.waiting_on?;
+                Some(WaitSnapshot {
+                    waiter,
+                    level: e.level.max(e.raised_to),
+                    lock,
+                    holders: table
+                        .queues
+                        .get(&lock)
+                        .map(|q| q.holders())
+                        .unwrap_or_default(),
+                    waited: e
+                        .wait
+                        .as_ref()
+                        .map_or(Duration::ZERO, |w| w.since.elapsed()),
+                })
+            })
+            .collect();
+        out.sort_by_key(|w| std::cmp::Reverse(w.waited));
+        out
+    }
+
+    /// The policy this manager schedules by.
+    pub(crate) fn policy(&self) -> LockPolicy {
+        self.policy
     }
 
     /// What `id` waits for (tests).

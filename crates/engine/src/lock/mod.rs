@@ -1,18 +1,13 @@
 //! Lock scheduling for the two-phase-locking mode: the queue of one lock, the policies that order
 //! it and decide what a waiting request does to the holders, and deadlock detection.
 //!
-//! Everything here is a decision on state the caller passes in: who gets the lock, who waits, who
-//! is aborted, whose priority is raised. Nothing here blocks, parks, wakes or reads a clock; the
-//! 2PL transaction layer acts on the decisions (it parks a waiter on `overtake_runtime::park`,
-//! wakes the granted ones, raises holders through `Unparker::raise_to`, rolls back victims).
-//! That layer, the lock table shared between workers (sharded, latched only inside
-//! non-preemptible regions) and the benchmarks are the rest of issue 11; until they exist this
-//! module is exercised by its tests only.
+//! Everything in this file, `policy` and `deadlock` is a decision on state the caller passes in:
+//! who gets the lock, who waits, who is aborted, whose priority is raised. `manager` acts on the
+//! decisions (it parks a waiter on `overtake_runtime::park`, wakes the granted ones, raises
+//! holders through `Unparker::raise_to`, marks victims aborted); the transaction layer
+//! (`txn::locking`) says which locks each access takes.
 //!
 //! Must never: grant a lock in a mode incompatible with a holder's, or lose a waiter.
-
-// Used by the 2PL mode under construction (issue 11); tested on its own until then.
-#![allow(dead_code, unused_imports)]
 
 mod deadlock;
 mod manager;
@@ -22,8 +17,9 @@ mod tests;
 
 pub(crate) use deadlock::{choose_victim, find_cycle};
 pub(crate) use manager::{LockAbort, LockManager, LockName};
+pub(crate) use policy::ConflictAction;
+pub use policy::LockPolicy;
 use policy::QueueOrder;
-pub(crate) use policy::{ConflictAction, LockPolicy};
 
 /// Identifies a transaction to the lock manager.
 pub(crate) type TxnId = u64;
@@ -38,7 +34,7 @@ pub(crate) enum LockMode {
 }
 
 impl LockMode {
-    fn compatible(self, other: LockMode) -> bool {
+    pub(crate) fn compatible(self, other: LockMode) -> bool {
         self == LockMode::Shared && other == LockMode::Shared
     }
 
@@ -274,7 +270,8 @@ impl LockQueue {
         self.holders.iter().map(|h| (h.txn, h.mode)).collect()
     }
 
-    /// Waiting transactions, in arrival order.
+    /// Waiting transactions, in arrival order (test failures).
+    #[cfg(test)]
     pub(crate) fn waiting(&self) -> Vec<TxnId> {
         self.waiters.iter().map(|w| w.txn).collect()
     }

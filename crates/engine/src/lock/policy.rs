@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use super::{TxnId, TxnInfo};
 
-/// A lock-scheduling policy (`--lock-policy`).
+/// A lock-scheduling policy of the two-phase-locking mode (`--lock-policy`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum LockPolicy {
+pub enum LockPolicy {
     /// First come, first served; priorities ignored.
     Standard,
     /// Waiters granted most urgent first (McWherter's NP-LQ); holders untouched.
@@ -26,7 +26,10 @@ pub(crate) enum LockPolicy {
     /// blocks on a lock later.
     Pow,
     /// PAbort after a reprieve: the less urgent holders get `reprieve` to finish first.
-    ConditionalRestart { reprieve: Duration },
+    ConditionalRestart {
+        /// How long a less urgent holder may keep the lock before it is aborted.
+        reprieve: Duration,
+    },
     /// Wait-depth limited to chains of two, priorities ignored: a transaction that would be the
     /// middle of a chain of three waiting transactions is aborted.
     Wdl1,
@@ -61,6 +64,47 @@ pub(crate) struct ConflictAction {
 }
 
 impl LockPolicy {
+    /// Every policy's name, as [`parse`](Self::parse) takes it.
+    pub const NAMES: [&'static str; 8] = [
+        "standard",
+        "nprio",
+        "nprio-inherit",
+        "pabort",
+        "pow",
+        "cr",
+        "wdl1",
+        "cats",
+    ];
+
+    /// The policy called `name` (one of [`NAMES`](Self::NAMES)); `cr` gets `reprieve`.
+    pub fn parse(name: &str, reprieve: Duration) -> Option<LockPolicy> {
+        Some(match name {
+            "standard" => LockPolicy::Standard,
+            "nprio" => LockPolicy::NPrio,
+            "nprio-inherit" => LockPolicy::NPrioInherit,
+            "pabort" => LockPolicy::PAbort,
+            "pow" => LockPolicy::Pow,
+            "cr" => LockPolicy::ConditionalRestart { reprieve },
+            "wdl1" => LockPolicy::Wdl1,
+            "cats" => LockPolicy::Cats,
+            _ => return None,
+        })
+    }
+
+    /// The policy's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            LockPolicy::Standard => "standard",
+            LockPolicy::NPrio => "nprio",
+            LockPolicy::NPrioInherit => "nprio-inherit",
+            LockPolicy::PAbort => "pabort",
+            LockPolicy::Pow => "pow",
+            LockPolicy::ConditionalRestart { .. } => "cr",
+            LockPolicy::Wdl1 => "wdl1",
+            LockPolicy::Cats => "cats",
+        }
+    }
+
     pub(super) fn order(self) -> QueueOrder {
         match self {
             LockPolicy::Standard | LockPolicy::Wdl1 => QueueOrder::Fifo,

@@ -34,6 +34,8 @@ impl Transaction<'_> {
     /// that committed, or was ended with [`abort`](Self::abort), returns [`Error::NotActive`].
     pub fn commit(&mut self) -> Result<()> {
         self.check_active()?;
+        // Lock waits park, so they come before the region.
+        self.lock_for_commit()?;
         let region = NoPreemptGuard::new();
         if !self.buf.ws.entries().iter().any(|e| e.changes_anything()) {
             // A read-only transaction read one consistent snapshot, and every transaction that
@@ -190,6 +192,8 @@ impl Transaction<'_> {
             }
         }
         self.return_footprint();
+        // Only now that every version is stamped or undone may a waiter read the records.
+        self.release_locks();
         self.engine.txns.end(&self.lease);
     }
 

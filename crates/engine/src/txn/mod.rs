@@ -19,8 +19,11 @@
 
 mod commit;
 mod install;
+mod locking;
 mod scan;
 mod write;
+
+pub use locking::LockStats;
 
 use overtake_runtime::preempt::record_access;
 use std::ops::{Bound, ControlFlow};
@@ -30,6 +33,7 @@ use crate::epoch::EpochGuard;
 use crate::error::{AbortReason, Error, Result};
 use crate::footprint::{Footprint, ScannedRange};
 use crate::key::{KeyBuf, KeyRange};
+use crate::lock::LockMode;
 use crate::mvcc::{Lease, Reader};
 use crate::record::{Oid, Version};
 use crate::row::RowRef;
@@ -174,6 +178,8 @@ pub struct Transaction<'db> {
     buf: Footprint,
     /// A promoted attempt: reserves the records it writes as it goes (see `Database::run`).
     reserving: bool,
+    /// Its lock-manager handle, when the database uses two-phase locking (`locking`).
+    locker: Option<locking::Locker<'db>>,
 }
 
 impl<'db> Transaction<'db> {
@@ -185,6 +191,7 @@ impl<'db> Transaction<'db> {
     ) -> Self {
         Transaction {
             buf: engine.footprints.take(lease.slot),
+            locker: Self::register_locker(engine, lease.stamp, priority),
             engine,
             lease,
             priority,
@@ -273,13 +280,15 @@ impl<'db> Transaction<'db> {
 
     fn reader(&self) -> Reader {
         Reader {
-            snapshot: self.lease.snapshot,
+            snapshot: self.read_snapshot(),
             me: self.lease.stamp,
         }
     }
 
+    /// True if reads and scans are to be validated at commit: serializable isolation without
+    /// locks (under two-phase locking the locks keep them valid).
     fn serializable(&self) -> bool {
-        self.isolation == Isolation::Serializable
+        self.isolation == Isolation::Serializable && self.locker.is_none()
     }
 
     fn note_read(&mut self, table: &Table, oid: Oid) {
@@ -333,6 +342,7 @@ impl<'db> Transaction<'db> {
                 }
             });
         }
+        self.lock_primary(table, key.as_bytes(), LockMode::Shared)?;
         let epoch = EpochGuard::enter();
         let guard = epoch.guard();
         let found = table

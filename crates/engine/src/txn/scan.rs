@@ -65,6 +65,8 @@ impl Transaction<'_> {
         let mut stopped_at: Option<KeyBuf> = None;
         let mut batch = std::mem::take(&mut self.buf.batch);
         let reader = self.reader();
+        // A lock request the lock manager refused (the scan ends, and the transaction with it).
+        let mut lock_failure = None;
         let tree = table.tree(index);
         let ws = &self.buf.ws;
         // Hands one row to the caller; true if the scan stops at it.
@@ -76,12 +78,40 @@ impl Transaction<'_> {
             Some(row) => table.row(row),
             None => unreachable!("only rows are merged"),
         };
-        'scan: while delivered < limit {
+        let range_upper = as_slice_bound(&range.upper);
+        let mut locker = self.locker.as_mut();
+        if options.reverse
+            && let Some(locker) = &mut locker
+        {
+            // A reverse scan starts at the upper end: the gap above its first entry is guarded by
+            // the range's successor, so that is locked first.
+            if let Err(abort) = locker.lock_successor(table, index, range_upper) {
+                lock_failure = Some(abort);
+            }
+        }
+        'scan: while delivered < limit && lock_failure.is_none() {
             let want = (limit - delivered).min(SCAN_BATCH);
+            let bounds = (as_slice_bound(&lower), as_slice_bound(&upper));
+            match &mut locker {
+                None => tree.fetch_batch(bounds, options.reverse, want, &mut batch),
+                Some(locker) => {
+                    let successor = (!options.reverse).then_some(range_upper);
+                    if let Err(abort) = locker.fetch_locked(
+                        table,
+                        index,
+                        bounds,
+                        options.reverse,
+                        want,
+                        &mut batch,
+                        successor,
+                    ) {
+                        lock_failure = Some(abort);
+                        break;
+                    }
+                }
+            }
             let epoch = EpochGuard::enter();
             let guard = epoch.guard();
-            let bounds = (as_slice_bound(&lower), as_slice_bound(&upper));
-            tree.fetch_batch(bounds, options.reverse, want, &mut batch);
             for i in 0..batch.len() {
                 while let Some((key, entry)) = own.get(next_own)
                     && before(key.as_bytes(), batch.key(i), options.reverse)
@@ -128,6 +158,10 @@ impl Transaction<'_> {
             } else {
                 lower = last;
             }
+        }
+        if let Some(abort) = lock_failure {
+            self.buf.batch = batch;
+            return Err(self.fail(abort.into()));
         }
         // Own rows after the last index entry.
         if stopped_at.is_none() && delivered < limit {

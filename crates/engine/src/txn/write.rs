@@ -19,6 +19,7 @@ use crate::error::{AbortReason, Error, Result};
 use crate::footprint::WriteKind;
 use crate::index::LeafHint;
 use crate::key::{IndexKey, KeyBuf, KeyRange};
+use crate::lock::LockMode;
 use crate::record::{Oid, Version};
 use crate::row::{Row, RowMut, RowRef};
 use crate::table::{IndexRef, Table};
@@ -87,6 +88,7 @@ impl Transaction<'_> {
             entry.secondary_may_change = true;
             return Ok(());
         } else {
+            self.lock_primary(table, key.as_bytes(), LockMode::Exclusive)?;
             let epoch = EpochGuard::enter();
             match self.find_for_write(table, key.as_bytes(), epoch.guard())? {
                 Found::Live(oid, ..) => {
@@ -196,6 +198,7 @@ impl Transaction<'_> {
                     entry.secondary_may_change |= keys_may_change;
                 }
                 Scanned::Record(oid, key) => {
+                    self.lock_primary(table, key.as_slice(), LockMode::Exclusive)?;
                     let epoch = EpochGuard::enter();
                     // The scan saw a live row of this record in the snapshot; a newer commit
                     // since is a conflict, as for `update`.
@@ -238,6 +241,7 @@ impl Transaction<'_> {
         key: &KeyBuf,
         new_row: impl FnOnce(RowRef<'_>) -> Result<(Option<Box<[u8]>>, bool)>,
     ) -> Result<bool> {
+        self.lock_primary(table, key.as_bytes(), LockMode::Exclusive)?;
         let epoch = EpochGuard::enter();
         let Found::Live(oid, head, current) =
             self.find_for_write(table, key.as_bytes(), epoch.guard())?

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod preempted;
+pub mod sessions;
 
 use std::sync::Arc;
 

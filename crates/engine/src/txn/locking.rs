@@ -1,0 +1,503 @@
+//! The two-phase-locking mode's side of a transaction: which locks each access takes, and the
+//! key-range protocol that keeps scans free of phantoms.
+//!
+//! Under [`Concurrency::TwoPhaseLocking`](crate::Concurrency) a transaction reads the newest
+//! committed version of what it has locked (its reader's snapshot is [`LATEST`]), and its buffered
+//! writes are installed at commit as in the MVCC mode; what keeps transactions apart is the locks,
+//! held until the transaction ends:
+//!
+//! - A point read takes a shared lock on its primary key, found or not (an insert of that key
+//!   takes it exclusive). A write takes an exclusive lock on the primary key before it reads the
+//!   row it changes.
+//! - A scan locks, shared, every index entry it meets in the range (live or not; for a secondary
+//!   index also each row's primary key), and the range's *successor*: the first live entry after
+//!   its upper end (or the index's supremum). Entries are locked in batches and re-fetched after
+//!   locking: a batch that changed meanwhile is locked again, so no insert that slipped in before
+//!   a lock was granted is missed.
+//! - A new index entry (an insert, or an update that moves a row in a secondary index) is locked
+//!   exclusive, with every entry after it up to and including the first live one (the *gap
+//!   chain*), before the commit's non-preemptible region. A scanner holds either an entry of that
+//!   chain (the entry lies in its range) or its range's successor, which is the chain's end.
+//!
+//! Locks are named by a hash of the key within a per-index space: two keys that collide only make
+//! two transactions wait for each other needlessly, never let a conflict through.
+//!
+//! Lock waits park the task, so no lock is ever requested inside a non-preemptible region (park
+//! refuses to), and no region or latch is held across one.
+
+use std::ops::Bound;
+use std::time::Duration;
+
+use crate::epoch::EpochGuard;
+use crate::error::{AbortReason, Result};
+use crate::index::{OrderedIndex, ScanBatch};
+use crate::key::KeyBuf;
+use crate::lock::{LockAbort, LockManager, LockMode, LockName, TxnId};
+use crate::mvcc::{PENDING, Reader, TxnTable};
+use crate::record::{Chain, Oid};
+use crate::table::{IndexRef, Table};
+use crate::writeset::Target;
+
+use super::Transaction;
+
+/// The reader snapshot of a locking transaction: newer than every commit, so it reads the newest
+/// committed version (which its lock keeps from changing).
+pub(crate) const LATEST: u64 = PENDING - 1;
+
+/// The lock waits of a transaction (or of the attempts of [`Database::run`](crate::Database::run)):
+/// POW's statistics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LockStats {
+    /// Lock requests that had to wait.
+    pub waits: u32,
+    /// Time from those requests to their grants (QueueTime), summed.
+    pub queue: Duration,
+    /// Time from those requests until the transactions holding the lock when each was made had
+    /// released it (WaitExcess), summed; `queue - excess` is the WaitRemainder, the wait caused
+    /// by transactions granted ahead.
+    pub excess: Duration,
+}
+
+impl LockStats {
+    /// Adds `other`'s waits to these.
+    pub fn add(&mut self, other: &LockStats) {
+        self.waits += other.waits;
+        self.queue += other.queue;
+        self.excess += other.excess;
+    }
+}
+
+impl From<LockAbort> for AbortReason {
+    fn from(abort: LockAbort) -> Self {
+        match abort {
+            LockAbort::Deadlock => AbortReason::Deadlock,
+            LockAbort::Preempted => AbortReason::Preempted,
+            LockAbort::WaitDepth => AbortReason::WaitDepth,
+        }
+    }
+}
+
+/// A transaction's handle on the lock manager: what the locking helpers need without borrowing the
+/// whole transaction (scans hold its write set meanwhile).
+pub(super) struct Locker<'a> {
+    manager: &'a LockManager,
+    txns: &'a TxnTable,
+    id: TxnId,
+    stats: LockStats,
+}
+
+/// The lock space of one index of a table.
+fn space(table: &Table, index: IndexRef) -> u64 {
+    let index = match index {
+        IndexRef::Primary => 0,
+        IndexRef::Secondary(s) => s as u64 + 1,
+    };
+    (u64::from(table.id()) << 16) | index
+}
+
+/// The lock on `key` in `index` of `table`.
+fn key_lock(table: &Table, index: IndexRef, key: &[u8]) -> LockName {
+    LockName {
+        space: space(table, index),
+        // The supremum's item is reserved.
+        item: key_hash(key).min(u64::MAX - 1),
+    }
+}
+
+/// The lock standing for the end of `index`: the successor of a range no entry follows.
+fn supremum(table: &Table, index: IndexRef) -> LockName {
+    LockName {
+        space: space(table, index),
+        item: u64::MAX,
+    }
+}
+
+/// A 64-bit hash of key bytes (a multiply-rotate fold; collisions cost only false waits).
+fn key_hash(key: &[u8]) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut h = key.len() as u64;
+    let mut chunks = key.chunks_exact(8);
+    for c in &mut chunks {
+        let word = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+        h = (h ^ word).wrapping_mul(K).rotate_left(29);
+    }
+    let mut tail = [0u8; 8];
+    tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    h = (h ^ u64::from_le_bytes(tail)).wrapping_mul(K);
+    h ^ (h >> 32)
+}
+
+/// The bound just past `upper`, where a range's successor is looked for.
+fn after(upper: Bound<&[u8]>) -> Option<Bound<&[u8]>> {
+    match upper {
+        Bound::Included(k) => Some(Bound::Excluded(k)),
+        Bound::Excluded(k) => Some(Bound::Included(k)),
+        Bound::Unbounded => None,
+    }
+}
+
+impl<'a> Locker<'a> {
+    pub(super) fn new(manager: &'a LockManager, txns: &'a TxnTable, id: TxnId) -> Self {
+        Locker {
+            manager,
+            txns,
+            id,
+            stats: LockStats::default(),
+        }
+    }
+
+    /// The waits this locker recorded.
+    pub(super) fn stats(&self) -> LockStats {
+        self.stats
+    }
+
+    fn acquire(&mut self, name: LockName, mode: LockMode) -> Result<(), LockAbort> {
+        if let Some(waited) = self.manager.acquire_timed(self.id, name, mode)? {
+            self.stats.waits += 1;
+            self.stats.queue += waited.queue;
+            self.stats.excess += waited.excess;
+        }
+        Ok(())
+    }
+
+    /// Locks `key` of `index` in `mode`.
+    pub(super) fn lock_key(
+        &mut self,
+        table: &Table,
+        index: IndexRef,
+        key: &[u8],
+        mode: LockMode,
+    ) -> Result<(), LockAbort> {
+        self.acquire(key_lock(table, index, key), mode)
+    }
+
+    /// Fetches up to `want` entries of `bounds` into `batch` (as `OrderedIndex::fetch_batch`)
+    /// and locks them shared, returning once a fetch after locking found the same entries. With
+    /// `successor`, a batch that reaches the end of the range also locks the range's successor
+    /// (`upper` is the range's own upper end) before that last fetch.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn fetch_locked(
+        &mut self,
+        table: &Table,
+        index: IndexRef,
+        bounds: (Bound<&[u8]>, Bound<&[u8]>),
+        reverse: bool,
+        want: usize,
+        batch: &mut ScanBatch,
+        successor: Option<Bound<&[u8]>>,
+    ) -> Result<(), LockAbort> {
+        let tree = table.tree(index);
+        let mut check = ScanBatch::default();
+        let mut successor_locked = false;
+        tree.fetch_batch(bounds, reverse, want, batch);
+        loop {
+            let names = entry_locks(table, index, batch);
+            for name in names {
+                self.acquire(name, LockMode::Shared)?;
+            }
+            if let Some(upper) = successor
+                && batch.len() < want
+                && !successor_locked
+            {
+                self.lock_successor(table, index, upper)?;
+                successor_locked = true;
+            }
+            tree.fetch_batch(bounds, reverse, want, &mut check);
+            if same_entries(batch, &check) {
+                return Ok(());
+            }
+            std::mem::swap(batch, &mut check);
+        }
+    }
+
+    /// Locks, shared, the first live entry of `index` after `upper` (or the supremum), checking
+    /// after the lock is granted that it still is the first.
+    pub(super) fn lock_successor(
+        &mut self,
+        table: &Table,
+        index: IndexRef,
+        upper: Bound<&[u8]>,
+    ) -> Result<(), LockAbort> {
+        let mut locked: Option<Vec<LockName>> = None;
+        loop {
+            let first = first_live_after(self.txns, table, index, upper);
+            if locked.as_ref() == Some(&first) {
+                return Ok(());
+            }
+            for &name in &first {
+                self.acquire(name, LockMode::Shared)?;
+            }
+            locked = Some(first);
+        }
+    }
+
+    /// Locks, exclusive, the new entry `key` of `index` and its gap chain (every entry after it up
+    /// to the first live one, or the supremum), until the chain found after locking is one it
+    /// holds.
+    fn lock_new_entry(
+        &mut self,
+        table: &Table,
+        index: IndexRef,
+        key: &[u8],
+    ) -> Result<(), LockAbort> {
+        self.acquire(key_lock(table, index, key), LockMode::Exclusive)?;
+        let mut held: Vec<LockName> = Vec::new();
+        loop {
+            let chain = gap_chain(self.txns, table, index, key);
+            if chain.iter().all(|n| held.contains(n)) {
+                return Ok(());
+            }
+            for name in chain {
+                if !held.contains(&name) {
+                    self.acquire(name, LockMode::Exclusive)?;
+                    held.push(name);
+                }
+            }
+        }
+    }
+}
+
+fn same_entries(a: &ScanBatch, b: &ScanBatch) -> bool {
+    a.len() == b.len() && (0..a.len()).all(|i| a.key(i) == b.key(i) && a.oid(i) == b.oid(i))
+}
+
+/// The locks standing for the entries of `batch`: each entry's key in its index and, for a
+/// secondary index, the row's primary key (what writers of the row lock).
+fn entry_locks(table: &Table, index: IndexRef, batch: &ScanBatch) -> Vec<LockName> {
+    let mut names = Vec::with_capacity(batch.len() * 2);
+    let epoch = EpochGuard::enter();
+    for i in 0..batch.len() {
+        names.push(key_lock(table, index, batch.key(i)));
+        if index != IndexRef::Primary
+            && let Some(pk) = record_primary_key(table, batch.oid(i), epoch.guard())
+        {
+            names.push(key_lock(table, IndexRef::Primary, pk.as_bytes()));
+        }
+    }
+    names
+}
+
+/// The primary key of record `oid`, from any version that has a row (a record's primary key
+/// never changes); `None` for a record with none left.
+fn record_primary_key(table: &Table, oid: Oid, guard: &sdd::Guard) -> Option<KeyBuf> {
+    let v = Chain::at(table.records.slot(oid), guard).find(|v| !v.is_deleted())?;
+    Some(table.primary_key(&table.row(&v.row), oid))
+}
+
+/// True if the entry `key` -> `oid` of `index` holds a live row: the record's newest committed
+/// version is a row, which (in a secondary index) still has that key.
+fn is_live(
+    txns: &TxnTable,
+    (table, index): (&Table, IndexRef),
+    key: &[u8],
+    oid: Oid,
+    guard: &sdd::Guard,
+) -> bool {
+    // `me` matches no stamp: only committed versions count.
+    let reader = Reader {
+        snapshot: LATEST,
+        me: PENDING,
+    };
+    let Some(v) = txns.visible(table.records.slot(oid), reader, guard) else {
+        return false;
+    };
+    if v.is_deleted() {
+        return false;
+    }
+    match index {
+        IndexRef::Primary => true,
+        IndexRef::Secondary(s) => table.secondary_key(s, &table.row(&v.row), oid).as_bytes() == key,
+    }
+}
+
+/// Entries are fetched this many at a time when looking past dead ones.
+const PEEK: usize = 16;
+
+/// The locks of the first live entry after `upper` (its key and, in a secondary index, its
+/// row's primary key), or the supremum.
+fn first_live_after(
+    txns: &TxnTable,
+    table: &Table,
+    index: IndexRef,
+    upper: Bound<&[u8]>,
+) -> Vec<LockName> {
+    let Some(from) = after(upper) else {
+        return vec![supremum(table, index)];
+    };
+    let mut out = Vec::new();
+    walk_entries(txns, table, index, from, |key, oid, live, guard| {
+        if !live {
+            return false;
+        }
+        out.push(key_lock(table, index, key));
+        if index != IndexRef::Primary
+            && let Some(pk) = record_primary_key(table, oid, guard)
+        {
+            out.push(key_lock(table, IndexRef::Primary, pk.as_bytes()));
+        }
+        true
+    });
+    if out.is_empty() {
+        out.push(supremum(table, index));
+    }
+    out
+}
+
+/// The gap chain of a new entry `key`: the locks of every entry after it up to and including the
+/// first live one, or up to the supremum.
+fn gap_chain(txns: &TxnTable, table: &Table, index: IndexRef, key: &[u8]) -> Vec<LockName> {
+    let mut out = Vec::new();
+    let mut ended = false;
+    walk_entries(
+        txns,
+        table,
+        index,
+        Bound::Excluded(key),
+        |key, _, live, _| {
+            out.push(key_lock(table, index, key));
+            ended = live;
+            live
+        },
+    );
+    if !ended {
+        out.push(supremum(table, index));
+    }
+    out
+}
+
+/// Walks the entries of `index` from `from` upwards, telling `visit` whether each is live, until
+/// `visit` returns true or the index ends.
+fn walk_entries(
+    txns: &TxnTable,
+    table: &Table,
+    index: IndexRef,
+    from: Bound<&[u8]>,
+    mut visit: impl FnMut(&[u8], Oid, bool, &sdd::Guard) -> bool,
+) {
+    let tree: &OrderedIndex = table.tree(index);
+    let mut batch = ScanBatch::default();
+    let mut lower = from.map(|k| KeyBuf::from_bytes(k).unwrap_or_default());
+    loop {
+        let bound = match &lower {
+            Bound::Included(k) => Bound::Included(k.as_bytes()),
+            Bound::Excluded(k) => Bound::Excluded(k.as_bytes()),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        tree.fetch_batch((bound, Bound::Unbounded), false, PEEK, &mut batch);
+        let epoch = EpochGuard::enter();
+        for i in 0..batch.len() {
+            let live = is_live(
+                txns,
+                (table, index),
+                batch.key(i),
+                batch.oid(i),
+                epoch.guard(),
+            );
+            if visit(batch.key(i), batch.oid(i), live, epoch.guard()) {
+                return;
+            }
+        }
+        if batch.len() < PEEK {
+            return;
+        }
+        lower = KeyBuf::from_bytes(batch.key(batch.len() - 1))
+            .map_or(Bound::Unbounded, Bound::Excluded);
+    }
+}
+
+impl<'db> Transaction<'db> {
+    /// This transaction's handle on the lock manager, registered at `priority`, if the database
+    /// locks.
+    pub(super) fn register_locker(
+        engine: &'db crate::engine::Engine,
+        id: TxnId,
+        priority: super::Priority,
+    ) -> Option<Locker<'db>> {
+        let manager = engine.locks.as_ref()?;
+        manager.register_next(id, priority.level() as u8);
+        Some(Locker::new(manager, &engine.txns, id))
+    }
+
+    /// The snapshot reads use: the newest commit when locking, else the transaction's own.
+    pub(super) fn read_snapshot(&self) -> u64 {
+        if self.locker.is_some() {
+            LATEST
+        } else {
+            self.lease.snapshot
+        }
+    }
+
+    /// Ends the transaction with `abort`'s reason if a lock request failed.
+    pub(super) fn lock_result(&mut self, result: Result<(), LockAbort>) -> Result<()> {
+        result.map_err(|abort| self.fail(abort.into()))
+    }
+
+    /// Locks primary key `key` of `table` in `mode` (nothing unless locking).
+    pub(super) fn lock_primary(&mut self, table: &Table, key: &[u8], mode: LockMode) -> Result<()> {
+        let Some(locker) = &mut self.locker else {
+            return Ok(());
+        };
+        let result = locker.lock_key(table, IndexRef::Primary, key, mode);
+        self.lock_result(result)
+    }
+
+    /// Before the commit's region: locks every index entry the commit will add, with its gap
+    /// chain, and fails if the lock manager aborted this transaction meanwhile.
+    pub(super) fn lock_for_commit(&mut self) -> Result<()> {
+        let Some(locker) = &mut self.locker else {
+            return Ok(());
+        };
+        let catalog = &self.engine.catalog;
+        let mut result = Ok(());
+        for e in self.buf.ws.entries() {
+            let Some(row) = &e.row else { continue };
+            let table = catalog.recorded(e.table);
+            let fresh = matches!(e.target, Target::Fresh { .. });
+            if fresh {
+                result = locker.lock_new_entry(table, IndexRef::Primary, e.key.as_slice());
+            }
+            if result.is_ok() && (fresh || e.secondary_may_change) {
+                for s in 0..table.secondary_count() {
+                    let key = table.secondary_key(s, &table.row(row), e.oid);
+                    let index = IndexRef::Secondary(s);
+                    if table.tree(index).get(key.as_bytes()) == Some(e.oid) {
+                        continue; // The row keeps this entry.
+                    }
+                    result = locker.lock_new_entry(table, index, key.as_bytes());
+                    if result.is_err() {
+                        break;
+                    }
+                }
+            }
+            if result.is_err() {
+                break;
+            }
+        }
+        if result.is_ok()
+            && let Some(abort) = locker.manager.aborted(locker.id)
+        {
+            result = Err(abort);
+        }
+        self.lock_result(result)
+    }
+
+    /// Releases every lock (the transaction has ended: its writes are stamped or undone).
+    pub(super) fn release_locks(&mut self) {
+        if let Some(locker) = &self.locker {
+            locker.manager.release_all(locker.id);
+        }
+    }
+
+    /// The lock waits of this transaction so far (none outside the two-phase-locking mode).
+    pub fn lock_stats(&self) -> LockStats {
+        self.locker
+            .as_ref()
+            .map_or_else(LockStats::default, Locker::stats)
+    }
+
+    /// Identifies this transaction among those active, as [`LockWait`](crate::LockWait) names
+    /// waiters and holders.
+    pub fn id(&self) -> u64 {
+        self.lease.stamp
+    }
+}
