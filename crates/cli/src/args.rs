@@ -39,6 +39,9 @@ pub enum Bench {
     /// How often this machine takes a core away from a running thread (the floor under every
     /// tail latency the other benches report).
     Stalls(StallsArgs),
+    /// TPC-C under two-phase locking with one lock-scheduling policy: closed-loop clients with
+    /// think time, a share of them urgent (POW's experiment).
+    Locks(BenchLocksArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -48,6 +51,101 @@ pub enum Compare {
     /// The bimodal workload under several policies (and quantum ablations), with ratios to
     /// `wait`.
     Bimodal(CompareBimodalArgs),
+    /// TPC-C under two-phase locking: every lock policy at every think time, with urgent
+    /// speedups and background penalties against `standard`, plus CPU priority only, lock
+    /// priority only, both, and the MVCC mode (McWherter's question).
+    Locks(CompareLocksArgs),
+}
+
+/// Options shared by `bench locks` and `compare locks`.
+#[derive(Clone, Debug, Args)]
+pub struct LocksArgs {
+    /// Number of warehouses (POW used 10).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(i64).range(1..=1000))]
+    pub warehouses: i64,
+    /// Worker threads.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub workers: u16,
+    /// Closed-loop client threads.
+    #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub clients: u32,
+    /// Share of transactions submitted as urgent (a Bernoulli draw per transaction).
+    #[arg(long, default_value_t = 0.1, value_parser = share)]
+    pub hp_share: f64,
+    /// Seconds to run each configuration.
+    #[arg(long, default_value_t = 5.0, value_parser = positive_seconds)]
+    pub duration: f64,
+    /// Reprieve of the `cr` policy, in microseconds.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
+    pub reprieve_us: u64,
+    /// CPU scheduling of the lock-policy runs (the McWherter runs choose their own).
+    #[arg(long, value_enum, default_value_t = PolicyArg::Preempt)]
+    pub cpu: PolicyArg,
+    /// How preemption requests reach a worker.
+    #[arg(long, value_enum, default_value_t = MechanismArg::Signal)]
+    pub preempt_mechanism: MechanismArg,
+    /// Microseconds a request may stay untaken before SIGURG is sent (signal mechanism).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub signal_delay_us: u64,
+    /// Check the TPC-C consistency conditions after every run.
+    #[arg(long)]
+    pub check: bool,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Seed of the data and client generators.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchLocksArgs {
+    #[command(flatten)]
+    pub locks: LocksArgs,
+    /// Lock-scheduling policy: standard, nprio, nprio-inherit, pabort, pow, cr, wdl1, cats.
+    #[arg(long, default_value = "pow", value_parser = lock_policy_name)]
+    pub lock_policy: String,
+    /// Concurrency control: 2pl (with --lock-policy) or mvcc.
+    #[arg(long, value_enum, default_value_t = CcArg::TwoPl)]
+    pub cc: CcArg,
+    /// Mean think time of a client between transactions, in microseconds.
+    #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
+    pub think_us: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareLocksArgs {
+    #[command(flatten)]
+    pub locks: LocksArgs,
+    /// Lock policies to compare (standard is always run: it is the baseline).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "standard,nprio,nprio-inherit,pabort,pow,cr,wdl1,cats",
+        value_parser = lock_policy_name
+    )]
+    pub policies: Vec<String>,
+    /// Mean think times to sweep, in microseconds, from light load to saturation.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "20000,5000,1000,0",
+        value_parser = clap::value_parser!(u64).range(0..=10_000_000)
+    )]
+    pub think_us: Vec<u64>,
+    /// Skip the runs that separate CPU priority from lock priority (and the MVCC reference).
+    #[arg(long)]
+    pub no_mechanisms: bool,
+}
+
+/// Concurrency control of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CcArg {
+    /// Strict two-phase locking.
+    #[value(name = "2pl")]
+    TwoPl,
+    /// Multi-version snapshots, writes installed at commit.
+    Mvcc,
 }
 
 /// Policies for work without priorities.
@@ -438,6 +536,17 @@ fn share(s: &str) -> Result<f64, String> {
         Ok(v)
     } else {
         Err(format!("{s} must be between 0 and 1"))
+    }
+}
+
+fn lock_policy_name(s: &str) -> Result<String, String> {
+    if overtake_engine::LockPolicy::NAMES.contains(&s) {
+        Ok(s.to_owned())
+    } else {
+        Err(format!(
+            "{s:?} is not a lock policy (one of {})",
+            overtake_engine::LockPolicy::NAMES.join(", ")
+        ))
     }
 }
 

@@ -15,6 +15,7 @@ mod bench_switch;
 mod bench_tasks;
 mod bench_tpcc;
 mod bimodal;
+mod locks;
 mod mixed;
 mod output;
 mod resources;
@@ -42,8 +43,10 @@ fn main() -> ExitCode {
         args::Command::Bench(args::Bench::Switch(a)) => bench_switch::run(&a),
         args::Command::Bench(args::Bench::Bimodal(a)) => bimodal::bench(&a),
         args::Command::Bench(args::Bench::Stalls(a)) => bench_stalls::run(&a),
+        args::Command::Bench(args::Bench::Locks(a)) => locks::bench(&a),
         args::Command::Compare(args::Compare::Mixed(a)) => mixed::compare(&a),
         args::Command::Compare(args::Compare::Bimodal(a)) => bimodal::compare(&a),
+        args::Command::Compare(args::Compare::Locks(a)) => locks::compare(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

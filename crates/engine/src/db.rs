@@ -10,7 +10,7 @@ use overtake_runtime::NoPreemptGuard;
 use crate::engine::Engine;
 use crate::error::{AbortReason, Error, Result};
 use crate::gc::{self, VersionCensus};
-use crate::lock::{LockMode, LockPolicy};
+use crate::lock::{LockManager, LockMode, LockPolicy};
 use crate::schema::TableSchema;
 use crate::table::Table;
 use crate::txn::{Isolation, LockStats, Priority, Transaction};
@@ -187,6 +187,12 @@ impl Database {
                 waited: w.waited,
             })
             .collect()
+    }
+
+    /// Switches the concurrency control (a benchmark compares several on one loaded database).
+    /// Taking `&mut self` guarantees no transaction is open.
+    pub fn set_concurrency(&mut self, concurrency: Concurrency) {
+        self.engine.locks = LockManager::for_concurrency(concurrency);
     }
 
     /// The lock policy, under two-phase locking.

@@ -6,7 +6,7 @@
 //! is what lets dependencies run one way: `db` -> `txn` -> `engine` -> the parts below.
 
 use crate::catalog::Catalog;
-use crate::db::{Concurrency, Options};
+use crate::db::Options;
 use crate::footprint::FootprintPool;
 use crate::gc::Collector;
 use crate::lock::LockManager;
@@ -33,10 +33,7 @@ impl Engine {
             catalog: Catalog::new(),
             collector: Collector::new(slots),
             footprints: FootprintPool::new(slots),
-            locks: match options.concurrency {
-                Concurrency::Mvcc => None,
-                Concurrency::TwoPhaseLocking(policy) => Some(LockManager::new(policy)),
-            },
+            locks: LockManager::for_concurrency(options.concurrency),
         }
     }
 }

@@ -33,8 +33,26 @@ pub struct Outcome {
     pub promoted: u32,
     /// Time spent in attempts that failed: work thrown away.
     pub wasted: Duration,
+    /// Lock waits and lock aborts over its attempts (two-phase locking).
+    pub locks: LockOutcome,
     /// What went wrong, for a failed job.
     pub error: Option<String>,
+}
+
+/// What a job's attempts met in a lock manager (zero outside two-phase locking).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LockOutcome {
+    /// Attempts aborted as deadlock victims (and retried).
+    pub deadlocks: u32,
+    /// Attempts aborted by a more urgent transaction's lock policy or a wait-depth limit (and
+    /// retried).
+    pub aborts: u32,
+    /// Lock requests that had to wait.
+    pub waits: u32,
+    /// Their time from request to grant (POW's QueueTime), summed.
+    pub queue: Duration,
+    /// Their time until the holders at request time had released (POW's WaitExcess), summed.
+    pub excess: Duration,
 }
 
 impl Outcome {
@@ -46,6 +64,7 @@ impl Outcome {
             validation_failures: 0,
             promoted: 0,
             wasted: Duration::ZERO,
+            locks: LockOutcome::default(),
             error: None,
         }
     }

@@ -42,7 +42,7 @@ use std::time::{Duration, Instant};
 pub use call::{Call, CallError, Calls, Ticket};
 pub use dispatcher::DispatchStats;
 pub use error::SchedError;
-pub use job::{Arrivals, Executor, LocalFeed, Outcome, Status};
+pub use job::{Arrivals, Executor, LocalFeed, LockOutcome, Outcome, Status};
 pub use overtake_runtime::preempt::{Delivery, PreemptStats};
 pub use policy::{Policy, SchedConfig};
 pub use stats::{Breakdown, ClassStats, JobTiming, LatencyHistogram, LatencySummary, RunStats};

@@ -185,6 +185,16 @@ pub struct ClassStats {
     pub promoted: u64,
     /// Time spent in failed attempts, in nanoseconds.
     pub wasted_nanos: u128,
+    /// Attempts aborted as deadlock victims (two-phase locking).
+    pub deadlocks: u64,
+    /// Attempts aborted by a more urgent transaction's lock policy or a wait-depth limit.
+    pub lock_aborts: u64,
+    /// Lock requests that waited.
+    pub lock_waits: u64,
+    /// Their QueueTime (request to grant), summed, in nanoseconds.
+    pub lock_queue_nanos: u128,
+    /// Their WaitExcess (request until the holders then had released), summed, in nanoseconds.
+    pub lock_excess_nanos: u128,
     /// The first error of a failed job.
     pub first_error: Option<String>,
     /// Times jobs of this class were paused by preemption.
@@ -233,7 +243,13 @@ impl ClassStats {
 
     /// Attempts made: every job's final one plus those aborted and retried.
     pub fn attempts(&self) -> u64 {
-        self.committed + self.rolled_back + self.failed + self.conflicts + self.validation_failures
+        self.committed
+            + self.rolled_back
+            + self.failed
+            + self.conflicts
+            + self.validation_failures
+            + self.deadlocks
+            + self.lock_aborts
     }
 }
 
@@ -277,6 +293,12 @@ impl ClassStats {
         self.validation_failures += u64::from(outcome.validation_failures);
         self.promoted += u64::from(outcome.promoted);
         self.wasted_nanos += outcome.wasted.as_nanos();
+        let locks = &outcome.locks;
+        self.deadlocks += u64::from(locks.deadlocks);
+        self.lock_aborts += u64::from(locks.aborts);
+        self.lock_waits += u64::from(locks.waits);
+        self.lock_queue_nanos += locks.queue.as_nanos();
+        self.lock_excess_nanos += locks.excess.as_nanos();
         self.preemptions += u64::from(timing.preemptions);
         self.sched_delay
             .record(timing.start.saturating_duration_since(timing.arrival));
@@ -300,6 +322,11 @@ impl ClassStats {
         self.validation_failures += other.validation_failures;
         self.promoted += other.promoted;
         self.wasted_nanos += other.wasted_nanos;
+        self.deadlocks += other.deadlocks;
+        self.lock_aborts += other.lock_aborts;
+        self.lock_waits += other.lock_waits;
+        self.lock_queue_nanos += other.lock_queue_nanos;
+        self.lock_excess_nanos += other.lock_excess_nanos;
         if self.first_error.is_none() {
             self.first_error.clone_from(&other.first_error);
         }

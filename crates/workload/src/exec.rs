@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use overtake_engine::{AbortReason, Attempts, Database, Error, Isolation, Priority, RetryPolicy};
-use overtake_sched::{Executor, Outcome, Status};
+use overtake_sched::{Executor, LockOutcome, Outcome, Status};
 
 use crate::batch::{BatchUpdate, batch_update};
 use crate::ch::ChTables;
@@ -106,6 +106,13 @@ impl EngineExecutor {
 /// How a job ended, from the engine's retry helper's report.
 pub(crate) fn outcome<T>(attempts: Attempts<T>) -> Outcome {
     let (promoted, wasted) = (attempts.promoted, attempts.failed_time);
+    let locks = LockOutcome {
+        deadlocks: attempts.deadlocks,
+        aborts: attempts.lock_preemptions,
+        waits: attempts.locks.waits,
+        queue: attempts.locks.queue,
+        excess: attempts.locks.excess,
+    };
     let (status, error) = match attempts.result {
         Ok(_) => (Status::Committed, None),
         Err(Error::Aborted(AbortReason::UserRollback)) => (Status::RolledBack, None),
@@ -117,6 +124,7 @@ pub(crate) fn outcome<T>(attempts: Attempts<T>) -> Outcome {
         validation_failures: attempts.validation_failures,
         promoted,
         wasted,
+        locks,
         error,
     }
 }

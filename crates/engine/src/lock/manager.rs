@@ -99,6 +99,12 @@ struct Table {
     txns: HashMap<TxnId, TxnEntry>,
     reprieves: Vec<Reprieve>,
     next_began: u64,
+    /// The policy looks at how many transactions each one blocks (`cats`, `wdl1`): counting
+    /// costs a walk of the transaction's locks, which a scan holding thousands cannot pay per
+    /// request under the other policies.
+    counts_blocking: bool,
+    /// How many transactions wait directly for each transaction (when `counts_blocking`).
+    blocking: HashMap<TxnId, usize>,
 }
 
 /// See the module documentation.
@@ -116,14 +122,9 @@ impl Table {
             began: e.began,
             waiting: e.waiting_on.is_some(),
             paused: false,
-            blocking: e
-                .locks
-                .iter()
-                .filter(|name| e.waiting_on != Some(**name))
-                // Only direct waits on the holders (a queue being decided on is out of the map).
-                .filter_map(|name| self.queues.get(name))
-                .map(|q| q.waiting_while_held_by(id))
-                .sum(),
+            // Direct waits only, kept by `change_queue` (a queue being changed is out of the
+            // count).
+            blocking: self.blocking.get(&id).copied().unwrap_or(0),
         }
     }
 
@@ -138,13 +139,38 @@ impl Table {
         }
         e.aborted = Some(reason);
         e.unparker.unpark();
-        if let Some(on) = e.waiting_on.take()
-            && let Some(mut queue) = self.queues.remove(&on)
-        {
-            let granted = queue.cancel_wait(id, policy, &|t| self.info(t));
-            self.queues.insert(on, queue);
+        if let Some(on) = e.waiting_on.take() {
+            let granted = self.change_queue(on, |queue, info| queue.cancel_wait(id, policy, info));
             self.wake_granted(on, &granted);
         }
+    }
+
+    /// Lets `change` modify the queue of `name` (created if missing), taken out of the map so that
+    /// it can consult `info` about others; puts it back unless unused, and keeps the counts of
+    /// how many transactions each one blocks in step with it.
+    fn change_queue<R>(
+        &mut self,
+        name: LockName,
+        change: impl FnOnce(&mut LockQueue, &dyn Fn(TxnId) -> TxnInfo) -> R,
+    ) -> R {
+        let mut queue = self.queues.remove(&name).unwrap_or_default();
+        if self.counts_blocking {
+            for (t, n) in queue.blocking_counts() {
+                if let Some(count) = self.blocking.get_mut(&t) {
+                    *count -= n;
+                }
+            }
+        }
+        let result = change(&mut queue, &|t| self.info(t));
+        if self.counts_blocking {
+            for (t, n) in queue.blocking_counts() {
+                *self.blocking.entry(t).or_default() += n;
+            }
+        }
+        if !queue.is_unused() {
+            self.queues.insert(name, queue);
+        }
+        result
     }
 
     /// Grants `granted` their locks (at `name`) and wakes them.
@@ -166,7 +192,12 @@ impl Table {
     /// release that has already happened.
     fn regrant(&mut self, policy: LockPolicy, raised: &[TxnId]) {
         let names: Vec<LockName> = if policy.order() == QueueOrder::Contention {
-            self.queues.keys().copied().collect()
+            // Every queue with a waiter.
+            let mut names: Vec<LockName> =
+                self.txns.values().filter_map(|e| e.waiting_on).collect();
+            names.sort_unstable_by_key(|n| (n.space, n.item));
+            names.dedup();
+            names
         } else {
             // Under arrival and priority orders only a raised transaction's own wait can move.
             raised
@@ -175,11 +206,7 @@ impl Table {
                 .collect()
         };
         for name in names {
-            let Some(mut queue) = self.queues.remove(&name) else {
-                continue;
-            };
-            let granted = queue.grant_waiters(policy, &|t| self.info(t));
-            self.queues.insert(name, queue);
+            let granted = self.change_queue(name, |queue, info| queue.grant_waiters(policy, info));
             self.wake_granted(name, &granted);
         }
     }
@@ -250,10 +277,22 @@ impl Table {
 }
 
 impl LockManager {
+    /// The lock manager `concurrency` needs, if any.
+    pub(crate) fn for_concurrency(concurrency: crate::db::Concurrency) -> Option<Self> {
+        match concurrency {
+            crate::db::Concurrency::Mvcc => None,
+            crate::db::Concurrency::TwoPhaseLocking(policy) => Some(LockManager::new(policy)),
+        }
+    }
+
     pub(crate) fn new(policy: LockPolicy) -> Self {
+        let counts_blocking = matches!(policy, LockPolicy::Cats | LockPolicy::Wdl1);
         LockManager {
             policy,
-            table: RegionMutex::new(Table::default()),
+            table: RegionMutex::new(Table {
+                counts_blocking,
+                ..Table::default()
+            }),
         }
     }
 
@@ -357,17 +396,21 @@ impl LockManager {
             return Err(reason);
         }
         let me = table.info(id);
-        let mut queue = table.queues.remove(&name).unwrap_or_default();
-        let request = queue.request(&me, mode, self.policy, &|t| table.info(t));
-        let blockers: Vec<TxnId> = queue
-            .holders()
-            .into_iter()
-            .filter(|&(t, held)| t != id && !held.compatible(mode))
-            .map(|(t, _)| t)
-            .collect();
-        table.queues.insert(name, queue);
+        let policy = self.policy;
+        let (known, request, blockers) = table.change_queue(name, |queue, info| {
+            // Known to the queue already: an upgrade (the transaction's lock list has the name).
+            let known = queue.involves(id);
+            let request = queue.request(&me, mode, policy, info);
+            let blockers: Vec<TxnId> = queue
+                .holders()
+                .into_iter()
+                .filter(|&(t, held)| t != id && !held.compatible(mode))
+                .map(|(t, _)| t)
+                .collect();
+            (known, request, blockers)
+        });
         let e = table.txns.get_mut(&id).expect("registered");
-        if !e.locks.contains(&name) {
+        if !known {
             e.locks.push(name);
         }
         let action = match request {
@@ -436,16 +479,12 @@ impl LockManager {
         let Some(entry) = table.txns.remove(&id) else {
             return;
         };
-        for name in &entry.locks {
-            let Some(mut queue) = table.queues.remove(name) else {
-                continue;
-            };
-            let granted = queue.release(id, self.policy, &|t| table.info(t));
-            table.wake_granted(*name, &granted);
-            if !queue.is_unused() {
-                table.queues.insert(*name, queue);
-            }
+        let policy = self.policy;
+        for &name in &entry.locks {
+            let granted = table.change_queue(name, |queue, info| queue.release(id, policy, info));
+            table.wake_granted(name, &granted);
         }
+        table.blocking.remove(&id);
         table.note_release(id);
         table.reprieves.retain(|r| r.victim != id);
         table.expire_reprieves(self.policy);

@@ -251,13 +251,18 @@ impl LockQueue {
         self.grant_waiters(policy, info)
     }
 
-    /// How many other transactions wait at this lock while `txn` holds it (0 if it does not).
-    pub(crate) fn waiting_while_held_by(&self, txn: TxnId) -> usize {
-        if self.holders.iter().any(|h| h.txn == txn) {
-            self.waiters.iter().filter(|w| w.txn != txn).count()
-        } else {
-            0
-        }
+    /// For each holder, how many other transactions wait at this lock (holders nobody waits for
+    /// are left out).
+    pub(crate) fn blocking_counts(&self) -> impl Iterator<Item = (TxnId, usize)> + '_ {
+        self.holders.iter().filter_map(|h| {
+            let n = self.waiters.iter().filter(|w| w.txn != h.txn).count();
+            (n > 0).then_some((h.txn, n))
+        })
+    }
+
+    /// True if `txn` holds the lock or waits for it.
+    pub(crate) fn involves(&self, txn: TxnId) -> bool {
+        self.holders.iter().any(|h| h.txn == txn) || self.waiters.iter().any(|w| w.txn == txn)
     }
 
     /// True if nobody holds or waits for the lock (its queue can be dropped).
