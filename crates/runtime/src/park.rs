@@ -20,7 +20,7 @@
 
 use std::cell::RefCell;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use crate::context::{self, Suspension};
 use crate::region::{self, NoPreemptGuard};
@@ -54,6 +54,8 @@ enum WakeVia {
 struct ParkState {
     state: AtomicU8,
     via: WakeVia,
+    /// Paused by preemption (set by the task's scheduler; lock policies ask it).
+    paused: AtomicBool,
 }
 
 impl ParkState {
@@ -77,6 +79,7 @@ impl Parker {
             state: Arc::new(ParkState {
                 state: AtomicU8::new(IDLE),
                 via: WakeVia::Task { target, token },
+                paused: AtomicBool::new(false),
             }),
         }
     }
@@ -86,6 +89,12 @@ impl Parker {
         Unparker {
             state: Arc::clone(&self.state),
         }
+    }
+
+    /// Records whether the task is paused by preemption (its scheduler sets it when the task is
+    /// preempted and clears it when the task runs again), for [`Unparker::is_paused`].
+    pub fn set_paused(&self, paused: bool) {
+        self.state.paused.store(paused, Ordering::Release);
     }
 
     /// Runs `f` (which resumes this parker's task) with this parker installed as the current one
@@ -139,6 +148,13 @@ impl Unparker {
         }
     }
 
+    /// True if the task is paused by preemption right now, as its scheduler last said (false for a
+    /// plain thread). A lock policy uses it to tell a holder that cannot make progress from one
+    /// that is running (Preempt-On-Wait).
+    pub fn is_paused(&self) -> bool {
+        self.state.paused.load(Ordering::Acquire)
+    }
+
     /// True if both handles wake the same parker.
     pub fn wakes_same(&self, other: &Unparker) -> bool {
         Arc::ptr_eq(&self.state, &other.state)
@@ -181,6 +197,7 @@ fn current_state() -> Arc<ParkState> {
             Arc::new(ParkState {
                 state: AtomicU8::new(IDLE),
                 via: WakeVia::Thread(std::thread::current()),
+                paused: AtomicBool::new(false),
             })
         }))
     })

@@ -41,9 +41,14 @@ fn an_urgent_call_from_another_thread_overtakes_a_running_background_call() {
     let started = Arc::new(AtomicBool::new(false));
     let urgent_done = Arc::new(AtomicBool::new(false));
     let (s, u) = (Arc::clone(&started), Arc::clone(&urgent_done));
+    // The background call's waking handle, which also tells whether it is paused.
+    let (handle_tx, handle_rx) = std::sync::mpsc::channel();
     // One worker: the urgent call can only finish while the background one is paused.
     let background = scheduler
         .call(Priority::LOW, move || {
+            handle_tx
+                .send(overtake_runtime::park::current_unparker())
+                .expect("test alive");
             s.store(true, Ordering::Release);
             work_until(&u);
             "background done"
@@ -52,11 +57,17 @@ fn an_urgent_call_from_another_thread_overtakes_a_running_background_call() {
     while !started.load(Ordering::Acquire) {
         std::thread::yield_now();
     }
+    let background_handle = handle_rx.recv().expect("handle");
+    assert!(!background_handle.is_paused(), "running, not paused");
     let for_app = Arc::clone(&scheduler);
     let u = Arc::clone(&urgent_done);
+    let seen_paused = Arc::new(AtomicBool::new(false));
+    let seen = Arc::clone(&seen_paused);
     let urgent = std::thread::spawn(move || {
         let ticket = for_app
             .call(Priority::HIGH, move || {
+                // What a lock policy asks about a holder (POW aborts a paused one).
+                seen.store(background_handle.is_paused(), Ordering::Release);
                 u.store(true, Ordering::Release);
                 "urgent done"
             })
@@ -64,6 +75,10 @@ fn an_urgent_call_from_another_thread_overtakes_a_running_background_call() {
         ticket.wait()
     });
     assert_eq!(urgent.join().expect("app thread"), Ok("urgent done"));
+    assert!(
+        seen_paused.load(Ordering::Acquire),
+        "the preempted call reports itself paused"
+    );
     assert_eq!(background.wait(), Ok("background done"));
     let report = Arc::into_inner(scheduler)
         .expect("sole owner")

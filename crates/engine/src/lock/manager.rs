@@ -121,7 +121,7 @@ impl Table {
             level: e.level.max(e.raised_to),
             began: e.began,
             waiting: e.waiting_on.is_some(),
-            paused: false,
+            paused: e.unparker.is_paused(),
             // Direct waits only, kept by `change_queue` (a queue being changed is out of the
             // count).
             blocking: self.blocking.get(&id).copied().unwrap_or(0),

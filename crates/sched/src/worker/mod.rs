@@ -335,7 +335,10 @@ impl<E: Executor> WorkerCore<E> {
             let parker = self.parkers[id].borrow();
             let mut ctx = self.contexts[id].borrow_mut();
             match (parker.as_ref(), ctx.as_mut()) {
-                (Some(parker), Some(ctx)) => parker.run(|| ctx.resume()),
+                (Some(parker), Some(ctx)) => {
+                    parker.set_paused(false);
+                    parker.run(|| ctx.resume())
+                }
                 _ => panic!("task {id} runs without its context or parker"),
             }
         };
@@ -355,7 +358,10 @@ impl<E: Executor> WorkerCore<E> {
                 }
             }
             Resumed::Suspended(Suspension::Preempted) => {
-                // The hook queued it.
+                // The hook queued it. Lock policies may ask whether it is paused.
+                if let Some(parker) = self.parkers[id].borrow().as_ref() {
+                    parker.set_paused(true);
+                }
                 if monitored {
                     self.shared
                         .starvation
