@@ -1,36 +1,52 @@
 //! Deadlock detection on the waits-for graph, and a victim choice that respects priority.
 //!
-//! Run when a transaction starts waiting: any new cycle passes through it. Must never pick a
-//! victim outside the cycle.
+//! Run from the transactions whose request or raise added waits (any new cycle passes through
+//! one of them). Must never pick a victim outside the cycle.
+
+use std::collections::HashMap;
 
 use super::{TxnId, TxnInfo};
 
-/// A cycle of the waits-for graph through `start` (`start` first, each waiting for the next, the
-/// last waiting for `start`), if there is one. `waits_for(t)` lists whom `t` waits for.
+/// A cycle of the waits-for graph reachable from `starts` (each member waiting for the next, the
+/// last waiting for the first), if there is one. `waits_for(t)` lists whom `t` waits for.
+///
+/// One depth-first search over everything reachable from every start, each transaction expanded
+/// once (on the path, or finished): linear in the edges, however many starts share a subgraph.
 pub(crate) fn find_cycle(
-    start: TxnId,
+    starts: &[TxnId],
     waits_for: &dyn Fn(TxnId) -> Vec<TxnId>,
 ) -> Option<Vec<TxnId>> {
-    // Depth-first, with the path kept so the cycle can be returned; each transaction is expanded
-    // once (a cycle through `start` found from it is found the first time).
-    let mut path = vec![start];
-    let mut pending = vec![waits_for(start)];
-    let mut visited = vec![start];
-    while let Some(next) = pending.last_mut() {
-        let Some(t) = next.pop() else {
-            pending.pop();
-            path.pop();
-            continue;
-        };
-        if t == start {
-            return Some(path);
-        }
-        if visited.contains(&t) {
+    const ON_PATH: bool = true;
+    const FINISHED: bool = false;
+    let mut seen: HashMap<TxnId, bool> = HashMap::new();
+    for &start in starts {
+        if seen.contains_key(&start) {
             continue;
         }
-        visited.push(t);
-        path.push(t);
-        pending.push(waits_for(t));
+        seen.insert(start, ON_PATH);
+        let mut path = vec![start];
+        let mut pending = vec![waits_for(start)];
+        while let Some(next) = pending.last_mut() {
+            let Some(t) = next.pop() else {
+                pending.pop();
+                if let Some(done) = path.pop() {
+                    seen.insert(done, FINISHED);
+                }
+                continue;
+            };
+            match seen.get(&t) {
+                Some(&ON_PATH) => {
+                    let at = path.iter().position(|&p| p == t)?;
+                    return Some(path[at..].to_vec());
+                }
+                Some(_) => {}
+                None => {
+                    seen.insert(t, ON_PATH);
+                    path.push(t);
+                    pending.push(waits_for(t));
+                }
+            }
+        }
     }
     None
 }

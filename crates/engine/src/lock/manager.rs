@@ -263,9 +263,7 @@ impl Table {
             } else {
                 starts.unwrap_or_default().to_vec()
             };
-            let victim = candidates
-                .into_iter()
-                .find_map(|t| find_cycle(t, &waits_for))
+            let victim = find_cycle(&candidates, &waits_for)
                 .and_then(|cycle| choose_victim(&cycle, &|t| self.info(t)));
             let Some(victim) = victim else {
                 return last;

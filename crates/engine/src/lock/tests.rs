@@ -266,7 +266,7 @@ fn a_deadlock_is_found_from_the_transaction_that_closed_it_and_its_victim_is_lea
             .flat_map(|q| q.waits_for(txn, p, &t.info()))
             .collect()
     };
-    assert_eq!(find_cycle(1, &waits_for), None, "no cycle yet");
+    assert_eq!(find_cycle(&[1], &waits_for), None, "no cycle yet");
     t.request(&mut a, 3, X, p); // 3 waits for 1: closed
     let queues = [&a, &b, &c];
     let waits_for = |txn: TxnId| -> Vec<TxnId> {
@@ -275,7 +275,7 @@ fn a_deadlock_is_found_from_the_transaction_that_closed_it_and_its_victim_is_lea
             .flat_map(|q| q.waits_for(txn, p, &t.info()))
             .collect()
     };
-    let cycle = find_cycle(3, &waits_for).expect("a cycle through 3");
+    let cycle = find_cycle(&[3], &waits_for).expect("a cycle through 3");
     assert_eq!(cycle, vec![3, 1, 2]);
     // Both 2 and 3 are least urgent; 3 began last.
     assert_eq!(choose_victim(&cycle, &t.info()), Some(3));
