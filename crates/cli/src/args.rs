@@ -129,7 +129,7 @@ pub struct CompareLocksArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "20000,5000,1000,0",
+        default_value = "10000,3000,1000,300,0",
         value_parser = clap::value_parser!(u64).range(0..=10_000_000)
     )]
     pub think_us: Vec<u64>,
@@ -617,5 +617,42 @@ mod tests {
             ]
         );
         assert!((c.bimodal.load - 0.7).abs() < 1e-12, "default load");
+    }
+
+    #[test]
+    fn lock_flags_name_real_policies() {
+        for bad in [
+            &["bench", "locks", "--lock-policy", "wound-wait"][..],
+            &["bench", "locks", "--cc", "occ"],
+            &["bench", "locks", "--clients", "0"],
+            &["compare", "locks", "--policies", "pow,fifo"],
+            &["compare", "locks", "--think-us", "100,-1"],
+            &["compare", "locks", "--hp-share", "2"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?} was accepted");
+        }
+        let Ok(Cli {
+            command: Command::Compare(Compare::Locks(c)),
+        }) = parse(&[
+            "compare",
+            "locks",
+            "--policies",
+            "pow,pabort",
+            "--think-us",
+            "0,500",
+        ])
+        else {
+            panic!("a valid compare locks");
+        };
+        assert_eq!(c.policies, ["pow", "pabort"]);
+        assert_eq!(c.think_us, [0, 500]);
+        assert_eq!(c.locks.warehouses, 10, "POW's default");
+        let Ok(Cli {
+            command: Command::Bench(Bench::Locks(b)),
+        }) = parse(&["bench", "locks", "--cc", "2pl", "--lock-policy", "cr"])
+        else {
+            panic!("a valid bench locks");
+        };
+        assert_eq!((b.cc, b.lock_policy.as_str()), (CcArg::TwoPl, "cr"));
     }
 }
