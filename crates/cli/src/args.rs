@@ -111,6 +111,10 @@ pub struct BenchLocksArgs {
     /// Mean think time of a client between transactions, in microseconds.
     #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
     pub think_us: u64,
+    /// Also print the lock waits in progress half-way through the run (who waits for whom, how
+    /// long, like PostgreSQL's pg_locks).
+    #[arg(long)]
+    pub show_waits: bool,
 }
 
 #[derive(Debug, Args)]

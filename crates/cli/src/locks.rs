@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use overtake_engine::{Concurrency, LockPolicy, Priority};
+use overtake_engine::{Concurrency, LockPolicy, LockWait, Priority};
 use overtake_sched::{ClassStats, SchedConfig};
 use overtake_workload::rng::{NuRandConstants, TpccRng};
 use overtake_workload::tpcc::clients::{ClientsConfig, run_clients};
@@ -36,6 +36,8 @@ struct RunResult {
     low: ClassStats,
     overloaded: u64,
     consistent: Option<bool>,
+    /// The lock waits seen at half time (`--show-waits`), and when.
+    waits: Option<(Duration, Vec<LockWait>)>,
 }
 
 impl RunResult {
@@ -101,6 +103,7 @@ fn run_one(
     constants: NuRandConstants,
     args: &LocksArgs,
     spec: &RunSpec,
+    show_waits: bool,
 ) -> Result<RunResult, String> {
     Arc::get_mut(&mut loaded.db)
         .ok_or("the database is still in use by a previous run")?
@@ -123,14 +126,26 @@ fn run_one(
         ..ClientsConfig::new(clients, SchedConfig::default(), constants)
     };
     let bar = run_progress(args.duration, &spec.label, args.json);
+    let advance = ticker(&bar);
+    // The lock waits at half time, if asked for (taken from the tick callback, on this thread).
+    let waits = std::cell::RefCell::new(None);
+    let half = Duration::from_secs_f64(args.duration / 2.0);
+    let db = Arc::clone(&loaded.db);
+    let tick = |elapsed: Duration| {
+        advance(elapsed);
+        if show_waits && elapsed >= half && waits.borrow().is_none() {
+            *waits.borrow_mut() = Some((elapsed, db.lock_waits()));
+        }
+    };
     let report = run_clients(
         Arc::clone(&loaded.db),
         &loaded.tpcc,
         &config,
         Duration::from_secs_f64(args.duration),
-        &ticker(&bar),
+        &tick,
     )
     .map_err(|e| e.to_string())?;
+    drop(db);
     bar.finish_and_clear();
     let consistent = if args.check {
         // One snapshot reads every table; under locks it would take a million shared locks.
@@ -153,6 +168,7 @@ fn run_one(
         low: stats.class(Priority::LOW).clone(),
         overloaded: report.overloaded,
         consistent,
+        waits: waits.into_inner(),
     })
 }
 
@@ -228,9 +244,19 @@ pub fn bench(args: &BenchLocksArgs) -> Result<(), String> {
         think_us: args.think_us,
     };
     let (mut loaded, constants) = load(common)?;
-    let r = run_one(&mut loaded, constants, common, &spec)?;
+    let r = run_one(&mut loaded, constants, common, &spec, args.show_waits)?;
     if common.json {
-        println!("{}", r.json());
+        let mut v = r.json();
+        if let Some((at, waits)) = &r.waits {
+            v["lock_waits"] = json!({
+                "at_s": at.as_secs_f64(),
+                "waits": waits.iter().map(|w| json!({
+                    "waiter": w.waiter, "level": w.level, "lock": w.lock,
+                    "holders": w.holders, "waited_us": w.waited.as_secs_f64() * 1e6,
+                })).collect::<Vec<_>>(),
+            });
+        }
+        println!("{v}");
         return Ok(());
     }
     println!(
@@ -250,7 +276,48 @@ pub fn bench(args: &BenchLocksArgs) -> Result<(), String> {
     print_table(&CLASS_HEADER, &class_rows(&r));
     println!("{CLASS_NOTE}");
     print_consistency(&r);
+    if let Some((at, waits)) = &r.waits {
+        print_waits(*at, waits);
+    }
     Ok(())
+}
+
+/// The lock-wait snapshot, longest wait first (like a query of PostgreSQL's `pg_locks`).
+fn print_waits(at: Duration, waits: &[LockWait]) {
+    println!(
+        "\nlock waits at {:.1} s: {} transaction(s) waiting",
+        at.as_secs_f64(),
+        waits.len()
+    );
+    let rows: Vec<Vec<String>> = waits
+        .iter()
+        .map(|w| {
+            let holders: Vec<String> = w
+                .holders
+                .iter()
+                .map(|&(t, exclusive)| format!("{t:#x} {}", if exclusive { "X" } else { "S" }))
+                .collect();
+            vec![
+                format!("{:#x}", w.waiter),
+                Priority::from_level(usize::from(w.level))
+                    .map_or("?", Priority::as_str)
+                    .to_owned(),
+                w.lock.clone(),
+                us(w.waited.as_secs_f64() * 1e6),
+                holders.join(", "),
+            ]
+        })
+        .collect();
+    print_table(
+        &[
+            "waiter",
+            "level",
+            "lock (space/item)",
+            "waited us",
+            "held by",
+        ],
+        &rows,
+    );
 }
 
 fn print_consistency(r: &RunResult) {
@@ -315,7 +382,7 @@ pub fn compare(args: &CompareLocksArgs) -> Result<(), String> {
     for &think_us in &args.think_us {
         let mut results = Vec::new();
         for spec in specs(args, think_us)? {
-            results.push(run_one(&mut loaded, constants, common, &spec)?);
+            results.push(run_one(&mut loaded, constants, common, &spec, false)?);
         }
         if !common.json {
             print_think_time(args, think_us, &results);
