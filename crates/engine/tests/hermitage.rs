@@ -8,12 +8,14 @@
 //! (first updater wins): the interleavings continue with that transaction dead, and the anomaly
 //! is whatever the survivors could observe or commit.
 
+mod common;
+
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use overtake_engine::{
-    AbortReason, ColumnType, Database, Error, Isolation, KeyRange, Options, Priority, ScanOptions,
-    Table, TableSchema, Transaction,
+    AbortReason, Database, Error, Isolation, KeyRange, Options, Priority, ScanOptions, Table,
+    Transaction,
 };
 
 const ID: usize = 0;
@@ -21,23 +23,7 @@ const VALUE: usize = 1;
 
 fn setup() -> (Database, Arc<Table>) {
     let db = Database::open(Options::default());
-    let t = db
-        .create_table(
-            TableSchema::builder("test")
-                .column("id", ColumnType::Int64)
-                .column("value", ColumnType::Int64)
-                .primary_key(&["id"])
-                .index("by_value", &["value"])
-                .build()
-                .expect("schema"),
-        )
-        .expect("create");
-    let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
-    for (id, value) in [(1, 10), (2, 20)] {
-        txn.insert(&t, row(&t, id, value)).expect("insert");
-    }
-    txn.commit().expect("commit");
-    drop(txn);
+    let t = common::hermitage_table(&db);
     (db, t)
 }
 

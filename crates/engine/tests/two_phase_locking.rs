@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use common::sessions::{Outcome, Progress, Session};
 use overtake_engine::{
-    AbortReason, ColumnType, Concurrency, Database, Error, Isolation, KeyRange, LockPolicy,
-    Options, Priority, RetryPolicy, ScanOptions, Table, TableSchema, Transaction,
+    AbortReason, Concurrency, Database, Error, Isolation, KeyRange, LockPolicy, Options, Priority,
+    RetryPolicy, ScanOptions, Table, Transaction,
 };
 
 const ID: usize = 0;
@@ -26,25 +26,7 @@ fn setup(policy: LockPolicy) -> (Database, Arc<Table>) {
         concurrency: Concurrency::TwoPhaseLocking(policy),
         ..Options::default()
     });
-    let t = db
-        .create_table(
-            TableSchema::builder("test")
-                .column("id", ColumnType::Int64)
-                .column("value", ColumnType::Int64)
-                .primary_key(&["id"])
-                .index("by_value", &["value"])
-                .build()
-                .expect("schema"),
-        )
-        .expect("create");
-    let mut txn = db
-        .begin(Priority::LOW, Isolation::Serializable)
-        .expect("begin");
-    for (id, value) in [(1, 10), (2, 20)] {
-        txn.insert(&t, row(&t, id, value)).expect("insert");
-    }
-    txn.commit().expect("commit");
-    drop(txn);
+    let t = common::hermitage_table(&db);
     (db, t)
 }
 
@@ -163,6 +145,17 @@ fn committed(db: &Database, t: &Table) -> Vec<(i64, i64)> {
     out
 }
 
+/// Two low-priority sessions, `t1` begun first (the older).
+fn two_sessions<'scope, 'env>(
+    s: &'scope std::thread::Scope<'scope, 'env>,
+    db: &'env Database,
+) -> (Session<'scope>, Session<'scope>) {
+    (
+        Session::begin(s, db, Priority::LOW),
+        Session::begin(s, db, Priority::LOW),
+    )
+}
+
 fn done(values: &[i64]) -> Progress {
     Progress::Done(Ok(values.to_vec()))
 }
@@ -177,10 +170,7 @@ const STANDARD: LockPolicy = LockPolicy::Standard;
 fn g0_write_cycles_serialize_the_writers() {
     let (db, t) = setup(STANDARD);
     std::thread::scope(|s| {
-        let (mut t1, mut t2) = (
-            Session::begin(s, &db, Priority::LOW),
-            Session::begin(s, &db, Priority::LOW),
-        );
+        let (mut t1, mut t2) = two_sessions(s, &db);
         assert_eq!(t1.run(&db, write(&t, 1, 11)), done(&[]));
         assert_eq!(t2.run(&db, write(&t, 1, 12)), Progress::Blocked);
         assert_eq!(t1.run(&db, write(&t, 2, 21)), done(&[]));
@@ -198,10 +188,7 @@ fn g0_write_cycles_serialize_the_writers() {
 fn g1a_a_reader_waits_out_a_write_that_rolls_back() {
     let (db, t) = setup(STANDARD);
     std::thread::scope(|s| {
-        let (mut t1, mut t2) = (
-            Session::begin(s, &db, Priority::LOW),
-            Session::begin(s, &db, Priority::LOW),
-        );
+        let (mut t1, mut t2) = two_sessions(s, &db);
         assert_eq!(t1.run(&db, write(&t, 1, 101)), done(&[]));
         assert_eq!(t2.run(&db, select_where(&t, |_| true)), Progress::Blocked);
         t1.close(); // rolls back
@@ -215,10 +202,7 @@ fn g1a_a_reader_waits_out_a_write_that_rolls_back() {
 fn g1b_a_reader_sees_only_the_final_write() {
     let (db, t) = setup(STANDARD);
     std::thread::scope(|s| {
-        let (mut t1, mut t2) = (
-            Session::begin(s, &db, Priority::LOW),
-            Session::begin(s, &db, Priority::LOW),
-        );
+        let (mut t1, mut t2) = two_sessions(s, &db);
         assert_eq!(t1.run(&db, write(&t, 1, 101)), done(&[]));
         assert_eq!(t2.run(&db, read(&t, 1)), Progress::Blocked);
         assert_eq!(t1.run(&db, write(&t, 1, 11)), done(&[]));
@@ -234,10 +218,7 @@ fn g1b_a_reader_sees_only_the_final_write() {
 fn g1c_circular_reads_deadlock_and_the_younger_goes() {
     let (db, t) = setup(STANDARD);
     std::thread::scope(|s| {
-        let (mut t1, mut t2) = (
-            Session::begin(s, &db, Priority::LOW),
-            Session::begin(s, &db, Priority::LOW),
-        );
+        let (mut t1, mut t2) = two_sessions(s, &db);
         assert_eq!(t1.run(&db, write(&t, 1, 11)), done(&[]));
         assert_eq!(t2.run(&db, write(&t, 2, 22)), done(&[]));
         assert_eq!(t1.run(&db, read(&t, 2)), Progress::Blocked);
@@ -258,10 +239,7 @@ fn g1c_circular_reads_deadlock_and_the_younger_goes() {
 fn otv_a_reader_sees_all_of_one_writer() {
     let (db, t) = setup(STANDARD);
     std::thread::scope(|s| {
-        let (mut t1, mut t2) = (
-            Session::begin(s, &db, Priority::LOW),
-            Session::begin(s, &db, Priority::LOW),
-        );
+        let (mut t1, mut t2) = two_sessions(s, &db);
         assert_eq!(t1.run(&db, write(&t, 1, 11)), done(&[]));
         assert_eq!(t1.run(&db, write(&t, 2, 19)), done(&[]));
         assert_eq!(t2.run(&db, write(&t, 1, 12)), Progress::Blocked);
@@ -284,10 +262,7 @@ fn otv_a_reader_sees_all_of_one_writer() {
 fn pmp_an_insert_into_a_scanned_range_waits_for_the_scanner() {
     let (db, t) = setup(STANDARD);
     std::thread::scope(|s| {
-        let (mut t1, mut t2) = (
-            Session::begin(s, &db, Priority::LOW),
-            Session::begin(s, &db, Priority::LOW),
-        );
+        let (mut t1, mut t2) = two_sessions(s, &db);
         assert_eq!(t1.run(&db, ids_with_value(&t, 30)), done(&[]));
         assert_eq!(t2.run(&db, insert(&t, 3, 30)), done(&[]));
         // The new index entry's gap is guarded by the scanned range's successor.
@@ -305,10 +280,7 @@ fn pmp_an_insert_into_a_scanned_range_waits_for_the_scanner() {
 fn pmp_write_a_predicate_read_sees_the_writers_result() {
     let (db, t) = setup(STANDARD);
     std::thread::scope(|s| {
-        let (mut t1, mut t2) = (
-            Session::begin(s, &db, Priority::LOW),
-            Session::begin(s, &db, Priority::LOW),
-        );
+        let (mut t1, mut t2) = two_sessions(s, &db);
         assert_eq!(t1.run(&db, add_ten_to_all(&t)), done(&[]));
         assert_eq!(
             t2.run(&db, select_where(&t, |v| v == 20)),
@@ -326,10 +298,7 @@ fn pmp_write_a_predicate_read_sees_the_writers_result() {
 fn p4_lost_update_is_a_deadlock_on_the_upgrade() {
     let (db, t) = setup(STANDARD);
     std::thread::scope(|s| {
-        let (mut t1, mut t2) = (
-            Session::begin(s, &db, Priority::LOW),
-            Session::begin(s, &db, Priority::LOW),
-        );
+        let (mut t1, mut t2) = two_sessions(s, &db);
         assert_eq!(t1.run(&db, read(&t, 1)), done(&[10]));
         assert_eq!(t2.run(&db, read(&t, 1)), done(&[10]));
         assert_eq!(t1.run(&db, write(&t, 1, 11)), Progress::Blocked);
@@ -349,10 +318,7 @@ fn p4_lost_update_is_a_deadlock_on_the_upgrade() {
 fn g_single_read_skew_is_prevented_by_the_readers_locks() {
     let (db, t) = setup(STANDARD);
     std::thread::scope(|s| {
-        let (mut t1, mut t2) = (
-            Session::begin(s, &db, Priority::LOW),
-            Session::begin(s, &db, Priority::LOW),
-        );
+        let (mut t1, mut t2) = two_sessions(s, &db);
         assert_eq!(t1.run(&db, read(&t, 1)), done(&[10]));
         assert_eq!(t2.run(&db, read(&t, 1)), done(&[10]));
         assert_eq!(t2.run(&db, read(&t, 2)), done(&[20]));
@@ -372,10 +338,7 @@ fn g_single_read_skew_is_prevented_by_the_readers_locks() {
 fn g2_item_write_skew_deadlocks() {
     let (db, t) = setup(STANDARD);
     std::thread::scope(|s| {
-        let (mut t1, mut t2) = (
-            Session::begin(s, &db, Priority::LOW),
-            Session::begin(s, &db, Priority::LOW),
-        );
+        let (mut t1, mut t2) = two_sessions(s, &db);
         for session in [&mut t1, &mut t2] {
             assert_eq!(session.run(&db, read(&t, 1)), done(&[10]));
             assert_eq!(session.run(&db, read(&t, 2)), done(&[20]));
@@ -397,10 +360,7 @@ fn g2_item_write_skew_deadlocks() {
 fn g2_predicate_write_skew_deadlocks_on_the_gap() {
     let (db, t) = setup(STANDARD);
     std::thread::scope(|s| {
-        let (mut t1, mut t2) = (
-            Session::begin(s, &db, Priority::LOW),
-            Session::begin(s, &db, Priority::LOW),
-        );
+        let (mut t1, mut t2) = two_sessions(s, &db);
         for session in [&mut t1, &mut t2] {
             assert_eq!(
                 session.run(&db, select_where(&t, |v| v % 3 == 0)),

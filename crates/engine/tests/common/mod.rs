@@ -65,3 +65,33 @@ pub fn balance(txn: &mut overtake_engine::Transaction<'_>, t: &Table, id: i64) -
     txn.get(t, &key(t, id), |r| r.decimal_units(BALANCE))
         .expect("get")
 }
+
+/// `test(id INT64 PK, value INT64)` with an index `by_value`, holding {(1, 10), (2, 20)}: the
+/// table every Hermitage test starts from.
+pub fn hermitage_table(db: &Database) -> Arc<Table> {
+    let t = db
+        .create_table(
+            TableSchema::builder("test")
+                .column("id", ColumnType::Int64)
+                .column("value", ColumnType::Int64)
+                .primary_key(&["id"])
+                .index("by_value", &["value"])
+                .build()
+                .expect("schema"),
+        )
+        .expect("create");
+    let mut txn = db
+        .begin(Priority::LOW, Isolation::Serializable)
+        .expect("begin");
+    for (id, value) in [(1, 10), (2, 20)] {
+        let row = t
+            .row_builder()
+            .int(0, id)
+            .int(1, value)
+            .finish()
+            .expect("row");
+        txn.insert(&t, row).expect("insert");
+    }
+    txn.commit().expect("commit");
+    t
+}
