@@ -495,6 +495,16 @@ fn print_think_time(args: &CompareLocksArgs, think_us: u64, results: &[RunResult
         ],
         &rows,
     );
+    let b = &base.high;
+    let lock_share = b.breakdown().waiting / b.latency.summary().mean.max(f64::MIN_POSITIVE);
+    if lock_share < 0.1 {
+        println!(
+            "note: under standard, urgent transactions spent {:.0}% of their response time \
+             waiting for locks: this load is not lock-bound, so lock policies have little to \
+             change (fewer --warehouses make the warehouse rows hot locks)",
+            lock_share * 100.0
+        );
+    }
     println!(
         "speedup: standard's urgent mean response over this row's; penalty: this row's background \
          mean over standard's; active: clients with a transaction in flight (Little's law); \
