@@ -18,21 +18,12 @@ use overtake_engine::{
     Transaction,
 };
 
-const ID: usize = 0;
-const VALUE: usize = 1;
+use common::{HERMITAGE_ID as ID, HERMITAGE_VALUE as VALUE, hermitage_row as row};
 
 fn setup() -> (Database, Arc<Table>) {
     let db = Database::open(Options::default());
     let t = common::hermitage_table(&db);
     (db, t)
-}
-
-fn row(t: &Table, id: i64, value: i64) -> overtake_engine::Row {
-    t.row_builder()
-        .int(ID, id)
-        .int(VALUE, value)
-        .finish()
-        .expect("row")
 }
 
 fn begin(db: &Database, level: Isolation) -> Transaction<'_> {

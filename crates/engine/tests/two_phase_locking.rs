@@ -18,8 +18,7 @@ use overtake_engine::{
     RetryPolicy, ScanOptions, Table, Transaction,
 };
 
-const ID: usize = 0;
-const VALUE: usize = 1;
+use common::{HERMITAGE_ID as ID, HERMITAGE_VALUE as VALUE, hermitage_row as row};
 
 fn setup(policy: LockPolicy) -> (Database, Arc<Table>) {
     let db = Database::open(Options {
@@ -28,14 +27,6 @@ fn setup(policy: LockPolicy) -> (Database, Arc<Table>) {
     });
     let t = common::hermitage_table(&db);
     (db, t)
-}
-
-fn row(t: &Table, id: i64, value: i64) -> overtake_engine::Row {
-    t.row_builder()
-        .int(ID, id)
-        .int(VALUE, value)
-        .finish()
-        .expect("row")
 }
 
 /// A step: `select value from test where id = ?` (empty if absent).

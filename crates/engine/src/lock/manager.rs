@@ -333,10 +333,21 @@ impl LockManager {
 
     /// Registers transaction `id` (at `level`, begun as the `began`-th) on the current task or
     /// thread, which is what its waits park.
+    #[cfg(test)]
     pub(crate) fn register(&self, id: TxnId, level: u8, began: u64) {
+        self.register_at(id, level, Some(began));
+    }
+
+    /// Registers `id` as the youngest transaction yet.
+    pub(crate) fn register_next(&self, id: TxnId, level: u8) {
+        self.register_at(id, level, None);
+    }
+
+    fn register_at(&self, id: TxnId, level: u8, began: Option<u64>) {
         let unparker = current_unparker();
         let region = NoPreemptGuard::new();
         let mut table = self.table.lock(&region);
+        let began = began.unwrap_or(table.next_began);
         table.next_began = table.next_began.max(began + 1);
         table.txns.insert(
             id,
@@ -353,17 +364,6 @@ impl LockManager {
                 wait: None,
             },
         );
-    }
-
-    /// Registers `id` as [`register`](Self::register) does, as the youngest transaction yet.
-    pub(crate) fn register_next(&self, id: TxnId, level: u8) {
-        let began = {
-            let region = NoPreemptGuard::new();
-            self.table.lock(&region).next_began
-        };
-        // Two transactions registering at once may get the same order: a tie only changes which
-        // of them a deadlock takes, both being equally young.
-        self.register(id, level, began);
     }
 
     /// Why `id` was aborted by others, if it was.

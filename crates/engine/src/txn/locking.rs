@@ -84,6 +84,9 @@ pub(super) struct Locker<'a> {
     txns: &'a TxnTable,
     id: TxnId,
     stats: LockStats,
+    /// Scratch reused by every locked scan batch: the re-fetch, and the names to lock.
+    check: ScanBatch,
+    names: Vec<LockName>,
 }
 
 /// The lock space of one index of a table.
@@ -143,6 +146,8 @@ impl<'a> Locker<'a> {
             txns,
             id,
             stats: LockStats::default(),
+            check: ScanBatch::default(),
+            names: Vec::new(),
         }
     }
 
@@ -187,27 +192,35 @@ impl<'a> Locker<'a> {
         successor: Option<Bound<&[u8]>>,
     ) -> Result<(), LockAbort> {
         let tree = table.tree(index);
-        let mut check = ScanBatch::default();
+        let mut check = std::mem::take(&mut self.check);
+        let mut names = std::mem::take(&mut self.names);
         let mut successor_locked = false;
         tree.fetch_batch(bounds, reverse, want, batch);
-        loop {
-            let names = entry_locks(table, index, batch);
-            for name in names {
-                self.acquire(name, LockMode::Shared)?;
+        let result = loop {
+            entry_locks(table, index, batch, &mut names);
+            if let Err(abort) = names
+                .iter()
+                .try_for_each(|&n| self.acquire(n, LockMode::Shared))
+            {
+                break Err(abort);
             }
             if let Some(upper) = successor
                 && batch.len() < want
                 && !successor_locked
             {
-                self.lock_successor(table, index, upper)?;
+                if let Err(abort) = self.lock_successor(table, index, upper) {
+                    break Err(abort);
+                }
                 successor_locked = true;
             }
             tree.fetch_batch(bounds, reverse, want, &mut check);
             if same_entries(batch, &check) {
-                return Ok(());
+                break Ok(());
             }
             std::mem::swap(batch, &mut check);
-        }
+        };
+        (self.check, self.names) = (check, names);
+        result
     }
 
     /// Locks, shared, the first live entry of `index` after `upper` (or the supremum), checking
@@ -261,20 +274,40 @@ fn same_entries(a: &ScanBatch, b: &ScanBatch) -> bool {
     a.len() == b.len() && (0..a.len()).all(|i| a.key(i) == b.key(i) && a.oid(i) == b.oid(i))
 }
 
-/// The locks standing for the entries of `batch`: each entry's key in its index and, for a
-/// secondary index, the row's primary key (what writers of the row lock).
-fn entry_locks(table: &Table, index: IndexRef, batch: &ScanBatch) -> Vec<LockName> {
-    let mut names = Vec::with_capacity(batch.len() * 2);
+/// Sets `names` to the locks standing for the entries of `batch` (see `push_entry_locks`).
+fn entry_locks(table: &Table, index: IndexRef, batch: &ScanBatch, names: &mut Vec<LockName>) {
+    names.clear();
+    if index == IndexRef::Primary {
+        names.extend((0..batch.len()).map(|i| key_lock(table, index, batch.key(i))));
+        return;
+    }
     let epoch = EpochGuard::enter();
     for i in 0..batch.len() {
-        names.push(key_lock(table, index, batch.key(i)));
-        if index != IndexRef::Primary
-            && let Some(pk) = record_primary_key(table, batch.oid(i), epoch.guard())
-        {
-            names.push(key_lock(table, IndexRef::Primary, pk.as_bytes()));
-        }
+        push_entry_locks(
+            names,
+            (table, index),
+            batch.key(i),
+            batch.oid(i),
+            epoch.guard(),
+        );
     }
-    names
+}
+
+/// Pushes the locks of one entry: its key in its index and, in a secondary index, its row's
+/// primary key (what writers of the row lock).
+fn push_entry_locks(
+    names: &mut Vec<LockName>,
+    (table, index): (&Table, IndexRef),
+    key: &[u8],
+    oid: Oid,
+    guard: &sdd::Guard,
+) {
+    names.push(key_lock(table, index, key));
+    if index != IndexRef::Primary
+        && let Some(pk) = record_primary_key(table, oid, guard)
+    {
+        names.push(key_lock(table, IndexRef::Primary, pk.as_bytes()));
+    }
 }
 
 /// The primary key of record `oid`, from any version that has a row (a record's primary key
@@ -326,16 +359,10 @@ fn first_live_after(
     };
     let mut out = Vec::new();
     walk_entries(txns, table, index, from, |key, oid, live, guard| {
-        if !live {
-            return false;
+        if live {
+            push_entry_locks(&mut out, (table, index), key, oid, guard);
         }
-        out.push(key_lock(table, index, key));
-        if index != IndexRef::Primary
-            && let Some(pk) = record_primary_key(table, oid, guard)
-        {
-            out.push(key_lock(table, IndexRef::Primary, pk.as_bytes()));
-        }
-        true
+        live
     });
     if out.is_empty() {
         out.push(supremum(table, index));

@@ -66,6 +66,19 @@ pub fn balance(txn: &mut overtake_engine::Transaction<'_>, t: &Table, id: i64) -
         .expect("get")
 }
 
+/// Column positions of the Hermitage table.
+pub const HERMITAGE_ID: usize = 0;
+pub const HERMITAGE_VALUE: usize = 1;
+
+/// A row `(id, value)` of the Hermitage table.
+pub fn hermitage_row(t: &Table, id: i64, value: i64) -> overtake_engine::Row {
+    t.row_builder()
+        .int(HERMITAGE_ID, id)
+        .int(HERMITAGE_VALUE, value)
+        .finish()
+        .expect("row")
+}
+
 /// `test(id INT64 PK, value INT64)` with an index `by_value`, holding {(1, 10), (2, 20)}: the
 /// table every Hermitage test starts from.
 pub fn hermitage_table(db: &Database) -> Arc<Table> {
@@ -84,13 +97,8 @@ pub fn hermitage_table(db: &Database) -> Arc<Table> {
         .begin(Priority::LOW, Isolation::Serializable)
         .expect("begin");
     for (id, value) in [(1, 10), (2, 20)] {
-        let row = t
-            .row_builder()
-            .int(0, id)
-            .int(1, value)
-            .finish()
-            .expect("row");
-        txn.insert(&t, row).expect("insert");
+        txn.insert(&t, hermitage_row(&t, id, value))
+            .expect("insert");
     }
     txn.commit().expect("commit");
     t
