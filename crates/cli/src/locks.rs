@@ -172,11 +172,6 @@ fn run_one(
     })
 }
 
-/// Per wait, in microseconds.
-fn per_wait_us(nanos: u128, waits: u64) -> f64 {
-    nanos as f64 / waits.max(1) as f64 / 1e3
-}
-
 /// The per-class rows of one run.
 fn class_rows(r: &RunResult) -> Vec<Vec<String>> {
     [("high", &r.high), ("low", &r.low)]
@@ -184,15 +179,16 @@ fn class_rows(r: &RunResult) -> Vec<Vec<String>> {
         .map(|(name, c)| {
             let l = c.latency.summary();
             let b = c.breakdown();
+            let (queue, excess) = c.lock_wait_means_us();
             vec![
                 (*name).to_owned(),
                 format!("{:.0}", c.committed as f64 / r.elapsed),
                 us(l.mean),
                 us(l.p50),
                 us(l.p99),
-                format!("{:.2}", c.lock_waits as f64 / c.attempts().max(1) as f64),
-                us(per_wait_us(c.lock_queue_nanos, c.lock_waits)),
-                us(per_wait_us(c.lock_excess_nanos, c.lock_waits)),
+                format!("{:.2}", c.lock_waits_per_attempt()),
+                us(queue),
+                us(excess),
                 c.lock_aborts.to_string(),
                 c.deadlocks.to_string(),
                 format!("{:.1}", c.wasted_nanos as f64 / 1e6),
@@ -447,6 +443,8 @@ fn print_think_time(args: &CompareLocksArgs, think_us: u64, results: &[RunResult
         .iter()
         .map(|r| {
             let (h, l) = (r.high.latency.summary(), r.low.latency.summary());
+            let mut both = r.high.clone();
+            both.merge(&r.low);
             vec![
                 r.spec.label.clone(),
                 format!("{:.1}", r.active_clients()),
@@ -456,17 +454,10 @@ fn print_think_time(args: &CompareLocksArgs, think_us: u64, results: &[RunResult
                 us(l.mean),
                 us(l.p99),
                 format!("{:.2}", penalty(base, r)),
-                format!(
-                    "{:.0}",
-                    (r.high.committed + r.low.committed) as f64 / r.elapsed
-                ),
-                (r.high.lock_aborts + r.low.lock_aborts).to_string(),
-                (r.high.deadlocks + r.low.deadlocks).to_string(),
-                format!(
-                    "{:.2}",
-                    (r.high.lock_waits + r.low.lock_waits) as f64
-                        / (r.high.attempts() + r.low.attempts()).max(1) as f64
-                ),
+                format!("{:.0}", both.committed as f64 / r.elapsed),
+                both.lock_aborts.to_string(),
+                both.deadlocks.to_string(),
+                format!("{:.2}", both.lock_waits_per_attempt()),
                 us(r.high.breakdown().waiting),
                 match r.consistent {
                     Some(true) => "ok".to_owned(),

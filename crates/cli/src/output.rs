@@ -139,14 +139,13 @@ pub fn class_json(c: &overtake_sched::ClassStats, elapsed: f64) -> serde_json::V
 
 /// A class's lock waits and lock aborts as JSON (all zero outside two-phase locking).
 fn lock_json(c: &overtake_sched::ClassStats) -> serde_json::Value {
-    let waits = c.lock_waits.max(1) as f64;
+    let (queue, excess) = c.lock_wait_means_us();
     serde_json::json!({
         "waits": c.lock_waits,
-        "waits_per_txn": c.lock_waits as f64 / c.attempts().max(1) as f64,
-        "queue_time_us_mean": c.lock_queue_nanos as f64 / waits / 1e3,
-        "wait_excess_us_mean": c.lock_excess_nanos as f64 / waits / 1e3,
-        "wait_remainder_us_mean":
-            c.lock_queue_nanos.saturating_sub(c.lock_excess_nanos) as f64 / waits / 1e3,
+        "waits_per_txn": c.lock_waits_per_attempt(),
+        "queue_time_us_mean": queue,
+        "wait_excess_us_mean": excess,
+        "wait_remainder_us_mean": queue - excess,
         "preemptive_aborts": c.lock_aborts,
         "deadlocks": c.deadlocks,
     })

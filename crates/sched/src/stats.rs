@@ -241,6 +241,21 @@ impl ClassStats {
         }
     }
 
+    /// Lock requests that waited, per attempt made.
+    pub fn lock_waits_per_attempt(&self) -> f64 {
+        self.lock_waits as f64 / self.attempts().max(1) as f64
+    }
+
+    /// Mean QueueTime and WaitExcess per lock wait, in microseconds (their difference is the
+    /// mean WaitRemainder: each wait's excess is at most its queue time).
+    pub fn lock_wait_means_us(&self) -> (f64, f64) {
+        let per_wait = |nanos: u128| nanos as f64 / self.lock_waits.max(1) as f64 / 1e3;
+        (
+            per_wait(self.lock_queue_nanos),
+            per_wait(self.lock_excess_nanos),
+        )
+    }
+
     /// Attempts made: every job's final one plus those aborted and retried.
     pub fn attempts(&self) -> u64 {
         self.committed
