@@ -42,6 +42,9 @@ pub enum Bench {
     /// TPC-C under two-phase locking with one lock-scheduling policy: closed-loop clients with
     /// think time, a share of them urgent (POW's experiment).
     Locks(BenchLocksArgs),
+    /// TPC-C transactions one after another on this thread, straight on the engine (no
+    /// scheduler, no clients): the engine's own cost per transaction type, for profiling.
+    Engine(EngineArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -436,6 +439,57 @@ pub struct StallsArgs {
     pub json: bool,
 }
 
+#[derive(Debug, Args)]
+pub struct EngineArgs {
+    /// Which transactions to run: the standard mix, or only one type.
+    #[arg(long = "type", value_enum, default_value_t = TxnTypeArg::Mix)]
+    pub txn_type: TxnTypeArg,
+    /// Transactions to run.
+    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    pub count: u64,
+    /// Number of warehouses (each transaction's home warehouse takes turns).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(i64).range(1..=1000))]
+    pub warehouses: i64,
+    /// Isolation level.
+    #[arg(long, value_enum, default_value_t = IsolationArg::Serializable)]
+    pub isolation: IsolationArg,
+    /// Check the TPC-C consistency conditions after the run.
+    #[arg(long)]
+    pub check: bool,
+    /// Print one JSON object instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Seed of the data and transaction generators.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// A TPC-C transaction type, or the standard mix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TxnTypeArg {
+    Mix,
+    NewOrder,
+    Payment,
+    OrderStatus,
+    Delivery,
+    StockLevel,
+}
+
+impl TxnTypeArg {
+    /// The one type asked for (`None`: the mix).
+    pub fn only(self) -> Option<overtake_workload::tpcc::TxnType> {
+        use overtake_workload::tpcc::TxnType;
+        match self {
+            TxnTypeArg::Mix => None,
+            TxnTypeArg::NewOrder => Some(TxnType::NewOrder),
+            TxnTypeArg::Payment => Some(TxnType::Payment),
+            TxnTypeArg::OrderStatus => Some(TxnType::OrderStatus),
+            TxnTypeArg::Delivery => Some(TxnType::Delivery),
+            TxnTypeArg::StockLevel => Some(TxnType::StockLevel),
+        }
+    }
+}
+
 /// Isolation level of the benchmark's transactions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum IsolationArg {
@@ -658,5 +712,25 @@ mod tests {
             panic!("a valid bench locks");
         };
         assert_eq!((b.cc, b.lock_policy.as_str()), (CcArg::TwoPl, "cr"));
+    }
+
+    #[test]
+    fn engine_flags_name_a_type_and_a_count() {
+        for bad in [
+            &["bench", "engine", "--type", "new_order_fast"][..],
+            &["bench", "engine", "--count", "0"],
+            &["bench", "engine", "--warehouses", "0"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?} was accepted");
+        }
+        let Ok(Cli {
+            command: Command::Bench(Bench::Engine(e)),
+        }) = parse(&["bench", "engine", "--type", "stock-level", "--count", "7"])
+        else {
+            panic!("a valid bench engine");
+        };
+        use overtake_workload::tpcc::TxnType;
+        assert_eq!((e.txn_type.only(), e.count), (Some(TxnType::StockLevel), 7));
+        assert_eq!(TxnTypeArg::Mix.only(), None);
     }
 }

@@ -9,6 +9,7 @@
 
 mod args;
 mod bench_clients;
+mod bench_engine;
 mod bench_q2;
 mod bench_stalls;
 mod bench_switch;
@@ -44,6 +45,7 @@ fn main() -> ExitCode {
         args::Command::Bench(args::Bench::Bimodal(a)) => bimodal::bench(&a),
         args::Command::Bench(args::Bench::Stalls(a)) => bench_stalls::run(&a),
         args::Command::Bench(args::Bench::Locks(a)) => locks::bench(&a),
+        args::Command::Bench(args::Bench::Engine(a)) => bench_engine::run(&a),
         args::Command::Compare(args::Compare::Mixed(a)) => mixed::compare(&a),
         args::Command::Compare(args::Compare::Bimodal(a)) => bimodal::compare(&a),
         args::Command::Compare(args::Compare::Locks(a)) => locks::compare(&a),

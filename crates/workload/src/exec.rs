@@ -6,7 +6,9 @@
 
 use std::sync::Arc;
 
-use overtake_engine::{AbortReason, Attempts, Database, Error, Isolation, Priority, RetryPolicy};
+use overtake_engine::{
+    AbortReason, Attempts, Database, Error, Isolation, Priority, RetryPolicy, Transaction,
+};
 use overtake_sched::{Executor, LockOutcome, Outcome, Status};
 
 use crate::batch::{BatchUpdate, batch_update};
@@ -164,21 +166,7 @@ impl Executor for EngineExecutor {
     fn execute(&self, job: &mut Job, _worker: usize) -> Outcome {
         let (p, t) = (job.priority, &self.tpcc);
         match &job.work {
-            Work::Tpcc(TpccRequest::NewOrder(i)) => {
-                outcome(self.run(p, |x| procs::new_order(x, t, i)))
-            }
-            Work::Tpcc(TpccRequest::Payment(i)) => {
-                outcome(self.run(p, |x| procs::payment(x, t, i)))
-            }
-            Work::Tpcc(TpccRequest::OrderStatus(i)) => {
-                outcome(self.run(p, |x| procs::order_status(x, t, i)))
-            }
-            Work::Tpcc(TpccRequest::Delivery(i)) => {
-                outcome(self.run(p, |x| procs::delivery(x, t, i)))
-            }
-            Work::Tpcc(TpccRequest::StockLevel(i)) => {
-                outcome(self.run(p, |x| procs::stock_level(x, t, i)))
-            }
+            Work::Tpcc(request) => outcome(self.run(p, |x| request.execute(x, t))),
             Work::Query2 => match &self.ch {
                 Some(ch) => outcome(self.run(p, |x| query2(x, t, ch))),
                 None => Outcome::failed(
@@ -203,6 +191,22 @@ impl TpccRequest {
             TpccRequest::OrderStatus(_) => TxnType::OrderStatus,
             TpccRequest::Delivery(_) => TxnType::Delivery,
             TpccRequest::StockLevel(_) => TxnType::StockLevel,
+        }
+    }
+
+    /// Runs the transaction's body in `txn` (the caller commits). Its output is dropped: what
+    /// callers of the mix need is whether it committed.
+    pub fn execute(
+        &self,
+        txn: &mut Transaction<'_>,
+        t: &TpccTables,
+    ) -> overtake_engine::Result<()> {
+        match self {
+            TpccRequest::NewOrder(i) => procs::new_order(txn, t, i).map(drop),
+            TpccRequest::Payment(i) => procs::payment(txn, t, i).map(drop),
+            TpccRequest::OrderStatus(i) => procs::order_status(txn, t, i).map(drop),
+            TpccRequest::Delivery(i) => procs::delivery(txn, t, i).map(drop),
+            TpccRequest::StockLevel(i) => procs::stock_level(txn, t, i).map(drop),
         }
     }
 }
