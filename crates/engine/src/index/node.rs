@@ -30,6 +30,11 @@ const LEAF: u64 = 1 << 32;
 /// The full bytes of a key longer than the packed form holds.
 pub(super) type LongKey = Box<[u8]>;
 
+/// The full bytes of a node's long keys, by position. Kept apart from the node and made only for
+/// a node that ever holds a long key: most indexes have none, and their nodes are a quarter
+/// smaller without these slots (the nodes of all of TPC-C's indexes but one).
+struct LongKeys([AtomicShared<LongKey>; CAP]);
+
 /// One node: a leaf (`count` keys, `vals[i]` the OID under key `i`) or an inner node (`count`
 /// separators; child `i` holds the keys `k` with `key[i-1] <= k < key[i]`, its id in `vals[i]`).
 /// Laid out in declaration order so that the version, the count and the first keys share a cache
@@ -42,8 +47,9 @@ pub(super) struct Node {
     /// Packed keys, high half then low half of each key side by side, so that a probe of a binary
     /// search touches one cache line.
     keys: [AtomicU64; 2 * CAP],
-    long: [AtomicShared<LongKey>; CAP],
     vals: [AtomicU64; CAP + 1],
+    /// Null until the node first holds a long key; never removed after.
+    long: AtomicShared<LongKeys>,
 }
 
 /// A key as a writer moves it between nodes.
@@ -76,8 +82,8 @@ impl Node {
             version: AtomicU64::new(0),
             meta: AtomicU64::new(LEAF),
             keys: std::array::from_fn(|_| AtomicU64::new(0)),
-            long: std::array::from_fn(|_| AtomicShared::null()),
             vals: std::array::from_fn(|_| AtomicU64::new(0)),
+            long: AtomicShared::null(),
         }
     }
 
@@ -86,7 +92,7 @@ impl Node {
     /// Asks for the lines a search of the node reads: version, count and keys.
     #[inline]
     pub(super) fn prefetch(&self) {
-        let keys_end = std::mem::offset_of!(Node, long);
+        let keys_end = std::mem::offset_of!(Node, vals);
         prefetch_read(std::ptr::from_ref(self).cast(), keys_end);
     }
 
@@ -134,7 +140,7 @@ impl Node {
 
     /// The full bytes of long key `i`.
     pub(super) fn long_bytes<'g>(&self, i: usize, guard: &'g Guard) -> Option<&'g [u8]> {
-        self.long[i]
+        self.long.load(Mem::Acquire, guard).as_ref()?.0[i]
             .load(Mem::Acquire, guard)
             .as_ref()
             .map(|b| &**b)
@@ -262,7 +268,11 @@ impl Node {
         Entry {
             packed,
             long: if is_long(packed) {
-                self.long[i].get_shared(Mem::Acquire, guard.get())
+                let guard = guard.get();
+                self.long
+                    .load(Mem::Acquire, guard)
+                    .as_ref()
+                    .and_then(|slots| slots.0[i].get_shared(Mem::Acquire, guard))
             } else {
                 None
             },
@@ -273,10 +283,29 @@ impl Node {
         self.keys[2 * i].store((entry.packed >> 64) as u64, Mem::Relaxed);
         self.keys[2 * i + 1].store(entry.packed as u64, Mem::Relaxed);
         // The old long key (if any) is freed once no reader can hold it. Most keys are short:
-        // a null slot staying null is not written.
-        if entry.long.is_some() || !self.long[i].is_null(Mem::Relaxed) {
-            drop(self.long[i].swap((entry.long, Tag::None), Mem::Release));
+        // a node without long keys, or a null slot staying null, is not written.
+        if entry.long.is_none() && self.long.is_null(Mem::Relaxed) {
+            return;
         }
+        let guard = Guard::new();
+        if let Some(slots) = self.long_slots(&guard, entry.long.is_some()) {
+            let slot = &slots.0[i];
+            if entry.long.is_some() || !slot.is_null(Mem::Relaxed) {
+                drop(slot.swap((entry.long, Tag::None), Mem::Release));
+            }
+        }
+    }
+
+    /// The node's long-key slots, for its writer; made first if `make` and the node has none.
+    fn long_slots<'g>(&self, guard: &'g Guard, make: bool) -> Option<&'g LongKeys> {
+        if make && self.long.is_null(Mem::Relaxed) {
+            let slots = LongKeys(std::array::from_fn(|_| AtomicShared::null()));
+            drop(
+                self.long
+                    .swap((Some(Shared::new(slots)), Tag::None), Mem::Release),
+            );
+        }
+        self.long.load(Mem::Acquire, guard).as_ref()
     }
 
     /// Rewrites the node from `keys` and `vals` (the writer's copy of its new contents) and clears
@@ -286,9 +315,15 @@ impl Node {
         for (i, k) in keys.into_iter().enumerate() {
             self.set_key(i, k);
         }
-        for slot in &self.long[n..] {
-            if !slot.is_null(Mem::Relaxed) {
-                drop(slot.swap((None, Tag::None), Mem::Release));
+        if !self.long.is_null(Mem::Relaxed) {
+            let guard = Guard::new();
+            for slot in self
+                .long_slots(&guard, false)
+                .map_or(&[][..], |s| &s.0[n..])
+            {
+                if !slot.is_null(Mem::Relaxed) {
+                    drop(slot.swap((None, Tag::None), Mem::Release));
+                }
             }
         }
         for (i, &v) in vals.iter().enumerate() {
@@ -338,6 +373,45 @@ impl Arena {
 mod tests {
     use super::*;
     use crate::index::packed::pack;
+
+    /// Long-key slots exist only in a node that held a long key, and a short key written over a
+    /// long one lets the long bytes go.
+    #[test]
+    fn long_key_slots_are_made_on_first_need_and_cleared_by_short_keys() {
+        let node = Node::new();
+        assert!(
+            size_of::<Node>() <= 800,
+            "a node without long-key slots: {} bytes",
+            size_of::<Node>()
+        );
+        let short = Entry {
+            packed: pack(b"ab"),
+            long: None,
+        };
+        node.fill(true, vec![short], &[1]);
+        assert!(node.long.is_null(Mem::Relaxed), "no long key, no slots");
+        let bytes: LongKey = vec![7u8; 20].into_boxed_slice();
+        let long = Entry {
+            packed: pack(&bytes),
+            long: Some(Shared::new(bytes.clone())),
+        };
+        node.set_key(1, long);
+        let guard = Guard::new();
+        assert_eq!(node.long_bytes(1, &guard), Some(&bytes[..]));
+        node.set_key(
+            1,
+            Entry {
+                packed: pack(b"zz"),
+                long: None,
+            },
+        );
+        assert_eq!(
+            node.long_bytes(1, &guard),
+            None,
+            "the short key replaced it"
+        );
+        assert!(!node.long.is_null(Mem::Relaxed), "slots stay once made");
+    }
 
     /// The search of short keys by packed form finds what comparing whole keys finds, for every
     /// count, both kinds of bound, and targets before, between, on and after the keys.
