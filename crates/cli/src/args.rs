@@ -450,6 +450,13 @@ pub struct EngineArgs {
     /// Number of warehouses (each transaction's home warehouse takes turns).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(i64).range(1..=1000))]
     pub warehouses: i64,
+    #[command(flatten)]
+    pub run: TpccRunOptions,
+}
+
+/// Options every TPC-C run takes, whoever drives it.
+#[derive(Clone, Debug, Args)]
+pub struct TpccRunOptions {
     /// Isolation level.
     #[arg(long, value_enum, default_value_t = IsolationArg::Serializable)]
     pub isolation: IsolationArg,
@@ -526,18 +533,8 @@ pub struct TpccArgs {
     /// Seconds to run the mix.
     #[arg(long, default_value_t = 10.0, value_parser = positive_seconds)]
     pub duration: f64,
-    /// Isolation level.
-    #[arg(long, value_enum, default_value_t = IsolationArg::Serializable)]
-    pub isolation: IsolationArg,
-    /// Check the TPC-C consistency conditions after the run.
-    #[arg(long)]
-    pub check: bool,
-    /// Print one JSON object instead of tables.
-    #[arg(long)]
-    pub json: bool,
-    /// Seed of the data and transaction generators.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    #[command(flatten)]
+    pub run: TpccRunOptions,
     /// Interrupt every worker this often, in microseconds, without giving it work (the cost of
     /// the preemption mechanism alone).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]

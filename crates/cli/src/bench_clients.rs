@@ -17,10 +17,10 @@ use crate::output::{
 };
 
 pub fn run(args: &TpccArgs, clients: u32) -> Result<(), String> {
-    let loaded = load_database(args.warehouses, args.seed, false, args.json)?;
+    let loaded = load_database(args.warehouses, args.run.seed, false, args.run.json)?;
     let constants = NuRandConstants::for_run(
         &loaded.loaded.constants,
-        &mut TpccRng::new(args.seed ^ 0xC0FFEE),
+        &mut TpccRng::new(args.run.seed ^ 0xC0FFEE),
     );
     let sched = SchedConfig {
         policy: args.policy.policy(),
@@ -36,11 +36,11 @@ pub fn run(args: &TpccArgs, clients: u32) -> Result<(), String> {
         hp_share: args.hp_share,
         warehouses: args.warehouses,
         sched,
-        isolation: args.isolation.engine(),
-        seed: args.seed,
+        isolation: args.run.isolation.engine(),
+        seed: args.run.seed,
         ..ClientsConfig::new(clients as usize, SchedConfig::default(), constants)
     };
-    let bar = run_progress(args.duration, "running", args.json);
+    let bar = run_progress(args.duration, "running", args.run.json);
     let report = run_clients(
         Arc::clone(&loaded.db),
         &loaded.tpcc,
@@ -52,7 +52,7 @@ pub fn run(args: &TpccArgs, clients: u32) -> Result<(), String> {
     bar.finish_and_clear();
     let elapsed = report.elapsed.as_secs_f64();
     let classes = [Priority::HIGH, Priority::LOW];
-    if args.json {
+    if args.run.json {
         let by_class: serde_json::Map<_, _> = classes
             .iter()
             .map(|&p| {

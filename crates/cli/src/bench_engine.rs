@@ -21,11 +21,11 @@ use overtake_engine::{AbortReason, Database, Error, Isolation, Priority};
 use overtake_workload::rng::{NuRandConstants, TpccRng};
 use overtake_workload::tpcc::driver::TpccRequest;
 use overtake_workload::tpcc::load::GROWTH_PER_TRANSACTION;
-use overtake_workload::tpcc::{TpccTables, TxnType, consistency};
+use overtake_workload::tpcc::{TpccTables, TxnType};
 use serde_json::json;
 
 use crate::args::EngineArgs;
-use crate::output::{load_database, print_table, progress, rss_mib};
+use crate::output::{consistency_after_run, load_database, print_table, rss_mib};
 
 /// What the transactions of one type did.
 #[derive(Clone, Debug, Default)]
@@ -54,32 +54,24 @@ struct Tallies {
 
 pub fn run(args: &EngineArgs) -> Result<(), String> {
     crate::resources::check(args.warehouses, 1, args.count * GROWTH_PER_TRANSACTION)?;
-    let loaded = load_database(args.warehouses, args.seed, false, args.json)?;
+    let loaded = load_database(args.warehouses, args.run.seed, false, args.run.json)?;
     let (db, tables) = (&loaded.db, &loaded.tpcc);
     let constants = NuRandConstants::for_run(
         &loaded.loaded.constants,
-        &mut TpccRng::new(args.seed ^ 0xC0FFEE),
+        &mut TpccRng::new(args.run.seed ^ 0xC0FFEE),
     );
     let requests = generate(args, &constants);
     let start = Instant::now();
-    let tallies = run_engine_direct(db, tables, &requests, args.isolation.engine());
+    let tallies = run_engine_direct(db, tables, &requests, args.run.isolation.engine());
     let elapsed = start.elapsed().as_secs_f64();
     let rss_after_run = rss_mib();
-    let consistency = if args.check {
-        let bar = progress(1, "checking", args.json);
-        let report =
-            consistency::check(db, tables, false).map_err(|e| format!("consistency check: {e}"))?;
-        bar.finish_and_clear();
-        report.summary()
-    } else {
-        "not checked".to_owned()
-    };
+    let consistency = consistency_after_run(db, tables, args.run.check, args.run.json)?;
     let committed: u64 = tallies.types.iter().map(|t| t.committed).sum();
     let ran: Vec<TxnType> = TxnType::ALL
         .into_iter()
         .filter(|k| tallies.types[k.index()].count() > 0)
         .collect();
-    if args.json {
+    if args.run.json {
         let mut by_type = serde_json::Map::new();
         for &kind in &ran {
             let t = &tallies.types[kind.index()];
@@ -98,7 +90,7 @@ pub fn run(args: &EngineArgs) -> Result<(), String> {
             "bench": "engine",
             "type": format!("{:?}", args.txn_type),
             "warehouses": args.warehouses,
-            "isolation": args.isolation.name(),
+            "isolation": args.run.isolation.name(),
             "count": requests.len(),
             "seconds": elapsed,
             "committed_per_sec": committed as f64 / elapsed,
@@ -116,7 +108,7 @@ pub fn run(args: &EngineArgs) -> Result<(), String> {
             requests.len(),
             args.txn_type,
             args.warehouses,
-            args.isolation.name()
+            args.run.isolation.name()
         );
         let rows: Vec<Vec<String>> = ran
             .iter()
@@ -161,7 +153,7 @@ pub fn run(args: &EngineArgs) -> Result<(), String> {
 /// `args.count` requests: the standard mix, or the mix's requests of one type. Home warehouses
 /// take turns.
 fn generate(args: &EngineArgs, constants: &NuRandConstants) -> Vec<TpccRequest> {
-    let mut rng = TpccRng::new(args.seed ^ 0x5EED);
+    let mut rng = TpccRng::new(args.run.seed ^ 0x5EED);
     let only = args.txn_type.only();
     let mut requests = Vec::with_capacity(args.count as usize);
     let mut home = 0;
@@ -216,17 +208,19 @@ fn run_engine_direct(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::args::{IsolationArg, TxnTypeArg};
+    use crate::args::{IsolationArg, TpccRunOptions, TxnTypeArg};
 
     fn args(txn_type: TxnTypeArg, count: u64, warehouses: i64) -> EngineArgs {
         EngineArgs {
             txn_type,
             count,
             warehouses,
-            isolation: IsolationArg::Serializable,
-            check: false,
-            json: false,
-            seed: 3,
+            run: TpccRunOptions {
+                isolation: IsolationArg::Serializable,
+                check: false,
+                json: false,
+                seed: 3,
+            },
         }
     }
 

@@ -7,15 +7,15 @@ use std::time::Duration;
 
 use overtake_sched::{ClassStats, RunReport};
 use overtake_workload::rng::{NuRandConstants, TpccRng};
+use overtake_workload::tpcc::TxnType;
 use overtake_workload::tpcc::driver::{ClosedLoopConfig, run_closed_loop};
 use overtake_workload::tpcc::load::GROWTH_PER_WORKER_SECOND;
-use overtake_workload::tpcc::{TxnType, consistency};
 use serde_json::json;
 
 use crate::args::TpccArgs;
 use crate::output::{
-    latency_cells, latency_json, load_database, print_table, progress, rss_mib, run_progress, secs,
-    ticker,
+    consistency_after_run, latency_cells, latency_json, load_database, print_table, rss_mib,
+    run_progress, secs, ticker,
 };
 
 pub fn run(args: &TpccArgs) -> Result<(), String> {
@@ -28,25 +28,25 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
     }
     let growth = GROWTH_PER_WORKER_SECOND as f64 * f64::from(args.workers) * args.duration;
     crate::resources::check(args.warehouses, usize::from(args.workers), growth as u64)?;
-    let loaded = load_database(args.warehouses, args.seed, false, args.json)?;
+    let loaded = load_database(args.warehouses, args.run.seed, false, args.run.json)?;
     let (db, tables) = (&loaded.db, &loaded.tpcc);
     let constants = NuRandConstants::for_run(
         &loaded.loaded.constants,
-        &mut TpccRng::new(args.seed ^ 0xC0FFEE),
+        &mut TpccRng::new(args.run.seed ^ 0xC0FFEE),
     );
     let config = ClosedLoopConfig {
         warehouses: args.warehouses,
         workers: usize::from(args.workers),
         duration: Duration::from_secs_f64(args.duration),
-        isolation: args.isolation.engine(),
+        isolation: args.run.isolation.engine(),
         constants,
-        seed: args.seed,
+        seed: args.run.seed,
         interrupt_interval: args.interrupt_interval_us.map(Duration::from_micros),
         delivery,
         signal_delay: Duration::from_micros(args.signal_delay_us),
         pin: true,
     };
-    let bar = run_progress(args.duration, "running", args.json);
+    let bar = run_progress(args.duration, "running", args.run.json);
     let report = run_closed_loop(std::sync::Arc::clone(db), tables, &config, &ticker(&bar))
         .map_err(|e| e.to_string())?;
     bar.finish_and_clear();
@@ -55,15 +55,7 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
     db.collect_garbage();
     let census_after_collect = db.census();
     let rss_after_run = rss_mib();
-    let consistency = if args.check {
-        let bar = progress(1, "checking", args.json);
-        let report =
-            consistency::check(db, tables, false).map_err(|e| format!("consistency check: {e}"))?;
-        bar.finish_and_clear();
-        report.summary()
-    } else {
-        "not checked".to_owned()
-    };
+    let consistency = consistency_after_run(db, tables, args.run.check, args.run.json)?;
 
     let elapsed = secs(report.elapsed);
     let per_sec = |c: &ClassStats| c.committed as f64 / elapsed;
@@ -72,7 +64,7 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
         total.merge(&report.stats.kinds[kind.index()]);
     }
     let interrupts = interrupts_json(args, &report);
-    if args.json {
+    if args.run.json {
         let mut by_type = serde_json::Map::new();
         for kind in TxnType::ALL {
             let c = &report.stats.kinds[kind.index()];
@@ -84,7 +76,7 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
             "benchmark": "tpcc",
             "warehouses": args.warehouses,
             "workers": args.workers,
-            "isolation": args.isolation.name(),
+            "isolation": args.run.isolation.name(),
             "duration_s": elapsed,
             "load": {
                 "seconds": secs(loaded.loaded.elapsed),
@@ -115,7 +107,7 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
         "TPC-C: {} warehouse(s), {} worker(s), {}, {:.1} s",
         args.warehouses,
         args.workers,
-        args.isolation.name(),
+        args.run.isolation.name(),
         elapsed
     );
     println!(

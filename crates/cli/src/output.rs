@@ -9,8 +9,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use overtake_engine::{Database, Options};
 use overtake_sched::LatencySummary;
 use overtake_workload::ch::ChTables;
-use overtake_workload::tpcc::TpccTables;
 use overtake_workload::tpcc::load::{LoadOptions, Loaded, expected_rows, load};
+use overtake_workload::tpcc::{TpccTables, consistency};
 
 /// A progress bar on stderr when it is a terminal and the output is not JSON; hidden otherwise.
 pub fn progress(len: u64, message: &str, json: bool) -> ProgressBar {
@@ -152,6 +152,24 @@ fn lock_json(c: &overtake_sched::ClassStats) -> serde_json::Value {
 }
 
 /// Prints rows as a left-aligned first column and right-aligned others.
+/// The TPC-C consistency conditions checked over `db` after a run, with a progress bar (`ok` or
+/// the first failed condition), or "not checked" unless `check`.
+pub fn consistency_after_run(
+    db: &Database,
+    tables: &TpccTables,
+    check: bool,
+    json: bool,
+) -> Result<String, String> {
+    if !check {
+        return Ok("not checked".to_owned());
+    }
+    let bar = progress(1, "checking", json);
+    let report =
+        consistency::check(db, tables, false).map_err(|e| format!("consistency check: {e}"))?;
+    bar.finish_and_clear();
+    Ok(report.summary())
+}
+
 pub fn print_table(header: &[&str], rows: &[Vec<String>]) {
     let columns = header.len();
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
