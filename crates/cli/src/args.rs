@@ -634,9 +634,16 @@ mod tests {
         Cli::try_parse_from(std::iter::once("overtake").chain(args.iter().copied()))
     }
 
+    /// Asserts that every command line in `bad` is refused.
+    fn assert_refused(bad: &[&[&str]]) {
+        for args in bad {
+            assert!(parse(args).is_err(), "{args:?} was accepted");
+        }
+    }
+
     #[test]
     fn bimodal_flags_are_checked_and_ablations_named() {
-        for bad in [
+        assert_refused(&[
             &["bench", "bimodal", "--load", "0"][..],
             &["bench", "bimodal", "--load", "2.5"],
             &["bench", "bimodal", "--load", "lots"],
@@ -646,9 +653,7 @@ mod tests {
             &["bench", "tpcc", "--clients", "0"],
             &["bench", "tpcc", "--clients", "4", "--hp-share", "1.5"],
             &["bench", "tpcc", "--clients", "4", "--hp-share", "NaN"],
-        ] {
-            assert!(parse(bad).is_err(), "{bad:?} was accepted");
-        }
+        ]);
         let Ok(Cli {
             command: Command::Compare(Compare::Bimodal(c)),
         }) = parse(&[
@@ -676,16 +681,14 @@ mod tests {
 
     #[test]
     fn lock_flags_name_real_policies() {
-        for bad in [
+        assert_refused(&[
             &["bench", "locks", "--lock-policy", "wound-wait"][..],
             &["bench", "locks", "--cc", "occ"],
             &["bench", "locks", "--clients", "0"],
             &["compare", "locks", "--policies", "pow,fifo"],
             &["compare", "locks", "--think-us", "100,-1"],
             &["compare", "locks", "--hp-share", "2"],
-        ] {
-            assert!(parse(bad).is_err(), "{bad:?} was accepted");
-        }
+        ]);
         let Ok(Cli {
             command: Command::Compare(Compare::Locks(c)),
         }) = parse(&[
@@ -713,13 +716,11 @@ mod tests {
 
     #[test]
     fn engine_flags_name_a_type_and_a_count() {
-        for bad in [
+        assert_refused(&[
             &["bench", "engine", "--type", "new_order_fast"][..],
             &["bench", "engine", "--count", "0"],
             &["bench", "engine", "--warehouses", "0"],
-        ] {
-            assert!(parse(bad).is_err(), "{bad:?} was accepted");
-        }
+        ]);
         let Ok(Cli {
             command: Command::Bench(Bench::Engine(e)),
         }) = parse(&["bench", "engine", "--type", "stock-level", "--count", "7"])

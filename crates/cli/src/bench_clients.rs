@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use overtake_engine::Priority;
 use overtake_sched::SchedConfig;
-use overtake_workload::rng::{NuRandConstants, TpccRng};
 use overtake_workload::tpcc::clients::{ClientsConfig, run_clients};
 use serde_json::json;
 
@@ -18,10 +17,7 @@ use crate::output::{
 
 pub fn run(args: &TpccArgs, clients: u32) -> Result<(), String> {
     let loaded = load_database(args.warehouses, args.run.seed, false, args.run.json)?;
-    let constants = NuRandConstants::for_run(
-        &loaded.loaded.constants,
-        &mut TpccRng::new(args.run.seed ^ 0xC0FFEE),
-    );
+    let constants = loaded.run_constants(args.run.seed);
     let sched = SchedConfig {
         policy: args.policy.policy(),
         workers: usize::from(args.workers),

@@ -56,10 +56,7 @@ pub fn run(args: &EngineArgs) -> Result<(), String> {
     crate::resources::check(args.warehouses, 1, args.count * GROWTH_PER_TRANSACTION)?;
     let loaded = load_database(args.warehouses, args.run.seed, false, args.run.json)?;
     let (db, tables) = (&loaded.db, &loaded.tpcc);
-    let constants = NuRandConstants::for_run(
-        &loaded.loaded.constants,
-        &mut TpccRng::new(args.run.seed ^ 0xC0FFEE),
-    );
+    let constants = loaded.run_constants(args.run.seed);
     let requests = generate(args, &constants);
     let start = Instant::now();
     let tallies = run_engine_direct(db, tables, &requests, args.run.isolation.engine());

@@ -6,7 +6,6 @@
 use std::time::Duration;
 
 use overtake_sched::{ClassStats, RunReport};
-use overtake_workload::rng::{NuRandConstants, TpccRng};
 use overtake_workload::tpcc::TxnType;
 use overtake_workload::tpcc::driver::{ClosedLoopConfig, run_closed_loop};
 use overtake_workload::tpcc::load::GROWTH_PER_WORKER_SECOND;
@@ -30,10 +29,7 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
     crate::resources::check(args.warehouses, usize::from(args.workers), growth as u64)?;
     let loaded = load_database(args.warehouses, args.run.seed, false, args.run.json)?;
     let (db, tables) = (&loaded.db, &loaded.tpcc);
-    let constants = NuRandConstants::for_run(
-        &loaded.loaded.constants,
-        &mut TpccRng::new(args.run.seed ^ 0xC0FFEE),
-    );
+    let constants = loaded.run_constants(args.run.seed);
     let config = ClosedLoopConfig {
         warehouses: args.warehouses,
         workers: usize::from(args.workers),

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use overtake_engine::{Concurrency, LockPolicy, LockWait, Priority};
 use overtake_sched::{ClassStats, SchedConfig};
-use overtake_workload::rng::{NuRandConstants, TpccRng};
+use overtake_workload::rng::NuRandConstants;
 use overtake_workload::tpcc::clients::{ClientsConfig, run_clients};
 use overtake_workload::tpcc::consistency;
 use serde_json::json;
@@ -90,10 +90,7 @@ fn parse_policy(name: &str, args: &LocksArgs) -> Result<LockPolicy, String> {
 /// Loads the database and draws the run's NURand constants.
 fn load(args: &LocksArgs) -> Result<(LoadedDb, NuRandConstants), String> {
     let loaded = load_database(args.warehouses, args.seed, false, args.json)?;
-    let constants = NuRandConstants::for_run(
-        &loaded.loaded.constants,
-        &mut TpccRng::new(args.seed ^ 0xC0FFEE),
-    );
+    let constants = loaded.run_constants(args.seed);
     Ok((loaded, constants))
 }
 

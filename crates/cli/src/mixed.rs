@@ -8,7 +8,6 @@ use overtake_engine::Priority;
 use overtake_sched::{ClassStats, Policy, RunReport, SchedConfig};
 use overtake_workload::exec::EngineExecutor;
 use overtake_workload::mixed::{ComputeTask, LowWork, MixedArrivals};
-use overtake_workload::rng::{NuRandConstants, TpccRng};
 use overtake_workload::tpcc::load::GROWTH_PER_TRANSACTION;
 use serde_json::{Value, json};
 
@@ -41,10 +40,7 @@ fn run_one(
     config.validate().map_err(|e| e.to_string())?;
     let warehouses = args.warehouses.unwrap_or(i64::from(args.workers));
     let loaded = load_database(warehouses, args.seed, args.lp == LowArg::Q2, args.json)?;
-    let constants = NuRandConstants::for_run(
-        &loaded.loaded.constants,
-        &mut TpccRng::new(args.seed ^ 0xC0FFEE),
-    );
+    let constants = loaded.run_constants(args.seed);
     let low = match (args.lp, compute) {
         (LowArg::Compute, Some(task)) => LowWork::Compute(task.clone()),
         (LowArg::BatchUpdate, Some(task)) => LowWork::BatchUpdate(task.clone()),

@@ -9,6 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use overtake_engine::{Database, Options};
 use overtake_sched::LatencySummary;
 use overtake_workload::ch::ChTables;
+use overtake_workload::rng::{NuRandConstants, TpccRng};
 use overtake_workload::tpcc::load::{LoadOptions, Loaded, expected_rows, load};
 use overtake_workload::tpcc::{TpccTables, consistency};
 
@@ -46,6 +47,14 @@ pub struct LoadedDb {
     pub ch: Option<ChTables>,
     pub loaded: Loaded,
     pub rss_mib: Option<f64>,
+}
+
+impl LoadedDb {
+    /// The NURand constants of a run over this database (derived from the load's by clause
+    /// 2.1.6.1), from the run's seed.
+    pub fn run_constants(&self, seed: u64) -> NuRandConstants {
+        NuRandConstants::for_run(&self.loaded.constants, &mut TpccRng::new(seed ^ 0xC0FFEE))
+    }
 }
 
 /// Creates and loads the database, with a progress bar.
@@ -151,7 +160,6 @@ fn lock_json(c: &overtake_sched::ClassStats) -> serde_json::Value {
     })
 }
 
-/// Prints rows as a left-aligned first column and right-aligned others.
 /// The TPC-C consistency conditions checked over `db` after a run, with a progress bar (`ok` or
 /// the first failed condition), or "not checked" unless `check`.
 pub fn consistency_after_run(
@@ -170,6 +178,7 @@ pub fn consistency_after_run(
     Ok(report.summary())
 }
 
+/// Prints rows as a left-aligned first column and right-aligned others.
 pub fn print_table(header: &[&str], rows: &[Vec<String>]) {
     let columns = header.len();
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();

@@ -317,12 +317,11 @@ impl Node {
         }
         if !self.long.is_null(Mem::Relaxed) {
             let guard = Guard::new();
-            for slot in self
-                .long_slots(&guard, false)
-                .map_or(&[][..], |s| &s.0[n..])
-            {
-                if !slot.is_null(Mem::Relaxed) {
-                    drop(slot.swap((None, Tag::None), Mem::Release));
+            if let Some(slots) = self.long_slots(&guard, false) {
+                for slot in &slots.0[n..] {
+                    if !slot.is_null(Mem::Relaxed) {
+                        drop(slot.swap((None, Tag::None), Mem::Release));
+                    }
                 }
             }
         }
