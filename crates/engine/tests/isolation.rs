@@ -158,6 +158,48 @@ fn point_read_of_a_missing_key_is_validated_too() {
     );
 }
 
+/// An insert succeeds only because its key is free in the snapshot: a read of an absence that
+/// must still hold at commit, even when the transaction deletes the row again and so has nothing
+/// to install for it. Without that, this history commits all three and has a cycle: `a` saw key
+/// 7 free (before `b`), `b` created it and `c` saw it (after `b`), `c` saw key 8 free and `a`
+/// created it (before `a`).
+#[test]
+fn an_insert_deleted_again_still_depends_on_its_key_being_free() {
+    let (db, t) = with_accounts(1, 1);
+    let new_row = |id| {
+        t.row_builder()
+            .int(ID, id)
+            .str(OWNER, "x")
+            .decimal_units(BALANCE, 1)
+            .finish()
+            .expect("row")
+    };
+    let mut a = db
+        .begin(Priority::LOW, Isolation::Serializable)
+        .expect("begin");
+    a.insert(&t, new_row(7)).expect("key 7 is free");
+    assert_eq!(balance(&mut a, &t, 7), Some(1), "its own insert");
+    assert!(a.delete(&t, &key(&t, 7)).expect("delete its own insert"));
+    a.insert(&t, new_row(8)).expect("key 8 is free");
+
+    let mut b = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+    b.insert(&t, new_row(7)).expect("insert");
+    b.commit().expect("commit");
+
+    let mut c = db
+        .begin(Priority::LOW, Isolation::Serializable)
+        .expect("begin");
+    assert_eq!(balance(&mut c, &t, 7), Some(1), "b's row");
+    assert_eq!(balance(&mut c, &t, 8), None, "a has not committed");
+    c.update(&t, &key(&t, 0), |r| {
+        r.decimal_units(BALANCE, 2);
+    })
+    .expect("update");
+    c.commit().expect("nothing c read has changed");
+
+    assert_eq!(a.commit(), Err(Error::Aborted(AbortReason::Validation)));
+}
+
 #[test]
 fn read_only_serializable_transactions_never_fail_validation() {
     let (db, t) = with_accounts(2, 5);

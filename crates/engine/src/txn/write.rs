@@ -222,8 +222,12 @@ impl Transaction<'_> {
         self.check(table)?;
         record_access();
         if let Some(i) = self.buf.ws.by_key(table.id(), key.as_bytes()) {
-            let deleted = self.buf.ws.get_mut(i).row.take().is_some();
-            if !deleted {
+            let entry = self.buf.ws.get_mut(i);
+            let deleted = entry.row.take().is_some();
+            // Deleting its own insert leaves nothing to install, and so nothing that would show
+            // at commit that the key is still free, which the insert relied on: that absence is
+            // now a read like any miss (also when nothing was deleted, see `note_miss`).
+            if !deleted || !entry.changes_anything() {
                 self.note_miss(table, key);
             }
             return Ok(deleted);
