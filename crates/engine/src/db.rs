@@ -96,8 +96,25 @@ impl Database {
 
     /// Begins a transaction.
     pub fn begin(&self, priority: Priority, isolation: Isolation) -> Result<Transaction<'_>> {
+        self.begin_aged(priority, isolation, None)
+    }
+
+    /// Begins a transaction that the lock manager counts as begun the `lock_age`-th (`None`: the
+    /// youngest yet), so that a retry keeps its first attempt's age.
+    fn begin_aged(
+        &self,
+        priority: Priority,
+        isolation: Isolation,
+        lock_age: Option<u64>,
+    ) -> Result<Transaction<'_>> {
         let lease = self.engine.txns.begin()?;
-        Ok(Transaction::new(&self.engine, lease, priority, isolation))
+        Ok(Transaction::new(
+            &self.engine,
+            lease,
+            priority,
+            isolation,
+            lock_age,
+        ))
     }
 
     /// Runs `body` in a transaction and commits it, retrying from scratch after conflicts and failed
@@ -131,14 +148,20 @@ impl Database {
         // two-phase locking the lock policies decide who goes first instead.
         let may_promote = self.engine.locks.is_none();
         let mut tries: u32 = 0;
+        // Under two-phase locking every attempt keeps the first one's age, which lock policies
+        // that protect older transactions (deadlock victims, `wdl1`) count on for progress.
+        let mut lock_age = None;
         loop {
             tries += 1;
             let promoted = may_promote && policy.promote_after.is_some_and(|k| tries > k);
             // Taken before `begin`, dropped after the transaction ended: see above.
             let region = promoted.then(NoPreemptGuard::new);
             let started = Instant::now();
-            let mut txn = match self.begin(priority, isolation) {
-                Ok(txn) => txn,
+            let mut txn = match self.begin_aged(priority, isolation, lock_age) {
+                Ok(txn) => {
+                    lock_age = txn.lock_age();
+                    txn
+                }
                 Err(e) => {
                     attempts.result = Err(e);
                     return attempts;
@@ -150,6 +173,7 @@ impl Database {
             }
             let result = body(&mut txn).and_then(|value| txn.commit().map(|()| value));
             attempts.locks.add(&txn.lock_stats());
+            let restart_after = txn.take_restart_after();
             drop(txn);
             drop(region);
             if let Err(e) = &result {
@@ -157,7 +181,15 @@ impl Database {
                 attempts.count(e);
             }
             match result {
-                Err(e) if e.is_retryable() && !policy.exhausted(tries) => policy.back_off(tries),
+                Err(e) if e.is_retryable() && !policy.exhausted(tries) => {
+                    if let Some(locks) = &self.engine.locks
+                        && !restart_after.is_empty()
+                    {
+                        // Holding nothing now, it waits out the holders that made it abort.
+                        locks.await_end(&restart_after);
+                    }
+                    policy.back_off(tries);
+                }
                 result => {
                     attempts.result = result;
                     return attempts;
@@ -337,4 +369,50 @@ pub struct LockWait {
     pub holders: Vec<(u64, bool)>,
     /// How long it has waited.
     pub waited: Duration,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{LockPolicy, Options};
+
+    /// Lock policies that protect older transactions need a retry to stay as old as its first
+    /// attempt, or a transaction aborted at every attempt would never become the oldest.
+    #[test]
+    fn a_retry_keeps_its_first_attempts_lock_age() {
+        let db = Database::open(Options {
+            concurrency: Concurrency::TwoPhaseLocking(LockPolicy::Wdl1),
+            ..Options::default()
+        });
+        let mut ages = Vec::new();
+        let mut younger = Vec::new();
+        let attempts = db.run(
+            Priority::LOW,
+            Isolation::Serializable,
+            &RetryPolicy::default(),
+            |txn| {
+                ages.push(txn.lock_age().expect("locking"));
+                let other = db.begin(Priority::LOW, Isolation::Serializable)?;
+                younger.push(other.lock_age().expect("locking"));
+                if ages.len() < 3 {
+                    return Err(Error::Aborted(AbortReason::WaitDepth));
+                }
+                Ok(())
+            },
+        );
+        assert_eq!(attempts.result, Ok(()));
+        assert_eq!(ages, [ages[0]; 3]);
+        assert!(younger.iter().all(|&y| y > ages[0]), "{younger:?}");
+        assert_eq!(younger, {
+            let mut sorted = younger.clone();
+            sorted.sort_unstable();
+            sorted
+        });
+        // Without locking there is no age.
+        let mvcc = Database::open(Options::default());
+        let txn = mvcc
+            .begin(Priority::LOW, Isolation::Snapshot)
+            .expect("begin");
+        assert_eq!(txn.lock_age(), None);
+    }
 }

@@ -10,6 +10,7 @@ mod common;
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use common::sessions::{Outcome, Progress, Session};
@@ -519,4 +520,58 @@ fn run_retries_a_deadlock_victim_and_counts_it() {
         other.close();
     });
     assert_eq!(committed(&db, &t), [(1, 11), (2, 22)]);
+}
+
+/// WDL1: a requester that would wait for a waiting holder begun before it is aborted instead,
+/// and its retry (`Database::run`) waits for that holder to end rather than meet the same
+/// chain again at once.
+#[test]
+fn wdl1_aborts_a_younger_requester_whose_retry_waits_for_the_older_holder() {
+    let (db, t) = setup(LockPolicy::Wdl1);
+    let attempts = AtomicU32::new(0);
+    let first_aborted = AtomicBool::new(false);
+    let holder_ending = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let mut oldest = Session::begin(s, &db, Priority::LOW);
+        let mut holder = Session::begin(s, &db, Priority::LOW);
+        assert_eq!(oldest.run(&db, write(&t, 2, 21)), done(&[]));
+        assert_eq!(holder.run(&db, write(&t, 1, 11)), done(&[]));
+        assert_eq!(holder.run(&db, write(&t, 2, 22)), Progress::Blocked);
+        let retried = s.spawn(|| {
+            db.run(
+                Priority::LOW,
+                Isolation::Serializable,
+                &RetryPolicy::default(),
+                |txn| {
+                    let attempt = attempts.fetch_add(1, Ordering::SeqCst) + 1;
+                    if attempt > 1 {
+                        assert!(holder_ending.load(Ordering::SeqCst), "retried too early");
+                    }
+                    let key = t.key().int(1).finish().expect("key");
+                    let updated = txn.update(&t, &key, |r| {
+                        r.int(VALUE, 13);
+                    });
+                    if attempt == 1 {
+                        assert_eq!(updated, Err(Error::Aborted(AbortReason::WaitDepth)));
+                        first_aborted.store(true, Ordering::SeqCst);
+                    }
+                    updated.map(|_| ())
+                },
+            )
+        });
+        while !first_aborted.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+        assert_eq!(oldest.commit(&db), done(&[]));
+        assert_eq!(holder.unblocked(), Ok(vec![]));
+        holder_ending.store(true, Ordering::SeqCst);
+        assert_eq!(holder.commit(&db), done(&[]));
+        let report = retried.join().expect("retrying thread");
+        assert_eq!(report.result, Ok(()));
+        assert_eq!(report.lock_preemptions, 1);
+        assert_eq!(attempts.load(Ordering::SeqCst), 2);
+        oldest.close();
+        holder.close();
+    });
+    assert_eq!(committed(&db, &t), [(1, 13), (2, 22)]);
 }

@@ -54,6 +54,11 @@ struct TxnEntry {
     raised_to: u8,
     /// The wait in progress, for its statistics.
     wait: Option<WaitClock>,
+    /// Aborted rather than made to wait (WDL1): the holders it would have waited for, which its
+    /// retry waits out (see [`LockManager::await_end`]).
+    restart_after: Vec<TxnId>,
+    /// Retries waiting for this transaction to end.
+    watchers: Vec<Unparker>,
 }
 
 /// When a wait began, and who held the lock in a conflicting mode then (POW's WaitExcess ends
@@ -335,15 +340,13 @@ impl LockManager {
     /// thread, which is what its waits park.
     #[cfg(test)]
     pub(crate) fn register(&self, id: TxnId, level: u8, began: u64) {
-        self.register_at(id, level, Some(began));
+        self.register_aged(id, level, Some(began));
     }
 
-    /// Registers `id` as the youngest transaction yet.
-    pub(crate) fn register_next(&self, id: TxnId, level: u8) {
-        self.register_at(id, level, None);
-    }
-
-    fn register_at(&self, id: TxnId, level: u8, began: Option<u64>) {
+    /// Registers `id` as begun the `began`-th, or (`None`) as the youngest transaction yet.
+    /// Returns its place in the begin order: a retry registered with its first attempt's keeps
+    /// that attempt's age.
+    pub(crate) fn register_aged(&self, id: TxnId, level: u8, began: Option<u64>) -> u64 {
         let unparker = current_unparker();
         let region = NoPreemptGuard::new();
         let mut table = self.table.lock(&region);
@@ -362,8 +365,52 @@ impl LockManager {
                 raises: Vec::new(),
                 raised_to: 0,
                 wait: None,
+                restart_after: Vec::new(),
+                watchers: Vec::new(),
             },
         );
+        began
+    }
+
+    /// The holders `id` would have waited for when it was aborted instead of waiting (WDL1), for
+    /// its retry to wait out: restarting at once would meet the same chain, and if the holder
+    /// waits for a task paused on this worker, a retry that never gives the worker up would
+    /// keep meeting it (Franaszek, Robinson and Thomasian's WDL delays restarts the same way).
+    pub(crate) fn restart_after(&self, id: TxnId) -> Vec<TxnId> {
+        let region = NoPreemptGuard::new();
+        let mut table = self.table.lock(&region);
+        table
+            .txns
+            .get_mut(&id)
+            .map(|e| std::mem::take(&mut e.restart_after))
+            .unwrap_or_default()
+    }
+
+    /// Waits (parked) until none of `ids` is registered any more: each has committed or rolled
+    /// back. The caller holds no locks.
+    pub(crate) fn await_end(&self, ids: &[TxnId]) {
+        let me = current_unparker();
+        loop {
+            {
+                let region = NoPreemptGuard::new();
+                let mut table = self.table.lock(&region);
+                let live: Vec<TxnId> = ids
+                    .iter()
+                    .copied()
+                    .filter(|id| table.txns.contains_key(id))
+                    .collect();
+                if live.is_empty() {
+                    return;
+                }
+                for id in live {
+                    let e = table.txns.get_mut(&id).expect("just seen");
+                    if !e.watchers.iter().any(|w| w.wakes_same(&me)) {
+                        e.watchers.push(me.clone());
+                    }
+                }
+            }
+            park();
+        }
     }
 
     /// Why `id` was aborted by others, if it was.
@@ -452,6 +499,7 @@ impl LockManager {
             Request::Granted => return Ok(true),
             Request::Abort => {
                 e.aborted = Some(LockAbort::WaitDepth);
+                e.restart_after = blockers;
                 return Err(LockAbort::WaitDepth);
             }
             Request::Wait(action) => action,
@@ -521,6 +569,9 @@ impl LockManager {
             table.wake_granted(name, &granted);
         }
         table.blocking.remove(&id);
+        for watcher in &entry.watchers {
+            watcher.unpark();
+        }
         table.note_release(id);
         table.reprieves.retain(|r| r.victim != id);
         table.expire_reprieves(self.policy);

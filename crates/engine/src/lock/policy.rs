@@ -31,7 +31,8 @@ pub enum LockPolicy {
         reprieve: Duration,
     },
     /// Wait-depth limited to chains of two, priorities ignored: a transaction that would be the
-    /// middle of a chain of three waiting transactions is aborted.
+    /// middle of a chain of three waiting transactions is aborted, unless it is older than both
+    /// ends, which are aborted instead (so the oldest transaction always progresses).
     Wdl1,
     /// Waiters granted in the order of how many transactions they block (most first).
     Cats,
@@ -145,11 +146,27 @@ impl LockPolicy {
             }
             LockPolicy::Wdl1 => {
                 // Waiting would make a chain of three: someone waits for the requester, or a
-                // holder waits itself. The middle transaction goes.
+                // holder waits itself. The middle transaction goes, unless it began before the
+                // transactions at the chain's ends: then those go. So the oldest transaction
+                // (`began` counts from a retried transaction's first attempt) is never a victim
+                // and always progresses, as in Franaszek, Robinson and Thomasian's WDL, which
+                // chooses victims by how long they have run. Always taking the middle, POW's
+                // WDL1 aborted TPC-C's long transactions at every attempt on its hot spots.
+                let older = |a: &TxnInfo, b: &TxnInfo| a.began < b.began;
                 if requester.blocking > 0 {
-                    action.abort_requester = true;
+                    // Waiters -> requester -> holders.
+                    if holders.iter().all(|h| older(requester, h)) {
+                        action.abort = holders.iter().map(|h| h.id).collect();
+                    } else {
+                        action.abort_requester = true;
+                    }
                 } else {
-                    action.abort = holders.iter().filter(|h| h.waiting).map(|h| h.id).collect();
+                    // Requester -> waiting holder -> whoever it waits for.
+                    if holders.iter().any(|h| h.waiting && older(h, requester)) {
+                        action.abort_requester = true;
+                    } else {
+                        action.abort = holders.iter().filter(|h| h.waiting).map(|h| h.id).collect();
+                    }
                 }
             }
         }

@@ -193,27 +193,50 @@ fn conditional_restart_gives_less_urgent_holders_a_reprieve() {
 }
 
 #[test]
-fn wdl1_breaks_every_wait_chain_of_three_at_its_middle() {
+fn wdl1_breaks_every_wait_chain_of_three_at_its_middle_unless_the_middle_is_older() {
     let p = LockPolicy::Wdl1;
-    // 3 -> 2 (the holder) -> elsewhere: the waiting holder goes.
-    let t = Txns::new(&[(1, LOW), (2, HIGH), (3, LOW)]).with(2, |i| i.waiting = true);
-    let mut q = LockQueue::default();
-    t.request(&mut q, 2, X, p);
-    let expected = ConflictAction {
-        abort: vec![2],
-        ..ConflictAction::default()
+    let abort = |ids: Vec<TxnId>| {
+        waits(ConflictAction {
+            abort: ids,
+            ..ConflictAction::default()
+        })
     };
+    // 3 -> 2 (the holder, begun after 3) -> elsewhere: the waiting holder goes.
+    let chain = |holder_began| {
+        Txns::new(&[(1, LOW), (2, HIGH), (3, LOW)]).with(2, |i| {
+            i.waiting = true;
+            i.began = holder_began;
+        })
+    };
+    let (t, mut q) = (chain(5), LockQueue::default());
+    t.request(&mut q, 2, X, p);
     assert_eq!(
         t.request(&mut q, 3, X, p),
-        waits(expected),
+        abort(vec![2]),
         "priorities ignored"
     );
-    // Someone waits for 1, which would now wait: 1 goes instead, and is not queued.
-    let t = Txns::new(&[(1, HIGH), (2, LOW)]).with(1, |i| i.blocking = 1);
-    let mut q = LockQueue::default();
+    // The same chain with the holder begun before 3: the requester goes instead.
+    let (t, mut q) = (chain(0), LockQueue::default());
     t.request(&mut q, 2, X, p);
-    assert_eq!(t.request(&mut q, 1, X, p), Request::Abort);
+    assert_eq!(t.request(&mut q, 3, X, p), Request::Abort);
+    assert_eq!(q.waiting(), Vec::<TxnId>::new());
+
+    // Someone waits for 2, which would now wait for 1, begun before it: 2 goes, not queued.
+    let waited_for = |began| {
+        Txns::new(&[(1, HIGH), (2, LOW)]).with(2, |i| {
+            i.blocking = 1;
+            i.began = began;
+        })
+    };
+    let (t, mut q) = (waited_for(2), LockQueue::default());
+    t.request(&mut q, 1, X, p);
+    assert_eq!(t.request(&mut q, 2, X, p), Request::Abort);
     assert!(q.waiting().is_empty());
+    // 2 began before 1 (a retry keeps its first attempt's age): the holder goes, 2 waits.
+    let (t, mut q) = (waited_for(0), LockQueue::default());
+    t.request(&mut q, 1, X, p);
+    assert_eq!(t.request(&mut q, 2, X, p), abort(vec![1]));
+    assert_eq!(q.waiting(), vec![2]);
 }
 
 #[test]

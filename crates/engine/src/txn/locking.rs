@@ -83,6 +83,10 @@ pub(super) struct Locker<'a> {
     manager: &'a LockManager,
     txns: &'a TxnTable,
     id: TxnId,
+    /// Its place in the begin order (see `lock_age`).
+    began: u64,
+    /// The holders to wait out before a retry (see `LockManager::restart_after`).
+    restart_after: Vec<TxnId>,
     stats: LockStats,
     /// Scratch reused by every locked scan batch: the re-fetch, and the names to lock.
     check: ScanBatch,
@@ -140,11 +144,13 @@ fn after(upper: Bound<&[u8]>) -> Option<Bound<&[u8]>> {
 }
 
 impl<'a> Locker<'a> {
-    pub(super) fn new(manager: &'a LockManager, txns: &'a TxnTable, id: TxnId) -> Self {
+    pub(super) fn new(manager: &'a LockManager, txns: &'a TxnTable, id: TxnId, began: u64) -> Self {
         Locker {
             manager,
             txns,
             id,
+            began,
+            restart_after: Vec::new(),
             stats: LockStats::default(),
             check: ScanBatch::default(),
             names: Vec::new(),
@@ -157,7 +163,11 @@ impl<'a> Locker<'a> {
     }
 
     fn acquire(&mut self, name: LockName, mode: LockMode) -> Result<(), LockAbort> {
-        if let Some(waited) = self.manager.acquire_timed(self.id, name, mode)? {
+        let acquired = self.manager.acquire_timed(self.id, name, mode);
+        if matches!(acquired, Err(LockAbort::WaitDepth)) {
+            self.restart_after = self.manager.restart_after(self.id);
+        }
+        if let Some(waited) = acquired? {
             self.stats.waits += 1;
             self.stats.queue += waited.queue;
             self.stats.excess += waited.excess;
@@ -433,16 +443,32 @@ fn walk_entries(
 }
 
 impl<'db> Transaction<'db> {
-    /// This transaction's handle on the lock manager, registered at `priority`, if the database
-    /// locks.
+    /// This transaction's handle on the lock manager, registered at `priority` and begun as the
+    /// `age`-th transaction (`None`: the youngest yet), if the database locks.
     pub(super) fn register_locker(
         engine: &'db crate::engine::Engine,
         id: TxnId,
         priority: super::Priority,
+        age: Option<u64>,
     ) -> Option<Locker<'db>> {
         let manager = engine.locks.as_ref()?;
-        manager.register_next(id, priority.level() as u8);
-        Some(Locker::new(manager, &engine.txns, id))
+        let began = manager.register_aged(id, priority.level() as u8, age);
+        Some(Locker::new(manager, &engine.txns, id, began))
+    }
+
+    /// Its place in the lock manager's begin order (two-phase locking only), which a retry of
+    /// the same work keeps (see `Database::run`).
+    pub(crate) fn lock_age(&self) -> Option<u64> {
+        self.locker.as_ref().map(|l| l.began)
+    }
+
+    /// If a lock policy aborted it rather than let it wait (WDL1): the holders it would have
+    /// waited for, which a retry waits out first (see `Database::run`).
+    pub(crate) fn take_restart_after(&mut self) -> Vec<TxnId> {
+        self.locker
+            .as_mut()
+            .map(|l| std::mem::take(&mut l.restart_after))
+            .unwrap_or_default()
     }
 
     /// The snapshot reads use: the newest commit when locking, else the transaction's own.

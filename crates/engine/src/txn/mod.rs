@@ -188,10 +188,11 @@ impl<'db> Transaction<'db> {
         lease: Lease,
         priority: Priority,
         isolation: Isolation,
+        lock_age: Option<u64>,
     ) -> Self {
         Transaction {
             buf: engine.footprints.take(lease.slot),
-            locker: Self::register_locker(engine, lease.stamp, priority),
+            locker: Self::register_locker(engine, lease.stamp, priority, lock_age),
             engine,
             lease,
             priority,
