@@ -10,12 +10,12 @@
 //!   an insert of a visible key is a duplicate (the transaction stays active), an update or delete
 //!   of an invisible row changes nothing;
 //! - a serializable transaction that wrote something fails validation at commit if a row it read
-//!   (present or absent; an insert reads its key absent) or a primary-key range it scanned (up to where a limit stopped it) was
-//!   committed by another transaction after it began. A secondary-index scan depends on the index
-//!   entries in its range at commit: those of the rows it could see or that commits gave the
-//!   scanned value (must fail), and possibly stale entries of older versions not yet reclaimed
-//!   (may fail): the engine must commit when nothing must fail, and may only fail when something
-//!   may;
+//!   (present or absent; an insert reads its key absent) or a primary-key range it scanned (up to
+//!   where a limit stopped it) was committed by another transaction after it began. A
+//!   secondary-index scan depends on the index entries in its range at commit: those of the rows
+//!   it could see or that commits gave the scanned value (must fail), and possibly stale entries
+//!   of older versions not yet reclaimed (may fail): the engine must commit when nothing must
+//!   fail, and may only fail when something may;
 //! - once no transaction is live, collecting garbage leaves one version per live row, nothing
 //!   unreclaimed, and exactly one entry per row in each index.
 

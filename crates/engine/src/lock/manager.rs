@@ -394,19 +394,18 @@ impl LockManager {
             {
                 let region = NoPreemptGuard::new();
                 let mut table = self.table.lock(&region);
-                let live: Vec<TxnId> = ids
-                    .iter()
-                    .copied()
-                    .filter(|id| table.txns.contains_key(id))
-                    .collect();
-                if live.is_empty() {
-                    return;
-                }
-                for id in live {
-                    let e = table.txns.get_mut(&id).expect("just seen");
+                let mut any_live = false;
+                for id in ids {
+                    let Some(e) = table.txns.get_mut(id) else {
+                        continue;
+                    };
+                    any_live = true;
                     if !e.watchers.iter().any(|w| w.wakes_same(&me)) {
                         e.watchers.push(me.clone());
                     }
+                }
+                if !any_live {
+                    return;
                 }
             }
             park();
