@@ -58,8 +58,13 @@ fn tpcc_stays_consistent_under_every_lock_policy() {
             done_tx.send(()).expect("test alive");
             report
         });
-        done.recv_timeout(HANG)
-            .unwrap_or_else(|_| panic!("{name}: the clients never finished"));
+        if done.recv_timeout(HANG).is_err() {
+            // What the stuck transactions wait for, so a hang can be diagnosed from the log.
+            panic!(
+                "{name}: the clients never finished; lock waits: {:#?}",
+                db.lock_waits()
+            );
+        }
         let report = runner.join().expect("runner").expect("run");
         let stats = &report.scheduler.stats;
         let mut committed = 0;
