@@ -65,6 +65,20 @@ impl ParkState {
             .compare_exchange(NOTIFIED, IDLE, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
     }
+
+    /// Marks the parker parked, from which point an unpark sends a wake; false (and the token
+    /// taken) if an unpark came first.
+    fn announce_park(&self) -> bool {
+        if self
+            .state
+            .compare_exchange(IDLE, PARKED, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            return true;
+        }
+        self.take_notification();
+        false
+    }
 }
 
 /// The waiting side of one task (or thread): owned by whoever runs it.
@@ -227,17 +241,15 @@ pub fn park() {
     if state.take_notification() {
         return;
     }
-    if state
-        .state
-        .compare_exchange(IDLE, PARKED, Ordering::AcqRel, Ordering::Acquire)
-        .is_err()
-    {
-        // Notified in between.
-        state.take_notification();
-        return;
-    }
     match &state.via {
         WakeVia::Task { .. } => {
+            // A voluntary switch, so inside a region: a preemption landing between announcing
+            // the park and suspending would run the scheduler on this task's stack, where it
+            // could take the wake for a task it still sees running.
+            let _region = NoPreemptGuard::new();
+            if !state.announce_park() {
+                return;
+            }
             let parked_in_context = context::suspend_current(Suspension::Parked);
             assert!(
                 parked_in_context,
@@ -245,6 +257,9 @@ pub fn park() {
             );
         }
         WakeVia::Thread(_) => {
+            if !state.announce_park() {
+                return;
+            }
             while state.state.load(Ordering::Acquire) == PARKED {
                 std::thread::park();
             }

@@ -54,6 +54,8 @@ pub(crate) struct Task {
     /// Single-queue mode (quantum policy without two queues): new jobs that were queued at this
     /// task's level when it was preempted, and so run before it.
     ahead: usize,
+    /// Its wake arrived before its park was recorded (see [`TaskTable::wake`]).
+    woken_early: bool,
 }
 
 impl Task {
@@ -70,6 +72,7 @@ impl Task {
             waited: Duration::ZERO,
             since: now,
             ahead: 0,
+            woken_early: false,
         }
     }
 
@@ -238,27 +241,48 @@ impl TaskTable {
         self.ready.iter().map(VecDeque::len).sum()
     }
 
-    /// The running task `id` waits for a wake.
+    /// The running task `id` waits for a wake (ready at once if its wake came early).
     pub(crate) fn park(&mut self, id: TaskId, now: Instant) {
         let slot = &mut self.slots[id];
         assert_eq!(slot.state, TaskState::Running, "only a running task parks");
         slot.state = TaskState::Parked;
         slot.since = now;
+        if std::mem::take(&mut slot.woken_early) {
+            self.make_woken(id);
+        }
     }
 
     /// A wake with `token` arrived: a parked task it belongs to becomes ready. Returns its level
     /// if it did (tokens of ended tasks, and second wakes, change nothing).
+    ///
+    /// A task sends its token only once it has announced its park, but the park is recorded
+    /// here only when its context has switched out: a wake for a task still running (or paused
+    /// on its way to the switch) is kept for its park, not dropped, or the task would wait for a
+    /// wake that has already come.
     pub(crate) fn wake(&mut self, token: u64) -> Option<Priority> {
         let (id, serial) = untoken(token);
         let slot = self.slots.get_mut(id)?;
-        if slot.serial != serial || slot.state != TaskState::Parked {
+        if slot.serial != serial {
             return None;
         }
+        match slot.state {
+            TaskState::Parked => Some(self.make_woken(id)),
+            TaskState::Running | TaskState::Preempted => {
+                slot.woken_early = true;
+                None
+            }
+            TaskState::Free | TaskState::Woken => None,
+        }
+    }
+
+    /// The parked task `id` joins its ready queue; returns its level.
+    fn make_woken(&mut self, id: TaskId) -> Priority {
+        let slot = &mut self.slots[id];
         slot.state = TaskState::Woken;
         slot.ahead = 0;
         let level = slot.effective();
         self.ready[level.level()].push_back(id);
-        Some(level)
+        level
     }
 
     /// The ready task `id` (taken from a queue) runs again: its pause or wait ends now.
@@ -422,6 +446,37 @@ mod tests {
         assert_eq!(t.wake(old_token), None);
         assert_eq!(t.wake(token(7, 1)), None, "no such slot");
         assert_eq!(t.wake(new_token), Some(Priority::LOW));
+    }
+
+    #[test]
+    fn a_wake_that_comes_before_the_park_is_recorded_is_kept_for_it() {
+        // The task announced its park and an unpark sent its token, but the worker sees the
+        // token first: while the task still runs, or while it is paused on its way to the switch.
+        let (mut t, now) = table(2);
+        let (running, running_token) = start(&mut t, Priority::HIGH, now);
+        assert_eq!(t.wake(running_token), None, "not parked yet");
+        t.park(running, now);
+        assert_eq!(t.get(running).state, TaskState::Woken);
+        assert_eq!(t.pop_ready(Priority::HIGH), Some(running));
+        t.resume(running, now);
+        t.park(running, now);
+        assert_eq!(
+            t.get(running).state,
+            TaskState::Parked,
+            "the early wake counted once"
+        );
+
+        let (paused, paused_token) = start(&mut t, Priority::LOW, now);
+        t.preempt(paused, now, 0);
+        assert_eq!(t.wake(paused_token), None);
+        assert_eq!(t.pop_ready(Priority::LOW), Some(paused));
+        t.resume(paused, now);
+        t.park(paused, now);
+        assert_eq!(
+            t.pop_ready(Priority::LOW),
+            Some(paused),
+            "woken at its park"
+        );
     }
 
     #[test]
