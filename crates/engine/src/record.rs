@@ -15,6 +15,7 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use overtake_runtime::prefetch::prefetch_read;
 use overtake_runtime::{NoPreemptGuard, RegionMutex};
 use sdd::{AtomicShared, Guard, Tag};
 
@@ -80,6 +81,14 @@ impl std::ops::Deref for RowBytes {
 }
 
 impl Version {
+    /// Starts loading the row if it is stored apart from the version (a hint).
+    #[inline]
+    pub(crate) fn prefetch_row(&self) {
+        if let RowBytes::Heap(row) = &self.row {
+            prefetch_read(row.as_ptr(), row.len());
+        }
+    }
+
     /// True for a deletion marker.
     #[inline]
     pub(crate) fn is_deleted(&self) -> bool {
@@ -175,6 +184,30 @@ impl RecordStore {
             Some(slot) => slot,
             None => panic!("OID {oid} is beyond the record store's capacity"),
         }
+    }
+
+    /// Starts loading the slot of `oid` (a hint; see `Transaction::prefetch_rows`).
+    #[inline]
+    pub(crate) fn prefetch_slot(&self, oid: Oid) {
+        if let Some(slot) = self.slots.get(oid) {
+            prefetch_read(std::ptr::from_ref(slot).cast(), 8);
+        }
+    }
+
+    /// Starts loading the newest version of `oid` (its slot should be in cache by now) and
+    /// returns it, for the row's own prefetch once it has arrived.
+    #[inline]
+    pub(crate) fn prefetch_head<'g>(&self, oid: Oid, guard: &'g Guard) -> Option<&'g Version> {
+        let head = self
+            .slots
+            .get(oid)?
+            .load(Ordering::Acquire, guard)
+            .as_ref()?;
+        prefetch_read(
+            std::ptr::from_ref(head).cast(),
+            std::mem::size_of::<Version>(),
+        );
+        Some(head)
     }
 
     /// A fresh or recycled OID. Recycled ones died before `watermark`, so no transaction that could

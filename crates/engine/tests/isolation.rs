@@ -607,3 +607,52 @@ fn bad_input_gets_errors_not_panics() {
     ));
     assert!(matches!(db.table("nope"), Err(Error::NoSuchTable(_))));
 }
+
+#[test]
+fn prefetching_rows_reads_nothing_a_transaction_depends_on() {
+    let (db, t) = with_accounts(4, 100);
+    let mut a = db
+        .begin(Priority::LOW, Isolation::Serializable)
+        .expect("begin");
+    assert!(
+        a.update(&t, &key(&t, 1), |r| {
+            r.decimal_units(BALANCE, 111);
+        })
+        .expect("update")
+    );
+    assert!(a.delete(&t, &key(&t, 2)).expect("delete"));
+    // Rows it has not read, rows it wrote or deleted, and a key no row has.
+    let keys: Vec<_> = [0, 1, 2, 3, 9].iter().map(|&id| key(&t, id)).collect();
+    let rows: Vec<_> = keys.iter().map(|k| (&*t, k)).collect();
+    a.prefetch_rows(&rows);
+    assert_eq!(balance(&mut a, &t, 1), Some(111), "its own write");
+    assert_eq!(balance(&mut a, &t, 2), None, "its own deletion");
+    // Another transaction changes each row `a` only prefetched, and creates the missing one.
+    let mut b = db
+        .begin(Priority::HIGH, Isolation::Serializable)
+        .expect("begin");
+    for id in [0, 3] {
+        assert!(
+            b.update(&t, &key(&t, id), |r| {
+                r.decimal_units(BALANCE, 7);
+            })
+            .expect("update")
+        );
+    }
+    let row = t
+        .row_builder()
+        .int(ID, 9)
+        .str(OWNER, "owner0")
+        .decimal_units(BALANCE, 9)
+        .finish()
+        .expect("row");
+    b.insert(&t, row).expect("insert");
+    b.commit().expect("commit");
+    // A prefetch is no read: nothing `b` did is a conflict for `a`.
+    a.commit().expect("commit");
+    let mut check = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+    assert_eq!(balance(&mut check, &t, 0), Some(7));
+    assert_eq!(balance(&mut check, &t, 1), Some(111));
+    assert_eq!(balance(&mut check, &t, 2), None);
+    assert_eq!(balance(&mut check, &t, 9), Some(9));
+}

@@ -89,11 +89,11 @@ impl Node {
 
     // ---- Reading (optimistic) ----
 
-    /// Asks for the lines a search of the node reads: version, count and keys.
+    /// Asks for the lines a lookup in the node reads: version, count, keys and values.
     #[inline]
     pub(super) fn prefetch(&self) {
-        let keys_end = std::mem::offset_of!(Node, vals);
-        prefetch_read(std::ptr::from_ref(self).cast(), keys_end);
+        let vals_end = std::mem::offset_of!(Node, long);
+        prefetch_read(std::ptr::from_ref(self).cast(), vals_end);
     }
 
     /// The node's version once no writer is changing it. The writer is inside a non-preemptible

@@ -119,17 +119,21 @@ pub fn new_order(
         .finish()?;
     txn.insert(&t.new_order, row)?;
 
-    // Every line's item and stock leaves are asked for first, so that their cache misses
-    // overlap instead of following one another (measured: New-Order ~11% faster in paired runs,
-    // though it builds each key twice).
-    for line in lines {
-        txn.prefetch(&t.item, &item_key(t, line)?);
-        txn.prefetch(&t.stock, &stock_key(t, line)?);
-    }
+    // Every line's item and stock rows are asked for first, so that their cache misses
+    // overlap instead of following one another.
+    let keys = lines
+        .iter()
+        .map(|line| Ok((item_key(t, line)?, stock_key(t, line)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let rows: Vec<(&Table, &KeyBuf)> = keys
+        .iter()
+        .flat_map(|(item, stock)| [(&*t.item, item), (&*t.stock, stock)])
+        .collect();
+    txn.prefetch_rows(&rows);
     let mut line_builder = t.order_line.row_builder();
     let (mut sum, mut brand_lines) = (0i64, 0);
-    for (n, line) in lines.iter().enumerate() {
-        let Some((price, item_original)) = txn.get(&t.item, &item_key(t, line)?, |r| {
+    for (n, (line, (item_key, stock_key))) in lines.iter().zip(&keys).enumerate() {
+        let Some((price, item_original)) = txn.get(&t.item, item_key, |r| {
             (
                 r.decimal_units(item::I_PRICE),
                 contains(r.bytes(item::I_DATA), b"ORIGINAL"),
@@ -139,11 +143,10 @@ pub fn new_order(
             // "Item number is not valid": the specified 1% rollback.
             return Err(txn.rollback());
         };
-        let stock_key = stock_key(t, line)?;
         let mut dist_info = ShortStr::new(b"");
         let mut stock_original = false;
         let remote = line.supply_w_id != w_id;
-        let found = txn.update(&t.stock, &stock_key, |r| {
+        let found = txn.update(&t.stock, stock_key, |r| {
             let row = r.as_ref();
             let quantity = row.int(stock::S_QUANTITY);
             let ytd = row.int(stock::S_YTD);
