@@ -114,6 +114,10 @@ impl ScanBatch {
     }
 }
 
+/// The node a prefetch descended to (see [`OrderedIndex::prefetch`]).
+#[derive(Clone, Copy)]
+pub(crate) struct PrefetchedLeaf<'t>(&'t Node);
+
 /// An ordered map from encoded keys to OIDs.
 pub(crate) struct OrderedIndex {
     tree: Tree,
@@ -137,11 +141,21 @@ impl OrderedIndex {
         self.tree.get(key)
     }
 
-    /// Starts loading the leaf that holds `key` (a hint for a lookup soon after).
+    /// Starts loading the leaf that holds `key` (a hint for a lookup soon after); returns it for
+    /// [`search_prefetched`](Self::search_prefetched).
     #[inline]
-    pub(crate) fn prefetch(&self, key: &[u8]) {
+    pub(crate) fn prefetch(&self, key: &[u8]) -> Option<PrefetchedLeaf<'_>> {
         let _region = NoPreemptGuard::new();
-        self.tree.prefetch_leaf(key);
+        self.tree.prefetch_leaf(key).map(PrefetchedLeaf)
+    }
+
+    /// The OID under `key` as the leaf `prefetch` returned for it shows it now, without a second
+    /// descent; `None` if the leaf changed meanwhile. For hints only: a lookup that matters uses
+    /// [`get`](Self::get).
+    #[inline]
+    pub(crate) fn search_prefetched(&self, leaf: PrefetchedLeaf<'_>, key: &[u8]) -> Option<Oid> {
+        let _region = NoPreemptGuard::new();
+        self.tree.search_prefetched(leaf.0, key)
     }
 
     /// Inserts `key -> oid`. If the key is present (whatever it maps to, `oid` included), returns

@@ -145,25 +145,38 @@ impl Tree {
     /// asks for the leaf's lines without reading the leaf, so that lookups of several keys can
     /// have their leaves' misses overlap. A hint only: a tree changed meanwhile sends the
     /// prefetch to some other node, which costs nothing but the hint.
-    pub(super) fn prefetch_leaf(&self, key: &[u8]) {
+    ///
+    /// Returns the node asked for, which [`Self::search_prefetched`] can look the key up in
+    /// without descending again.
+    pub(super) fn prefetch_leaf(&self, key: &[u8]) -> Option<&Node> {
         let key = SearchKey::new(key);
         let mut guard = LazyGuard::default();
         let mut levels = self.height.load(Mem::Acquire);
-        let Some(mut node) = self.arena.get(self.root.load(Mem::Acquire)) else {
-            return;
-        };
+        let mut node = self.arena.get(self.root.load(Mem::Acquire))?;
         while levels > 0 {
             if node.is_leaf() {
                 break;
             }
             let idx = node.search(node.count(), &key, true, &mut guard);
-            let Some(child) = self.arena.get(node.val(idx)) else {
-                return;
-            };
-            node = child;
+            node = self.arena.get(node.val(idx))?;
             levels -= 1;
         }
         node.prefetch();
+        Some(node)
+    }
+
+    /// The value under `key` in `node` (from [`Self::prefetch_leaf`] for the same key), if the
+    /// node is a leaf that holds the key now. Another hint: a leaf changed since the descent may
+    /// answer `None` for a key that is in the tree.
+    pub(super) fn search_prefetched(&self, node: &Node, key: &[u8]) -> Option<u64> {
+        let key = SearchKey::new(key);
+        let mut guard = LazyGuard::default();
+        let version = node.stable_version();
+        if !node.is_leaf() {
+            return None;
+        }
+        let found = find_in_leaf(node, &key, &mut guard);
+        if node.unchanged(version) { found } else { None }
     }
 
     /// The value stored under `key`, and where the key is or would be.
@@ -172,10 +185,7 @@ impl Tree {
         let mut guard = LazyGuard::default();
         loop {
             let (leaf, hint, _) = self.descend(Seek::Holding(key), (Fence::None, None), &mut guard);
-            let n = leaf.count();
-            let pos = leaf.search(n, &key, false, &mut guard);
-            let found =
-                (pos < n && leaf.compare(pos, &key, &mut guard).is_eq()).then(|| leaf.val(pos));
+            let found = find_in_leaf(leaf, &key, &mut guard);
             if leaf.unchanged(hint.version) {
                 return (found, hint);
             }
@@ -283,6 +293,13 @@ impl Tree {
             };
         }
     }
+}
+
+/// The value under `key` in `leaf` as read now (the caller validates the leaf's version).
+fn find_in_leaf(leaf: &Node, key: &SearchKey<'_>, guard: &mut LazyGuard) -> Option<u64> {
+    let n = leaf.count();
+    let pos = leaf.search(n, key, false, guard);
+    (pos < n && leaf.compare(pos, key, guard).is_eq()).then(|| leaf.val(pos))
 }
 
 /// Copies separator `i` of `node` into `out`; false if it could not be read.

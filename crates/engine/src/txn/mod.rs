@@ -371,12 +371,17 @@ impl<'db> Transaction<'db> {
     pub fn prefetch_rows(&self, rows: &[(&Table, &KeyBuf)]) {
         const STAGE: usize = 32;
         for rows in rows.chunks(STAGE) {
-            for (table, key) in rows {
-                table.tree(IndexRef::Primary).prefetch(key.as_bytes());
+            let mut leaves = [None; STAGE];
+            for ((table, key), leaf) in rows.iter().zip(&mut leaves) {
+                *leaf = table.tree(IndexRef::Primary).prefetch(key.as_bytes());
             }
             let mut oids = [None; STAGE];
-            for ((table, key), oid) in rows.iter().zip(&mut oids) {
-                *oid = table.tree(IndexRef::Primary).get(key.as_bytes());
+            for (((table, key), leaf), oid) in rows.iter().zip(leaves).zip(&mut oids) {
+                *oid = leaf.and_then(|leaf| {
+                    table
+                        .tree(IndexRef::Primary)
+                        .search_prefetched(leaf, key.as_bytes())
+                });
                 if let Some(oid) = *oid {
                     table.records.prefetch_slot(oid);
                 }
