@@ -138,13 +138,7 @@ fn point_read_of_a_missing_key_is_validated_too() {
     let mut writer = db
         .begin(Priority::LOW, Isolation::Serializable)
         .expect("begin");
-    let row = t
-        .row_builder()
-        .int(ID, 7)
-        .str(OWNER, "x")
-        .decimal_units(BALANCE, 1)
-        .finish()
-        .expect("row");
+    let row = account_row(&t, 7, "x", 1);
     writer.insert(&t, row).expect("insert");
     writer.commit().expect("commit");
     reader
@@ -166,14 +160,7 @@ fn point_read_of_a_missing_key_is_validated_too() {
 #[test]
 fn an_insert_deleted_again_still_depends_on_its_key_being_free() {
     let (db, t) = with_accounts(1, 1);
-    let new_row = |id| {
-        t.row_builder()
-            .int(ID, id)
-            .str(OWNER, "x")
-            .decimal_units(BALANCE, 1)
-            .finish()
-            .expect("row")
-    };
+    let new_row = |id| account_row(&t, id, "x", 1);
     let mut a = db
         .begin(Priority::LOW, Isolation::Serializable)
         .expect("begin");
@@ -241,13 +228,7 @@ fn own_writes_deletes_and_reinserts() {
     assert!(txn.delete(&t, &key(&t, 2)).expect("delete"));
     assert_eq!(balance(&mut txn, &t, 2), None);
     assert!(!txn.delete(&t, &key(&t, 2)).expect("already gone"));
-    let row = t
-        .row_builder()
-        .int(ID, 2)
-        .str(OWNER, "new")
-        .decimal_units(BALANCE, 99)
-        .finish()
-        .expect("row");
+    let row = account_row(&t, 2, "new", 99);
     txn.insert(&t, row.clone())
         .expect("reinsert over own delete");
     assert_eq!(
@@ -275,13 +256,7 @@ fn rollback_undoes_everything_including_index_entries() {
     let (db, t) = with_accounts(2, 10);
     let by_owner = t.index("by_owner").expect("index");
     let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
-    let row = t
-        .row_builder()
-        .int(ID, 5)
-        .str(OWNER, "ghost")
-        .decimal_units(BALANCE, 1)
-        .finish()
-        .expect("row");
+    let row = account_row(&t, 5, "ghost", 1);
     txn.insert(&t, row).expect("insert");
     txn.update(&t, &key(&t, 0), |r| {
         r.str(OWNER, "renamed");
@@ -303,13 +278,7 @@ fn rollback_undoes_everything_including_index_entries() {
         assert_eq!(n, 0, "no trace of {owner}");
     }
     // The aborted insert's key is free again.
-    let row = t
-        .row_builder()
-        .int(ID, 5)
-        .str(OWNER, "real")
-        .decimal_units(BALANCE, 2)
-        .finish()
-        .expect("row");
+    let row = account_row(&t, 5, "real", 2);
     let mut again = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
     again.insert(&t, row).expect("insert after rollback");
     again.commit().expect("commit");
@@ -414,13 +383,7 @@ fn a_limited_scan_only_depends_on_what_it_saw() {
     let mut other = db
         .begin(Priority::LOW, Isolation::Serializable)
         .expect("begin");
-    let row = t
-        .row_builder()
-        .int(ID, 50)
-        .str(OWNER, "o")
-        .decimal_units(BALANCE, 1)
-        .finish()
-        .expect("row");
+    let row = account_row(&t, 50, "o", 1);
     other.insert(&t, row).expect("insert");
     other.commit().expect("commit");
     txn.update(&t, &key(&t, 0), |r| {
@@ -514,18 +477,7 @@ fn region_depth_returns_to_zero_on_every_path() {
     });
     assert!(matches!(bad, Err(Error::InvalidValue { .. })));
     assert_eq!(region::depth(), 0, "after a user error");
-    assert!(
-        a.insert(
-            &t,
-            t.row_builder()
-                .int(ID, 1)
-                .str(OWNER, "x")
-                .decimal_units(BALANCE, 0)
-                .finish()
-                .expect("row")
-        )
-        .is_err()
-    );
+    assert!(a.insert(&t, account_row(&t, 1, "x", 0)).is_err());
     assert_eq!(region::depth(), 0, "after a duplicate key");
     b.update(&t, &key(&t, 0), |r| {
         r.decimal_units(BALANCE, 2);
@@ -639,13 +591,7 @@ fn prefetching_rows_reads_nothing_a_transaction_depends_on() {
             .expect("update")
         );
     }
-    let row = t
-        .row_builder()
-        .int(ID, 9)
-        .str(OWNER, "owner0")
-        .decimal_units(BALANCE, 9)
-        .finish()
-        .expect("row");
+    let row = account_row(&t, 9, "owner0", 9);
     b.insert(&t, row).expect("insert");
     b.commit().expect("commit");
     // A prefetch is no read: nothing `b` did is a conflict for `a`.

@@ -47,18 +47,22 @@ pub fn with_accounts(n: i64, balance: i64) -> (Database, Arc<Table>) {
     let t = accounts(&db);
     let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
     for id in 0..n {
-        let row = t
-            .row_builder()
-            .int(ID, id)
-            .str(OWNER, &format!("owner{}", id % 3))
-            .decimal_units(BALANCE, balance)
-            .finish()
-            .expect("row");
+        let row = account_row(&t, id, &format!("owner{}", id % 3), balance);
         txn.insert(&t, row).expect("insert");
     }
     txn.commit().expect("commit");
     drop(txn);
     (db, t)
+}
+
+/// An accounts row `(id, owner, balance cents)`.
+pub fn account_row(t: &Table, id: i64, owner: &str, balance: i64) -> overtake_engine::Row {
+    t.row_builder()
+        .int(ID, id)
+        .str(OWNER, owner)
+        .decimal_units(BALANCE, balance)
+        .finish()
+        .expect("row")
 }
 
 pub fn balance(txn: &mut overtake_engine::Transaction<'_>, t: &Table, id: i64) -> Option<i64> {
