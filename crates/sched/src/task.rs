@@ -9,8 +9,9 @@
 //! holds a borrow of it.
 //!
 //! Ready tasks of a level continue in the order they became ready. A parked task is in no queue
-//! until a wake with its token arrives; a token from an earlier task of the same slot (an old
-//! unparker) is recognised by its serial and ignored.
+//! until a wake with its token arrives (a wake that arrives before its park is recorded is kept
+//! for it); a token from an earlier task of the same slot (an old unparker) is recognised by its
+//! serial and ignored.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
