@@ -331,11 +331,36 @@ impl Node {
         self.set_meta(leaf, n);
     }
 
-    /// Key `from` moved to position `to` (the writer shifting keys within the node).
+    /// Moves the keys and values at positions `from` (a range of a leaf) one place towards
+    /// `to_right`'s side: a writer opening a gap for an insert, or closing one after a removal.
+    /// The slot left behind keeps a stale copy; the caller writes over it or clears it.
     #[inline]
-    pub(super) fn move_key(&self, from: usize, to: usize, guard: &mut LazyGuard) {
-        let entry = self.entry(from, guard);
-        self.set_key(to, entry);
+    pub(super) fn shift(
+        &self,
+        from: std::ops::Range<usize>,
+        to_right: bool,
+        guard: &mut LazyGuard,
+    ) {
+        let step = |i: usize| if to_right { i + 1 } else { i - 1 };
+        // Most nodes never hold a long key: their keys move as plain words (a shifting insert
+        // into a TPC-C leaf moves up to 31 of them), without the long-key bookkeeping.
+        let plain = self.long.is_null(Mem::Relaxed);
+        let mut move_one = |i: usize| {
+            let to = step(i);
+            if plain {
+                self.keys[2 * to].store(self.keys[2 * i].load(Mem::Relaxed), Mem::Relaxed);
+                self.keys[2 * to + 1].store(self.keys[2 * i + 1].load(Mem::Relaxed), Mem::Relaxed);
+            } else {
+                let entry = self.entry(i, guard);
+                self.set_key(to, entry);
+            }
+            self.set_val(to, self.val(i));
+        };
+        if to_right {
+            from.rev().for_each(&mut move_one);
+        } else {
+            from.for_each(&mut move_one);
+        }
     }
 }
 

@@ -291,10 +291,7 @@ impl Tree {
         };
         let Some(depth) = unlink_at else {
             leaf.lock();
-            for i in pos..n - 1 {
-                leaf.move_key(i + 1, i, guard);
-                leaf.set_val(i, leaf.val(i + 1));
-            }
+            leaf.shift(pos + 1..n, false, guard);
             leaf.set_key(n - 1, Entry::EMPTY);
             leaf.set_meta(true, n - 1);
             leaf.unlock();
@@ -349,10 +346,7 @@ fn insert_in_leaf(
     guard: &mut LazyGuard,
 ) {
     leaf.lock();
-    for i in (pos..n).rev() {
-        leaf.move_key(i, i + 1, guard);
-        leaf.set_val(i + 1, leaf.val(i));
-    }
+    leaf.shift(pos..n, true, guard);
     leaf.set_key(pos, entry);
     leaf.set_val(pos, value);
     leaf.set_meta(true, n + 1);
