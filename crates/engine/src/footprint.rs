@@ -12,6 +12,7 @@ use overtake_runtime::{CachePadded, NoPreemptGuard, RegionMutex};
 
 use crate::index::ScanBatch;
 use crate::key::IndexKey;
+use crate::prefetched::PrefetchedRows;
 use crate::record::{Oid, OidBlock};
 use crate::table::{IndexRef, TableId};
 use crate::writeset::WriteSet;
@@ -75,6 +76,8 @@ pub(crate) struct Footprint {
     pub(crate) scans: Vec<ScannedRange>,
     pub(crate) scan_keys: Vec<u8>,
     pub(crate) batch: ScanBatch,
+    /// The rows it prefetched and where they were found.
+    pub(crate) prefetched: PrefetchedRows,
     /// Fresh OIDs reserved per table (indexed by table id), kept across the slot's transactions.
     pub(crate) oid_blocks: Vec<OidBlock>,
 }
@@ -99,6 +102,7 @@ impl Footprint {
         reset(&mut self.scans);
         reset(&mut self.scan_keys);
         self.batch.clear();
+        self.prefetched.clear();
         // `oid_blocks` is kept: that is what makes it a cache.
     }
 }

@@ -50,6 +50,7 @@ mod index;
 mod key;
 mod lock;
 mod mvcc;
+mod prefetched;
 mod record;
 mod row;
 mod schema;

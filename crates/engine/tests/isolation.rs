@@ -6,7 +6,7 @@ use std::ops::ControlFlow;
 
 use common::*;
 use overtake_engine::{
-    AbortReason, Error, Isolation, KeyRange, Priority, RetryPolicy, ScanOptions,
+    AbortReason, Database, Error, Isolation, KeyRange, Options, Priority, RetryPolicy, ScanOptions,
 };
 use overtake_runtime::region;
 
@@ -601,4 +601,107 @@ fn prefetching_rows_reads_nothing_a_transaction_depends_on() {
     assert_eq!(balance(&mut check, &t, 1), Some(111));
     assert_eq!(balance(&mut check, &t, 2), None);
     assert_eq!(balance(&mut check, &t, 9), Some(9));
+}
+
+#[test]
+fn a_prefetched_row_is_read_as_it_is_when_read() {
+    let (db, t) = with_accounts(64, 100);
+    let mut a = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+    let keys: Vec<_> = [1, 2].iter().map(|&id| key(&t, id)).collect();
+    let rows: Vec<_> = keys.iter().map(|k| (&*t, k)).collect();
+    a.prefetch_rows(&rows);
+    // Another transaction changes row 2 and puts a new key in the leaf `a` prefetched from, so
+    // `a` must look key 2 up again; row 1 it may take from the prefetch.
+    let mut b = db
+        .begin(Priority::HIGH, Isolation::Snapshot)
+        .expect("begin");
+    assert!(
+        b.update(&t, &key(&t, 2), |r| {
+            r.decimal_units(BALANCE, 7);
+        })
+        .expect("update")
+    );
+    b.insert(&t, account_row(&t, 1000, "owner0", 5))
+        .expect("insert");
+    b.commit().expect("commit");
+    assert_eq!(balance(&mut a, &t, 2), Some(100), "its snapshot's row 2");
+    assert_eq!(balance(&mut a, &t, 1), Some(100));
+    // Writing a prefetched row that changed since the snapshot is still a conflict.
+    assert!(matches!(
+        a.update(&t, &key(&t, 2), |r| {
+            r.decimal_units(BALANCE, 8);
+        }),
+        Err(Error::Aborted(AbortReason::Conflict))
+    ));
+}
+
+#[test]
+fn prefetching_another_databases_table_changes_no_answer() {
+    // Two databases whose tables have the same id and whose indexes saw the same changes, but
+    // whose key 1 names different records.
+    let make = |ids: [i64; 4]| {
+        let db = Database::open(Options::default());
+        let t = accounts(&db);
+        let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+        for id in ids {
+            txn.insert(&t, account_row(&t, id, "owner0", id))
+                .expect("insert");
+        }
+        txn.commit().expect("commit");
+        drop(txn);
+        (db, t)
+    };
+    let (db, t) = make([0, 1, 2, 3]);
+    let (_other_db, other) = make([50, 51, 52, 1]);
+    assert_eq!(t.id(), other.id());
+    let mut a = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+    let other_key = key(&other, 1);
+    a.prefetch_rows(&[(&*other, &other_key)]);
+    assert_eq!(balance(&mut a, &t, 1), Some(1));
+    assert!(
+        a.update(&t, &key(&t, 1), |r| {
+            r.decimal_units(BALANCE, 11);
+        })
+        .expect("update")
+    );
+    a.commit().expect("commit");
+    let mut check = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+    assert_eq!(balance(&mut check, &t, 1), Some(11));
+    assert_eq!(balance(&mut check, &t, 3), Some(3));
+}
+
+#[test]
+fn a_prefetched_entry_collected_and_reinserted_is_looked_up_again() {
+    let (db, t) = with_accounts(4, 100);
+    // A reader keeps the deleted row 2 (and its index entry) until both transactions prefetched.
+    let reader = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+    let mut deleter = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+    assert!(deleter.delete(&t, &key(&t, 2)).expect("delete"));
+    deleter.commit().expect("commit");
+    drop(deleter);
+    let mut with_prefetch = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+    let without = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+    let two = key(&t, 2);
+    with_prefetch.prefetch_rows(&[(&*t, &two)]);
+    // The deleted row goes (no snapshot needs it now), and key 2 is inserted again.
+    drop(reader);
+    db.collect_garbage();
+    let mut inserter = db
+        .begin(Priority::HIGH, Isolation::Snapshot)
+        .expect("begin");
+    inserter
+        .insert(&t, account_row(&t, 2, "owner2", 5))
+        .expect("insert");
+    inserter.commit().expect("commit");
+    drop(inserter);
+    // The prefetched transaction answers exactly as the other one does.
+    let mut answers = Vec::new();
+    for mut txn in [with_prefetch, without] {
+        let read = balance(&mut txn, &t, 2);
+        let written = txn.update(&t, &two, |r| {
+            r.decimal_units(BALANCE, 1);
+        });
+        answers.push(format!("{read:?} {written:?}"));
+    }
+    assert_eq!(answers[0], answers[1]);
 }

@@ -116,7 +116,7 @@ impl ScanBatch {
 
 /// The node a prefetch descended to (see [`OrderedIndex::prefetch`]).
 #[derive(Clone, Copy)]
-pub(crate) struct PrefetchedLeaf<'t>(&'t Node);
+pub(crate) struct PrefetchedLeaf<'t>(u64, &'t Node);
 
 /// An ordered map from encoded keys to OIDs.
 pub(crate) struct OrderedIndex {
@@ -146,16 +146,30 @@ impl OrderedIndex {
     #[inline]
     pub(crate) fn prefetch(&self, key: &[u8]) -> Option<PrefetchedLeaf<'_>> {
         let _region = NoPreemptGuard::new();
-        self.tree.prefetch_leaf(key).map(PrefetchedLeaf)
+        self.tree
+            .prefetch_leaf(key)
+            .map(|(id, node)| PrefetchedLeaf(id, node))
     }
 
     /// The OID under `key` as the leaf `prefetch` returned for it shows it now, without a second
-    /// descent; `None` if the leaf changed meanwhile. For hints only: a lookup that matters uses
-    /// [`get`](Self::get).
+    /// descent, and the leaf's hint; `None` if the leaf changed meanwhile. For hints only: a
+    /// lookup that matters uses [`get`](Self::get), or confirms the hint with
+    /// [`unchanged_since`](Self::unchanged_since) first.
     #[inline]
-    pub(crate) fn search_prefetched(&self, leaf: PrefetchedLeaf<'_>, key: &[u8]) -> Option<Oid> {
+    pub(crate) fn search_prefetched(
+        &self,
+        leaf: PrefetchedLeaf<'_>,
+        key: &[u8],
+    ) -> Option<(Oid, LeafHint)> {
         let _region = NoPreemptGuard::new();
-        self.tree.search_prefetched(leaf.0, key)
+        self.tree.search_prefetched((leaf.0, leaf.1), key)
+    }
+
+    /// True if nothing changed the leaf `hint` names since the lookup that gave the hint: what
+    /// that lookup found for its key still holds, so it need not be looked up again. One load.
+    #[inline]
+    pub(crate) fn unchanged_since(&self, hint: LeafHint) -> bool {
+        self.tree.unchanged_since(hint)
     }
 
     /// Inserts `key -> oid`. If the key is present (whatever it maps to, `oid` included), returns

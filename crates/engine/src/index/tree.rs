@@ -146,29 +146,35 @@ impl Tree {
     /// have their leaves' misses overlap. A hint only: a tree changed meanwhile sends the
     /// prefetch to some other node, which costs nothing but the hint.
     ///
-    /// Returns the node asked for, which [`Self::search_prefetched`] can look the key up in
-    /// without descending again.
-    pub(super) fn prefetch_leaf(&self, key: &[u8]) -> Option<&Node> {
+    /// Returns the node asked for and its id, which [`Self::search_prefetched`] can look the key
+    /// up in without descending again.
+    pub(super) fn prefetch_leaf(&self, key: &[u8]) -> Option<(u64, &Node)> {
         let key = SearchKey::new(key);
         let mut guard = LazyGuard::default();
         let mut levels = self.height.load(Mem::Acquire);
-        let mut node = self.arena.get(self.root.load(Mem::Acquire))?;
+        let mut id = self.root.load(Mem::Acquire);
+        let mut node = self.arena.get(id)?;
         while levels > 0 {
             if node.is_leaf() {
                 break;
             }
             let idx = node.search(node.count(), &key, true, &mut guard);
-            node = self.arena.get(node.val(idx))?;
+            id = node.val(idx);
+            node = self.arena.get(id)?;
             levels -= 1;
         }
         node.prefetch();
-        Some(node)
+        Some((id, node))
     }
 
-    /// The value under `key` in `node` (from [`Self::prefetch_leaf`] for the same key), if the
-    /// node is a leaf that holds the key now. Another hint: a leaf changed since the descent may
-    /// answer `None` for a key that is in the tree.
-    pub(super) fn search_prefetched(&self, node: &Node, key: &[u8]) -> Option<u64> {
+    /// The value under `key` in node `id` (from [`Self::prefetch_leaf`] for the same key) and the
+    /// leaf's hint, if the node is a leaf that holds the key now. Another hint: a leaf changed
+    /// since the descent may answer `None` for a key that is in the tree.
+    pub(super) fn search_prefetched(
+        &self,
+        (id, node): (u64, &Node),
+        key: &[u8],
+    ) -> Option<(u64, LeafHint)> {
         let key = SearchKey::new(key);
         let mut guard = LazyGuard::default();
         let version = node.stable_version();
@@ -176,7 +182,18 @@ impl Tree {
             return None;
         }
         let found = find_in_leaf(node, &key, &mut guard);
-        if node.unchanged(version) { found } else { None }
+        if !node.unchanged(version) {
+            return None;
+        }
+        found.map(|value| (value, LeafHint { leaf: id, version }))
+    }
+
+    /// True if the leaf `hint` names is still at the hint's version: what a lookup found in it
+    /// then (a key's value, or its absence) still holds.
+    pub(super) fn unchanged_since(&self, hint: LeafHint) -> bool {
+        self.arena
+            .get(hint.leaf)
+            .is_some_and(|leaf| leaf.unchanged(hint.version))
     }
 
     /// The value stored under `key`, and where the key is or would be.

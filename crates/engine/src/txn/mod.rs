@@ -32,6 +32,7 @@ use crate::engine::Engine;
 use crate::epoch::EpochGuard;
 use crate::error::{AbortReason, Error, Result};
 use crate::footprint::{Footprint, ScannedRange};
+use crate::index::LeafHint;
 use crate::key::{KeyBuf, KeyRange};
 use crate::lock::LockMode;
 use crate::mvcc::{Lease, Reader};
@@ -346,13 +347,10 @@ impl<'db> Transaction<'db> {
         self.lock_primary(table, key.as_bytes(), LockMode::Shared)?;
         let epoch = EpochGuard::enter();
         let guard = epoch.guard();
-        let found = table
-            .tree(IndexRef::Primary)
-            .get(key.as_bytes())
-            .and_then(|oid| {
-                let version = self.visible(table, oid, guard)?;
-                (!version.is_deleted()).then_some((oid, version))
-            });
+        let found = self.find_primary(table, key.as_bytes()).0.and_then(|oid| {
+            let version = self.visible(table, oid, guard)?;
+            (!version.is_deleted()).then_some((oid, version))
+        });
         let Some((oid, version)) = found else {
             self.note_miss(table, key);
             return Ok(None);
@@ -361,30 +359,55 @@ impl<'db> Transaction<'db> {
         Ok(Some(read(table.row(&version.row))))
     }
 
+    /// The record primary key `key` maps to in `table`'s index, and where the key is or would go:
+    /// what this transaction's prefetch found, if the leaf it was found in has not changed since
+    /// (a mapping as good as one looked up now), else a lookup.
+    fn find_primary(&mut self, table: &Table, key: &[u8]) -> (Option<Oid>, LeafHint) {
+        let index = table.tree(IndexRef::Primary);
+        if let Some((oid, hint)) = self.buf.prefetched.find(table.id(), key)
+            && index.unchanged_since(hint)
+        {
+            return (Some(oid), hint);
+        }
+        index.get_hinted(key)
+    }
+
     /// A hint that the rows named in `rows` (a table and a primary key each) will be read or
     /// written soon: starts loading everything a read of each touches, in stages across all of
     /// them (every index leaf, then every record slot, then every newest version, then every
     /// row stored apart from its version), so that the cache misses of different rows overlap
-    /// instead of each row paying its four misses one after another. Reads nothing the
-    /// transaction depends on, records nothing, takes no locks, and is never needed for
-    /// correctness: a row changed meanwhile only makes a hint useless.
-    pub fn prefetch_rows(&self, rows: &[(&Table, &KeyBuf)]) {
+    /// instead of each row paying its four misses one after another. It also remembers where
+    /// each key was found, so that reading or writing the row soon after (best in the same
+    /// order) does not descend the index again while the leaf is unchanged. Reads nothing the
+    /// transaction depends on, records nothing for validation, takes no locks, and is never
+    /// needed for correctness: a row changed meanwhile only makes a hint useless. Tables of
+    /// another database, and calls on an ended transaction, are ignored.
+    pub fn prefetch_rows(&mut self, rows: &[(&Table, &KeyBuf)]) {
         const STAGE: usize = 32;
+        if self.state != State::Active {
+            return;
+        }
         for rows in rows.chunks(STAGE) {
             let mut leaves = [None; STAGE];
             for ((table, key), leaf) in rows.iter().zip(&mut leaves) {
-                *leaf = table.tree(IndexRef::Primary).prefetch(key.as_bytes());
+                if table.database() == self.engine.id {
+                    *leaf = table.tree(IndexRef::Primary).prefetch(key.as_bytes());
+                }
             }
             let mut oids = [None; STAGE];
             for (((table, key), leaf), oid) in rows.iter().zip(leaves).zip(&mut oids) {
-                *oid = leaf.and_then(|leaf| {
+                let Some((found, hint)) = leaf.and_then(|leaf| {
                     table
                         .tree(IndexRef::Primary)
                         .search_prefetched(leaf, key.as_bytes())
-                });
-                if let Some(oid) = *oid {
-                    table.records.prefetch_slot(oid);
-                }
+                }) else {
+                    continue;
+                };
+                table.records.prefetch_slot(found);
+                self.buf
+                    .prefetched
+                    .remember(table.id(), key.as_bytes(), found, hint);
+                *oid = Some(found);
             }
             let epoch = EpochGuard::enter();
             let guard = epoch.guard();

@@ -44,7 +44,7 @@ impl Transaction<'_> {
         key: &[u8],
         guard: &'g Guard,
     ) -> Result<Found<'g>> {
-        let (found, hint) = table.tree(IndexRef::Primary).get_hinted(key);
+        let (found, hint) = self.find_primary(table, key);
         let Some(oid) = found else {
             return Ok(Found::Absent(Some(hint)));
         };
