@@ -11,7 +11,8 @@
 //! Lookups are cheapest in the order the rows were prefetched (the usual order: a New-Order
 //! prefetches its lines' items and stocks, then reads them one by one): the memo checks the row
 //! after the last one used first. It never allocates for keys short enough to be stored inline,
-//! holds at most [`PrefetchedRows::MAX`] rows, and is private to its transaction.
+//! holds at most [`PrefetchedRows::MAX`] rows (of the latest prefetch only, so a transaction that
+//! prefetches batch after batch searches one batch), and is private to its transaction.
 
 use crate::index::LeafHint;
 use crate::key::IndexKey;

@@ -377,8 +377,9 @@ impl<'db> Transaction<'db> {
     /// them (every index leaf, then every record slot, then every newest version, then every
     /// row stored apart from its version), so that the cache misses of different rows overlap
     /// instead of each row paying its four misses one after another. It also remembers where
-    /// each key was found, so that reading or writing the row soon after (best in the same
-    /// order) does not descend the index again while the leaf is unchanged. Reads nothing the
+    /// each key was found (replacing what an earlier prefetch remembered), so that reading or
+    /// writing the row soon after (best in the same order) does not descend the index again
+    /// while the leaf is unchanged. Reads nothing the
     /// transaction depends on, records nothing for validation, takes no locks, and is never
     /// needed for correctness: a row changed meanwhile only makes a hint useless. Tables of
     /// another database, and calls on an ended transaction, are ignored.
@@ -387,6 +388,8 @@ impl<'db> Transaction<'db> {
         if self.state != State::Active {
             return;
         }
+        // Only the latest prefetch is remembered: its rows are the ones about to be used.
+        self.buf.prefetched.clear();
         for rows in rows.chunks(STAGE) {
             let mut leaves = [None; STAGE];
             for ((table, key), leaf) in rows.iter().zip(&mut leaves) {
