@@ -14,9 +14,11 @@ use overtake_sched::Delivery;
 use overtake_workload::rng::{NuRandConstants, TpccRng};
 use overtake_workload::tpcc::driver::{ClosedLoopConfig, run_closed_loop};
 use overtake_workload::tpcc::input::{
-    CustomerSelector, DeliveryInput, NewOrderInput, PaymentInput,
+    CustomerSelector, DeliveryInput, NewOrderInput, PaymentInput, StockLevelInput,
 };
-use overtake_workload::tpcc::schema::{customer, district, item, order, warehouse};
+use overtake_workload::tpcc::schema::{
+    customer, district, item, order, order_line, stock, warehouse,
+};
 use overtake_workload::tpcc::{TpccTables, TxnType, consistency, procs};
 
 // Signal preemption is only enabled where allocation runs inside regions (as in the binary).
@@ -223,6 +225,62 @@ fn transactions_follow_the_specification_and_a_mixed_run_stays_consistent() {
         .expect("key");
     assert!(!txn.exists(&t.new_order, &no_key).expect("get"));
     drop(txn);
+
+    // Stock-Level counts the distinct items of the district's last 20 orders whose stock is
+    // below the threshold: the same count as one made from plain scans.
+    let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+    let district_w1d1 = t.district.key().int(1).int(1).finish().expect("key");
+    let next_o_id = txn
+        .get(&t.district, &district_w1d1, |r| {
+            r.int(district::D_NEXT_O_ID)
+        })
+        .expect("get")
+        .expect("row");
+    let mut quantity = vec![0; 100_001];
+    let stock_w1 = KeyRange::prefix(t.stock.key().int(1).prefix().expect("prefix"));
+    txn.scan(&t.stock, &stock_w1, ScanOptions::forward(), |r| {
+        quantity[r.int(stock::S_I_ID) as usize] = r.int(stock::S_QUANTITY);
+        ControlFlow::Continue(())
+    })
+    .expect("scan");
+    let lines_w1d1 = KeyRange::prefix(t.order_line.key().int(1).int(1).prefix().expect("prefix"));
+    let mut items = Vec::new();
+    txn.scan(&t.order_line, &lines_w1d1, ScanOptions::forward(), |r| {
+        if (next_o_id - 20..next_o_id).contains(&r.int(order_line::OL_O_ID)) {
+            items.push(r.int(order_line::OL_I_ID));
+        }
+        ControlFlow::Continue(())
+    })
+    .expect("scan");
+    drop(txn);
+    items.sort_unstable();
+    items.dedup();
+    assert!(
+        items.len() > 64,
+        "several prefetch batches: {}",
+        items.len()
+    );
+    for threshold in [10, 15, 20, 101] {
+        let expected = items
+            .iter()
+            .filter(|&&i| quantity[i as usize] < threshold)
+            .count();
+        let input = StockLevelInput {
+            w_id: 1,
+            d_id: 1,
+            threshold,
+        };
+        let low = db
+            .run(
+                Priority::HIGH,
+                Isolation::Serializable,
+                &RetryPolicy::default(),
+                |txn| procs::stock_level(txn, &t, &input),
+            )
+            .result
+            .expect("stock level");
+        assert_eq!(low, expected, "threshold {threshold}");
+    }
 
     // Now the full mix on two workers at once, under both isolation levels.
     for isolation in [Isolation::Serializable, Isolation::Snapshot] {
