@@ -14,16 +14,17 @@ use overtake_runtime::preempt::record_access;
 use super::{SCAN_BATCH, ScanOptions, Transaction};
 use crate::epoch::EpochGuard;
 use crate::error::Result;
-use crate::key::{KeyBuf, KeyRange, as_slice_bound};
+use crate::key::{IndexKey, KeyBuf, KeyRange, as_slice_bound};
 use crate::record::Oid;
 use crate::row::RowRef;
 use crate::table::{IndexRef, Table};
 
 /// Where a scanned row comes from.
 #[derive(Clone, Copy, Debug)]
-pub(super) enum Source {
-    /// A record of the table, seen in the snapshot (not written by this transaction).
-    Record(Oid),
+pub(super) enum Source<'k> {
+    /// A record of the table, seen in the snapshot (not written by this transaction), and its
+    /// key in the scanned index.
+    Record(Oid, &'k [u8]),
     /// This transaction's write-set entry at this position.
     Own(usize),
 }
@@ -143,7 +144,7 @@ impl Transaction<'_> {
                     // The entry belongs to an older version of the row (its key changed since).
                     continue;
                 }
-                if emit(row, Source::Record(oid), &mut delivered) {
+                if emit(row, Source::Record(oid, batch.key(i)), &mut delivered) {
                     stopped_at = KeyBuf::from_bytes(batch.key(i));
                     break 'scan;
                 }
@@ -202,29 +203,29 @@ impl Transaction<'_> {
         if !ws.touches(table.id()) {
             return Vec::new();
         }
-        let bounds = (as_slice_bound(&range.lower), as_slice_bound(&range.upper));
-        // Only this table's entries, and a primary key's bounds checked on its bytes: a
-        // transaction scanning many ranges of a table it writes (Delivery) meets most of its
-        // entries outside each range.
-        let mut own: Vec<(KeyBuf, usize)> = ws
+        // Only this table's entries, and a primary key's bounds checked on its stored form (two
+        // integer comparisons for short keys): a transaction scanning many ranges of a table it
+        // writes (Delivery) meets most of its entries outside each range.
+        let entries = ws
             .entries_of(table.id())
-            .filter_map(|i| {
-                let e = ws.get(i);
-                let row = e.row.as_ref()?;
-                match index {
-                    IndexRef::Primary => {
-                        let key = e.key.as_slice();
-                        bounds
-                            .contains(key)
-                            .then(|| Some((KeyBuf::from_bytes(key)?, i)))?
-                    }
-                    IndexRef::Secondary(s) => {
-                        let key = table.secondary_key(s, &table.row(row), e.oid);
-                        bounds.contains(key.as_bytes()).then_some((key, i))
-                    }
-                }
-            })
-            .collect();
+            .filter_map(|i| Some((i, ws.get(i), ws.get(i).row.as_ref()?)));
+        let mut own: Vec<(KeyBuf, usize)> = match index {
+            IndexRef::Primary => {
+                let stored = |b: &Bound<KeyBuf>| b.as_ref().map(|k| IndexKey::new(k.as_bytes()));
+                let bounds = (stored(&range.lower), stored(&range.upper));
+                entries
+                    .filter(|(_, e, _)| bounds.contains(&e.key))
+                    .filter_map(|(i, e, _)| Some((KeyBuf::from_bytes(e.key.as_slice())?, i)))
+                    .collect()
+            }
+            IndexRef::Secondary(s) => {
+                let bounds = (as_slice_bound(&range.lower), as_slice_bound(&range.upper));
+                entries
+                    .map(|(i, e, row)| (table.secondary_key(s, &table.row(row), e.oid), i))
+                    .filter(|(key, _)| bounds.contains(key.as_bytes()))
+                    .collect()
+            }
+        };
         own.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
         if reverse {
             own.reverse();

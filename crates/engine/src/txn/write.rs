@@ -174,12 +174,11 @@ impl Transaction<'_> {
             Record(Oid, IndexKey),
         }
         let mut found = Vec::new();
-        self.scan_sourced(table, IndexRef::Primary, range, options, |row, source| {
+        self.scan_sourced(table, IndexRef::Primary, range, options, |_, source| {
             found.push(match source {
                 Source::Own(i) => Scanned::Own(i),
-                Source::Record(oid) => {
-                    Scanned::Record(oid, IndexKey::new(table.primary_key(&row, oid).as_bytes()))
-                }
+                // The primary index's key, as stored: nothing to encode from the row.
+                Source::Record(oid, key) => Scanned::Record(oid, IndexKey::new(key)),
             });
             ControlFlow::Continue(())
         })?;
