@@ -15,9 +15,8 @@ use super::{State, Transaction};
 use crate::catalog::Catalog;
 use crate::epoch::EpochGuard;
 use crate::error::{AbortReason, Error, Result};
-use crate::footprint::{Write, WriteKind};
+use crate::footprint::{Footprint, Write, WriteKind};
 use crate::gc::{self, Retired};
-use crate::index::ScanBatch;
 use crate::mvcc::{ABORTED_STAMP, is_committed};
 use crate::record::{Chain, DEAD};
 use crate::writeset::Target;
@@ -216,16 +215,22 @@ impl Transaction<'_> {
         {
             return false;
         }
-        let mut batch = ScanBatch::default();
+        // The footprint's scan batch, kept across the slot's transactions: no allocation here.
+        let Footprint {
+            scans,
+            scan_keys,
+            batch,
+            ..
+        } = &mut self.buf;
         let bytes = |b: Bound<(u32, u32)>| {
-            b.map(|(start, len)| &self.buf.scan_keys[start as usize..(start + len) as usize])
+            b.map(|(start, len)| &scan_keys[start as usize..(start + len) as usize])
         };
-        self.buf.scans.iter().all(|range| {
+        scans.iter().all(|range| {
             let table = catalog.recorded(range.table);
             let bounds = (bytes(range.lower), bytes(range.upper));
             table
                 .tree(range.index)
-                .visit(bounds, &mut batch, |_, oid| unchanged(table, oid, guard))
+                .visit(bounds, batch, |_, oid| unchanged(table, oid, guard))
         })
     }
 }
