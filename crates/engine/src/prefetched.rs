@@ -72,12 +72,12 @@ impl PrefetchedRows {
         if self.tables & table_bit(table) == 0 {
             return None;
         }
-        let n = self.rows.len();
-        let start = self.next;
-        let found = (start..n).chain(0..start.min(n)).find(|&i| {
-            let row = &self.rows[i];
-            row.table == table && row.key.as_slice() == key
-        })?;
+        let is_it = |row: &PrefetchedRow| row.table == table && row.key.as_slice() == key;
+        // The usual case first: the row after the last one used.
+        let found = match self.rows.get(self.next) {
+            Some(row) if is_it(row) => self.next,
+            _ => self.rows.iter().position(is_it)?,
+        };
         self.next = found + 1;
         let row = &self.rows[found];
         Some((row.oid, row.hint))
