@@ -30,7 +30,7 @@ struct PrefetchedRow {
 #[derive(Default)]
 pub(crate) struct PrefetchedRows {
     rows: Vec<PrefetchedRow>,
-    /// Where the next lookup starts: just after the row the last hit used.
+    /// The row the next lookup checks first: the one after the row the last hit used.
     next: usize,
     /// Bit `t % 64` set for every table `t` with a remembered row, so that lookups in other
     /// tables (a New-Order's inserts) are refused without a search.
@@ -102,7 +102,7 @@ mod tests {
         rows.remember(2, b"a", 20, hint);
         rows.remember(1, b"b", 30, hint);
         assert_eq!(rows.find(1, b"b").map(|f| f.0), Some(30));
-        // Before the last hit: found by wrapping around.
+        // Not the row after the last hit: found by searching them all.
         assert_eq!(rows.find(1, b"a").map(|f| f.0), Some(10));
         assert_eq!(rows.find(2, b"a").map(|f| f.0), Some(20));
         assert_eq!(rows.find(2, b"b"), None);

@@ -566,17 +566,10 @@ fn prefetching_rows_reads_nothing_a_transaction_depends_on() {
     let mut a = db
         .begin(Priority::LOW, Isolation::Serializable)
         .expect("begin");
-    assert!(
-        a.update(&t, &key(&t, 1), |r| {
-            r.decimal_units(BALANCE, 111);
-        })
-        .expect("update")
-    );
+    assert!(set_balance(&mut a, &t, 1, 111).expect("update"));
     assert!(a.delete(&t, &key(&t, 2)).expect("delete"));
     // Rows it has not read, rows it wrote or deleted, and a key no row has.
-    let keys: Vec<_> = [0, 1, 2, 3, 9].iter().map(|&id| key(&t, id)).collect();
-    let rows: Vec<_> = keys.iter().map(|k| (&*t, k)).collect();
-    a.prefetch_rows(&rows);
+    prefetch_accounts(&mut a, &t, &[0, 1, 2, 3, 9]);
     assert_eq!(balance(&mut a, &t, 1), Some(111), "its own write");
     assert_eq!(balance(&mut a, &t, 2), None, "its own deletion");
     // Another transaction changes each row `a` only prefetched, and creates the missing one.
@@ -584,12 +577,7 @@ fn prefetching_rows_reads_nothing_a_transaction_depends_on() {
         .begin(Priority::HIGH, Isolation::Serializable)
         .expect("begin");
     for id in [0, 3] {
-        assert!(
-            b.update(&t, &key(&t, id), |r| {
-                r.decimal_units(BALANCE, 7);
-            })
-            .expect("update")
-        );
+        assert!(set_balance(&mut b, &t, id, 7).expect("update"));
     }
     let row = account_row(&t, 9, "owner0", 9);
     b.insert(&t, row).expect("insert");
@@ -607,20 +595,13 @@ fn prefetching_rows_reads_nothing_a_transaction_depends_on() {
 fn a_prefetched_row_is_read_as_it_is_when_read() {
     let (db, t) = with_accounts(64, 100);
     let mut a = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
-    let keys: Vec<_> = [1, 2].iter().map(|&id| key(&t, id)).collect();
-    let rows: Vec<_> = keys.iter().map(|k| (&*t, k)).collect();
-    a.prefetch_rows(&rows);
+    prefetch_accounts(&mut a, &t, &[1, 2]);
     // Another transaction changes row 2 and puts a new key in the leaf `a` prefetched from, so
     // `a` must look key 2 up again; row 1 it may take from the prefetch.
     let mut b = db
         .begin(Priority::HIGH, Isolation::Snapshot)
         .expect("begin");
-    assert!(
-        b.update(&t, &key(&t, 2), |r| {
-            r.decimal_units(BALANCE, 7);
-        })
-        .expect("update")
-    );
+    assert!(set_balance(&mut b, &t, 2, 7).expect("update"));
     b.insert(&t, account_row(&t, 1000, "owner0", 5))
         .expect("insert");
     b.commit().expect("commit");
@@ -628,9 +609,7 @@ fn a_prefetched_row_is_read_as_it_is_when_read() {
     assert_eq!(balance(&mut a, &t, 1), Some(100));
     // Writing a prefetched row that changed since the snapshot is still a conflict.
     assert!(matches!(
-        a.update(&t, &key(&t, 2), |r| {
-            r.decimal_units(BALANCE, 8);
-        }),
+        set_balance(&mut a, &t, 2, 8),
         Err(Error::Aborted(AbortReason::Conflict))
     ));
 }
@@ -655,15 +634,9 @@ fn prefetching_another_databases_table_changes_no_answer() {
     let (_other_db, other) = make([50, 51, 52, 1]);
     assert_eq!(t.id(), other.id());
     let mut a = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
-    let other_key = key(&other, 1);
-    a.prefetch_rows(&[(&*other, &other_key)]);
+    prefetch_accounts(&mut a, &other, &[1]);
     assert_eq!(balance(&mut a, &t, 1), Some(1));
-    assert!(
-        a.update(&t, &key(&t, 1), |r| {
-            r.decimal_units(BALANCE, 11);
-        })
-        .expect("update")
-    );
+    assert!(set_balance(&mut a, &t, 1, 11).expect("update"));
     a.commit().expect("commit");
     let mut check = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
     assert_eq!(balance(&mut check, &t, 1), Some(11));
@@ -681,8 +654,7 @@ fn a_prefetched_entry_collected_and_reinserted_is_looked_up_again() {
     drop(deleter);
     let mut with_prefetch = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
     let without = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
-    let two = key(&t, 2);
-    with_prefetch.prefetch_rows(&[(&*t, &two)]);
+    prefetch_accounts(&mut with_prefetch, &t, &[2]);
     // The deleted row goes (no snapshot needs it now), and key 2 is inserted again.
     drop(reader);
     db.collect_garbage();
@@ -698,9 +670,7 @@ fn a_prefetched_entry_collected_and_reinserted_is_looked_up_again() {
     let mut answers = Vec::new();
     for mut txn in [with_prefetch, without] {
         let read = balance(&mut txn, &t, 2);
-        let written = txn.update(&t, &two, |r| {
-            r.decimal_units(BALANCE, 1);
-        });
+        let written = set_balance(&mut txn, &t, 2, 1);
         answers.push(format!("{read:?} {written:?}"));
     }
     assert_eq!(answers[0], answers[1]);

@@ -379,10 +379,10 @@ impl<'db> Transaction<'db> {
     /// instead of each row paying its four misses one after another. It also remembers where
     /// each key was found (replacing what an earlier prefetch remembered), so that reading or
     /// writing the row soon after (best in the same order) does not descend the index again
-    /// while the leaf is unchanged. Reads nothing the
-    /// transaction depends on, records nothing for validation, takes no locks, and is never
-    /// needed for correctness: a row changed meanwhile only makes a hint useless. Tables of
-    /// another database, and calls on an ended transaction, are ignored.
+    /// while the leaf is unchanged. Reads nothing the transaction depends on, records nothing
+    /// for validation, takes no locks, and is never needed for correctness: a row changed
+    /// meanwhile only makes a hint useless. Tables of another database, and calls on an ended
+    /// transaction, are ignored.
     pub fn prefetch_rows(&mut self, rows: &[(&Table, &KeyBuf)]) {
         const STAGE: usize = 32;
         if self.state != State::Active {

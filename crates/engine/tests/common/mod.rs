@@ -70,6 +70,25 @@ pub fn balance(txn: &mut overtake_engine::Transaction<'_>, t: &Table, id: i64) -
         .expect("get")
 }
 
+/// Sets account `id`'s balance to `cents`; `Ok(false)` if there is no such account.
+pub fn set_balance(
+    txn: &mut overtake_engine::Transaction<'_>,
+    t: &Table,
+    id: i64,
+    cents: i64,
+) -> overtake_engine::Result<bool> {
+    txn.update(t, &key(t, id), |r| {
+        r.decimal_units(BALANCE, cents);
+    })
+}
+
+/// Prefetches the accounts `ids` in `txn`.
+pub fn prefetch_accounts(txn: &mut overtake_engine::Transaction<'_>, t: &Table, ids: &[i64]) {
+    let keys: Vec<_> = ids.iter().map(|&id| key(t, id)).collect();
+    let rows: Vec<_> = keys.iter().map(|k| (t, k)).collect();
+    txn.prefetch_rows(&rows);
+}
+
 /// Column positions of the Hermitage table.
 pub const HERMITAGE_ID: usize = 0;
 pub const HERMITAGE_VALUE: usize = 1;
