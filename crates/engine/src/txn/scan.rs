@@ -208,7 +208,8 @@ impl Transaction<'_> {
         // writes (Delivery) meets most of its entries outside each range.
         let entries = ws
             .entries_of(table.id())
-            .filter_map(|i| Some((i, ws.get(i), ws.get(i).row.as_ref()?)));
+            .map(|i| (i, ws.get(i)))
+            .filter_map(|(i, e)| Some((i, e, e.row.as_ref()?)));
         let mut own: Vec<(KeyBuf, usize)> = match index {
             IndexRef::Primary => {
                 let stored = |b: &Bound<KeyBuf>| b.as_ref().map(|k| IndexKey::new(k.as_bytes()));
