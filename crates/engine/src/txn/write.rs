@@ -44,7 +44,18 @@ impl Transaction<'_> {
         key: &[u8],
         guard: &'g Guard,
     ) -> Result<Found<'g>> {
-        let (found, hint) = self.find_primary(table, key);
+        let lookup = self.find_primary(table, key);
+        self.found_at(table, lookup, guard)
+    }
+
+    /// What the snapshot has in the record a primary-key lookup found (see
+    /// [`find_for_write`](Self::find_for_write)).
+    fn found_at<'g>(
+        &mut self,
+        table: &Table,
+        (found, hint): (Option<Oid>, LeafHint),
+        guard: &'g Guard,
+    ) -> Result<Found<'g>> {
         let Some(oid) = found else {
             return Ok(Found::Absent(Some(hint)));
         };
@@ -89,8 +100,14 @@ impl Transaction<'_> {
             return Ok(());
         } else {
             self.lock_primary(table, key.as_bytes(), LockMode::Exclusive)?;
-            let epoch = EpochGuard::enter();
-            match self.find_for_write(table, key.as_bytes(), epoch.guard())? {
+            // The common case, a key no record holds, reads no version: no epoch is entered.
+            let lookup = self.find_primary(table, key.as_bytes());
+            let epoch = lookup.0.map(|_| EpochGuard::enter());
+            let found = match &epoch {
+                Some(epoch) => self.found_at(table, lookup, epoch.guard())?,
+                None => Found::Absent(Some(lookup.1)),
+            };
+            match found {
                 Found::Live(oid, ..) => {
                     self.note_read(table, oid);
                     return Err(duplicate());
