@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use overtake_engine::{
     AbortReason, Database, Error, Isolation, KeyRange, Priority, RetryPolicy, ScanOptions, Table,
+    Transaction,
 };
 use overtake_sched::Delivery;
 use overtake_workload::rng::{NuRandConstants, TpccRng};
@@ -28,6 +29,20 @@ static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_alloc
 fn loaded(warehouses: i64) -> (Arc<Database>, TpccTables, NuRandConstants) {
     let (db, tables, constants) = common::tpcc_database(warehouses, 42);
     (Arc::new(db), tables, constants)
+}
+
+/// Runs `body` as an urgent serializable transaction with the default retry policy.
+fn urgent<T>(
+    db: &Database,
+    body: impl FnMut(&mut Transaction<'_>) -> overtake_engine::Result<T>,
+) -> overtake_engine::Result<T> {
+    db.run(
+        Priority::HIGH,
+        Isolation::Serializable,
+        &RetryPolicy::default(),
+        body,
+    )
+    .result
 }
 
 fn count(
@@ -92,14 +107,8 @@ fn transactions_follow_the_specification_and_a_mixed_run_stays_consistent() {
     let last = input.line_count - 1;
     input.lines[last].i_id = 100_001;
     let before = count(&db, &t.order, |_| true);
-    let attempts = db.run(
-        Priority::HIGH,
-        Isolation::Serializable,
-        &RetryPolicy::default(),
-        |txn| procs::new_order(txn, &t, &input),
-    );
     assert_eq!(
-        attempts.result,
+        urgent(&db, |txn| procs::new_order(txn, &t, &input)),
         Err(Error::Aborted(AbortReason::UserRollback))
     );
     assert_eq!(count(&db, &t.order, |_| true), before);
@@ -120,15 +129,7 @@ fn transactions_follow_the_specification_and_a_mixed_run_stays_consistent() {
 
     // A valid New-Order takes the next order id and adds one NEW-ORDER row.
     input.lines[last].i_id = 1;
-    let out = db
-        .run(
-            Priority::HIGH,
-            Isolation::Serializable,
-            &RetryPolicy::default(),
-            |txn| procs::new_order(txn, &t, &input),
-        )
-        .result
-        .expect("new order");
+    let out = urgent(&db, |txn| procs::new_order(txn, &t, &input)).expect("new order");
     assert_eq!(out.o_id, 3_001);
     assert!(out.total > 0);
     assert_eq!(next(&db), 3_002);
@@ -170,15 +171,7 @@ fn transactions_follow_the_specification_and_a_mixed_run_stays_consistent() {
         h_amount: 12_34,
         h_date: 0,
     };
-    let paid = db
-        .run(
-            Priority::HIGH,
-            Isolation::Serializable,
-            &RetryPolicy::default(),
-            |txn| procs::payment(txn, &t, &payment),
-        )
-        .result
-        .expect("payment");
+    let paid = urgent(&db, |txn| procs::payment(txn, &t, &payment)).expect("payment");
     assert_eq!(
         paid.c_id,
         expected,
@@ -192,15 +185,7 @@ fn transactions_follow_the_specification_and_a_mixed_run_stays_consistent() {
         o_carrier_id: 7,
         delivery_d: 1,
     };
-    let out = db
-        .run(
-            Priority::HIGH,
-            Isolation::Serializable,
-            &RetryPolicy::default(),
-            |txn| procs::delivery(txn, &t, &delivery),
-        )
-        .result
-        .expect("delivery");
+    let out = urgent(&db, |txn| procs::delivery(txn, &t, &delivery)).expect("delivery");
     assert_eq!(out.delivered, 10);
     let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
     let key = t
@@ -270,15 +255,7 @@ fn transactions_follow_the_specification_and_a_mixed_run_stays_consistent() {
             d_id: 1,
             threshold,
         };
-        let low = db
-            .run(
-                Priority::HIGH,
-                Isolation::Serializable,
-                &RetryPolicy::default(),
-                |txn| procs::stock_level(txn, &t, &input),
-            )
-            .result
-            .expect("stock level");
+        let low = urgent(&db, |txn| procs::stock_level(txn, &t, &input)).expect("stock level");
         assert_eq!(low, expected, "threshold {threshold}");
     }
 
