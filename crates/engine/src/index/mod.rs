@@ -114,9 +114,9 @@ impl ScanBatch {
     }
 }
 
-/// The node a prefetch descended to (see [`OrderedIndex::prefetch`]).
+/// A prefetching descent towards the leaf of one key (see [`OrderedIndex::prefetch_start`]).
 #[derive(Clone, Copy)]
-pub(crate) struct PrefetchedLeaf<'t>(u64, &'t Node);
+pub(crate) struct LeafPrefetch<'t, 'k>(tree::PrefetchDescent<'t, 'k>);
 
 /// An ordered map from encoded keys to OIDs.
 pub(crate) struct OrderedIndex {
@@ -141,28 +141,34 @@ impl OrderedIndex {
         self.tree.get(key)
     }
 
-    /// Starts loading the leaf that holds `key` (a hint for a lookup soon after); returns it for
-    /// [`search_prefetched`](Self::search_prefetched).
+    /// Starts loading the leaf that holds `key`, a hint for a lookup soon after: the descent
+    /// begins at the root; [`prefetch_step`](Self::prefetch_step) takes it down a level at a
+    /// time, so that the caller can interleave the descents of many keys.
     #[inline]
-    pub(crate) fn prefetch(&self, key: &[u8]) -> Option<PrefetchedLeaf<'_>> {
+    pub(crate) fn prefetch_start<'k>(&self, key: &'k [u8]) -> Option<LeafPrefetch<'_, 'k>> {
         let _region = NoPreemptGuard::new();
-        self.tree
-            .prefetch_leaf(key)
-            .map(|(id, node)| PrefetchedLeaf(id, node))
+        self.tree.prefetch_start(key).map(LeafPrefetch)
     }
 
-    /// The OID under `key` as the leaf `prefetch` returned for it shows it now, without a second
+    /// Takes a prefetching descent one level down; false once it has asked for the leaf.
+    #[inline]
+    pub(crate) fn prefetch_step<'t>(&'t self, descent: &mut LeafPrefetch<'t, '_>) -> bool {
+        let _region = NoPreemptGuard::new();
+        self.tree.prefetch_step(&mut descent.0)
+    }
+
+    /// The OID under `key` as the leaf a finished prefetching descent for it asked for shows it now, without a second
     /// descent, and the leaf's hint; `None` if the leaf changed meanwhile. For hints only: a
     /// lookup that matters uses [`get`](Self::get), or confirms the hint with
     /// [`unchanged_since`](Self::unchanged_since) first.
     #[inline]
     pub(crate) fn search_prefetched(
         &self,
-        leaf: PrefetchedLeaf<'_>,
+        leaf: &LeafPrefetch<'_, '_>,
         key: &[u8],
     ) -> Option<(Oid, LeafHint)> {
         let _region = NoPreemptGuard::new();
-        self.tree.search_prefetched((leaf.0, leaf.1), key)
+        self.tree.search_prefetched((leaf.0.id, leaf.0.node), key)
     }
 
     /// True if nothing changed the leaf `hint` names since the lookup that gave the hint: what

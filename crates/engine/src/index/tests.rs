@@ -334,9 +334,14 @@ fn prefetches_follow_the_trees_height_and_change_nothing() {
     );
     for k in 0..40_000u32 {
         let key = key_of(k as u16, k % 3 == 0);
-        let leaf = index.prefetch(&key).expect("the descent reaches a node");
+        let mut descent = index.prefetch_start(&key).expect("the root exists");
+        let mut steps = 0;
+        while index.prefetch_step(&mut descent) {
+            steps += 1;
+        }
+        assert_eq!(steps, depth(&index), "one step per inner level");
         // Nothing changed the tree since: the leaf it asked for answers as a lookup does.
-        let found = index.search_prefetched(leaf, &key);
+        let found = index.search_prefetched(&descent, &key);
         assert_eq!(found.map(|f| f.0), model.get(&key).copied(), "key {k}");
         if let Some((_, hint)) = found {
             assert!(index.unchanged_since(hint), "key {k}");

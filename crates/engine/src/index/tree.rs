@@ -57,6 +57,25 @@ pub(crate) struct LeafHint {
     pub(super) version: u64,
 }
 
+/// A descent towards the leaf that holds one key, made one level at a time so that the descents
+/// of many keys can be interleaved (see `Transaction::prefetch_rows`): each step searches the node
+/// the previous step asked for and asks for the whole next node, and the caller goes on with the
+/// other keys' steps while its lines arrive. The misses of the inner nodes (which a busy cache
+/// does not keep) then overlap across keys, and within a node, instead of each probe of each
+/// binary search waiting for its own line.
+///
+/// A hint only: it reads nodes without validating them, so a tree changed meanwhile sends it to
+/// some other node, which costs nothing but the hint. It never descends more levels than the
+/// tree had when it started.
+#[derive(Clone, Copy)]
+pub(super) struct PrefetchDescent<'t, 'k> {
+    key: SearchKey<'k>,
+    pub(super) id: u64,
+    pub(super) node: &'t Node,
+    /// Inner levels still to go.
+    levels: u64,
+}
+
 /// Writer-side state, under the tree's writer latch.
 pub(super) struct WriterState {
     /// Unlinked nodes, ready for reuse.
@@ -141,34 +160,41 @@ impl Tree {
         }
     }
 
-    /// Starts loading the leaf that holds `key`: descends the inner nodes (usually in cache) and
-    /// asks for the leaf's lines without reading the leaf, so that lookups of several keys can
-    /// have their leaves' misses overlap. A hint only: a tree changed meanwhile sends the
-    /// prefetch to some other node, which costs nothing but the hint.
-    ///
-    /// Returns the node asked for and its id, which [`Self::search_prefetched`] can look the key
-    /// up in without descending again.
-    pub(super) fn prefetch_leaf(&self, key: &[u8]) -> Option<(u64, &Node)> {
-        let key = SearchKey::new(key);
-        let mut guard = LazyGuard::default();
-        let mut levels = self.height.load(Mem::Acquire);
-        let mut id = self.root.load(Mem::Acquire);
-        let mut node = self.arena.get(id)?;
-        while levels > 0 {
-            if node.is_leaf() {
-                break;
-            }
-            let idx = node.search(node.count(), &key, true, &mut guard);
-            id = node.val(idx);
-            node = self.arena.get(id)?;
-            levels -= 1;
-        }
+    /// Starts a prefetching descent towards the leaf that holds `key`: asks for the root's lines.
+    /// See [`PrefetchDescent`].
+    pub(super) fn prefetch_start<'k>(&self, key: &'k [u8]) -> Option<PrefetchDescent<'_, 'k>> {
+        let id = self.root.load(Mem::Acquire);
+        let node = self.arena.get(id)?;
         node.prefetch();
-        Some((id, node))
+        Some(PrefetchDescent {
+            key: SearchKey::new(key),
+            id,
+            node,
+            levels: self.height.load(Mem::Acquire),
+        })
     }
 
-    /// The value under `key` in node `id` (from [`Self::prefetch_leaf`] for the same key) and the
-    /// leaf's hint, if the node is a leaf that holds the key now. Another hint: a leaf changed
+    /// Takes `descent` one level down: searches the node it asked for last (which should have
+    /// arrived by now) and asks for the child's lines. False, changing nothing, once the node
+    /// asked for is at the leaf level (or is not an inner node after all: the tree changed).
+    pub(super) fn prefetch_step<'t>(&'t self, descent: &mut PrefetchDescent<'t, '_>) -> bool {
+        let node = descent.node;
+        if descent.levels == 0 || node.is_leaf() {
+            return false;
+        }
+        let idx = node.search(node.count(), &descent.key, true, &mut LazyGuard::default());
+        let id = node.val(idx);
+        let Some(child) = self.arena.get(id) else {
+            return false;
+        };
+        child.prefetch();
+        (descent.id, descent.node) = (id, child);
+        descent.levels -= 1;
+        true
+    }
+
+    /// The value under `key` in node `id` (where a [`PrefetchDescent`] for the same key ended)
+    /// and the leaf's hint, if the node is a leaf that holds the key now. Another hint: a leaf changed
     /// since the descent may answer `None` for a key that is in the tree.
     pub(super) fn search_prefetched(
         &self,

@@ -391,15 +391,26 @@ impl<'db> Transaction<'db> {
         // Only the latest prefetch is remembered: its rows are the ones about to be used.
         self.buf.prefetched.clear();
         for rows in rows.chunks(STAGE) {
+            // The descents go level by level across all rows: each row's next node is asked
+            // for, then the other rows', before it is searched.
             let mut leaves = [None; STAGE];
             for ((table, key), leaf) in rows.iter().zip(&mut leaves) {
                 if table.database() == self.engine.id {
-                    *leaf = table.tree(IndexRef::Primary).prefetch(key.as_bytes());
+                    *leaf = table.tree(IndexRef::Primary).prefetch_start(key.as_bytes());
+                }
+            }
+            let mut deeper = true;
+            while deeper {
+                deeper = false;
+                for ((table, _), leaf) in rows.iter().zip(&mut leaves) {
+                    if let Some(descent) = leaf {
+                        deeper |= table.tree(IndexRef::Primary).prefetch_step(descent);
+                    }
                 }
             }
             let mut oids = [None; STAGE];
-            for (((table, key), leaf), oid) in rows.iter().zip(leaves).zip(&mut oids) {
-                let Some((found, hint)) = leaf.and_then(|leaf| {
+            for (((table, key), leaf), oid) in rows.iter().zip(&leaves).zip(&mut oids) {
+                let Some((found, hint)) = leaf.as_ref().and_then(|leaf| {
                     table
                         .tree(IndexRef::Primary)
                         .search_prefetched(leaf, key.as_bytes())
