@@ -66,6 +66,28 @@ pub fn new_order(
     input: &NewOrderInput,
 ) -> Result<NewOrderOutput> {
     let (w_id, d_id) = (input.w_id, input.d_id);
+    // The customer's row and every line's item and stock rows (cold in a large table) are asked
+    // for first, so that their cache misses overlap with each other and with the work on the
+    // warehouse and district, instead of following one another.
+    let customer_key = t
+        .customer
+        .key()
+        .int(w_id)
+        .int(d_id)
+        .int(input.c_id)
+        .finish()?;
+    let lines = input.lines();
+    let keys = lines
+        .iter()
+        .map(|line| Ok((item_key(t, line)?, stock_key(t, line)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let mut rows: Vec<(&Table, &KeyBuf)> = Vec::with_capacity(1 + 2 * keys.len());
+    rows.push((&*t.customer, &customer_key));
+    rows.extend(
+        keys.iter()
+            .flat_map(|(item, stock)| [(&*t.item, item), (&*t.stock, stock)]),
+    );
+    txn.prefetch_rows(&rows);
     let w_tax = txn
         .get(&t.warehouse, &t.warehouse.key().int(w_id).finish()?, |r| {
             r.decimal_units(warehouse::W_TAX)
@@ -82,20 +104,12 @@ pub fn new_order(
     if !found {
         return Err(missing(&t.district));
     }
-    let customer_key = t
-        .customer
-        .key()
-        .int(w_id)
-        .int(d_id)
-        .int(input.c_id)
-        .finish()?;
     let c_discount = txn
         .get(&t.customer, &customer_key, |r| {
             r.decimal_units(customer::C_DISCOUNT)
         })?
         .ok_or_else(|| missing(&t.customer))?;
 
-    let lines = input.lines();
     let all_local = lines.iter().all(|l| l.supply_w_id == w_id);
     let row = t
         .order
@@ -119,17 +133,6 @@ pub fn new_order(
         .finish()?;
     txn.insert(&t.new_order, row)?;
 
-    // Every line's item and stock rows are asked for first, so that their cache misses
-    // overlap instead of following one another.
-    let keys = lines
-        .iter()
-        .map(|line| Ok((item_key(t, line)?, stock_key(t, line)?)))
-        .collect::<Result<Vec<_>>>()?;
-    let rows: Vec<(&Table, &KeyBuf)> = keys
-        .iter()
-        .flat_map(|(item, stock)| [(&*t.item, item), (&*t.stock, stock)])
-        .collect();
-    txn.prefetch_rows(&rows);
     let mut line_builder = t.order_line.row_builder();
     let (mut sum, mut brand_lines) = (0i64, 0);
     for (n, (line, (item_key, stock_key))) in lines.iter().zip(&keys).enumerate() {
