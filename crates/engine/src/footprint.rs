@@ -10,7 +10,7 @@ use std::ops::Bound;
 
 use overtake_runtime::{CachePadded, NoPreemptGuard, RegionMutex};
 
-use crate::index::ScanBatch;
+use crate::index::{LeafHint, ScanBatch};
 use crate::key::IndexKey;
 use crate::prefetched::PrefetchedRows;
 use crate::record::{Oid, OidBlock};
@@ -61,6 +61,18 @@ pub(crate) struct ScannedRange {
     pub(crate) index: IndexRef,
     pub(crate) lower: Bound<(u32, u32)>,
     pub(crate) upper: Bound<(u32, u32)>,
+    /// What the scan saw of the range, if it recorded it.
+    pub(crate) seen: Option<SeenEntries>,
+}
+
+/// What a scan saw of its range: the index leaves it read (positions in the footprint's
+/// `scan_leaves`) and the records of the range's entries in them (in `scan_oids`). While every
+/// one of those leaves is at the version it was read at, the range has exactly those entries
+/// still: validating their records is validating the range, without walking the index again.
+#[derive(Clone, Copy)]
+pub(crate) struct SeenEntries {
+    pub(crate) leaves: (u32, u32),
+    pub(crate) oids: (u32, u32),
 }
 
 /// Everything one transaction accumulates until it ends.
@@ -75,6 +87,9 @@ pub(crate) struct Footprint {
     pub(crate) reads: Vec<(TableId, Oid)>,
     pub(crate) scans: Vec<ScannedRange>,
     pub(crate) scan_keys: Vec<u8>,
+    /// The leaves and records scans saw (see [`SeenEntries`]).
+    pub(crate) scan_leaves: Vec<LeafHint>,
+    pub(crate) scan_oids: Vec<Oid>,
     pub(crate) batch: ScanBatch,
     /// The rows it prefetched and where they were found.
     pub(crate) prefetched: PrefetchedRows,
@@ -101,6 +116,8 @@ impl Footprint {
         reset(&mut self.reads);
         reset(&mut self.scans);
         reset(&mut self.scan_keys);
+        reset(&mut self.scan_leaves);
+        reset(&mut self.scan_oids);
         self.batch.clear();
         self.prefetched.clear();
         // `oid_blocks` is kept: that is what makes it a cache.

@@ -41,6 +41,10 @@ pub(crate) struct ScanBatch {
     entries: Vec<BatchEntry>,
     long_keys: Vec<u8>,
     torn: bool,
+    /// Every leaf the batch's entries were read from (and any leaf in the range it passed with
+    /// none), at the version they were read at: while all are unchanged, the range holds exactly
+    /// these entries.
+    leaves: Vec<LeafHint>,
 }
 
 struct BatchEntry {
@@ -53,6 +57,7 @@ impl ScanBatch {
         self.entries.clear();
         self.long_keys.clear();
         self.torn = false;
+        self.leaves.clear();
     }
 
     /// Appends entry `i` of `leaf`; a key that could not be read marks the batch torn.
@@ -96,6 +101,11 @@ impl ScanBatch {
 
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
+    }
+
+    /// The leaves the batch was read from (see the field).
+    pub(crate) fn leaves(&self) -> &[LeafHint] {
+        &self.leaves
     }
 
     pub(crate) fn oid(&self, i: usize) -> Oid {

@@ -270,8 +270,8 @@ impl Tree {
                 (Bound::Excluded(()), true) => Seek::Below(from),
                 _ => Seek::Holding(from),
             };
-            let (leaf, LeafHint { version, .. }, has_fence) =
-                self.descend(seek, (side, Some(&mut fence)), &mut guard);
+            let (leaf, hint, has_fence) = self.descend(seek, (side, Some(&mut fence)), &mut guard);
+            let version = hint.version;
             let start = out.len();
             let n = leaf.count();
             let mut ended = false;
@@ -308,6 +308,7 @@ impl Tree {
                 out.truncate(start);
                 continue;
             }
+            out.leaves.push(hint);
             if ended || out.len() >= max || !has_fence {
                 return;
             }

@@ -219,18 +219,32 @@ impl Transaction<'_> {
         let Footprint {
             scans,
             scan_keys,
+            scan_leaves,
+            scan_oids,
             batch,
             ..
         } = &mut self.buf;
         let bytes = |b: Bound<(u32, u32)>| {
             b.map(|(start, len)| &scan_keys[start as usize..(start + len) as usize])
         };
+        let span = |(start, end): (u32, u32)| start as usize..end as usize;
         scans.iter().all(|range| {
             let table = catalog.recorded(range.table);
+            let tree = table.tree(range.index);
+            // Leaves unchanged since the scan: the range's entries are the ones it saw. (A
+            // scan that read no leaf proves nothing that way.)
+            if let Some(seen) = range.seen
+                && seen.leaves.0 < seen.leaves.1
+                && scan_leaves[span(seen.leaves)]
+                    .iter()
+                    .all(|&leaf| tree.unchanged_since(leaf))
+            {
+                return scan_oids[span(seen.oids)]
+                    .iter()
+                    .all(|&oid| unchanged(table, oid, guard));
+            }
             let bounds = (bytes(range.lower), bytes(range.upper));
-            table
-                .tree(range.index)
-                .visit(bounds, batch, |_, oid| unchanged(table, oid, guard))
+            tree.visit(bounds, batch, |_, oid| unchanged(table, oid, guard))
         })
     }
 }

@@ -31,7 +31,7 @@ use std::ops::{Bound, ControlFlow};
 use crate::engine::Engine;
 use crate::epoch::EpochGuard;
 use crate::error::{AbortReason, Error, Result};
-use crate::footprint::{Footprint, ScannedRange};
+use crate::footprint::{Footprint, ScannedRange, SeenEntries};
 use crate::index::LeafHint;
 use crate::key::{KeyBuf, KeyRange};
 use crate::lock::LockMode;
@@ -214,8 +214,8 @@ impl<'db> Transaction<'db> {
         &mut self,
         table: &Table,
         index: IndexRef,
-        lower: Bound<&[u8]>,
-        upper: Bound<&[u8]>,
+        (lower, upper): (Bound<&[u8]>, Bound<&[u8]>),
+        seen: Option<SeenEntries>,
     ) {
         let mut stash = |b: Bound<&[u8]>| {
             b.map(|key| {
@@ -230,6 +230,7 @@ impl<'db> Transaction<'db> {
             index,
             lower,
             upper,
+            seen,
         });
     }
 
@@ -309,12 +310,8 @@ impl<'db> Transaction<'db> {
     fn note_miss(&mut self, table: &Table, key: &KeyBuf) {
         if self.serializable() {
             let key = key.as_bytes();
-            self.note_range(
-                table,
-                IndexRef::Primary,
-                Bound::Included(key),
-                Bound::Included(key),
-            );
+            let point = (Bound::Included(key), Bound::Included(key));
+            self.note_range(table, IndexRef::Primary, point, None);
         }
     }
 

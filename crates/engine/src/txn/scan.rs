@@ -15,6 +15,7 @@ use sdd::Guard;
 use super::{SCAN_BATCH, ScanOptions, Transaction};
 use crate::epoch::EpochGuard;
 use crate::error::Result;
+use crate::footprint::SeenEntries;
 use crate::index::ScanBatch;
 use crate::key::{IndexKey, KeyBuf, KeyRange, as_slice_bound};
 use crate::record::{Oid, RecordStore};
@@ -84,6 +85,12 @@ impl Transaction<'_> {
         // Where the scan stopped early (inclusive), if it did: the end of what it depended on.
         let mut stopped_at: Option<KeyBuf> = None;
         let mut batch = std::mem::take(&mut self.buf.batch);
+        // Under serializable isolation, what the scan sees of the range is recorded, so that the
+        // commit can validate the range without walking it again (see `SeenEntries`).
+        let recording = self.serializable();
+        let mut seen_leaves = std::mem::take(&mut self.buf.scan_leaves);
+        let mut seen_oids = std::mem::take(&mut self.buf.scan_oids);
+        let seen_from = (seen_leaves.len() as u32, seen_oids.len() as u32);
         let reader = self.reader();
         // A lock request the lock manager refused (the scan ends, and the transaction with it).
         let mut lock_failure = None;
@@ -113,7 +120,12 @@ impl Transaction<'_> {
             let want = (limit - delivered).min(SCAN_BATCH);
             let bounds = (as_slice_bound(&lower), as_slice_bound(&upper));
             match &mut locker {
-                None => tree.fetch_batch(bounds, options.reverse, want, &mut batch),
+                None => {
+                    tree.fetch_batch(bounds, options.reverse, want, &mut batch);
+                    if recording {
+                        seen_leaves.extend_from_slice(batch.leaves());
+                    }
+                }
                 Some(locker) => {
                     let successor = (!options.reverse).then_some(range_upper);
                     if let Err(abort) = locker.fetch_locked(
@@ -146,6 +158,9 @@ impl Transaction<'_> {
                 }
                 record_access();
                 let oid = batch.oid(i);
+                if recording {
+                    seen_oids.push(oid);
+                }
                 if ws.by_oid(table.id(), oid).is_some() {
                     // Written by this transaction: shown from the write set.
                     continue;
@@ -180,8 +195,13 @@ impl Transaction<'_> {
                 lower = last;
             }
         }
+        self.buf.batch = batch;
+        let seen = SeenEntries {
+            leaves: (seen_from.0, seen_leaves.len() as u32),
+            oids: (seen_from.1, seen_oids.len() as u32),
+        };
+        (self.buf.scan_leaves, self.buf.scan_oids) = (seen_leaves, seen_oids);
         if let Some(abort) = lock_failure {
-            self.buf.batch = batch;
             return Err(self.fail(abort.into()));
         }
         // Own rows after the last index entry.
@@ -194,8 +214,7 @@ impl Transaction<'_> {
                 }
             }
         }
-        self.buf.batch = batch;
-        if self.serializable() {
+        if recording {
             let (mut lower, mut upper) =
                 (as_slice_bound(&range.lower), as_slice_bound(&range.upper));
             if let Some(end) = &stopped_at {
@@ -205,7 +224,7 @@ impl Transaction<'_> {
                     upper = Bound::Included(end.as_bytes());
                 }
             }
-            self.note_range(table, index, lower, upper);
+            self.note_range(table, index, (lower, upper), Some(seen));
         }
         Ok(delivered)
     }
