@@ -22,37 +22,50 @@ const POW10: [i64; MAX_DECIMAL_PRECISION as usize + 1] = {
 
 impl RowLayout {
     /// The common case of [`check`](Self::check) and [`write_fixed`] in one step: stores a value
-    /// that needs no conversion (an integer for a NOT NULL INT or BIGINT column that it fits, a
-    /// timestamp, a decimal at its NOT NULL column's scale within its precision) into the fixed
-    /// area `bytes`. False if the value needs the general path, which also reports errors.
-    /// Always inlined: inside a typed setter the value's variant is known, and the match shrinks
-    /// to a check of the column's type.
+    /// that needs no conversion (an integer for an INT or BIGINT column that it fits, a
+    /// timestamp, a decimal at its column's scale within its precision, a string that fits its
+    /// CHAR column, NULL in a nullable fixed-width column) into the fixed area `bytes`. False if
+    /// the value needs the general path, which also reports errors. Always inlined: inside a
+    /// typed setter the value's variant is known, and the match shrinks to a check of the
+    /// column's type.
     #[inline(always)]
     fn store_plain(&self, bytes: &mut [u8], col: usize, value: &Value<'_>) -> bool {
         let Some(slot) = self.slots.get(col) else {
             return false;
         };
-        if slot.nullable {
-            return false;
-        }
-        let v = match (slot.ty, *value) {
+        let at = slot.at;
+        match (slot.ty, *value) {
             (ColumnType::Int32, Value::Int(v)) => match i32::try_from(v) {
-                Ok(v) => {
-                    bytes[slot.at..slot.at + 4].copy_from_slice(&v.to_le_bytes());
-                    return true;
-                }
+                Ok(v) => bytes[at..at + 4].copy_from_slice(&v.to_le_bytes()),
                 Err(_) => return false,
             },
-            (ColumnType::Int64, Value::Int(v)) | (ColumnType::Timestamp, Value::Timestamp(v)) => v,
+            (ColumnType::Int64, Value::Int(v)) | (ColumnType::Timestamp, Value::Timestamp(v)) => {
+                bytes[at..at + 8].copy_from_slice(&v.to_le_bytes());
+            }
             (ColumnType::Decimal { precision, scale }, Value::Decimal(d))
                 if d.scale() == scale
                     && d.units().unsigned_abs() < POW10[usize::from(precision)].unsigned_abs() =>
             {
-                d.units()
+                bytes[at..at + 8].copy_from_slice(&d.units().to_le_bytes());
+            }
+            (ColumnType::Char(n), Value::Str(s)) if s.len() <= usize::from(n) => {
+                let field = &mut bytes[at..at + usize::from(n)];
+                field[..s.len()].copy_from_slice(s.as_bytes());
+                field[s.len()..].fill(b' ');
+            }
+            (ty, Value::Null) if slot.nullable => {
+                let Some(width) = ty.fixed_width() else {
+                    return false;
+                };
+                bytes[at..at + width].fill(0);
+                set_null_bit(bytes, col, true);
+                return true;
             }
             _ => return false,
-        };
-        bytes[slot.at..slot.at + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        if slot.nullable {
+            set_null_bit(bytes, col, false);
+        }
         true
     }
 
@@ -477,26 +490,31 @@ mod tests {
             }
         }
         values.push(Value::Null);
-        values.push(Value::Str("x"));
+        for s in ["", "x", "abcd", "abcde", "ab\u{e9}", "\u{e9}\u{e9}\u{e9}"] {
+            values.push(Value::Str(s));
+        }
         let mut plain_taken = 0;
-        for col in 0..layout.len() + 1 {
-            for value in &values {
-                let mut fast = vec![0u8; layout.fixed_end];
-                let took = layout.store_plain(&mut fast, col, value);
-                let general = layout.check(col, *value);
-                if !took {
-                    continue;
+        // Every null bit clear, and every one set (a column set NULL before).
+        for fill in [0u8, 0xFF] {
+            for col in 0..layout.len() + 1 {
+                for value in &values {
+                    let mut fast = vec![fill; layout.fixed_end];
+                    let took = layout.store_plain(&mut fast, col, value);
+                    let general = layout.check(col, *value);
+                    if !took {
+                        continue;
+                    }
+                    plain_taken += 1;
+                    let checked = general.unwrap_or_else(|e| {
+                        panic!("column {col}: {value:?} stored plainly but refused: {e}")
+                    });
+                    let mut slow = vec![fill; layout.fixed_end];
+                    write_fixed(&layout, &mut slow, col, &checked);
+                    assert_eq!(fast, slow, "column {col}, {value:?}, fill {fill:#x}");
                 }
-                plain_taken += 1;
-                let checked = general.unwrap_or_else(|e| {
-                    panic!("column {col}: {value:?} stored plainly but refused: {e}")
-                });
-                let mut slow = vec![0u8; layout.fixed_end];
-                write_fixed(&layout, &mut slow, col, &checked);
-                assert_eq!(fast, slow, "column {col}, {value:?}");
             }
         }
-        assert!(plain_taken > 20, "the fast path was exercised");
+        assert!(plain_taken > 40, "the fast path was exercised");
     }
 
     #[test]
