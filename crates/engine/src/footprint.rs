@@ -11,7 +11,7 @@ use std::ops::Bound;
 use overtake_runtime::{CachePadded, NoPreemptGuard, RegionMutex};
 
 use crate::index::{LeafHint, ScanBatch};
-use crate::key::IndexKey;
+use crate::key::{IndexKey, KeyBuf};
 use crate::prefetched::PrefetchedRows;
 use crate::record::{Oid, OidBlock};
 use crate::table::{IndexRef, TableId};
@@ -75,6 +75,17 @@ pub(crate) struct SeenEntries {
     pub(crate) oids: (u32, u32),
 }
 
+/// The leaf where a transaction's last insert into a table looked its key up (see
+/// `Transaction::find_for_insert`).
+pub(crate) struct InsertLeaf {
+    pub(crate) table: TableId,
+    pub(crate) hint: LeafHint,
+    /// The largest key looked up in the leaf so far, and the leaf's upper fence (`None`: the
+    /// last leaf). Every key strictly between them belongs in this leaf while it is unchanged.
+    pub(crate) last: KeyBuf,
+    pub(crate) fence: Option<KeyBuf>,
+}
+
 /// Everything one transaction accumulates until it ends.
 #[derive(Default)]
 pub(crate) struct Footprint {
@@ -93,6 +104,7 @@ pub(crate) struct Footprint {
     pub(crate) batch: ScanBatch,
     /// The rows it prefetched and where they were found.
     pub(crate) prefetched: PrefetchedRows,
+    pub(crate) insert_leaf: Option<InsertLeaf>,
     /// Fresh OIDs reserved per table (indexed by table id), kept across the slot's transactions.
     pub(crate) oid_blocks: Vec<OidBlock>,
 }
@@ -120,6 +132,7 @@ impl Footprint {
         reset(&mut self.scan_oids);
         self.batch.clear();
         self.prefetched.clear();
+        self.insert_leaf = None;
         // `oid_blocks` is kept: that is what makes it a cache.
     }
 }

@@ -774,3 +774,51 @@ fn a_prefetched_entry_collected_and_reinserted_is_looked_up_again() {
     }
     assert_eq!(answers[0], answers[1]);
 }
+
+/// Inserts of ascending keys look each next key up in the leaf the previous one was found in
+/// (while it is unchanged): keys already there are still found, in this leaf or past its end,
+/// and a leaf another commit changed meanwhile is looked up again.
+#[test]
+fn ascending_inserts_still_find_every_existing_key() {
+    let (db, t) = with_accounts(0, 0);
+    let mut setup = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+    for id in (0..400).step_by(10) {
+        setup
+            .insert(&t, account_row(&t, id, "x", 1))
+            .expect("insert");
+    }
+    setup.commit().expect("commit");
+    let duplicate = Err(Error::DuplicateKey {
+        table: "accounts".into(),
+    });
+    let mut txn = db
+        .begin(Priority::LOW, Isolation::Serializable)
+        .expect("begin");
+    for id in 1..400 {
+        if id == 355 {
+            continue;
+        }
+        let result = txn.insert(&t, account_row(&t, id, "y", 2));
+        if id % 10 == 0 {
+            assert_eq!(result, duplicate, "key {id} exists");
+        } else {
+            assert_eq!(result, Ok(()), "key {id} is free");
+        }
+        if id == 350 {
+            // Another commit changes the leaf this transaction's inserts are in.
+            let mut other = db
+                .begin(Priority::HIGH, Isolation::Snapshot)
+                .expect("begin");
+            other
+                .insert(&t, account_row(&t, 355, "z", 3))
+                .expect("insert");
+            other.commit().expect("commit");
+        }
+    }
+    txn.commit().expect("commit");
+    let mut check = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+    assert_eq!(balance(&mut check, &t, 355), Some(3));
+    assert_eq!(balance(&mut check, &t, 356), Some(2));
+    assert_eq!(balance(&mut check, &t, 11), Some(2));
+    assert_eq!(balance(&mut check, &t, 390), Some(1));
+}

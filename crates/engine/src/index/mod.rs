@@ -151,6 +151,25 @@ impl OrderedIndex {
         self.tree.get(key)
     }
 
+    /// [`get_hinted`](Self::get_hinted), also giving the leaf's upper fence (the smallest key
+    /// of the leaves to its right; `None` for the last leaf): every key from `key` up to the
+    /// fence belongs in the same leaf, so while it is unchanged they can be looked up in it
+    /// alone ([`get_in_leaf`](Self::get_in_leaf)).
+    pub(crate) fn get_fenced(&self, key: &[u8]) -> (Option<Oid>, LeafHint, Option<KeyBuf>) {
+        let _region = NoPreemptGuard::new();
+        let mut fence = KeyBuf::new();
+        let (found, hint, has_fence) = self.tree.get_fenced(key, &mut fence);
+        (found, hint, has_fence.then_some(fence))
+    }
+
+    /// The OID under `key` in the leaf `hint` names, if the leaf is unchanged since the hint
+    /// was taken (`None` otherwise). The caller must know that `key` belongs in that leaf (see
+    /// [`get_fenced`](Self::get_fenced)).
+    pub(crate) fn get_in_leaf(&self, hint: LeafHint, key: &[u8]) -> Option<Option<Oid>> {
+        let _region = NoPreemptGuard::new();
+        self.tree.get_in_leaf(hint, key)
+    }
+
     /// Starts loading the leaf that holds `key`, a hint for a lookup soon after: the descent
     /// begins at the root; [`prefetch_step`](Self::prefetch_step) takes it down a level at a
     /// time, so that the caller can interleave the descents of many keys.

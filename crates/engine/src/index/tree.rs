@@ -235,6 +235,36 @@ impl Tree {
         }
     }
 
+    /// [`get`](Self::get), also giving the leaf's upper fence: the smallest key of the leaves to
+    /// its right, written to `fence` (false if the leaf is the last one).
+    pub(super) fn get_fenced(
+        &self,
+        key: &[u8],
+        fence: &mut KeyBuf,
+    ) -> (Option<u64>, LeafHint, bool) {
+        let key = SearchKey::new(key);
+        let mut guard = LazyGuard::default();
+        loop {
+            let (leaf, hint, has_fence) =
+                self.descend(Seek::Holding(key), (Fence::High, Some(fence)), &mut guard);
+            let found = find_in_leaf(leaf, &key, &mut guard);
+            if leaf.unchanged(hint.version) {
+                return (found, hint, has_fence);
+            }
+        }
+    }
+
+    /// The value under `key` as the leaf `hint` names holds it, if that leaf is still at the
+    /// hint's version; the caller knows the key belongs in that leaf.
+    pub(super) fn get_in_leaf(&self, hint: LeafHint, key: &[u8]) -> Option<Option<u64>> {
+        let leaf = self.arena.get(hint.leaf)?;
+        if leaf.stable_version() != hint.version || !leaf.is_leaf() {
+            return None;
+        }
+        let found = find_in_leaf(leaf, &SearchKey::new(key), &mut LazyGuard::default());
+        leaf.unchanged(hint.version).then_some(found)
+    }
+
     /// Copies up to `max` entries between the bounds into `out`, in key order or reverse order.
     pub(super) fn fetch(
         &self,
