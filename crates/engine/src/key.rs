@@ -609,20 +609,7 @@ mod tests {
                 scale: 2,
             },
         ];
-        let edges = [
-            0,
-            1,
-            -1,
-            255,
-            256,
-            -256,
-            i64::from(i32::MAX),
-            i64::from(i32::MAX) + 1,
-            i64::from(i32::MIN),
-            i64::from(i32::MIN) - 1,
-            i64::MAX,
-            i64::MIN,
-        ];
+        let edges = crate::value::INTEGER_EDGES;
         for &a in &edges {
             for &b in &edges {
                 let inline = KeyBuilder::new("i", &cols).int(a).int(b).prefix();

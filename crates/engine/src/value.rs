@@ -190,6 +190,30 @@ impl fmt::Display for Value<'_> {
     }
 }
 
+/// Integers at the edges tests of encodings and checks care about: zero and one, byte and decimal
+/// digit boundaries, and the limits of `i32` and `i64`.
+#[cfg(test)]
+pub(crate) const INTEGER_EDGES: [i64; 18] = [
+    0,
+    1,
+    -1,
+    255,
+    256,
+    -256,
+    9_999,
+    -9_999,
+    10_000,
+    999_999,
+    1_000_000,
+    -1_000_000,
+    i32::MAX as i64,
+    i32::MAX as i64 + 1,
+    i32::MIN as i64,
+    i32::MIN as i64 - 1,
+    i64::MAX,
+    i64::MIN,
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;

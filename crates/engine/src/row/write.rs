@@ -464,23 +464,7 @@ mod tests {
     #[test]
     fn plain_stores_agree_with_the_general_path() {
         let layout = layout();
-        let edges = [
-            0,
-            1,
-            -1,
-            9_999,
-            -9_999,
-            10_000,
-            999_999,
-            1_000_000,
-            -1_000_000,
-            i64::from(i32::MAX),
-            i64::from(i32::MAX) + 1,
-            i64::from(i32::MIN),
-            i64::from(i32::MIN) - 1,
-            i64::MAX,
-            i64::MIN,
-        ];
+        let edges = crate::value::INTEGER_EDGES;
         let mut values = Vec::new();
         for &v in &edges {
             values.push(Value::Int(v));
