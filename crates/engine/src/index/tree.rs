@@ -224,15 +224,8 @@ impl Tree {
 
     /// The value stored under `key`, and where the key is or would be.
     pub(super) fn get(&self, key: &[u8]) -> (Option<u64>, LeafHint) {
-        let key = SearchKey::new(key);
-        let mut guard = LazyGuard::default();
-        loop {
-            let (leaf, hint, _) = self.descend(Seek::Holding(key), (Fence::None, None), &mut guard);
-            let found = find_in_leaf(leaf, &key, &mut guard);
-            if leaf.unchanged(hint.version) {
-                return (found, hint);
-            }
-        }
+        let (found, hint, _) = self.lookup(key, None);
+        (found, hint)
     }
 
     /// [`get`](Self::get), also giving the leaf's upper fence: the smallest key of the leaves to
@@ -242,11 +235,22 @@ impl Tree {
         key: &[u8],
         fence: &mut KeyBuf,
     ) -> (Option<u64>, LeafHint, bool) {
+        self.lookup(key, Some(fence))
+    }
+
+    /// A point lookup: the value, the leaf's hint, and (if `fence` is given) its upper fence.
+    #[inline(always)]
+    fn lookup(&self, key: &[u8], mut fence: Option<&mut KeyBuf>) -> (Option<u64>, LeafHint, bool) {
         let key = SearchKey::new(key);
         let mut guard = LazyGuard::default();
+        let side = if fence.is_some() {
+            Fence::High
+        } else {
+            Fence::None
+        };
         loop {
             let (leaf, hint, has_fence) =
-                self.descend(Seek::Holding(key), (Fence::High, Some(fence)), &mut guard);
+                self.descend(Seek::Holding(key), (side, fence.as_deref_mut()), &mut guard);
             let found = find_in_leaf(leaf, &key, &mut guard);
             if leaf.unchanged(hint.version) {
                 return (found, hint, has_fence);
