@@ -17,15 +17,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use overtake_runtime::{NoPreemptGuard, RegionOnceLock};
 
-/// The chunks and how to make an element (shared with a background builder).
-struct Chunks<T> {
-    cells: Box<[RegionOnceLock<Box<[T]>>]>,
+/// The chunks and how to make an element (shared with a background builder). The cells are
+/// inline, so that finding an element (every step of an index descent) follows one pointer to
+/// them rather than two.
+struct Chunks<T, const CHUNKS: usize> {
+    cells: [RegionOnceLock<Box<[T]>>; CHUNKS],
     /// Set once a background build of the chunk has been started.
-    started_ahead: Box<[AtomicBool]>,
+    started_ahead: [AtomicBool; CHUNKS],
     make: fn() -> T,
 }
 
-impl<T> Chunks<T> {
+impl<T, const CHUNKS: usize> Chunks<T, CHUNKS> {
     fn build(&self, chunk: usize, first_bits: u32) -> Box<[T]> {
         (0..1usize << (chunk as u32 + first_bits))
             .map(|_| (self.make)())
@@ -35,7 +37,7 @@ impl<T> Chunks<T> {
 
 /// See the module documentation. `CHUNKS` chunks hold `2^FIRST_BITS * (2^CHUNKS - 1)` elements.
 pub(crate) struct DoublingArray<T, const FIRST_BITS: u32, const CHUNKS: usize> {
-    chunks: Arc<Chunks<T>>,
+    chunks: Arc<Chunks<T, CHUNKS>>,
 }
 
 /// Chunk and offset of element `index`, `None` past the last chunk.
@@ -53,8 +55,8 @@ impl<T: Send + Sync + 'static, const FIRST_BITS: u32, const CHUNKS: usize>
     pub(crate) fn new(make: fn() -> T) -> Self {
         DoublingArray {
             chunks: Arc::new(Chunks {
-                cells: (0..CHUNKS).map(|_| RegionOnceLock::new()).collect(),
-                started_ahead: (0..CHUNKS).map(|_| AtomicBool::new(false)).collect(),
+                cells: std::array::from_fn(|_| RegionOnceLock::new()),
+                started_ahead: std::array::from_fn(|_| AtomicBool::new(false)),
                 make,
             }),
         }
