@@ -310,12 +310,12 @@ impl Node {
         self.long.load(Mem::Acquire, guard).as_ref()
     }
 
-    /// Rewrites the node from `keys` and `vals` (the writer's copy of its new contents) and clears
-    /// the long-key slots beyond them.
-    pub(super) fn fill(&self, leaf: bool, keys: Vec<Entry>, vals: &[u64]) {
+    /// Rewrites the node from `keys` (taken, leaving empty entries) and `vals` (the writer's copy
+    /// of its new contents) and clears the long-key slots beyond them.
+    pub(super) fn fill(&self, leaf: bool, keys: &mut [Entry], vals: &[u64]) {
         let n = keys.len();
-        for (i, k) in keys.into_iter().enumerate() {
-            self.set_key(i, k);
+        for (i, k) in keys.iter_mut().enumerate() {
+            self.set_key(i, std::mem::replace(k, Entry::EMPTY));
         }
         if !self.long.is_null(Mem::Relaxed) {
             let guard = Guard::new();
@@ -414,7 +414,7 @@ mod tests {
             packed: pack(b"ab"),
             long: None,
         };
-        node.fill(true, vec![short], &[1]);
+        node.fill(true, &mut [short], &[1]);
         assert!(node.long.is_null(Mem::Relaxed), "no long key, no slots");
         let bytes: LongKey = vec![7u8; 20].into_boxed_slice();
         let long = Entry {
@@ -447,13 +447,13 @@ mod tests {
         let mut guard = LazyGuard::default();
         for n in 0..=CAP {
             // Keys 10, 20, ... as 2-byte keys; one long key sorts after its 15-byte prefix.
-            let keys: Vec<Entry> = (0..n)
+            let mut keys: Vec<Entry> = (0..n)
                 .map(|i| Entry {
                     packed: pack(&(10 * (i as u16 + 1)).to_be_bytes()),
                     long: None,
                 })
                 .collect();
-            node.fill(true, keys, &vec![0; n]);
+            node.fill(true, &mut keys, &vec![0; n]);
             for t in 0..=10 * (n as u16 + 2) {
                 let bytes = t.to_be_bytes();
                 let key = SearchKey::new(&bytes);

@@ -43,10 +43,66 @@ impl Path {
     }
 }
 
-/// A node's keys and values, as a writer rebuilds it.
+/// A node's keys and values as a writer rebuilds it, with room for one key (and value) more than
+/// a node holds. On the stack: a split allocates nothing but its new node.
 struct Contents {
-    keys: Vec<Entry>,
-    vals: Vec<u64>,
+    keys: [Entry; CAP + 1],
+    nkeys: usize,
+    vals: [u64; CAP + 2],
+    nvals: usize,
+}
+
+impl Contents {
+    fn empty() -> Self {
+        Contents {
+            keys: [const { Entry::EMPTY }; CAP + 1],
+            nkeys: 0,
+            vals: [0; CAP + 2],
+            nvals: 0,
+        }
+    }
+
+    /// Rewrites `node` (locked) with these contents, taking the keys.
+    fn write_to(&mut self, node: &Node, leaf: bool) {
+        node.fill(leaf, &mut self.keys[..self.nkeys], &self.vals[..self.nvals]);
+    }
+
+    fn insert_key(&mut self, pos: usize, entry: Entry) {
+        self.keys[self.nkeys] = entry;
+        self.nkeys += 1;
+        self.keys[pos..self.nkeys].rotate_right(1);
+    }
+
+    fn insert_val(&mut self, pos: usize, val: u64) {
+        self.vals[self.nvals] = val;
+        self.nvals += 1;
+        self.vals[pos..self.nvals].rotate_right(1);
+    }
+
+    fn remove_key(&mut self, pos: usize) -> Entry {
+        self.keys[pos..self.nkeys].rotate_left(1);
+        self.nkeys -= 1;
+        std::mem::replace(&mut self.keys[self.nkeys], Entry::EMPTY)
+    }
+
+    fn remove_val(&mut self, pos: usize) {
+        self.vals[pos..self.nvals].rotate_left(1);
+        self.nvals -= 1;
+    }
+
+    /// Moves the keys from `key_at` and the values from `val_at` on into a new image.
+    fn split_off(&mut self, key_at: usize, val_at: usize) -> Contents {
+        let mut right = Contents::empty();
+        for key in &mut self.keys[key_at..self.nkeys] {
+            right.keys[right.nkeys] = std::mem::replace(key, Entry::EMPTY);
+            right.nkeys += 1;
+        }
+        self.nkeys = key_at;
+        right.nvals = self.nvals - val_at;
+        right.vals[..right.nvals].copy_from_slice(&self.vals[val_at..self.nvals]);
+        self.nvals = val_at;
+        right
+    }
 }
 
 impl Tree {
@@ -166,8 +222,8 @@ impl Tree {
         }
         let leaf = self.node(leaf_id);
         let mut contents = read(leaf, guard);
-        contents.keys.insert(pos, entry);
-        contents.vals.insert(pos, value);
+        contents.insert_key(pos, entry);
+        contents.insert_val(pos, value);
         let appended = pos == CAP;
         let mut carry = Some(self.split(writer, leaf, (true, appended), contents, &mut locked));
         for depth in (top..path.len).rev() {
@@ -177,10 +233,10 @@ impl Tree {
             let (parent_id, idx) = path.steps[depth];
             let parent = self.node(parent_id);
             let mut contents = read(parent, guard);
-            contents.keys.insert(idx, separator);
-            contents.vals.insert(idx + 1, right);
-            if contents.keys.len() <= CAP {
-                parent.fill(false, contents.keys, &contents.vals);
+            contents.insert_key(idx, separator);
+            contents.insert_val(idx + 1, right);
+            if contents.nkeys <= CAP {
+                contents.write_to(parent, false);
             } else {
                 let appended = idx == CAP;
                 carry = Some(self.split(writer, parent, (false, appended), contents, &mut locked));
@@ -192,7 +248,7 @@ impl Tree {
             let root = self.node(root_id);
             root.lock();
             locked.push(root_id);
-            root.fill(false, vec![separator], &[old_root, right]);
+            root.fill(false, &mut [separator], &[old_root, right]);
             self.root.store(root_id, Mem::Release);
             self.height.fetch_add(1, Mem::Release);
         }
@@ -218,25 +274,26 @@ impl Tree {
         // A node filled at its right end (keys arriving in order, as most of TPC-C's do) splits
         // there, leaving the left node full; others split in the middle.
         let mid = if appended {
-            contents.keys.len() - 1
+            contents.nkeys - 1
         } else {
-            contents.keys.len() / 2
+            contents.nkeys / 2
         };
-        let mut right_keys = contents.keys.split_off(mid);
-        let (separator, right_vals) = if leaf {
+        let (separator, mut right_contents) = if leaf {
             // A leaf keeps all its keys; the right one's first key also bounds it in the parent.
-            let first = &right_keys[0];
+            let right_contents = contents.split_off(mid, mid);
+            let first = &right_contents.keys[0];
             let separator = Entry {
                 packed: first.packed,
                 long: first.long.clone(),
             };
-            (separator, contents.vals.split_off(mid))
+            (separator, right_contents)
         } else {
             // An inner node's middle separator moves up.
-            (right_keys.remove(0), contents.vals.split_off(mid + 1))
+            let mut right_contents = contents.split_off(mid, mid + 1);
+            (right_contents.remove_key(0), right_contents)
         };
-        node.fill(leaf, contents.keys, &contents.vals);
-        right.fill(leaf, right_keys, &right_vals);
+        contents.write_to(node, leaf);
+        right_contents.write_to(right, leaf);
         (separator, right_id)
     }
 
@@ -305,13 +362,13 @@ impl Tree {
         let (ancestor_id, idx) = path.steps[depth];
         let ancestor = self.node(ancestor_id);
         let mut contents = read(ancestor, guard);
-        contents.vals.remove(idx);
+        contents.remove_val(idx);
         // Child `idx` spans [key idx-1, key idx): its range joins its left neighbour's, or, for
         // the first child, its right neighbour's.
-        contents.keys.remove(idx.saturating_sub(1));
-        ancestor.fill(false, contents.keys, &contents.vals);
+        drop(contents.remove_key(idx.saturating_sub(1)));
+        contents.write_to(ancestor, false);
         for &id in &locked[1..] {
-            self.node(id).fill(true, Vec::new(), &[]);
+            self.node(id).fill(true, &mut [], &[]);
         }
         for &id in &locked {
             self.node(id).unlock();
@@ -357,10 +414,16 @@ fn insert_in_leaf(
 fn read(node: &Node, guard: &mut LazyGuard) -> Contents {
     let n = node.count();
     let vals = if node.is_leaf() { n } else { n + 1 };
-    Contents {
-        keys: (0..n).map(|i| node.entry(i, guard)).collect(),
-        vals: (0..vals).map(|i| node.val(i)).collect(),
+    let mut contents = Contents::empty();
+    for (i, key) in contents.keys[..n].iter_mut().enumerate() {
+        *key = node.entry(i, guard);
     }
+    for (i, val) in contents.vals[..vals].iter_mut().enumerate() {
+        *val = node.val(i);
+    }
+    contents.nkeys = n;
+    contents.nvals = vals;
+    contents
 }
 
 #[cfg(test)]
