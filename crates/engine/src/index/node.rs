@@ -26,6 +26,10 @@ use crate::doubling::DoublingArray;
 pub(super) const CAP: usize = 32;
 
 const LEAF: u64 = 1 << 32;
+/// Where `meta` keeps one more than the position of a leaf's last insert (0: none since the
+/// node was last rebuilt). Only writers read it: it tells a split where a run of ascending
+/// inserts is going.
+const LAST_INSERT_SHIFT: u32 = 40;
 
 /// The full bytes of a key longer than the packed form holds.
 pub(super) type LongKey = Box<[u8]>;
@@ -42,7 +46,7 @@ struct LongKeys([AtomicShared<LongKey>; CAP]);
 #[repr(C)]
 pub(super) struct Node {
     version: AtomicU64,
-    /// `LEAF` bit and count.
+    /// `LEAF` bit, count, and (for writers) the last insert's position.
     meta: AtomicU64,
     /// Packed keys, high half then low half of each key side by side, so that a probe of a binary
     /// search touches one cache line.
@@ -258,6 +262,18 @@ impl Node {
     pub(super) fn set_meta(&self, leaf: bool, count: usize) {
         let leaf = if leaf { LEAF } else { 0 };
         self.meta.store(leaf | count as u64, Mem::Relaxed);
+    }
+
+    /// Sets a leaf's count, remembering that its last insert went to position `pos`.
+    pub(super) fn set_leaf_count_after_insert(&self, count: usize, pos: usize) {
+        let last = (pos as u64 + 1) << LAST_INSERT_SHIFT;
+        self.meta.store(LEAF | last | count as u64, Mem::Relaxed);
+    }
+
+    /// Where the leaf's last insert went, if it was an insert (for its writer, who alone sets it).
+    pub(super) fn last_insert(&self) -> Option<usize> {
+        let last = (self.meta.load(Mem::Relaxed) >> LAST_INSERT_SHIFT) & 0xFF;
+        (last as usize).checked_sub(1)
     }
 
     pub(super) fn set_val(&self, i: usize, v: u64) {

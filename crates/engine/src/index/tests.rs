@@ -243,6 +243,39 @@ fn a_drained_queue_leaves_no_empty_leaves_behind() {
 }
 
 #[test]
+fn ascending_runs_inside_the_tree_fill_their_leaves() {
+    // TPC-C's order lines: each district's new keys go after its last ones, which a leaf shares
+    // with the next district's first keys. Such a run must fill leaves as an append at the end
+    // of the tree does, not leave a trail of half-full ones behind it.
+    let index = OrderedIndex::new();
+    let key = |district: u64, n: u64| (district << 32 | n).to_be_bytes();
+    let mut oid = 0;
+    for district in 0..4 {
+        for n in 0..100 {
+            index.insert(&key(district, n), oid).expect("fresh");
+            oid += 1;
+        }
+    }
+    for n in 100..1100 {
+        for district in 0..4 {
+            index.insert(&key(district, n), oid).expect("fresh");
+            oid += 1;
+        }
+    }
+    let leaves_at_least = (oid as usize).div_ceil(node::CAP);
+    let nodes = index.tree.writer_state_nodes();
+    assert!(
+        nodes <= leaves_at_least + leaves_at_least / 4,
+        "{nodes} nodes for {oid} keys ({leaves_at_least} full leaves)"
+    );
+    for district in 0..4 {
+        for n in 0..1100 {
+            assert!(index.get(&key(district, n)).is_some(), "key {district}/{n}");
+        }
+    }
+}
+
+#[test]
 fn readers_racing_writers_always_find_the_keys_that_stay() {
     // Even keys stay for the whole test; odd keys are inserted and removed over and over by a
     // writer, splitting and unlinking leaves. Readers must find every even key every time, and

@@ -221,11 +221,22 @@ impl Tree {
             self.node(id).lock();
         }
         let leaf = self.node(leaf_id);
+        // Where the full leaf splits. Keys arriving in order split it at the new key, which ends
+        // the left node: at the right end of the tree (most of TPC-C's keys) that leaves the
+        // left node full; inside it (a district's new order lines before the next district's
+        // old ones) the run goes on filling the left node while the keys after it rest in the
+        // right one. Otherwise the leaf splits in the middle.
+        let mid = if pos == CAP {
+            CAP
+        } else if leaf.last_insert().is_some_and(|last| last + 1 == pos) {
+            pos + 1
+        } else {
+            (CAP + 1) / 2
+        };
         let mut contents = read(leaf, guard);
         contents.insert_key(pos, entry);
         contents.insert_val(pos, value);
-        let appended = pos == CAP;
-        let mut carry = Some(self.split(writer, leaf, (true, appended), contents, &mut locked));
+        let mut carry = Some(self.split(writer, leaf, (true, mid), contents, &mut locked));
         for depth in (top..path.len).rev() {
             let Some((separator, right)) = carry.take() else {
                 break;
@@ -238,8 +249,9 @@ impl Tree {
             if contents.nkeys <= CAP {
                 contents.write_to(parent, false);
             } else {
-                let appended = idx == CAP;
-                carry = Some(self.split(writer, parent, (false, appended), contents, &mut locked));
+                // Separators arriving at the right end leave the left node full, as in leaves.
+                let mid = if idx == CAP { CAP } else { (CAP + 1) / 2 };
+                carry = Some(self.split(writer, parent, (false, mid), contents, &mut locked));
             }
         }
         if let Some((separator, right)) = carry {
@@ -257,13 +269,14 @@ impl Tree {
         }
     }
 
-    /// Splits an overfull node's new `contents` between `node` and a new right sibling (locked,
-    /// and added to `locked`). Returns the separator to enter in the parent and the sibling's id.
+    /// Splits an overfull node's new `contents` between `node` (the keys before `mid`) and a new
+    /// right sibling (locked, and added to `locked`). Returns the separator to enter in the
+    /// parent and the sibling's id.
     fn split(
         &self,
         writer: &mut WriterState,
         node: &Node,
-        (leaf, appended): (bool, bool),
+        (leaf, mid): (bool, usize),
         mut contents: Contents,
         locked: &mut Vec<u64>,
     ) -> (Entry, u64) {
@@ -271,13 +284,6 @@ impl Tree {
         let right = self.node(right_id);
         right.lock();
         locked.push(right_id);
-        // A node filled at its right end (keys arriving in order, as most of TPC-C's do) splits
-        // there, leaving the left node full; others split in the middle.
-        let mid = if appended {
-            contents.nkeys - 1
-        } else {
-            contents.nkeys / 2
-        };
         let (separator, mut right_contents) = if leaf {
             // A leaf keeps all its keys; the right one's first key also bounds it in the parent.
             let right_contents = contents.split_off(mid, mid);
@@ -406,7 +412,7 @@ fn insert_in_leaf(
     leaf.shift(pos..n, true, guard);
     leaf.set_key(pos, entry);
     leaf.set_val(pos, value);
-    leaf.set_meta(true, n + 1);
+    leaf.set_leaf_count_after_insert(n + 1, pos);
     leaf.unlock();
 }
 
