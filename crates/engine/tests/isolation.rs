@@ -308,6 +308,79 @@ fn read_only_serializable_transactions_never_fail_validation() {
         .expect("a read-only snapshot is serializable");
 }
 
+/// A scan meets the transaction's own writes of its range in key order, whichever bounds it has
+/// and whether the writes were made in key order (found by binary search) or not (tested one by
+/// one): both give what a model of the rows gives.
+#[test]
+fn scans_see_own_writes_made_in_and_out_of_key_order() {
+    use std::collections::BTreeMap;
+    use std::ops::{Bound, RangeBounds};
+    // Updates of the even accounts 2..=18, a delete of 11, inserts of 25 and 27, by key.
+    let mut writes: Vec<(i64, Option<i64>)> = (1..=9)
+        .map(|i| (2 * i, Some(1000 + 2 * i)))
+        .chain([(11, None), (25, Some(25)), (27, Some(27))])
+        .collect();
+    writes.sort_unstable();
+    for ascending in [true, false] {
+        let (db, t) = with_accounts(20, 100);
+        let mut model: BTreeMap<i64, i64> = (0..20).map(|id| (id, 100)).collect();
+        let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+        let mut order = writes.clone();
+        if !ascending {
+            order.reverse();
+        }
+        for (id, value) in order {
+            match value {
+                Some(v) if id < 20 => assert!(set_balance(&mut txn, &t, id, v).expect("update")),
+                Some(v) => txn
+                    .insert(&t, account_row(&t, id, "new", v))
+                    .expect("insert"),
+                None => assert!(txn.delete(&t, &key(&t, id)).expect("delete")),
+            }
+            match value {
+                Some(v) => model.insert(id, v),
+                None => model.remove(&id),
+            };
+        }
+        let bound = |kind: u8, id: i64| match kind {
+            0 => Bound::Included(id),
+            1 => Bound::Excluded(id),
+            _ => Bound::Unbounded,
+        };
+        for (lo, hi) in [(2, 18), (3, 17), (10, 10), (18, 25), (0, 30), (11, 11)] {
+            for (lk, hk) in (0..3).flat_map(|l| (0..3).map(move |h| (l, h))) {
+                let (lower, upper) = (bound(lk, lo), bound(hk, hi));
+                let range = KeyRange::new(lower.map(|id| key(&t, id)), upper.map(|id| key(&t, id)));
+                for reverse in [false, true] {
+                    let options = if reverse {
+                        ScanOptions::reverse()
+                    } else {
+                        ScanOptions::forward()
+                    };
+                    let mut seen = Vec::new();
+                    txn.scan(&t, &range, options, |r| {
+                        seen.push((r.int(ID), r.decimal_units(BALANCE)));
+                        ControlFlow::Continue(())
+                    })
+                    .expect("scan");
+                    let mut expected: Vec<(i64, i64)> = model
+                        .iter()
+                        .filter(|(k, _)| (lower, upper).contains(*k))
+                        .map(|(&k, &v)| (k, v))
+                        .collect();
+                    if reverse {
+                        expected.reverse();
+                    }
+                    assert_eq!(
+                        seen, expected,
+                        "writes ascending {ascending}, {lower:?}..{upper:?}, reverse {reverse}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn own_writes_deletes_and_reinserts() {
     let (db, t) = with_accounts(3, 10);

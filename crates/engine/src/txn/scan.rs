@@ -21,6 +21,7 @@ use crate::key::{IndexKey, KeyBuf, KeyRange, as_slice_bound};
 use crate::record::{Oid, RecordStore};
 use crate::row::RowRef;
 use crate::table::{IndexRef, Table};
+use crate::writeset::WriteSet;
 
 /// Where a scanned row comes from.
 #[derive(Clone, Copy, Debug)]
@@ -249,6 +250,11 @@ impl Transaction<'_> {
             .entries_of(table.id())
             .map(|i| (i, ws.get(i)))
             .filter_map(|(i, e)| Some((i, e, e.row.as_ref()?)));
+        if index == IndexRef::Primary
+            && let Some(positions) = ws.positions_in_key_order(table.id())
+        {
+            return own_rows_by_search(ws, positions, range, reverse);
+        }
         let mut own: Vec<(KeyBuf, usize)> = match index {
             IndexRef::Primary => {
                 let stored = |b: &Bound<KeyBuf>| b.as_ref().map(|k| IndexKey::new(k.as_bytes()));
@@ -272,4 +278,36 @@ impl Transaction<'_> {
         }
         own
     }
+}
+
+/// [`own_rows_in`](Transaction::own_rows_in) of the primary index for entries written in key
+/// order (`positions`): the rows in `range` are one run of them, found by binary search.
+fn own_rows_by_search(
+    ws: &WriteSet,
+    positions: &[u32],
+    range: &KeyRange,
+    reverse: bool,
+) -> Vec<(KeyBuf, usize)> {
+    let key = |&i: &u32| ws.get(i as usize).key.as_slice();
+    let start = match &range.lower {
+        Bound::Included(k) => positions.partition_point(|i| key(i) < k.as_bytes()),
+        Bound::Excluded(k) => positions.partition_point(|i| key(i) <= k.as_bytes()),
+        Bound::Unbounded => 0,
+    };
+    let below_upper = |i: &u32| match &range.upper {
+        Bound::Included(k) => key(i) <= k.as_bytes(),
+        Bound::Excluded(k) => key(i) < k.as_bytes(),
+        Bound::Unbounded => true,
+    };
+    let mut own: Vec<(KeyBuf, usize)> = positions[start..]
+        .iter()
+        .take_while(|i| below_upper(i))
+        .map(|&i| i as usize)
+        .filter(|&i| ws.get(i).row.is_some())
+        .filter_map(|i| Some((KeyBuf::from_bytes(ws.get(i).key.as_slice())?, i)))
+        .collect();
+    if reverse {
+        own.reverse();
+    }
+    own
 }
