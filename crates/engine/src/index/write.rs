@@ -24,6 +24,10 @@ use super::tree::{LeafHint, Tree, WriterState};
 /// root, so each level multiplies the inserts ever made by about `CAP / 2`.
 const MAX_DEPTH: usize = 20;
 
+/// Where an overfull node (`CAP + 1` keys) splits when nothing suggests better: the first half
+/// stays, the rest moves to the new right sibling.
+const MIDDLE: usize = CAP.div_ceil(2);
+
 /// The inner nodes a writer descended through, and which child it took in each.
 struct Path {
     steps: [(u64, usize); MAX_DEPTH],
@@ -231,7 +235,7 @@ impl Tree {
         } else if leaf.last_insert().is_some_and(|last| last + 1 == pos) {
             pos + 1
         } else {
-            (CAP + 1) / 2
+            MIDDLE
         };
         let mut contents = read(leaf, guard);
         contents.insert_key(pos, entry);
@@ -250,7 +254,7 @@ impl Tree {
                 contents.write_to(parent, false);
             } else {
                 // Separators arriving at the right end leave the left node full, as in leaves.
-                let mid = if idx == CAP { CAP } else { (CAP + 1) / 2 };
+                let mid = if idx == CAP { CAP } else { MIDDLE };
                 carry = Some(self.split(writer, parent, (false, mid), contents, &mut locked));
             }
         }
