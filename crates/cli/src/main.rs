@@ -31,6 +31,15 @@ use overtake_runtime::EngineAllocator;
 static ALLOC: EngineAllocator = overtake_runtime::alloc::engine_allocator();
 
 fn main() -> ExitCode {
+    let missing = overtake_runtime::cpu::missing_build_features();
+    if !missing.is_empty() {
+        eprintln!(
+            "error: this build uses {} which this processor lacks; rebuild with \
+             RUSTFLAGS=\"-C target-cpu=x86-64\" (see .cargo/config.toml)",
+            missing.join(", ")
+        );
+        return ExitCode::FAILURE;
+    }
     // Read the usable cores before any thread is pinned.
     let _ = overtake_runtime::worker::usable_cores();
     // A main-memory engine keeps what it frees for reuse: returning it to the kernel costs bursts

@@ -123,6 +123,25 @@ pub fn vendor() -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
+/// The instruction-set extensions this build was compiled to use (see `.cargo/config.toml`) that
+/// the processor running it lacks: empty on any machine the build is meant for. A binary built for
+/// more than the processor has would die of an illegal instruction at some random point; checking
+/// first turns that into a clear message.
+pub fn missing_build_features() -> Vec<&'static str> {
+    let mut missing = Vec::new();
+    macro_rules! check {
+        ($($feature:tt),*) => {$(
+            if cfg!(target_feature = $feature) && !std::arch::is_x86_feature_detected!($feature) {
+                missing.push($feature);
+            }
+        )*};
+    }
+    check!(
+        "avx2", "bmi1", "bmi2", "fma", "lzcnt", "movbe", "avx", "f16c"
+    );
+    missing
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
