@@ -10,15 +10,13 @@
 use std::ops::{Bound, ControlFlow, RangeBounds};
 
 use overtake_runtime::preempt::record_access;
-use sdd::Guard;
 
 use super::{SCAN_BATCH, ScanOptions, Transaction};
 use crate::epoch::EpochGuard;
 use crate::error::Result;
 use crate::footprint::SeenEntries;
-use crate::index::ScanBatch;
 use crate::key::{IndexKey, KeyBuf, KeyRange, as_slice_bound};
-use crate::record::{Oid, RecordStore};
+use crate::record::Oid;
 use crate::row::RowRef;
 use crate::table::{IndexRef, Table};
 use crate::writeset::WriteSet;
@@ -31,23 +29,6 @@ pub(super) enum Source<'k> {
     Record(Oid, &'k [u8]),
     /// This transaction's write-set entry at this position.
     Own(usize),
-}
-
-/// Starts loading what reading the records of `batch` touches, in stages across all of them
-/// (every slot, then every newest version, then every row stored apart from its version), so
-/// that the cache misses of a cold range (Delivery's order lines, Query 2's stock) overlap
-/// instead of each row paying them one after another. A hint: reads nothing it relies on.
-fn prefetch_batch(records: &RecordStore, batch: &ScanBatch, guard: &Guard) {
-    for i in 0..batch.len() {
-        records.prefetch_slot(batch.oid(i));
-    }
-    let mut heads = [None; SCAN_BATCH];
-    for (i, head) in heads.iter_mut().enumerate().take(batch.len()) {
-        *head = records.prefetch_head(batch.oid(i), guard);
-    }
-    for version in heads.iter().flatten() {
-        version.prefetch_row();
-    }
 }
 
 /// True if `a` comes before `b` in the scan's direction.
@@ -145,7 +126,6 @@ impl Transaction<'_> {
             }
             let epoch = EpochGuard::enter();
             let guard = epoch.guard();
-            prefetch_batch(&table.records, &batch, guard);
             for i in 0..batch.len() {
                 while let Some((key, entry)) = own.get(next_own)
                     && before(key.as_bytes(), batch.key(i), options.reverse)
