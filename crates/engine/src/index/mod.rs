@@ -87,6 +87,21 @@ impl ScanBatch {
         self.entries.push(BatchEntry { key, oid });
     }
 
+    /// Appends entries `range` of `leaf`, as [`push_from`](Self::push_from) each.
+    fn extend_from(&mut self, leaf: &Node, range: std::ops::Range<usize>, guard: &mut LazyGuard) {
+        if leaf.has_long_keys() {
+            for i in range {
+                self.push_from(leaf, i, guard);
+            }
+        } else {
+            // No long key: every entry is its packed form and OID, copied in one pass.
+            self.entries.extend(range.map(|i| BatchEntry {
+                key: leaf.packed(i).to_be_bytes(),
+                oid: leaf.val(i),
+            }));
+        }
+    }
+
     /// True if an entry was read from a leaf a writer was changing.
     fn torn(&self) -> bool {
         self.torn

@@ -142,6 +142,13 @@ impl Node {
         self.vals[i].load(Mem::Relaxed)
     }
 
+    /// True if the node holds, or once held, a key longer than its packed form (whose bytes are
+    /// kept apart: see [`long_bytes`](Self::long_bytes)). False means every key is packed.
+    #[inline]
+    pub(super) fn has_long_keys(&self) -> bool {
+        !self.long.is_null(Mem::Relaxed)
+    }
+
     /// The full bytes of long key `i`.
     pub(super) fn long_bytes<'g>(&self, i: usize, guard: &'g Guard) -> Option<&'g [u8]> {
         self.long.load(Mem::Acquire, guard).as_ref()?.0[i]

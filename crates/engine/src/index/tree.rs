@@ -324,19 +324,21 @@ impl Tree {
                     out.push_from(leaf, i, &mut guard);
                 }
             } else {
-                let mut i = match moving {
+                let i = match moving {
                     Bound::Unbounded => 0,
                     Bound::Included(()) => leaf.search(n, &from, false, &mut guard),
                     Bound::Excluded(()) => leaf.search(n, &from, true, &mut guard),
                 };
-                while i < n && out.len() < max {
-                    if !within(leaf, i, upper, true, &mut guard) {
-                        ended = true;
-                        break;
-                    }
-                    out.push_from(leaf, i, &mut guard);
-                    i += 1;
-                }
+                // Where the range ends in this leaf: one search instead of a comparison per
+                // entry (a full scan such as Query 2's copies whole leaves).
+                let end = match upper {
+                    Bound::Unbounded => n,
+                    Bound::Included(u) => leaf.search(n, &u, true, &mut guard),
+                    Bound::Excluded(u) => leaf.search(n, &u, false, &mut guard),
+                };
+                ended = end < n;
+                let take = end.saturating_sub(i).min(max - out.len());
+                out.extend_from(leaf, i..i + take, &mut guard);
             }
             if !leaf.unchanged(version) || out.torn() {
                 out.truncate(start);
