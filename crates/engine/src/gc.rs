@@ -146,29 +146,23 @@ pub(crate) fn remove_uncarried(
     }
 }
 
+/// Processes one retired item; returns how many versions it unlinked.
 fn process(
     txns: &TxnTable,
     catalog: &Catalog,
     item: &Retired,
     watermark: u64,
-    reclaimed: &AtomicU64,
     epoch: &EpochGuard,
-) {
-    let add = |n: u64| reclaimed.fetch_add(n, Ordering::Relaxed);
+) -> u64 {
     let guard = epoch.guard();
     let table_of = |id: TableId| catalog.get(id);
     match item {
         Retired::Superseded { table, oid, .. } => {
-            if let Some(t) = table_of(*table) {
-                add(prune(t, *oid, watermark, guard));
-            }
+            table_of(*table).map_or(0, |t| prune(t, *oid, watermark, guard))
         }
-        Retired::Deleted { table, oid, .. } => {
-            if let Some(t) = table_of(*table) {
-                add(prune(t, *oid, watermark, guard));
-                add(remove_dead(txns, t, *oid, watermark, epoch));
-            }
-        }
+        Retired::Deleted { table, oid, .. } => table_of(*table).map_or(0, |t| {
+            prune(t, *oid, watermark, guard) + remove_dead(txns, t, *oid, watermark, epoch)
+        }),
         Retired::StaleKey {
             table,
             index,
@@ -179,6 +173,7 @@ fn process(
             if let Some(t) = table_of(*table) {
                 remove_uncarried(t, IndexRef::Secondary(*index), key.as_slice(), *oid, guard);
             }
+            0
         }
     }
 }
@@ -270,16 +265,19 @@ impl Collector {
         }
         let epoch = EpochGuard::enter();
         let mut done = 0;
+        // Counted here and added once: one shared read-modify-write per drain, not per item.
+        let mut unlinked = 0;
         while done < budget {
             match items.front() {
                 Some(item) if item.ts() <= watermark => {
-                    process(txns, catalog, item, watermark, &queue.reclaimed, &epoch);
+                    unlinked += process(txns, catalog, item, watermark, &epoch);
                     items.pop_front();
                     done += 1;
                 }
                 _ => break,
             }
         }
+        queue.reclaimed.fetch_add(unlinked, Ordering::Relaxed);
         queue.publish_front(&items);
         done
     }
