@@ -191,6 +191,12 @@ impl Transaction<'_> {
             }
         }
         self.return_footprint();
+        // One shared read-modify-write per transaction, not one per version.
+        if self.versions_created > 0 {
+            self.engine
+                .txns
+                .add_created(&self.lease, self.versions_created);
+        }
         // Only now that every version is stamped or undone may a waiter read the records.
         self.release_locks();
         self.engine.txns.end(&self.lease);

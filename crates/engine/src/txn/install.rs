@@ -284,9 +284,7 @@ impl Transaction<'_> {
                 guard,
             )
             .is_ok();
-        if installed {
-            self.engine.txns.add_created(&self.lease, 1);
-        }
+        self.versions_created += u64::from(installed);
         installed
     }
 

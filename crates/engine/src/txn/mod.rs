@@ -181,6 +181,8 @@ pub struct Transaction<'db> {
     reserving: bool,
     /// Its lock-manager handle, when the database uses two-phase locking (`locking`).
     locker: Option<locking::Locker<'db>>,
+    /// Versions it installed, added to its slot's counter once, when it ends.
+    versions_created: u64,
 }
 
 impl<'db> Transaction<'db> {
@@ -200,6 +202,7 @@ impl<'db> Transaction<'db> {
             isolation,
             state: State::Active,
             reserving: false,
+            versions_created: 0,
         }
     }
 
