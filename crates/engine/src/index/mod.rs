@@ -87,18 +87,33 @@ impl ScanBatch {
         self.entries.push(BatchEntry { key, oid });
     }
 
-    /// Appends entries `range` of `leaf`, as [`push_from`](Self::push_from) each.
-    fn extend_from(&mut self, leaf: &Node, range: std::ops::Range<usize>, guard: &mut LazyGuard) {
+    /// Appends entries `range` of `leaf` (from its last one down with `reverse`), as
+    /// [`push_from`](Self::push_from) each.
+    fn extend_from(
+        &mut self,
+        leaf: &Node,
+        range: std::ops::Range<usize>,
+        reverse: bool,
+        guard: &mut LazyGuard,
+    ) {
         if leaf.has_long_keys() {
-            for i in range {
-                self.push_from(leaf, i, guard);
+            let mut push = |i| self.push_from(leaf, i, guard);
+            if reverse {
+                range.rev().for_each(&mut push);
+            } else {
+                range.for_each(&mut push);
             }
+            return;
+        }
+        // No long key: every entry is its packed form and OID, copied in one pass.
+        let entry = |i| BatchEntry {
+            key: leaf.packed(i).to_be_bytes(),
+            oid: leaf.val(i),
+        };
+        if reverse {
+            self.entries.extend(range.rev().map(entry));
         } else {
-            // No long key: every entry is its packed form and OID, copied in one pass.
-            self.entries.extend(range.map(|i| BatchEntry {
-                key: leaf.packed(i).to_be_bytes(),
-                oid: leaf.val(i),
-            }));
+            self.entries.extend(range.map(entry));
         }
     }
 
@@ -201,9 +216,9 @@ impl OrderedIndex {
         self.tree.prefetch_step(&mut descent.0)
     }
 
-    /// The OID under `key` as the leaf a finished prefetching descent for it asked for shows it now, without a second
-    /// descent, and the leaf's hint; `None` if the leaf changed meanwhile. For hints only: a
-    /// lookup that matters uses [`get`](Self::get), or confirms the hint with
+    /// The OID under `key` as the leaf its finished prefetching descent asked for shows it now
+    /// (no second descent), and the leaf's hint; `None` if the leaf changed meanwhile. For hints
+    /// only: a lookup that matters uses [`get`](Self::get), or confirms the hint with
     /// [`unchanged_since`](Self::unchanged_since) first.
     #[inline]
     pub(crate) fn search_prefetched(

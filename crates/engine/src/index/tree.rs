@@ -194,23 +194,14 @@ impl Tree {
     }
 
     /// The value under `key` in node `id` (where a [`PrefetchDescent`] for the same key ended)
-    /// and the leaf's hint, if the node is a leaf that holds the key now. Another hint: a leaf changed
-    /// since the descent may answer `None` for a key that is in the tree.
+    /// and the leaf's hint, if the node is a leaf that holds the key now. Another hint: a leaf
+    /// changed since the descent may answer `None` for a key that is in the tree.
     pub(super) fn search_prefetched(
         &self,
         (id, node): (u64, &Node),
         key: &[u8],
     ) -> Option<(u64, LeafHint)> {
-        let key = SearchKey::new(key);
-        let mut guard = LazyGuard::default();
-        let version = node.stable_version();
-        if !node.is_leaf() {
-            return None;
-        }
-        let found = find_in_leaf(node, &key, &mut guard);
-        if !node.unchanged(version) {
-            return None;
-        }
+        let (found, version) = read_leaf(node, &SearchKey::new(key))?;
         found.map(|value| (value, LeafHint { leaf: id, version }))
     }
 
@@ -262,11 +253,8 @@ impl Tree {
     /// hint's version; the caller knows the key belongs in that leaf.
     pub(super) fn get_in_leaf(&self, hint: LeafHint, key: &[u8]) -> Option<Option<u64>> {
         let leaf = self.arena.get(hint.leaf)?;
-        if leaf.stable_version() != hint.version || !leaf.is_leaf() {
-            return None;
-        }
-        let found = find_in_leaf(leaf, &SearchKey::new(key), &mut LazyGuard::default());
-        leaf.unchanged(hint.version).then_some(found)
+        let (found, version) = read_leaf(leaf, &SearchKey::new(key))?;
+        (version == hint.version).then_some(found)
     }
 
     /// Copies up to `max` entries between the bounds into `out`, in key order or reverse order.
@@ -308,38 +296,25 @@ impl Tree {
             let version = hint.version;
             let start = out.len();
             let n = leaf.count();
-            let mut ended = false;
-            if reverse {
-                let mut i = match moving {
-                    Bound::Unbounded => n,
-                    Bound::Included(()) => leaf.search(n, &from, true, &mut guard),
-                    Bound::Excluded(()) => leaf.search(n, &from, false, &mut guard),
-                };
-                while i > 0 && out.len() < max {
-                    i -= 1;
-                    if !within(leaf, i, lower, false, &mut guard) {
-                        ended = true;
-                        break;
-                    }
-                    out.push_from(leaf, i, &mut guard);
-                }
+            // The leaf's entries in the range, found with one search per end (not a comparison
+            // per entry: a full scan such as Query 2's copies whole leaves).
+            let moved = moving.map(|()| from);
+            let (low, high) = if reverse {
+                (lower, moved)
             } else {
-                let i = match moving {
-                    Bound::Unbounded => 0,
-                    Bound::Included(()) => leaf.search(n, &from, false, &mut guard),
-                    Bound::Excluded(()) => leaf.search(n, &from, true, &mut guard),
-                };
-                // Where the range ends in this leaf: one search instead of a comparison per
-                // entry (a full scan such as Query 2's copies whole leaves).
-                let end = match upper {
-                    Bound::Unbounded => n,
-                    Bound::Included(u) => leaf.search(n, &u, true, &mut guard),
-                    Bound::Excluded(u) => leaf.search(n, &u, false, &mut guard),
-                };
-                ended = end < n;
-                let take = end.saturating_sub(i).min(max - out.len());
-                out.extend_from(leaf, i..i + take, &mut guard);
-            }
+                (moved, upper)
+            };
+            let lo = bound_position(leaf, n, low, false, &mut guard);
+            let hi = bound_position(leaf, n, high, true, &mut guard);
+            let take = hi.saturating_sub(lo).min(max - out.len());
+            // The range ends inside this leaf: no need to look past its fence.
+            let ended = if reverse { lo > 0 } else { hi < n };
+            let taken = if reverse {
+                hi - take..hi
+            } else {
+                lo..lo + take
+            };
+            out.extend_from(leaf, taken, reverse, &mut guard);
             if !leaf.unchanged(version) || out.torn() {
                 out.truncate(start);
                 continue;
@@ -375,6 +350,40 @@ impl Tree {
     }
 }
 
+/// Where a range bound falls among the first `n` keys of `leaf`: the first position inside the
+/// range for a lower bound, one past the last for an upper one.
+#[inline(always)]
+fn bound_position(
+    leaf: &Node,
+    n: usize,
+    bound: Bound<SearchKey<'_>>,
+    upper: bool,
+    guard: &mut LazyGuard,
+) -> usize {
+    // Each search with a constant `strict`, which the search's loop is compiled for.
+    match (bound, upper) {
+        (Bound::Unbounded, false) => 0,
+        (Bound::Unbounded, true) => n,
+        (Bound::Included(k), false) | (Bound::Excluded(k), true) => {
+            leaf.search(n, &k, false, guard)
+        }
+        // An inclusive upper bound, like an exclusive lower one, takes in keys equal to it from
+        // below: the position after them.
+        (Bound::Included(k), true) | (Bound::Excluded(k), false) => leaf.search(n, &k, true, guard),
+    }
+}
+
+/// `key` looked up in `node` as it is at a version no writer is changing: the value (if the key
+/// is there) and that version. `None` if the node is not a leaf, or changed while it was read.
+fn read_leaf(node: &Node, key: &SearchKey<'_>) -> Option<(Option<u64>, u64)> {
+    let version = node.stable_version();
+    if !node.is_leaf() {
+        return None;
+    }
+    let found = find_in_leaf(node, key, &mut LazyGuard::default());
+    node.unchanged(version).then_some((found, version))
+}
+
 /// The value under `key` in `leaf` as read now (the caller validates the leaf's version).
 fn find_in_leaf(leaf: &Node, key: &SearchKey<'_>, guard: &mut LazyGuard) -> Option<u64> {
     let n = leaf.count();
@@ -385,25 +394,4 @@ fn find_in_leaf(leaf: &Node, key: &SearchKey<'_>, guard: &mut LazyGuard) -> Opti
 /// Copies separator `i` of `node` into `out`; false if it could not be read.
 fn fence_at(node: &Node, i: usize, out: &mut KeyBuf, guard: &mut LazyGuard) -> bool {
     node.with_key(i, guard, |k| out.set(k)).unwrap_or(false)
-}
-
-/// True if key `i` of `leaf` is inside `bound` (an upper bound if `upper`, else a lower one).
-fn within(
-    leaf: &Node,
-    i: usize,
-    bound: Bound<SearchKey<'_>>,
-    upper: bool,
-    guard: &mut LazyGuard,
-) -> bool {
-    let (key, inclusive) = match bound {
-        Bound::Unbounded => return true,
-        Bound::Included(k) => (k, true),
-        Bound::Excluded(k) => (k, false),
-    };
-    let order = leaf.compare(i, &key, guard);
-    match (order, upper) {
-        (std::cmp::Ordering::Equal, _) => inclusive,
-        (std::cmp::Ordering::Less, up) => up,
-        (std::cmp::Ordering::Greater, up) => !up,
-    }
 }
