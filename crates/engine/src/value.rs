@@ -190,8 +190,8 @@ impl fmt::Display for Value<'_> {
     }
 }
 
-/// Integers at the edges tests of encodings and checks care about: zero and one, byte and decimal
-/// digit boundaries, and the limits of `i32` and `i64`.
+/// Integers at the edges that tests of encodings and value checks care about: zero and one, byte
+/// and decimal-digit boundaries, and the limits of `i32` and `i64`.
 #[cfg(test)]
 pub(crate) const INTEGER_EDGES: [i64; 18] = [
     0,

@@ -226,15 +226,15 @@ impl Transaction<'_> {
         // Only this table's entries, and a primary key's bounds checked on its stored form (two
         // integer comparisons for short keys): a transaction scanning many ranges of a table it
         // writes (Delivery) meets most of its entries outside each range.
-        let entries = ws
-            .entries_of(table.id())
-            .map(|i| (i, ws.get(i)))
-            .filter_map(|(i, e)| Some((i, e, e.row.as_ref()?)));
         if index == IndexRef::Primary
             && let Some(positions) = ws.positions_in_key_order(table.id())
         {
             return own_rows_by_search(ws, positions, range, reverse);
         }
+        let entries = ws
+            .entries_of(table.id())
+            .map(|i| (i, ws.get(i)))
+            .filter_map(|(i, e)| Some((i, e, e.row.as_ref()?)));
         let mut own: Vec<(KeyBuf, usize)> = match index {
             IndexRef::Primary => {
                 let stored = |b: &Bound<KeyBuf>| b.as_ref().map(|k| IndexKey::new(k.as_bytes()));
