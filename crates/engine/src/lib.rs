@@ -50,6 +50,7 @@ mod index;
 mod key;
 mod lock;
 mod mvcc;
+mod point_cache;
 mod prefetched;
 mod record;
 mod row;

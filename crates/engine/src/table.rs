@@ -11,6 +11,7 @@ use sdd::Guard;
 
 use crate::index::OrderedIndex;
 use crate::key::{KeyBuf, KeyBuilder};
+use crate::point_cache::{Buckets, PointCache};
 use crate::record::{Chain, Oid, RecordStore};
 use crate::row::{RowBuilder, RowLayout, RowRef};
 use crate::schema::{ColumnType, TableSchema};
@@ -49,12 +50,16 @@ pub struct Table {
     /// Every column some secondary index holds.
     secondary_columns: Box<[usize]>,
     pub(crate) records: RecordStore,
+    /// Where point lookups find a key's record without descending the primary index (a hint
+    /// checked against the row; see `point_cache`). None for a table without a primary key.
+    point_cache: Option<PointCache>,
 }
 
 impl Table {
     pub(crate) fn new(database: u64, id: TableId, schema: TableSchema) -> Self {
         let layout = RowLayout::for_owner(&schema, id);
-        let pk_types: Box<[ColumnType]> = if schema.primary_key().is_empty() {
+        let hidden_key = schema.primary_key().is_empty();
+        let pk_types: Box<[ColumnType]> = if hidden_key {
             Box::new([ColumnType::Int64])
         } else {
             schema
@@ -95,6 +100,7 @@ impl Table {
             primary: OrderedIndex::new(),
             secondary,
             records: RecordStore::new(),
+            point_cache: (!hidden_key).then(PointCache::new),
         }
     }
 
@@ -173,6 +179,35 @@ impl Table {
         match index {
             IndexRef::Primary => &self.primary,
             IndexRef::Secondary(i) => &self.secondary[i].tree,
+        }
+    }
+
+    /// The point cache's buckets, if the table has a primary key.
+    #[inline]
+    pub(crate) fn point_cache<'g>(&self, guard: &'g Guard) -> Option<&'g Buckets> {
+        self.point_cache.as_ref()?.buckets(guard)
+    }
+
+    /// The record the point cache names for `key`, unchecked: it is the key's only if the row
+    /// read there carries the key ([`carries_primary_key`](Self::carries_primary_key)). `None`
+    /// means "ask the index".
+    #[inline]
+    pub(crate) fn cached_record(&self, key: &[u8], guard: &Guard) -> Option<Oid> {
+        let buckets = self.point_cache(guard)?;
+        buckets.get(buckets.probe(key))
+    }
+
+    /// True if the stored row `row` has primary key `key` (what makes a point-cache entry good).
+    #[inline]
+    pub(crate) fn carries_primary_key(&self, row: &[u8], key: &[u8]) -> bool {
+        !row.is_empty() && self.primary_key(&self.row(row), 0).as_bytes() == key
+    }
+
+    /// Tells the point cache that the primary index maps `key` to `oid`.
+    #[inline]
+    pub(crate) fn remember_record(&self, key: &[u8], oid: Oid, guard: &Guard) {
+        if let Some(cache) = &self.point_cache {
+            cache.put(key, oid, self.records.oid_limit(), guard);
         }
     }
 

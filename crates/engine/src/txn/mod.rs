@@ -347,7 +347,18 @@ impl<'db> Transaction<'db> {
         self.lock_primary(table, key.as_bytes(), LockMode::Shared)?;
         let epoch = EpochGuard::enter();
         let guard = epoch.guard();
-        let found = self.find_primary(table, key.as_bytes()).0.and_then(|oid| {
+        let key_bytes = key.as_bytes();
+        // A record the point cache names is the key's if its row visible here carries the key;
+        // anything else is asked of the index (and a record found there is remembered).
+        let cached = table.cached_record(key_bytes, guard).and_then(|oid| {
+            let version = self.visible(table, oid, guard)?;
+            table
+                .carries_primary_key(&version.row, key_bytes)
+                .then_some((oid, version))
+        });
+        let found = cached.or_else(|| {
+            let oid = self.find_primary(table, key_bytes).0?;
+            table.remember_record(key_bytes, oid, guard);
             let version = self.visible(table, oid, guard)?;
             (!version.is_deleted()).then_some((oid, version))
         });
@@ -391,11 +402,29 @@ impl<'db> Transaction<'db> {
         // Only the latest prefetch is remembered: its rows are the ones about to be used.
         self.buf.prefetched.clear();
         for rows in rows.chunks(STAGE) {
-            // The descents go level by level across all rows: each row's next node is asked
+            let epoch = EpochGuard::enter();
+            let guard = epoch.guard();
+            // Rows the point cache names go straight to their records (the record may turn out
+            // not to be the key's: then it was a useless hint, and the read asks the index).
+            let mut probes = [None; STAGE];
+            for ((table, key), probe) in rows.iter().zip(&mut probes) {
+                if table.database() == self.engine.id
+                    && let Some(buckets) = table.point_cache(guard)
+                {
+                    let p = buckets.probe(key.as_bytes());
+                    buckets.prefetch(p);
+                    *probe = Some((buckets, p));
+                }
+            }
+            let mut oids = [None; STAGE];
+            for (probe, oid) in probes.iter().zip(&mut oids) {
+                *oid = probe.and_then(|(buckets, p)| buckets.get(p));
+            }
+            // The others descend level by level across all rows: each row's next node is asked
             // for, then the other rows', before it is searched.
             let mut leaves = [None; STAGE];
-            for ((table, key), leaf) in rows.iter().zip(&mut leaves) {
-                if table.database() == self.engine.id {
+            for (((table, key), leaf), oid) in rows.iter().zip(&mut leaves).zip(&oids) {
+                if table.database() == self.engine.id && oid.is_none() {
                     *leaf = table.tree(IndexRef::Primary).prefetch_start(key.as_bytes());
                 }
             }
@@ -408,8 +437,11 @@ impl<'db> Transaction<'db> {
                     }
                 }
             }
-            let mut oids = [None; STAGE];
             for (((table, key), leaf), oid) in rows.iter().zip(&leaves).zip(&mut oids) {
+                if let Some(cached) = *oid {
+                    table.records.prefetch_slot(cached);
+                    continue;
+                }
                 let Some((found, hint)) = leaf.as_ref().and_then(|leaf| {
                     table
                         .tree(IndexRef::Primary)
@@ -418,13 +450,12 @@ impl<'db> Transaction<'db> {
                     continue;
                 };
                 table.records.prefetch_slot(found);
+                table.remember_record(key.as_bytes(), found, guard);
                 self.buf
                     .prefetched
                     .remember(table.id(), key.as_bytes(), found, hint);
                 *oid = Some(found);
             }
-            let epoch = EpochGuard::enter();
-            let guard = epoch.guard();
             let mut heads = [None; STAGE];
             for (((table, _), oid), head) in rows.iter().zip(&oids).zip(&mut heads) {
                 *head = oid.and_then(|oid| table.records.prefetch_head(oid, guard));

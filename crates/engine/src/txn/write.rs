@@ -7,6 +7,7 @@
 //! closure runs outside any region.
 
 use std::ops::ControlFlow;
+use std::sync::atomic::Ordering;
 
 use overtake_runtime::preempt::record_access;
 use sdd::{Guard, Ptr};
@@ -44,6 +45,20 @@ impl Transaction<'_> {
         key: &[u8],
         guard: &'g Guard,
     ) -> Result<Found<'g>> {
+        // A record the point cache names is the key's if its head carries the key (then the
+        // index maps the key to it too); anything else is asked of the index. Writes do not fill
+        // the cache, reads do: a key written by key alone (a queue's head, an order being
+        // delivered) is seldom looked up again, and would only push others out.
+        if let Some(oid) = table.cached_record(key, guard)
+            && let Some(head) = table
+                .records
+                .slot(oid)
+                .load(Ordering::Acquire, guard)
+                .as_ref()
+            && table.carries_primary_key(&head.row, key)
+        {
+            return self.found_record(table, oid, guard);
+        }
         let lookup = self.find_primary(table, key);
         self.found_at(table, lookup, guard)
     }
@@ -83,9 +98,14 @@ impl Transaction<'_> {
         (found, hint): (Option<Oid>, LeafHint),
         guard: &'g Guard,
     ) -> Result<Found<'g>> {
-        let Some(oid) = found else {
-            return Ok(Found::Absent(Some(hint)));
-        };
+        match found {
+            Some(oid) => self.found_record(table, oid, guard),
+            None => Ok(Found::Absent(Some(hint))),
+        }
+    }
+
+    /// What the snapshot has in record `oid`, which the key maps to.
+    fn found_record<'g>(&mut self, table: &Table, oid: Oid, guard: &'g Guard) -> Result<Found<'g>> {
         match self.head_state(table, oid, guard) {
             Ok(Head::Writable(_, v)) if v.is_deleted() => Ok(Found::Deleted(oid)),
             Ok(Head::Writable(head, v)) => Ok(Found::Live(oid, head, v)),
