@@ -18,12 +18,13 @@
 //! writes by key use it without filling it): a table whose keys are never read one by one (order
 //! lines) keeps the smallest array.
 //!
-//! Must never be trusted without the caller's check that the row carries the key, and never
-//! blocks or allocates on the read path.
+//! Must never be trusted without the caller's check that the row carries the key. A lookup never
+//! blocks or allocates; a fill that grows the array allocates it inside a non-preemptible region.
 
 use std::hash::Hasher;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use overtake_runtime::NoPreemptGuard;
 use overtake_runtime::prefetch::prefetch_read;
 use rustc_hash::FxHasher;
 use sdd::{AtomicShared, Guard, Shared, Tag};
@@ -32,7 +33,7 @@ use crate::record::Oid;
 
 /// Buckets at first (4 KiB).
 const MIN_BUCKETS: usize = 1 << 8;
-/// Buckets at most (64 MiB, for 8 million records); a larger table keeps this many.
+/// Buckets at most (64 MiB, for about 4 million records); a larger table keeps this many.
 const MAX_BUCKETS: usize = 1 << 22;
 /// Bits of an entry that hold the OID (plus one); the tag takes the rest.
 const OID_BITS: u32 = 46;
@@ -55,6 +56,7 @@ pub(crate) struct Probe {
     tag: u64,
 }
 
+/// A table's point cache (see the module comment).
 pub(crate) struct PointCache {
     buckets: AtomicShared<Buckets>,
     /// Entries written into the current buckets (a fill is an index lookup the cache missed).
@@ -107,7 +109,8 @@ impl Buckets {
         if oid >= OID_MASK {
             return;
         }
-        self.put_entry(self.probe(key), self.probe(key).tag | (oid + 1));
+        let probe = self.probe(key);
+        self.put_entry(probe, probe.tag | (oid + 1));
     }
 
     fn put_entry(&self, probe: Probe, entry: u64) {
@@ -170,6 +173,9 @@ impl PointCache {
         let size = buckets.mask + 1;
         let filled = self.fills.fetch_add(1, Ordering::Relaxed) + 1;
         if filled >= size as u64 && records > size as u64 && size < MAX_BUCKETS {
+            // Replacing the buckets retires the old ones into this thread's `sdd` state, which a
+            // preemption must not interrupt.
+            let _region = NoPreemptGuard::new();
             let grown = Shared::new(buckets.grown());
             // Another writer may have grown them first: then its buckets are the ones used.
             if self
