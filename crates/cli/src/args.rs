@@ -558,6 +558,11 @@ pub struct TpccArgs {
     /// With --clients: the scheduling policy.
     #[arg(long, value_enum, default_value_t = PolicyArg::Preempt)]
     pub policy: PolicyArg,
+    /// MiB of heap to fault in after the load and before the run, so that the database's growth
+    /// reuses memory the kernel has already backed instead of faulting pages in inside
+    /// transactions. By default, the run's expected growth; 0 turns it off.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1_048_576))]
+    pub prefault_mib: Option<u64>,
 }
 
 #[derive(Debug, Args)]

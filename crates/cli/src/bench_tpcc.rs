@@ -25,9 +25,17 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
     if args.interrupt_interval_us.is_some() {
         delivery.check().map_err(|e| e.to_string())?;
     }
-    let growth = GROWTH_PER_WORKER_SECOND as f64 * f64::from(args.workers) * args.duration;
-    crate::resources::check(args.warehouses, usize::from(args.workers), growth as u64)?;
+    let growth = (GROWTH_PER_WORKER_SECOND as f64 * f64::from(args.workers) * args.duration) as u64;
+    let prefault = args.prefault_mib.map_or(growth, |mib| mib << 20);
+    crate::resources::check(
+        args.warehouses,
+        usize::from(args.workers),
+        growth.max(prefault),
+    )?;
     let loaded = load_database(args.warehouses, args.run.seed, false, args.run.json)?;
+    // The run's growth then reuses memory already backed (see `prefault_heap`).
+    let prefault_time =
+        overtake_runtime::memory::prefault_heap(usize::try_from(prefault).unwrap_or(usize::MAX));
     let (db, tables) = (&loaded.db, &loaded.tpcc);
     let constants = loaded.run_constants(args.run.seed);
     let config = ClosedLoopConfig {
@@ -79,6 +87,8 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
                 "rows": loaded.loaded.rows,
                 "rss_mib": loaded.rss_mib,
                 "rss_mib_per_warehouse": loaded.rss_mib.map(|r| r / args.warehouses as f64),
+                "prefault_mib": prefault >> 20,
+                "prefault_seconds": secs(prefault_time),
             },
             "total": total_json,
             "by_type": by_type,
@@ -107,13 +117,15 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
         elapsed
     );
     println!(
-        "load: {} rows in {:.2} s; resident memory {}",
+        "load: {} rows in {:.2} s; resident memory {}; then {} MiB of heap faulted in ({:.2} s)",
         loaded.loaded.rows,
         secs(loaded.loaded.elapsed),
         loaded.rss_mib.map_or("unknown".into(), |r| format!(
             "{r:.0} MiB ({:.0} MiB per warehouse)",
             r / args.warehouses as f64
-        ))
+        )),
+        prefault >> 20,
+        secs(prefault_time)
     );
     println!();
     let mut rows = Vec::new();
