@@ -57,7 +57,12 @@ impl Transaction<'_> {
                 .as_ref()
             && table.carries_primary_key(&head.row, key)
         {
-            return self.found_record(table, oid, guard);
+            match self.found_record(table, oid, guard)? {
+                // The head was a pending insert that then failed, or the record went since: the
+                // key may well be another record's, so the index decides.
+                Found::Absent(_) => {}
+                found => return Ok(found),
+            }
         }
         let lookup = self.find_primary(table, key);
         self.found_at(table, lookup, guard)
