@@ -209,7 +209,9 @@ impl std::fmt::Debug for KeyBuf {
 
 /// Builds a key for one index from typed parts, checking each part against the key's column types.
 /// Like the row builder, it remembers the first error and reports it from
-/// [`finish`](Self::finish) / [`prefix`](Self::prefix).
+/// [`finish`](Self::finish) / [`prefix`](Self::prefix). Cloning one that holds a prefix builds
+/// keys that share it without encoding the prefix again.
+#[derive(Clone)]
 pub struct KeyBuilder<'t> {
     index: &'t str,
     columns: &'t [ColumnType],

@@ -566,11 +566,14 @@ pub fn stock_level(
     // The stock rows are scattered over the table: each batch is prefetched first, so that
     // their cache misses overlap instead of following one another.
     let mut low = 0;
+    let mut warehouse_stock = t.stock.key();
+    warehouse_stock.int(w_id);
+    let mut keys = Vec::with_capacity(32);
     for batch in items.chunks(32) {
-        let keys = batch
-            .iter()
-            .map(|&i_id| t.stock.key().int(w_id).int(i_id).finish())
-            .collect::<Result<Vec<_>>>()?;
+        keys.clear();
+        for &i_id in batch {
+            keys.push(warehouse_stock.clone().int(i_id).finish()?);
+        }
         let rows: Vec<(&Table, &KeyBuf)> = keys.iter().map(|key| (&*t.stock, key)).collect();
         txn.prefetch_rows(&rows);
         for key in &keys {
