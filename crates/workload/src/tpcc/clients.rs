@@ -108,7 +108,10 @@ pub fn run_clients(
         config.isolation,
     ));
     let scheduler = Arc::new(Scheduler::start(&config.sched, Arc::new(Calls))?);
-    let stop = Arc::new(AtomicBool::new(false));
+    // A run of no length is stopped before the clients start, so that each runs exactly its one
+    // transaction however the threads are scheduled (otherwise a client could run several
+    // before this thread got to set the flag).
+    let stop = Arc::new(AtomicBool::new(duration.is_zero()));
     let overloaded = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
     let spawned: Vec<_> = (0..config.clients)
