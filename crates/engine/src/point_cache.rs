@@ -59,7 +59,8 @@ pub(crate) struct Probe {
 /// A table's point cache (see the module comment).
 pub(crate) struct PointCache {
     buckets: AtomicShared<Buckets>,
-    /// Entries written into the current buckets (a fill is an index lookup the cache missed).
+    /// Entries written into the current buckets while they could still grow (a fill is an index
+    /// lookup the cache missed).
     fills: AtomicU64,
 }
 
@@ -162,7 +163,7 @@ impl PointCache {
     }
 
     /// Remembers that `key` maps to `oid`. Once as many entries have been written as there are
-    /// buckets, and the table has more records (`records`: the OIDs it has allocated) than
+    /// buckets while the table has more records (`records`: the OIDs it has allocated) than
     /// buckets, they are replaced by four times as many: a table whose keys are looked up a few
     /// times each keeps a small cache, one looked up all over gets about a bucket per record.
     pub(crate) fn put(&self, key: &[u8], oid: Oid, records: u64, guard: &Guard) {
@@ -171,8 +172,10 @@ impl PointCache {
             return;
         };
         let size = buckets.mask + 1;
-        let filled = self.fills.fetch_add(1, Ordering::Relaxed) + 1;
-        if filled >= size as u64 && records > size as u64 && size < MAX_BUCKETS {
+        // Fills are counted only while the buckets may still grow: at their final size a miss
+        // writes nothing shared but its entry.
+        let may_grow = records > size as u64 && size < MAX_BUCKETS;
+        if may_grow && self.fills.fetch_add(1, Ordering::Relaxed) + 1 >= size as u64 {
             // Replacing the buckets retires the old ones into this thread's `sdd` state, which a
             // preemption must not interrupt.
             let _region = NoPreemptGuard::new();
