@@ -560,8 +560,8 @@ pub struct TpccArgs {
     pub policy: PolicyArg,
     /// MiB of heap to fault in after the load and before the run, so that the database's growth
     /// reuses memory the kernel has already backed instead of faulting pages in inside
-    /// transactions. By default, the run's expected growth; 0 turns it off.
-    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1_048_576))]
+    /// transactions. By default, the run's expected growth; 0 turns it off. Not with --clients.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1_048_576), conflicts_with = "clients")]
     pub prefault_mib: Option<u64>,
 }
 
@@ -717,6 +717,23 @@ mod tests {
             panic!("a valid bench locks");
         };
         assert_eq!((b.cc, b.lock_policy.as_str()), (CcArg::TwoPl, "cr"));
+    }
+
+    #[test]
+    fn prefault_is_a_size_for_closed_loop_runs() {
+        assert_refused(&[
+            &["bench", "tpcc", "--prefault-mib", "-1"][..],
+            &["bench", "tpcc", "--prefault-mib", "lots"],
+            &["bench", "tpcc", "--prefault-mib", "2000000"],
+            &["bench", "tpcc", "--clients", "2", "--prefault-mib", "10"],
+        ]);
+        let Ok(Cli {
+            command: Command::Bench(Bench::Tpcc(t)),
+        }) = parse(&["bench", "tpcc", "--prefault-mib", "0"])
+        else {
+            panic!("a valid bench tpcc");
+        };
+        assert_eq!(t.prefault_mib, Some(0));
     }
 
     #[test]
