@@ -114,7 +114,7 @@ impl KeyBuf {
 
     /// Appends an integer in the order-preserving variable-length form (see the module comment).
     #[inline(always)]
-    fn push_int(&mut self, v: i64) -> bool {
+    pub(crate) fn push_int(&mut self, v: i64) -> bool {
         let magnitude = v.unsigned_abs();
         let n = (8 - magnitude.leading_zeros() / 8) as usize;
         let bytes = if v < 0 { !magnitude } else { magnitude }.to_be_bytes();

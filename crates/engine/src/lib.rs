@@ -48,6 +48,7 @@ mod footprint;
 mod gc;
 mod index;
 mod key;
+mod key_columns;
 mod lock;
 mod mvcc;
 mod point_cache;

@@ -11,6 +11,7 @@ use sdd::Guard;
 
 use crate::index::OrderedIndex;
 use crate::key::{KeyBuf, KeyBuilder};
+use crate::key_columns::KeyColumns;
 use crate::point_cache::{Buckets, PointCache};
 use crate::record::{Chain, Oid, RecordStore};
 use crate::row::{RowBuilder, RowLayout, RowRef};
@@ -32,7 +33,8 @@ pub(crate) enum IndexRef {
 
 struct SecondaryIndex {
     name: String,
-    columns: Box<[usize]>,
+    /// How the indexed columns of a row are encoded (the primary key follows them).
+    columns: KeyColumns,
     /// Types of the indexed columns followed by the primary key's.
     key_types: Box<[ColumnType]>,
     tree: OrderedIndex,
@@ -45,6 +47,8 @@ pub struct Table {
     schema: TableSchema,
     layout: RowLayout,
     pk_types: Box<[ColumnType]>,
+    /// How a row's primary key is encoded (unused for a hidden key).
+    pk_columns: KeyColumns,
     primary: OrderedIndex,
     secondary: Box<[SecondaryIndex]>,
     /// Every column some secondary index holds.
@@ -71,18 +75,25 @@ impl Table {
         let secondary = schema
             .indexes()
             .iter()
-            .map(|def| SecondaryIndex {
-                name: def.name.clone(),
-                columns: def.columns.clone().into_boxed_slice(),
-                key_types: def
+            .map(|def| {
+                let types: Vec<ColumnType> = def
                     .columns
                     .iter()
                     .map(|&c| schema.columns()[c].ty)
-                    .chain(pk_types.iter().copied())
-                    .collect(),
-                tree: OrderedIndex::new(),
+                    .collect();
+                SecondaryIndex {
+                    name: def.name.clone(),
+                    columns: KeyColumns::new(&layout, &def.columns, &types),
+                    key_types: types.iter().chain(pk_types.iter()).copied().collect(),
+                    tree: OrderedIndex::new(),
+                }
             })
             .collect();
+        let pk_columns = if hidden_key {
+            KeyColumns::new(&layout, &[], &[])
+        } else {
+            KeyColumns::new(&layout, schema.primary_key(), &pk_types)
+        };
         let mut secondary_columns: Vec<usize> = schema
             .indexes()
             .iter()
@@ -97,6 +108,7 @@ impl Table {
             schema,
             layout,
             pk_types,
+            pk_columns,
             primary: OrderedIndex::new(),
             secondary,
             records: RecordStore::new(),
@@ -231,14 +243,10 @@ impl Table {
     }
 
     fn push_primary_key(&self, key: &mut KeyBuf, row: &RowRef<'_>, oid: Oid) {
-        let pk = self.schema.primary_key();
-        // Lengths were bounded when the schema was validated, so pushes cannot overflow.
-        if pk.is_empty() {
+        if self.schema.primary_key().is_empty() {
             key.push_row_id(oid);
         } else {
-            for (&col, &ty) in pk.iter().zip(self.pk_types.iter()) {
-                key.push_column(row, col, ty);
-            }
+            self.pk_columns.push(key, row);
         }
     }
 
@@ -246,9 +254,7 @@ impl Table {
     pub(crate) fn secondary_key(&self, index: usize, row: &RowRef<'_>, oid: Oid) -> KeyBuf {
         let s = &self.secondary[index];
         let mut key = KeyBuf::new();
-        for (&col, &ty) in s.columns.iter().zip(s.key_types.iter()) {
-            key.push_column(row, col, ty);
-        }
+        s.columns.push(&mut key, row);
         self.push_primary_key(&mut key, row, oid);
         key
     }

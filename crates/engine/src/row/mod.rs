@@ -113,6 +113,12 @@ impl RowLayout {
         self.owner
     }
 
+    /// The byte offset of column `col` in a row, if it is a fixed-width column.
+    pub(crate) fn fixed_offset(&self, col: usize) -> Option<usize> {
+        let slot = self.slots.get(col)?;
+        slot.ty.fixed_width().map(|_| slot.at)
+    }
+
     fn var_base(&self) -> usize {
         self.fixed_end + 2 * self.var_count
     }
