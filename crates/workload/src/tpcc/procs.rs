@@ -15,7 +15,7 @@ use super::input::{
 use super::schema::{
     customer, district, history, item, new_order, order, order_line, stock, warehouse,
 };
-use super::{DISTRICTS, TpccTables};
+use super::{DISTRICTS, ITEMS, TpccTables};
 
 fn missing(table: &Table) -> Error {
     Error::RowNotFound {
@@ -561,8 +561,7 @@ pub fn stock_level(
         items.push(r.int(order_line::OL_I_ID));
         ControlFlow::Continue(())
     })?;
-    items.sort_unstable();
-    items.dedup();
+    distinct(&mut items);
     // The stock rows are scattered over the table: each batch is prefetched first, so that
     // their cache misses overlap instead of following one another.
     let mut low = 0;
@@ -586,9 +585,63 @@ pub fn stock_level(
     Ok(low)
 }
 
+/// Keeps the first of each value in `items` (in their order), through a small open-addressing
+/// set on the stack: sorting the ~200 ids of a Stock-Level took 5% of its instructions. Ids
+/// outside TPC-C's range (1 to [`ITEMS`]), or more than the set holds, are sorted instead.
+fn distinct(items: &mut Vec<i64>) {
+    const SLOTS: usize = 1024;
+    if items.len() > SLOTS / 2 || items.iter().any(|&i| !(1..=ITEMS).contains(&i)) {
+        items.sort_unstable();
+        items.dedup();
+        return;
+    }
+    // 0 marks an empty slot (ids start at 1); at most half full, so probes stay short.
+    let mut slots = [0u32; SLOTS];
+    items.retain(|&i| {
+        let id = i as u32;
+        let mut at = (id.wrapping_mul(0x9E37_79B1) >> 22) as usize;
+        loop {
+            match slots[at] {
+                0 => {
+                    slots[at] = id;
+                    return true;
+                }
+                seen if seen == id => return false,
+                _ => at = (at + 1) % SLOTS,
+            }
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
-    use super::contains;
+    use super::{ITEMS, contains, distinct};
+
+    /// Each value once, whatever the order and range: what sorting and deduplicating keeps.
+    #[test]
+    fn distinct_keeps_each_item_once() {
+        let cases: [&[i64]; 7] = [
+            &[],
+            &[5, 5, 5],
+            &[ITEMS, 1, 64, 63, 65, 1, ITEMS, 128, 64],
+            &[3, 0, 3],
+            &[7, ITEMS + 1, -2, 7],
+            // More than the set holds, with collisions on every slot's neighbours.
+            &(0..1500).map(|i| 1 + (i * 37) % 700).collect::<Vec<_>>(),
+            &(0..500).map(|i| 1 + (i * 1024) % ITEMS).collect::<Vec<_>>(),
+        ];
+        for case in cases {
+            let mut kept = case.to_vec();
+            distinct(&mut kept);
+            let mut expected = case.to_vec();
+            expected.sort_unstable();
+            expected.dedup();
+            let mut sorted = kept.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, expected, "{case:?}");
+            assert_eq!(kept.len(), expected.len(), "{case:?}");
+        }
+    }
 
     /// The search finds what comparing at every offset finds: the needle at each position, cut
     /// short at the end, near misses, and haystacks shorter than the needle.
