@@ -210,6 +210,21 @@ impl RecordStore {
         Some(head)
     }
 
+    /// Starts loading the slots, newest versions and rows of `oids`, in three passes so that the
+    /// misses of each pass overlap (a hint, for a batch of records about to be read).
+    pub(crate) fn prefetch_records(&self, oids: impl Iterator<Item = Oid> + Clone, guard: &Guard) {
+        for oid in oids.clone() {
+            self.prefetch_slot(oid);
+        }
+        let mut heads = [None; 64];
+        for (oid, head) in oids.zip(&mut heads) {
+            *head = self.prefetch_head(oid, guard);
+        }
+        for version in heads.iter().flatten() {
+            version.prefetch_row();
+        }
+    }
+
     /// A fresh or recycled OID. Recycled ones died before `watermark`, so no transaction that could
     /// still hold the old OID is alive. Fresh ones come from `block`, the caller's private range,
     /// refilled [`OID_BLOCK`] at a time: the table's shared counter is touched once per block,

@@ -126,6 +126,14 @@ impl Transaction<'_> {
             }
             let epoch = EpochGuard::enter();
             let guard = epoch.guard();
+            if batch.len() > 1 {
+                // The batch's records are usually cold (a Delivery's order lines, a customer's
+                // rows by name): ask for all of them before reading the first, so that their
+                // misses overlap instead of following one another.
+                table
+                    .records
+                    .prefetch_records((0..batch.len()).map(|i| batch.oid(i)), guard);
+            }
             for i in 0..batch.len() {
                 while let Some((key, entry)) = own.get(next_own)
                     && before(key.as_bytes(), batch.key(i), options.reverse)
