@@ -395,13 +395,27 @@ impl<'db> Transaction<'db> {
     /// meanwhile only makes a hint useless. Tables of another database, and calls on an ended
     /// transaction, are ignored.
     pub fn prefetch_rows(&mut self, rows: &[(&Table, &KeyBuf)]) {
-        const STAGE: usize = 32;
         if self.state != State::Active {
             return;
         }
         // Only the latest prefetch is remembered: its rows are the ones about to be used.
         self.buf.prefetched.clear();
-        for rows in rows.chunks(STAGE) {
+        // Stages sized to the request: a prefetch of one or two rows (a Payment's customer)
+        // should not set up room for 32 (~3.5 KB of stage arrays).
+        if rows.len() <= 4 {
+            self.prefetch_stage::<4>(rows);
+        } else {
+            for rows in rows.chunks(32) {
+                self.prefetch_stage::<32>(rows);
+            }
+        }
+    }
+
+    /// [`prefetch_rows`](Self::prefetch_rows) for at most `STAGE` rows.
+    #[inline(always)]
+    fn prefetch_stage<const STAGE: usize>(&mut self, rows: &[(&Table, &KeyBuf)]) {
+        debug_assert!(rows.len() <= STAGE);
+        {
             let epoch = EpochGuard::enter();
             let guard = epoch.guard();
             // Rows the point cache names go straight to their records (the record may turn out
