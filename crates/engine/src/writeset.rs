@@ -14,8 +14,9 @@
 
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
+use std::hash::{BuildHasherDefault, Hasher};
 
+use hashbrown::HashTable;
 use rustc_hash::FxHasher;
 
 use crate::index::LeafHint;
@@ -24,6 +25,14 @@ use crate::record::Oid;
 use crate::table::TableId;
 
 type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+/// The hash a primary key is found by in the write set.
+#[inline]
+fn key_hash(key: &[u8]) -> u64 {
+    let mut h = FxHasher::default();
+    h.write(key);
+    h.finish()
+}
 
 /// The record a buffered write goes to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,7 +77,9 @@ struct TableEntries {
     /// Positions of the table's entries, in the order they were pushed (iterating a map would
     /// walk its whole capacity, kept from earlier transactions).
     positions: Vec<u32>,
-    by_key: FxMap<IndexKey, u32>,
+    /// Positions of the table's entries, found by their primary key (which stays in the entry:
+    /// nothing is cloned into the map, and emptying it drops nothing).
+    by_key: HashTable<u32>,
     /// Built only when a scan needs it (see `index_oids`): most transactions never scan what
     /// they wrote, and one map per write is half the cost of buffering it.
     by_oid: FxMap<Oid, u32>,
@@ -112,7 +123,12 @@ impl WriteSet {
     /// The entry of the record with primary key `key`.
     #[inline]
     pub(crate) fn by_key(&self, table: TableId, key: &[u8]) -> Option<usize> {
-        self.table(table)?.by_key.get(key).map(|&i| i as usize)
+        self.table(table)?
+            .by_key
+            .find(key_hash(key), |&i| {
+                self.entries[i as usize].key.as_slice() == key
+            })
+            .map(|&i| i as usize)
     }
 
     /// The positions of `table`'s entries, in the order they were written.
@@ -176,19 +192,26 @@ impl WriteSet {
 
     /// Adds the write of a record not written before by this transaction.
     pub(crate) fn push(&mut self, entry: Buffered) {
+        debug_assert!(
+            self.by_key(entry.table, entry.key.as_slice()).is_none(),
+            "one entry per primary key"
+        );
         let index = self.entries.len() as u32;
         let t = entry.table as usize;
         if self.tables.len() <= t {
             self.tables.resize_with(t + 1, TableEntries::default);
         }
+        let hash = key_hash(entry.key.as_slice());
+        self.entries.push(entry);
+        let entries = &self.entries;
         let lookups = &mut self.tables[t];
         if lookups.by_key.is_empty() {
-            self.touched.push(entry.table);
+            self.touched.push(t as TableId);
         }
         lookups.positions.push(index);
-        let previous = lookups.by_key.insert(entry.key.clone(), index);
-        debug_assert!(previous.is_none(), "one entry per primary key");
-        self.entries.push(entry);
+        lookups.by_key.insert_unique(hash, index, |&i| {
+            key_hash(entries[i as usize].key.as_slice())
+        });
     }
 
     /// Empties the set, keeping its capacity (bounded, so that one huge transaction does not pin
@@ -202,7 +225,9 @@ impl WriteSet {
             lookups.order_checked.set((0, false));
             lookups.by_key.clear();
             lookups.by_oid.clear();
-            lookups.by_key.shrink_to(keep);
+            lookups
+                .by_key
+                .shrink_to(keep, |_| unreachable!("the table is empty"));
             lookups.by_oid.shrink_to(keep);
         }
         self.touched.clear();
@@ -224,6 +249,29 @@ mod tests {
             row: Some(Box::new([key])),
             hint: None,
             secondary_may_change: true,
+        }
+    }
+
+    /// Enough entries to make the key lookups grow several times, over two transactions of the
+    /// same set: each key finds its own entry, and nothing of the first transaction is left.
+    #[test]
+    fn many_entries_are_each_found_by_key_after_growth_and_clearing() {
+        let mut set = WriteSet::default();
+        let key = |n: u32| n.to_be_bytes();
+        for round in 0..2u32 {
+            for n in 0..1000u32 {
+                let mut e = entry(1 + n % 2, Oid::from(n), 0);
+                e.key = IndexKey::new(&key(n + round * 1000));
+                set.push(e);
+            }
+            for n in 0..1000u32 {
+                let found = set.by_key(1 + n % 2, &key(n + round * 1000));
+                assert_eq!(found, Some(n as usize), "round {round}, key {n}");
+                assert_eq!(set.by_key(2 - n % 2, &key(n + round * 1000)), None);
+            }
+            assert_eq!(set.by_key(1, &key(5000)), None);
+            set.clear(64);
+            assert_eq!(set.by_key(1, &key(round * 1000)), None, "cleared");
         }
     }
 
