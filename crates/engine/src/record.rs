@@ -210,8 +210,9 @@ impl RecordStore {
         Some(head)
     }
 
-    /// Starts loading the slots, newest versions and rows of `oids`, in three passes so that the
-    /// misses of each pass overlap (a hint, for a batch of records about to be read).
+    /// Starts loading the slots, newest versions and rows of `oids` (the first 64: a scan batch),
+    /// in three passes so that the misses of each pass overlap (a hint, for a batch of records
+    /// about to be read).
     pub(crate) fn prefetch_records(&self, oids: impl Iterator<Item = Oid> + Clone, guard: &Guard) {
         for oid in oids.clone() {
             self.prefetch_slot(oid);
