@@ -11,7 +11,7 @@
 //! either way are compared with each other.
 
 use crate::key::KeyBuf;
-use crate::row::{RowLayout, RowRef};
+use crate::row::{RowLayout, RowRef, read_array};
 use crate::schema::ColumnType;
 
 /// One key column, as found in the row.
@@ -32,13 +32,12 @@ pub(crate) struct KeyColumns {
 }
 
 impl KeyColumns {
-    /// The encoding of columns `cols` (of types `types`) of rows laid out by `layout`.
-    pub(crate) fn new(layout: &RowLayout, cols: &[usize], types: &[ColumnType]) -> Self {
-        debug_assert_eq!(cols.len(), types.len());
+    /// The encoding of columns `cols` of rows laid out by `layout`.
+    pub(crate) fn new(layout: &RowLayout, cols: &[usize]) -> Self {
         let parts = cols
             .iter()
-            .zip(types)
-            .map(|(&col, &ty)| match (ty, layout.fixed_offset(col)) {
+            .map(|&col| (col, layout.columns()[col].ty))
+            .map(|(col, ty)| match (ty, layout.fixed_offset(col)) {
                 (ColumnType::Int32, Some(at)) => Part::Int32 { at },
                 (
                     ColumnType::Int64 | ColumnType::Decimal { .. } | ColumnType::Timestamp,
@@ -58,10 +57,10 @@ impl KeyColumns {
         for part in self.parts.iter() {
             match *part {
                 Part::Int32 { at } => {
-                    key.push_int(i64::from(i32::from_le_bytes(read(bytes, at))));
+                    key.push_int(i64::from(i32::from_le_bytes(read_array(bytes, at))));
                 }
                 Part::Int64 { at } => {
-                    key.push_int(i64::from_le_bytes(read(bytes, at)));
+                    key.push_int(i64::from_le_bytes(read_array(bytes, at)));
                 }
                 Part::Column { col, ty } => {
                     key.push_column(row, col, ty);
@@ -69,14 +68,6 @@ impl KeyColumns {
             };
         }
     }
-}
-
-/// The `N` bytes at `at` (a stored row always holds its fixed-width fields).
-#[inline(always)]
-fn read<const N: usize>(bytes: &[u8], at: usize) -> [u8; N] {
-    let mut out = [0u8; N];
-    out.copy_from_slice(&bytes[at..at + N]);
-    out
 }
 
 #[cfg(test)]
@@ -113,7 +104,7 @@ mod tests {
         let layout = RowLayout::new(&schema);
         let cols = schema.primary_key();
         let types: Vec<ColumnType> = cols.iter().map(|&c| schema.columns()[c].ty).collect();
-        let plan = KeyColumns::new(&layout, cols, &types);
+        let plan = KeyColumns::new(&layout, cols);
         let values: [(i64, i64, &str, i64, &str, i64); 4] = [
             (0, 0, "", 0, "", 0),
             (-7, 1 << 40, "x\0y", -12_345, "ab", 1_700_000_000_000_000),

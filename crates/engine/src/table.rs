@@ -75,25 +75,20 @@ impl Table {
         let secondary = schema
             .indexes()
             .iter()
-            .map(|def| {
-                let types: Vec<ColumnType> = def
+            .map(|def| SecondaryIndex {
+                name: def.name.clone(),
+                columns: KeyColumns::new(&layout, &def.columns),
+                key_types: def
                     .columns
                     .iter()
                     .map(|&c| schema.columns()[c].ty)
-                    .collect();
-                SecondaryIndex {
-                    name: def.name.clone(),
-                    columns: KeyColumns::new(&layout, &def.columns, &types),
-                    key_types: types.iter().chain(pk_types.iter()).copied().collect(),
-                    tree: OrderedIndex::new(),
-                }
+                    .chain(pk_types.iter().copied())
+                    .collect(),
+                tree: OrderedIndex::new(),
             })
             .collect();
-        let pk_columns = if hidden_key {
-            KeyColumns::new(&layout, &[], &[])
-        } else {
-            KeyColumns::new(&layout, schema.primary_key(), &pk_types)
-        };
+        // A hidden key is the OID, pushed without reading the row.
+        let pk_columns = KeyColumns::new(&layout, schema.primary_key());
         let mut secondary_columns: Vec<usize> = schema
             .indexes()
             .iter()

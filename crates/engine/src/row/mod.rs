@@ -144,7 +144,9 @@ impl RowLayout {
     }
 }
 
-fn read_array<const N: usize>(bytes: &[u8], at: usize) -> [u8; N] {
+/// The `N` bytes at `at` (a stored row always holds its fixed-width fields).
+#[inline(always)]
+pub(crate) fn read_array<const N: usize>(bytes: &[u8], at: usize) -> [u8; N] {
     let mut out = [0u8; N];
     out.copy_from_slice(&bytes[at..at + N]);
     out
