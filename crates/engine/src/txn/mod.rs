@@ -415,68 +415,66 @@ impl<'db> Transaction<'db> {
     #[inline(always)]
     fn prefetch_stage<const STAGE: usize>(&mut self, rows: &[(&Table, &KeyBuf)]) {
         debug_assert!(rows.len() <= STAGE);
-        {
-            let epoch = EpochGuard::enter();
-            let guard = epoch.guard();
-            // Rows the point cache names go straight to their records (the record may turn out
-            // not to be the key's: then it was a useless hint, and the read asks the index).
-            let mut probes = [None; STAGE];
-            for ((table, key), probe) in rows.iter().zip(&mut probes) {
-                if table.database() == self.engine.id
-                    && let Some(buckets) = table.point_cache(guard)
-                {
-                    let p = buckets.probe(key.as_bytes());
-                    buckets.prefetch(p);
-                    *probe = Some((buckets, p));
+        let epoch = EpochGuard::enter();
+        let guard = epoch.guard();
+        // Rows the point cache names go straight to their records (the record may turn out
+        // not to be the key's: then it was a useless hint, and the read asks the index).
+        let mut probes = [None; STAGE];
+        for ((table, key), probe) in rows.iter().zip(&mut probes) {
+            if table.database() == self.engine.id
+                && let Some(buckets) = table.point_cache(guard)
+            {
+                let p = buckets.probe(key.as_bytes());
+                buckets.prefetch(p);
+                *probe = Some((buckets, p));
+            }
+        }
+        let mut oids = [None; STAGE];
+        for (probe, oid) in probes.iter().zip(&mut oids) {
+            *oid = probe.and_then(|(buckets, p)| buckets.get(p));
+        }
+        // The others descend level by level across all rows: each row's next node is asked
+        // for, then the other rows', before it is searched.
+        let mut leaves = [None; STAGE];
+        for (((table, key), leaf), oid) in rows.iter().zip(&mut leaves).zip(&oids) {
+            if table.database() == self.engine.id && oid.is_none() {
+                *leaf = table.tree(IndexRef::Primary).prefetch_start(key.as_bytes());
+            }
+        }
+        let mut deeper = true;
+        while deeper {
+            deeper = false;
+            for ((table, _), leaf) in rows.iter().zip(&mut leaves) {
+                if let Some(descent) = leaf {
+                    deeper |= table.tree(IndexRef::Primary).prefetch_step(descent);
                 }
             }
-            let mut oids = [None; STAGE];
-            for (probe, oid) in probes.iter().zip(&mut oids) {
-                *oid = probe.and_then(|(buckets, p)| buckets.get(p));
+        }
+        for (((table, key), leaf), oid) in rows.iter().zip(&leaves).zip(&mut oids) {
+            if let Some(cached) = *oid {
+                table.records.prefetch_slot(cached);
+                continue;
             }
-            // The others descend level by level across all rows: each row's next node is asked
-            // for, then the other rows', before it is searched.
-            let mut leaves = [None; STAGE];
-            for (((table, key), leaf), oid) in rows.iter().zip(&mut leaves).zip(&oids) {
-                if table.database() == self.engine.id && oid.is_none() {
-                    *leaf = table.tree(IndexRef::Primary).prefetch_start(key.as_bytes());
-                }
-            }
-            let mut deeper = true;
-            while deeper {
-                deeper = false;
-                for ((table, _), leaf) in rows.iter().zip(&mut leaves) {
-                    if let Some(descent) = leaf {
-                        deeper |= table.tree(IndexRef::Primary).prefetch_step(descent);
-                    }
-                }
-            }
-            for (((table, key), leaf), oid) in rows.iter().zip(&leaves).zip(&mut oids) {
-                if let Some(cached) = *oid {
-                    table.records.prefetch_slot(cached);
-                    continue;
-                }
-                let Some((found, hint)) = leaf.as_ref().and_then(|leaf| {
-                    table
-                        .tree(IndexRef::Primary)
-                        .search_prefetched(leaf, key.as_bytes())
-                }) else {
-                    continue;
-                };
-                table.records.prefetch_slot(found);
-                table.remember_record(key.as_bytes(), found, guard);
-                self.buf
-                    .prefetched
-                    .remember(table.id(), key.as_bytes(), found, hint);
-                *oid = Some(found);
-            }
-            let mut heads = [None; STAGE];
-            for (((table, _), oid), head) in rows.iter().zip(&oids).zip(&mut heads) {
-                *head = oid.and_then(|oid| table.records.prefetch_head(oid, guard));
-            }
-            for version in heads.iter().flatten() {
-                version.prefetch_row();
-            }
+            let Some((found, hint)) = leaf.as_ref().and_then(|leaf| {
+                table
+                    .tree(IndexRef::Primary)
+                    .search_prefetched(leaf, key.as_bytes())
+            }) else {
+                continue;
+            };
+            table.records.prefetch_slot(found);
+            table.remember_record(key.as_bytes(), found, guard);
+            self.buf
+                .prefetched
+                .remember(table.id(), key.as_bytes(), found, hint);
+            *oid = Some(found);
+        }
+        let mut heads = [None; STAGE];
+        for (((table, _), oid), head) in rows.iter().zip(&oids).zip(&mut heads) {
+            *head = oid.and_then(|oid| table.records.prefetch_head(oid, guard));
+        }
+        for version in heads.iter().flatten() {
+            version.prefetch_row();
         }
     }
 
