@@ -115,14 +115,7 @@ impl KeyBuf {
     /// Appends an integer in the order-preserving variable-length form (see the module comment).
     #[inline(always)]
     pub(crate) fn push_int(&mut self, v: i64) -> bool {
-        let magnitude = v.unsigned_abs();
-        let n = (8 - magnitude.leading_zeros() / 8) as usize;
-        let bytes = if v < 0 { !magnitude } else { magnitude }.to_be_bytes();
-        let code = if v < 0 {
-            0x80 - n as u8
-        } else {
-            0x80 + n as u8
-        };
+        let IntCode { code, bytes, n } = IntCode::of(v);
         let at = usize::from(self.len);
         if self.spill.is_none() && at + 9 <= KEY_INLINE {
             // Fast path: one fixed-size store of the significant bytes moved to the front (what
@@ -180,6 +173,37 @@ impl KeyBuf {
     /// Appends a hidden row id (encoded like an `Int64` key column, so key builders agree).
     pub(crate) fn push_row_id(&mut self, id: u64) -> bool {
         self.push_int(id as i64)
+    }
+}
+
+/// An integer's order-preserving form (see the module comment): the length code, then the last
+/// `n` of `bytes`.
+pub(crate) struct IntCode {
+    pub(crate) code: u8,
+    pub(crate) bytes: [u8; 8],
+    pub(crate) n: usize,
+}
+
+impl IntCode {
+    #[inline(always)]
+    pub(crate) fn of(v: i64) -> Self {
+        let magnitude = v.unsigned_abs();
+        let n = (8 - magnitude.leading_zeros() / 8) as usize;
+        let bytes = if v < 0 { !magnitude } else { magnitude }.to_be_bytes();
+        let code = if v < 0 {
+            0x80 - n as u8
+        } else {
+            0x80 + n as u8
+        };
+        IntCode { code, bytes, n }
+    }
+
+    /// `key` without this encoding at its front, or `None` if it does not start with it.
+    #[inline(always)]
+    pub(crate) fn strip_from<'k>(&self, key: &'k [u8]) -> Option<&'k [u8]> {
+        let (&code, rest) = key.split_first()?;
+        let (significant, rest) = rest.split_at_checked(self.n)?;
+        (code == self.code && significant == &self.bytes[8 - self.n..]).then_some(rest)
     }
 }
 

@@ -10,7 +10,7 @@
 //! Must encode exactly what [`KeyBuf::push_column`] encodes for the same column: keys built
 //! either way are compared with each other.
 
-use crate::key::KeyBuf;
+use crate::key::{IntCode, KeyBuf};
 use crate::row::{RowLayout, RowRef, read_array};
 use crate::schema::ColumnType;
 
@@ -67,6 +67,39 @@ impl KeyColumns {
                 }
             };
         }
+    }
+}
+
+impl KeyColumns {
+    /// True if `key` is exactly what [`push`](Self::push) would build from `row`, found by
+    /// comparing each column's encoding with the key in place: a point-cache hit checks the row
+    /// it found this way, without building the row's key first.
+    #[inline]
+    pub(crate) fn matches(&self, row: &RowRef<'_>, key: &[u8]) -> bool {
+        let bytes = row.as_bytes();
+        let mut rest = key;
+        for part in self.parts.iter() {
+            let v = match *part {
+                Part::Int32 { at } => i64::from(i32::from_le_bytes(read_array(bytes, at))),
+                Part::Int64 { at } => i64::from_le_bytes(read_array(bytes, at)),
+                Part::Column { col, ty } => {
+                    // Every column's encoding ends itself (a length code, a terminator), so
+                    // a prefix match is a match of this column.
+                    let mut one = KeyBuf::new();
+                    one.push_column(row, col, ty);
+                    match rest.strip_prefix(one.as_bytes()) {
+                        Some(after) => rest = after,
+                        None => return false,
+                    }
+                    continue;
+                }
+            };
+            match IntCode::of(v).strip_from(rest) {
+                Some(after) => rest = after,
+                None => return false,
+            }
+        }
+        rest.is_empty()
     }
 }
 
@@ -137,6 +170,20 @@ mod tests {
                 read.push_column(&row, col, ty);
             }
             assert_eq!(planned, read, "row {a} {b} {s:?} {d} {c:?} {t}");
+            assert!(plan.matches(&row, planned.as_bytes()), "its own key");
+            let whole = planned.as_bytes();
+            assert!(
+                !plan.matches(&row, &whole[..whole.len() - 1]),
+                "a prefix of it"
+            );
+            let mut longer = whole.to_vec();
+            longer.push(0x80);
+            assert!(!plan.matches(&row, &longer), "more than it");
+            for i in 0..whole.len() {
+                let mut changed = whole.to_vec();
+                changed[i] ^= 1;
+                assert!(!plan.matches(&row, &changed), "byte {i} changed");
+            }
         }
     }
 }

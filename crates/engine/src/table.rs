@@ -207,7 +207,13 @@ impl Table {
     /// True if the stored row `row` has primary key `key` (what makes a point-cache entry good).
     #[inline]
     pub(crate) fn carries_primary_key(&self, row: &[u8], key: &[u8]) -> bool {
-        !row.is_empty() && self.primary_key(&self.row(row), 0).as_bytes() == key
+        if row.is_empty() {
+            return false;
+        }
+        if self.schema.primary_key().is_empty() {
+            return self.primary_key(&self.row(row), 0).as_bytes() == key;
+        }
+        self.pk_columns.matches(&self.row(row), key)
     }
 
     /// Tells the point cache that the primary index maps `key` to `oid`.
