@@ -89,12 +89,12 @@ impl std::ops::Deref for RowBytes {
 }
 
 impl Version {
-    /// Starts loading the rest of the row, once the version's first line is in: the row stored
-    /// apart, or the rest of the version holding it (a hint).
+    /// Starts loading the rest of the row, up to its first `bytes`, once the version's first
+    /// line is in: the row stored apart, or the rest of the version holding it (a hint).
     #[inline]
-    pub(crate) fn prefetch_row(&self) {
+    pub(crate) fn prefetch_row(&self, bytes: usize) {
         match &self.row {
-            RowBytes::Heap(row) => prefetch_read(row.as_ptr(), row.len()),
+            RowBytes::Heap(row) => prefetch_read(row.as_ptr(), row.len().min(bytes)),
             RowBytes::Inline { .. } => {
                 let start: *const u8 = std::ptr::from_ref(self).cast();
                 prefetch_read(
@@ -235,7 +235,7 @@ impl RecordStore {
             *head = self.prefetch_head(oid, guard);
         }
         for version in heads.iter().flatten() {
-            version.prefetch_row();
+            version.prefetch_row(usize::MAX);
         }
     }
 

@@ -787,6 +787,27 @@ fn a_prefetched_row_is_read_as_it_is_when_read() {
 }
 
 #[test]
+fn prefetching_row_starts_is_a_hint_like_prefetching_rows() {
+    let (db, t) = with_accounts(64, 100);
+    let mut a = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+    let keys: Vec<_> = [1, 2, 99].iter().map(|&id| key(&t, id)).collect();
+    let rows: Vec<_> = keys.iter().map(|k| (&*t, k)).collect();
+    a.prefetch_row_starts(&rows);
+    let mut b = db
+        .begin(Priority::HIGH, Isolation::Snapshot)
+        .expect("begin");
+    assert!(set_balance(&mut b, &t, 2, 7).expect("update"));
+    b.commit().expect("commit");
+    assert_eq!(balance(&mut a, &t, 1), Some(100));
+    assert_eq!(balance(&mut a, &t, 2), Some(100), "its snapshot's row 2");
+    assert_eq!(balance(&mut a, &t, 99), None, "no such row");
+    assert!(matches!(
+        set_balance(&mut a, &t, 2, 8),
+        Err(Error::Aborted(AbortReason::Conflict))
+    ));
+}
+
+#[test]
 fn prefetching_another_databases_table_changes_no_answer() {
     // Two databases whose tables have the same id and whose indexes saw the same changes, but
     // whose key 1 names different records.

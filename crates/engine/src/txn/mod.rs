@@ -168,6 +168,9 @@ enum State {
 /// Rows per index batch in scans. Each batch is one short non-preemptible region.
 const SCAN_BATCH: usize = 64;
 
+/// Bytes of a row [`Transaction::prefetch_row_starts`] loads: one cache line.
+const ROW_START: usize = 64;
+
 /// A transaction. Created by [`Database::begin`](crate::Database::begin); ends with [`commit`](Self::commit),
 /// [`abort`](Self::abort), or when dropped (which rolls back).
 pub struct Transaction<'db> {
@@ -395,6 +398,19 @@ impl<'db> Transaction<'db> {
     /// meanwhile only makes a hint useless. Tables of another database, and calls on an ended
     /// transaction, are ignored.
     pub fn prefetch_rows(&mut self, rows: &[(&Table, &KeyBuf)]) {
+        self.prefetch(rows, usize::MAX);
+    }
+
+    /// [`prefetch_rows`](Self::prefetch_rows) for reads of a few columns near the start of each
+    /// row: loads only the row's first cache line. A long row read that way (a Stock-Level's
+    /// stock quantity, in the first line of a ~300-byte row) then costs one line of memory
+    /// traffic instead of five, and more rows' misses fit in flight at once.
+    pub fn prefetch_row_starts(&mut self, rows: &[(&Table, &KeyBuf)]) {
+        self.prefetch(rows, ROW_START);
+    }
+
+    /// Prefetches `rows`, loading at most `row_bytes` of each row.
+    fn prefetch(&mut self, rows: &[(&Table, &KeyBuf)], row_bytes: usize) {
         if self.state != State::Active {
             return;
         }
@@ -403,17 +419,17 @@ impl<'db> Transaction<'db> {
         // Stages sized to the request: a prefetch of one or two rows (a Payment's customer)
         // should not set up room for 32 (~3.5 KB of stage arrays).
         if rows.len() <= 4 {
-            self.prefetch_stage::<4>(rows);
+            self.prefetch_stage::<4>(rows, row_bytes);
         } else {
             for rows in rows.chunks(32) {
-                self.prefetch_stage::<32>(rows);
+                self.prefetch_stage::<32>(rows, row_bytes);
             }
         }
     }
 
-    /// [`prefetch_rows`](Self::prefetch_rows) for at most `STAGE` rows.
+    /// [`prefetch`](Self::prefetch) for at most `STAGE` rows.
     #[inline(always)]
-    fn prefetch_stage<const STAGE: usize>(&mut self, rows: &[(&Table, &KeyBuf)]) {
+    fn prefetch_stage<const STAGE: usize>(&mut self, rows: &[(&Table, &KeyBuf)], row_bytes: usize) {
         debug_assert!(rows.len() <= STAGE);
         let epoch = EpochGuard::enter();
         let guard = epoch.guard();
@@ -474,7 +490,7 @@ impl<'db> Transaction<'db> {
             *head = oid.and_then(|oid| table.records.prefetch_head(oid, guard));
         }
         for version in heads.iter().flatten() {
-            version.prefetch_row();
+            version.prefetch_row(row_bytes);
         }
     }
 

@@ -608,7 +608,8 @@ pub fn stock_level(
             keys.push(warehouse_stock.clone().int(i_id).finish()?);
         }
         let rows: Vec<(&Table, &KeyBuf)> = keys.iter().map(|key| (&*t.stock, key)).collect();
-        txn.prefetch_rows(&rows);
+        // Only the quantity is read, in the first line of each (long) stock row.
+        txn.prefetch_row_starts(&rows);
         for key in &keys {
             let quantity = txn
                 .get(&t.stock, key, |r| r.int(stock::S_QUANTITY))?
