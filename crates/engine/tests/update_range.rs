@@ -168,3 +168,33 @@ fn under_serializable_the_range_is_protected_against_phantoms() {
         Err(Error::Aborted(AbortReason::Validation))
     ));
 }
+
+#[test]
+fn a_range_of_several_batches_is_updated_whole() {
+    // More rows than one epoch batch (64), with a row written before the scan in the middle.
+    let (db, t) = with_accounts(200, 100);
+    let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+    assert!(
+        txn.update(&t, &key(&t, 100), |r| {
+            r.decimal_units(BALANCE, 1);
+        })
+        .expect("update")
+    );
+    let updated = txn
+        .update_range(&t, &ids(&t, 1, 198), ScanOptions::forward(), |r| {
+            let b = r.as_ref().decimal_units(BALANCE);
+            r.decimal_units(BALANCE, b + 5);
+        })
+        .expect("update_range");
+    assert_eq!(updated, 198);
+    txn.commit().expect("commit");
+    let after = balances(&db, &t, 200);
+    for (id, b) in after.iter().enumerate() {
+        let want = match id {
+            0 | 199 => 100,
+            100 => 6,
+            _ => 105,
+        };
+        assert_eq!(*b, Some(want), "account {id}");
+    }
+}
