@@ -27,22 +27,16 @@ pub(crate) type Oid = u64;
 /// Tag on a null head: the record is dead and its OID is (or will be) free.
 pub(crate) const DEAD: Tag = Tag::First;
 
-/// One version of a record. Laid out in declaration order so that what every reader needs (the
-/// stamp, the link to the next version, and a row stored apart's pointer) shares the version's
-/// first cache line: reading a version of a long row then loads one line of it, not two.
-#[repr(C)]
+/// One version of a record.
 pub(crate) struct Version {
     /// Commit timestamp, or the writer's pending stamp (see `mvcc`).
     pub(crate) stamp: AtomicU64,
-    /// The next older version.
-    pub(crate) next: AtomicShared<Version>,
     /// The encoded row; empty for a deletion marker (a stored row is never empty). The deleted row's
     /// image is the next version, which the collector keeps until it has removed the row's keys.
     pub(crate) row: RowBytes,
+    /// The next older version.
+    pub(crate) next: AtomicShared<Version>,
 }
-
-/// Bytes of a version a reader of a row stored apart needs (see [`Version`]).
-const VERSION_HEAD: usize = 64;
 
 /// Rows up to this many bytes are stored inside their version. TPC-C's order lines (70 bytes),
 /// items (61-93), warehouses (88), orders and history rows fit; districts (96-108, ten rows that
@@ -52,9 +46,7 @@ const INLINE_ROW: usize = 94;
 
 /// A version's row bytes: inside the version when short, so that reading a version and its row
 /// is one allocation and one or two adjacent cache lines instead of two objects apart; on the
-/// heap otherwise. `repr(u8)`: the tag comes first and the pointer of a row on the heap right
-/// after it (at 8), within a version's first line.
-#[repr(u8)]
+/// heap otherwise.
 pub(crate) enum RowBytes {
     Inline { len: u8, bytes: [u8; INLINE_ROW] },
     Heap(Box<[u8]>),
@@ -89,19 +81,12 @@ impl std::ops::Deref for RowBytes {
 }
 
 impl Version {
-    /// Starts loading the rest of the row, up to its first `bytes`, once the version's first
-    /// line is in: the row stored apart, or the rest of the version holding it (a hint).
+    /// Starts loading the row, up to its first `bytes`, if it is stored apart from the version
+    /// (a hint).
     #[inline]
     pub(crate) fn prefetch_row(&self, bytes: usize) {
-        match &self.row {
-            RowBytes::Heap(row) => prefetch_read(row.as_ptr(), row.len().min(bytes)),
-            RowBytes::Inline { .. } => {
-                let start: *const u8 = std::ptr::from_ref(self).cast();
-                prefetch_read(
-                    start.wrapping_add(VERSION_HEAD),
-                    std::mem::size_of::<Version>() - VERSION_HEAD,
-                );
-            }
+        if let RowBytes::Heap(row) = &self.row {
+            prefetch_read(row.as_ptr(), row.len().min(bytes));
         }
     }
 
@@ -219,7 +204,10 @@ impl RecordStore {
             .get(oid)?
             .load(Ordering::Acquire, guard)
             .as_ref()?;
-        prefetch_read(std::ptr::from_ref(head).cast(), VERSION_HEAD);
+        prefetch_read(
+            std::ptr::from_ref(head).cast(),
+            std::mem::size_of::<Version>(),
+        );
         Some(head)
     }
 
@@ -315,29 +303,6 @@ mod tests {
         }
         // With sdd's 16-byte header a version is one 128-byte allocation.
         assert!(std::mem::size_of::<Version>() <= 112);
-    }
-
-    #[test]
-    fn what_a_reader_of_a_long_row_needs_is_in_the_first_line() {
-        let row: Box<[u8]> = vec![7; 300].into_boxed_slice();
-        let version = Version {
-            stamp: AtomicU64::new(1),
-            next: AtomicShared::null(),
-            row: RowBytes::from(row),
-        };
-        let base = std::ptr::from_ref(&version) as usize;
-        let RowBytes::Heap(heap) = &version.row else {
-            panic!("a 300-byte row is stored apart")
-        };
-        // The fields a reader loads: the stamp, the link, and the row's pointer and length.
-        let ends = [
-            std::ptr::from_ref(&version.stamp) as usize + 8,
-            std::ptr::from_ref(&version.next) as usize + 8,
-            std::ptr::from_ref(heap) as usize + std::mem::size_of::<Box<[u8]>>(),
-        ];
-        for end in ends {
-            assert!(end - base <= VERSION_HEAD, "ends {} bytes in", end - base);
-        }
     }
 
     #[test]
