@@ -273,7 +273,13 @@ impl Transaction<'_> {
                     entry.secondary_may_change |= keys_may_change;
                 }
                 Scanned::Record(oid, key) => {
-                    self.lock_primary(table, key.as_slice(), LockMode::Exclusive)?;
+                    if self.locker.is_some() {
+                        // A lock wait parks the task: no epoch is held across it.
+                        drop(epoch);
+                        let locked = self.lock_primary(table, key.as_slice(), LockMode::Exclusive);
+                        epoch = EpochGuard::enter();
+                        locked?;
+                    }
                     // The scan saw a live row of this record in the snapshot; a newer commit
                     // since is a conflict, as for `update`.
                     let live = match self.head_state(table, oid, epoch.guard()) {
