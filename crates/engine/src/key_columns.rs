@@ -17,12 +17,29 @@ use crate::schema::ColumnType;
 /// One key column, as found in the row.
 #[derive(Clone, Copy, Debug)]
 enum Part {
-    /// A little-endian `i32` at this byte offset.
-    Int32 { at: usize },
-    /// A little-endian `i64` at this byte offset (`Int64`, a decimal's units, a timestamp).
-    Int64 { at: usize },
+    /// An integer-like column at a fixed offset.
+    Int(IntAt),
     /// Any other column, read through the row.
     Column { col: usize, ty: ColumnType },
+}
+
+/// A little-endian integer at a fixed byte offset: an `i64` if `wide` (`Int64`, a decimal's
+/// units, a timestamp), else an `i32`.
+#[derive(Clone, Copy, Debug)]
+struct IntAt {
+    at: usize,
+    wide: bool,
+}
+
+impl IntAt {
+    #[inline(always)]
+    fn read(self, row: &[u8]) -> i64 {
+        if self.wide {
+            i64::from_le_bytes(read_array(row, self.at))
+        } else {
+            i32::from_le_bytes(read_array(row, self.at)).into()
+        }
+    }
 }
 
 /// How to encode a list of columns of one table's rows into a key (see the module comment).
@@ -38,11 +55,11 @@ impl KeyColumns {
             .iter()
             .map(|&col| (col, layout.columns()[col].ty))
             .map(|(col, ty)| match (ty, layout.fixed_offset(col)) {
-                (ColumnType::Int32, Some(at)) => Part::Int32 { at },
+                (ColumnType::Int32, Some(at)) => Part::Int(IntAt { at, wide: false }),
                 (
                     ColumnType::Int64 | ColumnType::Decimal { .. } | ColumnType::Timestamp,
                     Some(at),
-                ) => Part::Int64 { at },
+                ) => Part::Int(IntAt { at, wide: true }),
                 _ => Part::Column { col, ty },
             })
             .collect();
@@ -54,23 +71,14 @@ impl KeyColumns {
     #[inline]
     pub(crate) fn push(&self, key: &mut KeyBuf, row: &RowRef<'_>) {
         let bytes = row.as_bytes();
-        for part in self.parts.iter() {
-            match *part {
-                Part::Int32 { at } => {
-                    key.push_int(i64::from(i32::from_le_bytes(read_array(bytes, at))));
-                }
-                Part::Int64 { at } => {
-                    key.push_int(i64::from_le_bytes(read_array(bytes, at)));
-                }
-                Part::Column { col, ty } => {
-                    key.push_column(row, col, ty);
-                }
+        for &part in self.parts.iter() {
+            match part {
+                Part::Int(int) => key.push_int(int.read(bytes)),
+                Part::Column { col, ty } => key.push_column(row, col, ty),
             };
         }
     }
-}
 
-impl KeyColumns {
     /// True if `key` is exactly what [`push`](Self::push) would build from `row`, found by
     /// comparing each column's encoding with the key in place: a point-cache hit checks the row
     /// it found this way, without building the row's key first.
@@ -78,26 +86,21 @@ impl KeyColumns {
     pub(crate) fn matches(&self, row: &RowRef<'_>, key: &[u8]) -> bool {
         let bytes = row.as_bytes();
         let mut rest = key;
-        for part in self.parts.iter() {
-            let v = match *part {
-                Part::Int32 { at } => i64::from(i32::from_le_bytes(read_array(bytes, at))),
-                Part::Int64 { at } => i64::from_le_bytes(read_array(bytes, at)),
+        for &part in self.parts.iter() {
+            let after = match part {
+                Part::Int(int) => IntCode::of(int.read(bytes)).strip_from(rest),
                 Part::Column { col, ty } => {
                     // Every column's encoding ends itself (a length code, a terminator), so
                     // a prefix match is a match of this column.
                     let mut one = KeyBuf::new();
                     one.push_column(row, col, ty);
-                    match rest.strip_prefix(one.as_bytes()) {
-                        Some(after) => rest = after,
-                        None => return false,
-                    }
-                    continue;
+                    rest.strip_prefix(one.as_bytes())
                 }
             };
-            match IntCode::of(v).strip_from(rest) {
-                Some(after) => rest = after,
-                None => return false,
-            }
+            let Some(after) = after else {
+                return false;
+            };
+            rest = after;
         }
         rest.is_empty()
     }
