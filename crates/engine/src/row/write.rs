@@ -173,42 +173,44 @@ fn write_fixed(layout: &RowLayout, bytes: &mut [u8], col: usize, value: &Checked
     }
 }
 
-/// The typed setters shared by [`RowBuilder`] and [`RowMut`], all defined in terms of their `set`.
+/// The typed setters shared by [`RowBuilder`] and [`RowMut`], all defined in terms of their
+/// `set_known`: inlined into a typed setter, whose value's variant is known, the store of a plain
+/// value shrinks to a check of the column's type (a New-Order sets ~110 columns).
 macro_rules! typed_setters {
     () => {
         /// Sets an integer column.
         #[inline]
         pub fn int(&mut self, col: usize, v: i64) -> &mut Self {
-            self.set(col, Value::Int(v))
+            self.set_known(col, Value::Int(v))
         }
 
         /// Sets a decimal column from raw units at the column's own scale.
         #[inline]
         pub fn decimal_units(&mut self, col: usize, units: i64) -> &mut Self {
-            // A column of another type (or none) is refused by `set` with the column's name.
+            // A column of another type (or none) is refused with the column's name.
             let scale = match self.layout.slots.get(col).map(|s| s.ty) {
                 Some(ColumnType::Decimal { scale, .. }) => scale,
                 _ => 0,
             };
-            self.set(col, Value::Decimal(Decimal::from_parts(units, scale)))
+            self.set_known(col, Value::Decimal(Decimal::from_parts(units, scale)))
         }
 
         /// Sets a string column.
         #[inline]
         pub fn str(&mut self, col: usize, s: &str) -> &mut Self {
-            self.set(col, Value::Str(s))
+            self.set_known(col, Value::Str(s))
         }
 
         /// Sets a timestamp column.
         #[inline]
         pub fn timestamp(&mut self, col: usize, micros: i64) -> &mut Self {
-            self.set(col, Value::Timestamp(micros))
+            self.set_known(col, Value::Timestamp(micros))
         }
 
         /// Sets a nullable column to NULL.
         #[inline]
         pub fn null(&mut self, col: usize) -> &mut Self {
-            self.set(col, Value::Null)
+            self.set_known(col, Value::Null)
         }
     };
 }
@@ -246,6 +248,12 @@ impl<'l> RowBuilder<'l> {
     /// Sets column `col` to `value` (any type; checked against the column).
     #[inline]
     pub fn set(&mut self, col: usize, value: Value<'_>) -> &mut Self {
+        self.set_known(col, value)
+    }
+
+    /// [`set`](Self::set), always inlined (see `typed_setters`).
+    #[inline(always)]
+    fn set_known(&mut self, col: usize, value: Value<'_>) -> &mut Self {
         // The plain case inline (a stored procedure sets ~100 columns per New-Order); the
         // general one, with its checks and error reporting, out of line.
         if self.error.is_none()
@@ -370,6 +378,12 @@ impl<'l> RowMut<'l> {
     /// Sets column `col` to `value` (checked against the column).
     #[inline]
     pub fn set(&mut self, col: usize, value: Value<'_>) -> &mut Self {
+        self.set_known(col, value)
+    }
+
+    /// [`set`](Self::set), always inlined (see `typed_setters`).
+    #[inline(always)]
+    fn set_known(&mut self, col: usize, value: Value<'_>) -> &mut Self {
         // As `RowBuilder::set`: the plain case inline, the general one out of line.
         if self.error.is_none() && self.layout.store_plain(&mut self.bytes, col, &value) {
             self.touched |= 1u64 << col.min(63);
