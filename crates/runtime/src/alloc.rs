@@ -11,6 +11,7 @@
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::recycled_blocks;
 use crate::region::NoPreemptGuard;
 
 /// Set by the first allocation a [`RegionAlloc`] serves: from then on allocation in this process is
@@ -71,12 +72,19 @@ pub struct Mimalloc;
 
 // SAFETY: each method returns memory from mimalloc satisfying `layout`: requests with an alignment
 // of at most `NATURAL_ALIGN` use `mi_malloc`/`mi_zalloc`/`mi_realloc`, whose blocks are always at
-// least that aligned; others use the aligned variants with the requested alignment. `dealloc`
-// hands any of them back to `mi_free`, which accepts every block mimalloc returned.
+// least that aligned, or a block of at least the requested size that such a request returned
+// earlier and its owner freed (`recycled_blocks`, which hands each freed block out once); others
+// use the aligned variants with the requested alignment. `dealloc` keeps a block for reuse or
+// hands it back to `mi_free`, which accepts every block mimalloc returned.
 unsafe impl GlobalAlloc for Mimalloc {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         use libmimalloc_sys::{mi_malloc, mi_malloc_aligned};
+        if layout.align() <= NATURAL_ALIGN
+            && let Some(block) = recycled_blocks::take(layout.size())
+        {
+            return block;
+        }
         let ptr = if layout.align() <= NATURAL_ALIGN {
             // SAFETY: plain allocation of a non-zero size; see the impl's comment on alignment.
             unsafe { mi_malloc(layout.size()) }
@@ -101,7 +109,10 @@ unsafe impl GlobalAlloc for Mimalloc {
     }
 
     #[inline]
-    unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if layout.align() <= NATURAL_ALIGN && recycled_blocks::keep(ptr, layout.size()) {
+            return;
+        }
         // SAFETY: `ptr` was returned by one of this allocator's methods, all of which use mimalloc.
         unsafe { libmimalloc_sys::mi_free(ptr.cast()) }
     }
@@ -162,6 +173,59 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for RegionAlloc<A> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Blocks freed through the allocator come back for requests of their size class, newest
+    /// first, usable to the full requested size; a thread that exits with blocks kept hands them
+    /// back, and memory another thread freed is never handed out twice.
+    #[test]
+    fn freed_small_blocks_are_reused_newest_first() {
+        let a = Mimalloc;
+        let layout = Layout::from_size_align(128, 8).expect("layout");
+        // SAFETY: every block is written within its layout and freed once with it.
+        unsafe {
+            let blocks: Vec<*mut u8> = (0..8).map(|_| a.alloc(layout)).collect();
+            for &b in &blocks {
+                std::ptr::write_bytes(b, 0x5A, layout.size());
+                a.dealloc(b, layout);
+            }
+            for &b in blocks.iter().rev() {
+                let again = a.alloc(layout);
+                assert_eq!(again, b, "the newest freed block first");
+                std::ptr::write_bytes(again, 0xA5, layout.size());
+            }
+            for &b in &blocks {
+                a.dealloc(b, layout);
+            }
+        }
+        let handles: Vec<_> = (0..4)
+            .map(|t| {
+                std::thread::spawn(move || {
+                    let a = Mimalloc;
+                    let mut seen = std::collections::HashSet::new();
+                    for round in 0..200 {
+                        let size = 16 + (round * 7 + t * 13) % 500;
+                        let layout = Layout::from_size_align(size, 8).expect("layout");
+                        // SAFETY: as above; the block is unique while held (checked below).
+                        unsafe {
+                            let live: Vec<*mut u8> = (0..16).map(|_| a.alloc(layout)).collect();
+                            for &b in &live {
+                                assert!(seen.insert(b as usize), "a block handed out twice");
+                                std::ptr::write_bytes(b, round as u8, size);
+                            }
+                            for &b in &live {
+                                assert!((0..size).all(|i| *b.add(i) == round as u8));
+                                seen.remove(&(b as usize));
+                                a.dealloc(b, layout);
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().expect("thread");
+        }
+    }
 
     /// Every size and alignment an engine might ask for comes back aligned, usable to its full
     /// size, zeroed when asked, and keeps its contents across a reallocation.

@@ -36,6 +36,7 @@ pub mod padded;
 pub mod park;
 pub mod preempt;
 pub mod prefetch;
+mod recycled_blocks;
 pub mod region;
 pub mod region_lock;
 pub mod simd;

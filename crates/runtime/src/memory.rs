@@ -85,6 +85,8 @@ pub fn returns_freed_memory() -> bool {
 /// Call it outside measured work, with no worker running.
 pub fn settle_freed_memory() {
     let _region = crate::NoPreemptGuard::new();
+    // Blocks this thread keeps for reuse are settled too: they are mimalloc's free memory again.
+    crate::recycled_blocks::release_all();
     // SAFETY: mi_collect only walks and frees allocator-internal state of this thread's heap and
     // of abandoned heaps; it takes no pointers from us. Inside a region, like every allocator
     // call (see `alloc`).
