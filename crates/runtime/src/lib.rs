@@ -10,7 +10,9 @@
 //!   half-way through a commit must not be paused; it runs inside a region, and a preemption that
 //!   arrives meanwhile is deferred until the outermost region ends.
 //! - [`alloc`]: a global-allocator wrapper that runs every allocation inside a region, because the
-//!   allocator keeps per-thread state and internal locks that a paused context must never hold.
+//!   allocator keeps per-thread state and internal locks that a paused context must never hold;
+//!   small blocks freed on a thread are reused there newest first (`recycled_blocks`), while
+//!   they are still in its cache.
 //! - [`region_lock`]: mutexes, reader-writer locks and once-cells that can only be taken inside a
 //!   region (the compiler checks it), so a paused context never holds one.
 //! - [`context`]: stackful contexts a worker switches between; a context suspends itself and says
