@@ -161,14 +161,18 @@ pub(crate) fn keep(block: *mut u8, size: usize) -> bool {
     let Some(class) = class_of_freed(size) else {
         return false;
     };
-    with_stacks(|s| s.keeping == Keeping::Yes && s.push(class, block)) || keep_first(block, class)
+    // A full class answers here: only a thread that keeps no blocks (yet) goes to `keep_first`.
+    match with_stacks(|s| (s.keeping == Keeping::Yes).then(|| s.push(class, block))) {
+        Some(kept) => kept,
+        None => keep_first(block, class),
+    }
 }
 
-/// `keep` when the thread does not keep blocks yet (or any more, or the class is full).
+/// `keep` when the thread does not keep blocks: registers the exit hook the first time.
 #[cold]
 #[inline(never)]
 fn keep_first(block: *mut u8, class: usize) -> bool {
-    if with_stacks(|s| s.keeping) != Keeping::NotYet {
+    if with_stacks(|s| s.keeping) == Keeping::Ended {
         return false;
     }
     // Registering the hook's destructor happens outside any borrow of the stacks: it may
