@@ -78,6 +78,10 @@ pub(crate) const PENDING: u64 = 1 << 63;
 /// Stamp of a version whose writer rolled back.
 pub(crate) const ABORTED_STAMP: u64 = u64::MAX;
 const SLOT_BITS: u32 = 16;
+/// The generation bits a pending stamp has room for (63 - `SLOT_BITS`). A slot's state word keeps
+/// 56 bits of generation, so generations are compared through this mask: after 2^47 transactions
+/// on one slot, a full generation and the one in a stamp would otherwise never match again.
+const GENERATION_MASK: u64 = (1 << (63 - SLOT_BITS)) - 1;
 /// Largest number of concurrent transactions (slots) a database may be configured with.
 pub const MAX_TRANSACTION_SLOTS: usize = 1 << SLOT_BITS;
 
@@ -95,7 +99,7 @@ pub(crate) fn is_committed(stamp: u64) -> bool {
 }
 
 fn pending_stamp(slot: usize, generation: u64) -> u64 {
-    PENDING | (generation << SLOT_BITS) | slot as u64
+    PENDING | ((generation & GENERATION_MASK) << SLOT_BITS) | slot as u64
 }
 
 fn decode(stamp: u64) -> (usize, u64) {
@@ -264,7 +268,11 @@ impl TxnTable {
             if word & 0xFF != STATUS_FREE {
                 continue;
             }
-            let generation = (word >> 8) + 1;
+            let mut generation = (word >> 8) + 1;
+            if generation & GENERATION_MASK == GENERATION_MASK {
+                // All ones would make the last slot's pending stamp equal `ABORTED_STAMP`.
+                generation += 1;
+            }
             if state
                 .compare_exchange(
                     word,
@@ -334,7 +342,7 @@ impl TxnTable {
         let (slot, generation) = decode(stamp);
         let s = &self.slots[slot];
         let word = s.state.load(Ordering::Acquire);
-        if word >> 8 != generation {
+        if (word >> 8) & GENERATION_MASK != generation {
             return Pending::Reread;
         }
         match word & 0xFF {
@@ -459,6 +467,39 @@ mod tests {
         assert_eq!(decode(s), (513, 77));
         assert!(is_committed(42));
         assert!(!is_committed(ABORTED_STAMP));
+    }
+
+    /// A slot whose generation has outgrown the stamp's 47 bits still resolves its own pending
+    /// stamps (a reader would otherwise read `Reread` for ever and spin), and no generation makes
+    /// a pending stamp look like `ABORTED_STAMP`.
+    #[test]
+    fn generations_past_the_stamp_width_still_resolve() {
+        let t = TxnTable::new(MAX_TRANSACTION_SLOTS);
+        let last = MAX_TRANSACTION_SLOTS - 1;
+        t.slots[0]
+            .state
+            .store(GENERATION_MASK << 8 | STATUS_FREE, Ordering::Relaxed);
+        let lease = t.begin().expect("slot");
+        assert_eq!(lease.slot, 0);
+        assert_eq!(lease.generation, GENERATION_MASK + 1, "past the stamp's width");
+        assert!(matches!(t.resolve(lease.stamp), Pending::Active));
+        t.start_commit(&lease);
+        assert!(matches!(t.resolve(lease.stamp), Pending::CommittingAt(1)));
+        t.set_outcome(&lease, false);
+        assert!(matches!(t.resolve(lease.stamp), Pending::Aborted));
+        t.end(&lease);
+
+        // The generation whose stamp bits are all ones is skipped.
+        for slot in &t.slots[..last] {
+            slot.state.store(STATUS_ACTIVE, Ordering::Relaxed);
+        }
+        t.slots[last]
+            .state
+            .store((GENERATION_MASK - 1) << 8 | STATUS_FREE, Ordering::Relaxed);
+        let lease = t.begin().expect("the last slot");
+        assert_eq!(lease.slot, last);
+        assert_ne!(lease.stamp, ABORTED_STAMP);
+        assert!(matches!(t.resolve(lease.stamp), Pending::Active));
     }
 
     #[test]
