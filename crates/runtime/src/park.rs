@@ -24,6 +24,10 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use crate::context::{self, Suspension};
 use crate::region::{self, NoPreemptGuard};
+use crate::region_lock::RegionMutex;
+
+/// Code to run once when a task is next paused by preemption (see [`Unparker::when_paused`]).
+pub type PauseHook = Box<dyn FnOnce() + Send>;
 
 /// Where an unparked task's token goes: the scheduler that owns its worker. Called inside a
 /// non-preemptible region, from any thread; must not block.
@@ -56,6 +60,9 @@ struct ParkState {
     via: WakeVia,
     /// Paused by preemption (set by the task's scheduler; lock policies ask it).
     paused: AtomicBool,
+    /// Run when the task is next paused; set and taken under this latch together with `paused`,
+    /// so a hook is either run at the pause or refused because the pause came first.
+    on_pause: RegionMutex<Option<PauseHook>>,
 }
 
 impl ParkState {
@@ -94,6 +101,7 @@ impl Parker {
                 state: AtomicU8::new(IDLE),
                 via: WakeVia::Task { target, token },
                 paused: AtomicBool::new(false),
+                on_pause: RegionMutex::new(None),
             }),
         }
     }
@@ -106,9 +114,25 @@ impl Parker {
     }
 
     /// Records whether the task is paused by preemption (its scheduler sets it when the task is
-    /// preempted and clears it when the task runs again), for [`Unparker::is_paused`].
+    /// preempted and clears it when the task runs again), for [`Unparker::is_paused`]. A pause
+    /// runs the hook registered with [`Unparker::when_paused`], if any, on this thread (after the
+    /// task has switched out, so the hook never runs on the paused task's stack).
     pub fn set_paused(&self, paused: bool) {
-        self.state.paused.store(paused, Ordering::Release);
+        if !paused {
+            // Every resume passes here: one store. A hook registered just before it may see the
+            // pause that is ending and act on it, which only means acting a moment late.
+            self.state.paused.store(false, Ordering::Release);
+            return;
+        }
+        let region = NoPreemptGuard::new();
+        let hook = {
+            let mut hook = self.state.on_pause.lock(&region);
+            self.state.paused.store(true, Ordering::Release);
+            hook.take()
+        };
+        if let Some(hook) = hook {
+            hook();
+        }
     }
 
     /// Runs `f` (which resumes this parker's task) with this parker installed as the current one
@@ -169,6 +193,31 @@ impl Unparker {
         self.state.paused.load(Ordering::Acquire)
     }
 
+    /// Runs `hook` when the task is next paused by preemption (on its worker's thread, inside a
+    /// region, once), replacing a hook registered before. A lock policy uses it to act on a lock
+    /// holder the moment it stops making progress (Preempt-On-Wait). Gives the hook back if the
+    /// task is paused already (the caller acts at once) or is a plain thread (never paused).
+    pub fn when_paused(&self, hook: PauseHook) -> Result<(), PauseHook> {
+        if matches!(self.state.via, WakeVia::Thread(_)) {
+            return Err(hook);
+        }
+        let region = NoPreemptGuard::new();
+        let mut slot = self.state.on_pause.lock(&region);
+        if self.state.paused.load(Ordering::Acquire) {
+            return Err(hook);
+        }
+        *slot = Some(hook);
+        Ok(())
+    }
+
+    /// Drops the hook registered with [`when_paused`](Self::when_paused), if any.
+    pub fn clear_pause_hook(&self) {
+        let region = NoPreemptGuard::new();
+        let hook = self.state.on_pause.lock(&region).take();
+        // Dropped outside the latch: a hook's captures may take other latches as they go.
+        drop(hook);
+    }
+
     /// True if both handles wake the same parker.
     pub fn wakes_same(&self, other: &Unparker) -> bool {
         Arc::ptr_eq(&self.state, &other.state)
@@ -212,6 +261,7 @@ fn current_state() -> Arc<ParkState> {
                 state: AtomicU8::new(IDLE),
                 via: WakeVia::Thread(std::thread::current()),
                 paused: AtomicBool::new(false),
+                on_pause: RegionMutex::new(None),
             })
         }))
     })
@@ -362,6 +412,40 @@ mod tests {
         );
         // A thread's handle has nobody to raise.
         drop(current_unparker().raise_to(3));
+    }
+
+    #[test]
+    fn a_pause_hook_runs_once_at_the_next_pause_and_is_refused_while_paused() {
+        use std::sync::atomic::AtomicU32;
+        let tokens = Arc::new(Tokens::default());
+        let parker = Parker::for_task(Arc::clone(&tokens) as Arc<dyn WakeTarget>, 3);
+        let unparker = parker.unparker();
+        let ran = Arc::new(AtomicU32::new(0));
+        let hook = |ran: &Arc<AtomicU32>| -> PauseHook {
+            let ran = Arc::clone(ran);
+            Box::new(move || {
+                ran.fetch_add(1, Ordering::SeqCst);
+            })
+        };
+        assert!(unparker.when_paused(hook(&ran)).is_ok());
+        assert_eq!(ran.load(Ordering::SeqCst), 0, "not paused yet");
+        parker.set_paused(true);
+        assert!(unparker.is_paused());
+        assert_eq!(ran.load(Ordering::SeqCst), 1, "run at the pause");
+        assert!(
+            unparker.when_paused(hook(&ran)).is_err(),
+            "already paused: the caller acts at once"
+        );
+        parker.set_paused(false);
+        parker.set_paused(true);
+        assert_eq!(ran.load(Ordering::SeqCst), 1, "once");
+        parker.set_paused(false);
+        assert!(unparker.when_paused(hook(&ran)).is_ok());
+        unparker.clear_pause_hook();
+        parker.set_paused(true);
+        assert_eq!(ran.load(Ordering::SeqCst), 1, "cleared");
+        // A plain thread is never paused by preemption.
+        assert!(current_unparker().when_paused(hook(&ran)).is_err());
     }
 
     #[test]
