@@ -481,7 +481,11 @@ mod tests {
             .store(GENERATION_MASK << 8 | STATUS_FREE, Ordering::Relaxed);
         let lease = t.begin().expect("slot");
         assert_eq!(lease.slot, 0);
-        assert_eq!(lease.generation, GENERATION_MASK + 1, "past the stamp's width");
+        assert_eq!(
+            lease.generation,
+            GENERATION_MASK + 1,
+            "past the stamp's width"
+        );
         assert!(matches!(t.resolve(lease.stamp), Pending::Active));
         t.start_commit(&lease);
         assert!(matches!(t.resolve(lease.stamp), Pending::CommittingAt(1)));

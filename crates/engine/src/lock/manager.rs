@@ -4,22 +4,28 @@
 //! lock or aborts it. Holders a policy raises run at the waiter's level (`Unparker::raise_to`)
 //! until they release everything.
 //!
-//! One latch (a `RegionMutex`) guards the whole table; it is only ever held inside a
-//! non-preemptible region and never across a park, so a paused transaction never holds it. A
-//! transaction aborted by someone else learns it at its next `acquire` (or when its wait ends);
-//! the 2PL transaction layer also checks [`LockManager::aborted`] at commit.
+//! One latch (a `RegionMutex`) guards the whole table (`table`); it is only ever held inside a
+//! non-preemptible region and never across a park, so a paused transaction never holds it.
+//!
+//! A transaction a policy dooms loses its locks at that moment (see `revocation`): its waiters are
+//! granted without waiting for it to run, and it learns the abort at its next call. POW's holders
+//! that run on are revoked the moment they block on a lock or are paused by preemption (a hook on
+//! their parker, run by their scheduler at the pause); CR's reprieves end on time by a timer
+//! thread (`reprieve`).
 //!
 //! Must never: return from `acquire` with the lock not granted and no abort reason, or leave a
-//! released transaction in any queue.
+//! released or revoked transaction in any queue.
 
-use std::collections::HashMap;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use overtake_runtime::park::{Raised, Unparker, current_unparker, park};
+use overtake_runtime::park::{current_unparker, park};
 use overtake_runtime::{NoPreemptGuard, RegionMutex};
 
 use super::policy::QueueOrder;
-use super::{LockMode, LockPolicy, LockQueue, Request, TxnId, TxnInfo, choose_victim, find_cycle};
+use super::revocation::Revocation;
+use super::table::{Reprieve, Table, TxnEntry, WaitClock};
+use super::{LockMode, LockPolicy, Request, TxnId, reprieve};
 
 /// Names a lock: a table (or index) and a record or key within it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -39,36 +45,6 @@ pub(crate) enum LockAbort {
     WaitDepth,
 }
 
-struct TxnEntry {
-    level: u8,
-    began: u64,
-    unparker: Unparker,
-    /// Locks held or waited for.
-    locks: Vec<LockName>,
-    waiting_on: Option<LockName>,
-    aborted: Option<LockAbort>,
-    /// POW: aborted when it next has to wait.
-    doomed: bool,
-    /// Raises lent by waiters, withdrawn when this transaction releases everything.
-    raises: Vec<Raised>,
-    raised_to: u8,
-    /// The wait in progress, for its statistics.
-    wait: Option<WaitClock>,
-    /// Aborted rather than made to wait (WDL1): the holders it would have waited for, which its
-    /// retry waits out (see [`LockManager::await_end`]).
-    restart_after: Vec<TxnId>,
-    /// Retries waiting for this transaction to end.
-    watchers: Vec<Unparker>,
-}
-
-/// When a wait began, and who held the lock in a conflicting mode then (POW's WaitExcess ends
-/// when the last of them has released).
-struct WaitClock {
-    since: Instant,
-    blockers: Vec<TxnId>,
-    excess: Option<Duration>,
-}
-
 /// How long one lock request waited (POW's statistics).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct WaitTimes {
@@ -77,13 +53,6 @@ pub(crate) struct WaitTimes {
     /// From the request until every transaction holding the lock in a conflicting mode at the
     /// time of the request had released it (WaitExcess); at most `queue`.
     pub(crate) excess: Duration,
-}
-
-/// A conditional-restart victim: aborted if it still holds `lock` at `deadline`.
-struct Reprieve {
-    deadline: Instant,
-    victim: TxnId,
-    lock: LockName,
 }
 
 /// One transaction waiting for a lock, as [`LockManager::waits`] reports it.
@@ -98,222 +67,11 @@ pub(crate) struct WaitSnapshot {
     pub(crate) waited: Duration,
 }
 
-/// Hashes lock names and transaction ids, which are already well-mixed integers (a key's hash,
-/// a pending stamp): one multiply per word instead of SipHash, which showed up at 5% of a
-/// lock-bound run's samples.
-#[derive(Default)]
-struct WordHasher(u64);
-
-impl std::hash::Hasher for WordHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    fn write_u64(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517C_C1B7_2722_0A95);
-    }
-}
-
-type WordMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<WordHasher>>;
-
-#[derive(Default)]
-struct Table {
-    queues: WordMap<LockName, LockQueue>,
-    txns: WordMap<TxnId, TxnEntry>,
-    reprieves: Vec<Reprieve>,
-    next_began: u64,
-    /// The policy looks at how many transactions each one blocks (`cats`, `wdl1`): counting
-    /// costs a walk of the transaction's locks, which a scan holding thousands cannot pay per
-    /// request under the other policies.
-    counts_blocking: bool,
-    /// How many transactions wait directly for each transaction (when `counts_blocking`).
-    blocking: WordMap<TxnId, usize>,
-}
-
 /// See the module documentation.
 pub(crate) struct LockManager {
     policy: LockPolicy,
-    table: RegionMutex<Table>,
-}
-
-impl Table {
-    fn info(&self, id: TxnId) -> TxnInfo {
-        let e = &self.txns[&id];
-        TxnInfo {
-            id,
-            level: e.level.max(e.raised_to),
-            began: e.began,
-            waiting: e.waiting_on.is_some(),
-            paused: e.unparker.is_paused(),
-            // Direct waits only, kept by `change_queue` (a queue being changed is out of the
-            // count).
-            blocking: self.blocking.get(&id).copied().unwrap_or(0),
-        }
-    }
-
-    /// Marks `id` aborted, withdraws its wait if it waits (granting what that unblocks) and wakes
-    /// it; it releases its locks itself, with `release_all`.
-    fn abort(&mut self, id: TxnId, reason: LockAbort, policy: LockPolicy) {
-        let Some(e) = self.txns.get_mut(&id) else {
-            return;
-        };
-        if e.aborted.is_some() {
-            return;
-        }
-        e.aborted = Some(reason);
-        e.unparker.unpark();
-        if let Some(on) = e.waiting_on.take() {
-            let granted = self.change_queue(on, |queue, info| queue.cancel_wait(id, policy, info));
-            self.wake_granted(on, &granted);
-        }
-    }
-
-    /// Lets `change` modify the queue of `name` (created if missing), taken out of the map so that
-    /// it can consult `info` about others; puts it back unless unused, and keeps the counts of
-    /// how many transactions each one blocks in step with it.
-    fn change_queue<R>(
-        &mut self,
-        name: LockName,
-        change: impl FnOnce(&mut LockQueue, &dyn Fn(TxnId) -> TxnInfo) -> R,
-    ) -> R {
-        let mut queue = self.queues.remove(&name).unwrap_or_default();
-        if self.counts_blocking {
-            for (t, n) in queue.blocking_counts() {
-                if let Some(count) = self.blocking.get_mut(&t) {
-                    *count -= n;
-                }
-            }
-        }
-        let result = change(&mut queue, &|t| self.info(t));
-        if self.counts_blocking {
-            for (t, n) in queue.blocking_counts() {
-                *self.blocking.entry(t).or_default() += n;
-            }
-        }
-        if !queue.is_unused() {
-            self.queues.insert(name, queue);
-        }
-        result
-    }
-
-    /// Grants `granted` their locks (at `name`) and wakes them.
-    fn wake_granted(&mut self, name: LockName, granted: &[TxnId]) {
-        for id in granted {
-            if let Some(e) = self.txns.get_mut(id) {
-                debug_assert_eq!(e.waiting_on, Some(name));
-                e.waiting_on = None;
-                e.unparker.unpark();
-            }
-        }
-    }
-}
-
-impl Table {
-    /// Grants whatever the queues' orders now allow. A raise (inheritance) or a change in how
-    /// many transactions someone blocks (the contention order) reorders queues without any lock
-    /// being released, and can put a compatible waiter first: without this it would wait for a
-    /// release that has already happened.
-    fn regrant(&mut self, policy: LockPolicy, raised: &[TxnId]) {
-        let names: Vec<LockName> = if policy.order() == QueueOrder::Contention {
-            // Every queue with a waiter.
-            let mut names: Vec<LockName> =
-                self.txns.values().filter_map(|e| e.waiting_on).collect();
-            names.sort_unstable_by_key(|n| (n.space, n.item));
-            names.dedup();
-            names
-        } else {
-            // Under arrival and priority orders only a raised transaction's own wait can move.
-            raised
-                .iter()
-                .filter_map(|t| self.txns.get(t)?.waiting_on)
-                .collect()
-        };
-        for name in names {
-            let granted = self.change_queue(name, |queue, info| queue.grant_waiters(policy, info));
-            self.wake_granted(name, &granted);
-        }
-    }
-
-    /// Aborts deadlock victims until no cycle of the waits-for graph passes through `starts`
-    /// (`None`: through any waiting transaction); returns the last victim.
-    ///
-    /// A new cycle must use a new edge, and a new edge always touches the transaction whose
-    /// request or raise made it: a request adds edges from the requester, and to it from the
-    /// waiters it goes ahead of; a raise moves the raised transaction ahead in the queue it waits
-    /// in. A release under arrival or priority order adds none (whoever is granted was already
-    /// ahead of, and conflicting with, those still waiting). Under the contention order any queue
-    /// change can reorder any queue, so every waiter is a starting point there.
-    fn break_cycles(&mut self, policy: LockPolicy, starts: Option<&[TxnId]>) -> Option<TxnId> {
-        let mut last = None;
-        let every_waiter = starts.is_none() || policy.order() == QueueOrder::Contention;
-        loop {
-            let waits_for = |t: TxnId| -> Vec<TxnId> {
-                let Some(on) = self.txns.get(&t).and_then(|e| e.waiting_on) else {
-                    return Vec::new();
-                };
-                self.queues[&on].waits_for(t, policy, &|u| self.info(u))
-            };
-            let candidates: Vec<TxnId> = if every_waiter {
-                self.txns
-                    .iter()
-                    .filter(|(_, e)| e.waiting_on.is_some())
-                    .map(|(&t, _)| t)
-                    .collect()
-            } else {
-                starts.unwrap_or_default().to_vec()
-            };
-            let victim = find_cycle(&candidates, &waits_for)
-                .and_then(|cycle| choose_victim(&cycle, &|t| self.info(t)));
-            let Some(victim) = victim else {
-                return last;
-            };
-            self.abort(victim, LockAbort::Deadlock, policy);
-            last = Some(victim);
-        }
-    }
-
-    /// Aborts the conditional-restart victims whose reprieve has ended and that still hold the
-    /// lock they were given it for.
-    fn expire_reprieves(&mut self, policy: LockPolicy) {
-        if self.reprieves.is_empty() {
-            return;
-        }
-        let now = Instant::now();
-        let (due, later): (Vec<Reprieve>, Vec<Reprieve>) = std::mem::take(&mut self.reprieves)
-            .into_iter()
-            .partition(|r| r.deadline <= now);
-        self.reprieves = later;
-        for r in due {
-            let holds = self
-                .queues
-                .get(&r.lock)
-                .is_some_and(|q| q.holders().iter().any(|&(t, _)| t == r.victim));
-            if holds {
-                self.abort(r.victim, LockAbort::Preempted, policy);
-            }
-        }
-    }
-
-    /// `released` has released everything: the waits it blocked since their start may have
-    /// reached their WaitExcess.
-    fn note_release(&mut self, released: TxnId) {
-        for e in self.txns.values_mut() {
-            if let Some(w) = &mut e.wait
-                && w.excess.is_none()
-            {
-                w.blockers.retain(|&b| b != released);
-                if w.blockers.is_empty() {
-                    w.excess = Some(w.since.elapsed());
-                }
-            }
-        }
-    }
+    /// Shared with the hooks and the reprieve timer that act on it later (weakly).
+    table: Arc<RegionMutex<Table>>,
 }
 
 impl LockManager {
@@ -329,47 +87,38 @@ impl LockManager {
         let counts_blocking = matches!(policy, LockPolicy::Cats | LockPolicy::Wdl1);
         LockManager {
             policy,
-            table: RegionMutex::new(Table {
+            table: Arc::new(RegionMutex::new(Table {
                 counts_blocking,
                 ..Table::default()
-            }),
+            })),
         }
     }
 
     /// Registers transaction `id` (at `level`, begun as the `began`-th) on the current task or
     /// thread, which is what its waits park.
     #[cfg(test)]
-    pub(crate) fn register(&self, id: TxnId, level: u8, began: u64) {
-        self.register_aged(id, level, Some(began));
+    pub(crate) fn register(&self, id: TxnId, level: u8, began: u64) -> Arc<Revocation> {
+        self.register_aged(id, level, Some(began)).1
     }
 
     /// Registers `id` as begun the `began`-th, or (`None`) as the youngest transaction yet.
-    /// Returns its place in the begin order: a retry registered with its first attempt's keeps
-    /// that attempt's age.
-    pub(crate) fn register_aged(&self, id: TxnId, level: u8, began: Option<u64>) -> u64 {
+    /// Returns its place in the begin order (a retry registered with its first attempt's keeps
+    /// that attempt's age) and the revocation state it shares with the manager.
+    pub(crate) fn register_aged(
+        &self,
+        id: TxnId,
+        level: u8,
+        began: Option<u64>,
+    ) -> (u64, Arc<Revocation>) {
         let unparker = current_unparker();
         let region = NoPreemptGuard::new();
         let mut table = self.table.lock(&region);
         let began = began.unwrap_or(table.next_began);
         table.next_began = table.next_began.max(began + 1);
-        table.txns.insert(
-            id,
-            TxnEntry {
-                level,
-                began,
-                unparker,
-                locks: Vec::new(),
-                waiting_on: None,
-                aborted: None,
-                doomed: false,
-                raises: Vec::new(),
-                raised_to: 0,
-                wait: None,
-                restart_after: Vec::new(),
-                watchers: Vec::new(),
-            },
-        );
-        began
+        let entry = TxnEntry::new(level, began, unparker);
+        let revocation = Arc::clone(&entry.revocation);
+        table.txns.insert(id, entry);
+        (began, revocation)
     }
 
     /// The holders `id` would have waited for when it was aborted instead of waiting (WDL1), for
@@ -386,8 +135,8 @@ impl LockManager {
             .unwrap_or_default()
     }
 
-    /// Waits (parked) until none of `ids` is registered any more: each has committed or rolled
-    /// back. The caller holds no locks.
+    /// Waits (parked) until each of `ids` has ended or lost its locks (committed, rolled back or
+    /// been revoked). The caller holds no locks.
     pub(crate) fn await_end(&self, ids: &[TxnId]) {
         let me = current_unparker();
         loop {
@@ -399,6 +148,9 @@ impl LockManager {
                     let Some(e) = table.txns.get_mut(id) else {
                         continue;
                     };
+                    if e.aborted().is_some() {
+                        continue;
+                    }
                     any_live = true;
                     if !e.watchers.iter().any(|w| w.wakes_same(&me)) {
                         e.watchers.push(me.clone());
@@ -412,14 +164,15 @@ impl LockManager {
         }
     }
 
-    /// Why `id` was aborted by others, if it was.
+    /// Why `id`'s locks were revoked, if they were (tests).
+    #[cfg(test)]
     pub(crate) fn aborted(&self, id: TxnId) -> Option<LockAbort> {
         let region = NoPreemptGuard::new();
         self.table
             .lock(&region)
             .txns
             .get(&id)
-            .and_then(|e| e.aborted)
+            .and_then(TxnEntry::aborted)
     }
 
     /// [`acquire_timed`](Self::acquire_timed) without the times (tests).
@@ -452,7 +205,7 @@ impl LockManager {
             let table = &mut *guard;
             table.expire_reprieves(self.policy);
             let e = table.txns.get_mut(&id).expect("registered");
-            if let Some(reason) = e.aborted {
+            if let Some(reason) = e.aborted() {
                 e.wait = None;
                 return Err(reason);
             }
@@ -472,12 +225,12 @@ impl LockManager {
         let region = NoPreemptGuard::new();
         let mut guard = self.table.lock(&region);
         let table = &mut *guard;
-        table.expire_reprieves(self.policy);
-        if let Some(reason) = table.txns[&id].aborted {
+        let policy = self.policy;
+        table.expire_reprieves(policy);
+        if let Some(reason) = table.txns[&id].aborted() {
             return Err(reason);
         }
         let me = table.info(id);
-        let policy = self.policy;
         let (known, request, blockers) = table.change_queue(name, |queue, info| {
             // Known to the queue already: an upgrade (the transaction's lock list has the name).
             let known = queue.involves(id);
@@ -497,8 +250,8 @@ impl LockManager {
         let action = match request {
             Request::Granted => return Ok(true),
             Request::Abort => {
-                e.aborted = Some(LockAbort::WaitDepth);
                 e.restart_after = blockers;
+                table.abort(id, LockAbort::WaitDepth, policy);
                 return Err(LockAbort::WaitDepth);
             }
             Request::Wait(action) => action,
@@ -511,11 +264,11 @@ impl LockManager {
         });
         if e.doomed {
             // POW: a holder that blocked an urgent transaction and now waits itself.
-            table.abort(id, LockAbort::Preempted, self.policy);
+            table.abort(id, LockAbort::Preempted, policy);
             return Err(LockAbort::Preempted);
         }
         for victim in action.abort {
-            table.abort(victim, LockAbort::Preempted, self.policy);
+            table.abort(victim, LockAbort::Preempted, policy);
         }
         let mut raised = Vec::new();
         for (holder, level) in action.raise {
@@ -528,12 +281,8 @@ impl LockManager {
             }
         }
         for holder in action.doom {
-            if let Some(h) = table.txns.get_mut(&holder) {
-                h.doomed = true;
-            }
+            self.doom(table, holder);
         }
-        // The lock manager keeps no timer: a reprieve is enforced at the first call into it after
-        // the reprieve ends (any transaction's request, wake or release, the victim's included).
         if let Some((reprieve, victims)) = action.abort_after {
             let deadline = Instant::now() + reprieve;
             table
@@ -543,14 +292,43 @@ impl LockManager {
                     victim,
                     lock: name,
                 }));
+            reprieve::arm(table, &self.table, policy);
         }
-        table.regrant(self.policy, &raised);
+        table.regrant(policy, &raised);
         raised.push(id);
-        if table.break_cycles(self.policy, Some(&raised)) == Some(id) {
-            return Err(LockAbort::Deadlock);
+        table.break_cycles(policy, Some(&raised));
+        // Ask the requester's own state, not which victim was chosen last: breaking a later
+        // cycle (through a raised holder) may choose another victim after this one.
+        if let Some(reason) = table.txns[&id].aborted() {
+            return Err(reason);
         }
-        // Granted meanwhile (a victim's withdrawn wait unblocked this one)?
+        // Granted meanwhile (a victim's released locks or withdrawn wait unblocked this one)?
         Ok(table.txns[&id].waiting_on.is_none())
+    }
+
+    /// POW: `holder` runs on (raised) until it has to wait or is paused; then it is revoked. A
+    /// holder already paused is revoked now.
+    fn doom(&self, table: &mut Table, holder: TxnId) {
+        let policy = self.policy;
+        let Some(h) = table.txns.get_mut(&holder) else {
+            return;
+        };
+        h.doomed = true;
+        let weak: Weak<RegionMutex<Table>> = Arc::downgrade(&self.table);
+        let hook = Box::new(move || {
+            let Some(shared) = weak.upgrade() else {
+                return;
+            };
+            let region = NoPreemptGuard::new();
+            let mut table = shared.lock(&region);
+            if table.txns.get(&holder).is_some_and(|e| e.doomed) {
+                table.abort(holder, LockAbort::Preempted, policy);
+            }
+        });
+        if h.unparker.when_paused(hook).is_err() && h.unparker.is_paused() {
+            // Paused between the policy's look and now.
+            table.abort(holder, LockAbort::Preempted, policy);
+        }
     }
 
     /// Releases every lock of `id` (it committed or rolled back), grants what that frees and
@@ -562,6 +340,7 @@ impl LockManager {
         let Some(entry) = table.txns.remove(&id) else {
             return;
         };
+        entry.unparker.clear_pause_hook();
         let policy = self.policy;
         for &name in &entry.locks {
             let granted = table.change_queue(name, |queue, info| queue.release(id, policy, info));
@@ -573,11 +352,11 @@ impl LockManager {
         }
         table.note_release(id);
         table.reprieves.retain(|r| r.victim != id);
-        table.expire_reprieves(self.policy);
+        table.expire_reprieves(policy);
         // Fewer blocked transactions reorder queues under the contention order.
-        table.regrant(self.policy, &[]);
-        if self.policy.order() == QueueOrder::Contention {
-            table.break_cycles(self.policy, None);
+        table.regrant(policy, &[]);
+        if policy.order() == QueueOrder::Contention {
+            table.break_cycles(policy, None);
         }
         // The raises lent to it are withdrawn here, inside the region.
         drop(entry);
@@ -597,11 +376,7 @@ impl LockManager {
                     waiter,
                     level: e.level.max(e.raised_to),
                     lock,
-                    holders: table
-                        .queues
-                        .get(&lock)
-                        .map(|q| q.holders())
-                        .unwrap_or_default(),
+                    holders: table.holders(lock),
                     waited: e
                         .wait
                         .as_ref()
@@ -629,6 +404,18 @@ impl LockManager {
             .and_then(|e| e.waiting_on)
     }
 
+    /// The locks `id` holds or waits for (tests).
+    #[cfg(test)]
+    pub(crate) fn locks_of(&self, id: TxnId) -> Vec<LockName> {
+        let region = NoPreemptGuard::new();
+        self.table
+            .lock(&region)
+            .txns
+            .get(&id)
+            .map(|e| e.locks.clone())
+            .unwrap_or_default()
+    }
+
     /// Every lock's holders and waiters, and what each transaction waits on (test failures).
     #[cfg(test)]
     pub(crate) fn dump(&self) -> String {
@@ -645,9 +432,71 @@ impl LockManager {
         for (id, e) in &table.txns {
             out += &format!(
                 "txn {id}: waiting on {:?}, aborted {:?}, locks {:?}\n",
-                e.waiting_on, e.aborted, e.locks
+                e.waiting_on,
+                e.aborted(),
+                e.locks
             );
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lock(item: u64) -> LockName {
+        LockName { space: 0, item }
+    }
+
+    /// The requester is told it was a deadlock victim whenever it was one, even when breaking a
+    /// second cycle afterwards chose another victim last (it used to be told it was granted).
+    #[test]
+    fn a_requester_chosen_as_victim_learns_it_even_if_a_later_cycle_chose_another() {
+        use LockMode::{Exclusive as X, Shared as S};
+        const LOW: u8 = 0;
+        const HIGH: u8 = 3;
+        let (a, b, c, d) = (lock(1), lock(2), lock(3), lock(4));
+        let m = LockManager::new(LockPolicy::NPrioInherit);
+        let (t1, t5, t6, r) = (1, 5, 6, 9);
+        for (id, level) in [(t1, LOW), (t5, LOW), (t6, LOW), (r, HIGH)] {
+            m.register(id, level, id);
+        }
+        assert_eq!(m.acquire(t1, a, X), Ok(()));
+        assert_eq!(m.acquire(t5, c, X), Ok(()));
+        assert_eq!(m.acquire(t6, d, X), Ok(()));
+        // B is shared by t5 and then r; t1 asks for it exclusive and waits for both.
+        assert_eq!(m.acquire(t5, b, S), Ok(()));
+        assert_eq!(m.acquire(r, b, S), Ok(()));
+        assert_eq!(m.request(t1, b, X), Ok(false));
+        // A cycle t5 <-> t6 planted behind the manager's back, as if its detection had missed it:
+        // t5 waits for d (t6's), t6 for c (t5's).
+        {
+            let region = NoPreemptGuard::new();
+            let mut table = m.table.lock(&region);
+            for (id, name) in [(t5, d), (t6, c)] {
+                let me = table.info(id);
+                let policy = m.policy;
+                let request = table.change_queue(name, |q, info| q.request(&me, X, policy, info));
+                assert!(matches!(request, Request::Wait(_)));
+                let e = table.txns.get_mut(&id).expect("registered");
+                e.locks.push(name);
+                e.waiting_on = Some(name);
+            }
+        }
+        // r asks for a (t1's) and closes t1 -> r -> t1; t1 is raised to r's level, so r, the
+        // younger, is that cycle's victim. From t1 the search then finds t5 -> t6 -> t5, whose
+        // victim (t6) is chosen last.
+        assert_eq!(m.request(r, a, X), Err(LockAbort::Deadlock));
+        assert_eq!(m.aborted(r), Some(LockAbort::Deadlock));
+        assert_eq!(m.aborted(t6), Some(LockAbort::Deadlock));
+        assert!(
+            m.locks_of(r).is_empty(),
+            "the victim's locks are released at once"
+        );
+        assert_eq!(m.waiting_on(t5), None, "t6's d went to t5");
+        for id in [t1, t5, t6, r] {
+            m.release_all(id);
+        }
     }
 }

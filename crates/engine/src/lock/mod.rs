@@ -4,7 +4,8 @@
 //! Everything in this file, `policy` and `deadlock` is a decision on state the caller passes in:
 //! who gets the lock, who waits, who is aborted, whose priority is raised. `manager` acts on the
 //! decisions (it parks a waiter on `overtake_runtime::park`, wakes the granted ones, raises
-//! holders through `Unparker::raise_to`, marks victims aborted); the transaction layer
+//! holders through `Unparker::raise_to`, revokes victims' locks: `table`, `revocation`, and ends
+//! reprieves on time: `reprieve`); the transaction layer
 //! (`txn::locking`) says which locks each access takes.
 //!
 //! Must never: grant a lock in a mode incompatible with a holder's, or lose a waiter.
@@ -12,6 +13,9 @@
 mod deadlock;
 mod manager;
 mod policy;
+mod reprieve;
+mod revocation;
+mod table;
 #[cfg(test)]
 mod tests;
 
@@ -20,6 +24,7 @@ pub(crate) use manager::{LockAbort, LockManager, LockName};
 pub(crate) use policy::ConflictAction;
 pub use policy::LockPolicy;
 use policy::QueueOrder;
+pub(crate) use revocation::Revocation;
 
 /// Identifies a transaction to the lock manager.
 pub(crate) type TxnId = u64;

@@ -36,6 +36,8 @@ impl Transaction<'_> {
         // Lock waits park, so they come before the region.
         self.lock_for_commit()?;
         let region = NoPreemptGuard::new();
+        // From here on nobody takes this transaction's locks away (two-phase locking).
+        self.enter_commit()?;
         if !self.buf.ws.entries().iter().any(|e| e.changes_anything()) {
             // A read-only transaction read one consistent snapshot, and every transaction that
             // committed before it is serialized before it: nothing to validate.

@@ -26,13 +26,14 @@
 //! refuses to), and no region or latch is held across one.
 
 use std::ops::Bound;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::epoch::EpochGuard;
 use crate::error::{AbortReason, Result};
 use crate::index::{OrderedIndex, ScanBatch};
 use crate::key::KeyBuf;
-use crate::lock::{LockAbort, LockManager, LockMode, LockName, TxnId};
+use crate::lock::{LockAbort, LockManager, LockMode, LockName, Revocation, TxnId};
 use crate::mvcc::{PENDING, Reader, TxnTable};
 use crate::record::{Chain, Oid};
 use crate::table::{IndexRef, Table};
@@ -85,6 +86,8 @@ pub(super) struct Locker<'a> {
     id: TxnId,
     /// Its place in the begin order (see `lock_age`).
     began: u64,
+    /// Whether the lock manager has taken its locks away (see `lock::revocation`).
+    revocation: Arc<Revocation>,
     /// The holders to wait out before a retry (see `LockManager::restart_after`).
     restart_after: Vec<TxnId>,
     stats: LockStats,
@@ -144,12 +147,18 @@ fn after(upper: Bound<&[u8]>) -> Option<Bound<&[u8]>> {
 }
 
 impl<'a> Locker<'a> {
-    pub(super) fn new(manager: &'a LockManager, txns: &'a TxnTable, id: TxnId, began: u64) -> Self {
+    pub(super) fn new(
+        manager: &'a LockManager,
+        txns: &'a TxnTable,
+        id: TxnId,
+        (began, revocation): (u64, Arc<Revocation>),
+    ) -> Self {
         Locker {
             manager,
             txns,
             id,
             began,
+            revocation,
             restart_after: Vec::new(),
             stats: LockStats::default(),
             check: ScanBatch::default(),
@@ -160,6 +169,18 @@ impl<'a> Locker<'a> {
     /// The waits this locker recorded.
     pub(super) fn stats(&self) -> LockStats {
         self.stats
+    }
+
+    /// Why the lock manager took this transaction's locks away, if it did. Called after reading
+    /// a row and before handing it on: the load is ordered after the read (see
+    /// `lock::revocation`).
+    pub(super) fn revoked(&self) -> Option<LockAbort> {
+        self.revocation.revoked()
+    }
+
+    /// The shared revocation state (a scan keeps it while its locker is borrowed).
+    pub(super) fn revocation(&self) -> Arc<Revocation> {
+        Arc::clone(&self.revocation)
     }
 
     fn acquire(&mut self, name: LockName, mode: LockMode) -> Result<(), LockAbort> {
@@ -452,8 +473,8 @@ impl<'db> Transaction<'db> {
         age: Option<u64>,
     ) -> Option<Locker<'db>> {
         let manager = engine.locks.as_ref()?;
-        let began = manager.register_aged(id, priority.level() as u8, age);
-        Some(Locker::new(manager, &engine.txns, id, began))
+        let registered = manager.register_aged(id, priority.level() as u8, age);
+        Some(Locker::new(manager, &engine.txns, id, registered))
     }
 
     /// Its place in the lock manager's begin order (two-phase locking only), which a retry of
@@ -483,6 +504,26 @@ impl<'db> Transaction<'db> {
     /// Ends the transaction with `abort`'s reason if a lock request failed.
     pub(super) fn lock_result(&mut self, result: Result<(), LockAbort>) -> Result<()> {
         result.map_err(|abort| self.fail(abort.into()))
+    }
+
+    /// Fails (ending the transaction) if the lock manager revoked its locks: every call checks on
+    /// entry, and again after reading a row and before handing it to application code, so a
+    /// revoked transaction never acts on a row it no longer holds the lock for.
+    pub(super) fn check_revoked(&mut self) -> Result<()> {
+        match self.locker.as_ref().and_then(Locker::revoked) {
+            Some(abort) => Err(self.fail(abort.into())),
+            None => Ok(()),
+        }
+    }
+
+    /// Inside the commit's region: from here on the locks cannot be revoked, unless they already
+    /// were (then the commit fails with the revocation's reason).
+    pub(super) fn enter_commit(&mut self) -> Result<()> {
+        let entered = match &self.locker {
+            Some(locker) => locker.revocation.enter_commit(),
+            None => Ok(()),
+        };
+        self.lock_result(entered)
     }
 
     /// Locks primary key `key` of `table` in `mode` (nothing unless locking).
@@ -527,7 +568,7 @@ impl<'db> Transaction<'db> {
             }
         }
         if result.is_ok()
-            && let Some(abort) = locker.manager.aborted(locker.id)
+            && let Some(abort) = locker.revoked()
         {
             result = Err(abort);
         }

@@ -279,12 +279,12 @@ impl<'db> Transaction<'db> {
     }
 
     /// Checks that the transaction is active and `table` belongs to its database.
-    fn check(&self, table: &Table) -> Result<()> {
+    fn check(&mut self, table: &Table) -> Result<()> {
         self.check_active()?;
         if table.database() != self.engine.id {
             return Err(Error::ForeignTable(table.name().to_owned()));
         }
-        Ok(())
+        self.check_revoked()
     }
 
     fn reader(&self) -> Reader {
@@ -366,9 +366,11 @@ impl<'db> Transaction<'db> {
             (!version.is_deleted()).then_some((oid, version))
         });
         let Some((oid, version)) = found else {
+            self.check_revoked()?;
             self.note_miss(table, key);
             return Ok(None);
         };
+        self.check_revoked()?;
         self.note_read(table, oid);
         Ok(Some(read(table.row(&version.row))))
     }

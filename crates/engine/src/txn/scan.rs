@@ -92,6 +92,8 @@ impl Transaction<'_> {
             None => unreachable!("only rows are merged"),
         };
         let range_upper = as_slice_bound(&range.upper);
+        // Under two-phase locking, each row is handed on only while the locks still hold.
+        let revocation = self.locker.as_ref().map(super::locking::Locker::revocation);
         let mut locker = self.locker.as_mut();
         if options.reverse
             && let Some(locker) = &mut locker
@@ -176,6 +178,10 @@ impl Transaction<'_> {
                 {
                     // The entry belongs to an older version of the row (its key changed since).
                     continue;
+                }
+                if let Some(abort) = revocation.as_ref().and_then(|r| r.revoked()) {
+                    lock_failure = Some(abort);
+                    break 'scan;
                 }
                 if emit(row, Source::Record(oid, batch.key(i)), &mut delivered) {
                     stopped_at = KeyBuf::from_bytes(batch.key(i));

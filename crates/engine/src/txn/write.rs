@@ -161,6 +161,7 @@ impl Transaction<'_> {
             };
             match found {
                 Found::Live(oid, ..) => {
+                    self.check_revoked()?;
                     self.note_read(table, oid);
                     return Err(duplicate());
                 }
@@ -349,6 +350,8 @@ impl Transaction<'_> {
         guard: &Guard,
         new_row: impl FnOnce(RowRef<'_>) -> Result<(Option<Box<[u8]>>, bool)>,
     ) -> Result<()> {
+        // The row goes to application code (an update's closure): only while the locks hold.
+        self.check_revoked()?;
         let (row, secondary_may_change) = new_row(table.row(&current.row))?;
         self.reserve(table, oid, (head, current), guard)?;
         self.buf.ws.push(Buffered {
