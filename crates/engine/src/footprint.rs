@@ -34,16 +34,13 @@ pub(crate) struct Write {
     pub(crate) kind: WriteKind,
 }
 
-/// An index entry this transaction added or reused (removed again on rollback if no version
-/// needs it).
+/// An index entry this transaction added or reused (an older version of the record carries the
+/// same key): rollback removes it if no version needs it.
 pub(crate) struct NewKey {
     pub(crate) table: TableId,
     pub(crate) index: IndexRef,
     pub(crate) key: IndexKey,
     pub(crate) oid: Oid,
-    /// False if the entry was there already (an older version of the record carries the same
-    /// key) and this transaction reused it: rollback removes it only if no version carries it.
-    pub(crate) added: bool,
 }
 
 /// A secondary-index entry this transaction's update made stale (retired at commit).

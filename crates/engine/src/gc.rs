@@ -127,8 +127,12 @@ fn remove_dead(
 }
 
 /// Removes an index entry no version of its record carries any more. A concurrent update may be
-/// re-adding the same key (it found the entry present and reused it), so after removing, check
-/// again and put the entry back if a version now carries the key.
+/// re-adding the same key: it links its pending version (which carries the key) before it adds
+/// the entry, and finds the entry present and reuses it. So whether any version carries the key
+/// is asked under the index's writer latch, together with the removal: either the update's
+/// version is already linked (the entry stays) or its insert comes after the removal (and puts
+/// the entry back itself). Removing first and re-inserting after a second look would leave a
+/// moment in which a scan misses a live row whose key went K -> K' -> K.
 pub(crate) fn remove_uncarried(
     table: &Table,
     index: IndexRef,
@@ -139,11 +143,9 @@ pub(crate) fn remove_uncarried(
     if table.record_carries(index, key, oid, guard) {
         return;
     }
-    let tree = table.tree(index);
-    if tree.remove(key, oid) && table.record_carries(index, key, oid, guard) {
-        // An `Err` means another writer already re-inserted it.
-        let _ = tree.insert(key, oid);
-    }
+    table
+        .tree(index)
+        .remove_unless(key, oid, || table.record_carries(index, key, oid, guard));
 }
 
 /// Processes one retired item; returns how many versions it unlinked.

@@ -262,7 +262,19 @@ impl OrderedIndex {
 
     /// Removes `key` if it still maps to `oid`.
     pub(crate) fn remove(&self, key: &[u8], oid: Oid) -> bool {
-        self.tree.remove_if(key, oid)
+        self.tree.remove_if(key, oid, || true)
+    }
+
+    /// Removes `key` if it still maps to `oid` and `needed` says no one needs the entry, asked
+    /// while no other writer of this index can change anything: a writer that would re-add the
+    /// entry either does so before (and `needed` sees what it installed) or after the removal.
+    pub(crate) fn remove_unless(
+        &self,
+        key: &[u8],
+        oid: Oid,
+        needed: impl FnOnce() -> bool,
+    ) -> bool {
+        self.tree.remove_if(key, oid, || !needed())
     }
 
     /// Copies up to `max` entries of the range into `out`, in key order (or reverse order). The

@@ -334,15 +334,16 @@ impl Tree {
         }
     }
 
-    /// Removes `key` if it maps to `value`.
-    pub(super) fn remove_if(&self, key: &[u8], value: u64) -> bool {
+    /// Removes `key` if it maps to `value` and `remove` (asked with the writer latch held, so no
+    /// other writer of this index changes anything meanwhile) agrees.
+    pub(super) fn remove_if(&self, key: &[u8], value: u64, remove: impl FnOnce() -> bool) -> bool {
         let region = NoPreemptGuard::new();
         let mut writer = self.writer.lock(&region);
         let mut guard = LazyGuard::default();
         let mut path = Path::new();
         let (leaf_id, pos, found) = self.locate(&SearchKey::new(key), &mut path, &mut guard);
         let leaf = self.node(leaf_id);
-        if !(found && leaf.val(pos) == value) {
+        if !(found && leaf.val(pos) == value && remove()) {
             return false;
         }
         let guard = &mut guard;

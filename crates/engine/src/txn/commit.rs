@@ -162,15 +162,12 @@ impl Transaction<'_> {
                 .collector
                 .retire(self.lease.slot, &region, |queue| queue.extend(uncovered));
         }
-        // Our versions are unlinked: an entry we added is needed by no one; one we reused is
-        // needed only if an older version still carries its key.
+        // Our versions are unlinked: an entry we added or reused is needed only if another
+        // version carries its key (an older one, or a writer of the record that found our entry
+        // and reused it once our versions were gone).
         for k in self.buf.new_keys.drain(..).rev() {
             let table = catalog.recorded(k.table);
-            if k.added {
-                table.tree(k.index).remove(k.key.as_slice(), k.oid);
-            } else {
-                gc::remove_uncarried(table, k.index, k.key.as_slice(), k.oid, guard);
-            }
+            gc::remove_uncarried(table, k.index, k.key.as_slice(), k.oid, guard);
         }
         let now = txns.now();
         for w in &self.buf.writes {

@@ -208,7 +208,6 @@ impl Transaction<'_> {
                         index: IndexRef::Primary,
                         key: key.clone(),
                         oid,
-                        added: true,
                     });
                     self.note_write(table, oid, WriteKind::FreshInsert);
                     return self.add_secondary_entries(table, oid, epoch);
@@ -312,19 +311,19 @@ impl Transaction<'_> {
     ) -> Result<(), AbortReason> {
         let tree = table.tree(index);
         loop {
-            let (entered, added) = match tree.insert(key.as_bytes(), oid) {
-                Ok(()) => (true, true),
+            let entered = match tree.insert(key.as_bytes(), oid) {
+                Ok(()) => true,
                 // Kept from an older version: reused. Its retirement may already have been
                 // processed (skipped because our pending version carries the key), so a rollback
                 // must look at it again.
-                Err(existing) if existing == oid => (true, false),
+                Err(existing) if existing == oid => true,
                 Err(existing) => {
                     if table.record_carries(index, key.as_bytes(), existing, epoch.guard()) {
                         // Keys embed the primary key, so a live record carrying this one means
                         // two rows share a primary key.
                         return Err(AbortReason::Conflict);
                     }
-                    (tree.replace(key.as_bytes(), existing, oid), true)
+                    tree.replace(key.as_bytes(), existing, oid)
                 }
             };
             if entered {
@@ -333,7 +332,6 @@ impl Transaction<'_> {
                     index,
                     key: IndexKey::new(key.as_bytes()),
                     oid,
-                    added,
                 });
                 return Ok(());
             }
