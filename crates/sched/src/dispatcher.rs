@@ -85,10 +85,14 @@ pub(crate) struct Dispatcher<'a, E: Executor> {
     pub(crate) scheduler: &'a Scheduler<E>,
     pub(crate) arrivals: &'a mut dyn Arrivals<E::Job>,
     pub(crate) clock: Clock,
+    /// The run ends as soon as the arrivals have no more work and everything handed over has
+    /// finished (no worker has a local feed that could make more).
+    pub(crate) ends_when_done: bool,
 }
 
 impl<E: Executor> Dispatcher<'_, E> {
-    /// Runs until `end`; calls `tick` about ten times a second.
+    /// Runs until `end` (or, with `ends_when_done`, until every arrival has been served); calls
+    /// `tick` about ten times a second.
     pub(crate) fn run(
         &mut self,
         start: Instant,
@@ -116,9 +120,24 @@ impl<E: Executor> Dispatcher<'_, E> {
         let own_core = self.config.pin && workers < overtake_runtime::worker::available_cores();
         // Whether arrivals feed background queues (closed loops feed their workers themselves).
         let mut feeds_low = false;
+        // Jobs handed to workers, and whether the background arrivals have run out.
+        let mut handed_over: u64 = 0;
+        let mut low_exhausted = false;
         loop {
             let now = Instant::now();
             if now >= end {
+                break;
+            }
+            if self.ends_when_done
+                && next_high.is_none()
+                && low_exhausted
+                && pending.is_empty()
+                && shared
+                    .iter()
+                    .map(|w| w.finished.load(Ordering::Acquire))
+                    .sum::<u64>()
+                    >= handed_over
+            {
                 break;
             }
             if now >= next_tick {
@@ -127,13 +146,14 @@ impl<E: Executor> Dispatcher<'_, E> {
             }
             // Keep background queues full.
             for w in 0..workers {
-                while !self.scheduler.is_full(w, Priority::LOW) {
+                while !low_exhausted && !self.scheduler.is_full(w, Priority::LOW) {
                     let Some(job) = self.arrivals.low() else {
+                        low_exhausted = true;
                         break;
                     };
                     feeds_low = true;
                     let at = Instant::now();
-                    if let Err(back) = self.scheduler.push(
+                    match self.scheduler.push(
                         w,
                         Scheduled {
                             job,
@@ -141,8 +161,11 @@ impl<E: Executor> Dispatcher<'_, E> {
                             enqueued: at,
                         },
                     ) {
-                        drop(back);
-                        break;
+                        Ok(()) => handed_over += 1,
+                        Err(back) => {
+                            drop(back);
+                            break;
+                        }
                     }
                 }
             }
@@ -189,7 +212,10 @@ impl<E: Executor> Dispatcher<'_, E> {
                 while let Some(mut job) = pending.pop_front() {
                     job.enqueued = Instant::now();
                     match self.scheduler.push(w, job) {
-                        Ok(()) => pushed[w] = true,
+                        Ok(()) => {
+                            pushed[w] = true;
+                            handed_over += 1;
+                        }
                         Err(back) => {
                             pending.push_front(back);
                             break;

@@ -71,6 +71,7 @@ pub struct RunReport {
 /// Runs a workload under `config` for `config.duration`: a [`Scheduler`] whose client is the
 /// open-loop dispatcher (arrivals) plus, per worker, an optional local source of background work
 /// (`feeds`, a closed loop). Work still queued at the end is not started; started tasks finish.
+/// Without feeds, a run whose arrivals run out ends as soon as all their work is done.
 /// `tick` is called about ten times a second with the elapsed time.
 pub fn run<E: Executor>(
     config: &SchedConfig,
@@ -80,6 +81,7 @@ pub fn run<E: Executor>(
     tick: &dyn Fn(Duration),
 ) -> Result<RunReport, SchedError> {
     let kinds = executor.kinds().to_vec();
+    let ends_when_done = feeds.iter().all(Option::is_none);
     let scheduler = Scheduler::start_with(config, executor, feeds, false)?;
     if config.pin {
         let cores = overtake_runtime::worker::available_cores();
@@ -91,6 +93,7 @@ pub fn run<E: Executor>(
         scheduler: &scheduler,
         arrivals,
         clock: Clock::new(scheduler.epoch()),
+        ends_when_done,
     }
     .run(start, start + config.duration, tick);
     let report = scheduler.shutdown(Shutdown::Abandon)?;

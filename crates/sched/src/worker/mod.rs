@@ -134,6 +134,7 @@ impl<E: Executor> WorkerCore<E> {
             &timing,
             outcome,
         );
+        self.shared.finished.fetch_add(1, Ordering::Release);
     }
 
     /// Applies what other threads said: woken tasks join their ready queues, raised tasks move

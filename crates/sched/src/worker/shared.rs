@@ -102,6 +102,9 @@ pub(crate) struct WorkerShared {
     pub(crate) slice_started: AtomicU64,
     /// Started tasks ready to continue (preempted or woken): work waiting besides the inbox.
     pub(crate) ready_tasks: AtomicUsize,
+    /// Jobs whose end (or refusal) the worker has recorded: a client that knows how many it
+    /// handed over can tell when all of them are done.
+    pub(crate) finished: AtomicU64,
     pub(crate) sleeper: Arc<Sleeper>,
     /// Set once the worker is fully set up (registered for preemption, statistics allocated)
     /// and about to take work. The run's clock starts only when every worker is ready: setting
@@ -127,6 +130,7 @@ impl WorkerShared {
             running_level: AtomicU8::new(IDLE),
             slice_started: AtomicU64::new(0),
             ready_tasks: AtomicUsize::new(0),
+            finished: AtomicU64::new(0),
             ready: AtomicBool::new(false),
         }
     }
