@@ -109,6 +109,19 @@ fn decode(stamp: u64) -> (usize, u64) {
     )
 }
 
+/// Marks a slot's published snapshot as a lower bound while its transaction begins (timestamps
+/// never reach this bit).
+const BEGINNING: u64 = 1 << 62;
+
+/// The snapshots live transactions read at (see [`TxnTable::live_snapshots`]): every version
+/// committed after `recent` is needed by someone; at or before it, only the newest version at or
+/// before each of `snapshots` (newest first; `recent` is one of them).
+#[derive(Debug, Default)]
+pub(crate) struct LiveSnapshots {
+    pub(crate) recent: u64,
+    pub(crate) snapshots: Vec<u64>,
+}
+
 /// One transaction slot: the state other transactions consult to resolve its pending versions,
 /// and its published snapshot (for the watermark).
 pub(crate) struct TxnSlot {
@@ -233,10 +246,15 @@ impl TxnTable {
         // Publish a conservative snapshot before choosing the real one: a watermark computed
         // concurrently either sees this value, or ran entirely before our second read of the clock,
         // in which case our snapshot is at least its watermark. Either way nothing we can read is
-        // unlinked.
-        s.snapshot
-            .store(self.clock.load(Ordering::SeqCst), Ordering::SeqCst);
+        // unlinked. The conservative value is marked `BEGINNING` until the real one replaces it:
+        // a collector that unlinks versions no snapshot sees (`live_snapshots`) must then keep
+        // everything from it up, since the real snapshot is not known yet.
+        s.snapshot.store(
+            self.clock.load(Ordering::SeqCst) | BEGINNING,
+            Ordering::SeqCst,
+        );
         let snapshot = self.clock.load(Ordering::SeqCst);
+        s.snapshot.store(snapshot, Ordering::SeqCst);
         // Read first: the high-water mark rarely moves, and a read keeps its cache line shared.
         if self.high_water.load(Ordering::Acquire) <= slot {
             self.high_water.fetch_max(slot + 1, Ordering::AcqRel);
@@ -327,10 +345,35 @@ impl TxnTable {
     pub(crate) fn refresh_watermark(&self) -> u64 {
         let mut min = self.clock.load(Ordering::SeqCst);
         for slot in &self.slots[..self.used_slots()] {
-            min = min.min(slot.snapshot.load(Ordering::SeqCst));
+            min = min.min(slot.snapshot.load(Ordering::SeqCst) & !BEGINNING);
         }
         self.cached_watermark.fetch_max(min, Ordering::AcqRel);
         min
+    }
+
+    /// The snapshots live transactions read at, for unlinking the versions between them that none
+    /// of them sees (see `gc::prune_unseen`).
+    pub(crate) fn live_snapshots(&self, out: &mut LiveSnapshots) {
+        out.snapshots.clear();
+        // Read before the slots: a transaction whose snapshot the scan below misses read the
+        // clock after this (`begin` publishes before it reads), so its snapshot is at least this.
+        let mut recent = self.clock.load(Ordering::SeqCst);
+        for slot in &self.slots[..self.used_slots()] {
+            let published = slot.snapshot.load(Ordering::SeqCst);
+            if published == u64::MAX {
+                continue;
+            }
+            if published & BEGINNING != 0 {
+                // Its snapshot will be somewhere from this value up.
+                recent = recent.min(published & !BEGINNING);
+            } else {
+                out.snapshots.push(published);
+            }
+        }
+        out.snapshots.push(recent);
+        out.recent = recent;
+        out.snapshots.sort_unstable_by(|a, b| b.cmp(a));
+        out.snapshots.dedup();
     }
 
     /// The last computed watermark (cheap, possibly stale, never too high).

@@ -419,3 +419,50 @@ fn a_row_whose_key_comes_back_is_never_missing_from_its_index() {
         }
     });
 }
+
+/// While long readers hold the watermark back, a hot row's versions that no reader's snapshot
+/// sees are unlinked as it is updated, and every reader still reads its own snapshot.
+#[test]
+fn versions_between_live_snapshots_that_none_sees_are_unlinked() {
+    let (db, t) = with_accounts(1, 0);
+    let set = |cents: i64| {
+        let attempts = db.run(
+            Priority::HIGH,
+            Isolation::Snapshot,
+            &RetryPolicy::never(),
+            |txn| set_balance(txn, &t, 0, cents),
+        );
+        assert_eq!(attempts.result, Ok(true));
+    };
+    let mut first = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+    assert_eq!(balance(&mut first, &t, 0), Some(0));
+    for cents in 1..=50 {
+        set(cents);
+    }
+    let mut second = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+    assert_eq!(balance(&mut second, &t, 0), Some(50));
+    for cents in 51..=100 {
+        set(cents);
+    }
+    let linked = db.census().linked_versions;
+    assert!(
+        linked <= 16,
+        "{linked} versions linked: the 100 updates' intermediate versions should be gone"
+    );
+    assert_eq!(balance(&mut first, &t, 0), Some(0), "the oldest snapshot");
+    assert_eq!(balance(&mut second, &t, 0), Some(50), "the middle one");
+    let mut third = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+    assert_eq!(balance(&mut third, &t, 0), Some(100));
+    for txn in [first, second, third] {
+        drop(txn);
+    }
+    db.collect_garbage();
+    let after = db.census();
+    assert_eq!(after.linked_versions, 1);
+    let stats = db.stats();
+    assert_eq!(
+        stats.versions_created - stats.versions_reclaimed,
+        after.linked_versions,
+        "every version created is either linked or was reclaimed, once"
+    );
+}

@@ -77,6 +77,18 @@ impl Transaction<'_> {
                 }
             });
         txns.set_outcome(&self.lease, true);
+        // A long reader (a paused analytic query) holds the watermark back: what this commit
+        // wrote may now sit on versions nobody can see.
+        let mut live = None;
+        let unseen: u64 = self
+            .buf
+            .writes
+            .iter()
+            .map(|w| gc::prune_unseen(catalog.recorded(w.table), w.oid, txns, &mut live, guard))
+            .sum();
+        self.engine
+            .collector
+            .note_reclaimed(self.lease.slot, unseen);
         drop(epoch);
         let budget = GC_ITEMS_BASE + GC_ITEMS_PER_WRITE * self.buf.writes.len();
         let (collector, catalog) = (&self.engine.collector, &self.engine.catalog);

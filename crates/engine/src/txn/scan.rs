@@ -205,7 +205,10 @@ impl Transaction<'_> {
             oids: (seen_from.1, seen_oids.len() as u32),
         };
         (self.buf.scan_leaves, self.buf.scan_oids) = (seen_leaves, seen_oids);
-        if let Some(abort) = lock_failure {
+        // What the scan did not find (rows gone since) is an observation too: it counts only if
+        // the locks still held after the last read.
+        if let Some(abort) = lock_failure.or_else(|| revocation.as_ref().and_then(|r| r.revoked()))
+        {
             return Err(self.fail(abort.into()));
         }
         // Own rows after the last index entry.

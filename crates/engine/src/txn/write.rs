@@ -159,6 +159,7 @@ impl Transaction<'_> {
                 Some(epoch) => self.found_at(table, lookup, epoch.guard())?,
                 None => Found::Absent(Some(lookup.1)),
             };
+            self.check_revoked()?;
             match found {
                 Found::Live(oid, ..) => {
                     self.check_revoked()?;
@@ -282,8 +283,11 @@ impl Transaction<'_> {
                         locked?;
                     }
                     // The scan saw a live row of this record in the snapshot; a newer commit
-                    // since is a conflict, as for `update`.
-                    let live = match self.head_state(table, oid, epoch.guard()) {
+                    // since is a conflict, as for `update`. (Under two-phase locking the lock
+                    // keeps it the head, unless the lock was revoked: asked after the read.)
+                    let head = self.head_state(table, oid, epoch.guard());
+                    self.check_revoked()?;
+                    let live = match head {
                         Ok(Head::Writable(head, v)) if !v.is_deleted() => (head, v),
                         Ok(_) => unreachable!("the scan's row is the record's head"),
                         Err(reason) => return Err(self.fail(reason)),
@@ -331,6 +335,8 @@ impl Transaction<'_> {
         let Found::Live(oid, head, current) =
             self.find_for_write(table, key.as_bytes(), epoch.guard())?
         else {
+            // "No such row" is an observation too: only while the locks hold.
+            self.check_revoked()?;
             self.note_miss(table, key);
             return Ok(false);
         };
