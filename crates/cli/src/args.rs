@@ -51,6 +51,11 @@ pub enum Bench {
 pub enum Compare {
     /// The mixed workload under several policies, with ratios to `wait`.
     Mixed(CompareMixedArgs),
+    /// Starvation control under overload (PreemptDB's Figure 12 scaled to these workers): urgent
+    /// work arriving faster than a worker can serve it, one run per starvation threshold plus
+    /// `wait` and the low-priority work alone.
+    #[command(mut_arg("hp_queue", |a| a.default_value("100")))]
+    Starvation(CompareStarvationArgs),
     /// The bimodal workload under several policies (and quantum ablations), with ratios to
     /// `wait`.
     Bimodal(CompareBimodalArgs),
@@ -323,6 +328,24 @@ impl LowArg {
     }
 }
 
+/// The urgent transactions of the mixed workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum HighArg {
+    /// TPC-C New-Order and Payment, half each.
+    Tpcc,
+    /// A numeric loop touching no record, --hp-compute-us long (sets the urgent load exactly).
+    Compute,
+}
+
+impl HighArg {
+    pub fn name(self) -> &'static str {
+        match self {
+            HighArg::Tpcc => "tpcc",
+            HighArg::Compute => "compute",
+        }
+    }
+}
+
 /// The middle class of the mixed workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum MediumArg {
@@ -360,6 +383,12 @@ pub struct MixedArgs {
     /// The long low-priority transaction.
     #[arg(long, value_enum, default_value_t = LowArg::Q2)]
     pub lp: LowArg,
+    /// The urgent transactions.
+    #[arg(long, value_enum, default_value_t = HighArg::Tpcc)]
+    pub hp: HighArg,
+    /// Length of an urgent compute transaction, in microseconds (with --hp compute).
+    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub hp_compute_us: u64,
     /// A middle class at medium priority, between the urgent and the low-priority work.
     #[arg(long, value_enum)]
     pub mp: Option<MediumArg>,
@@ -415,6 +444,28 @@ pub struct CompareMixedArgs {
         default_value = "wait,cooperative,preempt"
     )]
     pub policies: Vec<PolicyArg>,
+    #[command(flatten)]
+    pub mixed: MixedArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareStarvationArgs {
+    /// Starvation thresholds, one `preempt` run each (0 never lets urgent work take the worker
+    /// from waiting low-priority work; 1 and above never limit).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "0,0.25,0.5,0.75,1,100",
+        value_parser = non_negative
+    )]
+    pub thresholds: Vec<f64>,
+    /// Skip the `wait` run.
+    #[arg(long)]
+    pub no_wait: bool,
+    /// Skip the run of the low-priority work alone (its solo rate, which the other runs are
+    /// compared with).
+    #[arg(long)]
+    pub no_solo: bool,
     #[command(flatten)]
     pub mixed: MixedArgs,
 }

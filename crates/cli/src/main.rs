@@ -20,6 +20,7 @@ mod locks;
 mod mixed;
 mod output;
 mod resources;
+mod starvation;
 
 use std::process::ExitCode;
 
@@ -58,6 +59,7 @@ fn main() -> ExitCode {
         args::Command::Compare(args::Compare::Mixed(a)) => mixed::compare(&a),
         args::Command::Compare(args::Compare::Bimodal(a)) => bimodal::compare(&a),
         args::Command::Compare(args::Compare::Locks(a)) => locks::compare(&a),
+        args::Command::Compare(args::Compare::Starvation(a)) => starvation::compare(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -7,14 +7,14 @@ use std::time::Duration;
 use overtake_engine::Priority;
 use overtake_sched::{ClassStats, Policy, RunReport, SchedConfig};
 use overtake_workload::exec::EngineExecutor;
-use overtake_workload::mixed::{ComputeTask, LowWork, MixedArrivals};
+use overtake_workload::mixed::{ComputeTask, HighWork, LowWork, MixedArrivals};
 use overtake_workload::tpcc::load::GROWTH_PER_TRANSACTION;
 use serde_json::{Value, json};
 
-use crate::args::{BenchMixedArgs, CompareMixedArgs, LowArg, MixedArgs, PolicyArg};
+use crate::args::{BenchMixedArgs, CompareMixedArgs, HighArg, LowArg, MixedArgs, PolicyArg};
 use crate::output::{class_json, load_database, print_table, run_progress, secs, ticker, us};
 
-fn sched_config(policy: Policy, args: &MixedArgs) -> SchedConfig {
+pub fn sched_config(policy: Policy, args: &MixedArgs) -> SchedConfig {
     SchedConfig {
         policy,
         workers: usize::from(args.workers),
@@ -30,31 +30,61 @@ fn sched_config(policy: Policy, args: &MixedArgs) -> SchedConfig {
     }
 }
 
+/// The compute transactions a run needs, calibrated once for all its policies.
+pub struct Calibrated {
+    low: Option<ComputeTask>,
+    high: Option<ComputeTask>,
+}
+
+impl Calibrated {
+    pub fn for_args(args: &MixedArgs) -> Self {
+        Calibrated {
+            low: matches!(args.lp, LowArg::Compute | LowArg::BatchUpdate)
+                .then(|| ComputeTask::calibrate(Duration::from_millis(args.compute_ms))),
+            high: (args.hp == HighArg::Compute)
+                .then(|| ComputeTask::calibrate(Duration::from_micros(args.hp_compute_us))),
+        }
+    }
+}
+
 /// Runs one policy on a fresh database.
-fn run_one(
-    policy: PolicyArg,
+fn run_one(policy: PolicyArg, args: &MixedArgs, work: &Calibrated) -> Result<RunReport, String> {
+    run_config(sched_config(policy.policy(), args), args, work, true)
+}
+
+/// Runs `config` on a fresh database; without `urgent`, only the low-priority work arrives.
+pub fn run_config(
+    config: SchedConfig,
     args: &MixedArgs,
-    compute: Option<&ComputeTask>,
+    work: &Calibrated,
+    urgent: bool,
 ) -> Result<RunReport, String> {
-    let config = sched_config(policy.policy(), args);
     config.validate().map_err(|e| e.to_string())?;
     let warehouses = args.warehouses.unwrap_or(i64::from(args.workers));
     let loaded = load_database(warehouses, args.seed, args.lp == LowArg::Q2, args.json)?;
     let constants = loaded.run_constants(args.seed);
-    let low = match (args.lp, compute) {
+    let low = match (args.lp, &work.low) {
         (LowArg::Compute, Some(task)) => LowWork::Compute(task.clone()),
         (LowArg::BatchUpdate, Some(task)) => LowWork::BatchUpdate(task.clone()),
         _ => LowWork::Query2,
     };
+    let batch = if urgent {
+        usize::from(args.workers) * args.hp_queue as usize
+    } else {
+        0
+    };
     let mut arrivals = MixedArrivals::new(
         Duration::from_micros(args.arrival_interval_us),
-        usize::from(args.workers) * args.hp_queue as usize,
+        batch,
         low,
         warehouses,
         constants,
         args.seed,
     );
-    if args.mp.is_some() {
+    if let Some(task) = &work.high {
+        arrivals = arrivals.with_high(HighWork::Compute(task.clone()));
+    }
+    if args.mp.is_some() && urgent {
         arrivals = arrivals.with_medium(Duration::from_micros(args.mp_interval_us));
     }
     let executor = Arc::new(
@@ -66,7 +96,7 @@ fn run_one(
         )
         .promoting_low_after((args.promote_after > 0).then_some(args.promote_after)),
     );
-    let bar = run_progress(args.duration, policy.policy().name(), args.json);
+    let bar = run_progress(args.duration, config.policy.name(), args.json);
     let report = overtake_sched::run(&config, executor, &mut arrivals, Vec::new(), &ticker(&bar))
         .map_err(|e| e.to_string())?;
     bar.finish_and_clear();
@@ -85,7 +115,7 @@ pub fn settle_between_runs() {
 
 /// Refuses a mixed run this machine cannot hold (one database at a time: each policy's run loads
 /// its own and drops it after). The database grows by the urgent transactions it runs.
-fn check_resources(args: &MixedArgs) -> Result<(), String> {
+pub fn check_resources(args: &MixedArgs) -> Result<(), String> {
     let warehouses = args.warehouses.unwrap_or(i64::from(args.workers));
     let urgent_per_sec =
         f64::from(args.workers) * f64::from(args.hp_queue) * 1e6 / args.arrival_interval_us as f64;
@@ -93,17 +123,13 @@ fn check_resources(args: &MixedArgs) -> Result<(), String> {
     crate::resources::check(warehouses, usize::from(args.workers), growth as u64)
 }
 
-fn compute_task(args: &MixedArgs) -> Option<ComputeTask> {
-    matches!(args.lp, LowArg::Compute | LowArg::BatchUpdate)
-        .then(|| ComputeTask::calibrate(Duration::from_millis(args.compute_ms)))
-}
-
 /// The classes a run has, most urgent first, with their names and what they are.
 fn classes(args: &MixedArgs) -> Vec<(Priority, String)> {
-    let mut out = vec![(
-        Priority::HIGH,
-        "high priority (New-Order, Payment)".to_owned(),
-    )];
+    let urgent = match args.hp {
+        HighArg::Tpcc => "New-Order, Payment".to_owned(),
+        HighArg::Compute => format!("{} us compute", args.hp_compute_us),
+    };
+    let mut out = vec![(Priority::HIGH, format!("high priority ({urgent})"))];
     if args.mp.is_some() {
         out.push((
             Priority::MEDIUM,
@@ -118,7 +144,7 @@ fn classes(args: &MixedArgs) -> Vec<(Priority, String)> {
 }
 
 /// Share of the workers' time (elapsed x workers) that jobs of a class spent running.
-fn worker_share(c: &ClassStats, report: &RunReport) -> f64 {
+pub fn worker_share(c: &ClassStats, report: &RunReport) -> f64 {
     let total = report.elapsed.as_nanos() as f64 * report.config.workers as f64;
     if total > 0.0 {
         c.running_nanos as f64 / total
@@ -139,6 +165,7 @@ fn run_json(report: &RunReport, args: &MixedArgs) -> Value {
     json!({
         "policy": report.config.policy.name(),
         "lp": args.lp.name(),
+        "hp": args.hp.name(),
         "workers": args.workers,
         "warehouses": args.warehouses.unwrap_or(i64::from(args.workers)),
         "duration_s": elapsed,
@@ -178,7 +205,7 @@ fn run_json(report: &RunReport, args: &MixedArgs) -> Value {
     })
 }
 
-fn describe(args: &MixedArgs) -> String {
+pub fn describe(args: &MixedArgs) -> String {
     let low = match args.lp {
         LowArg::Q2 => "CH Query 2".to_owned(),
         LowArg::Compute => format!(
@@ -204,9 +231,13 @@ fn describe(args: &MixedArgs) -> String {
         ),
         None => String::new(),
     };
+    let high = match args.hp {
+        HighArg::Tpcc => "New-Order/Payment".to_owned(),
+        HighArg::Compute => format!("{} us compute", args.hp_compute_us),
+    };
     format!(
         "mixed workload: {} worker(s), {} warehouse(s), {} s each; low priority: {low} (queue {}); \
-         {medium}high priority: New-Order/Payment, {} every {} us; mechanism {}; huge pages {}",
+         {medium}high priority: {high}, {} every {} us; mechanism {}; huge pages {}",
         args.workers,
         args.warehouses.unwrap_or(i64::from(args.workers)),
         args.duration,
@@ -434,7 +465,7 @@ fn print_comparison(runs: &[RunReport], args: &MixedArgs) {
 }
 
 /// Applies the process-wide memory setting before anything is loaded.
-fn set_huge_pages(args: &MixedArgs) -> Result<(), String> {
+pub fn set_huge_pages(args: &MixedArgs) -> Result<(), String> {
     overtake_runtime::memory::set_transparent_huge_pages(args.huge_pages)
         .map_err(|e| format!("cannot set transparent huge pages: {e}"))
 }
@@ -442,8 +473,8 @@ fn set_huge_pages(args: &MixedArgs) -> Result<(), String> {
 pub fn bench(args: &BenchMixedArgs) -> Result<(), String> {
     check_resources(&args.mixed)?;
     set_huge_pages(&args.mixed)?;
-    let compute = compute_task(&args.mixed);
-    let report = run_one(args.policy, &args.mixed, compute.as_ref())?;
+    let work = Calibrated::for_args(&args.mixed);
+    let report = run_one(args.policy, &args.mixed, &work)?;
     if args.mixed.json {
         println!("{}", run_json(&report, &args.mixed));
     } else {
@@ -463,10 +494,10 @@ pub fn compare(args: &CompareMixedArgs) -> Result<(), String> {
     }
     check_resources(&args.mixed)?;
     set_huge_pages(&args.mixed)?;
-    let compute = compute_task(&args.mixed);
+    let work = Calibrated::for_args(&args.mixed);
     let mut runs = Vec::with_capacity(args.policies.len());
     for policy in &args.policies {
-        runs.push(run_one(*policy, &args.mixed, compute.as_ref())?);
+        runs.push(run_one(*policy, &args.mixed, &work)?);
         // The run's database is gone: free what it leaves behind now, not inside the next run.
         settle_between_runs();
     }

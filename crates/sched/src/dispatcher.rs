@@ -192,12 +192,7 @@ impl<E: Executor> Dispatcher<'_, E> {
             while !pending.is_empty() && blocked < workers {
                 let w = round_robin % workers;
                 round_robin += 1;
-                let worker = &shared[w];
-                let allowed = self.config.policy != Policy::Preempt
-                    || worker.starvation.allows_preemption(
-                        self.clock.nanos(Instant::now()),
-                        self.config.starvation_threshold,
-                    );
+                let allowed = self.scheduler.admits_urgent(w, Instant::now());
                 if !allowed {
                     stats.starvation_skips += 1;
                 }
@@ -223,11 +218,18 @@ impl<E: Executor> Dispatcher<'_, E> {
                     }
                 }
             }
-            // Ask once per worker that received work (batched on-demand preemption).
+            // Ask once per worker that received work (batched on-demand preemption), and again
+            // a worker whose protected task kept it while owed it and is owed no longer.
             if matches!(self.config.policy, Policy::Preempt | Policy::Cooperative) {
+                let now = Instant::now();
                 for (w, was_pushed) in pushed.iter().enumerate() {
-                    if *was_pushed {
-                        backstop.raise(w, &shared[w].target, Instant::now());
+                    let ask = if *was_pushed {
+                        self.scheduler.needs_request(w)
+                    } else {
+                        self.scheduler.owes_a_request(w, now)
+                    };
+                    if ask {
+                        backstop.raise(w, &shared[w].target, now);
                         stats.requests += 1;
                     }
                 }

@@ -25,6 +25,7 @@ use crate::error::SchedError;
 use crate::inbox::Inbox;
 use crate::job::{Executor, LocalFeed, Scheduled};
 use crate::policy::{Policy, SchedConfig};
+use crate::starvation::{self, Clock};
 use crate::stats::RunStats;
 use crate::worker::{IDLE, Stop, WorkerSetup, WorkerShared, run_worker};
 
@@ -230,25 +231,70 @@ impl<E: Executor> Scheduler<E> {
         if !matches!(self.config.policy, Policy::Preempt | Policy::Cooperative) {
             return;
         }
-        let worker = &self.workers[w];
-        // Running level read after the push (both sequentially consistent): a worker that picked
-        // its task before the push shows that task's level (or IDLE while it switches), so a
-        // request is never skipped for work that the running task would otherwise hold up.
-        let running = worker.running_level.load(Ordering::SeqCst);
-        if running == IDLE
-            || (Priority::ALL.into_iter().skip(usize::from(running) + 1))
-                .any(|p| self.inboxes[w].has(p))
-        {
-            worker.target.request();
+        if self.needs_request(w) {
+            self.workers[w].target.request();
             if let Some(b) = &self.backstop {
                 b.thread.thread().unpark();
             }
         }
     }
 
+    /// True if worker `w` may be running a task less urgent than work in its inbox, so that it
+    /// must be asked to make way (call after the push). A worker running work at least as urgent
+    /// as everything queued takes the new work at its next boundary anyway: asking would only
+    /// cost it a poll, or a signal if it is between tasks for longer than the signal delay.
+    pub(crate) fn needs_request(&self, w: usize) -> bool {
+        // Running level read after the push (both sequentially consistent): a worker that picked
+        // its task before the push shows that task's level (or IDLE while it switches), so a
+        // request is never skipped for work that the running task would otherwise hold up.
+        let running = self.workers[w].running_level.load(Ordering::SeqCst);
+        running == IDLE
+            || (Priority::ALL.into_iter().skip(usize::from(running) + 1))
+                .any(|p| self.inboxes[w].has(p))
+    }
+
     /// The origin of the workers' starvation clocks (a client reading their monitors uses it).
     pub(crate) fn epoch(&self) -> Instant {
         self.epoch
+    }
+
+    /// Under starvation control (`Preempt` with a threshold below 1): whether worker `w` may be
+    /// given more urgent work, and be preempted for it, now (PreemptDB's check before a push).
+    pub(crate) fn admits_urgent(&self, w: usize, now: Instant) -> bool {
+        let threshold = self.config.starvation_threshold;
+        if self.config.policy != Policy::Preempt || !starvation::limits(threshold) {
+            return true;
+        }
+        let worker = &self.workers[w];
+        let running = worker.running_level.load(Ordering::SeqCst);
+        if running == IDLE {
+            return true;
+        }
+        let now = Clock::new(self.epoch).nanos(now);
+        let running_protected = usize::from(running) == Priority::LOW.level();
+        worker
+            .starvation
+            .allows_urgent(now, threshold, running_protected)
+    }
+
+    /// Under starvation control, true if worker `w` runs a task while more urgent work waits in
+    /// its inbox, is admitting urgent work again, and has no request outstanding: the protected
+    /// task kept the worker while it was owed it, and must now be asked to make way (nothing else
+    /// would ask: the urgent work was pushed before).
+    pub(crate) fn owes_a_request(&self, w: usize, now: Instant) -> bool {
+        let threshold = self.config.starvation_threshold;
+        if self.config.policy != Policy::Preempt || !starvation::limits(threshold) {
+            return false;
+        }
+        let worker = &self.workers[w];
+        let running = worker.running_level.load(Ordering::SeqCst);
+        running != IDLE
+            && !worker.target.is_requested()
+            && Priority::ALL
+                .into_iter()
+                .skip(usize::from(running) + 1)
+                .any(|p| self.inboxes[w].has(p))
+            && self.admits_urgent(w, now)
     }
 
     pub(crate) fn worker_shared(&self) -> &[Arc<WorkerShared>] {

@@ -355,10 +355,17 @@ impl TaskTable {
         self.preempted_until(id, now).as_secs_f64() / life.as_secs_f64().max(1e-9)
     }
 
-    /// The most urgent preempted task whose starvation level has reached `threshold`, taken out of
-    /// its ready queue: it continues before anything else.
-    pub(crate) fn take_starved(&mut self, now: Instant, threshold: f64) -> Option<TaskId> {
-        for level in (0..Priority::LEVELS).rev() {
+    /// The most urgent preempted task above level `above` whose starvation level has reached
+    /// `threshold`, taken out of its ready queue: it continues before anything else of its
+    /// level and above. (The least urgent level with work is protected as a class instead; see
+    /// `starvation`.)
+    pub(crate) fn take_starved(
+        &mut self,
+        now: Instant,
+        threshold: f64,
+        above: Priority,
+    ) -> Option<TaskId> {
+        for level in (above.level() + 1..Priority::LEVELS).rev() {
             let found = self.ready[level].iter().position(|&id| {
                 self.slots[id].state == TaskState::Preempted
                     && self.starvation(id, now) >= threshold
@@ -370,7 +377,13 @@ impl TaskTable {
         None
     }
 
+    /// True if a task of `level` is ready to continue.
+    pub(crate) fn has_ready(&self, level: Priority) -> bool {
+        !self.ready[level.level()].is_empty()
+    }
+
     /// Tasks paused by preemption.
+    #[cfg(test)]
     pub(crate) fn preempted_count(&self) -> usize {
         self.ready
             .iter()
@@ -536,13 +549,18 @@ mod tests {
     #[test]
     fn a_starved_task_is_found_by_its_share_of_time_paused() {
         let (mut t, now) = table(4);
-        let (low, _) = start(&mut t, Priority::LOW, now);
-        t.preempt(low, now + Duration::from_millis(10), 0);
+        let (medium, _) = start(&mut t, Priority::MEDIUM, now);
+        t.preempt(medium, now + Duration::from_millis(10), 0);
         let later = now + Duration::from_millis(20);
         // Paused 10 of its 20 ms: level 0.5.
-        assert!((t.starvation(low, later) - 0.5).abs() < 1e-9);
-        assert_eq!(t.take_starved(later, 0.6), None);
-        assert_eq!(t.take_starved(later, 0.5), Some(low));
+        assert!((t.starvation(medium, later) - 0.5).abs() < 1e-9);
+        assert_eq!(t.take_starved(later, 0.6, Priority::LOW), None);
+        assert_eq!(
+            t.take_starved(later, 0.5, Priority::MEDIUM),
+            None,
+            "only above the protected level"
+        );
+        assert_eq!(t.take_starved(later, 0.5, Priority::LOW), Some(medium));
         assert_eq!(t.highest_ready(), None, "taken out of its queue");
     }
 }

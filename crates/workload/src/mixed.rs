@@ -4,8 +4,9 @@
 //! compute-only transaction (a numeric loop over an array touching no record for tens of
 //! milliseconds, like a user-defined function, which no yield point ever interrupts). Every arrival
 //! interval, a batch of `workers x hp_queue` high-priority transactions arrives at once, half
-//! New-Order and half Payment (TPC-C inputs, home warehouse chosen uniformly), all stamped with the
-//! batch's arrival time, and the dispatcher deals them round-robin. Optionally a middle class of
+//! New-Order and half Payment (TPC-C inputs, home warehouse chosen uniformly), or compute-only
+//! transactions of a chosen length, all stamped with the batch's arrival time, and the dispatcher
+//! deals them round-robin. Optionally a middle class of
 //! full-mix TPC-C transactions arrives open-loop at medium priority, one every interval.
 
 use std::time::{Duration, Instant};
@@ -126,11 +127,21 @@ pub enum LowWork {
     BatchUpdate(ComputeTask),
 }
 
+/// What the urgent batches hold.
+#[derive(Clone, Debug)]
+pub enum HighWork {
+    /// TPC-C New-Order and Payment, half each (PreemptDB's urgent transactions).
+    NewOrderPayment,
+    /// A compute-only transaction of a chosen length (to set the urgent load exactly).
+    Compute(ComputeTask),
+}
+
 /// Arrivals of the mixed workload.
 pub struct MixedArrivals {
     interval: Duration,
     batch: usize,
     low: LowWork,
+    high: HighWork,
     warehouses: i64,
     constants: NuRandConstants,
     rng: TpccRng,
@@ -157,6 +168,7 @@ impl MixedArrivals {
             interval,
             batch,
             low,
+            high: HighWork::NewOrderPayment,
             warehouses,
             constants,
             rng: TpccRng::new(seed),
@@ -164,6 +176,12 @@ impl MixedArrivals {
             batches: 0,
             medium: None,
         }
+    }
+
+    /// Makes the urgent batches hold `high` instead of New-Order and Payment.
+    pub fn with_high(mut self, high: HighWork) -> Self {
+        self.high = high;
+        self
     }
 
     /// Adds a middle class: a full-mix TPC-C transaction (any of the five, in the standard mix)
@@ -187,6 +205,12 @@ impl MixedArrivals {
     }
 
     fn high_job(&mut self) -> Job {
+        if let HighWork::Compute(task) = &self.high {
+            return Job {
+                priority: Priority::HIGH,
+                work: Work::Compute(task.clone()),
+            };
+        }
         let w_id = self.rng.uniform(1, self.warehouses);
         let request = if self.rng.uniform(1, 2) == 1 {
             TpccRequest::NewOrder(Box::new(NewOrderInput::generate(

@@ -36,7 +36,7 @@ use crate::error::SchedError;
 use crate::inbox::Inbox;
 use crate::job::{Executor, LocalFeed, Outcome, Scheduled};
 use crate::policy::{Policy, SchedConfig};
-use crate::starvation::Clock;
+use crate::starvation::{self, Clock};
 use crate::stats::{JobTiming, RunStats};
 use crate::task::{Claim, TaskId, TaskState, TaskTable};
 
@@ -89,8 +89,6 @@ struct WorkerCore<E: Executor> {
     running: Cell<Option<TaskId>>,
     /// When the running task's current slice began.
     slice_started: Cell<Instant>,
-    /// The task the starvation monitor follows.
-    monitored: Cell<Option<TaskId>>,
     stats: RefCell<RunStats>,
 }
 
@@ -184,18 +182,49 @@ impl<E: Executor> WorkerCore<E> {
                 .any(|p| self.inbox.has(p))
     }
 
-    /// The most urgent thing to run: a starved paused task first (under `Preempt`), then the
-    /// most urgent level with work. Within a level, a ready task goes before new jobs, except
-    /// under `Quantum`: with two queues new jobs go first (Aspen), with one queue a preempted
-    /// task waits for the jobs that were queued when it was preempted.
+    /// True if this worker applies starvation control (see `starvation`).
+    fn controls_starvation(&self) -> bool {
+        self.config.policy == Policy::Preempt
+            && starvation::limits(self.config.starvation_threshold)
+    }
+
+    /// The least and the most urgent levels that have waiting work (ready tasks or new jobs).
+    fn waiting_span(&self, tasks: &TaskTable) -> Option<(Priority, Priority)> {
+        let has = |p: Priority| tasks.has_ready(p) || self.inbox.has(p);
+        let lowest = Priority::ALL.into_iter().find(|&p| has(p))?;
+        let highest = Priority::ALL.into_iter().rev().find(|&p| has(p))?;
+        Some((lowest, highest))
+    }
+
+    /// The most urgent thing to run. Under starvation control, the protected work (the least
+    /// urgent level with work) first when it is owed the worker (a paused task before a new
+    /// job), then a starved paused task of a level above it. Otherwise the most urgent level
+    /// with work: within a level, a ready task before new jobs, except under `Quantum`: with two
+    /// queues new jobs go first (Aspen), with one queue a preempted task waits for the jobs
+    /// that were queued when it was preempted.
     fn pick(&self) -> Option<Next<E::Job>> {
         let _region = NoPreemptGuard::new();
         let now = Instant::now();
         let mut tasks = self.tasks.borrow_mut();
-        if self.config.policy == Policy::Preempt
-            && let Some(id) = tasks.take_starved(now, self.config.starvation_threshold)
+        if self.controls_starvation()
+            && let Some((lowest, highest)) = self.waiting_span(&tasks)
         {
-            return Some(Next::Resume(id));
+            let threshold = self.config.starvation_threshold;
+            let level = self.shared.starvation.level(self.clock.nanos(now));
+            if lowest < highest
+                && starvation::boundary_choice(threshold, level, lowest, highest) == lowest
+            {
+                if let Some(id) = tasks.pop_ready(lowest) {
+                    return Some(Next::Resume(id));
+                }
+                if let Some(job) = self.inbox.pop(lowest) {
+                    tasks.new_job_started(lowest);
+                    return Some(Next::Start(job));
+                }
+            }
+            if let Some(id) = tasks.take_starved(now, threshold, lowest) {
+                return Some(Next::Resume(id));
+            }
         }
         let quantum = self.config.policy == Policy::Quantum;
         for level in Priority::ALL.into_iter().rev() {
@@ -325,8 +354,8 @@ impl<E: Executor> WorkerCore<E> {
     /// of the clock, one `clock_gettime` per task instead of two) until it suspends or ends, and
     /// books what it did.
     fn run_task(&self, id: TaskId, slice: Instant) {
-        self.follow_for_starvation(id);
         let priority = self.tasks.borrow().get(id).effective();
+        self.note_conflict(priority, slice);
         self.running.set(Some(id));
         self.slice_started.set(slice);
         self.shared
@@ -351,33 +380,20 @@ impl<E: Executor> WorkerCore<E> {
         self.shared.slice_started.store(0, Ordering::Relaxed);
         let _region = NoPreemptGuard::new();
         let now = Instant::now();
-        let monitored = self.monitored.get() == Some(id);
         match resumed {
             Resumed::Suspended(Suspension::Yielded) => {
                 self.tasks.borrow_mut().finish(id);
                 *self.parkers[id].borrow_mut() = None;
-                if monitored {
-                    self.shared.starvation.end_low();
-                    self.monitored.set(None);
-                }
             }
             Resumed::Suspended(Suspension::Preempted) => {
-                // The hook queued it. Lock policies may ask whether it is paused.
+                // The hook queued it. Lock policies may ask whether it is paused (and act on it
+                // now: the parker runs their hook).
                 if let Some(parker) = self.parkers[id].borrow().as_ref() {
                     parker.set_paused(true);
-                }
-                if monitored {
-                    self.shared
-                        .starvation
-                        .begin_preemption(self.clock.nanos(now));
                 }
             }
             Resumed::Suspended(Suspension::Parked) => {
                 self.tasks.borrow_mut().park(id, now);
-                if monitored {
-                    self.shared.starvation.end_low();
-                    self.monitored.set(None);
-                }
             }
             Resumed::Finished => panic!("the body of task context {id} returned"),
         }
@@ -386,23 +402,20 @@ impl<E: Executor> WorkerCore<E> {
             .store(self.tasks.borrow().ready_count(), Ordering::Relaxed);
     }
 
-    /// The starvation monitor follows the task at the bottom of the preemption chain: the one
-    /// that runs while no other task is paused by preemption.
-    fn follow_for_starvation(&self, id: TaskId) {
-        let _region = NoPreemptGuard::new();
-        let now = Instant::now();
-        if self.monitored.get() == Some(id) {
-            self.shared.starvation.end_preemption(self.clock.nanos(now));
+    /// Under starvation control, tells the monitor what the task about to run at `running` means
+    /// for the conflict between the protected work and the more urgent work (see `starvation`).
+    fn note_conflict(&self, running: Priority, now: Instant) {
+        if !self.controls_starvation() {
             return;
         }
-        let tasks = self.tasks.borrow();
-        if tasks.preempted_count() == 0 {
-            let task = tasks.get(id);
-            let paused = tasks.preempted_until(id, now).as_nanos() as u64;
-            self.shared
-                .starvation
-                .track(self.clock.nanos(task.started), paused);
-            self.monitored.set(Some(id));
+        let _region = NoPreemptGuard::new();
+        let span = self.waiting_span(&self.tasks.borrow());
+        let now = self.clock.nanos(now);
+        let monitor = &self.shared.starvation;
+        match span {
+            Some((lowest, _)) if lowest < running => monitor.urgent_runs(now),
+            Some((_, highest)) if highest > running => monitor.protected_runs(now),
+            _ => monitor.close(),
         }
     }
 }
@@ -433,10 +446,22 @@ impl<E: Executor> WorkerCore<E> {
                 if !self.more_urgent_than(task.effective()) {
                     return false; // nothing more urgent after all (or an interrupt without work)
                 }
-                if self.config.policy == Policy::Preempt
-                    && tasks.starvation(id, now) >= self.config.starvation_threshold
-                {
-                    return false; // it has starved enough: the urgent work waits for its end
+                if self.controls_starvation() {
+                    let threshold = self.config.starvation_threshold;
+                    let protected = self
+                        .waiting_span(&tasks)
+                        .is_none_or(|(lowest, _)| lowest >= task.effective());
+                    let owed = if protected {
+                        // The class has had its share of urgent work: it keeps the worker.
+                        let level = self.shared.starvation.level(self.clock.nanos(now));
+                        starvation::protected_owed(threshold, level)
+                    } else {
+                        // A task above the protected level, paused before: its own share.
+                        tasks.starvation(id, now) >= threshold
+                    };
+                    if owed {
+                        return false;
+                    }
                 }
                 0
             }
@@ -503,7 +528,6 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         config,
         running: Cell::new(None),
         slice_started: Cell::new(Instant::now()),
-        monitored: Cell::new(None),
     });
     // The first context is made before the clock starts (a stack costs a few mmaps).
     let claim = core.tasks.borrow_mut().claim();

@@ -493,3 +493,52 @@ fn a_raise_from_another_thread_makes_the_worker_switch_to_the_holder_at_once() {
     );
     assert_eq!(stats.class(Priority::MEDIUM).preemptions, 1);
 }
+
+/// L1 queues five urgent jobs of 20 ms and a second low-priority job L2, and is preempted. With
+/// starvation threshold `threshold`, returns the order in which things happened.
+fn starvation_order(threshold: f64) -> Vec<&'static str> {
+    let worker = start_worker(SchedConfig {
+        starvation_threshold: threshold,
+        ..config(8)
+    });
+    let log: Log = Arc::default();
+    let (q, l) = (Arc::clone(&worker.queues), Arc::clone(&log));
+    push(&worker.queues, Priority::LOW, move || {
+        note(&l, "L1 starts");
+        for _ in 0..5 {
+            let l = Arc::clone(&l);
+            push(&q, Priority::HIGH, move || {
+                let until = Instant::now() + std::time::Duration::from_millis(20);
+                while Instant::now() < until {
+                    std::hint::spin_loop();
+                }
+                note(&l, "H");
+            });
+        }
+        let l2 = Arc::clone(&l);
+        push(&q, Priority::LOW, move || note(&l2, "L2"));
+        preempt_now();
+        note(&l, "L1 ends");
+    });
+    while log.lock().expect("log").len() < 8 {
+        std::thread::yield_now();
+    }
+    worker.finish();
+    log.lock().expect("log").clone()
+}
+
+#[test]
+fn over_the_starvation_threshold_the_low_class_starts_new_work_before_queued_urgent_work() {
+    // Threshold 0.1: after one urgent job the class has lost 20 ms of the ~20 ms since the
+    // conflict began (level ~1, at least 0.1 unless the machine stalls for 180 ms), so the paused
+    // L1 continues, and then the new L2 starts, while four urgent jobs are still queued.
+    assert_eq!(
+        starvation_order(0.1),
+        ["L1 starts", "H", "L1 ends", "L2", "H", "H", "H", "H"]
+    );
+    // Without a limit, queued urgent work always goes first.
+    assert_eq!(
+        starvation_order(100.0),
+        ["L1 starts", "H", "H", "H", "H", "H", "L1 ends", "L2"]
+    );
+}
