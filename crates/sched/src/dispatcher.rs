@@ -38,7 +38,8 @@ pub struct DispatchStats {
     pub unfinished_high: usize,
     /// Preemption requests raised.
     pub requests: u64,
-    /// Pushes skipped because a worker's starvation level was at the threshold.
+    /// Times the dispatcher began holding urgent work back from a worker because its starvation
+    /// level had reached the threshold (each stretch of holding back counts once).
     pub starvation_skips: u64,
     /// Quantum: quantum expiries that asked the worker to preempt its task.
     pub quantum_preemptions: u64,
@@ -108,6 +109,8 @@ impl<E: Executor> Dispatcher<'_, E> {
             && (self.config.preempts() || self.config.interrupt_interval.is_some());
         let mut backstop = Backstop::new(workers, self.config.signal_delay, signals);
         let mut pushed = vec![false; workers];
+        // Workers the dispatcher is holding urgent work back from (starvation control).
+        let mut holding_back = vec![false; workers];
         let quantum = (self.config.policy == Policy::Quantum)
             .then(|| self.config.quantum.as_nanos().max(1) as u64);
         // Quantum: the slice each worker runs (its start) and when it is next checked.
@@ -193,9 +196,10 @@ impl<E: Executor> Dispatcher<'_, E> {
                 let w = round_robin % workers;
                 round_robin += 1;
                 let allowed = self.scheduler.admits_urgent(w, Instant::now());
-                if !allowed {
+                if !allowed && !holding_back[w] {
                     stats.starvation_skips += 1;
                 }
+                holding_back[w] = !allowed;
                 let level = pending
                     .front()
                     .map_or(Priority::HIGH, |j| self.scheduler.level_of(&j.job));
