@@ -56,6 +56,10 @@ pub enum Compare {
     /// `wait` and the low-priority work alone.
     #[command(mut_arg("hp_queue", |a| a.default_value("100")))]
     Starvation(CompareStarvationArgs),
+    /// The paused lock holder under every lock policy: on one worker, a low-priority
+    /// transaction locks a row and computes; an urgent one asks for the row, preempts it and
+    /// waits for the lock, or takes it (POW, PAbort).
+    Holder(CompareHolderArgs),
     /// The bimodal workload under several policies (and quantum ablations), with ratios to
     /// `wait`.
     Bimodal(CompareBimodalArgs),
@@ -468,6 +472,36 @@ pub struct CompareStarvationArgs {
     pub no_solo: bool,
     #[command(flatten)]
     pub mixed: MixedArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareHolderArgs {
+    /// Lock policies to compare.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "standard,nprio-inherit,pabort,pow,cr",
+        value_parser = lock_policy_name
+    )]
+    pub policies: Vec<String>,
+    /// Rounds per policy (each on a fresh table).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub rounds: u32,
+    /// How long the holder computes while it holds the lock, in milliseconds.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub hold_ms: u64,
+    /// When the urgent transaction arrives, in milliseconds after the holder took the lock.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=10_000))]
+    pub ask_after_ms: u64,
+    /// Reprieve of the `cr` policy, in microseconds.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
+    pub reprieve_us: u64,
+    /// How preemption requests reach the worker.
+    #[arg(long, value_enum, default_value_t = MechanismArg::Signal)]
+    pub preempt_mechanism: MechanismArg,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

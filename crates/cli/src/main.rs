@@ -16,6 +16,7 @@ mod bench_switch;
 mod bench_tasks;
 mod bench_tpcc;
 mod bimodal;
+mod holder;
 mod locks;
 mod mixed;
 mod output;
@@ -60,6 +61,7 @@ fn main() -> ExitCode {
         args::Command::Compare(args::Compare::Bimodal(a)) => bimodal::compare(&a),
         args::Command::Compare(args::Compare::Locks(a)) => locks::compare(&a),
         args::Command::Compare(args::Compare::Starvation(a)) => starvation::compare(&a),
+        args::Command::Compare(args::Compare::Holder(a)) => holder::compare(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -164,10 +164,11 @@ impl<E: Executor> Scheduler<E> {
         }
         let signals = config.delivery == Delivery::Signal && config.preempts();
         if own_backstop && signals {
-            scheduler.backstop = Some(spawn_backstop(
-                scheduler.workers.clone(),
-                config.signal_delay,
-            )?);
+            let backstop = spawn_backstop(scheduler.workers.clone(), config.signal_delay)?;
+            for w in &scheduler.workers {
+                let _ = w.wakes.backstop.set(backstop.thread.thread().clone());
+            }
+            scheduler.backstop = Some(backstop);
         }
         Ok(scheduler)
     }

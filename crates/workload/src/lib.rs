@@ -9,6 +9,7 @@ pub mod batch;
 pub mod bimodal;
 pub mod ch;
 pub mod exec;
+pub mod holder;
 pub mod mixed;
 pub mod rng;
 pub mod tpcc;

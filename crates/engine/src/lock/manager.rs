@@ -74,6 +74,18 @@ pub(crate) struct LockManager {
     table: Arc<RegionMutex<Table>>,
 }
 
+impl Drop for LockManager {
+    /// Wakes the reprieve timer, if one runs, so that it finds the table gone and ends.
+    fn drop(&mut self) {
+        let region = NoPreemptGuard::new();
+        let timer = self.table.lock(&region).reprieve_timer.take();
+        drop(region);
+        if let Some(timer) = timer {
+            timer.unpark();
+        }
+    }
+}
+
 impl LockManager {
     /// The lock manager `concurrency` needs, if any.
     pub(crate) fn for_concurrency(concurrency: crate::db::Concurrency) -> Option<Self> {
@@ -85,13 +97,19 @@ impl LockManager {
 
     pub(crate) fn new(policy: LockPolicy) -> Self {
         let counts_blocking = matches!(policy, LockPolicy::Cats | LockPolicy::Wdl1);
-        LockManager {
+        let manager = LockManager {
             policy,
             table: Arc::new(RegionMutex::new(Table {
                 counts_blocking,
                 ..Table::default()
             })),
+        };
+        if matches!(policy, LockPolicy::ConditionalRestart { .. }) {
+            // The timer starts parked now, not at the first reprieve (see `reprieve`).
+            let region = NoPreemptGuard::new();
+            reprieve::arm(&mut manager.table.lock(&region), &manager.table, policy);
         }
+        manager
     }
 
     /// Registers transaction `id` (at `level`, begun as the `began`-th) on the current task or

@@ -66,6 +66,8 @@ pub(crate) struct WakeInbox {
     pub(crate) any: AtomicBool,
     target: Arc<PreemptTarget>,
     sleeper: Arc<Sleeper>,
+    /// The scheduler's signal backstop thread, if it runs one (set once it has started).
+    pub(crate) backstop: OnceLock<Thread>,
 }
 
 impl WakeInbox {
@@ -74,8 +76,13 @@ impl WakeInbox {
         self.events.lock(&region).push(event);
         self.any.store(true, Ordering::SeqCst);
         // A running task of a lower level makes way at its next poll (or the worker's loop
-        // finds the event at its next pick).
-        self.target.request();
+        // finds the event at its next pick). One that never polls (a computation) needs the
+        // signal: the backstop, which sleeps while nothing is requested, is told.
+        if self.target.request()
+            && let Some(backstop) = self.backstop.get()
+        {
+            backstop.unpark();
+        }
         self.sleeper.notify();
     }
 }
@@ -123,6 +130,7 @@ impl WorkerShared {
                 any: AtomicBool::new(false),
                 target: Arc::clone(&target),
                 sleeper: Arc::clone(&sleeper),
+                backstop: OnceLock::new(),
             }),
             sleeper,
             target,
