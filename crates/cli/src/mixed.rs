@@ -191,6 +191,7 @@ fn run_json(report: &RunReport, args: &MixedArgs) -> Value {
             .collect::<serde_json::Map<_, _>>(),
         "kinds": kinds,
         "warnings": report.dispatch.warnings(),
+        "blocked_workers": report.blocked.iter().map(ToString::to_string).collect::<Vec<_>>(),
         "machinery": {
             "arrived_high": report.dispatch.arrived_high,
             "late_high": report.dispatch.late_high,
@@ -460,6 +461,9 @@ fn print_comparison(runs: &[RunReport], args: &MixedArgs) {
     for r in runs {
         for w in r.dispatch.warnings() {
             println!("warning: {}: {w}", r.config.policy.name());
+        }
+        for b in &r.blocked {
+            println!("warning: {}: {b}", r.config.policy.name());
         }
     }
 }

@@ -99,6 +99,7 @@ fn print_json(runs: &[Run], solo: Option<&RunReport>) {
                 "arrived_high": r.report.dispatch.arrived_high,
                 "unfinished_high": r.report.dispatch.unfinished_high,
                 "warnings": r.report.dispatch.warnings(),
+                "blocked_workers": r.report.blocked.iter().map(ToString::to_string).collect::<Vec<_>>(),
             })
         })
         .collect();
@@ -170,6 +171,9 @@ fn print_tables(args: &CompareStarvationArgs, runs: &[Run], solo_rate: Option<f6
     for r in runs {
         for w in r.report.dispatch.warnings() {
             println!("warning: {}: {w}", r.label);
+        }
+        for b in &r.report.blocked {
+            println!("warning: {}: {b}", r.label);
         }
         let failed = r.report.stats.class(Priority::HIGH).failed
             + r.report.stats.class(Priority::LOW).failed;

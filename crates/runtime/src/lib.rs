@@ -15,6 +15,7 @@
 //!   they are still in its cache.
 //! - [`region_lock`]: mutexes, reader-writer locks and once-cells that can only be taken inside a
 //!   region (the compiler checks it), so a paused context never holds one.
+//! - [`critical`]: a mutex for application code in tasks, whose critical section is a region.
 //! - [`context`]: stackful contexts a worker switches between; a context suspends itself and says
 //!   why (yielded, preempted, parked).
 //! - [`park`]: a task waits for an event without blocking its worker's thread; a wake from any
@@ -32,6 +33,7 @@
 pub mod alloc;
 pub mod context;
 pub mod cpu;
+pub mod critical;
 mod fp_control;
 pub mod memory;
 pub mod padded;
@@ -46,6 +48,7 @@ pub mod worker;
 
 pub use alloc::{EngineAllocator, Mimalloc, RegionAlloc, engine_allocator};
 pub use context::{Context, Resumed, Suspender, Suspension};
+pub use critical::{CriticalGuard, CriticalMutex};
 pub use padded::CachePadded;
 pub use region::NoPreemptGuard;
 pub use region_lock::{RegionMutex, RegionOnceLock, RegionRwLock};

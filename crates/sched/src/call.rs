@@ -24,6 +24,63 @@
 //! job) it parks the task instead, so its worker keeps running other work. A call that is refused
 //! ([`Overloaded`] gives the call back, to resubmit), dropped at shutdown, or panics, resolves its
 //! ticket with a [`CallError`]: a panic in application code never takes a worker down.
+//!
+//! # What code in a call may do
+//!
+//! A call runs as a task that a more urgent call may pause at any instruction and resume later on
+//! the same thread. So code in a call must not hold, across a point where it could be paused,
+//! anything a more urgent call may need:
+//!
+//! - **Locks shared between calls**: use [`CriticalMutex`](overtake_runtime::CriticalMutex). Its
+//!   critical section cannot be paused (a preemption waits for its end), so whoever waits for it
+//!   waits for a running thread. A `std::sync::Mutex` (or `parking_lot`, or any lock that blocks
+//!   the thread) held by a paused call hangs the worker as soon as a more urgent call on it takes
+//!   the same lock: that call blocks the thread in the kernel, waiting for a holder that can only
+//!   run on that very thread. Keep critical sections short.
+//! - **A call that must not be paused at all** (it holds an external resource, or calls a library
+//!   that keeps thread-local state across calls): submit it with
+//!   [`Scheduler::call_non_preemptible`]; urgent work then waits for its end.
+//! - **Waiting**: wait for another call's [`Ticket`] (it parks the task, the worker runs other
+//!   work), never by blocking the thread (`sleep`, a blocking channel receive, a blocking socket
+//!   read): a blocked thread runs nothing else, paused tasks included.
+//! - Nothing may park inside a `CriticalMutex` section or a non-preemptible call: that panics
+//!   rather than hang.
+//!
+//! The unsafe path is loud, not silent: a worker whose thread stays blocked in the kernel while it
+//! runs a call (longer than [`SchedConfig::blocked_report`](crate::SchedConfig::blocked_report),
+//! one second by default) is reported on stderr and in
+//! [`SchedulerReport::blocked`](crate::SchedulerReport::blocked), with the paused tasks and the
+//! likely cause.
+//!
+//! ```
+//! use overtake_engine::Priority;
+//! use overtake_runtime::CriticalMutex;
+//! use overtake_sched::{Calls, Scheduler, SchedConfig, Shutdown};
+//! use std::sync::Arc;
+//!
+//! #[global_allocator]
+//! static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let config = SchedConfig { pin: false, ..SchedConfig::default() };
+//! let scheduler = Scheduler::start(&config, Arc::new(Calls))?;
+//! let totals = Arc::new(CriticalMutex::new(0u64));
+//! let t = Arc::clone(&totals);
+//! let background = scheduler.call(Priority::LOW, move || {
+//!     for n in 0..1_000 {
+//!         *t.lock() += n; // a preemption waits for the end of this statement's section
+//!     }
+//! })?;
+//! let t = Arc::clone(&totals);
+//! let urgent = scheduler.call(Priority::HIGH, move || *t.lock())?;
+//! let seen = urgent.wait()?;
+//! background.wait()?;
+//! assert!(seen <= 499_500);
+//! assert_eq!(*totals.lock(), 499_500);
+//! scheduler.shutdown(Shutdown::Drain)?;
+//! # Ok(())
+//! # }
+//! ```
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -149,7 +206,18 @@ impl Call {
         R: Send + 'static,
         F: FnOnce() -> R + Send + 'static,
     {
-        Self::build(priority, f, |_| Outcome::committed())
+        Self::build(priority, f, |_| Outcome::committed(), false)
+    }
+
+    /// A call of `f` at `priority` that is never paused: it runs to its end inside a
+    /// non-preemptible region (a preemption request waits for it). For code that must not be
+    /// paused at all; it must not park (wait for a ticket) either.
+    pub fn non_preemptible<R, F>(priority: Priority, f: F) -> (Call, Ticket<R>)
+    where
+        R: Send + 'static,
+        F: FnOnce() -> R + Send + 'static,
+    {
+        Self::build(priority, f, |_| Outcome::committed(), true)
     }
 
     /// A call of `f` at `priority` that says itself how it ended (committed, rolled back, failed,
@@ -158,10 +226,16 @@ impl Call {
     where
         F: FnOnce() -> Outcome + Send + 'static,
     {
-        Self::build(priority, f, Outcome::clone)
+        Self::build(priority, f, Outcome::clone, false)
     }
 
-    fn build<R, F>(priority: Priority, f: F, booked: fn(&R) -> Outcome) -> (Call, Ticket<R>)
+    /// `pinned`: the whole call, its result delivered included, runs in one region.
+    fn build<R, F>(
+        priority: Priority,
+        f: F,
+        booked: fn(&R) -> Outcome,
+        pinned: bool,
+    ) -> (Call, Ticket<R>)
     where
         R: Send + 'static,
         F: FnOnce() -> R + Send + 'static,
@@ -172,7 +246,20 @@ impl Call {
         let completer = Completer {
             completion: Some(Arc::clone(&completion)),
         };
-        let run = Box::new(move || match catch_unwind(AssertUnwindSafe(f)) {
+        let run = Box::new(move || {
+            let _region = pinned.then(NoPreemptGuard::new);
+            Self::finish(catch_unwind(AssertUnwindSafe(f)), completer, booked)
+        });
+        (Call { priority, run }, Ticket { completion })
+    }
+
+    /// Delivers the result of a call's closure and says how the call ended.
+    fn finish<R>(
+        ran: std::thread::Result<R>,
+        completer: Completer<R>,
+        booked: fn(&R) -> Outcome,
+    ) -> Outcome {
+        match ran {
             Ok(result) => {
                 let outcome = booked(&result);
                 completer.complete(Ok(result));
@@ -187,8 +274,7 @@ impl Call {
                 completer.complete(Err(CallError::Panicked(message.clone())));
                 Outcome::failed(format!("the call panicked: {message}"))
             }
-        });
-        (Call { priority, run }, Ticket { completion })
+        }
     }
 
     /// Its priority.
@@ -237,6 +323,11 @@ impl Scheduler<Calls> {
     /// Submits `f` to run at `priority`; the ticket gives its result. If every worker's inbox for
     /// that priority is full, the call and its ticket come back in the error: submit the call
     /// again later ([`submit`](Scheduler::submit)) and wait on the same ticket.
+    ///
+    /// `f` may be paused at any instruction by more urgent work and resumed later on the same
+    /// thread: it must not hold a lock that blocks the thread (`std::sync::Mutex`) across code
+    /// that may be paused. See [the module documentation](crate::call) for what code in a call
+    /// may do, and [`CriticalMutex`](overtake_runtime::CriticalMutex) for locks it can share.
     pub fn call<R, F>(
         &self,
         priority: Priority,
@@ -246,7 +337,27 @@ impl Scheduler<Calls> {
         R: Send + 'static,
         F: FnOnce() -> R + Send + 'static,
     {
-        let (call, ticket) = Call::new(priority, f);
+        self.submit_call(Call::new(priority, f))
+    }
+
+    /// Like [`call`](Self::call), but `f` is never paused: more urgent work on its worker waits
+    /// for its end ([`Call::non_preemptible`]).
+    pub fn call_non_preemptible<R, F>(
+        &self,
+        priority: Priority,
+        f: F,
+    ) -> Result<Ticket<R>, Overloaded<(Call, Ticket<R>)>>
+    where
+        R: Send + 'static,
+        F: FnOnce() -> R + Send + 'static,
+    {
+        self.submit_call(Call::non_preemptible(priority, f))
+    }
+
+    fn submit_call<R>(
+        &self,
+        (call, ticket): (Call, Ticket<R>),
+    ) -> Result<Ticket<R>, Overloaded<(Call, Ticket<R>)>> {
         match self.submit(call) {
             Ok(()) => Ok(ticket),
             Err(Overloaded(call)) => Err(Overloaded((call, ticket))),

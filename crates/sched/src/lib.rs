@@ -16,7 +16,8 @@
 //! - `worker`: a pinned thread whose loop always runs the most urgent ready task, preempting
 //!   (nestedly, across levels) and resuming tasks, and resuming parked tasks when woken.
 //! - `dispatcher`: the open-loop client of a scheduler: arrivals, placement, batched requests.
-//! - `starvation`: PreemptDB's starvation level `L = T_h / (T_1 - T_0)`.
+//! - `starvation`: PreemptDB's starvation level `L = T_h / (T_1 - T_0)`, per conflict period.
+//! - `watchdog`: reports a worker blocked in the kernel while it runs a task.
 //! - [`stats`]: per-transaction timestamps turned into latency percentiles per class and per kind.
 //!
 //! [`run`] runs a workload under a policy and reports.
@@ -34,6 +35,7 @@ mod scheduler;
 mod starvation;
 pub mod stats;
 mod task;
+mod watchdog;
 mod worker;
 
 use std::sync::Arc;
@@ -50,6 +52,7 @@ pub use stats::{Breakdown, ClassStats, JobTiming, LatencyHistogram, LatencySumma
 use dispatcher::Dispatcher;
 pub use scheduler::{Overloaded, Scheduler, SchedulerReport, Shutdown};
 use starvation::Clock;
+pub use watchdog::BlockedWorker;
 
 /// The result of [`run`].
 #[derive(Clone, Debug)]
@@ -66,6 +69,8 @@ pub struct RunReport {
     pub preempt: PreemptStats,
     /// What the dispatcher saw.
     pub dispatch: DispatchStats,
+    /// Workers found blocked in the kernel while running a task.
+    pub blocked: Vec<BlockedWorker>,
 }
 
 /// Runs a workload under `config` for `config.duration`: a [`Scheduler`] whose client is the
@@ -104,5 +109,6 @@ pub fn run<E: Executor>(
         kinds,
         preempt: report.preempt,
         dispatch,
+        blocked: report.blocked,
     })
 }

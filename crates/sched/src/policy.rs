@@ -78,6 +78,9 @@ pub struct SchedConfig {
     pub task_pool: usize,
     /// Pin workers to cores (and the dispatcher to the last core).
     pub pin: bool,
+    /// Report a worker whose thread stays blocked in the kernel this long while it runs a task
+    /// (application code that blocks: see [`crate::call`]); `None`: never.
+    pub blocked_report: Option<Duration>,
 }
 
 impl Default for SchedConfig {
@@ -99,6 +102,7 @@ impl Default for SchedConfig {
             stack_size: 1 << 20,
             task_pool: 1024,
             pin: true,
+            blocked_report: Some(Duration::from_secs(1)),
         }
     }
 }
@@ -130,6 +134,14 @@ impl SchedConfig {
         if self.stack_size < 64 * 1024 {
             return Err(SchedError::InvalidConfig(
                 "worker stacks must be at least 64 KiB",
+            ));
+        }
+        if self
+            .blocked_report
+            .is_some_and(|b| b < Duration::from_millis(10))
+        {
+            return Err(SchedError::InvalidConfig(
+                "the blocked-worker report needs a bound of at least 10 ms",
             ));
         }
         if self.policy == Policy::Quantum && self.quantum.is_zero() {

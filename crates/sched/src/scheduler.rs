@@ -27,6 +27,7 @@ use crate::job::{Executor, LocalFeed, Scheduled};
 use crate::policy::{Policy, SchedConfig};
 use crate::starvation::{self, Clock};
 use crate::stats::RunStats;
+use crate::watchdog::{BlockedWorker, Watchdog};
 use crate::worker::{IDLE, Stop, WorkerSetup, WorkerShared, run_worker};
 
 /// Returned by [`Scheduler::submit`] when every worker's inbox for the job's level is full: the
@@ -62,6 +63,8 @@ pub struct SchedulerReport {
     pub preempt: PreemptStats,
     /// Jobs above the lowest level still queued when the workers were told to stop.
     pub unstarted_urgent: usize,
+    /// Workers found blocked in the kernel while running a task (see [`SchedConfig::blocked_report`]).
+    pub blocked: Vec<BlockedWorker>,
 }
 
 /// A running scheduler: its workers and the handle to submit to them. `Sync`: share it (e.g. in
@@ -75,6 +78,7 @@ pub struct Scheduler<E: Executor> {
     stop: Arc<AtomicU8>,
     next: AtomicUsize,
     backstop: Option<BackstopThread>,
+    watchdog: Option<Watchdog>,
     /// The origin of the workers' starvation clocks.
     epoch: Instant,
 }
@@ -121,6 +125,7 @@ impl<E: Executor> Scheduler<E> {
             stop,
             next: AtomicUsize::new(0),
             backstop: None,
+            watchdog: None,
             epoch,
         };
         for (index, feed) in feeds.into_iter().enumerate() {
@@ -161,6 +166,15 @@ impl<E: Executor> Scheduler<E> {
                     .unwrap_or(SchedError::InvalidConfig("a worker exited during set-up")));
             }
             std::thread::yield_now();
+        }
+        if let Some(bound) = config.blocked_report {
+            let watchdog = Watchdog::spawn(scheduler.workers.clone(), bound).map_err(|source| {
+                SchedError::SpawnWorker {
+                    index: usize::MAX,
+                    source,
+                }
+            })?;
+            scheduler.watchdog = Some(watchdog);
         }
         let signals = config.delivery == Delivery::Signal && config.preempts();
         if own_backstop && signals {
@@ -312,6 +326,15 @@ impl<E: Executor> Scheduler<E> {
         self.inboxes.iter().map(|q| q.urgent_queued()).sum()
     }
 
+    /// The workers found blocked in the kernel while running a task so far.
+    pub fn blocked_workers(&self) -> Vec<BlockedWorker> {
+        let Some(w) = &self.watchdog else {
+            return Vec::new();
+        };
+        let region = overtake_runtime::NoPreemptGuard::new();
+        w.reports.lock(&region).clone()
+    }
+
     /// Stops the workers as `how` says and returns what they did.
     pub fn shutdown(mut self, how: Shutdown) -> Result<SchedulerReport, SchedError> {
         self.stop_workers(how)
@@ -345,6 +368,10 @@ impl<E: Executor> Scheduler<E> {
                 }
             }
         }
+        let blocked = self.blocked_workers();
+        if let Some(w) = self.watchdog.take() {
+            w.stop();
+        }
         if let Some(e) = first_error {
             return Err(e);
         }
@@ -356,6 +383,7 @@ impl<E: Executor> Scheduler<E> {
             stats,
             preempt,
             unstarted_urgent,
+            blocked,
         })
     }
 }
@@ -364,7 +392,7 @@ impl<E: Executor> Drop for Scheduler<E> {
     /// A handle dropped without [`shutdown`](Scheduler::shutdown) still stops its threads (and
     /// drains: admitted work is not silently lost).
     fn drop(&mut self) {
-        if !self.threads.is_empty() || self.backstop.is_some() {
+        if !self.threads.is_empty() || self.backstop.is_some() || self.watchdog.is_some() {
             let _ = self.stop_workers(Shutdown::Drain);
         }
     }

@@ -382,6 +382,18 @@ impl TaskTable {
         !self.ready[level.level()].is_empty()
     }
 
+    /// Tasks paused by preemption, per level.
+    pub(crate) fn preempted_by_level(&self) -> [usize; Priority::LEVELS] {
+        let mut out = [0; Priority::LEVELS];
+        for (level, queue) in self.ready.iter().enumerate() {
+            out[level] = queue
+                .iter()
+                .filter(|&&id| self.slots[id].state == TaskState::Preempted)
+                .count();
+        }
+        out
+    }
+
     /// Tasks paused by preemption.
     #[cfg(test)]
     pub(crate) fn preempted_count(&self) -> usize {

@@ -357,6 +357,7 @@ impl<E: Executor> WorkerCore<E> {
         let priority = self.tasks.borrow().get(id).effective();
         self.note_conflict(priority, slice);
         self.running.set(Some(id));
+        self.shared.switches.fetch_add(1, Ordering::Relaxed);
         self.slice_started.set(slice);
         self.shared
             .slice_started
@@ -397,9 +398,13 @@ impl<E: Executor> WorkerCore<E> {
             }
             Resumed::Finished => panic!("the body of task context {id} returned"),
         }
+        let tasks = self.tasks.borrow();
         self.shared
             .ready_tasks
-            .store(self.tasks.borrow().ready_count(), Ordering::Relaxed);
+            .store(tasks.ready_count(), Ordering::Relaxed);
+        for (level, paused) in tasks.preempted_by_level().into_iter().enumerate() {
+            self.shared.paused[level].store(paused, Ordering::Relaxed);
+        }
     }
 
     /// Under starvation control, tells the monitor what the task about to run at `running` means
@@ -539,6 +544,9 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         tasks.keep_idle(first);
     }
     let _ = core.shared.sleeper.thread.set(std::thread::current());
+    core.shared
+        .tid
+        .store(overtake_runtime::worker::thread_id(), Ordering::Release);
     WORKER.with(|w| *w.borrow_mut() = Some(Rc::clone(&core) as Rc<dyn ServePreemption>));
     core.shared.ready.store(true, Ordering::Release);
 

@@ -6,10 +6,11 @@
 
 use std::sync::Arc;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::thread::Thread;
 use std::time::Duration;
 
+use overtake_engine::Priority;
 use overtake_runtime::park::WakeTarget;
 use overtake_runtime::preempt::PreemptTarget;
 use overtake_runtime::{NoPreemptGuard, RegionMutex};
@@ -112,6 +113,12 @@ pub(crate) struct WorkerShared {
     /// Jobs whose end (or refusal) the worker has recorded: a client that knows how many it
     /// handed over can tell when all of them are done.
     pub(crate) finished: AtomicU64,
+    /// Task slices started: unchanged while one task keeps the worker (see `watchdog`).
+    pub(crate) switches: AtomicU64,
+    /// Tasks paused by preemption, per level, as of the last switch.
+    pub(crate) paused: [AtomicUsize; Priority::LEVELS],
+    /// The kernel's id of the worker's thread (0 until it runs).
+    pub(crate) tid: AtomicI32,
     pub(crate) sleeper: Arc<Sleeper>,
     /// Set once the worker is fully set up (registered for preemption, statistics allocated)
     /// and about to take work. The run's clock starts only when every worker is ready: setting
@@ -139,6 +146,9 @@ impl WorkerShared {
             slice_started: AtomicU64::new(0),
             ready_tasks: AtomicUsize::new(0),
             finished: AtomicU64::new(0),
+            switches: AtomicU64::new(0),
+            paused: Default::default(),
+            tid: AtomicI32::new(0),
             ready: AtomicBool::new(false),
         }
     }
