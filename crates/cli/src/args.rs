@@ -209,12 +209,18 @@ pub struct BimodalArgs {
     /// Seconds to run each configuration.
     #[arg(long, default_value_t = 10.0, value_parser = positive_seconds)]
     pub duration: f64,
-    /// Offered load as a share of the capacity measured before the runs (1.0 = saturation).
+    /// Offered load as a share of the capacity (1.0 = saturation): requests per second are this
+    /// over the mean service time, from each kind's service time measured alone on the
+    /// scheduler before the runs.
     #[arg(long, default_value_t = 0.7, value_parser = load_share)]
     pub load: f64,
     /// Quantum in microseconds.
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub quantum_us: u64,
+    /// Quanta a preempted request runs per slice when it resumes (Aspen's longer quantum for the
+    /// preempted queue; 1: every slice is one quantum).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1_000))]
+    pub resumed_quanta: u32,
     /// Target service time of a long request (a scan calibrated to it), in microseconds.
     #[arg(long, default_value_t = 750, value_parser = clap::value_parser!(u64).range(10..=1_000_000))]
     pub long_us: u64,
@@ -261,6 +267,24 @@ pub struct CompareBimodalArgs {
         default_value = "wait,quantum"
     )]
     pub policies: Vec<BimodalPolicyArg>,
+    /// Run every policy at every load of --loads instead of at --load, and report Aspen's metric:
+    /// the highest load (and short-request throughput) at which the short requests' p99 stays
+    /// under --slo-us.
+    #[arg(long)]
+    pub sweep: bool,
+    /// Loads of the sweep.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "0.3,0.4,0.5,0.6,0.7,0.8,0.9",
+        value_parser = load_share
+    )]
+    pub loads: Vec<f64>,
+    /// The short requests' p99 limit of the sweep, in microseconds (default: ten times the short
+    /// service time, and at least twice the quantum: a short request that arrives while a long
+    /// one runs waits up to a quantum under any quantum policy).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub slo_us: Option<u64>,
     #[command(flatten)]
     pub bimodal: BimodalArgs,
 }

@@ -1,12 +1,19 @@
 //! `bench bimodal` and `compare bimodal`: Aspen's bimodal workload (requests without priorities,
-//! 99.5% short, 0.5% long, Poisson arrivals at a share of measured capacity) under run-to-
-//! completion and under the quantum policy and its ablations.
+//! 99.5% short, 0.5% long, Poisson arrivals at a share of the capacity) under run-to-completion
+//! and under the quantum policy and its ablations; `compare bimodal --sweep` runs every policy at
+//! a range of loads and reports Aspen's metric, the highest load at which the short requests' p99
+//! stays under a limit.
+//!
+//! The capacity comes from each kind's service time measured alone on the same scheduler (the
+//! median of a few closed-loop rounds of that kind only), so that it includes the scheduler's
+//! cost per request but not the policies' interplay, and moves less with this machine's noise
+//! than a probe of the mix did.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use overtake_sched::{Arrivals, LocalFeed, Policy, RunReport, SchedConfig};
-use overtake_workload::bimodal::{Bimodal, KINDS, PoissonArrivals, Request};
+use overtake_workload::bimodal::{Bimodal, KINDS, LONG_SHARE, PoissonArrivals, Request};
 use overtake_workload::rng::TpccRng;
 use serde_json::{Value, json};
 
@@ -16,15 +23,24 @@ use crate::output::{class_json, print_table, progress, run_progress, ticker, us}
 /// The workload, loaded and measured once for every run.
 struct Prepared {
     workload: Arc<Bimodal>,
+    /// Service times of each kind run directly on the engine (no scheduler).
     short: Duration,
     long: Duration,
-    /// Requests per second the workers served closed-loop.
+    /// Service times of each kind alone on the scheduler (its cost per request included).
+    short_scheduled: Duration,
+    long_scheduled: Duration,
+    /// Requests per second the workers can serve: workers over the mean scheduled service time.
     capacity: f64,
-    /// Offered arrivals per second.
-    rate: f64,
 }
 
-/// No arrivals: the capacity probe's work comes from the workers' own closed loops.
+impl Prepared {
+    /// Offered requests per second at `load`.
+    fn rate(&self, load: f64) -> f64 {
+        self.capacity * load
+    }
+}
+
+/// No arrivals: the service-time probe's work comes from the workers' own closed loops.
 struct NoArrivals;
 
 impl Arrivals<Request> for NoArrivals {
@@ -37,8 +53,47 @@ impl Arrivals<Request> for NoArrivals {
     }
 }
 
-/// How long the capacity probe runs.
-const PROBE: Duration = Duration::from_millis(1_500);
+/// Rounds of each kind's service-time probe, and how long each runs.
+const PROBE_ROUNDS: usize = 5;
+const PROBE: Duration = Duration::from_millis(300);
+
+/// The median time per request of `long` (or short) requests alone, closed-loop on the scheduler.
+fn scheduled_service_time(
+    workload: &Arc<Bimodal>,
+    long: bool,
+    args: &BimodalArgs,
+) -> Result<Duration, String> {
+    let mut rounds = Vec::with_capacity(PROBE_ROUNDS);
+    for round in 0..PROBE_ROUNDS {
+        let feeds = (0..args.workers)
+            .map(|w| {
+                let workload = Arc::clone(workload);
+                let mut rng = TpccRng::new(args.seed.wrapping_add(u64::from(w) + round as u64));
+                Some(Box::new(move || Some(workload.request(&mut rng, long))) as LocalFeed<Request>)
+            })
+            .collect();
+        let probe = SchedConfig {
+            duration: PROBE,
+            ..sched_config(BimodalPolicyArg::Wait, args)
+        };
+        let measured = overtake_sched::run(
+            &probe,
+            Arc::clone(workload),
+            &mut NoArrivals,
+            feeds,
+            &|_| {},
+        )
+        .map_err(|e| e.to_string())?;
+        let served: u64 = measured.stats.kinds.iter().map(|k| k.committed).sum();
+        if served == 0 {
+            return Err("the service-time probe committed no request".into());
+        }
+        let busy = measured.elapsed.as_secs_f64() * f64::from(args.workers);
+        rounds.push(busy / served as f64);
+    }
+    rounds.sort_by(f64::total_cmp);
+    Ok(Duration::from_secs_f64(rounds[rounds.len() / 2]))
+}
 
 fn prepare(args: &BimodalArgs) -> Result<Prepared, String> {
     let bar = progress(1, "loading", args.json);
@@ -53,40 +108,19 @@ fn prepare(args: &BimodalArgs) -> Result<Prepared, String> {
     let (short, long) = workload.service_times(5_000, &mut rng);
     bar.finish_and_clear();
     let workload = Arc::new(workload);
-    // Capacity: the mix run closed-loop (each worker always busy) on the same scheduler, so that
-    // its per-request cost is included.
-    let feeds = (0..args.workers)
-        .map(|w| {
-            let workload = Arc::clone(&workload);
-            let mut rng = TpccRng::new(args.seed.wrapping_add(u64::from(w) + 1));
-            Some(Box::new(move || Some(workload.next_request(&mut rng))) as LocalFeed<Request>)
-        })
-        .collect();
-    let probe = SchedConfig {
-        duration: PROBE,
-        ..sched_config(BimodalPolicyArg::Wait, args)
-    };
-    let bar = run_progress(PROBE.as_secs_f64(), "capacity", args.json);
-    let measured = overtake_sched::run(
-        &probe,
-        Arc::clone(&workload),
-        &mut NoArrivals,
-        feeds,
-        &ticker(&bar),
-    )
-    .map_err(|e| e.to_string())?;
+    let bar = progress(1, "measuring", args.json);
+    let short_scheduled = scheduled_service_time(&workload, false, args)?;
+    let long_scheduled = scheduled_service_time(&workload, true, args)?;
     bar.finish_and_clear();
-    let served: u64 = measured.stats.kinds.iter().map(|k| k.committed).sum();
-    let capacity = served as f64 / measured.elapsed.as_secs_f64();
-    if capacity <= 0.0 {
-        return Err("the capacity probe committed no request".into());
-    }
+    let mean = (1.0 - LONG_SHARE) * short_scheduled.as_secs_f64()
+        + LONG_SHARE * long_scheduled.as_secs_f64();
     Ok(Prepared {
         workload,
         short,
         long,
-        capacity,
-        rate: capacity * args.load,
+        short_scheduled,
+        long_scheduled,
+        capacity: f64::from(args.workers) / mean,
     })
 }
 
@@ -98,6 +132,7 @@ fn sched_config(policy: BimodalPolicyArg, args: &BimodalArgs) -> SchedConfig {
         hp_queue: args.queue as usize,
         lp_queue: 1,
         quantum: Duration::from_micros(args.quantum_us),
+        resumed_quanta: args.resumed_quanta,
         two_queues,
         skip_needless,
         delivery: args.preempt_mechanism.delivery(),
@@ -107,16 +142,17 @@ fn sched_config(policy: BimodalPolicyArg, args: &BimodalArgs) -> SchedConfig {
     }
 }
 
-/// One run of `config` on the prepared workload.
+/// One run of `config` on the prepared workload, at `load`.
 fn run_one(
     name: &str,
     config: &SchedConfig,
     prepared: &Prepared,
     args: &BimodalArgs,
-) -> Result<RunReport, String> {
+    load: f64,
+) -> Result<Run, String> {
     config.validate().map_err(|e| e.to_string())?;
-    let mut arrivals =
-        PoissonArrivals::new(Arc::clone(&prepared.workload), prepared.rate, args.seed);
+    let rate = prepared.rate(load);
+    let mut arrivals = PoissonArrivals::new(Arc::clone(&prepared.workload), rate, args.seed);
     let bar = run_progress(args.duration, name, args.json);
     let report = overtake_sched::run(
         config,
@@ -127,21 +163,75 @@ fn run_one(
     )
     .map_err(|e| e.to_string())?;
     bar.finish_and_clear();
-    Ok(report)
+    Ok(Run {
+        name: name.to_owned(),
+        load,
+        rate,
+        report,
+    })
+}
+
+/// One policy's run at one load.
+struct Run {
+    name: String,
+    load: f64,
+    /// Offered requests per second.
+    rate: f64,
+    report: RunReport,
+}
+
+impl Run {
+    fn served(&self) -> u64 {
+        self.report.stats.kinds.iter().map(|k| k.committed).sum()
+    }
+
+    /// Share of the offered requests served within the run.
+    fn served_share(&self) -> f64 {
+        self.served() as f64 / self.report.elapsed.as_secs_f64() / self.rate
+    }
+
+    /// Worker time not spent idle, in seconds.
+    fn busy(&self) -> f64 {
+        let r = &self.report;
+        r.elapsed.as_secs_f64() * r.config.workers as f64 - r.stats.idle_nanos as f64 / 1e9
+    }
+
+    fn short_p99(&self) -> f64 {
+        self.report.stats.kinds[0].latency.summary().p99
+    }
+
+    /// Within the SLO at its load: kept up, and the short requests' p99 under `slo_us`.
+    fn meets(&self, slo_us: f64) -> bool {
+        self.served_share() >= KEPT_UP && self.short_p99() <= slo_us
+    }
+}
+
+/// Worker time per preemption that `quantum` spent beyond what `wait` spent per request served,
+/// at the same load: what a quantum's end costs the worker (the switch, the scheduler's
+/// bookkeeping, the preempted request's lost cache). `None` without preemptions.
+fn cost_per_preemption(quantum: &Run, wait: &Run) -> Option<f64> {
+    let preemptions = quantum.report.dispatch.quantum_preemptions;
+    if preemptions == 0 || wait.served() == 0 {
+        return None;
+    }
+    let per_request = wait.busy() / wait.served() as f64;
+    let extra = quantum.busy() - per_request * quantum.served() as f64;
+    Some(extra / preemptions as f64)
 }
 
 /// Share of the offered requests a run must serve within its duration to count as keeping up.
 const KEPT_UP: f64 = 0.98;
 
 /// Why this run's latencies are mostly queueing, if they are: the dispatcher's warnings, and a
-/// run that served under 98% of the offered requests. The capacity is measured closed-loop just
-/// before the runs, and this VM's speed moves by a quarter between minutes, so a load of 0.7 can
-/// be an overload by the time a policy runs; a policy that then starves its preempted tasks (two
-/// queues) shows latencies of seconds, which are the overload, not the policy.
-fn warnings(r: &RunReport, prepared: &Prepared) -> Vec<String> {
-    let mut out = r.dispatch.warnings();
-    let served: u64 = r.stats.kinds.iter().map(|k| k.committed).sum();
-    out.extend(shortfall(served, r.elapsed.as_secs_f64(), prepared.rate));
+/// run that served under 98% of the offered requests.
+fn warnings(r: &Run) -> Vec<String> {
+    let mut out = r.report.dispatch.warnings();
+    out.extend(shortfall(
+        r.served(),
+        r.report.elapsed.as_secs_f64(),
+        r.rate,
+    ));
+    out.extend(r.report.blocked.iter().map(ToString::to_string));
     out
 }
 
@@ -158,62 +248,76 @@ fn shortfall(served: u64, elapsed_s: f64, offered: f64) -> Option<String> {
     })
 }
 
-fn run_json(name: &str, r: &RunReport, prepared: &Prepared) -> Value {
-    let elapsed = r.elapsed.as_secs_f64();
+fn run_json(r: &Run) -> Value {
+    let report = &r.report;
+    let elapsed = report.elapsed.as_secs_f64();
     json!({
-        "policy": name,
-        "quantum_us": r.config.quantum.as_secs_f64() * 1e6,
-        "two_queues": r.config.two_queues,
-        "skip_needless": r.config.skip_needless,
+        "policy": r.name,
+        "load": r.load,
+        "offered_per_sec": r.rate,
+        "served_share": r.served_share(),
+        "quantum_us": report.config.quantum.as_secs_f64() * 1e6,
+        "two_queues": report.config.two_queues,
+        "skip_needless": report.config.skip_needless,
         "classes": {
-            "short": class_json(&r.stats.kinds[0], elapsed),
-            "long": class_json(&r.stats.kinds[1], elapsed),
+            "short": class_json(&report.stats.kinds[0], elapsed),
+            "long": class_json(&report.stats.kinds[1], elapsed),
         },
         "preemptions": {
-            "sent": r.dispatch.quantum_preemptions,
-            "skipped": r.dispatch.quantum_skipped,
-            "served": r.preempt.served,
-            "signals": r.preempt.signals_sent,
+            "sent": report.dispatch.quantum_preemptions,
+            "skipped": report.dispatch.quantum_skipped,
+            "served": report.preempt.served,
+            "signals": report.preempt.signals_sent,
         },
-        "arrived": r.dispatch.arrived_high,
-        "unfinished": r.dispatch.unfinished_high,
-        "warnings": warnings(r, prepared),
+        "worker_busy_share": r.busy() / (elapsed * report.config.workers as f64),
+        "arrived": report.dispatch.arrived_high,
+        "unfinished": report.dispatch.unfinished_high,
+        "warnings": warnings(r),
     })
 }
 
-fn print_runs(runs: &[(String, RunReport)], prepared: &Prepared, args: &BimodalArgs) {
-    println!(
-        "bimodal workload: {} worker(s), {} s each; {:.0} requests/s offered ({:.0}% of the \
-         {:.0}/s served closed-loop); short {} us, long {} us ({} rows scanned) when run alone; \
-         quantum {} us",
+fn describe(prepared: &Prepared, args: &BimodalArgs) -> String {
+    format!(
+        "bimodal workload: {} worker(s), {} s per run; service time alone on the scheduler: short \
+         {} us, long {} us ({} rows scanned; on the engine alone {} us and {} us); capacity \
+         {:.0} requests/s; quantum {} us",
         args.workers,
         args.duration,
-        prepared.rate,
-        args.load * 100.0,
-        prepared.capacity,
+        us(prepared.short_scheduled.as_secs_f64() * 1e6),
+        us(prepared.long_scheduled.as_secs_f64() * 1e6),
+        prepared.workload.long_len(),
         us(prepared.short.as_secs_f64() * 1e6),
         us(prepared.long.as_secs_f64() * 1e6),
-        prepared.workload.long_len(),
+        prepared.capacity,
         args.quantum_us
+    )
+}
+
+fn print_runs(runs: &[Run], prepared: &Prepared, args: &BimodalArgs) {
+    println!("{}", describe(prepared, args));
+    println!(
+        "offered: {:.0} requests/s (load {})",
+        prepared.rate(args.load),
+        args.load
     );
-    let wait = runs.iter().find(|(n, _)| n == "wait").map(|(_, r)| r);
+    let wait = runs.iter().find(|r| r.name == "wait");
     for (title, kind) in [("short requests (99.5%)", 0), ("long requests (0.5%)", 1)] {
         println!();
         println!("{title}: end-to-end latency in microseconds");
         let rows: Vec<Vec<String>> = runs
             .iter()
-            .map(|(name, r)| {
-                let c = &r.stats.kinds[kind];
+            .map(|r| {
+                let c = &r.report.stats.kinds[kind];
                 let l = c.latency.summary();
-                let per_s = c.committed as f64 / r.elapsed.as_secs_f64();
-                let base = wait.map(|w| &w.stats.kinds[kind]);
+                let per_s = c.committed as f64 / r.report.elapsed.as_secs_f64();
+                let base = wait.map(|w| &w.report.stats.kinds[kind]);
                 let ratio = |mine: f64, theirs: Option<f64>| {
                     theirs
                         .filter(|t| *t > 0.0)
                         .map_or("-".to_owned(), |t| format!("{:.3}", mine / t))
                 };
                 vec![
-                    name.clone(),
+                    r.name.clone(),
                     format!("{per_s:.0}"),
                     us(l.p50),
                     us(l.p99),
@@ -223,7 +327,7 @@ fn print_runs(runs: &[(String, RunReport)], prepared: &Prepared, args: &BimodalA
                     ratio(
                         per_s,
                         base.zip(wait)
-                            .map(|(b, w)| b.committed as f64 / w.elapsed.as_secs_f64()),
+                            .map(|(b, w)| b.committed as f64 / w.report.elapsed.as_secs_f64()),
                     ),
                 ]
             })
@@ -249,11 +353,11 @@ fn print_runs(runs: &[(String, RunReport)], prepared: &Prepared, args: &BimodalA
     );
     let rows: Vec<Vec<String>> = runs
         .iter()
-        .flat_map(|(name, r)| {
+        .flat_map(|r| {
             KINDS.iter().enumerate().map(move |(kind, kind_name)| {
-                let b = r.stats.kinds[kind].breakdown();
+                let b = r.report.stats.kinds[kind].breakdown();
                 vec![
-                    name.clone(),
+                    r.name.clone(),
                     (*kind_name).to_owned(),
                     us(b.queued),
                     us(b.running),
@@ -264,53 +368,59 @@ fn print_runs(runs: &[(String, RunReport)], prepared: &Prepared, args: &BimodalA
         .collect();
     print_table(&["policy", "kind", "queued", "running", "preempted"], &rows);
     println!();
-    println!("quantum ends: preemptions asked for, and skipped because nothing else waited");
+    print_preemptions(runs);
+    for r in runs {
+        for w in warnings(r) {
+            println!("warning ({}): {w}", r.name);
+        }
+    }
+}
+
+/// Quantum ends asked for and skipped, and what each cost the worker (against `wait` at the same
+/// load, when there is a `wait` run).
+fn print_preemptions(runs: &[Run]) {
+    println!(
+        "quantum ends: preemptions asked for, skipped because nothing else waited (a skip costs \
+         the worker nothing: it is never asked), and the worker time each preemption cost \
+         beyond what wait spent per request at the same load"
+    );
     let rows: Vec<Vec<String>> = runs
         .iter()
-        .map(|(name, r)| {
-            let (sent, skipped) = (r.dispatch.quantum_preemptions, r.dispatch.quantum_skipped);
+        .map(|r| {
+            let d = &r.report.dispatch;
+            let (sent, skipped) = (d.quantum_preemptions, d.quantum_skipped);
             let share = if sent + skipped > 0 {
                 format!("{:.1}%", skipped as f64 * 100.0 / (sent + skipped) as f64)
             } else {
                 "-".to_owned()
             };
+            let wait = runs.iter().find(|w| w.name == "wait" && w.load == r.load);
+            let cost = wait
+                .and_then(|w| cost_per_preemption(r, w))
+                .map_or("-".to_owned(), |c| us(c * 1e6));
             vec![
-                name.clone(),
+                r.name.clone(),
+                format!("{}", r.load),
                 sent.to_string(),
                 skipped.to_string(),
                 share,
-                r.preempt.signals_sent.to_string(),
+                r.report.preempt.signals_sent.to_string(),
+                cost,
             ]
         })
         .collect();
     print_table(
-        &["policy", "sent", "skipped", "skipped share", "signals"],
+        &[
+            "policy",
+            "load",
+            "sent",
+            "skipped",
+            "skipped share",
+            "signals",
+            "us per preemption",
+        ],
         &rows,
     );
-    for (name, r) in runs {
-        for w in warnings(r, prepared) {
-            println!("warning ({name}): {w}");
-        }
-    }
-}
-
-fn report(runs: &[(String, RunReport)], prepared: &Prepared, args: &BimodalArgs) {
-    if args.json {
-        let out = json!({
-            "workers": args.workers,
-            "duration_s": args.duration,
-            "load": args.load,
-            "offered_per_sec": prepared.rate,
-            "capacity_per_sec": prepared.capacity,
-            "short_service_us": prepared.short.as_secs_f64() * 1e6,
-            "long_service_us": prepared.long.as_secs_f64() * 1e6,
-            "long_rows": prepared.workload.long_len(),
-            "runs": runs.iter().map(|(n, r)| run_json(n, r, prepared)).collect::<Vec<_>>(),
-        });
-        println!("{out}");
-    } else {
-        print_runs(runs, prepared, args);
-    }
 }
 
 pub fn bench(args: &BenchBimodalArgs) -> Result<(), String> {
@@ -326,24 +436,207 @@ pub fn bench(args: &BenchBimodalArgs) -> Result<(), String> {
         (Policy::Quantum, true, false) => "quantum-no-skip",
         _ => args.policy.name(),
     };
-    let run = run_one(name, &config, &prepared, &args.bimodal)?;
-    report(&[(name.to_owned(), run)], &prepared, &args.bimodal);
+    let run = run_one(name, &config, &prepared, &args.bimodal, args.bimodal.load)?;
+    report(&[run], &prepared, &args.bimodal);
     Ok(())
 }
 
-pub fn compare(args: &CompareBimodalArgs) -> Result<(), String> {
-    let prepared = prepare(&args.bimodal)?;
-    let mut runs = Vec::new();
-    for &policy in &args.policies {
-        let config = sched_config(policy, &args.bimodal);
-        runs.push((
-            policy.name().to_owned(),
-            run_one(policy.name(), &config, &prepared, &args.bimodal)?,
-        ));
-        crate::mixed::settle_between_runs();
+fn report(runs: &[Run], prepared: &Prepared, args: &BimodalArgs) {
+    if args.json {
+        println!(
+            "{}",
+            json!({
+                "workers": args.workers,
+                "duration_s": args.duration,
+                "load": args.load,
+                "offered_per_sec": prepared.rate(args.load),
+                "capacity_per_sec": prepared.capacity,
+                "short_service_us": prepared.short_scheduled.as_secs_f64() * 1e6,
+                "long_service_us": prepared.long_scheduled.as_secs_f64() * 1e6,
+                "short_engine_us": prepared.short.as_secs_f64() * 1e6,
+                "long_engine_us": prepared.long.as_secs_f64() * 1e6,
+                "long_rows": prepared.workload.long_len(),
+                "runs": runs.iter().map(run_json).collect::<Vec<_>>(),
+            })
+        );
+    } else {
+        print_runs(runs, prepared, args);
     }
-    report(&runs, &prepared, &args.bimodal);
+}
+
+pub fn compare(args: &CompareBimodalArgs) -> Result<(), String> {
+    if args.policies.is_empty() {
+        return Err("--policies needs at least one policy".into());
+    }
+    let mut policies = args.policies.clone();
+    policies.dedup();
+    let prepared = prepare(&args.bimodal)?;
+    let loads: Vec<f64> = if args.sweep {
+        args.loads.clone()
+    } else {
+        vec![args.bimodal.load]
+    };
+    let mut runs = Vec::new();
+    for &load in &loads {
+        for &policy in &policies {
+            let config = sched_config(policy, &args.bimodal);
+            runs.push(run_one(
+                policy.name(),
+                &config,
+                &prepared,
+                &args.bimodal,
+                load,
+            )?);
+            crate::mixed::settle_between_runs();
+        }
+    }
+    if !args.sweep {
+        report(&runs, &prepared, &args.bimodal);
+        return Ok(());
+    }
+    let slo_us = args.slo_us.map_or_else(
+        || {
+            (10.0 * prepared.short_scheduled.as_secs_f64() * 1e6)
+                .max(2.0 * args.bimodal.quantum_us as f64)
+        },
+        |s| s as f64,
+    );
+    let names: Vec<&str> = policies.iter().map(|p| p.name()).collect();
+    report_sweep(&runs, &names, &loads, slo_us, &prepared, &args.bimodal);
     Ok(())
+}
+
+/// Aspen's metric for `policy`: the highest load up to which every load kept the short requests'
+/// p99 under `slo_us` (and kept up), and the short requests served per second there.
+fn slo_point<'a>(runs: &'a [Run], policy: &str, slo_us: f64) -> Option<&'a Run> {
+    let mut mine: Vec<&Run> = runs.iter().filter(|r| r.name == policy).collect();
+    mine.sort_by(|a, b| a.load.total_cmp(&b.load));
+    mine.into_iter().take_while(|r| r.meets(slo_us)).last()
+}
+
+fn short_per_sec(r: &Run) -> f64 {
+    r.report.stats.kinds[0].committed as f64 / r.report.elapsed.as_secs_f64()
+}
+
+fn report_sweep(
+    runs: &[Run],
+    policies: &[&str],
+    loads: &[f64],
+    slo_us: f64,
+    prepared: &Prepared,
+    args: &BimodalArgs,
+) {
+    if args.json {
+        let sweep: Vec<Value> = loads
+            .iter()
+            .map(|&load| {
+                json!({
+                    "load": load,
+                    "runs": runs.iter().filter(|r| r.load == load).map(run_json).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        let slo: serde_json::Map<String, Value> = policies
+            .iter()
+            .map(|&p| {
+                let point = slo_point(runs, p, slo_us);
+                (
+                    p.to_owned(),
+                    json!({
+                        "load": point.map(|r| r.load),
+                        "short_per_sec": point.map_or(0.0, short_per_sec),
+                    }),
+                )
+            })
+            .collect();
+        println!(
+            "{}",
+            json!({
+                "workers": args.workers,
+                "duration_s": args.duration,
+                "capacity_per_sec": prepared.capacity,
+                "short_service_us": prepared.short_scheduled.as_secs_f64() * 1e6,
+                "long_service_us": prepared.long_scheduled.as_secs_f64() * 1e6,
+                "slo_us": slo_us,
+                "sweep": sweep,
+                "slo": slo,
+            })
+        );
+        return;
+    }
+    println!("{}", describe(prepared, args));
+    println!();
+    println!(
+        "per load and policy: offered requests/s, the share served, short and long latency \
+         (microseconds), preemptions per second"
+    );
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .map(|r| {
+            let (s, l) = (
+                r.report.stats.kinds[0].latency.summary(),
+                r.report.stats.kinds[1].latency.summary(),
+            );
+            vec![
+                format!("{}", r.load),
+                r.name.clone(),
+                format!("{:.0}", r.rate),
+                format!("{:.3}", r.served_share()),
+                us(s.p50),
+                us(s.p99),
+                us(l.p99),
+                format!(
+                    "{:.0}",
+                    r.report.dispatch.quantum_preemptions as f64 / r.report.elapsed.as_secs_f64()
+                ),
+            ]
+        })
+        .collect();
+    print_table(
+        &[
+            "load",
+            "policy",
+            "offered/s",
+            "served",
+            "short p50",
+            "short p99",
+            "long p99",
+            "preempt/s",
+        ],
+        &rows,
+    );
+    println!();
+    println!(
+        "Aspen's metric: the highest load up to which the short requests' p99 stayed under \
+         {} us and at least 98% of the offered requests were served",
+        us(slo_us)
+    );
+    let wait_rate = slo_point(runs, "wait", slo_us).map(short_per_sec);
+    let rows: Vec<Vec<String>> = policies
+        .iter()
+        .map(|&p| {
+            let point = slo_point(runs, p, slo_us);
+            let rate = point.map_or(0.0, short_per_sec);
+            vec![
+                p.to_owned(),
+                point.map_or("none".to_owned(), |r| format!("{}", r.load)),
+                format!("{rate:.0}"),
+                match wait_rate {
+                    Some(w) if w > 0.0 => format!("{:.2}", rate / w),
+                    _ if rate > 0.0 => "wait met none".to_owned(),
+                    _ => "-".to_owned(),
+                },
+            ]
+        })
+        .collect();
+    print_table(&["policy", "SLO load", "short/s", "vs wait"], &rows);
+    println!();
+    print_preemptions(runs);
+    for r in runs {
+        for w in warnings(r) {
+            println!("warning ({} at {}): {w}", r.name, r.load);
+        }
+    }
 }
 
 #[cfg(test)]

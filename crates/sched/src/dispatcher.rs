@@ -260,7 +260,9 @@ impl<E: Executor> Dispatcher<'_, E> {
                     slice_running = true;
                     let (slice, next_check) = &mut slices[w];
                     if *slice != started {
-                        (*slice, *next_check) = (started, started + q);
+                        // A resumed task's slice may be longer (`resumed_quanta`).
+                        let slice_q = worker.slice_quantum.load(Ordering::Relaxed).max(q);
+                        (*slice, *next_check) = (started, started + slice_q);
                     }
                     if now_nanos < *next_check {
                         continue;

@@ -55,6 +55,10 @@ pub struct SchedConfig {
     pub starvation_threshold: f64,
     /// Quantum: how long a task runs before it may be preempted for other waiting work.
     pub quantum: Duration,
+    /// Quantum: a task that was preempted before runs this many quanta per slice when it resumes
+    /// (Aspen's longer quantum for the preempted queue: a long request is split into fewer
+    /// slices, each of which costs a resumption with cold caches; new work still goes first).
+    pub resumed_quanta: u32,
     /// Quantum: new work runs before preempted work of the same level (Aspen's two queues). Off:
     /// a preempted task goes to the back of one queue with the new work.
     pub two_queues: bool,
@@ -93,6 +97,7 @@ impl Default for SchedConfig {
             yield_interval: 10_000,
             starvation_threshold: 100.0,
             quantum: Duration::from_micros(50),
+            resumed_quanta: 4,
             two_queues: true,
             skip_needless: true,
             delivery: Delivery::Signal,
@@ -142,6 +147,11 @@ impl SchedConfig {
         {
             return Err(SchedError::InvalidConfig(
                 "the blocked-worker report needs a bound of at least 10 ms",
+            ));
+        }
+        if self.policy == Policy::Quantum && self.resumed_quanta == 0 {
+            return Err(SchedError::InvalidConfig(
+                "a resumed task needs at least one quantum",
             ));
         }
         if self.policy == Policy::Quantum && self.quantum.is_zero() {

@@ -415,6 +415,9 @@ pub struct RunStats {
     pub levels: Vec<ClassStats>,
     /// Per job kind (indexed like the executor's kinds).
     pub kinds: Vec<ClassStats>,
+    /// Time the workers had nothing to run (spinning or asleep waiting for work), summed over
+    /// workers, in nanoseconds. The rest of their time went to jobs and to the scheduler itself.
+    pub idle_nanos: u64,
 }
 
 impl Default for RunStats {
@@ -422,6 +425,7 @@ impl Default for RunStats {
         RunStats {
             levels: vec![ClassStats::default(); Priority::LEVELS],
             kinds: Vec::new(),
+            idle_nanos: 0,
         }
     }
 }
@@ -463,5 +467,6 @@ impl RunStats {
         for (mine, theirs) in self.kinds.iter_mut().zip(&other.kinds) {
             mine.merge(theirs);
         }
+        self.idle_nanos += other.idle_nanos;
     }
 }

@@ -52,9 +52,11 @@ pub(crate) struct Task {
     pub(crate) waited: Duration,
     /// When the current pause or wait began.
     since: Instant,
-    /// Single-queue mode (quantum policy without two queues): new jobs that were queued at this
-    /// task's level when it was preempted, and so run before it.
-    ahead: usize,
+    /// Single-queue mode (quantum policy without two queues): it runs once this many new jobs of
+    /// its level have started (the table's count; the jobs queued when it was preempted go
+    /// first). A count rather than a number per task to decrement: with hundreds of preempted
+    /// tasks queued, decrementing each at every start made starting a job cost microseconds.
+    runs_after: u64,
     /// Its wake arrived before its park was recorded (see [`TaskTable::wake`]).
     woken_early: bool,
 }
@@ -72,7 +74,7 @@ impl Task {
             preempted: Duration::ZERO,
             waited: Duration::ZERO,
             since: now,
-            ahead: 0,
+            runs_after: 0,
             woken_early: false,
         }
     }
@@ -113,6 +115,10 @@ pub(crate) struct TaskTable {
     created: usize,
     /// Ready tasks (preempted or woken), per level.
     ready: Vec<VecDeque<TaskId>>,
+    /// New jobs started, per level (see `Task::runs_after`).
+    started_jobs: [u64; Priority::LEVELS],
+    /// Tasks paused by preemption, per (effective) level.
+    preempted: [usize; Priority::LEVELS],
 }
 
 /// Where a new task runs.
@@ -132,6 +138,8 @@ impl TaskTable {
             free: Vec::new(),
             created: 0,
             ready: vec![VecDeque::new(); Priority::LEVELS],
+            started_jobs: [0; Priority::LEVELS],
+            preempted: [0; Priority::LEVELS],
         }
     }
 
@@ -198,6 +206,12 @@ impl TaskTable {
         };
         let after = slot.effective();
         if after != before && matches!(slot.state, TaskState::Preempted | TaskState::Woken) {
+            // Raised into another queue: it owes that level's new jobs nothing.
+            slot.runs_after = 0;
+            if slot.state == TaskState::Preempted {
+                self.preempted[before.level()] -= 1;
+                self.preempted[after.level()] += 1;
+            }
             let queue = &mut self.ready[before.level()];
             if let Some(at) = queue.iter().position(|&t| t == id) {
                 queue.remove(at);
@@ -218,23 +232,26 @@ impl TaskTable {
         );
         slot.state = TaskState::Preempted;
         slot.since = now;
-        slot.ahead = ahead;
-        self.ready[slot.effective().level()].push_back(id);
+        let level = slot.effective().level();
+        slot.runs_after = self.started_jobs[level] + ahead as u64;
+        self.preempted[level] += 1;
+        self.ready[level].push_back(id);
     }
 
     /// The first ready task of `level` and how many new jobs must start before it.
     pub(crate) fn head_ready(&self, level: Priority) -> Option<(TaskId, usize)> {
-        self.ready[level.level()]
-            .front()
-            .map(|&id| (id, self.slots[id].ahead))
+        let started = self.started_jobs[level.level()];
+        self.ready[level.level()].front().map(|&id| {
+            (
+                id,
+                self.slots[id].runs_after.saturating_sub(started) as usize,
+            )
+        })
     }
 
     /// A new job of `level` started: every ready task of that level has one job fewer ahead.
     pub(crate) fn new_job_started(&mut self, level: Priority) {
-        for &id in &self.ready[level.level()] {
-            let slot = &mut self.slots[id];
-            slot.ahead = slot.ahead.saturating_sub(1);
-        }
+        self.started_jobs[level.level()] += 1;
     }
 
     /// Tasks ready to continue, at any level.
@@ -280,7 +297,7 @@ impl TaskTable {
     fn make_woken(&mut self, id: TaskId) -> Priority {
         let slot = &mut self.slots[id];
         slot.state = TaskState::Woken;
-        slot.ahead = 0;
+        slot.runs_after = 0;
         let level = slot.effective();
         self.ready[level.level()].push_back(id);
         level
@@ -336,7 +353,16 @@ impl TaskTable {
 
     /// The next ready task of `level`.
     pub(crate) fn pop_ready(&mut self, level: Priority) -> Option<TaskId> {
-        self.ready[level.level()].pop_front()
+        let id = self.ready[level.level()].pop_front()?;
+        self.left_queue(id, level);
+        Some(id)
+    }
+
+    /// Task `id` left the ready queue of `level` (it is about to run).
+    fn left_queue(&mut self, id: TaskId, level: Priority) {
+        if self.slots[id].state == TaskState::Preempted {
+            self.preempted[level.level()] -= 1;
+        }
     }
 
     /// Time spent paused by preemption, the pause in progress included.
@@ -371,7 +397,9 @@ impl TaskTable {
                     && self.starvation(id, now) >= threshold
             });
             if let Some(at) = found {
-                return self.ready[level].remove(at);
+                let id = self.ready[level].remove(at)?;
+                self.left_queue(id, Priority::ALL[level]);
+                return Some(id);
             }
         }
         None
@@ -384,24 +412,13 @@ impl TaskTable {
 
     /// Tasks paused by preemption, per level.
     pub(crate) fn preempted_by_level(&self) -> [usize; Priority::LEVELS] {
-        let mut out = [0; Priority::LEVELS];
-        for (level, queue) in self.ready.iter().enumerate() {
-            out[level] = queue
-                .iter()
-                .filter(|&&id| self.slots[id].state == TaskState::Preempted)
-                .count();
-        }
-        out
+        self.preempted
     }
 
     /// Tasks paused by preemption.
     #[cfg(test)]
     pub(crate) fn preempted_count(&self) -> usize {
-        self.ready
-            .iter()
-            .flatten()
-            .filter(|&&id| self.slots[id].state == TaskState::Preempted)
-            .count()
+        self.preempted.iter().sum()
     }
 
     /// Started tasks that have not ended.

@@ -6,7 +6,7 @@
 //!
 //! The long scan's length is calibrated on the machine at hand ([`Bimodal::calibrate`]) so that
 //! the workload has the same shape everywhere; the arrival rate is a share of the capacity the
-//! driver measures by running the mix closed-loop on the same scheduler first.
+//! driver derives from each kind's service time, measured alone on the same scheduler first.
 
 use std::ops::{Bound, ControlFlow};
 use std::sync::Arc;
@@ -172,7 +172,7 @@ impl Bimodal {
     }
 
     /// A random request of the given kind.
-    fn request(&self, rng: &mut TpccRng, long: bool) -> Request {
+    pub fn request(&self, rng: &mut TpccRng, long: bool) -> Request {
         if long {
             Request::Long {
                 start: rng.uniform(0, ROWS - self.long_len as i64),

@@ -89,6 +89,8 @@ struct WorkerCore<E: Executor> {
     running: Cell<Option<TaskId>>,
     /// When the running task's current slice began.
     slice_started: Cell<Instant>,
+    /// Quantum: how long the current slice may run.
+    slice_quantum: Cell<std::time::Duration>,
     stats: RefCell<RunStats>,
 }
 
@@ -354,7 +356,23 @@ impl<E: Executor> WorkerCore<E> {
     /// of the clock, one `clock_gettime` per task instead of two) until it suspends or ends, and
     /// books what it did.
     fn run_task(&self, id: TaskId, slice: Instant) {
-        let priority = self.tasks.borrow().get(id).effective();
+        let (priority, resumed) = {
+            let tasks = self.tasks.borrow();
+            let task = tasks.get(id);
+            (task.effective(), task.preemptions > 0)
+        };
+        if self.config.policy == Policy::Quantum {
+            let quanta = if resumed {
+                self.config.resumed_quanta
+            } else {
+                1
+            };
+            let quantum = self.config.quantum * quanta;
+            self.slice_quantum.set(quantum);
+            self.shared
+                .slice_quantum
+                .store(quantum.as_nanos() as u64, Ordering::Relaxed);
+        }
         self.note_conflict(priority, slice);
         self.running.set(Some(id));
         self.shared.switches.fetch_add(1, Ordering::Relaxed);
@@ -440,7 +458,9 @@ impl<E: Executor> WorkerCore<E> {
             let task = tasks.get(id);
             debug_assert_eq!(task.state, TaskState::Running);
             if self.config.policy == Policy::Quantum {
-                if now.saturating_duration_since(self.slice_started.get()) < self.config.quantum {
+                if now.saturating_duration_since(self.slice_started.get())
+                    < self.slice_quantum.get()
+                {
                     return false; // its quantum is not used up
                 }
                 if self.config.skip_needless && !self.work_waiting_at_or_above(task.effective()) {
@@ -533,6 +553,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         config,
         running: Cell::new(None),
         slice_started: Cell::new(Instant::now()),
+        slice_quantum: Cell::new(std::time::Duration::ZERO),
     });
     // The first context is made before the clock starts (a stack costs a few mmaps).
     let claim = core.tasks.borrow_mut().claim();
@@ -567,8 +588,10 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         } else {
             core.pick()
         };
-        if next.is_some() {
-            idle_since = None;
+        if next.is_some()
+            && let Some(since) = idle_since.take()
+        {
+            core.stats.borrow_mut().idle_nanos += since.elapsed().as_nanos() as u64;
         }
         match next {
             Some(Next::Resume(id)) => core.resume(id),

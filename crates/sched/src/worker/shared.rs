@@ -108,6 +108,8 @@ pub(crate) struct WorkerShared {
     pub(crate) running_level: AtomicU8,
     /// When the running task's current slice began (starvation-clock nanoseconds; 0: none runs).
     pub(crate) slice_started: AtomicU64,
+    /// Quantum: how long the current slice may run before it may be preempted (nanoseconds).
+    pub(crate) slice_quantum: AtomicU64,
     /// Started tasks ready to continue (preempted or woken): work waiting besides the inbox.
     pub(crate) ready_tasks: AtomicUsize,
     /// Jobs whose end (or refusal) the worker has recorded: a client that knows how many it
@@ -144,6 +146,7 @@ impl WorkerShared {
             starvation: StarvationMonitor::default(),
             running_level: AtomicU8::new(IDLE),
             slice_started: AtomicU64::new(0),
+            slice_quantum: AtomicU64::new(0),
             ready_tasks: AtomicUsize::new(0),
             finished: AtomicU64::new(0),
             switches: AtomicU64::new(0),
