@@ -443,6 +443,18 @@ pub struct MixedArgs {
     /// Print JSON instead of tables.
     #[arg(long)]
     pub json: bool,
+    /// MiB of heap to fault in after the load and before each run, so that the database's
+    /// growth reuses memory the kernel has already backed instead of faulting pages in inside
+    /// transactions (and inside the non-preemptible allocator calls that urgent work waits
+    /// for). By default, the run's expected growth; 0 turns it off.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1_048_576))]
+    pub prefault_mib: Option<u64>,
+    /// Attribute the slowest 1% of urgent transactions (queueing, preemption delivery, running
+    /// on and off the CPU, page faults, the longest non-preemptible region) and print the
+    /// lengths of the workers' non-preemptible regions with the longest sites. A diagnostic
+    /// mode: it costs two system calls per urgent transaction.
+    #[arg(long)]
+    pub tail_report: bool,
     /// Let the kernel back the heap with transparent huge pages. Off by default: on a VM whose
     /// host backs memory lazily, the first touch of each fresh 2 MiB page stalls the transaction
     /// that touches it for milliseconds.

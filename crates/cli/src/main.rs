@@ -22,6 +22,7 @@ mod mixed;
 mod output;
 mod resources;
 mod starvation;
+mod tail;
 
 use std::process::ExitCode;
 

@@ -26,6 +26,7 @@ pub fn sched_config(policy: Policy, args: &MixedArgs) -> SchedConfig {
         signal_delay: Duration::from_micros(args.signal_delay_us),
         duration: Duration::from_secs_f64(args.duration),
         interrupt_interval: None,
+        trace: args.tail_report,
         ..SchedConfig::default()
     }
 }
@@ -62,6 +63,10 @@ pub fn run_config(
     config.validate().map_err(|e| e.to_string())?;
     let warehouses = args.warehouses.unwrap_or(i64::from(args.workers));
     let loaded = load_database(warehouses, args.seed, args.lp == LowArg::Q2, args.json)?;
+    // The run's growth then reuses memory already backed (see `prefault_heap`).
+    overtake_runtime::memory::prefault_heap(
+        usize::try_from(prefault_bytes(args)).unwrap_or(usize::MAX),
+    );
     let constants = loaded.run_constants(args.seed);
     let low = match (args.lp, &work.low) {
         (LowArg::Compute, Some(task)) => LowWork::Compute(task.clone()),
@@ -117,10 +122,24 @@ pub fn settle_between_runs() {
 /// its own and drops it after). The database grows by the urgent transactions it runs.
 pub fn check_resources(args: &MixedArgs) -> Result<(), String> {
     let warehouses = args.warehouses.unwrap_or(i64::from(args.workers));
+    crate::resources::check(
+        warehouses,
+        usize::from(args.workers),
+        growth(args).max(prefault_bytes(args)),
+    )
+}
+
+/// How much the database grows in one run: the urgent transactions it runs.
+fn growth(args: &MixedArgs) -> u64 {
     let urgent_per_sec =
         f64::from(args.workers) * f64::from(args.hp_queue) * 1e6 / args.arrival_interval_us as f64;
-    let growth = urgent_per_sec * args.duration * GROWTH_PER_TRANSACTION as f64;
-    crate::resources::check(warehouses, usize::from(args.workers), growth as u64)
+    (urgent_per_sec * args.duration * GROWTH_PER_TRANSACTION as f64) as u64
+}
+
+/// Bytes of heap to fault in before a run (`--prefault-mib`, by default the run's growth).
+fn prefault_bytes(args: &MixedArgs) -> u64 {
+    args.prefault_mib
+        .map_or_else(|| growth(args), |mib| mib << 20)
 }
 
 /// The classes a run has, most urgent first, with their names and what they are.
@@ -190,6 +209,7 @@ fn run_json(report: &RunReport, args: &MixedArgs) -> Value {
             .map(|(p, _)| (p.as_str().to_owned(), json!(worker_share(report.stats.class(*p), report))))
             .collect::<serde_json::Map<_, _>>(),
         "kinds": kinds,
+        "tail": args.tail_report.then(|| crate::tail::json(report, &classes(args))),
         "warnings": report.dispatch.warnings(),
         "blocked_workers": report.blocked.iter().map(ToString::to_string).collect::<Vec<_>>(),
         "machinery": {
@@ -457,6 +477,11 @@ fn print_comparison(runs: &[RunReport], args: &MixedArgs) {
                 String::new()
             }
         );
+    }
+    if args.tail_report {
+        for r in runs {
+            crate::tail::print(r, &classes);
+        }
     }
     for r in runs {
         for w in r.dispatch.warnings() {

@@ -20,6 +20,7 @@ pub(crate) struct EpochGuard {
 impl EpochGuard {
     /// Enters an epoch.
     #[inline]
+    #[track_caller]
     pub(crate) fn enter() -> Self {
         let _region = NoPreemptGuard::new();
         EpochGuard {

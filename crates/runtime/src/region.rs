@@ -26,7 +26,8 @@
 
 use std::cell::Cell;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicU8, AtomicU32, Ordering, compiler_fence};
+use std::panic::Location;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, Ordering, compiler_fence};
 
 /// Per-thread region state. `const`-initialised and without a destructor, so accessing it never
 /// allocates and is valid at any time in the thread's life, including inside the allocator and
@@ -39,6 +40,8 @@ struct RegionState {
     exit_hook: Cell<Option<fn()>>,
     /// Injected preemptions at outermost region exits (tests only; see `preempt::inject`).
     inject: InjectSchedule,
+    /// Lengths of outermost regions, while tracing (see [`trace`]).
+    trace: RegionTraceState,
 }
 
 thread_local! {
@@ -48,6 +51,7 @@ thread_local! {
             flags: AtomicU8::new(0),
             exit_hook: Cell::new(None),
             inject: InjectSchedule::off(),
+            trace: RegionTraceState::new(),
         }
     };
 }
@@ -137,8 +141,12 @@ pub struct NoPreemptGuard {
 impl NoPreemptGuard {
     /// Enters a (possibly nested) non-preemptible region.
     #[inline]
+    #[track_caller]
     pub fn new() -> Self {
         raise();
+        if TRACING.load(Ordering::Relaxed) {
+            trace::entered(Location::caller());
+        }
         NoPreemptGuard {
             _not_send: PhantomData,
         }
@@ -205,6 +213,9 @@ impl Default for NoPreemptGuard {
 impl Drop for NoPreemptGuard {
     #[inline]
     fn drop(&mut self) {
+        if TRACING.load(Ordering::Relaxed) {
+            trace::leaving();
+        }
         lower();
     }
 }
@@ -229,12 +240,17 @@ pub(crate) fn lower_quietly() {
 pub(crate) fn set_depth_for_switch(depth: u32) {
     debug_assert!(depth >= 1, "a switch happens inside a region");
     compiler_fence(Ordering::SeqCst);
-    STATE.with(|s| s.depth.store(depth, Ordering::Relaxed));
+    STATE.with(|s| {
+        s.depth.store(depth, Ordering::Relaxed);
+        // A region that spans a switch measures the other context's time, not its own work.
+        s.trace.start.set(0);
+    });
     compiler_fence(Ordering::SeqCst);
 }
 
 /// Runs `f` inside a non-preemptible region.
 #[inline]
+#[track_caller]
 pub fn non_preemptible<R>(f: impl FnOnce() -> R) -> R {
     let _guard = NoPreemptGuard::new();
     f()
@@ -277,6 +293,156 @@ pub fn take_pending() -> bool {
 /// threads without a hook simply drop the request.
 pub fn set_exit_hook(hook: Option<fn()>) {
     STATE.with(|s| s.exit_hook.set(hook));
+}
+
+/// Whether outermost regions are being timed (see [`trace`]).
+static TRACING: AtomicBool = AtomicBool::new(false);
+
+/// Buckets of the region-length histogram: `[0, 1)`, `[1, 2)`, `[2, 4)`, ... microseconds.
+pub const TRACE_BUCKETS: usize = 24;
+
+/// How many of the longest regions each thread remembers.
+const LONGEST: usize = 8;
+
+/// Per-thread region timing (all plain cells: only the owning thread touches them).
+struct RegionTraceState {
+    /// When the outermost region in progress began (monotonic nanoseconds; 0: not timed).
+    start: Cell<u64>,
+    site: Cell<Option<&'static Location<'static>>>,
+    buckets: [Cell<u64>; TRACE_BUCKETS],
+    longest: [Cell<(u64, Option<&'static Location<'static>>)>; LONGEST],
+    longest_since_mark: Cell<u64>,
+}
+
+impl RegionTraceState {
+    const fn new() -> Self {
+        RegionTraceState {
+            start: Cell::new(0),
+            site: Cell::new(None),
+            buckets: [const { Cell::new(0) }; TRACE_BUCKETS],
+            longest: [const { Cell::new((0, None)) }; LONGEST],
+            longest_since_mark: Cell::new(0),
+        }
+    }
+}
+
+/// Timing the non-preemptible regions: how long each outermost region (one opened by a
+/// [`NoPreemptGuard`]) lasted, as a histogram per thread, the longest ones with the code that
+/// opened them, and the longest since a mark (a worker marks each task slice). A region's length
+/// is the time a preemption that arrives in it waits, so this is where non-preemptible work shows
+/// up in urgent latencies. Off by default: when on, each outermost region reads the clock twice.
+/// A region that spans a context switch (a voluntary switch runs inside one) is not counted.
+pub mod trace {
+    use super::*;
+
+    /// What one thread recorded.
+    #[derive(Clone, Debug, Default, PartialEq, Eq)]
+    pub struct RegionTrace {
+        /// Outermost regions per length bucket (see [`TRACE_BUCKETS`](super::TRACE_BUCKETS)).
+        pub buckets: Vec<u64>,
+        /// The longest regions, in nanoseconds, with where they were opened (longest first).
+        pub longest: Vec<(u64, &'static Location<'static>)>,
+    }
+
+    impl RegionTrace {
+        /// Adds `other`'s regions to these (keeping the longest of both).
+        pub fn merge(&mut self, other: &RegionTrace) {
+            self.buckets.resize(TRACE_BUCKETS, 0);
+            for (mine, theirs) in self.buckets.iter_mut().zip(&other.buckets) {
+                *mine += theirs;
+            }
+            self.longest.extend_from_slice(&other.longest);
+            self.longest.sort_by_key(|l| std::cmp::Reverse(l.0));
+            self.longest.truncate(LONGEST);
+        }
+
+        /// The lower edge of bucket `i`, in microseconds.
+        pub fn bucket_floor_us(i: usize) -> u64 {
+            if i == 0 { 0 } else { 1 << (i - 1) }
+        }
+    }
+
+    fn now_ns() -> u64 {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes one timespec into the valid, exclusively borrowed `ts`;
+        // CLOCK_MONOTONIC always exists. Async-signal-safe and allocation-free (vDSO).
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64 + 1
+    }
+
+    /// Turns timing on or off, for every thread.
+    pub fn set_enabled(on: bool) {
+        TRACING.store(on, Ordering::Relaxed);
+    }
+
+    pub(super) fn entered(site: &'static Location<'static>) {
+        STATE.with(|s| {
+            if s.depth.load(Ordering::Relaxed) == 1 {
+                s.trace.start.set(now_ns());
+                s.trace.site.set(Some(site));
+            }
+        });
+    }
+
+    pub(super) fn leaving() {
+        STATE.with(|s| {
+            let t = &s.trace;
+            let start = t.start.get();
+            if s.depth.load(Ordering::Relaxed) != 1 || start == 0 {
+                return;
+            }
+            t.start.set(0);
+            let length = now_ns().saturating_sub(start);
+            let us = length / 1_000;
+            let bucket = if us == 0 {
+                0
+            } else {
+                (64 - us.leading_zeros() as usize).min(TRACE_BUCKETS - 1)
+            };
+            t.buckets[bucket].set(t.buckets[bucket].get() + 1);
+            if length > t.longest_since_mark.get() {
+                t.longest_since_mark.set(length);
+            }
+            let shortest = (0..LONGEST)
+                .min_by_key(|&i| t.longest[i].get().0)
+                .unwrap_or(0);
+            if length > t.longest[shortest].get().0 {
+                t.longest[shortest].set((length, t.site.get()));
+            }
+        });
+    }
+
+    /// Starts a new "longest since" window on this thread.
+    pub fn mark() {
+        STATE.with(|s| s.trace.longest_since_mark.set(0));
+    }
+
+    /// The longest outermost region on this thread since [`mark`], in nanoseconds.
+    pub fn longest_since_mark() -> u64 {
+        STATE.with(|s| s.trace.longest_since_mark.get())
+    }
+
+    /// Takes what this thread recorded (and starts again from nothing).
+    pub fn take() -> RegionTrace {
+        STATE.with(|s| {
+            let t = &s.trace;
+            let buckets = t.buckets.iter().map(|b| b.replace(0)).collect();
+            let mut longest: Vec<(u64, &'static Location<'static>)> = t
+                .longest
+                .iter()
+                .filter_map(|l| {
+                    let (length, site) = l.replace((0, None));
+                    Some((length, site?))
+                })
+                .filter(|(length, _)| *length > 0)
+                .collect();
+            longest.sort_by_key(|l| std::cmp::Reverse(l.0));
+            RegionTrace { buckets, longest }
+        })
+    }
 }
 
 #[cfg(test)]
@@ -351,6 +517,31 @@ mod tests {
         drop(NoPreemptGuard::new());
         assert_eq!(HOOK_CALLS.load(Ordering::SeqCst), before + 1);
         set_exit_hook(None);
+    }
+
+    #[test]
+    fn outermost_regions_are_timed_with_their_sites_while_tracing() {
+        let _ = trace::take();
+        trace::set_enabled(true);
+        trace::mark();
+        {
+            let _outer = NoPreemptGuard::new();
+            let _inner = NoPreemptGuard::new();
+            let until = std::time::Instant::now() + std::time::Duration::from_micros(300);
+            while std::time::Instant::now() < until {
+                std::hint::spin_loop();
+            }
+        }
+        trace::set_enabled(false);
+        let t = trace::take();
+        // Other tests on this thread's test harness may run regions too; this one is counted.
+        assert!(t.buckets.iter().sum::<u64>() >= 1);
+        assert!(t.buckets[9..].iter().sum::<u64>() >= 1, "{:?}", t.buckets);
+        let (length, site) = t.longest[0];
+        assert!(length >= 300_000, "{length}");
+        assert_eq!(site.file(), file!(), "the site that opened it");
+        assert!(trace::longest_since_mark() >= 300_000);
+        assert_eq!(trace::take().longest, Vec::new(), "taken");
     }
 
     #[test]

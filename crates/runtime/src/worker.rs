@@ -28,6 +28,57 @@ pub fn pin_current_thread(core: usize) -> bool {
     }
 }
 
+/// What the kernel counted for the calling thread (`getrusage(RUSAGE_THREAD)`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ThreadUsage {
+    /// Page faults served without I/O (a first touch of fresh memory is one).
+    pub minor_faults: u64,
+    /// Page faults that needed I/O.
+    pub major_faults: u64,
+    /// Times the thread was switched out while it could have run on.
+    pub involuntary_switches: u64,
+    /// CPU time, user and system, in nanoseconds (`CLOCK_THREAD_CPUTIME_ID`: precise at any
+    /// moment, where getrusage's times move in scheduler ticks).
+    pub cpu_ns: u64,
+}
+
+impl ThreadUsage {
+    /// What happened between `earlier` and this reading.
+    pub fn since(&self, earlier: &ThreadUsage) -> ThreadUsage {
+        ThreadUsage {
+            minor_faults: self.minor_faults.saturating_sub(earlier.minor_faults),
+            major_faults: self.major_faults.saturating_sub(earlier.major_faults),
+            involuntary_switches: self
+                .involuntary_switches
+                .saturating_sub(earlier.involuntary_switches),
+            cpu_ns: self.cpu_ns.saturating_sub(earlier.cpu_ns),
+        }
+    }
+}
+
+/// The calling thread's counters so far (one system call; zeros if it fails).
+pub fn thread_usage() -> ThreadUsage {
+    // SAFETY: an all-zero rusage is a valid value of that plain C struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes one rusage into the valid, exclusively borrowed `usage`.
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) } != 0 {
+        return ThreadUsage::default();
+    }
+    let mut cpu = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec into the valid, exclusively borrowed `cpu`;
+    // the calling thread's CPU-time clock always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut cpu) };
+    ThreadUsage {
+        minor_faults: usage.ru_minflt as u64,
+        major_faults: usage.ru_majflt as u64,
+        involuntary_switches: usage.ru_nivcsw as u64,
+        cpu_ns: cpu.tv_sec as u64 * 1_000_000_000 + cpu.tv_nsec as u64,
+    }
+}
+
 /// The kernel's id of the calling thread (what `tgkill` addresses).
 pub fn thread_id() -> i32 {
     // SAFETY: gettid takes no arguments and cannot fail.
@@ -37,6 +88,20 @@ pub fn thread_id() -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_first_touch_of_fresh_memory_counts_as_a_fault_of_this_thread() {
+        let before = thread_usage();
+        // Fresh pages from the kernel, each touched once.
+        let mut pages = vec![0u8; 64 << 20];
+        for i in (0..pages.len()).step_by(4096) {
+            pages[i] = 1;
+        }
+        std::hint::black_box(&pages);
+        let spent = thread_usage().since(&before);
+        assert!(spent.minor_faults >= 100, "{spent:?}");
+        assert!(spent.cpu_ns > 0, "{spent:?}");
+    }
 
     /// The cores a thread spawned by a pinned thread may use are still every core the process
     /// could use before anything was pinned. Compared with a reading taken straight from the

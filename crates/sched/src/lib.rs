@@ -18,6 +18,7 @@
 //! - `dispatcher`: the open-loop client of a scheduler: arrivals, placement, batched requests.
 //! - `starvation`: PreemptDB's starvation level `L = T_h / (T_1 - T_0)`, per conflict period.
 //! - `watchdog`: reports a worker blocked in the kernel while it runs a task.
+//! - [`trace`]: where the slowest urgent jobs' time went (a diagnostic mode).
 //! - [`stats`]: per-transaction timestamps turned into latency percentiles per class and per kind.
 //!
 //! [`run`] runs a workload under a policy and reports.
@@ -35,6 +36,7 @@ mod scheduler;
 mod starvation;
 pub mod stats;
 mod task;
+pub mod trace;
 mod watchdog;
 mod worker;
 

@@ -85,6 +85,9 @@ pub struct SchedConfig {
     /// Report a worker whose thread stays blocked in the kernel this long while it runs a task
     /// (application code that blocks: see [`crate::call`]); `None`: never.
     pub blocked_report: Option<Duration>,
+    /// Record where each urgent job's time went, and every non-preemptible region's length
+    /// ([`crate::trace`]). A diagnostic mode: it costs system calls per task slice.
+    pub trace: bool,
 }
 
 impl Default for SchedConfig {
@@ -108,6 +111,7 @@ impl Default for SchedConfig {
             task_pool: 1024,
             pin: true,
             blocked_report: Some(Duration::from_secs(1)),
+            trace: false,
         }
     }
 }

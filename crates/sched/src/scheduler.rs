@@ -105,6 +105,9 @@ impl<E: Executor> Scheduler<E> {
         own_backstop: bool,
     ) -> Result<Self, SchedError> {
         config.validate()?;
+        if config.trace {
+            overtake_runtime::region::trace::set_enabled(true);
+        }
         // Read the usable cores before anything is pinned (see `overtake_runtime::worker`).
         overtake_runtime::worker::available_cores();
         feeds.resize_with(config.workers, || None);
@@ -367,6 +370,9 @@ impl<E: Executor> Scheduler<E> {
                     first_error.get_or_insert(SchedError::WorkerPanicked(index));
                 }
             }
+        }
+        if self.config.trace {
+            overtake_runtime::region::trace::set_enabled(false);
         }
         let blocked = self.blocked_workers();
         if let Some(w) = self.watchdog.take() {

@@ -418,6 +418,10 @@ pub struct RunStats {
     /// Time the workers had nothing to run (spinning or asleep waiting for work), summed over
     /// workers, in nanoseconds. The rest of their time went to jobs and to the scheduler itself.
     pub idle_nanos: u64,
+    /// Traced jobs above the lowest level (with [`SchedConfig::trace`](crate::SchedConfig::trace)).
+    pub traces: Vec<crate::trace::JobTrace>,
+    /// Lengths of the workers' non-preemptible regions (with tracing).
+    pub regions: overtake_runtime::region::trace::RegionTrace,
 }
 
 impl Default for RunStats {
@@ -426,6 +430,8 @@ impl Default for RunStats {
             levels: vec![ClassStats::default(); Priority::LEVELS],
             kinds: Vec::new(),
             idle_nanos: 0,
+            traces: Vec::new(),
+            regions: Default::default(),
         }
     }
 }
@@ -468,5 +474,7 @@ impl RunStats {
             mine.merge(theirs);
         }
         self.idle_nanos += other.idle_nanos;
+        self.traces.extend_from_slice(&other.traces);
+        self.regions.merge(&other.regions);
     }
 }

@@ -17,6 +17,9 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use overtake_engine::Priority;
+use overtake_runtime::worker::ThreadUsage;
+
+use crate::trace::SliceUsage;
 
 /// Index of a context slot in a worker's pool.
 pub(crate) type TaskId = usize;
@@ -59,6 +62,8 @@ pub(crate) struct Task {
     runs_after: u64,
     /// Its wake arrived before its park was recorded (see [`TaskTable::wake`]).
     woken_early: bool,
+    /// What its traced slices counted (see `crate::trace`).
+    pub(crate) usage: SliceUsage,
 }
 
 impl Task {
@@ -76,6 +81,7 @@ impl Task {
             since: now,
             runs_after: 0,
             woken_early: false,
+            usage: SliceUsage::default(),
         }
     }
 
@@ -96,6 +102,7 @@ pub(crate) struct TaskTimes {
     pub(crate) preemptions: u32,
     pub(crate) preempted: Duration,
     pub(crate) waited: Duration,
+    pub(crate) usage: SliceUsage,
 }
 
 /// The wake token of a slot's current task.
@@ -329,6 +336,7 @@ impl TaskTable {
             preemptions: slot.preemptions,
             preempted: slot.preempted,
             waited: slot.waited,
+            usage: slot.usage,
         }
     }
 
@@ -340,7 +348,13 @@ impl TaskTable {
             preemptions: slot.preemptions,
             preempted: slot.preempted,
             waited: slot.waited,
+            usage: slot.usage,
         }
+    }
+
+    /// A traced slice of task `id` ended: what its thread counted, and its longest region.
+    pub(crate) fn add_usage(&mut self, id: TaskId, slice: &ThreadUsage, longest_region_ns: u64) {
+        self.slots[id].usage.add(slice, longest_region_ns);
     }
 
     /// The most urgent level with a ready task.

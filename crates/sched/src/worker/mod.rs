@@ -30,6 +30,8 @@ use overtake_engine::Priority;
 use overtake_runtime::context::{Resumed, Suspension, suspend_current};
 use overtake_runtime::park::{Parker, WakeTarget};
 use overtake_runtime::preempt;
+use overtake_runtime::region::trace as region_trace;
+use overtake_runtime::worker::{ThreadUsage, thread_usage};
 use overtake_runtime::{Context, NoPreemptGuard};
 
 use crate::error::SchedError;
@@ -44,6 +46,9 @@ mod shared;
 
 pub(crate) use shared::{IDLE, Stop, WorkerShared};
 use shared::{SPIN_BEFORE_SLEEP, TaskEvent};
+
+/// Traced jobs a worker has room for before its trace vector grows (about 13 MiB).
+const TRACE_ROOM: usize = 1 << 17;
 
 /// What the preemption hook needs from a worker, whatever its job type.
 trait ServePreemption {
@@ -91,6 +96,10 @@ struct WorkerCore<E: Executor> {
     slice_started: Cell<Instant>,
     /// Quantum: how long the current slice may run.
     slice_quantum: Cell<std::time::Duration>,
+    /// Tracing: the thread's counters when the running task's slice began (if it is traced).
+    slice_usage: Cell<Option<ThreadUsage>>,
+    /// When the worker last paused a task for more urgent work (the preemption's delivery).
+    paused_for_urgent: Cell<Option<Instant>>,
     stats: RefCell<RunStats>,
 }
 
@@ -105,9 +114,52 @@ impl<E: Executor> WorkerCore<E> {
         let outcome = self.exec.execute(&mut job, self.index);
         let _region = NoPreemptGuard::new();
         let end = Instant::now();
+        if let Some(before) = self.slice_usage.take() {
+            let slice = thread_usage().since(&before);
+            self.tasks
+                .borrow_mut()
+                .add_usage(id, &slice, region_trace::longest_since_mark());
+        }
         let times = self.tasks.borrow().times(id);
+        if self.config.trace && self.exec.priority(&job) > Priority::LOW {
+            self.trace(&job, (arrival, enqueued, end), &times);
+        }
         self.record(&job, arrival, enqueued, times, end, &outcome);
         drop(job);
+    }
+
+    /// Keeps where the time of a traced job went (see `crate::trace`).
+    fn trace(
+        &self,
+        job: &E::Job,
+        (arrival, enqueued, end): (Instant, Instant, Instant),
+        times: &crate::task::TaskTimes,
+    ) {
+        let nanos = |d: std::time::Duration| d.as_nanos() as u64;
+        let start = times.started;
+        let delivery = self
+            .paused_for_urgent
+            .get()
+            .filter(|&paused| paused >= enqueued && paused <= start)
+            .map_or(0, |paused| nanos(paused - enqueued));
+        let usage = &times.usage.usage;
+        let running = end
+            .saturating_duration_since(start)
+            .saturating_sub(times.preempted)
+            .saturating_sub(times.waited);
+        self.stats.borrow_mut().traces.push(crate::trace::JobTrace {
+            level: self.exec.priority(job).level(),
+            latency_ns: nanos(end.saturating_duration_since(arrival)),
+            queued_ns: nanos(start.saturating_duration_since(arrival)),
+            delivery_ns: delivery,
+            running_ns: nanos(running),
+            cpu_ns: usage.cpu_ns,
+            preempted_ns: nanos(times.preempted),
+            waited_ns: nanos(times.waited),
+            faults: usage.minor_faults + usage.major_faults,
+            involuntary_switches: usage.involuntary_switches,
+            longest_region_ns: times.usage.longest_region_ns,
+        });
     }
 
     fn record(
@@ -306,6 +358,7 @@ impl<E: Executor> WorkerCore<E> {
             preemptions: 0,
             preempted: std::time::Duration::ZERO,
             waited: std::time::Duration::ZERO,
+            usage: Default::default(),
         };
         self.record(
             &scheduled.job,
@@ -383,6 +436,10 @@ impl<E: Executor> WorkerCore<E> {
         self.shared
             .running_level
             .store(priority.level() as u8, Ordering::SeqCst);
+        if self.config.trace && priority > Priority::LOW {
+            self.slice_usage.set(Some(thread_usage()));
+            region_trace::mark();
+        }
         let resumed = {
             let parker = self.parkers[id].borrow();
             let mut ctx = self.contexts[id].borrow_mut();
@@ -399,6 +456,12 @@ impl<E: Executor> WorkerCore<E> {
         self.shared.slice_started.store(0, Ordering::Relaxed);
         let _region = NoPreemptGuard::new();
         let now = Instant::now();
+        if let Some(before) = self.slice_usage.take() {
+            let slice = thread_usage().since(&before);
+            self.tasks
+                .borrow_mut()
+                .add_usage(id, &slice, region_trace::longest_since_mark());
+        }
         match resumed {
             Resumed::Suspended(Suspension::Yielded) => {
                 self.tasks.borrow_mut().finish(id);
@@ -492,6 +555,7 @@ impl<E: Executor> WorkerCore<E> {
             }
         };
         self.tasks.borrow_mut().preempt(id, now, ahead);
+        self.paused_for_urgent.set(Some(now));
         let suspended = suspend_current(Suspension::Preempted);
         debug_assert!(suspended, "the hook runs on a task's stack");
         true
@@ -554,6 +618,8 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         running: Cell::new(None),
         slice_started: Cell::new(Instant::now()),
         slice_quantum: Cell::new(std::time::Duration::ZERO),
+        slice_usage: Cell::new(None),
+        paused_for_urgent: Cell::new(None),
     });
     // The first context is made before the clock starts (a stack costs a few mmaps).
     let claim = core.tasks.borrow_mut().claim();
@@ -563,6 +629,15 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         let mut tasks = core.tasks.borrow_mut();
         tasks.created(first);
         tasks.keep_idle(first);
+    }
+    if core.config.trace {
+        // Room for the run's traces, touched now: growing the vector later would fault in fresh
+        // pages inside the region that records an urgent job, and show up as that job's cost.
+        let mut stats = core.stats.borrow_mut();
+        stats
+            .traces
+            .resize(TRACE_ROOM, crate::trace::JobTrace::default());
+        stats.traces.clear();
     }
     let _ = core.shared.sleeper.thread.set(std::thread::current());
     core.shared
@@ -620,6 +695,9 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         }
     }
 
+    if core.config.trace {
+        core.stats.borrow_mut().regions = region_trace::take();
+    }
     WORKER.with(|w| *w.borrow_mut() = None);
     // Dropping the contexts ends their loops (between jobs, or unwinding a task still parked at
     // the end) and breaks the reference cycles through their closures.
