@@ -279,8 +279,7 @@ impl<E: Executor> Scheduler<E> {
     /// Under starvation control (`Preempt` with a threshold below 1): whether worker `w` may be
     /// given more urgent work, and be preempted for it, now (PreemptDB's check before a push).
     pub(crate) fn admits_urgent(&self, w: usize, now: Instant) -> bool {
-        let threshold = self.config.starvation_threshold;
-        if self.config.policy != Policy::Preempt || !starvation::limits(threshold) {
+        if !self.controls_starvation() {
             return true;
         }
         let worker = &self.workers[w];
@@ -292,7 +291,13 @@ impl<E: Executor> Scheduler<E> {
         let running_protected = usize::from(running) == Priority::LOW.level();
         worker
             .starvation
-            .allows_urgent(now, threshold, running_protected)
+            .allows_urgent(now, self.config.starvation_threshold, running_protected)
+    }
+
+    /// True under starvation control: `Preempt` with a threshold below 1.
+    fn controls_starvation(&self) -> bool {
+        self.config.policy == Policy::Preempt
+            && starvation::limits(self.config.starvation_threshold)
     }
 
     /// Under starvation control, true if worker `w` runs a task while more urgent work waits in
@@ -300,8 +305,7 @@ impl<E: Executor> Scheduler<E> {
     /// task kept the worker while it was owed it, and must now be asked to make way (nothing else
     /// would ask: the urgent work was pushed before).
     pub(crate) fn owes_a_request(&self, w: usize, now: Instant) -> bool {
-        let threshold = self.config.starvation_threshold;
-        if self.config.policy != Policy::Preempt || !starvation::limits(threshold) {
+        if !self.controls_starvation() {
             return false;
         }
         let worker = &self.workers[w];

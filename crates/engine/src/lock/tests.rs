@@ -447,6 +447,21 @@ fn eventually(what: &str, done: impl Fn() -> bool) {
     }
 }
 
+/// Urgent transaction 2 asks for `lock` exclusive on a thread of its own, and releases it once
+/// granted; the thread returns what its request said.
+fn urgent_asks(
+    manager: &std::sync::Arc<LockManager>,
+    lock: LockName,
+) -> std::thread::JoinHandle<Result<(), LockAbort>> {
+    let manager = std::sync::Arc::clone(manager);
+    std::thread::spawn(move || {
+        manager.register(2, HIGH, 2);
+        let got = manager.acquire(2, lock, X);
+        manager.release_all(2);
+        got
+    })
+}
+
 #[test]
 fn under_pow_a_running_holder_is_spared_until_it_blocks_and_under_pabort_it_is_not() {
     use std::sync::Arc;
@@ -462,15 +477,7 @@ fn under_pow_a_running_holder_is_spared_until_it_blocks_and_under_pabort_it_is_n
     manager.register(3, LOW, 3);
     assert_eq!(manager.acquire(1, l1, X), Ok(()));
     assert_eq!(manager.acquire(3, l2, X), Ok(()));
-    let urgent = {
-        let manager = Arc::clone(&manager);
-        std::thread::spawn(move || {
-            manager.register(2, HIGH, 2);
-            let got = manager.acquire(2, l1, X);
-            manager.release_all(2);
-            got
-        })
-    };
+    let urgent = urgent_asks(&manager, l1);
     eventually("H waits", || manager.waiting_on(2) == Some(l1));
     assert_eq!(manager.aborted(1), None, "A runs on");
     let (tx, rx) = std::sync::mpsc::channel();
@@ -514,15 +521,7 @@ fn a_reprieve_ends_on_time_without_any_call() {
     }));
     manager.register(1, LOW, 1);
     assert_eq!(manager.acquire(1, l1, X), Ok(()));
-    let urgent = {
-        let manager = Arc::clone(&manager);
-        std::thread::spawn(move || {
-            manager.register(2, HIGH, 2);
-            let got = manager.acquire(2, l1, X);
-            manager.release_all(2);
-            got
-        })
-    };
+    let urgent = urgent_asks(&manager, l1);
     // The holder makes no call: only the timer can end the reprieve and grant H.
     let granted = urgent.join().expect("H");
     assert_eq!(granted, Ok(()), "H got l1 when the reprieve ended");
