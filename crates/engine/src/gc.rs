@@ -349,7 +349,7 @@ impl Collector {
         let Some(front) = items.front() else { return 0 };
         let mut watermark = txns.watermark();
         if front.ts() > watermark && refresh {
-            watermark = txns.refresh_watermark();
+            watermark = txns.refresh_watermark_lazily();
         }
         let epoch = EpochGuard::enter();
         let mut done = 0;

@@ -109,6 +109,10 @@ fn decode(stamp: u64) -> (usize, u64) {
     )
 }
 
+/// Commits between two lazy computations of the watermark (see
+/// `TxnTable::refresh_watermark_lazily`).
+const WATERMARK_EVERY: u64 = 32;
+
 /// Marks a slot's published snapshot as a lower bound while its transaction begins (timestamps
 /// never reach this bit).
 const BEGINNING: u64 = 1 << 62;
@@ -184,6 +188,8 @@ pub(crate) struct TxnTable {
     slots: Box<[CachePadded<TxnSlot>]>,
     high_water: AtomicUsize,
     cached_watermark: CachePadded<AtomicU64>,
+    /// The clock when the watermark was last computed (see `refresh_watermark_lazily`).
+    last_refresh: CachePadded<AtomicU64>,
 }
 
 impl TxnTable {
@@ -205,6 +211,7 @@ impl TxnTable {
             slots,
             high_water: AtomicUsize::new(0),
             cached_watermark: CachePadded(AtomicU64::new(0)),
+            last_refresh: CachePadded(AtomicU64::new(0)),
         }
     }
 
@@ -339,6 +346,21 @@ impl TxnTable {
         s.snapshot.store(u64::MAX, Ordering::SeqCst);
         s.state
             .store(lease.generation << 8 | STATUS_FREE, Ordering::Release);
+    }
+
+    /// Computes the watermark unless it was computed less than `WATERMARK_EVERY` commits ago
+    /// (then returns the cached one). Every commit whose retired items wait for a newer
+    /// watermark asks: while a long snapshot holds it back, that is every commit, and each
+    /// computation reads every slot in use, which a worker with hundreds of paused tasks cannot
+    /// pay per commit.
+    pub(crate) fn refresh_watermark_lazily(&self) -> u64 {
+        let now = self.clock.load(Ordering::Relaxed);
+        let last = self.last_refresh.load(Ordering::Relaxed);
+        if now.saturating_sub(last) < WATERMARK_EVERY {
+            return self.watermark();
+        }
+        self.last_refresh.store(now, Ordering::Relaxed);
+        self.refresh_watermark()
     }
 
     /// Computes the watermark: no live transaction reads below it.

@@ -419,6 +419,11 @@ impl TaskTable {
         None
     }
 
+    /// How long ready task `id` has waited to continue (since its pause or its wake).
+    pub(crate) fn paused_for(&self, id: TaskId, now: Instant) -> Duration {
+        now.saturating_duration_since(self.slots[id].since)
+    }
+
     /// True if a task of `level` is ready to continue.
     pub(crate) fn has_ready(&self, level: Priority) -> bool {
         !self.ready[level.level()].is_empty()

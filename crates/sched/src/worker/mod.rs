@@ -286,7 +286,10 @@ impl<E: Executor> WorkerCore<E> {
             let ready_first = match head {
                 None => false,
                 Some(_) if !quantum => true,
-                Some(_) if self.config.two_queues => !self.inbox.has(level),
+                Some((id, _)) if self.config.two_queues => {
+                    !self.inbox.has(level)
+                        || tasks.paused_for(id, now) >= self.config.paused_age_limit
+                }
                 Some((_, ahead)) => ahead == 0 || !self.inbox.has(level),
             };
             if ready_first {
