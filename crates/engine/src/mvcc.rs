@@ -113,6 +113,9 @@ fn decode(stamp: u64) -> (usize, u64) {
 /// `TxnTable::refresh_watermark_lazily`).
 const WATERMARK_EVERY: u64 = 32;
 
+/// Slots in use up to which the watermark is cheap enough to compute at every commit.
+const CHEAP_SLOTS: usize = 16;
+
 /// Marks a slot's published snapshot as a lower bound while its transaction begins (timestamps
 /// never reach this bit).
 const BEGINNING: u64 = 1 << 62;
@@ -348,15 +351,15 @@ impl TxnTable {
             .store(lease.generation << 8 | STATUS_FREE, Ordering::Release);
     }
 
-    /// Computes the watermark unless it was computed less than `WATERMARK_EVERY` commits ago
-    /// (then returns the cached one). Every commit whose retired items wait for a newer
-    /// watermark asks: while a long snapshot holds it back, that is every commit, and each
-    /// computation reads every slot in use, which a worker with hundreds of paused tasks cannot
-    /// pay per commit.
+    /// Computes the watermark, unless many slots are in use and it was computed less than
+    /// `WATERMARK_EVERY` commits ago (then returns the cached one). Every commit whose retired
+    /// items wait for a newer watermark asks: while a long snapshot holds it back, that is every
+    /// commit, and each computation reads every slot in use, which a worker with hundreds of
+    /// paused tasks (each holding a slot) cannot pay per commit.
     pub(crate) fn refresh_watermark_lazily(&self) -> u64 {
         let now = self.clock.load(Ordering::Relaxed);
         let last = self.last_refresh.load(Ordering::Relaxed);
-        if now.saturating_sub(last) < WATERMARK_EVERY {
+        if self.used_slots() > CHEAP_SLOTS && now.saturating_sub(last) < WATERMARK_EVERY {
             return self.watermark();
         }
         self.last_refresh.store(now, Ordering::Relaxed);
