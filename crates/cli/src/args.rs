@@ -221,6 +221,10 @@ pub struct BimodalArgs {
     /// preempted queue; 1: every slice is one quantum).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1_000))]
     pub resumed_quanta: u32,
+    /// Quantum with two queues: a preempted request that has waited this many milliseconds runs
+    /// before new requests (bounds its wait, and how many requests are paused, under overload).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub paused_age_ms: u64,
     /// Target service time of a long request (a scan calibrated to it), in microseconds.
     #[arg(long, default_value_t = 750, value_parser = clap::value_parser!(u64).range(10..=1_000_000))]
     pub long_us: u64,

@@ -133,6 +133,7 @@ fn sched_config(policy: BimodalPolicyArg, args: &BimodalArgs) -> SchedConfig {
         lp_queue: 1,
         quantum: Duration::from_micros(args.quantum_us),
         resumed_quanta: args.resumed_quanta,
+        paused_age_limit: Duration::from_millis(args.paused_age_ms),
         two_queues,
         skip_needless,
         delivery: args.preempt_mechanism.delivery(),

@@ -55,9 +55,9 @@ pub struct SchedConfig {
     pub starvation_threshold: f64,
     /// Quantum: how long a task runs before it may be preempted for other waiting work.
     pub quantum: Duration,
-    /// Quantum with two queues: a task paused by preemption this long runs before new work of its
-    /// level. New work first is what keeps short requests short, as long as the queue of new
-    /// work empties now and then; when it does not (an overload), paused requests would wait
+    /// Quantum with two queues: a task paused by preemption this long (100 ms by default) runs
+    /// before new work of its level. New work first is what keeps short requests short, as long
+    /// as the queue of new work empties now and then; when it does not (an overload), paused requests would wait
     /// indefinitely, each holding a task context and a snapshot that keeps the collector from
     /// reclaiming, and the worker would spend more per request the longer that lasted (measured:
     /// a third of the offered requests lost at a load `wait` still served).
@@ -108,7 +108,7 @@ impl Default for SchedConfig {
             starvation_threshold: 100.0,
             quantum: Duration::from_micros(50),
             resumed_quanta: 4,
-            paused_age_limit: Duration::from_millis(20),
+            paused_age_limit: Duration::from_millis(100),
             two_queues: true,
             skip_needless: true,
             delivery: Delivery::Signal,
