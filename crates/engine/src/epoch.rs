@@ -28,6 +28,22 @@ impl EpochGuard {
         }
     }
 
+    /// Leaves the epoch, runs `f`, and enters it again. For a point where the caller may be
+    /// paused (a record access under a preemption request): a task paused inside an epoch keeps
+    /// the memory every thread retires from being freed for as long as it stays paused (measured:
+    /// a long scan paused for seconds under overload made memory grow and freed it in one burst
+    /// later). References loaded under the old guard must not be used after this.
+    #[inline]
+    pub(crate) fn released_for(&mut self, f: impl FnOnce()) {
+        {
+            let _region = NoPreemptGuard::new();
+            drop(self.guard.take());
+        }
+        f();
+        let _region = NoPreemptGuard::new();
+        self.guard = Some(Guard::new());
+    }
+
     /// The `sdd` guard, for loads from version chains.
     #[inline]
     pub(crate) fn guard(&self) -> &Guard {

@@ -84,6 +84,11 @@ impl InjectSchedule {
         self.countdown.get() != 0
     }
 
+    /// True if the next occurrence fires (without counting it).
+    pub(crate) fn fires_next(&self) -> bool {
+        self.countdown.get() == 1
+    }
+
     /// Counts one occurrence; true if a preemption is to be injected at it.
     #[inline]
     pub(crate) fn tick(&self) -> bool {

@@ -9,7 +9,7 @@
 
 use std::ops::{Bound, ControlFlow, RangeBounds};
 
-use overtake_runtime::preempt::record_access;
+use overtake_runtime::preempt::{access_may_switch, record_access};
 
 use super::{SCAN_BATCH, ScanOptions, Transaction};
 use crate::epoch::EpochGuard;
@@ -133,8 +133,7 @@ impl Transaction<'_> {
                     }
                 }
             }
-            let epoch = EpochGuard::enter();
-            let guard = epoch.guard();
+            let mut epoch = EpochGuard::enter();
             batches += 1;
             if batch.len() > 1 && batches <= PREFETCHED_BATCHES {
                 // A scan's first records are usually cold and nothing predicts where they are
@@ -145,7 +144,7 @@ impl Transaction<'_> {
                 // batch made Query 2 ~20% slower.
                 table
                     .records
-                    .prefetch_records((0..batch.len()).map(|i| batch.oid(i)), guard);
+                    .prefetch_records((0..batch.len()).map(|i| batch.oid(i)), epoch.guard());
             }
             for i in 0..batch.len() {
                 while let Some((key, entry)) = own.get(next_own)
@@ -158,7 +157,13 @@ impl Transaction<'_> {
                         break 'scan;
                     }
                 }
-                record_access();
+                // A scan is where a long transaction is paused: not inside its epoch.
+                if access_may_switch() {
+                    epoch.released_for(record_access);
+                } else {
+                    record_access();
+                }
+                let guard = epoch.guard();
                 let oid = batch.oid(i);
                 if recording {
                     seen_oids.push(oid);

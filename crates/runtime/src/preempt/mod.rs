@@ -344,6 +344,35 @@ pub fn record_access() {
     }
 }
 
+/// True if the next [`record_access`] on this thread may switch to other work: a request is up
+/// and due, or a test injects a preemption there. The same single load as `record_access` when
+/// nothing is asked. Lets a caller that holds something a pause must not keep (the engine's
+/// epoch) let go of it first, then call `record_access`.
+#[inline]
+pub fn access_may_switch() -> bool {
+    let flag = WORKER.with(|w| w.poll_flag.load(Ordering::Relaxed));
+    // SAFETY: as in `record_access`.
+    if !unsafe { flag.as_ref() }.is_some_and(|f| f.load(Ordering::Relaxed)) {
+        return false;
+    }
+    access_may_switch_slow()
+}
+
+#[cold]
+#[inline(never)]
+fn access_may_switch_slow() -> bool {
+    let (injected, due) = WORKER.with(|w| {
+        let injected = w.inject.fires_next() && context::in_preemptible_context();
+        let due = match w.poll_every.get() {
+            0 => false,
+            1 => true,
+            every => w.polls.get() + 1 >= every,
+        };
+        (injected, due)
+    });
+    injected || (due && with_target(|t| t.request.load(Ordering::Relaxed)).unwrap_or(false))
+}
+
 /// The flag was set (or this worker polls every n-th access, or a test injects preemptions):
 /// count, and switch if asked. Inside a region the switch is deferred to the region's end, like a
 /// signal's: code that holds a region-bound lock may touch a record, and must not be switched
