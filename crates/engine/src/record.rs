@@ -13,7 +13,7 @@
 //! keys are being (or have been) removed from the indexes; its OID is recycled after a grace period.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
 use overtake_runtime::prefetch::prefetch_read;
 use overtake_runtime::{NoPreemptGuard, RegionMutex};
@@ -42,28 +42,47 @@ pub(crate) struct Version {
 /// items (61-93), warehouses (88), orders and history rows fit; districts (96-108, ten rows that
 /// stay cached), stock (~300) and customer (~580) rows do not. Chosen so that a version with its
 /// epoch header (16 bytes) is 128 bytes, one allocator size class.
-const INLINE_ROW: usize = 94;
+const INLINE_ROW: usize = 93;
 
 /// A version's row bytes: inside the version when short, so that reading a version and its row
 /// is one allocation and one or two adjacent cache lines instead of two objects apart; on the
-/// heap otherwise.
+/// heap otherwise. Each variant also carries the version's depth hint (see [`Version::depth`]):
+/// in a byte the enum's layout has free, so that a version stays one 128-byte allocation (a
+/// field of `Version` would make it 136).
 pub(crate) enum RowBytes {
-    Inline { len: u8, bytes: [u8; INLINE_ROW] },
-    Heap(Box<[u8]>),
+    Inline {
+        len: u8,
+        depth: AtomicU8,
+        bytes: [u8; INLINE_ROW],
+    },
+    Heap {
+        row: Box<[u8]>,
+        depth: AtomicU8,
+    },
 }
 
-impl From<Box<[u8]>> for RowBytes {
+impl RowBytes {
+    /// Stores `row`, with the depth hint `depth`.
     #[inline]
-    fn from(row: Box<[u8]>) -> Self {
+    pub(crate) fn new(row: Box<[u8]>, depth: u8) -> Self {
+        let depth = AtomicU8::new(depth);
         if row.len() <= INLINE_ROW {
             let mut bytes = [0; INLINE_ROW];
             bytes[..row.len()].copy_from_slice(&row);
             RowBytes::Inline {
                 len: row.len() as u8,
+                depth,
                 bytes,
             }
         } else {
-            RowBytes::Heap(row)
+            RowBytes::Heap { row, depth }
+        }
+    }
+
+    #[inline]
+    fn depth(&self) -> &AtomicU8 {
+        match self {
+            RowBytes::Inline { depth, .. } | RowBytes::Heap { depth, .. } => depth,
         }
     }
 }
@@ -74,8 +93,8 @@ impl std::ops::Deref for RowBytes {
     #[inline]
     fn deref(&self) -> &[u8] {
         match self {
-            RowBytes::Inline { len, bytes } => &bytes[..usize::from(*len)],
-            RowBytes::Heap(row) => row,
+            RowBytes::Inline { len, bytes, .. } => &bytes[..usize::from(*len)],
+            RowBytes::Heap { row, .. } => row,
         }
     }
 }
@@ -85,9 +104,26 @@ impl Version {
     /// (a hint).
     #[inline]
     pub(crate) fn prefetch_row(&self, bytes: usize) {
-        if let RowBytes::Heap(row) = &self.row {
+        if let RowBytes::Heap { row, .. } = &self.row {
             prefetch_read(row.as_ptr(), row.len().min(bytes));
         }
+    }
+
+    /// How many versions were linked at or below this one when it was installed, as far as its
+    /// installer knew (one more than the version it was linked in front of), until the commit
+    /// that looks for versions no snapshot sees (`gc::prune_unseen`) counts again. An upper
+    /// bound on the versions its chain holds newer than the watermark: the collector shortens
+    /// chains without lowering it. Lets a commit decide without walking the chain (a walk is a
+    /// cache miss per version on a record written rarely) whether that search is due.
+    #[inline]
+    pub(crate) fn depth(&self) -> u8 {
+        self.row.depth().load(Ordering::Relaxed)
+    }
+
+    /// Sets the depth hint (see [`Self::depth`]).
+    #[inline]
+    pub(crate) fn set_depth(&self, depth: u8) {
+        self.row.depth().store(depth, Ordering::Relaxed);
     }
 
     /// True for a deletion marker.
@@ -293,7 +329,7 @@ mod tests {
     fn rows_up_to_the_inline_size_live_in_their_version() {
         for len in [0, 1, 70, INLINE_ROW - 1, INLINE_ROW, INLINE_ROW + 1, 300] {
             let row: Box<[u8]> = (0..len).map(|i| i as u8).collect();
-            let stored = RowBytes::from(row.clone());
+            let stored = RowBytes::new(row.clone(), 1);
             assert_eq!(&*stored, &*row, "{len} bytes read back unchanged");
             assert_eq!(
                 matches!(stored, RowBytes::Inline { .. }),

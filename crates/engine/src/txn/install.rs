@@ -25,7 +25,7 @@ use crate::footprint::{NewKey, StaleKey, Write, WriteKind};
 use crate::index::LeafHint;
 use crate::key::{IndexKey, KeyBuf};
 use crate::mvcc::HeadCheck;
-use crate::record::{DEAD, Oid, OidBlock, Version};
+use crate::record::{DEAD, Oid, OidBlock, RowBytes, Version};
 use crate::table::{IndexRef, Table, TableId};
 use crate::writeset::{Buffered, Target};
 
@@ -264,12 +264,16 @@ impl Transaction<'_> {
         row: Box<[u8]>,
         guard: &Guard,
     ) -> bool {
+        let depth = expected
+            .as_ref()
+            .map_or(0, Version::depth)
+            .saturating_add(1);
         let next = expected
             .get_shared()
             .map_or_else(AtomicShared::null, AtomicShared::from);
         let version = Shared::new(Version {
             stamp: AtomicU64::new(self.lease.stamp),
-            row: row.into(),
+            row: RowBytes::new(row, depth),
             next,
         });
         let installed = table
