@@ -56,7 +56,7 @@ pub struct SchedConfig {
     /// Quantum: how long a task runs before it may be preempted for other waiting work.
     pub quantum: Duration,
     /// Quantum with two queues: a task paused by preemption this long (100 ms by default) runs
-    /// before new work of its level. New work first is what keeps short requests short, as long
+    /// before new work of its level, and then to its end. New work first is what keeps short requests short, as long
     /// as the queue of new work empties now and then; when it does not (an overload), paused requests would wait
     /// indefinitely, each holding a task context and a snapshot that keeps the collector from
     /// reclaiming, and the worker would spend more per request the longer that lasted (measured:

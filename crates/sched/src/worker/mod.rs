@@ -68,6 +68,9 @@ fn on_preempt() {
     }
 }
 
+/// Quantum: the slice of a task that is not to be preempted again (longer than any run).
+const RUN_TO_END: std::time::Duration = std::time::Duration::from_secs(1 << 32);
+
 /// A pool slot's job, handed to its context when its task starts.
 type Mailbox<J> = RefCell<Option<Scheduled<J>>>;
 
@@ -96,6 +99,9 @@ struct WorkerCore<E: Executor> {
     slice_started: Cell<Instant>,
     /// Quantum: how long the current slice may run.
     slice_quantum: Cell<std::time::Duration>,
+    /// Quantum: the task `pick` chose is resumed because it was paused `paused_age_limit`; it
+    /// runs to its end.
+    resuming_aged: Cell<bool>,
     /// Tracing: the thread's counters when the running task's slice began (if it is traced).
     slice_usage: Cell<Option<ThreadUsage>>,
     /// When the worker last paused a task for more urgent work (the preemption's delivery).
@@ -287,8 +293,14 @@ impl<E: Executor> WorkerCore<E> {
                 None => false,
                 Some(_) if !quantum => true,
                 Some((id, _)) if self.config.two_queues => {
-                    !self.inbox.has(level)
-                        || tasks.paused_for(id, now) >= self.config.paused_age_limit
+                    if !self.inbox.has(level) {
+                        true
+                    } else if tasks.paused_for(id, now) >= self.config.paused_age_limit {
+                        self.resuming_aged.set(true);
+                        true
+                    } else {
+                        false
+                    }
                 }
                 Some((_, ahead)) => ahead == 0 || !self.inbox.has(level),
             };
@@ -423,7 +435,14 @@ impl<E: Executor> WorkerCore<E> {
             } else {
                 1
             };
-            let quantum = self.config.quantum * quanta;
+            // A request resumed for its age runs to its end: paused again, it would wait as long
+            // once more, holding its snapshot (and the versions the collector must keep for it)
+            // for as many ages as it has slices left.
+            let quantum = if self.resuming_aged.replace(false) {
+                RUN_TO_END
+            } else {
+                self.config.quantum * quanta
+            };
             self.slice_quantum.set(quantum);
             self.shared
                 .slice_quantum
@@ -621,6 +640,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         running: Cell::new(None),
         slice_started: Cell::new(Instant::now()),
         slice_quantum: Cell::new(std::time::Duration::ZERO),
+        resuming_aged: Cell::new(false),
         slice_usage: Cell::new(None),
         paused_for_urgent: Cell::new(None),
     });

@@ -350,6 +350,35 @@ fn an_expired_quantum_preempts_only_when_other_work_waits_unless_skipping_is_off
     }
 }
 
+#[test]
+fn a_request_resumed_for_its_age_runs_to_its_end() {
+    let worker = start_worker(SchedConfig {
+        // Every paused request is old enough at once.
+        paused_age_limit: std::time::Duration::ZERO,
+        ..quantum_config(true, true)
+    });
+    let log: Log = Arc::default();
+    let (q, l) = (Arc::clone(&worker.queues), Arc::clone(&log));
+    push(&worker.queues, Priority::MEDIUM, move || {
+        note(&l, "A starts");
+        let l2 = Arc::clone(&l);
+        push(&q, Priority::MEDIUM, move || note(&l2, "B"));
+        preempt_now(); // B waits: A pauses, and is resumed before B for its age
+        note(&l, "A resumed");
+        preempt_now(); // B still waits, but A now runs to its end
+        note(&l, "A ends");
+    });
+    while log.lock().expect("log").len() < 4 {
+        std::thread::yield_now();
+    }
+    let stats = worker.finish();
+    assert_eq!(
+        *log.lock().expect("log"),
+        vec!["A starts", "A resumed", "A ends", "B"]
+    );
+    assert_eq!(stats.class(Priority::MEDIUM).preemptions, 1);
+}
+
 /// Priority inversion: low holds something high needs while medium computes. High raises low
 /// while it waits (`raise`); returns the order in which things happened.
 fn inversion(raise: bool) -> Vec<&'static str> {
