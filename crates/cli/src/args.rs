@@ -76,7 +76,7 @@ pub struct LocksArgs {
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(i64).range(1..=1000))]
     pub warehouses: i64,
     /// Worker threads.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=MAX_WORKERS))]
     pub workers: u16,
     /// Closed-loop client threads.
     #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(u32).range(1..=1000))]
@@ -204,7 +204,7 @@ impl BimodalPolicyArg {
 #[derive(Clone, Debug, Args)]
 pub struct BimodalArgs {
     /// Worker threads.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=MAX_WORKERS))]
     pub workers: u16,
     /// Seconds to run each configuration.
     #[arg(long, default_value_t = 10.0, value_parser = positive_seconds)]
@@ -389,7 +389,7 @@ pub enum MediumArg {
 #[derive(Clone, Debug, Args)]
 pub struct MixedArgs {
     /// Worker threads.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=MAX_WORKERS))]
     pub workers: u16,
     /// Warehouses (default: one per worker).
     #[arg(long, value_parser = clap::value_parser!(i64).range(1..=1000))]
@@ -647,13 +647,34 @@ impl IsolationArg {
     }
 }
 
+/// The most worker threads any command takes (the same bound everywhere).
+const MAX_WORKERS: i64 = 256;
+
+/// Refuses a list flag that names one value twice: each value is one run, and a repeat would only
+/// run it again under the same name.
+pub fn each_once<T: PartialEq>(
+    flag: &str,
+    items: &[T],
+    name: impl Fn(&T) -> String,
+) -> Result<(), String> {
+    for (i, item) in items.iter().enumerate() {
+        if items[..i].contains(item) {
+            return Err(format!(
+                "{flag} names {} twice: each is run once",
+                name(item)
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[derive(Clone, Debug, Args)]
 pub struct TpccArgs {
     /// Number of warehouses.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(i64).range(1..=1000))]
     pub warehouses: i64,
     /// Worker threads running the mix (worker i's home warehouse is i mod warehouses + 1).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=MAX_WORKERS))]
     pub workers: u16,
     /// Seconds to run the mix.
     #[arg(long, default_value_t = 10.0, value_parser = positive_seconds)]
@@ -675,13 +696,13 @@ pub struct TpccArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub clients: Option<u32>,
     /// With --clients: mean think time in microseconds (exponentially distributed).
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
+    #[arg(long, requires = "clients", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
     pub think_us: u64,
     /// With --clients: share of transactions submitted as urgent (the rest are background).
-    #[arg(long, default_value_t = 0.5, value_parser = share)]
+    #[arg(long, requires = "clients", default_value_t = 0.5, value_parser = share)]
     pub hp_share: f64,
     /// With --clients: the scheduling policy.
-    #[arg(long, value_enum, default_value_t = PolicyArg::Preempt)]
+    #[arg(long, requires = "clients", value_enum, default_value_t = PolicyArg::Preempt)]
     pub policy: PolicyArg,
     /// MiB of heap to fault in after the load and before the run, so that the database's growth
     /// reuses memory the kernel has already backed instead of faulting pages in inside

@@ -12,7 +12,8 @@ use serde_json::json;
 
 use crate::args::TpccArgs;
 use crate::output::{
-    class_json, latency_cells, load_database, print_table, run_progress, ticker, us,
+    class_json, consistency_after_run, latency_cells, load_database, print_table, run_progress,
+    ticker, us,
 };
 
 pub fn run(args: &TpccArgs, clients: u32) -> Result<(), String> {
@@ -46,6 +47,8 @@ pub fn run(args: &TpccArgs, clients: u32) -> Result<(), String> {
     )
     .map_err(|e| e.to_string())?;
     bar.finish_and_clear();
+    let consistency =
+        consistency_after_run(&loaded.db, &loaded.tpcc, args.run.check, args.run.json)?;
     let elapsed = report.elapsed.as_secs_f64();
     let classes = [Priority::HIGH, Priority::LOW];
     if args.run.json {
@@ -61,6 +64,7 @@ pub fn run(args: &TpccArgs, clients: u32) -> Result<(), String> {
         println!(
             "{}",
             json!({
+                "benchmark": "tpcc",
                 "clients": clients,
                 "think_us": args.think_us,
                 "hp_share": args.hp_share,
@@ -70,6 +74,7 @@ pub fn run(args: &TpccArgs, clients: u32) -> Result<(), String> {
                 "duration_s": elapsed,
                 "classes": by_class,
                 "overloaded": report.overloaded,
+                "consistency": consistency,
                 "preempt": {
                     "signals_sent": report.scheduler.preempt.signals_sent,
                     "served": report.scheduler.preempt.served,
@@ -125,5 +130,6 @@ pub fn run(args: &TpccArgs, clients: u32) -> Result<(), String> {
          transaction; {} submissions found every inbox full and were retried",
         report.overloaded
     );
+    println!("consistency: {consistency}");
     Ok(())
 }

@@ -17,6 +17,7 @@
 
 use std::time::Instant;
 
+use clap::ValueEnum;
 use overtake_engine::{AbortReason, Database, Error, Isolation, Priority};
 use overtake_workload::rng::{NuRandConstants, TpccRng};
 use overtake_workload::tpcc::driver::TpccRequest;
@@ -84,8 +85,11 @@ pub fn run(args: &EngineArgs) -> Result<(), String> {
             );
         }
         let out = json!({
-            "bench": "engine",
-            "type": format!("{:?}", args.txn_type),
+            "benchmark": "engine",
+            "type": args
+                .txn_type
+                .to_possible_value()
+                .map(|v| v.get_name().to_owned()),
             "warehouses": args.warehouses,
             "isolation": args.run.isolation.name(),
             "count": requests.len(),

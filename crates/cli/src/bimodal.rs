@@ -226,7 +226,7 @@ const KEPT_UP: f64 = 0.98;
 /// Why this run's latencies are mostly queueing, if they are: the dispatcher's warnings, and a
 /// run that served under 98% of the offered requests.
 fn warnings(r: &Run) -> Vec<String> {
-    let mut out = r.report.dispatch.warnings();
+    let mut out = r.report.dispatch.warnings_about("requests");
     out.extend(shortfall(
         r.served(),
         r.report.elapsed.as_secs_f64(),
@@ -469,8 +469,8 @@ pub fn compare(args: &CompareBimodalArgs) -> Result<(), String> {
     if args.policies.is_empty() {
         return Err("--policies needs at least one policy".into());
     }
-    let mut policies = args.policies.clone();
-    policies.dedup();
+    crate::args::each_once("--policies", &args.policies, |p| p.name().to_owned())?;
+    let policies = args.policies.clone();
     let prepared = prepare(&args.bimodal)?;
     let loads: Vec<f64> = if args.sweep {
         args.loads.clone()

@@ -20,6 +20,7 @@ fn median_max(mut v: Vec<f64>) -> (f64, f64) {
 }
 
 pub fn compare(args: &CompareHolderArgs) -> Result<(), String> {
+    crate::args::each_once("--policies", &args.policies, String::clone)?;
     let reprieve = Duration::from_micros(args.reprieve_us);
     let policies: Vec<LockPolicy> = args
         .policies

@@ -370,6 +370,8 @@ fn specs(args: &CompareLocksArgs, think_us: u64) -> Result<Vec<RunSpec>, String>
 
 pub fn compare(args: &CompareLocksArgs) -> Result<(), String> {
     let common = &args.locks;
+    crate::args::each_once("--policies", &args.policies, String::clone)?;
+    crate::args::each_once("--think-us", &args.think_us, u64::to_string)?;
     let (mut loaded, constants) = load(common)?;
     let mut sweep = Vec::new();
     for &think_us in &args.think_us {

@@ -48,7 +48,16 @@ fn main() -> ExitCode {
     // A main-memory engine keeps what it frees for reuse: returning it to the kernel costs bursts
     // of system calls inside whichever transaction allocates next (see `overtake_runtime::memory`).
     overtake_runtime::memory::set_return_freed_memory(false);
-    let cli = args::Cli::parse();
+    // Under `--json` a caller reads stdout as one JSON object, errors included.
+    let json = std::env::args_os().any(|a| a == "--json");
+    let cli = match args::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if json && e.use_stderr() => {
+            print_json_error(&parser_message(&e.to_string()));
+            return ExitCode::from(2);
+        }
+        Err(e) => e.exit(),
+    };
     let result = match cli.command {
         args::Command::Bench(args::Bench::Tpcc(a)) => bench_tpcc::run(&a),
         args::Command::Bench(args::Bench::Q2(a)) => bench_q2::run(&a),
@@ -66,9 +75,30 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(message) if json => {
+            print_json_error(&message);
+            ExitCode::FAILURE
+        }
         Err(message) => {
             eprintln!("error: {message}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// `{"error": message}` on stdout.
+fn print_json_error(message: &str) {
+    println!("{}", serde_json::json!({ "error": message }));
+}
+
+/// A parser message on one line: its text up to the usage, without clap's `error: ` prefix.
+fn parser_message(message: &str) -> String {
+    let text: Vec<&str> = message
+        .lines()
+        .map(str::trim)
+        .take_while(|line| !line.starts_with("Usage:") && !line.starts_with("For more"))
+        .filter(|line| !line.is_empty())
+        .collect();
+    let text = text.join(" ");
+    text.strip_prefix("error: ").unwrap_or(&text).to_owned()
 }

@@ -11,7 +11,9 @@ use overtake_workload::mixed::{ComputeTask, HighWork, LowWork, MixedArrivals};
 use overtake_workload::tpcc::load::GROWTH_PER_TRANSACTION;
 use serde_json::{Value, json};
 
-use crate::args::{BenchMixedArgs, CompareMixedArgs, HighArg, LowArg, MixedArgs, PolicyArg};
+use crate::args::{
+    BenchMixedArgs, CompareMixedArgs, HighArg, LowArg, MechanismArg, MixedArgs, PolicyArg,
+};
 use crate::output::{class_json, load_database, print_table, run_progress, secs, ticker, us};
 
 pub fn sched_config(policy: Policy, args: &MixedArgs) -> SchedConfig {
@@ -116,6 +118,20 @@ pub fn run_config(
 pub fn settle_between_runs() {
     overtake_engine::release_thread_garbage();
     overtake_runtime::memory::settle_freed_memory();
+}
+
+/// Refuses a preempting policy that could never preempt the low-priority work: a computation
+/// touches no record, and the `poll` mechanism only looks at its flag at record accesses.
+pub fn check_can_preempt(args: &MixedArgs, policy: Policy) -> Result<(), String> {
+    let computes = matches!(args.lp, LowArg::Compute | LowArg::BatchUpdate);
+    if policy == Policy::Preempt && computes && args.preempt_mechanism == MechanismArg::Poll {
+        return Err(format!(
+            "--preempt-mechanism poll cannot preempt --lp {}: the computation touches no \
+             record, and poll only checks at record accesses (use signal)",
+            args.lp.name()
+        ));
+    }
+    Ok(())
 }
 
 /// Refuses a mixed run this machine cannot hold (one database at a time: each policy's run loads
@@ -500,6 +516,7 @@ pub fn set_huge_pages(args: &MixedArgs) -> Result<(), String> {
 }
 
 pub fn bench(args: &BenchMixedArgs) -> Result<(), String> {
+    check_can_preempt(&args.mixed, args.policy.policy())?;
     check_resources(&args.mixed)?;
     set_huge_pages(&args.mixed)?;
     let work = Calibrated::for_args(&args.mixed);
@@ -516,10 +533,14 @@ pub fn compare(args: &CompareMixedArgs) -> Result<(), String> {
     if args.policies.is_empty() {
         return Err("--policies needs at least one policy".into());
     }
+    crate::args::each_once("--policies", &args.policies, |p| {
+        p.policy().name().to_owned()
+    })?;
     for p in &args.policies {
         sched_config(p.policy(), &args.mixed)
             .validate()
             .map_err(|e| e.to_string())?;
+        check_can_preempt(&args.mixed, p.policy())?;
     }
     check_resources(&args.mixed)?;
     set_huge_pages(&args.mixed)?;

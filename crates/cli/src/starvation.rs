@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 
 use crate::args::CompareStarvationArgs;
 use crate::mixed::{
-    Calibrated, check_resources, describe, run_config, sched_config, set_huge_pages,
-    settle_between_runs, worker_share,
+    Calibrated, check_can_preempt, check_resources, describe, run_config, sched_config,
+    set_huge_pages, settle_between_runs, worker_share,
 };
 use crate::output::{class_json, print_table, secs, us};
 
@@ -31,6 +31,7 @@ pub fn compare(args: &CompareStarvationArgs) -> Result<(), String> {
     if args.thresholds.is_empty() && args.no_wait {
         return Err("nothing to run: give --thresholds or drop --no-wait".into());
     }
+    crate::args::each_once("--thresholds", &args.thresholds, f64::to_string)?;
     let mixed = &args.mixed;
     if mixed.mp.is_some() {
         return Err("compare starvation has two classes: --mp is not taken here".into());
@@ -38,6 +39,7 @@ pub fn compare(args: &CompareStarvationArgs) -> Result<(), String> {
     sched_config(Policy::Preempt, mixed)
         .validate()
         .map_err(|e| e.to_string())?;
+    check_can_preempt(mixed, overtake_sched::Policy::Preempt)?;
     check_resources(mixed)?;
     set_huge_pages(mixed)?;
     let work = Calibrated::for_args(mixed);

@@ -53,23 +53,29 @@ impl DispatchStats {
     /// what was measured is mostly queueing), or more than 1% of it was collected late by the
     /// dispatcher. Each warning is one line of text.
     pub fn warnings(&self) -> Vec<String> {
+        self.warnings_about("urgent transactions")
+    }
+
+    /// [`Self::warnings`], naming what arrived `arrivals` (e.g. "requests" where the stream has
+    /// no priorities).
+    pub fn warnings_about(&self, arrivals: &str) -> Vec<String> {
         let mut out = Vec::new();
         let share = |n: u64| n as f64 * 100.0 / self.arrived_high.max(1) as f64;
         let unfinished = self.unfinished_high as u64;
         if unfinished * 100 > self.arrived_high {
             out.push(format!(
-                "the machine could not keep up with the offered urgent load: {unfinished} of {} \
-                 urgent transactions ({:.1}%) were still waiting when the run ended, so the \
-                 latencies shown are mostly queueing, not service",
+                "the machine could not keep up with the offered load: {unfinished} of {} \
+                 {arrivals} ({:.1}%) were still waiting when the run ended, so the latencies \
+                 shown are mostly queueing, not service",
                 self.arrived_high,
                 share(unfinished)
             ));
         }
         if self.late_high * 100 > self.arrived_high {
             out.push(format!(
-                "the dispatcher fell behind: {} of {} urgent arrivals ({:.1}%) were collected \
-                 more than 1 ms after they were due (its core was busy), and their latencies \
-                 include that delay",
+                "the dispatcher fell behind: {} of {} {arrivals} ({:.1}%) were collected more \
+                 than 1 ms after they were due (its core was busy), and their latencies include \
+                 that delay",
                 self.late_high,
                 self.arrived_high,
                 share(self.late_high)

@@ -16,10 +16,10 @@ const MAX_NANOS: u64 = 3_600_000_000_000;
 #[derive(Clone, Debug)]
 pub struct LatencyHistogram {
     inner: Histogram<u64>,
-    /// Values of at most 1 ns (recorded as 1 ns), counted apart: most jobs are never preempted
-    /// or parked, and a plain counter keeps those zeros out of the 270 KB of counts, which every
-    /// job's other records share the cache with. Folded in whenever the histogram is read.
-    ones: u64,
+    /// Zeros, counted apart: most jobs are never preempted or parked, and a plain counter keeps
+    /// those zeros out of the 270 KB of counts, which every job's other records share the cache
+    /// with. Folded in (as zeros: a class never preempted reads 0, not 1 ns) when read.
+    zeros: u64,
 }
 
 impl Default for LatencyHistogram {
@@ -37,14 +37,14 @@ impl LatencyHistogram {
         // The counts (270 KB) come from the allocator as untouched zero pages; writing them once
         // now takes every page fault here, at set-up, instead of in the middle of a measured run.
         inner.reset();
-        LatencyHistogram { inner, ones: 0 }
+        LatencyHistogram { inner, zeros: 0 }
     }
 
     /// Records one latency.
     #[inline]
     pub fn record_nanos(&mut self, nanos: u64) {
-        if nanos <= 1 {
-            self.ones += 1;
+        if nanos == 0 {
+            self.zeros += 1;
         } else {
             self.inner.saturating_record(nanos);
         }
@@ -60,22 +60,22 @@ impl LatencyHistogram {
     pub fn merge(&mut self, other: &LatencyHistogram) {
         // Both histograms have the same bounds, so adding cannot fail.
         let _ = self.inner.add(&other.inner);
-        self.ones += other.ones;
+        self.zeros += other.zeros;
     }
 
-    /// Every value recorded, the ones counted apart included.
+    /// Every value recorded, the zeros counted apart included.
     fn folded(&self) -> std::borrow::Cow<'_, Histogram<u64>> {
-        if self.ones == 0 {
+        if self.zeros == 0 {
             return std::borrow::Cow::Borrowed(&self.inner);
         }
         let mut all = self.inner.clone();
-        all.saturating_record_n(1, self.ones);
+        all.saturating_record_n(0, self.zeros);
         std::borrow::Cow::Owned(all)
     }
 
     /// Number of values recorded.
     pub fn count(&self) -> u64 {
-        self.inner.len() + self.ones
+        self.inner.len() + self.zeros
     }
 
     /// Percentiles in microseconds.
@@ -155,19 +155,20 @@ mod tests {
             } else {
                 other.record_nanos(v);
             }
-            plain.saturating_record(v.max(1));
+            plain.saturating_record(v);
         }
         split.merge(&other);
         let expected = LatencyHistogram {
             inner: plain,
-            ones: 0,
+            zeros: 0,
         };
         assert_eq!(split.count(), 3000);
         assert_eq!(split.summary(), expected.summary());
         let mut only_zeros = LatencyHistogram::new();
         only_zeros.record_nanos(0);
         assert_eq!(only_zeros.summary().count, 1);
-        assert_eq!(only_zeros.summary().max, 0.001);
+        assert_eq!(only_zeros.summary().max, 0.0, "a zero reads as zero");
+        assert_eq!(only_zeros.summary().p99, 0.0);
     }
 
     #[test]

@@ -1,0 +1,133 @@
+//! The command line as a user meets it: flags that do not apply are errors, `--json` errors are
+//! JSON on stdout, repeated list values are refused, and asked-for checks are done and reported.
+//! Every test runs the built binary.
+
+use std::process::{Command, Output};
+
+fn overtake(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_overtake"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Runs a command that must fail under `--json`: one JSON object with an `error` on stdout.
+fn json_error(args: &[&str]) -> String {
+    let out = overtake(args);
+    assert!(!out.status.success(), "{args:?} succeeded");
+    let value: serde_json::Value = serde_json::from_str(stdout(&out).trim())
+        .unwrap_or_else(|e| panic!("{args:?}: stdout is not JSON ({e}): {}", stdout(&out)));
+    value["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{args:?}: no error key: {value}"))
+        .to_owned()
+}
+
+#[test]
+fn client_flags_without_clients_are_refused() {
+    for flag in [
+        &["--think-us", "5"][..],
+        &["--hp-share", "0.2"],
+        &["--policy", "wait"],
+    ] {
+        let mut args = vec!["bench", "tpcc"];
+        args.extend_from_slice(flag);
+        let out = overtake(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            stderr(&out).contains("--clients"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
+fn json_errors_are_json_on_stdout() {
+    let parse = json_error(&["bench", "tpcc", "--json", "--warehouses", "0"]);
+    assert!(parse.contains("--warehouses"), "{parse}");
+    let missing = json_error(&["bench", "tpcc", "--json", "--think-us", "5"]);
+    assert!(missing.contains("--clients"), "{missing}");
+    let run = json_error(&["compare", "mixed", "--json", "--policies", "wait,wait"]);
+    assert!(run.contains("twice"), "{run}");
+}
+
+#[test]
+fn a_list_flag_naming_a_value_twice_is_refused() {
+    for args in [
+        &["compare", "mixed", "--policies", "wait,preempt,wait"][..],
+        &["compare", "bimodal", "--policies", "quantum,quantum"],
+        &["compare", "locks", "--policies", "pow,pow"],
+        &["compare", "holder", "--policies", "pow,cr,pow"],
+        &["compare", "starvation", "--thresholds", "0.5,0.5"],
+    ] {
+        let out = overtake(args);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(stderr(&out).contains("twice"), "{args:?}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn a_policy_that_cannot_preempt_the_work_is_refused() {
+    let out = overtake(&[
+        "bench",
+        "mixed",
+        "--preempt-mechanism",
+        "poll",
+        "--lp",
+        "compute",
+    ]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("cannot preempt"), "{}", stderr(&out));
+}
+
+#[test]
+fn every_command_takes_the_same_worker_bound() {
+    for command in [
+        &["bench", "tpcc"][..],
+        &["bench", "mixed"],
+        &["bench", "bimodal"],
+        &["bench", "locks"],
+    ] {
+        let mut args = command.to_vec();
+        args.extend(["--workers", "257"]);
+        let out = overtake(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            stderr(&out).contains("1..=256"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
+fn closed_loop_clients_run_the_consistency_check_they_are_asked_for() {
+    let args = [
+        "bench",
+        "tpcc",
+        "--clients",
+        "2",
+        "--duration",
+        "0.2",
+        "--check",
+        "--json",
+    ];
+    let out = overtake(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let value: serde_json::Value = serde_json::from_str(stdout(&out).trim()).expect("JSON");
+    assert_eq!(value["benchmark"], "tpcc");
+    assert_eq!(value["consistency"], "ok", "{value}");
+    assert_eq!(
+        value["classes"]["high"]["breakdown_us"]["preempted"], 0.0,
+        "a class never preempted reads zero"
+    );
+}
