@@ -267,6 +267,12 @@ fn current_state() -> Arc<ParkState> {
     })
 }
 
+/// True when the code running here is a task on a worker (a context), not a plain thread:
+/// blocking the thread would block every task of the worker.
+pub fn in_task() -> bool {
+    matches!(current_state().via, WakeVia::Task { .. })
+}
+
 /// The handle that wakes the task (or thread) running here.
 pub fn current_unparker() -> Unparker {
     Unparker {

@@ -20,6 +20,31 @@
 //! # }
 //! ```
 //!
+//! In async code a ticket is a future: awaiting it leaves the async runtime's thread free.
+//!
+//! ```
+//! # use overtake_engine::Priority;
+//! # use overtake_sched::{Calls, Scheduler, SchedConfig, Shutdown};
+//! # use std::sync::Arc;
+//! # #[global_allocator]
+//! # static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let config = SchedConfig { pin: false, ..SchedConfig::default() };
+//! let scheduler = Arc::new(Scheduler::start(&config, Arc::new(Calls))?);
+//! let runtime = tokio::runtime::Runtime::new()?;
+//! let s = Arc::clone(&scheduler);
+//! // A request handler: an urgent lookup and a background report, both awaited.
+//! let handler = async move {
+//!     let urgent = s.call(Priority::HIGH, || 6 * 7)?;
+//!     let report = s.call(Priority::LOW, || (1..=1_000u64).sum::<u64>())?;
+//!     Ok::<_, Box<dyn std::error::Error>>((urgent.await?, report.await?))
+//! };
+//! assert_eq!(runtime.block_on(handler)?, (42, 500_500));
+//! Arc::into_inner(scheduler).expect("last handle").shutdown(Shutdown::Drain)?;
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! Waiting on a ticket blocks an application thread; inside a task (a job that waits for another
 //! job) it parks the task instead, so its worker keeps running other work. A call that is refused
 //! ([`Overloaded`] gives the call back, to resubmit), dropped at shutdown, or panics, resolves its
@@ -83,7 +108,10 @@
 //! ```
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 use overtake_engine::Priority;
 use overtake_runtime::park::{self, Unparker};
@@ -105,9 +133,17 @@ pub enum CallError {
 }
 
 enum Slot<R> {
-    Pending(Option<Unparker>),
+    Pending(Option<Waiter>),
     Done(Result<R, CallError>),
     Taken,
+}
+
+/// Who waits for a pending call.
+enum Waiter {
+    /// A thread or task blocked in [`Ticket::wait`].
+    Parked(Unparker),
+    /// An async task polling the ticket as a future.
+    Polled(Waker),
 }
 
 struct Completion<R> {
@@ -119,8 +155,15 @@ impl<R> Completion<R> {
         let region = NoPreemptGuard::new();
         let previous = std::mem::replace(&mut *self.slot.lock(&region), Slot::Done(result));
         drop(region);
-        if let Slot::Pending(Some(waiter)) = previous {
-            waiter.unpark();
+        match previous {
+            Slot::Pending(Some(Waiter::Parked(waiter))) => waiter.unpark(),
+            Slot::Pending(Some(Waiter::Polled(waker))) => {
+                // An async runtime's wake takes its own locks (a std mutex on its run queue):
+                // never let a preemption pause this task between taking and releasing them.
+                let _region = NoPreemptGuard::new();
+                waker.wake();
+            }
+            _ => {}
         }
     }
 }
@@ -162,8 +205,8 @@ impl<R> Ticket<R> {
                 let mut slot = self.completion.slot.lock(&region);
                 match std::mem::replace(&mut *slot, Slot::Taken) {
                     Slot::Done(result) => return result,
-                    Slot::Pending(_) => *slot = Slot::Pending(Some(waiter)),
-                    Slot::Taken => unreachable!("a ticket is waited for once"),
+                    Slot::Pending(_) => *slot = Slot::Pending(Some(Waiter::Parked(waiter))),
+                    Slot::Taken => panic!("a ticket's result was already taken"),
                 }
             }
             park::park();
@@ -182,6 +225,25 @@ impl<R> Ticket<R> {
             }
         }
         Err(self)
+    }
+}
+
+/// A ticket is also a future, for async applications: awaiting it does not block the thread.
+/// Polling it after it has returned its result panics.
+impl<R> Future for Ticket<R> {
+    type Output = Result<R, CallError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let region = NoPreemptGuard::new();
+        let mut slot = self.completion.slot.lock(&region);
+        match std::mem::replace(&mut *slot, Slot::Taken) {
+            Slot::Done(result) => Poll::Ready(result),
+            Slot::Pending(_) => {
+                *slot = Slot::Pending(Some(Waiter::Polled(cx.waker().clone())));
+                Poll::Pending
+            }
+            Slot::Taken => panic!("a ticket polled after it returned its result"),
+        }
     }
 }
 
@@ -352,6 +414,25 @@ impl Scheduler<Calls> {
         F: FnOnce() -> R + Send + 'static,
     {
         self.submit_call(Call::non_preemptible(priority, f))
+    }
+
+    /// Like [`call`](Self::call), but waits up to `timeout` for room in an inbox
+    /// ([`submit_waiting`](Scheduler::submit_waiting)) before giving the call back.
+    pub fn call_waiting<R, F>(
+        &self,
+        priority: Priority,
+        f: F,
+        timeout: Duration,
+    ) -> Result<Ticket<R>, Overloaded<(Call, Ticket<R>)>>
+    where
+        R: Send + 'static,
+        F: FnOnce() -> R + Send + 'static,
+    {
+        let (call, ticket) = Call::new(priority, f);
+        match self.submit_waiting(call, timeout) {
+            Ok(()) => Ok(ticket),
+            Err(Overloaded(call)) => Err(Overloaded((call, ticket))),
+        }
     }
 
     fn submit_call<R>(

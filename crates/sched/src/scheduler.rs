@@ -224,6 +224,29 @@ impl<E: Executor> Scheduler<E> {
         Err(Overloaded(scheduled.job))
     }
 
+    /// Like [`submit`](Self::submit), but waits up to `timeout` for room in an inbox before giving
+    /// the job back: for an application thread that would rather wait than handle a refusal.
+    /// Between tries it sleeps, from 20 us up to 1 ms. Inside a task (a call submitting another)
+    /// it does not wait, since a sleeping thread would stop every task of its worker, among them
+    /// perhaps the ones that would make room: it answers at once, as `submit` does.
+    pub fn submit_waiting(&self, job: E::Job, timeout: Duration) -> Result<(), Overloaded<E::Job>> {
+        let deadline = Instant::now() + timeout;
+        let mut pause = Duration::from_micros(20);
+        let mut job = job;
+        loop {
+            match self.submit(job) {
+                Ok(()) => return Ok(()),
+                Err(Overloaded(back)) => job = back,
+            }
+            let now = Instant::now();
+            if now >= deadline || overtake_runtime::park::in_task() {
+                return Err(Overloaded(job));
+            }
+            std::thread::sleep(pause.min(deadline - now));
+            pause = (pause * 2).min(Duration::from_millis(1));
+        }
+    }
+
     /// Puts a job into worker `w`'s inbox at its level and wakes the worker if it sleeps; does
     /// not ask for a preemption (see [`request`](Self::request)).
     pub(crate) fn push(&self, w: usize, job: Scheduled<E::Job>) -> Result<(), Scheduled<E::Job>> {

@@ -1,0 +1,142 @@
+//! Two ways applications wait: a ticket awaited as a future (under tokio's current-thread and
+//! multi-thread runtimes), and a submission that waits for room in a full inbox. Assertions are
+//! about outcomes; where a call must wait, it waits for a flag the test sets.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use overtake_engine::Priority;
+use overtake_runtime::preempt::{self, Delivery};
+use overtake_sched::{Calls, Policy, SchedConfig, Scheduler, Shutdown};
+
+#[global_allocator]
+static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
+
+fn scheduler() -> Arc<Scheduler<Calls>> {
+    let config = SchedConfig {
+        policy: Policy::Preempt,
+        delivery: Delivery::Poll,
+        stack_size: 256 * 1024,
+        pin: false,
+        ..SchedConfig::default()
+    };
+    Arc::new(Scheduler::start(&config, Arc::new(Calls)).expect("start"))
+}
+
+fn shut(scheduler: Arc<Scheduler<Calls>>) {
+    Arc::into_inner(scheduler)
+        .expect("last handle")
+        .shutdown(Shutdown::Drain)
+        .expect("shutdown");
+}
+
+/// Spins, touching "records", until `flag` is set (panics after a minute rather than hang).
+fn work_until(flag: &AtomicBool) {
+    let give_up = Instant::now() + Duration::from_secs(60);
+    while !flag.load(Ordering::Acquire) {
+        preempt::record_access();
+        assert!(Instant::now() < give_up, "the awaited event never happened");
+        std::hint::spin_loop();
+    }
+}
+
+/// An urgent and a background call awaited from async code; the background one is still running
+/// when the urgent one is awaited, so at least one await has to wait for a wake.
+async fn urgent_and_background(scheduler: &Scheduler<Calls>) -> (u64, &'static str) {
+    let release = Arc::new(AtomicBool::new(false));
+    let r = Arc::clone(&release);
+    let background = scheduler
+        .call(Priority::LOW, move || {
+            work_until(&r);
+            "background done"
+        })
+        .expect("admitted");
+    let urgent = scheduler
+        .call(Priority::HIGH, || (1..=10u64).product::<u64>())
+        .expect("admitted");
+    let urgent = urgent.await.expect("urgent ran");
+    release.store(true, Ordering::Release);
+    (urgent, background.await.expect("background ran"))
+}
+
+#[test]
+fn a_ticket_is_a_future_under_a_current_thread_runtime() {
+    let scheduler = scheduler();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    let got = runtime.block_on(urgent_and_background(&scheduler));
+    assert_eq!(got, (3_628_800, "background done"));
+    shut(scheduler);
+}
+
+#[test]
+fn a_ticket_is_a_future_under_a_multi_thread_runtime() {
+    let scheduler = scheduler();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .expect("runtime");
+    let s = Arc::clone(&scheduler);
+    let handle = runtime.spawn(async move { urgent_and_background(&s).await });
+    let got = runtime.block_on(handle).expect("task");
+    assert_eq!(got, (3_628_800, "background done"));
+    drop(runtime);
+    shut(scheduler);
+}
+
+#[test]
+fn a_waiting_submission_gives_up_at_its_timeout_and_gets_in_once_there_is_room() {
+    let scheduler = scheduler();
+    let (started, release) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let (s, r) = (Arc::clone(&started), Arc::clone(&release));
+    // One worker: it runs this call until released, so nothing leaves the background inbox.
+    let running = scheduler
+        .call(Priority::LOW, move || {
+            s.store(true, Ordering::Release);
+            work_until(&r);
+        })
+        .expect("admitted");
+    while !started.load(Ordering::Acquire) {
+        std::thread::yield_now();
+    }
+    let config = scheduler.config().clone();
+    let queued: Vec<_> = (0..config.lp_queue)
+        .map(|_| scheduler.call(Priority::LOW, || ()).expect("room"))
+        .collect();
+    let refused = scheduler.call_waiting(Priority::LOW, || "late", Duration::from_millis(20));
+    assert!(
+        refused.is_err(),
+        "the inbox stayed full for the whole timeout"
+    );
+    // Room appears while this submission waits: it gets in.
+    let s = Arc::clone(&scheduler);
+    let waiting =
+        std::thread::spawn(move || s.call_waiting(Priority::LOW, || "in", Duration::from_secs(60)));
+    release.store(true, Ordering::Release);
+    let ticket = waiting
+        .join()
+        .expect("thread")
+        .expect("admitted once there was room");
+    assert_eq!(ticket.wait(), Ok("in"));
+    running.wait().expect("ran");
+    for t in queued {
+        t.wait().expect("ran");
+    }
+    shut(scheduler);
+}
+
+#[test]
+fn code_in_a_call_runs_as_a_task_and_an_application_thread_does_not() {
+    let scheduler = scheduler();
+    assert!(!overtake_runtime::park::in_task());
+    let ticket = scheduler
+        .call(Priority::HIGH, overtake_runtime::park::in_task)
+        .expect("admitted");
+    assert_eq!(ticket.wait(), Ok(true));
+    shut(scheduler);
+}
