@@ -181,7 +181,11 @@ impl Database {
                 attempts.count(e);
             }
             match result {
-                Err(e) if e.is_retryable() && !policy.exhausted(tries) => {
+                Err(e)
+                    if e.abort_reason().is_some()
+                        && e.is_retryable()
+                        && !policy.exhausted(tries) =>
+                {
                     if let Some(locks) = &self.engine.locks
                         && !restart_after.is_empty()
                     {

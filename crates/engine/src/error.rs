@@ -109,10 +109,17 @@ pub enum Error {
 }
 
 impl Error {
-    /// True for aborts a retry may get past (conflicts, failed validation, the lock manager's
-    /// aborts); false for user rollbacks and user errors.
+    /// True for conditions a later try may get past: aborts (conflicts, failed validation, the
+    /// lock manager's aborts) and every transaction slot being in use; false for user rollbacks
+    /// and user errors. ([`Database::run`](crate::Database::run) retries aborts only: a full
+    /// slot table frees up when other transactions end, which a retry loop on a worker could
+    /// keep from happening.)
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Error::Aborted(reason) if *reason != AbortReason::UserRollback)
+        match self {
+            Error::Aborted(reason) => *reason != AbortReason::UserRollback,
+            Error::TooManyTransactions(_) => true,
+            _ => false,
+        }
     }
 
     /// The abort reason, if this is an abort.
@@ -126,3 +133,17 @@ impl Error {
 
 /// Result type of the engine.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transient_conditions_are_retryable_and_user_errors_are_not() {
+        assert!(Error::Aborted(AbortReason::Conflict).is_retryable());
+        assert!(Error::TooManyTransactions(1024).is_retryable());
+        assert!(!Error::Aborted(AbortReason::UserRollback).is_retryable());
+        assert!(!Error::NotActive.is_retryable());
+        assert!(!Error::TableExists("t".into()).is_retryable());
+    }
+}

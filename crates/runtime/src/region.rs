@@ -343,7 +343,7 @@ pub mod trace {
     /// What one thread recorded.
     #[derive(Clone, Debug, Default, PartialEq, Eq)]
     pub struct RegionTrace {
-        /// Outermost regions per length bucket (see [`TRACE_BUCKETS`](super::TRACE_BUCKETS)).
+        /// Outermost regions per length bucket (see [`TRACE_BUCKETS`]).
         pub buckets: Vec<u64>,
         /// The longest regions, in nanoseconds, with where they were opened (longest first).
         pub longest: Vec<(u64, &'static Location<'static>)>,

@@ -10,7 +10,7 @@
 //!   switches stacks; it only reads atomics. If the worker is in a preemptible context, outside
 //!   every region and with room on its stack, it rewrites the interrupted instruction pointer so
 //!   that returning from the handler (through the kernel, which restores the signal mask) enters
-//!   [`trampoline`]: a call injected between two instructions of the running code. The trampoline
+//!   `trampoline`: a call injected between two instructions of the running code. The trampoline
 //!   saves all general registers, the flags and the full extended state, calls the worker's
 //!   preemption hook, restores everything and returns to the interrupted instruction. If the worker
 //!   is inside a region, the handler only marks the preemption pending; the region's end serves it.
