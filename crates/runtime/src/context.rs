@@ -25,7 +25,6 @@
 
 use std::cell::Cell;
 use std::io;
-use std::sync::atomic::{AtomicUsize, Ordering, compiler_fence};
 
 use corosensei::stack::{DefaultStack, Stack};
 use corosensei::{Coroutine, CoroutineResult, Yielder};
@@ -62,12 +61,9 @@ impl Resumed {
 
 type ContextYielder = Yielder<(), Suspension>;
 
-/// What this thread knows about the context running on it.
+/// What this thread knows about the context running on it (its stack bounds, which the signal
+/// handler reads, are in [`crate::running`]).
 struct CurrentContext {
-    /// Stack bounds of the running context if it is preemptible (`lo == 0`: none). Read by the
-    /// signal handler, hence atomics.
-    lo: AtomicUsize,
-    hi: AtomicUsize,
     /// The running context's yielder (null: none runs), for [`suspend_current`]. Never read by a
     /// signal handler.
     yielder: Cell<*const ContextYielder>,
@@ -76,37 +72,14 @@ struct CurrentContext {
 thread_local! {
     static CURRENT: CurrentContext = const {
         CurrentContext {
-            lo: AtomicUsize::new(0),
-            hi: AtomicUsize::new(0),
             yielder: Cell::new(std::ptr::null()),
         }
     };
 }
 
-/// The stack bounds `(lowest usable address, base)` of the preemptible context running on this
-/// thread, if any. Async-signal-safe.
-#[inline]
-pub(crate) fn current_preemptible_stack() -> Option<(usize, usize)> {
-    CURRENT.with(|c| {
-        let lo = c.lo.load(Ordering::Relaxed);
-        (lo != 0).then(|| (lo, c.hi.load(Ordering::Relaxed)))
-    })
-}
-
-/// True while a preemptible context runs on this thread.
-#[inline]
-pub fn in_preemptible_context() -> bool {
-    current_preemptible_stack().is_some()
-}
-
-fn set_current(bounds: Option<(usize, usize)>) {
-    let (lo, hi) = bounds.unwrap_or((0, 0));
-    CURRENT.with(|c| {
-        c.lo.store(lo, Ordering::Relaxed);
-        c.hi.store(hi, Ordering::Relaxed);
-    });
-    compiler_fence(Ordering::SeqCst);
-}
+pub(crate) use crate::running::current_preemptible_stack;
+pub use crate::running::in_preemptible_context;
+use crate::running::set_current_stack as set_current;
 
 fn set_current_yielder(yielder: *const ContextYielder) {
     CURRENT.with(|c| c.yielder.set(yielder));

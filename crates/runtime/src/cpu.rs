@@ -8,8 +8,6 @@
 use std::arch::x86_64::{__cpuid_count, CpuidResult};
 use std::sync::OnceLock;
 
-use crate::preempt::Unavailable;
-
 /// CPUID leaf `leaf`, sub-leaf `sub`.
 #[allow(unused_unsafe)] // the intrinsic is a safe function from Rust 1.94 on, unsafe before
 fn cpuid(leaf: u32, sub: u32) -> CpuidResult {
@@ -97,10 +95,19 @@ pub fn extended_state() -> ExtendedState {
     *DETECTED.get_or_init(detect)
 }
 
+/// What lacks user interrupts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoUserInterrupts {
+    /// The CPU (CPUID.(EAX=7,ECX=0):EDX[5] is 0).
+    Cpu,
+    /// The kernel (no `uintr_register_handler`).
+    Kernel,
+}
+
 /// Why user interrupts cannot be used here, or `Ok` if this process could use them.
-pub fn user_interrupts() -> Result<(), Unavailable> {
+pub fn user_interrupts() -> Result<(), NoUserInterrupts> {
     if (cpuid(7, 0).edx >> 5) & 1 == 0 {
-        return Err(Unavailable::NoUserInterruptsInCpu);
+        return Err(NoUserInterrupts::Cpu);
     }
     // The (out-of-tree) Linux user-interrupt interface registers handlers with this system call.
     const SYS_UINTR_REGISTER_HANDLER: libc::c_long = 471;
@@ -108,7 +115,7 @@ pub fn user_interrupts() -> Result<(), Unavailable> {
     // ENOSYS, one with it rejects the arguments. Nothing is registered either way.
     let rc = unsafe { libc::syscall(SYS_UINTR_REGISTER_HANDLER, 0usize, u32::MAX) };
     if rc == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
-        return Err(Unavailable::NoUserInterruptsInKernel);
+        return Err(NoUserInterrupts::Kernel);
     }
     Ok(())
 }

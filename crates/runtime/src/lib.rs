@@ -43,6 +43,7 @@ pub mod prefetch;
 mod recycled_blocks;
 pub mod region;
 pub mod region_lock;
+mod running;
 pub mod simd;
 pub mod worker;
 

@@ -196,7 +196,7 @@ pub(crate) fn lower() {
             // meanwhile must not have its request lost; the hook below serves it anyway.
             s.flags.fetch_and(!PENDING, Ordering::Relaxed);
             s.exit_hook.get()
-        } else if crate::context::in_preemptible_context() && s.inject.tick() {
+        } else if crate::running::in_preemptible_context() && s.inject.tick() {
             // A test asked for a preemption here: served exactly like a deferred one. Only exits
             // in a preemptible context count: nowhere else could a preemption land.
             s.exit_hook.get()

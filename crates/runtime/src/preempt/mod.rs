@@ -63,7 +63,10 @@ impl Delivery {
             Delivery::Signal if crate::alloc::is_in_use() => Ok(()),
             Delivery::Signal => Err(Unavailable::NoRegionAllocator),
             Delivery::Uintr => {
-                cpu::user_interrupts()?;
+                cpu::user_interrupts().map_err(|lack| match lack {
+                    cpu::NoUserInterrupts::Cpu => Unavailable::NoUserInterruptsInCpu,
+                    cpu::NoUserInterrupts::Kernel => Unavailable::NoUserInterruptsInKernel,
+                })?;
                 Err(Unavailable::NoUserInterruptBackend)
             }
         }

@@ -1,0 +1,181 @@
+//! No crate of the workspace has modules that import each other in a circle. A module is a
+//! top-level file or folder of a crate's `src`; it depends on another when its code (comments
+//! aside) names `crate::<other>`. Cycles still being taken apart are listed in `KNOWN`: the test
+//! fails on any other cycle, and on a listed one that is gone (so that the list only shrinks).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Cycles (sorted module names, per crate) that exist today and are to be removed.
+const KNOWN: &[(&str, &[&str])] = &[
+    ("engine", &["db", "engine", "lock", "txn"]),
+    ("workload", &["batch", "ch", "exec", "mixed", "tpcc"]),
+];
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in fs::read_dir(dir).expect("readable source folder") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The crate's top-level modules and the files of each.
+fn modules(src: &Path) -> BTreeMap<String, Vec<PathBuf>> {
+    let mut out = BTreeMap::new();
+    for entry in fs::read_dir(src).expect("src") {
+        let path = entry.expect("entry").path();
+        let name = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .expect("utf-8 name")
+            .to_owned();
+        if path.is_dir() {
+            let mut files = Vec::new();
+            rust_files(&path, &mut files);
+            out.insert(name, files);
+        } else if path.extension().is_some_and(|e| e == "rs") && name != "lib" && name != "main" {
+            out.insert(name, vec![path]);
+        }
+    }
+    out
+}
+
+/// The modules `code` names as `crate::m` or inside `crate::{m, ...}` (comments, and a unit-test
+/// module at the end of the file, removed first: tests may reach anywhere).
+fn named(code: &str) -> BTreeSet<String> {
+    let code = code
+        .find("#[cfg(test)]\nmod tests")
+        .map_or(code, |at| &code[..at]);
+    let code: String = code
+        .lines()
+        .map(|line| line.split("//").next().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut out = BTreeSet::new();
+    let mut rest = code.as_str();
+    while let Some(at) = rest.find("crate::") {
+        rest = &rest[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            // The first path segment of each item of the group, at brace depth 0.
+            let (mut depth, mut item_start) = (0usize, true);
+            let mut head = String::new();
+            for c in group.chars() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        if !head.is_empty() {
+                            out.insert(std::mem::take(&mut head));
+                        }
+                        item_start = true;
+                    }
+                    c if item_start && (c.is_ascii_alphanumeric() || c == '_') => head.push(c),
+                    _ if item_start && !head.is_empty() => {
+                        out.insert(std::mem::take(&mut head));
+                        item_start = false;
+                    }
+                    _ => {}
+                }
+            }
+            if !head.is_empty() {
+                out.insert(head);
+            }
+        } else {
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            out.insert(rest[..end].to_owned());
+        }
+    }
+    out
+}
+
+/// Strongly connected components of more than one module.
+fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    let reach = |from: &str| {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![from.to_owned()];
+        while let Some(m) = todo.pop() {
+            for n in &graph[&m] {
+                if seen.insert(n.clone()) {
+                    todo.push(n.clone());
+                }
+            }
+        }
+        seen
+    };
+    let reaches: BTreeMap<&String, BTreeSet<String>> =
+        graph.keys().map(|m| (m, reach(m))).collect();
+    let mut out: Vec<Vec<String>> = Vec::new();
+    for m in graph.keys() {
+        let mut component: Vec<String> = graph
+            .keys()
+            .filter(|n| *n == m || (reaches[m].contains(*n) && reaches[*n].contains(m)))
+            .cloned()
+            .collect();
+        component.sort();
+        if component.len() > 1 && !out.contains(&component) {
+            out.push(component);
+        }
+    }
+    out
+}
+
+#[test]
+fn no_module_cycles_beyond_the_known_ones() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut found = Vec::new();
+    for entry in fs::read_dir(&crates).expect("crates") {
+        let dir = entry.expect("entry").path();
+        let src = dir.join("src");
+        if !src.is_dir() {
+            continue;
+        }
+        let name = dir.file_name().and_then(|n| n.to_str()).expect("name");
+        let mods = modules(&src);
+        let graph: BTreeMap<String, BTreeSet<String>> = mods
+            .iter()
+            .map(|(m, files)| {
+                let deps = files
+                    .iter()
+                    .flat_map(|f| named(&fs::read_to_string(f).expect("readable")))
+                    .filter(|d| d != m && mods.contains_key(d))
+                    .collect();
+                (m.clone(), deps)
+            })
+            .collect();
+        for cycle in cycles(&graph) {
+            found.push((name.to_owned(), cycle));
+        }
+    }
+    found.sort();
+    let mut known: Vec<(String, Vec<String>)> = KNOWN
+        .iter()
+        .map(|(c, ms)| {
+            (
+                (*c).to_owned(),
+                ms.iter().map(|m| (*m).to_owned()).collect(),
+            )
+        })
+        .collect();
+    known.sort();
+    assert_eq!(
+        found, known,
+        "module cycles (crate, modules): a new one must be broken; a known one that is gone is \
+         removed from KNOWN"
+    );
+}
+
+#[test]
+fn the_reader_sees_through_groups_and_ignores_comments() {
+    let code = "use crate::{a, b::C, c::{d, e}};\n// crate::f\nlet x = crate::g::h();\n\
+                #[cfg(test)]\nmod tests {\n    use crate::t;\n}";
+    let names: Vec<String> = named(code).into_iter().collect();
+    assert_eq!(names, ["a", "b", "c", "g"]);
+}
