@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use overtake_engine::Priority;
 use overtake_sched::SchedConfig;
-use overtake_workload::tpcc::clients::{ClientsConfig, run_clients};
+use overtake_workload::drivers::clients::{ClientsConfig, run_clients};
 use serde_json::json;
 
 use crate::args::TpccArgs;

@@ -20,8 +20,8 @@ use std::time::Instant;
 use clap::ValueEnum;
 use overtake_engine::{AbortReason, Database, Error, Isolation, Priority};
 use overtake_workload::rng::{NuRandConstants, TpccRng};
-use overtake_workload::tpcc::driver::TpccRequest;
 use overtake_workload::tpcc::load::GROWTH_PER_TRANSACTION;
+use overtake_workload::tpcc::request::TpccRequest;
 use overtake_workload::tpcc::{TpccTables, TxnType};
 use serde_json::json;
 

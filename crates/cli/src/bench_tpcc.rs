@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use overtake_sched::{ClassStats, RunReport};
+use overtake_workload::drivers::closed_loop::{ClosedLoopConfig, run_closed_loop};
 use overtake_workload::tpcc::TxnType;
-use overtake_workload::tpcc::driver::{ClosedLoopConfig, run_closed_loop};
 use overtake_workload::tpcc::load::GROWTH_PER_WORKER_SECOND;
 use serde_json::json;
 

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use overtake_engine::{Concurrency, LockPolicy, LockWait, Priority};
 use overtake_sched::{ClassStats, SchedConfig};
+use overtake_workload::drivers::clients::{ClientsConfig, run_clients};
 use overtake_workload::rng::NuRandConstants;
-use overtake_workload::tpcc::clients::{ClientsConfig, run_clients};
 use overtake_workload::tpcc::consistency;
 use serde_json::json;
 

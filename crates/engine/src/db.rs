@@ -10,44 +10,11 @@ use overtake_runtime::NoPreemptGuard;
 use crate::engine::Engine;
 use crate::error::{AbortReason, Error, Result};
 use crate::gc::{self, VersionCensus};
-use crate::lock::{LockManager, LockMode, LockPolicy};
+use crate::lock::{LockMode, LockPolicy};
+use crate::options::{Concurrency, Options};
 use crate::schema::TableSchema;
 use crate::table::Table;
 use crate::txn::{Isolation, LockStats, Priority, Transaction};
-
-/// Settings for [`Database::open`].
-#[derive(Clone, Debug)]
-pub struct Options {
-    /// How many transactions may be open at once (paused ones included). Beginning one more fails
-    /// with [`Error::TooManyTransactions`].
-    pub max_transactions: usize,
-    /// How concurrent transactions are kept apart.
-    pub concurrency: Concurrency,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            max_transactions: 1024,
-            concurrency: Concurrency::Mvcc,
-        }
-    }
-}
-
-/// A database's concurrency control: one for all its transactions.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Concurrency {
-    /// Multi-version snapshots, reads without locks, writes buffered until commit (the default;
-    /// see the crate documentation). Transactions choose snapshot or serializable isolation.
-    #[default]
-    Mvcc,
-    /// Strict two-phase locking: shared locks on what a transaction reads, exclusive locks on what
-    /// it writes, key-range (next-key) locks against phantoms, all held until it ends. Every
-    /// transaction is serializable whatever isolation it asks for. A transaction that must wait
-    /// for a lock parks (a task of `overtake-sched` lets its worker run others, a thread sleeps);
-    /// the policy orders each lock's waiters and may abort or raise holders.
-    TwoPhaseLocking(LockPolicy),
-}
 
 /// Source of database identities (so a table of one database is refused by another).
 static NEXT_DATABASE_ID: AtomicU64 = AtomicU64::new(1);
@@ -228,7 +195,7 @@ impl Database {
     /// Switches the concurrency control (a benchmark compares several on one loaded database).
     /// Taking `&mut self` guarantees no transaction is open.
     pub fn set_concurrency(&mut self, concurrency: Concurrency) {
-        self.engine.locks = LockManager::for_concurrency(concurrency);
+        self.engine.locks = concurrency.lock_manager();
     }
 
     /// The lock policy, under two-phase locking.

@@ -6,11 +6,11 @@
 //! is what lets dependencies run one way: `db` -> `txn` -> `engine` -> the parts below.
 
 use crate::catalog::Catalog;
-use crate::db::Options;
 use crate::footprint::FootprintPool;
 use crate::gc::Collector;
 use crate::lock::LockManager;
 use crate::mvcc::TxnTable;
+use crate::options::Options;
 
 pub(crate) struct Engine {
     /// Identity of the database (so a table of one database is refused by another).
@@ -33,7 +33,7 @@ impl Engine {
             catalog: Catalog::new(),
             collector: Collector::new(slots),
             footprints: FootprintPool::new(slots),
-            locks: LockManager::for_concurrency(options.concurrency),
+            locks: options.concurrency.lock_manager(),
         }
     }
 }

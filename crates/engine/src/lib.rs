@@ -51,6 +51,7 @@ mod key;
 mod key_columns;
 mod lock;
 mod mvcc;
+mod options;
 mod point_cache;
 mod prefetched;
 mod record;
@@ -62,13 +63,14 @@ mod value;
 mod writeset;
 
 pub use catalog::MAX_TABLES;
-pub use db::{Attempts, Concurrency, Database, EngineStats, LockWait, Options, RetryPolicy};
+pub use db::{Attempts, Database, EngineStats, LockWait, RetryPolicy};
 pub use epoch::release_thread_garbage;
 pub use error::{AbortReason, Error, Result};
 pub use gc::VersionCensus;
 pub use key::{KeyBuf, KeyBuilder, KeyRange};
 pub use lock::LockPolicy;
 pub use mvcc::MAX_TRANSACTION_SLOTS;
+pub use options::{Concurrency, Options};
 pub use row::{Row, RowBuilder, RowLayout, RowMut, RowRef};
 pub use schema::{
     Column, ColumnType, IndexDef, MAX_COLUMNS, MAX_KEY_LEN, MAX_ROW_LEN, SchemaError, TableSchema,

@@ -11,7 +11,7 @@
 
 use overtake_engine::{Result, Transaction};
 
-use crate::mixed::ComputeTask;
+use crate::compute::ComputeTask;
 use crate::tpcc::input::{CustomerSelector, PaymentInput};
 use crate::tpcc::{CUSTOMERS, DISTRICTS, TpccTables, procs};
 

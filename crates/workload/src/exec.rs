@@ -14,8 +14,8 @@ use overtake_sched::{Executor, LockOutcome, Outcome, Status};
 use crate::batch::{BatchUpdate, batch_update};
 use crate::ch::ChTables;
 use crate::ch::q2::query2;
-use crate::mixed::ComputeTask;
-use crate::tpcc::driver::TpccRequest;
+use crate::compute::ComputeTask;
+use crate::tpcc::request::TpccRequest;
 use crate::tpcc::{TpccTables, TxnType, procs};
 
 /// Names of the job kinds, in the order [`Executor::kind`] numbers them.

@@ -19,7 +19,7 @@ use overtake_engine::{
 };
 use overtake_sched::{Calls, Policy, SchedConfig, SchedError, Scheduler, Shutdown};
 
-use crate::mixed::ComputeTask;
+use crate::compute::ComputeTask;
 
 /// One round's settings.
 #[derive(Clone, Debug)]

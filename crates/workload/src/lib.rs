@@ -8,6 +8,8 @@
 pub mod batch;
 pub mod bimodal;
 pub mod ch;
+pub mod compute;
+pub mod drivers;
 pub mod exec;
 pub mod holder;
 pub mod mixed;

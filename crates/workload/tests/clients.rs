@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use overtake_engine::Priority;
 use overtake_sched::{Delivery, SchedConfig};
-use overtake_workload::tpcc::clients::{ClientsConfig, run_clients};
+use overtake_workload::drivers::clients::{ClientsConfig, run_clients};
 
 #[global_allocator]
 static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use overtake_engine::{Concurrency, LockPolicy};
 use overtake_sched::{Delivery, SchedConfig};
-use overtake_workload::tpcc::clients::{ClientsConfig, run_clients};
+use overtake_workload::drivers::clients::{ClientsConfig, run_clients};
 use overtake_workload::tpcc::consistency;
 
 #[global_allocator]

@@ -20,13 +20,14 @@ use overtake_runtime::preempt::inject::{self, Point, run_preempted};
 use overtake_sched::{Delivery, Executor, Policy, RunReport, RunStats, SchedConfig, Status};
 use overtake_workload::batch::BatchUpdate;
 use overtake_workload::ch::ChTables;
+use overtake_workload::drivers::closed_loop::{ClosedLoopConfig, run_closed_loop};
 use overtake_workload::exec::{EngineExecutor, Job, Work};
 use overtake_workload::mixed::{ComputeTask, LowWork, MixedArrivals};
 use overtake_workload::rng::{NuRandConstants, TpccRng};
-use overtake_workload::tpcc::driver::{ClosedLoopConfig, TpccRequest, run_closed_loop};
 use overtake_workload::tpcc::input::{
     NewOrderInput, OrderStatusInput, PaymentInput, StockLevelInput,
 };
+use overtake_workload::tpcc::request::TpccRequest;
 use overtake_workload::tpcc::{TpccTables, consistency};
 
 // Signal preemption is only enabled where allocation runs inside regions (as in the binary).

@@ -12,8 +12,8 @@ use overtake_engine::{
     Transaction,
 };
 use overtake_sched::Delivery;
+use overtake_workload::drivers::closed_loop::{ClosedLoopConfig, run_closed_loop};
 use overtake_workload::rng::{NuRandConstants, TpccRng};
-use overtake_workload::tpcc::driver::{ClosedLoopConfig, run_closed_loop};
 use overtake_workload::tpcc::input::{
     CustomerSelector, DeliveryInput, NewOrderInput, PaymentInput, StockLevelInput,
 };

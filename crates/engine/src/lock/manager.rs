@@ -87,14 +87,6 @@ impl Drop for LockManager {
 }
 
 impl LockManager {
-    /// The lock manager `concurrency` needs, if any.
-    pub(crate) fn for_concurrency(concurrency: crate::db::Concurrency) -> Option<Self> {
-        match concurrency {
-            crate::db::Concurrency::Mvcc => None,
-            crate::db::Concurrency::TwoPhaseLocking(policy) => Some(LockManager::new(policy)),
-        }
-    }
-
     pub(crate) fn new(policy: LockPolicy) -> Self {
         let counts_blocking = matches!(policy, LockPolicy::Cats | LockPolicy::Wdl1);
         let manager = LockManager {

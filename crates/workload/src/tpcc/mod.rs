@@ -5,12 +5,11 @@
 //! 10 districts per warehouse, 3,000 customers and orders per district, of which the last 900 are
 //! undelivered).
 
-pub mod clients;
 pub mod consistency;
-pub mod driver;
 pub mod input;
 pub mod load;
 pub mod procs;
+pub mod request;
 pub mod schema;
 
 pub use schema::TpccTables;

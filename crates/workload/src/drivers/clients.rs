@@ -18,10 +18,10 @@ use overtake_sched::{
     Shutdown,
 };
 
-use super::TpccTables;
-use super::driver::TpccRequest;
 use crate::exec::{EngineExecutor, Job, Work};
 use crate::rng::{NuRandConstants, TpccRng};
+use crate::tpcc::TpccTables;
+use crate::tpcc::request::TpccRequest;
 
 /// How the clients run.
 #[derive(Clone, Debug)]

@@ -1,0 +1,49 @@
+//! A database's settings: how many transactions it admits and how it keeps them apart. Below
+//! `db` (which opens a database with them), `engine` and `lock` (which act on them); depends on
+//! nothing of the engine but the lock policies it names.
+
+use crate::lock::{LockManager, LockPolicy};
+
+/// Settings for [`Database::open`](crate::Database::open).
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// How many transactions may be open at once (paused ones included). Beginning one more fails
+    /// with [`Error::TooManyTransactions`](crate::Error::TooManyTransactions).
+    pub max_transactions: usize,
+    /// How concurrent transactions are kept apart.
+    pub concurrency: Concurrency,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            max_transactions: 1024,
+            concurrency: Concurrency::Mvcc,
+        }
+    }
+}
+
+/// A database's concurrency control: one for all its transactions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Concurrency {
+    /// Multi-version snapshots, reads without locks, writes buffered until commit (the default;
+    /// see the crate documentation). Transactions choose snapshot or serializable isolation.
+    #[default]
+    Mvcc,
+    /// Strict two-phase locking: shared locks on what a transaction reads, exclusive locks on what
+    /// it writes, key-range (next-key) locks against phantoms, all held until it ends. Every
+    /// transaction is serializable whatever isolation it asks for. A transaction that must wait
+    /// for a lock parks (a task of `overtake-sched` lets its worker run others, a thread sleeps);
+    /// the policy orders each lock's waiters and may abort or raise holders.
+    TwoPhaseLocking(LockPolicy),
+}
+
+impl Concurrency {
+    /// The lock manager this concurrency control needs, if any.
+    pub(crate) fn lock_manager(self) -> Option<LockManager> {
+        match self {
+            Concurrency::Mvcc => None,
+            Concurrency::TwoPhaseLocking(policy) => Some(LockManager::new(policy)),
+        }
+    }
+}
