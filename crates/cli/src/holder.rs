@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use overtake_engine::LockPolicy;
-use overtake_workload::holder::{HolderRound, HolderSetup, run_round, sched_config};
 use overtake_workload::compute::ComputeTask;
+use overtake_workload::holder::{HolderRound, HolderSetup, run_round, sched_config};
 use serde_json::json;
 
 use crate::args::CompareHolderArgs;

@@ -158,6 +158,16 @@ fn prefault_bytes(args: &MixedArgs) -> u64 {
         .map_or_else(|| growth(args), |mib| mib << 20)
 }
 
+/// What the dispatcher's arrival counters count: every open-loop arrival, the medium class's too
+/// when there is one.
+pub fn open_loop_arrivals(args: &MixedArgs) -> &'static str {
+    if args.mp.is_some() {
+        "urgent and medium-priority transactions"
+    } else {
+        "urgent transactions"
+    }
+}
+
 /// The classes a run has, most urgent first, with their names and what they are.
 fn classes(args: &MixedArgs) -> Vec<(Priority, String)> {
     let urgent = match args.hp {
@@ -226,7 +236,7 @@ fn run_json(report: &RunReport, args: &MixedArgs) -> Value {
             .collect::<serde_json::Map<_, _>>(),
         "kinds": kinds,
         "tail": args.tail_report.then(|| crate::tail::json(report, &classes(args))),
-        "warnings": report.dispatch.warnings(),
+        "warnings": report.dispatch.warnings_about(open_loop_arrivals(args)),
         "blocked_workers": report.blocked.iter().map(ToString::to_string).collect::<Vec<_>>(),
         "machinery": {
             "arrived_high": report.dispatch.arrived_high,
@@ -500,7 +510,7 @@ fn print_comparison(runs: &[RunReport], args: &MixedArgs) {
         }
     }
     for r in runs {
-        for w in r.dispatch.warnings() {
+        for w in r.dispatch.warnings_about(open_loop_arrivals(args)) {
             println!("warning: {}: {w}", r.config.policy.name());
         }
         for b in &r.blocked {

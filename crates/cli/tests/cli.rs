@@ -131,3 +131,34 @@ fn closed_loop_clients_run_the_consistency_check_they_are_asked_for() {
         "a class never preempted reads zero"
     );
 }
+
+#[test]
+fn with_a_medium_class_the_arrival_counters_say_they_include_it() {
+    let out = overtake(&[
+        "bench",
+        "mixed",
+        "--mp",
+        "tpcc",
+        "--lp",
+        "compute",
+        "--policy",
+        "wait",
+        "--duration",
+        "0.3",
+        // Far more than one worker serves: the run must warn that it could not keep up.
+        "--hp-queue",
+        "64",
+        "--arrival-interval-us",
+        "100",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let value: serde_json::Value = serde_json::from_str(stdout(&out).trim()).expect("JSON");
+    let warnings = value["warnings"].as_array().expect("warnings");
+    assert!(
+        warnings.iter().any(|w| w
+            .as_str()
+            .is_some_and(|w| w.contains("urgent and medium-priority transactions"))),
+        "{warnings:?}"
+    );
+}
