@@ -478,7 +478,13 @@ pub fn compare(args: &CompareBimodalArgs) -> Result<(), String> {
         vec![args.bimodal.load]
     };
     let mut runs = Vec::new();
+    // Ctrl-C ends the sweep at a load's end: every load shown has all its policies.
+    let mut loads_done = 0;
     for &load in &loads {
+        if crate::interrupt::requested() {
+            break;
+        }
+        loads_done += 1;
         for &policy in &policies {
             let config = sched_config(policy, &args.bimodal);
             runs.push(run_one(
@@ -491,6 +497,9 @@ pub fn compare(args: &CompareBimodalArgs) -> Result<(), String> {
             crate::mixed::settle_between_runs();
         }
     }
+    crate::interrupt::check_any(runs.len())?;
+    let planned = loads.len();
+    let loads = &loads[..loads_done];
     if !args.sweep {
         report(&runs, &prepared, &args.bimodal);
         return Ok(());
@@ -503,7 +512,10 @@ pub fn compare(args: &CompareBimodalArgs) -> Result<(), String> {
         |s| s as f64,
     );
     let names: Vec<&str> = policies.iter().map(|p| p.name()).collect();
-    report_sweep(&runs, &names, &loads, slo_us, &prepared, &args.bimodal);
+    report_sweep(&runs, &names, loads, slo_us, &prepared, &args.bimodal);
+    if !args.bimodal.json {
+        crate::interrupt::print_if_cut(loads.len(), planned);
+    }
     Ok(())
 }
 

@@ -35,6 +35,9 @@ pub fn compare(args: &CompareHolderArgs) -> Result<(), String> {
     let hold = ComputeTask::calibrate(Duration::from_millis(args.hold_ms));
     let mut results: Vec<(LockPolicy, Vec<HolderRound>)> = Vec::new();
     for &policy in &policies {
+        if crate::interrupt::requested() {
+            break;
+        }
         let setup = HolderSetup {
             policy,
             hold: hold.clone(),
@@ -46,6 +49,7 @@ pub fn compare(args: &CompareHolderArgs) -> Result<(), String> {
             .collect::<Result<Vec<_>, _>>()?;
         results.push((policy, rounds));
     }
+    crate::interrupt::check_any(results.len())?;
     let micros = |d: Duration| d.as_secs_f64() * 1e6;
     if args.json {
         let runs: Vec<_> = results
@@ -65,7 +69,12 @@ pub fn compare(args: &CompareHolderArgs) -> Result<(), String> {
             .collect();
         println!(
             "{}",
-            json!({ "hold_ms": args.hold_ms, "ask_after_ms": args.ask_after_ms, "runs": runs })
+            json!({
+                "hold_ms": args.hold_ms,
+                "ask_after_ms": args.ask_after_ms,
+                "runs": runs,
+                "interrupted": results.len() < policies.len(),
+            })
         );
         return Ok(());
     }
@@ -106,5 +115,6 @@ pub fn compare(args: &CompareHolderArgs) -> Result<(), String> {
         ],
         &rows,
     );
+    crate::interrupt::print_if_cut(results.len(), policies.len());
     Ok(())
 }

@@ -374,7 +374,11 @@ pub fn compare(args: &CompareLocksArgs) -> Result<(), String> {
     crate::args::each_once("--think-us", &args.think_us, u64::to_string)?;
     let (mut loaded, constants) = load(common)?;
     let mut sweep = Vec::new();
+    // Ctrl-C ends the sweep at a think time's end: every think time shown has all its runs.
     for &think_us in &args.think_us {
+        if crate::interrupt::requested() {
+            break;
+        }
         let mut results = Vec::new();
         for spec in specs(args, think_us)? {
             results.push(run_one(&mut loaded, constants, common, &spec, false)?);
@@ -384,6 +388,7 @@ pub fn compare(args: &CompareLocksArgs) -> Result<(), String> {
         }
         sweep.push((think_us, results));
     }
+    crate::interrupt::check_any(sweep.len())?;
     if common.json {
         let out: Vec<_> = sweep
             .iter()
@@ -409,8 +414,11 @@ pub fn compare(args: &CompareLocksArgs) -> Result<(), String> {
                 "warehouses": common.warehouses,
                 "cpu": common.cpu.policy().name(),
                 "sweep": out,
+                "interrupted": sweep.len() < args.think_us.len(),
             })
         );
+    } else {
+        crate::interrupt::print_if_cut(sweep.len(), args.think_us.len());
     }
     Ok(())
 }

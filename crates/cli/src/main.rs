@@ -17,6 +17,7 @@ mod bench_tasks;
 mod bench_tpcc;
 mod bimodal;
 mod holder;
+mod interrupt;
 mod locks;
 mod mixed;
 mod output;
@@ -43,6 +44,7 @@ fn main() -> ExitCode {
         );
         return ExitCode::FAILURE;
     }
+    interrupt::install();
     // Read the usable cores before any thread is pinned.
     let _ = overtake_runtime::worker::usable_cores();
     // A main-memory engine keeps what it frees for reuse: returning it to the kernel costs bursts

@@ -557,15 +557,21 @@ pub fn compare(args: &CompareMixedArgs) -> Result<(), String> {
     let work = Calibrated::for_args(&args.mixed);
     let mut runs = Vec::with_capacity(args.policies.len());
     for policy in &args.policies {
+        if crate::interrupt::requested() {
+            break;
+        }
         runs.push(run_one(*policy, &args.mixed, &work)?);
         // The run's database is gone: free what it leaves behind now, not inside the next run.
         settle_between_runs();
     }
+    crate::interrupt::check_any(runs.len())?;
     if args.mixed.json {
         let runs: Vec<Value> = runs.iter().map(|r| run_json(r, &args.mixed)).collect();
-        println!("{}", json!({ "runs": runs }));
+        let interrupted = runs.len() < args.policies.len();
+        println!("{}", json!({ "runs": runs, "interrupted": interrupted }));
     } else {
         print_comparison(&runs, &args.mixed);
+        crate::interrupt::print_if_cut(runs.len(), args.policies.len());
     }
     Ok(())
 }

@@ -54,6 +54,9 @@ pub fn compare(args: &CompareStarvationArgs) -> Result<(), String> {
     let mut thresholds = args.thresholds.clone();
     thresholds.dedup();
     for &threshold in &thresholds {
+        if crate::interrupt::requested() {
+            break;
+        }
         let mut config = sched_config(Policy::Preempt, mixed);
         config.starvation_threshold = threshold;
         let report = run_config(config, mixed, &work, true)?;
@@ -64,7 +67,7 @@ pub fn compare(args: &CompareStarvationArgs) -> Result<(), String> {
             report,
         });
     }
-    if !args.no_wait {
+    if !args.no_wait && !crate::interrupt::requested() {
         let report = run_config(sched_config(Policy::Wait, mixed), mixed, &work, true)?;
         settle_between_runs();
         runs.push(Run {
@@ -74,15 +77,18 @@ pub fn compare(args: &CompareStarvationArgs) -> Result<(), String> {
         });
     }
     let solo_rate = solo.as_ref().map(|s| per_sec(s, Priority::LOW));
+    crate::interrupt::check_any(runs.len())?;
+    let planned = thresholds.len() + usize::from(!args.no_wait);
     if mixed.json {
-        print_json(&runs, solo.as_ref());
+        print_json(&runs, solo.as_ref(), runs.len() < planned);
     } else {
         print_tables(args, &runs, solo_rate);
+        crate::interrupt::print_if_cut(runs.len(), planned);
     }
     Ok(())
 }
 
-fn print_json(runs: &[Run], solo: Option<&RunReport>) {
+fn print_json(runs: &[Run], solo: Option<&RunReport>, interrupted: bool) {
     let runs: Vec<Value> = runs
         .iter()
         .map(|r| {
@@ -111,7 +117,10 @@ fn print_json(runs: &[Run], solo: Option<&RunReport>) {
             "low_share": worker_share(s.stats.class(Priority::LOW), s),
         })
     });
-    println!("{}", json!({ "runs": runs, "solo": solo }));
+    println!(
+        "{}",
+        json!({ "runs": runs, "solo": solo, "interrupted": interrupted })
+    );
 }
 
 fn print_tables(args: &CompareStarvationArgs, runs: &[Run], solo_rate: Option<f64>) {

@@ -162,3 +162,54 @@ fn with_a_medium_class_the_arrival_counters_say_they_include_it() {
         "{warnings:?}"
     );
 }
+
+/// True while process `pid` has a thread named `name`.
+fn has_thread(pid: u32, name: &str) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|tasks| {
+            tasks.flatten().any(|t| {
+                std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim() == name)
+            })
+        })
+        .unwrap_or(false)
+}
+
+/// True once process `pid` catches SIGINT (its handler is installed).
+fn catches_sigint(pid: u32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << (2 - 1)) != 0)
+}
+
+#[test]
+fn ctrl_c_ends_a_comparison_with_the_runs_it_finished() {
+    use std::process::Stdio;
+    let child = Command::new(env!("CARGO_BIN_EXE_overtake"))
+        .args(["compare", "holder", "--rounds", "10", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    // Once a worker thread exists, the first run has started (and the handler is installed).
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !(catches_sigint(child.id()) && has_thread(child.id(), "worker-0")) {
+        assert!(std::time::Instant::now() < give_up, "no run started");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    // The first of five policies takes ten rounds of a 60 ms computation: this lands in it.
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    let out = child.wait_with_output().expect("exits");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("interrupted"), "{}", stderr(&out));
+    let value: serde_json::Value = serde_json::from_str(stdout(&out).trim()).expect("JSON");
+    assert_eq!(value["interrupted"], true, "{value}");
+    let runs = value["runs"].as_array().expect("runs").len();
+    assert!((1..5).contains(&runs), "{runs} runs printed");
+}

@@ -98,7 +98,7 @@ pub fn extended_state() -> ExtendedState {
 /// What lacks user interrupts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NoUserInterrupts {
-    /// The CPU (CPUID.(EAX=7,ECX=0):EDX[5] is 0).
+    /// The CPU (bit 5 of EDX in CPUID leaf 7 is 0).
     Cpu,
     /// The kernel (no `uintr_register_handler`).
     Kernel,
