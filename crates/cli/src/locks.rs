@@ -305,7 +305,7 @@ fn print_waits(at: Duration, waits: &[LockWait]) {
         &[
             "waiter",
             "level",
-            "lock (space/item)",
+            "lock",
             "waited us",
             "held by",
         ],

@@ -181,7 +181,7 @@ impl Database {
             .map(|w| LockWait {
                 waiter: w.waiter,
                 level: w.level,
-                lock: format!("{:#x}/{:#x}", w.lock.space, w.lock.item),
+                lock: crate::txn::describe_lock(&self.engine.catalog, w.lock),
                 holders: w
                     .holders
                     .iter()
@@ -334,7 +334,8 @@ pub struct LockWait {
     pub waiter: u64,
     /// Its priority level, inheritance included.
     pub level: u8,
-    /// The lock: its space (table and index) and item (a key's hash), in hex.
+    /// The lock: its table, index and key (as a hash: the lock table keeps no key bytes), e.g.
+    /// `accounts primary key, key hash 0x1f...`.
     pub lock: String,
     /// The holders, each with true if it holds the lock exclusive.
     pub holders: Vec<(u64, bool)>,

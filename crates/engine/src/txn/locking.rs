@@ -29,6 +29,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::catalog::Catalog;
 use crate::epoch::EpochGuard;
 use crate::error::{AbortReason, Result};
 use crate::index::{OrderedIndex, ScanBatch};
@@ -36,7 +37,7 @@ use crate::key::KeyBuf;
 use crate::lock::{LockAbort, LockManager, LockMode, LockName, Revocation, TxnId};
 use crate::mvcc::{PENDING, Reader, TxnTable};
 use crate::record::{Chain, Oid};
-use crate::table::{IndexRef, Table};
+use crate::table::{IndexRef, Table, TableId};
 use crate::writeset::Target;
 
 use super::Transaction;
@@ -103,6 +104,28 @@ fn space(table: &Table, index: IndexRef) -> u64 {
         IndexRef::Secondary(s) => s as u64 + 1,
     };
     (u64::from(table.id()) << 16) | index
+}
+
+/// A lock's name for people: its table, its index and its key's hash (the lock table keeps no key
+/// bytes, only their hash), or the end of the index; the raw numbers if the table is gone.
+pub(crate) fn describe_lock(catalog: &Catalog, name: LockName) -> String {
+    let (table_id, index) = ((name.space >> 16) as TableId, name.space & 0xFFFF);
+    let Some(table) = catalog.get(table_id) else {
+        return format!("{:#x}/{:#x}", name.space, name.item);
+    };
+    let index = match index {
+        0 => "primary key".to_owned(),
+        i => table
+            .schema()
+            .indexes()
+            .get(i as usize - 1)
+            .map_or_else(|| format!("index {i}"), |d| format!("index {}", d.name)),
+    };
+    let item = match name.item {
+        u64::MAX => "end of index".to_owned(),
+        hash => format!("key hash {hash:#x}"),
+    };
+    format!("{} {index}, {item}", table.name())
 }
 
 /// The lock on `key` in `index` of `table`.

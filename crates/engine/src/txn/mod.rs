@@ -20,6 +20,7 @@
 mod commit;
 mod install;
 mod locking;
+pub(crate) use locking::describe_lock;
 mod scan;
 mod write;
 
