@@ -301,16 +301,7 @@ fn print_waits(at: Duration, waits: &[LockWait]) {
             ]
         })
         .collect();
-    print_table(
-        &[
-            "waiter",
-            "level",
-            "lock",
-            "waited us",
-            "held by",
-        ],
-        &rows,
-    );
+    print_table(&["waiter", "level", "lock", "waited us", "held by"], &rows);
 }
 
 fn print_consistency(r: &RunResult) {
