@@ -12,6 +12,9 @@ use overtake_runtime::CriticalMutex;
 use overtake_runtime::preempt::{self, Delivery};
 use overtake_sched::{Calls, Policy, SchedConfig, Scheduler, Shutdown};
 
+mod common;
+use common::{until, work_until};
+
 #[global_allocator]
 static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
 
@@ -25,24 +28,6 @@ fn scheduler(blocked_report: Option<Duration>) -> Arc<Scheduler<Calls>> {
         ..SchedConfig::default()
     };
     Arc::new(Scheduler::start(&config, Arc::new(Calls)).expect("start"))
-}
-
-/// Polls (where the engine would) until `flag` is set; bounded only against a hang.
-fn poll_until(flag: &AtomicBool) {
-    let give_up = Instant::now() + Duration::from_secs(60);
-    while !flag.load(Ordering::Acquire) {
-        preempt::record_access();
-        assert!(Instant::now() < give_up, "the awaited event never happened");
-        std::hint::spin_loop();
-    }
-}
-
-fn until(flag: &AtomicBool) {
-    let give_up = Instant::now() + Duration::from_secs(60);
-    while !flag.load(Ordering::Acquire) {
-        assert!(Instant::now() < give_up, "the awaited event never happened");
-        std::thread::yield_now();
-    }
 }
 
 type Log = Arc<Mutex<Vec<&'static str>>>;
@@ -83,7 +68,7 @@ fn an_urgent_call_takes_a_critical_mutex_only_after_the_holder_has_left_its_sect
                 li.store(true, Ordering::Release);
                 // The urgent call is queued and the worker asked to make way: the request is
                 // deferred to the end of the section.
-                poll_until(&la);
+                work_until(&la);
                 note(&ll, "low leaves its section");
             }
             preempt::record_access();
@@ -127,7 +112,7 @@ fn a_non_preemptible_call_runs_to_its_end_before_urgent_work() {
     let low = scheduler
         .call_non_preemptible(Priority::LOW, move || {
             ls.store(true, Ordering::Release);
-            poll_until(&la);
+            work_until(&la);
             preempt::record_access();
             note(&ll, "low ends");
         })
@@ -166,7 +151,7 @@ fn a_worker_blocked_in_the_kernel_with_a_paused_call_is_reported() {
         .call(Priority::LOW, move || {
             let held = lm.lock().expect("unpoisoned");
             lh.store(true, Ordering::Release);
-            poll_until(&lu);
+            work_until(&lu);
             drop(held);
         })
         .expect("admitted");

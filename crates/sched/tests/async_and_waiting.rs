@@ -4,11 +4,14 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use overtake_engine::Priority;
-use overtake_runtime::preempt::{self, Delivery};
+use overtake_runtime::preempt::Delivery;
 use overtake_sched::{Calls, Policy, SchedConfig, Scheduler, Shutdown};
+
+mod common;
+use common::{until, work_until};
 
 #[global_allocator]
 static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
@@ -29,16 +32,6 @@ fn shut(scheduler: Arc<Scheduler<Calls>>) {
         .expect("last handle")
         .shutdown(Shutdown::Drain)
         .expect("shutdown");
-}
-
-/// Spins, touching "records", until `flag` is set (panics after a minute rather than hang).
-fn work_until(flag: &AtomicBool) {
-    let give_up = Instant::now() + Duration::from_secs(60);
-    while !flag.load(Ordering::Acquire) {
-        preempt::record_access();
-        assert!(Instant::now() < give_up, "the awaited event never happened");
-        std::hint::spin_loop();
-    }
 }
 
 /// An urgent and a background call awaited from async code; the background one is still running
@@ -101,9 +94,7 @@ fn a_waiting_submission_gives_up_at_its_timeout_and_gets_in_once_there_is_room()
             work_until(&r);
         })
         .expect("admitted");
-    while !started.load(Ordering::Acquire) {
-        std::thread::yield_now();
-    }
+    until(&started);
     let config = scheduler.config().clone();
     let queued: Vec<_> = (0..config.lp_queue)
         .map(|_| scheduler.call(Priority::LOW, || ()).expect("room"))

@@ -16,6 +16,9 @@ use overtake_engine::{
 use overtake_runtime::preempt::{self, Delivery};
 use overtake_sched::{Calls, Policy, SchedConfig, Scheduler, Shutdown};
 
+mod common;
+use common::until;
+
 #[global_allocator]
 static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
 
@@ -138,14 +141,6 @@ fn urgent(
         txn.commit()?;
         done.store(true, Ordering::Release);
         Ok(waits)
-    }
-}
-
-fn until(flag: &AtomicBool) {
-    let give_up = Instant::now() + Duration::from_secs(60);
-    while !flag.load(Ordering::Acquire) {
-        assert!(Instant::now() < give_up, "the awaited event never happened");
-        std::thread::yield_now();
     }
 }
 

@@ -4,11 +4,13 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
 
 use overtake_engine::Priority;
-use overtake_runtime::preempt::{self, Delivery};
+use overtake_runtime::preempt::Delivery;
 use overtake_sched::{CallError, Calls, Policy, SchedConfig, Scheduler, Shutdown};
+
+mod common;
+use common::work_until;
 
 #[global_allocator]
 static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
@@ -20,17 +22,6 @@ fn config(policy: Policy) -> SchedConfig {
         stack_size: 256 * 1024,
         pin: false,
         ..SchedConfig::default()
-    }
-}
-
-/// Spins (touching "records", where the engine would poll) until `flag` is set; panics if that
-/// takes absurdly long, so that a broken scheduler fails instead of hanging the suite.
-fn work_until(flag: &AtomicBool) {
-    let give_up = Instant::now() + Duration::from_secs(60);
-    while !flag.load(Ordering::Acquire) {
-        preempt::record_access();
-        assert!(Instant::now() < give_up, "the awaited event never happened");
-        std::hint::spin_loop();
     }
 }
 
