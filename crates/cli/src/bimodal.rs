@@ -470,7 +470,7 @@ pub fn compare(args: &CompareBimodalArgs) -> Result<(), String> {
         return Err("--policies needs at least one policy".into());
     }
     crate::args::each_once("--policies", &args.policies, |p| p.name().to_owned())?;
-    let policies = args.policies.clone();
+    let policies = &args.policies;
     let prepared = prepare(&args.bimodal)?;
     let loads: Vec<f64> = if args.sweep {
         args.loads.clone()
@@ -485,7 +485,7 @@ pub fn compare(args: &CompareBimodalArgs) -> Result<(), String> {
             break;
         }
         loads_done += 1;
-        for &policy in &policies {
+        for &policy in policies {
             let config = sched_config(policy, &args.bimodal);
             runs.push(run_one(
                 policy.name(),

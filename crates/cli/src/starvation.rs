@@ -51,9 +51,8 @@ pub fn compare(args: &CompareStarvationArgs) -> Result<(), String> {
         settle_between_runs();
         Some(report)
     };
-    let mut thresholds = args.thresholds.clone();
-    thresholds.dedup();
-    for &threshold in &thresholds {
+    let thresholds = &args.thresholds;
+    for &threshold in thresholds {
         if crate::interrupt::requested() {
             break;
         }

@@ -19,6 +19,15 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// Runs a command that must fail with a message on stderr that contains `says`; returns its exit
+/// code.
+fn refused(args: &[&str], says: &str) -> Option<i32> {
+    let out = overtake(args);
+    assert!(!out.status.success(), "{args:?} succeeded");
+    assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+    out.status.code()
+}
+
 /// Runs a command that must fail under `--json`: one JSON object with an `error` on stdout.
 fn json_error(args: &[&str]) -> String {
     let out = overtake(args);
@@ -40,13 +49,7 @@ fn client_flags_without_clients_are_refused() {
     ] {
         let mut args = vec!["bench", "tpcc"];
         args.extend_from_slice(flag);
-        let out = overtake(&args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        assert!(
-            stderr(&out).contains("--clients"),
-            "{args:?}: {}",
-            stderr(&out)
-        );
+        assert_eq!(refused(&args, "--clients"), Some(2), "{args:?}");
     }
 }
 
@@ -69,24 +72,23 @@ fn a_list_flag_naming_a_value_twice_is_refused() {
         &["compare", "holder", "--policies", "pow,cr,pow"],
         &["compare", "starvation", "--thresholds", "0.5,0.5"],
     ] {
-        let out = overtake(args);
-        assert!(!out.status.success(), "{args:?}");
-        assert!(stderr(&out).contains("twice"), "{args:?}: {}", stderr(&out));
+        refused(args, "twice");
     }
 }
 
 #[test]
 fn a_policy_that_cannot_preempt_the_work_is_refused() {
-    let out = overtake(&[
-        "bench",
-        "mixed",
-        "--preempt-mechanism",
-        "poll",
-        "--lp",
-        "compute",
-    ]);
-    assert!(!out.status.success());
-    assert!(stderr(&out).contains("cannot preempt"), "{}", stderr(&out));
+    refused(
+        &[
+            "bench",
+            "mixed",
+            "--preempt-mechanism",
+            "poll",
+            "--lp",
+            "compute",
+        ],
+        "cannot preempt",
+    );
 }
 
 #[test]
@@ -99,13 +101,7 @@ fn every_command_takes_the_same_worker_bound() {
     ] {
         let mut args = command.to_vec();
         args.extend(["--workers", "257"]);
-        let out = overtake(&args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        assert!(
-            stderr(&out).contains("1..=256"),
-            "{args:?}: {}",
-            stderr(&out)
-        );
+        assert_eq!(refused(&args, "1..=256"), Some(2), "{args:?}");
     }
 }
 

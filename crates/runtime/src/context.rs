@@ -31,6 +31,7 @@ use corosensei::{Coroutine, CoroutineResult, Yielder};
 
 use crate::fp_control::FpControl;
 use crate::region;
+use crate::running::{current_preemptible_stack, set_current_stack};
 
 /// Why a context gave control back to its resumer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,9 +78,7 @@ thread_local! {
     };
 }
 
-pub(crate) use crate::running::current_preemptible_stack;
 pub use crate::running::in_preemptible_context;
-use crate::running::set_current_stack as set_current;
 
 fn set_current_yielder(yielder: *const ContextYielder) {
     CURRENT.with(|c| c.yielder.set(yielder));
@@ -176,12 +175,12 @@ impl Context {
         let previous_yielder = CURRENT.with(|c| c.yielder.get());
         let own_depth = region::depth();
         region::raise();
-        set_current(self.preemptible.then_some(self.bounds));
+        set_current_stack(self.preemptible.then_some(self.bounds));
         // Restores the caller's view even if the body panics (the panic resurfaces here).
         struct Restore(Option<(usize, usize)>, *const ContextYielder);
         impl Drop for Restore {
             fn drop(&mut self) {
-                set_current(self.0);
+                set_current_stack(self.0);
                 set_current_yielder(self.1);
             }
         }

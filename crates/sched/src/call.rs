@@ -399,7 +399,7 @@ impl Scheduler<Calls> {
         R: Send + 'static,
         F: FnOnce() -> R + Send + 'static,
     {
-        self.submit_call(Call::new(priority, f))
+        self.submit_call(Call::new(priority, f), None)
     }
 
     /// Like [`call`](Self::call), but `f` is never paused: more urgent work on its worker waits
@@ -413,7 +413,7 @@ impl Scheduler<Calls> {
         R: Send + 'static,
         F: FnOnce() -> R + Send + 'static,
     {
-        self.submit_call(Call::non_preemptible(priority, f))
+        self.submit_call(Call::non_preemptible(priority, f), None)
     }
 
     /// Like [`call`](Self::call), but waits up to `timeout` for room in an inbox
@@ -428,18 +428,21 @@ impl Scheduler<Calls> {
         R: Send + 'static,
         F: FnOnce() -> R + Send + 'static,
     {
-        let (call, ticket) = Call::new(priority, f);
-        match self.submit_waiting(call, timeout) {
-            Ok(()) => Ok(ticket),
-            Err(Overloaded(call)) => Err(Overloaded((call, ticket))),
-        }
+        self.submit_call(Call::new(priority, f), Some(timeout))
     }
 
+    /// Submits the call at once, or waiting up to `timeout` for room; a refused call comes back
+    /// with its ticket.
     fn submit_call<R>(
         &self,
         (call, ticket): (Call, Ticket<R>),
+        timeout: Option<Duration>,
     ) -> Result<Ticket<R>, Overloaded<(Call, Ticket<R>)>> {
-        match self.submit(call) {
+        let submitted = match timeout {
+            None => self.submit(call),
+            Some(timeout) => self.submit_waiting(call, timeout),
+        };
+        match submitted {
             Ok(()) => Ok(ticket),
             Err(Overloaded(call)) => Err(Overloaded((call, ticket))),
         }

@@ -31,7 +31,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, Ordering};
 
 use crate::padded::CachePadded;
-use crate::{context, cpu, region};
+use crate::{cpu, region, running};
 
 /// How preemption requests reach a worker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -312,7 +312,7 @@ fn with_target<R>(f: impl FnOnce(&PreemptTarget) -> R) -> Option<R> {
 
 /// Runs the hook if a preemptible context is running (the only place a preemption may land).
 fn serve() {
-    if !context::in_preemptible_context() {
+    if !running::in_preemptible_context() {
         return;
     }
     if let Some(hook) = WORKER.with(|w| w.hook.get()) {
@@ -365,7 +365,7 @@ pub fn access_may_switch() -> bool {
 #[inline(never)]
 fn access_may_switch_slow() -> bool {
     let (injected, due) = WORKER.with(|w| {
-        let injected = w.inject.fires_next() && context::in_preemptible_context();
+        let injected = w.inject.fires_next() && running::in_preemptible_context();
         let due = match w.poll_every.get() {
             0 => false,
             1 => true,
@@ -384,7 +384,7 @@ fn access_may_switch_slow() -> bool {
 #[inline(never)]
 fn poll_slow() {
     let (injected, due) = WORKER.with(|w| {
-        let injected = w.inject.is_armed() && context::in_preemptible_context() && w.inject.tick();
+        let injected = w.inject.is_armed() && running::in_preemptible_context() && w.inject.tick();
         let every = w.poll_every.get();
         let due = match every {
             0 => false,

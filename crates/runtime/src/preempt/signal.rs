@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::Ordering;
 
 use super::{WORKER, trampoline};
-use crate::{context, region};
+use crate::{region, running};
 
 /// Free stack the trampoline and the hook need below the interrupted frame: the register save
 /// area, the extended-state area (up to 11 KB with AMX) and the hook's frames.
@@ -78,7 +78,7 @@ extern "C" fn on_sigurg(
         // Allocation does not run in regions: this point may be inside malloc. Never inject.
         return;
     }
-    let Some((lo, hi)) = context::current_preemptible_stack() else {
+    let Some((lo, hi)) = running::current_preemptible_stack() else {
         return; // between contexts: the worker loop sees the request flag
     };
     let ucontext = context.cast::<libc::ucontext_t>();
