@@ -77,6 +77,8 @@ type Mailbox<J> = RefCell<Option<Scheduled<J>>>;
 /// What the loop runs next.
 enum Next<J> {
     Resume(TaskId),
+    /// Quantum: a task resumed because it was paused `paused_age_limit`; it runs to its end.
+    ResumeToEnd(TaskId),
     Start(Scheduled<J>),
 }
 
@@ -99,9 +101,6 @@ struct WorkerCore<E: Executor> {
     slice_started: Cell<Instant>,
     /// Quantum: how long the current slice may run.
     slice_quantum: Cell<std::time::Duration>,
-    /// Quantum: the task `pick` chose is resumed because it was paused `paused_age_limit`; it
-    /// runs to its end.
-    resuming_aged: Cell<bool>,
     /// Tracing: the thread's counters when the running task's slice began (if it is traced).
     slice_usage: Cell<Option<ThreadUsage>>,
     /// When the worker last paused a task for more urgent work (the preemption's delivery).
@@ -289,23 +288,29 @@ impl<E: Executor> WorkerCore<E> {
         let quantum = self.config.policy == Policy::Quantum;
         for level in Priority::ALL.into_iter().rev() {
             let head = tasks.head_ready(level);
-            let ready_first = match head {
-                None => false,
-                Some(_) if !quantum => true,
+            // Some(to_end) if a ready task goes first; to_end: it was paused too long.
+            let resume = match head {
+                None => None,
+                Some(_) if !quantum => Some(false),
                 Some((id, _)) if self.config.two_queues => {
                     if !self.inbox.has(level) {
-                        true
+                        Some(false)
                     } else if tasks.paused_for(id, now) >= self.config.paused_age_limit {
-                        self.resuming_aged.set(true);
-                        true
+                        Some(true)
                     } else {
-                        false
+                        None
                     }
                 }
-                Some((_, ahead)) => ahead == 0 || !self.inbox.has(level),
+                Some((_, ahead)) => (ahead == 0 || !self.inbox.has(level)).then_some(false),
             };
-            if ready_first {
-                return tasks.pop_ready(level).map(Next::Resume);
+            if let Some(to_end) = resume {
+                return tasks.pop_ready(level).map(|id| {
+                    if to_end {
+                        Next::ResumeToEnd(id)
+                    } else {
+                        Next::Resume(id)
+                    }
+                });
             }
             if let Some(job) = self.inbox.pop(level) {
                 tasks.new_job_started(level);
@@ -361,7 +366,7 @@ impl<E: Executor> WorkerCore<E> {
         *self.parkers[id].borrow_mut() = Some(Parker::for_task(wakes, token));
         *self.mailboxes[id].borrow_mut() = Some(scheduled);
         drop(region);
-        self.run_task(id, now);
+        self.run_task(id, now, false);
     }
 
     /// A job that cannot start is recorded as failed, with why.
@@ -410,20 +415,20 @@ impl<E: Executor> WorkerCore<E> {
         Ok(())
     }
 
-    /// Resumes a ready task (paused or woken).
-    fn resume(&self, id: TaskId) {
+    /// Resumes a ready task (paused or woken); with `to_end`, no quantum pauses it again.
+    fn resume(&self, id: TaskId, to_end: bool) {
         let now = Instant::now();
         {
             let _region = NoPreemptGuard::new();
             self.tasks.borrow_mut().resume(id, now);
         }
-        self.run_task(id, now);
+        self.run_task(id, now, to_end);
     }
 
     /// Runs task `id` (already marked running, its slice starting at `slice`: the same reading
     /// of the clock, one `clock_gettime` per task instead of two) until it suspends or ends, and
-    /// books what it did.
-    fn run_task(&self, id: TaskId, slice: Instant) {
+    /// books what it did. `to_end`: under `Quantum`, its slice has no end.
+    fn run_task(&self, id: TaskId, slice: Instant, to_end: bool) {
         let (priority, resumed) = {
             let tasks = self.tasks.borrow();
             let task = tasks.get(id);
@@ -438,7 +443,7 @@ impl<E: Executor> WorkerCore<E> {
             // A request resumed for its age runs to its end: paused again, it would wait as long
             // once more, holding its snapshot (and the versions the collector must keep for it)
             // for as many ages as it has slices left.
-            let quantum = if self.resuming_aged.replace(false) {
+            let quantum = if to_end {
                 RUN_TO_END
             } else {
                 self.config.quantum * quanta
@@ -640,7 +645,6 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         running: Cell::new(None),
         slice_started: Cell::new(Instant::now()),
         slice_quantum: Cell::new(std::time::Duration::ZERO),
-        resuming_aged: Cell::new(false),
         slice_usage: Cell::new(None),
         paused_for_urgent: Cell::new(None),
     });
@@ -692,7 +696,8 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
             core.stats.borrow_mut().idle_nanos += since.elapsed().as_nanos() as u64;
         }
         match next {
-            Some(Next::Resume(id)) => core.resume(id),
+            Some(Next::Resume(id)) => core.resume(id, false),
+            Some(Next::ResumeToEnd(id)) => core.resume(id, true),
             Some(Next::Start(job)) => core.start(job),
             None if stopping != Stop::Run => break,
             None => {
