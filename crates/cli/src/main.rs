@@ -46,7 +46,7 @@ fn main() -> ExitCode {
     }
     interrupt::install();
     // Read the usable cores before any thread is pinned.
-    let _ = overtake_runtime::worker::usable_cores();
+    let _ = overtake_runtime::os_thread::usable_cores();
     // A main-memory engine keeps what it frees for reuse: returning it to the kernel costs bursts
     // of system calls inside whichever transaction allocates next (see `overtake_runtime::memory`).
     overtake_runtime::memory::set_return_freed_memory(false);

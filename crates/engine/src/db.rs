@@ -14,7 +14,8 @@ use crate::lock::{LockMode, LockPolicy};
 use crate::options::{Concurrency, Options};
 use crate::schema::TableSchema;
 use crate::table::Table;
-use crate::txn::{Isolation, LockStats, Priority, Transaction};
+use crate::txn::{Isolation, LockStats, Transaction};
+use overtake_priority::Priority;
 
 /// Source of database identities (so a table of one database is refused by another).
 static NEXT_DATABASE_ID: AtomicU64 = AtomicU64::new(1);

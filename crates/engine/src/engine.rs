@@ -25,6 +25,11 @@ pub(crate) struct Engine {
 
 impl Engine {
     pub(crate) fn new(id: u64, options: &Options) -> Self {
+        // A worker thread that ran transactions frees what they retired before it exits (see
+        // `release_thread_garbage`); the scheduler runs this hook without knowing the engine.
+        overtake_runtime::os_thread::at_worker_exit(|| {
+            crate::epoch::release_thread_garbage();
+        });
         let txns = TxnTable::new(options.max_transactions);
         let slots = txns.capacity();
         Engine {

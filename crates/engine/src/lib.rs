@@ -71,13 +71,14 @@ pub use key::{KeyBuf, KeyBuilder, KeyRange};
 pub use lock::LockPolicy;
 pub use mvcc::MAX_TRANSACTION_SLOTS;
 pub use options::{Concurrency, Options};
+pub use overtake_priority::Priority;
 pub use row::{Row, RowBuilder, RowLayout, RowMut, RowRef};
 pub use schema::{
     Column, ColumnType, IndexDef, MAX_COLUMNS, MAX_KEY_LEN, MAX_ROW_LEN, SchemaError, TableSchema,
     TableSchemaBuilder,
 };
 pub use table::{IndexId, Table, TableId};
-pub use txn::{Isolation, LockStats, Priority, ScanOptions, Transaction};
+pub use txn::{Isolation, LockStats, ScanOptions, Transaction};
 pub use value::{Decimal, DecimalError, MAX_DECIMAL_PRECISION, Value};
 
 // The README's example is compiled and run as a test of this crate.

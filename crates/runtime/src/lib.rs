@@ -28,7 +28,8 @@
 //!   run time (AVX-512, AVX2 with FMA, or baseline SSE2).
 //! - [`memory`]: process-wide memory settings that decide tail latency (huge pages, returning
 //!   freed memory to the kernel).
-//! - [`worker`]: thread placement helpers.
+//! - [`os_thread`]: what a worker's OS thread needs around it: core pinning, CPU usage, its id,
+//!   and hooks that run when a worker thread exits.
 
 pub mod alloc;
 pub mod context;
@@ -36,6 +37,7 @@ pub mod cpu;
 pub mod critical;
 mod fp_control;
 pub mod memory;
+pub mod os_thread;
 pub mod padded;
 pub mod park;
 pub mod preempt;
@@ -45,7 +47,6 @@ pub mod region;
 pub mod region_lock;
 mod running;
 pub mod simd;
-pub mod worker;
 
 pub use alloc::{EngineAllocator, Mimalloc, RegionAlloc, engine_allocator};
 pub use context::{Context, Resumed, Suspender, Suspension};

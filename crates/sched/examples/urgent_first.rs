@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use overtake_engine::Priority;
+use overtake_sched::Priority;
 use overtake_sched::{Calls, SchedConfig, Scheduler, Shutdown};
 
 // Signal preemption needs every allocation inside a non-preemptible region.

@@ -2,7 +2,7 @@
 //! [`Scheduler<Calls>`](crate::Scheduler), and a [`Ticket`] to wait for its result.
 //!
 //! ```
-//! use overtake_engine::Priority;
+//! use overtake_sched::Priority;
 //! use overtake_sched::{Calls, Scheduler, SchedConfig, Shutdown};
 //! use std::sync::Arc;
 //!
@@ -23,7 +23,7 @@
 //! In async code a ticket is a future: awaiting it leaves the async runtime's thread free.
 //!
 //! ```
-//! # use overtake_engine::Priority;
+//! # use overtake_sched::Priority;
 //! # use overtake_sched::{Calls, Scheduler, SchedConfig, Shutdown};
 //! # use std::sync::Arc;
 //! # #[global_allocator]
@@ -78,7 +78,7 @@
 //! likely cause.
 //!
 //! ```
-//! use overtake_engine::Priority;
+//! use overtake_sched::Priority;
 //! use overtake_runtime::CriticalMutex;
 //! use overtake_sched::{Calls, Scheduler, SchedConfig, Shutdown};
 //! use std::sync::Arc;
@@ -113,7 +113,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use overtake_engine::Priority;
+use overtake_priority::Priority;
 use overtake_runtime::park::{self, Unparker};
 use overtake_runtime::{NoPreemptGuard, RegionMutex};
 

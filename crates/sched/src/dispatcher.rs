@@ -14,7 +14,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use overtake_engine::Priority;
+use overtake_priority::Priority;
 use overtake_runtime::preempt::Delivery;
 
 use crate::backstop::Backstop;
@@ -126,7 +126,7 @@ impl<E: Executor> Dispatcher<'_, E> {
         let mut next_tick = start;
         let mut round_robin = 0;
         // A dispatcher sharing a core with a worker must not spin while idle.
-        let own_core = self.config.pin && workers < overtake_runtime::worker::available_cores();
+        let own_core = self.config.pin && workers < overtake_runtime::os_thread::available_cores();
         // Whether arrivals feed background queues (closed loops feed their workers themselves).
         let mut feeds_low = false;
         // Jobs handed to workers, and whether the background arrivals have run out.

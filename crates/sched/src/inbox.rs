@@ -9,7 +9,7 @@
 //! own worker spin for ever.
 
 use crossbeam_queue::ArrayQueue;
-use overtake_engine::Priority;
+use overtake_priority::Priority;
 use overtake_runtime::NoPreemptGuard;
 
 use crate::job::Scheduled;

@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use overtake_engine::Priority;
+use overtake_priority::Priority;
 
 /// How a job ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,9 +1,9 @@
 //! Transaction scheduling for Overtake.
 //!
 //! Policy lives here: which transaction runs next on a worker, and when a running one is paused for
-//! a more urgent one. This crate builds on the engine (transactions carry a
-//! [`Priority`](overtake_engine::Priority)) and on the runtime's mechanisms (regions, contexts,
-//! preemption delivery); neither of those knows anything about policy.
+//! a more urgent one. Work carries a [`Priority`] (from `overtake-priority`, which the engine's
+//! transactions carry too); this crate builds on the runtime's mechanisms (regions, contexts,
+//! preemption delivery), which know nothing about policy, and not on the engine.
 //!
 //! - [`job`]: what is scheduled (an [`Executor`] runs jobs, [`Arrivals`] says when they arrive).
 //! - [`policy`]: `Wait`, `Cooperative` and `Preempt`, and their settings.
@@ -47,6 +47,7 @@ pub use call::{Call, CallError, Calls, Ticket};
 pub use dispatcher::DispatchStats;
 pub use error::SchedError;
 pub use job::{Arrivals, Executor, LocalFeed, LockOutcome, Outcome, Status};
+pub use overtake_priority::Priority;
 pub use overtake_runtime::preempt::{Delivery, PreemptStats};
 pub use policy::{Policy, SchedConfig};
 pub use stats::{Breakdown, ClassStats, JobTiming, LatencyHistogram, LatencySummary, RunStats};
@@ -91,8 +92,8 @@ pub fn run<E: Executor>(
     let ends_when_done = feeds.iter().all(Option::is_none);
     let scheduler = Scheduler::start_with(config, executor, feeds, false)?;
     if config.pin {
-        let cores = overtake_runtime::worker::available_cores();
-        overtake_runtime::worker::pin_current_thread(cores.saturating_sub(1));
+        let cores = overtake_runtime::os_thread::available_cores();
+        overtake_runtime::os_thread::pin_current_thread(cores.saturating_sub(1));
     }
     let start = Instant::now();
     let dispatch = Dispatcher {

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use overtake_engine::Priority;
+use overtake_priority::Priority;
 use overtake_runtime::preempt::{Delivery, PreemptStats};
 
 use crate::backstop::Backstop;
@@ -108,8 +108,8 @@ impl<E: Executor> Scheduler<E> {
         if config.trace {
             overtake_runtime::region::trace::set_enabled(true);
         }
-        // Read the usable cores before anything is pinned (see `overtake_runtime::worker`).
-        overtake_runtime::worker::available_cores();
+        // Read the usable cores before anything is pinned (see `overtake_runtime::os_thread`).
+        overtake_runtime::os_thread::available_cores();
         feeds.resize_with(config.workers, || None);
         let workers: Vec<Arc<WorkerShared>> = (0..config.workers)
             .map(|_| Arc::new(WorkerShared::new()))

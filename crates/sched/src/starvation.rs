@@ -29,7 +29,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use overtake_engine::Priority;
+use overtake_priority::Priority;
 
 /// How much of a long conflict period the level remembers: about the last 50-100 ms.
 const HORIZON: u64 = 100_000_000;

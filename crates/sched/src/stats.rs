@@ -5,7 +5,7 @@
 //! relative error of every percentile below 0.1% from 1 ns up to an hour.
 
 use hdrhistogram::Histogram;
-use overtake_engine::Priority;
+use overtake_priority::Priority;
 use serde::Serialize;
 
 /// Largest recordable latency: one hour, in nanoseconds. Longer values are clamped (and show up as

@@ -16,8 +16,8 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use overtake_engine::Priority;
-use overtake_runtime::worker::ThreadUsage;
+use overtake_priority::Priority;
+use overtake_runtime::os_thread::ThreadUsage;
 
 use crate::trace::SliceUsage;
 

@@ -8,9 +8,9 @@
 //! Tracing costs two system calls per slice of an urgent task and two clock reads per region, so
 //! it is a diagnostic mode, off by default. Must never change what runs when.
 
-use overtake_engine::Priority;
+use overtake_priority::Priority;
+use overtake_runtime::os_thread::ThreadUsage;
 use overtake_runtime::region::trace::RegionTrace;
-use overtake_runtime::worker::ThreadUsage;
 
 /// One traced job.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]

@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use overtake_engine::Priority;
 use overtake_runtime::CriticalMutex;
 use overtake_runtime::preempt::{self, Delivery};
+use overtake_sched::Priority;
 use overtake_sched::{Calls, Policy, SchedConfig, Scheduler, Shutdown};
 
 mod common;

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use overtake_engine::Priority;
 use overtake_runtime::preempt::Delivery;
+use overtake_sched::Priority;
 use overtake_sched::{Calls, Policy, SchedConfig, Scheduler, Shutdown};
 
 mod common;

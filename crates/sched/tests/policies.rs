@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use overtake_engine::Priority;
 use overtake_runtime::preempt::record_access;
+use overtake_sched::Priority;
 use overtake_sched::{Arrivals, Delivery, Executor, Outcome, Policy, SchedConfig};
 
 // Signal preemption is only enabled where allocation runs inside regions (as in the binary).

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use overtake_engine::Priority;
 use overtake_runtime::preempt::Delivery;
+use overtake_sched::Priority;
 use overtake_sched::{CallError, Calls, Policy, SchedConfig, Scheduler, Shutdown};
 
 mod common;

@@ -492,7 +492,7 @@ impl<'db> Transaction<'db> {
     pub(super) fn register_locker(
         engine: &'db crate::engine::Engine,
         id: TxnId,
-        priority: super::Priority,
+        priority: overtake_priority::Priority,
         age: Option<u64>,
     ) -> Option<Locker<'db>> {
         let manager = engine.locks.as_ref()?;

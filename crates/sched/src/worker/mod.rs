@@ -26,12 +26,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Instant;
 
-use overtake_engine::Priority;
+use overtake_priority::Priority;
 use overtake_runtime::context::{Resumed, Suspension, suspend_current};
+use overtake_runtime::os_thread::{ThreadUsage, thread_usage};
 use overtake_runtime::park::{Parker, WakeTarget};
 use overtake_runtime::preempt;
 use overtake_runtime::region::trace as region_trace;
-use overtake_runtime::worker::{ThreadUsage, thread_usage};
 use overtake_runtime::{Context, NoPreemptGuard};
 
 use crate::error::SchedError;
@@ -624,7 +624,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         mut feed,
     } = setup;
     if config.pin {
-        overtake_runtime::worker::pin_current_thread(index);
+        overtake_runtime::os_thread::pin_current_thread(index);
     }
     let registration =
         preempt::register_worker(Arc::clone(&shared.target), config.poll_every(), on_preempt)
@@ -669,7 +669,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
     let _ = core.shared.sleeper.thread.set(std::thread::current());
     core.shared
         .tid
-        .store(overtake_runtime::worker::thread_id(), Ordering::Release);
+        .store(overtake_runtime::os_thread::thread_id(), Ordering::Release);
     WORKER.with(|w| *w.borrow_mut() = Some(Rc::clone(&core) as Rc<dyn ServePreemption>));
     core.shared.ready.store(true, Ordering::Release);
 
@@ -733,9 +733,9 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         drop(ctx.borrow_mut().take());
     }
     drop(registration);
-    // What this thread's transactions retired is freed here, not handed with the thread's
-    // reclamation state to the next thread that starts (a worker of the next run).
-    overtake_engine::release_thread_garbage();
+    // Layers above hand back per-thread state here (the engine frees what this thread's
+    // transactions retired, rather than handing it to the next thread that starts).
+    overtake_runtime::os_thread::worker_exiting();
     Ok(core.stats.take())
 }
 

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, AtomicUsize,
 use std::thread::Thread;
 use std::time::Duration;
 
-use overtake_engine::Priority;
+use overtake_priority::Priority;
 use overtake_runtime::park::WakeTarget;
 use overtake_runtime::preempt::PreemptTarget;
 use overtake_runtime::{NoPreemptGuard, RegionMutex};

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use overtake_engine::Priority;
+use overtake_priority::Priority;
 use overtake_runtime::park::{self, Unparker};
 use overtake_runtime::preempt::{self, Delivery, inject};
 

@@ -1,4 +1,5 @@
-//! Placing worker threads: core pinning and thread ids.
+//! What a worker's OS thread needs around it: core pinning, its CPU usage and id, and hooks that
+//! run when a worker thread exits.
 //!
 //! The cores a thread may be pinned to are read once, from the first thread that asks, before
 //! anything is pinned: a thread's affinity mask is inherited by the threads it spawns, so asking a
@@ -6,6 +7,36 @@
 //! early (schedulers call it before they spawn or pin anything).
 
 use std::sync::OnceLock;
+
+use crate::region::NoPreemptGuard;
+use crate::region_lock::RegionMutex;
+
+/// Functions every worker thread calls just before it exits (see [`at_worker_exit`]).
+static EXIT_HOOKS: RegionMutex<Vec<fn()>> = RegionMutex::new(Vec::new());
+
+/// Registers `hook` to run on every worker thread just before it exits (once per hook, however
+/// often it is registered). A layer above the scheduler that keeps per-thread state a worker must
+/// hand back before its thread goes (the engine's reclamation garbage) registers here, so the
+/// scheduler that owns the threads needs to know nothing about it.
+pub fn at_worker_exit(hook: fn()) {
+    let region = NoPreemptGuard::new();
+    let mut hooks = EXIT_HOOKS.lock(&region);
+    if !hooks.iter().any(|h| std::ptr::fn_addr_eq(*h, hook)) {
+        hooks.push(hook);
+    }
+}
+
+/// Runs the hooks registered with [`at_worker_exit`]; a scheduler calls it on each worker thread
+/// after the thread's last task, outside any context.
+pub fn worker_exiting() {
+    let hooks = {
+        let region = NoPreemptGuard::new();
+        EXIT_HOOKS.lock(&region).clone()
+    };
+    for hook in hooks {
+        hook();
+    }
+}
 
 /// The cores this process could run on when first asked.
 pub fn usable_cores() -> &'static [core_affinity::CoreId] {
@@ -124,5 +155,25 @@ mod tests {
             assert_eq!(pinned_sees, 1, "pinning narrows the thread's own mask");
         }
         assert_eq!(child_sees, unpinned, "the cache is not narrowed by it");
+    }
+}
+
+#[cfg(test)]
+mod exit_hook_tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+
+    fn count() {
+        CALLS.fetch_add(1, Ordering::Relaxed);
+    }
+
+    #[test]
+    fn a_hook_registered_twice_runs_once_per_exit() {
+        super::at_worker_exit(count);
+        super::at_worker_exit(count);
+        let before = CALLS.load(Ordering::Relaxed);
+        std::thread::spawn(super::worker_exiting).join().unwrap();
+        assert_eq!(CALLS.load(Ordering::Relaxed) - before, 1);
     }
 }
