@@ -19,14 +19,15 @@ use crate::output::{
 pub fn run(args: &TpccArgs, clients: u32) -> Result<(), String> {
     let loaded = load_database(args.warehouses, args.run.seed, false, args.run.json)?;
     let constants = loaded.run_constants(args.run.seed);
-    let sched = SchedConfig {
-        policy: args.policy.policy(),
-        workers: usize::from(args.workers),
-        hp_queue: clients as usize,
-        lp_queue: clients as usize,
-        delivery: args.preempt_mechanism.delivery(),
-        signal_delay: Duration::from_micros(args.signal_delay_us),
-        ..SchedConfig::default()
+    let sched = {
+        let mut service = SchedConfig::default();
+        service.policy = args.policy.policy();
+        service.workers = usize::from(args.workers);
+        service.urgent_inbox = clients as usize;
+        service.background_inbox = clients as usize;
+        service.delivery = args.preempt_mechanism.delivery();
+        service.signal_delay = Duration::from_micros(args.signal_delay_us);
+        service
     };
     let config = ClientsConfig {
         think: Duration::from_micros(args.think_us),

@@ -28,14 +28,11 @@ pub struct TaskCosts {
 }
 
 fn config() -> SchedConfig {
-    SchedConfig {
-        policy: Policy::Preempt,
-        delivery: Delivery::Poll,
-        workers: 1,
-        hp_queue: 1_024,
-        lp_queue: 1_024,
-        ..SchedConfig::default()
-    }
+    SchedConfig::default()
+        .policy(Policy::Preempt)
+        .delivery(Delivery::Poll)
+        .workers(1)
+        .inboxes(1_024, 1_024)
 }
 
 /// Shared between the parked task, its waker and this thread.

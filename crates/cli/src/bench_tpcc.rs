@@ -5,8 +5,9 @@
 
 use std::time::Duration;
 
-use overtake_sched::{ClassStats, RunReport};
+use overtake_sched::ClassStats;
 use overtake_workload::drivers::closed_loop::{ClosedLoopConfig, run_closed_loop};
+use overtake_workload::drivers::open_loop::RunReport;
 use overtake_workload::tpcc::TxnType;
 use overtake_workload::tpcc::load::GROWTH_PER_WORKER_SECOND;
 use serde_json::json;
@@ -102,7 +103,7 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
                 "unreclaimed_after_collect": census_after_collect.unreclaimed_versions,
             },
             "rss_mib_after_run": rss_after_run,
-            "first_error": total.first_error,
+            "first_error": total.first_error.as_ref().map(ToString::to_string),
             "consistency": consistency,
         });
         println!("{out}");

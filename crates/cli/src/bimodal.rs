@@ -10,10 +10,11 @@
 //! than a probe of the mix did.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use overtake_sched::{Arrivals, LocalFeed, Policy, RunReport, SchedConfig};
+use overtake_sched::{IdleWork, Policy, SchedConfig};
 use overtake_workload::bimodal::{Bimodal, KINDS, LONG_SHARE, PoissonArrivals, Request};
+use overtake_workload::drivers::open_loop::{self, NoArrivals, RunConfig, RunReport};
 use overtake_workload::rng::TpccRng;
 use serde_json::{Value, json};
 
@@ -40,19 +41,6 @@ impl Prepared {
     }
 }
 
-/// No arrivals: the service-time probe's work comes from the workers' own closed loops.
-struct NoArrivals;
-
-impl Arrivals<Request> for NoArrivals {
-    fn high(&mut self, _: Instant, _: &mut Vec<(Request, Instant)>) -> Option<Instant> {
-        None
-    }
-
-    fn low(&mut self) -> Option<Request> {
-        None
-    }
-}
-
 /// Rounds of each kind's service-time probe, and how long each runs.
 const PROBE_ROUNDS: usize = 5;
 const PROBE: Duration = Duration::from_millis(300);
@@ -69,14 +57,14 @@ fn scheduled_service_time(
             .map(|w| {
                 let workload = Arc::clone(workload);
                 let mut rng = TpccRng::new(args.seed.wrapping_add(u64::from(w) + round as u64));
-                Some(Box::new(move || Some(workload.request(&mut rng, long))) as LocalFeed<Request>)
+                Some(Box::new(move || Some(workload.request(&mut rng, long))) as IdleWork<Request>)
             })
             .collect();
-        let probe = SchedConfig {
+        let probe = RunConfig {
             duration: PROBE,
-            ..sched_config(BimodalPolicyArg::Wait, args)
+            ..run_config(BimodalPolicyArg::Wait, args)
         };
-        let measured = overtake_sched::run(
+        let measured = open_loop::run(
             &probe,
             Arc::clone(workload),
             &mut NoArrivals,
@@ -124,38 +112,39 @@ fn prepare(args: &BimodalArgs) -> Result<Prepared, String> {
     })
 }
 
-fn sched_config(policy: BimodalPolicyArg, args: &BimodalArgs) -> SchedConfig {
+fn run_config(policy: BimodalPolicyArg, args: &BimodalArgs) -> RunConfig {
     let (policy, two_queues, skip_needless) = policy.settings();
-    SchedConfig {
-        policy,
-        workers: usize::from(args.workers),
-        hp_queue: args.queue as usize,
-        lp_queue: 1,
-        quantum: Duration::from_micros(args.quantum_us),
-        resumed_quanta: args.resumed_quanta,
-        paused_age_limit: Duration::from_millis(args.paused_age_ms),
-        two_queues,
-        skip_needless,
-        delivery: args.preempt_mechanism.delivery(),
-        signal_delay: Duration::from_micros(args.signal_delay_us),
+    let mut sched = SchedConfig::default()
+        .policy(policy)
+        .workers(usize::from(args.workers))
+        .quantum(Duration::from_micros(args.quantum_us))
+        .delivery(args.preempt_mechanism.delivery());
+    sched.resumed_quanta = args.resumed_quanta;
+    sched.paused_age_limit = Duration::from_millis(args.paused_age_ms);
+    sched.two_queues = two_queues;
+    sched.skip_needless = skip_needless;
+    sched.signal_delay = Duration::from_micros(args.signal_delay_us);
+    RunConfig {
+        sched,
         duration: Duration::from_secs_f64(args.duration),
-        ..SchedConfig::default()
+        batch: args.queue as usize,
+        ..RunConfig::default()
     }
 }
 
 /// One run of `config` on the prepared workload, at `load`.
 fn run_one(
     name: &str,
-    config: &SchedConfig,
+    config: &RunConfig,
     prepared: &Prepared,
     args: &BimodalArgs,
     load: f64,
 ) -> Result<Run, String> {
-    config.validate().map_err(|e| e.to_string())?;
+    config.service().validate().map_err(|e| e.to_string())?;
     let rate = prepared.rate(load);
     let mut arrivals = PoissonArrivals::new(Arc::clone(&prepared.workload), rate, args.seed);
     let bar = run_progress(args.duration, name, args.json);
-    let report = overtake_sched::run(
+    let report = open_loop::run(
         config,
         Arc::clone(&prepared.workload),
         &mut arrivals,
@@ -194,7 +183,7 @@ impl Run {
     /// Worker time not spent idle, in seconds.
     fn busy(&self) -> f64 {
         let r = &self.report;
-        r.elapsed.as_secs_f64() * r.config.workers as f64 - r.stats.idle_nanos as f64 / 1e9
+        r.elapsed.as_secs_f64() * r.config.sched.workers as f64 - r.stats.idle_nanos as f64 / 1e9
     }
 
     fn short_p99(&self) -> f64 {
@@ -257,9 +246,9 @@ fn run_json(r: &Run) -> Value {
         "load": r.load,
         "offered_per_sec": r.rate,
         "served_share": r.served_share(),
-        "quantum_us": report.config.quantum.as_secs_f64() * 1e6,
-        "two_queues": report.config.two_queues,
-        "skip_needless": report.config.skip_needless,
+        "quantum_us": report.config.sched.quantum.as_secs_f64() * 1e6,
+        "two_queues": report.config.sched.two_queues,
+        "skip_needless": report.config.sched.skip_needless,
         "classes": {
             "short": class_json(&report.stats.kinds[0], elapsed),
             "long": class_json(&report.stats.kinds[1], elapsed),
@@ -270,7 +259,7 @@ fn run_json(r: &Run) -> Value {
             "served": report.preempt.served,
             "signals": report.preempt.signals_sent,
         },
-        "worker_busy_share": r.busy() / (elapsed * report.config.workers as f64),
+        "worker_busy_share": r.busy() / (elapsed * report.config.sched.workers as f64),
         "arrived": report.dispatch.arrived_high,
         "unfinished": report.dispatch.unfinished_high,
         "warnings": warnings(r),
@@ -426,12 +415,16 @@ fn print_preemptions(runs: &[Run]) {
 
 pub fn bench(args: &BenchBimodalArgs) -> Result<(), String> {
     let prepared = prepare(&args.bimodal)?;
-    let mut config = sched_config(args.policy, &args.bimodal);
-    if config.policy == Policy::Quantum {
-        config.two_queues &= !args.no_two_queues;
-        config.skip_needless &= !args.no_skip;
+    let mut config = run_config(args.policy, &args.bimodal);
+    if config.sched.policy == Policy::Quantum {
+        config.sched.two_queues &= !args.no_two_queues;
+        config.sched.skip_needless &= !args.no_skip;
     }
-    let name = match (config.policy, config.two_queues, config.skip_needless) {
+    let name = match (
+        config.sched.policy,
+        config.sched.two_queues,
+        config.sched.skip_needless,
+    ) {
         (Policy::Quantum, false, false) => "quantum-one-queue-no-skip",
         (Policy::Quantum, false, true) => "quantum-one-queue",
         (Policy::Quantum, true, false) => "quantum-no-skip",
@@ -486,7 +479,7 @@ pub fn compare(args: &CompareBimodalArgs) -> Result<(), String> {
         }
         loads_done += 1;
         for &policy in policies {
-            let config = sched_config(policy, &args.bimodal);
+            let config = run_config(policy, &args.bimodal);
             runs.push(run_one(
                 policy.name(),
                 &config,

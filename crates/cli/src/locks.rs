@@ -110,14 +110,15 @@ fn run_one(
         think: Duration::from_micros(spec.think_us),
         hp_share: args.hp_share,
         warehouses: args.warehouses,
-        sched: SchedConfig {
-            policy: spec.cpu.policy(),
-            workers: usize::from(args.workers),
-            hp_queue: clients,
-            lp_queue: clients,
-            delivery: args.preempt_mechanism.delivery(),
-            signal_delay: Duration::from_micros(args.signal_delay_us),
-            ..SchedConfig::default()
+        sched: {
+            let mut service = SchedConfig::default();
+            service.policy = spec.cpu.policy();
+            service.workers = usize::from(args.workers);
+            service.urgent_inbox = clients;
+            service.background_inbox = clients;
+            service.delivery = args.preempt_mechanism.delivery();
+            service.signal_delay = Duration::from_micros(args.signal_delay_us);
+            service
         },
         seed: args.seed,
         ..ClientsConfig::new(clients, SchedConfig::default(), constants)

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use overtake_engine::Priority;
-use overtake_sched::{ClassStats, Policy, RunReport, SchedConfig};
+use overtake_sched::{ClassStats, Policy, SchedConfig};
+use overtake_workload::drivers::open_loop::{self, RunConfig, RunReport};
 use overtake_workload::exec::EngineExecutor;
 use overtake_workload::mixed::{ComputeTask, HighWork, LowWork, MixedArrivals};
 use overtake_workload::tpcc::load::GROWTH_PER_TRANSACTION;
@@ -16,20 +17,21 @@ use crate::args::{
 };
 use crate::output::{class_json, load_database, print_table, run_progress, secs, ticker, us};
 
-pub fn sched_config(policy: Policy, args: &MixedArgs) -> SchedConfig {
-    SchedConfig {
-        policy,
-        workers: usize::from(args.workers),
-        hp_queue: args.hp_queue as usize,
-        lp_queue: args.lp_queue as usize,
-        yield_interval: args.yield_interval,
-        starvation_threshold: args.starvation_threshold,
-        delivery: args.preempt_mechanism.delivery(),
-        signal_delay: Duration::from_micros(args.signal_delay_us),
+pub fn settings(policy: Policy, args: &MixedArgs) -> RunConfig {
+    let mut sched = SchedConfig::default()
+        .policy(policy)
+        .workers(usize::from(args.workers))
+        .yield_interval(args.yield_interval)
+        .starvation_threshold(args.starvation_threshold)
+        .delivery(args.preempt_mechanism.delivery())
+        .trace(args.tail_report);
+    sched.signal_delay = Duration::from_micros(args.signal_delay_us);
+    RunConfig {
+        sched,
         duration: Duration::from_secs_f64(args.duration),
+        batch: args.hp_queue as usize,
+        background_queue: args.lp_queue as usize,
         interrupt_interval: None,
-        trace: args.tail_report,
-        ..SchedConfig::default()
     }
 }
 
@@ -52,12 +54,12 @@ impl Calibrated {
 
 /// Runs one policy on a fresh database.
 fn run_one(policy: PolicyArg, args: &MixedArgs, work: &Calibrated) -> Result<RunReport, String> {
-    run_config(sched_config(policy.policy(), args), args, work, true)
+    run_config(settings(policy.policy(), args), args, work, true)
 }
 
 /// Runs `config` on a fresh database; without `urgent`, only the low-priority work arrives.
 pub fn run_config(
-    config: SchedConfig,
+    config: RunConfig,
     args: &MixedArgs,
     work: &Calibrated,
     urgent: bool,
@@ -103,8 +105,8 @@ pub fn run_config(
         )
         .promoting_low_after((args.promote_after > 0).then_some(args.promote_after)),
     );
-    let bar = run_progress(args.duration, config.policy.name(), args.json);
-    let report = overtake_sched::run(&config, executor, &mut arrivals, Vec::new(), &ticker(&bar))
+    let bar = run_progress(args.duration, config.sched.policy.name(), args.json);
+    let report = open_loop::run(&config, executor, &mut arrivals, Vec::new(), &ticker(&bar))
         .map_err(|e| e.to_string())?;
     bar.finish_and_clear();
     Ok(report)
@@ -190,7 +192,7 @@ fn classes(args: &MixedArgs) -> Vec<(Priority, String)> {
 
 /// Share of the workers' time (elapsed x workers) that jobs of a class spent running.
 pub fn worker_share(c: &ClassStats, report: &RunReport) -> f64 {
-    let total = report.elapsed.as_nanos() as f64 * report.config.workers as f64;
+    let total = report.elapsed.as_nanos() as f64 * report.config.sched.workers as f64;
     if total > 0.0 {
         c.running_nanos as f64 / total
     } else {
@@ -208,7 +210,7 @@ fn run_json(report: &RunReport, args: &MixedArgs) -> Value {
     }
     let p = report.preempt;
     json!({
-        "policy": report.config.policy.name(),
+        "policy": report.config.sched.policy.name(),
         "lp": args.lp.name(),
         "hp": args.hp.name(),
         "workers": args.workers,
@@ -302,7 +304,7 @@ fn class_rows(runs: &[RunReport], priority: Priority) -> Vec<Vec<String>> {
         r.stats.class(p)
     }
     let class = |r| class_of(r, priority);
-    let wait = runs.iter().find(|r| r.config.policy == Policy::Wait);
+    let wait = runs.iter().find(|r| r.config.sched.policy == Policy::Wait);
     let ratio = |a: f64, b: f64| {
         if b > 0.0 {
             format!("{:.3}", a / b)
@@ -316,7 +318,7 @@ fn class_rows(runs: &[RunReport], priority: Priority) -> Vec<Vec<String>> {
             let (l, d) = (c.latency.summary(), c.sched_delay.summary());
             let per_sec = c.committed as f64 / secs(r.elapsed);
             let mut row = vec![
-                r.config.policy.name().to_owned(),
+                r.config.sched.policy.name().to_owned(),
                 format!("{per_sec:.0}"),
                 us(l.p50),
                 us(l.p90),
@@ -339,7 +341,7 @@ fn class_rows(runs: &[RunReport], priority: Priority) -> Vec<Vec<String>> {
 
 fn print_comparison(runs: &[RunReport], args: &MixedArgs) {
     println!("{}", describe(args));
-    let with_wait = runs.iter().any(|r| r.config.policy == Policy::Wait);
+    let with_wait = runs.iter().any(|r| r.config.sched.policy == Policy::Wait);
     let mut header = vec![
         "policy",
         "per s",
@@ -375,7 +377,7 @@ fn print_comparison(runs: &[RunReport], args: &MixedArgs) {
                 .iter()
                 .map(|(p, _)| worker_share(r.stats.class(*p), r))
                 .collect();
-            let mut row = vec![r.config.policy.name().to_owned()];
+            let mut row = vec![r.config.sched.policy.name().to_owned()];
             row.extend(shares.iter().map(|s| format!("{:.1}%", s * 100.0)));
             row.push(format!(
                 "{:.1}%",
@@ -412,7 +414,7 @@ fn print_comparison(runs: &[RunReport], args: &MixedArgs) {
             classes.iter().map(|&(p, _)| {
                 let b = r.stats.class(p).breakdown();
                 vec![
-                    r.config.policy.name().to_owned(),
+                    r.config.sched.policy.name().to_owned(),
                     p.as_str().to_owned(),
                     us(b.queued),
                     us(b.running),
@@ -445,7 +447,7 @@ fn print_comparison(runs: &[RunReport], args: &MixedArgs) {
                 let l = r.stats.class(Priority::LOW);
                 let wasted = l.wasted_nanos as f64 / 1e9;
                 vec![
-                    r.config.policy.name().to_owned(),
+                    r.config.sched.policy.name().to_owned(),
                     l.committed.to_string(),
                     l.attempts().to_string(),
                     if l.committed > 0 {
@@ -482,7 +484,7 @@ fn print_comparison(runs: &[RunReport], args: &MixedArgs) {
         println!(
             "{}: {} requests, {} signals, {} injected, {} deferred, {} served; {} urgent unfinished \
              at the end{}",
-            r.config.policy.name(),
+            r.config.sched.policy.name(),
             r.dispatch.requests,
             p.signals_sent,
             p.injected,
@@ -497,7 +499,8 @@ fn print_comparison(runs: &[RunReport], args: &MixedArgs) {
                         .first_error
                         .as_ref()
                         .or(r.stats.class(Priority::HIGH).first_error.as_ref())
-                        .map_or("", |e| e)
+                        .map(ToString::to_string)
+                        .unwrap_or_default()
                 )
             } else {
                 String::new()
@@ -511,10 +514,10 @@ fn print_comparison(runs: &[RunReport], args: &MixedArgs) {
     }
     for r in runs {
         for w in r.dispatch.warnings_about(open_loop_arrivals(args)) {
-            println!("warning: {}: {w}", r.config.policy.name());
+            println!("warning: {}: {w}", r.config.sched.policy.name());
         }
         for b in &r.blocked {
-            println!("warning: {}: {b}", r.config.policy.name());
+            println!("warning: {}: {b}", r.config.sched.policy.name());
         }
     }
 }
@@ -547,7 +550,7 @@ pub fn compare(args: &CompareMixedArgs) -> Result<(), String> {
         p.policy().name().to_owned()
     })?;
     for p in &args.policies {
-        sched_config(p.policy(), &args.mixed)
+        settings(p.policy(), &args.mixed)
             .validate()
             .map_err(|e| e.to_string())?;
         check_can_preempt(&args.mixed, p.policy())?;

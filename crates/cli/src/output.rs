@@ -142,7 +142,7 @@ pub fn class_json(c: &overtake_sched::ClassStats, elapsed: f64) -> serde_json::V
         "running_us": latency_json(&c.running.summary()),
         "breakdown_us": c.breakdown(),
         "locks": lock_json(c),
-        "first_error": c.first_error,
+        "first_error": c.first_error.as_ref().map(ToString::to_string),
     })
 }
 

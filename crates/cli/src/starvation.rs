@@ -6,13 +6,14 @@
 //! the references. Each run loads its own database.
 
 use overtake_engine::Priority;
-use overtake_sched::{Policy, RunReport};
+use overtake_sched::Policy;
+use overtake_workload::drivers::open_loop::RunReport;
 use serde_json::{Value, json};
 
 use crate::args::CompareStarvationArgs;
 use crate::mixed::{
-    Calibrated, check_can_preempt, check_resources, describe, run_config, sched_config,
-    set_huge_pages, settle_between_runs, worker_share,
+    Calibrated, check_can_preempt, check_resources, describe, run_config, set_huge_pages, settings,
+    settle_between_runs, worker_share,
 };
 use crate::output::{class_json, print_table, secs, us};
 
@@ -36,7 +37,7 @@ pub fn compare(args: &CompareStarvationArgs) -> Result<(), String> {
     if mixed.mp.is_some() {
         return Err("compare starvation has two classes: --mp is not taken here".into());
     }
-    sched_config(Policy::Preempt, mixed)
+    settings(Policy::Preempt, mixed)
         .validate()
         .map_err(|e| e.to_string())?;
     check_can_preempt(mixed, overtake_sched::Policy::Preempt)?;
@@ -47,7 +48,7 @@ pub fn compare(args: &CompareStarvationArgs) -> Result<(), String> {
     let solo = if args.no_solo {
         None
     } else {
-        let report = run_config(sched_config(Policy::Wait, mixed), mixed, &work, false)?;
+        let report = run_config(settings(Policy::Wait, mixed), mixed, &work, false)?;
         settle_between_runs();
         Some(report)
     };
@@ -56,8 +57,8 @@ pub fn compare(args: &CompareStarvationArgs) -> Result<(), String> {
         if crate::interrupt::requested() {
             break;
         }
-        let mut config = sched_config(Policy::Preempt, mixed);
-        config.starvation_threshold = threshold;
+        let mut config = settings(Policy::Preempt, mixed);
+        config.sched.starvation_threshold = threshold;
         let report = run_config(config, mixed, &work, true)?;
         settle_between_runs();
         runs.push(Run {
@@ -67,7 +68,7 @@ pub fn compare(args: &CompareStarvationArgs) -> Result<(), String> {
         });
     }
     if !args.no_wait && !crate::interrupt::requested() {
-        let report = run_config(sched_config(Policy::Wait, mixed), mixed, &work, true)?;
+        let report = run_config(settings(Policy::Wait, mixed), mixed, &work, true)?;
         settle_between_runs();
         runs.push(Run {
             label: "wait".into(),
@@ -93,7 +94,7 @@ fn print_json(runs: &[Run], solo: Option<&RunReport>, interrupted: bool) {
         .map(|r| {
             let elapsed = secs(r.report.elapsed);
             json!({
-                "policy": r.report.config.policy.name(),
+                "policy": r.report.config.sched.policy.name(),
                 "threshold": r.threshold,
                 "classes": {
                     "high": class_json(r.report.stats.class(Priority::HIGH), elapsed),

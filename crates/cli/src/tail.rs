@@ -3,8 +3,8 @@
 
 use overtake_engine::Priority;
 use overtake_runtime::region::trace::RegionTrace;
-use overtake_sched::RunReport;
 use overtake_sched::trace::{LONG_REGION_US, TraceMeans, regions_at_least, tail_report};
+use overtake_workload::drivers::open_loop::RunReport;
 use serde_json::{Value, json};
 
 use crate::output::{print_table, us};
@@ -36,7 +36,7 @@ pub fn print(report: &RunReport, classes: &[(Priority, String)]) {
          microseconds): queued waiting for the worker to pause less urgent work (delivery) or \
          behind urgent work, running on the CPU or switched out by the OS, paused, parked; page \
          faults and OS switches per transaction; the longest non-preemptible region met",
-        report.config.policy.name()
+        report.config.sched.policy.name()
     );
     let mut rows = Vec::new();
     for (priority, title) in classes.iter().filter(|(p, _)| *p > Priority::LOW) {

@@ -2,9 +2,8 @@
 //! delay gets SIGURG, once.
 //!
 //! The request flag is the fast path (the engine polls it at every record access); code that
-//! touches no records (a computation) only notices a signal. Whoever raises requests (the
-//! dispatcher, or a submitter through the scheduler's handle) or watches them (the scheduler's
-//! backstop thread) keeps one of these and steps it: requests it raised itself are timed from
+//! touches no records (a computation) only notices a signal. The preemption timer (`timer`) keeps
+//! one and steps it: requests it raised itself are timed from
 //! when they were raised, requests it only observes from when it first saw them.
 
 use std::sync::Arc;
@@ -25,7 +24,8 @@ struct Request {
 pub(crate) struct Backstop {
     requests: Vec<Request>,
     delay: Duration,
-    signals: bool,
+    /// Whether requests older than the delay are signalled (else only tracked).
+    pub(crate) signals: bool,
 }
 
 impl Backstop {
@@ -66,6 +66,11 @@ impl Backstop {
                 r.signaled = true;
             }
         }
+    }
+
+    /// How long a request may stay untaken before it is signalled.
+    pub(crate) fn delay(&self) -> Duration {
+        self.delay
     }
 
     /// True while some request is not taken up.

@@ -11,7 +11,7 @@
 //! static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let config = SchedConfig { pin: false, ..SchedConfig::default() };
+//! let config = SchedConfig::default().pin(false);
 //! let scheduler = Scheduler::start(&config, Arc::new(Calls))?;
 //! let ticket = scheduler.call(Priority::HIGH, || 6 * 7)?;
 //! assert_eq!(ticket.wait()?, 42);
@@ -29,7 +29,7 @@
 //! # #[global_allocator]
 //! # static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let config = SchedConfig { pin: false, ..SchedConfig::default() };
+//! let config = SchedConfig::default().pin(false);
 //! let scheduler = Arc::new(Scheduler::start(&config, Arc::new(Calls))?);
 //! let runtime = tokio::runtime::Runtime::new()?;
 //! let s = Arc::clone(&scheduler);
@@ -87,7 +87,7 @@
 //! static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let config = SchedConfig { pin: false, ..SchedConfig::default() };
+//! let config = SchedConfig::default().pin(false);
 //! let scheduler = Scheduler::start(&config, Arc::new(Calls))?;
 //! let totals = Arc::new(CriticalMutex::new(0u64));
 //! let t = Arc::clone(&totals);
@@ -117,7 +117,7 @@ use overtake_priority::Priority;
 use overtake_runtime::park::{self, Unparker};
 use overtake_runtime::{NoPreemptGuard, RegionMutex};
 
-use crate::job::{Executor, Outcome};
+use crate::job::{Executor, JobError, Outcome};
 use crate::scheduler::{Overloaded, Scheduler};
 
 /// Why a call produced no result.
@@ -334,7 +334,7 @@ impl Call {
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "a non-string panic".to_owned());
                 completer.complete(Err(CallError::Panicked(message.clone())));
-                Outcome::failed(format!("the call panicked: {message}"))
+                Outcome::failed(JobError::Panicked(message))
             }
         }
     }
@@ -375,7 +375,7 @@ impl Executor for Calls {
     fn execute(&self, job: &mut Call, _worker: usize) -> Outcome {
         let run = std::mem::replace(
             &mut job.run,
-            Box::new(|| Outcome::failed("a call ran twice".to_owned())),
+            Box::new(|| Outcome::failed(JobError::Panicked("a call ran twice".to_owned()))),
         );
         run()
     }
@@ -444,7 +444,7 @@ impl Scheduler<Calls> {
         };
         match submitted {
             Ok(()) => Ok(ticket),
-            Err(Overloaded(call)) => Err(Overloaded((call, ticket))),
+            Err(refused) => Err(Overloaded::new((refused.into_inner(), ticket))),
         }
     }
 }

@@ -1,9 +1,10 @@
-//! What the scheduler runs: jobs, how they are executed, and where they come from.
+//! What the scheduler runs: jobs, how they are executed, and how they ended.
 //!
-//! The scheduler is generic: a workload supplies an [`Executor`] (how to run one job, which class
-//! and kind it is) and [`Arrivals`] (when jobs arrive). The scheduler decides where and when each
-//! job runs and measures what happened to it.
+//! The scheduler is generic: a client supplies an [`Executor`] (how to run one job, which class
+//! and kind it is) and submits jobs. The scheduler decides where and when each job runs and
+//! measures what happened to it.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use overtake_priority::Priority;
@@ -19,8 +20,47 @@ pub enum Status {
     Failed,
 }
 
+/// Why a job failed.
+#[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum JobError {
+    /// Its worker had no task context for it: every one held a started task (paused or
+    /// waiting). Raise [`SchedConfig::task_pool`](crate::SchedConfig::task_pool).
+    #[error(
+        "worker {worker}: all {limit} task contexts are in use by started transactions (paused or waiting); raise the pool size"
+    )]
+    NoTaskContext {
+        /// The worker.
+        worker: usize,
+        /// Its contexts.
+        limit: usize,
+    },
+    /// Its worker could not allocate a stack for a new task context.
+    #[error("worker {worker}: no stack for a new task: {source}")]
+    NoStack {
+        /// The worker.
+        worker: usize,
+        /// What the operating system said.
+        source: Arc<std::io::Error>,
+    },
+    /// The job's code panicked (the message, if it was a string).
+    #[error("it panicked: {0}")]
+    Panicked(String),
+    /// The job ran and failed: the executor's own error.
+    #[error(transparent)]
+    Failed(Arc<dyn std::error::Error + Send + Sync>),
+}
+
+impl JobError {
+    /// The executor's error `e`, as a job's failure.
+    pub fn failed(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        JobError::Failed(Arc::new(e))
+    }
+}
+
 /// The result of executing one job.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Outcome {
     /// How it ended.
     pub status: Status,
@@ -36,11 +76,12 @@ pub struct Outcome {
     /// Lock waits and lock aborts over its attempts (two-phase locking).
     pub locks: LockOutcome,
     /// What went wrong, for a failed job.
-    pub error: Option<String>,
+    pub error: Option<JobError>,
 }
 
 /// What a job's attempts met in a lock manager (zero outside two-phase locking).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LockOutcome {
     /// Attempts aborted as deadlock victims (and retried).
     pub deadlocks: u32,
@@ -69,8 +110,17 @@ impl Outcome {
         }
     }
 
+    /// A job that ended with `status` after the attempts and waits these counters describe
+    /// (every field can be set afterwards: they are public).
+    pub fn ended(status: Status) -> Self {
+        Outcome {
+            status,
+            ..Outcome::committed()
+        }
+    }
+
     /// A job that failed at once because of `error`.
-    pub fn failed(error: String) -> Self {
+    pub fn failed(error: JobError) -> Self {
         Outcome {
             status: Status::Failed,
             error: Some(error),
@@ -98,20 +148,9 @@ pub trait Executor: Send + Sync + 'static {
     fn execute(&self, job: &mut Self::Job, worker: usize) -> Outcome;
 }
 
-/// Where jobs come from, as seen by the dispatcher.
-pub trait Arrivals<J>: Send {
-    /// Appends the high-priority jobs that have arrived by `now`, each with its arrival time, and
-    /// returns when the next ones are due (`None`: no more).
-    fn high(&mut self, now: Instant, out: &mut Vec<(J, Instant)>) -> Option<Instant>;
-
-    /// A low-priority job for a worker's low-priority queue, which the dispatcher keeps full
-    /// (`None`: there is no low-priority work of this kind).
-    fn low(&mut self) -> Option<J>;
-}
-
-/// A worker-local source of low-priority work, asked when the worker has nothing queued (a closed
-/// loop, like TPC-C terminals without think time).
-pub type LocalFeed<J> = Box<dyn FnMut() -> Option<J> + Send>;
+/// A worker's own source of work, asked whenever the worker has nothing else to run (`None`:
+/// nothing now). See [`StartOptions::idle_work`](crate::StartOptions::idle_work).
+pub type IdleWork<J> = Box<dyn FnMut() -> Option<J> + Send>;
 
 /// A job with the timestamps the scheduler keeps for it until it starts.
 pub(crate) struct Scheduled<J> {

@@ -4,10 +4,11 @@ use std::time::Duration;
 
 use overtake_runtime::preempt::Delivery;
 
-use crate::error::SchedError;
+use crate::error::{ConfigError, SchedError};
 
 /// How a worker makes room for high-priority work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Policy {
     /// Run to completion: high-priority work waits for the running transaction to finish, and is
     /// taken first at transaction boundaries.
@@ -15,8 +16,9 @@ pub enum Policy {
     /// Like `Wait`, and a running transaction also yields to waiting high-priority work every
     /// `yield_interval` record accesses.
     Cooperative,
-    /// Batched on-demand preemption: the dispatcher pushes a batch and asks once; the worker pauses
-    /// the running transaction wherever it is, drains the batch in another context, and resumes it.
+    /// Batched on-demand preemption: a worker given work more urgent than its running transaction
+    /// is asked once; it pauses the running transaction wherever it is, drains the urgent work in
+    /// another context, and resumes it.
     Preempt,
     /// Aspen's policy for work whose priorities are unknown (all at one level): a task that has
     /// run for `quantum` is preempted, but only if other work waits (`skip_needless`), and new
@@ -36,17 +38,28 @@ impl Policy {
     }
 }
 
-/// Everything the scheduler needs to know, besides the workload.
+/// How the scheduler service runs: its workers, its policy and the policy's parameters, and its
+/// inboxes. Start from [`Default`] and change what you need, with the setters or by assigning
+/// the public fields:
+///
+/// ```
+/// use overtake_sched::{Policy, SchedConfig};
+/// let config = SchedConfig::default().workers(2).policy(Policy::Preempt);
+/// assert_eq!(config.workers, 2);
+/// ```
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct SchedConfig {
     /// The policy.
     pub policy: Policy,
     /// Worker threads.
     pub workers: usize,
-    /// Capacity of each worker's high-priority queue (the batch size per worker).
-    pub hp_queue: usize,
-    /// Capacity of each worker's low-priority queue.
-    pub lp_queue: usize,
+    /// Capacity of each worker's inbox for each level above the lowest: jobs admitted but not
+    /// started. A submission that finds every worker's inbox full is refused
+    /// ([`Overloaded`](crate::Overloaded)) or waits ([`submit_waiting`](crate::Scheduler::submit_waiting)).
+    pub urgent_inbox: usize,
+    /// Capacity of each worker's inbox for the lowest level (background work).
+    pub background_inbox: usize,
     /// Cooperative: record accesses between checks for waiting high-priority work.
     pub yield_interval: u32,
     /// Preempt: the starvation threshold. A worker running a low-priority transaction is only
@@ -77,17 +90,12 @@ pub struct SchedConfig {
     /// Preempt with signals: how long the request flag may stay unacknowledged before SIGURG is
     /// sent as the backstop.
     pub signal_delay: Duration,
-    /// How long to run.
-    pub duration: Duration,
-    /// If set, every worker is interrupted this often even without work for it (measures the
-    /// mechanism's own cost).
-    pub interrupt_interval: Option<Duration>,
     /// Stack size of each task context.
     pub stack_size: usize,
     /// Task contexts per worker: how many started transactions (running, paused or parked) a
     /// worker can hold at once. Contexts are created when first needed and reused.
     pub task_pool: usize,
-    /// Pin workers to cores (and the dispatcher to the last core).
+    /// Pin workers to cores, one each.
     pub pin: bool,
     /// Report a worker whose thread stays blocked in the kernel this long while it runs a task
     /// (application code that blocks: see [`crate::call`]); `None`: never.
@@ -102,8 +110,8 @@ impl Default for SchedConfig {
         SchedConfig {
             policy: Policy::Preempt,
             workers: 1,
-            hp_queue: 4,
-            lp_queue: 1,
+            urgent_inbox: 256,
+            background_inbox: 256,
             yield_interval: 10_000,
             starvation_threshold: 100.0,
             quantum: Duration::from_micros(50),
@@ -113,8 +121,6 @@ impl Default for SchedConfig {
             skip_needless: true,
             delivery: Delivery::Signal,
             signal_delay: Duration::from_micros(10),
-            duration: Duration::from_secs(10),
-            interrupt_interval: None,
             stack_size: 1 << 20,
             task_pool: 1024,
             pin: true,
@@ -128,53 +134,107 @@ impl SchedConfig {
     /// Checks the settings, with a message for the first one that cannot work.
     pub fn validate(&self) -> Result<(), SchedError> {
         if self.workers == 0 {
-            return Err(SchedError::InvalidConfig("at least one worker is needed"));
+            return Err(ConfigError::NoWorkers.into());
         }
-        if self.hp_queue == 0 || self.lp_queue == 0 {
-            return Err(SchedError::InvalidConfig("queue sizes must be at least 1"));
+        if self.urgent_inbox == 0 || self.background_inbox == 0 {
+            return Err(ConfigError::EmptyInbox.into());
         }
         if self.policy == Policy::Cooperative && self.yield_interval == 0 {
-            return Err(SchedError::InvalidConfig(
-                "the cooperative yield interval must be at least 1 record access",
-            ));
+            return Err(ConfigError::NoYieldInterval.into());
         }
         if self.starvation_threshold.is_nan() || self.starvation_threshold < 0.0 {
-            return Err(SchedError::InvalidConfig(
-                "the starvation threshold must be a number, 0 or more",
-            ));
+            return Err(ConfigError::StarvationThreshold.into());
         }
         if self.task_pool == 0 {
-            return Err(SchedError::InvalidConfig(
-                "each worker needs at least one task context",
-            ));
+            return Err(ConfigError::NoTaskContexts.into());
         }
         if self.stack_size < 64 * 1024 {
-            return Err(SchedError::InvalidConfig(
-                "worker stacks must be at least 64 KiB",
-            ));
+            return Err(ConfigError::StackTooSmall.into());
         }
         if self
             .blocked_report
             .is_some_and(|b| b < Duration::from_millis(10))
         {
-            return Err(SchedError::InvalidConfig(
-                "the blocked-worker report needs a bound of at least 10 ms",
-            ));
+            return Err(ConfigError::BlockedReportTooShort.into());
         }
         if self.policy == Policy::Quantum && self.resumed_quanta == 0 {
-            return Err(SchedError::InvalidConfig(
-                "a resumed task needs at least one quantum",
-            ));
+            return Err(ConfigError::NoResumedQuanta.into());
         }
         if self.policy == Policy::Quantum && self.quantum.is_zero() {
-            return Err(SchedError::InvalidConfig(
-                "the quantum must be longer than zero",
-            ));
+            return Err(ConfigError::NoQuantum.into());
         }
-        if self.preempts() || self.interrupt_interval.is_some() {
+        if self.preempts() {
             self.delivery.check()?;
         }
         Ok(())
+    }
+
+    /// Sets [`policy`](Self::policy).
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Sets [`workers`](Self::workers).
+    pub fn workers(mut self, workers: usize) -> Self {
+        self.workers = workers;
+        self
+    }
+
+    /// Sets both inbox capacities ([`urgent_inbox`](Self::urgent_inbox),
+    /// [`background_inbox`](Self::background_inbox)).
+    pub fn inboxes(mut self, urgent: usize, background: usize) -> Self {
+        self.urgent_inbox = urgent;
+        self.background_inbox = background;
+        self
+    }
+
+    /// Sets [`delivery`](Self::delivery).
+    pub fn delivery(mut self, delivery: Delivery) -> Self {
+        self.delivery = delivery;
+        self
+    }
+
+    /// Sets [`starvation_threshold`](Self::starvation_threshold).
+    pub fn starvation_threshold(mut self, threshold: f64) -> Self {
+        self.starvation_threshold = threshold;
+        self
+    }
+
+    /// Sets [`quantum`](Self::quantum).
+    pub fn quantum(mut self, quantum: Duration) -> Self {
+        self.quantum = quantum;
+        self
+    }
+
+    /// Sets [`yield_interval`](Self::yield_interval).
+    pub fn yield_interval(mut self, accesses: u32) -> Self {
+        self.yield_interval = accesses;
+        self
+    }
+
+    /// Sets [`pin`](Self::pin).
+    pub fn pin(mut self, pin: bool) -> Self {
+        self.pin = pin;
+        self
+    }
+
+    /// Sets [`task_pool`](Self::task_pool).
+    pub fn task_pool(mut self, contexts: usize) -> Self {
+        self.task_pool = contexts;
+        self
+    }
+
+    /// Sets [`blocked_report`](Self::blocked_report).
+    pub fn blocked_report(mut self, after: Option<Duration>) -> Self {
+        self.blocked_report = after;
+        self
+    }
+
+    /// Sets [`trace`](Self::trace).
+    pub fn trace(mut self, on: bool) -> Self {
+        self.trace = on;
+        self
     }
 
     /// Record accesses between polls of the request flag (0: never).
@@ -188,7 +248,7 @@ impl SchedConfig {
 
     /// True for the policies that interrupt a running task wherever it is (and so use signals
     /// with signal delivery).
-    pub(crate) fn preempts(&self) -> bool {
+    pub fn preempts(&self) -> bool {
         matches!(self.policy, Policy::Preempt | Policy::Quantum)
     }
 }

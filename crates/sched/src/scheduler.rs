@@ -19,27 +19,39 @@ use std::time::{Duration, Instant};
 
 use overtake_priority::Priority;
 use overtake_runtime::preempt::{Delivery, PreemptStats};
+use sync_wrapper::SyncWrapper;
 
-use crate::backstop::Backstop;
-use crate::error::SchedError;
+use crate::error::{ConfigError, SchedError};
 use crate::inbox::Inbox;
-use crate::job::{Executor, LocalFeed, Scheduled};
+use crate::job::{Executor, IdleWork, Scheduled};
 use crate::policy::{Policy, SchedConfig};
 use crate::starvation::{self, Clock};
 use crate::stats::RunStats;
+use crate::timer::PreemptTimer;
 use crate::watchdog::{BlockedWorker, Watchdog};
 use crate::worker::{IDLE, Stop, WorkerSetup, WorkerShared, run_worker};
 
 /// Returned by [`Scheduler::submit`] when every worker's inbox for the job's level is full: the
-/// job itself, unrun, to retry later or drop.
-#[derive(Debug, thiserror::Error)]
+/// job itself, unrun, to retry later or drop ([`into_inner`](Self::into_inner)). It is `Send` and
+/// `Sync` whenever the job is `Send`, so `?` turns it into a `Box<dyn Error + Send + Sync>`.
+#[derive(thiserror::Error)]
 #[error("overloaded: every worker's inbox for this priority is full; retry later")]
-pub struct Overloaded<J>(pub J);
+pub struct Overloaded<J>(SyncWrapper<J>);
 
 impl<J> Overloaded<J> {
+    pub(crate) fn new(job: J) -> Self {
+        Overloaded(SyncWrapper::new(job))
+    }
+
     /// The job that was not admitted.
     pub fn into_inner(self) -> J {
-        self.0
+        self.0.into_inner()
+    }
+}
+
+impl<J> std::fmt::Debug for Overloaded<J> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Overloaded(..)")
     }
 }
 
@@ -77,34 +89,74 @@ pub struct Scheduler<E: Executor> {
     threads: Vec<JoinHandle<Result<RunStats, SchedError>>>,
     stop: Arc<AtomicU8>,
     next: AtomicUsize,
-    backstop: Option<BackstopThread>,
+    timer: Option<TimerThread>,
     watchdog: Option<Watchdog>,
     /// The origin of the workers' starvation clocks.
     epoch: Instant,
 }
 
-struct BackstopThread {
+struct TimerThread {
     stop: Arc<AtomicBool>,
     thread: JoinHandle<()>,
 }
 
-impl<E: Executor> Scheduler<E> {
-    /// Starts `config.workers` workers running jobs with `exec`, with a backstop thread for signal
-    /// delivery. Returns once every worker is ready.
-    pub fn start(config: &SchedConfig, exec: Arc<E>) -> Result<Self, SchedError> {
-        Self::start_with(config, exec, Vec::new(), true)
+/// How [`Scheduler::start_with`] sets the workers up, besides the [`SchedConfig`].
+#[non_exhaustive]
+pub struct StartOptions<J> {
+    /// Per worker, an optional source of work of its own that the worker asks whenever it has
+    /// nothing else to run (a closed loop, such as TPC-C terminals without think time). A job
+    /// from it never passes through an inbox or another thread, so this is how a client keeps
+    /// every worker busy at the lowest cost per job.
+    pub idle_work: Vec<Option<IdleWork<J>>>,
+    /// The client steps the preemption timer itself (see [`crate::timer`]); the scheduler starts
+    /// no timer thread.
+    pub client_timer: bool,
+}
+
+impl<J> Default for StartOptions<J> {
+    fn default() -> Self {
+        StartOptions {
+            idle_work: Vec::new(),
+            client_timer: false,
+        }
+    }
+}
+
+impl<J> StartOptions<J> {
+    /// Sets [`idle_work`](Self::idle_work).
+    pub fn idle_work(mut self, sources: Vec<Option<IdleWork<J>>>) -> Self {
+        self.idle_work = sources;
+        self
     }
 
-    /// Like [`start`](Self::start); `feeds` gives each worker an optional local source of work it
-    /// asks when it has nothing else (a closed loop), and `own_backstop` says whether the
-    /// scheduler runs the signal backstop (false: the caller steps one itself).
-    pub(crate) fn start_with(
+    /// Sets [`client_timer`](Self::client_timer).
+    pub fn client_timer(mut self) -> Self {
+        self.client_timer = true;
+        self
+    }
+}
+
+impl<E: Executor> Scheduler<E> {
+    /// Starts `config.workers` workers running jobs with `exec`, with a timer thread for signal
+    /// delivery and quanta. Returns once every worker is ready.
+    pub fn start(config: &SchedConfig, exec: Arc<E>) -> Result<Self, SchedError> {
+        Self::start_with(config, exec, StartOptions::default())
+    }
+
+    /// Like [`start`](Self::start), with the worker set-up `options` give.
+    pub fn start_with(
         config: &SchedConfig,
         exec: Arc<E>,
-        mut feeds: Vec<Option<LocalFeed<E::Job>>>,
-        own_backstop: bool,
+        options: StartOptions<E::Job>,
     ) -> Result<Self, SchedError> {
+        let StartOptions {
+            idle_work: mut feeds,
+            client_timer,
+        } = options;
         config.validate()?;
+        if feeds.len() > config.workers {
+            return Err(ConfigError::TooManyIdleWork.into());
+        }
         if config.trace {
             overtake_runtime::region::trace::set_enabled(true);
         }
@@ -112,10 +164,10 @@ impl<E: Executor> Scheduler<E> {
         overtake_runtime::os_thread::available_cores();
         feeds.resize_with(config.workers, || None);
         let workers: Vec<Arc<WorkerShared>> = (0..config.workers)
-            .map(|_| Arc::new(WorkerShared::new()))
+            .map(|_| Arc::new(WorkerShared::new(exec.kinds().len())))
             .collect();
         let inboxes: Vec<Arc<Inbox<E::Job>>> = (0..config.workers)
-            .map(|_| Arc::new(Inbox::new(config.hp_queue, config.lp_queue)))
+            .map(|_| Arc::new(Inbox::new(config.urgent_inbox, config.background_inbox)))
             .collect();
         let stop = Arc::new(AtomicU8::new(Stop::Run as u8));
         let epoch = Instant::now();
@@ -127,7 +179,7 @@ impl<E: Executor> Scheduler<E> {
             threads: Vec::with_capacity(config.workers),
             stop,
             next: AtomicUsize::new(0),
-            backstop: None,
+            timer: None,
             watchdog: None,
             epoch,
         };
@@ -161,12 +213,10 @@ impl<E: Executor> Scheduler<E> {
             .iter()
             .any(|w| !w.ready.load(Ordering::Acquire))
         {
-            if scheduler.threads.iter().any(JoinHandle::is_finished) {
+            if let Some(exited) = scheduler.threads.iter().position(JoinHandle::is_finished) {
                 // It failed to set up; shutting down collects its error.
                 let report = scheduler.stop_workers(Shutdown::Abandon);
-                return Err(report
-                    .err()
-                    .unwrap_or(SchedError::InvalidConfig("a worker exited during set-up")));
+                return Err(report.err().unwrap_or(SchedError::WorkerExited(exited)));
             }
             std::thread::yield_now();
         }
@@ -179,13 +229,14 @@ impl<E: Executor> Scheduler<E> {
             })?;
             scheduler.watchdog = Some(watchdog);
         }
-        let signals = config.delivery == Delivery::Signal && config.preempts();
-        if own_backstop && signals {
-            let backstop = spawn_backstop(scheduler.workers.clone(), config.signal_delay)?;
+        let needs_timer = (config.delivery == Delivery::Signal && config.preempts())
+            || config.policy == Policy::Quantum;
+        if !client_timer && needs_timer {
+            let timer = spawn_timer(scheduler.preempt_timer())?;
             for w in &scheduler.workers {
-                let _ = w.wakes.backstop.set(backstop.thread.thread().clone());
+                let _ = w.wakes.backstop.set(timer.thread.thread().clone());
             }
-            scheduler.backstop = Some(backstop);
+            scheduler.timer = Some(timer);
         }
         Ok(scheduler)
     }
@@ -221,7 +272,7 @@ impl<E: Executor> Scheduler<E> {
                 Err(back) => scheduled = back,
             }
         }
-        Err(Overloaded(scheduled.job))
+        Err(Overloaded::new(scheduled.job))
     }
 
     /// Like [`submit`](Self::submit), but waits up to `timeout` for room in an inbox before giving
@@ -236,34 +287,47 @@ impl<E: Executor> Scheduler<E> {
         loop {
             match self.submit(job) {
                 Ok(()) => return Ok(()),
-                Err(Overloaded(back)) => job = back,
+                Err(back) => job = back.into_inner(),
             }
             let now = Instant::now();
             if now >= deadline || overtake_runtime::park::in_task() {
-                return Err(Overloaded(job));
+                return Err(Overloaded::new(job));
             }
             std::thread::sleep(pause.min(deadline - now));
             pause = (pause * 2).min(Duration::from_millis(1));
         }
     }
 
-    /// Puts a job into worker `w`'s inbox at its level and wakes the worker if it sleeps; does
-    /// not ask for a preemption (see [`request`](Self::request)).
-    pub(crate) fn push(&self, w: usize, job: Scheduled<E::Job>) -> Result<(), Scheduled<E::Job>> {
+    /// Puts `job` into worker `w`'s inbox at its level (it arrived at `arrival`, which its latency
+    /// counts from) and wakes the worker if it sleeps, or gives it back if that inbox is full.
+    /// It does not ask the worker to preempt its running task: a client placing work itself asks
+    /// with [`needs_preemption`](Self::needs_preemption) and the timer's
+    /// [`ask`](PreemptTimer::ask) once per batch (PreemptDB's batched on-demand preemption).
+    pub fn submit_to(
+        &self,
+        w: usize,
+        job: E::Job,
+        arrival: Instant,
+    ) -> Result<(), Overloaded<E::Job>> {
+        let scheduled = Scheduled {
+            job,
+            arrival,
+            enqueued: Instant::now(),
+        };
+        self.push(w, scheduled)
+            .map_err(|back| Overloaded::new(back.job))
+    }
+
+    fn push(&self, w: usize, job: Scheduled<E::Job>) -> Result<(), Scheduled<E::Job>> {
         let level = self.exec.priority(&job.job);
         self.inboxes[w].push(level, job)?;
         self.workers[w].sleeper.notify();
         Ok(())
     }
 
-    /// The priority level of `job`.
-    pub(crate) fn level_of(&self, job: &E::Job) -> Priority {
-        self.exec.priority(job)
-    }
-
-    /// True if worker `w` has no room for a job of `level`.
-    pub(crate) fn is_full(&self, w: usize, level: Priority) -> bool {
-        self.inboxes[w].is_full(level)
+    /// True if worker `w`'s inbox has room for a job of `level`.
+    pub fn has_room(&self, w: usize, level: Priority) -> bool {
+        !self.inboxes[w].is_full(level)
     }
 
     /// Asks worker `w` to make way for queued work more urgent than its running task (under the
@@ -272,10 +336,10 @@ impl<E: Executor> Scheduler<E> {
         if !matches!(self.config.policy, Policy::Preempt | Policy::Cooperative) {
             return;
         }
-        if self.needs_request(w) {
+        if self.needs_preemption(w) {
             self.workers[w].target.request();
-            if let Some(b) = &self.backstop {
-                b.thread.thread().unpark();
+            if let Some(t) = &self.timer {
+                t.thread.thread().unpark();
             }
         }
     }
@@ -284,7 +348,7 @@ impl<E: Executor> Scheduler<E> {
     /// must be asked to make way (call after the push). A worker running work at least as urgent
     /// as everything queued takes the new work at its next boundary anyway: asking would only
     /// cost it a poll, or a signal if it is between tasks for longer than the signal delay.
-    pub(crate) fn needs_request(&self, w: usize) -> bool {
+    pub fn needs_preemption(&self, w: usize) -> bool {
         // Running level read after the push (both sequentially consistent): a worker that picked
         // its task before the push shows that task's level (or IDLE while it switches), so a
         // request is never skipped for work that the running task would otherwise hold up.
@@ -294,14 +358,10 @@ impl<E: Executor> Scheduler<E> {
                 .any(|p| self.inboxes[w].has(p))
     }
 
-    /// The origin of the workers' starvation clocks (a client reading their monitors uses it).
-    pub(crate) fn epoch(&self) -> Instant {
-        self.epoch
-    }
-
     /// Under starvation control (`Preempt` with a threshold below 1): whether worker `w` may be
     /// given more urgent work, and be preempted for it, now (PreemptDB's check before a push).
-    pub(crate) fn admits_urgent(&self, w: usize, now: Instant) -> bool {
+    /// Always true otherwise.
+    pub fn admits_urgent(&self, w: usize, now: Instant) -> bool {
         if !self.controls_starvation() {
             return true;
         }
@@ -326,8 +386,8 @@ impl<E: Executor> Scheduler<E> {
     /// Under starvation control, true if worker `w` runs a task while more urgent work waits in
     /// its inbox, is admitting urgent work again, and has no request outstanding: the protected
     /// task kept the worker while it was owed it, and must now be asked to make way (nothing else
-    /// would ask: the urgent work was pushed before).
-    pub(crate) fn owes_a_request(&self, w: usize, now: Instant) -> bool {
+    /// would ask: the urgent work was placed before).
+    pub fn owes_preemption(&self, w: usize, now: Instant) -> bool {
         if !self.controls_starvation() {
             return false;
         }
@@ -342,18 +402,49 @@ impl<E: Executor> Scheduler<E> {
             && self.admits_urgent(w, now)
     }
 
-    pub(crate) fn worker_shared(&self) -> &[Arc<WorkerShared>] {
-        &self.workers
+    /// A preemption timer for this scheduler, for a client that started it with
+    /// [`StartOptions::client_timer`] and steps the timer from its own loop (see
+    /// [`crate::timer`]).
+    pub fn preempt_timer(&self) -> PreemptTimer<E::Job> {
+        PreemptTimer::new(
+            &self.config,
+            self.workers.clone(),
+            self.inboxes.clone(),
+            self.epoch,
+        )
+    }
+
+    /// Jobs the workers have finished (or refused) so far: a client that counts what it handed
+    /// over can tell when all of it is done.
+    pub fn finished_jobs(&self) -> u64 {
+        self.workers
+            .iter()
+            .map(|w| w.finished.load(Ordering::Acquire))
+            .sum()
     }
 
     /// Jobs waiting in worker `w`'s inbox.
-    pub(crate) fn queued(&self, w: usize) -> usize {
+    pub fn queued(&self, w: usize) -> usize {
         self.inboxes[w].queued()
     }
 
     /// Jobs above the lowest level waiting in inboxes.
-    pub(crate) fn urgent_queued(&self) -> usize {
+    pub fn urgent_queued(&self) -> usize {
         self.inboxes.iter().map(|q| q.urgent_queued()).sum()
+    }
+
+    /// What the workers' jobs did so far, per level and per kind, while the scheduler runs (the
+    /// same statistics [`shutdown`](Self::shutdown) reports at the end). Each worker's figures
+    /// are copied under a lock it takes once per job, so a worker finishing a job meanwhile
+    /// waits for the copy (some microseconds): take snapshots a few times a second, not in a
+    /// loop.
+    pub fn stats(&self) -> RunStats {
+        let mut total = RunStats::with_kinds(self.exec.kinds().len());
+        for w in &self.workers {
+            let region = overtake_runtime::NoPreemptGuard::new();
+            total.merge(&w.stats.lock(&region));
+        }
+        total
     }
 
     /// The workers found blocked in the kernel while running a task so far.
@@ -380,10 +471,10 @@ impl<E: Executor> Scheduler<E> {
         for w in &self.workers {
             w.sleeper.notify();
         }
-        if let Some(b) = self.backstop.take() {
-            b.stop.store(true, Ordering::Release);
-            b.thread.thread().unpark();
-            let _ = b.thread.join();
+        if let Some(t) = self.timer.take() {
+            t.stop.store(true, Ordering::Release);
+            t.thread.thread().unpark();
+            let _ = t.thread.join();
         }
         let mut stats = RunStats::default();
         let mut first_error = None;
@@ -425,35 +516,31 @@ impl<E: Executor> Drop for Scheduler<E> {
     /// A handle dropped without [`shutdown`](Scheduler::shutdown) still stops its threads (and
     /// drains: admitted work is not silently lost).
     fn drop(&mut self) {
-        if !self.threads.is_empty() || self.backstop.is_some() || self.watchdog.is_some() {
+        if !self.threads.is_empty() || self.timer.is_some() || self.watchdog.is_some() {
             let _ = self.stop_workers(Shutdown::Drain);
         }
     }
 }
 
-/// The backstop thread: sleeps while no request is outstanding (submitters wake it when they
-/// raise one), then watches until each request is taken up or signalled.
-fn spawn_backstop(
-    workers: Vec<Arc<WorkerShared>>,
-    delay: Duration,
-) -> Result<BackstopThread, SchedError> {
+/// The timer thread: steps the scheduler's preemption timer, sleeping until the next step is due
+/// (submitters wake it when they raise a request; a slice that starts while it sleeps is seen
+/// within a millisecond).
+fn spawn_timer<J: Send + 'static>(mut timer: PreemptTimer<J>) -> Result<TimerThread, SchedError> {
     let stop = Arc::new(AtomicBool::new(false));
     let stop_in = Arc::clone(&stop);
     let thread = std::thread::Builder::new()
-        .name("preempt-backstop".into())
+        .name("preempt-timer".into())
         .spawn(move || {
-            let mut backstop = Backstop::new(workers.len(), delay, true);
             while !stop_in.load(Ordering::Acquire) {
-                backstop.step(&workers, Instant::now());
-                if backstop.outstanding() {
+                timer.step(Instant::now(), false);
+                match timer.next_step_within() {
                     // Sleep, not spin: this thread is not pinned and may share a core with a
-                    // worker, whose time a spinning backstop would take (measured: urgent TPC-C
-                    // ran 60% longer with clients submitting). The kernel's timer slack makes the
-                    // delay some tens of microseconds longer than asked; the request flag, polled
+                    // worker, whose time a spinning timer would take (measured: urgent TPC-C ran
+                    // 60% longer with clients submitting). The kernel's timer slack makes the
+                    // step some tens of microseconds later than asked; the request flag, polled
                     // at every record access, is the fast path anyway.
-                    std::thread::sleep(delay);
-                } else {
-                    std::thread::park_timeout(Duration::from_millis(1));
+                    Some(due) => std::thread::sleep(due),
+                    None => std::thread::park_timeout(Duration::from_millis(1)),
                 }
             }
         })
@@ -461,5 +548,5 @@ fn spawn_backstop(
             index: usize::MAX,
             source,
         })?;
-    Ok(BackstopThread { stop, thread })
+    Ok(TimerThread { stop, thread })
 }

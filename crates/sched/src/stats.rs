@@ -8,6 +8,8 @@ use hdrhistogram::Histogram;
 use overtake_priority::Priority;
 use serde::Serialize;
 
+use crate::job::JobError;
+
 /// Largest recordable latency: one hour, in nanoseconds. Longer values are clamped (and show up as
 /// the maximum).
 const MAX_NANOS: u64 = 3_600_000_000_000;
@@ -250,7 +252,7 @@ pub struct ClassStats {
     /// Their WaitExcess (request until the holders then had released), summed, in nanoseconds.
     pub lock_excess_nanos: u128,
     /// The first error of a failed job.
-    pub first_error: Option<String>,
+    pub first_error: Option<JobError>,
     /// Times jobs of this class were paused by preemption.
     pub preemptions: u64,
     /// End-to-end latency (end - arrival) of committed jobs.

@@ -19,13 +19,14 @@ use common::{until, work_until};
 static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
 
 fn scheduler(blocked_report: Option<Duration>) -> Arc<Scheduler<Calls>> {
-    let config = SchedConfig {
-        policy: Policy::Preempt,
-        delivery: Delivery::Poll,
-        stack_size: 256 * 1024,
-        pin: false,
-        blocked_report,
-        ..SchedConfig::default()
+    let config = {
+        let mut service = SchedConfig::default();
+        service.policy = Policy::Preempt;
+        service.delivery = Delivery::Poll;
+        service.stack_size = 256 * 1024;
+        service.pin = false;
+        service.blocked_report = blocked_report;
+        service
     };
     Arc::new(Scheduler::start(&config, Arc::new(Calls)).expect("start"))
 }

@@ -17,12 +17,13 @@ use common::{until, work_until};
 static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
 
 fn scheduler() -> Arc<Scheduler<Calls>> {
-    let config = SchedConfig {
-        policy: Policy::Preempt,
-        delivery: Delivery::Poll,
-        stack_size: 256 * 1024,
-        pin: false,
-        ..SchedConfig::default()
+    let config = {
+        let mut service = SchedConfig::default();
+        service.policy = Policy::Preempt;
+        service.delivery = Delivery::Poll;
+        service.stack_size = 256 * 1024;
+        service.pin = false;
+        service
     };
     Arc::new(Scheduler::start(&config, Arc::new(Calls)).expect("start"))
 }
@@ -96,7 +97,7 @@ fn a_waiting_submission_gives_up_at_its_timeout_and_gets_in_once_there_is_room()
         .expect("admitted");
     until(&started);
     let config = scheduler.config().clone();
-    let queued: Vec<_> = (0..config.lp_queue)
+    let queued: Vec<_> = (0..config.background_inbox)
         .map(|_| scheduler.call(Priority::LOW, || ()).expect("room"))
         .collect();
     let refused = scheduler.call_waiting(Priority::LOW, || "late", Duration::from_millis(20));

@@ -78,13 +78,14 @@ fn values(db: &Database, t: &Table) -> Vec<i64> {
 }
 
 fn scheduler(workers: usize) -> Arc<Scheduler<Calls>> {
-    let config = SchedConfig {
-        policy: Policy::Preempt,
-        delivery: Delivery::Poll,
-        workers,
-        stack_size: 256 * 1024,
-        pin: false,
-        ..SchedConfig::default()
+    let config = {
+        let mut service = SchedConfig::default();
+        service.policy = Policy::Preempt;
+        service.delivery = Delivery::Poll;
+        service.workers = workers;
+        service.stack_size = 256 * 1024;
+        service.pin = false;
+        service
     };
     Arc::new(Scheduler::start(&config, Arc::new(Calls)).expect("start"))
 }

@@ -16,13 +16,12 @@ use common::work_until;
 static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
 
 fn config(policy: Policy) -> SchedConfig {
-    SchedConfig {
-        policy,
-        delivery: Delivery::Poll,
-        stack_size: 256 * 1024,
-        pin: false,
-        ..SchedConfig::default()
-    }
+    let mut config = SchedConfig::default()
+        .policy(policy)
+        .delivery(Delivery::Poll)
+        .pin(false);
+    config.stack_size = 256 * 1024;
+    config
 }
 
 #[test]
@@ -80,9 +79,10 @@ fn an_urgent_call_from_another_thread_overtakes_a_running_background_call() {
 
 #[test]
 fn a_full_inbox_gives_the_call_back_and_it_can_be_resubmitted() {
-    let config = SchedConfig {
-        hp_queue: 1,
-        ..config(Policy::Wait)
+    let config = {
+        let mut service = config(Policy::Wait);
+        service.urgent_inbox = 1;
+        service
     };
     let scheduler = Scheduler::start(&config, Arc::new(Calls)).expect("start");
     let started = Arc::new(AtomicBool::new(false));
@@ -118,10 +118,11 @@ fn a_full_inbox_gives_the_call_back_and_it_can_be_resubmitted() {
 
 #[test]
 fn shutdown_drains_every_admitted_call() {
-    let config = SchedConfig {
-        hp_queue: 64,
-        lp_queue: 64,
-        ..config(Policy::Preempt)
+    let config = {
+        let mut service = config(Policy::Preempt);
+        service.urgent_inbox = 64;
+        service.background_inbox = 64;
+        service
     };
     let scheduler = Scheduler::start(&config, Arc::new(Calls)).expect("start");
     let ran = Arc::new(AtomicUsize::new(0));
@@ -177,10 +178,10 @@ fn a_call_waiting_for_another_call_parks_instead_of_blocking_its_worker() {
 fn a_call_that_reports_its_outcome_is_booked_as_it_says() {
     use overtake_sched::{Call, Outcome, Status};
     let scheduler = Scheduler::start(&config(Policy::Preempt), Arc::new(Calls)).expect("start");
-    let (call, ticket) = Call::with_outcome(Priority::MEDIUM, || Outcome {
-        status: Status::RolledBack,
-        conflicts: 2,
-        ..Outcome::committed()
+    let (call, ticket) = Call::with_outcome(Priority::MEDIUM, || {
+        let mut outcome = Outcome::ended(Status::RolledBack);
+        outcome.conflicts = 2;
+        outcome
     });
     scheduler.submit(call).expect("admitted");
     assert_eq!(ticket.wait().map(|o| o.status), Ok(Status::RolledBack));

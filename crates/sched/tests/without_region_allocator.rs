@@ -7,10 +7,11 @@ use overtake_sched::{Delivery, Policy, SchedConfig, SchedError};
 
 #[test]
 fn signal_delivery_is_refused_with_a_clear_message() {
-    let config = SchedConfig {
-        policy: Policy::Preempt,
-        delivery: Delivery::Signal,
-        ..SchedConfig::default()
+    let config = {
+        let mut service = SchedConfig::default();
+        service.policy = Policy::Preempt;
+        service.delivery = Delivery::Signal;
+        service
     };
     let err = config.validate().expect_err("refused");
     assert!(
@@ -18,9 +19,10 @@ fn signal_delivery_is_refused_with_a_clear_message() {
         "{err}"
     );
     assert!(err.to_string().contains("#[global_allocator]"), "{err}");
-    let poll = SchedConfig {
-        delivery: Delivery::Poll,
-        ..config
+    let poll = {
+        let mut service = config;
+        service.delivery = Delivery::Poll;
+        service
     };
     assert!(poll.validate().is_ok());
 }

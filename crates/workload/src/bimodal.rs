@@ -16,7 +16,9 @@ use overtake_engine::{
     ColumnType, Database, Isolation, KeyRange, Options, Priority, RetryPolicy, ScanOptions, Table,
     TableSchema,
 };
-use overtake_sched::{Arrivals, Executor, Outcome};
+use overtake_sched::{Executor, Outcome};
+
+use crate::drivers::open_loop::Arrivals;
 
 use crate::exec::outcome;
 use crate::rng::TpccRng;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use overtake_engine::{
     AbortReason, Attempts, Database, Error, Isolation, Priority, RetryPolicy, Transaction,
 };
-use overtake_sched::{Executor, LockOutcome, Outcome, Status};
+use overtake_sched::{Executor, JobError, LockOutcome, Outcome, Status};
 
 use crate::batch::{BatchUpdate, batch_update};
 use crate::ch::ChTables;
@@ -108,27 +108,36 @@ impl EngineExecutor {
 /// How a job ended, from the engine's retry helper's report.
 pub(crate) fn outcome<T>(attempts: Attempts<T>) -> Outcome {
     let (promoted, wasted) = (attempts.promoted, attempts.failed_time);
-    let locks = LockOutcome {
-        deadlocks: attempts.deadlocks,
-        aborts: attempts.lock_preemptions,
-        waits: attempts.locks.waits,
-        queue: attempts.locks.queue,
-        excess: attempts.locks.excess,
-    };
+    let mut locks = LockOutcome::default();
+    locks.deadlocks = attempts.deadlocks;
+    locks.aborts = attempts.lock_preemptions;
+    locks.waits = attempts.locks.waits;
+    locks.queue = attempts.locks.queue;
+    locks.excess = attempts.locks.excess;
     let (status, error) = match attempts.result {
         Ok(_) => (Status::Committed, None),
         Err(Error::Aborted(AbortReason::UserRollback)) => (Status::RolledBack, None),
-        Err(e) => (Status::Failed, Some(e.to_string())),
+        Err(e) => (Status::Failed, Some(JobError::failed(e))),
     };
-    Outcome {
-        status,
-        conflicts: attempts.conflicts,
-        validation_failures: attempts.validation_failures,
-        promoted,
-        wasted,
-        locks,
-        error,
-    }
+    let mut outcome = Outcome::ended(status);
+    outcome.conflicts = attempts.conflicts;
+    outcome.validation_failures = attempts.validation_failures;
+    outcome.promoted = promoted;
+    outcome.wasted = wasted;
+    outcome.locks = locks;
+    outcome.error = error;
+    outcome
+}
+
+/// A job that cannot run as configured.
+#[derive(Debug, thiserror::Error)]
+enum JobProblem {
+    /// A preemption corrupted a computation's state.
+    #[error("the computation's result changed under preemption")]
+    ResultChanged,
+    /// Query 2 without its tables.
+    #[error("Query 2 needs the CH-benCHmark tables, which are not loaded")]
+    NoChTables,
 }
 
 /// The outcome of a job ending in a computation that must produce `expected`: a wrong result
@@ -138,7 +147,7 @@ fn checked(attempts: Attempts<u64>, expected: u64) -> Outcome {
     let mut result = outcome(attempts);
     if wrong {
         result.status = Status::Failed;
-        result.error = Some("the computation's result changed under preemption".into());
+        result.error = Some(JobError::failed(JobProblem::ResultChanged));
     }
     result
 }
@@ -169,9 +178,7 @@ impl Executor for EngineExecutor {
             Work::Tpcc(request) => outcome(self.run(p, |x| request.execute(x, t))),
             Work::Query2 => match &self.ch {
                 Some(ch) => outcome(self.run(p, |x| query2(x, t, ch))),
-                None => Outcome::failed(
-                    "Query 2 needs the CH-benCHmark tables, which are not loaded".into(),
-                ),
+                None => Outcome::failed(JobError::failed(JobProblem::NoChTables)),
             },
             Work::BatchUpdate(batch) => checked(
                 self.run(p, |x| batch_update(x, t, batch)),

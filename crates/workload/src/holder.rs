@@ -107,9 +107,10 @@ pub fn run_round(setup: &HolderSetup) -> Result<HolderRound, HolderError> {
         ..Options::default()
     }));
     let t = table(&db)?;
-    let sched = SchedConfig {
-        workers: 1,
-        ..setup.sched.clone()
+    let sched = {
+        let mut service = setup.sched.clone();
+        service.workers = 1;
+        service
     };
     let scheduler = Scheduler::start(&sched, Arc::new(Calls))?;
     let holding = Arc::new(AtomicBool::new(false));
@@ -178,9 +179,5 @@ pub fn run_round(setup: &HolderSetup) -> Result<HolderRound, HolderError> {
 
 /// The scheduler settings of a paused-holder round: preemptive, one worker.
 pub fn sched_config() -> SchedConfig {
-    SchedConfig {
-        policy: Policy::Preempt,
-        workers: 1,
-        ..SchedConfig::default()
-    }
+    SchedConfig::default().policy(Policy::Preempt).workers(1)
 }

@@ -11,8 +11,8 @@
 
 use std::time::{Duration, Instant};
 
+use crate::drivers::open_loop::Arrivals;
 use overtake_engine::Priority;
-use overtake_sched::Arrivals;
 
 use crate::batch::BatchUpdate;
 pub use crate::compute::{ComputeTask, compute_kernel, compute_kernel_at};

@@ -35,12 +35,13 @@ fn tpcc_stays_consistent_under_every_lock_policy() {
             seed: 17,
             ..ClientsConfig::new(
                 8,
-                SchedConfig {
-                    workers: 2,
-                    delivery: Delivery::Signal,
-                    signal_delay: Duration::from_micros(20),
-                    pin: false,
-                    ..SchedConfig::default()
+                {
+                    let mut service = SchedConfig::default();
+                    service.workers = 2;
+                    service.delivery = Delivery::Signal;
+                    service.signal_delay = Duration::from_micros(20);
+                    service.pin = false;
+                    service
                 },
                 constants,
             )

@@ -17,10 +17,11 @@ use std::time::{Duration, Instant};
 use overtake_engine::{Database, Isolation, Priority};
 use overtake_runtime::preempt::PreemptStats;
 use overtake_runtime::preempt::inject::{self, Point, run_preempted};
-use overtake_sched::{Delivery, Executor, Policy, RunReport, RunStats, SchedConfig, Status};
+use overtake_sched::{Delivery, Executor, Policy, RunStats, SchedConfig, Status};
 use overtake_workload::batch::BatchUpdate;
 use overtake_workload::ch::ChTables;
 use overtake_workload::drivers::closed_loop::{ClosedLoopConfig, run_closed_loop};
+use overtake_workload::drivers::open_loop::{self, RunConfig, RunReport};
 use overtake_workload::exec::{EngineExecutor, Job, Work};
 use overtake_workload::mixed::{ComputeTask, LowWork, MixedArrivals};
 use overtake_workload::rng::{NuRandConstants, TpccRng};
@@ -296,24 +297,26 @@ fn rounds_until(
 /// sends SIGURG with every request, so preemptions land anywhere in the engine, not only at
 /// record accesses.
 fn mixed_preempt_round(l: &Loaded, low: LowWork, seed: u64) -> RunReport {
-    let config = SchedConfig {
-        policy: Policy::Preempt,
-        workers: 1,
-        delivery: Delivery::Signal,
-        signal_delay: Duration::ZERO,
+    let mut sched = SchedConfig::default()
+        .policy(Policy::Preempt)
+        .workers(1)
+        .delivery(Delivery::Signal)
+        .pin(false);
+    sched.signal_delay = Duration::ZERO;
+    let config = RunConfig {
+        sched,
         duration: Duration::from_secs(1),
-        pin: false,
-        ..SchedConfig::default()
+        ..RunConfig::default()
     };
     let mut arrivals = MixedArrivals::new(
         Duration::from_millis(1),
-        config.hp_queue,
+        config.batch,
         low,
         1,
         l.constants,
         seed,
     );
-    overtake_sched::run(&config, executor(l), &mut arrivals, Vec::new(), &|_| {}).expect("run")
+    open_loop::run(&config, executor(l), &mut arrivals, Vec::new(), &|_| {}).expect("run")
 }
 
 #[test]
@@ -413,17 +416,19 @@ fn computations_round_robin_over_many_contexts_under_signals_keep_their_results(
         "computations preempted by injected calls across many contexts",
         || {
             seed += 1;
-            let config = SchedConfig {
-                policy: Policy::Quantum,
-                quantum: Duration::from_micros(50),
-                two_queues: false,
-                workers: 1,
-                lp_queue: 32,
-                delivery: Delivery::Signal,
-                signal_delay: Duration::ZERO,
+            let mut sched = SchedConfig::default()
+                .policy(Policy::Quantum)
+                .quantum(Duration::from_micros(50))
+                .workers(1)
+                .delivery(Delivery::Signal)
+                .pin(false);
+            sched.two_queues = false;
+            sched.signal_delay = Duration::ZERO;
+            let config = RunConfig {
+                sched,
                 duration: Duration::from_secs(1),
-                pin: false,
-                ..SchedConfig::default()
+                background_queue: 32,
+                ..RunConfig::default()
             };
             // A little urgent TPC-C as well (sparse: a debug build runs it slowly).
             let mut arrivals = MixedArrivals::new(
@@ -434,8 +439,7 @@ fn computations_round_robin_over_many_contexts_under_signals_keep_their_results(
                 l.constants,
                 seed,
             );
-            overtake_sched::run(&config, executor(&l), &mut arrivals, Vec::new(), &|_| {})
-                .expect("run")
+            open_loop::run(&config, executor(&l), &mut arrivals, Vec::new(), &|_| {}).expect("run")
         },
         |t| {
             let low = t.stats.class(Priority::LOW);

@@ -36,7 +36,7 @@ use overtake_runtime::{Context, NoPreemptGuard};
 
 use crate::error::SchedError;
 use crate::inbox::Inbox;
-use crate::job::{Executor, LocalFeed, Outcome, Scheduled};
+use crate::job::{Executor, IdleWork, JobError, Outcome, Scheduled};
 use crate::policy::{Policy, SchedConfig};
 use crate::starvation::{self, Clock};
 use crate::stats::{JobTiming, RunStats};
@@ -105,7 +105,6 @@ struct WorkerCore<E: Executor> {
     slice_usage: Cell<Option<ThreadUsage>>,
     /// When the worker last paused a task for more urgent work (the preemption's delivery).
     paused_for_urgent: Cell<Option<Instant>>,
-    stats: RefCell<RunStats>,
 }
 
 impl<E: Executor> WorkerCore<E> {
@@ -152,19 +151,24 @@ impl<E: Executor> WorkerCore<E> {
             .saturating_duration_since(start)
             .saturating_sub(times.preempted)
             .saturating_sub(times.waited);
-        self.stats.borrow_mut().traces.push(crate::trace::JobTrace {
-            level: self.exec.priority(job).level(),
-            latency_ns: nanos(end.saturating_duration_since(arrival)),
-            queued_ns: nanos(start.saturating_duration_since(arrival)),
-            delivery_ns: delivery,
-            running_ns: nanos(running),
-            cpu_ns: usage.cpu_ns,
-            preempted_ns: nanos(times.preempted),
-            waited_ns: nanos(times.waited),
-            faults: usage.minor_faults + usage.major_faults,
-            involuntary_switches: usage.involuntary_switches,
-            longest_region_ns: times.usage.longest_region_ns,
-        });
+        let region = NoPreemptGuard::new();
+        self.shared
+            .stats
+            .lock(&region)
+            .traces
+            .push(crate::trace::JobTrace {
+                level: self.exec.priority(job).level(),
+                latency_ns: nanos(end.saturating_duration_since(arrival)),
+                queued_ns: nanos(start.saturating_duration_since(arrival)),
+                delivery_ns: delivery,
+                running_ns: nanos(running),
+                cpu_ns: usage.cpu_ns,
+                preempted_ns: nanos(times.preempted),
+                waited_ns: nanos(times.waited),
+                faults: usage.minor_faults + usage.major_faults,
+                involuntary_switches: usage.involuntary_switches,
+                longest_region_ns: times.usage.longest_region_ns,
+            });
     }
 
     fn record(
@@ -185,12 +189,14 @@ impl<E: Executor> WorkerCore<E> {
             preempted: times.preempted,
             waited: times.waited,
         };
-        self.stats.borrow_mut().record(
+        let region = NoPreemptGuard::new();
+        self.shared.stats.lock(&region).record(
             self.exec.priority(job),
             self.exec.kind(job),
             &timing,
             outcome,
         );
+        drop(region);
         self.shared.finished.fetch_add(1, Ordering::Release);
     }
 
@@ -330,11 +336,10 @@ impl<E: Executor> WorkerCore<E> {
             let limit = self.contexts.len();
             self.refuse(
                 scheduled,
-                format!(
-                    "worker {}: all {limit} task contexts are in use by started transactions \
-                     (paused or waiting); raise the pool size",
-                    self.index
-                ),
+                JobError::NoTaskContext {
+                    worker: self.index,
+                    limit,
+                },
             );
             return;
         };
@@ -352,7 +357,10 @@ impl<E: Executor> WorkerCore<E> {
                     drop(region);
                     self.refuse(
                         scheduled,
-                        format!("worker {}: no stack for a new task: {e}", self.index),
+                        JobError::NoStack {
+                            worker: self.index,
+                            source: Arc::new(e),
+                        },
                     );
                     return;
                 }
@@ -370,7 +378,7 @@ impl<E: Executor> WorkerCore<E> {
     }
 
     /// A job that cannot start is recorded as failed, with why.
-    fn refuse(&self, scheduled: Scheduled<E::Job>, why: String) {
+    fn refuse(&self, scheduled: Scheduled<E::Job>, why: JobError) {
         let _region = NoPreemptGuard::new();
         let now = Instant::now();
         let times = crate::task::TaskTimes {
@@ -608,7 +616,7 @@ pub(crate) struct WorkerSetup<E: Executor> {
     pub(crate) config: SchedConfig,
     pub(crate) epoch: Instant,
     pub(crate) stop: Arc<AtomicU8>,
-    pub(crate) feed: Option<LocalFeed<E::Job>>,
+    pub(crate) feed: Option<IdleWork<E::Job>>,
 }
 
 /// The worker thread's body. Returns its statistics.
@@ -632,7 +640,6 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
     let pool = config.task_pool;
     let core = Rc::new(WorkerCore {
         index,
-        stats: RefCell::new(RunStats::with_kinds(exec.kinds().len())),
         shared,
         inbox,
         exec,
@@ -660,7 +667,8 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
     if core.config.trace {
         // Room for the run's traces, touched now: growing the vector later would fault in fresh
         // pages inside the region that records an urgent job, and show up as that job's cost.
-        let mut stats = core.stats.borrow_mut();
+        let region = NoPreemptGuard::new();
+        let mut stats = core.shared.stats.lock(&region);
         stats
             .traces
             .resize(TRACE_ROOM, crate::trace::JobTrace::default());
@@ -693,7 +701,8 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         if next.is_some()
             && let Some(since) = idle_since.take()
         {
-            core.stats.borrow_mut().idle_nanos += since.elapsed().as_nanos() as u64;
+            let region = NoPreemptGuard::new();
+            core.shared.stats.lock(&region).idle_nanos += since.elapsed().as_nanos() as u64;
         }
         match next {
             Some(Next::Resume(id)) => core.resume(id, false),
@@ -724,7 +733,9 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
     }
 
     if core.config.trace {
-        core.stats.borrow_mut().regions = region_trace::take();
+        let regions = region_trace::take();
+        let region = NoPreemptGuard::new();
+        core.shared.stats.lock(&region).regions = regions;
     }
     WORKER.with(|w| *w.borrow_mut() = None);
     // Dropping the contexts ends their loops (between jobs, or unwinding a task still parked at
@@ -736,7 +747,9 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
     // Layers above hand back per-thread state here (the engine frees what this thread's
     // transactions retired, rather than handing it to the next thread that starts).
     overtake_runtime::os_thread::worker_exiting();
-    Ok(core.stats.take())
+    let region = NoPreemptGuard::new();
+    let stats = std::mem::take(&mut *core.shared.stats.lock(&region));
+    Ok(stats)
 }
 
 #[cfg(test)]

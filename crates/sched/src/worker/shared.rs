@@ -16,6 +16,7 @@ use overtake_runtime::preempt::PreemptTarget;
 use overtake_runtime::{NoPreemptGuard, RegionMutex};
 
 use crate::starvation::StarvationMonitor;
+use crate::stats::RunStats;
 
 /// `running_level` while no task runs.
 pub(crate) const IDLE: u8 = u8::MAX;
@@ -119,6 +120,9 @@ pub(crate) struct WorkerShared {
     pub(crate) switches: AtomicU64,
     /// Tasks paused by preemption, per level, as of the last switch.
     pub(crate) paused: [AtomicUsize; Priority::LEVELS],
+    /// What the worker's jobs did so far. Only the worker writes it, once per job; others take a
+    /// snapshot (a copy under the lock, during which the worker would wait to record).
+    pub(crate) stats: RegionMutex<RunStats>,
     /// The kernel's id of the worker's thread (0 until it runs).
     pub(crate) tid: AtomicI32,
     pub(crate) sleeper: Arc<Sleeper>,
@@ -130,7 +134,8 @@ pub(crate) struct WorkerShared {
 }
 
 impl WorkerShared {
-    pub(crate) fn new() -> Self {
+    /// The shared part of a worker whose executor has `kinds` job kinds.
+    pub(crate) fn new(kinds: usize) -> Self {
         let target = PreemptTarget::new();
         let sleeper = Arc::new(Sleeper::default());
         WorkerShared {
@@ -151,6 +156,7 @@ impl WorkerShared {
             finished: AtomicU64::new(0),
             switches: AtomicU64::new(0),
             paused: Default::default(),
+            stats: RegionMutex::new(RunStats::with_kinds(kinds)),
             tid: AtomicI32::new(0),
             ready: AtomicBool::new(false),
         }

@@ -13,6 +13,7 @@ use overtake_runtime::preempt::{self, Delivery, inject};
 
 use super::{Stop, WorkerSetup, WorkerShared, run_worker};
 use crate::inbox::Inbox;
+use crate::job::JobError;
 use crate::job::{Executor, Outcome, Scheduled};
 use crate::policy::{Policy, SchedConfig};
 use crate::stats::RunStats;
@@ -59,8 +60,8 @@ fn config(pool: usize) -> SchedConfig {
     SchedConfig {
         policy: Policy::Preempt,
         delivery: Delivery::Poll,
-        hp_queue: 16,
-        lp_queue: 2_048,
+        urgent_inbox: 16,
+        background_inbox: 2_048,
         stack_size: 64 * 1024,
         task_pool: pool,
         pin: false,
@@ -69,11 +70,11 @@ fn config(pool: usize) -> SchedConfig {
 }
 
 fn start_worker(config: SchedConfig) -> TestWorker {
-    let inbox = Arc::new(Inbox::new(config.hp_queue, config.lp_queue));
+    let inbox = Arc::new(Inbox::new(config.urgent_inbox, config.background_inbox));
     let stop = Arc::new(AtomicU8::new(Stop::Run as u8));
     let setup = WorkerSetup {
         index: 0,
-        shared: Arc::new(WorkerShared::new()),
+        shared: Arc::new(WorkerShared::new(1)),
         inbox: Arc::clone(&inbox),
         exec: Arc::new(Scripts),
         config,
@@ -270,10 +271,13 @@ fn a_thousand_tasks_park_on_one_worker_and_the_pool_bound_is_a_clear_error() {
     let low = stats.class(Priority::LOW);
     assert_eq!(low.committed, POOL as u64);
     assert_eq!(low.failed, 1);
-    let error = low.first_error.as_deref().unwrap_or_default();
     assert!(
-        error.contains("all 1000 task contexts are in use"),
-        "{error}"
+        matches!(
+            low.first_error,
+            Some(JobError::NoTaskContext { limit: 1000, .. })
+        ),
+        "{:?}",
+        low.first_error
     );
 }
 

@@ -52,10 +52,11 @@ impl ClientsConfig {
             think: Duration::ZERO,
             hp_share: 0.5,
             warehouses: 1,
-            sched: SchedConfig {
-                policy: Policy::Preempt,
-                delivery: Delivery::Signal,
-                ..sched
+            sched: {
+                let mut service = sched;
+                service.policy = Policy::Preempt;
+                service.delivery = Delivery::Signal;
+                service
             },
             isolation: Isolation::Serializable,
             constants,
@@ -85,6 +86,24 @@ fn exponential(rng: &mut TpccRng, mean: Duration) -> Duration {
     mean.mul_f64(-u.ln())
 }
 
+/// Why [`run_clients`] could not run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientsError {
+    /// `hp_share` is outside 0..=1.
+    #[error("the urgent share must be between 0 and 1")]
+    UrgentShare,
+    /// `clients` is 0.
+    #[error("at least one client is needed")]
+    NoClients,
+    /// A client thread could not be started.
+    #[error("cannot start a client thread: {0}")]
+    SpawnClient(std::io::Error),
+    /// The scheduler could not run.
+    #[error(transparent)]
+    Sched(#[from] SchedError),
+}
+
 /// Runs the clients for `duration`; `tick` is called about ten times a second.
 pub fn run_clients(
     db: Arc<Database>,
@@ -92,14 +111,12 @@ pub fn run_clients(
     config: &ClientsConfig,
     duration: Duration,
     tick: &dyn Fn(Duration),
-) -> Result<ClientsReport, SchedError> {
+) -> Result<ClientsReport, ClientsError> {
     if !(0.0..=1.0).contains(&config.hp_share) {
-        return Err(SchedError::InvalidConfig(
-            "the urgent share must be between 0 and 1",
-        ));
+        return Err(ClientsError::UrgentShare);
     }
     if config.clients == 0 {
-        return Err(SchedError::InvalidConfig("at least one client is needed"));
+        return Err(ClientsError::NoClients);
     }
     let executor = Arc::new(EngineExecutor::new(
         db,
@@ -178,10 +195,7 @@ pub fn run_clients(
         for t in threads {
             let _ = t.join();
         }
-        return Err(SchedError::SpawnWorker {
-            index: usize::MAX,
-            source,
-        });
+        return Err(ClientsError::SpawnClient(source));
     }
     let end = start + duration;
     while Instant::now() < end {
@@ -193,9 +207,8 @@ pub fn run_clients(
         let _ = t.join();
     }
     let elapsed = start.elapsed();
-    let scheduler = Arc::into_inner(scheduler).ok_or(SchedError::InvalidConfig(
-        "a client still holds the scheduler",
-    ))?;
+    let scheduler =
+        Arc::into_inner(scheduler).expect("every client thread has been joined, with its handle");
     Ok(ClientsReport {
         scheduler: scheduler.shutdown(Shutdown::Drain)?,
         elapsed,

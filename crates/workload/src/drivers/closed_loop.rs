@@ -1,14 +1,16 @@
 //! The closed-loop TPC-C driver behind `overtake bench tpcc`: every worker runs the standard mix
 //! back to back against its home warehouse (worker `i` uses warehouse `i % warehouses + 1`), with
 //! no think time. The transactions run on scheduler workers, in their preemptible contexts, so that
-//! the same run can be repeated with the dispatcher interrupting every worker at a fixed interval
+//! the same run can be repeated with the open-loop dispatcher interrupting every worker at a fixed interval
 //! without giving it work: the cost of the preemption mechanism alone (PreemptDB's Figure 8).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use overtake_engine::{Database, Isolation, Priority};
-use overtake_sched::{Arrivals, Delivery, LocalFeed, Policy, RunReport, SchedConfig};
+use overtake_sched::{Delivery, IdleWork, Policy, SchedConfig};
+
+use crate::drivers::open_loop::{self, NoArrivals, RunConfig, RunReport};
 
 use crate::exec::{EngineExecutor, Job, Work};
 use crate::rng::{NuRandConstants, TpccRng};
@@ -40,23 +42,6 @@ pub struct ClosedLoopConfig {
     pub pin: bool,
 }
 
-/// No arrivals: the workers feed themselves.
-struct ClosedLoop;
-
-impl Arrivals<Job> for ClosedLoop {
-    fn high(
-        &mut self,
-        _: std::time::Instant,
-        _: &mut Vec<(Job, std::time::Instant)>,
-    ) -> Option<std::time::Instant> {
-        None
-    }
-
-    fn low(&mut self) -> Option<Job> {
-        None
-    }
-}
-
 /// Runs the mix. `tick` is called about ten times a second with the elapsed time.
 pub fn run_closed_loop(
     db: Arc<Database>,
@@ -82,18 +67,20 @@ pub fn run_closed_loop(
                         &mut rng, &constants, home, warehouses,
                     )),
                 })
-            }) as LocalFeed<Job>)
+            }) as IdleWork<Job>)
         })
         .collect();
-    let sched = SchedConfig {
-        policy: Policy::Preempt,
-        workers: config.workers,
+    let mut sched = SchedConfig::default()
+        .policy(Policy::Preempt)
+        .workers(config.workers)
+        .delivery(config.delivery)
+        .pin(config.pin);
+    sched.signal_delay = config.signal_delay;
+    let run = RunConfig {
+        sched,
         duration: config.duration,
         interrupt_interval: config.interrupt_interval,
-        delivery: config.delivery,
-        signal_delay: config.signal_delay,
-        pin: config.pin,
-        ..SchedConfig::default()
+        ..RunConfig::default()
     };
-    overtake_sched::run(&sched, executor, &mut ClosedLoop, feeds, tick)
+    open_loop::run(&run, executor, &mut NoArrivals, feeds, tick)
 }

@@ -1,7 +1,10 @@
-//! Drivers that run TPC-C through the scheduler: the closed loop of `bench tpcc` (every worker
-//! runs the mix back to back) and POW's closed-loop clients with think time and a share of urgent
-//! transactions. They are clients of the scheduler's API, above the executor (`exec`) and the
-//! transactions (`tpcc`).
+//! Drivers: the clients that put load on the scheduler, through its public API like any
+//! application. `open_loop` is the dispatcher of arrivals that come whether or not earlier work
+//! is done (PreemptDB's batches, Aspen's Poisson stream); `closed_loop` is `bench tpcc`'s (every
+//! worker runs the TPC-C mix back to back); `clients` are POW's closed-loop clients with think
+//! time and a share of urgent transactions. The closed loops sit above the executor (`exec`) and
+//! the transactions (`tpcc`).
 
 pub mod clients;
 pub mod closed_loop;
+pub mod open_loop;

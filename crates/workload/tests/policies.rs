@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use overtake_runtime::preempt::record_access;
 use overtake_sched::Priority;
-use overtake_sched::{Arrivals, Delivery, Executor, Outcome, Policy, SchedConfig};
+use overtake_sched::{Delivery, Executor, Outcome, Policy, SchedConfig};
+use overtake_workload::drivers::open_loop::{self, Arrivals, RunConfig, RunReport};
 
 // Signal preemption is only enabled where allocation runs inside regions (as in the binary).
 #[global_allocator]
@@ -130,16 +131,12 @@ impl Arrivals<Job> for OneOfEach {
 }
 
 /// Runs one long and one short job; returns (long finished at, short finished at, report).
-fn race(config: &SchedConfig, polls: bool) -> (u64, u64, overtake_sched::RunReport) {
+fn race(config: &RunConfig, polls: bool) -> (u64, u64, RunReport) {
     race_after_burst(config, polls, 0)
 }
 
 /// Like [`race`], with `burst` short jobs arriving first (they run before the long one).
-fn race_after_burst(
-    config: &SchedConfig,
-    polls: bool,
-    burst: usize,
-) -> (u64, u64, overtake_sched::RunReport) {
+fn race_after_burst(config: &RunConfig, polls: bool, burst: usize) -> (u64, u64, RunReport) {
     let long_done = Arc::new(AtomicU64::new(0));
     let short_done = Arc::new(AtomicU64::new(0));
     let long_started = Arc::new(AtomicU64::new(0));
@@ -164,7 +161,7 @@ fn race_after_burst(
             run: Duration::ZERO,
         }),
     };
-    let report = overtake_sched::run(
+    let report = open_loop::run(
         config,
         Arc::new(Synthetic {
             order: AtomicU64::new(0),
@@ -196,14 +193,15 @@ fn finished_in_order(first: u64, second: u64, what: &str) {
 }
 
 /// A run ends when its jobs are done (its arrivals run out): the duration only bounds a hang.
-fn config(policy: Policy, delivery: Delivery) -> SchedConfig {
-    SchedConfig {
-        policy,
-        delivery,
-        workers: 1,
+fn config(policy: Policy, delivery: Delivery) -> RunConfig {
+    RunConfig {
+        sched: SchedConfig::default()
+            .policy(policy)
+            .delivery(delivery)
+            .workers(1)
+            .pin(false),
         duration: Duration::from_secs(120),
-        pin: false,
-        ..SchedConfig::default()
+        ..RunConfig::default()
     }
 }
 
@@ -261,7 +259,7 @@ fn waiting_does_not_overtake() {
 #[test]
 fn cooperation_overtakes_only_code_that_reaches_a_yield_point() {
     let mut c = config(Policy::Cooperative, Delivery::Signal);
-    c.yield_interval = 1_000;
+    c.sched.yield_interval = 1_000;
     let (long, short, _) = race(&c, true);
     finished_in_order(short, long, "yields at record accesses let it through");
     let (long, short, _) = race(&c, false);
@@ -271,7 +269,7 @@ fn cooperation_overtakes_only_code_that_reaches_a_yield_point() {
 #[test]
 fn starvation_threshold_zero_never_preempts() {
     let mut c = config(Policy::Preempt, Delivery::Signal);
-    c.starvation_threshold = 0.0;
+    c.sched.starvation_threshold = 0.0;
     let (long, short, report) = race(&c, true);
     finished_in_order(long, short, "the urgent job waited for the boundary");
     assert_eq!(report.stats.class(Priority::LOW).preemptions, 0);
@@ -328,7 +326,7 @@ fn the_starvation_threshold_bounds_a_preemption_in_progress() {
     let long_started = Arc::new(AtomicU64::new(0));
     let epoch = Instant::now();
     let mut c = config(Policy::Preempt, Delivery::Signal);
-    c.starvation_threshold = 0.5;
+    c.sched.starvation_threshold = 0.5;
     c.duration = Duration::from_secs(3);
     let executor = Arc::new(Synthetic {
         order: AtomicU64::new(0),
@@ -347,7 +345,7 @@ fn the_starvation_threshold_bounds_a_preemption_in_progress() {
         next: None,
         short_run: Duration::from_millis(2),
     };
-    let report = overtake_sched::run(
+    let report = open_loop::run(
         &c,
         Arc::clone(&executor),
         &mut arrivals,
@@ -378,14 +376,14 @@ fn the_starvation_threshold_bounds_a_preemption_in_progress() {
 #[test]
 fn bad_settings_are_refused() {
     let mut c = config(Policy::Cooperative, Delivery::Poll);
-    c.yield_interval = 0;
-    assert!(c.validate().is_err());
+    c.sched.yield_interval = 0;
+    assert!(c.sched.validate().is_err());
     let mut c = config(Policy::Preempt, Delivery::Poll);
-    c.starvation_threshold = f64::NAN;
-    assert!(c.validate().is_err());
-    c.starvation_threshold = 1.0;
-    c.workers = 0;
-    assert!(c.validate().is_err());
+    c.sched.starvation_threshold = f64::NAN;
+    assert!(c.sched.validate().is_err());
+    c.sched.starvation_threshold = 1.0;
+    c.sched.workers = 0;
+    assert!(c.sched.validate().is_err());
     let c = config(Policy::Preempt, Delivery::Uintr);
-    assert!(c.validate().is_err(), "no user interrupts here");
+    assert!(c.sched.validate().is_err(), "no user interrupts here");
 }

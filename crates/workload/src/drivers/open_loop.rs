@@ -1,30 +1,169 @@
-//! The dispatcher: admits jobs and places them on workers.
+//! The open-loop driver: a dispatcher thread that submits arrivals to the scheduler as they
+//! fall due, whether or not earlier ones are done (PreemptDB's batches of urgent transactions
+//! every interval, Aspen's Poisson stream), keeps every worker's background inbox full, and
+//! reports what the machine could not serve.
 //!
-//! One thread (pinned to the last core when pinning is on) that keeps every worker's
-//! background queue full, collects urgent arrivals (of any level above the lowest), and deals them
-//! round-robin into the workers' queues of their levels. Under `Preempt` it skips a worker whose running low-priority
-//! transaction has reached the starvation threshold, asks each worker it pushed to once (batched
-//! on-demand preemption), and, with signal delivery, sends SIGURG if a request is still not taken
-//! up after the signal delay. Under `Cooperative` it only raises the flag, which the worker checks
-//! at its yield points. Under `Wait` it only fills queues.
-//!
-//! High-priority jobs that find no room wait here, in arrival order; their latency includes it.
+//! It is a client of the scheduler's public API. It places work itself (`Scheduler::submit_to`)
+//! and steps the scheduler's preemption timer from its own loop, so that a worker is asked once
+//! per batch (batched on-demand preemption) and signalled exactly when the signal delay has
+//! passed. One thread (pinned to the last core when pinning is on) that collects urgent arrivals
+//! (of any level above the lowest) and deals them round-robin into the workers' inboxes of their
+//! levels. Under `Preempt` it skips a worker whose running low-priority transaction has reached
+//! the starvation threshold; under `Cooperative` the request it raises is only checked at yield
+//! points; under `Wait` it only fills inboxes. It must never run on a worker or block on one:
+//! urgent jobs that find no room wait here, in arrival order, and their latency includes it.
 
 use std::collections::VecDeque;
-use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use overtake_priority::Priority;
-use overtake_runtime::preempt::Delivery;
-
-use crate::backstop::Backstop;
-use crate::job::{Arrivals, Executor, Scheduled};
-use crate::policy::{Policy, SchedConfig};
-use crate::scheduler::Scheduler;
-use crate::starvation::Clock;
+use overtake_engine::Priority;
+use overtake_sched::{
+    BlockedWorker, Executor, IdleWork, Policy, PreemptStats, RunStats, SchedConfig, SchedError,
+    Scheduler, Shutdown, StartOptions,
+};
 
 /// How late the dispatcher may collect an arrival before it counts as having fallen behind.
 const LATE: Duration = Duration::from_millis(1);
+
+/// Where jobs come from, as seen by the dispatcher.
+pub trait Arrivals<J>: Send {
+    /// Appends the urgent jobs that have arrived by `now`, each with its arrival time, and
+    /// returns when the next ones are due (`None`: no more).
+    fn high(&mut self, now: Instant, out: &mut Vec<(J, Instant)>) -> Option<Instant>;
+
+    /// A background job for a worker's background inbox, which the dispatcher keeps full
+    /// (`None`: there is no background work of this kind).
+    fn low(&mut self) -> Option<J>;
+}
+
+/// No arrivals: every worker's work comes from its own source (a closed loop).
+pub struct NoArrivals;
+
+impl<J> Arrivals<J> for NoArrivals {
+    fn high(&mut self, _: Instant, _: &mut Vec<(J, Instant)>) -> Option<Instant> {
+        None
+    }
+
+    fn low(&mut self) -> Option<J> {
+        None
+    }
+}
+
+/// A benchmark run: the scheduler's service settings and how the driver uses them.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    /// The scheduler service.
+    pub sched: SchedConfig,
+    /// How long to run.
+    pub duration: Duration,
+    /// Urgent jobs dealt to one worker at a time (the batch of batched on-demand preemption):
+    /// the capacity of each worker's urgent inbox in the run.
+    pub batch: usize,
+    /// Background jobs queued per worker ahead of the running one: the capacity of each
+    /// worker's background inbox in the run (1: the next one is always ready, and no more).
+    pub background_queue: usize,
+    /// If set, every worker is asked to switch this often even without work for it (measures
+    /// the mechanism's own cost).
+    pub interrupt_interval: Option<Duration>,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            sched: SchedConfig::default(),
+            duration: Duration::from_secs(10),
+            batch: 4,
+            background_queue: 1,
+            interrupt_interval: None,
+        }
+    }
+}
+
+impl RunConfig {
+    /// The scheduler settings the run starts with: [`sched`](Self::sched) with the inboxes sized
+    /// for the batch and the background queue.
+    pub fn service(&self) -> SchedConfig {
+        self.sched
+            .clone()
+            .inboxes(self.batch, self.background_queue)
+    }
+
+    /// Checks the settings as the run would use them.
+    pub fn validate(&self) -> Result<(), SchedError> {
+        self.service().validate()?;
+        if self.interrupt_interval.is_some() {
+            // Interrupting needs the mechanism even under a policy that would not preempt.
+            self.sched.delivery.check()?;
+        }
+        Ok(())
+    }
+}
+
+/// The result of [`run`].
+#[derive(Clone, Debug)]
+pub struct RunReport {
+    /// The configuration that ran.
+    pub config: RunConfig,
+    /// Time from the first dispatch to the last worker's exit.
+    pub elapsed: Duration,
+    /// Per class and per kind.
+    pub stats: RunStats,
+    /// Names of the job kinds.
+    pub kinds: Vec<&'static str>,
+    /// Preemption machinery counters, summed over workers.
+    pub preempt: PreemptStats,
+    /// What the dispatcher saw.
+    pub dispatch: DispatchStats,
+    /// Workers found blocked in the kernel while running a task.
+    pub blocked: Vec<BlockedWorker>,
+}
+
+/// Runs a workload for `config.duration`: a [`Scheduler`] whose client is the dispatcher
+/// (arrivals) plus, per worker, an optional source of background work of its own (`feeds`, a
+/// closed loop). Work still queued at the end is not started; started tasks finish. Without
+/// feeds, a run whose arrivals run out ends as soon as all their work is done. `tick` is called
+/// about ten times a second with the elapsed time.
+pub fn run<E: Executor>(
+    config: &RunConfig,
+    executor: Arc<E>,
+    arrivals: &mut dyn Arrivals<E::Job>,
+    feeds: Vec<Option<IdleWork<E::Job>>>,
+    tick: &dyn Fn(Duration),
+) -> Result<RunReport, SchedError> {
+    config.validate()?;
+    let sched = config.service();
+    let kinds = executor.kinds().to_vec();
+    let ends_when_done = feeds.iter().all(Option::is_none);
+    let scheduler = Scheduler::start_with(
+        &sched,
+        Arc::clone(&executor),
+        StartOptions::default().idle_work(feeds).client_timer(),
+    )?;
+    if sched.pin {
+        let cores = overtake_runtime::os_thread::available_cores();
+        overtake_runtime::os_thread::pin_current_thread(cores.saturating_sub(1));
+    }
+    let start = Instant::now();
+    let dispatch = Dispatcher {
+        config,
+        executor: &*executor,
+        scheduler: &scheduler,
+        arrivals,
+        ends_when_done,
+    }
+    .run(start, start + config.duration, tick);
+    let report = scheduler.shutdown(Shutdown::Abandon)?;
+    Ok(RunReport {
+        config: config.clone(),
+        elapsed: start.elapsed(),
+        stats: report.stats,
+        kinds,
+        preempt: report.preempt,
+        dispatch,
+        blocked: report.blocked,
+    })
+}
 
 /// What the dispatcher observed.
 #[derive(Clone, Copy, Debug, Default)]
@@ -36,7 +175,7 @@ pub struct DispatchStats {
     pub late_high: u64,
     /// High-priority jobs still waiting (here or in worker queues) when the run ended.
     pub unfinished_high: usize,
-    /// Preemption requests raised.
+    /// Preemption requests raised (by the dispatcher and by quantum expiries).
     pub requests: u64,
     /// Times the dispatcher began holding urgent work back from a worker because its starvation
     /// level had reached the threshold (each stretch of holding back counts once).
@@ -85,49 +224,43 @@ impl DispatchStats {
     }
 }
 
-/// The open-loop client of a [`Scheduler`]: it submits arrivals to chosen workers itself and
-/// steps the signal backstop from its own loop.
-pub(crate) struct Dispatcher<'a, E: Executor> {
-    pub(crate) config: &'a SchedConfig,
-    pub(crate) scheduler: &'a Scheduler<E>,
-    pub(crate) arrivals: &'a mut dyn Arrivals<E::Job>,
-    pub(crate) clock: Clock,
+/// The dispatcher of one run.
+struct Dispatcher<'a, E: Executor> {
+    config: &'a RunConfig,
+    executor: &'a E,
+    scheduler: &'a Scheduler<E>,
+    arrivals: &'a mut dyn Arrivals<E::Job>,
     /// The run ends as soon as the arrivals have no more work and everything handed over has
-    /// finished (no worker has a local feed that could make more).
-    pub(crate) ends_when_done: bool,
+    /// finished (no worker has a feed of its own that could make more).
+    ends_when_done: bool,
+}
+
+/// An urgent job waiting in the dispatcher for room.
+struct Pending<J> {
+    job: J,
+    arrival: Instant,
 }
 
 impl<E: Executor> Dispatcher<'_, E> {
     /// Runs until `end` (or, with `ends_when_done`, until every arrival has been served); calls
     /// `tick` about ten times a second.
-    pub(crate) fn run(
-        &mut self,
-        start: Instant,
-        end: Instant,
-        tick: &dyn Fn(Duration),
-    ) -> DispatchStats {
-        let shared = self.scheduler.worker_shared();
-        let workers = shared.len();
+    fn run(&mut self, start: Instant, end: Instant, tick: &dyn Fn(Duration)) -> DispatchStats {
+        let sched = &self.config.sched;
+        let workers = self.scheduler.workers();
+        let mut timer = self.scheduler.preempt_timer();
         let mut stats = DispatchStats::default();
-        let mut pending: VecDeque<Scheduled<E::Job>> = VecDeque::new();
+        let mut pending: VecDeque<Pending<E::Job>> = VecDeque::new();
         let mut arrived: Vec<(E::Job, Instant)> = Vec::new();
-        let signals = self.config.delivery == Delivery::Signal
-            && (self.config.preempts() || self.config.interrupt_interval.is_some());
-        let mut backstop = Backstop::new(workers, self.config.signal_delay, signals);
         let mut pushed = vec![false; workers];
         // Workers the dispatcher is holding urgent work back from (starvation control).
         let mut holding_back = vec![false; workers];
-        let quantum = (self.config.policy == Policy::Quantum)
-            .then(|| self.config.quantum.as_nanos().max(1) as u64);
-        // Quantum: the slice each worker runs (its start) and when it is next checked.
-        let mut slices = vec![(0u64, 0u64); workers];
         let mut next_high = Some(start);
         let mut next_interrupt = self.config.interrupt_interval.map(|i| start + i);
         let mut next_tick = start;
         let mut round_robin = 0;
         // A dispatcher sharing a core with a worker must not spin while idle.
-        let own_core = self.config.pin && workers < overtake_runtime::os_thread::available_cores();
-        // Whether arrivals feed background queues (closed loops feed their workers themselves).
+        let own_core = sched.pin && workers < overtake_runtime::os_thread::available_cores();
+        // Whether arrivals feed background inboxes (closed loops feed their workers themselves).
         let mut feeds_low = false;
         // Jobs handed to workers, and whether the background arrivals have run out.
         let mut handed_over: u64 = 0;
@@ -141,11 +274,7 @@ impl<E: Executor> Dispatcher<'_, E> {
                 && next_high.is_none()
                 && low_exhausted
                 && pending.is_empty()
-                && shared
-                    .iter()
-                    .map(|w| w.finished.load(Ordering::Acquire))
-                    .sum::<u64>()
-                    >= handed_over
+                && self.scheduler.finished_jobs() >= handed_over
             {
                 break;
             }
@@ -153,23 +282,15 @@ impl<E: Executor> Dispatcher<'_, E> {
                 tick(now - start);
                 next_tick = now + Duration::from_millis(100);
             }
-            // Keep background queues full.
+            // Keep background inboxes full.
             for w in 0..workers {
-                while !low_exhausted && !self.scheduler.is_full(w, Priority::LOW) {
+                while !low_exhausted && self.scheduler.has_room(w, Priority::LOW) {
                     let Some(job) = self.arrivals.low() else {
                         low_exhausted = true;
                         break;
                     };
                     feeds_low = true;
-                    let at = Instant::now();
-                    match self.scheduler.push(
-                        w,
-                        Scheduled {
-                            job,
-                            arrival: at,
-                            enqueued: at,
-                        },
-                    ) {
+                    match self.scheduler.submit_to(w, job, Instant::now()) {
                         Ok(()) => handed_over += 1,
                         Err(back) => {
                             drop(back);
@@ -188,11 +309,7 @@ impl<E: Executor> Dispatcher<'_, E> {
                     if now.saturating_duration_since(arrival) > LATE {
                         stats.late_high += 1;
                     }
-                    pending.push_back(Scheduled {
-                        job,
-                        arrival,
-                        enqueued: arrival,
-                    });
+                    pending.push_back(Pending { job, arrival });
                 }
             }
             // Deal waiting jobs round-robin.
@@ -208,21 +325,23 @@ impl<E: Executor> Dispatcher<'_, E> {
                 holding_back[w] = !allowed;
                 let level = pending
                     .front()
-                    .map_or(Priority::HIGH, |j| self.scheduler.level_of(&j.job));
-                if !allowed || self.scheduler.is_full(w, level) {
+                    .map_or(Priority::HIGH, |j| self.executor.priority(&j.job));
+                if !allowed || !self.scheduler.has_room(w, level) {
                     blocked += 1;
                     continue;
                 }
                 blocked = 0;
-                while let Some(mut job) = pending.pop_front() {
-                    job.enqueued = Instant::now();
-                    match self.scheduler.push(w, job) {
+                while let Some(Pending { job, arrival }) = pending.pop_front() {
+                    match self.scheduler.submit_to(w, job, arrival) {
                         Ok(()) => {
                             pushed[w] = true;
                             handed_over += 1;
                         }
                         Err(back) => {
-                            pending.push_front(back);
+                            pending.push_front(Pending {
+                                job: back.into_inner(),
+                                arrival,
+                            });
                             break;
                         }
                     }
@@ -230,17 +349,16 @@ impl<E: Executor> Dispatcher<'_, E> {
             }
             // Ask once per worker that received work (batched on-demand preemption), and again
             // a worker whose protected task kept it while owed it and is owed no longer.
-            if matches!(self.config.policy, Policy::Preempt | Policy::Cooperative) {
+            if matches!(sched.policy, Policy::Preempt | Policy::Cooperative) {
                 let now = Instant::now();
                 for (w, was_pushed) in pushed.iter().enumerate() {
                     let ask = if *was_pushed {
-                        self.scheduler.needs_request(w)
+                        self.scheduler.needs_preemption(w)
                     } else {
-                        self.scheduler.owes_a_request(w, now)
+                        self.scheduler.owes_preemption(w, now)
                     };
                     if ask {
-                        backstop.raise(w, &shared[w].target, now);
-                        stats.requests += 1;
+                        timer.ask(w, now);
                     }
                 }
             }
@@ -248,48 +366,14 @@ impl<E: Executor> Dispatcher<'_, E> {
             if let Some(due) = next_interrupt
                 && now >= due
             {
-                for (w, worker) in shared.iter().enumerate() {
-                    backstop.raise(w, &worker.target, now);
-                    stats.requests += 1;
-                }
+                timer.interrupt(now);
                 next_interrupt = self.config.interrupt_interval.map(|i| due + i);
             }
-            // Quantum: a task that has run a quantum is asked to make way, if anything waits.
-            let mut slice_running = false;
-            if let Some(q) = quantum {
-                let now_nanos = self.clock.nanos(now);
-                for (w, worker) in shared.iter().enumerate() {
-                    let started = worker.slice_started.load(Ordering::Relaxed);
-                    if started == 0 {
-                        continue;
-                    }
-                    slice_running = true;
-                    let (slice, next_check) = &mut slices[w];
-                    if *slice != started {
-                        // A resumed task's slice may be longer (`resumed_quanta`).
-                        let slice_q = worker.slice_quantum.load(Ordering::Relaxed).max(q);
-                        (*slice, *next_check) = (started, started + slice_q);
-                    }
-                    if now_nanos < *next_check {
-                        continue;
-                    }
-                    *next_check = now_nanos + q;
-                    let waiting = !pending.is_empty()
-                        || self.scheduler.queued(w) > 0
-                        || worker.ready_tasks.load(Ordering::Relaxed) > 0;
-                    if self.config.skip_needless && !waiting {
-                        stats.quantum_skipped += 1;
-                    } else {
-                        backstop.raise(w, &worker.target, now);
-                        stats.quantum_preemptions += 1;
-                        stats.requests += 1;
-                    }
-                }
-            }
-            backstop.step(shared, now);
+            // Quantum expiries and signals for requests not taken up.
+            timer.step(now, !pending.is_empty());
             let idle = Idle {
                 own_core,
-                work_waiting: !pending.is_empty() || backstop.outstanding() || slice_running,
+                work_waiting: !pending.is_empty() || timer.outstanding() || timer.slice_running(),
                 arrivals_due: next_high.is_some() || next_interrupt.is_some() || feeds_low,
             };
             if idle.spins() {
@@ -309,6 +393,10 @@ impl<E: Executor> Dispatcher<'_, E> {
             }
         }
         stats.unfinished_high = pending.len() + self.scheduler.urgent_queued();
+        let timed = timer.stats();
+        stats.requests = timed.requests;
+        stats.quantum_preemptions = timed.quantum_preemptions;
+        stats.quantum_skipped = timed.quantum_skipped;
         stats
     }
 }

@@ -1,0 +1,164 @@
+//! The preemption timer: what must happen at a time rather than at an event. It sends SIGURG for
+//! a preemption request a worker has not taken up within the signal delay (the backstop), and,
+//! under the quantum policy, asks a worker whose task has run a quantum to make way when other
+//! work waits.
+//!
+//! By default a running [`Scheduler`](crate::Scheduler) steps one itself, on its own thread that
+//! sleeps between steps (the kernel's timer slack makes a step some tens of microseconds late). A
+//! client that already spins in a loop of its own (an open-loop load generator) can take the
+//! timer over ([`StartOptions::client_timer`](crate::StartOptions::client_timer) and
+//! [`Scheduler::preempt_timer`](crate::Scheduler::preempt_timer)) and step it every round, which
+//! keeps the signal delay and the quantum exact. It must never be stepped by two threads for one
+//! scheduler (each would signal once per request).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use crate::backstop::Backstop;
+use crate::inbox::Inbox;
+use crate::policy::{Policy, SchedConfig};
+use crate::starvation::Clock;
+use crate::worker::WorkerShared;
+
+/// What a [`PreemptTimer`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TimerStats {
+    /// Preemption requests raised through [`PreemptTimer::ask`] and by quantum expiries.
+    pub requests: u64,
+    /// Quantum: expiries that asked the worker to preempt its task.
+    pub quantum_preemptions: u64,
+    /// Quantum: expiries with nothing else waiting, where no preemption was asked for.
+    pub quantum_skipped: u64,
+}
+
+/// The timer of one scheduler (see the module documentation).
+pub struct PreemptTimer<J> {
+    workers: Vec<Arc<WorkerShared>>,
+    inboxes: Vec<Arc<Inbox<J>>>,
+    backstop: Backstop,
+    /// Signals are sent for requests that need them: with signal delivery under a preempting
+    /// policy, or once [`PreemptTimer::interrupt`] has been used.
+    signal_delivery: bool,
+    /// Quantum: its length in nanoseconds.
+    quantum: Option<u64>,
+    skip_needless: bool,
+    /// Quantum: per worker, the slice it runs (its start) and when it is next checked.
+    slices: Vec<(u64, u64)>,
+    slice_running: bool,
+    clock: Clock,
+    stats: TimerStats,
+}
+
+impl<J> PreemptTimer<J> {
+    pub(crate) fn new(
+        config: &SchedConfig,
+        workers: Vec<Arc<WorkerShared>>,
+        inboxes: Vec<Arc<Inbox<J>>>,
+        epoch: Instant,
+    ) -> Self {
+        let signal_delivery = config.delivery == overtake_runtime::preempt::Delivery::Signal;
+        let n = workers.len();
+        PreemptTimer {
+            workers,
+            inboxes,
+            backstop: Backstop::new(n, config.signal_delay, signal_delivery && config.preempts()),
+            signal_delivery,
+            quantum: (config.policy == Policy::Quantum)
+                .then(|| config.quantum.as_nanos().max(1) as u64),
+            skip_needless: config.skip_needless,
+            slices: vec![(0, 0); n],
+            slice_running: false,
+            clock: Clock::new(epoch),
+            stats: TimerStats::default(),
+        }
+    }
+
+    /// Asks worker `w` to make way for more urgent work (as a submitter's request does), and
+    /// times the request from `now` for the backstop.
+    pub fn ask(&mut self, w: usize, now: Instant) {
+        self.backstop.raise(w, &self.workers[w].target, now);
+        self.stats.requests += 1;
+    }
+
+    /// Asks every worker to switch, work or not, and signals those that do not take the request
+    /// up in time, whatever the policy: for measuring what the mechanism itself costs.
+    pub fn interrupt(&mut self, now: Instant) {
+        self.backstop.signals |= self.signal_delivery;
+        for w in 0..self.workers.len() {
+            self.ask(w, now);
+        }
+    }
+
+    /// Does what is due at `now`: quantum expiries (`client_waiting`: the client holds work not
+    /// yet in any inbox, which counts as waiting for every worker), then signals for requests
+    /// older than the signal delay.
+    pub fn step(&mut self, now: Instant, client_waiting: bool) {
+        self.slice_running = false;
+        if let Some(q) = self.quantum {
+            let now_nanos = self.clock.nanos(now);
+            for w in 0..self.workers.len() {
+                let worker = &self.workers[w];
+                let started = worker.slice_started.load(Ordering::Relaxed);
+                if started == 0 {
+                    continue;
+                }
+                self.slice_running = true;
+                let (slice, next_check) = &mut self.slices[w];
+                if *slice != started {
+                    // A resumed task's slice may be longer (`resumed_quanta`).
+                    let slice_q = worker.slice_quantum.load(Ordering::Relaxed).max(q);
+                    (*slice, *next_check) = (started, started + slice_q);
+                }
+                if now_nanos < *next_check {
+                    continue;
+                }
+                *next_check = now_nanos + q;
+                let waiting = client_waiting
+                    || self.inboxes[w].queued() > 0
+                    || worker.ready_tasks.load(Ordering::Relaxed) > 0;
+                if self.skip_needless && !waiting {
+                    self.stats.quantum_skipped += 1;
+                } else {
+                    self.backstop.raise(w, &worker.target, now);
+                    self.stats.quantum_preemptions += 1;
+                    self.stats.requests += 1;
+                }
+            }
+        }
+        self.backstop.step(&self.workers, now);
+    }
+
+    /// True while some request has not been taken up: the next step is due within the signal
+    /// delay.
+    pub fn outstanding(&self) -> bool {
+        self.backstop.outstanding()
+    }
+
+    /// Quantum: true if, at the last step, some worker was running a slice (the next step is due
+    /// within a quantum).
+    pub fn slice_running(&self) -> bool {
+        self.slice_running
+    }
+
+    /// When the next step is due at the latest, from the last one: the signal delay while a
+    /// request is outstanding, the quantum while a slice runs, else `None` (nothing is due until
+    /// a request is raised).
+    pub fn next_step_within(&self) -> Option<Duration> {
+        let quantum = self
+            .quantum
+            .filter(|_| self.slice_running)
+            .map(Duration::from_nanos);
+        let delay = self.outstanding().then_some(self.backstop.delay());
+        match (quantum, delay) {
+            (Some(q), Some(d)) => Some(q.min(d)),
+            (q, d) => q.or(d),
+        }
+    }
+
+    /// What it did so far.
+    pub fn stats(&self) -> TimerStats {
+        self.stats
+    }
+}
