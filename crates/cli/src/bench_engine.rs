@@ -190,7 +190,7 @@ fn run_engine_direct(
         let began = Instant::now();
         let result = db.begin(Priority::HIGH, isolation).and_then(|mut txn| {
             request.execute(&mut txn, tables)?;
-            txn.commit()
+            Ok(txn.commit()?)
         });
         let tally = &mut tallies.types[request.kind().index()];
         tally.nanos += began.elapsed().as_nanos() as u64;

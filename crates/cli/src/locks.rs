@@ -69,17 +69,11 @@ impl RunResult {
 }
 
 fn cc_name(c: Concurrency) -> &'static str {
-    match c {
-        Concurrency::Mvcc => "mvcc",
-        Concurrency::TwoPhaseLocking(_) => "2pl",
-    }
+    c.name()
 }
 
 fn lock_policy_name(c: Concurrency) -> Option<&'static str> {
-    match c {
-        Concurrency::Mvcc => None,
-        Concurrency::TwoPhaseLocking(p) => Some(p.name()),
-    }
+    c.lock_policy().map(LockPolicy::name)
 }
 
 fn parse_policy(name: &str, args: &LocksArgs) -> Result<LockPolicy, String> {

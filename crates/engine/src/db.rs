@@ -27,6 +27,7 @@ pub struct Database {
 
 /// Counters describing the engine's state.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct EngineStats {
     /// The latest commit timestamp.
     pub commit_clock: u64,
@@ -139,7 +140,7 @@ impl Database {
                 attempts.promoted += 1;
                 txn.reserve_writes();
             }
-            let result = body(&mut txn).and_then(|value| txn.commit().map(|()| value));
+            let result = body(&mut txn).and_then(|value| Ok(txn.commit().map(|()| value)?));
             attempts.locks.add(&txn.lock_stats());
             let restart_after = txn.take_restart_after();
             drop(txn);
@@ -240,6 +241,7 @@ impl Database {
 
 /// How [`Database::run`] retries.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RetryPolicy {
     /// Give up after this many attempts (0: never give up).
     pub max_attempts: u32,
@@ -274,6 +276,12 @@ impl RetryPolicy {
         }
     }
 
+    /// At most `attempts` attempts (0: no limit).
+    pub fn attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = attempts;
+        self
+    }
+
     /// The same policy, promoting attempts after `failures` failed ones.
     pub fn promoting_after(mut self, failures: u32) -> Self {
         self.promote_after = Some(failures);
@@ -295,6 +303,7 @@ impl RetryPolicy {
 
 /// The outcome of [`Database::run`].
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct Attempts<T> {
     /// The body's value, or the error that ended the attempts.
     pub result: Result<T>,
@@ -330,6 +339,7 @@ impl<T> Attempts<T> {
 
 /// A transaction waiting for a lock, from [`Database::lock_waits`].
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LockWait {
     /// The waiting transaction ([`Transaction::id`]).
     pub waiter: u64,

@@ -8,6 +8,7 @@ use crate::value::DecimalError;
 
 /// Why a transaction was aborted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum AbortReason {
     /// A write-write conflict: another transaction updated the record after this transaction's
     /// snapshot, or holds an uncommitted version of it (first updater wins).
@@ -48,8 +49,10 @@ impl std::fmt::Display for AbortReason {
     }
 }
 
-/// Everything that can go wrong in the engine.
+/// Everything that can go wrong in the engine's operations on data (commit has its own, narrower
+/// [`CommitError`], which converts into this one).
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Error {
     /// The transaction was aborted and its writes undone.
     #[error("transaction aborted ({0})")]
@@ -131,6 +134,44 @@ impl Error {
     }
 }
 
+/// Why [`Transaction::commit`](crate::Transaction::commit) did not commit: the only two ways a
+/// commit can fail.
+#[derive(Clone, Copy, Debug, Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CommitError {
+    /// The transaction was aborted (now, by a failed validation, or earlier) and its writes
+    /// undone.
+    #[error("transaction aborted ({0})")]
+    Aborted(AbortReason),
+    /// The transaction had already committed or been ended with `abort`.
+    #[error("the transaction is no longer active")]
+    NotActive,
+}
+
+impl CommitError {
+    /// True if a later try may get past it (every abort but a user rollback).
+    pub fn is_retryable(&self) -> bool {
+        Error::from(*self).is_retryable()
+    }
+
+    /// The abort reason, if this is an abort.
+    pub fn abort_reason(&self) -> Option<AbortReason> {
+        match self {
+            CommitError::Aborted(reason) => Some(*reason),
+            CommitError::NotActive => None,
+        }
+    }
+}
+
+impl From<CommitError> for Error {
+    fn from(e: CommitError) -> Self {
+        match e {
+            CommitError::Aborted(reason) => Error::Aborted(reason),
+            CommitError::NotActive => Error::NotActive,
+        }
+    }
+}
+
 /// Result type of the engine.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -145,5 +186,8 @@ mod tests {
         assert!(!Error::Aborted(AbortReason::UserRollback).is_retryable());
         assert!(!Error::NotActive.is_retryable());
         assert!(!Error::TableExists("t".into()).is_retryable());
+        assert!(CommitError::Aborted(AbortReason::Validation).is_retryable());
+        assert!(!CommitError::Aborted(AbortReason::UserRollback).is_retryable());
+        assert!(!CommitError::NotActive.is_retryable());
     }
 }

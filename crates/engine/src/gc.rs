@@ -420,6 +420,7 @@ impl Collector {
 
 /// What a full walk over every record and index entry found.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct VersionCensus {
     /// Records whose newest committed version is not a deletion.
     pub live_records: u64,

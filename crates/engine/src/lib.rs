@@ -65,7 +65,7 @@ mod writeset;
 pub use catalog::MAX_TABLES;
 pub use db::{Attempts, Database, EngineStats, LockWait, RetryPolicy};
 pub use epoch::release_thread_garbage;
-pub use error::{AbortReason, Error, Result};
+pub use error::{AbortReason, CommitError, Error, Result};
 pub use gc::VersionCensus;
 pub use key::{KeyBuf, KeyBuilder, KeyRange};
 pub use lock::LockPolicy;

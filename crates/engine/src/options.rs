@@ -6,12 +6,27 @@ use crate::lock::{LockManager, LockPolicy};
 
 /// Settings for [`Database::open`](crate::Database::open).
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Options {
     /// How many transactions may be open at once (paused ones included). Beginning one more fails
     /// with [`Error::TooManyTransactions`](crate::Error::TooManyTransactions).
     pub max_transactions: usize,
     /// How concurrent transactions are kept apart.
     pub concurrency: Concurrency,
+}
+
+impl Options {
+    /// Sets [`concurrency`](Self::concurrency).
+    pub fn concurrency(mut self, concurrency: Concurrency) -> Self {
+        self.concurrency = concurrency;
+        self
+    }
+
+    /// Sets [`max_transactions`](Self::max_transactions).
+    pub fn max_transactions(mut self, max: usize) -> Self {
+        self.max_transactions = max;
+        self
+    }
 }
 
 impl Default for Options {
@@ -25,6 +40,7 @@ impl Default for Options {
 
 /// A database's concurrency control: one for all its transactions.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Concurrency {
     /// Multi-version snapshots, reads without locks, writes buffered until commit (the default;
     /// see the crate documentation). Transactions choose snapshot or serializable isolation.
@@ -36,6 +52,24 @@ pub enum Concurrency {
     /// for a lock parks (a task of `overtake-sched` lets its worker run others, a thread sleeps);
     /// the policy orders each lock's waiters and may abort or raise holders.
     TwoPhaseLocking(LockPolicy),
+}
+
+impl Concurrency {
+    /// A short, stable name: `mvcc` or `2pl`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Concurrency::Mvcc => "mvcc",
+            Concurrency::TwoPhaseLocking(_) => "2pl",
+        }
+    }
+
+    /// The lock policy, under two-phase locking.
+    pub fn lock_policy(self) -> Option<LockPolicy> {
+        match self {
+            Concurrency::Mvcc => None,
+            Concurrency::TwoPhaseLocking(p) => Some(p),
+        }
+    }
 }
 
 impl Concurrency {

@@ -22,6 +22,7 @@ pub const MAX_COLUMNS: usize = 1024;
 
 /// The type of a column.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ColumnType {
     /// 32-bit signed integer.
     Int32,
@@ -319,6 +320,7 @@ fn validate_type(column: &str, ty: ColumnType) -> Result<(), SchemaError> {
 
 /// Why a schema declaration was refused.
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SchemaError {
     /// A table, column or index name is empty.
     #[error("names must not be empty")]

@@ -21,6 +21,7 @@ pub struct Decimal {
 
 /// A decimal that cannot be represented.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DecimalError {
     /// More digits after the point than any decimal may have.
     #[error("a decimal scale of {0} exceeds the maximum of {MAX_DECIMAL_PRECISION}")]
@@ -165,6 +166,7 @@ impl Ord for Decimal {
 /// A column value as seen by the generic row interface. Strings are borrowed from the row, so reading
 /// a value never allocates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Value<'a> {
     /// SQL NULL.
     Null,

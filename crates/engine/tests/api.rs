@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use overtake_engine::CommitError;
 use overtake_engine::{
     AbortReason, ColumnType, Decimal, DecimalError, Error, Isolation, Priority, TableSchema,
     TableSchemaBuilder,
@@ -79,16 +80,20 @@ fn an_aborted_transaction_keeps_reporting_why() {
         })
         .expect("second updater");
     first.commit().expect("first committer");
-    assert_eq!(first.commit(), Err(Error::NotActive), "committed already");
+    assert_eq!(
+        first.commit(),
+        Err(CommitError::NotActive),
+        "committed already"
+    );
     let conflict = Error::Aborted(AbortReason::Conflict);
     assert_eq!(
         second.commit(),
-        Err(conflict.clone()),
+        Err(CommitError::Aborted(AbortReason::Conflict)),
         "first committer wins"
     );
     assert_eq!(
         second.commit(),
-        Err(conflict.clone()),
+        Err(CommitError::Aborted(AbortReason::Conflict)),
         "commit says again what ended it"
     );
     assert_eq!(second.get(&t, &key(&t, 0), |_| ()), Err(conflict));
@@ -98,13 +103,17 @@ fn an_aborted_transaction_keeps_reporting_why() {
     let _ = rolled.rollback();
     assert_eq!(
         rolled.commit(),
-        Err(Error::Aborted(AbortReason::UserRollback))
+        Err(CommitError::Aborted(AbortReason::UserRollback))
     );
     let mut dropped = db
         .begin(Priority::LOW, Isolation::Serializable)
         .expect("begin");
     dropped.abort();
-    assert_eq!(dropped.commit(), Err(Error::NotActive), "ended by abort()");
+    assert_eq!(
+        dropped.commit(),
+        Err(CommitError::NotActive),
+        "ended by abort()"
+    );
 }
 
 #[test]

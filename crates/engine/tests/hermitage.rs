@@ -10,12 +10,12 @@
 
 mod common;
 
+use overtake_engine::CommitError;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use overtake_engine::{
-    AbortReason, Database, Error, Isolation, KeyRange, Options, Priority, ScanOptions, Table,
-    Transaction,
+    AbortReason, Database, Isolation, KeyRange, Options, Priority, ScanOptions, Table, Transaction,
 };
 
 use common::{HERMITAGE_ID as ID, HERMITAGE_VALUE as VALUE, hermitage_row as row};
@@ -449,7 +449,7 @@ fn skew_through_a_miss(level: Isolation, aborted_insert: bool, observe: Observe)
     t1.insert(&t, row(&t, 200, 0)).expect("insert");
     match t1.commit() {
         Ok(()) => true,
-        Err(Error::Aborted(AbortReason::Validation)) => false,
+        Err(CommitError::Aborted(AbortReason::Validation)) => false,
         Err(e) => panic!("unexpected {e}"),
     }
 }

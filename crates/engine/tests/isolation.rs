@@ -2,6 +2,7 @@
 
 mod common;
 
+use overtake_engine::CommitError;
 use std::ops::ControlFlow;
 
 use common::*;
@@ -37,7 +38,7 @@ fn lost_update_is_prevented_at_both_levels() {
             .expect("second updater")
         );
         a.commit().expect("commit");
-        assert_eq!(b.commit(), Err(Error::Aborted(AbortReason::Conflict)));
+        assert_eq!(b.commit(), Err(CommitError::Aborted(AbortReason::Conflict)));
         assert!(!b.is_active());
         // After `a` committed, a transaction whose snapshot predates it still conflicts.
         let mut c = db.begin(Priority::LOW, level).expect("begin");
@@ -75,7 +76,7 @@ fn write_skew(level: Isolation) -> Result<(), Error> {
         r.decimal_units(BALANCE, 0);
     })?;
     a.commit()?;
-    b.commit()
+    Ok(b.commit()?)
 }
 
 #[test]
@@ -116,7 +117,7 @@ fn phantom(level: Isolation) -> Result<(), Error> {
         r.decimal_units(BALANCE, n as i64);
     })?;
     // ...so committing its conclusion would be a phantom.
-    counter.commit()
+    Ok(counter.commit()?)
 }
 
 #[test]
@@ -165,7 +166,7 @@ fn an_update_of_a_scanned_row_fails_validation() {
     writer.commit().expect("commit");
     assert_eq!(
         summer.commit(),
-        Err(Error::Aborted(AbortReason::Validation))
+        Err(CommitError::Aborted(AbortReason::Validation))
     );
 }
 
@@ -187,7 +188,7 @@ fn a_row_committed_after_the_snapshot_but_before_the_scan_is_a_phantom() {
     sum_all_into_account_0(&mut summer, &t).expect("scan and write");
     assert_eq!(
         summer.commit(),
-        Err(Error::Aborted(AbortReason::Validation))
+        Err(CommitError::Aborted(AbortReason::Validation))
     );
 }
 
@@ -247,7 +248,7 @@ fn point_read_of_a_missing_key_is_validated_too() {
         .expect("update");
     assert_eq!(
         reader.commit(),
-        Err(Error::Aborted(AbortReason::Validation))
+        Err(CommitError::Aborted(AbortReason::Validation))
     );
 }
 
@@ -283,7 +284,10 @@ fn an_insert_deleted_again_still_depends_on_its_key_being_free() {
     .expect("update");
     c.commit().expect("nothing c read has changed");
 
-    assert_eq!(a.commit(), Err(Error::Aborted(AbortReason::Validation)));
+    assert_eq!(
+        a.commit(),
+        Err(CommitError::Aborted(AbortReason::Validation))
+    );
 }
 
 #[test]
@@ -436,7 +440,7 @@ fn rollback_undoes_everything_including_index_entries() {
     .expect("update");
     txn.delete(&t, &key(&t, 1)).expect("delete");
     txn.abort();
-    assert_eq!(txn.commit(), Err(Error::NotActive));
+    assert_eq!(txn.commit(), Err(CommitError::NotActive));
     let mut check = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
     assert_eq!(balance(&mut check, &t, 5), None);
     assert_eq!(balance(&mut check, &t, 1), Some(10));
@@ -614,10 +618,7 @@ fn retry_helper_retries_conflicts_but_not_user_errors() {
     let attempts = db.run(
         Priority::HIGH,
         Isolation::Snapshot,
-        &RetryPolicy {
-            max_attempts: 4,
-            promote_after: None,
-        },
+        &RetryPolicy::default().attempts(4),
         |_| Err::<(), _>(Error::Aborted(AbortReason::Validation)),
     );
     assert_eq!(
@@ -657,7 +658,7 @@ fn region_depth_returns_to_zero_on_every_path() {
     .expect("buffered");
     a.commit().expect("commit");
     assert_eq!(region::depth(), 0, "after commit");
-    assert_eq!(b.commit(), Err(Error::Aborted(AbortReason::Conflict)));
+    assert_eq!(b.commit(), Err(CommitError::Aborted(AbortReason::Conflict)));
     assert_eq!(region::depth(), 0, "after a conflict abort");
     let mut c = db
         .begin(Priority::LOW, Isolation::Serializable)
@@ -676,7 +677,10 @@ fn region_depth_returns_to_zero_on_every_path() {
     })
     .expect("update");
     c.commit().expect("commit");
-    assert_eq!(d.commit(), Err(Error::Aborted(AbortReason::Validation)));
+    assert_eq!(
+        d.commit(),
+        Err(CommitError::Aborted(AbortReason::Validation))
+    );
     assert_eq!(region::depth(), 0, "after a validation abort");
     let mut e = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
     e.delete(&t, &key(&t, 2)).expect("delete");

@@ -377,7 +377,15 @@ fn scan_rows(
 }
 
 fn scan_options(reverse: bool, limit: Option<usize>) -> ScanOptions {
-    ScanOptions { limit, reverse }
+    let options = if reverse {
+        ScanOptions::reverse()
+    } else {
+        ScanOptions::forward()
+    };
+    match limit {
+        Some(n) => options.limit(n),
+        None => options,
+    }
 }
 
 /// The model's rows of `range` in scan order, cut at `limit`, and the range the scan depended on.
@@ -546,7 +554,7 @@ fn run(ops: &[Op]) {
             }
             Op::Commit { h } => {
                 let mut txn = txns[h].take().expect("live");
-                let engine = outcome(txn.commit(), |()| Outcome::Done);
+                let engine = outcome(txn.commit().map_err(Error::from), |()| Outcome::Done);
                 let expected = model.commit(h);
                 if expected == Outcome::CommitOrValidation {
                     let m = model.txns[h].take().expect("kept for the engine's answer");

@@ -5,6 +5,7 @@
 
 mod common;
 
+use overtake_engine::CommitError;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -59,7 +60,7 @@ fn an_urgent_update_commits_over_an_open_low_priority_update() {
         });
         assert_eq!(
             low.commit(),
-            Err(Error::Aborted(AbortReason::Conflict)),
+            Err(CommitError::Aborted(AbortReason::Conflict)),
             "the first committer wins"
         );
         drop(low);
@@ -93,7 +94,10 @@ fn an_urgent_insert_or_delete_commits_over_an_open_low_priority_one() {
     urgent_once(&db, |x| {
         x.delete(&t, &key(&t, 1)).map(|found| assert!(found))
     });
-    assert_eq!(low.commit(), Err(Error::Aborted(AbortReason::Conflict)));
+    assert_eq!(
+        low.commit(),
+        Err(CommitError::Aborted(AbortReason::Conflict))
+    );
     drop(low);
     let mut check = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
     assert_eq!(balance(&mut check, &t, 7), Some(7), "the urgent insert");

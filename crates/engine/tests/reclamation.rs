@@ -78,7 +78,7 @@ fn reinserting_a_key_never_waits_for_a_leased_slot_to_reclaim_its_old_entry() {
         // The same primary key with the old secondary value, while slot 1 is still leased.
         let mut txn = begin(&db2);
         let inserted = txn.insert(&t2, account(&t2, 7, "before"));
-        let committed = inserted.and_then(|()| txn.commit());
+        let committed = inserted.and_then(|()| Ok(txn.commit()?));
         drop(txn);
         drop(long);
         let _ = tx.send(committed);

@@ -22,9 +22,10 @@ use overtake_engine::{
 use common::{HERMITAGE_ID as ID, HERMITAGE_VALUE as VALUE, hermitage_row as row};
 
 fn setup(policy: LockPolicy) -> (Database, Arc<Table>) {
-    let db = Database::open(Options {
-        concurrency: Concurrency::TwoPhaseLocking(policy),
-        ..Options::default()
+    let db = Database::open({
+        let mut options = Options::default();
+        options.concurrency = Concurrency::TwoPhaseLocking(policy);
+        options
     });
     let t = common::hermitage_table(&db);
     (db, t)

@@ -2,6 +2,7 @@
 
 mod common;
 
+use overtake_engine::CommitError;
 use std::ops::Bound;
 
 use common::{BALANCE, ID, balance, key, with_accounts};
@@ -165,7 +166,7 @@ fn under_serializable_the_range_is_protected_against_phantoms() {
     other.commit().expect("commit");
     assert!(matches!(
         txn.commit(),
-        Err(Error::Aborted(AbortReason::Validation))
+        Err(CommitError::Aborted(AbortReason::Validation))
     ));
 }
 

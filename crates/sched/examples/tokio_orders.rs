@@ -116,7 +116,8 @@ async fn run(rows: i64, passes: usize) -> Result<Observed, BoxError> {
                 let row = s.orders.row_builder().int(0, id).int(AMOUNT, 10).finish()?;
                 txn.insert(&s.orders, row)?;
             }
-            txn.commit()
+            txn.commit()?;
+            Ok::<_, overtake_engine::Error>(())
         })?;
         ticket.await??;
     }

@@ -24,9 +24,10 @@ static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_alloc
 
 /// `t(id INT64 PK, value INT64)` holding (1, 10) and (2, 20), under two-phase locking.
 fn database(policy: LockPolicy) -> (Arc<Database>, Arc<Table>) {
-    let db = Database::open(Options {
-        concurrency: Concurrency::TwoPhaseLocking(policy),
-        ..Options::default()
+    let db = Database::open({
+        let mut options = Options::default();
+        options.concurrency = Concurrency::TwoPhaseLocking(policy);
+        options
     });
     let t = db
         .create_table(
@@ -124,7 +125,7 @@ fn holder(
         assert!(set(&mut txn, &t, 1, 11));
         holding.store(true, Ordering::Release);
         wait_for(&release, poll);
-        txn.commit()
+        Ok(txn.commit()?)
     }
 }
 

@@ -216,10 +216,7 @@ impl Bimodal {
                 |txn| {
                     let mut sum = 0i64;
                     let range = KeyRange::new(Bound::Included(key(*start)?), Bound::Unbounded);
-                    let options = ScanOptions {
-                        limit: Some(*len),
-                        reverse: false,
-                    };
+                    let options = ScanOptions::forward().limit(*len);
                     txn.scan(&self.table, &range, options, |r| {
                         sum = sum.wrapping_add(r.int(VALUE));
                         ControlFlow::Continue(())

@@ -102,10 +102,9 @@ pub enum HolderError {
 
 /// Runs one round.
 pub fn run_round(setup: &HolderSetup) -> Result<HolderRound, HolderError> {
-    let db = Arc::new(Database::open(Options {
-        concurrency: Concurrency::TwoPhaseLocking(setup.policy),
-        ..Options::default()
-    }));
+    let db = Arc::new(Database::open(
+        Options::default().concurrency(Concurrency::TwoPhaseLocking(setup.policy)),
+    ));
     let t = table(&db)?;
     let sched = {
         let mut service = setup.sched.clone();

@@ -12,6 +12,7 @@ use super::{TxnId, TxnInfo};
 
 /// A lock-scheduling policy of the two-phase-locking mode (`--lock-policy`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LockPolicy {
     /// First come, first served; priorities ignored.
     Standard,

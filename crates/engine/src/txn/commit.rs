@@ -14,7 +14,7 @@ use sdd::{Guard, Tag};
 use super::{State, Transaction};
 use crate::catalog::Catalog;
 use crate::epoch::EpochGuard;
-use crate::error::{AbortReason, Error, Result};
+use crate::error::{AbortReason, CommitError, Error, Result};
 use crate::footprint::{Footprint, Write, WriteKind};
 use crate::gc::{self, Retired};
 use crate::mvcc::{ABORTED_STAMP, is_committed};
@@ -30,8 +30,17 @@ impl Transaction<'_> {
     /// Commits. On failure (serializable validation) the transaction is rolled back and
     /// `Err(Aborted(Validation))` returned. A transaction an earlier abort already ended (a
     /// conflict, a failed validation, [`rollback`](Self::rollback)) returns that abort again; one
-    /// that committed, or was ended with [`abort`](Self::abort), returns [`Error::NotActive`].
-    pub fn commit(&mut self) -> Result<()> {
+    /// that committed, or was ended with [`abort`](Self::abort), returns
+    /// [`CommitError::NotActive`].
+    pub fn commit(&mut self) -> Result<(), CommitError> {
+        self.commit_or_abort().map_err(|e| match e {
+            Error::Aborted(reason) => CommitError::Aborted(reason),
+            Error::NotActive => CommitError::NotActive,
+            other => unreachable!("a commit can only abort or find the transaction ended: {other}"),
+        })
+    }
+
+    fn commit_or_abort(&mut self) -> Result<()> {
         self.check_active()?;
         // Lock waits park, so they come before the region.
         self.lock_for_commit()?;

@@ -472,7 +472,7 @@ mod tests {
             let mut txn = db
                 .begin(Priority::HIGH, Isolation::Serializable)
                 .expect("begin");
-            let result = txn.insert(&t, row).and_then(|()| txn.commit());
+            let result = txn.insert(&t, row).and_then(|()| Ok(txn.commit()?));
             drop(txn);
             db.collect_garbage();
             let census = db.census();

@@ -49,6 +49,7 @@ pub(crate) const LATEST: u64 = PENDING - 1;
 /// The lock waits of a transaction (or of the attempts of [`Database::run`](crate::Database::run)):
 /// POW's statistics.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LockStats {
     /// Lock requests that had to wait.
     pub waits: u32,

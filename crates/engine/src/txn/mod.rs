@@ -45,6 +45,7 @@ use crate::table::{IndexId, IndexRef, Table};
 
 /// Isolation level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Isolation {
     /// Snapshot isolation: reads see the snapshot at begin; concurrent writers of the same record
     /// conflict (first updater wins). Allows write skew.
@@ -55,6 +56,7 @@ pub enum Isolation {
 
 /// Options for scans.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ScanOptions {
     /// Stop after this many rows.
     pub limit: Option<usize>,

@@ -102,7 +102,7 @@ impl<'scope> Session<'scope> {
 
     /// Commits.
     pub fn commit(&mut self, db: &Database) -> Progress {
-        self.run(db, |txn| txn.commit().map(|()| Vec::new()))
+        self.run(db, |txn| Ok(txn.commit().map(|()| Vec::new())?))
     }
 
     /// Ends the session's thread (rolling back if still active).
