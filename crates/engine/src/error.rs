@@ -3,8 +3,7 @@
 
 use thiserror::Error;
 
-use crate::schema::SchemaError;
-use crate::value::DecimalError;
+use crate::limits::{MAX_COLUMNS, MAX_DECIMAL_PRECISION, MAX_KEY_LEN, MAX_ROW_LEN};
 
 /// Why a transaction was aborted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -47,6 +46,67 @@ impl std::fmt::Display for AbortReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// Why a schema declaration was refused.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SchemaError {
+    /// A table, column or index name is empty.
+    #[error("names must not be empty")]
+    EmptyName,
+    /// The table declares no columns.
+    #[error("table {0} has no columns")]
+    NoColumns(String),
+    /// More than [`MAX_COLUMNS`] columns.
+    #[error("{0} columns is more than the limit of {MAX_COLUMNS}")]
+    TooManyColumns(usize),
+    /// Two columns share a name.
+    #[error("column {0} is declared twice")]
+    DuplicateColumn(String),
+    /// A key or index names a column that does not exist.
+    #[error("no column named {0}")]
+    UnknownColumn(String),
+    /// A key column is nullable.
+    #[error("key column {0} must be NOT NULL")]
+    NullableKeyColumn(String),
+    /// A key lists the same column twice.
+    #[error("column {0} appears twice in one key")]
+    DuplicateKeyColumn(String),
+    /// Two indexes share a name.
+    #[error("index {0} is declared twice")]
+    DuplicateIndex(String),
+    /// An index has no columns.
+    #[error("index {0} has no columns")]
+    EmptyIndex(String),
+    /// A column type is malformed.
+    #[error("column {column}: {reason}")]
+    BadType {
+        /// The column.
+        column: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// An encoded key could exceed [`MAX_KEY_LEN`].
+    #[error("{index} can be {bytes} bytes long once encoded; the limit is {MAX_KEY_LEN}")]
+    KeyTooLong {
+        /// Which key.
+        index: String,
+        /// Its worst-case encoded length.
+        bytes: usize,
+    },
+    /// A row could exceed [`MAX_ROW_LEN`].
+    #[error("rows can be {0} bytes long; the limit is {MAX_ROW_LEN}")]
+    RowTooLong(usize),
+}
+
+/// A decimal that cannot be represented.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum DecimalError {
+    /// More digits after the point than any decimal may have.
+    #[error("a decimal scale of {0} exceeds the maximum of {MAX_DECIMAL_PRECISION}")]
+    ScaleTooLarge(u8),
 }
 
 /// Everything that can go wrong in the engine's operations on data (commit has its own, narrower

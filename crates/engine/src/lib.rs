@@ -38,48 +38,38 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+// Parts, lowest first: `limits` and `error`; `storage` (rows, keys, records); `index` (ordered
+// indexes); `catalog` (tables and their indexes); `mvcc` (versions seen by snapshots, epochs,
+// reclamation); `lock` (two-phase locking's lock manager and policies) and `options`; `txn`
+// (transactions and the state they share); `database` (the public entry points).
+
 mod catalog;
-mod db;
-mod doubling;
-mod engine;
-mod epoch;
+mod database;
 mod error;
-mod footprint;
-mod gc;
 mod index;
-mod key;
-mod key_columns;
+mod limits;
 mod lock;
 mod mvcc;
 mod options;
-mod point_cache;
-mod prefetched;
-mod record;
-mod row;
-mod schema;
-mod table;
+mod storage;
 mod txn;
-mod value;
-mod writeset;
 
 pub use catalog::MAX_TABLES;
-pub use db::{Attempts, Database, EngineStats, LockWait, RetryPolicy};
-pub use epoch::release_thread_garbage;
-pub use error::{AbortReason, CommitError, Error, Result};
-pub use gc::VersionCensus;
-pub use key::{KeyBuf, KeyBuilder, KeyRange};
+pub use catalog::table::{IndexId, Table, TableId};
+pub use database::{Attempts, Database, EngineStats, LockWait, RetryPolicy};
+pub use error::{AbortReason, CommitError, DecimalError, Error, Result, SchemaError};
+pub use limits::{MAX_COLUMNS, MAX_DECIMAL_PRECISION, MAX_KEY_LEN, MAX_ROW_LEN};
 pub use lock::LockPolicy;
 pub use mvcc::MAX_TRANSACTION_SLOTS;
+pub use mvcc::epoch::release_thread_garbage;
+pub use mvcc::gc::VersionCensus;
 pub use options::{Concurrency, Options};
 pub use overtake_priority::Priority;
-pub use row::{Row, RowBuilder, RowLayout, RowMut, RowRef};
-pub use schema::{
-    Column, ColumnType, IndexDef, MAX_COLUMNS, MAX_KEY_LEN, MAX_ROW_LEN, SchemaError, TableSchema,
-    TableSchemaBuilder,
-};
-pub use table::{IndexId, Table, TableId};
+pub use storage::key::{KeyBuf, KeyBuilder, KeyRange};
+pub use storage::row::{Row, RowBuilder, RowLayout, RowMut, RowRef};
+pub use storage::schema::{Column, ColumnType, IndexDef, TableSchema, TableSchemaBuilder};
+pub use storage::value::{Decimal, Value};
 pub use txn::{Isolation, LockStats, ScanOptions, Transaction};
-pub use value::{Decimal, DecimalError, MAX_DECIMAL_PRECISION, Value};
 
 // The README's example is compiled and run as a test of this crate.
 #[cfg(doctest)]

@@ -486,13 +486,8 @@ fn lock_waits_are_listed_and_counted() {
         assert_eq!(waits[0].waiter, waiter.id);
         assert_eq!(waits[0].level, Priority::HIGH.level() as u8);
         assert_eq!(waits[0].holders, [(holder.id, true)]);
-        assert!(
-            waits[0]
-                .lock
-                .starts_with(&format!("{} primary key, key hash 0x", t.name())),
-            "{}",
-            waits[0].lock
-        );
+        // The lock table keeps only the key's hash; the listing finds the key again.
+        assert_eq!(waits[0].lock, format!("{} primary key (1)", t.name()));
         assert_eq!(holder.commit(&db), done(&[]));
         assert_eq!(waiter.unblocked(), Ok(vec![11]));
         let stats = waiter.run(&db, |txn| {

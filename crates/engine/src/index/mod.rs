@@ -25,8 +25,8 @@ mod write;
 use overtake_runtime::NoPreemptGuard;
 use std::ops::Bound;
 
-use crate::key::{KeyBuf, as_slice_bound};
-use crate::record::Oid;
+use crate::storage::key::{KeyBuf, as_slice_bound};
+use crate::storage::record::Oid;
 use node::{LazyGuard, Node};
 pub(crate) use tree::LeafHint;
 use tree::Tree;

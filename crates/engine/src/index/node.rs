@@ -20,7 +20,7 @@ use overtake_runtime::prefetch::prefetch_read;
 use sdd::{AtomicShared, Guard, Shared, Tag};
 
 use super::packed::{SearchKey, is_long};
-use crate::doubling::DoublingArray;
+use crate::storage::doubling::DoublingArray;
 
 /// Keys per node: entries of a leaf, separators of an inner node (which has one more child).
 pub(super) const CAP: usize = 32;

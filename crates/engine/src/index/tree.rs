@@ -19,7 +19,7 @@ use overtake_runtime::RegionMutex;
 use super::ScanBatch;
 use super::node::{Arena, LazyGuard, Node};
 use super::packed::SearchKey;
-use crate::key::KeyBuf;
+use crate::storage::key::KeyBuf;
 
 /// Which child a descent takes at each inner node.
 #[derive(Clone, Copy)]

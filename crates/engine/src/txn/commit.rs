@@ -13,13 +13,13 @@ use sdd::{Guard, Tag};
 
 use super::{State, Transaction};
 use crate::catalog::Catalog;
-use crate::epoch::EpochGuard;
 use crate::error::{AbortReason, CommitError, Error, Result};
-use crate::footprint::{Footprint, Write, WriteKind};
-use crate::gc::{self, Retired};
+use crate::mvcc::epoch::EpochGuard;
+use crate::mvcc::gc::{self, Retired};
 use crate::mvcc::{ABORTED_STAMP, is_committed};
-use crate::record::{Chain, DEAD};
-use crate::writeset::Target;
+use crate::storage::record::{Chain, DEAD};
+use crate::txn::footprint::{Footprint, Write, WriteKind};
+use crate::txn::writeset::Target;
 
 /// How many retired items a commit processes per write it made (plus a constant), so that
 /// reclamation keeps up with the rate at which versions are created.
@@ -230,7 +230,7 @@ impl Transaction<'_> {
         let epoch = EpochGuard::enter();
         let guard = epoch.guard();
         let catalog = &self.engine.catalog;
-        let unchanged = |table: &crate::table::Table, oid, guard: &Guard| {
+        let unchanged = |table: &crate::catalog::table::Table, oid, guard: &Guard| {
             txns.unchanged_between(table.records.slot(oid), me, snapshot, ts, guard)
         };
         if !self

@@ -19,15 +19,15 @@ use overtake_runtime::NoPreemptGuard;
 use sdd::{AtomicShared, Guard, Ptr, Shared, Tag};
 
 use super::Transaction;
-use crate::epoch::EpochGuard;
+use crate::catalog::table::{IndexRef, Table, TableId};
 use crate::error::AbortReason;
-use crate::footprint::{NewKey, StaleKey, Write, WriteKind};
 use crate::index::LeafHint;
-use crate::key::{IndexKey, KeyBuf};
 use crate::mvcc::HeadCheck;
-use crate::record::{DEAD, Oid, OidBlock, RowBytes, Version};
-use crate::table::{IndexRef, Table, TableId};
-use crate::writeset::{Buffered, Target};
+use crate::mvcc::epoch::EpochGuard;
+use crate::storage::key::{IndexKey, KeyBuf};
+use crate::storage::record::{DEAD, Oid, OidBlock, RowBytes, Version};
+use crate::txn::footprint::{NewKey, StaleKey, Write, WriteKind};
+use crate::txn::writeset::{Buffered, Target};
 
 /// The state of a record's head, from a writer's point of view.
 pub(super) enum Head<'g> {
@@ -404,9 +404,9 @@ mod tests {
 
     use overtake_runtime::NoPreemptGuard;
 
-    use crate::record::DEAD;
-    use crate::schema::{ColumnType, TableSchema};
-    use crate::table::IndexRef;
+    use crate::catalog::table::IndexRef;
+    use crate::storage::record::DEAD;
+    use crate::storage::schema::{ColumnType, TableSchema};
     use crate::{Database, Isolation, Options, Priority};
 
     /// `t(id INT64 PK, owner VARCHAR(8))` with an index on owner, holding (1, "one").
@@ -508,7 +508,7 @@ mod tests {
             .begin(Priority::HIGH, Isolation::Serializable)
             .expect("begin");
         let key = {
-            let epoch = crate::epoch::EpochGuard::enter();
+            let epoch = crate::mvcc::epoch::EpochGuard::enter();
             let head = t
                 .records
                 .slot(one)
@@ -516,7 +516,7 @@ mod tests {
             let v = head.as_ref().expect("row 1's version");
             t.secondary_key(0, &t.row(&v.row), one)
         };
-        let epoch = crate::epoch::EpochGuard::enter();
+        let epoch = crate::mvcc::epoch::EpochGuard::enter();
         let other = one + 1000;
         assert_eq!(
             txn.add_index_entry(&t, IndexRef::Secondary(0), &key, other, &epoch),

@@ -25,20 +25,21 @@
 //! Lock waits park the task, so no lock is ever requested inside a non-preemptible region (park
 //! refuses to), and no region or latch is held across one.
 
+use std::collections::HashMap;
 use std::ops::Bound;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::catalog::Catalog;
-use crate::epoch::EpochGuard;
+use crate::catalog::table::{IndexRef, Table, TableId};
 use crate::error::{AbortReason, Result};
 use crate::index::{OrderedIndex, ScanBatch};
-use crate::key::KeyBuf;
 use crate::lock::{LockAbort, LockManager, LockMode, LockName, Revocation, TxnId};
+use crate::mvcc::epoch::EpochGuard;
 use crate::mvcc::{PENDING, Reader, TxnTable};
-use crate::record::{Chain, Oid};
-use crate::table::{IndexRef, Table, TableId};
-use crate::writeset::Target;
+use crate::storage::key::{KeyBuf, describe as describe_key};
+use crate::storage::record::{Chain, Oid};
+use crate::txn::writeset::Target;
 
 use super::Transaction;
 
@@ -107,26 +108,81 @@ fn space(table: &Table, index: IndexRef) -> u64 {
     (u64::from(table.id()) << 16) | index
 }
 
-/// A lock's name for people: its table, its index and its key's hash (the lock table keeps no key
-/// bytes, only their hash), or the end of the index; the raw numbers if the table is gone.
-pub(crate) fn describe_lock(catalog: &Catalog, name: LockName) -> String {
-    let (table_id, index) = ((name.space >> 16) as TableId, name.space & 0xFFFF);
-    let Some(table) = catalog.get(table_id) else {
-        return format!("{:#x}/{:#x}", name.space, name.item);
+/// Locks' names for people: each one's table, index and key values (`warehouse primary key
+/// (1)`), or the end of the index; the raw numbers if the table is gone. The lock table keeps only
+/// a hash of each key, so the keys are found again by scanning each index named for entries with
+/// those hashes, once per call: a diagnostic's cost, never paid on the locking path. A key no
+/// longer in its index (deleted since) shows its hash.
+pub(crate) fn describe_locks(catalog: &Catalog, names: &[LockName]) -> Vec<String> {
+    let mut keys: HashMap<(u64, u64), String> = HashMap::new();
+    let mut spaces: Vec<u64> = names.iter().map(|n| n.space).collect();
+    spaces.sort_unstable();
+    spaces.dedup();
+    for space in spaces {
+        let Some((table, index)) = locked_index(catalog, space) else {
+            continue;
+        };
+        let mut wanted: Vec<u64> = names
+            .iter()
+            .filter(|n| n.space == space && n.item != u64::MAX)
+            .map(|n| n.item)
+            .collect();
+        let types = table.key_types(index);
+        let tree = table.tree(index);
+        let mut batch = ScanBatch::default();
+        let mut after: Option<Vec<u8>> = None;
+        while !wanted.is_empty() {
+            let lower = after.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+            tree.fetch_batch((lower, Bound::Unbounded), false, 256, &mut batch);
+            if batch.len() == 0 {
+                break;
+            }
+            for i in 0..batch.len() {
+                let key = batch.key(i);
+                let item = key_hash(key).min(u64::MAX - 1);
+                if let Some(at) = wanted.iter().position(|&w| w == item) {
+                    wanted.swap_remove(at);
+                    if let Some(values) = describe_key(key, types) {
+                        keys.insert((space, item), values);
+                    }
+                }
+            }
+            after = Some(batch.key(batch.len() - 1).to_vec());
+        }
+    }
+    names
+        .iter()
+        .map(|name| {
+            let Some((table, index)) = locked_index(catalog, name.space) else {
+                return format!("{:#x}/{:#x}", name.space, name.item);
+            };
+            let index_name = match index {
+                IndexRef::Primary => "primary key".to_owned(),
+                IndexRef::Secondary(i) => table
+                    .schema()
+                    .indexes()
+                    .get(i)
+                    .map_or_else(|| format!("index {i}"), |d| format!("index {}", d.name)),
+            };
+            let item = match (name.item, keys.get(&(name.space, name.item))) {
+                (u64::MAX, _) => "end of index".to_owned(),
+                (_, Some(values)) => values.clone(),
+                (hash, None) => format!("key hash {hash:#x}"),
+            };
+            format!("{} {index_name} {item}", table.name())
+        })
+        .collect()
+}
+
+/// The table and index a lock space names, if the table still exists.
+fn locked_index(catalog: &Catalog, space: u64) -> Option<(&Table, IndexRef)> {
+    let table = catalog.get((space >> 16) as TableId)?;
+    let index = match space & 0xFFFF {
+        0 => IndexRef::Primary,
+        i => IndexRef::Secondary(i as usize - 1),
     };
-    let index = match index {
-        0 => "primary key".to_owned(),
-        i => table
-            .schema()
-            .indexes()
-            .get(i as usize - 1)
-            .map_or_else(|| format!("index {i}"), |d| format!("index {}", d.name)),
-    };
-    let item = match name.item {
-        u64::MAX => "end of index".to_owned(),
-        hash => format!("key hash {hash:#x}"),
-    };
-    format!("{} {index}, {item}", table.name())
+    (index == IndexRef::Primary || (space & 0xFFFF) as usize <= table.schema().indexes().len())
+        .then_some((table, index))
 }
 
 /// The lock on `key` in `index` of `table`.
@@ -491,7 +547,7 @@ impl<'db> Transaction<'db> {
     /// This transaction's handle on the lock manager, registered at `priority` and begun as the
     /// `age`-th transaction (`None`: the youngest yet), if the database locks.
     pub(super) fn register_locker(
-        engine: &'db crate::engine::Engine,
+        engine: &'db crate::txn::shared::Engine,
         id: TxnId,
         priority: overtake_priority::Priority,
         age: Option<u64>,

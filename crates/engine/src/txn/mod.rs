@@ -16,13 +16,22 @@
 //! runtime's preemption flag: one thread-local load when no request is pending.
 //!
 //! A `Transaction` that is dropped while active rolls back.
+//!
+//! Parts: `shared` (the state of one open database that its transactions work on), `writeset`
+//! and `footprint` (what a transaction wrote, read and scanned), `prefetched` (rows it looked up
+//! ahead), `install` and `commit` (ending it), `locking` (its side of two-phase locking), `scan`
+//! and `write` (its operations).
 
 mod commit;
+pub(crate) mod footprint;
 mod install;
 mod locking;
-pub(crate) use locking::describe_lock;
+pub(crate) use locking::describe_locks;
+pub(crate) mod prefetched;
 mod scan;
+pub(crate) mod shared;
 mod write;
+pub(crate) mod writeset;
 
 pub use locking::LockStats;
 
@@ -31,17 +40,17 @@ use std::ops::{Bound, ControlFlow};
 
 use overtake_priority::Priority;
 
-use crate::engine::Engine;
-use crate::epoch::EpochGuard;
+use crate::catalog::table::{IndexId, IndexRef, Table};
 use crate::error::{AbortReason, Error, Result};
-use crate::footprint::{Footprint, ScannedRange, SeenEntries};
 use crate::index::LeafHint;
-use crate::key::{KeyBuf, KeyRange};
 use crate::lock::LockMode;
+use crate::mvcc::epoch::EpochGuard;
 use crate::mvcc::{Lease, Reader};
-use crate::record::{Oid, Version};
-use crate::row::RowRef;
-use crate::table::{IndexId, IndexRef, Table};
+use crate::storage::key::{KeyBuf, KeyRange};
+use crate::storage::record::{Oid, Version};
+use crate::storage::row::RowRef;
+use crate::txn::footprint::{Footprint, ScannedRange, SeenEntries};
+use crate::txn::shared::Engine;
 
 /// Isolation level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -12,14 +12,14 @@ use std::ops::{Bound, ControlFlow, RangeBounds};
 use overtake_runtime::preempt::{access_may_switch, record_access};
 
 use super::{SCAN_BATCH, ScanOptions, Transaction};
-use crate::epoch::EpochGuard;
+use crate::catalog::table::{IndexRef, Table};
 use crate::error::Result;
-use crate::footprint::SeenEntries;
-use crate::key::{IndexKey, KeyBuf, KeyRange, as_slice_bound};
-use crate::record::Oid;
-use crate::row::RowRef;
-use crate::table::{IndexRef, Table};
-use crate::writeset::WriteSet;
+use crate::mvcc::epoch::EpochGuard;
+use crate::storage::key::{IndexKey, KeyBuf, KeyRange, as_slice_bound};
+use crate::storage::record::Oid;
+use crate::storage::row::RowRef;
+use crate::txn::footprint::SeenEntries;
+use crate::txn::writeset::WriteSet;
 
 /// Where a scanned row comes from.
 #[derive(Clone, Copy, Debug)]

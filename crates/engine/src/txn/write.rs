@@ -15,16 +15,16 @@ use sdd::{Guard, Ptr};
 use super::install::Head;
 use super::scan::Source;
 use super::{SCAN_BATCH, ScanOptions, Transaction};
-use crate::epoch::EpochGuard;
+use crate::catalog::table::{IndexRef, Table};
 use crate::error::{AbortReason, Error, Result};
-use crate::footprint::{InsertLeaf, WriteKind};
 use crate::index::LeafHint;
-use crate::key::{IndexKey, KeyBuf, KeyRange};
 use crate::lock::LockMode;
-use crate::record::{Oid, Version};
-use crate::row::{Row, RowMut, RowRef};
-use crate::table::{IndexRef, Table};
-use crate::writeset::{Buffered, Target};
+use crate::mvcc::epoch::EpochGuard;
+use crate::storage::key::{IndexKey, KeyBuf, KeyRange};
+use crate::storage::record::{Oid, Version};
+use crate::storage::row::{Row, RowMut, RowRef};
+use crate::txn::footprint::{InsertLeaf, WriteKind};
+use crate::txn::writeset::{Buffered, Target};
 
 /// What a point write found under its key in the snapshot.
 enum Found<'g> {

@@ -18,12 +18,12 @@ use overtake_runtime::{CachePadded, NoPreemptGuard, RegionMutex};
 use sdd::{Guard, Tag};
 
 use crate::catalog::Catalog;
-use crate::epoch::EpochGuard;
+use crate::catalog::table::{IndexRef, Table, TableId};
 use crate::index::ScanBatch;
-use crate::key::IndexKey;
+use crate::mvcc::epoch::EpochGuard;
 use crate::mvcc::{LiveSnapshots, TxnTable, is_committed};
-use crate::record::{Chain, DEAD, Oid, Version};
-use crate::table::{IndexRef, Table, TableId};
+use crate::storage::key::IndexKey;
+use crate::storage::record::{Chain, DEAD, Oid, Version};
 
 /// Something made obsolete by the commit at `ts`.
 pub(crate) enum Retired {

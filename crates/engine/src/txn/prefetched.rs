@@ -14,10 +14,10 @@
 //! holds at most [`PrefetchedRows::MAX`] rows (of the latest prefetch only, so a transaction that
 //! prefetches batch after batch searches one batch), and is private to its transaction.
 
+use crate::catalog::table::TableId;
 use crate::index::LeafHint;
-use crate::key::IndexKey;
-use crate::record::Oid;
-use crate::table::TableId;
+use crate::storage::key::IndexKey;
+use crate::storage::record::Oid;
 
 struct PrefetchedRow {
     table: TableId,

@@ -22,8 +22,8 @@ mod write;
 pub use write::{RowBuilder, RowMut};
 
 use crate::error::Error;
-use crate::schema::{Column, ColumnType, TableSchema};
-use crate::value::{Decimal, Value};
+use crate::storage::schema::{Column, ColumnType, TableSchema};
+use crate::storage::value::{Decimal, Value};
 
 /// Identifies which table's layout a row was built for (so a row cannot be inserted into another
 /// table by mistake).

@@ -6,8 +6,9 @@
 
 use super::{Row, RowLayout, RowRef, read_u16};
 use crate::error::{Error, Result};
-use crate::schema::ColumnType;
-use crate::value::{Decimal, MAX_DECIMAL_PRECISION, Value};
+use crate::limits::MAX_DECIMAL_PRECISION;
+use crate::storage::schema::ColumnType;
+use crate::storage::value::{Decimal, Value};
 
 /// `10^i` for every decimal precision.
 const POW10: [i64; MAX_DECIMAL_PRECISION as usize + 1] = {
@@ -449,7 +450,7 @@ impl<'l> RowMut<'l> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::TableSchema;
+    use crate::storage::schema::TableSchema;
 
     fn layout() -> RowLayout {
         let schema = TableSchema::builder("t")
@@ -478,7 +479,7 @@ mod tests {
     #[test]
     fn plain_stores_agree_with_the_general_path() {
         let layout = layout();
-        let edges = crate::value::INTEGER_EDGES;
+        let edges = crate::storage::value::INTEGER_EDGES;
         let mut values = Vec::new();
         for &v in &edges {
             values.push(Value::Int(v));

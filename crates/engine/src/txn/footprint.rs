@@ -10,12 +10,12 @@ use std::ops::Bound;
 
 use overtake_runtime::{CachePadded, NoPreemptGuard, RegionMutex};
 
+use crate::catalog::table::{IndexRef, TableId};
 use crate::index::{LeafHint, ScanBatch};
-use crate::key::{IndexKey, KeyBuf};
-use crate::prefetched::PrefetchedRows;
-use crate::record::{Oid, OidBlock};
-use crate::table::{IndexRef, TableId};
-use crate::writeset::WriteSet;
+use crate::storage::key::{IndexKey, KeyBuf};
+use crate::storage::record::{Oid, OidBlock};
+use crate::txn::prefetched::PrefetchedRows;
+use crate::txn::writeset::WriteSet;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum WriteKind {

@@ -1,17 +1,21 @@
-//! The catalog: a database's tables, by id and by name.
+//! The catalog: a database's tables, by id and by name; a table ([`table`]) with its indexes and
+//! records, and the point cache beside its primary index ([`point_cache`]).
 //!
 //! Lookups by id are what commit, rollback and the collector use, inside non-preemptible regions:
 //! they take no lock (each id's cell is written once). Names go through a region latch, taken only
 //! when tables are created or looked up by name. Must never hand out a table of another database.
+
+pub(crate) mod point_cache;
+pub(crate) mod table;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use overtake_runtime::{NoPreemptGuard, RegionOnceLock, RegionRwLock};
 
+use crate::catalog::table::{Table, TableId};
 use crate::error::{Error, Result};
-use crate::schema::TableSchema;
-use crate::table::{Table, TableId};
+use crate::storage::schema::TableSchema;
 
 /// Largest number of tables in one database.
 pub const MAX_TABLES: usize = 4096;

@@ -6,11 +6,11 @@
 //! is what lets dependencies run one way: `db` -> `txn` -> `engine` -> the parts below.
 
 use crate::catalog::Catalog;
-use crate::footprint::FootprintPool;
-use crate::gc::Collector;
 use crate::lock::LockManager;
 use crate::mvcc::TxnTable;
+use crate::mvcc::gc::Collector;
 use crate::options::Options;
+use crate::txn::footprint::FootprintPool;
 
 pub(crate) struct Engine {
     /// Identity of the database (so a table of one database is refused by another).
@@ -28,7 +28,7 @@ impl Engine {
         // A worker thread that ran transactions frees what they retired before it exits (see
         // `release_thread_garbage`); the scheduler runs this hook without knowing the engine.
         overtake_runtime::os_thread::at_worker_exit(|| {
-            crate::epoch::release_thread_garbage();
+            crate::mvcc::epoch::release_thread_garbage();
         });
         let txns = TxnTable::new(options.max_transactions);
         let slots = txns.capacity();

@@ -7,18 +7,8 @@
 
 use std::collections::HashSet;
 
-use thiserror::Error;
-
-use crate::value::MAX_DECIMAL_PRECISION;
-
-/// Largest encoded key, in bytes (a schema whose keys could be longer is refused).
-pub const MAX_KEY_LEN: usize = 255;
-
-/// Largest encoded row, in bytes (row offsets are 16-bit).
-pub const MAX_ROW_LEN: usize = u16::MAX as usize;
-
-/// Largest number of columns in a table.
-pub const MAX_COLUMNS: usize = 1024;
+use crate::error::SchemaError;
+use crate::limits::{MAX_COLUMNS, MAX_DECIMAL_PRECISION, MAX_KEY_LEN, MAX_ROW_LEN};
 
 /// The type of a column.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -316,58 +306,6 @@ fn validate_type(column: &str, ty: ColumnType) -> Result<(), SchemaError> {
         _ => {}
     }
     Ok(())
-}
-
-/// Why a schema declaration was refused.
-#[derive(Clone, Debug, Error, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum SchemaError {
-    /// A table, column or index name is empty.
-    #[error("names must not be empty")]
-    EmptyName,
-    /// The table declares no columns.
-    #[error("table {0} has no columns")]
-    NoColumns(String),
-    /// More than [`MAX_COLUMNS`] columns.
-    #[error("{0} columns is more than the limit of {MAX_COLUMNS}")]
-    TooManyColumns(usize),
-    /// Two columns share a name.
-    #[error("column {0} is declared twice")]
-    DuplicateColumn(String),
-    /// A key or index names a column that does not exist.
-    #[error("no column named {0}")]
-    UnknownColumn(String),
-    /// A key column is nullable.
-    #[error("key column {0} must be NOT NULL")]
-    NullableKeyColumn(String),
-    /// A key lists the same column twice.
-    #[error("column {0} appears twice in one key")]
-    DuplicateKeyColumn(String),
-    /// Two indexes share a name.
-    #[error("index {0} is declared twice")]
-    DuplicateIndex(String),
-    /// An index has no columns.
-    #[error("index {0} has no columns")]
-    EmptyIndex(String),
-    /// A column type is malformed.
-    #[error("column {column}: {reason}")]
-    BadType {
-        /// The column.
-        column: String,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// An encoded key could exceed [`MAX_KEY_LEN`].
-    #[error("{index} can be {bytes} bytes long once encoded; the limit is {MAX_KEY_LEN}")]
-    KeyTooLong {
-        /// Which key.
-        index: String,
-        /// Its worst-case encoded length.
-        bytes: usize,
-    },
-    /// A row could exceed [`MAX_ROW_LEN`].
-    #[error("rows can be {0} bytes long; the limit is {MAX_ROW_LEN}")]
-    RowTooLong(usize),
 }
 
 #[cfg(test)]

@@ -22,6 +22,9 @@
 //! The watermark is the oldest snapshot any live transaction may still read from. Versions superseded
 //! at or before it are unreachable for everyone and can be unlinked.
 //!
+//! Parts: `epoch` (protection of lock-free reads of version chains) and `gc` (reclaiming the
+//! versions and records no snapshot can see any more).
+//!
 //! # A worked example
 //!
 //! Record `a` holds 1, committed at timestamp 3 (the clock is at 3). `L` is a low-priority
@@ -64,6 +67,9 @@
 //! This module must never block except in those bounded commit waits, and never allocate on the read
 //! path.
 
+pub(crate) mod epoch;
+pub(crate) mod gc;
+
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
@@ -71,7 +77,7 @@ use overtake_runtime::{CachePadded, NoPreemptGuard};
 use sdd::{AtomicShared, Guard};
 
 use crate::error::{Error, Result};
-use crate::record::{Chain, Version};
+use crate::storage::record::{Chain, Version};
 
 /// Stamp bit marking an uncommitted version.
 pub(crate) const PENDING: u64 = 1 << 63;

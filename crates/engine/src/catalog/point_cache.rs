@@ -29,7 +29,7 @@ use overtake_runtime::prefetch::prefetch_read;
 use rustc_hash::FxHasher;
 use sdd::{AtomicShared, Guard, Shared, Tag};
 
-use crate::record::Oid;
+use crate::storage::record::Oid;
 
 /// Buckets at first (4 KiB).
 const MIN_BUCKETS: usize = 1 << 8;
@@ -264,8 +264,8 @@ mod tests {
     /// collected, one whose OID went to a new key, or none at all.
     #[test]
     fn entries_naming_the_wrong_record_change_no_answer() {
-        use crate::schema::{ColumnType, TableSchema};
-        use crate::table::IndexRef;
+        use crate::catalog::table::IndexRef;
+        use crate::storage::schema::{ColumnType, TableSchema};
         use crate::{Database, Isolation, KeyBuf, Options, Priority, Table};
 
         const N: i64 = 40;

@@ -19,10 +19,10 @@ use std::hash::{BuildHasherDefault, Hasher};
 use hashbrown::HashTable;
 use rustc_hash::FxHasher;
 
+use crate::catalog::table::TableId;
 use crate::index::LeafHint;
-use crate::key::IndexKey;
-use crate::record::Oid;
-use crate::table::TableId;
+use crate::storage::key::IndexKey;
+use crate::storage::record::Oid;
 
 type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 

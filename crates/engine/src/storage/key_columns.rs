@@ -10,9 +10,9 @@
 //! Must encode exactly what [`KeyBuf::push_column`] encodes for the same column: keys built
 //! either way are compared with each other.
 
-use crate::key::{IntCode, KeyBuf};
-use crate::row::{RowLayout, RowRef, read_array};
-use crate::schema::ColumnType;
+use crate::storage::key::{IntCode, KeyBuf};
+use crate::storage::row::{RowLayout, RowRef, read_array};
+use crate::storage::schema::ColumnType;
 
 /// One key column, as found in the row.
 #[derive(Clone, Copy, Debug)]
@@ -109,9 +109,9 @@ impl KeyColumns {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::row::RowBuilder;
-    use crate::schema::TableSchema;
-    use crate::value::{Decimal, Value};
+    use crate::storage::row::RowBuilder;
+    use crate::storage::schema::TableSchema;
+    use crate::storage::value::{Decimal, Value};
 
     /// Every column type, some nullable (so that fixed offsets start after the NULL bitmap).
     fn schema() -> TableSchema {

@@ -21,9 +21,10 @@ use std::cmp::Ordering;
 use std::ops::Bound;
 
 use crate::error::{Error, Result};
-use crate::row::RowRef;
-use crate::schema::{ColumnType, MAX_KEY_LEN};
-use crate::value::Value;
+use crate::limits::MAX_KEY_LEN;
+use crate::storage::row::RowRef;
+use crate::storage::schema::ColumnType;
+use crate::storage::value::Value;
 
 /// Key bytes a [`KeyBuf`] holds without allocating: every TPC-C and CH-benCHmark key (the
 /// longest, a customer's name index entry, takes about 40). Keys up to [`MAX_KEY_LEN`] spill to
@@ -173,6 +174,79 @@ impl KeyBuf {
     /// Appends a hidden row id (encoded like an `Int64` key column, so key builders agree).
     pub(crate) fn push_row_id(&mut self, id: u64) -> bool {
         self.push_int(id as i64)
+    }
+}
+
+/// The values of `key`, an encoded key of columns `types`, as text for people: `(1, 'ab')`, each
+/// value as SQL would write it. A key shorter than `types` shows the columns it has; bytes that are
+/// not such a key give `None`.
+pub(crate) fn describe(mut key: &[u8], types: &[ColumnType]) -> Option<String> {
+    let mut parts = Vec::with_capacity(types.len());
+    for &ty in types {
+        if key.is_empty() {
+            break;
+        }
+        let part = match ty {
+            ColumnType::Int32 | ColumnType::Int64 | ColumnType::Timestamp => {
+                decode_int(&mut key)?.to_string()
+            }
+            ColumnType::Decimal { scale, .. } => {
+                crate::storage::value::Decimal::new(decode_int(&mut key)?, scale)
+                    .ok()?
+                    .to_string()
+            }
+            ColumnType::Char(_) | ColumnType::VarChar(_) => {
+                let text = decode_str(&mut key)?;
+                format!("'{}'", String::from_utf8_lossy(&text).replace('\'', "''"))
+            }
+        };
+        parts.push(part);
+    }
+    key.is_empty().then(|| format!("({})", parts.join(", ")))
+}
+
+/// Takes an integer in the order-preserving form off the front of `key`.
+fn decode_int(key: &mut &[u8]) -> Option<i64> {
+    let (&code, rest) = key.split_first()?;
+    let negative = code < 0x80;
+    let n = usize::from(if negative { 0x80 - code } else { code - 0x80 });
+    if n > 8 || rest.len() < n {
+        return None;
+    }
+    let fill = if negative { 0xFF } else { 0 };
+    let mut bytes = [fill; 8];
+    bytes[8 - n..].copy_from_slice(&rest[..n]);
+    *key = &rest[n..];
+    let word = u64::from_be_bytes(bytes);
+    Some(if negative {
+        (!word as i64).wrapping_neg()
+    } else {
+        word as i64
+    })
+}
+
+/// Takes a string (escaped `0x00` as `0x00 0xFF`, ended by `0x00 0x00`) off the front of `key`.
+fn decode_str(key: &mut &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    loop {
+        match *key.get(i)? {
+            0 => match *key.get(i + 1)? {
+                0 => {
+                    *key = &key[i + 2..];
+                    return Some(out);
+                }
+                0xFF => {
+                    out.push(0);
+                    i += 2;
+                }
+                _ => return None,
+            },
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
     }
 }
 
@@ -534,6 +608,32 @@ mod tests {
 
     proptest! {
         #[test]
+        fn keys_decode_to_the_values_they_encode(
+            a in any::<i64>(), text in "[a\x00b']{0,6}", units in -10_000i64..10_000,
+        ) {
+            let cols = [
+                ColumnType::Int64,
+                ColumnType::VarChar(8),
+                ColumnType::Decimal { precision: 8, scale: 2 },
+            ];
+            let decimal = crate::storage::value::Decimal::new(units, 2).expect("scale 2");
+            let key = KeyBuilder::new("t", &cols)
+                .int(a)
+                .str(&text)
+                .value(Value::Decimal(decimal))
+                .finish()
+                .expect("key");
+            let quoted = text.replace('\'', "''");
+            prop_assert_eq!(
+                describe(key.as_bytes(), &cols),
+                Some(format!("({a}, '{quoted}', {decimal})"))
+            );
+            // A prefix of the columns shows what it has; garbage is not a key.
+            prop_assert_eq!(describe(int_key(a).as_bytes(), &cols), Some(format!("({a})")));
+            prop_assert_eq!(describe(&[0x95], &cols), None);
+        }
+
+        #[test]
         fn integer_order_is_preserved(a in any::<i64>(), b in any::<i64>()) {
             prop_assert_eq!(a.cmp(&b), int_key(a).as_bytes().cmp(int_key(b).as_bytes()));
         }
@@ -635,7 +735,7 @@ mod tests {
                 scale: 2,
             },
         ];
-        let edges = crate::value::INTEGER_EDGES;
+        let edges = crate::storage::value::INTEGER_EDGES;
         for &a in &edges {
             for &b in &edges {
                 let inline = KeyBuilder::new("i", &cols).int(a).int(b).prefix();

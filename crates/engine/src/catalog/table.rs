@@ -9,13 +9,13 @@
 
 use sdd::Guard;
 
+use crate::catalog::point_cache::{Buckets, PointCache};
 use crate::index::OrderedIndex;
-use crate::key::{KeyBuf, KeyBuilder};
-use crate::key_columns::KeyColumns;
-use crate::point_cache::{Buckets, PointCache};
-use crate::record::{Chain, Oid, RecordStore};
-use crate::row::{RowBuilder, RowLayout, RowRef};
-use crate::schema::{ColumnType, TableSchema};
+use crate::storage::key::{KeyBuf, KeyBuilder};
+use crate::storage::key_columns::KeyColumns;
+use crate::storage::record::{Chain, Oid, RecordStore};
+use crate::storage::row::{RowBuilder, RowLayout, RowRef};
+use crate::storage::schema::{ColumnType, TableSchema};
 
 /// Identifies a table within its database.
 pub type TableId = u32;
@@ -180,6 +180,14 @@ impl Table {
 
     pub(crate) fn secondary_count(&self) -> usize {
         self.secondary.len()
+    }
+
+    /// The column types of `index`'s keys (a secondary key ends with the primary key).
+    pub(crate) fn key_types(&self, index: IndexRef) -> &[ColumnType] {
+        match index {
+            IndexRef::Primary => &self.pk_types,
+            IndexRef::Secondary(i) => &self.secondary[i].key_types,
+        }
     }
 
     pub(crate) fn tree(&self, index: IndexRef) -> &OrderedIndex {

@@ -7,13 +7,13 @@ use std::time::{Duration, Instant};
 
 use overtake_runtime::NoPreemptGuard;
 
-use crate::engine::Engine;
+use crate::catalog::table::Table;
 use crate::error::{AbortReason, Error, Result};
-use crate::gc::{self, VersionCensus};
 use crate::lock::{LockMode, LockPolicy};
+use crate::mvcc::gc::{self, VersionCensus};
 use crate::options::{Concurrency, Options};
-use crate::schema::TableSchema;
-use crate::table::Table;
+use crate::storage::schema::TableSchema;
+use crate::txn::shared::Engine;
 use crate::txn::{Isolation, LockStats, Transaction};
 use overtake_priority::Priority;
 
@@ -177,13 +177,16 @@ impl Database {
         let Some(manager) = &self.engine.locks else {
             return Vec::new();
         };
-        manager
-            .waits()
+        let waits = manager.waits();
+        let names: Vec<_> = waits.iter().map(|w| w.lock).collect();
+        let described = crate::txn::describe_locks(&self.engine.catalog, &names);
+        waits
             .into_iter()
-            .map(|w| LockWait {
+            .zip(described)
+            .map(|(w, lock)| LockWait {
                 waiter: w.waiter,
                 level: w.level,
-                lock: crate::txn::describe_lock(&self.engine.catalog, w.lock),
+                lock,
                 holders: w
                     .holders
                     .iter()

@@ -19,7 +19,7 @@ use overtake_runtime::prefetch::prefetch_read;
 use overtake_runtime::{NoPreemptGuard, RegionMutex};
 use sdd::{AtomicShared, Guard, Tag};
 
-use crate::doubling::DoublingArray;
+use crate::storage::doubling::DoublingArray;
 
 /// Object id of a record within its table.
 pub(crate) type Oid = u64;

@@ -5,9 +5,8 @@ use std::cmp::Ordering;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 
-/// Largest precision (and so scale) a decimal may have; `10^18` still fits an `i64`, and a
-/// comparison across scales (`units * 10^18` in an `i128`) cannot overflow.
-pub const MAX_DECIMAL_PRECISION: u8 = 18;
+use crate::error::DecimalError;
+use crate::limits::MAX_DECIMAL_PRECISION;
 
 /// A fixed-point decimal number: `units / 10^scale`, e.g. `Decimal::new(1250, 2)` is 12.50.
 ///
@@ -17,15 +16,6 @@ pub struct Decimal {
     units: i64,
     /// At most [`MAX_DECIMAL_PRECISION`] (every constructor checks it).
     scale: u8,
-}
-
-/// A decimal that cannot be represented.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum DecimalError {
-    /// More digits after the point than any decimal may have.
-    #[error("a decimal scale of {0} exceeds the maximum of {MAX_DECIMAL_PRECISION}")]
-    ScaleTooLarge(u8),
 }
 
 impl Decimal {
