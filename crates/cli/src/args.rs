@@ -1,6 +1,7 @@
 //! Command-line flags. Ranges are enforced here so that bad values are refused with a clear message
 //! before any work starts.
 
+use crate::figures::FigureArgs;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Overtake: a main-memory transaction engine in which urgent transactions overtake long ones.
@@ -108,6 +109,8 @@ pub struct LocksArgs {
     /// Seed of the data and client generators.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    #[command(flatten)]
+    pub figures: FigureArgs,
 }
 
 #[derive(Debug, Args)]
@@ -243,6 +246,8 @@ pub struct BimodalArgs {
     /// Seed of the request generator.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    #[command(flatten)]
+    pub figures: FigureArgs,
 }
 
 #[derive(Debug, Args)]
@@ -467,6 +472,8 @@ pub struct MixedArgs {
     /// Seed of the data and transaction generators.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    #[command(flatten)]
+    pub figures: FigureArgs,
 }
 
 #[derive(Debug, Args)]

@@ -9,6 +9,7 @@
 //! cost per request but not the policies' interplay, and moves less with this machine's noise
 //! than a probe of the mix did.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,7 +20,9 @@ use overtake_workload::rng::TpccRng;
 use serde_json::{Value, json};
 
 use crate::args::{BenchBimodalArgs, BimodalArgs, BimodalPolicyArg, CompareBimodalArgs};
+use crate::figures::{self, Group, Labeled, print_files, with_files};
 use crate::output::{class_json, print_table, progress, run_progress, ticker, us};
+use crate::plot::{self, Curve};
 
 /// The workload, loaded and measured once for every run.
 struct Prepared {
@@ -124,6 +127,7 @@ fn run_config(policy: BimodalPolicyArg, args: &BimodalArgs) -> RunConfig {
     sched.two_queues = two_queues;
     sched.skip_needless = skip_needless;
     sched.signal_delay = Duration::from_micros(args.signal_delay_us);
+    sched.record_jobs = args.figures.records_jobs();
     RunConfig {
         sched,
         duration: Duration::from_secs_f64(args.duration),
@@ -414,6 +418,7 @@ fn print_preemptions(runs: &[Run]) {
 }
 
 pub fn bench(args: &BenchBimodalArgs) -> Result<(), String> {
+    args.bimodal.figures.prepare()?;
     let prepared = prepare(&args.bimodal)?;
     let mut config = run_config(args.policy, &args.bimodal);
     if config.sched.policy == Policy::Quantum {
@@ -430,31 +435,125 @@ pub fn bench(args: &BenchBimodalArgs) -> Result<(), String> {
         (Policy::Quantum, true, false) => "quantum-no-skip",
         _ => args.policy.name(),
     };
-    let run = run_one(name, &config, &prepared, &args.bimodal, args.bimodal.load)?;
-    report(&[run], &prepared, &args.bimodal);
+    let runs = [run_one(
+        name,
+        &config,
+        &prepared,
+        &args.bimodal,
+        args.bimodal.load,
+    )?];
+    let files = write_figures(&runs, &[], &args.bimodal)?;
+    report(&runs, &prepared, &args.bimodal, &files);
     Ok(())
 }
 
-fn report(runs: &[Run], prepared: &Prepared, args: &BimodalArgs) {
+/// The runs as the figures see them: named by policy, and by load in a sweep.
+fn labeled(runs: &[Run], sweep: bool) -> Vec<Labeled<'_>> {
+    runs.iter()
+        .map(|r| Labeled {
+            label: if sweep {
+                format!("{} load {}", r.name, r.load)
+            } else {
+                r.name.clone()
+            },
+            stats: &r.report.stats,
+            kinds: &r.report.kinds,
+            elapsed: r.report.elapsed,
+        })
+        .collect()
+}
+
+/// `--plot` and `--csv`: without a sweep (`loads` empty) a latency CDF per kind of request with
+/// a line per policy; with one, per policy over the loads, the short requests' p99 and the
+/// requests served per second.
+fn write_figures(runs: &[Run], loads: &[f64], args: &BimodalArgs) -> Result<Vec<PathBuf>, String> {
+    let sweep = !loads.is_empty();
+    let group = (!sweep).then_some(Group::Kinds);
+    figures::write(
+        &args.figures,
+        "bimodal",
+        group,
+        &labeled(runs, sweep),
+        |dir| {
+            if !sweep {
+                return Ok(Vec::new());
+            }
+            let mut names: Vec<&str> = Vec::new();
+            for r in runs {
+                if !names.contains(&r.name.as_str()) {
+                    names.push(&r.name);
+                }
+            }
+            let at = |name: &str, load: f64| runs.iter().find(|r| r.name == name && r.load == load);
+            let curves = |value: &dyn Fn(&Run) -> Option<f64>| -> Vec<Curve> {
+                names
+                    .iter()
+                    .map(|&name| Curve {
+                        name: name.to_owned(),
+                        values: loads.iter().map(|&l| at(name, l).and_then(value)).collect(),
+                    })
+                    .collect()
+            };
+            let labels: Vec<String> = loads.iter().map(ToString::to_string).collect();
+            let p99 = curves(&|r| {
+                let short = &r.report.stats.kinds[0];
+                (short.latency.count() > 0).then(|| r.short_p99())
+            });
+            let served = curves(&|r| {
+                let committed: u64 = r.report.stats.kinds.iter().map(|k| k.committed).sum();
+                Some(committed as f64 / r.report.elapsed.as_secs_f64())
+            });
+            let mut files = Vec::new();
+            files.extend(plot::sweep(
+                dir,
+                "sweep-short-p99.svg",
+                "short requests' p99 latency by offered load",
+                (
+                    "offered load (share of capacity)",
+                    "p99 latency (us, log scale)",
+                ),
+                &labels,
+                &p99,
+                true,
+            )?);
+            files.extend(plot::sweep(
+                dir,
+                "sweep-served.svg",
+                "requests served per second by offered load",
+                ("offered load (share of capacity)", "served per second"),
+                &labels,
+                &served,
+                false,
+            )?);
+            Ok(files)
+        },
+    )
+}
+
+fn report(runs: &[Run], prepared: &Prepared, args: &BimodalArgs, files: &[PathBuf]) {
     if args.json {
         println!(
             "{}",
-            json!({
-                "workers": args.workers,
-                "duration_s": args.duration,
-                "load": args.load,
-                "offered_per_sec": prepared.rate(args.load),
-                "capacity_per_sec": prepared.capacity,
-                "short_service_us": prepared.short_scheduled.as_secs_f64() * 1e6,
-                "long_service_us": prepared.long_scheduled.as_secs_f64() * 1e6,
-                "short_engine_us": prepared.short.as_secs_f64() * 1e6,
-                "long_engine_us": prepared.long.as_secs_f64() * 1e6,
-                "long_rows": prepared.workload.long_len(),
-                "runs": runs.iter().map(run_json).collect::<Vec<_>>(),
-            })
+            with_files(
+                json!({
+                    "workers": args.workers,
+                    "duration_s": args.duration,
+                    "load": args.load,
+                    "offered_per_sec": prepared.rate(args.load),
+                    "capacity_per_sec": prepared.capacity,
+                    "short_service_us": prepared.short_scheduled.as_secs_f64() * 1e6,
+                    "long_service_us": prepared.long_scheduled.as_secs_f64() * 1e6,
+                    "short_engine_us": prepared.short.as_secs_f64() * 1e6,
+                    "long_engine_us": prepared.long.as_secs_f64() * 1e6,
+                    "long_rows": prepared.workload.long_len(),
+                    "runs": runs.iter().map(run_json).collect::<Vec<_>>(),
+                }),
+                files
+            )
         );
     } else {
         print_runs(runs, prepared, args);
+        print_files(files);
     }
 }
 
@@ -464,6 +563,7 @@ pub fn compare(args: &CompareBimodalArgs) -> Result<(), String> {
     }
     crate::args::each_once("--policies", &args.policies, |p| p.name().to_owned())?;
     let policies = &args.policies;
+    args.bimodal.figures.prepare()?;
     let prepared = prepare(&args.bimodal)?;
     let loads: Vec<f64> = if args.sweep {
         args.loads.clone()
@@ -494,9 +594,11 @@ pub fn compare(args: &CompareBimodalArgs) -> Result<(), String> {
     let planned = loads.len();
     let loads = &loads[..loads_done];
     if !args.sweep {
-        report(&runs, &prepared, &args.bimodal);
+        let files = write_figures(&runs, &[], &args.bimodal)?;
+        report(&runs, &prepared, &args.bimodal, &files);
         return Ok(());
     }
+    let files = write_figures(&runs, loads, &args.bimodal)?;
     let slo_us = args.slo_us.map_or_else(
         || {
             (10.0 * prepared.short_scheduled.as_secs_f64() * 1e6)
@@ -505,9 +607,18 @@ pub fn compare(args: &CompareBimodalArgs) -> Result<(), String> {
         |s| s as f64,
     );
     let names: Vec<&str> = policies.iter().map(|p| p.name()).collect();
-    report_sweep(&runs, &names, loads, slo_us, &prepared, &args.bimodal);
+    report_sweep(
+        &runs,
+        &names,
+        loads,
+        slo_us,
+        &prepared,
+        &args.bimodal,
+        &files,
+    );
     if !args.bimodal.json {
         crate::interrupt::print_if_cut(loads.len(), planned);
+        print_files(&files);
     }
     Ok(())
 }
@@ -531,6 +642,7 @@ fn report_sweep(
     slo_us: f64,
     prepared: &Prepared,
     args: &BimodalArgs,
+    files: &[PathBuf],
 ) {
     if args.json {
         let sweep: Vec<Value> = loads
@@ -557,16 +669,19 @@ fn report_sweep(
             .collect();
         println!(
             "{}",
-            json!({
-                "workers": args.workers,
-                "duration_s": args.duration,
-                "capacity_per_sec": prepared.capacity,
-                "short_service_us": prepared.short_scheduled.as_secs_f64() * 1e6,
-                "long_service_us": prepared.long_scheduled.as_secs_f64() * 1e6,
-                "slo_us": slo_us,
-                "sweep": sweep,
-                "slo": slo,
-            })
+            with_files(
+                json!({
+                    "workers": args.workers,
+                    "duration_s": args.duration,
+                    "capacity_per_sec": prepared.capacity,
+                    "short_service_us": prepared.short_scheduled.as_secs_f64() * 1e6,
+                    "long_service_us": prepared.long_scheduled.as_secs_f64() * 1e6,
+                    "slo_us": slo_us,
+                    "sweep": sweep,
+                    "slo": slo,
+                }),
+                files
+            )
         );
         return;
     }

@@ -5,18 +5,21 @@
 //! database (switching its concurrency control between runs), and adds McWherter's question:
 //! the same load with CPU priority only, lock priority only, both, neither, and under MVCC.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use overtake_engine::{Concurrency, LockPolicy, LockWait, Priority};
-use overtake_sched::{ClassStats, SchedConfig};
+use overtake_sched::{ClassStats, RunStats, SchedConfig};
 use overtake_workload::drivers::clients::{ClientsConfig, run_clients};
 use overtake_workload::rng::NuRandConstants;
 use overtake_workload::tpcc::consistency;
 use serde_json::json;
 
 use crate::args::{BenchLocksArgs, CcArg, CompareLocksArgs, LocksArgs, PolicyArg};
+use crate::figures::{self, Group, Labeled, print_files, with_files};
 use crate::output::{LoadedDb, class_json, load_database, print_table, run_progress, ticker, us};
+use crate::plot::{self, Curve};
 
 /// One configuration to run.
 #[derive(Clone, Debug)]
@@ -34,6 +37,8 @@ struct RunResult {
     elapsed: f64,
     high: ClassStats,
     low: ClassStats,
+    /// Every class, for figures and the CSV file.
+    stats: RunStats,
     overloaded: u64,
     consistent: Option<bool>,
     /// The lock waits seen at half time (`--show-waits`), and when.
@@ -105,12 +110,12 @@ fn run_one(
         hp_share: args.hp_share,
         warehouses: args.warehouses,
         sched: {
-            let mut service = SchedConfig::default();
-            service.policy = spec.cpu.policy();
-            service.workers = usize::from(args.workers);
-            service.urgent_inbox = clients;
-            service.background_inbox = clients;
-            service.delivery = args.preempt_mechanism.delivery();
+            let mut service = SchedConfig::default()
+                .policy(spec.cpu.policy())
+                .workers(usize::from(args.workers))
+                .inboxes(clients, clients)
+                .delivery(args.preempt_mechanism.delivery())
+                .record_jobs(args.figures.records_jobs());
             service.signal_delay = Duration::from_micros(args.signal_delay_us);
             service
         },
@@ -152,12 +157,13 @@ fn run_one(
     } else {
         None
     };
-    let stats = &report.scheduler.stats;
+    let stats = report.scheduler.stats;
     Ok(RunResult {
         spec: spec.clone(),
         elapsed: report.elapsed.as_secs_f64(),
         high: stats.class(Priority::HIGH).clone(),
         low: stats.class(Priority::LOW).clone(),
+        stats,
         overloaded: report.overloaded,
         consistent,
         waits: waits.into_inner(),
@@ -231,10 +237,12 @@ pub fn bench(args: &BenchLocksArgs) -> Result<(), String> {
         cpu: common.cpu,
         think_us: args.think_us,
     };
+    common.figures.prepare()?;
     let (mut loaded, constants) = load(common)?;
     let r = run_one(&mut loaded, constants, common, &spec, args.show_waits)?;
+    let files = write_figures(common, std::slice::from_ref(&r), &[])?;
     if common.json {
-        let mut v = r.json();
+        let mut v = with_files(r.json(), &files);
         if let Some((at, waits)) = &r.waits {
             v["lock_waits"] = json!({
                 "at_s": at.as_secs_f64(),
@@ -267,7 +275,76 @@ pub fn bench(args: &BenchLocksArgs) -> Result<(), String> {
     if let Some((at, waits)) = &r.waits {
         print_waits(*at, waits);
     }
+    print_files(&files);
     Ok(())
+}
+
+/// `--plot` and `--csv`. One think time: a latency CDF per class with a line per run. A sweep
+/// (`think_us`, one entry per think time with its runs): per run label, the urgent and the
+/// background mean response time over the think times.
+fn write_figures(
+    args: &LocksArgs,
+    runs: &[RunResult],
+    sweep: &[(u64, Vec<RunResult>)],
+) -> Result<Vec<PathBuf>, String> {
+    let all: Vec<&RunResult> = runs.iter().chain(sweep.iter().flat_map(|s| &s.1)).collect();
+    let labeled: Vec<Labeled> = all
+        .iter()
+        .map(|r| Labeled {
+            label: if sweep.len() > 1 {
+                format!("{} think {}us", r.spec.label, r.spec.think_us)
+            } else {
+                r.spec.label.clone()
+            },
+            stats: &r.stats,
+            kinds: &["call"],
+            elapsed: Duration::from_secs_f64(r.elapsed),
+        })
+        .collect();
+    let group = (sweep.len() <= 1).then_some(Group::Classes);
+    figures::write(&args.figures, "TPC-C with locks", group, &labeled, |dir| {
+        if sweep.len() <= 1 {
+            return Ok(Vec::new());
+        }
+        let labels: Vec<String> = sweep.iter().map(|(t, _)| format!("{t}us")).collect();
+        let names: Vec<String> = sweep[0].1.iter().map(|r| r.spec.label.clone()).collect();
+        let curves = |class: fn(&RunResult) -> &ClassStats| -> Vec<Curve> {
+            names
+                .iter()
+                .map(|name| Curve {
+                    name: name.clone(),
+                    values: sweep
+                        .iter()
+                        .map(|(_, runs)| {
+                            let r = runs.iter().find(|r| &r.spec.label == name)?;
+                            let c = class(r);
+                            (c.latency.count() > 0).then(|| c.latency.summary().mean)
+                        })
+                        .collect(),
+                })
+                .collect()
+        };
+        let mut files = Vec::new();
+        files.extend(plot::sweep(
+            dir,
+            "sweep-urgent-mean.svg",
+            "urgent transactions: mean response time by think time",
+            ("mean think time", "mean response time (us, log scale)"),
+            &labels,
+            &curves(|r| &r.high),
+            true,
+        )?);
+        files.extend(plot::sweep(
+            dir,
+            "sweep-background-mean.svg",
+            "background transactions: mean response time by think time",
+            ("mean think time", "mean response time (us, log scale)"),
+            &labels,
+            &curves(|r| &r.low),
+            true,
+        )?);
+        Ok(files)
+    })
 }
 
 /// The lock-wait snapshot, longest wait first (like a query of PostgreSQL's `pg_locks`).
@@ -358,6 +435,7 @@ pub fn compare(args: &CompareLocksArgs) -> Result<(), String> {
     let common = &args.locks;
     crate::args::each_once("--policies", &args.policies, String::clone)?;
     crate::args::each_once("--think-us", &args.think_us, u64::to_string)?;
+    common.figures.prepare()?;
     let (mut loaded, constants) = load(common)?;
     let mut sweep = Vec::new();
     // Ctrl-C ends the sweep at a think time's end: every think time shown has all its runs.
@@ -375,6 +453,7 @@ pub fn compare(args: &CompareLocksArgs) -> Result<(), String> {
         sweep.push((think_us, results));
     }
     crate::interrupt::check_any(sweep.len())?;
+    let files = write_figures(common, &[], &sweep)?;
     if common.json {
         let out: Vec<_> = sweep
             .iter()
@@ -393,18 +472,22 @@ pub fn compare(args: &CompareLocksArgs) -> Result<(), String> {
             .collect();
         println!(
             "{}",
-            json!({
-                "clients": common.clients,
-                "hp_share": common.hp_share,
-                "workers": common.workers,
-                "warehouses": common.warehouses,
-                "cpu": common.cpu.policy().name(),
-                "sweep": out,
-                "interrupted": sweep.len() < args.think_us.len(),
-            })
+            with_files(
+                json!({
+                    "clients": common.clients,
+                    "hp_share": common.hp_share,
+                    "workers": common.workers,
+                    "warehouses": common.warehouses,
+                    "cpu": common.cpu.policy().name(),
+                    "sweep": out,
+                    "interrupted": sweep.len() < args.think_us.len(),
+                }),
+                &files
+            )
         );
     } else {
         crate::interrupt::print_if_cut(sweep.len(), args.think_us.len());
+        print_files(&files);
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! `overtake bench mixed` and `overtake compare mixed`: PreemptDB's mixed workload under one or
 //! several scheduling policies, each on a freshly loaded database.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,6 +16,7 @@ use serde_json::{Value, json};
 use crate::args::{
     BenchMixedArgs, CompareMixedArgs, HighArg, LowArg, MechanismArg, MixedArgs, PolicyArg,
 };
+use crate::figures::{self, Group, Labeled, print_files, with_files};
 use crate::output::{class_json, load_database, print_table, run_progress, secs, ticker, us};
 
 pub fn settings(policy: Policy, args: &MixedArgs) -> RunConfig {
@@ -24,7 +26,8 @@ pub fn settings(policy: Policy, args: &MixedArgs) -> RunConfig {
         .yield_interval(args.yield_interval)
         .starvation_threshold(args.starvation_threshold)
         .delivery(args.preempt_mechanism.delivery())
-        .trace(args.tail_report);
+        .trace(args.tail_report)
+        .record_jobs(args.figures.records_jobs());
     sched.signal_delay = Duration::from_micros(args.signal_delay_us);
     RunConfig {
         sched,
@@ -532,12 +535,15 @@ pub fn bench(args: &BenchMixedArgs) -> Result<(), String> {
     check_can_preempt(&args.mixed, args.policy.policy())?;
     check_resources(&args.mixed)?;
     set_huge_pages(&args.mixed)?;
+    args.mixed.figures.prepare()?;
     let work = Calibrated::for_args(&args.mixed);
     let report = run_one(args.policy, &args.mixed, &work)?;
+    let files = write_figures(std::slice::from_ref(&report), &args.mixed)?;
     if args.mixed.json {
-        println!("{}", run_json(&report, &args.mixed));
+        println!("{}", with_files(run_json(&report, &args.mixed), &files));
     } else {
         print_comparison(std::slice::from_ref(&report), &args.mixed);
+        print_files(&files);
     }
     Ok(())
 }
@@ -557,6 +563,7 @@ pub fn compare(args: &CompareMixedArgs) -> Result<(), String> {
     }
     check_resources(&args.mixed)?;
     set_huge_pages(&args.mixed)?;
+    args.mixed.figures.prepare()?;
     let work = Calibrated::for_args(&args.mixed);
     let mut runs = Vec::with_capacity(args.policies.len());
     for policy in &args.policies {
@@ -568,13 +575,39 @@ pub fn compare(args: &CompareMixedArgs) -> Result<(), String> {
         settle_between_runs();
     }
     crate::interrupt::check_any(runs.len())?;
+    let files = write_figures(&runs, &args.mixed)?;
     if args.mixed.json {
-        let runs: Vec<Value> = runs.iter().map(|r| run_json(r, &args.mixed)).collect();
         let interrupted = runs.len() < args.policies.len();
-        println!("{}", json!({ "runs": runs, "interrupted": interrupted }));
+        let runs: Vec<Value> = runs.iter().map(|r| run_json(r, &args.mixed)).collect();
+        let out = json!({ "runs": runs, "interrupted": interrupted });
+        println!("{}", with_files(out, &files));
     } else {
         print_comparison(&runs, &args.mixed);
         crate::interrupt::print_if_cut(runs.len(), args.policies.len());
+        print_files(&files);
     }
     Ok(())
+}
+
+/// The runs as the figures see them, named by policy.
+pub fn labeled(runs: &[RunReport]) -> Vec<Labeled<'_>> {
+    runs.iter()
+        .map(|r| Labeled {
+            label: r.config.sched.policy.name().to_owned(),
+            stats: &r.stats,
+            kinds: &r.kinds,
+            elapsed: r.elapsed,
+        })
+        .collect()
+}
+
+/// What `--plot` and `--csv` ask for, from a comparison of policies.
+fn write_figures(runs: &[RunReport], args: &MixedArgs) -> Result<Vec<PathBuf>, String> {
+    figures::write(
+        &args.figures,
+        "mixed workload",
+        Some(Group::Classes),
+        &labeled(runs),
+        |_| Ok(Vec::new()),
+    )
 }

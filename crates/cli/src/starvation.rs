@@ -5,17 +5,21 @@
 //! run uses one starvation threshold; `wait` and the low-priority work alone (its solo rate) are
 //! the references. Each run loads its own database.
 
+use std::path::PathBuf;
+
 use overtake_engine::Priority;
 use overtake_sched::Policy;
 use overtake_workload::drivers::open_loop::RunReport;
 use serde_json::{Value, json};
 
-use crate::args::CompareStarvationArgs;
+use crate::args::{CompareStarvationArgs, MixedArgs};
+use crate::figures::{self, Group, Labeled, print_files, with_files};
 use crate::mixed::{
     Calibrated, check_can_preempt, check_resources, describe, run_config, set_huge_pages, settings,
     settle_between_runs, worker_share,
 };
 use crate::output::{class_json, print_table, secs, us};
+use crate::plot::{self, Curve};
 
 /// One run and what it was.
 struct Run {
@@ -43,6 +47,7 @@ pub fn compare(args: &CompareStarvationArgs) -> Result<(), String> {
     check_can_preempt(mixed, overtake_sched::Policy::Preempt)?;
     check_resources(mixed)?;
     set_huge_pages(mixed)?;
+    mixed.figures.prepare()?;
     let work = Calibrated::for_args(mixed);
     let mut runs = Vec::new();
     let solo = if args.no_solo {
@@ -79,16 +84,77 @@ pub fn compare(args: &CompareStarvationArgs) -> Result<(), String> {
     let solo_rate = solo.as_ref().map(|s| per_sec(s, Priority::LOW));
     crate::interrupt::check_any(runs.len())?;
     let planned = thresholds.len() + usize::from(!args.no_wait);
+    let files = write_figures(&runs, mixed)?;
     if mixed.json {
-        print_json(&runs, solo.as_ref(), runs.len() < planned);
+        print_json(&runs, solo.as_ref(), runs.len() < planned, &files);
     } else {
         print_tables(args, &runs, solo_rate);
         crate::interrupt::print_if_cut(runs.len(), planned);
+        print_files(&files);
     }
     Ok(())
 }
 
-fn print_json(runs: &[Run], solo: Option<&RunReport>, interrupted: bool) {
+/// Class CDFs per run, and the threshold sweep: the urgent p99 and the low class's rate.
+fn write_figures(runs: &[Run], mixed: &MixedArgs) -> Result<Vec<PathBuf>, String> {
+    let labeled: Vec<Labeled> = runs
+        .iter()
+        .map(|r| Labeled {
+            label: r.label.clone(),
+            stats: &r.report.stats,
+            kinds: &r.report.kinds,
+            elapsed: r.report.elapsed,
+        })
+        .collect();
+    figures::write(
+        &mixed.figures,
+        "starvation",
+        Some(Group::Classes),
+        &labeled,
+        |dir| {
+            let labels: Vec<String> = runs.iter().map(|r| r.label.clone()).collect();
+            let p99 = Curve {
+                name: "urgent p99".into(),
+                values: runs
+                    .iter()
+                    .map(|r| {
+                        let c = r.report.stats.class(Priority::HIGH);
+                        (c.latency.count() > 0).then(|| c.latency.summary().p99)
+                    })
+                    .collect(),
+            };
+            let low = Curve {
+                name: "low priority".into(),
+                values: runs
+                    .iter()
+                    .map(|r| Some(per_sec(&r.report, Priority::LOW)))
+                    .collect(),
+            };
+            let mut files = Vec::new();
+            files.extend(plot::sweep(
+                dir,
+                "sweep-urgent-p99.svg",
+                "urgent latency (p99) by starvation threshold",
+                ("run", "p99 latency (us, log scale)"),
+                &labels,
+                &[p99],
+                true,
+            )?);
+            files.extend(plot::sweep(
+                dir,
+                "sweep-low-rate.svg",
+                "low-priority work served by starvation threshold",
+                ("run", "committed per second"),
+                &labels,
+                &[low],
+                false,
+            )?);
+            Ok(files)
+        },
+    )
+}
+
+fn print_json(runs: &[Run], solo: Option<&RunReport>, interrupted: bool, files: &[PathBuf]) {
     let runs: Vec<Value> = runs
         .iter()
         .map(|r| {
@@ -117,10 +183,8 @@ fn print_json(runs: &[Run], solo: Option<&RunReport>, interrupted: bool) {
             "low_share": worker_share(s.stats.class(Priority::LOW), s),
         })
     });
-    println!(
-        "{}",
-        json!({ "runs": runs, "solo": solo, "interrupted": interrupted })
-    );
+    let out = json!({ "runs": runs, "solo": solo, "interrupted": interrupted });
+    println!("{}", with_files(out, files));
 }
 
 fn print_tables(args: &CompareStarvationArgs, runs: &[Run], solo_rate: Option<f64>) {

@@ -209,3 +209,83 @@ fn ctrl_c_ends_a_comparison_with_the_runs_it_finished() {
     let runs = value["runs"].as_array().expect("runs").len();
     assert!((1..5).contains(&runs), "{runs} runs printed");
 }
+
+#[test]
+fn plot_and_csv_write_the_figures_and_every_transaction() {
+    let dir = std::env::temp_dir().join(format!("overtake-cli-plot-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let csv = dir.join("jobs.csv");
+    let (plot, csv_arg) = (dir.to_str().expect("utf-8"), csv.to_str().expect("utf-8"));
+    let out = overtake(&[
+        "bench",
+        "mixed",
+        "--lp",
+        "compute",
+        "--compute-ms",
+        "2",
+        "--policy",
+        "preempt",
+        "--duration",
+        "0.3",
+        "--plot",
+        plot,
+        "--csv",
+        csv_arg,
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let value: serde_json::Value = serde_json::from_str(stdout(&out).trim()).expect("JSON");
+    let files = value["files"].as_array().expect("files listed");
+    for name in ["latency-high.svg", "latency-low.svg", "throughput.svg"] {
+        let path = dir.join(name);
+        let svg = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(svg.starts_with("<svg"), "{name}");
+        assert!(
+            files.iter().any(|f| f.as_str() == path.to_str()),
+            "{files:?}"
+        );
+    }
+    // One row per transaction that ended: as many committed rows per class as the report says.
+    let rows = std::fs::read_to_string(&csv).expect("CSV written");
+    let mut lines = rows.lines();
+    assert_eq!(
+        lines.next(),
+        Some("run,class,kind,arrival_us,queued_us,latency_us,preempted_us,status")
+    );
+    let committed = |class: &str| {
+        rows.lines()
+            .filter(|l| l.split(',').nth(1) == Some(class) && l.ends_with(",committed"))
+            .count() as u64
+    };
+    for class in ["high", "low"] {
+        assert_eq!(
+            Some(committed(class)),
+            value["classes"][class]["committed"].as_u64(),
+            "{class}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).expect("clean up");
+}
+
+#[test]
+fn a_plot_directory_that_cannot_be_made_is_refused_before_any_run() {
+    let file = std::env::temp_dir().join(format!("overtake-cli-notadir-{}", std::process::id()));
+    std::fs::write(&file, "a file, not a directory").expect("write");
+    let inside = file.join("figures");
+    let error = json_error(&[
+        "bench",
+        "mixed",
+        "--lp",
+        "compute",
+        "--duration",
+        "30",
+        "--json",
+        "--plot",
+        inside.to_str().expect("utf-8"),
+    ]);
+    assert!(
+        error.contains("cannot create the plot directory"),
+        "{error}"
+    );
+    std::fs::remove_file(&file).expect("clean up");
+}

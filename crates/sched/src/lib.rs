@@ -49,7 +49,9 @@ pub use job::{Executor, IdleWork, JobError, LockOutcome, Outcome, Status};
 pub use overtake_priority::Priority;
 pub use overtake_runtime::preempt::{Delivery, PreemptStats};
 pub use policy::{Policy, SchedConfig};
-pub use stats::{Breakdown, ClassStats, JobTiming, LatencyHistogram, LatencySummary, RunStats};
+pub use stats::{
+    Breakdown, ClassStats, JobRecord, JobTiming, LatencyHistogram, LatencySummary, RunStats,
+};
 
 pub use scheduler::{Overloaded, Scheduler, SchedulerReport, Shutdown, StartOptions};
 pub use timer::{PreemptTimer, TimerStats};

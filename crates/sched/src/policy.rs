@@ -103,6 +103,9 @@ pub struct SchedConfig {
     /// Record where each urgent job's time went, and every non-preemptible region's length
     /// ([`crate::trace`]). A diagnostic mode: it costs system calls per task slice.
     pub trace: bool,
+    /// Keep a [`JobRecord`](crate::JobRecord) of every job in the statistics (raw per-job
+    /// latencies, e.g. for one's own figures). Costs memory in proportion to the jobs run.
+    pub record_jobs: bool,
 }
 
 impl Default for SchedConfig {
@@ -126,6 +129,7 @@ impl Default for SchedConfig {
             pin: true,
             blocked_report: Some(Duration::from_secs(1)),
             trace: false,
+            record_jobs: false,
         }
     }
 }
@@ -234,6 +238,12 @@ impl SchedConfig {
     /// Sets [`trace`](Self::trace).
     pub fn trace(mut self, on: bool) -> Self {
         self.trace = on;
+        self
+    }
+
+    /// Sets [`record_jobs`](Self::record_jobs).
+    pub fn record_jobs(mut self, on: bool) -> Self {
+        self.record_jobs = on;
         self
     }
 

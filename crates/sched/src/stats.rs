@@ -80,6 +80,21 @@ impl LatencyHistogram {
         self.inner.len() + self.zeros
     }
 
+    /// The distribution as (microseconds, fraction of values at or below) points, one per
+    /// distinct recorded value (at the histogram's three significant digits), increasing: the
+    /// steps of a CDF figure. Empty if nothing was recorded.
+    pub fn cdf(&self) -> Vec<(f64, f64)> {
+        let all = self.folded();
+        let total = all.len() as f64;
+        let mut seen = 0u64;
+        all.iter_recorded()
+            .map(|v| {
+                seen += v.count_at_value();
+                (v.value_iterated_to() as f64 / 1_000.0, seen as f64 / total)
+            })
+            .collect()
+    }
+
     /// Percentiles in microseconds.
     pub fn summary(&self) -> LatencySummary {
         let all = self.folded();
@@ -207,6 +222,19 @@ mod tests {
         assert!(close(b.preempted, 1_000.0), "{b:?}");
         assert!(close(b.waiting, 1_500.0), "{b:?}");
         assert_eq!(ClassStats::default().breakdown(), Breakdown::default());
+    }
+
+    #[test]
+    fn the_cdf_rises_to_one_in_steps_at_the_recorded_values() {
+        let mut h = LatencyHistogram::new();
+        assert!(h.cdf().is_empty());
+        for us in [10, 10, 20, 40] {
+            h.record_nanos(us * 1_000);
+        }
+        let cdf = h.cdf();
+        let fractions: Vec<f64> = cdf.iter().map(|p| p.1).collect();
+        assert_eq!(fractions, [0.5, 0.75, 1.0]);
+        assert!((cdf[0].0 - 10.0).abs() < 0.01 && (cdf[2].0 - 40.0).abs() < 0.05);
     }
 
     #[test]
@@ -425,6 +453,29 @@ pub struct RunStats {
     pub traces: Vec<crate::trace::JobTrace>,
     /// Lengths of the workers' non-preemptible regions (with tracing).
     pub regions: overtake_runtime::region::trace::RegionTrace,
+    /// Every job, in the order each worker ended them (with
+    /// [`SchedConfig::record_jobs`](crate::SchedConfig::record_jobs)).
+    pub jobs: Vec<JobRecord>,
+}
+
+/// One job's timestamps and end, as recorded with
+/// [`SchedConfig::record_jobs`](crate::SchedConfig::record_jobs): raw data for one's own figures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JobRecord {
+    /// Its priority level.
+    pub priority: Priority,
+    /// Its kind (an index into the executor's kinds).
+    pub kind: usize,
+    /// When it arrived, in nanoseconds since the scheduler started.
+    pub arrival_ns: u64,
+    /// From arrival to start, in nanoseconds.
+    pub queued_ns: u64,
+    /// From arrival to end, in nanoseconds.
+    pub latency_ns: u64,
+    /// Time it was paused by preemption, in nanoseconds.
+    pub preempted_ns: u64,
+    /// How it ended.
+    pub status: crate::job::Status,
 }
 
 impl Default for RunStats {
@@ -435,6 +486,7 @@ impl Default for RunStats {
             idle_nanos: 0,
             traces: Vec::new(),
             regions: Default::default(),
+            jobs: Vec::new(),
         }
     }
 }
@@ -479,5 +531,6 @@ impl RunStats {
         self.idle_nanos += other.idle_nanos;
         self.traces.extend_from_slice(&other.traces);
         self.regions.merge(&other.regions);
+        self.jobs.extend_from_slice(&other.jobs);
     }
 }

@@ -39,7 +39,7 @@ use crate::inbox::Inbox;
 use crate::job::{Executor, IdleWork, JobError, Outcome, Scheduled};
 use crate::policy::{Policy, SchedConfig};
 use crate::starvation::{self, Clock};
-use crate::stats::{JobTiming, RunStats};
+use crate::stats::{JobRecord, JobTiming, RunStats};
 use crate::task::{Claim, TaskId, TaskState, TaskTable};
 
 mod shared;
@@ -189,13 +189,23 @@ impl<E: Executor> WorkerCore<E> {
             preempted: times.preempted,
             waited: times.waited,
         };
+        let (priority, kind) = (self.exec.priority(job), self.exec.kind(job));
         let region = NoPreemptGuard::new();
-        self.shared.stats.lock(&region).record(
-            self.exec.priority(job),
-            self.exec.kind(job),
-            &timing,
-            outcome,
-        );
+        let mut stats = self.shared.stats.lock(&region);
+        stats.record(priority, kind, &timing, outcome);
+        if self.config.record_jobs {
+            let nanos = |d: std::time::Duration| d.as_nanos() as u64;
+            stats.jobs.push(JobRecord {
+                priority,
+                kind,
+                arrival_ns: self.clock.nanos(arrival) - 1,
+                queued_ns: nanos(timing.start.saturating_duration_since(arrival)),
+                latency_ns: nanos(end.saturating_duration_since(arrival)),
+                preempted_ns: nanos(timing.preempted),
+                status: outcome.status,
+            });
+        }
+        drop(stats);
         drop(region);
         self.shared.finished.fetch_add(1, Ordering::Release);
     }
