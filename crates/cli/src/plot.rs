@@ -85,7 +85,7 @@ pub fn latency_cdf(
         .map_err(|e| failed(&path, e))?;
     for (i, line) in lines.iter().enumerate() {
         let c = color(i);
-        let points: Vec<(f64, f64)> = line.points.iter().copied().filter(|p| p.0 > 0.0).collect();
+        let points = thinned(&line.points);
         if points.is_empty() {
             continue;
         }
@@ -104,6 +104,25 @@ pub fn latency_cdf(
         .map_err(|e| failed(&path, e))?;
     root.present().map_err(|e| failed(&path, e))?;
     Ok(Some(dir.join(file)))
+}
+
+/// The points of a CDF worth drawing: those at least a pixel's worth (0.2% of a decade, or of the
+/// fraction) from the last one kept, and the last. A histogram has a point per distinct value;
+/// thousands of them would make a figure of hundreds of kilobytes that looks the same.
+fn thinned(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let mut out: Vec<(f64, f64)> = Vec::new();
+    for (i, &(x, y)) in points.iter().enumerate() {
+        if x <= 0.0 {
+            continue;
+        }
+        let far = out.last().is_none_or(|&(lx, ly)| {
+            (x.log10() - lx.log10()).abs() > 0.002 || (y - ly).abs() > 0.002
+        });
+        if far || i + 1 == points.len() {
+            out.push((x, y));
+        }
+    }
+    out
 }
 
 /// Bars, one per (name, value), with the value written above each.
@@ -320,6 +339,17 @@ mod tests {
         let s = sweep(&dir, "s.svg", "t", ("load", "p99"), &labels, &curves, true);
         assert!(s.expect("drawn").is_some());
         std::fs::remove_dir_all(&dir).expect("clean up");
+    }
+
+    #[test]
+    fn a_dense_cdf_is_thinned_but_keeps_its_ends() {
+        let dense: Vec<(f64, f64)> = (1..=10_000)
+            .map(|i| (100.0 + f64::from(i) * 0.001, f64::from(i) / 10_000.0))
+            .collect();
+        let thin = super::thinned(&dense);
+        assert!(thin.len() < 1_000, "{}", thin.len());
+        assert_eq!(thin.first(), dense.first());
+        assert_eq!(thin.last(), dense.last());
     }
 
     #[test]
