@@ -77,10 +77,11 @@ pub fn run(args: &EngineArgs) -> Result<(), String> {
                 kind.name().to_owned(),
                 json!({
                     "count": t.count(),
+                    "per_sec": t.committed as f64 / elapsed,
                     "committed": t.committed,
                     "rolled_back": t.rolled_back,
                     "failed": t.failed,
-                    "mean_us": t.mean_us(),
+                    "latency_us": { "mean": t.mean_us() },
                 }),
             );
         }
@@ -93,8 +94,8 @@ pub fn run(args: &EngineArgs) -> Result<(), String> {
             "warehouses": args.warehouses,
             "isolation": args.run.isolation.name(),
             "count": requests.len(),
-            "seconds": elapsed,
-            "committed_per_sec": committed as f64 / elapsed,
+            "duration_s": elapsed,
+            "per_sec": committed as f64 / elapsed,
             "by_type": by_type,
             "first_error": tallies.first_error,
             "rss_mib_after_load": loaded.rss_mib,

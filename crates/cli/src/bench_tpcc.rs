@@ -14,7 +14,7 @@ use serde_json::json;
 
 use crate::args::TpccArgs;
 use crate::output::{
-    consistency_after_run, latency_cells, latency_json, load_database, print_table, rss_mib,
+    class_json, consistency_after_run, latency_cells, load_database, print_table, rss_mib,
     run_progress, secs, ticker,
 };
 
@@ -73,9 +73,9 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
         let mut by_type = serde_json::Map::new();
         for kind in TxnType::ALL {
             let c = &report.stats.kinds[kind.index()];
-            by_type.insert(kind.name().to_owned(), type_json(c, per_sec(c)));
+            by_type.insert(kind.name().to_owned(), class_json(c, elapsed));
         }
-        let mut total_json = type_json(&total, per_sec(&total));
+        let mut total_json = class_json(&total, elapsed);
         total_json["per_sec_per_worker"] = json!(per_sec(&total) / f64::from(args.workers));
         let out = json!({
             "benchmark": "tpcc",
@@ -198,20 +198,6 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
     }
     println!("consistency: {consistency}");
     Ok(())
-}
-
-fn type_json(c: &ClassStats, per_sec: f64) -> serde_json::Value {
-    json!({
-        "per_sec": per_sec,
-        "committed": c.committed,
-        "aborted": c.conflicts + c.validation_failures + c.rolled_back,
-        "conflicts": c.conflicts,
-        "validation_failures": c.validation_failures,
-        "user_rollbacks": c.rolled_back,
-        "errors": c.failed,
-        "latency_us": latency_json(&c.latency.summary()),
-        "breakdown_us": c.breakdown(),
-    })
 }
 
 fn interrupts_json(args: &TpccArgs, report: &RunReport) -> serde_json::Value {

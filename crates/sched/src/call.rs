@@ -122,6 +122,7 @@ use crate::scheduler::{Overloaded, Scheduler};
 
 /// Why a call produced no result.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CallError {
     /// It never ran: the scheduler shut down before starting it, or could not start it (every
     /// task context of its worker was in use).

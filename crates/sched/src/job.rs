@@ -11,6 +11,7 @@ use overtake_priority::Priority;
 
 /// How a job ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Status {
     /// Committed.
     Committed,

@@ -57,6 +57,7 @@ impl<J> std::fmt::Debug for Overloaded<J> {
 
 /// How [`Scheduler::shutdown`] treats admitted work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Shutdown {
     /// Run every job already admitted (queued or started) before the workers exit. Tasks still
     /// parked when nothing else can run are abandoned.
@@ -68,6 +69,7 @@ pub enum Shutdown {
 
 /// What the workers did, returned by [`Scheduler::shutdown`].
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct SchedulerReport {
     /// Per level and per kind.
     pub stats: RunStats,

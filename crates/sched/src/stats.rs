@@ -117,6 +117,7 @@ impl LatencyHistogram {
 
 /// Latency percentiles, in microseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct LatencySummary {
     /// Number of values.
     pub count: u64,
@@ -254,6 +255,7 @@ mod tests {
 
 /// What happened to the jobs of one class or kind.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct ClassStats {
     /// Jobs that committed.
     pub committed: u64,
@@ -301,6 +303,7 @@ pub struct ClassStats {
 /// Where the jobs of a class spent their time, mean microseconds per job (McWherter's question:
 /// which resource was an urgent transaction waiting for?).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Breakdown {
     /// From arrival to first start (in queues: the dispatcher's and the worker's).
     pub queued: f64,
@@ -354,6 +357,7 @@ impl ClassStats {
 
 /// The timestamps the scheduler keeps for one job.
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub struct JobTiming {
     /// Entered the system.
     pub arrival: std::time::Instant,
@@ -441,6 +445,7 @@ impl ClassStats {
 
 /// Statistics of a run, per priority level and per job kind.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct RunStats {
     /// Per priority level, indexed by [`Priority::level`].
     pub levels: Vec<ClassStats>,
@@ -461,6 +466,7 @@ pub struct RunStats {
 /// One job's timestamps and end, as recorded with
 /// [`SchedConfig::record_jobs`](crate::SchedConfig::record_jobs): raw data for one's own figures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct JobRecord {
     /// Its priority level.
     pub priority: Priority,

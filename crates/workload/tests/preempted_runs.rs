@@ -98,7 +98,7 @@ impl Tally {
         match outcome.status {
             Status::Committed => self.committed += 1,
             Status::RolledBack => self.rolled_back += 1,
-            Status::Failed => self
+            _ => self
                 .failures
                 .push(format!("{:?}: {:?}", job.work, outcome.error)),
         }
