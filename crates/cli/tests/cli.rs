@@ -289,3 +289,21 @@ fn a_plot_directory_that_cannot_be_made_is_refused_before_any_run() {
     );
     std::fs::remove_file(&file).expect("clean up");
 }
+
+#[test]
+fn tpcc_commands_name_their_figures_like_the_class_object() {
+    let out = overtake(&["bench", "engine", "--count", "200", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let value: serde_json::Value = serde_json::from_str(stdout(&out).trim()).expect("JSON");
+    assert_eq!(value["benchmark"], "engine");
+    assert!(
+        value["per_sec"].as_f64().is_some_and(|r| r > 0.0),
+        "{value}"
+    );
+    assert!(value["duration_s"].as_f64().is_some(), "{value}");
+    let new_order = &value["by_type"]["new_order"];
+    for key in ["per_sec", "committed", "rolled_back", "failed"] {
+        assert!(new_order[key].is_number(), "{key}: {new_order}");
+    }
+    assert!(new_order["latency_us"]["mean"].is_number(), "{new_order}");
+}
