@@ -192,3 +192,53 @@ fn a_call_that_reports_its_outcome_is_booked_as_it_says() {
         (0, 1, 2)
     );
 }
+
+#[test]
+fn under_the_quantum_policy_a_long_call_makes_way_for_one_submitted_after_it() {
+    // Both calls at one level (no priorities): only a quantum expiry, which the scheduler's own
+    // timer thread raises, lets the second run while the first spins waiting for it.
+    let mut config = config(Policy::Quantum);
+    config.quantum = std::time::Duration::from_micros(200);
+    let scheduler = Scheduler::start(&config, Arc::new(Calls)).expect("start");
+    let (started, second_done) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let (s, d) = (Arc::clone(&started), Arc::clone(&second_done));
+    let first = scheduler
+        .call(Priority::LOW, move || {
+            s.store(true, Ordering::Release);
+            work_until(&d);
+        })
+        .expect("admitted");
+    common::until(&started);
+    let d = Arc::clone(&second_done);
+    let second = scheduler
+        .call(Priority::LOW, move || d.store(true, Ordering::Release))
+        .expect("admitted");
+    assert_eq!(second.wait(), Ok(()));
+    assert_eq!(first.wait(), Ok(()));
+    let report = scheduler.shutdown(Shutdown::Drain).expect("shutdown");
+    assert!(report.stats.class(Priority::LOW).preemptions >= 1);
+}
+
+#[test]
+fn the_statistics_of_a_running_scheduler_count_what_has_ended() {
+    let scheduler = Scheduler::start(&config(Policy::Wait), Arc::new(Calls)).expect("start");
+    assert_eq!(scheduler.stats().class(Priority::HIGH).committed, 0);
+    for _ in 0..3 {
+        scheduler
+            .call(Priority::HIGH, || ())
+            .expect("admitted")
+            .wait()
+            .expect("ran");
+    }
+    // A call's ticket resolves before its worker books it: wait for the booking.
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while scheduler.stats().class(Priority::HIGH).committed < 3 {
+        assert!(std::time::Instant::now() < give_up, "never booked");
+        std::thread::yield_now();
+    }
+    assert_eq!(scheduler.stats().class(Priority::HIGH).committed, 3);
+    scheduler.shutdown(Shutdown::Drain).expect("shutdown");
+}
