@@ -64,7 +64,7 @@ pub fn load_database(
     with_ch: bool,
     json: bool,
 ) -> Result<LoadedDb, String> {
-    let db = Database::open(Options::default());
+    let db = Database::in_memory(Options::default());
     let tpcc = TpccTables::create(&db).map_err(|e| format!("creating the TPC-C schema: {e}"))?;
     let bar = progress(expected_rows(warehouses), "loading", json);
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());

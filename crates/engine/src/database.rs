@@ -40,8 +40,9 @@ pub struct EngineStats {
 }
 
 impl Database {
-    /// Opens an empty in-memory database.
-    pub fn open(options: Options) -> Self {
+    /// An empty database that lives in memory only: nothing is logged, and everything is gone
+    /// when it is dropped.
+    pub fn in_memory(options: Options) -> Self {
         let id = NEXT_DATABASE_ID.fetch_add(1, Ordering::Relaxed);
         Database {
             engine: Engine::new(id, &options),
@@ -366,7 +367,7 @@ mod tests {
     /// attempt, or a transaction aborted at every attempt would never become the oldest.
     #[test]
     fn a_retry_keeps_its_first_attempts_lock_age() {
-        let db = Database::open(Options {
+        let db = Database::in_memory(Options {
             concurrency: Concurrency::TwoPhaseLocking(LockPolicy::Wdl1),
             ..Options::default()
         });
@@ -395,7 +396,7 @@ mod tests {
             sorted
         });
         // Without locking there is no age.
-        let mvcc = Database::open(Options::default());
+        let mvcc = Database::in_memory(Options::default());
         let txn = mvcc
             .begin(Priority::LOW, Isolation::Snapshot)
             .expect("begin");

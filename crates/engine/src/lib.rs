@@ -20,7 +20,7 @@
 //! ```
 //! use overtake_engine::{ColumnType, Database, Isolation, Options, Priority, TableSchema};
 //!
-//! let db = Database::open(Options::default());
+//! let db = Database::in_memory(Options::default());
 //! let accounts = db.create_table(
 //!     TableSchema::builder("accounts")
 //!         .column("id", ColumnType::Int64)

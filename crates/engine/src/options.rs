@@ -4,7 +4,7 @@
 
 use crate::lock::{LockManager, LockPolicy};
 
-/// Settings for [`Database::open`](crate::Database::open).
+/// Settings for [`Database::in_memory`](crate::Database::in_memory).
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct Options {

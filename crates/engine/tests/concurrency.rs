@@ -257,8 +257,9 @@ fn deleted_records_leave_the_indexes_and_their_slots_are_reused() {
 
 #[test]
 fn too_many_open_transactions_is_an_error() {
-    let db =
-        overtake_engine::Database::open(overtake_engine::Options::default().max_transactions(2));
+    let db = overtake_engine::Database::in_memory(
+        overtake_engine::Options::default().max_transactions(2),
+    );
     let a = db.begin(Priority::LOW, Isolation::Snapshot).expect("1");
     let _b = db.begin(Priority::LOW, Isolation::Snapshot).expect("2");
     assert!(matches!(

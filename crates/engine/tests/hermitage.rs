@@ -21,7 +21,7 @@ use overtake_engine::{
 use common::{HERMITAGE_ID as ID, HERMITAGE_VALUE as VALUE, hermitage_row as row};
 
 fn setup() -> (Database, Arc<Table>) {
-    let db = Database::open(Options::default());
+    let db = Database::in_memory(Options::default());
     let t = common::hermitage_table(&db);
     (db, t)
 }

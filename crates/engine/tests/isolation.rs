@@ -816,7 +816,7 @@ fn prefetching_another_databases_table_changes_no_answer() {
     // Two databases whose tables have the same id and whose indexes saw the same changes, but
     // whose key 1 names different records.
     let make = |ids: [i64; 4]| {
-        let db = Database::open(Options::default());
+        let db = Database::in_memory(Options::default());
         let t = accounts(&db);
         let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
         for id in ids {

@@ -325,7 +325,7 @@ impl Model {
 }
 
 fn setup() -> (Database, Arc<Table>) {
-    let db = Database::open(Options::default());
+    let db = Database::in_memory(Options::default());
     let t = db
         .create_table(
             TableSchema::builder("kv")

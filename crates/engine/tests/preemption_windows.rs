@@ -33,7 +33,7 @@ fn the_first_insert_into_a_table_can_be_preempted_anywhere() {
     // The first insert creates the table's first chunk of record slots, the case where a paused
     // initialiser once made every later touch of the chunk wait forever.
     let swept = sweep(|n| {
-        let db = Arc::new(Database::open(Options::default()));
+        let db = Arc::new(Database::in_memory(Options::default()));
         let t = accounts(&db);
         let (db2, t2) = (Arc::clone(&db), Arc::clone(&t));
         let reached = preempt_once_at(

@@ -22,7 +22,7 @@ use overtake_engine::{
 use common::{HERMITAGE_ID as ID, HERMITAGE_VALUE as VALUE, hermitage_row as row};
 
 fn setup(policy: LockPolicy) -> (Database, Arc<Table>) {
-    let db = Database::open({
+    let db = Database::in_memory({
         let mut options = Options::default();
         options.concurrency = Concurrency::TwoPhaseLocking(policy);
         options

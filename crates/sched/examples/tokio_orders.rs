@@ -93,7 +93,7 @@ struct Observed {
 
 /// Loads `rows` orders, then runs the report and, 10 ms into it, one urgent order.
 async fn run(rows: i64, passes: usize) -> Result<Observed, BoxError> {
-    let db = Arc::new(Database::open(Options::default()));
+    let db = Arc::new(Database::in_memory(Options::default()));
     let orders = db.create_table(
         TableSchema::builder("orders")
             .column("id", ColumnType::Int64)

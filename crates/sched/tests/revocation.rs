@@ -24,7 +24,7 @@ static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_alloc
 
 /// `t(id INT64 PK, value INT64)` holding (1, 10) and (2, 20), under two-phase locking.
 fn database(policy: LockPolicy) -> (Arc<Database>, Arc<Table>) {
-    let db = Database::open({
+    let db = Database::in_memory({
         let mut options = Options::default();
         options.concurrency = Concurrency::TwoPhaseLocking(policy);
         options

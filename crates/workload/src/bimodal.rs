@@ -71,7 +71,7 @@ const VALUE: usize = 1;
 impl Bimodal {
     /// Creates and fills the table (`ROWS` rows).
     pub fn load() -> Result<Self, overtake_engine::Error> {
-        let db = Arc::new(Database::open(Options::default()));
+        let db = Arc::new(Database::in_memory(Options::default()));
         let table = db.create_table(
             TableSchema::builder("kv")
                 .column("id", ColumnType::Int64)

@@ -102,7 +102,7 @@ pub enum HolderError {
 
 /// Runs one round.
 pub fn run_round(setup: &HolderSetup) -> Result<HolderRound, HolderError> {
-    let db = Arc::new(Database::open(
+    let db = Arc::new(Database::in_memory(
         Options::default().concurrency(Concurrency::TwoPhaseLocking(setup.policy)),
     ));
     let t = table(&db)?;

@@ -269,7 +269,7 @@ mod tests {
         use crate::{Database, Isolation, KeyBuf, Options, Priority, Table};
 
         const N: i64 = 40;
-        let db = Database::open(Options::default());
+        let db = Database::in_memory(Options::default());
         let t = db
             .create_table(
                 TableSchema::builder("t")

@@ -442,7 +442,7 @@ mod tests {
     fn insert_over_planted_entry(dead: bool) -> crate::Result<()> {
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
-            let db = Database::open(Options::default());
+            let db = Database::in_memory(Options::default());
             let t = table(&db);
             let stale = if dead {
                 let region = NoPreemptGuard::new();
@@ -496,7 +496,7 @@ mod tests {
 
     #[test]
     fn an_entry_its_record_still_carries_is_a_conflict() {
-        let db = Database::open(Options::default());
+        let db = Database::in_memory(Options::default());
         let t = table(&db);
         let one = t
             .tree(IndexRef::Primary)

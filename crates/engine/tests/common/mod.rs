@@ -43,7 +43,7 @@ pub fn key(t: &Table, id: i64) -> KeyBuf {
 
 /// A database with accounts `0..n`, each holding `balance` cents, owned by `owner{id % 3}`.
 pub fn with_accounts(n: i64, balance: i64) -> (Database, Arc<Table>) {
-    let db = Database::open(Options::default());
+    let db = Database::in_memory(Options::default());
     let t = accounts(&db);
     let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
     for id in 0..n {

@@ -365,7 +365,7 @@ mod tests {
 
     #[test]
     fn column_constants_match_the_declared_names() {
-        let db = Database::open(overtake_engine::Options::default());
+        let db = Database::in_memory(overtake_engine::Options::default());
         let t = TpccTables::create(&db).expect("schema");
         let check = |table: &Table, pairs: &[(usize, &str)]| {
             for &(pos, name) in pairs {
