@@ -1,6 +1,8 @@
 //! The database: the public entry points (tables, transactions, retries, statistics) over the
 //! shared state in `engine`.
 
+use std::io::{Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -8,8 +10,11 @@ use std::time::{Duration, Instant};
 use overtake_runtime::NoPreemptGuard;
 
 use crate::catalog::table::Table;
-use crate::error::{AbortReason, Error, Result};
+use crate::error::{AbortReason, Error, Result, SchemaError};
 use crate::lock::{LockMode, LockPolicy};
+use crate::log::record::{self, Record};
+use crate::log::recovery::{self, ReadLog};
+use crate::log::{Durability, Log, LogStats, RecoveryError};
 use crate::mvcc::gc::{self, VersionCensus};
 use crate::options::{Concurrency, Options};
 use crate::storage::schema::TableSchema;
@@ -20,10 +25,35 @@ use overtake_priority::Priority;
 /// Source of database identities (so a table of one database is refused by another).
 static NEXT_DATABASE_ID: AtomicU64 = AtomicU64::new(1);
 
-/// An in-memory database.
+/// A database: in memory ([`Database::in_memory`]), or kept in a directory with a redo log
+/// ([`Database::open`]).
 pub struct Database {
     engine: Engine,
+    /// What opening it in a directory recovered.
+    recovered: Option<Recovered>,
 }
+
+/// What [`Database::open`] found in its directory and replayed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Recovered {
+    /// The log file.
+    pub log: PathBuf,
+    /// Bytes of whole records read from it.
+    pub log_bytes: u64,
+    /// Tables re-created.
+    pub tables: usize,
+    /// Transactions replayed.
+    pub transactions: u64,
+    /// Bytes cut from the end of the log: a record a crash tore (never acknowledged under
+    /// `sync`).
+    pub torn_bytes: u64,
+    /// Time to read and replay it.
+    pub elapsed: Duration,
+}
+
+/// The log's file name in a database directory.
+const LOG_FILE: &str = "overtake.log";
 
 /// Counters describing the engine's state.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -46,12 +76,138 @@ impl Database {
         let id = NEXT_DATABASE_ID.fetch_add(1, Ordering::Relaxed);
         Database {
             engine: Engine::new(id, &options),
+            recovered: None,
         }
     }
 
-    /// Creates a table.
+    /// Opens the database kept in directory `dir`, creating both if there is none: reads its log
+    /// back (cutting a record a crash tore at its end, refusing damage anywhere before), replays
+    /// it, and logs every later commit and table as `options.durability` says.
+    pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<Database, RecoveryError> {
+        let dir = dir.as_ref();
+        let started = Instant::now();
+        let path = dir.join(LOG_FILE);
+        let io = |e: std::io::Error| RecoveryError::Io {
+            file: path.clone(),
+            reason: e.to_string(),
+        };
+        std::fs::create_dir_all(dir).map_err(|e| RecoveryError::Io {
+            file: dir.to_owned(),
+            reason: e.to_string(),
+        })?;
+        let existed = path.exists();
+        let read = if existed {
+            recovery::read(&path)?
+        } else {
+            ReadLog {
+                records: Vec::new(),
+                valid_len: record::HEADER_LEN as u64,
+                torn_bytes: 0,
+            }
+        };
+        let mut db = Database::in_memory(options.clone());
+        let (tables, transactions) =
+            db.replay(read.records)
+                .map_err(|reason| RecoveryError::Replay {
+                    file: path.clone(),
+                    reason,
+                })?;
+        if options.durability != Durability::Off {
+            let mut file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&path)
+                .map_err(io)?;
+            if existed {
+                // Appending continues after the last whole record.
+                file.set_len(read.valid_len).map_err(io)?;
+            } else {
+                file.write_all(&record::header()).map_err(io)?;
+                file.sync_all().map_err(io)?;
+                // The new file's name must survive a crash too.
+                std::fs::File::open(dir)
+                    .and_then(|d| d.sync_all())
+                    .map_err(io)?;
+            }
+            file.seek(SeekFrom::End(0)).map_err(io)?;
+            let log = Log::start(Box::new(file), read.valid_len, options.durability).map_err(io)?;
+            db.engine.log = Some(log);
+        }
+        db.recovered = Some(Recovered {
+            log: path,
+            log_bytes: read.valid_len,
+            tables,
+            transactions,
+            torn_bytes: read.torn_bytes,
+            elapsed: started.elapsed(),
+        });
+        Ok(db)
+    }
+
+    /// Re-creates the logged tables and re-applies the logged commits, in log order.
+    fn replay(&self, records: Vec<Record>) -> std::result::Result<(usize, u64), String> {
+        let (mut tables, mut transactions) = (0, 0);
+        for (i, r) in records.into_iter().enumerate() {
+            let at = |e: &dyn std::fmt::Display| format!("record {i}: {e}");
+            match r {
+                Record::CreateTable(schema) => {
+                    self.create_table(schema).map_err(|e| at(&e))?;
+                    tables += 1;
+                }
+                Record::Commit { writes, .. } => {
+                    let mut txn = self
+                        .begin(Priority::HIGH, Isolation::Snapshot)
+                        .map_err(|e| at(&e))?;
+                    for w in writes {
+                        let Some(table) = self.engine.catalog.get(w.table) else {
+                            return Err(at(&format!("no table {}", w.table)));
+                        };
+                        txn.replay_write(table, &w.key, w.row).map_err(|e| at(&e))?;
+                    }
+                    txn.commit().map_err(|e| at(&e))?;
+                    transactions += 1;
+                }
+            }
+        }
+        Ok((tables, transactions))
+    }
+
+    /// What [`open`](Self::open) recovered (`None` for an in-memory database).
+    pub fn recovered(&self) -> Option<&Recovered> {
+        self.recovered.as_ref()
+    }
+
+    /// What the log writer did (`None` without a log).
+    pub fn log_stats(&self) -> Option<LogStats> {
+        self.engine.log.as_ref().map(Log::stats)
+    }
+
+    /// Creates a table. In a logged database its creation is logged (before anyone can write to
+    /// it) and, under `sync`, durable when this returns. A table without a primary key cannot be
+    /// logged yet (its rows' keys are ids the log does not keep).
     pub fn create_table(&self, schema: TableSchema) -> Result<Arc<Table>> {
-        self.engine.catalog.create(self.engine.id, schema)
+        let Some(log) = &self.engine.log else {
+            return self.engine.catalog.create(self.engine.id, schema);
+        };
+        if schema.primary_key().is_empty() {
+            return Err(Error::Schema(SchemaError::Unlogged(
+                schema.name().to_owned(),
+            )));
+        }
+        let mut end = 0;
+        let table =
+            self.engine
+                .catalog
+                .create_announced(self.engine.id, schema, |schema, region| {
+                    let mut bytes = Vec::new();
+                    record::encode_create_table(&mut bytes, schema);
+                    end = log.append(&bytes, region);
+                })?;
+        log.acknowledge(end, Priority::HIGH)
+            .map_err(Error::NotDurable)?;
+        Ok(table)
     }
 
     /// The table called `name`.

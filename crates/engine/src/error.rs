@@ -95,6 +95,10 @@ pub enum SchemaError {
         /// Its worst-case encoded length.
         bytes: usize,
     },
+    /// A table without a primary key in a logged database (not supported yet: its rows' hidden
+    /// ids are not logged).
+    #[error("table {0} has no primary key, which a logged database cannot keep yet")]
+    Unlogged(String),
     /// A row could exceed [`MAX_ROW_LEN`].
     #[error("rows can be {0} bytes long; the limit is {MAX_ROW_LEN}")]
     RowTooLong(usize),
@@ -169,6 +173,9 @@ pub enum Error {
     /// The transaction has already committed or aborted.
     #[error("the transaction is no longer active")]
     NotActive,
+    /// A change committed in memory could not be made durable: the log's I/O error.
+    #[error("committed, but not durable: the log could not be written ({0})")]
+    NotDurable(String),
 }
 
 impl Error {
@@ -194,9 +201,9 @@ impl Error {
     }
 }
 
-/// Why [`Transaction::commit`](crate::Transaction::commit) did not commit: the only two ways a
-/// commit can fail.
-#[derive(Clone, Copy, Debug, Error, PartialEq, Eq)]
+/// Why [`Transaction::commit`](crate::Transaction::commit) did not commit, or could not say that
+/// its commit is durable.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum CommitError {
     /// The transaction was aborted (now, by a failed validation, or earlier) and its writes
@@ -206,19 +213,23 @@ pub enum CommitError {
     /// The transaction had already committed or been ended with `abort`.
     #[error("the transaction is no longer active")]
     NotActive,
+    /// It committed in memory, but its log record could not be made durable (the log's I/O
+    /// error): a crash may lose it.
+    #[error("committed, but not durable: the log could not be written ({0})")]
+    NotDurable(String),
 }
 
 impl CommitError {
     /// True if a later try may get past it (every abort but a user rollback).
     pub fn is_retryable(&self) -> bool {
-        Error::from(*self).is_retryable()
+        Error::from(self.clone()).is_retryable()
     }
 
     /// The abort reason, if this is an abort.
     pub fn abort_reason(&self) -> Option<AbortReason> {
         match self {
             CommitError::Aborted(reason) => Some(*reason),
-            CommitError::NotActive => None,
+            CommitError::NotActive | CommitError::NotDurable(_) => None,
         }
     }
 }
@@ -228,6 +239,7 @@ impl From<CommitError> for Error {
         match e {
             CommitError::Aborted(reason) => Error::Aborted(reason),
             CommitError::NotActive => Error::NotActive,
+            CommitError::NotDurable(why) => Error::NotDurable(why),
         }
     }
 }

@@ -40,7 +40,8 @@
 
 // Parts, lowest first: `limits` and `error`; `storage` (rows, keys, records); `index` (ordered
 // indexes); `catalog` (tables and their indexes); `mvcc` (versions seen by snapshots, epochs,
-// reclamation); `lock` (two-phase locking's lock manager and policies) and `options`; `txn`
+// reclamation); `lock` (two-phase locking's lock manager and policies) and `options`; `log` (the
+// redo log: records, group commit, recovery); `txn`
 // (transactions and the state they share); `database` (the public entry points).
 
 mod catalog;
@@ -49,6 +50,7 @@ mod error;
 mod index;
 mod limits;
 mod lock;
+mod log;
 mod mvcc;
 mod options;
 mod storage;
@@ -56,10 +58,11 @@ mod txn;
 
 pub use catalog::MAX_TABLES;
 pub use catalog::table::{IndexId, Table, TableId};
-pub use database::{Attempts, Database, EngineStats, LockWait, RetryPolicy};
+pub use database::{Attempts, Database, EngineStats, LockWait, Recovered, RetryPolicy};
 pub use error::{AbortReason, CommitError, DecimalError, Error, Result, SchemaError};
 pub use limits::{MAX_COLUMNS, MAX_DECIMAL_PRECISION, MAX_KEY_LEN, MAX_ROW_LEN};
 pub use lock::LockPolicy;
+pub use log::{Durability, LogStats, RecoveryError};
 pub use mvcc::MAX_TRANSACTION_SLOTS;
 pub use mvcc::epoch::release_thread_garbage;
 pub use mvcc::gc::VersionCensus;

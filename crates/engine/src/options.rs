@@ -3,8 +3,10 @@
 //! nothing of the engine but the lock policies it names.
 
 use crate::lock::{LockManager, LockPolicy};
+use crate::log::Durability;
 
-/// Settings for [`Database::in_memory`](crate::Database::in_memory).
+/// Settings for [`Database::in_memory`](crate::Database::in_memory) and
+/// [`Database::open`](crate::Database::open).
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct Options {
@@ -13,12 +15,22 @@ pub struct Options {
     pub max_transactions: usize,
     /// How concurrent transactions are kept apart.
     pub concurrency: Concurrency,
+    /// How commits reach stable storage, for a database opened in a directory
+    /// ([`Database::open`](crate::Database::open); `sync` by default). An in-memory database has
+    /// no log.
+    pub durability: Durability,
 }
 
 impl Options {
     /// Sets [`concurrency`](Self::concurrency).
     pub fn concurrency(mut self, concurrency: Concurrency) -> Self {
         self.concurrency = concurrency;
+        self
+    }
+
+    /// Sets [`durability`](Self::durability).
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
         self
     }
 
@@ -34,6 +46,7 @@ impl Default for Options {
         Options {
             max_transactions: 1024,
             concurrency: Concurrency::Mvcc,
+            durability: Durability::Sync,
         }
     }
 }

@@ -14,6 +14,7 @@ use sdd::{Guard, Tag};
 use super::{State, Transaction};
 use crate::catalog::Catalog;
 use crate::error::{AbortReason, CommitError, Error, Result};
+use crate::log::record::{CommitEncoder, seal};
 use crate::mvcc::epoch::EpochGuard;
 use crate::mvcc::gc::{self, Retired};
 use crate::mvcc::{ABORTED_STAMP, is_committed};
@@ -32,15 +33,27 @@ impl Transaction<'_> {
     /// conflict, a failed validation, [`rollback`](Self::rollback)) returns that abort again; one
     /// that committed, or was ended with [`abort`](Self::abort), returns
     /// [`CommitError::NotActive`].
+    ///
+    /// In a database with a `sync` log, it returns once the commit's log record is durable (a
+    /// task parks meanwhile; above the lowest priority the flush starts at once). If the log
+    /// cannot be written, the transaction has committed in memory but the error says it is not
+    /// durable ([`CommitError::NotDurable`]).
     pub fn commit(&mut self) -> Result<(), CommitError> {
-        self.commit_or_abort().map_err(|e| match e {
+        let lsn = self.commit_or_abort().map_err(|e| match e {
             Error::Aborted(reason) => CommitError::Aborted(reason),
             Error::NotActive => CommitError::NotActive,
             other => unreachable!("a commit can only abort or find the transaction ended: {other}"),
-        })
+        })?;
+        match (lsn, &self.engine.log) {
+            (Some(lsn), Some(log)) => log
+                .acknowledge(lsn, self.priority)
+                .map_err(CommitError::NotDurable),
+            _ => Ok(()),
+        }
     }
 
-    fn commit_or_abort(&mut self) -> Result<()> {
+    /// Commits in memory; returns where its log record ends, if it wrote one.
+    fn commit_or_abort(&mut self) -> Result<Option<u64>> {
         self.check_active()?;
         // Lock waits park, so they come before the region.
         self.lock_for_commit()?;
@@ -51,18 +64,47 @@ impl Transaction<'_> {
             // A read-only transaction read one consistent snapshot, and every transaction that
             // committed before it is serialized before it: nothing to validate.
             self.finish(State::Committed);
-            return Ok(());
+            return Ok(None);
         }
+        // The log record's after-images, taken before installing moves the rows into versions.
+        let mut record = self.engine.log.as_ref().map(|_| {
+            let mut record = std::mem::take(&mut self.buf.log_record);
+            let mut encoder = CommitEncoder::begin(&mut record);
+            for e in self
+                .buf
+                .ws
+                .entries()
+                .iter()
+                .filter(|e| e.changes_anything())
+            {
+                encoder.write(e.table, e.key.as_slice(), e.row.as_deref());
+            }
+            record
+        });
         // Install the writes before drawing the timestamp: a snapshot taken after the timestamp
         // must find every one of them (pending, hence waited for), never the version below.
         let epoch = EpochGuard::enter();
         if let Err(reason) = self.install_all(&epoch) {
+            self.buf.log_record = record.unwrap_or_default();
             return Err(self.fail_commit(epoch, reason));
         }
         let txns = &self.engine.txns;
         let ts = txns.start_commit(&self.lease);
         if self.serializable() && !self.validate(ts) {
+            self.buf.log_record = record.unwrap_or_default();
             return Err(self.fail_commit(epoch, AbortReason::Validation));
+        }
+        // Logged before any of its versions becomes visible, so that whoever reads or overwrites
+        // them logs after it (see `log::recovery` on replay order).
+        let lsn = match (&self.engine.log, record.as_mut()) {
+            (Some(log), Some(record)) => {
+                seal(record, ts);
+                Some(log.append(record, &region))
+            }
+            _ => None,
+        };
+        if let Some(record) = record {
+            self.buf.log_record = record;
         }
         let guard = epoch.guard();
         let (catalog, me) = (&self.engine.catalog, self.lease.stamp);
@@ -104,7 +146,7 @@ impl Transaction<'_> {
         collector.drain_slot(txns, catalog, self.lease.slot, budget, true);
         collector.help_drain(txns, catalog, self.lease.slot, budget);
         self.finish(State::Committed);
-        Ok(())
+        Ok(lsn)
     }
 
     /// Ends a commit that cannot succeed: undoes what it installed.

@@ -88,6 +88,8 @@ pub(crate) struct InsertLeaf {
 pub(crate) struct Footprint {
     /// Buffered writes, installed at commit.
     pub(crate) ws: WriteSet,
+    /// The commit's log record, built here (the transaction's own buffer, kept with its slot).
+    pub(crate) log_record: Vec<u8>,
     /// Records whose versions the commit installed (what rollback undoes, what commit stamps).
     pub(crate) writes: Vec<Write>,
     pub(crate) new_keys: Vec<NewKey>,
@@ -128,6 +130,7 @@ impl Footprint {
             reset_to(v, KEEP_ENTRIES);
         }
         self.ws.clear(KEEP_ENTRIES);
+        reset_to(&mut self.log_record, 1 << 16);
         reset(&mut self.writes);
         reset(&mut self.new_keys);
         reset(&mut self.stale_keys);

@@ -7,6 +7,7 @@
 
 use crate::catalog::Catalog;
 use crate::lock::LockManager;
+use crate::log::Log;
 use crate::mvcc::TxnTable;
 use crate::mvcc::gc::Collector;
 use crate::options::Options;
@@ -21,6 +22,8 @@ pub(crate) struct Engine {
     pub(crate) footprints: FootprintPool,
     /// The lock table, in the two-phase-locking mode.
     pub(crate) locks: Option<LockManager>,
+    /// The redo log, for a database opened in a directory with logging on.
+    pub(crate) log: Option<Log>,
 }
 
 impl Engine {
@@ -39,6 +42,7 @@ impl Engine {
             collector: Collector::new(slots),
             footprints: FootprintPool::new(slots),
             locks: options.concurrency.lock_manager(),
+            log: None,
         }
     }
 }

@@ -302,6 +302,39 @@ impl Transaction<'_> {
         Ok(updated)
     }
 
+    /// Recovery: makes the row under primary key `key` be `row` (`None`: deleted), whatever the
+    /// transaction's snapshot holds there (an after-image from the log).
+    pub(crate) fn replay_write(
+        &mut self,
+        table: &Table,
+        key: &[u8],
+        row: Option<Vec<u8>>,
+    ) -> Result<()> {
+        let key = KeyBuf::from_bytes(key).ok_or_else(|| Error::InvalidKey {
+            index: "primary key".into(),
+            reason: "longer than any key".into(),
+        })?;
+        let row = row.map(Vec::into_boxed_slice);
+        if let Some(i) = self.buf.ws.by_key(table.id(), key.as_bytes()) {
+            let entry = self.buf.ws.get_mut(i);
+            entry.row = row;
+            entry.secondary_may_change = true;
+            return Ok(());
+        }
+        match row {
+            None => {
+                self.write_live_row(table, &key, |_| Ok((None, false)))?;
+            }
+            Some(bytes) if self.exists(table, &key)? => {
+                self.write_live_row(table, &key, move |_| Ok((Some(bytes), true)))?;
+            }
+            Some(bytes) => {
+                self.insert(table, Row::from_stored(table.layout().owner(), bytes))?;
+            }
+        }
+        Ok(())
+    }
+
     /// Deletes the row with primary key `key`. Returns false if there is no such row.
     pub fn delete(&mut self, table: &Table, key: &KeyBuf) -> Result<bool> {
         self.check(table)?;

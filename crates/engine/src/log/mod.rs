@@ -1,0 +1,112 @@
+//! Durability: a redo log of committed write sets, written by a group-committing log writer and
+//! read back at open.
+//!
+//! A committing transaction encodes the after-images of what it changed into its own buffer (never
+//! a thread-local one: a paused transaction and the urgent one that paused it share a thread) and
+//! appends that record to the log's shared buffer inside its commit region, before its versions
+//! become visible. Under [`Durability::Sync`] its commit then waits, outside the region, until the
+//! writer has made the record durable (a task parks, so its worker runs others); above the lowest
+//! priority it asks for the flush at once. Catalog changes are logged the same way.
+//!
+//! Parts: `record` (the bytes), `writer` (group commit), `recovery` (reading the log back).
+//! Must never block inside a region, and never acknowledge a `sync` commit before its record is
+//! on stable storage.
+
+pub(crate) mod record;
+pub(crate) mod recovery;
+pub(crate) mod writer;
+
+use std::time::Duration;
+
+use overtake_priority::Priority;
+use overtake_runtime::NoPreemptGuard;
+
+pub use recovery::RecoveryError;
+use writer::{Batching, LogWriter};
+
+/// How commits reach stable storage (a setting of [`Database::open`](crate::Database::open); an
+/// in-memory database has no log whatever it says).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Durability {
+    /// Nothing is logged: the directory keeps only what was there when it was opened.
+    Off,
+    /// Logged, and acknowledged before the flush: a crash may lose the last few milliseconds of
+    /// commits (each one whole or not at all), never part of a transaction.
+    Async,
+    /// Acknowledged only once the commit's record is on stable storage.
+    #[default]
+    Sync,
+}
+
+impl Durability {
+    /// A short, stable name: `off`, `async`, `sync`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Durability::Off => "off",
+            Durability::Async => "async",
+            Durability::Sync => "sync",
+        }
+    }
+}
+
+/// What the log writer did since the database was opened.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LogStats {
+    /// Flushes (a write and an `fdatasync` each).
+    pub flushes: u64,
+    /// Bytes written.
+    pub bytes: u64,
+}
+
+/// How long appended records wait for a flush nobody urgent asked for.
+const FLUSH_INTERVAL: Duration = Duration::from_millis(2);
+/// Pending bytes that start a flush at once.
+const FLUSH_BYTES: usize = 1 << 20;
+
+/// An open log: its writer and the mode commits wait by.
+pub(crate) struct Log {
+    writer: LogWriter,
+    mode: Durability,
+}
+
+impl Log {
+    /// Starts logging to `file`, whose first `len` bytes hold the log so far.
+    pub(crate) fn start(
+        file: Box<dyn writer::LogFile>,
+        len: u64,
+        mode: Durability,
+    ) -> std::io::Result<Log> {
+        let batching = Batching {
+            interval: FLUSH_INTERVAL,
+            bytes: FLUSH_BYTES,
+        };
+        Ok(Log {
+            writer: LogWriter::start(file, len, batching)?,
+            mode,
+        })
+    }
+
+    /// Appends a framed record inside the committing region; returns where it ends.
+    pub(crate) fn append(&self, record: &[u8], region: &NoPreemptGuard) -> u64 {
+        self.writer.append(record, region)
+    }
+
+    /// After the commit region: under `sync`, waits until the record ending at `lsn` is durable
+    /// (a transaction above the lowest level asks for the flush at once).
+    pub(crate) fn acknowledge(&self, lsn: u64, priority: Priority) -> Result<(), String> {
+        if self.mode != Durability::Sync {
+            return Ok(());
+        }
+        self.writer.wait_durable(lsn, priority > Priority::LOW)
+    }
+
+    pub(crate) fn stats(&self) -> LogStats {
+        let s = self.writer.stats();
+        LogStats {
+            flushes: s.flushes,
+            bytes: s.bytes,
+        }
+    }
+}

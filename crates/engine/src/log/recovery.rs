@@ -1,0 +1,218 @@
+//! Reading a log back: the header is checked, every frame read in order, a torn tail cut, and
+//! damage refused. What it returns is the list of records to replay, in log order.
+//!
+//! Log order is a replay order that yields the committed state: a transaction appends its record
+//! inside its commit region before its versions become visible, so any transaction that read or
+//! overwrote them appended after it; transactions whose records are in another order touched
+//! disjoint records (first committer wins), so their order does not change the result. And a
+//! durable prefix of the log therefore never holds a transaction without those it depends on.
+//!
+//! Must never drop a record silently: only a tail that cannot be a whole record is cut, and it
+//! says how many bytes.
+
+use std::path::{Path, PathBuf};
+
+use super::record::{self, Frame, HEADER_LEN, MAGIC, Record, VERSION};
+
+/// Why a log could not be read back.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecoveryError {
+    /// The file could not be read, written or created.
+    #[error("{file}: {reason}")]
+    Io {
+        /// The file.
+        file: PathBuf,
+        /// What the operating system said.
+        reason: String,
+    },
+    /// The file is not an Overtake log, or one of a version this build does not read.
+    #[error("{file}: {reason}")]
+    Format {
+        /// The file.
+        file: PathBuf,
+        /// What was found instead.
+        reason: String,
+    },
+    /// The log's records could not be applied (a record that does not fit the tables before it).
+    #[error("{file}: cannot replay: {reason}")]
+    Replay {
+        /// The file.
+        file: PathBuf,
+        /// What went wrong, and at which record.
+        reason: String,
+    },
+    /// A damaged record with intact records after it: replaying around it would drop committed
+    /// data, so the database is not opened.
+    #[error(
+        "{file}: the record at byte {offset} is damaged and records follow it; refusing to open rather than lose committed data"
+    )]
+    Damaged {
+        /// The file.
+        file: PathBuf,
+        /// Where the damaged record starts.
+        offset: u64,
+    },
+}
+
+/// What reading the log found.
+pub(crate) struct ReadLog {
+    pub(crate) records: Vec<Record>,
+    /// Bytes of the file that hold whole records (where appending continues).
+    pub(crate) valid_len: u64,
+    /// Bytes cut from the end: a record the crash tore.
+    pub(crate) torn_bytes: u64,
+}
+
+/// Reads the log file at `path` (which exists).
+pub(crate) fn read(path: &Path) -> Result<ReadLog, RecoveryError> {
+    let io = |e: std::io::Error| RecoveryError::Io {
+        file: path.to_owned(),
+        reason: e.to_string(),
+    };
+    let bytes = std::fs::read(path).map_err(io)?;
+    let format = |reason: String| RecoveryError::Format {
+        file: path.to_owned(),
+        reason,
+    };
+    if bytes.len() < HEADER_LEN || &bytes[..MAGIC.len()] != MAGIC {
+        return Err(format("not an Overtake log (no log header)".into()));
+    }
+    let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
+    if version != VERSION {
+        return Err(format(format!(
+            "log format version {version}; this build reads version {VERSION}"
+        )));
+    }
+    let mut records = Vec::new();
+    let mut at = HEADER_LEN;
+    while at < bytes.len() {
+        match record::read_frame(&bytes[at..]) {
+            Frame::Good(payload, used) => {
+                let Some(r) = record::decode(payload) else {
+                    // A good checksum over bytes that are not a record of this version.
+                    return Err(format(format!(
+                        "the record at byte {at} is of an unknown kind"
+                    )));
+                };
+                records.push(r);
+                at += used;
+            }
+            Frame::Torn => break,
+            Frame::Bad => {
+                if any_record_after(&bytes, at) {
+                    return Err(RecoveryError::Damaged {
+                        file: path.to_owned(),
+                        offset: at as u64,
+                    });
+                }
+                break;
+            }
+        }
+    }
+    Ok(ReadLog {
+        records,
+        valid_len: at as u64,
+        torn_bytes: (bytes.len() - at) as u64,
+    })
+}
+
+/// True if a whole, good record starts anywhere after the bad one at `bad`: then the bad one is
+/// damage, not a tail the crash tore (frames do not say where the next one starts once a length
+/// is wrong, so every later offset is tried).
+fn any_record_after(bytes: &[u8], bad: usize) -> bool {
+    (bad + 1..bytes.len()).any(|at| {
+        matches!(record::read_frame(&bytes[at..]), Frame::Good(payload, _)
+            if record::decode(payload).is_some())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::record::{CommitEncoder, header, seal};
+
+    fn commit(ts: u64, row: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        CommitEncoder::begin(&mut out).write(0, &[0x81, ts as u8], Some(row));
+        seal(&mut out, ts);
+        out
+    }
+
+    fn log_of(records: &[Vec<u8>]) -> Vec<u8> {
+        let mut bytes = header().to_vec();
+        for r in records {
+            bytes.extend_from_slice(r);
+        }
+        bytes
+    }
+
+    fn read_bytes(bytes: &[u8]) -> Result<ReadLog, RecoveryError> {
+        let dir = std::env::temp_dir().join(format!(
+            "overtake-recovery-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("log");
+        std::fs::write(&path, bytes).expect("write");
+        let read = read(&path);
+        std::fs::remove_dir_all(&dir).expect("clean up");
+        read
+    }
+
+    #[test]
+    fn a_tail_cut_at_any_byte_keeps_every_whole_record_before_it() {
+        let records: Vec<Vec<u8>> = (1..=4).map(|ts| commit(ts, &[ts as u8; 30])).collect();
+        let bytes = log_of(&records);
+        let ends: Vec<usize> = records
+            .iter()
+            .scan(HEADER_LEN, |end, r| {
+                *end += r.len();
+                Some(*end)
+            })
+            .collect();
+        let first_cut = ends[1];
+        for cut in first_cut..=bytes.len() {
+            let read = read_bytes(&bytes[..cut]).expect("a torn tail is not an error");
+            let whole = ends.iter().filter(|&&e| e <= cut).count();
+            assert_eq!(read.records.len(), whole, "cut at {cut}");
+            assert_eq!(read.valid_len as usize, ends[whole - 1], "cut at {cut}");
+            assert_eq!(
+                read.torn_bytes as usize,
+                cut - ends[whole - 1],
+                "cut at {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn damage_before_good_records_is_refused_and_a_bad_last_record_is_cut() {
+        let records: Vec<Vec<u8>> = (1..=3).map(|ts| commit(ts, &[7; 30])).collect();
+        let mut bytes = log_of(&records);
+        let second = HEADER_LEN + records[0].len();
+        let mut damaged = bytes.clone();
+        damaged[second + 12] ^= 0x40;
+        assert_eq!(
+            read_bytes(&damaged).err().map(
+                |e| matches!(e, RecoveryError::Damaged { offset, .. } if offset == second as u64)
+            ),
+            Some(true)
+        );
+        let last = bytes.len() - records[2].len();
+        bytes[last + 12] ^= 0x40;
+        let read = read_bytes(&bytes).expect("a bad last record is a torn tail");
+        assert_eq!(read.records.len(), 2);
+        assert_eq!(read.torn_bytes as usize, records[2].len());
+    }
+
+    #[test]
+    fn other_files_and_versions_are_refused_by_name() {
+        let err = read_bytes(b"PGDMP and more bytes").err().expect("refused");
+        assert!(err.to_string().contains("not an Overtake log"), "{err}");
+        let mut v2 = header().to_vec();
+        v2[8] = 2;
+        let err = read_bytes(&v2).err().expect("refused");
+        assert!(err.to_string().contains("version 2"), "{err}");
+    }
+}

@@ -1,0 +1,424 @@
+//! Group commit: committing transactions append their records to one shared buffer (inside their
+//! commit regions: a copy under a region latch), and a log writer thread writes the buffer out and
+//! makes it durable, in batches bounded by an interval and a size.
+//!
+//! A position in the log (an LSN) is the number of bytes appended before a record's end, over the
+//! log's whole life. A `sync` commit waits, outside any region, until the durable LSN reaches its
+//! record's end: a task parks (its worker runs others), a plain thread sleeps. Priority reaches the
+//! log: a waiter above the lowest level asks for a flush at once instead of waiting for the
+//! interval, and joins the flush in flight if there is one.
+//!
+//! The writer thread is the only place that blocks in the kernel for the log; it must never run
+//! on a worker. An I/O error is kept for the waiters of that batch and every later one until a
+//! write succeeds again; the bytes stay pending and are retried each interval.
+
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::thread::{JoinHandle, Thread};
+use std::time::Duration;
+
+use overtake_runtime::NoPreemptGuard;
+use overtake_runtime::RegionMutex;
+use overtake_runtime::park::{self, Unparker};
+
+/// Where the log's bytes go: a file, or a test's stand-in that fails or delays.
+pub(crate) trait LogFile: Send {
+    /// Appends `bytes` (all of them, or an error).
+    fn append(&mut self, bytes: &[u8]) -> io::Result<()>;
+    /// Makes everything appended so far durable.
+    fn sync(&mut self) -> io::Result<()>;
+    /// Cuts the file back to `len` bytes (after a failed append, before it is retried), so that
+    /// a half-written batch never stays in the middle of the log.
+    fn truncate(&mut self, len: u64) -> io::Result<()>;
+}
+
+impl LogFile for std::fs::File {
+    fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
+        io::Write::write_all(self, bytes)
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        self.sync_data()
+    }
+
+    fn truncate(&mut self, len: u64) -> io::Result<()> {
+        self.set_len(len)?;
+        io::Seek::seek(self, io::SeekFrom::Start(len)).map(|_| ())
+    }
+}
+
+/// How the writer batches.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Batching {
+    /// Longest time appended bytes wait for a flush nobody urgent asked for.
+    pub(crate) interval: Duration,
+    /// Pending bytes that start a flush at once.
+    pub(crate) bytes: usize,
+}
+
+/// What the writer did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct WriterStats {
+    pub(crate) flushes: u64,
+    pub(crate) bytes: u64,
+    pub(crate) durable_lsn: u64,
+}
+
+/// The longest pause before a failed flush is tried again.
+const RETRY_AFTER: Duration = Duration::from_millis(10);
+
+struct Pending {
+    bytes: Vec<u8>,
+    /// The LSN at the end of `bytes`.
+    end: u64,
+}
+
+struct Shared {
+    pending: RegionMutex<Pending>,
+    durable: AtomicU64,
+    /// The last I/O error, while it lasts (cleared by a successful flush), with the LSN that was
+    /// pending when it happened: waiters at or below it are told.
+    failure: RegionMutex<Option<(u64, String)>>,
+    waiters: RegionMutex<Vec<(u64, Unparker)>>,
+    flush_now: AtomicBool,
+    stop: AtomicBool,
+    thread: OnceLock<Thread>,
+    batching: Batching,
+    flushes: AtomicU64,
+    bytes: AtomicU64,
+}
+
+/// The log writer: the shared buffer, and the thread that flushes it.
+pub(crate) struct LogWriter {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl LogWriter {
+    /// Starts the writer thread on `file`, whose first `lsn` bytes are already durable.
+    pub(crate) fn start(
+        file: Box<dyn LogFile>,
+        lsn: u64,
+        batching: Batching,
+    ) -> io::Result<LogWriter> {
+        let shared = Arc::new(Shared {
+            pending: RegionMutex::new(Pending {
+                bytes: Vec::with_capacity(batching.bytes * 2),
+                end: lsn,
+            }),
+            durable: AtomicU64::new(lsn),
+            failure: RegionMutex::new(None),
+            waiters: RegionMutex::new(Vec::new()),
+            flush_now: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            thread: OnceLock::new(),
+            batching,
+            flushes: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+        });
+        let for_thread = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("log-writer".into())
+            .spawn(move || {
+                // Known before its first look at the flag: a request made before this is seen
+                // by that look, one made after finds the thread to unpark.
+                let _ = for_thread.thread.set(std::thread::current());
+                write_loop(&for_thread, file)
+            })?;
+        Ok(LogWriter {
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    /// Appends one framed record (called inside the commit region); returns the LSN at its end.
+    pub(crate) fn append(&self, record: &[u8], region: &NoPreemptGuard) -> u64 {
+        let mut pending = self.shared.pending.lock(region);
+        pending.bytes.extend_from_slice(record);
+        pending.end += record.len() as u64;
+        let end = pending.end;
+        let full = pending.bytes.len() >= self.shared.batching.bytes;
+        drop(pending);
+        if full {
+            self.shared.ask_for_flush();
+        }
+        end
+    }
+
+    /// Returns once the log is durable up to `lsn`, or with the I/O error that kept it from being.
+    /// `urgent`: flush at once rather than at the end of the interval. Must not be called inside a
+    /// region (it parks).
+    pub(crate) fn wait_durable(&self, lsn: u64, urgent: bool) -> Result<(), String> {
+        let shared = &self.shared;
+        if shared.durable.load(Ordering::Acquire) >= lsn {
+            return Ok(());
+        }
+        if urgent {
+            shared.ask_for_flush();
+        }
+        let me = park::current_unparker();
+        {
+            let region = NoPreemptGuard::new();
+            shared.waiters.lock(&region).push((lsn, me.clone()));
+        }
+        loop {
+            if shared.durable.load(Ordering::Acquire) >= lsn {
+                return Ok(());
+            }
+            {
+                let region = NoPreemptGuard::new();
+                if let Some((failed_at, why)) = &*shared.failure.lock(&region)
+                    && *failed_at >= lsn
+                {
+                    let why = why.clone();
+                    let mut waiters = shared.waiters.lock(&region);
+                    waiters.retain(|(_, u)| !u.wakes_same(&me));
+                    return Err(why);
+                }
+            }
+            park::park();
+        }
+    }
+
+    /// What it did so far.
+    pub(crate) fn stats(&self) -> WriterStats {
+        WriterStats {
+            flushes: self.shared.flushes.load(Ordering::Relaxed),
+            bytes: self.shared.bytes.load(Ordering::Relaxed),
+            durable_lsn: self.shared.durable.load(Ordering::Acquire),
+        }
+    }
+}
+
+impl Drop for LogWriter {
+    /// Flushes what is pending and stops the thread.
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        self.shared.ask_for_flush();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Shared {
+    fn ask_for_flush(&self) {
+        self.flush_now.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.get() {
+            t.unpark();
+        }
+    }
+
+    /// Wakes, and forgets, every waiter at or below `upto` (durable now, or failed: each looks
+    /// which).
+    fn wake(&self, upto: u64) {
+        let region = NoPreemptGuard::new();
+        let mut waiters = self.waiters.lock(&region);
+        waiters.retain(|(lsn, unparker)| {
+            let done = *lsn <= upto;
+            if done {
+                unparker.unpark();
+            }
+            !done
+        });
+    }
+}
+
+fn write_loop(shared: &Shared, mut file: Box<dyn LogFile>) {
+    let mut batch: Vec<u8> = Vec::with_capacity(shared.batching.bytes * 2);
+    // What was taken from the buffer but not yet written (kept across failures).
+    let mut batch_end = shared.durable.load(Ordering::Acquire);
+    loop {
+        let stopping = shared.stop.load(Ordering::Acquire);
+        if !shared.flush_now.swap(false, Ordering::SeqCst) && !stopping {
+            std::thread::park_timeout(shared.batching.interval);
+        }
+        {
+            let region = NoPreemptGuard::new();
+            let mut pending = shared.pending.lock(&region);
+            if !pending.bytes.is_empty() {
+                batch.extend_from_slice(&pending.bytes);
+                pending.bytes.clear();
+                batch_end = pending.end;
+            }
+        }
+        if !batch.is_empty() {
+            match file.append(&batch).and_then(|()| file.sync()) {
+                Ok(()) => {
+                    shared.flushes.fetch_add(1, Ordering::Relaxed);
+                    shared
+                        .bytes
+                        .fetch_add(batch.len() as u64, Ordering::Relaxed);
+                    batch.clear();
+                    shared.durable.store(batch_end, Ordering::Release);
+                    let region = NoPreemptGuard::new();
+                    *shared.failure.lock(&region) = None;
+                    drop(region);
+                    shared.wake(batch_end);
+                }
+                Err(e) => {
+                    // The batch is written again in full at the next try, over whatever part
+                    // of it reached the file (cut back to what is durable).
+                    let durable = shared.durable.load(Ordering::Acquire);
+                    if let Err(cut) = file.truncate(durable) {
+                        // The file may now hold half a batch: writing after it would bury it
+                        // in the middle of the log. Nothing more is written; every durable
+                        // commit fails from now on, and recovery cuts the torn tail.
+                        let why = format!("{e}; then cutting the log back failed: {cut}");
+                        let region = NoPreemptGuard::new();
+                        *shared.failure.lock(&region) = Some((u64::MAX, why));
+                        drop(region);
+                        shared.wake(u64::MAX);
+                        return;
+                    }
+                    let region = NoPreemptGuard::new();
+                    *shared.failure.lock(&region) = Some((batch_end, e.to_string()));
+                    drop(region);
+                    shared.wake(batch_end);
+                    if stopping {
+                        return;
+                    }
+                    // Not at once: a full disk would otherwise be retried as fast as urgent
+                    // commits ask.
+                    std::thread::sleep(shared.batching.interval.min(RETRY_AFTER));
+                    continue;
+                }
+            }
+        }
+        if stopping {
+            let region = NoPreemptGuard::new();
+            if shared.pending.lock(&region).bytes.is_empty() {
+                return;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc::{Receiver, Sender, channel};
+    use std::sync::{Arc, Mutex};
+
+    /// A file whose syncs the test holds, fails or lets through, and which says when a sync
+    /// starts.
+    struct Gated {
+        written: Arc<Mutex<Vec<u8>>>,
+        sync_started: Sender<()>,
+        /// `Ok` lets a sync through; `Err` fails it.
+        verdicts: Receiver<Result<(), ()>>,
+    }
+
+    impl LogFile for Gated {
+        fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
+            self.written.lock().expect("test").extend_from_slice(bytes);
+            Ok(())
+        }
+        fn sync(&mut self) -> io::Result<()> {
+            let _ = self.sync_started.send(());
+            match self.verdicts.recv() {
+                Ok(Ok(())) | Err(_) => Ok(()),
+                Ok(Err(())) => Err(io::Error::other("no space left on device")),
+            }
+        }
+        fn truncate(&mut self, len: u64) -> io::Result<()> {
+            self.written.lock().expect("test").truncate(len as usize);
+            Ok(())
+        }
+    }
+
+    struct Harness {
+        writer: Arc<LogWriter>,
+        written: Arc<Mutex<Vec<u8>>>,
+        sync_started: Receiver<()>,
+        verdicts: Sender<Result<(), ()>>,
+    }
+
+    /// A writer whose interval is an hour: only a full buffer or an urgent waiter flushes.
+    fn harness() -> Harness {
+        let (started_tx, started_rx) = channel();
+        let (verdict_tx, verdict_rx) = channel();
+        let written = Arc::new(Mutex::new(Vec::new()));
+        let file = Gated {
+            written: Arc::clone(&written),
+            sync_started: started_tx,
+            verdicts: verdict_rx,
+        };
+        let batching = Batching {
+            interval: Duration::from_secs(3600),
+            bytes: 1 << 20,
+        };
+        Harness {
+            writer: Arc::new(LogWriter::start(Box::new(file), 0, batching).expect("start")),
+            written,
+            sync_started: started_rx,
+            verdicts: verdict_tx,
+        }
+    }
+
+    fn append(w: &LogWriter, bytes: &[u8]) -> u64 {
+        let region = NoPreemptGuard::new();
+        w.append(bytes, &region)
+    }
+
+    #[test]
+    fn an_urgent_commit_is_flushed_at_once_and_acknowledged_only_after_the_sync() {
+        let h = harness();
+        let lsn = append(&h.writer, b"record");
+        let done = Arc::new(AtomicBool::new(false));
+        let (w, d) = (Arc::clone(&h.writer), Arc::clone(&done));
+        let waiter = std::thread::spawn(move || {
+            let r = w.wait_durable(lsn, true);
+            d.store(true, Ordering::Release);
+            r
+        });
+        // The flush started without waiting for the hour-long interval.
+        h.sync_started.recv().expect("a flush started");
+        assert_eq!(&*h.written.lock().expect("test"), b"record");
+        assert!(
+            !done.load(Ordering::Acquire),
+            "acknowledged before the sync"
+        );
+        h.verdicts.send(Ok(())).expect("writer alive");
+        assert_eq!(waiter.join().expect("waiter"), Ok(()));
+        assert_eq!(h.writer.stats().durable_lsn, lsn);
+    }
+
+    #[test]
+    fn a_failed_sync_is_reported_and_the_batch_is_written_again_whole() {
+        let h = harness();
+        let lsn = append(&h.writer, b"first");
+        let w = Arc::clone(&h.writer);
+        let waiter = std::thread::spawn(move || w.wait_durable(lsn, true));
+        h.sync_started.recv().expect("a flush started");
+        h.verdicts.send(Err(())).expect("writer alive");
+        let failed = waiter.join().expect("waiter");
+        assert!(
+            failed.as_ref().is_err_and(|e| e.contains("no space")),
+            "{failed:?}"
+        );
+        // Space returns: every later sync succeeds. The next urgent commit is durable, and the
+        // file holds each record once (a retry rewrites the failed batch over its remains).
+        let Harness {
+            writer,
+            written,
+            sync_started,
+            verdicts,
+        } = h;
+        let answer = std::thread::spawn(move || {
+            while sync_started.recv().is_ok() {
+                if verdicts.send(Ok(())).is_err() {
+                    break;
+                }
+            }
+        });
+        let lsn2 = append(&writer, b"second");
+        let w = Arc::clone(&writer);
+        let waiter = std::thread::spawn(move || w.wait_durable(lsn2, true));
+        assert_eq!(waiter.join().expect("waiter"), Ok(()));
+        assert_eq!(&*written.lock().expect("test"), b"firstsecond");
+        drop(writer);
+        answer.join().expect("answerer");
+    }
+}
