@@ -20,6 +20,16 @@ pub enum Command {
     /// Run several configurations one after another and compare them side by side.
     #[command(subcommand)]
     Compare(Compare),
+    /// Recover a kept database and check it.
+    #[command(subcommand)]
+    Check(Check),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Check {
+    /// Recover a TPC-C database kept with `bench tpcc --data-dir` and check the TPC-C consistency
+    /// conditions.
+    Tpcc(CheckTpccArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -716,6 +726,44 @@ pub struct TpccArgs {
     /// transactions. By default, the run's expected growth; 0 turns it off. Not with --clients.
     #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1_048_576), conflicts_with = "clients")]
     pub prefault_mib: Option<u64>,
+    /// Keep the database in this directory (created if needed): loaded and logged the first
+    /// time, recovered from its log by later runs, which continue it. Without it the run is in
+    /// memory only.
+    #[arg(long, value_name = "DIR", conflicts_with = "clients")]
+    pub data_dir: Option<std::path::PathBuf>,
+    /// With --data-dir: how commits reach the disk (sync: acknowledged once durable; async:
+    /// before; off: nothing new is kept).
+    #[arg(long, value_enum, requires = "data_dir", default_value_t = DurabilityArg::Sync)]
+    pub durability: DurabilityArg,
+}
+
+/// How commits reach the disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DurabilityArg {
+    Off,
+    Async,
+    Sync,
+}
+
+impl DurabilityArg {
+    pub fn engine(self) -> overtake_engine::Durability {
+        match self {
+            DurabilityArg::Off => overtake_engine::Durability::Off,
+            DurabilityArg::Async => overtake_engine::Durability::Async,
+            DurabilityArg::Sync => overtake_engine::Durability::Sync,
+        }
+    }
+}
+
+/// `check tpcc`: a kept database, recovered and checked.
+#[derive(Debug, Args)]
+pub struct CheckTpccArgs {
+    /// The database's directory (as given to `bench tpcc --data-dir`).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: std::path::PathBuf,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

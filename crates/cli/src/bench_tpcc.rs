@@ -33,7 +33,17 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
         usize::from(args.workers),
         growth.max(prefault),
     )?;
-    let loaded = load_database(args.warehouses, args.run.seed, false, args.run.json)?;
+    let loaded = match &args.data_dir {
+        Some(dir) => crate::kept::open_tpcc(
+            dir,
+            args.durability.engine(),
+            args.warehouses,
+            args.run.seed,
+            args.run.json,
+        )?,
+        None => load_database(args.warehouses, args.run.seed, false, args.run.json)?,
+    };
+    let log_before = loaded.db.log_stats();
     // The run's growth then reuses memory already backed (see `prefault_heap`).
     let prefault_time =
         overtake_runtime::memory::prefault_heap(usize::try_from(prefault).unwrap_or(usize::MAX));
@@ -69,6 +79,24 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
         total.merge(&report.stats.kinds[kind.index()]);
     }
     let interrupts = interrupts_json(args, &report);
+    let log = match (log_before, db.log_stats()) {
+        (Some(before), Some(after)) => {
+            let flushes = after.flushes - before.flushes;
+            Some((flushes, after.bytes - before.bytes))
+        }
+        _ => None,
+    };
+    let mode = args
+        .data_dir
+        .as_ref()
+        .map_or("in memory", |_| args.durability.engine().name());
+    let log_json = json!({
+        "mode": mode,
+        "flushes": log.map(|l| l.0),
+        "bytes": log.map(|l| l.1),
+        "flushes_per_sec": log.map(|l| l.0 as f64 / elapsed),
+        "transactions_per_flush": log.map(|l| total.committed as f64 / l.0.max(1) as f64),
+    });
     if args.run.json {
         let mut by_type = serde_json::Map::new();
         for kind in TxnType::ALL {
@@ -105,18 +133,31 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
             "rss_mib_after_run": rss_after_run,
             "first_error": total.first_error.as_ref().map(ToString::to_string),
             "consistency": consistency,
+            "durability": log_json,
+            "recovered": crate::kept::recovered_json(loaded.recovered.as_ref()),
         });
         println!("{out}");
         return Ok(());
     }
 
     println!(
-        "TPC-C: {} warehouse(s), {} worker(s), {}, {:.1} s",
+        "TPC-C: {} warehouse(s), {} worker(s), {}, {:.1} s; durability {mode}",
         args.warehouses,
         args.workers,
         args.run.isolation.name(),
         elapsed
     );
+    if let Some(r) = &loaded.recovered {
+        println!("{}", crate::kept::recovered_line(r));
+    }
+    if let Some((flushes, bytes)) = log {
+        println!(
+            "log: {flushes} flushes ({:.0} per s, {:.1} transactions each), {:.1} MiB written",
+            flushes as f64 / elapsed,
+            total.committed as f64 / flushes.max(1) as f64,
+            bytes as f64 / f64::from(1 << 20)
+        );
+    }
     println!(
         "load: {} rows in {:.2} s; resident memory {}; then {} MiB of heap faulted in ({:.2} s)",
         loaded.loaded.rows,

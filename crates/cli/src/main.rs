@@ -19,6 +19,7 @@ mod bimodal;
 mod figures;
 mod holder;
 mod interrupt;
+mod kept;
 mod locks;
 mod mixed;
 mod output;
@@ -71,6 +72,7 @@ fn main() -> ExitCode {
         args::Command::Bench(args::Bench::Stalls(a)) => bench_stalls::run(&a),
         args::Command::Bench(args::Bench::Locks(a)) => locks::bench(&a),
         args::Command::Bench(args::Bench::Engine(a)) => bench_engine::run(&a),
+        args::Command::Check(args::Check::Tpcc(a)) => kept::check(&a),
         args::Command::Compare(args::Compare::Mixed(a)) => mixed::compare(&a),
         args::Command::Compare(args::Compare::Bimodal(a)) => bimodal::compare(&a),
         args::Command::Compare(args::Compare::Locks(a)) => locks::compare(&a),

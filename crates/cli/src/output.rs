@@ -47,6 +47,8 @@ pub struct LoadedDb {
     pub ch: Option<ChTables>,
     pub loaded: Loaded,
     pub rss_mib: Option<f64>,
+    /// What opening a kept database recovered (`None`: in memory).
+    pub recovered: Option<overtake_engine::Recovered>,
 }
 
 impl LoadedDb {
@@ -96,6 +98,7 @@ pub fn load_database(
         tpcc,
         ch,
         loaded,
+        recovered: None,
     })
 }
 

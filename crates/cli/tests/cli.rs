@@ -307,3 +307,50 @@ fn tpcc_commands_name_their_figures_like_the_class_object() {
     }
     assert!(new_order["latency_us"]["mean"].is_number(), "{new_order}");
 }
+
+#[test]
+fn a_kept_tpcc_database_is_recovered_continued_and_checked() {
+    let dir = std::env::temp_dir().join(format!("overtake-cli-kept-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let data = dir.to_str().expect("utf-8");
+    let run = |durability: &str| {
+        let out = overtake(&[
+            "bench",
+            "tpcc",
+            "--data-dir",
+            data,
+            "--durability",
+            durability,
+            "--duration",
+            "0.3",
+            "--prefault-mib",
+            "0",
+            "--json",
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_str::<serde_json::Value>(stdout(&out).trim()).expect("JSON")
+    };
+    let first = run("sync");
+    assert_eq!(first["durability"]["mode"], "sync");
+    assert!(
+        first["durability"]["flushes"]
+            .as_u64()
+            .is_some_and(|f| f > 0)
+    );
+    assert_eq!(first["recovered"]["tables"], 0, "a new directory");
+    let second = run("async");
+    assert_eq!(second["recovered"]["tables"], 9, "the first run's database");
+    assert!(
+        second["recovered"]["transactions"]
+            .as_u64()
+            .is_some_and(|t| t > 0)
+    );
+    let out = overtake(&["check", "tpcc", "--data-dir", data, "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let check: serde_json::Value = serde_json::from_str(stdout(&out).trim()).expect("JSON");
+    assert_eq!(check["consistency"], "ok");
+    assert_eq!(check["warehouses"], 1);
+    // The durability flag belongs to a kept database.
+    refused(&["bench", "tpcc", "--durability", "sync"], "--data-dir");
+    std::fs::remove_dir_all(&dir).expect("clean up");
+}

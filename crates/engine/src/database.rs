@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use overtake_runtime::NoPreemptGuard;
 
 use crate::catalog::table::Table;
-use crate::error::{AbortReason, Error, Result, SchemaError};
+use crate::error::{AbortReason, Error, Result};
 use crate::lock::{LockMode, LockPolicy};
 use crate::log::record::{self, Record};
 use crate::log::recovery::{self, ReadLog};
@@ -185,17 +185,12 @@ impl Database {
     }
 
     /// Creates a table. In a logged database its creation is logged (before anyone can write to
-    /// it) and, under `sync`, durable when this returns. A table without a primary key cannot be
-    /// logged yet (its rows' keys are ids the log does not keep).
+    /// it) and, under `sync`, durable when this returns. There, rows of a table without a
+    /// primary key can be inserted but not updated or deleted ([`Error::NotLogged`]).
     pub fn create_table(&self, schema: TableSchema) -> Result<Arc<Table>> {
         let Some(log) = &self.engine.log else {
             return self.engine.catalog.create(self.engine.id, schema);
         };
-        if schema.primary_key().is_empty() {
-            return Err(Error::Schema(SchemaError::Unlogged(
-                schema.name().to_owned(),
-            )));
-        }
         let mut end = 0;
         let table =
             self.engine

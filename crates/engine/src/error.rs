@@ -95,10 +95,6 @@ pub enum SchemaError {
         /// Its worst-case encoded length.
         bytes: usize,
     },
-    /// A table without a primary key in a logged database (not supported yet: its rows' hidden
-    /// ids are not logged).
-    #[error("table {0} has no primary key, which a logged database cannot keep yet")]
-    Unlogged(String),
     /// A row could exceed [`MAX_ROW_LEN`].
     #[error("rows can be {0} bytes long; the limit is {MAX_ROW_LEN}")]
     RowTooLong(usize),
@@ -173,6 +169,15 @@ pub enum Error {
     /// The transaction has already committed or aborted.
     #[error("the transaction is no longer active")]
     NotActive,
+    /// An update or delete of a row of a table without a primary key, in a logged database (the
+    /// log could not name the row again at recovery).
+    #[error(
+        "table {table} has no primary key: in a logged database its rows can be inserted, not updated or deleted"
+    )]
+    NotLogged {
+        /// The table.
+        table: String,
+    },
     /// A change committed in memory could not be made durable: the log's I/O error.
     #[error("committed, but not durable: the log could not be written ({0})")]
     NotDurable(String),

@@ -232,7 +232,7 @@ fn damage_before_intact_records_is_refused_naming_the_file_and_offset() {
 }
 
 #[test]
-fn without_logging_nothing_new_is_kept_and_a_table_needs_a_primary_key_to_be_logged() {
+fn without_logging_nothing_new_is_kept_and_rows_without_a_key_are_only_inserted() {
     let dir = Dir::new("off");
     {
         let db = Database::open(&dir.0, options(Durability::Off)).expect("open");
@@ -244,5 +244,31 @@ fn without_logging_nothing_new_is_kept_and_a_table_needs_a_primary_key_to_be_log
         .column("at", ColumnType::Int64)
         .build()
         .expect("schema");
-    assert!(db.create_table(unkeyed).is_err());
+    let events = db
+        .create_table(unkeyed)
+        .expect("a table without a key is logged");
+    let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+    for at in [5, 5, 7] {
+        let row = events.row_builder().int(0, at).finish().expect("row");
+        txn.insert(&events, row).expect("insert");
+    }
+    let some_row_id = events.key().int(1).finish().expect("key");
+    assert!(matches!(
+        txn.delete(&events, &some_row_id),
+        Err(overtake_engine::Error::NotLogged { .. })
+    ));
+    txn.commit().expect("commit");
+    drop(txn);
+    drop(db);
+    let db = Database::open(&dir.0, options(Durability::Sync)).expect("reopen");
+    let events = db.table("events").expect("table");
+    let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+    let mut seen = Vec::new();
+    txn.scan(&events, &KeyRange::all(), ScanOptions::forward(), |r| {
+        seen.push(r.int(0));
+        ControlFlow::Continue(())
+    })
+    .expect("scan");
+    seen.sort_unstable();
+    assert_eq!(seen, [5, 5, 7]);
 }

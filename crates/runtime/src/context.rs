@@ -90,7 +90,20 @@ fn suspend_with(yielder: &ContextYielder, why: Suspension) {
     let own_depth = region::depth();
     region::raise();
     let fp = FpControl::save();
+    // A context dropped while suspended is unwound from here (`Context`'s drop): the regions it
+    // suspended inside end as the unwind drops their guards, so the thread's depth must count
+    // them again first, or their drops would take it below what the dropper holds.
+    struct Unwound(u32);
+    impl Drop for Unwound {
+        fn drop(&mut self) {
+            if std::thread::panicking() {
+                region::set_depth_raw(region::depth() + self.0);
+            }
+        }
+    }
+    let unwound = Unwound(own_depth);
     yielder.suspend(why);
+    std::mem::forget(unwound);
     // Resumed: this context runs on this thread again, at the depth it left (see
     // `region::set_depth_for_switch`).
     region::set_depth_for_switch(own_depth + 1);
@@ -131,6 +144,21 @@ impl Suspender<'_> {
     /// Suspends the context ([`Suspension::Yielded`]); returns when it is resumed.
     pub fn suspend(&self) {
         suspend_with(self.yielder, Suspension::Yielded);
+    }
+}
+
+impl Drop for Context {
+    /// Unwinds a context that is suspended mid-body (its guards and values are dropped), inside
+    /// a region of the dropper's: no region the unwind ends may end the dropper's outermost one
+    /// and run its preemption hook from a destructor.
+    fn drop(&mut self) {
+        if self.coroutine.done() {
+            return;
+        }
+        let own_depth = region::depth();
+        region::set_depth_raw(own_depth + 1);
+        self.coroutine.force_unwind();
+        region::set_depth_raw(own_depth);
     }
 }
 
@@ -198,6 +226,11 @@ impl Context {
         }
     }
 
+    /// Whether the context's body has returned (a context that has not is unwound when dropped).
+    pub fn is_finished(&self) -> bool {
+        self.coroutine.done()
+    }
+
     /// The stack's `(lowest usable address, base)`.
     pub fn stack_bounds(&self) -> (usize, usize) {
         self.bounds
@@ -214,6 +247,39 @@ mod tests {
     use super::*;
     use std::cell::Cell;
     use std::rc::Rc;
+
+    #[test]
+    fn a_context_dropped_while_suspended_in_a_region_unwinds_without_unbalancing_regions() {
+        let dropped = Rc::new(Cell::new(false));
+        struct Flag(Rc<Cell<bool>>);
+        impl Drop for Flag {
+            fn drop(&mut self) {
+                self.0.set(true);
+            }
+        }
+        let flag = Flag(Rc::clone(&dropped));
+        let mut ctx = Context::new(64 * 1024, true, move |_| {
+            let _flag = &flag;
+            // As a task parking does: suspended from inside regions of its own.
+            let _outer = crate::region::NoPreemptGuard::new();
+            let _region = crate::region::NoPreemptGuard::new();
+            assert!(suspend_current(Suspension::Parked));
+            unreachable!("never resumed");
+        })
+        .expect("stack");
+        assert!(matches!(
+            ctx.resume(),
+            Resumed::Suspended(Suspension::Parked)
+        ));
+        assert_eq!(region::depth(), 0);
+        drop(ctx);
+        assert!(dropped.get(), "the suspended body's values were dropped");
+        assert_eq!(
+            region::depth(),
+            0,
+            "the unwind ended exactly its own regions"
+        );
+    }
 
     #[test]
     fn contexts_resume_where_they_suspended_and_nest() {

@@ -253,6 +253,14 @@ pub(crate) fn set_depth_for_switch(depth: u32) {
     compiler_fence(Ordering::SeqCst);
 }
 
+/// Sets this thread's depth without a switch's checks or an exit hook: for unwinding a suspended
+/// context, whose regions end in another thread state's frames (see `context`).
+pub(crate) fn set_depth_raw(depth: u32) {
+    compiler_fence(Ordering::SeqCst);
+    STATE.with(|s| s.depth.store(depth, Ordering::Relaxed));
+    compiler_fence(Ordering::SeqCst);
+}
+
 /// Runs `f` inside a non-preemptible region.
 #[inline]
 #[track_caller]

@@ -208,6 +208,7 @@ impl Transaction<'_> {
         change: impl FnOnce(&mut RowMut<'_>),
     ) -> Result<bool> {
         self.check(table)?;
+        self.check_loggable_change(table)?;
         record_access();
         if let Some(i) = self.buf.ws.by_key(table.id(), key.as_bytes()) {
             let Some(current) = &self.buf.ws.get(i).row else {
@@ -239,6 +240,7 @@ impl Transaction<'_> {
         options: ScanOptions,
         mut change: impl FnMut(&mut RowMut<'_>),
     ) -> Result<usize> {
+        self.check_loggable_change(table)?;
         // What the scan found: a write-set entry, or a record with the key its entry will have.
         enum Scanned {
             Own(usize),
@@ -302,6 +304,18 @@ impl Transaction<'_> {
         Ok(updated)
     }
 
+    /// In a logged database, rows of a table without a primary key can be inserted but not
+    /// changed: the log names a changed row by its key, and such a row's key is an id that
+    /// recovery does not reproduce.
+    fn check_loggable_change(&self, table: &Table) -> Result<()> {
+        if self.engine.log.is_some() && table.schema().primary_key().is_empty() {
+            return Err(Error::NotLogged {
+                table: table.name().to_owned(),
+            });
+        }
+        Ok(())
+    }
+
     /// Recovery: makes the row under primary key `key` be `row` (`None`: deleted), whatever the
     /// transaction's snapshot holds there (an after-image from the log).
     pub(crate) fn replay_write(
@@ -315,6 +329,16 @@ impl Transaction<'_> {
             reason: "longer than any key".into(),
         })?;
         let row = row.map(Vec::into_boxed_slice);
+        if table.schema().primary_key().is_empty() {
+            // Only inserts are logged for such a table (see `check_loggable_change`); the row
+            // gets a fresh id.
+            return match row {
+                Some(bytes) => self.insert(table, Row::from_stored(table.layout().owner(), bytes)),
+                None => Err(Error::NotLogged {
+                    table: table.name().to_owned(),
+                }),
+            };
+        }
         if let Some(i) = self.buf.ws.by_key(table.id(), key.as_bytes()) {
             let entry = self.buf.ws.get_mut(i);
             entry.row = row;
@@ -338,6 +362,7 @@ impl Transaction<'_> {
     /// Deletes the row with primary key `key`. Returns false if there is no such row.
     pub fn delete(&mut self, table: &Table, key: &KeyBuf) -> Result<bool> {
         self.check(table)?;
+        self.check_loggable_change(table)?;
         record_access();
         if let Some(i) = self.buf.ws.by_key(table.id(), key.as_bytes()) {
             let entry = self.buf.ws.get_mut(i);
