@@ -729,7 +729,7 @@ pub struct TpccArgs {
     /// Keep the database in this directory (created if needed): loaded and logged the first
     /// time, recovered from its log by later runs, which continue it. Without it the run is in
     /// memory only.
-    #[arg(long, value_name = "DIR", conflicts_with = "clients")]
+    #[arg(long, value_name = "DIR")]
     pub data_dir: Option<std::path::PathBuf>,
     /// With --data-dir: how commits reach the disk (sync: acknowledged once durable; async:
     /// before; off: nothing new is kept).

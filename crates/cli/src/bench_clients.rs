@@ -17,7 +17,16 @@ use crate::output::{
 };
 
 pub fn run(args: &TpccArgs, clients: u32) -> Result<(), String> {
-    let loaded = load_database(args.warehouses, args.run.seed, false, args.run.json)?;
+    let loaded = match &args.data_dir {
+        Some(dir) => crate::kept::open_tpcc(
+            dir,
+            args.durability.engine(),
+            args.warehouses,
+            args.run.seed,
+            args.run.json,
+        )?,
+        None => load_database(args.warehouses, args.run.seed, false, args.run.json)?,
+    };
     let constants = loaded.run_constants(args.run.seed);
     let sched = {
         let mut service = SchedConfig::default();
@@ -131,6 +140,15 @@ pub fn run(args: &TpccArgs, clients: u32) -> Result<(), String> {
          transaction; {} submissions found every inbox full and were retried",
         report.overloaded
     );
+    for &p in &classes {
+        let d = report.scheduler.stats.class(p).durable_wait.summary();
+        if d.count > 0 {
+            println!(
+                "{p}: commit to durable p50 {:.0} us, p99 {:.0} us, max {:.0} us",
+                d.p50, d.p99, d.max
+            );
+        }
+    }
     println!("consistency: {consistency}");
     Ok(())
 }

@@ -157,6 +157,13 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
             total.committed as f64 / flushes.max(1) as f64,
             bytes as f64 / f64::from(1 << 20)
         );
+        if total.durable_wait.count() > 0 {
+            let d = total.durable_wait.summary();
+            println!(
+                "commit to durable: p50 {:.0} us, p99 {:.0} us, max {:.0} us ({} commits waited)",
+                d.p50, d.p99, d.max, d.count
+            );
+        }
     }
     println!(
         "load: {} rows in {:.2} s; resident memory {}; then {} MiB of heap faulted in ({:.2} s)",

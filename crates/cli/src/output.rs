@@ -145,6 +145,9 @@ pub fn class_json(c: &overtake_sched::ClassStats, elapsed: f64) -> serde_json::V
         "running_us": latency_json(&c.running.summary()),
         "breakdown_us": c.breakdown(),
         "locks": lock_json(c),
+        // Only where a sync log made commits wait.
+        "durable_wait_us": (c.durable_wait.count() > 0)
+            .then(|| latency_json(&c.durable_wait.summary())),
         "first_error": c.first_error.as_ref().map(ToString::to_string),
     })
 }

@@ -338,8 +338,18 @@ fn a_kept_tpcc_database_is_recovered_continued_and_checked() {
             .is_some_and(|f| f > 0)
     );
     assert_eq!(first["recovered"]["tables"], 0, "a new directory");
+    // Under sync, read-write commits waited for their flush (and say how long).
+    assert!(
+        first["total"]["durable_wait_us"]["p50"]
+            .as_f64()
+            .is_some_and(|us| us > 0.0)
+    );
     let second = run("async");
     assert_eq!(second["recovered"]["tables"], 9, "the first run's database");
+    assert!(
+        second["total"]["durable_wait_us"].is_null(),
+        "async commits do not wait"
+    );
     assert!(
         second["recovered"]["transactions"]
             .as_u64()

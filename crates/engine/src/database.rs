@@ -264,6 +264,7 @@ impl Database {
             promoted: 0,
             failed_time: Duration::ZERO,
             locks: LockStats::default(),
+            durable_wait: Duration::ZERO,
         };
         // Promotion holds a region for a whole attempt, and lock waits cannot park in one; under
         // two-phase locking the lock policies decide who goes first instead.
@@ -294,6 +295,7 @@ impl Database {
             }
             let result = body(&mut txn).and_then(|value| Ok(txn.commit().map(|()| value)?));
             attempts.locks.add(&txn.lock_stats());
+            attempts.durable_wait = txn.durable_wait();
             let restart_after = txn.take_restart_after();
             drop(txn);
             drop(region);
@@ -477,6 +479,9 @@ pub struct Attempts<T> {
     pub failed_time: Duration,
     /// Lock waits over all attempts (two-phase locking).
     pub locks: LockStats,
+    /// How long the commit that ended them waited for its log record to be durable (zero in
+    /// memory and under `async`).
+    pub durable_wait: Duration,
 }
 
 impl<T> Attempts<T> {

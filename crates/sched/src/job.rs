@@ -76,6 +76,8 @@ pub struct Outcome {
     pub wasted: Duration,
     /// Lock waits and lock aborts over its attempts (two-phase locking).
     pub locks: LockOutcome,
+    /// How long its commit waited for the log to make it durable (zero without a `sync` log).
+    pub durable_wait: Duration,
     /// What went wrong, for a failed job.
     pub error: Option<JobError>,
 }
@@ -107,6 +109,7 @@ impl Outcome {
             promoted: 0,
             wasted: Duration::ZERO,
             locks: LockOutcome::default(),
+            durable_wait: Duration::ZERO,
             error: None,
         }
     }

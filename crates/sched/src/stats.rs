@@ -298,6 +298,9 @@ pub struct ClassStats {
     pub running_nanos: u128,
     /// Total time jobs of this class spent parked, waiting for an event, in nanoseconds.
     pub waited_nanos: u128,
+    /// Commit to durable: how long each committed job waited for the log after its commit
+    /// (recorded only where a `sync` log made it wait).
+    pub durable_wait: LatencyHistogram,
 }
 
 /// Where the jobs of a class spent their time, mean microseconds per job (McWherter's question:
@@ -383,6 +386,9 @@ impl ClassStats {
                 self.committed += 1;
                 self.latency
                     .record(timing.end.saturating_duration_since(timing.arrival));
+                if !outcome.durable_wait.is_zero() {
+                    self.durable_wait.record(outcome.durable_wait);
+                }
             }
             Status::RolledBack => self.rolled_back += 1,
             Status::Failed => {
@@ -435,6 +441,7 @@ impl ClassStats {
         }
         self.preemptions += other.preemptions;
         self.latency.merge(&other.latency);
+        self.durable_wait.merge(&other.durable_wait);
         self.sched_delay.merge(&other.sched_delay);
         self.preempted.merge(&other.preempted);
         self.running.merge(&other.running);

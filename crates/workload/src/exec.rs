@@ -108,6 +108,7 @@ impl EngineExecutor {
 /// How a job ended, from the engine's retry helper's report.
 pub(crate) fn outcome<T>(attempts: Attempts<T>) -> Outcome {
     let (promoted, wasted) = (attempts.promoted, attempts.failed_time);
+    let durable_wait = attempts.durable_wait;
     let mut locks = LockOutcome::default();
     locks.deadlocks = attempts.deadlocks;
     locks.aborts = attempts.lock_preemptions;
@@ -125,6 +126,7 @@ pub(crate) fn outcome<T>(attempts: Attempts<T>) -> Outcome {
     outcome.promoted = promoted;
     outcome.wasted = wasted;
     outcome.locks = locks;
+    outcome.durable_wait = durable_wait;
     outcome.error = error;
     outcome
 }

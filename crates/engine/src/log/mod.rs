@@ -93,6 +93,11 @@ impl Log {
         self.writer.append(record, region)
     }
 
+    /// True if commits wait for their records to be durable (`sync`).
+    pub(crate) fn waits(&self) -> bool {
+        self.mode == Durability::Sync
+    }
+
     /// After the commit region: under `sync`, waits until the record ending at `lsn` is durable
     /// (a transaction above the lowest level asks for the flush at once).
     pub(crate) fn acknowledge(&self, lsn: u64, priority: Priority) -> Result<(), String> {

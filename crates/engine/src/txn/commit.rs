@@ -45,11 +45,20 @@ impl Transaction<'_> {
             other => unreachable!("a commit can only abort or find the transaction ended: {other}"),
         })?;
         match (lsn, &self.engine.log) {
-            (Some(lsn), Some(log)) => log
-                .acknowledge(lsn, self.priority)
-                .map_err(CommitError::NotDurable),
+            (Some(lsn), Some(log)) if log.waits() => {
+                let committed = std::time::Instant::now();
+                let acknowledged = log.acknowledge(lsn, self.priority);
+                self.durable_wait = committed.elapsed();
+                acknowledged.map_err(CommitError::NotDurable)
+            }
             _ => Ok(()),
         }
+    }
+
+    /// How long its commit waited, after the commit region, for its log record to be durable
+    /// (zero in memory, under `async` and for a read-only transaction).
+    pub fn durable_wait(&self) -> std::time::Duration {
+        self.durable_wait
     }
 
     /// Commits in memory; returns where its log record ends, if it wrote one.

@@ -124,6 +124,9 @@ pub struct Transaction<'db> {
     locker: Option<locking::Locker<'db>>,
     /// Versions it installed, added to its slot's counter once, when it ends.
     versions_created: u64,
+    /// From the end of its commit region until its log record was durable (zero without a
+    /// `sync` log).
+    durable_wait: std::time::Duration,
 }
 
 impl<'db> Transaction<'db> {
@@ -144,6 +147,7 @@ impl<'db> Transaction<'db> {
             state: State::Active,
             reserving: false,
             versions_created: 0,
+            durable_wait: std::time::Duration::ZERO,
         }
     }
 
