@@ -12,21 +12,11 @@ use serde_json::json;
 
 use crate::args::TpccArgs;
 use crate::output::{
-    class_json, consistency_after_run, latency_cells, load_database, print_table, run_progress,
-    ticker, us,
+    class_json, consistency_after_run, latency_cells, print_table, run_progress, ticker, us,
 };
 
 pub fn run(args: &TpccArgs, clients: u32) -> Result<(), String> {
-    let loaded = match &args.data_dir {
-        Some(dir) => crate::kept::open_tpcc(
-            dir,
-            args.durability.engine(),
-            args.warehouses,
-            args.run.seed,
-            args.run.json,
-        )?,
-        None => load_database(args.warehouses, args.run.seed, false, args.run.json)?,
-    };
+    let loaded = crate::kept::tpcc_database(args)?;
     let constants = loaded.run_constants(args.run.seed);
     let sched = {
         let mut service = SchedConfig::default();

@@ -14,8 +14,8 @@ use serde_json::json;
 
 use crate::args::TpccArgs;
 use crate::output::{
-    class_json, consistency_after_run, latency_cells, load_database, print_table, rss_mib,
-    run_progress, secs, ticker,
+    class_json, consistency_after_run, latency_cells, print_table, rss_mib, run_progress, secs,
+    ticker,
 };
 
 pub fn run(args: &TpccArgs) -> Result<(), String> {
@@ -33,16 +33,7 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
         usize::from(args.workers),
         growth.max(prefault),
     )?;
-    let loaded = match &args.data_dir {
-        Some(dir) => crate::kept::open_tpcc(
-            dir,
-            args.durability.engine(),
-            args.warehouses,
-            args.run.seed,
-            args.run.json,
-        )?,
-        None => load_database(args.warehouses, args.run.seed, false, args.run.json)?,
-    };
+    let loaded = crate::kept::tpcc_database(args)?;
     let log_before = loaded.db.log_stats();
     // The run's growth then reuses memory already backed (see `prefault_heap`).
     let prefault_time =

@@ -17,8 +17,17 @@ use overtake_workload::tpcc::load::{LoadOptions, Loaded, expected_rows, load};
 use overtake_workload::tpcc::{TpccTables, consistency};
 use serde_json::{Value, json};
 
-use crate::args::CheckTpccArgs;
-use crate::output::{LoadedDb, progress, rss_mib};
+use crate::args::{CheckTpccArgs, TpccArgs};
+use crate::output::{LoadedDb, load_database, progress, rss_mib};
+
+/// The TPC-C database of a `bench tpcc` run: kept in `--data-dir` if given, else in memory.
+pub fn tpcc_database(args: &TpccArgs) -> Result<LoadedDb, String> {
+    let (seed, json) = (args.run.seed, args.run.json);
+    match &args.data_dir {
+        Some(dir) => open_tpcc(dir, args.durability.engine(), args.warehouses, seed, json),
+        None => load_database(args.warehouses, seed, false, json),
+    }
+}
 
 /// Opens the TPC-C database kept in `dir`: recovered if it holds one (which must have
 /// `warehouses` warehouses), else created, loaded and logged.
