@@ -23,6 +23,9 @@ pub enum Command {
     /// Recover a kept database and check it.
     #[command(subcommand)]
     Check(Check),
+    /// Kill a logging TPC-C run with SIGKILL at random times, recover, and check that nothing
+    /// acknowledged was lost and the database is consistent.
+    CrashTest(CrashTestArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -735,6 +738,16 @@ pub struct TpccArgs {
     /// before; off: nothing new is kept).
     #[arg(long, value_enum, requires = "data_dir", default_value_t = DurabilityArg::Sync)]
     pub durability: DurabilityArg,
+    /// With --data-dir: append `w d o_id` to this file for every New-Order whose commit was
+    /// acknowledged (a crash test's ledger; `check tpcc --ack-log` verifies it). Each line is a
+    /// write on the worker, so it costs throughput. Not with --clients.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "data_dir",
+        conflicts_with = "clients"
+    )]
+    pub ack_log: Option<std::path::PathBuf>,
 }
 
 /// How commits reach the disk.
@@ -761,6 +774,33 @@ pub struct CheckTpccArgs {
     /// The database's directory (as given to `bench tpcc --data-dir`).
     #[arg(long, value_name = "DIR")]
     pub data_dir: std::path::PathBuf,
+    /// Also check that every order this ledger holds (`bench tpcc --ack-log`) was recovered.
+    #[arg(long, value_name = "FILE")]
+    pub ack_log: Option<std::path::PathBuf>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `crash-test`: kill a logging TPC-C run again and again, and check what each recovery kept.
+#[derive(Debug, Args)]
+pub struct CrashTestArgs {
+    /// How many times to kill the run.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub kills: u32,
+    /// The database's directory (default: a fresh one under the system's temporary directory,
+    /// removed at the end). An existing one is continued.
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<std::path::PathBuf>,
+    /// Shortest time a run lives before the kill, in milliseconds.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub min_ms: u64,
+    /// Longest time a run lives before the kill, in milliseconds.
+    #[arg(long, default_value_t = 3_000, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub max_ms: u64,
+    /// Seed of the kill times.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,

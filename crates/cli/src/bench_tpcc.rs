@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use overtake_sched::ClassStats;
+use overtake_workload::ack::AckLog;
 use overtake_workload::drivers::closed_loop::{ClosedLoopConfig, run_closed_loop};
 use overtake_workload::drivers::open_loop::RunReport;
 use overtake_workload::tpcc::TxnType;
@@ -40,6 +41,12 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
         overtake_runtime::memory::prefault_heap(usize::try_from(prefault).unwrap_or(usize::MAX));
     let (db, tables) = (&loaded.db, &loaded.tpcc);
     let constants = loaded.run_constants(args.run.seed);
+    let ack = match &args.ack_log {
+        Some(path) => Some(std::sync::Arc::new(
+            AckLog::open(path).map_err(|e| format!("{}: {e}", path.display()))?,
+        )),
+        None => None,
+    };
     let config = ClosedLoopConfig {
         warehouses: args.warehouses,
         workers: usize::from(args.workers),
@@ -51,6 +58,7 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
         delivery,
         signal_delay: Duration::from_micros(args.signal_delay_us),
         pin: true,
+        ack,
     };
     let bar = run_progress(args.duration, "running", args.run.json);
     let report = run_closed_loop(std::sync::Arc::clone(db), tables, &config, &ticker(&bar))

@@ -12,6 +12,7 @@ use std::time::Instant;
 use overtake_engine::{
     Database, Durability, Isolation, KeyRange, Options, Priority, Recovered, ScanOptions,
 };
+use overtake_workload::ack::{AckLog, OrderId};
 use overtake_workload::rng::{NuRandConstants, TpccRng};
 use overtake_workload::tpcc::load::{LoadOptions, Loaded, expected_rows, load};
 use overtake_workload::tpcc::{TpccTables, consistency};
@@ -19,6 +20,21 @@ use serde_json::{Value, json};
 
 use crate::args::{CheckTpccArgs, TpccArgs};
 use crate::output::{LoadedDb, load_database, progress, rss_mib};
+
+/// The empty table whose presence says the load finished (its creation is logged after the
+/// load's last row): a directory without it holds a load a crash cut short.
+const LOADED: &str = "overtake_tpcc_loaded";
+
+fn loaded_marker() -> overtake_engine::TableSchema {
+    overtake_engine::TableSchema::builder(LOADED)
+        .column("done", overtake_engine::ColumnType::Int64)
+        .primary_key(&["done"])
+        .build()
+        .expect("a valid schema")
+}
+
+/// A kept database whose load a crash cut short: it cannot be run or checked, only loaded again.
+pub const INCOMPLETE_LOAD: &str = "holds a TPC-C load a crash cut short (remove it to load again)";
 
 /// The TPC-C database of a `bench tpcc` run: kept in `--data-dir` if given, else in memory.
 pub fn tpcc_database(args: &TpccArgs) -> Result<LoadedDb, String> {
@@ -44,6 +60,9 @@ pub fn open_tpcc(
     bar.finish_and_clear();
     let recovered = db.recovered().cloned();
     if recovered.as_ref().is_some_and(|r| r.tables > 0) {
+        if db.table(LOADED).is_err() {
+            return Err(format!("{} {INCOMPLETE_LOAD}", dir.display()));
+        }
         let tpcc = TpccTables::open(&db)
             .map_err(|e| format!("{}: not a TPC-C database: {e}", dir.display()))?;
         let found = count_warehouses(&db, &tpcc)?;
@@ -80,6 +99,8 @@ pub fn open_tpcc(
     };
     let loaded = load(&db, &tpcc, &options, &|rows| bar.inc(rows))
         .map_err(|e| format!("loading TPC-C: {e}"))?;
+    db.create_table(loaded_marker())
+        .map_err(|e| format!("recording the finished load: {e}"))?;
     bar.finish_and_clear();
     db.collect_garbage();
     Ok(LoadedDb {
@@ -144,46 +165,137 @@ pub fn recovered_line(r: &Recovered) -> String {
     )
 }
 
-/// `overtake check tpcc`.
-pub fn check(args: &CheckTpccArgs) -> Result<(), String> {
-    if !args.data_dir.is_dir() {
-        return Err(format!("{}: no such directory", args.data_dir.display()));
+/// What checking a kept database found.
+pub struct Verdict {
+    /// `None`: the load was cut short (nothing to check).
+    pub consistency: Option<String>,
+    pub consistent: bool,
+    pub warehouses: i64,
+    pub recovered: Option<Recovered>,
+    /// Orders the ledger holds, and those of them recovery did not find.
+    pub acknowledged: usize,
+    pub missing: Vec<OrderId>,
+}
+
+impl Verdict {
+    /// True if the database is consistent and holds every acknowledged order.
+    pub fn ok(&self) -> bool {
+        self.consistent && self.missing.is_empty()
     }
-    let started = Instant::now();
-    let db = Database::open(
-        &args.data_dir,
-        Options::default().durability(Durability::Off),
-    )
-    .map_err(|e| e.to_string())?;
+}
+
+/// Recovers the database in `dir` without writing to it, checks the TPC-C consistency
+/// conditions and, with `ack`, that every order the ledger holds was recovered.
+pub fn verify(dir: &Path, ack: Option<&Path>) -> Result<Verdict, String> {
+    if !dir.is_dir() {
+        return Err(format!("{}: no such directory", dir.display()));
+    }
+    let db = Database::open(dir, Options::default().durability(Durability::Off))
+        .map_err(|e| e.to_string())?;
     let recovered = db.recovered().cloned();
+    let acknowledged = match ack {
+        Some(path) if path.exists() => {
+            AckLog::read(path).map_err(|e| format!("{}: {e}", path.display()))?
+        }
+        _ => Vec::new(),
+    };
+    if db.table(LOADED).is_err() {
+        // A load cut short acknowledged no order (the ledger is written by runs after it).
+        return Ok(Verdict {
+            consistency: None,
+            consistent: acknowledged.is_empty(),
+            warehouses: 0,
+            recovered,
+            missing: acknowledged.clone(),
+            acknowledged: acknowledged.len(),
+        });
+    }
     let tpcc = TpccTables::open(&db)
-        .map_err(|e| format!("{}: not a TPC-C database: {e}", args.data_dir.display()))?;
+        .map_err(|e| format!("{}: not a TPC-C database: {e}", dir.display()))?;
     let warehouses = count_warehouses(&db, &tpcc)?;
     let report =
         consistency::check(&db, &tpcc, false).map_err(|e| format!("consistency check: {e}"))?;
-    let ok = report.is_ok();
+    let mut txn = db
+        .begin(Priority::LOW, Isolation::Snapshot)
+        .map_err(|e| e.to_string())?;
+    let mut missing = Vec::new();
+    for &(w, d, o) in &acknowledged {
+        let key = tpcc
+            .order
+            .key()
+            .int(w)
+            .int(d)
+            .int(o)
+            .finish()
+            .map_err(|e| e.to_string())?;
+        if !txn.exists(&tpcc.order, &key).map_err(|e| e.to_string())? {
+            missing.push((w, d, o));
+        }
+    }
+    drop(txn);
+    Ok(Verdict {
+        consistent: report.is_ok(),
+        consistency: Some(if report.is_ok() {
+            "ok".to_owned()
+        } else {
+            report.summary()
+        }),
+        warehouses,
+        recovered,
+        acknowledged: acknowledged.len(),
+        missing,
+    })
+}
+
+/// `overtake check tpcc`: `Ok(false)` when the check found a problem (reported in the output).
+pub fn check(args: &CheckTpccArgs) -> Result<bool, String> {
+    let started = Instant::now();
+    let v = verify(&args.data_dir, args.ack_log.as_deref())?;
+    let consistency = v
+        .consistency
+        .clone()
+        .unwrap_or_else(|| INCOMPLETE_LOAD.to_owned());
+    let problem = if v.ok() {
+        None
+    } else if !v.missing.is_empty() {
+        Some(format!(
+            "{} acknowledged order(s) were lost",
+            v.missing.len()
+        ))
+    } else {
+        Some("the TPC-C consistency conditions do not hold".to_owned())
+    };
     if args.json {
         println!(
             "{}",
             json!({
-                "consistency": if ok { "ok".to_owned() } else { report.summary() },
-                "warehouses": warehouses,
-                "recovered": recovered_json(recovered.as_ref()),
+                "consistency": consistency,
+                "warehouses": v.warehouses,
+                "recovered": recovered_json(v.recovered.as_ref()),
+                "acknowledged": v.acknowledged,
+                "missing": v.missing.len(),
                 "seconds": started.elapsed().as_secs_f64(),
+                "error": problem,
             })
         );
     } else {
-        if let Some(r) = &recovered {
+        if let Some(r) = &v.recovered {
             println!("{}", recovered_line(r));
         }
-        println!(
-            "{warehouses} warehouse(s); consistency: {}",
-            report.summary()
-        );
+        println!("{} warehouse(s); consistency: {consistency}", v.warehouses);
+        if args.ack_log.is_some() {
+            println!(
+                "{} acknowledged order(s), {} missing{}",
+                v.acknowledged,
+                v.missing.len(),
+                v.missing
+                    .first()
+                    .map_or(String::new(), |(w, d, o)| format!(" (first: {w} {d} {o})"))
+            );
+        }
     }
-    if ok {
-        Ok(())
-    } else {
-        Err("the TPC-C consistency conditions do not hold".into())
+    if let (Some(problem), false) = (&problem, args.json) {
+        eprintln!("error: {problem}");
     }
+    Ok(problem.is_none())
 }

@@ -16,6 +16,7 @@ mod bench_switch;
 mod bench_tasks;
 mod bench_tpcc;
 mod bimodal;
+mod crash_test;
 mod figures;
 mod holder;
 mod interrupt;
@@ -63,24 +64,29 @@ fn main() -> ExitCode {
         }
         Err(e) => e.exit(),
     };
-    let result = match cli.command {
-        args::Command::Bench(args::Bench::Tpcc(a)) => bench_tpcc::run(&a),
-        args::Command::Bench(args::Bench::Q2(a)) => bench_q2::run(&a),
-        args::Command::Bench(args::Bench::Mixed(a)) => mixed::bench(&a),
-        args::Command::Bench(args::Bench::Switch(a)) => bench_switch::run(&a),
-        args::Command::Bench(args::Bench::Bimodal(a)) => bimodal::bench(&a),
-        args::Command::Bench(args::Bench::Stalls(a)) => bench_stalls::run(&a),
-        args::Command::Bench(args::Bench::Locks(a)) => locks::bench(&a),
-        args::Command::Bench(args::Bench::Engine(a)) => bench_engine::run(&a),
+    // Ok(false): the command reported its own failure (a check that found a problem) in its
+    // output, which must stay one JSON object under --json.
+    let done = |r: Result<(), String>| r.map(|()| true);
+    let result: Result<bool, String> = match cli.command {
+        args::Command::Bench(args::Bench::Tpcc(a)) => done(bench_tpcc::run(&a)),
+        args::Command::Bench(args::Bench::Q2(a)) => done(bench_q2::run(&a)),
+        args::Command::Bench(args::Bench::Mixed(a)) => done(mixed::bench(&a)),
+        args::Command::Bench(args::Bench::Switch(a)) => done(bench_switch::run(&a)),
+        args::Command::Bench(args::Bench::Bimodal(a)) => done(bimodal::bench(&a)),
+        args::Command::Bench(args::Bench::Stalls(a)) => done(bench_stalls::run(&a)),
+        args::Command::Bench(args::Bench::Locks(a)) => done(locks::bench(&a)),
+        args::Command::Bench(args::Bench::Engine(a)) => done(bench_engine::run(&a)),
         args::Command::Check(args::Check::Tpcc(a)) => kept::check(&a),
-        args::Command::Compare(args::Compare::Mixed(a)) => mixed::compare(&a),
-        args::Command::Compare(args::Compare::Bimodal(a)) => bimodal::compare(&a),
-        args::Command::Compare(args::Compare::Locks(a)) => locks::compare(&a),
-        args::Command::Compare(args::Compare::Starvation(a)) => starvation::compare(&a),
-        args::Command::Compare(args::Compare::Holder(a)) => holder::compare(&a),
+        args::Command::CrashTest(a) => crash_test::run(&a),
+        args::Command::Compare(args::Compare::Mixed(a)) => done(mixed::compare(&a)),
+        args::Command::Compare(args::Compare::Bimodal(a)) => done(bimodal::compare(&a)),
+        args::Command::Compare(args::Compare::Locks(a)) => done(locks::compare(&a)),
+        args::Command::Compare(args::Compare::Starvation(a)) => done(starvation::compare(&a)),
+        args::Command::Compare(args::Compare::Holder(a)) => done(holder::compare(&a)),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
         Err(message) if json => {
             print_json_error(&message);
             ExitCode::FAILURE

@@ -345,7 +345,10 @@ fn a_kept_tpcc_database_is_recovered_continued_and_checked() {
             .is_some_and(|us| us > 0.0)
     );
     let second = run("async");
-    assert_eq!(second["recovered"]["tables"], 9, "the first run's database");
+    assert_eq!(
+        second["recovered"]["tables"], 10,
+        "the first run's database (and its load marker)"
+    );
     assert!(
         second["total"]["durable_wait_us"].is_null(),
         "async commits do not wait"
@@ -362,5 +365,82 @@ fn a_kept_tpcc_database_is_recovered_continued_and_checked() {
     assert_eq!(check["warehouses"], 1);
     // The durability flag belongs to a kept database.
     refused(&["bench", "tpcc", "--durability", "sync"], "--data-dir");
+    std::fs::remove_dir_all(&dir).expect("clean up");
+}
+
+#[test]
+fn a_run_killed_again_and_again_loses_nothing_it_acknowledged() {
+    let dir = std::env::temp_dir().join(format!("overtake-cli-crash-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = overtake(&[
+        "crash-test",
+        "--kills",
+        "3",
+        "--min-ms",
+        "300",
+        "--max-ms",
+        "1500",
+        "--data-dir",
+        dir.to_str().expect("utf-8"),
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let value: serde_json::Value = serde_json::from_str(stdout(&out).trim()).expect("JSON");
+    assert_eq!(value["ok"], true, "{value}");
+    assert_eq!(value["kills"], 3, "{value}");
+    for run in value["runs"].as_array().expect("runs") {
+        assert_eq!(run["missing"], 0, "{run}");
+    }
+    std::fs::remove_dir_all(&dir).expect("clean up");
+}
+
+#[test]
+fn a_ledger_with_an_order_that_was_never_committed_fails_the_check() {
+    let dir = std::env::temp_dir().join(format!("overtake-cli-ledger-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let data = dir.to_str().expect("utf-8");
+    let ledger = dir.join("acknowledged.txt");
+    let ledger_arg = ledger.to_str().expect("utf-8");
+    let out = overtake(&[
+        "bench",
+        "tpcc",
+        "--data-dir",
+        data,
+        "--duration",
+        "0.2",
+        "--prefault-mib",
+        "0",
+        "--ack-log",
+        ledger_arg,
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let check_ledger = || {
+        let out = overtake(&[
+            "check",
+            "tpcc",
+            "--data-dir",
+            data,
+            "--ack-log",
+            ledger_arg,
+            "--json",
+        ]);
+        let check: serde_json::Value = serde_json::from_str(stdout(&out).trim()).expect("JSON");
+        (out.status.success(), check)
+    };
+    let (passed, check) = check_ledger();
+    assert!(passed, "{check}");
+    assert!(
+        check["acknowledged"].as_u64().is_some_and(|n| n > 0),
+        "{check}"
+    );
+    assert_eq!(check["missing"], 0);
+    // An order no run entered: the check must say it is missing, and fail.
+    let mut lines = std::fs::read_to_string(&ledger).expect("ledger");
+    lines.push_str("1 1 999999\n");
+    std::fs::write(&ledger, lines).expect("ledger");
+    let (passed, check) = check_ledger();
+    assert!(!passed, "a lost order must fail the check");
+    assert_eq!(check["missing"], 1, "{check}");
     std::fs::remove_dir_all(&dir).expect("clean up");
 }

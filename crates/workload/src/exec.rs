@@ -11,6 +11,7 @@ use overtake_engine::{
 };
 use overtake_sched::{Executor, JobError, LockOutcome, Outcome, Status};
 
+use crate::ack::{AckLog, OrderId};
 use crate::batch::{BatchUpdate, batch_update};
 use crate::ch::ChTables;
 use crate::ch::q2::query2;
@@ -61,6 +62,8 @@ pub struct EngineExecutor {
     retry: RetryPolicy,
     /// How low-priority jobs retry (see [`EngineExecutor::promoting_low_after`]).
     low_retry: RetryPolicy,
+    /// Where acknowledged New-Orders are recorded (a crash test's ledger).
+    ack: Option<Arc<AckLog>>,
 }
 
 impl EngineExecutor {
@@ -78,7 +81,14 @@ impl EngineExecutor {
             isolation,
             retry: RetryPolicy::default(),
             low_retry: RetryPolicy::default(),
+            ack: None,
         }
+    }
+
+    /// Records every New-Order whose commit returned in `ack`.
+    pub fn recording_orders(mut self, ack: Option<Arc<AckLog>>) -> Self {
+        self.ack = ack;
+        self
     }
 
     /// After `failures` failed attempts, low-priority jobs run promoted (see
@@ -177,7 +187,13 @@ impl Executor for EngineExecutor {
     fn execute(&self, job: &mut Job, _worker: usize) -> Outcome {
         let (p, t) = (job.priority, &self.tpcc);
         match &job.work {
-            Work::Tpcc(request) => outcome(self.run(p, |x| request.execute(x, t))),
+            Work::Tpcc(request) => {
+                let attempts = self.run(p, |x| request.execute(x, t));
+                if let (Some(ack), Ok(Some(order))) = (&self.ack, &attempts.result) {
+                    ack.record(*order);
+                }
+                outcome(attempts)
+            }
             Work::Query2 => match &self.ch {
                 Some(ch) => outcome(self.run(p, |x| query2(x, t, ch))),
                 None => Outcome::failed(JobError::failed(JobProblem::NoChTables)),
@@ -203,19 +219,21 @@ impl TpccRequest {
         }
     }
 
-    /// Runs the transaction's body in `txn` (the caller commits). Its output is dropped: what
-    /// callers of the mix need is whether it committed.
+    /// Runs the transaction's body in `txn` (the caller commits). Its output is dropped but for
+    /// the order a New-Order enters (what a crash test's ledger records once it committed).
     pub fn execute(
         &self,
         txn: &mut Transaction<'_>,
         t: &TpccTables,
-    ) -> overtake_engine::Result<()> {
+    ) -> overtake_engine::Result<Option<OrderId>> {
         match self {
-            TpccRequest::NewOrder(i) => procs::new_order(txn, t, i).map(drop),
-            TpccRequest::Payment(i) => procs::payment(txn, t, i).map(drop),
-            TpccRequest::OrderStatus(i) => procs::order_status(txn, t, i).map(drop),
-            TpccRequest::Delivery(i) => procs::delivery(txn, t, i).map(drop),
-            TpccRequest::StockLevel(i) => procs::stock_level(txn, t, i).map(drop),
+            TpccRequest::NewOrder(i) => {
+                procs::new_order(txn, t, i).map(|o| Some((i.w_id, i.d_id, o.o_id)))
+            }
+            TpccRequest::Payment(i) => procs::payment(txn, t, i).map(|_| None),
+            TpccRequest::OrderStatus(i) => procs::order_status(txn, t, i).map(|_| None),
+            TpccRequest::Delivery(i) => procs::delivery(txn, t, i).map(|_| None),
+            TpccRequest::StockLevel(i) => procs::stock_level(txn, t, i).map(|_| None),
         }
     }
 }

@@ -5,6 +5,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod ack;
 pub mod batch;
 pub mod bimodal;
 pub mod ch;

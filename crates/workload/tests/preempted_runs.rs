@@ -386,6 +386,7 @@ fn a_signal_storm_while_tpcc_runs_neither_deadlocks_nor_corrupts() {
                     delivery: Delivery::Signal,
                     signal_delay: Duration::ZERO,
                     pin: false,
+                    ack: None,
                 },
                 &|_| {},
             )

@@ -275,6 +275,7 @@ fn transactions_follow_the_specification_and_a_mixed_run_stays_consistent() {
                 delivery: Delivery::Signal,
                 signal_delay: Duration::from_micros(10),
                 pin: false,
+                ack: None,
             },
             &|_| {},
         )

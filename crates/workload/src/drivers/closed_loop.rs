@@ -12,6 +12,7 @@ use overtake_sched::{Delivery, IdleWork, Policy, SchedConfig};
 
 use crate::drivers::open_loop::{self, NoArrivals, RunConfig, RunReport};
 
+use crate::ack::AckLog;
 use crate::exec::{EngineExecutor, Job, Work};
 use crate::rng::{NuRandConstants, TpccRng};
 use crate::tpcc::TpccTables;
@@ -40,6 +41,8 @@ pub struct ClosedLoopConfig {
     pub signal_delay: Duration,
     /// Pin workers to cores.
     pub pin: bool,
+    /// Where acknowledged New-Orders are recorded (a crash test's ledger), if anywhere.
+    pub ack: Option<Arc<AckLog>>,
 }
 
 /// Runs the mix. `tick` is called about ten times a second with the elapsed time.
@@ -49,12 +52,10 @@ pub fn run_closed_loop(
     config: &ClosedLoopConfig,
     tick: &dyn Fn(Duration),
 ) -> Result<RunReport, overtake_sched::SchedError> {
-    let executor = Arc::new(EngineExecutor::new(
-        db,
-        tables.clone(),
-        None,
-        config.isolation,
-    ));
+    let executor = Arc::new(
+        EngineExecutor::new(db, tables.clone(), None, config.isolation)
+            .recording_orders(config.ack.clone()),
+    );
     let feeds = (0..config.workers)
         .map(|worker| {
             let mut rng = TpccRng::new(config.seed.wrapping_add(worker as u64 * 7919));

@@ -1,0 +1,212 @@
+//! `overtake crash-test`: runs `bench tpcc` with a `sync` log and an acknowledged-order ledger in a
+//! child process, kills it with SIGKILL after a random time (during the load, a checkpoint-free
+//! steady state, wherever it is), recovers the directory, and checks that the database is
+//! consistent and holds every order the ledger says was acknowledged. Then again, continuing the
+//! same directory.
+//!
+//! A kill during the first load leaves a load cut short, which is no loss (nothing was
+//! acknowledged): the directory is emptied and loaded again. It must never call a run good
+//! without having checked it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::args::CrashTestArgs;
+use crate::kept::{recovered_json, verify};
+
+/// A small generator for the kill times (seeded: a failure can be replayed).
+struct Rng(u64);
+
+impl Rng {
+    fn between(&mut self, lo: u64, hi: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        lo + (self.0 >> 33) % (hi - lo + 1)
+    }
+}
+
+/// The directory of a run and whether it is ours to remove.
+struct Workdir {
+    path: PathBuf,
+    owned: bool,
+    keep: std::cell::Cell<bool>,
+}
+
+impl Drop for Workdir {
+    fn drop(&mut self) {
+        if self.owned && !self.keep.get() {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+/// `Ok(false)`: a recovery lost acknowledged orders or was inconsistent (reported in the output).
+pub fn run(args: &CrashTestArgs) -> Result<bool, String> {
+    if args.min_ms > args.max_ms {
+        return Err("--min-ms must not exceed --max-ms".into());
+    }
+    let dir = match &args.data_dir {
+        Some(d) => Workdir {
+            path: d.clone(),
+            owned: false,
+            keep: std::cell::Cell::new(true),
+        },
+        None => Workdir {
+            path: std::env::temp_dir().join(format!("overtake-crash-test-{}", std::process::id())),
+            owned: true,
+            keep: std::cell::Cell::new(false),
+        },
+    };
+    let ledger = dir.path.join("acknowledged.txt");
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    let mut rng = Rng(args.seed ^ 0x9E37_79B9_7F4A_7C15);
+    let mut runs: Vec<Value> = Vec::new();
+    let mut ok = true;
+    for kill in 1..=args.kills {
+        if crate::interrupt::requested() {
+            break;
+        }
+        let after = Duration::from_millis(rng.between(args.min_ms, args.max_ms));
+        // Long enough never to end before its kill (recovery at the start counts too).
+        let duration = args.max_ms / 1000 + 60;
+        let mut child = spawn(&exe, &dir.path, &ledger, duration)?;
+        let started = Instant::now();
+        // Sleep until the kill, unless the child ends on its own first.
+        while started.elapsed() < after {
+            if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+                let mut why = String::new();
+                if let Some(mut err) = child.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut err, &mut why);
+                }
+                return Err(format!(
+                    "the run ended by itself before its kill ({status}): {}",
+                    why.trim()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(5).min(after - started.elapsed()));
+        }
+        child
+            .kill()
+            .map_err(|e| format!("cannot kill the run: {e}"))?;
+        let _ = child.wait();
+        let verdict = verify(&dir.path, Some(&ledger))?;
+        let load_cut = verdict.consistency.is_none();
+        if load_cut && verdict.ok() {
+            // Nothing acknowledged yet: load again from scratch.
+            empty(&dir.path)?;
+        }
+        let good = verdict.ok();
+        ok &= good;
+        let line = json!({
+            "kill": kill,
+            "killed_after_ms": after.as_millis() as u64,
+            "during_load": load_cut,
+            "recovered": recovered_json(verdict.recovered.as_ref()),
+            "acknowledged": verdict.acknowledged,
+            "missing": verdict.missing.len(),
+            "consistency": verdict.consistency,
+        });
+        if !args.json {
+            println!(
+                "kill {kill} after {} ms: {}",
+                after.as_millis(),
+                describe(&verdict, load_cut)
+            );
+        }
+        runs.push(line);
+        if !good {
+            break;
+        }
+    }
+    crate::interrupt::check_any(runs.len())?;
+    let problem = (!ok).then(|| {
+        format!(
+            "a recovery lost acknowledged orders or was inconsistent (directory {} kept)",
+            dir.path.display()
+        )
+    });
+    if !ok {
+        // Kept for a look at what went wrong.
+        dir_keep(&dir);
+    }
+    if args.json {
+        let out = json!({ "kills": runs.len(), "ok": ok, "runs": runs, "error": problem });
+        println!("{out}");
+    } else {
+        println!(
+            "{} kill(s): {}",
+            runs.len(),
+            if ok {
+                "nothing acknowledged was lost, and every recovery was consistent"
+            } else {
+                "FAILED"
+            }
+        );
+    }
+    if let (Some(problem), false) = (&problem, args.json) {
+        eprintln!("error: {problem}");
+    }
+    Ok(ok)
+}
+
+/// Keeps a run's directory after a failure, whoever made it.
+fn dir_keep(dir: &Workdir) {
+    dir.keep.set(true);
+}
+
+fn spawn(
+    exe: &Path,
+    dir: &Path,
+    ledger: &Path,
+    seconds: u64,
+) -> Result<std::process::Child, String> {
+    Command::new(exe)
+        .args(["bench", "tpcc", "--durability", "sync", "--duration"])
+        .arg(seconds.to_string())
+        .arg("--data-dir")
+        .arg(dir)
+        .arg("--ack-log")
+        .arg(ledger)
+        .args(["--prefault-mib", "0", "--json"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start a run: {e}"))
+}
+
+/// Removes a directory's contents (a load cut short, and its empty ledger).
+fn empty(dir: &Path) -> Result<(), String> {
+    std::fs::remove_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))
+}
+
+fn describe(v: &crate::kept::Verdict, load_cut: bool) -> String {
+    let recovery = v.recovered.as_ref().map_or(String::new(), |r| {
+        format!(
+            "recovered {} transaction(s) ({:.1} MiB) in {:.2} s{}; ",
+            r.transactions,
+            r.log_bytes as f64 / f64::from(1 << 20),
+            r.elapsed.as_secs_f64(),
+            if r.torn_bytes > 0 {
+                format!(", cut a torn tail of {} byte(s)", r.torn_bytes)
+            } else {
+                String::new()
+            }
+        )
+    });
+    if load_cut {
+        return format!("{recovery}the load was cut short (loading again)");
+    }
+    format!(
+        "{recovery}{} acknowledged order(s), {} missing; consistency {}",
+        v.acknowledged,
+        v.missing.len(),
+        v.consistency.as_deref().unwrap_or("?")
+    )
+}
