@@ -163,6 +163,8 @@ impl LogWriter {
             shared.waiters.lock(&region).push((lsn, me.clone()));
         }
         loop {
+            // Returning leaves its entry for the writer to drop at the next flush (an unpark
+            // then is a spurious wake, which parking allows): cheaper than a second latch here.
             if shared.durable.load(Ordering::Acquire) >= lsn {
                 return Ok(());
             }
