@@ -18,16 +18,12 @@ use crate::output::{
 pub fn run(args: &TpccArgs, clients: u32) -> Result<(), String> {
     let loaded = crate::kept::tpcc_database(args)?;
     let constants = loaded.run_constants(args.run.seed);
-    let sched = {
-        let mut service = SchedConfig::default();
-        service.policy = args.policy.policy();
-        service.workers = usize::from(args.workers);
-        service.urgent_inbox = clients as usize;
-        service.background_inbox = clients as usize;
-        service.delivery = args.preempt_mechanism.delivery();
-        service.signal_delay = Duration::from_micros(args.signal_delay_us);
-        service
-    };
+    let sched = SchedConfig::default()
+        .policy(args.policy.policy())
+        .workers(usize::from(args.workers))
+        .inboxes(clients as usize, clients as usize)
+        .delivery(args.preempt_mechanism.delivery())
+        .signal_delay(Duration::from_micros(args.signal_delay_us));
     let config = ClientsConfig {
         think: Duration::from_micros(args.think_us),
         hp_share: args.hp_share,

@@ -121,13 +121,13 @@ fn run_config(policy: BimodalPolicyArg, args: &BimodalArgs) -> RunConfig {
         .policy(policy)
         .workers(usize::from(args.workers))
         .quantum(Duration::from_micros(args.quantum_us))
-        .delivery(args.preempt_mechanism.delivery());
+        .delivery(args.preempt_mechanism.delivery())
+        .signal_delay(Duration::from_micros(args.signal_delay_us))
+        .record_jobs(args.figures.records_jobs());
     sched.resumed_quanta = args.resumed_quanta;
     sched.paused_age_limit = Duration::from_millis(args.paused_age_ms);
     sched.two_queues = two_queues;
     sched.skip_needless = skip_needless;
-    sched.signal_delay = Duration::from_micros(args.signal_delay_us);
-    sched.record_jobs = args.figures.records_jobs();
     RunConfig {
         sched,
         duration: Duration::from_secs_f64(args.duration),

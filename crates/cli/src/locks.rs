@@ -109,16 +109,13 @@ fn run_one(
         think: Duration::from_micros(spec.think_us),
         hp_share: args.hp_share,
         warehouses: args.warehouses,
-        sched: {
-            let mut service = SchedConfig::default()
-                .policy(spec.cpu.policy())
-                .workers(usize::from(args.workers))
-                .inboxes(clients, clients)
-                .delivery(args.preempt_mechanism.delivery())
-                .record_jobs(args.figures.records_jobs());
-            service.signal_delay = Duration::from_micros(args.signal_delay_us);
-            service
-        },
+        sched: SchedConfig::default()
+            .policy(spec.cpu.policy())
+            .workers(usize::from(args.workers))
+            .inboxes(clients, clients)
+            .delivery(args.preempt_mechanism.delivery())
+            .signal_delay(Duration::from_micros(args.signal_delay_us))
+            .record_jobs(args.figures.records_jobs()),
         seed: args.seed,
         ..ClientsConfig::new(clients, SchedConfig::default(), constants)
     };

@@ -20,15 +20,15 @@ use crate::figures::{self, Group, Labeled, print_files, with_files};
 use crate::output::{class_json, load_database, print_table, run_progress, secs, ticker, us};
 
 pub fn settings(policy: Policy, args: &MixedArgs) -> RunConfig {
-    let mut sched = SchedConfig::default()
+    let sched = SchedConfig::default()
         .policy(policy)
         .workers(usize::from(args.workers))
         .yield_interval(args.yield_interval)
         .starvation_threshold(args.starvation_threshold)
         .delivery(args.preempt_mechanism.delivery())
+        .signal_delay(Duration::from_micros(args.signal_delay_us))
         .trace(args.tail_report)
         .record_jobs(args.figures.records_jobs());
-    sched.signal_delay = Duration::from_micros(args.signal_delay_us);
     RunConfig {
         sched,
         duration: Duration::from_secs_f64(args.duration),

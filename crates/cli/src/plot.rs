@@ -217,6 +217,7 @@ pub fn sweep(
         .margin(15)
         .x_label_area_size(45)
         .y_label_area_size(70);
+    // The two arms differ only in the value axis, whose type plotters makes the chart's type.
     let drawn = if log_y {
         let mut chart = builder
             .build_cartesian_2d(x_range, (lo / 1.5..hi * 1.5).log_scale())

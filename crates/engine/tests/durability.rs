@@ -10,6 +10,8 @@ use overtake_engine::{
     ScanOptions, Table, TableSchema,
 };
 
+mod common;
+
 #[global_allocator]
 static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
 
@@ -154,20 +156,7 @@ fn a_reopened_database_holds_exactly_what_committed() {
     // The secondary index was rebuilt with the rows.
     let t = db.table("accounts").expect("table");
     let by_owner = t.index("by_owner").expect("index");
-    let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
-    let mut indexed = 0;
-    txn.scan_index(
-        &t,
-        by_owner,
-        &KeyRange::all(),
-        ScanOptions::forward(),
-        |_| {
-            indexed += 1;
-            ControlFlow::Continue(())
-        },
-    )
-    .expect("scan");
-    assert_eq!(indexed, model.len());
+    assert_eq!(common::index_entries(&db, &t, by_owner), model.len());
 }
 
 #[test]

@@ -16,11 +16,7 @@ use overtake_sched::{Calls, SchedConfig, Scheduler, Shutdown};
 static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let config = {
-        let mut service = SchedConfig::default();
-        service.workers = 1;
-        service
-    };
+    let config = SchedConfig::default().workers(1);
     let scheduler = Arc::new(Scheduler::start(&config, Arc::new(Calls))?);
     let t0 = Instant::now();
 

@@ -217,6 +217,18 @@ impl SchedConfig {
         self
     }
 
+    /// Sets [`signal_delay`](Self::signal_delay).
+    pub fn signal_delay(mut self, delay: Duration) -> Self {
+        self.signal_delay = delay;
+        self
+    }
+
+    /// Sets [`stack_size`](Self::stack_size).
+    pub fn stack_size(mut self, bytes: usize) -> Self {
+        self.stack_size = bytes;
+        self
+    }
+
     /// Sets [`pin`](Self::pin).
     pub fn pin(mut self, pin: bool) -> Self {
         self.pin = pin;

@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use overtake_runtime::CriticalMutex;
-use overtake_runtime::preempt::{self, Delivery};
+use overtake_runtime::preempt::{self};
 use overtake_sched::Priority;
-use overtake_sched::{Calls, Policy, SchedConfig, Scheduler, Shutdown};
+use overtake_sched::{Calls, Policy, Scheduler, Shutdown};
 
 mod common;
 use common::{until, work_until};
@@ -19,15 +19,7 @@ use common::{until, work_until};
 static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
 
 fn scheduler(blocked_report: Option<Duration>) -> Arc<Scheduler<Calls>> {
-    let config = {
-        let mut service = SchedConfig::default();
-        service.policy = Policy::Preempt;
-        service.delivery = Delivery::Poll;
-        service.stack_size = 256 * 1024;
-        service.pin = false;
-        service.blocked_report = blocked_report;
-        service
-    };
+    let config = common::config(Policy::Preempt).blocked_report(blocked_report);
     Arc::new(Scheduler::start(&config, Arc::new(Calls)).expect("start"))
 }
 

@@ -6,9 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use overtake_runtime::preempt::Delivery;
 use overtake_sched::Priority;
-use overtake_sched::{Calls, Policy, SchedConfig, Scheduler, Shutdown};
+use overtake_sched::{Calls, Policy, Scheduler, Shutdown};
 
 mod common;
 use common::{until, work_until};
@@ -17,14 +16,7 @@ use common::{until, work_until};
 static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
 
 fn scheduler() -> Arc<Scheduler<Calls>> {
-    let config = {
-        let mut service = SchedConfig::default();
-        service.policy = Policy::Preempt;
-        service.delivery = Delivery::Poll;
-        service.stack_size = 256 * 1024;
-        service.pin = false;
-        service
-    };
+    let config = common::config(Policy::Preempt);
     Arc::new(Scheduler::start(&config, Arc::new(Calls)).expect("start"))
 }
 

@@ -13,8 +13,8 @@ use overtake_engine::{
     AbortReason, ColumnType, Concurrency, Database, Error, Isolation, LockPolicy, Options,
     Priority, Table, TableSchema,
 };
-use overtake_runtime::preempt::{self, Delivery};
-use overtake_sched::{Calls, Policy, SchedConfig, Scheduler, Shutdown};
+use overtake_runtime::preempt::{self};
+use overtake_sched::{Calls, Policy, Scheduler, Shutdown};
 
 mod common;
 use common::until;
@@ -79,15 +79,7 @@ fn values(db: &Database, t: &Table) -> Vec<i64> {
 }
 
 fn scheduler(workers: usize) -> Arc<Scheduler<Calls>> {
-    let config = {
-        let mut service = SchedConfig::default();
-        service.policy = Policy::Preempt;
-        service.delivery = Delivery::Poll;
-        service.workers = workers;
-        service.stack_size = 256 * 1024;
-        service.pin = false;
-        service
-    };
+    let config = common::config(Policy::Preempt).workers(workers);
     Arc::new(Scheduler::start(&config, Arc::new(Calls)).expect("start"))
 }
 

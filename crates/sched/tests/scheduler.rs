@@ -5,24 +5,14 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use overtake_runtime::preempt::Delivery;
 use overtake_sched::Priority;
-use overtake_sched::{CallError, Calls, Policy, SchedConfig, Scheduler, Shutdown};
+use overtake_sched::{CallError, Calls, Policy, Scheduler, Shutdown};
 
 mod common;
-use common::work_until;
+use common::{config, work_until};
 
 #[global_allocator]
 static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
-
-fn config(policy: Policy) -> SchedConfig {
-    let mut config = SchedConfig::default()
-        .policy(policy)
-        .delivery(Delivery::Poll)
-        .pin(false);
-    config.stack_size = 256 * 1024;
-    config
-}
 
 #[test]
 fn an_urgent_call_from_another_thread_overtakes_a_running_background_call() {

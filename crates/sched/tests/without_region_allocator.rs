@@ -7,22 +7,15 @@ use overtake_sched::{Delivery, Policy, SchedConfig, SchedError};
 
 #[test]
 fn signal_delivery_is_refused_with_a_clear_message() {
-    let config = {
-        let mut service = SchedConfig::default();
-        service.policy = Policy::Preempt;
-        service.delivery = Delivery::Signal;
-        service
-    };
+    let config = SchedConfig::default()
+        .policy(Policy::Preempt)
+        .delivery(Delivery::Signal);
     let err = config.validate().expect_err("refused");
     assert!(
         matches!(err, SchedError::Unavailable(Unavailable::NoRegionAllocator)),
         "{err}"
     );
     assert!(err.to_string().contains("#[global_allocator]"), "{err}");
-    let poll = {
-        let mut service = config;
-        service.delivery = Delivery::Poll;
-        service
-    };
+    let poll = config.delivery(Delivery::Poll);
     assert!(poll.validate().is_ok());
 }

@@ -106,11 +106,7 @@ pub fn run_round(setup: &HolderSetup) -> Result<HolderRound, HolderError> {
         Options::default().concurrency(Concurrency::TwoPhaseLocking(setup.policy)),
     ));
     let t = table(&db)?;
-    let sched = {
-        let mut service = setup.sched.clone();
-        service.workers = 1;
-        service
-    };
+    let sched = setup.sched.clone().workers(1);
     let scheduler = Scheduler::start(&sched, Arc::new(Calls))?;
     let holding = Arc::new(AtomicBool::new(false));
     let (hdb, ht, h, task) = (

@@ -16,12 +16,7 @@ static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_alloc
 fn every_client_transaction_goes_through_the_scheduler_at_its_class() {
     let (db, tables, constants) = common::tpcc_database(1, 3);
     let db = Arc::new(db);
-    let sched = {
-        let mut service = SchedConfig::default();
-        service.delivery = Delivery::Poll;
-        service.pin = false;
-        service
-    };
+    let sched = SchedConfig::default().delivery(Delivery::Poll).pin(false);
     for (share, urgent) in [(1.0, true), (0.0, false)] {
         let config = ClientsConfig {
             hp_share: share,

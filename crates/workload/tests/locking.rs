@@ -35,14 +35,11 @@ fn tpcc_stays_consistent_under_every_lock_policy() {
             seed: 17,
             ..ClientsConfig::new(
                 8,
-                {
-                    let mut service = SchedConfig::default();
-                    service.workers = 2;
-                    service.delivery = Delivery::Signal;
-                    service.signal_delay = Duration::from_micros(20);
-                    service.pin = false;
-                    service
-                },
+                SchedConfig::default()
+                    .workers(2)
+                    .delivery(Delivery::Signal)
+                    .signal_delay(Duration::from_micros(20))
+                    .pin(false),
                 constants,
             )
         };

@@ -297,12 +297,12 @@ fn rounds_until(
 /// sends SIGURG with every request, so preemptions land anywhere in the engine, not only at
 /// record accesses.
 fn mixed_preempt_round(l: &Loaded, low: LowWork, seed: u64) -> RunReport {
-    let mut sched = SchedConfig::default()
+    let sched = SchedConfig::default()
         .policy(Policy::Preempt)
         .workers(1)
         .delivery(Delivery::Signal)
+        .signal_delay(Duration::ZERO)
         .pin(false);
-    sched.signal_delay = Duration::ZERO;
     let config = RunConfig {
         sched,
         duration: Duration::from_secs(1),
@@ -422,9 +422,9 @@ fn computations_round_robin_over_many_contexts_under_signals_keep_their_results(
                 .quantum(Duration::from_micros(50))
                 .workers(1)
                 .delivery(Delivery::Signal)
+                .signal_delay(Duration::ZERO)
                 .pin(false);
             sched.two_queues = false;
-            sched.signal_delay = Duration::ZERO;
             let config = RunConfig {
                 sched,
                 duration: Duration::from_secs(1),

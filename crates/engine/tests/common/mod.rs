@@ -126,3 +126,21 @@ pub fn hermitage_table(db: &Database) -> Arc<Table> {
     txn.commit().expect("commit");
     t
 }
+
+/// Entries of secondary index `index` of `t` in a fresh snapshot.
+pub fn index_entries(db: &Database, t: &Table, index: overtake_engine::IndexId) -> usize {
+    let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+    let mut entries = 0;
+    txn.scan_index(
+        t,
+        index,
+        &overtake_engine::KeyRange::all(),
+        overtake_engine::ScanOptions::forward(),
+        |_| {
+            entries += 1;
+            std::ops::ControlFlow::Continue(())
+        },
+    )
+    .expect("scan");
+    entries
+}

@@ -9,6 +9,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use overtake_runtime::preempt;
+use overtake_sched::{Delivery, Policy, SchedConfig};
+
+/// The tests' service: `policy` on one unpinned worker with small stacks, preemption requests
+/// taken up at record accesses (no signals: the tests decide where a task can be paused).
+pub fn config(policy: Policy) -> SchedConfig {
+    SchedConfig::default()
+        .policy(policy)
+        .delivery(Delivery::Poll)
+        .stack_size(256 * 1024)
+        .pin(false)
+}
 
 /// How long a wait may take before the test fails as hung.
 const HANG: Duration = Duration::from_secs(60);

@@ -52,12 +52,7 @@ impl ClientsConfig {
             think: Duration::ZERO,
             hp_share: 0.5,
             warehouses: 1,
-            sched: {
-                let mut service = sched;
-                service.policy = Policy::Preempt;
-                service.delivery = Delivery::Signal;
-                service
-            },
+            sched: sched.policy(Policy::Preempt).delivery(Delivery::Signal),
             isolation: Isolation::Serializable,
             constants,
             seed: 1,

@@ -71,12 +71,12 @@ pub fn run_closed_loop(
             }) as IdleWork<Job>)
         })
         .collect();
-    let mut sched = SchedConfig::default()
+    let sched = SchedConfig::default()
         .policy(Policy::Preempt)
         .workers(config.workers)
         .delivery(config.delivery)
+        .signal_delay(config.signal_delay)
         .pin(config.pin);
-    sched.signal_delay = config.signal_delay;
     let run = RunConfig {
         sched,
         duration: config.duration,
