@@ -201,6 +201,7 @@ impl Database {
                     end = log.append(&bytes, region);
                 })?;
         log.acknowledge(end, Priority::HIGH)
+            .0
             .map_err(Error::NotDurable)?;
         Ok(table)
     }
@@ -293,12 +294,18 @@ impl Database {
                 attempts.promoted += 1;
                 txn.reserve_writes();
             }
-            let result = body(&mut txn).and_then(|value| Ok(txn.commit().map(|()| value)?));
+            // A promoted attempt commits inside its region; it waits for the log after it.
+            let result = body(&mut txn)
+                .and_then(|value| Ok(txn.commit_in_memory().map(|lsn| (value, lsn))?));
             attempts.locks.add(&txn.lock_stats());
-            attempts.durable_wait = txn.durable_wait();
             let restart_after = txn.take_restart_after();
             drop(txn);
             drop(region);
+            let result = result.and_then(|(value, lsn)| {
+                let (durable, waited) = self.engine.acknowledge(lsn, priority);
+                attempts.durable_wait = waited;
+                Ok(durable.map(|()| value)?)
+            });
             if let Err(e) = &result {
                 attempts.failed_time += started.elapsed();
                 attempts.count(e);

@@ -261,3 +261,22 @@ fn without_logging_nothing_new_is_kept_and_rows_without_a_key_are_only_inserted(
     seen.sort_unstable();
     assert_eq!(seen, [5, 5, 7]);
 }
+
+#[test]
+fn a_promoted_attempt_waits_for_the_log_after_its_region() {
+    // A promoted attempt holds a region through its commit; a sync commit must not park in it.
+    let dir = Dir::new("promoted");
+    let db = Database::open(&dir.0, options(Durability::Sync)).expect("open");
+    let t = accounts(&db);
+    let retry = overtake_engine::RetryPolicy::default().promoting_after(0);
+    let attempts = db.run(Priority::LOW, Isolation::Snapshot, &retry, |txn| {
+        let row = t.row_builder().int(0, 1).int(1, 5).str(2, "o1").finish()?;
+        txn.insert(&t, row)
+    });
+    assert_eq!(attempts.promoted, 1);
+    assert_eq!(attempts.result, Ok(()));
+    drop(t);
+    drop(db);
+    let db = Database::open(&dir.0, options(Durability::Sync)).expect("reopen");
+    assert_eq!(rows(&db), Model::from([(1, (5, "o1".to_owned()))]));
+}

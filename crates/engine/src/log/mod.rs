@@ -93,18 +93,20 @@ impl Log {
         self.writer.append(record, region)
     }
 
-    /// True if commits wait for their records to be durable (`sync`).
-    pub(crate) fn waits(&self) -> bool {
-        self.mode == Durability::Sync
-    }
-
-    /// After the commit region: under `sync`, waits until the record ending at `lsn` is durable
-    /// (a transaction above the lowest level asks for the flush at once).
-    pub(crate) fn acknowledge(&self, lsn: u64, priority: Priority) -> Result<(), String> {
+    /// After the commit region (never inside one: it parks): under `sync`, waits until the
+    /// record ending at `lsn` is durable (a transaction above the lowest level asks for the
+    /// flush at once), and says how long that took (zero under `async`).
+    pub(crate) fn acknowledge(
+        &self,
+        lsn: u64,
+        priority: Priority,
+    ) -> (Result<(), String>, Duration) {
         if self.mode != Durability::Sync {
-            return Ok(());
+            return (Ok(()), Duration::ZERO);
         }
-        self.writer.wait_durable(lsn, priority > Priority::LOW)
+        let committed = std::time::Instant::now();
+        let durable = self.writer.wait_durable(lsn, priority > Priority::LOW);
+        (durable, committed.elapsed())
     }
 
     pub(crate) fn stats(&self) -> LogStats {

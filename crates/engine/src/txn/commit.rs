@@ -39,20 +39,21 @@ impl Transaction<'_> {
     /// cannot be written, the transaction has committed in memory but the error says it is not
     /// durable ([`CommitError::NotDurable`]).
     pub fn commit(&mut self) -> Result<(), CommitError> {
-        let lsn = self.commit_or_abort().map_err(|e| match e {
+        let lsn = self.commit_in_memory()?;
+        let (durable, waited) = self.engine.acknowledge(lsn, self.priority);
+        self.durable_wait = waited;
+        durable
+    }
+
+    /// Commits without waiting for the log (what [`commit`](Self::commit) does before its wait):
+    /// for a caller that holds a region across the commit and must leave it before it may park.
+    /// Returns where the commit's log record ends, if it wrote one.
+    pub(crate) fn commit_in_memory(&mut self) -> Result<Option<u64>, CommitError> {
+        self.commit_or_abort().map_err(|e| match e {
             Error::Aborted(reason) => CommitError::Aborted(reason),
             Error::NotActive => CommitError::NotActive,
             other => unreachable!("a commit can only abort or find the transaction ended: {other}"),
-        })?;
-        match (lsn, &self.engine.log) {
-            (Some(lsn), Some(log)) if log.waits() => {
-                let committed = std::time::Instant::now();
-                let acknowledged = log.acknowledge(lsn, self.priority);
-                self.durable_wait = committed.elapsed();
-                acknowledged.map_err(CommitError::NotDurable)
-            }
-            _ => Ok(()),
-        }
+        })
     }
 
     /// How long its commit waited, after the commit region, for its log record to be durable

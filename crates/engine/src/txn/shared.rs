@@ -6,6 +6,7 @@
 //! is what lets dependencies run one way: `db` -> `txn` -> `engine` -> the parts below.
 
 use crate::catalog::Catalog;
+use crate::error::CommitError;
 use crate::lock::LockManager;
 use crate::log::Log;
 use crate::mvcc::TxnTable;
@@ -27,6 +28,22 @@ pub(crate) struct Engine {
 }
 
 impl Engine {
+    /// Waits, as the log's mode says, until the commit whose record ends at `lsn` (`None`: it
+    /// wrote none) is durable; returns the outcome and how long it waited.
+    pub(crate) fn acknowledge(
+        &self,
+        lsn: Option<u64>,
+        priority: overtake_priority::Priority,
+    ) -> (std::result::Result<(), CommitError>, std::time::Duration) {
+        match (lsn, &self.log) {
+            (Some(lsn), Some(log)) => {
+                let (durable, waited) = log.acknowledge(lsn, priority);
+                (durable.map_err(CommitError::NotDurable), waited)
+            }
+            _ => (Ok(()), std::time::Duration::ZERO),
+        }
+    }
+
     pub(crate) fn new(id: u64, options: &Options) -> Self {
         // A worker thread that ran transactions frees what they retired before it exits (see
         // `release_thread_garbage`); the scheduler runs this hook without knowing the engine.
