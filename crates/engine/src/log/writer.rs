@@ -240,8 +240,15 @@ fn write_loop(shared: &Shared, mut file: Box<dyn LogFile>) {
             let region = NoPreemptGuard::new();
             let mut pending = shared.pending.lock(&region);
             if !pending.bytes.is_empty() {
-                batch.extend_from_slice(&pending.bytes);
-                pending.bytes.clear();
+                // Committers append under this latch: take their bytes by swapping buffers, not
+                // by copying up to a megabyte while they spin. Only a batch kept after a failed
+                // write is extended.
+                if batch.is_empty() {
+                    std::mem::swap(&mut batch, &mut pending.bytes);
+                } else {
+                    batch.extend_from_slice(&pending.bytes);
+                    pending.bytes.clear();
+                }
                 batch_end = pending.end;
             }
         }
