@@ -136,6 +136,9 @@ fn count_warehouses(db: &Database, tpcc: &TpccTables) -> Result<i64, String> {
 pub fn recovered_json(r: Option<&Recovered>) -> Value {
     r.map_or(Value::Null, |r| {
         json!({
+            "checkpoint": r.checkpoint.as_ref().map(|c| c.display().to_string()),
+            "checkpoint_rows": r.checkpoint_rows,
+            "segments": r.segments,
             "log_bytes": r.log_bytes,
             "transactions": r.transactions,
             "tables": r.tables,
@@ -155,12 +158,21 @@ pub fn recovered_line(r: &Recovered) -> String {
     } else {
         String::new()
     };
+    let checkpoint = match &r.checkpoint {
+        Some(c) => format!(
+            "{} row(s) from {}, then ",
+            r.checkpoint_rows,
+            c.file_name().map_or(c.as_os_str(), |n| n).to_string_lossy()
+        ),
+        None => String::new(),
+    };
     format!(
-        "recovered {}: {} transaction(s), {} table(s), {} bytes of log in {:.2} s{torn}",
-        r.log.display(),
+        "recovered {}: {checkpoint}{} transaction(s) from {} log segment(s) ({} bytes), {} table(s), in {:.2} s{torn}",
+        r.dir.display(),
         r.transactions,
-        r.tables,
+        r.segments,
         r.log_bytes,
+        r.tables,
         r.elapsed.as_secs_f64()
     )
 }

@@ -58,7 +58,10 @@ mod txn;
 
 pub use catalog::MAX_TABLES;
 pub use catalog::table::{IndexId, Table, TableId};
-pub use database::{Attempts, Database, EngineStats, LockWait, Recovered, RetryPolicy};
+pub use database::{
+    Attempts, CheckpointError, CheckpointStats, Checkpointed, Database, EngineStats, LockWait,
+    Recovered, RetryPolicy,
+};
 pub use error::{AbortReason, CommitError, DecimalError, Error, Result, SchemaError};
 pub use limits::{MAX_COLUMNS, MAX_DECIMAL_PRECISION, MAX_KEY_LEN, MAX_ROW_LEN};
 pub use lock::LockPolicy;
@@ -66,7 +69,7 @@ pub use log::{Durability, LogStats, RecoveryError};
 pub use mvcc::MAX_TRANSACTION_SLOTS;
 pub use mvcc::epoch::release_thread_garbage;
 pub use mvcc::gc::VersionCensus;
-pub use options::{Concurrency, Options};
+pub use options::{Concurrency, DEFAULT_CHECKPOINT_AFTER, Options};
 pub use overtake_priority::Priority;
 pub use storage::key::{KeyBuf, KeyBuilder, KeyRange};
 pub use storage::row::{Row, RowBuilder, RowLayout, RowMut, RowRef};

@@ -36,17 +36,17 @@ impl Catalog {
 
     /// Creates a table of database `database`.
     pub(crate) fn create(&self, database: u64, schema: TableSchema) -> Result<Arc<Table>> {
-        self.create_announced(database, schema, |_, _| {})
+        self.create_announced(database, schema, |_, _, _| {})
     }
 
-    /// Like [`create`](Self::create); `announce` runs once the table is sure to be created and
+    /// Like [`create`](Self::create); `announce` (given the table's id) runs once the table is sure to be created and
     /// before anyone can see it, inside the catalog's latch and region (the log appends the
     /// creation there, so that no transaction's write to the table is logged before it).
     pub(crate) fn create_announced(
         &self,
         database: u64,
         schema: TableSchema,
-        announce: impl FnOnce(&TableSchema, &NoPreemptGuard),
+        announce: impl FnOnce(TableId, &TableSchema, &NoPreemptGuard),
     ) -> Result<Arc<Table>> {
         let region = NoPreemptGuard::new();
         let mut names = self.names.write(&region);
@@ -57,7 +57,7 @@ impl Catalog {
         if id >= MAX_TABLES {
             return Err(Error::TooManyTables(MAX_TABLES));
         }
-        announce(&schema, &region);
+        announce(id as TableId, &schema, &region);
         let name = schema.name().to_owned();
         let table = Arc::new(Table::new(database, id as TableId, schema));
         // `id` is fresh, so the cell is empty.

@@ -8,10 +8,16 @@
 //! writer has made the record durable (a task parks, so its worker runs others); above the lowest
 //! priority it asks for the flush at once. Catalog changes are logged the same way.
 //!
-//! Parts: `record` (the bytes), `writer` (group commit), `recovery` (reading the log back).
+//! The log is split into segments where checkpoints begin; a checkpoint is a snapshot of every
+//! table from which the segments after the cut are replayed, so older segments can be removed.
+//!
+//! Parts: `record` (the bytes), `writer` (group commit, and the cut), `recovery` (reading a
+//! segment back), `checkpoint` (a checkpoint's file), `files` (the directory's files).
 //! Must never block inside a region, and never acknowledge a `sync` commit before its record is
 //! on stable storage.
 
+pub(crate) mod checkpoint;
+pub(crate) mod files;
 pub(crate) mod record;
 pub(crate) mod recovery;
 pub(crate) mod writer;
@@ -22,7 +28,7 @@ use overtake_priority::Priority;
 use overtake_runtime::NoPreemptGuard;
 
 pub use recovery::RecoveryError;
-use writer::{Batching, LogWriter};
+use writer::{Batching, LogFile, LogWriter, Segments};
 
 /// How commits reach stable storage (a setting of [`Database::open`](crate::Database::open); an
 /// in-memory database has no log whatever it says).
@@ -58,6 +64,8 @@ pub struct LogStats {
     pub flushes: u64,
     /// Bytes written.
     pub bytes: u64,
+    /// The segment being written (one more after each checkpoint).
+    pub segment: u64,
 }
 
 /// How long appended records wait for a flush nobody urgent asked for.
@@ -72,10 +80,11 @@ pub(crate) struct Log {
 }
 
 impl Log {
-    /// Starts logging to `file`, whose first `len` bytes hold the log so far.
+    /// Starts logging to segment `number`, `file`, whose first `len` bytes hold whole records;
+    /// `segments` makes the next ones.
     pub(crate) fn start(
-        file: Box<dyn writer::LogFile>,
-        len: u64,
+        segments: Box<dyn Segments>,
+        (file, number, len): (Box<dyn LogFile>, u64, u64),
         mode: Durability,
     ) -> std::io::Result<Log> {
         let batching = Batching {
@@ -83,9 +92,15 @@ impl Log {
             bytes: FLUSH_BYTES,
         };
         Ok(Log {
-            writer: LogWriter::start(file, len, batching)?,
+            // A record's LSN only orders waits within this run: it starts where the file ends.
+            writer: LogWriter::start(segments, (file, number, len), len, batching)?,
             mode,
         })
+    }
+
+    /// Cuts the log for a checkpoint (see [`LogWriter::rotate`]); returns the new segment.
+    pub(crate) fn cut(&self) -> Result<u64, String> {
+        self.writer.rotate()
     }
 
     /// Appends a framed record inside the committing region; returns where it ends.
@@ -114,6 +129,7 @@ impl Log {
         LogStats {
             flushes: s.flushes,
             bytes: s.bytes,
+            segment: s.segment,
         }
     }
 }

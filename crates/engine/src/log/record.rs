@@ -13,9 +13,10 @@ use crate::storage::schema::{ColumnType, TableSchema};
 /// The first bytes of every log file: the format's name and version.
 pub(crate) const MAGIC: &[u8; 8] = b"OVRTKLOG";
 /// The log format's version, after the magic bytes.
-pub(crate) const VERSION: u32 = 1;
-/// Bytes of the file header.
-pub(crate) const HEADER_LEN: usize = MAGIC.len() + 4;
+pub(crate) const VERSION: u32 = 2;
+/// Bytes of a segment's header: magic, version, and the segment's number (which its file name
+/// repeats, so a renamed or misplaced segment is noticed).
+pub(crate) const HEADER_LEN: usize = MAGIC.len() + 4 + 8;
 /// Bytes of a frame's length and checksum.
 pub(crate) const FRAME_HEADER: usize = 8;
 /// The largest payload a frame may declare (a transaction's after-images); anything longer is
@@ -37,22 +38,53 @@ pub(crate) struct LoggedWrite {
 /// A decoded record.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Record {
-    /// A table was created (tables get ids in creation order).
-    CreateTable(TableSchema),
+    /// Table `id` was created (tables get ids in creation order).
+    CreateTable { id: u32, schema: TableSchema },
     /// A transaction committed at `ts` with these writes.
     Commit { ts: u64, writes: Vec<LoggedWrite> },
 }
 
-/// The file header.
-pub(crate) fn header() -> [u8; HEADER_LEN] {
+/// The header of segment `segment`.
+pub(crate) fn header(segment: u64) -> [u8; HEADER_LEN] {
+    file_header(MAGIC, segment)
+}
+
+/// A file header: `magic`, the format version, and `number` (the segment's or checkpoint's).
+pub(crate) fn file_header(magic: &[u8; 8], number: u64) -> [u8; HEADER_LEN] {
     let mut out = [0; HEADER_LEN];
-    out[..8].copy_from_slice(MAGIC);
-    out[8..].copy_from_slice(&VERSION.to_le_bytes());
+    out[..8].copy_from_slice(magic);
+    out[8..12].copy_from_slice(&VERSION.to_le_bytes());
+    out[12..].copy_from_slice(&number.to_le_bytes());
     out
 }
 
+/// Checks a file header written by [`file_header`]: `Err` says what is wrong.
+pub(crate) fn check_header(
+    bytes: &[u8],
+    magic: &[u8; 8],
+    what: &str,
+    number: u64,
+) -> Result<(), String> {
+    if bytes.len() < HEADER_LEN || &bytes[..MAGIC.len()] != magic {
+        return Err(format!("not an Overtake {what} (no {what} header)"));
+    }
+    let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
+    if version != VERSION {
+        return Err(format!(
+            "{what} format version {version}; this build reads version {VERSION}"
+        ));
+    }
+    let found = u64::from_le_bytes(bytes[12..20].try_into().expect("8 bytes"));
+    if found != number {
+        return Err(format!(
+            "the header says {what} {found}, the file name {number}"
+        ));
+    }
+    Ok(())
+}
+
 /// Appends a framed record whose payload `payload` writes, to `out`.
-fn frame(out: &mut Vec<u8>, payload: impl FnOnce(&mut Vec<u8>)) {
+pub(crate) fn frame(out: &mut Vec<u8>, payload: impl FnOnce(&mut Vec<u8>)) {
     let at = out.len();
     out.extend_from_slice(&[0; FRAME_HEADER]);
     payload(out);
@@ -62,15 +94,16 @@ fn frame(out: &mut Vec<u8>, payload: impl FnOnce(&mut Vec<u8>)) {
     out[at + 4..at + 8].copy_from_slice(&crc.to_le_bytes());
 }
 
-fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+pub(crate) fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
     out.extend_from_slice(bytes);
 }
 
-/// Appends the record of a created table.
-pub(crate) fn encode_create_table(out: &mut Vec<u8>, schema: &TableSchema) {
+/// Appends the record of created table `id`.
+pub(crate) fn encode_create_table(out: &mut Vec<u8>, id: u32, schema: &TableSchema) {
     frame(out, |p| {
         p.push(CREATE_TABLE);
+        p.extend_from_slice(&id.to_le_bytes());
         put_bytes(p, schema.name().as_bytes());
         p.extend_from_slice(&(schema.columns().len() as u32).to_le_bytes());
         for c in schema.columns() {
@@ -189,42 +222,43 @@ pub(crate) fn read_frame(bytes: &[u8]) -> Frame<'_> {
 }
 
 /// A cursor over a payload that fails instead of panicking.
-struct Reader<'a> {
-    bytes: &'a [u8],
+pub(crate) struct Cursor<'a> {
+    pub(crate) bytes: &'a [u8],
 }
 
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+impl<'a> Cursor<'a> {
+    pub(crate) fn take(&mut self, n: usize) -> Option<&'a [u8]> {
         let (head, rest) = (self.bytes.get(..n)?, self.bytes.get(n..)?);
         self.bytes = rest;
         Some(head)
     }
-    fn u8(&mut self) -> Option<u8> {
+    pub(crate) fn u8(&mut self) -> Option<u8> {
         Some(self.take(1)?[0])
     }
-    fn u16(&mut self) -> Option<u16> {
+    pub(crate) fn u16(&mut self) -> Option<u16> {
         Some(u16::from_le_bytes(self.take(2)?.try_into().ok()?))
     }
-    fn u32(&mut self) -> Option<u32> {
+    pub(crate) fn u32(&mut self) -> Option<u32> {
         Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
     }
-    fn u64(&mut self) -> Option<u64> {
+    pub(crate) fn u64(&mut self) -> Option<u64> {
         Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
     }
-    fn bytes(&mut self) -> Option<&'a [u8]> {
+    pub(crate) fn bytes(&mut self) -> Option<&'a [u8]> {
         let n = self.u32()? as usize;
         self.take(n)
     }
-    fn string(&mut self) -> Option<String> {
+    pub(crate) fn string(&mut self) -> Option<String> {
         String::from_utf8(self.bytes()?.to_vec()).ok()
     }
 }
 
 /// Decodes a frame's payload; `None` if it is not a record this version writes.
 pub(crate) fn decode(payload: &[u8]) -> Option<Record> {
-    let mut r = Reader { bytes: payload };
+    let mut r = Cursor { bytes: payload };
     let record = match r.u8()? {
         CREATE_TABLE => {
+            let id = r.u32()?;
             let mut builder = TableSchema::builder(r.string()?);
             let columns = r.u32()?;
             for _ in 0..columns {
@@ -260,7 +294,10 @@ pub(crate) fn decode(payload: &[u8]) -> Option<Record> {
                 let cols: Vec<&str> = cols.iter().map(String::as_str).collect();
                 builder = builder.index(name, &cols);
             }
-            Record::CreateTable(builder.build().ok()?)
+            Record::CreateTable {
+                id,
+                schema: builder.build().ok()?,
+            }
         }
         COMMIT => {
             let ts = r.u64()?;
@@ -334,8 +371,14 @@ mod tests {
     #[test]
     fn a_created_table_decodes_to_its_schema() {
         let mut out = Vec::new();
-        encode_create_table(&mut out, &schema());
-        assert_eq!(only(&out), Record::CreateTable(schema()));
+        encode_create_table(&mut out, 3, &schema());
+        assert_eq!(
+            only(&out),
+            Record::CreateTable {
+                id: 3,
+                schema: schema()
+            }
+        );
     }
 
     proptest! {

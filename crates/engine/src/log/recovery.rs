@@ -1,5 +1,6 @@
-//! Reading a log back: the header is checked, every frame read in order, a torn tail cut, and
-//! damage refused. What it returns is the list of records to replay, in log order.
+//! Reading a log segment back: the header is checked, every frame read in order, a torn tail of
+//! the last segment cut, and damage refused. What it returns is the list of records to replay, in
+//! log order.
 //!
 //! Log order is a replay order that yields the committed state: a transaction appends its record
 //! inside its commit region before its versions become visible, so any transaction that read or
@@ -12,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::record::{self, Frame, HEADER_LEN, MAGIC, Record, VERSION};
+use super::record::{self, Frame, HEADER_LEN, MAGIC, Record};
 
 /// Why a log could not be read back.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -64,8 +65,9 @@ pub(crate) struct ReadLog {
     pub(crate) torn_bytes: u64,
 }
 
-/// Reads the log file at `path` (which exists).
-pub(crate) fn read(path: &Path) -> Result<ReadLog, RecoveryError> {
+/// Reads segment `number`, the file at `path` (which exists). Only the `last` segment may end in
+/// a torn record: every earlier one was whole and durable before the next was created.
+pub(crate) fn read(path: &Path, number: u64, last: bool) -> Result<ReadLog, RecoveryError> {
     let io = |e: std::io::Error| RecoveryError::Io {
         file: path.to_owned(),
         reason: e.to_string(),
@@ -75,15 +77,7 @@ pub(crate) fn read(path: &Path) -> Result<ReadLog, RecoveryError> {
         file: path.to_owned(),
         reason,
     };
-    if bytes.len() < HEADER_LEN || &bytes[..MAGIC.len()] != MAGIC {
-        return Err(format("not an Overtake log (no log header)".into()));
-    }
-    let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-    if version != VERSION {
-        return Err(format(format!(
-            "log format version {version}; this build reads version {VERSION}"
-        )));
-    }
+    record::check_header(&bytes, MAGIC, "log", number).map_err(format)?;
     let mut records = Vec::new();
     let mut at = HEADER_LEN;
     while at < bytes.len() {
@@ -97,6 +91,13 @@ pub(crate) fn read(path: &Path) -> Result<ReadLog, RecoveryError> {
                 };
                 records.push(r);
                 at += used;
+            }
+            Frame::Torn if last => break,
+            Frame::Torn | Frame::Bad if !last => {
+                return Err(RecoveryError::Damaged {
+                    file: path.to_owned(),
+                    offset: at as u64,
+                });
             }
             Frame::Torn => break,
             Frame::Bad => {
@@ -140,7 +141,7 @@ mod tests {
     }
 
     fn log_of(records: &[Vec<u8>]) -> Vec<u8> {
-        let mut bytes = header().to_vec();
+        let mut bytes = header(1).to_vec();
         for r in records {
             bytes.extend_from_slice(r);
         }
@@ -148,6 +149,10 @@ mod tests {
     }
 
     fn read_bytes(bytes: &[u8]) -> Result<ReadLog, RecoveryError> {
+        read_segment(bytes, true)
+    }
+
+    fn read_segment(bytes: &[u8], last: bool) -> Result<ReadLog, RecoveryError> {
         let dir = std::env::temp_dir().join(format!(
             "overtake-recovery-{}-{:?}",
             std::process::id(),
@@ -156,7 +161,7 @@ mod tests {
         std::fs::create_dir_all(&dir).expect("dir");
         let path = dir.join("log");
         std::fs::write(&path, bytes).expect("write");
-        let read = read(&path);
+        let read = read(&path, 1, last);
         std::fs::remove_dir_all(&dir).expect("clean up");
         read
     }
@@ -210,9 +215,27 @@ mod tests {
     fn other_files_and_versions_are_refused_by_name() {
         let err = read_bytes(b"PGDMP and more bytes").err().expect("refused");
         assert!(err.to_string().contains("not an Overtake log"), "{err}");
-        let mut v2 = header().to_vec();
-        v2[8] = 2;
-        let err = read_bytes(&v2).err().expect("refused");
-        assert!(err.to_string().contains("version 2"), "{err}");
+        let mut v9 = header(1).to_vec();
+        v9[8] = 9;
+        let err = read_bytes(&v9).err().expect("refused");
+        assert!(err.to_string().contains("version 9"), "{err}");
+        let err = read_bytes(&header(2)).err().expect("refused");
+        assert!(
+            err.to_string().contains("says log 2, the file name 1"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn only_the_last_segment_may_end_torn() {
+        let records: Vec<Vec<u8>> = (1..=2).map(|ts| commit(ts, &[7; 30])).collect();
+        let bytes = log_of(&records);
+        let cut = &bytes[..bytes.len() - 3];
+        assert_eq!(read_segment(cut, true).map(|r| r.records.len()), Ok(1));
+        let at = (HEADER_LEN + records[0].len()) as u64;
+        assert!(matches!(
+            read_segment(cut, false),
+            Err(RecoveryError::Damaged { offset, .. }) if offset == at
+        ));
     }
 }

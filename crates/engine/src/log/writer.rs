@@ -8,6 +8,10 @@
 //! log: a waiter above the lowest level asks for a flush at once instead of waiting for the
 //! interval, and joins the flush in flight if there is one.
 //!
+//! The log is a series of segment files; a checkpoint asks the writer to start the next one
+//! ([`LogWriter::rotate`]), which cuts the log at an exact point: every record appended before the
+//! cut is in the old segment, durable, and every later one in the new segment.
+//!
 //! The writer thread is the only place that blocks in the kernel for the log; it must never run
 //! on a worker. An I/O error is kept for the waiters of that batch and every later one until a
 //! write succeeds again; the bytes stay pending and are retried each interval.
@@ -48,6 +52,13 @@ impl LogFile for std::fs::File {
     }
 }
 
+/// Where new segments come from when the log is cut for a checkpoint.
+pub(crate) trait Segments: Send {
+    /// Creates segment `n` (its header and name durable) and returns it for appending; leaves
+    /// nothing behind when it fails.
+    fn create(&mut self, n: u64) -> io::Result<Box<dyn LogFile>>;
+}
+
 /// How the writer batches.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Batching {
@@ -63,6 +74,8 @@ pub(crate) struct WriterStats {
     pub(crate) flushes: u64,
     pub(crate) bytes: u64,
     pub(crate) durable_lsn: u64,
+    /// The segment appends go to.
+    pub(crate) segment: u64,
 }
 
 /// The longest pause before a failed flush is tried again.
@@ -87,6 +100,27 @@ struct Shared {
     batching: Batching,
     flushes: AtomicU64,
     bytes: AtomicU64,
+    segment: AtomicU64,
+    rotation: RegionMutex<Rotation>,
+}
+
+/// A cut of the log asked for, and its answer.
+#[derive(Default)]
+struct Rotation {
+    /// Who asked, not yet taken up by the writer.
+    requested: Option<Unparker>,
+    /// The new segment's number, or why there is none.
+    done: Option<Result<u64, String>>,
+}
+
+/// The segment the writer appends to.
+struct Current {
+    file: Box<dyn LogFile>,
+    number: u64,
+    /// Bytes of the file that are written and durable (where a failed write is cut back to).
+    len: u64,
+    /// Makes the next one.
+    segments: Box<dyn Segments>,
 }
 
 /// The log writer: the shared buffer, and the thread that flushes it.
@@ -96,9 +130,12 @@ pub(crate) struct LogWriter {
 }
 
 impl LogWriter {
-    /// Starts the writer thread on `file`, whose first `lsn` bytes are already durable.
+    /// Starts the writer thread appending to segment `number`, `file`, which holds `len` durable
+    /// bytes; `lsn` is the log's position so far (a record's LSN counts the bytes of every record
+    /// before it, over all segments).
     pub(crate) fn start(
-        file: Box<dyn LogFile>,
+        segments: Box<dyn Segments>,
+        (file, number, len): (Box<dyn LogFile>, u64, u64),
         lsn: u64,
         batching: Batching,
     ) -> io::Result<LogWriter> {
@@ -116,7 +153,15 @@ impl LogWriter {
             batching,
             flushes: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
+            segment: AtomicU64::new(number),
+            rotation: RegionMutex::new(Rotation::default()),
         });
+        let current = Current {
+            file,
+            number,
+            len,
+            segments,
+        };
         let for_thread = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("log-writer".into())
@@ -124,7 +169,7 @@ impl LogWriter {
                 // Known before its first look at the flag: a request made before this is seen
                 // by that look, one made after finds the thread to unpark.
                 let _ = for_thread.thread.set(std::thread::current());
-                write_loop(&for_thread, file)
+                write_loop(&for_thread, current)
             })?;
         Ok(LogWriter {
             shared,
@@ -183,12 +228,40 @@ impl LogWriter {
         }
     }
 
+    /// Cuts the log: the records appended so far are made durable in the current segment, and
+    /// later ones go to a new one, whose number it returns. Parks until then (never call it
+    /// inside a region); one cut at a time.
+    pub(crate) fn rotate(&self) -> Result<u64, String> {
+        let shared = &self.shared;
+        let me = park::current_unparker();
+        {
+            let region = NoPreemptGuard::new();
+            let mut rotation = shared.rotation.lock(&region);
+            assert!(
+                rotation.requested.is_none() && rotation.done.is_none(),
+                "the log is cut by one checkpoint at a time"
+            );
+            rotation.requested = Some(me);
+        }
+        shared.ask_for_flush();
+        loop {
+            {
+                let region = NoPreemptGuard::new();
+                if let Some(done) = shared.rotation.lock(&region).done.take() {
+                    return done;
+                }
+            }
+            park::park();
+        }
+    }
+
     /// What it did so far.
     pub(crate) fn stats(&self) -> WriterStats {
         WriterStats {
             flushes: self.shared.flushes.load(Ordering::Relaxed),
             bytes: self.shared.bytes.load(Ordering::Relaxed),
             durable_lsn: self.shared.durable.load(Ordering::Acquire),
+            segment: self.shared.segment.load(Ordering::Acquire),
         }
     }
 }
@@ -212,6 +285,14 @@ impl Shared {
         }
     }
 
+    /// Answers the cut `requester` asked for.
+    fn answer_rotation(&self, requester: Unparker, done: Result<u64, String>) {
+        let region = NoPreemptGuard::new();
+        self.rotation.lock(&region).done = Some(done);
+        drop(region);
+        requester.unpark();
+    }
+
     /// Wakes, and forgets, every waiter at or below `upto` (durable now, or failed: each looks
     /// which).
     fn wake(&self, upto: u64) {
@@ -227,16 +308,19 @@ impl Shared {
     }
 }
 
-fn write_loop(shared: &Shared, mut file: Box<dyn LogFile>) {
+fn write_loop(shared: &Shared, mut current: Current) {
     let mut batch: Vec<u8> = Vec::with_capacity(shared.batching.bytes * 2);
     // What was taken from the buffer but not yet written (kept across failures).
     let mut batch_end = shared.durable.load(Ordering::Acquire);
+    // A cut taken up: the batch ends at it, so no more bytes are taken until the next segment
+    // exists.
+    let mut cutting: Option<Unparker> = None;
     loop {
         let stopping = shared.stop.load(Ordering::Acquire);
         if !shared.flush_now.swap(false, Ordering::SeqCst) && !stopping {
             std::thread::park_timeout(shared.batching.interval);
         }
-        {
+        if cutting.is_none() {
             let region = NoPreemptGuard::new();
             let mut pending = shared.pending.lock(&region);
             if !pending.bytes.is_empty() {
@@ -251,14 +335,18 @@ fn write_loop(shared: &Shared, mut file: Box<dyn LogFile>) {
                 }
                 batch_end = pending.end;
             }
+            // Under the latch appends take: the cut falls exactly after what was just taken.
+            cutting = shared.rotation.lock(&region).requested.take();
         }
         if !batch.is_empty() {
+            let file = &mut current.file;
             match file.append(&batch).and_then(|()| file.sync()) {
                 Ok(()) => {
                     shared.flushes.fetch_add(1, Ordering::Relaxed);
                     shared
                         .bytes
                         .fetch_add(batch.len() as u64, Ordering::Relaxed);
+                    current.len += batch.len() as u64;
                     batch.clear();
                     shared.durable.store(batch_end, Ordering::Release);
                     let region = NoPreemptGuard::new();
@@ -269,16 +357,18 @@ fn write_loop(shared: &Shared, mut file: Box<dyn LogFile>) {
                 Err(e) => {
                     // The batch is written again in full at the next try, over whatever part
                     // of it reached the file (cut back to what is durable).
-                    let durable = shared.durable.load(Ordering::Acquire);
-                    if let Err(cut) = file.truncate(durable) {
+                    if let Err(cut) = file.truncate(current.len) {
                         // The file may now hold half a batch: writing after it would bury it
                         // in the middle of the log. Nothing more is written; every durable
                         // commit fails from now on, and recovery cuts the torn tail.
                         let why = format!("{e}; then cutting the log back failed: {cut}");
                         let region = NoPreemptGuard::new();
-                        *shared.failure.lock(&region) = Some((u64::MAX, why));
+                        *shared.failure.lock(&region) = Some((u64::MAX, why.clone()));
                         drop(region);
                         shared.wake(u64::MAX);
+                        if let Some(requester) = cutting.take() {
+                            shared.answer_rotation(requester, Err(why));
+                        }
                         return;
                     }
                     let region = NoPreemptGuard::new();
@@ -286,6 +376,9 @@ fn write_loop(shared: &Shared, mut file: Box<dyn LogFile>) {
                     drop(region);
                     shared.wake(batch_end);
                     if stopping {
+                        if let Some(requester) = cutting.take() {
+                            shared.answer_rotation(requester, Err(e.to_string()));
+                        }
                         return;
                     }
                     // Not at once: a full disk would otherwise be retried as fast as urgent
@@ -294,6 +387,17 @@ fn write_loop(shared: &Shared, mut file: Box<dyn LogFile>) {
                     continue;
                 }
             }
+        }
+        if let Some(requester) = cutting.take() {
+            let next = current.number + 1;
+            let done = current.segments.create(next).map(|file| {
+                current.file = file;
+                current.number = next;
+                current.len = super::record::HEADER_LEN as u64;
+                shared.segment.store(next, Ordering::Release);
+                next
+            });
+            shared.answer_rotation(requester, done.map_err(|e| e.to_string()));
         }
         if stopping {
             let region = NoPreemptGuard::new();
@@ -337,6 +441,81 @@ mod tests {
         }
     }
 
+    struct NoSegments;
+
+    impl Segments for NoSegments {
+        fn create(&mut self, _: u64) -> io::Result<Box<dyn LogFile>> {
+            Err(io::Error::other("no segments here"))
+        }
+    }
+
+    /// Segments in memory: each a buffer starting with its header.
+    #[derive(Clone, Default)]
+    struct Memory(Arc<Mutex<Vec<Bytes>>>);
+
+    type Bytes = Arc<Mutex<Vec<u8>>>;
+
+    struct MemoryFile(Bytes);
+
+    impl LogFile for MemoryFile {
+        fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
+            self.0.lock().expect("test").extend_from_slice(bytes);
+            Ok(())
+        }
+        fn sync(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+        fn truncate(&mut self, len: u64) -> io::Result<()> {
+            self.0.lock().expect("test").truncate(len as usize);
+            Ok(())
+        }
+    }
+
+    impl Segments for Memory {
+        fn create(&mut self, n: u64) -> io::Result<Box<dyn LogFile>> {
+            let file = Arc::new(Mutex::new(crate::log::record::header(n).to_vec()));
+            self.0.lock().expect("test").push(Arc::clone(&file));
+            Ok(Box::new(MemoryFile(file)))
+        }
+    }
+
+    #[test]
+    fn a_cut_puts_every_earlier_record_durably_in_the_old_segment_and_later_ones_in_the_new() {
+        let mut memory = Memory::default();
+        let first = memory.create(1).expect("segment");
+        let first_len = crate::log::record::HEADER_LEN as u64;
+        let batching = Batching {
+            interval: Duration::from_secs(3600),
+            bytes: 1 << 20,
+        };
+        let writer = LogWriter::start(Box::new(memory.clone()), (first, 1, first_len), 0, batching)
+            .expect("start");
+        let before = append(&writer, b"before");
+        assert_eq!(writer.rotate(), Ok(2));
+        // The cut made what came before it durable without anyone waiting for it.
+        assert_eq!(writer.stats().durable_lsn, before);
+        assert_eq!(writer.stats().segment, 2);
+        let after = append(&writer, b"after");
+        assert_eq!(writer.wait_durable(after, true), Ok(()));
+        let files: Vec<Vec<u8>> = memory
+            .0
+            .lock()
+            .expect("test")
+            .iter()
+            .map(|f| f.lock().expect("test").clone())
+            .collect();
+        let header = |n| crate::log::record::header(n).to_vec();
+        assert_eq!(
+            files,
+            [
+                [header(1), b"before".to_vec()].concat(),
+                [header(2), b"after".to_vec()].concat()
+            ]
+        );
+        assert_eq!(writer.rotate(), Ok(3));
+        drop(writer);
+    }
+
     struct Harness {
         writer: Arc<LogWriter>,
         written: Arc<Mutex<Vec<u8>>>,
@@ -359,7 +538,10 @@ mod tests {
             bytes: 1 << 20,
         };
         Harness {
-            writer: Arc::new(LogWriter::start(Box::new(file), 0, batching).expect("start")),
+            writer: Arc::new(
+                LogWriter::start(Box::new(NoSegments), (Box::new(file), 1, 0), 0, batching)
+                    .expect("start"),
+            ),
             written,
             sync_started: started_rx,
             verdicts: verdict_tx,

@@ -254,6 +254,12 @@ impl TxnTable {
         self.clock.load(Ordering::SeqCst)
     }
 
+    /// Moves the clock forward to at least `ts` (recovery: later commits are ordered after every
+    /// logged one).
+    pub(crate) fn advance_clock(&self, ts: u64) {
+        self.clock.fetch_max(ts, Ordering::SeqCst);
+    }
+
     /// Takes a free slot and a snapshot.
     pub(crate) fn begin(&self) -> Result<Lease> {
         let _region = NoPreemptGuard::new();

@@ -20,7 +20,7 @@
 //! Parts: `shared` (the state of one open database that its transactions work on), `writeset`
 //! and `footprint` (what a transaction wrote, read and scanned), `prefetched` (rows it looked up
 //! ahead), `install` and `commit` (ending it), `locking` (its side of two-phase locking), `scan`
-//! and `write` (its operations).
+//! and `write` (its operations), `snapshot_rows` (what a checkpoint reads).
 
 mod commit;
 pub(crate) mod footprint;
@@ -30,6 +30,7 @@ pub(crate) use locking::describe_locks;
 pub(crate) mod prefetched;
 mod scan;
 pub(crate) mod shared;
+mod snapshot_rows;
 mod write;
 pub(crate) mod writeset;
 

@@ -3,6 +3,7 @@
 // Each test binary compiles this module and uses a different part of it.
 #![allow(dead_code)]
 
+pub mod kept;
 pub mod preempted;
 pub mod sessions;
 

@@ -1,8 +1,17 @@
 //! The database: the public entry points (tables, transactions, retries, statistics) over the
 //! shared state in `engine`.
+//!
+//! Parts: `open` (opening a directory: recovery), `checkpoint` (checkpoints, and the thread that
+//! takes them in the background), `retry` (how `run` retries).
 
-use std::io::{Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+mod checkpoint;
+mod open;
+mod retry;
+
+pub use checkpoint::{CheckpointError, CheckpointStats, Checkpointed};
+pub use open::Recovered;
+pub use retry::{Attempts, RetryPolicy};
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -10,11 +19,10 @@ use std::time::{Duration, Instant};
 use overtake_runtime::NoPreemptGuard;
 
 use crate::catalog::table::Table;
-use crate::error::{AbortReason, Error, Result};
+use crate::error::{Error, Result};
 use crate::lock::{LockMode, LockPolicy};
-use crate::log::record::{self, Record};
-use crate::log::recovery::{self, ReadLog};
-use crate::log::{Durability, Log, LogStats, RecoveryError};
+use crate::log::record;
+use crate::log::{Log, LogStats};
 use crate::mvcc::gc::{self, VersionCensus};
 use crate::options::{Concurrency, Options};
 use crate::storage::schema::TableSchema;
@@ -28,32 +36,21 @@ static NEXT_DATABASE_ID: AtomicU64 = AtomicU64::new(1);
 /// A database: in memory ([`Database::in_memory`]), or kept in a directory with a redo log
 /// ([`Database::open`]).
 pub struct Database {
-    engine: Engine,
+    /// Shared with the background checkpointer.
+    engine: Arc<Engine>,
     /// What opening it in a directory recovered.
     recovered: Option<Recovered>,
+    /// Checkpoints of a logged database.
+    checkpoints: Option<checkpoint::Checkpoints>,
 }
 
-/// What [`Database::open`] found in its directory and replayed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Recovered {
-    /// The log file.
-    pub log: PathBuf,
-    /// Bytes of whole records read from it.
-    pub log_bytes: u64,
-    /// Tables re-created.
-    pub tables: usize,
-    /// Transactions replayed.
-    pub transactions: u64,
-    /// Bytes cut from the end of the log: a record a crash tore (never acknowledged under
-    /// `sync`).
-    pub torn_bytes: u64,
-    /// Time to read and replay it.
-    pub elapsed: Duration,
+impl Drop for Database {
+    /// Stops the background checkpointer first, so that the engine (and its log's last flush)
+    /// ends on the thread that drops the database.
+    fn drop(&mut self) {
+        self.checkpoints.take();
+    }
 }
-
-/// The log's file name in a database directory.
-const LOG_FILE: &str = "overtake.log";
 
 /// Counters describing the engine's state.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -75,103 +72,10 @@ impl Database {
     pub fn in_memory(options: Options) -> Self {
         let id = NEXT_DATABASE_ID.fetch_add(1, Ordering::Relaxed);
         Database {
-            engine: Engine::new(id, &options),
+            engine: Arc::new(Engine::new(id, &options)),
             recovered: None,
+            checkpoints: None,
         }
-    }
-
-    /// Opens the database kept in directory `dir`, creating both if there is none: reads its log
-    /// back (cutting a record a crash tore at its end, refusing damage anywhere before), replays
-    /// it, and logs every later commit and table as `options.durability` says.
-    pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<Database, RecoveryError> {
-        let dir = dir.as_ref();
-        let started = Instant::now();
-        let path = dir.join(LOG_FILE);
-        let io = |e: std::io::Error| RecoveryError::Io {
-            file: path.clone(),
-            reason: e.to_string(),
-        };
-        std::fs::create_dir_all(dir).map_err(|e| RecoveryError::Io {
-            file: dir.to_owned(),
-            reason: e.to_string(),
-        })?;
-        let existed = path.exists();
-        let read = if existed {
-            recovery::read(&path)?
-        } else {
-            ReadLog {
-                records: Vec::new(),
-                valid_len: record::HEADER_LEN as u64,
-                torn_bytes: 0,
-            }
-        };
-        let mut db = Database::in_memory(options.clone());
-        let (tables, transactions) =
-            db.replay(read.records)
-                .map_err(|reason| RecoveryError::Replay {
-                    file: path.clone(),
-                    reason,
-                })?;
-        if options.durability != Durability::Off {
-            let mut file = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(&path)
-                .map_err(io)?;
-            if existed {
-                // Appending continues after the last whole record.
-                file.set_len(read.valid_len).map_err(io)?;
-            } else {
-                file.write_all(&record::header()).map_err(io)?;
-                file.sync_all().map_err(io)?;
-                // The new file's name must survive a crash too.
-                std::fs::File::open(dir)
-                    .and_then(|d| d.sync_all())
-                    .map_err(io)?;
-            }
-            file.seek(SeekFrom::End(0)).map_err(io)?;
-            let log = Log::start(Box::new(file), read.valid_len, options.durability).map_err(io)?;
-            db.engine.log = Some(log);
-        }
-        db.recovered = Some(Recovered {
-            log: path,
-            log_bytes: read.valid_len,
-            tables,
-            transactions,
-            torn_bytes: read.torn_bytes,
-            elapsed: started.elapsed(),
-        });
-        Ok(db)
-    }
-
-    /// Re-creates the logged tables and re-applies the logged commits, in log order.
-    fn replay(&self, records: Vec<Record>) -> std::result::Result<(usize, u64), String> {
-        let (mut tables, mut transactions) = (0, 0);
-        for (i, r) in records.into_iter().enumerate() {
-            let at = |e: &dyn std::fmt::Display| format!("record {i}: {e}");
-            match r {
-                Record::CreateTable(schema) => {
-                    self.create_table(schema).map_err(|e| at(&e))?;
-                    tables += 1;
-                }
-                Record::Commit { writes, .. } => {
-                    let mut txn = self
-                        .begin(Priority::HIGH, Isolation::Snapshot)
-                        .map_err(|e| at(&e))?;
-                    for w in writes {
-                        let Some(table) = self.engine.catalog.get(w.table) else {
-                            return Err(at(&format!("no table {}", w.table)));
-                        };
-                        txn.replay_write(table, &w.key, w.row).map_err(|e| at(&e))?;
-                    }
-                    txn.commit().map_err(|e| at(&e))?;
-                    transactions += 1;
-                }
-            }
-        }
-        Ok((tables, transactions))
     }
 
     /// What [`open`](Self::open) recovered (`None` for an in-memory database).
@@ -192,14 +96,15 @@ impl Database {
             return self.engine.catalog.create(self.engine.id, schema);
         };
         let mut end = 0;
-        let table =
-            self.engine
-                .catalog
-                .create_announced(self.engine.id, schema, |schema, region| {
-                    let mut bytes = Vec::new();
-                    record::encode_create_table(&mut bytes, schema);
-                    end = log.append(&bytes, region);
-                })?;
+        let table = self.engine.catalog.create_announced(
+            self.engine.id,
+            schema,
+            |id, schema, region| {
+                let mut bytes = Vec::new();
+                record::encode_create_table(&mut bytes, id, schema);
+                end = log.append(&bytes, region);
+            },
+        )?;
         log.acknowledge(end, Priority::HIGH)
             .0
             .map_err(Error::NotDurable)?;
@@ -359,9 +264,18 @@ impl Database {
     }
 
     /// Switches the concurrency control (a benchmark compares several on one loaded database).
-    /// Taking `&mut self` guarantees no transaction is open.
+    /// Taking `&mut self` guarantees no transaction is open; a background checkpoint in progress
+    /// is waited for.
     pub fn set_concurrency(&mut self, concurrency: Concurrency) {
-        self.engine.locks = concurrency.lock_manager();
+        if let Some(checkpoints) = &mut self.checkpoints {
+            checkpoints.pause();
+        }
+        Arc::get_mut(&mut self.engine)
+            .expect("only the checkpointer shares the engine, and it is stopped")
+            .locks = concurrency.lock_manager();
+        if let Some(checkpoints) = &mut self.checkpoints {
+            checkpoints.resume(&self.engine);
+        }
     }
 
     /// The lock policy, under two-phase locking.
@@ -403,107 +317,6 @@ impl Database {
     }
 }
 
-/// How [`Database::run`] retries.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct RetryPolicy {
-    /// Give up after this many attempts (0: never give up).
-    pub max_attempts: u32,
-    /// After this many failed attempts, run the next ones promoted (see [`Database::run`]).
-    /// `None`: never promote.
-    pub promote_after: Option<u32>,
-}
-
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        RetryPolicy {
-            max_attempts: 1000,
-            promote_after: None,
-        }
-    }
-}
-
-impl RetryPolicy {
-    /// Retry until success.
-    pub fn forever() -> Self {
-        RetryPolicy {
-            max_attempts: 0,
-            promote_after: None,
-        }
-    }
-
-    /// Never retry.
-    pub fn never() -> Self {
-        RetryPolicy {
-            max_attempts: 1,
-            promote_after: None,
-        }
-    }
-
-    /// At most `attempts` attempts (0: no limit).
-    pub fn attempts(mut self, attempts: u32) -> Self {
-        self.max_attempts = attempts;
-        self
-    }
-
-    /// The same policy, promoting attempts after `failures` failed ones.
-    pub fn promoting_after(mut self, failures: u32) -> Self {
-        self.promote_after = Some(failures);
-        self
-    }
-
-    fn exhausted(&self, tries: u32) -> bool {
-        self.max_attempts != 0 && tries >= self.max_attempts
-    }
-
-    /// Exponential spin before the next attempt, so that conflicting transactions drift apart. It
-    /// spins rather than sleeps: the thread may be an engine worker that must not block.
-    fn back_off(&self, tries: u32) {
-        for _ in 0..(1u32 << tries.min(10)) {
-            std::hint::spin_loop();
-        }
-    }
-}
-
-/// The outcome of [`Database::run`].
-#[derive(Debug)]
-#[non_exhaustive]
-pub struct Attempts<T> {
-    /// The body's value, or the error that ended the attempts.
-    pub result: Result<T>,
-    /// Attempts aborted by write-write conflicts.
-    pub conflicts: u32,
-    /// Attempts aborted by failed serializable validation.
-    pub validation_failures: u32,
-    /// Attempts aborted as deadlock victims (two-phase locking).
-    pub deadlocks: u32,
-    /// Attempts aborted by a more urgent transaction's lock policy, or by a wait-depth limit
-    /// (two-phase locking).
-    pub lock_preemptions: u32,
-    /// Attempts that ran promoted (see [`RetryPolicy::promote_after`]).
-    pub promoted: u32,
-    /// Time spent in attempts that failed: work thrown away.
-    pub failed_time: Duration,
-    /// Lock waits over all attempts (two-phase locking).
-    pub locks: LockStats,
-    /// How long the commit that ended them waited for its log record to be durable (zero in
-    /// memory and under `async`).
-    pub durable_wait: Duration,
-}
-
-impl<T> Attempts<T> {
-    /// Counts a failed attempt by its abort reason.
-    fn count(&mut self, e: &Error) {
-        match e.abort_reason() {
-            Some(AbortReason::Conflict) => self.conflicts += 1,
-            Some(AbortReason::Validation) => self.validation_failures += 1,
-            Some(AbortReason::Deadlock) => self.deadlocks += 1,
-            Some(AbortReason::Preempted | AbortReason::WaitDepth) => self.lock_preemptions += 1,
-            Some(AbortReason::UserRollback) | None => {}
-        }
-    }
-}
-
 /// A transaction waiting for a lock, from [`Database::lock_waits`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -524,6 +337,7 @@ pub struct LockWait {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::AbortReason;
     use crate::{LockPolicy, Options};
 
     /// Lock policies that protect older transactions need a retry to stay as old as its first

@@ -1,0 +1,266 @@
+//! Opening a database directory: the newest complete checkpoint is loaded, the log segments
+//! after it are replayed in order (skipping the commits the checkpoint already holds), and the
+//! log goes on from where the last segment's whole records end.
+//!
+//! Must never open a directory whose files do not add up: a missing segment, a damaged
+//! checkpoint, or damage before good records is an error naming the file, never a silent loss.
+
+use std::io::{Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use overtake_priority::Priority;
+
+use super::Database;
+use super::checkpoint::Checkpoints;
+use crate::log::checkpoint::{Checkpoint, Item};
+use crate::log::files::{self, SegmentFiles};
+use crate::log::record::{self, Record};
+use crate::log::recovery;
+use crate::log::{Durability, Log, RecoveryError};
+use crate::options::Options;
+use crate::storage::row::Row;
+use crate::txn::Isolation;
+
+/// What [`Database::open`] found in its directory and replayed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Recovered {
+    /// The directory.
+    pub dir: PathBuf,
+    /// The checkpoint loaded, if there was one.
+    pub checkpoint: Option<PathBuf>,
+    /// Rows loaded from it.
+    pub checkpoint_rows: u64,
+    /// Log segments replayed after it.
+    pub segments: usize,
+    /// Bytes of whole records read from them.
+    pub log_bytes: u64,
+    /// Tables re-created.
+    pub tables: usize,
+    /// Transactions replayed from the log (commits the checkpoint held are not counted).
+    pub transactions: u64,
+    /// Bytes cut from the end of the log: a record a crash tore (never acknowledged under
+    /// `sync`).
+    pub torn_bytes: u64,
+    /// Time to read and replay it all.
+    pub elapsed: Duration,
+}
+
+/// How far a replay got: what a checkpoint already holds is skipped.
+#[derive(Default)]
+struct Replay {
+    /// Commits at or before this timestamp are in the loaded checkpoint.
+    covered_up_to: u64,
+    /// The newest commit timestamp seen.
+    newest: u64,
+    tables: usize,
+    transactions: u64,
+}
+
+impl Database {
+    /// Opens the database kept in directory `dir`, creating both if there is none: loads its
+    /// newest checkpoint, replays the log after it (cutting a record a crash tore at its end,
+    /// refusing damage anywhere before), and logs every later commit and table as
+    /// `options.durability` says, checkpointing as `options.checkpoint_after` says.
+    pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<Database, RecoveryError> {
+        let dir = dir.as_ref();
+        let started = Instant::now();
+        let io_at = |file: &Path| {
+            let file = file.to_owned();
+            move |e: std::io::Error| RecoveryError::Io {
+                file: file.clone(),
+                reason: e.to_string(),
+            }
+        };
+        std::fs::create_dir_all(dir).map_err(io_at(dir))?;
+        let listing = files::list(dir).map_err(io_at(dir))?;
+        let logging = options.durability != Durability::Off;
+        if logging {
+            // A checkpoint a crash interrupted: never complete, never read.
+            for temporary in &listing.temporary {
+                std::fs::remove_file(temporary).map_err(io_at(temporary))?;
+            }
+        }
+        let checkpoint = listing.checkpoints.last().copied();
+        let first = checkpoint.unwrap_or(1);
+        let segments: Vec<u64> = listing
+            .segments
+            .iter()
+            .copied()
+            .filter(|&s| s >= first)
+            .collect();
+        let fresh = checkpoint.is_none() && listing.segments.is_empty();
+        if !fresh {
+            // Every segment from the checkpoint's on, without a gap: each was created (and its
+            // name made durable) before anything that depends on it.
+            let gap = (first..)
+                .zip(&segments)
+                .find_map(|(want, &have)| (want != have).then_some(want));
+            if let Some(missing) = gap.or(segments.is_empty().then_some(first)) {
+                return Err(RecoveryError::Io {
+                    file: files::segment_path(dir, missing),
+                    reason: match checkpoint {
+                        Some(c) => format!(
+                            "missing: checkpoint {} replays the log from segment {c} on",
+                            files::checkpoint_path(dir, c).display()
+                        ),
+                        None => "missing: the log has no checkpoint, so it must start at segment 1"
+                            .into(),
+                    },
+                });
+            }
+        }
+        let mut db = Database::in_memory(options.clone());
+        let mut replay = Replay::default();
+        let mut checkpoint_rows = 0;
+        if let Some(n) = checkpoint {
+            let loaded = Checkpoint::read(dir, n)?;
+            checkpoint_rows = loaded.rows;
+            db.load(&loaded, &mut replay)?;
+        }
+        let (mut log_bytes, mut torn_bytes, mut valid_len) = (0, 0, 0);
+        for (i, &s) in segments.iter().enumerate() {
+            let path = files::segment_path(dir, s);
+            let read = recovery::read(&path, s, i + 1 == segments.len())?;
+            log_bytes += read.valid_len;
+            (torn_bytes, valid_len) = (read.torn_bytes, read.valid_len);
+            db.replay(read.records, &mut replay)
+                .map_err(|reason| RecoveryError::Replay { file: path, reason })?;
+        }
+        // Later commits are ordered after every logged one, across restarts: a checkpoint's
+        // snapshot compares with the timestamps in the segments after it.
+        db.engine.txns.advance_clock(replay.newest);
+        if logging {
+            if checkpoint.is_some() {
+                // Left by a crash between a checkpoint's completion and the removal it allows.
+                files::remove_before(dir, first).map_err(io_at(dir))?;
+            }
+            let (number, len) = match segments.last() {
+                Some(&s) => (s, valid_len),
+                None => (first, record::HEADER_LEN as u64),
+            };
+            let path = files::segment_path(dir, number);
+            let mut file = if segments.is_empty() {
+                files::create_segment(dir, number).map_err(io_at(&path))?
+            } else {
+                let file = std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .open(&path)
+                    .map_err(io_at(&path))?;
+                // Appending continues after the last whole record.
+                file.set_len(len).map_err(io_at(&path))?;
+                file
+            };
+            file.seek(SeekFrom::End(0)).map_err(io_at(&path))?;
+            let segments = Box::new(SegmentFiles {
+                dir: dir.to_owned(),
+            });
+            let log = Log::start(segments, (Box::new(file), number, len), options.durability)
+                .map_err(io_at(&path))?;
+            Arc::get_mut(&mut db.engine)
+                .expect("nothing shares the engine before it is opened")
+                .log = Some(log);
+            db.checkpoints = Some(Checkpoints::start(
+                &db.engine,
+                dir,
+                options.checkpoint_after,
+            ));
+        }
+        db.recovered = Some(Recovered {
+            dir: dir.to_owned(),
+            checkpoint: checkpoint.map(|c| files::checkpoint_path(dir, c)),
+            checkpoint_rows,
+            segments: segments.len(),
+            log_bytes,
+            tables: replay.tables,
+            transactions: replay.transactions,
+            torn_bytes,
+            elapsed: started.elapsed(),
+        });
+        Ok(db)
+    }
+
+    /// Loads a checkpoint into this (empty) database: its tables, then its rows, a transaction
+    /// per frame of rows.
+    fn load(&self, checkpoint: &Checkpoint, replay: &mut Replay) -> Result<(), RecoveryError> {
+        checkpoint.load(|item| match item {
+            Item::Table { id, schema } => self.recreate_table(id, schema, replay),
+            Item::Rows { table, rows } => {
+                let Some(t) = self.engine.catalog.get(table) else {
+                    return Err(format!("rows of table {table}, which it does not hold"));
+                };
+                let mut txn = self
+                    .begin(Priority::HIGH, Isolation::Snapshot)
+                    .map_err(|e| e.to_string())?;
+                for row in rows {
+                    txn.insert(t, Row::from_stored(t.layout().owner(), row.into()))
+                        .map_err(|e| format!("table {}: {e}", t.name()))?;
+                }
+                txn.commit().map_err(|e| e.to_string())
+            }
+        })?;
+        replay.covered_up_to = checkpoint.snapshot;
+        replay.newest = checkpoint.snapshot;
+        Ok(())
+    }
+
+    /// Creates table `id` as the log or a checkpoint says, unless it exists already (a table
+    /// created while a checkpoint was taken is both in the checkpoint and in the log after it).
+    fn recreate_table(
+        &self,
+        id: u32,
+        schema: crate::storage::schema::TableSchema,
+        replay: &mut Replay,
+    ) -> Result<(), String> {
+        if let Some(existing) = self.engine.catalog.get(id) {
+            return if existing.name() == schema.name() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "table {id} is {} here and {} before",
+                    schema.name(),
+                    existing.name()
+                ))
+            };
+        }
+        let table = self.create_table(schema).map_err(|e| e.to_string())?;
+        if table.id() != id {
+            return Err(format!("table {} was logged as table {id}", table.name()));
+        }
+        replay.tables += 1;
+        Ok(())
+    }
+
+    /// Re-applies logged tables and commits, in log order, but for the commits a loaded
+    /// checkpoint holds.
+    fn replay(&self, records: Vec<Record>, replay: &mut Replay) -> Result<(), String> {
+        for (i, r) in records.into_iter().enumerate() {
+            let at = |e: &dyn std::fmt::Display| format!("record {i}: {e}");
+            match r {
+                Record::CreateTable { id, schema } => {
+                    self.recreate_table(id, schema, replay)
+                        .map_err(|e| at(&e))?;
+                }
+                Record::Commit { ts, .. } if ts <= replay.covered_up_to => {}
+                Record::Commit { ts, writes } => {
+                    let mut txn = self
+                        .begin(Priority::HIGH, Isolation::Snapshot)
+                        .map_err(|e| at(&e))?;
+                    for w in writes {
+                        let Some(table) = self.engine.catalog.get(w.table) else {
+                            return Err(at(&format!("no table {}", w.table)));
+                        };
+                        txn.replay_write(table, &w.key, w.row).map_err(|e| at(&e))?;
+                    }
+                    txn.commit().map_err(|e| at(&e))?;
+                    replay.transactions += 1;
+                    replay.newest = replay.newest.max(ts);
+                }
+            }
+        }
+        Ok(())
+    }
+}
