@@ -738,6 +738,12 @@ pub struct TpccArgs {
     /// before; off: nothing new is kept).
     #[arg(long, value_enum, requires = "data_dir", default_value_t = DurabilityArg::Sync)]
     pub durability: DurabilityArg,
+    /// With --data-dir: write a checkpoint in the background each time this many MiB were
+    /// logged since the last one (0: only the one after the load). A checkpoint lets the log
+    /// before it be removed and bounds what recovery replays.
+    #[arg(long, value_name = "MIB", requires = "data_dir", default_value_t = 1024,
+          value_parser = clap::value_parser!(u64).range(0..=1_048_576))]
+    pub checkpoint_mib: u64,
     /// With --data-dir: append `w d o_id` to this file for every New-Order whose commit was
     /// acknowledged (a crash test's ledger; `check tpcc --ack-log` verifies it). Each line is a
     /// write on the worker, so it costs throughput. Not with --clients.
@@ -801,6 +807,11 @@ pub struct CrashTestArgs {
     /// Seed of the kill times.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// The runs checkpoint each time this many MiB were logged, so that kills land during
+    /// checkpoints too (`bench tpcc --checkpoint-mib`).
+    #[arg(long, value_name = "MIB", default_value_t = 64,
+          value_parser = clap::value_parser!(u64).range(0..=1_048_576))]
+    pub checkpoint_mib: u64,
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,

@@ -36,6 +36,7 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
     )?;
     let loaded = crate::kept::tpcc_database(args)?;
     let log_before = loaded.db.log_stats();
+    let checkpoints_before = loaded.db.checkpoint_stats();
     // The run's growth then reuses memory already backed (see `prefault_heap`).
     let prefault_time =
         overtake_runtime::memory::prefault_heap(usize::try_from(prefault).unwrap_or(usize::MAX));
@@ -89,12 +90,33 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
         .data_dir
         .as_ref()
         .map_or("in memory", |_| args.durability.engine().name());
+    // Checkpoints taken during the run (the one after a load is not counted).
+    let checkpoints = match (checkpoints_before, db.checkpoint_stats()) {
+        (Some(before), Some(after)) => Some((
+            after.taken - before.taken,
+            after.failed - before.failed,
+            after.last,
+            after.last_error,
+        )),
+        _ => None,
+    };
+    let checkpoints_json = checkpoints.as_ref().map(|(taken, failed, last, error)| {
+        json!({
+            "taken": taken,
+            "failed": failed,
+            "last_seconds": last.as_ref().map(|c| c.elapsed.as_secs_f64()),
+            "last_mib": last.as_ref().map(|c| c.bytes as f64 / f64::from(1 << 20)),
+            "last_rows": last.as_ref().map(|c| c.rows),
+            "last_error": error,
+        })
+    });
     let log_json = json!({
         "mode": mode,
         "flushes": log.map(|l| l.0),
         "bytes": log.map(|l| l.1),
         "flushes_per_sec": log.map(|l| l.0 as f64 / elapsed),
         "transactions_per_flush": log.map(|l| total.committed as f64 / l.0.max(1) as f64),
+        "checkpoints": checkpoints_json,
     });
     if args.run.json {
         let mut by_type = serde_json::Map::new();
@@ -156,6 +178,23 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
             total.committed as f64 / flushes.max(1) as f64,
             bytes as f64 / f64::from(1 << 20)
         );
+        if let Some((taken, failed, last, error)) = &checkpoints {
+            let last = last.as_ref().map_or(String::new(), |c| {
+                format!(
+                    " (the last: {} rows, {:.1} MiB in {:.2} s)",
+                    c.rows,
+                    c.bytes as f64 / f64::from(1 << 20),
+                    c.elapsed.as_secs_f64()
+                )
+            });
+            println!("checkpoints: {taken} during the run{last}");
+            if *failed > 0 {
+                println!(
+                    "warning: {failed} checkpoint(s) failed: {}",
+                    error.as_deref().unwrap_or("(a later one succeeded)")
+                );
+            }
+        }
         if total.durable_wait.count() > 0 {
             let d = total.durable_wait.summary();
             println!(

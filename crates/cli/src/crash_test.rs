@@ -74,7 +74,7 @@ pub fn run(args: &CrashTestArgs) -> Result<bool, String> {
         let after = Duration::from_millis(rng.between(args.min_ms, args.max_ms));
         // Long enough never to end before its kill (recovery at the start counts too).
         let duration = args.max_ms / 1000 + 60;
-        let mut child = spawn(&exe, &dir.path, &ledger, duration)?;
+        let mut child = spawn(&exe, &dir.path, &ledger, duration, args.checkpoint_mib)?;
         let started = Instant::now();
         // Sleep until the kill, unless the child ends on its own first.
         while started.elapsed() < after {
@@ -164,10 +164,13 @@ fn spawn(
     dir: &Path,
     ledger: &Path,
     seconds: u64,
+    checkpoint_mib: u64,
 ) -> Result<std::process::Child, String> {
     Command::new(exe)
         .args(["bench", "tpcc", "--durability", "sync", "--duration"])
         .arg(seconds.to_string())
+        .arg("--checkpoint-mib")
+        .arg(checkpoint_mib.to_string())
         .arg("--data-dir")
         .arg(dir)
         .arg("--ack-log")
@@ -188,8 +191,12 @@ fn empty(dir: &Path) -> Result<(), String> {
 
 fn describe(v: &crate::kept::Verdict, load_cut: bool) -> String {
     let recovery = v.recovered.as_ref().map_or(String::new(), |r| {
+        let checkpoint = match &r.checkpoint {
+            Some(_) => format!("a checkpoint of {} rows and ", r.checkpoint_rows),
+            None => String::new(),
+        };
         format!(
-            "recovered {} transaction(s) ({:.1} MiB) in {:.2} s{}; ",
+            "recovered {checkpoint}{} transaction(s) ({:.1} MiB of log) in {:.2} s{}; ",
             r.transactions,
             r.log_bytes as f64 / f64::from(1 << 20),
             r.elapsed.as_secs_f64(),

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use overtake_engine::{
-    Database, Durability, Isolation, KeyRange, Options, Priority, Recovered, ScanOptions,
+    CheckpointError, Database, Durability, Isolation, KeyRange, Options, Priority, Recovered, ScanOptions,
 };
 use overtake_workload::ack::{AckLog, OrderId};
 use overtake_workload::rng::{NuRandConstants, TpccRng};
@@ -40,23 +40,28 @@ pub const INCOMPLETE_LOAD: &str = "holds a TPC-C load a crash cut short (remove 
 pub fn tpcc_database(args: &TpccArgs) -> Result<LoadedDb, String> {
     let (seed, json) = (args.run.seed, args.run.json);
     match &args.data_dir {
-        Some(dir) => open_tpcc(dir, args.durability.engine(), args.warehouses, seed, json),
+        Some(dir) => {
+            let every = (args.checkpoint_mib > 0).then_some(args.checkpoint_mib << 20);
+            let options = Options::default()
+                .durability(args.durability.engine())
+                .checkpoint_after(every);
+            open_tpcc(dir, options, args.warehouses, seed, json)
+        }
         None => load_database(args.warehouses, seed, false, json),
     }
 }
 
 /// Opens the TPC-C database kept in `dir`: recovered if it holds one (which must have
-/// `warehouses` warehouses), else created, loaded and logged.
+/// `warehouses` warehouses), else created, loaded, logged and checkpointed.
 pub fn open_tpcc(
     dir: &Path,
-    durability: Durability,
+    options: Options,
     warehouses: i64,
     seed: u64,
     json: bool,
 ) -> Result<LoadedDb, String> {
     let bar = progress(1, "recovering", json);
-    let db = Database::open(dir, Options::default().durability(durability))
-        .map_err(|e| e.to_string())?;
+    let db = Database::open(dir, options).map_err(|e| e.to_string())?;
     bar.finish_and_clear();
     let recovered = db.recovered().cloned();
     if recovered.as_ref().is_some_and(|r| r.tables > 0) {
@@ -102,6 +107,12 @@ pub fn open_tpcc(
     db.create_table(loaded_marker())
         .map_err(|e| format!("recording the finished load: {e}"))?;
     bar.finish_and_clear();
+    // The next open then loads the rows instead of replaying the load's transactions (without
+    // a log there is nothing to checkpoint).
+    match db.checkpoint() {
+        Ok(_) | Err(CheckpointError::NotLogged) => {}
+        Err(e) => return Err(format!("checkpointing the load: {e}")),
+    }
     db.collect_garbage();
     Ok(LoadedDb {
         rss_mib: rss_mib(),
