@@ -485,6 +485,15 @@ pub struct MixedArgs {
     /// Seed of the data and transaction generators.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Log the commits: each run loads its database into a fresh directory (under --log-dir)
+    /// opened with this durability, and removes it afterwards. Without it the runs are in
+    /// memory.
+    #[arg(long, value_enum)]
+    pub durability: Option<DurabilityArg>,
+    /// With --durability: where the runs' directories go (default: the system's temporary
+    /// directory). Put it on the disk whose flushes you want to measure.
+    #[arg(long, value_name = "DIR", requires = "durability")]
+    pub log_dir: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub figures: FigureArgs,
 }

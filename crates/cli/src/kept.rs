@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use overtake_engine::{
-    CheckpointError, Database, Durability, Isolation, KeyRange, Options, Priority, Recovered, ScanOptions,
+    CheckpointError, Database, Durability, Isolation, KeyRange, Options, Priority, Recovered,
+    ScanOptions,
 };
 use overtake_workload::ack::{AckLog, OrderId};
 use overtake_workload::rng::{NuRandConstants, TpccRng};

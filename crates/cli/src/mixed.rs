@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use overtake_engine::Priority;
+use overtake_engine::{Database, Options, Priority};
 use overtake_sched::{ClassStats, Policy, SchedConfig};
 use overtake_workload::drivers::open_loop::{self, RunConfig, RunReport};
 use overtake_workload::exec::EngineExecutor;
@@ -14,10 +14,11 @@ use overtake_workload::tpcc::load::GROWTH_PER_TRANSACTION;
 use serde_json::{Value, json};
 
 use crate::args::{
-    BenchMixedArgs, CompareMixedArgs, HighArg, LowArg, MechanismArg, MixedArgs, PolicyArg,
+    BenchMixedArgs, CompareMixedArgs, DurabilityArg, HighArg, LowArg, MechanismArg, MixedArgs,
+    PolicyArg,
 };
 use crate::figures::{self, Group, Labeled, print_files, with_files};
-use crate::output::{class_json, load_database, print_table, run_progress, secs, ticker, us};
+use crate::output::{class_json, load_into, print_table, run_progress, secs, ticker, us};
 
 pub fn settings(policy: Policy, args: &MixedArgs) -> RunConfig {
     let sched = SchedConfig::default()
@@ -69,7 +70,15 @@ pub fn run_config(
 ) -> Result<RunReport, String> {
     config.validate().map_err(|e| e.to_string())?;
     let warehouses = args.warehouses.unwrap_or(i64::from(args.workers));
-    let loaded = load_database(warehouses, args.seed, args.lp == LowArg::Q2, args.json)?;
+    let kept = match args.durability {
+        Some(durability) => Some(RunDir::create(args, durability)?),
+        None => None,
+    };
+    let db = match &kept {
+        Some(dir) => dir.open()?,
+        None => Database::in_memory(Options::default()),
+    };
+    let loaded = load_into(db, warehouses, args.seed, args.lp == LowArg::Q2, args.json)?;
     // The run's growth then reuses memory already backed (see `prefault_heap`).
     overtake_runtime::memory::prefault_heap(
         usize::try_from(prefault_bytes(args)).unwrap_or(usize::MAX),
@@ -112,7 +121,69 @@ pub fn run_config(
     let report = open_loop::run(&config, executor, &mut arrivals, Vec::new(), &ticker(&bar))
         .map_err(|e| e.to_string())?;
     bar.finish_and_clear();
+    drop(loaded);
+    drop(kept);
     Ok(report)
+}
+
+/// Commit-to-durable latency per class: from the end of a commit's region until its log record
+/// was on disk (commits that wrote nothing wait for nothing and are not counted).
+fn print_durable_waits(runs: &[RunReport], classes: &[(Priority, String)]) {
+    println!();
+    println!(
+        "commit to durable (end of the commit until its log record is on disk), in microseconds"
+    );
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .flat_map(|r| {
+            classes.iter().map(|&(p, _)| {
+                let d = r.stats.class(p).durable_wait.summary();
+                vec![
+                    r.config.sched.policy.name().to_owned(),
+                    p.as_str().to_owned(),
+                    d.count.to_string(),
+                    us(d.p50),
+                    us(d.p99),
+                    us(d.max),
+                ]
+            })
+        })
+        .collect();
+    print_table(
+        &["policy", "class", "commits", "p50 us", "p99 us", "max us"],
+        &rows,
+    );
+}
+
+/// A run's own database directory (with `--durability`), removed when the run is over.
+struct RunDir {
+    path: PathBuf,
+    durability: overtake_engine::Durability,
+}
+
+impl RunDir {
+    fn create(args: &MixedArgs, durability: DurabilityArg) -> Result<RunDir, String> {
+        let parent = args.log_dir.clone().unwrap_or_else(std::env::temp_dir);
+        let path = parent.join(format!("overtake-mixed-{}", std::process::id()));
+        if path.exists() {
+            std::fs::remove_dir_all(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+        Ok(RunDir {
+            path,
+            durability: durability.engine(),
+        })
+    }
+
+    fn open(&self) -> Result<Database, String> {
+        Database::open(&self.path, Options::default().durability(self.durability))
+            .map_err(|e| e.to_string())
+    }
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
 }
 
 /// Frees, on this thread and before the next run starts, what a finished run left behind: the
@@ -228,6 +299,7 @@ fn run_json(report: &RunReport, args: &MixedArgs) -> Value {
         "mechanism": args.preempt_mechanism.delivery().name(),
         "signal_delay_us": args.signal_delay_us,
         "huge_pages": args.huge_pages,
+        "durability": args.durability.map(|d| d.engine().name()),
         "mp": args.mp.map(|_| "tpcc"),
         "mp_interval_us": args.mp.map(|_| args.mp_interval_us),
         "classes": classes(args)
@@ -289,7 +361,7 @@ pub fn describe(args: &MixedArgs) -> String {
     };
     format!(
         "mixed workload: {} worker(s), {} warehouse(s), {} s each; low priority: {low} (queue {}); \
-         {medium}high priority: {high}, {} every {} us; mechanism {}; huge pages {}",
+         {medium}high priority: {high}, {} every {} us; mechanism {}; huge pages {}; durability {}",
         args.workers,
         args.warehouses.unwrap_or(i64::from(args.workers)),
         args.duration,
@@ -298,6 +370,8 @@ pub fn describe(args: &MixedArgs) -> String {
         args.arrival_interval_us,
         args.preempt_mechanism.delivery().name(),
         if args.huge_pages { "on" } else { "off" },
+        args.durability
+            .map_or("none (in memory)", |d| d.engine().name()),
     )
 }
 
@@ -438,6 +512,9 @@ fn print_comparison(runs: &[RunReport], args: &MixedArgs) {
         ],
         &breakdown_rows,
     );
+    if args.durability.is_some() {
+        print_durable_waits(runs, &classes);
+    }
     if args.lp == LowArg::BatchUpdate {
         println!();
         println!(

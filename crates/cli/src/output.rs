@@ -59,14 +59,30 @@ impl LoadedDb {
     }
 }
 
-/// Creates and loads the database, with a progress bar.
+/// Creates and loads the database in memory, with a progress bar.
 pub fn load_database(
     warehouses: i64,
     seed: u64,
     with_ch: bool,
     json: bool,
 ) -> Result<LoadedDb, String> {
-    let db = Database::in_memory(Options::default());
+    load_into(
+        Database::in_memory(Options::default()),
+        warehouses,
+        seed,
+        with_ch,
+        json,
+    )
+}
+
+/// Loads a fresh database (in memory or newly opened in a directory), with a progress bar.
+pub fn load_into(
+    db: Database,
+    warehouses: i64,
+    seed: u64,
+    with_ch: bool,
+    json: bool,
+) -> Result<LoadedDb, String> {
     let tpcc = TpccTables::create(&db).map_err(|e| format!("creating the TPC-C schema: {e}"))?;
     let bar = progress(expected_rows(warehouses), "loading", json);
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());

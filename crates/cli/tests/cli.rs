@@ -358,6 +358,20 @@ fn a_kept_tpcc_database_is_recovered_continued_and_checked() {
             .as_u64()
             .is_some_and(|t| t > 0)
     );
+    // The load was checkpointed: its rows come from the checkpoint, not from replayed
+    // transactions.
+    assert!(
+        second["recovered"]["checkpoint"]
+            .as_str()
+            .is_some_and(|c| c.contains("checkpoint.")),
+        "{}",
+        second["recovered"]
+    );
+    assert!(
+        second["recovered"]["checkpoint_rows"]
+            .as_u64()
+            .is_some_and(|r| r > 500_000)
+    );
     let out = overtake(&["check", "tpcc", "--data-dir", data, "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let check: serde_json::Value = serde_json::from_str(stdout(&out).trim()).expect("JSON");
@@ -366,6 +380,41 @@ fn a_kept_tpcc_database_is_recovered_continued_and_checked() {
     // The durability flag belongs to a kept database.
     refused(&["bench", "tpcc", "--durability", "sync"], "--data-dir");
     std::fs::remove_dir_all(&dir).expect("clean up");
+}
+
+#[test]
+fn a_mixed_run_with_a_log_reports_commit_to_durable_per_class_and_removes_its_directory() {
+    let dir = std::env::temp_dir().join(format!("overtake-cli-mixed-log-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let out = overtake(&[
+        "bench",
+        "mixed",
+        "--durability",
+        "sync",
+        "--log-dir",
+        dir.to_str().expect("utf-8"),
+        "--duration",
+        "0.3",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let value: serde_json::Value = serde_json::from_str(stdout(&out).trim()).expect("JSON");
+    assert_eq!(value["durability"], "sync");
+    assert!(
+        value["classes"]["high"]["durable_wait_us"]["p50"]
+            .as_f64()
+            .is_some_and(|us| us > 0.0),
+        "{}",
+        value["classes"]["high"]
+    );
+    assert_eq!(
+        std::fs::read_dir(&dir).expect("dir").count(),
+        0,
+        "the run's database directory is removed"
+    );
+    std::fs::remove_dir_all(&dir).expect("clean up");
+    refused(&["bench", "mixed", "--log-dir", "/tmp"], "--durability");
 }
 
 #[test]
