@@ -167,3 +167,28 @@ fn a_promoted_attempt_waits_for_the_log_after_its_region() {
     let db = Database::open(&dir.0, options(Durability::Sync)).expect("reopen");
     assert_eq!(rows(&db), Model::from([(1, (5, "o1".to_owned()))]));
 }
+
+#[test]
+fn a_directory_is_written_by_one_process_at_a_time() {
+    let dir = Dir::new("lock");
+    let writer = Database::open(&dir.0, options(Durability::Sync)).expect("open");
+    for durability in [Durability::Sync, Durability::Off] {
+        match Database::open(&dir.0, options(durability)) {
+            Err(e @ RecoveryError::InUse { .. }) => {
+                assert!(e.to_string().contains("open in another process"), "{e}");
+            }
+            Err(other) => panic!("another error: {other}"),
+            Ok(_) => panic!("opened a directory another holder writes"),
+        }
+    }
+    drop(writer);
+    // Readers (no log) share it; a writer waits for them to go.
+    let reader = Database::open(&dir.0, options(Durability::Off)).expect("read");
+    let second_reader = Database::open(&dir.0, options(Durability::Off)).expect("read too");
+    assert!(matches!(
+        Database::open(&dir.0, options(Durability::Async)),
+        Err(RecoveryError::InUse { .. })
+    ));
+    drop((reader, second_reader));
+    Database::open(&dir.0, options(Durability::Async)).expect("write again");
+}

@@ -42,6 +42,8 @@ pub struct Database {
     recovered: Option<Recovered>,
     /// Checkpoints of a logged database.
     checkpoints: Option<checkpoint::Checkpoints>,
+    /// The lock on its directory, released last.
+    _directory_lock: Option<std::fs::File>,
 }
 
 impl Drop for Database {
@@ -75,6 +77,7 @@ impl Database {
             engine: Arc::new(Engine::new(id, &options)),
             recovered: None,
             checkpoints: None,
+            _directory_lock: None,
         }
     }
 

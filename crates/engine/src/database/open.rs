@@ -75,8 +75,9 @@ impl Database {
             }
         };
         std::fs::create_dir_all(dir).map_err(io_at(dir))?;
-        let listing = files::list(dir).map_err(io_at(dir))?;
         let logging = options.durability != Durability::Off;
+        let directory_lock = lock_directory(dir, logging)?;
+        let listing = files::list(dir).map_err(io_at(dir))?;
         if logging {
             // A checkpoint a crash interrupted: never complete, never read.
             for temporary in &listing.temporary {
@@ -113,6 +114,7 @@ impl Database {
             }
         }
         let mut db = Database::in_memory(options.clone());
+        db._directory_lock = Some(directory_lock);
         let mut replay = Replay::default();
         let mut checkpoint_rows = 0;
         if let Some(n) = checkpoint {
@@ -262,5 +264,34 @@ impl Database {
             }
         }
         Ok(())
+    }
+}
+
+/// Locks `dir` for this process: exclusively to write (one writer, no readers), shared to
+/// read without logging (several readers). The operating system releases it when the process
+/// ends, however it ends.
+fn lock_directory(dir: &Path, write: bool) -> Result<std::fs::File, RecoveryError> {
+    let path = dir.join(files::LOCK);
+    let io = |e: std::io::Error| RecoveryError::Io {
+        file: path.clone(),
+        reason: e.to_string(),
+    };
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io)?;
+    let locked = if write {
+        file.try_lock()
+    } else {
+        file.try_lock_shared()
+    };
+    match locked {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(RecoveryError::InUse {
+            dir: dir.to_owned(),
+        }),
+        Err(std::fs::TryLockError::Error(e)) => Err(io(e)),
     }
 }

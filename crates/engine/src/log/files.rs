@@ -1,6 +1,7 @@
 //! A database directory's files: log segments `log.00000001`, `log.00000002`, ... (the log split
 //! where checkpoints began), checkpoints `checkpoint.N` (a snapshot from which segment `N` on is
-//! replayed), and `checkpoint.N.tmp` (one being written; never read).
+//! replayed), `checkpoint.N.tmp` (one being written; never read), and `LOCK` (locked by the
+//! process that has the database open).
 //!
 //! Creating a file makes its name durable too (the directory is synced), so a segment or
 //! checkpoint that a later one depends on cannot vanish in a crash. Must never delete a file that
@@ -11,6 +12,9 @@ use std::path::{Path, PathBuf};
 
 use super::record;
 use super::writer::{LogFile, Segments};
+
+/// The file a process holds a lock on while it has the database open.
+pub(crate) const LOCK: &str = "LOCK";
 
 const SEGMENT: &str = "log.";
 const CHECKPOINT: &str = "checkpoint.";

@@ -35,6 +35,12 @@ pub enum RecoveryError {
         /// What was found instead.
         reason: String,
     },
+    /// Another process has the database open (for writing, or this one asks to write).
+    #[error("{dir}: the database is open in another process")]
+    InUse {
+        /// The database's directory.
+        dir: PathBuf,
+    },
     /// The log's records could not be applied (a record that does not fit the tables before it).
     #[error("{file}: cannot replay: {reason}")]
     Replay {
