@@ -118,9 +118,30 @@ pub fn run_config(
         .promoting_low_after((args.promote_after > 0).then_some(args.promote_after)),
     );
     let bar = run_progress(args.duration, config.sched.policy.name(), args.json);
+    let log_before = loaded.db.log_stats();
     let report = open_loop::run(&config, executor, &mut arrivals, Vec::new(), &ticker(&bar))
         .map_err(|e| e.to_string())?;
     bar.finish_and_clear();
+    if let (Some(before), Some(after), false) = (log_before, loaded.db.log_stats(), args.json) {
+        let flushes = after.flushes - before.flushes;
+        let time = after.flush_time.saturating_sub(before.flush_time);
+        let histogram: Vec<u64> = (after.flush_histogram.iter())
+            .zip(&before.flush_histogram)
+            .map(|(a, b)| a - b)
+            .collect();
+        let under = |q| overtake_engine::LogStats::flush_quantile(&histogram, q).as_micros();
+        eprintln!(
+            "log ({}): {flushes} flushes ({:.0} per s), {:.0} us each on average (half under \
+             {} us, 99% under {} us), {:.1} MiB; log writer {}",
+            config.sched.policy.name(),
+            flushes as f64 / secs(report.elapsed),
+            time.as_secs_f64() * 1e6 / flushes.max(1) as f64,
+            under(0.5),
+            under(0.99),
+            (after.bytes - before.bytes) as f64 / f64::from(1 << 20),
+            after.writer_class,
+        );
+    }
     drop(loaded);
     drop(kept);
     Ok(report)

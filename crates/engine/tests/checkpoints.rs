@@ -30,7 +30,7 @@ fn files(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .expect("dir")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-        .filter(|name| name != "LOCK")
+        .filter(|name| name != "LOCK" && !name.starts_with("log.spare"))
         .collect();
     names.sort();
     names

@@ -55,7 +55,10 @@ fn a_log_cut_at_any_byte_recovers_a_prefix_of_the_commits() {
         let t = accounts(&db);
         random_commits(&db, &t, &mut model, 25, 3)
     };
-    let bytes = std::fs::read(log_file(&dir.0)).expect("log");
+    let mut bytes = std::fs::read(log_file(&dir.0)).expect("log");
+    // The zeros written ahead of the log writer end the log; cuts fall in what was written.
+    let written = bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+    bytes.truncate(written);
     let copy = Dir::new("cut-copy");
     // Every byte of the last records, and a stride through the rest.
     let tail = bytes.len().saturating_sub(400);
@@ -95,8 +98,9 @@ fn damage_before_intact_records_is_refused_naming_the_file_and_offset() {
     }
     let path = log_file(&dir.0);
     let mut bytes = std::fs::read(&path).expect("log");
-    let middle = bytes.len() / 2;
-    bytes[middle] ^= 0xFF;
+    // In the middle of the records (the zeros after them are the space ahead of the writer).
+    let written = bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+    bytes[written / 2] ^= 0xFF;
     std::fs::write(&path, &bytes).expect("damage");
     match Database::open(&dir.0, options(Durability::Sync)) {
         Err(e @ RecoveryError::Damaged { .. }) => {

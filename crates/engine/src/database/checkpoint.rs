@@ -141,6 +141,8 @@ impl Checkpoints {
         let thread = std::thread::Builder::new()
             .name("checkpointer".into())
             .spawn(move || {
+                // Background work: it takes only what the workers leave.
+                overtake_runtime::os_thread::run_in_background();
                 while !stopped.load(Ordering::Acquire) {
                     std::thread::park_timeout(LOOK_EVERY);
                     let logged = engine.log.as_ref().map_or(0, |l| l.stats().bytes);

@@ -5,9 +5,9 @@
 //! Must never open a directory whose files do not add up: a missing segment, a damaged
 //! checkpoint, or damage before good records is an error naming the file, never a silent loss.
 
-use std::io::{Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use overtake_priority::Priority;
@@ -15,9 +15,10 @@ use overtake_priority::Priority;
 use super::Database;
 use super::checkpoint::Checkpoints;
 use crate::log::checkpoint::{Checkpoint, Item};
-use crate::log::files::{self, SegmentFiles};
+use crate::log::files;
 use crate::log::record::{self, Record};
 use crate::log::recovery;
+use crate::log::segment::{SegmentFile, SegmentFiles};
 use crate::log::{Durability, Log, RecoveryError};
 use crate::options::Options;
 use crate::storage::row::Row;
@@ -144,22 +145,19 @@ impl Database {
                 None => (first, record::HEADER_LEN as u64),
             };
             let path = files::segment_path(dir, number);
-            let mut file = if segments.is_empty() {
-                files::create_segment(dir, number).map_err(io_at(&path))?
+            let file = if segments.is_empty() {
+                let file = files::create_segment(dir, number).map_err(io_at(&path))?;
+                SegmentFile::new(file, len)
             } else {
                 let file = std::fs::OpenOptions::new()
                     .read(true)
                     .write(true)
                     .open(&path)
                     .map_err(io_at(&path))?;
-                // Appending continues after the last whole record.
-                file.set_len(len).map_err(io_at(&path))?;
-                file
+                // Appending continues after the last whole record, in place.
+                SegmentFile::resume(file, len, torn_bytes).map_err(io_at(&path))?
             };
-            file.seek(SeekFrom::End(0)).map_err(io_at(&path))?;
-            let segments = Box::new(SegmentFiles {
-                dir: dir.to_owned(),
-            });
+            let segments = Box::new(SegmentFiles::new(dir).map_err(io_at(dir))?);
             let log = Log::start(segments, (Box::new(file), number, len), options.durability)
                 .map_err(io_at(&path))?;
             Arc::get_mut(&mut db.engine)
@@ -186,27 +184,60 @@ impl Database {
     }
 
     /// Loads a checkpoint into this (empty) database: its tables, then its rows, a transaction
-    /// per frame of rows.
+    /// per frame of rows, frames on as many threads as the machine has cores (rows of one
+    /// snapshot never conflict, so their order does not matter).
     fn load(&self, checkpoint: &Checkpoint, replay: &mut Replay) -> Result<(), RecoveryError> {
+        let mut frames = Vec::new();
         checkpoint.load(|item| match item {
             Item::Table { id, schema } => self.recreate_table(id, schema, replay),
             Item::Rows { table, rows } => {
-                let Some(t) = self.engine.catalog.get(table) else {
-                    return Err(format!("rows of table {table}, which it does not hold"));
-                };
-                let mut txn = self
-                    .begin(Priority::HIGH, Isolation::Snapshot)
-                    .map_err(|e| e.to_string())?;
-                for row in rows {
-                    txn.insert(t, Row::from_stored(t.layout().owner(), row.into()))
-                        .map_err(|e| format!("table {}: {e}", t.name()))?;
-                }
-                txn.commit().map_err(|e| e.to_string())
+                frames.push((table, rows));
+                Ok(())
             }
         })?;
+        let next = AtomicUsize::new(0);
+        let failure = Mutex::new(None);
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(frames.len());
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| {
+                    while let Some((table, rows)) = frames.get(next.fetch_add(1, Ordering::Relaxed))
+                    {
+                        if let Err(e) = self.insert_stored(*table, rows) {
+                            *failure.lock().unwrap_or_else(PoisonError::into_inner) = Some(e);
+                            next.store(frames.len(), Ordering::Relaxed);
+                        }
+                    }
+                    crate::mvcc::epoch::release_thread_garbage();
+                });
+            }
+        });
+        if let Some(reason) = failure.into_inner().unwrap_or_else(PoisonError::into_inner) {
+            return Err(RecoveryError::Replay {
+                file: checkpoint.path().to_owned(),
+                reason,
+            });
+        }
         replay.covered_up_to = checkpoint.snapshot;
         replay.newest = checkpoint.snapshot;
         Ok(())
+    }
+
+    /// Inserts stored rows into table `table` in one transaction.
+    fn insert_stored(&self, table: u32, rows: &[&[u8]]) -> Result<(), String> {
+        let Some(t) = self.engine.catalog.get(table) else {
+            return Err(format!("rows of table {table}, which it does not hold"));
+        };
+        let mut txn = self
+            .begin(Priority::HIGH, Isolation::Snapshot)
+            .map_err(|e| e.to_string())?;
+        for &row in rows {
+            txn.insert(t, Row::from_stored(t.layout().owner(), row.into()))
+                .map_err(|e| format!("table {}: {e}", t.name()))?;
+        }
+        txn.commit().map_err(|e| e.to_string())
     }
 
     /// Creates table `id` as the log or a checkpoint says, unless it exists already (a table

@@ -218,6 +218,11 @@ impl Checkpoint {
         }
     }
 
+    /// Its file.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
     fn damaged(&self, reason: &str) -> RecoveryError {
         RecoveryError::Format {
             file: self.path.clone(),
@@ -227,9 +232,9 @@ impl Checkpoint {
 
     /// Calls `each` with every table and run of rows, in file order (the file was checked whole
     /// when it was read).
-    pub(crate) fn load(
-        &self,
-        mut each: impl FnMut(Item<'_>) -> Result<(), String>,
+    pub(crate) fn load<'s>(
+        &'s self,
+        mut each: impl FnMut(Item<'s>) -> Result<(), String>,
     ) -> Result<(), RecoveryError> {
         self.frames(|_, parsed| match parsed {
             Parsed::Item(item) => each(item),

@@ -11,7 +11,6 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use super::record;
-use super::writer::{LogFile, Segments};
 
 /// The file a process holds a lock on while it has the database open.
 pub(crate) const LOCK: &str = "LOCK";
@@ -95,17 +94,6 @@ pub(crate) fn create_segment(dir: &Path, n: u64) -> io::Result<std::fs::File> {
         return Err(e);
     }
     Ok(file)
-}
-
-/// Segments as files in a directory.
-pub(crate) struct SegmentFiles {
-    pub(crate) dir: PathBuf,
-}
-
-impl Segments for SegmentFiles {
-    fn create(&mut self, n: u64) -> io::Result<Box<dyn LogFile>> {
-        Ok(Box::new(create_segment(&self.dir, n)?))
-    }
 }
 
 /// Removes the segments and checkpoints that checkpoint `n` (complete and durable) makes

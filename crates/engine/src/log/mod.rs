@@ -11,8 +11,9 @@
 //! The log is split into segments where checkpoints begin; a checkpoint is a snapshot of every
 //! table from which the segments after the cut are replayed, so older segments can be removed.
 //!
-//! Parts: `record` (the bytes), `writer` (group commit, and the cut), `recovery` (reading a
-//! segment back), `checkpoint` (a checkpoint's file), `files` (the directory's files).
+//! Parts: `record` (the bytes), `writer` (group commit, and the cut), `segment` (a segment file
+//! zero-filled ahead of the writer), `recovery` (reading a segment back), `checkpoint` (a
+//! checkpoint's file), `files` (the directory's files).
 //! Must never block inside a region, and never acknowledge a `sync` commit before its record is
 //! on stable storage.
 
@@ -20,6 +21,7 @@ pub(crate) mod checkpoint;
 pub(crate) mod files;
 pub(crate) mod record;
 pub(crate) mod recovery;
+pub(crate) mod segment;
 pub(crate) mod writer;
 
 use std::time::Duration;
@@ -45,6 +47,23 @@ pub enum Durability {
     Sync,
 }
 
+impl LogStats {
+    /// The flush time that `q` (0 to 1) of the flushes counted in `histogram` stayed under, to
+    /// within a factor of two (the upper end of its bucket).
+    pub fn flush_quantile(histogram: &[u64], q: f64) -> Duration {
+        let total: u64 = histogram.iter().sum();
+        let want = (total as f64 * q).ceil() as u64;
+        let mut seen = 0;
+        for (i, &n) in histogram.iter().enumerate() {
+            seen += n;
+            if seen >= want.max(1) {
+                return Duration::from_micros(2u64 << i);
+            }
+        }
+        Duration::ZERO
+    }
+}
+
 impl Durability {
     /// A short, stable name: `off`, `async`, `sync`.
     pub fn name(self) -> &'static str {
@@ -57,15 +76,24 @@ impl Durability {
 }
 
 /// What the log writer did since the database was opened.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LogStats {
     /// Flushes (a write and an `fdatasync` each).
     pub flushes: u64,
     /// Bytes written.
     pub bytes: u64,
+    /// Time the writer spent writing and syncing (over `flushes`: the mean flush time).
+    pub flush_time: Duration,
+    /// Flushes by how long they took: entry `i` counts those that took `2^i` to `2^(i+1)`
+    /// microseconds.
+    pub flush_histogram: [u64; writer::FLUSH_BUCKETS],
     /// The segment being written (one more after each checkpoint).
     pub segment: u64,
+    /// How the operating system schedules the log writer: `realtime` (it runs as soon as a
+    /// flush completes or is asked for), `raised`, or `ordinary` (the process may not raise it:
+    /// flushes may then wait for a scheduler tick behind busy threads).
+    pub writer_class: &'static str,
 }
 
 /// How long appended records wait for a flush nobody urgent asked for.
@@ -129,7 +157,10 @@ impl Log {
         LogStats {
             flushes: s.flushes,
             bytes: s.bytes,
+            flush_time: s.flush_time,
+            flush_histogram: s.flush_buckets,
             segment: s.segment,
+            writer_class: s.class.map_or("starting", |c| c.name()),
         }
     }
 }

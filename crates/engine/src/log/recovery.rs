@@ -86,8 +86,20 @@ pub(crate) fn read(path: &Path, number: u64, last: bool) -> Result<ReadLog, Reco
     record::check_header(&bytes, MAGIC, "log", number).map_err(format)?;
     let mut records = Vec::new();
     let mut at = HEADER_LEN;
-    while at < bytes.len() {
+    // Past the last nonzero byte there is only the zero-filled space ahead of the writer.
+    let end = bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+    while at < end {
         match record::read_frame(&bytes[at..]) {
+            // An empty payload is no record: zeros inside the log (nonzero bytes follow).
+            Frame::Good([], _) => {
+                if !last || any_record_after(&bytes, at) {
+                    return Err(RecoveryError::Damaged {
+                        file: path.to_owned(),
+                        offset: at as u64,
+                    });
+                }
+                break;
+            }
             Frame::Good(payload, used) => {
                 let Some(r) = record::decode(payload) else {
                     // A good checksum over bytes that are not a record of this version.
@@ -120,7 +132,7 @@ pub(crate) fn read(path: &Path, number: u64, last: bool) -> Result<ReadLog, Reco
     Ok(ReadLog {
         records,
         valid_len: at as u64,
-        torn_bytes: (bytes.len() - at) as u64,
+        torn_bytes: end.saturating_sub(at) as u64,
     })
 }
 
@@ -189,9 +201,14 @@ mod tests {
             let whole = ends.iter().filter(|&&e| e <= cut).count();
             assert_eq!(read.records.len(), whole, "cut at {cut}");
             assert_eq!(read.valid_len as usize, ends[whole - 1], "cut at {cut}");
+            // Trailing zeros are the space ahead of the writer, not a torn record.
+            let written = bytes[..cut]
+                .iter()
+                .rposition(|&b| b != 0)
+                .map_or(0, |i| i + 1);
             assert_eq!(
                 read.torn_bytes as usize,
-                cut - ends[whole - 1],
+                written.saturating_sub(ends[whole - 1]),
                 "cut at {cut}"
             );
         }
@@ -230,6 +247,31 @@ mod tests {
             err.to_string().contains("says log 2, the file name 1"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn zeros_after_the_last_record_end_the_log_and_a_torn_record_before_them_is_cut() {
+        let records: Vec<Vec<u8>> = (1..=3).map(|ts| commit(ts, &[7; 30])).collect();
+        let mut bytes = log_of(&records);
+        let whole = bytes.len();
+        bytes.extend_from_slice(&[0; 4096]);
+        let read = read_bytes(&bytes).expect("read");
+        assert_eq!((read.records.len(), read.torn_bytes), (3, 0));
+        assert_eq!(read.valid_len as usize, whole);
+        // The last record half written into the zeros: cut, and only its written bytes counted.
+        let last = records[2].len();
+        bytes[whole - last / 2..whole].fill(0);
+        let read = read_bytes(&bytes).expect("read");
+        assert_eq!(read.records.len(), 2);
+        assert_eq!(read.torn_bytes as usize, last - last / 2);
+        // Zeros between records are damage.
+        let mut holed = log_of(&records);
+        let second = HEADER_LEN + records[0].len();
+        holed[second..second + 8].fill(0);
+        assert!(matches!(
+            read_bytes(&holed),
+            Err(RecoveryError::Damaged { offset, .. }) if offset == second as u64
+        ));
     }
 
     #[test]

@@ -24,6 +24,9 @@ use std::time::Duration;
 
 use overtake_runtime::NoPreemptGuard;
 use overtake_runtime::RegionMutex;
+use overtake_runtime::os_thread::ServiceClass;
+
+use super::segment::SEGMENT_BYTES;
 use overtake_runtime::park::{self, Unparker};
 
 /// Where the log's bytes go: a file, or a test's stand-in that fails or delays.
@@ -35,21 +38,6 @@ pub(crate) trait LogFile: Send {
     /// Cuts the file back to `len` bytes (after a failed append, before it is retried), so that
     /// a half-written batch never stays in the middle of the log.
     fn truncate(&mut self, len: u64) -> io::Result<()>;
-}
-
-impl LogFile for std::fs::File {
-    fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
-        io::Write::write_all(self, bytes)
-    }
-
-    fn sync(&mut self) -> io::Result<()> {
-        self.sync_data()
-    }
-
-    fn truncate(&mut self, len: u64) -> io::Result<()> {
-        self.set_len(len)?;
-        io::Seek::seek(self, io::SeekFrom::Start(len)).map(|_| ())
-    }
 }
 
 /// Where new segments come from when the log is cut for a checkpoint.
@@ -74,9 +62,18 @@ pub(crate) struct WriterStats {
     pub(crate) flushes: u64,
     pub(crate) bytes: u64,
     pub(crate) durable_lsn: u64,
+    /// Time spent writing and syncing.
+    pub(crate) flush_time: Duration,
+    /// Flushes by duration (see `Shared::flush_buckets`).
+    pub(crate) flush_buckets: [u64; FLUSH_BUCKETS],
     /// The segment appends go to.
     pub(crate) segment: u64,
+    /// How the operating system schedules the writer (`None` until it started).
+    pub(crate) class: Option<ServiceClass>,
 }
+
+/// Buckets of the flush-time histogram (the last holds everything from about 8 s up).
+pub(crate) const FLUSH_BUCKETS: usize = 24;
 
 /// The longest pause before a failed flush is tried again.
 const RETRY_AFTER: Duration = Duration::from_millis(10);
@@ -100,8 +97,14 @@ struct Shared {
     batching: Batching,
     flushes: AtomicU64,
     bytes: AtomicU64,
+    /// Time spent writing and syncing, over all flushes.
+    flush_nanos: AtomicU64,
+    /// Flushes by how long they took: bucket `i` counts those of `[2^i, 2^(i+1))` microseconds.
+    flush_buckets: [AtomicU64; FLUSH_BUCKETS],
     segment: AtomicU64,
     rotation: RegionMutex<Rotation>,
+    /// How the operating system schedules the writer thread.
+    class: OnceLock<ServiceClass>,
 }
 
 /// A cut of the log asked for, and its answer.
@@ -153,8 +156,11 @@ impl LogWriter {
             batching,
             flushes: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
+            flush_nanos: AtomicU64::new(0),
+            flush_buckets: std::array::from_fn(|_| AtomicU64::new(0)),
             segment: AtomicU64::new(number),
             rotation: RegionMutex::new(Rotation::default()),
+            class: OnceLock::new(),
         });
         let current = Current {
             file,
@@ -169,6 +175,11 @@ impl LogWriter {
                 // Known before its first look at the flag: a request made before this is seen
                 // by that look, one made after finds the thread to unpark.
                 let _ = for_thread.thread.set(std::thread::current());
+                // Committers wait for it: it must run as soon as it wakes (see
+                // `serve_promptly`), not at the next tick after a spinning thread's.
+                let _ = for_thread
+                    .class
+                    .set(overtake_runtime::os_thread::serve_promptly());
                 write_loop(&for_thread, current)
             })?;
         Ok(LogWriter {
@@ -261,7 +272,12 @@ impl LogWriter {
             flushes: self.shared.flushes.load(Ordering::Relaxed),
             bytes: self.shared.bytes.load(Ordering::Relaxed),
             durable_lsn: self.shared.durable.load(Ordering::Acquire),
+            flush_time: Duration::from_nanos(self.shared.flush_nanos.load(Ordering::Relaxed)),
+            flush_buckets: std::array::from_fn(|i| {
+                self.shared.flush_buckets[i].load(Ordering::Relaxed)
+            }),
             segment: self.shared.segment.load(Ordering::Acquire),
+            class: self.shared.class.get().copied(),
         }
     }
 }
@@ -338,10 +354,26 @@ fn write_loop(shared: &Shared, mut current: Current) {
             // Under the latch appends take: the cut falls exactly after what was just taken.
             cutting = shared.rotation.lock(&region).requested.take();
         }
+        if !batch.is_empty()
+            && current.len > super::record::HEADER_LEN as u64
+            && current.len + batch.len() as u64 > SEGMENT_BYTES
+        {
+            // The segment is full (everything in it durable): the batch goes whole to the next.
+            // If there is none to be had, this one grows.
+            let _ = next_segment(shared, &mut current);
+        }
         if !batch.is_empty() {
             let file = &mut current.file;
+            let started = std::time::Instant::now();
             match file.append(&batch).and_then(|()| file.sync()) {
                 Ok(()) => {
+                    let took = started.elapsed();
+                    shared
+                        .flush_nanos
+                        .fetch_add(took.as_nanos() as u64, Ordering::Relaxed);
+                    let micros = took.as_micros().max(1) as u64;
+                    let bucket = (micros.ilog2() as usize).min(FLUSH_BUCKETS - 1);
+                    shared.flush_buckets[bucket].fetch_add(1, Ordering::Relaxed);
                     shared.flushes.fetch_add(1, Ordering::Relaxed);
                     shared
                         .bytes
@@ -389,14 +421,7 @@ fn write_loop(shared: &Shared, mut current: Current) {
             }
         }
         if let Some(requester) = cutting.take() {
-            let next = current.number + 1;
-            let done = current.segments.create(next).map(|file| {
-                current.file = file;
-                current.number = next;
-                current.len = super::record::HEADER_LEN as u64;
-                shared.segment.store(next, Ordering::Release);
-                next
-            });
+            let done = next_segment(shared, &mut current);
             shared.answer_rotation(requester, done.map_err(|e| e.to_string()));
         }
         if stopping {
@@ -406,6 +431,16 @@ fn write_loop(shared: &Shared, mut current: Current) {
             }
         }
     }
+}
+
+/// Moves `current` on to the next segment; returns its number.
+fn next_segment(shared: &Shared, current: &mut Current) -> io::Result<u64> {
+    let next = current.number + 1;
+    current.file = current.segments.create(next)?;
+    current.number = next;
+    current.len = super::record::HEADER_LEN as u64;
+    shared.segment.store(next, Ordering::Release);
+    Ok(next)
 }
 
 #[cfg(test)]
