@@ -7,6 +7,7 @@
 //! early (schedulers call it before they spawn or pin anything).
 
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::region::NoPreemptGuard;
 use crate::region_lock::RegionMutex;
@@ -50,13 +51,89 @@ pub fn available_cores() -> usize {
 }
 
 /// Pins the calling thread to the `core`-th usable core (modulo their number). Returns false if
-/// the operating system refused.
+/// the operating system refused. The core counts as taken (see [`avoid_pinned_cores`]) until
+/// the thread exits.
 pub fn pin_current_thread(core: usize) -> bool {
     let cores = usable_cores();
-    match cores.get(core % cores.len().max(1)) {
-        Some(&id) => core_affinity::set_for_current(id),
-        None => false,
+    let index = core % cores.len().max(1);
+    let pinned = cores
+        .get(index)
+        .is_some_and(|&id| core_affinity::set_for_current(id));
+    if pinned {
+        PINNED_HERE.with(|here| {
+            // Dropping the earlier claim (if any) releases its core.
+            *here.borrow_mut() = Some(PinnedCore::claim(index));
+        });
     }
+    pinned
+}
+
+/// Threads pinned to each usable core (by position in [`usable_cores`]), and a count of changes.
+const MAX_TRACKED_CORES: usize = 1024;
+static PINNED: [AtomicU32; MAX_TRACKED_CORES] = [const { AtomicU32::new(0) }; MAX_TRACKED_CORES];
+static PINNED_CHANGES: AtomicU64 = AtomicU64::new(0);
+
+/// A pinned thread's claim on its core, released when the thread exits.
+struct PinnedCore(usize);
+
+impl PinnedCore {
+    fn claim(index: usize) -> PinnedCore {
+        if let Some(count) = PINNED.get(index) {
+            count.fetch_add(1, Ordering::SeqCst);
+            PINNED_CHANGES.fetch_add(1, Ordering::SeqCst);
+        }
+        PinnedCore(index)
+    }
+}
+
+impl Drop for PinnedCore {
+    fn drop(&mut self) {
+        if let Some(count) = PINNED.get(self.0) {
+            count.fetch_sub(1, Ordering::SeqCst);
+            PINNED_CHANGES.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+thread_local! {
+    static PINNED_HERE: std::cell::RefCell<Option<PinnedCore>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Changes so far to which cores have pinned threads: a thread that [`avoid_pinned_cores`]
+/// applies it again when this moves.
+pub fn pinned_changes() -> u64 {
+    PINNED_CHANGES.load(Ordering::SeqCst)
+}
+
+/// Lets the calling thread run only on usable cores no pinned thread holds (every usable core
+/// if all are held): for a service thread that must not take a worker's core, such as a
+/// real-time log writer. Returns false if the operating system refused.
+pub fn avoid_pinned_cores() -> bool {
+    let cores = usable_cores();
+    let free: Vec<usize> = cores
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| PINNED.get(i).is_none_or(|c| c.load(Ordering::SeqCst) == 0))
+        .map(|(_, id)| id.id)
+        .collect();
+    let allowed: Vec<usize> = if free.is_empty() {
+        cores.iter().map(|id| id.id).collect()
+    } else {
+        free
+    };
+    if allowed.is_empty() {
+        return false;
+    }
+    // SAFETY: an all-zero cpu_set_t is the empty set, a valid value of that plain C struct.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for cpu in allowed {
+        // SAFETY: CPU_SET writes one bit of the valid, exclusively borrowed `set`; it ignores
+        // a cpu number past the set's size.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    // SAFETY: sched_setaffinity reads `size_of::<cpu_set_t>()` bytes from the valid `set`;
+    // pid 0 is the calling thread.
+    unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0 }
 }
 
 /// What the kernel counted for the calling thread (`getrusage(RUSAGE_THREAD)`).
@@ -174,6 +251,38 @@ fn set_nice(nice: i32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_service_thread_keeps_off_the_cores_pinned_threads_hold_while_they_hold_them() {
+        if usable_cores().len() < 2 {
+            return; // nothing to keep off on one core
+        }
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let (ready, is_ready) = std::sync::mpsc::channel();
+        let before = pinned_changes();
+        let holder = std::thread::spawn(move || {
+            assert!(pin_current_thread(0));
+            ready.send(()).expect("test");
+            let _ = held.recv();
+        });
+        is_ready.recv().expect("pinned");
+        assert!(pinned_changes() > before);
+        let allowed = || {
+            std::thread::spawn(|| {
+                assert!(avoid_pinned_cores());
+                core_affinity::get_core_ids().unwrap_or_default()
+            })
+            .join()
+            .expect("thread")
+        };
+        let first = usable_cores()[0];
+        let while_held = allowed();
+        // Other tests may pin threads too; this one holds the first core throughout.
+        assert!(!while_held.contains(&first), "{while_held:?}");
+        drop(release);
+        holder.join().expect("holder");
+        assert!(pinned_changes() >= before + 2, "the exit released the core");
+    }
 
     #[test]
     fn a_service_thread_gets_a_class_and_a_background_thread_gets_nice_ten() {

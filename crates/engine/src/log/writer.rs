@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use overtake_runtime::NoPreemptGuard;
 use overtake_runtime::RegionMutex;
-use overtake_runtime::os_thread::ServiceClass;
+use overtake_runtime::os_thread::{self, ServiceClass};
 
 use super::segment::SEGMENT_BYTES;
 use overtake_runtime::park::{self, Unparker};
@@ -331,7 +331,14 @@ fn write_loop(shared: &Shared, mut current: Current) {
     // A cut taken up: the batch ends at it, so no more bytes are taken until the next segment
     // exists.
     let mut cutting: Option<Unparker> = None;
+    // Real-time, it would take a worker's core whenever it wakes: it keeps to the others.
+    let mut pinning_seen = None;
     loop {
+        let pinning = os_thread::pinned_changes();
+        if pinning_seen != Some(pinning) {
+            os_thread::avoid_pinned_cores();
+            pinning_seen = Some(pinning);
+        }
         let stopping = shared.stop.load(Ordering::Acquire);
         if !shared.flush_now.swap(false, Ordering::SeqCst) && !stopping {
             std::thread::park_timeout(shared.batching.interval);
