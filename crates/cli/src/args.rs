@@ -816,6 +816,11 @@ pub struct CrashTestArgs {
     /// Seed of the kill times.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Start again from an empty directory (and ledger) after every this many kills (0:
+    /// never), so that a long loop keeps a database of bounded size: TPC-C's order tables only
+    /// grow, and every recovery and checkpoint reads them all.
+    #[arg(long, value_name = "KILLS", default_value_t = 0)]
+    pub fresh_every: u32,
     /// The runs checkpoint each time this many MiB were logged, so that kills land during
     /// checkpoints too (`bench tpcc --checkpoint-mib`).
     #[arg(long, value_name = "MIB", default_value_t = 64,

@@ -122,6 +122,9 @@ pub fn run(args: &CrashTestArgs) -> Result<bool, String> {
         if !good {
             break;
         }
+        if args.fresh_every > 0 && kill % args.fresh_every == 0 {
+            empty(&dir.path)?;
+        }
     }
     crate::interrupt::check_any(runs.len())?;
     let problem = (!ok).then(|| {

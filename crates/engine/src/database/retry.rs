@@ -11,7 +11,7 @@ use crate::txn::LockStats;
 pub struct RetryPolicy {
     /// Give up after this many attempts (0: never give up).
     pub max_attempts: u32,
-    /// After this many failed attempts, run the next ones promoted (see [`Database::run`]).
+    /// After this many failed attempts, run the next ones promoted (see [`Database::run`](super::Database::run)).
     /// `None`: never promote.
     pub promote_after: Option<u32>,
 }
