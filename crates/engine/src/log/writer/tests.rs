@@ -1,0 +1,204 @@
+//! The log writer's tests: urgent flushes, failed syncs, and cuts, over files in memory.
+
+use super::*;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex};
+
+/// A file whose syncs the test holds, fails or lets through, and which says when a sync
+/// starts.
+struct Gated {
+    written: Arc<Mutex<Vec<u8>>>,
+    sync_started: Sender<()>,
+    /// `Ok` lets a sync through; `Err` fails it.
+    verdicts: Receiver<Result<(), ()>>,
+}
+
+impl LogFile for Gated {
+    fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.written.lock().expect("test").extend_from_slice(bytes);
+        Ok(())
+    }
+    fn sync(&mut self) -> io::Result<()> {
+        let _ = self.sync_started.send(());
+        match self.verdicts.recv() {
+            Ok(Ok(())) | Err(_) => Ok(()),
+            Ok(Err(())) => Err(io::Error::other("no space left on device")),
+        }
+    }
+    fn truncate(&mut self, len: u64) -> io::Result<()> {
+        self.written.lock().expect("test").truncate(len as usize);
+        Ok(())
+    }
+}
+
+struct NoSegments;
+
+impl Segments for NoSegments {
+    fn create(&mut self, _: u64) -> io::Result<Box<dyn LogFile>> {
+        Err(io::Error::other("no segments here"))
+    }
+}
+
+/// Segments in memory: each a buffer starting with its header.
+#[derive(Clone, Default)]
+struct Memory(Arc<Mutex<Vec<Bytes>>>);
+
+type Bytes = Arc<Mutex<Vec<u8>>>;
+
+struct MemoryFile(Bytes);
+
+impl LogFile for MemoryFile {
+    fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.0.lock().expect("test").extend_from_slice(bytes);
+        Ok(())
+    }
+    fn sync(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+    fn truncate(&mut self, len: u64) -> io::Result<()> {
+        self.0.lock().expect("test").truncate(len as usize);
+        Ok(())
+    }
+}
+
+impl Segments for Memory {
+    fn create(&mut self, n: u64) -> io::Result<Box<dyn LogFile>> {
+        let file = Arc::new(Mutex::new(crate::log::record::header(n).to_vec()));
+        self.0.lock().expect("test").push(Arc::clone(&file));
+        Ok(Box::new(MemoryFile(file)))
+    }
+}
+
+#[test]
+fn a_cut_puts_every_earlier_record_durably_in_the_old_segment_and_later_ones_in_the_new() {
+    let mut memory = Memory::default();
+    let first = memory.create(1).expect("segment");
+    let first_len = crate::log::record::HEADER_LEN as u64;
+    let batching = Batching {
+        interval: Duration::from_secs(3600),
+        bytes: 1 << 20,
+    };
+    let writer = LogWriter::start(Box::new(memory.clone()), (first, 1, first_len), 0, batching)
+        .expect("start");
+    let before = append(&writer, b"before");
+    assert_eq!(writer.rotate(), Ok(2));
+    // The cut made what came before it durable without anyone waiting for it.
+    assert_eq!(writer.stats().durable_lsn, before);
+    assert_eq!(writer.stats().segment, 2);
+    let after = append(&writer, b"after");
+    assert_eq!(writer.wait_durable(after, true), Ok(()));
+    let files: Vec<Vec<u8>> = memory
+        .0
+        .lock()
+        .expect("test")
+        .iter()
+        .map(|f| f.lock().expect("test").clone())
+        .collect();
+    let header = |n| crate::log::record::header(n).to_vec();
+    assert_eq!(
+        files,
+        [
+            [header(1), b"before".to_vec()].concat(),
+            [header(2), b"after".to_vec()].concat()
+        ]
+    );
+    assert_eq!(writer.rotate(), Ok(3));
+    drop(writer);
+}
+
+struct Harness {
+    writer: Arc<LogWriter>,
+    written: Arc<Mutex<Vec<u8>>>,
+    sync_started: Receiver<()>,
+    verdicts: Sender<Result<(), ()>>,
+}
+
+/// A writer whose interval is an hour: only a full buffer or an urgent waiter flushes.
+fn harness() -> Harness {
+    let (started_tx, started_rx) = channel();
+    let (verdict_tx, verdict_rx) = channel();
+    let written = Arc::new(Mutex::new(Vec::new()));
+    let file = Gated {
+        written: Arc::clone(&written),
+        sync_started: started_tx,
+        verdicts: verdict_rx,
+    };
+    let batching = Batching {
+        interval: Duration::from_secs(3600),
+        bytes: 1 << 20,
+    };
+    Harness {
+        writer: Arc::new(
+            LogWriter::start(Box::new(NoSegments), (Box::new(file), 1, 0), 0, batching)
+                .expect("start"),
+        ),
+        written,
+        sync_started: started_rx,
+        verdicts: verdict_tx,
+    }
+}
+
+fn append(w: &LogWriter, bytes: &[u8]) -> u64 {
+    let region = NoPreemptGuard::new();
+    w.append(bytes, &region)
+}
+
+#[test]
+fn an_urgent_commit_is_flushed_at_once_and_acknowledged_only_after_the_sync() {
+    let h = harness();
+    let lsn = append(&h.writer, b"record");
+    let done = Arc::new(AtomicBool::new(false));
+    let (w, d) = (Arc::clone(&h.writer), Arc::clone(&done));
+    let waiter = std::thread::spawn(move || {
+        let r = w.wait_durable(lsn, true);
+        d.store(true, Ordering::Release);
+        r
+    });
+    // The flush started without waiting for the hour-long interval.
+    h.sync_started.recv().expect("a flush started");
+    assert_eq!(&*h.written.lock().expect("test"), b"record");
+    assert!(
+        !done.load(Ordering::Acquire),
+        "acknowledged before the sync"
+    );
+    h.verdicts.send(Ok(())).expect("writer alive");
+    assert_eq!(waiter.join().expect("waiter"), Ok(()));
+    assert_eq!(h.writer.stats().durable_lsn, lsn);
+}
+
+#[test]
+fn a_failed_sync_is_reported_and_the_batch_is_written_again_whole() {
+    let h = harness();
+    let lsn = append(&h.writer, b"first");
+    let w = Arc::clone(&h.writer);
+    let waiter = std::thread::spawn(move || w.wait_durable(lsn, true));
+    h.sync_started.recv().expect("a flush started");
+    h.verdicts.send(Err(())).expect("writer alive");
+    let failed = waiter.join().expect("waiter");
+    assert!(
+        failed.as_ref().is_err_and(|e| e.contains("no space")),
+        "{failed:?}"
+    );
+    // Space returns: every later sync succeeds. The next urgent commit is durable, and the
+    // file holds each record once (a retry rewrites the failed batch over its remains).
+    let Harness {
+        writer,
+        written,
+        sync_started,
+        verdicts,
+    } = h;
+    let answer = std::thread::spawn(move || {
+        while sync_started.recv().is_ok() {
+            if verdicts.send(Ok(())).is_err() {
+                break;
+            }
+        }
+    });
+    let lsn2 = append(&writer, b"second");
+    let w = Arc::clone(&writer);
+    let waiter = std::thread::spawn(move || w.wait_durable(lsn2, true));
+    assert_eq!(waiter.join().expect("waiter"), Ok(()));
+    assert_eq!(&*written.lock().expect("test"), b"firstsecond");
+    drop(writer);
+    answer.join().expect("answerer");
+}
