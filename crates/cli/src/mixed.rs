@@ -125,11 +125,19 @@ pub fn run_config(
     if let (Some(before), Some(after), false) = (log_before, loaded.db.log_stats(), args.json) {
         let flushes = after.flushes - before.flushes;
         let time = after.flush_time.saturating_sub(before.flush_time);
-        let histogram: Vec<u64> = (after.flush_histogram.iter())
-            .zip(&before.flush_histogram)
-            .map(|(a, b)| a - b)
-            .collect();
-        let under = |q| overtake_engine::LogStats::flush_quantile(&histogram, q).as_micros();
+        let since =
+            |a: &[u64], b: &[u64]| -> Vec<u64> { a.iter().zip(b).map(|(a, b)| a - b).collect() };
+        let histogram = since(&after.flush_histogram, &before.flush_histogram);
+        let asked = since(
+            &after.asked_to_durable_histogram,
+            &before.asked_to_durable_histogram,
+        );
+        let resumed = since(
+            &after.durable_to_resumed_histogram,
+            &before.durable_to_resumed_histogram,
+        );
+        let quantile = |h: &[u64], q| overtake_engine::LogStats::flush_quantile(h, q).as_micros();
+        let under = |q| quantile(&histogram, q);
         eprintln!(
             "log ({}): {flushes} flushes ({:.0} per s), {:.0} us each on average (half under \
              {} us, 99% under {} us), {:.1} MiB; log writer {}",
@@ -140,6 +148,15 @@ pub fn run_config(
             under(0.99),
             (after.bytes - before.bytes) as f64 / f64::from(1 << 20),
             after.writer_class,
+        );
+        eprintln!(
+            "urgent commits that parked ({}): asking for the flush to durable, half under {} us, \
+             99% under {} us; durable to running again, half under {} us, 99% under {} us",
+            asked.iter().sum::<u64>(),
+            quantile(&asked, 0.5),
+            quantile(&asked, 0.99),
+            quantile(&resumed, 0.5),
+            quantile(&resumed, 0.99),
         );
     }
     drop(loaded);

@@ -88,6 +88,11 @@ pub struct LogStats {
     /// Flushes by how long they took: entry `i` counts those that took `2^i` to `2^(i+1)`
     /// microseconds.
     pub flush_histogram: [u64; writer::FLUSH_BUCKETS],
+    /// Urgent commits that parked for their flush, by the time from asking for it until the
+    /// log was durable past their record (buckets as `flush_histogram`).
+    pub asked_to_durable_histogram: [u64; writer::FLUSH_BUCKETS],
+    /// The same commits, by the time from then until they ran again (the wake and the worker).
+    pub durable_to_resumed_histogram: [u64; writer::FLUSH_BUCKETS],
     /// The segment being written (one more after each checkpoint).
     pub segment: u64,
     /// How the operating system schedules the log writer: `realtime` (it runs as soon as a
@@ -159,6 +164,8 @@ impl Log {
             bytes: s.bytes,
             flush_time: s.flush_time,
             flush_histogram: s.flush_buckets,
+            asked_to_durable_histogram: s.asked_to_durable,
+            durable_to_resumed_histogram: s.durable_to_resumed,
             segment: s.segment,
             writer_class: s.class.map_or("starting", |c| c.name()),
         }

@@ -66,11 +66,17 @@ pub(crate) struct WriterStats {
     pub(crate) flush_time: Duration,
     /// Flushes by duration (see `Shared::flush_buckets`).
     pub(crate) flush_buckets: [u64; FLUSH_BUCKETS],
+    /// Urgent parked waits, split (see `Shared::asked_to_durable`).
+    pub(crate) asked_to_durable: [u64; FLUSH_BUCKETS],
+    pub(crate) durable_to_resumed: [u64; FLUSH_BUCKETS],
     /// The segment appends go to.
     pub(crate) segment: u64,
     /// How the operating system schedules the writer (`None` until it started).
     pub(crate) class: Option<ServiceClass>,
 }
+
+/// Flushes remembered for splitting urgent waits.
+const PUBLISHED: usize = 256;
 
 /// Buckets of the flush-time histogram (the last holds everything from about 8 s up).
 pub(crate) const FLUSH_BUCKETS: usize = 24;
@@ -101,6 +107,13 @@ struct Shared {
     flush_nanos: AtomicU64,
     /// Flushes by how long they took: bucket `i` counts those of `[2^i, 2^(i+1))` microseconds.
     flush_buckets: [AtomicU64; FLUSH_BUCKETS],
+    /// The last flushes: the durable LSN each made, and when (nanoseconds since `epoch`).
+    published: RegionMutex<std::collections::VecDeque<(u64, u64)>>,
+    epoch: std::time::Instant,
+    /// Urgent waits that parked, split where the durable LSN passed theirs: from asking for the
+    /// flush to then, and from then until the waiter ran again (same buckets as flushes).
+    asked_to_durable: [AtomicU64; FLUSH_BUCKETS],
+    durable_to_resumed: [AtomicU64; FLUSH_BUCKETS],
     segment: AtomicU64,
     rotation: RegionMutex<Rotation>,
     /// How the operating system schedules the writer thread.
@@ -158,6 +171,10 @@ impl LogWriter {
             bytes: AtomicU64::new(0),
             flush_nanos: AtomicU64::new(0),
             flush_buckets: std::array::from_fn(|_| AtomicU64::new(0)),
+            published: RegionMutex::new(std::collections::VecDeque::with_capacity(PUBLISHED)),
+            epoch: std::time::Instant::now(),
+            asked_to_durable: std::array::from_fn(|_| AtomicU64::new(0)),
+            durable_to_resumed: std::array::from_fn(|_| AtomicU64::new(0)),
             segment: AtomicU64::new(number),
             rotation: RegionMutex::new(Rotation::default()),
             class: OnceLock::new(),
@@ -210,9 +227,10 @@ impl LogWriter {
         if shared.durable.load(Ordering::Acquire) >= lsn {
             return Ok(());
         }
-        if urgent {
+        let asked = urgent.then(|| {
             shared.ask_for_flush();
-        }
+            shared.nanos()
+        });
         let me = park::current_unparker();
         {
             let region = NoPreemptGuard::new();
@@ -222,6 +240,22 @@ impl LogWriter {
             // Returning leaves its entry for the writer to drop at the next flush (an unpark
             // then is a spurious wake, which parking allows): cheaper than a second latch here.
             if shared.durable.load(Ordering::Acquire) >= lsn {
+                if let Some(asked) = asked {
+                    let now = shared.nanos();
+                    let region = NoPreemptGuard::new();
+                    // The flush that passed our record (if it is still remembered).
+                    let published = shared
+                        .published
+                        .lock(&region)
+                        .iter()
+                        .find(|&&(durable, _)| durable >= lsn)
+                        .map(|&(_, at)| at.max(asked));
+                    drop(region);
+                    if let Some(published) = published {
+                        count(&shared.asked_to_durable, published - asked);
+                        count(&shared.durable_to_resumed, now.saturating_sub(published));
+                    }
+                }
                 return Ok(());
             }
             {
@@ -273,9 +307,9 @@ impl LogWriter {
             bytes: self.shared.bytes.load(Ordering::Relaxed),
             durable_lsn: self.shared.durable.load(Ordering::Acquire),
             flush_time: Duration::from_nanos(self.shared.flush_nanos.load(Ordering::Relaxed)),
-            flush_buckets: std::array::from_fn(|i| {
-                self.shared.flush_buckets[i].load(Ordering::Relaxed)
-            }),
+            flush_buckets: load_all(&self.shared.flush_buckets),
+            asked_to_durable: load_all(&self.shared.asked_to_durable),
+            durable_to_resumed: load_all(&self.shared.durable_to_resumed),
             segment: self.shared.segment.load(Ordering::Acquire),
             class: self.shared.class.get().copied(),
         }
@@ -293,7 +327,21 @@ impl Drop for LogWriter {
     }
 }
 
+/// Counts a duration of `nanos` in a log2-of-microseconds histogram.
+fn count(buckets: &[AtomicU64; FLUSH_BUCKETS], nanos: u64) {
+    let micros = (nanos / 1000).max(1);
+    buckets[(micros.ilog2() as usize).min(FLUSH_BUCKETS - 1)].fetch_add(1, Ordering::Relaxed);
+}
+
+fn load_all(buckets: &[AtomicU64; FLUSH_BUCKETS]) -> [u64; FLUSH_BUCKETS] {
+    std::array::from_fn(|i| buckets[i].load(Ordering::Relaxed))
+}
+
 impl Shared {
+    fn nanos(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
     fn ask_for_flush(&self) {
         self.flush_now.store(true, Ordering::SeqCst);
         if let Some(t) = self.thread.get() {
@@ -378,17 +426,22 @@ fn write_loop(shared: &Shared, mut current: Current) {
                     shared
                         .flush_nanos
                         .fetch_add(took.as_nanos() as u64, Ordering::Relaxed);
-                    let micros = took.as_micros().max(1) as u64;
-                    let bucket = (micros.ilog2() as usize).min(FLUSH_BUCKETS - 1);
-                    shared.flush_buckets[bucket].fetch_add(1, Ordering::Relaxed);
+                    count(&shared.flush_buckets, took.as_nanos() as u64);
                     shared.flushes.fetch_add(1, Ordering::Relaxed);
                     shared
                         .bytes
                         .fetch_add(batch.len() as u64, Ordering::Relaxed);
                     current.len += batch.len() as u64;
                     batch.clear();
-                    shared.durable.store(batch_end, Ordering::Release);
                     let region = NoPreemptGuard::new();
+                    {
+                        let mut published = shared.published.lock(&region);
+                        if published.len() == PUBLISHED {
+                            published.pop_front();
+                        }
+                        published.push_back((batch_end, shared.nanos()));
+                    }
+                    shared.durable.store(batch_end, Ordering::Release);
                     *shared.failure.lock(&region) = None;
                     drop(region);
                     shared.wake(batch_end);
