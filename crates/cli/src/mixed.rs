@@ -136,7 +136,8 @@ pub fn run_config(
             &after.durable_to_resumed_histogram,
             &before.durable_to_resumed_histogram,
         );
-        let quantile = |h: &[u64], q| overtake_engine::LogStats::flush_quantile(h, q).as_micros();
+        let quantile =
+            |h: &[u64], q| overtake_engine::LogStats::histogram_quantile(h, q).as_micros();
         let under = |q| quantile(&histogram, q);
         eprintln!(
             "log ({}): {flushes} flushes ({:.0} per s), {:.0} us each on average (half under \

@@ -84,6 +84,16 @@ fn a_commit_waiting_for_its_flush_lets_its_worker_run_another_call() {
         }
     }
     assert!(parked_once, "no commit parked for its flush in 20 tries");
+    // A checkpoint blocks its thread for as long as it writes: refused inside a task.
+    let d = Arc::clone(&db);
+    let refused = scheduler
+        .call(Priority::LOW, move || d.checkpoint().err())
+        .expect("admitted");
+    assert_eq!(
+        refused.wait().expect("call"),
+        Some(overtake_engine::CheckpointError::InTask)
+    );
+    assert!(db.checkpoint().is_ok(), "from a thread of its own");
     Arc::into_inner(scheduler)
         .expect("last handle")
         .shutdown(Shutdown::Drain)

@@ -10,12 +10,13 @@
 //! database takes.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use overtake_priority::Priority;
+use overtake_runtime::{NoPreemptGuard, RegionMutex};
 
 use super::Database;
 use crate::log::checkpoint::CheckpointWriter;
@@ -73,6 +74,13 @@ pub enum CheckpointError {
         /// What the operating system said.
         reason: String,
     },
+    /// Called from a scheduler task: writing a checkpoint blocks in the kernel for as long as it
+    /// takes, and one task paused while it holds the checkpoint would block every later one on
+    /// its worker. Call it from a thread of your own.
+    #[error(
+        "a checkpoint blocks its thread: call it from a thread of your own, not a scheduler task"
+    )]
+    InTask,
     /// No transaction could be begun for its snapshot.
     #[error("cannot take a snapshot: {0}")]
     Snapshot(String),
@@ -87,15 +95,14 @@ pub(crate) struct Checkpoints {
 
 struct State {
     dir: PathBuf,
-    /// Held while one is written: one at a time.
-    progress: Mutex<Progress>,
-}
-
-#[derive(Default)]
-struct Progress {
-    stats: CheckpointStats,
+    /// Held while one is written (seconds, by a thread of its own or the caller's): one at a
+    /// time. Never taken by `checkpoint_stats`, which a scheduler task may call.
+    writing: Mutex<()>,
+    /// Held only to read or update the numbers, inside a region: a task paused while it reads
+    /// them cannot hold them (the rule every engine latch follows).
+    stats: RegionMutex<CheckpointStats>,
     /// Log bytes written when the last one began.
-    logged_at_last: u64,
+    logged_at_last: AtomicU64,
 }
 
 /// How often the background thread looks at the log's size.
@@ -108,7 +115,9 @@ impl Checkpoints {
         let mut checkpoints = Checkpoints {
             state: Arc::new(State {
                 dir: dir.to_owned(),
-                progress: Mutex::new(Progress::default()),
+                writing: Mutex::new(()),
+                stats: RegionMutex::new(CheckpointStats::default()),
+                logged_at_last: AtomicU64::new(0),
             }),
             every,
             thread: None,
@@ -146,7 +155,7 @@ impl Checkpoints {
                 while !stopped.load(Ordering::Acquire) {
                     std::thread::park_timeout(LOOK_EVERY);
                     let logged = engine.log.as_ref().map_or(0, |l| l.stats().bytes);
-                    let since = logged.saturating_sub(state.lock().logged_at_last);
+                    let since = logged.saturating_sub(state.logged_at_last.load(Ordering::Acquire));
                     if since >= every && !stopped.load(Ordering::Acquire) {
                         // A failure is kept in the stats; the next one is tried after as many
                         // bytes again.
@@ -165,49 +174,54 @@ impl Drop for Checkpoints {
     }
 }
 
-impl State {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Progress> {
-        // A checkpoint that panicked left nothing half-done that the next one depends on.
-        self.progress.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
 impl Database {
     /// Writes a checkpoint now (after the one being written in the background, if any) and
     /// removes the log it makes unnecessary. Blocks until it is durable: call it from a thread
-    /// of your own, never from inside a scheduler task.
+    /// of your own; inside a scheduler task it returns [`CheckpointError::InTask`].
     pub fn checkpoint(&self) -> Result<Checkpointed, CheckpointError> {
         let checkpoints = self
             .checkpoints
             .as_ref()
             .ok_or(CheckpointError::NotLogged)?;
+        if overtake_runtime::park::in_task() {
+            return Err(CheckpointError::InTask);
+        }
         take(&self.engine, &checkpoints.state)
     }
 
     /// Checkpoints taken since the database was opened (`None` without a log).
     pub fn checkpoint_stats(&self) -> Option<CheckpointStats> {
         let checkpoints = self.checkpoints.as_ref()?;
-        Some(checkpoints.state.lock().stats.clone())
+        let region = NoPreemptGuard::new();
+        let stats = checkpoints.state.stats.lock(&region).clone();
+        Some(stats)
     }
 }
 
 /// Writes a checkpoint of `engine` into `state`'s directory, and records how it went.
 fn take(engine: &Engine, state: &State) -> Result<Checkpointed, CheckpointError> {
-    let mut progress = state.lock();
+    // A checkpoint that panicked left nothing half-done that the next one depends on.
+    let _one_at_a_time = state.writing.lock().unwrap_or_else(PoisonError::into_inner);
     let log = engine.log.as_ref().ok_or(CheckpointError::NotLogged)?;
-    progress.logged_at_last = log.stats().bytes;
+    state
+        .logged_at_last
+        .store(log.stats().bytes, Ordering::Release);
     let result = write(engine, &state.dir);
+    let region = NoPreemptGuard::new();
+    let mut stats = state.stats.lock(&region);
     match &result {
         Ok(done) => {
-            progress.stats.taken += 1;
-            progress.stats.last = Some(done.clone());
-            progress.stats.last_error = None;
+            stats.taken += 1;
+            stats.last = Some(done.clone());
+            stats.last_error = None;
         }
         Err(e) => {
-            progress.stats.failed += 1;
-            progress.stats.last_error = Some(e.to_string());
+            stats.failed += 1;
+            stats.last_error = Some(e.to_string());
         }
     }
+    drop(stats);
+    drop(region);
     result
 }
 

@@ -48,9 +48,9 @@ pub enum Durability {
 }
 
 impl LogStats {
-    /// The flush time that `q` (0 to 1) of the flushes counted in `histogram` stayed under, to
-    /// within a factor of two (the upper end of its bucket).
-    pub fn flush_quantile(histogram: &[u64], q: f64) -> Duration {
+    /// The time that `q` (0 to 1) of what one of these histograms counts stayed under, to within
+    /// a factor of two (the upper end of its bucket).
+    pub fn histogram_quantile(histogram: &[u64], q: f64) -> Duration {
         let total: u64 = histogram.iter().sum();
         let want = (total as f64 * q).ceil() as u64;
         let mut seen = 0;

@@ -244,12 +244,12 @@ impl LogWriter {
                     let now = shared.nanos();
                     let region = NoPreemptGuard::new();
                     // The flush that passed our record (if it is still remembered).
-                    let published = shared
-                        .published
-                        .lock(&region)
-                        .iter()
-                        .find(|&&(durable, _)| durable >= lsn)
-                        .map(|&(_, at)| at.max(asked));
+                    let published = {
+                        let published = shared.published.lock(&region);
+                        // Ordered by LSN: the first flush that reached ours.
+                        let i = published.partition_point(|&(durable, _)| durable < lsn);
+                        published.get(i).map(|&(_, at)| at.max(asked))
+                    };
                     drop(region);
                     if let Some(published) = published {
                         count(&shared.asked_to_durable, published - asked);
