@@ -52,13 +52,10 @@ pub fn available_cores() -> usize {
 
 /// Pins the calling thread to the `core`-th usable core (modulo their number). Returns false if
 /// the operating system refused. The core counts as taken (see [`avoid_pinned_cores`]) until
-/// the thread exits.
+/// the thread exits: for a thread that keeps its core busy, such as a worker.
 pub fn pin_current_thread(core: usize) -> bool {
-    let cores = usable_cores();
-    let index = core % cores.len().max(1);
-    let pinned = cores
-        .get(index)
-        .is_some_and(|&id| core_affinity::set_for_current(id));
+    let index = core % usable_cores().len().max(1);
+    let pinned = confine_current_thread(index);
     if pinned {
         PINNED_HERE.with(|here| {
             // Dropping the earlier claim (if any) releases its core.
@@ -66,6 +63,16 @@ pub fn pin_current_thread(core: usize) -> bool {
         });
     }
     pinned
+}
+
+/// Pins the calling thread to the `core`-th usable core (modulo their number) without taking
+/// it: for a thread that mostly sleeps (a load driver's dispatcher), which service threads may
+/// still share the core with. Returns false if the operating system refused.
+pub fn confine_current_thread(core: usize) -> bool {
+    let cores = usable_cores();
+    cores
+        .get(core % cores.len().max(1))
+        .is_some_and(|&id| core_affinity::set_for_current(id))
 }
 
 /// Threads pinned to each usable core (by position in [`usable_cores`]), and a count of changes.
@@ -134,6 +141,29 @@ pub fn avoid_pinned_cores() -> bool {
     // SAFETY: sched_setaffinity reads `size_of::<cpu_set_t>()` bytes from the valid `set`;
     // pid 0 is the calling thread.
     unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0 }
+}
+
+/// Keeps a long-lived service thread (a log writer, a checkpointer) off the cores pinned
+/// threads hold, following them as they change: call [`refresh`](Self::refresh) each time the
+/// thread wakes (it costs one atomic load unless the pinning changed).
+#[derive(Debug, Default)]
+pub struct OffPinnedCores {
+    seen: Option<u64>,
+}
+
+impl OffPinnedCores {
+    pub fn new() -> OffPinnedCores {
+        OffPinnedCores::default()
+    }
+
+    /// Applies [`avoid_pinned_cores`] again if the pinned cores changed since the last call.
+    pub fn refresh(&mut self) {
+        let now = pinned_changes();
+        if self.seen != Some(now) {
+            avoid_pinned_cores();
+            self.seen = Some(now);
+        }
+    }
 }
 
 /// What the kernel counted for the calling thread (`getrusage(RUSAGE_THREAD)`).

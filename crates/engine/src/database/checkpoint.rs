@@ -152,8 +152,11 @@ impl Checkpoints {
             .spawn(move || {
                 // Background work: it takes only what the workers leave.
                 overtake_runtime::os_thread::run_in_background();
+                // Even at nice 10 it would take a slice of a worker's core now and then.
+                let mut off_workers = overtake_runtime::os_thread::OffPinnedCores::new();
                 while !stopped.load(Ordering::Acquire) {
                     std::thread::park_timeout(LOOK_EVERY);
+                    off_workers.refresh();
                     let logged = engine.log.as_ref().map_or(0, |l| l.stats().bytes);
                     let since = logged.saturating_sub(state.logged_at_last.load(Ordering::Acquire));
                     if since >= every && !stopped.load(Ordering::Acquire) {

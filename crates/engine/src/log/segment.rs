@@ -21,6 +21,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
+use overtake_runtime::os_thread::OffPinnedCores;
+
 use super::files;
 use super::record;
 use super::writer::{LogFile, Segments};
@@ -137,7 +139,7 @@ impl SegmentFiles {
             .spawn(move || {
                 // Background work: the disk and a core only when the workers leave them.
                 overtake_runtime::os_thread::run_in_background();
-                prepare_spares(&for_helper);
+                prepare_spares(&for_helper, &mut OffPinnedCores::new());
             })?;
         Ok(SegmentFiles {
             preparer,
@@ -147,7 +149,7 @@ impl SegmentFiles {
 }
 
 /// The helper: keeps one spare ready.
-fn prepare_spares(preparer: &Preparer) {
+fn prepare_spares(preparer: &Preparer, off_workers: &mut OffPinnedCores) {
     let zeros = vec![0u8; ZEROS];
     let mut state = preparer.state();
     // One left by an earlier run was renamed into place only once it was whole and synced.
@@ -164,7 +166,7 @@ fn prepare_spares(preparer: &Preparer) {
             return;
         }
         drop(state);
-        let made = make_spare(&preparer.dir, &zeros);
+        let made = make_spare(&preparer.dir, &zeros, off_workers);
         state = preparer.state();
         match made {
             Ok(()) => state.ready = true,
@@ -184,11 +186,13 @@ fn prepare_spares(preparer: &Preparer) {
 }
 
 /// Writes a spare: `SEGMENT_BYTES` of zeros, durable, under its final name.
-fn make_spare(dir: &Path, zeros: &[u8]) -> io::Result<()> {
+fn make_spare(dir: &Path, zeros: &[u8], off_workers: &mut OffPinnedCores) -> io::Result<()> {
     let temporary = dir.join(SPARE_TEMPORARY);
     let file = File::create(&temporary)?;
     let mut at = 0;
     while at < SEGMENT_BYTES {
+        // Even at nice 10 it would take a slice of a worker's core now and then.
+        off_workers.refresh();
         file.write_all_at(zeros, at)?;
         // A megabyte at a time, with pauses between: the log's flushes share the disk, and one
         // queued behind 64 MiB of zeros would wait tens of milliseconds.

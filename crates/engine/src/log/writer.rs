@@ -380,13 +380,9 @@ fn write_loop(shared: &Shared, mut current: Current) {
     // exists.
     let mut cutting: Option<Unparker> = None;
     // Real-time, it would take a worker's core whenever it wakes: it keeps to the others.
-    let mut pinning_seen = None;
+    let mut off_workers = os_thread::OffPinnedCores::new();
     loop {
-        let pinning = os_thread::pinned_changes();
-        if pinning_seen != Some(pinning) {
-            os_thread::avoid_pinned_cores();
-            pinning_seen = Some(pinning);
-        }
+        off_workers.refresh();
         let stopping = shared.stop.load(Ordering::Acquire);
         if !shared.flush_now.swap(false, Ordering::SeqCst) && !stopping {
             std::thread::park_timeout(shared.batching.interval);

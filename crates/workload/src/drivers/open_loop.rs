@@ -141,8 +141,10 @@ pub fn run<E: Executor>(
         StartOptions::default().idle_work(feeds).client_timer(),
     )?;
     if sched.pin {
+        // The dispatcher mostly sleeps between arrivals: it shares its core without taking it
+        // (service threads such as the log writer keep off workers' cores only).
         let cores = overtake_runtime::os_thread::available_cores();
-        overtake_runtime::os_thread::pin_current_thread(cores.saturating_sub(1));
+        overtake_runtime::os_thread::confine_current_thread(cores.saturating_sub(1));
     }
     let start = Instant::now();
     let dispatch = Dispatcher {
