@@ -494,6 +494,12 @@ pub struct MixedArgs {
     /// directory). Put it on the disk whose flushes you want to measure.
     #[arg(long, value_name = "DIR", requires = "durability")]
     pub log_dir: Option<std::path::PathBuf>,
+    /// With --durability: group commit, the longest a commit nobody urgent flushes waits for
+    /// its flush, in microseconds.
+    #[arg(long, value_name = "US", requires = "durability",
+          default_value_t = overtake_engine::DEFAULT_GROUP_COMMIT.as_micros() as u64,
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub group_commit_us: u64,
     #[command(flatten)]
     pub figures: FigureArgs,
 }
@@ -753,6 +759,12 @@ pub struct TpccArgs {
     #[arg(long, value_name = "MIB", requires = "data_dir", default_value_t = 1024,
           value_parser = clap::value_parser!(u64).range(0..=1_048_576))]
     pub checkpoint_mib: u64,
+    /// With --data-dir: group commit, the longest a commit nobody urgent flushes waits for
+    /// its flush, in microseconds.
+    #[arg(long, value_name = "US", requires = "data_dir",
+          default_value_t = overtake_engine::DEFAULT_GROUP_COMMIT.as_micros() as u64,
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub group_commit_us: u64,
     /// With --data-dir: append `w d o_id` to this file for every New-Order whose commit was
     /// acknowledged (a crash test's ledger; `check tpcc --ack-log` verifies it). Each line is a
     /// write on the worker, so it costs throughput. Not with --clients.

@@ -80,11 +80,11 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
     }
     let interrupts = interrupts_json(args, &report);
     let log = match (log_before, db.log_stats()) {
-        (Some(before), Some(after)) => {
-            let flushes = after.flushes - before.flushes;
-            Some((flushes, after.bytes - before.bytes))
-        }
+        (Some(before), Some(after)) => Some(after.since(&before)),
         _ => None,
+    };
+    let flush_us = |l: &overtake_engine::LogStats, q: f64| {
+        overtake_engine::LogStats::histogram_quantile(&l.flush_histogram, q).as_micros() as u64
     };
     let mode = args
         .data_dir
@@ -112,10 +112,12 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
     });
     let log_json = json!({
         "mode": mode,
-        "flushes": log.map(|l| l.0),
-        "bytes": log.map(|l| l.1),
-        "flushes_per_sec": log.map(|l| l.0 as f64 / elapsed),
-        "transactions_per_flush": log.map(|l| total.committed as f64 / l.0.max(1) as f64),
+        "flushes": log.map(|l| l.flushes),
+        "bytes": log.map(|l| l.bytes),
+        "flushes_per_sec": log.map(|l| l.flushes as f64 / elapsed),
+        "transactions_per_flush": log.map(|l| total.committed as f64 / l.flushes.max(1) as f64),
+        "flush_mean_us": log.map(|l| l.mean_flush().as_secs_f64() * 1e6),
+        "flush_p99_us_under": log.map(|l| flush_us(&l, 0.99)),
         "checkpoints": checkpoints_json,
     });
     if args.run.json {
@@ -171,12 +173,16 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
     if let Some(r) = &loaded.recovered {
         println!("{}", crate::kept::recovered_line(r));
     }
-    if let Some((flushes, bytes)) = log {
+    if let Some(l) = log {
         println!(
-            "log: {flushes} flushes ({:.0} per s, {:.1} transactions each), {:.1} MiB written",
-            flushes as f64 / elapsed,
-            total.committed as f64 / flushes.max(1) as f64,
-            bytes as f64 / f64::from(1 << 20)
+            "log: {} flushes ({:.0} per s, {:.1} transactions each, {:.0} us on average, 99% \
+             under {} us), {:.1} MiB written",
+            l.flushes,
+            l.flushes as f64 / elapsed,
+            total.committed as f64 / l.flushes.max(1) as f64,
+            l.mean_flush().as_secs_f64() * 1e6,
+            flush_us(&l, 0.99),
+            l.bytes as f64 / f64::from(1 << 20)
         );
         if let Some((taken, failed, last, error)) = &checkpoints {
             let last = last.as_ref().map_or(String::new(), |c| {

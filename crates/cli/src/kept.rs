@@ -45,7 +45,8 @@ pub fn tpcc_database(args: &TpccArgs) -> Result<LoadedDb, String> {
             let every = (args.checkpoint_mib > 0).then_some(args.checkpoint_mib << 20);
             let options = Options::default()
                 .durability(args.durability.engine())
-                .checkpoint_after(every);
+                .checkpoint_after(every)
+                .group_commit(std::time::Duration::from_micros(args.group_commit_us));
             open_tpcc(dir, options, args.warehouses, seed, json)
         }
         None => load_database(args.warehouses, seed, false, json),

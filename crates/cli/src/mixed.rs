@@ -123,41 +123,34 @@ pub fn run_config(
         .map_err(|e| e.to_string())?;
     bar.finish_and_clear();
     if let (Some(before), Some(after), false) = (log_before, loaded.db.log_stats(), args.json) {
-        let flushes = after.flushes - before.flushes;
-        let time = after.flush_time.saturating_sub(before.flush_time);
-        let since =
-            |a: &[u64], b: &[u64]| -> Vec<u64> { a.iter().zip(b).map(|(a, b)| a - b).collect() };
-        let histogram = since(&after.flush_histogram, &before.flush_histogram);
-        let asked = since(
-            &after.asked_to_durable_histogram,
-            &before.asked_to_durable_histogram,
-        );
-        let resumed = since(
-            &after.durable_to_resumed_histogram,
-            &before.durable_to_resumed_histogram,
+        let run = after.since(&before);
+        let (flushes, asked, resumed) = (
+            run.flushes,
+            &run.asked_to_durable_histogram,
+            &run.durable_to_resumed_histogram,
         );
         let quantile =
             |h: &[u64], q| overtake_engine::LogStats::histogram_quantile(h, q).as_micros();
-        let under = |q| quantile(&histogram, q);
+        let under = |q| quantile(&run.flush_histogram, q);
         eprintln!(
             "log ({}): {flushes} flushes ({:.0} per s), {:.0} us each on average (half under \
              {} us, 99% under {} us), {:.1} MiB; log writer {}",
             config.sched.policy.name(),
             flushes as f64 / secs(report.elapsed),
-            time.as_secs_f64() * 1e6 / flushes.max(1) as f64,
+            run.mean_flush().as_secs_f64() * 1e6,
             under(0.5),
             under(0.99),
-            (after.bytes - before.bytes) as f64 / f64::from(1 << 20),
-            after.writer_class,
+            run.bytes as f64 / f64::from(1 << 20),
+            run.writer_class,
         );
         eprintln!(
             "urgent commits that parked ({}): asking for the flush to durable, half under {} us, \
              99% under {} us; durable to running again, half under {} us, 99% under {} us",
             asked.iter().sum::<u64>(),
-            quantile(&asked, 0.5),
-            quantile(&asked, 0.99),
-            quantile(&resumed, 0.5),
-            quantile(&resumed, 0.99),
+            quantile(asked, 0.5),
+            quantile(asked, 0.99),
+            quantile(resumed, 0.5),
+            quantile(resumed, 0.99),
         );
     }
     drop(loaded);
@@ -197,7 +190,7 @@ fn print_durable_waits(runs: &[RunReport], classes: &[(Priority, String)]) {
 /// A run's own database directory (with `--durability`), removed when the run is over.
 struct RunDir {
     path: PathBuf,
-    durability: overtake_engine::Durability,
+    options: Options,
 }
 
 impl RunDir {
@@ -209,13 +202,14 @@ impl RunDir {
         }
         Ok(RunDir {
             path,
-            durability: durability.engine(),
+            options: Options::default()
+                .durability(durability.engine())
+                .group_commit(std::time::Duration::from_micros(args.group_commit_us)),
         })
     }
 
     fn open(&self) -> Result<Database, String> {
-        Database::open(&self.path, Options::default().durability(self.durability))
-            .map_err(|e| e.to_string())
+        Database::open(&self.path, self.options.clone()).map_err(|e| e.to_string())
     }
 }
 

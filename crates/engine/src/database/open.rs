@@ -6,7 +6,7 @@
 //! checkpoint, or damage before good records is an error naming the file, never a silent loss.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -16,13 +16,13 @@ use super::Database;
 use super::checkpoint::Checkpoints;
 use crate::log::checkpoint::{Checkpoint, Item};
 use crate::log::files;
-use crate::log::record::{self, Record};
-use crate::log::recovery;
+use crate::log::record::{self, LoggedWrite, Record};
+use crate::log::recovery::{self, ReadLog};
 use crate::log::segment::{SegmentFile, SegmentFiles};
 use crate::log::{Durability, Log, RecoveryError};
 use crate::options::Options;
 use crate::storage::row::Row;
-use crate::txn::Isolation;
+use crate::txn::{Isolation, Transaction};
 
 /// What [`Database::open`] found in its directory and replayed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -129,7 +129,7 @@ impl Database {
             let read = recovery::read(&path, s, i + 1 == segments.len())?;
             log_bytes += read.valid_len;
             (torn_bytes, valid_len) = (read.torn_bytes, read.valid_len);
-            db.replay(read.records, &mut replay)
+            db.replay(&read, &mut replay)
                 .map_err(|reason| RecoveryError::Replay { file: path, reason })?;
         }
         // Later commits are ordered after every logged one, across restarts: a checkpoint's
@@ -158,8 +158,12 @@ impl Database {
                 SegmentFile::resume(file, len, torn_bytes).map_err(io_at(&path))?
             };
             let segments = Box::new(SegmentFiles::new(dir).map_err(io_at(dir))?);
-            let log = Log::start(segments, (Box::new(file), number, len), options.durability)
-                .map_err(io_at(&path))?;
+            let log = Log::start(
+                segments,
+                (Box::new(file), number, len),
+                (options.durability, options.group_commit),
+            )
+            .map_err(io_at(&path))?;
             Arc::get_mut(&mut db.engine)
                 .expect("nothing shares the engine before it is opened")
                 .log = Some(log);
@@ -267,36 +271,111 @@ impl Database {
         Ok(())
     }
 
-    /// Re-applies logged tables and commits, in log order, but for the commits a loaded
-    /// checkpoint holds.
-    fn replay(&self, records: Vec<Record>, replay: &mut Replay) -> Result<(), String> {
-        for (i, r) in records.into_iter().enumerate() {
-            let at = |e: &dyn std::fmt::Display| format!("record {i}: {e}");
+    /// Re-applies a segment's logged tables and commits, but for the commits a loaded
+    /// checkpoint holds. Its tables are created first (a table's writes all follow its
+    /// creation, so creating it early changes nothing). Its writes are then replayed on as many
+    /// threads as the machine has cores, each taking the records whose primary keys hash to it,
+    /// in log order: a record's images stay in order, and images of different records never
+    /// depend on each other (a patch applies to its own record's row; no other constraint spans
+    /// records).
+    fn replay(&self, read: &ReadLog, replay: &mut Replay) -> Result<(), String> {
+        let covered = replay.covered_up_to;
+        for (i, r) in read.records().enumerate() {
             match r {
-                Record::CreateTable { id, schema } => {
-                    self.recreate_table(id, schema, replay)
-                        .map_err(|e| at(&e))?;
-                }
-                Record::Commit { ts, .. } if ts <= replay.covered_up_to => {}
-                Record::Commit { ts, writes } => {
-                    let mut txn = self
-                        .begin(Priority::HIGH, Isolation::Snapshot)
-                        .map_err(|e| at(&e))?;
-                    for w in writes {
-                        let Some(table) = self.engine.catalog.get(w.table) else {
-                            return Err(at(&format!("no table {}", w.table)));
-                        };
-                        txn.replay_write(table, &w.key, w.row).map_err(|e| at(&e))?;
-                    }
-                    txn.commit().map_err(|e| at(&e))?;
+                Record::CreateTable { id, schema } => self
+                    .recreate_table(id, schema, replay)
+                    .map_err(|e| format!("record {i}: {e}"))?,
+                Record::Commit { ts, .. } if ts > covered => {
                     replay.transactions += 1;
                     replay.newest = replay.newest.max(ts);
                 }
+                Record::Commit { .. } => {}
             }
         }
-        Ok(())
+        let parts = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let (failure, stop) = (Mutex::new(None), AtomicBool::new(false));
+        std::thread::scope(|s| {
+            for part in 0..parts {
+                let (failure, stop) = (&failure, &stop);
+                s.spawn(move || {
+                    if let Err(e) = self.replay_part(read, covered, (part, parts), stop) {
+                        stop.store(true, Ordering::Relaxed);
+                        let mut failure = failure.lock().unwrap_or_else(PoisonError::into_inner);
+                        failure.get_or_insert(e);
+                    }
+                    crate::mvcc::epoch::release_thread_garbage();
+                });
+            }
+        });
+        match failure.into_inner().unwrap_or_else(PoisonError::into_inner) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Replays the writes of `read` whose keys hash to partition `part` of `parts`, in log
+    /// order, in engine transactions of about [`REPLAY_BATCH`] writes each (a record written
+    /// twice in one keeps its last image, so replaying costs a fraction of running them).
+    fn replay_part(
+        &self,
+        read: &ReadLog,
+        covered: u64,
+        (part, parts): (usize, usize),
+        stop: &AtomicBool,
+    ) -> Result<(), String> {
+        let mut batch: Option<(Transaction<'_>, usize)> = None;
+        for (i, r) in read.records().enumerate() {
+            let at = |e: &dyn std::fmt::Display| format!("record {i}: {e}");
+            let Record::Commit { ts, writes } = r else {
+                continue;
+            };
+            if ts <= covered {
+                continue;
+            }
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            for w in writes.iter().filter(|w| partition(w, parts) == part) {
+                let (txn, written) = match &mut batch {
+                    Some(open) => open,
+                    None => batch.insert((
+                        self.begin(Priority::HIGH, Isolation::Snapshot)
+                            .map_err(|e| at(&e))?,
+                        0,
+                    )),
+                };
+                let Some(table) = self.engine.catalog.get(w.table) else {
+                    return Err(at(&format!("no table {}", w.table)));
+                };
+                txn.replay_write(table, w.key, w.image)
+                    .map_err(|e| at(&e))?;
+                *written += 1;
+            }
+            if batch.as_ref().is_some_and(|(_, n)| *n >= REPLAY_BATCH)
+                && let Some((mut txn, _)) = batch.take()
+            {
+                txn.commit().map_err(|e| at(&e))?;
+            }
+        }
+        match batch {
+            Some((mut txn, _)) => txn.commit().map_err(|e| e.to_string()),
+            None => Ok(()),
+        }
     }
 }
+
+/// The replay partition of a logged write: by its table and primary key, so that every image
+/// of one record is replayed by one thread.
+fn partition(w: &LoggedWrite<'_>, parts: usize) -> usize {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    (w.table, w.key).hash(&mut h);
+    // The high bits mix best.
+    ((h.finish() >> 32) as usize) % parts
+}
+
+/// Writes replayed per engine transaction (see `Database::replay`).
+const REPLAY_BATCH: usize = 4096;
 
 /// Locks `dir` for this process: exclusively to write (one writer, no readers), shared to
 /// read without logging (several readers). The operating system releases it when the process

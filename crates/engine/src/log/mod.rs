@@ -48,6 +48,33 @@ pub enum Durability {
 }
 
 impl LogStats {
+    /// What the writer did between `earlier` (stats of the same log) and these.
+    pub fn since(&self, earlier: &LogStats) -> LogStats {
+        let minus = |a: &[u64; writer::FLUSH_BUCKETS], b: &[u64; writer::FLUSH_BUCKETS]| {
+            std::array::from_fn(|i| a[i].saturating_sub(b[i]))
+        };
+        LogStats {
+            flushes: self.flushes.saturating_sub(earlier.flushes),
+            bytes: self.bytes.saturating_sub(earlier.bytes),
+            flush_time: self.flush_time.saturating_sub(earlier.flush_time),
+            flush_histogram: minus(&self.flush_histogram, &earlier.flush_histogram),
+            asked_to_durable_histogram: minus(
+                &self.asked_to_durable_histogram,
+                &earlier.asked_to_durable_histogram,
+            ),
+            durable_to_resumed_histogram: minus(
+                &self.durable_to_resumed_histogram,
+                &earlier.durable_to_resumed_histogram,
+            ),
+            ..*self
+        }
+    }
+
+    /// The mean time of a flush (zero if there was none).
+    pub fn mean_flush(&self) -> Duration {
+        self.flush_time / u32::try_from(self.flushes.max(1)).unwrap_or(u32::MAX)
+    }
+
     /// The time that `q` (0 to 1) of what one of these histograms counts stayed under, to within
     /// a factor of two (the upper end of its bucket).
     pub fn histogram_quantile(histogram: &[u64], q: f64) -> Duration {
@@ -101,8 +128,6 @@ pub struct LogStats {
     pub writer_class: &'static str,
 }
 
-/// How long appended records wait for a flush nobody urgent asked for.
-const FLUSH_INTERVAL: Duration = Duration::from_millis(2);
 /// Pending bytes that start a flush at once.
 const FLUSH_BYTES: usize = 1 << 20;
 
@@ -115,13 +140,14 @@ pub(crate) struct Log {
 impl Log {
     /// Starts logging to segment `number`, `file`, whose first `len` bytes hold whole records;
     /// `segments` makes the next ones.
+    /// `interval`: how long appended records wait for a flush nobody urgent asked for.
     pub(crate) fn start(
         segments: Box<dyn Segments>,
         (file, number, len): (Box<dyn LogFile>, u64, u64),
-        mode: Durability,
+        (mode, interval): (Durability, Duration),
     ) -> std::io::Result<Log> {
         let batching = Batching {
-            interval: FLUSH_INTERVAL,
+            interval,
             bytes: FLUSH_BYTES,
         };
         Ok(Log {

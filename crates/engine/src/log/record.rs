@@ -13,7 +13,7 @@ use crate::storage::schema::{ColumnType, TableSchema};
 /// The first bytes of every log file: the format's name and version.
 pub(crate) const MAGIC: &[u8; 8] = b"OVRTKLOG";
 /// The log format's version, after the magic bytes.
-pub(crate) const VERSION: u32 = 2;
+pub(crate) const VERSION: u32 = 3;
 /// Bytes of a segment's header: magic, version, and the segment's number (which its file name
 /// repeats, so a renamed or misplaced segment is noticed).
 pub(crate) const HEADER_LEN: usize = MAGIC.len() + 4 + 8;
@@ -26,22 +26,76 @@ pub(crate) const MAX_PAYLOAD: usize = 1 << 30;
 const CREATE_TABLE: u8 = 1;
 const COMMIT: u8 = 2;
 
-/// One logged change of a record: its table's id, its primary key, and the row it ends with
-/// (`None`: deleted).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct LoggedWrite {
+/// A write's image kinds.
+const DELETED: u8 = 0;
+const ROW: u8 = 1;
+const PATCH: u8 = 2;
+/// Rows are compared for a patch in chunks of this many bytes; unchanged gaps up to one chunk
+/// stay inside a run (a run's header costs as much).
+const CHUNK: usize = 8;
+
+/// One logged change of a record: its table's id, its primary key, and what it ends with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LoggedWrite<'a> {
     pub(crate) table: u32,
-    pub(crate) key: Vec<u8>,
-    pub(crate) row: Option<Vec<u8>>,
+    pub(crate) key: &'a [u8],
+    pub(crate) image: Image<'a>,
 }
 
-/// A decoded record.
+/// What a logged write leaves in its record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Image<'a> {
+    /// The row is deleted.
+    Deleted,
+    /// The whole row.
+    Row(&'a [u8]),
+    /// The record's previous row with some bytes replaced: an update logs only what it changed
+    /// (a TPC-C stock update changes 16 of its 300 bytes).
+    Patch(Patch<'a>),
+}
+
+/// Byte runs to write over a row of `len` bytes: `(offset u32, length u32, bytes)` each, in
+/// ascending order, checked to fit when decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Patch<'a> {
+    len: usize,
+    runs: &'a [u8],
+}
+
+impl Patch<'_> {
+    /// The row `base` becomes, or why the patch does not fit it.
+    pub(crate) fn apply(&self, base: &[u8]) -> Result<Box<[u8]>, String> {
+        if base.len() != self.len {
+            return Err(format!(
+                "a change logged for a row of {} bytes, found one of {}",
+                self.len,
+                base.len()
+            ));
+        }
+        let mut row: Box<[u8]> = base.into();
+        let mut r = Cursor { bytes: self.runs };
+        while !r.bytes.is_empty() {
+            let (at, n) = (r.u32(), r.u32());
+            let bytes = n.and_then(|n| r.take(n as usize));
+            let (Some(at), Some(bytes)) = (at, bytes) else {
+                unreachable!("runs are checked when decoded");
+            };
+            row[at as usize..at as usize + bytes.len()].copy_from_slice(bytes);
+        }
+        Ok(row)
+    }
+}
+
+/// A decoded record (borrowing the bytes it was read from).
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Record {
+pub(crate) enum Record<'a> {
     /// Table `id` was created (tables get ids in creation order).
     CreateTable { id: u32, schema: TableSchema },
     /// A transaction committed at `ts` with these writes.
-    Commit { ts: u64, writes: Vec<LoggedWrite> },
+    Commit {
+        ts: u64,
+        writes: Vec<LoggedWrite<'a>>,
+    },
 }
 
 /// The header of segment `segment`.
@@ -166,19 +220,89 @@ impl<'b> CommitEncoder<'b> {
         CommitEncoder { out }
     }
 
-    /// Adds one record's after-image.
+    /// Adds one record's after-image: its whole row (`None`: deleted).
     pub(crate) fn write(&mut self, table: u32, key: &[u8], row: Option<&[u8]>) {
+        self.start_write(table, key);
+        match row {
+            Some(row) => self.put_row(row),
+            None => self.out.push(DELETED),
+        }
+    }
+
+    /// Adds the after-image of a record whose row was `base` and is now `row`: the bytes that
+    /// changed, or the whole row where that is shorter (recovery applies it to the row the
+    /// records before it left).
+    pub(crate) fn write_over(&mut self, table: u32, key: &[u8], base: &[u8], row: &[u8]) {
+        self.start_write(table, key);
+        if base.len() != row.len() || !self.put_patch(base, row) {
+            self.put_row(row);
+        }
+    }
+
+    fn start_write(&mut self, table: u32, key: &[u8]) {
         self.out.extend_from_slice(&table.to_le_bytes());
         put_bytes(self.out, key);
-        match row {
-            Some(row) => {
-                self.out.push(1);
-                put_bytes(self.out, row);
-            }
-            None => self.out.push(0),
-        }
         let count = u32::from_le_bytes(self.out[COUNT_AT..COUNT_AT + 4].try_into().expect("4"));
         self.out[COUNT_AT..COUNT_AT + 4].copy_from_slice(&(count + 1).to_le_bytes());
+    }
+
+    fn put_row(&mut self, row: &[u8]) {
+        self.out.push(ROW);
+        put_bytes(self.out, row);
+    }
+
+    /// Appends the runs where `row` differs from `base` (of the same length); false, with
+    /// nothing appended, if they would take as much room as the row.
+    fn put_patch(&mut self, base: &[u8], row: &[u8]) -> bool {
+        let (start, limit) = (self.out.len(), self.out.len() + 5 + row.len());
+        self.out.push(PATCH);
+        self.out
+            .extend_from_slice(&(row.len() as u32).to_le_bytes());
+        // The runs' length, once they are written.
+        let runs_at = self.out.len();
+        self.out.extend_from_slice(&0u32.to_le_bytes());
+        // The open run: where it starts and ends.
+        let mut run: Option<(usize, usize)> = None;
+        let flush = |out: &mut Vec<u8>, (from, to): (usize, usize)| {
+            out.extend_from_slice(&(from as u32).to_le_bytes());
+            put_bytes(out, &row[from..to]);
+        };
+        // Whole chunks compare as integers (a slice comparison per chunk is a call each), the
+        // short last one as bytes.
+        let word = |c: &[u8]| u64::from_ne_bytes(c.try_into().expect("a whole chunk"));
+        let whole = base
+            .chunks_exact(CHUNK)
+            .zip(row.chunks_exact(CHUNK))
+            .map(|(old, new)| word(old) != word(new));
+        let tail = row.len() % CHUNK;
+        let last = std::iter::once(base[row.len() - tail..] != row[row.len() - tail..]);
+        for (i, changed) in whole.chain(last).enumerate() {
+            if !changed {
+                continue;
+            }
+            let (from, to) = (i * CHUNK, (i * CHUNK + CHUNK).min(row.len()));
+            run = match run {
+                Some((open, end)) if from - end <= CHUNK => Some((open, to)),
+                Some(done) => {
+                    flush(self.out, done);
+                    if self.out.len() >= limit {
+                        break;
+                    }
+                    Some((from, to))
+                }
+                None => Some((from, to)),
+            };
+        }
+        if let Some(done) = run {
+            flush(self.out, done);
+        }
+        if self.out.len() >= limit {
+            self.out.truncate(start);
+            return false;
+        }
+        let runs = (self.out.len() - runs_at - 4) as u32;
+        self.out[runs_at..runs_at + 4].copy_from_slice(&runs.to_le_bytes());
+        true
     }
 }
 
@@ -254,7 +378,7 @@ impl<'a> Cursor<'a> {
 }
 
 /// Decodes a frame's payload; `None` if it is not a record this version writes.
-pub(crate) fn decode(payload: &[u8]) -> Option<Record> {
+pub(crate) fn decode(payload: &[u8]) -> Option<Record<'_>> {
     let mut r = Cursor { bytes: payload };
     let record = match r.u8()? {
         CREATE_TABLE => {
@@ -309,19 +433,36 @@ pub(crate) fn decode(payload: &[u8]) -> Option<Record> {
             let mut writes = Vec::with_capacity(count as usize);
             for _ in 0..count {
                 let table = r.u32()?;
-                let key = r.bytes()?.to_vec();
-                let row = match r.u8()? {
-                    0 => None,
-                    1 => Some(r.bytes()?.to_vec()),
+                let key = r.bytes()?;
+                let image = match r.u8()? {
+                    DELETED => Image::Deleted,
+                    ROW => Image::Row(r.bytes()?),
+                    PATCH => Image::Patch(patch(&mut r)?),
                     _ => return None,
                 };
-                writes.push(LoggedWrite { table, key, row });
+                writes.push(LoggedWrite { table, key, image });
             }
             Record::Commit { ts, writes }
         }
         _ => return None,
     };
     r.bytes.is_empty().then_some(record)
+}
+
+/// Reads a patch: its row's length, and runs checked to ascend, to be nonempty and to fit it.
+fn patch<'a>(r: &mut Cursor<'a>) -> Option<Patch<'a>> {
+    let len = r.u32()? as usize;
+    let runs = r.bytes()?;
+    let (mut check, mut end) = (Cursor { bytes: runs }, 0);
+    while !check.bytes.is_empty() {
+        let at = check.u32()? as usize;
+        let bytes = check.bytes()?;
+        if at < end || bytes.is_empty() || at + bytes.len() > len {
+            return None;
+        }
+        end = at + bytes.len();
+    }
+    Some(Patch { len, runs })
 }
 
 #[cfg(test)]
@@ -354,13 +495,61 @@ mod tests {
         let mut out = Vec::new();
         let mut e = CommitEncoder::begin(&mut out);
         for w in writes {
-            e.write(w.table, &w.key, w.row.as_deref());
+            match w.image {
+                Image::Deleted => e.write(w.table, w.key, None),
+                Image::Row(row) => e.write(w.table, w.key, Some(row)),
+                Image::Patch(_) => unreachable!("patches are made by write_over"),
+            }
         }
         seal(&mut out, ts);
         out
     }
 
-    fn only(bytes: &[u8]) -> Record {
+    /// The one write of a commit record holding `base` overwritten by `row`.
+    fn over(base: &[u8], row: &[u8]) -> (Vec<u8>, usize) {
+        let mut out = Vec::new();
+        CommitEncoder::begin(&mut out).write_over(4, &[0x81], base, row);
+        seal(&mut out, 1);
+        let Record::Commit { writes, .. } = only(&out) else {
+            panic!("a commit");
+        };
+        let image = match writes[..] {
+            [LoggedWrite { image, .. }] => image,
+            _ => panic!("one write"),
+        };
+        let applied = match image {
+            Image::Row(r) => r.to_vec(),
+            Image::Patch(p) => p.apply(base).expect("fits").to_vec(),
+            Image::Deleted => panic!("not deleted"),
+        };
+        assert_eq!(applied, row);
+        let len = out.len();
+        (out, len)
+    }
+
+    #[test]
+    fn an_update_logs_the_bytes_it_changed_and_a_patch_refuses_another_row() {
+        let base: Vec<u8> = (0..=255).collect();
+        let mut row = base.clone();
+        row[100] = 0;
+        row[104..108].copy_from_slice(&[1, 2, 3, 4]);
+        row[200] = 9;
+        let (small, len) = over(&base, &row);
+        assert!(len < 80, "{len} bytes for two changed chunks");
+        let Record::Commit { writes, .. } = only(&small) else {
+            panic!("a commit");
+        };
+        let Image::Patch(p) = writes[0].image else {
+            panic!("a patch");
+        };
+        assert!(p.apply(&base[1..]).is_err());
+        // Everything changed, or the length did: the whole row.
+        let (_, len) = over(&base, &vec![7; 256]);
+        assert!(len > 256);
+        over(&base, &[1, 2, 3]);
+    }
+
+    fn only(bytes: &[u8]) -> Record<'_> {
         let Frame::Good(payload, used) = read_frame(bytes) else {
             panic!("not a good frame");
         };
@@ -392,18 +581,40 @@ mod tests {
             ),
         ) {
             let writes: Vec<LoggedWrite> = writes
-                .into_iter()
-                .map(|(table, key, row)| LoggedWrite { table, key, row })
+                .iter()
+                .map(|(table, key, row)| LoggedWrite {
+                    table: *table,
+                    key,
+                    image: row.as_deref().map_or(Image::Deleted, Image::Row),
+                })
                 .collect();
             let bytes = commit(ts, &writes);
             prop_assert_eq!(only(&bytes), Record::Commit { ts, writes });
         }
 
         #[test]
+        fn a_patch_rebuilds_the_row_it_was_made_from(
+            base in prop::collection::vec(any::<u8>(), 0..300),
+            changes in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..20),
+        ) {
+            let mut row = base.clone();
+            for (at, b) in changes {
+                if !row.is_empty() {
+                    let i = at.index(row.len());
+                    row[i] = b;
+                }
+            }
+            let (_, len) = over(&base, &row);
+            // Never longer than logging the whole row: the count, the table, the key (its
+            // length and one byte), the kind, the row's length and its bytes.
+            prop_assert!(len <= COUNT_AT + 4 + 4 + 4 + 1 + 1 + 4 + row.len());
+        }
+
+        #[test]
         fn no_cut_or_flipped_byte_passes_for_a_record(
             cut in 0usize..200, flip in 0usize..200, bit in 0u8..8,
         ) {
-            let bytes = commit(7, &[LoggedWrite { table: 1, key: vec![1, 2], row: Some(vec![9; 40]) }]);
+            let bytes = commit(7, &[LoggedWrite { table: 1, key: &[1, 2], image: Image::Row(&[9; 40]) }]);
             let cut = cut % bytes.len();
             prop_assert_eq!(read_frame(&bytes[..cut]), Frame::Torn);
             let mut damaged = bytes.clone();

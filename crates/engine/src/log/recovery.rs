@@ -62,13 +62,31 @@ pub enum RecoveryError {
     },
 }
 
-/// What reading the log found.
+/// What reading a segment found: its bytes, checked.
 pub(crate) struct ReadLog {
-    pub(crate) records: Vec<Record>,
+    bytes: Vec<u8>,
     /// Bytes of the file that hold whole records (where appending continues).
     pub(crate) valid_len: u64,
     /// Bytes cut from the end: a record the crash tore.
     pub(crate) torn_bytes: u64,
+}
+
+impl ReadLog {
+    /// Its records, in log order (decoded where they lie: nothing is copied).
+    pub(crate) fn records(&self) -> impl Iterator<Item = Record<'_>> {
+        let mut at = HEADER_LEN;
+        let end = self.valid_len as usize;
+        std::iter::from_fn(move || {
+            if at >= end {
+                return None;
+            }
+            let Frame::Good(payload, used) = record::read_frame(&self.bytes[at..end]) else {
+                unreachable!("every frame before the valid length was checked when read");
+            };
+            at += used;
+            Some(record::decode(payload).expect("every record was decoded when read"))
+        })
+    }
 }
 
 /// Reads segment `number`, the file at `path` (which exists). Only the `last` segment may end in
@@ -84,7 +102,6 @@ pub(crate) fn read(path: &Path, number: u64, last: bool) -> Result<ReadLog, Reco
         reason,
     };
     record::check_header(&bytes, MAGIC, "log", number).map_err(format)?;
-    let mut records = Vec::new();
     let mut at = HEADER_LEN;
     // Past the last nonzero byte there is only the zero-filled space ahead of the writer.
     let end = bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
@@ -101,13 +118,12 @@ pub(crate) fn read(path: &Path, number: u64, last: bool) -> Result<ReadLog, Reco
                 break;
             }
             Frame::Good(payload, used) => {
-                let Some(r) = record::decode(payload) else {
+                if record::decode(payload).is_none() {
                     // A good checksum over bytes that are not a record of this version.
                     return Err(format(format!(
                         "the record at byte {at} is of an unknown kind"
                     )));
-                };
-                records.push(r);
+                }
                 at += used;
             }
             Frame::Torn if last => break,
@@ -130,9 +146,9 @@ pub(crate) fn read(path: &Path, number: u64, last: bool) -> Result<ReadLog, Reco
         }
     }
     Ok(ReadLog {
-        records,
         valid_len: at as u64,
         torn_bytes: end.saturating_sub(at) as u64,
+        bytes,
     })
 }
 
@@ -199,7 +215,7 @@ mod tests {
         for cut in first_cut..=bytes.len() {
             let read = read_bytes(&bytes[..cut]).expect("a torn tail is not an error");
             let whole = ends.iter().filter(|&&e| e <= cut).count();
-            assert_eq!(read.records.len(), whole, "cut at {cut}");
+            assert_eq!(read.records().count(), whole, "cut at {cut}");
             assert_eq!(read.valid_len as usize, ends[whole - 1], "cut at {cut}");
             // Trailing zeros are the space ahead of the writer, not a torn record.
             let written = bytes[..cut]
@@ -230,7 +246,7 @@ mod tests {
         let last = bytes.len() - records[2].len();
         bytes[last + 12] ^= 0x40;
         let read = read_bytes(&bytes).expect("a bad last record is a torn tail");
-        assert_eq!(read.records.len(), 2);
+        assert_eq!(read.records().count(), 2);
         assert_eq!(read.torn_bytes as usize, records[2].len());
     }
 
@@ -256,13 +272,13 @@ mod tests {
         let whole = bytes.len();
         bytes.extend_from_slice(&[0; 4096]);
         let read = read_bytes(&bytes).expect("read");
-        assert_eq!((read.records.len(), read.torn_bytes), (3, 0));
+        assert_eq!((read.records().count(), read.torn_bytes), (3, 0));
         assert_eq!(read.valid_len as usize, whole);
         // The last record half written into the zeros: cut, and only its written bytes counted.
         let last = records[2].len();
         bytes[whole - last / 2..whole].fill(0);
         let read = read_bytes(&bytes).expect("read");
-        assert_eq!(read.records.len(), 2);
+        assert_eq!(read.records().count(), 2);
         assert_eq!(read.torn_bytes as usize, last - last / 2);
         // Zeros between records are damage.
         let mut holed = log_of(&records);
@@ -279,7 +295,7 @@ mod tests {
         let records: Vec<Vec<u8>> = (1..=2).map(|ts| commit(ts, &[7; 30])).collect();
         let bytes = log_of(&records);
         let cut = &bytes[..bytes.len() - 3];
-        assert_eq!(read_segment(cut, true).map(|r| r.records.len()), Ok(1));
+        assert_eq!(read_segment(cut, true).map(|r| r.records().count()), Ok(1));
         let at = (HEADER_LEN + records[0].len()) as u64;
         assert!(matches!(
             read_segment(cut, false),

@@ -81,8 +81,8 @@ const PUBLISHED: usize = 256;
 /// Buckets of the flush-time histogram (the last holds everything from about 8 s up).
 pub(crate) const FLUSH_BUCKETS: usize = 24;
 
-/// The longest pause before a failed flush is tried again.
-const RETRY_AFTER: Duration = Duration::from_millis(10);
+/// The pause before a failed flush is tried again.
+const RETRY_AFTER: Duration = Duration::from_millis(2);
 
 struct Pending {
     bytes: Vec<u8>,
@@ -471,7 +471,7 @@ fn write_loop(shared: &Shared, mut current: Current) {
                     }
                     // Not at once: a full disk would otherwise be retried as fast as urgent
                     // commits ask.
-                    std::thread::sleep(shared.batching.interval.min(RETRY_AFTER));
+                    std::thread::sleep(RETRY_AFTER);
                     continue;
                 }
             }

@@ -76,25 +76,18 @@ impl Transaction<'_> {
             self.finish(State::Committed);
             return Ok(None);
         }
-        // The log record's after-images, taken before installing moves the rows into versions.
-        let mut record = self.engine.log.as_ref().map(|_| {
-            let mut record = std::mem::take(&mut self.buf.log_record);
-            let mut encoder = CommitEncoder::begin(&mut record);
-            for e in self
-                .buf
-                .ws
-                .entries()
-                .iter()
-                .filter(|e| e.changes_anything())
-            {
-                encoder.write(e.table, e.key.as_slice(), e.row.as_deref());
-            }
-            record
-        });
+        // The log record is built as the writes are installed: each write's after-image is
+        // taken against the version it replaces (see `install_entry`).
+        let mut record = self
+            .engine
+            .log
+            .as_ref()
+            .map(|_| std::mem::take(&mut self.buf.log_record));
         // Install the writes before drawing the timestamp: a snapshot taken after the timestamp
         // must find every one of them (pending, hence waited for), never the version below.
         let epoch = EpochGuard::enter();
-        if let Err(reason) = self.install_all(&epoch) {
+        let installed = self.install_all(&epoch, record.as_mut().map(CommitEncoder::begin));
+        if let Err(reason) = installed {
             self.buf.log_record = record.unwrap_or_default();
             return Err(self.fail_commit(epoch, reason));
         }

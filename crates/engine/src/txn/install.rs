@@ -22,6 +22,7 @@ use super::Transaction;
 use crate::catalog::table::{IndexRef, Table, TableId};
 use crate::error::AbortReason;
 use crate::index::LeafHint;
+use crate::log::record::CommitEncoder;
 use crate::mvcc::HeadCheck;
 use crate::mvcc::epoch::EpochGuard;
 use crate::storage::key::{IndexKey, KeyBuf};
@@ -59,14 +60,19 @@ impl Transaction<'_> {
         }
     }
 
-    /// Installs every buffered write (the commit's first step, before its timestamp is drawn).
-    /// On a conflict, what was installed is left recorded for rollback.
-    pub(super) fn install_all(&mut self, epoch: &EpochGuard) -> Result<(), AbortReason> {
+    /// Installs every buffered write (the commit's first step, before its timestamp is drawn),
+    /// adding each one's after-image to `log` if the database logs. On a conflict, what was
+    /// installed is left recorded for rollback (and the record is not appended).
+    pub(super) fn install_all(
+        &mut self,
+        epoch: &EpochGuard,
+        mut log: Option<CommitEncoder<'_>>,
+    ) -> Result<(), AbortReason> {
         let mut ws = std::mem::take(&mut self.buf.ws);
         let mut result = Ok(());
         let mut leaves = HintedLeaves::default();
         for i in 0..ws.len() {
-            result = self.install_entry(ws.get_mut(i), &mut leaves, epoch);
+            result = self.install_entry(ws.get_mut(i), &mut leaves, epoch, log.as_mut());
             if result.is_err() {
                 break;
             }
@@ -80,6 +86,7 @@ impl Transaction<'_> {
         e: &mut Buffered,
         leaves: &mut HintedLeaves,
         epoch: &EpochGuard,
+        log: Option<&mut CommitEncoder<'_>>,
     ) -> Result<(), AbortReason> {
         if !e.changes_anything() {
             return Ok(());
@@ -90,6 +97,15 @@ impl Transaction<'_> {
             Target::Existing { base_live } => {
                 match self.head_state(table, e.oid, epoch.guard())? {
                     Head::Writable(head, v) if v.is_deleted() != base_live => {
+                        if let Some(log) = log {
+                            // Replay meets the row this one replaces: an update logs what it
+                            // changed.
+                            let key = e.key.as_slice();
+                            match (&row, v.is_deleted()) {
+                                (Some(row), false) => log.write_over(e.table, key, &v.row, row),
+                                (row, _) => log.write(e.table, key, row.as_deref()),
+                            }
+                        }
                         let keys_may_change = e.secondary_may_change;
                         self.overwrite(table, e.oid, (head, v), (row, keys_may_change), epoch)
                     }
@@ -100,6 +116,9 @@ impl Transaction<'_> {
                     Head::Missing if !base_live => {
                         let oid = self.unpublished_oid(table);
                         let row = row.unwrap_or_else(|| unreachable!("changes something"));
+                        if let Some(log) = log {
+                            log.write(e.table, e.key.as_slice(), Some(&row));
+                        }
                         self.install_fresh(table, oid, (&e.key, None), row, epoch)
                     }
                     // A row live in the snapshot is kept until every snapshot seeing it ends.
@@ -110,6 +129,9 @@ impl Transaction<'_> {
                 debug_assert!(unpublished);
                 e.target = Target::Fresh { unpublished: false };
                 let row = row.unwrap_or_else(|| unreachable!("changes something"));
+                if let Some(log) = log {
+                    log.write(e.table, e.key.as_slice(), Some(&row));
+                }
                 let hint = e.hint.map(|h| (leaves, h));
                 self.install_fresh(table, e.oid, (&e.key, hint), row, epoch)
             }
