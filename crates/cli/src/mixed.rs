@@ -134,12 +134,13 @@ pub fn run_config(
         let under = |q| quantile(&run.flush_histogram, q);
         eprintln!(
             "log ({}): {flushes} flushes ({:.0} per s), {:.0} us each on average (half under \
-             {} us, 99% under {} us), {:.1} MiB; log writer {}",
+             {} us, 99% under {} us, 99.9% under {} us), {:.1} MiB; log writer {}",
             config.sched.policy.name(),
             flushes as f64 / secs(report.elapsed),
             run.mean_flush().as_secs_f64() * 1e6,
             under(0.5),
             under(0.99),
+            under(0.999),
             run.bytes as f64 / f64::from(1 << 20),
             run.writer_class,
         );

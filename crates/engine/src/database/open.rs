@@ -375,7 +375,7 @@ fn partition(w: &LoggedWrite<'_>, parts: usize) -> usize {
 }
 
 /// Writes replayed per engine transaction (see `Database::replay`).
-const REPLAY_BATCH: usize = 4096;
+const REPLAY_BATCH: usize = 256;
 
 /// Locks `dir` for this process: exclusively to write (one writer, no readers), shared to
 /// read without logging (several readers). The operating system releases it when the process
