@@ -315,6 +315,31 @@ mod tests {
     }
 
     #[test]
+    fn a_confined_thread_shares_its_core_with_service_threads() {
+        if usable_cores().len() < 2 {
+            return; // nothing to keep off on one core
+        }
+        let index = usable_cores().len() - 1;
+        let allowed_while_confined = std::thread::spawn(move || {
+            assert!(confine_current_thread(index));
+            std::thread::spawn(|| {
+                assert!(avoid_pinned_cores());
+                core_affinity::get_core_ids().unwrap_or_default()
+            })
+            .join()
+            .expect("thread")
+        })
+        .join()
+        .expect("thread");
+        // The other tests here pin only the first core: the last stays open to service
+        // threads while a confined thread runs on it.
+        assert!(
+            allowed_while_confined.contains(&usable_cores()[index]),
+            "{allowed_while_confined:?}"
+        );
+    }
+
+    #[test]
     fn a_service_thread_gets_a_class_and_a_background_thread_gets_nice_ten() {
         std::thread::spawn(|| {
             let class = serve_promptly();
