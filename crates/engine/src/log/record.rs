@@ -3,8 +3,10 @@
 //! A frame is `length (u32) | crc32 of the payload (u32) | payload`, little-endian, so a reader
 //! tells a torn tail (a frame that runs past the end of the file) from damage (a complete frame
 //! whose checksum is wrong). A commit record holds the after-images of what the transaction
-//! changed: per record, its table, its primary key and its row bytes (or a deletion), and the
-//! commit timestamp that orders it. Decoding never panics on any input: bad bytes are an error.
+//! changed: per record, its table, its primary key and its row bytes, a deletion, or for an
+//! update the byte runs that differ from the row it replaced (a patch, applied at replay to the
+//! row the records before it left); and the commit timestamp that orders it. Decoding never
+//! panics on any input: bad bytes are an error.
 //!
 //! Must never depend on anything but the types it encodes: it is the on-disk format.
 
