@@ -200,30 +200,19 @@ impl Database {
             }
         })?;
         let next = AtomicUsize::new(0);
-        let failure = Mutex::new(None);
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(frames.len());
-        std::thread::scope(|s| {
-            for _ in 0..threads {
-                s.spawn(|| {
-                    while let Some((table, rows)) = frames.get(next.fetch_add(1, Ordering::Relaxed))
-                    {
-                        if let Err(e) = self.insert_stored(*table, rows) {
-                            *failure.lock().unwrap_or_else(PoisonError::into_inner) = Some(e);
-                            next.store(frames.len(), Ordering::Relaxed);
-                        }
-                    }
-                    crate::mvcc::epoch::release_thread_garbage();
-                });
+        on_every_core(frames.len(), |_, stop| {
+            while let Some((table, rows)) = frames.get(next.fetch_add(1, Ordering::Relaxed)) {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                self.insert_stored(*table, rows)?;
             }
-        });
-        if let Some(reason) = failure.into_inner().unwrap_or_else(PoisonError::into_inner) {
-            return Err(RecoveryError::Replay {
-                file: checkpoint.path().to_owned(),
-                reason,
-            });
-        }
+            Ok(())
+        })
+        .map_err(|reason| RecoveryError::Replay {
+            file: checkpoint.path().to_owned(),
+            reason,
+        })?;
         replay.covered_up_to = checkpoint.snapshot;
         replay.newest = checkpoint.snapshot;
         Ok(())
@@ -292,25 +281,9 @@ impl Database {
                 Record::Commit { .. } => {}
             }
         }
-        let parts = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let (failure, stop) = (Mutex::new(None), AtomicBool::new(false));
-        std::thread::scope(|s| {
-            for part in 0..parts {
-                let (failure, stop) = (&failure, &stop);
-                s.spawn(move || {
-                    if let Err(e) = self.replay_part(read, covered, (part, parts), stop) {
-                        stop.store(true, Ordering::Relaxed);
-                        let mut failure = failure.lock().unwrap_or_else(PoisonError::into_inner);
-                        failure.get_or_insert(e);
-                    }
-                    crate::mvcc::epoch::release_thread_garbage();
-                });
-            }
-        });
-        match failure.into_inner().unwrap_or_else(PoisonError::into_inner) {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        on_every_core(usize::MAX, |part, stop| {
+            self.replay_part(read, covered, part, stop)
+        })
     }
 
     /// Replays the writes of `read` whose keys hash to partition `part` of `parts`, in log
@@ -361,6 +334,37 @@ impl Database {
             Some((mut txn, _)) => txn.commit().map_err(|e| e.to_string()),
             None => Ok(()),
         }
+    }
+}
+
+/// Runs `work` on as many threads as the machine has cores (at most `most`), each told its
+/// part (`(i, parts)`); the first error is returned, and the others are asked to `stop`.
+fn on_every_core<W>(most: usize, work: W) -> Result<(), String>
+where
+    W: Fn((usize, usize), &AtomicBool) -> Result<(), String> + Sync,
+{
+    let parts = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(most)
+        .max(1);
+    let (failure, stop) = (Mutex::new(None), AtomicBool::new(false));
+    std::thread::scope(|s| {
+        for part in 0..parts {
+            let (work, failure, stop) = (&work, &failure, &stop);
+            s.spawn(move || {
+                if let Err(e) = work((part, parts), stop) {
+                    stop.store(true, Ordering::Relaxed);
+                    let mut failure = failure.lock().unwrap_or_else(PoisonError::into_inner);
+                    failure.get_or_insert(e);
+                }
+                // Recovery's threads end here: what they retired is freed now.
+                crate::mvcc::epoch::release_thread_garbage();
+            });
+        }
+    });
+    match failure.into_inner().unwrap_or_else(PoisonError::into_inner) {
+        Some(e) => Err(e),
+        None => Ok(()),
     }
 }
 

@@ -109,15 +109,26 @@ pub(crate) fn remove_before(dir: &Path, n: u64) -> io::Result<()> {
     sync_dir(dir)
 }
 
+/// A fresh, empty directory for a unit test: `name`, this process and this thread make it its own.
+#[cfg(test)]
+pub(crate) fn scratch_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "overtake-{name}-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    dir
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn listing_finds_segments_and_checkpoints_in_order_and_ignores_other_files() {
-        let dir = std::env::temp_dir().join(format!("overtake-files-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("dir");
+        let dir = scratch_dir("files");
         for n in [3, 1, 2] {
             create_segment(&dir, n).expect("segment");
         }

@@ -144,10 +144,15 @@ pub(crate) fn frame(out: &mut Vec<u8>, payload: impl FnOnce(&mut Vec<u8>)) {
     let at = out.len();
     out.extend_from_slice(&[0; FRAME_HEADER]);
     payload(out);
-    let len = (out.len() - at - FRAME_HEADER) as u32;
-    let crc = crc32fast::hash(&out[at + FRAME_HEADER..]);
-    out[at..at + 4].copy_from_slice(&len.to_le_bytes());
-    out[at + 4..at + 8].copy_from_slice(&crc.to_le_bytes());
+    close_frame(&mut out[at..]);
+}
+
+/// Writes the length and checksum of the frame that fills `frame`.
+fn close_frame(frame: &mut [u8]) {
+    let len = (frame.len() - FRAME_HEADER) as u32;
+    let crc = crc32fast::hash(&frame[FRAME_HEADER..]);
+    frame[..4].copy_from_slice(&len.to_le_bytes());
+    frame[4..8].copy_from_slice(&crc.to_le_bytes());
 }
 
 pub(crate) fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
@@ -263,7 +268,7 @@ impl<'b> CommitEncoder<'b> {
         // The runs' length, once they are written.
         let runs_at = self.out.len();
         self.out.extend_from_slice(&0u32.to_le_bytes());
-        // The open run: where it starts and ends.
+        // The open run: where it starts and ends. A run is written once the next begins.
         let mut run: Option<(usize, usize)> = None;
         let flush = |out: &mut Vec<u8>, (from, to): (usize, usize)| {
             out.extend_from_slice(&(from as u32).to_le_bytes());
@@ -283,19 +288,19 @@ impl<'b> CommitEncoder<'b> {
                 continue;
             }
             let (from, to) = (i * CHUNK, (i * CHUNK + CHUNK).min(row.len()));
-            run = match run {
-                Some((open, end)) if from - end <= CHUNK => Some((open, to)),
-                Some(done) => {
-                    flush(self.out, done);
-                    if self.out.len() >= limit {
-                        break;
+            match &mut run {
+                Some((_, end)) if from - *end <= CHUNK => *end = to,
+                _ => {
+                    if let Some(done) = run.replace((from, to)) {
+                        flush(self.out, done);
+                        if self.out.len() >= limit {
+                            break;
+                        }
                     }
-                    Some((from, to))
                 }
-                None => Some((from, to)),
-            };
+            }
         }
-        if let Some(done) = run {
+        if let Some(done) = run.filter(|_| self.out.len() < limit) {
             flush(self.out, done);
         }
         if self.out.len() >= limit {
@@ -311,10 +316,7 @@ impl<'b> CommitEncoder<'b> {
 /// Completes the commit record `begin` started in `out`: its timestamp, length and checksum.
 pub(crate) fn seal(out: &mut [u8], ts: u64) {
     out[FRAME_HEADER + 1..COUNT_AT].copy_from_slice(&ts.to_le_bytes());
-    let len = (out.len() - FRAME_HEADER) as u32;
-    let crc = crc32fast::hash(&out[FRAME_HEADER..]);
-    out[..4].copy_from_slice(&len.to_le_bytes());
-    out[4..8].copy_from_slice(&crc.to_le_bytes());
+    close_frame(out);
 }
 
 /// What reading one frame at an offset found.
@@ -326,6 +328,14 @@ pub(crate) enum Frame<'a> {
     Torn,
     /// A complete frame whose checksum or length is wrong.
     Bad,
+}
+
+/// The payload of the whole frame at the start of `bytes` (whose checksum was checked before),
+/// and the bytes after it; `None` if none starts there.
+pub(crate) fn split_frame(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
+    let len = u32::from_le_bytes(bytes.get(..4)?.try_into().ok()?) as usize;
+    let rest = bytes.get(FRAME_HEADER..)?;
+    (len <= rest.len()).then(|| rest.split_at(len))
 }
 
 /// Reads the frame at the start of `bytes`.

@@ -262,9 +262,7 @@ mod tests {
 
     #[test]
     fn a_segment_from_a_spare_holds_its_header_and_records_in_place_and_zeros_after_them() {
-        let dir = std::env::temp_dir().join(format!("overtake-segment-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("dir");
+        let dir = files::scratch_dir("segment");
         let mut segments = SegmentFiles::new(&dir).expect("segments");
         // Wait for the spare, so that the segment is made from it.
         while !segments.preparer.state().ready {

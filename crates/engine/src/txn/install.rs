@@ -26,14 +26,9 @@ use crate::log::record::CommitEncoder;
 use crate::mvcc::HeadCheck;
 use crate::mvcc::epoch::EpochGuard;
 use crate::storage::key::{IndexKey, KeyBuf};
-use crate::storage::record::{DEAD, Oid, OidBlock, RecordStore, RowBytes, Version};
+use crate::storage::record::{DEAD, Oid, OidBlock, RowBytes, Version};
 use crate::txn::footprint::{NewKey, StaleKey, Write, WriteKind};
-use crate::txn::writeset::{Buffered, Target, WriteSet};
-
-/// Write sets at least this large prefetch their records while installing (see `install_all`).
-const PREFETCH_FROM: usize = 64;
-/// How many entries ahead a record's head is asked for (its slot twice as far).
-const PREFETCH_AHEAD: usize = 8;
+use crate::txn::writeset::{Buffered, Target};
 
 /// The state of a record's head, from a writer's point of view.
 pub(super) enum Head<'g> {
@@ -76,25 +71,7 @@ impl Transaction<'_> {
         let mut ws = std::mem::take(&mut self.buf.ws);
         let mut result = Ok(());
         let mut leaves = HintedLeaves::default();
-        let catalog = &self.engine.catalog;
-        // A large write set (recovery's batches) meets records long out of cache: the slots and
-        // heads of the entries ahead are asked for first, so that their misses overlap. A
-        // transaction's usual few writes were just read, and skip this.
-        let ahead = |ws: &WriteSet, i: usize, look: fn(&RecordStore, Oid, &Guard)| {
-            if let Some(e) = ws.entries().get(i) {
-                look(&catalog.recorded(e.table).records, e.oid, epoch.guard());
-            }
-        };
-        let prefetch = ws.len() >= PREFETCH_FROM;
         for i in 0..ws.len() {
-            if prefetch {
-                ahead(&ws, i + 2 * PREFETCH_AHEAD, |records, oid, _| {
-                    records.prefetch_slot(oid);
-                });
-                ahead(&ws, i + PREFETCH_AHEAD, |records, oid, guard| {
-                    records.prefetch_head(oid, guard);
-                });
-            }
             result = self.install_entry(ws.get_mut(i), &mut leaves, epoch, log.as_mut());
             if result.is_err() {
                 break;
