@@ -32,9 +32,19 @@ pub struct Options {
     /// or join the flush in flight). Shorter: lower-priority commits are durable sooner, and
     /// the log is flushed more often in smaller batches.
     pub group_commit: Duration,
+    /// The policy of the row write locks READ COMMITTED transactions take in an MVCC database
+    /// (POW by default: a paused, less urgent holder loses its lock to a waiting urgent
+    /// transaction). Under two-phase locking the concurrency's own policy applies.
+    pub row_lock_policy: LockPolicy,
 }
 
 impl Options {
+    /// Sets [`row_lock_policy`](Self::row_lock_policy).
+    pub fn row_lock_policy(mut self, policy: LockPolicy) -> Self {
+        self.row_lock_policy = policy;
+        self
+    }
+
     /// Sets [`concurrency`](Self::concurrency).
     pub fn concurrency(mut self, concurrency: Concurrency) -> Self {
         self.concurrency = concurrency;
@@ -83,6 +93,7 @@ impl Default for Options {
             durability: Durability::Sync,
             checkpoint_after: Some(DEFAULT_CHECKPOINT_AFTER),
             group_commit: DEFAULT_GROUP_COMMIT,
+            row_lock_policy: LockPolicy::Pow,
         }
     }
 }

@@ -19,7 +19,8 @@ use overtake_engine::{
     RetryPolicy, ScanOptions, Table, Transaction,
 };
 
-use common::{HERMITAGE_ID as ID, HERMITAGE_VALUE as VALUE, hermitage_row as row};
+use common::steps::{aborted, committed, done, insert, read, write};
+use common::{HERMITAGE_ID as ID, HERMITAGE_VALUE as VALUE};
 
 fn setup(policy: LockPolicy) -> (Database, Arc<Table>) {
     let db = Database::in_memory({
@@ -29,47 +30,6 @@ fn setup(policy: LockPolicy) -> (Database, Arc<Table>) {
     });
     let t = common::hermitage_table(&db);
     (db, t)
-}
-
-/// A step: `select value from test where id = ?` (empty if absent).
-fn read(
-    t: &Arc<Table>,
-    id: i64,
-) -> impl for<'a, 'b> FnOnce(&'a mut Transaction<'b>) -> Outcome + Send + use<> {
-    let t = Arc::clone(t);
-    move |txn| {
-        let key = t.key().int(id).finish().expect("key");
-        Ok(txn.get(&t, &key, |r| r.int(VALUE))?.into_iter().collect())
-    }
-}
-
-/// A step: `update test set value = ? where id = ?`.
-fn write(
-    t: &Arc<Table>,
-    id: i64,
-    value: i64,
-) -> impl for<'a, 'b> FnOnce(&'a mut Transaction<'b>) -> Outcome + Send + use<> {
-    let t = Arc::clone(t);
-    move |txn| {
-        let key = t.key().int(id).finish().expect("key");
-        txn.update(&t, &key, |r| {
-            r.int(VALUE, value);
-        })?;
-        Ok(Vec::new())
-    }
-}
-
-/// A step: `insert into test values (?, ?)`.
-fn insert(
-    t: &Arc<Table>,
-    id: i64,
-    value: i64,
-) -> impl for<'a, 'b> FnOnce(&'a mut Transaction<'b>) -> Outcome + Send + use<> {
-    let t = Arc::clone(t);
-    move |txn| {
-        txn.insert(&t, row(&t, id, value))?;
-        Ok(Vec::new())
-    }
 }
 
 /// A step: the values of every row whose value satisfies `predicate` (a scan of the table), as
@@ -123,21 +83,6 @@ fn add_ten_to_all(
     }
 }
 
-/// Everything committed, as (id, value) pairs.
-fn committed(db: &Database, t: &Table) -> Vec<(i64, i64)> {
-    let mut txn = db
-        .begin(Priority::LOW, Isolation::Serializable)
-        .expect("begin");
-    let mut out = Vec::new();
-    txn.scan(t, &KeyRange::all(), ScanOptions::forward(), |r| {
-        out.push((r.int(ID), r.int(VALUE)));
-        ControlFlow::Continue(())
-    })
-    .expect("scan");
-    txn.commit().expect("commit");
-    out
-}
-
 /// Two low-priority sessions, `t1` begun first (the older).
 fn two_sessions<'scope, 'env>(
     s: &'scope std::thread::Scope<'scope, 'env>,
@@ -147,14 +92,6 @@ fn two_sessions<'scope, 'env>(
         Session::begin(s, db, Priority::LOW),
         Session::begin(s, db, Priority::LOW),
     )
-}
-
-fn done(values: &[i64]) -> Progress {
-    Progress::Done(Ok(values.to_vec()))
-}
-
-fn aborted(reason: AbortReason) -> Outcome {
-    Err(Error::Aborted(reason))
 }
 
 const STANDARD: LockPolicy = LockPolicy::Standard;

@@ -240,12 +240,11 @@ impl Database {
         }
     }
 
-    /// Every transaction waiting for a lock now (two-phase locking; empty otherwise), longest
-    /// wait first: who waits, for what, behind whom (like PostgreSQL's `pg_locks`).
+    /// Every transaction waiting for a lock now (under two-phase locking, or READ COMMITTED
+    /// writers waiting for a row), longest wait first: who waits, for what, behind whom (like
+    /// PostgreSQL's `pg_locks`).
     pub fn lock_waits(&self) -> Vec<LockWait> {
-        let Some(manager) = &self.engine.locks else {
-            return Vec::new();
-        };
+        let manager = self.engine.locks.as_ref().unwrap_or(&self.engine.row_locks);
         let waits = manager.waits();
         let names: Vec<_> = waits.iter().map(|w| w.lock).collect();
         let described = crate::txn::describe_locks(&self.engine.catalog, &names);

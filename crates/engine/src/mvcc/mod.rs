@@ -355,6 +355,20 @@ impl TxnTable {
     }
 
     /// Returns the slot. Every pending stamp of this generation must be final by now.
+    /// Moves `lease`'s snapshot up to the newest commit (a READ COMMITTED transaction's next
+    /// statement), published as [`begin`](Self::begin) publishes one: the watermark only rises.
+    pub(crate) fn refresh_snapshot(&self, lease: &mut Lease) {
+        let _region = NoPreemptGuard::new();
+        let s = &self.slots[lease.slot];
+        s.snapshot.store(
+            self.clock.load(Ordering::SeqCst) | BEGINNING,
+            Ordering::SeqCst,
+        );
+        let snapshot = self.clock.load(Ordering::SeqCst);
+        s.snapshot.store(snapshot, Ordering::SeqCst);
+        lease.snapshot = snapshot;
+    }
+
     pub(crate) fn end(&self, lease: &Lease) {
         let _region = NoPreemptGuard::new();
         let s = &self.slots[lease.slot];

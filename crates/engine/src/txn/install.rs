@@ -18,13 +18,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use overtake_runtime::NoPreemptGuard;
 use sdd::{AtomicShared, Guard, Ptr, Shared, Tag};
 
-use super::Transaction;
+use super::{Isolation, Transaction};
 use crate::catalog::table::{IndexRef, Table, TableId};
 use crate::error::AbortReason;
 use crate::index::LeafHint;
 use crate::log::record::CommitEncoder;
-use crate::mvcc::HeadCheck;
 use crate::mvcc::epoch::EpochGuard;
+use crate::mvcc::{HeadCheck, Reader};
 use crate::storage::key::{IndexKey, KeyBuf};
 use crate::storage::record::{DEAD, Oid, OidBlock, RowBytes, Version};
 use crate::txn::footprint::{NewKey, StaleKey, Write, WriteKind};
@@ -40,19 +40,24 @@ pub(super) enum Head<'g> {
 
 impl Transaction<'_> {
     /// Waits until the head of `oid` is settled (a commit or rollback in flight finishes) and
-    /// checks that this transaction may write over it.
+    /// checks that this transaction, reading at `snapshot`, may write over it.
     pub(super) fn head_state<'g>(
         &self,
         table: &Table,
         oid: Oid,
+        snapshot: u64,
         guard: &'g Guard,
     ) -> Result<Head<'g>, AbortReason> {
+        let reader = Reader {
+            snapshot,
+            me: self.lease.stamp,
+        };
         loop {
             let head = table.records.slot(oid).load(Ordering::Acquire, guard);
             let Some(v) = head.as_ref() else {
                 return Ok(Head::Missing);
             };
-            match self.engine.txns.check_writable(v, self.reader()) {
+            match self.engine.txns.check_writable(v, reader) {
                 HeadCheck::Writable => return Ok(Head::Writable(head, v)),
                 HeadCheck::Conflict => return Err(AbortReason::Conflict),
                 HeadCheck::Retry => std::hint::spin_loop(),
@@ -93,9 +98,10 @@ impl Transaction<'_> {
         }
         let table = &self.engine.catalog.recorded(e.table);
         let row = e.row.take();
+        let read_at = self.write_snapshot(e);
         match e.target {
             Target::Existing { base_live } => {
-                match self.head_state(table, e.oid, epoch.guard())? {
+                match self.head_state(table, e.oid, read_at, epoch.guard())? {
                     Head::Writable(head, v) if v.is_deleted() != base_live => {
                         if let Some(log) = log {
                             // Replay meets the row this one replaces: an update logs what it
@@ -119,9 +125,14 @@ impl Transaction<'_> {
                         if let Some(log) = log {
                             log.write(e.table, e.key.as_slice(), Some(&row));
                         }
-                        self.install_fresh(table, oid, (&e.key, None), row, epoch)
+                        self.install_fresh(table, oid, (&e.key, None), (row, read_at), epoch)
                     }
-                    // A row live in the snapshot is kept until every snapshot seeing it ends.
+                    // A row live in the snapshot is kept until every snapshot seeing it ends; but
+                    // READ COMMITTED has moved its snapshot on since this write read the row,
+                    // and a deletion committed since may have been collected: a conflict.
+                    Head::Missing if self.isolation == Isolation::ReadCommitted => {
+                        Err(AbortReason::Conflict)
+                    }
                     Head::Missing => unreachable!("a record live in the snapshot was collected"),
                 }
             }
@@ -133,7 +144,7 @@ impl Transaction<'_> {
                     log.write(e.table, e.key.as_slice(), Some(&row));
                 }
                 let hint = e.hint.map(|h| (leaves, h));
-                self.install_fresh(table, e.oid, (&e.key, hint), row, epoch)
+                self.install_fresh(table, e.oid, (&e.key, hint), (row, read_at), epoch)
             }
         }
     }
@@ -199,7 +210,7 @@ impl Transaction<'_> {
         table: &Table,
         oid: Oid,
         (key, mut hint): (&IndexKey, Option<(&mut HintedLeaves, LeafHint)>),
-        mut row: Box<[u8]>,
+        (mut row, read_at): (Box<[u8]>, u64),
         epoch: &EpochGuard,
     ) -> Result<(), AbortReason> {
         let guard = epoch.guard();
@@ -245,7 +256,7 @@ impl Transaction<'_> {
                     None => unreachable!("the version was just installed"),
                 }
             };
-            match self.head_state(table, existing, guard) {
+            match self.head_state(table, existing, read_at, guard) {
                 // The key's record is dead and its entry not yet removed: remove it ourselves
                 // (only if it still maps to the dead record) and try again.
                 Ok(Head::Missing) => {

@@ -545,14 +545,19 @@ fn walk_entries(
 
 impl<'db> Transaction<'db> {
     /// This transaction's handle on the lock manager, registered at `priority` and begun as the
-    /// `age`-th transaction (`None`: the youngest yet), if the database locks.
+    /// `age`-th transaction (`None`: the youngest yet), if the database locks or the isolation
+    /// level locks what it writes (READ COMMITTED, on the row locks' manager).
     pub(super) fn register_locker(
         engine: &'db crate::txn::shared::Engine,
         id: TxnId,
-        priority: overtake_priority::Priority,
+        (priority, isolation): (overtake_priority::Priority, super::Isolation),
         age: Option<u64>,
     ) -> Option<Locker<'db>> {
-        let manager = engine.locks.as_ref()?;
+        let manager = match &engine.locks {
+            Some(manager) => manager,
+            None if isolation == super::Isolation::ReadCommitted => &engine.row_locks,
+            None => return None,
+        };
         let registered = manager.register_aged(id, priority.level() as u8, age);
         Some(Locker::new(manager, &engine.txns, id, registered))
     }
@@ -572,13 +577,53 @@ impl<'db> Transaction<'db> {
             .unwrap_or_default()
     }
 
-    /// The snapshot reads use: the newest commit when locking, else the transaction's own.
+    /// The snapshot reads use: the newest commit under two-phase locking, else the
+    /// transaction's own.
     pub(super) fn read_snapshot(&self) -> u64 {
-        if self.locker.is_some() {
+        if self.two_phase {
             LATEST
         } else {
             self.lease.snapshot
         }
+    }
+
+    /// The snapshot a buffered write must still hold at commit (see `Buffered::read_at`).
+    pub(super) fn write_snapshot(&self, write: &crate::txn::writeset::Buffered) -> u64 {
+        if self.two_phase {
+            LATEST
+        } else {
+            write.read_at
+        }
+    }
+
+    /// Before a write reads the row it changes: its primary key's write lock, if the
+    /// transaction locks; under READ COMMITTED the snapshot then moves on, so that the write
+    /// reads the newest committed row (which the lock now keeps from changing).
+    pub(super) fn lock_for_write(&mut self, table: &Table, key: &[u8]) -> Result<()> {
+        self.lock_primary(table, key, LockMode::Exclusive)?;
+        if self.isolation == super::Isolation::ReadCommitted && !self.two_phase {
+            self.engine.txns.refresh_snapshot(&mut self.lease);
+        }
+        Ok(())
+    }
+
+    /// Marks the start of the next statement: under READ COMMITTED (without two-phase locking)
+    /// the transaction reads a fresh snapshot from here on; at other levels this does nothing.
+    pub fn next_statement(&mut self) {
+        if self.isolation == super::Isolation::ReadCommitted && !self.two_phase && self.is_active()
+        {
+            self.engine.txns.refresh_snapshot(&mut self.lease);
+        }
+    }
+
+    /// Takes the write lock of the row under primary key `key` of `table` (`SELECT ... FOR
+    /// UPDATE`), as a write would: under two-phase locking and READ COMMITTED it is held until
+    /// the transaction ends, and READ COMMITTED reads the newest committed rows from here on.
+    /// Under snapshot and serializable isolation in an MVCC database it does nothing: a
+    /// concurrent write of the row fails one of the two at its write or commit instead.
+    pub fn lock_row(&mut self, table: &Table, key: &KeyBuf) -> Result<()> {
+        self.check(table)?;
+        self.lock_for_write(table, key.as_bytes())
     }
 
     /// Ends the transaction with `abort`'s reason if a lock request failed.
@@ -594,6 +639,11 @@ impl<'db> Transaction<'db> {
             Some(abort) => Err(self.fail(abort.into())),
             None => Ok(()),
         }
+    }
+
+    /// Whether scans lock what they visit (two-phase locking).
+    pub(super) fn scans_lock(&self) -> bool {
+        self.two_phase
     }
 
     /// Inside the commit's region: from here on the locks cannot be revoked, unless they already
@@ -618,8 +668,9 @@ impl<'db> Transaction<'db> {
     /// Before the commit's region: locks every index entry the commit will add, with its gap
     /// chain, and fails if the lock manager aborted this transaction meanwhile.
     pub(super) fn lock_for_commit(&mut self) -> Result<()> {
-        let Some(locker) = &mut self.locker else {
-            return Ok(());
+        let Some(locker) = self.locker.as_mut().filter(|_| self.two_phase) else {
+            // READ COMMITTED's row locks guard no ranges; but they may have been revoked.
+            return self.check_revoked();
         };
         let catalog = &self.engine.catalog;
         let mut result = Ok(());

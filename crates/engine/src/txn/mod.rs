@@ -57,6 +57,14 @@ use crate::txn::shared::Engine;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Isolation {
+    /// PostgreSQL's default: each statement reads a fresh snapshot (the caller marks statements
+    /// with [`Transaction::next_statement`]), and a write to an existing row first takes the row's
+    /// write lock through the lock manager, then reads the newest committed version of the row, so
+    /// two transactions updating one row wait for each other instead of one failing. The lock is
+    /// held until the transaction ends and may be revoked by the lock policy
+    /// ([`Options::row_lock_policy`](crate::Options::row_lock_policy)). Reads take no locks.
+    /// Under two-phase locking it is serializable like every other level.
+    ReadCommitted,
     /// Snapshot isolation: reads see the snapshot at begin; concurrent writers of the same record
     /// conflict (first updater wins). Allows write skew.
     Snapshot,
@@ -123,6 +131,9 @@ pub struct Transaction<'db> {
     reserving: bool,
     /// Its lock-manager handle, when the database uses two-phase locking (`locking`).
     locker: Option<locking::Locker<'db>>,
+    /// Two-phase locking: reads lock too, and read the newest committed version. (READ COMMITTED
+    /// in an MVCC database has a locker for its writes only.)
+    two_phase: bool,
     /// Versions it installed, added to its slot's counter once, when it ends.
     versions_created: u64,
     /// From the end of its commit region until its log record was durable (zero without a
@@ -140,7 +151,8 @@ impl<'db> Transaction<'db> {
     ) -> Self {
         Transaction {
             buf: engine.footprints.take(lease.slot),
-            locker: Self::register_locker(engine, lease.stamp, priority, lock_age),
+            locker: Self::register_locker(engine, lease.stamp, (priority, isolation), lock_age),
+            two_phase: engine.locks.is_some(),
             engine,
             lease,
             priority,
@@ -240,7 +252,7 @@ impl<'db> Transaction<'db> {
     /// True if reads and scans are to be validated at commit: serializable isolation without
     /// locks (under two-phase locking the locks keep them valid).
     fn serializable(&self) -> bool {
-        self.isolation == Isolation::Serializable && self.locker.is_none()
+        self.isolation == Isolation::Serializable && !self.two_phase
     }
 
     fn note_read(&mut self, table: &Table, oid: Oid) {
@@ -290,7 +302,9 @@ impl<'db> Transaction<'db> {
                 }
             });
         }
-        self.lock_primary(table, key.as_bytes(), LockMode::Shared)?;
+        if self.two_phase {
+            self.lock_primary(table, key.as_bytes(), LockMode::Shared)?;
+        }
         let epoch = EpochGuard::enter();
         let guard = epoch.guard();
         let key_bytes = key.as_bytes();

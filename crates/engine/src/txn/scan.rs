@@ -93,8 +93,11 @@ impl Transaction<'_> {
         };
         let range_upper = as_slice_bound(&range.upper);
         // Under two-phase locking, each row is handed on only while the locks still hold.
-        let revocation = self.locker.as_ref().map(super::locking::Locker::revocation);
-        let mut locker = self.locker.as_mut();
+        let scans_lock = self.scans_lock();
+        let revocation = (self.locker.as_ref())
+            .filter(|_| scans_lock)
+            .map(super::locking::Locker::revocation);
+        let mut locker = self.locker.as_mut().filter(|_| scans_lock);
         if options.reverse
             && let Some(locker) = &mut locker
         {

@@ -23,6 +23,9 @@ pub(crate) struct Engine {
     pub(crate) footprints: FootprintPool,
     /// The lock table, in the two-phase-locking mode.
     pub(crate) locks: Option<LockManager>,
+    /// The write locks of READ COMMITTED transactions in an MVCC database (under two-phase
+    /// locking, `locks` serves them).
+    pub(crate) row_locks: LockManager,
     /// The redo log, for a database opened in a directory with logging on.
     pub(crate) log: Option<Log>,
 }
@@ -59,6 +62,7 @@ impl Engine {
             collector: Collector::new(slots),
             footprints: FootprintPool::new(slots),
             locks: options.concurrency.lock_manager(),
+            row_locks: LockManager::new(options.row_lock_policy),
             log: None,
         }
     }

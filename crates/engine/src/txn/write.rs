@@ -14,11 +14,10 @@ use sdd::{Guard, Ptr};
 
 use super::install::Head;
 use super::scan::Source;
-use super::{SCAN_BATCH, ScanOptions, Transaction};
+use super::{Isolation, SCAN_BATCH, ScanOptions, Transaction};
 use crate::catalog::table::{IndexRef, Table};
 use crate::error::{AbortReason, Error, Result};
 use crate::index::LeafHint;
-use crate::lock::LockMode;
 use crate::log::record::{Image, Patch};
 use crate::mvcc::epoch::EpochGuard;
 use crate::storage::key::{IndexKey, KeyBuf, KeyRange};
@@ -112,7 +111,7 @@ impl Transaction<'_> {
 
     /// What the snapshot has in record `oid`, which the key maps to.
     fn found_record<'g>(&mut self, table: &Table, oid: Oid, guard: &'g Guard) -> Result<Found<'g>> {
-        match self.head_state(table, oid, guard) {
+        match self.head_state(table, oid, self.read_snapshot(), guard) {
             Ok(Head::Writable(_, v)) if v.is_deleted() => Ok(Found::Deleted(oid)),
             Ok(Head::Writable(head, v)) => Ok(Found::Live(oid, head, v)),
             Ok(Head::Missing) => Ok(Found::Absent(None)),
@@ -152,7 +151,7 @@ impl Transaction<'_> {
             entry.secondary_may_change = true;
             return Ok(());
         } else {
-            self.lock_primary(table, key.as_bytes(), LockMode::Exclusive)?;
+            self.lock_for_write(table, key.as_bytes())?;
             // The common case, a key no record holds, reads no version: no epoch is entered.
             let lookup = self.find_for_insert(table, key.as_bytes());
             let epoch = lookup.0.map(|_| EpochGuard::enter());
@@ -194,6 +193,7 @@ impl Transaction<'_> {
             hint,
             // Writing over a deleted row: its entries are all considered again.
             secondary_may_change: true,
+            read_at: self.lease.snapshot,
         });
         Ok(())
     }
@@ -281,17 +281,20 @@ impl Transaction<'_> {
                     if self.locker.is_some() {
                         // A lock wait parks the task: no epoch is held across it.
                         drop(epoch);
-                        let locked = self.lock_primary(table, key.as_slice(), LockMode::Exclusive);
+                        let locked = self.lock_for_write(table, key.as_slice());
                         epoch = EpochGuard::enter();
                         locked?;
                     }
                     // The scan saw a live row of this record in the snapshot; a newer commit
                     // since is a conflict, as for `update`. (Under two-phase locking the lock
-                    // keeps it the head, unless the lock was revoked: asked after the read.)
-                    let head = self.head_state(table, oid, epoch.guard());
+                    // keeps it the head, unless the lock was revoked: asked after the read.
+                    // READ COMMITTED reads the head at the snapshot its lock renewed, which
+                    // another writer may have deleted since the scan: that row is skipped.)
+                    let head = self.head_state(table, oid, self.read_snapshot(), epoch.guard());
                     self.check_revoked()?;
                     let live = match head {
                         Ok(Head::Writable(head, v)) if !v.is_deleted() => (head, v),
+                        Ok(_) if self.isolation == Isolation::ReadCommitted => continue,
                         Ok(_) => unreachable!("the scan's row is the record's head"),
                         Err(reason) => return Err(self.fail(reason)),
                     };
@@ -417,7 +420,7 @@ impl Transaction<'_> {
         key: &KeyBuf,
         new_row: impl FnOnce(RowRef<'_>) -> Result<(Option<Box<[u8]>>, bool)>,
     ) -> Result<bool> {
-        self.lock_primary(table, key.as_bytes(), LockMode::Exclusive)?;
+        self.lock_for_write(table, key.as_bytes())?;
         let epoch = EpochGuard::enter();
         let Found::Live(oid, head, current) =
             self.find_for_write(table, key.as_bytes(), epoch.guard())?
@@ -455,6 +458,7 @@ impl Transaction<'_> {
             row,
             hint: None,
             secondary_may_change,
+            read_at: self.lease.snapshot,
         });
         Ok(())
     }

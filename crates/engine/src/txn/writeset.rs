@@ -61,6 +61,10 @@ pub(crate) struct Buffered {
     /// False if no write of this entry set a column of a secondary index: the record keeps its
     /// secondary keys, and the commit need not compute them.
     pub(crate) secondary_may_change: bool,
+    /// The snapshot the write read its record at: the commit installs it only if no version was
+    /// committed since. The transaction's snapshot, except under READ COMMITTED, whose snapshot
+    /// moves on with each statement.
+    pub(crate) read_at: u64,
 }
 
 impl Buffered {
@@ -249,6 +253,7 @@ mod tests {
             row: Some(Box::new([key])),
             hint: None,
             secondary_may_change: true,
+            read_at: 0,
         }
     }
 

@@ -6,6 +6,7 @@
 pub mod kept;
 pub mod preempted;
 pub mod sessions;
+pub mod steps;
 
 use std::sync::Arc;
 

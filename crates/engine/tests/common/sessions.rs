@@ -36,17 +36,27 @@ pub enum Progress {
 }
 
 impl<'scope> Session<'scope> {
-    /// Begins a transaction at `priority` on a new thread of `scope`.
+    /// Begins a serializable transaction at `priority` on a new thread of `scope`.
     pub fn begin<'env>(
         scope: &'scope Scope<'scope, 'env>,
         db: &'env Database,
         priority: Priority,
     ) -> Self {
+        Self::begin_at(scope, db, priority, Isolation::Serializable)
+    }
+
+    /// Begins a transaction at `priority` and `isolation` on a new thread of `scope`.
+    pub fn begin_at<'env>(
+        scope: &'scope Scope<'scope, 'env>,
+        db: &'env Database,
+        priority: Priority,
+        isolation: Isolation,
+    ) -> Self {
         let (steps, step_rx) = channel::<Step>();
         let (outcome_tx, outcomes) = channel::<Outcome>();
         let (id_tx, id_rx) = channel();
         let thread = scope.spawn(move || {
-            let mut txn = db.begin(priority, Isolation::Serializable).expect("begin");
+            let mut txn = db.begin(priority, isolation).expect("begin");
             id_tx.send(txn.id()).expect("test alive");
             for step in step_rx {
                 let outcome = step(&mut txn);

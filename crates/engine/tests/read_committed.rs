@@ -1,0 +1,206 @@
+//! READ COMMITTED in an MVCC database: each statement reads a fresh snapshot, and writers of one
+//! row wait for each other's row lock instead of one failing (PostgreSQL's behaviour, which
+//! unchanged clients such as pgbench rely on). Sessions as in two_phase_locking.rs: a step that
+//! waits for a lock is seen waiting in the lock table.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::sessions::{Outcome, Progress, Session};
+use common::steps::{aborted, committed, done, read, write};
+use common::{HERMITAGE_VALUE as VALUE, hermitage_table};
+use overtake_engine::{
+    AbortReason, Database, Isolation, KeyRange, Options, Priority, ScanOptions, Table, Transaction,
+};
+
+const RC: Isolation = Isolation::ReadCommitted;
+
+fn setup() -> (Database, Arc<Table>) {
+    let db = Database::in_memory(Options::default());
+    let t = hermitage_table(&db);
+    (db, t)
+}
+
+/// Runs `step` as a statement of its own (a fresh snapshot under READ COMMITTED).
+fn statement(
+    step: impl for<'a, 'b> FnOnce(&'a mut Transaction<'b>) -> Outcome + Send + 'static,
+) -> impl for<'a, 'b> FnOnce(&'a mut Transaction<'b>) -> Outcome + Send + 'static {
+    move |txn| {
+        txn.next_statement();
+        step(txn)
+    }
+}
+
+/// `update test set value = value + by where id = ?`.
+fn add(
+    t: &Arc<Table>,
+    id: i64,
+    by: i64,
+) -> impl for<'a, 'b> FnOnce(&'a mut Transaction<'b>) -> Outcome + Send + use<> {
+    let t = Arc::clone(t);
+    move |txn| {
+        txn.next_statement();
+        let key = t.key().int(id).finish().expect("key");
+        txn.update(&t, &key, |r| {
+            let v = r.as_ref().int(VALUE);
+            r.int(VALUE, v + by);
+        })?;
+        Ok(Vec::new())
+    }
+}
+
+/// `update test set value = value + 10` through a scan of the whole table.
+fn add_ten_to_all(
+    t: &Arc<Table>,
+) -> impl for<'a, 'b> FnOnce(&'a mut Transaction<'b>) -> Outcome + Send + use<> {
+    let t = Arc::clone(t);
+    move |txn| {
+        txn.next_statement();
+        let n = txn.update_range(&t, &KeyRange::all(), ScanOptions::forward(), |r| {
+            let v = r.as_ref().int(VALUE);
+            r.int(VALUE, v + 10);
+        })?;
+        Ok(vec![n as i64])
+    }
+}
+
+/// `delete from test where id = ?`.
+fn delete(
+    t: &Arc<Table>,
+    id: i64,
+) -> impl for<'a, 'b> FnOnce(&'a mut Transaction<'b>) -> Outcome + Send + use<> {
+    let t = Arc::clone(t);
+    move |txn| {
+        let key = t.key().int(id).finish().expect("key");
+        txn.delete(&t, &key)?;
+        Ok(Vec::new())
+    }
+}
+
+#[test]
+fn each_statement_reads_what_committed_before_it() {
+    let (db, t) = setup();
+    std::thread::scope(|s| {
+        let mut rc = Session::begin_at(s, &db, Priority::LOW, RC);
+        let mut si = Session::begin_at(s, &db, Priority::LOW, Isolation::Snapshot);
+        assert_eq!(rc.run(&db, statement(read(&t, 1))), done(&[10]));
+        assert_eq!(si.run(&db, read(&t, 1)), done(&[10]));
+        let mut writer = Session::begin(s, &db, Priority::LOW);
+        assert_eq!(writer.run(&db, write(&t, 1, 11)), done(&[]));
+        assert_eq!(writer.commit(&db), done(&[]));
+        // Within a statement the snapshot holds; the next statement sees the commit.
+        assert_eq!(rc.run(&db, read(&t, 1)), done(&[10]));
+        assert_eq!(rc.run(&db, statement(read(&t, 1))), done(&[11]));
+        assert_eq!(si.run(&db, statement(read(&t, 1))), done(&[10]));
+        for session in [rc, si, writer] {
+            session.close();
+        }
+    });
+}
+
+#[test]
+fn writers_of_one_row_wait_for_each_other_and_both_apply() {
+    let (db, t) = setup();
+    std::thread::scope(|s| {
+        let mut t1 = Session::begin_at(s, &db, Priority::LOW, RC);
+        let mut t2 = Session::begin_at(s, &db, Priority::LOW, RC);
+        assert_eq!(t1.run(&db, add(&t, 1, 1)), done(&[]));
+        assert_eq!(t2.run(&db, add(&t, 1, 5)), Progress::Blocked);
+        assert_eq!(t1.commit(&db), done(&[]));
+        // The waiter read the row as the first writer left it.
+        assert_eq!(t2.unblocked(), Ok(vec![]));
+        assert_eq!(t2.run(&db, read(&t, 1)), done(&[16]));
+        assert_eq!(t2.commit(&db), done(&[]));
+        t1.close();
+        t2.close();
+    });
+    assert_eq!(committed(&db, &t), [(1, 16), (2, 20)]);
+}
+
+#[test]
+fn a_write_by_a_transaction_that_takes_no_lock_fails_the_locked_writer() {
+    // A snapshot-isolation writer takes no row lock: it commits over the row a READ COMMITTED
+    // transaction has locked and written. The latter's write was based on the row before that
+    // commit, so its commit must fail rather than lose the other update.
+    let (db, t) = setup();
+    std::thread::scope(|s| {
+        let mut rc = Session::begin_at(s, &db, Priority::LOW, RC);
+        let mut si = Session::begin_at(s, &db, Priority::LOW, Isolation::Snapshot);
+        assert_eq!(rc.run(&db, add(&t, 1, 1)), done(&[]));
+        assert_eq!(si.run(&db, write(&t, 1, 100)), done(&[]));
+        assert_eq!(si.commit(&db), done(&[]));
+        assert_eq!(rc.run(&db, statement(read(&t, 2))), done(&[20]));
+        assert_eq!(
+            rc.commit(&db),
+            Progress::Done(aborted(AbortReason::Conflict))
+        );
+        rc.close();
+        si.close();
+    });
+    assert_eq!(committed(&db, &t), [(1, 100), (2, 20)]);
+}
+
+#[test]
+fn a_scan_update_skips_a_row_deleted_while_it_waited() {
+    let (db, t) = setup();
+    std::thread::scope(|s| {
+        let mut t1 = Session::begin_at(s, &db, Priority::LOW, RC);
+        let mut t2 = Session::begin_at(s, &db, Priority::LOW, RC);
+        assert_eq!(t1.run(&db, statement(delete(&t, 1))), done(&[]));
+        assert_eq!(t2.run(&db, add_ten_to_all(&t)), Progress::Blocked);
+        assert_eq!(t1.commit(&db), done(&[]));
+        assert_eq!(t2.unblocked(), Ok(vec![1]));
+        assert_eq!(t2.commit(&db), done(&[]));
+        t1.close();
+        t2.close();
+    });
+    assert_eq!(committed(&db, &t), [(2, 30)]);
+}
+
+#[test]
+fn crossed_row_locks_deadlock_and_one_goes() {
+    let (db, t) = setup();
+    std::thread::scope(|s| {
+        let mut t1 = Session::begin_at(s, &db, Priority::LOW, RC);
+        let mut t2 = Session::begin_at(s, &db, Priority::LOW, RC);
+        assert_eq!(t1.run(&db, add(&t, 1, 1)), done(&[]));
+        assert_eq!(t2.run(&db, add(&t, 2, 2)), done(&[]));
+        assert_eq!(t1.run(&db, add(&t, 2, 1)), Progress::Blocked);
+        assert_eq!(
+            t2.run(&db, add(&t, 1, 2)),
+            Progress::Done(aborted(AbortReason::Deadlock))
+        );
+        assert_eq!(t1.unblocked(), Ok(vec![]));
+        assert_eq!(t1.commit(&db), done(&[]));
+        t1.close();
+        t2.close();
+    });
+    assert_eq!(committed(&db, &t), [(1, 11), (2, 21)]);
+}
+
+#[test]
+fn a_more_urgent_writer_takes_the_row_from_a_waiting_holder() {
+    // POW (the default row-lock policy): a less urgent holder that is itself waiting loses its
+    // locks to the urgent writer, which then goes ahead.
+    let (db, t) = setup();
+    std::thread::scope(|s| {
+        let mut low = Session::begin_at(s, &db, Priority::LOW, RC);
+        let mut blocker = Session::begin_at(s, &db, Priority::LOW, RC);
+        let mut high = Session::begin_at(s, &db, Priority::HIGH, RC);
+        assert_eq!(blocker.run(&db, add(&t, 2, 1)), done(&[]));
+        assert_eq!(low.run(&db, add(&t, 1, 1)), done(&[]));
+        assert_eq!(low.run(&db, add(&t, 2, 1)), Progress::Blocked);
+        assert_eq!(high.run(&db, add(&t, 1, 5)), done(&[]));
+        assert_eq!(high.commit(&db), done(&[]));
+        assert!(matches!(
+            low.unblocked(),
+            Err(overtake_engine::Error::Aborted(_))
+        ));
+        assert_eq!(blocker.commit(&db), done(&[]));
+        for session in [low, blocker, high] {
+            session.close();
+        }
+    });
+    assert_eq!(committed(&db, &t), [(1, 15), (2, 21)]);
+}
