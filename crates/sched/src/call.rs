@@ -190,6 +190,41 @@ impl<R> Drop for Completer<R> {
     }
 }
 
+/// The completing side of a [`Ticket`] that no call completes: whoever holds it delivers the
+/// value. A task that waits for something other than a call (a client's next statement, for a
+/// transaction that spans several) waits on the ticket and parks, holding its worker for no one;
+/// the promise's holder, on any thread, wakes it. Dropping the promise unfulfilled resolves the
+/// ticket with [`CallError::NotRun`].
+pub struct Promise<R> {
+    completer: Completer<R>,
+}
+
+impl<R> Promise<R> {
+    /// A promise and the ticket it completes.
+    pub fn new() -> (Promise<R>, Ticket<R>) {
+        let completion = Arc::new(Completion {
+            slot: RegionMutex::new(Slot::Pending(None)),
+        });
+        let promise = Promise {
+            completer: Completer {
+                completion: Some(Arc::clone(&completion)),
+            },
+        };
+        (promise, Ticket { completion })
+    }
+
+    /// Delivers `value` to the ticket (waking its waiter).
+    pub fn fulfil(self, value: R) {
+        self.completer.complete(Ok(value));
+    }
+}
+
+impl<R> std::fmt::Debug for Promise<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Promise").finish_non_exhaustive()
+    }
+}
+
 /// The waiting side of a call.
 pub struct Ticket<R> {
     completion: Arc<Completion<R>>,

@@ -43,7 +43,7 @@ pub mod trace;
 mod watchdog;
 mod worker;
 
-pub use call::{Call, CallError, Calls, Ticket};
+pub use call::{Call, CallError, Calls, Promise, Ticket};
 pub use error::{ConfigError, SchedError};
 pub use job::{Executor, IdleWork, JobError, LockOutcome, Outcome, Status};
 pub use overtake_priority::Priority;

@@ -124,3 +124,51 @@ fn code_in_a_call_runs_as_a_task_and_an_application_thread_does_not() {
     assert_eq!(ticket.wait(), Ok(true));
     shut(scheduler);
 }
+
+/// What the conversation test's task is sent, and what it answers (with the promise for the next
+/// request).
+struct Request {
+    value: u64,
+    reply: overtake_sched::Promise<Reply>,
+}
+
+struct Reply {
+    total: u64,
+    next: overtake_sched::Promise<Request>,
+}
+
+#[test]
+fn a_task_waiting_on_a_promise_parks_until_another_thread_fulfils_it() {
+    // A conversation, as a transaction spanning a client's statements has: the task parks for
+    // each next request; urgent calls run meanwhile; dropping the last promise ends the task.
+    use overtake_sched::Promise;
+    let scheduler = scheduler();
+    let (first, inbox) = Promise::<Request>::new();
+    let conversation = scheduler
+        .call(Priority::LOW, move || {
+            let (mut total, mut inbox) = (0, inbox);
+            while let Ok(request) = inbox.wait() {
+                total += request.value;
+                let (next, ticket) = Promise::new();
+                request.reply.fulfil(Reply { total, next });
+                inbox = ticket;
+            }
+            total
+        })
+        .expect("admitted");
+    let mut next = first;
+    for (value, expected) in [(1, 1), (2, 3), (3, 6)] {
+        let (reply, answer) = Promise::new();
+        next.fulfil(Request { value, reply });
+        let answer = answer.wait().expect("the task answers");
+        assert_eq!(answer.total, expected);
+        next = answer.next;
+        let urgent = scheduler
+            .call(Priority::HIGH, move || value * 10)
+            .expect("admitted");
+        assert_eq!(urgent.wait(), Ok(value * 10));
+    }
+    drop(next);
+    assert_eq!(conversation.wait(), Ok(6));
+    shut(scheduler);
+}
