@@ -26,6 +26,40 @@ pub enum Command {
     /// Kill a logging TPC-C run with SIGKILL at random times, recover, and check that nothing
     /// acknowledged was lost and the database is consistent.
     CrashTest(CrashTestArgs),
+    /// Serve SQL over PostgreSQL's wire protocol (psql, pgbench, drivers), each session's
+    /// statements at its priority (`SET priority = 'high'`).
+    Serve(ServeArgs),
+}
+
+/// `serve`: a server.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:5433")]
+    pub listen: std::net::SocketAddr,
+    /// `user:password` lines: clients authenticate with SCRAM-SHA-256. Without it, none.
+    #[arg(long)]
+    pub password_file: Option<std::path::PathBuf>,
+    /// Scheduler workers (each pinned to a core).
+    #[arg(long, default_value_t = default_workers())]
+    pub workers: u16,
+    /// How urgent statements get a worker that runs a less urgent one.
+    #[arg(long, value_enum, default_value_t = PolicyArg::Preempt)]
+    pub policy: PolicyArg,
+    /// Concurrency control: MVCC (READ COMMITTED writers take row locks), or two-phase locking
+    /// for every transaction.
+    #[arg(long, value_enum, default_value_t = CcArg::Mvcc)]
+    pub concurrency: CcArg,
+    /// The lock policy (row locks under MVCC, every lock under 2pl).
+    #[arg(long, default_value = "pow", value_parser = lock_policy_name)]
+    pub lock_policy: String,
+    /// Network threads (never workers).
+    #[arg(long, default_value_t = 2)]
+    pub network_threads: u16,
+}
+
+fn default_workers() -> u16 {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(u16::MAX as usize) as u16)
 }
 
 #[derive(Debug, Subcommand)]

@@ -26,6 +26,7 @@ mod mixed;
 mod output;
 mod plot;
 mod resources;
+mod serve;
 mod starvation;
 mod tail;
 
@@ -78,6 +79,7 @@ fn main() -> ExitCode {
         args::Command::Bench(args::Bench::Engine(a)) => done(bench_engine::run(&a)),
         args::Command::Check(args::Check::Tpcc(a)) => kept::check(&a),
         args::Command::CrashTest(a) => crash_test::run(&a),
+        args::Command::Serve(a) => done(serve::run(&a)),
         args::Command::Compare(args::Compare::Mixed(a)) => done(mixed::compare(&a)),
         args::Command::Compare(args::Compare::Bimodal(a)) => done(bimodal::compare(&a)),
         args::Command::Compare(args::Compare::Locks(a)) => done(locks::compare(&a)),

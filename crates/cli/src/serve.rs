@@ -1,0 +1,62 @@
+//! `overtake serve`: a database in memory behind PostgreSQL's wire protocol, until SIGINT or
+//! SIGTERM (then connections close, open transactions roll back, and the workers drain).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use overtake_engine::{Concurrency, Database, LockPolicy, Options};
+use overtake_sched::{Calls, SchedConfig, Scheduler, Shutdown};
+use overtake_server::{Server, ServerConfig};
+
+use crate::args::{CcArg, ServeArgs};
+
+pub fn run(args: &ServeArgs) -> Result<(), String> {
+    let policy = LockPolicy::parse(&args.lock_policy, Duration::from_millis(1))
+        .ok_or_else(|| format!("unknown lock policy {}", args.lock_policy))?;
+    let options = Options::default()
+        .row_lock_policy(policy)
+        .concurrency(match args.concurrency {
+            CcArg::Mvcc => Concurrency::Mvcc,
+            CcArg::TwoPl => Concurrency::TwoPhaseLocking(policy),
+        });
+    let db = Arc::new(Database::in_memory(options));
+    let config = SchedConfig::default()
+        .workers(usize::from(args.workers.max(1)))
+        .policy(args.policy.policy());
+    let scheduler =
+        Arc::new(Scheduler::start(&config, Arc::new(Calls)).map_err(|e| e.to_string())?);
+    let server = Server::start(
+        &ServerConfig {
+            listen: args.listen,
+            password_file: args.password_file.clone(),
+            network_threads: usize::from(args.network_threads.max(1)),
+        },
+        Arc::clone(&db),
+        Arc::clone(&scheduler),
+    )
+    .map_err(|e| format!("cannot serve on {}: {e}", args.listen))?;
+    eprintln!(
+        "overtake: serving on {} ({} workers, {} policy, {}); stop with Ctrl-C",
+        server.local_addr(),
+        args.workers,
+        args.policy.policy().name(),
+        args.concurrency_name(),
+    );
+    server.wait_for_signal().map_err(|e| e.to_string())?;
+    eprintln!("overtake: shutting down");
+    server.shutdown();
+    Arc::into_inner(scheduler)
+        .ok_or("the scheduler is still shared")?
+        .shutdown(Shutdown::Drain)
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+impl ServeArgs {
+    fn concurrency_name(&self) -> &'static str {
+        match self.concurrency {
+            CcArg::Mvcc => "mvcc",
+            CcArg::TwoPl => "2pl",
+        }
+    }
+}

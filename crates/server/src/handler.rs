@@ -1,0 +1,491 @@
+//! The protocol side of a connection: pgwire's handler traits over a [`Session`]. Simple queries
+//! (several statements in one message, answered in order, stopping at the first error), the
+//! extended protocol (statements parsed and planned once, bound and executed many times; a plan
+//! made before a catalog change is made again), COPY FROM STDIN, startup and cancel.
+//!
+//! Runs on the network threads; statements go to the scheduler's workers (`txn`), never the
+//! other way round. A malformed or hostile message ends only its own connection.
+
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex as StdMutex};
+
+use async_trait::async_trait;
+use futures::{Sink, SinkExt, stream};
+use pgwire::api::auth::{
+    DefaultServerParameterProvider, StartupHandler, finish_authentication, protocol_negotiation,
+    save_startup_parameters_to_metadata,
+};
+use pgwire::api::copy::CopyHandler;
+use pgwire::api::portal::{Format, Portal};
+use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler, send_query_response};
+use pgwire::api::results::{CopyResponse, FieldInfo, QueryResponse, Response, Tag};
+use pgwire::api::stmt::QueryParser;
+use pgwire::api::store::PortalStore;
+use pgwire::api::{
+    ClientInfo, ClientPortalStore, ConnectionHandle, ConnectionManager, PgWireConnectionState,
+    PidSecretKeyGenerator, RandomPidSecretKeyGenerator, Type,
+};
+use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::copy::{CopyData, CopyDone};
+use pgwire::messages::response::{
+    CommandComplete, EmptyQueryResponse, ReadyForQuery, TransactionStatus,
+};
+use pgwire::messages::simplequery::Query as QueryMessage;
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+use tokio::sync::Mutex;
+
+use overtake_sql::statement::{Ast, parse, prepare};
+use overtake_sql::{Prepared, SqlError, SqlType, sqlstate};
+
+use crate::session::{Answer, MAX_COPY_BYTES, Session, Shared};
+use crate::settings;
+use crate::wire;
+
+/// A statement as the extended protocol keeps it: its text, syntax tree and current plan.
+#[derive(Debug)]
+pub struct Statement {
+    ast: Ast,
+    declared: Vec<Option<SqlType>>,
+    plan: StdMutex<Arc<Prepared>>,
+}
+
+/// What pgwire stores per prepared statement.
+pub type StatementRef = Arc<Statement>;
+
+/// The server parameters reported at startup (a PostgreSQL 15 server, as clients expect).
+pub fn server_parameters() -> DefaultServerParameterProvider {
+    let mut p = DefaultServerParameterProvider::default();
+    p.server_version = "15.0".to_owned();
+    p
+}
+
+/// One client connection's handlers and session.
+pub struct Connection {
+    shared: Arc<Shared>,
+    session: Mutex<Option<Session>>,
+    manager: Arc<ConnectionManager>,
+    pids: Arc<RandomPidSecretKeyGenerator>,
+    /// Set once a COPY's data exceeded the bound: the rest is discarded and the COPY fails.
+    copy_overflow: StdMutex<bool>,
+}
+
+impl Connection {
+    pub fn new(
+        shared: Arc<Shared>,
+        manager: Arc<ConnectionManager>,
+        pids: Arc<RandomPidSecretKeyGenerator>,
+    ) -> Self {
+        Connection {
+            shared,
+            session: Mutex::new(None),
+            manager,
+            pids,
+            copy_overflow: StdMutex::new(false),
+        }
+    }
+
+    /// The session, created on first use from the client's startup parameters.
+    async fn session<C: ClientInfo>(
+        &self,
+        client: &C,
+    ) -> Result<tokio::sync::MutexGuard<'_, Option<Session>>, SqlError> {
+        let mut guard = self.session.lock().await;
+        if guard.is_none() {
+            *guard = Some(self.new_session(client)?);
+        }
+        Ok(guard)
+    }
+
+    fn new_session<C: ClientInfo>(&self, client: &C) -> Result<Session, SqlError> {
+        let meta = client.metadata();
+        let user = meta
+            .get("user")
+            .cloned()
+            .unwrap_or_else(|| "overtake".into());
+        let mut options = match meta.get("options") {
+            Some(o) => settings::startup_options(o)?,
+            None => Vec::new(),
+        };
+        if let Some(app) = meta.get("application_name") {
+            options.push(("application_name".into(), app.clone()));
+        }
+        Session::new(Arc::clone(&self.shared), &user, &options)
+    }
+
+    fn plan_of(&self, stmt: &Statement) -> Result<Arc<Prepared>, SqlError> {
+        let mut plan = stmt.plan.lock().unwrap_or_else(|p| p.into_inner());
+        if plan.version != self.shared.catalog.version() {
+            *plan = Arc::new(prepare(&self.shared.catalog, &stmt.ast, &stmt.declared)?);
+        }
+        Ok(Arc::clone(&plan))
+    }
+}
+
+fn status_of(session: &Option<Session>) -> TransactionStatus {
+    match session {
+        Some(s) if s.in_block() && s.block_failed() => TransactionStatus::Error,
+        Some(s) if s.in_block() => TransactionStatus::Transaction,
+        _ => TransactionStatus::Idle,
+    }
+}
+
+/// The answer as pgwire's response (`Err` for an error: the caller has set the status).
+fn response(answer: Answer, format: &Format) -> Result<Response, SqlError> {
+    Ok(match answer {
+        Answer::Rows { columns, rows, tag } => {
+            let fields = Arc::new(wire::fields(&columns, format));
+            let format = format.clone();
+            let encoded: Vec<PgWireResult<_>> = rows
+                .iter()
+                .map(|r| Ok(wire::data_row(r, &columns, &format)))
+                .collect();
+            let mut q = QueryResponse::new(fields, stream::iter(encoded));
+            q.set_command_tag(tag.split_whitespace().next().unwrap_or("SELECT"));
+            Response::Query(q)
+        }
+        Answer::Done(tag) => Response::Execution(Tag::new(&tag)),
+        Answer::Begin => Response::TransactionStart(Tag::new("BEGIN")),
+        Answer::End(tag) => Response::TransactionEnd(Tag::new(&tag)),
+        Answer::CopyIn(n) => Response::CopyIn(CopyResponse::new(0, n, stream::empty())),
+        Answer::Empty => Response::EmptyQuery,
+        Answer::Error(e) => return Err(e),
+    })
+}
+
+#[async_trait]
+impl SimpleQueryHandler for Connection {
+    async fn on_query<C>(&self, client: &mut C, query: QueryMessage) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            return Err(PgWireError::NotReadyForQuery);
+        }
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        let mut guard = match self.session(client).await {
+            Ok(g) => g,
+            Err(e) => return Err(wire::pg_error(&e)),
+        };
+        let statements = match parse(&query.query) {
+            Ok(s) => s,
+            Err(e) => {
+                client
+                    .feed(PgWireBackendMessage::ErrorResponse(
+                        wire::error_info(&e).into(),
+                    ))
+                    .await?;
+                Vec::new()
+            }
+        };
+        if statements.is_empty()
+            && query
+                .query
+                .trim_matches(|c: char| c == ';' || c.is_whitespace())
+                .is_empty()
+        {
+            client
+                .feed(PgWireBackendMessage::EmptyQueryResponse(
+                    EmptyQueryResponse::new(),
+                ))
+                .await?;
+        }
+        let cancel = client.session_extensions().get::<Arc<ConnectionHandle>>();
+        let session = guard.as_mut().expect("created above");
+        for stmt in &statements {
+            let answer = match prepare(&self.shared.catalog, stmt, &[]) {
+                Ok(p) => {
+                    let run = session.execute(Arc::new(p), Vec::new());
+                    match &cancel {
+                        Some(handle) => {
+                            let cancelled = handle.start_query().await;
+                            tokio::select! {
+                                a = run => a,
+                                _ = cancelled => Answer::Error(SqlError::new(sqlstate::QUERY_CANCELED, "canceling statement due to user request")),
+                            }
+                        }
+                        None => run.await,
+                    }
+                }
+                Err(e) => Answer::Error(e),
+            };
+            let (stop, copy) = (
+                matches!(answer, Answer::Error(_)),
+                matches!(answer, Answer::CopyIn(_)),
+            );
+            match response(answer, &Format::UnifiedText) {
+                Ok(Response::Query(q)) => send_query_response(client, q, true).await?,
+                Ok(
+                    Response::Execution(tag)
+                    | Response::TransactionStart(tag)
+                    | Response::TransactionEnd(tag),
+                ) => {
+                    client
+                        .feed(PgWireBackendMessage::CommandComplete(tag.into()))
+                        .await?;
+                }
+                Ok(Response::EmptyQuery) => {
+                    client
+                        .feed(PgWireBackendMessage::EmptyQueryResponse(
+                            EmptyQueryResponse::new(),
+                        ))
+                        .await?
+                }
+                Ok(Response::CopyIn(c)) => {
+                    pgwire::api::copy::send_copy_in_response(client, c).await?;
+                    client.set_state(PgWireConnectionState::CopyInProgress(false));
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    client
+                        .feed(PgWireBackendMessage::ErrorResponse(
+                            wire::error_info(&e).into(),
+                        ))
+                        .await?;
+                }
+            }
+            if stop || copy {
+                break;
+            }
+        }
+        let status = status_of(&guard);
+        client.set_transaction_status(status);
+        if !matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
+            client.set_state(PgWireConnectionState::ReadyForQuery);
+            client
+                .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(
+                    status,
+                )))
+                .await?;
+        } else {
+            client.flush().await?;
+        }
+        Ok(())
+    }
+
+    async fn do_query<C>(&self, _client: &mut C, _query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        unreachable!("on_query is overridden")
+    }
+}
+
+/// Plans statements for the extended protocol.
+pub struct Planner {
+    shared: Arc<Shared>,
+}
+
+#[async_trait]
+impl QueryParser for Planner {
+    type Statement = StatementRef;
+
+    async fn parse_sql<C>(
+        &self,
+        _client: &C,
+        sql: &str,
+        types: &[Option<Type>],
+    ) -> PgWireResult<Option<StatementRef>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        let mut statements = parse(sql).map_err(|e| wire::pg_error(&e))?;
+        let ast = match statements.len() {
+            0 => return Ok(None),
+            1 => statements.remove(0),
+            _ => {
+                return Err(wire::pg_error(&SqlError::syntax(
+                    "cannot insert multiple commands into a prepared statement",
+                )));
+            }
+        };
+        let declared: Vec<Option<SqlType>> = types
+            .iter()
+            .map(|t| t.as_ref().and_then(|t| SqlType::from_oid(t.oid())))
+            .collect();
+        let plan =
+            prepare(&self.shared.catalog, &ast, &declared).map_err(|e| wire::pg_error(&e))?;
+        Ok(Some(Arc::new(Statement {
+            ast,
+            declared,
+            plan: StdMutex::new(Arc::new(plan)),
+        })))
+    }
+
+    fn get_parameter_types(&self, stmt: &StatementRef) -> PgWireResult<Vec<Type>> {
+        let plan = stmt.plan.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(plan.params.iter().map(|t| wire::pg_type(*t)).collect())
+    }
+
+    fn get_result_schema(
+        &self,
+        stmt: &StatementRef,
+        format: Option<&Format>,
+    ) -> PgWireResult<Vec<FieldInfo>> {
+        let plan = stmt.plan.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(wire::fields(
+            &plan.columns,
+            format.unwrap_or(&Format::UnifiedText),
+        ))
+    }
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for Connection {
+    type Statement = StatementRef;
+    type QueryParser = Planner;
+
+    fn query_parser(&self) -> Arc<Planner> {
+        Arc::new(Planner {
+            shared: Arc::clone(&self.shared),
+        })
+    }
+
+    async fn do_query<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<StatementRef>,
+        _max_rows: usize,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = StatementRef>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let mut guard = self.session(client).await.map_err(|e| wire::pg_error(&e))?;
+        let result = async {
+            let plan = self.plan_of(&portal.statement.statement)?;
+            if portal.parameters.len() != plan.params.len() {
+                return Err(SqlError::new(
+                    sqlstate::PROTOCOL_VIOLATION,
+                    format!(
+                        "bind message supplies {} parameters, but prepared statement requires {}",
+                        portal.parameters.len(),
+                        plan.params.len()
+                    ),
+                ));
+            }
+            let params = plan
+                .params
+                .iter()
+                .enumerate()
+                .map(|(i, ty)| {
+                    let binary = wire::format_of(&portal.parameter_format, i)
+                        == pgwire::api::results::FieldFormat::Binary;
+                    wire::decode_param(portal.parameters[i].as_deref(), *ty, binary)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let session = guard.as_mut().expect("created above");
+            response(
+                session.execute(plan, params).await,
+                &portal.result_column_format,
+            )
+        }
+        .await;
+        // The status the next ReadyForQuery reports follows the session, whatever the answer.
+        client.set_transaction_status(status_of(&guard));
+        result.map_err(|e| wire::pg_error(&e))
+    }
+}
+
+#[async_trait]
+impl CopyHandler for Connection {
+    async fn on_copy_data<C>(&self, client: &mut C, copy_data: CopyData) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let mut guard = self.session(client).await.map_err(|e| wire::pg_error(&e))?;
+        if let Some(copy) = guard.as_mut().and_then(|s| s.copy.as_mut()) {
+            if copy.data.len() + copy_data.data.len() > MAX_COPY_BYTES {
+                *self.copy_overflow.lock().unwrap_or_else(|p| p.into_inner()) = true;
+                copy.data.clear();
+            } else {
+                copy.data.extend_from_slice(&copy_data.data);
+            }
+        }
+        Ok(())
+    }
+
+    async fn on_copy_done<C>(&self, client: &mut C, _done: CopyDone) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let mut guard = self.session(client).await.map_err(|e| wire::pg_error(&e))?;
+        let overflow =
+            std::mem::take(&mut *self.copy_overflow.lock().unwrap_or_else(|p| p.into_inner()));
+        let session = guard.as_mut().expect("created above");
+        let answer = if overflow {
+            session.copy = None;
+            Answer::Error(SqlError::new(
+                sqlstate::PROGRAM_LIMIT_EXCEEDED,
+                format!("COPY data over the limit of {MAX_COPY_BYTES} bytes"),
+            ))
+        } else {
+            session.finish_copy().await
+        };
+        client.set_transaction_status(status_of(&guard));
+        match answer {
+            Answer::Done(tag) => {
+                client
+                    .send(PgWireBackendMessage::CommandComplete(CommandComplete::new(
+                        tag,
+                    )))
+                    .await?;
+                Ok(())
+            }
+            Answer::Error(e) => Err(wire::pg_error(&e)),
+            other => Err(wire::pg_error(&SqlError::new(
+                sqlstate::INTERNAL_ERROR,
+                format!("unexpected {other:?}"),
+            ))),
+        }
+    }
+}
+
+#[async_trait]
+impl StartupHandler for Connection {
+    async fn on_startup<C>(
+        &self,
+        client: &mut C,
+        message: PgWireFrontendMessage,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let PgWireFrontendMessage::Startup(ref startup) = message else {
+            return Ok(());
+        };
+        protocol_negotiation(client, startup).await?;
+        save_startup_parameters_to_metadata(client, startup);
+        let (pid, secret) = self.pids.generate(client);
+        client.set_pid_and_secret_key(pid, secret.clone());
+        let (handle, guard) = self.manager.register(pid, secret);
+        client
+            .session_extensions()
+            .insert::<Arc<ConnectionHandle>>(handle);
+        client.session_extensions().insert(guard);
+        // Settings from the startup packet that are wrong refuse the connection, as PostgreSQL
+        // does.
+        let session = self.new_session(client).map_err(|e| {
+            PgWireError::UserError(Box::new(pgwire::error::ErrorInfo::new(
+                "FATAL".into(),
+                e.code.into(),
+                e.message.clone(),
+            )))
+        })?;
+        *self.session.lock().await = Some(session);
+        finish_authentication(client, &server_parameters()).await
+    }
+}

@@ -1,0 +1,252 @@
+//! Overtake's server: PostgreSQL's frontend/backend protocol (v3, through `pgwire`) over the SQL
+//! layer, so that psql, pgbench and drivers connect unchanged.
+//!
+//! Each session has settings — `priority` first (`SET priority = 'high'`, `SET LOCAL` for one
+//! transaction, `ALTER ROLE ... SET` for a role's default, `PGOPTIONS='-c priority=high'` at
+//! connect) — and each of its statements runs as a task of the scheduler at that priority.
+//! Network I/O runs on the server's own threads (an async runtime), never on a worker.
+//!
+//! Parts: `settings` (names, values, defaults), `session` (what each statement does for a
+//! session), `txn` (statements as tasks; a transaction block as one task that parks between
+//! statements), `wire` (values, rows and errors on the wire), `handler` (pgwire's handlers),
+//! `auth` (SCRAM passwords).
+
+#![forbid(unsafe_code)]
+
+mod auth;
+mod handler;
+pub mod session;
+pub mod settings;
+mod txn;
+mod wire;
+
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use pgwire::api::auth::StartupHandler;
+use pgwire::api::auth::sasl::SASLAuthStartupHandler;
+use pgwire::api::auth::sasl::scram::ScramAuth;
+use pgwire::api::cancel::{CancelHandler, DefaultCancelHandler};
+use pgwire::api::copy::CopyHandler;
+use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::api::{ConnectionManager, PgWireServerHandlers, RandomPidSecretKeyGenerator};
+use pgwire::messages::PgWireFrontendMessage;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use overtake_engine::Database;
+use overtake_sched::{Calls, Scheduler};
+use overtake_sql::Catalog;
+
+use crate::handler::Connection;
+use crate::session::Shared;
+
+/// How to serve.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Address to listen on (`127.0.0.1:5433` by default; port 0 picks a free one).
+    pub listen: SocketAddr,
+    /// `user:password` lines: SCRAM-SHA-256 authentication. Without it, no authentication.
+    pub password_file: Option<PathBuf>,
+    /// Threads of the network runtime.
+    pub network_threads: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 5433)),
+            password_file: None,
+            network_threads: 2,
+        }
+    }
+}
+
+/// A running server.
+pub struct Server {
+    runtime: Option<tokio::runtime::Runtime>,
+    addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    shared: Arc<Shared>,
+}
+
+/// A connection's handlers, as pgwire asks for them.
+struct Handlers {
+    connection: Arc<Connection>,
+    startup: Arc<Startup>,
+    cancel: Arc<DefaultCancelHandler>,
+}
+
+/// Startup: SCRAM when a password file is given, else none.
+struct Startup {
+    connection: Arc<Connection>,
+    scram: Option<SASLAuthStartupHandler<pgwire::api::auth::DefaultServerParameterProvider>>,
+}
+
+#[async_trait::async_trait]
+impl StartupHandler for Startup {
+    async fn on_startup<C>(
+        &self,
+        client: &mut C,
+        message: PgWireFrontendMessage,
+    ) -> pgwire::error::PgWireResult<()>
+    where
+        C: pgwire::api::ClientInfo
+            + futures::Sink<pgwire::messages::PgWireBackendMessage>
+            + Unpin
+            + Send
+            + Sync,
+        C::Error: std::fmt::Debug,
+        pgwire::error::PgWireError:
+            From<<C as futures::Sink<pgwire::messages::PgWireBackendMessage>>::Error>,
+    {
+        match &self.scram {
+            Some(scram) => scram.on_startup(client, message).await,
+            None => self.connection.on_startup(client, message).await,
+        }
+    }
+}
+
+impl PgWireServerHandlers for Handlers {
+    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
+        Arc::clone(&self.connection)
+    }
+
+    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
+        Arc::clone(&self.connection)
+    }
+
+    fn startup_handler(&self) -> Arc<impl StartupHandler> {
+        Arc::clone(&self.startup)
+    }
+
+    fn copy_handler(&self) -> Arc<impl CopyHandler> {
+        Arc::clone(&self.connection)
+    }
+
+    fn cancel_handler(&self) -> Arc<impl CancelHandler> {
+        Arc::clone(&self.cancel)
+    }
+}
+
+impl Server {
+    /// Starts serving `db` (whose statements run on `scheduler`); returns once listening.
+    pub fn start(
+        config: &ServerConfig,
+        db: Arc<Database>,
+        scheduler: Arc<Scheduler<Calls>>,
+    ) -> io::Result<Server> {
+        let passwords = match &config.password_file {
+            Some(path) => Some(Arc::new(
+                auth::PasswordFile::read(path).map_err(io::Error::other)?,
+            )),
+            None => None,
+        };
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(config.network_threads.max(1))
+            .thread_name("overtake-net")
+            .enable_all()
+            .build()?;
+        let listener = runtime.block_on(TcpListener::bind(config.listen))?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            catalog: Arc::new(Catalog::new(db)),
+            scheduler,
+            roles: Mutex::new(HashMap::new()),
+        });
+        let (stop, mut stopped) = watch::channel(false);
+        let manager = Arc::new(ConnectionManager::new());
+        let pids = Arc::new(RandomPidSecretKeyGenerator::default());
+        let cancel = Arc::new(DefaultCancelHandler::new(Arc::clone(&manager)));
+        let serving = Arc::clone(&shared);
+        runtime.spawn(async move {
+            loop {
+                let accepted = tokio::select! {
+                    a = listener.accept() => a,
+                    _ = stopped.changed() => return,
+                };
+                let Ok((socket, _)) = accepted else { continue };
+                let _ = socket.set_nodelay(true);
+                let connection = Arc::new(Connection::new(
+                    Arc::clone(&serving),
+                    Arc::clone(&manager),
+                    Arc::clone(&pids),
+                ));
+                let scram = passwords.as_ref().map(|p| {
+                    let mut scram =
+                        ScramAuth::new(Arc::clone(p) as Arc<dyn pgwire::api::auth::AuthSource>);
+                    scram.set_iterations(auth::ITERATIONS);
+                    SASLAuthStartupHandler::new(Arc::new(handler::server_parameters()))
+                        .with_scram(scram)
+                        .with_connection_manager(Arc::clone(&manager))
+                });
+                let handlers = Handlers {
+                    startup: Arc::new(Startup {
+                        connection: Arc::clone(&connection),
+                        scram,
+                    }),
+                    connection,
+                    cancel: Arc::clone(&cancel),
+                };
+                let mut stopped = stopped.clone();
+                tokio::spawn(async move {
+                    tokio::select! {
+                        _ = pgwire::tokio::process_socket(socket, None, handlers) => {}
+                        _ = stopped.changed() => {}
+                    }
+                });
+            }
+        });
+        Ok(Server {
+            runtime: Some(runtime),
+            addr,
+            stop,
+            shared,
+        })
+    }
+
+    /// The address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The catalog its sessions share.
+    pub fn catalog(&self) -> &Arc<Catalog> {
+        &self.shared.catalog
+    }
+
+    /// Blocks until SIGINT or SIGTERM.
+    pub fn wait_for_signal(&self) -> io::Result<()> {
+        let runtime = self.runtime.as_ref().expect("running");
+        runtime.block_on(async {
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+            tokio::select! {
+                r = tokio::signal::ctrl_c() => r,
+                _ = term.recv() => Ok(()),
+            }
+        })
+    }
+
+    /// Stops accepting, closes every connection (an open transaction rolls back), and returns
+    /// when the network threads are gone.
+    pub fn shutdown(mut self) {
+        let _ = self.stop.send(true);
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_timeout(Duration::from_secs(5));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}

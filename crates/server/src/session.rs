@@ -1,0 +1,493 @@
+//! A client session: its settings (priority first), its transaction block, and how each kind of
+//! statement is carried out for it. Independent of the wire: the protocol handlers turn messages
+//! into calls here and answers into messages.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use overtake_sched::{Calls, Priority, Promise, Scheduler};
+use overtake_sql::plan::{Command, OutputColumn};
+use overtake_sql::{Catalog, Datum, Level, Prepared, SqlError, SqlType, sqlstate};
+
+use crate::settings::{self, Settings};
+use crate::txn::{self, Reply, Request, Rows, RunOrInsert};
+
+/// What every session shares: the catalog (and through it the database), the scheduler, and
+/// role defaults (`ALTER ROLE ... SET`).
+pub struct Shared {
+    pub catalog: Arc<Catalog>,
+    pub scheduler: Arc<Scheduler<Calls>>,
+    pub roles: Mutex<HashMap<String, Settings>>,
+}
+
+/// What a statement answers.
+#[derive(Debug)]
+pub enum Answer {
+    /// Rows, with their columns and the command tag.
+    Rows {
+        columns: Vec<OutputColumn>,
+        rows: Vec<Vec<Datum>>,
+        tag: String,
+    },
+    /// A command tag alone.
+    Done(String),
+    /// The start of a transaction block (tag `BEGIN`).
+    Begin,
+    /// The end of one (tag `COMMIT` or `ROLLBACK`).
+    End(String),
+    /// COPY FROM STDIN: rows follow, this many columns each.
+    CopyIn(usize),
+    Empty,
+    Error(SqlError),
+}
+
+enum TxnState {
+    /// BEGIN was seen; no statement has run yet (the task starts with the first).
+    NotStarted,
+    Running(Promise<Request>),
+    /// A statement failed or was cancelled: the task has ended.
+    Gone,
+}
+
+struct Block {
+    level: Level,
+    txn: TxnState,
+    failed: bool,
+    /// `SET LOCAL` values, gone with the block.
+    local: Settings,
+}
+
+/// A COPY in progress: its plan and the data received so far.
+pub struct CopyState {
+    pub plan: Arc<Prepared>,
+    pub data: Vec<u8>,
+}
+
+/// Largest COPY data accepted in one statement (bytes).
+pub const MAX_COPY_BYTES: usize = 1 << 30;
+
+/// One client's session.
+pub struct Session {
+    shared: Arc<Shared>,
+    user: String,
+    settings: Settings,
+    block: Option<Block>,
+    pub copy: Option<CopyState>,
+}
+
+fn failed_block() -> SqlError {
+    SqlError::new(
+        sqlstate::IN_FAILED_TRANSACTION,
+        "current transaction is aborted, commands ignored until end of transaction block",
+    )
+}
+
+impl Session {
+    /// A session for `user`, with the role's defaults, then the startup packet's options.
+    pub fn new(
+        shared: Arc<Shared>,
+        user: &str,
+        options: &[(String, String)],
+    ) -> Result<Self, SqlError> {
+        let mut settings = shared
+            .roles
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(user)
+            .cloned()
+            .unwrap_or_default();
+        for (name, value) in options {
+            settings.set(name, value)?;
+        }
+        Ok(Session {
+            shared,
+            user: user.to_owned(),
+            settings,
+            block: None,
+            copy: None,
+        })
+    }
+
+    /// The catalog.
+    pub fn catalog(&self) -> &Catalog {
+        &self.shared.catalog
+    }
+
+    /// The value of setting `name` in effect: SET LOCAL, then SET (over the role's default),
+    /// then the built-in default.
+    pub fn setting(&self, name: &str) -> Option<String> {
+        if name.eq_ignore_ascii_case("transaction_isolation")
+            && let Some(b) = &self.block
+        {
+            return Some(b.level.name().to_owned());
+        }
+        let name = if name.eq_ignore_ascii_case("transaction_isolation") {
+            "default_transaction_isolation"
+        } else {
+            name
+        };
+        self.block
+            .as_ref()
+            .and_then(|b| b.local.get(name))
+            .or_else(|| self.settings.get(name))
+            .map(str::to_owned)
+            .or_else(|| settings::default_value(name).map(str::to_owned))
+    }
+
+    /// The priority this session's next statement runs at.
+    pub fn priority(&self) -> Priority {
+        self.setting("priority")
+            .and_then(|p| settings::parse_priority(&p).ok())
+            .unwrap_or(Priority::MEDIUM)
+    }
+
+    fn default_level(&self) -> Level {
+        self.setting("default_transaction_isolation")
+            .and_then(|l| Level::parse(&l))
+            .unwrap_or(Level::ReadCommitted)
+    }
+
+    /// Whether the open transaction block has failed (statements are refused until it ends).
+    pub fn block_failed(&self) -> bool {
+        self.block.as_ref().is_some_and(|b| b.failed)
+    }
+
+    /// Whether a transaction block is open.
+    pub fn in_block(&self) -> bool {
+        self.block.is_some()
+    }
+
+    /// Carries out `prepared` with `params`.
+    pub async fn execute(&mut self, prepared: Arc<Prepared>, params: Vec<Datum>) -> Answer {
+        match self.execute_inner(prepared, params).await {
+            Ok(a) => a,
+            Err(e) => {
+                if let Some(b) = &mut self.block {
+                    b.failed = true;
+                }
+                Answer::Error(e)
+            }
+        }
+    }
+
+    async fn execute_inner(
+        &mut self,
+        prepared: Arc<Prepared>,
+        params: Vec<Datum>,
+    ) -> Result<Answer, SqlError> {
+        let block_failed = self.block.as_ref().is_some_and(|b| b.failed);
+        match &prepared.command {
+            Command::Commit | Command::Rollback => {
+                return Ok(self
+                    .end_block(matches!(prepared.command, Command::Commit))
+                    .await);
+            }
+            _ if block_failed => return Err(failed_block()),
+            _ => {}
+        }
+        match &prepared.command {
+            Command::Query(_) => {
+                let columns = prepared.columns.clone();
+                let now = overtake_sql::time::now_micros();
+                let out = self
+                    .run(RunOrInsert::Run(Arc::clone(&prepared), params, now))
+                    .await?;
+                Ok(if columns.is_empty() {
+                    Answer::Done(out.tag)
+                } else {
+                    Answer::Rows {
+                        columns,
+                        rows: out.rows,
+                        tag: out.tag,
+                    }
+                })
+            }
+            Command::Ddl(_) => {
+                let catalog = Arc::clone(&self.shared.catalog);
+                let priority = self.priority();
+                let tag = txn::run_ddl(&self.shared.scheduler, priority, move || {
+                    let Command::Ddl(ddl) = &prepared.command else {
+                        unreachable!()
+                    };
+                    overtake_sql::ddl::execute(&catalog, ddl, priority)
+                })
+                .await?;
+                Ok(Answer::Done(tag.to_owned()))
+            }
+            Command::CopyIn(c) => {
+                let n = c.columns.len();
+                self.copy = Some(CopyState {
+                    plan: prepared,
+                    data: Vec::new(),
+                });
+                Ok(Answer::CopyIn(n))
+            }
+            Command::Begin(level) => {
+                if self.block.is_none() {
+                    self.block = Some(Block {
+                        level: level.unwrap_or_else(|| self.default_level()),
+                        txn: TxnState::NotStarted,
+                        failed: false,
+                        local: Settings::default(),
+                    });
+                }
+                Ok(Answer::Begin)
+            }
+            Command::Commit | Command::Rollback => unreachable!("handled above"),
+            Command::Set { name, value, local } => {
+                self.set(name, value.as_deref(), *local)?;
+                Ok(Answer::Done("SET".into()))
+            }
+            Command::SetTransaction { level, session } => {
+                match (&mut self.block, session) {
+                    (Some(b), false) => {
+                        if !matches!(b.txn, TxnState::NotStarted) {
+                            return Err(SqlError::new(
+                                sqlstate::ACTIVE_SQL_TRANSACTION,
+                                "SET TRANSACTION ISOLATION LEVEL must be called before any query",
+                            ));
+                        }
+                        b.level = *level;
+                    }
+                    (_, true) => self
+                        .settings
+                        .set("default_transaction_isolation", level.name())?,
+                    (None, false) => {} // PostgreSQL: a warning, and no effect.
+                }
+                Ok(Answer::Done("SET".into()))
+            }
+            Command::Show(name) => {
+                let value = if name.eq_ignore_ascii_case("all") {
+                    return Ok(self.show_all());
+                } else {
+                    self.setting(name).ok_or_else(|| {
+                        SqlError::new(
+                            sqlstate::UNDEFINED_OBJECT,
+                            format!("unrecognized configuration parameter \"{name}\""),
+                        )
+                    })?
+                };
+                Ok(Answer::Rows {
+                    columns: vec![OutputColumn {
+                        name: name.to_ascii_lowercase(),
+                        ty: SqlType::Text,
+                    }],
+                    rows: vec![vec![Datum::Text(value)]],
+                    tag: "SHOW".into(),
+                })
+            }
+            Command::Reset(name) => {
+                if name.eq_ignore_ascii_case("all") || settings::default_value(name).is_some() {
+                    self.settings.reset(name);
+                    Ok(Answer::Done("RESET".into()))
+                } else {
+                    Err(SqlError::new(
+                        sqlstate::UNDEFINED_OBJECT,
+                        format!("unrecognized configuration parameter \"{name}\""),
+                    ))
+                }
+            }
+            Command::AlterRoleSet { role, name, value } => {
+                let mut roles = self.shared.roles.lock().unwrap_or_else(|p| p.into_inner());
+                let defaults = roles.entry(role.clone()).or_default();
+                match value {
+                    Some(v) => defaults.set(name, v)?,
+                    None => defaults.reset(name),
+                }
+                Ok(Answer::Done("ALTER ROLE".into()))
+            }
+            Command::Noop(tag) => Ok(Answer::Done((*tag).into())),
+            Command::Explain(lines) => Ok(Answer::Rows {
+                columns: prepared.columns.clone(),
+                rows: lines.iter().map(|l| vec![Datum::Text(l.clone())]).collect(),
+                tag: "EXPLAIN".into(),
+            }),
+            Command::Empty => Ok(Answer::Empty),
+        }
+    }
+
+    fn show_all(&self) -> Answer {
+        let mut names: Vec<String> = [
+            "priority",
+            "task_tier",
+            "task_weight",
+            "transaction_isolation",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        names.extend(self.settings.iter().map(|(k, _)| k.clone()));
+        names.sort();
+        names.dedup();
+        Answer::Rows {
+            columns: vec![
+                OutputColumn {
+                    name: "name".into(),
+                    ty: SqlType::Text,
+                },
+                OutputColumn {
+                    name: "setting".into(),
+                    ty: SqlType::Text,
+                },
+            ],
+            rows: names
+                .into_iter()
+                .map(|n| {
+                    let v = self.setting(&n).unwrap_or_default();
+                    vec![Datum::Text(n), Datum::Text(v)]
+                })
+                .collect(),
+            tag: "SHOW".into(),
+        }
+    }
+
+    fn set(&mut self, name: &str, value: Option<&str>, local: bool) -> Result<(), SqlError> {
+        if name.eq_ignore_ascii_case("transaction_isolation") {
+            let level = value.and_then(Level::parse).ok_or_else(|| {
+                SqlError::new(
+                    sqlstate::INVALID_PARAMETER_VALUE,
+                    "invalid transaction isolation level",
+                )
+            })?;
+            if let Some(b) = &mut self.block {
+                if !matches!(b.txn, TxnState::NotStarted) {
+                    return Err(SqlError::new(
+                        sqlstate::ACTIVE_SQL_TRANSACTION,
+                        "SET TRANSACTION ISOLATION LEVEL must be called before any query",
+                    ));
+                }
+                b.level = level;
+            }
+            return Ok(());
+        }
+        let target = match (&mut self.block, local) {
+            (Some(b), true) => &mut b.local,
+            // SET LOCAL outside a block does nothing (PostgreSQL warns).
+            (None, true) => {
+                return value.map_or(Ok(()), |v| settings::validate(name, v).map(|_| ()));
+            }
+            (_, false) => &mut self.settings,
+        };
+        match value {
+            Some(v) => target.set(name, v),
+            None => {
+                settings::validate(name, settings::default_value(name).unwrap_or(""))?;
+                target.reset(name);
+                Ok(())
+            }
+        }
+    }
+
+    /// Runs a statement's work: alone, or in the block's task (started by its first statement,
+    /// at the priority then in effect).
+    async fn run(&mut self, work: RunOrInsert) -> Result<overtake_sql::Output, SqlError> {
+        let priority = self.priority();
+        let Some(block) = &mut self.block else {
+            let level = self.default_level();
+            return txn::run_alone(
+                &self.shared.scheduler,
+                self.shared.catalog.database(),
+                priority,
+                level,
+                work,
+            )
+            .await;
+        };
+        let promise = match std::mem::replace(&mut block.txn, TxnState::Gone) {
+            TxnState::Running(p) => p,
+            TxnState::NotStarted => txn::start_block(
+                &self.shared.scheduler,
+                self.shared.catalog.database(),
+                priority,
+                block.level,
+            )?,
+            TxnState::Gone => return Err(failed_block()),
+        };
+        let (reply, answer) = Promise::<Reply>::new();
+        promise.fulfil(match work {
+            RunOrInsert::Run(prepared, params, now) => Request::Run {
+                prepared,
+                params,
+                now,
+                reply,
+            },
+            RunOrInsert::Insert(rows) => Request::Insert { rows, reply },
+        });
+        // If this future is dropped here (the statement was cancelled), the block stays `Gone`:
+        // the task, finding no one to answer, rolls back.
+        let reply = answer.await.map_err(|e| {
+            SqlError::new(
+                sqlstate::INTERNAL_ERROR,
+                format!("the transaction's task ended: {e}"),
+            )
+        })?;
+        if let Some(next) = reply.next {
+            block.txn = TxnState::Running(next);
+        }
+        reply.result
+    }
+
+    /// COMMIT (or ROLLBACK): ends the block.
+    async fn end_block(&mut self, commit: bool) -> Answer {
+        let Some(block) = self.block.take() else {
+            // PostgreSQL warns that no transaction is in progress, and succeeds.
+            return Answer::End(if commit { "COMMIT" } else { "ROLLBACK" }.into());
+        };
+        match block.txn {
+            TxnState::Running(p) if commit && !block.failed => {
+                let (reply, answer) = Promise::new();
+                p.fulfil(Request::Commit(reply));
+                match answer.await {
+                    Ok(Ok(())) => Answer::End("COMMIT".into()),
+                    Ok(Err(e)) => Answer::Error(e),
+                    Err(e) => Answer::Error(SqlError::new(sqlstate::INTERNAL_ERROR, e.to_string())),
+                }
+            }
+            TxnState::Running(p) => {
+                let (reply, answer) = Promise::new();
+                p.fulfil(Request::Rollback(reply));
+                let _ = answer.await;
+                Answer::End("ROLLBACK".into())
+            }
+            TxnState::NotStarted if commit && !block.failed => Answer::End("COMMIT".into()),
+            _ => Answer::End("ROLLBACK".into()),
+        }
+    }
+
+    /// The end of COPY's data: inserts the rows (in the block, or as a transaction of their own).
+    pub async fn finish_copy(&mut self) -> Answer {
+        let Some(copy) = self.copy.take() else {
+            return Answer::Error(SqlError::new(
+                sqlstate::PROTOCOL_VIOLATION,
+                "no COPY in progress",
+            ));
+        };
+        let Command::CopyIn(c) = &copy.plan.command else {
+            unreachable!("a COPY plan")
+        };
+        let result = async {
+            let rows = overtake_sql::copy::parse_text(&c.table, &c.columns, &copy.data)?;
+            let rows = Rows {
+                table: Arc::clone(&c.table),
+                columns: c.columns.clone(),
+                rows,
+            };
+            self.run(RunOrInsert::Insert(rows)).await
+        }
+        .await;
+        match result {
+            Ok(out) => Answer::Done(out.tag),
+            Err(e) => {
+                if let Some(b) = &mut self.block {
+                    b.failed = true;
+                }
+                Answer::Error(e)
+            }
+        }
+    }
+
+    /// The session's user.
+    pub fn user(&self) -> &str {
+        &self.user
+    }
+}

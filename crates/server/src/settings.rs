@@ -1,0 +1,223 @@
+//! Session settings: the priority a session's statements run at (and UFS's tier and weight),
+//! its default isolation, and the ordinary parameters clients set and show (`application_name`,
+//! `DateStyle`...). Values are validated when set, so a session never holds one that fails later.
+
+use std::collections::BTreeMap;
+
+use overtake_sched::Priority;
+use overtake_sql::{Level, SqlError, sqlstate};
+
+/// Parameters a client may set that only need to be remembered and shown.
+const PASSIVE: &[(&str, &str)] = &[
+    ("application_name", ""),
+    ("client_encoding", "UTF8"),
+    ("client_min_messages", "notice"),
+    ("datestyle", "ISO, MDY"),
+    ("extra_float_digits", "1"),
+    ("intervalstyle", "postgres"),
+    ("lock_timeout", "0"),
+    ("search_path", "\"$user\", public"),
+    ("standard_conforming_strings", "on"),
+    ("statement_timeout", "0"),
+    ("synchronous_commit", "on"),
+    ("timezone", "UTC"),
+    ("idle_in_transaction_session_timeout", "0"),
+    ("server_version", "15.0"),
+    ("server_encoding", "UTF8"),
+    ("max_identifier_length", "63"),
+    ("integer_datetimes", "on"),
+    ("is_superuser", "on"),
+    ("default_transaction_read_only", "off"),
+    ("transaction_read_only", "off"),
+];
+
+/// The names priorities go by, most urgent last; numbers 0-3 are accepted too.
+pub fn parse_priority(value: &str) -> Result<Priority, SqlError> {
+    let v = value.trim().to_ascii_lowercase();
+    let level = match v.as_str() {
+        "background" | "low" => 0,
+        "normal" | "medium" | "default" => 1,
+        "high" => 2,
+        "urgent" | "critical" => 3,
+        n => n
+            .parse::<usize>()
+            .ok()
+            .filter(|n| *n < Priority::LEVELS)
+            .ok_or_else(|| {
+                invalid(
+                    "priority",
+                    value,
+                    "background, normal, high, urgent, or 0-3",
+                )
+            })?,
+    };
+    Ok(Priority::from_level(level).expect("checked above"))
+}
+
+/// The name `SHOW priority` prints for a level.
+pub fn priority_name(p: Priority) -> &'static str {
+    ["background", "normal", "high", "urgent"][p.level()]
+}
+
+fn invalid(name: &str, value: &str, allowed: &str) -> SqlError {
+    SqlError::new(
+        sqlstate::INVALID_PARAMETER_VALUE,
+        format!("invalid value for parameter \"{name}\": \"{value}\" (allowed: {allowed})"),
+    )
+}
+
+/// A validated setting: its canonical name and value.
+pub fn validate(name: &str, value: &str) -> Result<(String, String), SqlError> {
+    let name = name.to_ascii_lowercase();
+    let value = match name.as_str() {
+        "priority" => priority_name(parse_priority(value)?).to_owned(),
+        "task_tier" => match value.trim().to_ascii_lowercase().as_str() {
+            "time-sensitive" | "time_sensitive" | "timesensitive" => "time-sensitive".into(),
+            "background" => "background".into(),
+            _ => return Err(invalid("task_tier", value, "time-sensitive or background")),
+        },
+        "task_weight" => match value.trim().parse::<u32>() {
+            Ok(w) if (1..=10_000).contains(&w) => w.to_string(),
+            _ => return Err(invalid("task_weight", value, "1 to 10000")),
+        },
+        "transaction_isolation" | "default_transaction_isolation" => Level::parse(value)
+            .ok_or_else(|| {
+                invalid(
+                    &name,
+                    value,
+                    "read committed, repeatable read, serializable",
+                )
+            })?
+            .name()
+            .to_owned(),
+        n if PASSIVE.iter().any(|(p, _)| *p == n) => value.to_owned(),
+        _ => {
+            return Err(SqlError::new(
+                sqlstate::UNDEFINED_OBJECT,
+                format!("unrecognized configuration parameter \"{name}\""),
+            ));
+        }
+    };
+    Ok((name, value))
+}
+
+/// A session's settings: what was set, over the defaults.
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    values: BTreeMap<String, String>,
+}
+
+impl Settings {
+    /// Sets a validated value.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), SqlError> {
+        let (name, value) = validate(name, value)?;
+        self.values.insert(name, value);
+        Ok(())
+    }
+
+    /// Back to the default (`all`: every setting).
+    pub fn reset(&mut self, name: &str) {
+        if name.eq_ignore_ascii_case("all") {
+            self.values.clear();
+        } else {
+            self.values.remove(&name.to_ascii_lowercase());
+        }
+    }
+
+    /// The value set here, if any.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.values
+            .get(&name.to_ascii_lowercase())
+            .map(String::as_str)
+    }
+
+    /// Every value set here.
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &String)> {
+        self.values.iter()
+    }
+}
+
+/// The default of a setting nobody set.
+pub fn default_value(name: &str) -> Option<&'static str> {
+    let name = name.to_ascii_lowercase();
+    Some(match name.as_str() {
+        "priority" => "normal",
+        "task_tier" => "time-sensitive",
+        "task_weight" => "100",
+        "transaction_isolation" | "default_transaction_isolation" => "read committed",
+        n => return PASSIVE.iter().find(|(p, _)| *p == n).map(|(_, v)| *v),
+    })
+}
+
+/// `-c name=value` pairs of a startup packet's `options` (what `PGOPTIONS` sends).
+pub fn startup_options(options: &str) -> Result<Vec<(String, String)>, SqlError> {
+    let mut out = Vec::new();
+    let mut words = options.split_whitespace();
+    while let Some(w) = words.next() {
+        let pair = if w == "-c" {
+            words.next().unwrap_or_default().to_owned()
+        } else if let Some(rest) = w.strip_prefix("-c") {
+            rest.to_owned()
+        } else if let Some(rest) = w.strip_prefix("--") {
+            rest.to_owned()
+        } else {
+            return Err(SqlError::new(
+                sqlstate::PROTOCOL_VIOLATION,
+                format!("invalid command-line argument in startup options: {w}"),
+            ));
+        };
+        let (name, value) = pair.split_once('=').ok_or_else(|| {
+            SqlError::new(
+                sqlstate::SYNTAX_ERROR,
+                format!("-c {pair} requires a value"),
+            )
+        })?;
+        out.push((name.replace('-', "_"), value.to_owned()));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn priorities_go_by_name_or_number_and_show_by_name() {
+        assert_eq!(parse_priority("Background").unwrap(), Priority::LOW);
+        assert_eq!(parse_priority("urgent").unwrap(), Priority::CRITICAL);
+        assert_eq!(parse_priority("2").unwrap(), Priority::HIGH);
+        assert!(parse_priority("7").is_err());
+        assert!(parse_priority("soon").is_err());
+        assert_eq!(priority_name(Priority::HIGH), "high");
+    }
+
+    #[test]
+    fn settings_are_checked_when_set() {
+        let mut s = Settings::default();
+        s.set("task_weight", "250").unwrap();
+        assert!(s.set("task_weight", "0").is_err());
+        assert!(s.set("task_tier", "sometimes").is_err());
+        assert_eq!(
+            s.set("no_such_thing", "1").unwrap_err().code,
+            sqlstate::UNDEFINED_OBJECT
+        );
+        s.set("DateStyle", "ISO").unwrap();
+        assert_eq!(s.get("datestyle"), Some("ISO"));
+        s.reset("all");
+        assert_eq!(s.get("task_weight"), None);
+    }
+
+    #[test]
+    fn startup_options_read_as_pgoptions_writes_them() {
+        assert_eq!(
+            startup_options("-c priority=high --task-tier=background -cstatement_timeout=5")
+                .unwrap(),
+            vec![
+                ("priority".into(), "high".into()),
+                ("task_tier".into(), "background".into()),
+                ("statement_timeout".into(), "5".into()),
+            ]
+        );
+        assert!(startup_options("-x").is_err());
+    }
+}

@@ -1,0 +1,231 @@
+//! Running statements as scheduler tasks. A statement outside a transaction block is one call:
+//! begin, execute, commit. A transaction block is one task that lives from its first statement to
+//! COMMIT or ROLLBACK: it executes each statement the session sends it and parks in between,
+//! waiting for the next (its writes are deferred, its row locks revocable: while it waits for its
+//! client it holds nothing an urgent transaction cannot take).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use overtake_engine::{Database, Isolation};
+use overtake_sched::{Calls, Priority, Promise, Scheduler, Ticket};
+use overtake_sql::exec::{self, Output};
+use overtake_sql::{Context, Datum, Level, Prepared, Query, SqlError, SqlTable, sqlstate};
+
+/// How long a statement waits for room in a worker's inbox before it is refused as overloaded.
+const ADMISSION_WAIT: Duration = Duration::from_secs(2);
+
+/// The engine's isolation for a SQL level.
+pub fn isolation(level: Level) -> Isolation {
+    match level {
+        Level::ReadCommitted => Isolation::ReadCommitted,
+        Level::RepeatableRead => Isolation::Snapshot,
+        Level::Serializable => Isolation::Serializable,
+    }
+}
+
+/// Rows to insert (COPY's data).
+pub struct Rows {
+    pub table: Arc<SqlTable>,
+    pub columns: Vec<usize>,
+    pub rows: Vec<Vec<Datum>>,
+}
+
+/// What a session asks of its transaction's task.
+pub enum Request {
+    /// Run a planned statement with these parameters, at this statement time.
+    Run {
+        prepared: Arc<Prepared>,
+        params: Vec<Datum>,
+        now: i64,
+        reply: Promise<Reply>,
+    },
+    /// Insert rows.
+    Insert {
+        rows: Rows,
+        reply: Promise<Reply>,
+    },
+    Commit(Promise<Result<(), SqlError>>),
+    Rollback(Promise<()>),
+}
+
+/// A statement's result, and where to send the next request (`None`: the transaction ended,
+/// rolled back by the statement's error).
+pub struct Reply {
+    pub result: Result<Output, SqlError>,
+    pub next: Option<Promise<Request>>,
+}
+
+fn query_of(prepared: &Prepared) -> Result<&Query, SqlError> {
+    match &prepared.command {
+        overtake_sql::Command::Query(q) => Ok(q),
+        _ => Err(SqlError::new(
+            sqlstate::INTERNAL_ERROR,
+            "not a data statement",
+        )),
+    }
+}
+
+fn run(
+    txn: &mut overtake_engine::Transaction<'_>,
+    request: &RunOrInsert,
+) -> Result<Output, SqlError> {
+    txn.next_statement();
+    match request {
+        RunOrInsert::Run(prepared, params, now) => {
+            let cx = Context { params, now: *now };
+            exec::execute(txn, query_of(prepared)?, &cx)
+        }
+        RunOrInsert::Insert(rows) => {
+            let cx = Context {
+                params: &[],
+                now: overtake_sql::time::now_micros(),
+            };
+            let n = exec::insert_rows(
+                txn,
+                &rows.table,
+                &rows.columns,
+                rows.rows.iter().cloned(),
+                &cx,
+            )?;
+            Ok(Output {
+                tag: format!("COPY {n}"),
+                rows: Vec::new(),
+            })
+        }
+    }
+}
+
+/// A statement's work, whether it runs alone or in a block.
+pub enum RunOrInsert {
+    Run(Arc<Prepared>, Vec<Datum>, i64),
+    Insert(Rows),
+}
+
+/// The body of a transaction block's task: begins, then serves requests until COMMIT, ROLLBACK,
+/// a failed statement, or the session going away (its promise dropped), which rolls back.
+fn serve(db: &Database, priority: Priority, level: Level, mut inbox: Ticket<Request>) {
+    let mut txn = None;
+    loop {
+        let Ok(request) = inbox.wait() else {
+            return; // The session went away: dropping the transaction rolls it back.
+        };
+        let (work, reply) = match request {
+            Request::Run {
+                prepared,
+                params,
+                now,
+                reply,
+            } => (RunOrInsert::Run(prepared, params, now), reply),
+            Request::Insert { rows, reply } => (RunOrInsert::Insert(rows), reply),
+            Request::Commit(reply) => {
+                reply.fulfil(match txn.take() {
+                    Some(mut t) => {
+                        overtake_engine::Transaction::commit(&mut t).map_err(SqlError::from)
+                    }
+                    None => Ok(()),
+                });
+                return;
+            }
+            Request::Rollback(reply) => {
+                drop(txn.take());
+                reply.fulfil(());
+                return;
+            }
+        };
+        if txn.is_none() {
+            match db.begin(priority, isolation(level)) {
+                Ok(t) => txn = Some(t),
+                Err(e) => {
+                    reply.fulfil(Reply {
+                        result: Err(e.into()),
+                        next: None,
+                    });
+                    return;
+                }
+            }
+        }
+        let t = txn.as_mut().expect("begun above");
+        let result = run(t, &work);
+        if result.is_err() {
+            // As in PostgreSQL, an error ends the transaction's work: roll back now, so that its
+            // locks go at once; the session answers 25P02 until the block ends.
+            drop(txn.take());
+            reply.fulfil(Reply { result, next: None });
+            return;
+        }
+        let (next, ticket) = Promise::new();
+        reply.fulfil(Reply {
+            result,
+            next: Some(next),
+        });
+        inbox = ticket;
+    }
+}
+
+fn refused(what: &str) -> SqlError {
+    SqlError::new(
+        sqlstate::TOO_MANY_CONNECTIONS,
+        format!("the server is overloaded: {what} was not admitted"),
+    )
+}
+
+/// Starts a transaction block's task at `priority`; returns where to send its requests.
+pub fn start_block(
+    scheduler: &Scheduler<Calls>,
+    db: &Arc<Database>,
+    priority: Priority,
+    level: Level,
+) -> Result<Promise<Request>, SqlError> {
+    let (promise, inbox) = Promise::new();
+    let db = Arc::clone(db);
+    // The block's own result is nothing: its statements answer through their replies.
+    scheduler
+        .call_waiting(
+            priority,
+            move || serve(&db, priority, level, inbox),
+            ADMISSION_WAIT,
+        )
+        .map_err(|_| refused("the transaction"))?;
+    Ok(promise)
+}
+
+/// Runs `work` as a transaction of its own (autocommit).
+pub async fn run_alone(
+    scheduler: &Scheduler<Calls>,
+    db: &Arc<Database>,
+    priority: Priority,
+    level: Level,
+    work: RunOrInsert,
+) -> Result<Output, SqlError> {
+    let db = Arc::clone(db);
+    let ticket = scheduler
+        .call_waiting(
+            priority,
+            move || -> Result<Output, SqlError> {
+                let mut txn = db.begin(priority, isolation(level))?;
+                let out = run(&mut txn, &work)?;
+                txn.commit()?;
+                Ok(out)
+            },
+            ADMISSION_WAIT,
+        )
+        .map_err(|_| refused("the statement"))?;
+    ticket
+        .await
+        .map_err(|e| SqlError::new(sqlstate::INTERNAL_ERROR, e.to_string()))?
+}
+
+/// Runs catalog work (DDL) on a worker, never paused: it takes the catalog's lock.
+pub async fn run_ddl<R: Send + 'static>(
+    scheduler: &Scheduler<Calls>,
+    priority: Priority,
+    f: impl FnOnce() -> Result<R, SqlError> + Send + 'static,
+) -> Result<R, SqlError> {
+    let ticket = scheduler
+        .call_non_preemptible(priority, f)
+        .map_err(|_| refused("the statement"))?;
+    ticket
+        .await
+        .map_err(|e| SqlError::new(sqlstate::INTERNAL_ERROR, e.to_string()))?
+}

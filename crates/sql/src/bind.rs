@@ -1,0 +1,608 @@
+//! Binding expressions: names resolved against the columns in scope, parameters numbered and
+//! their types inferred from where they appear (as PostgreSQL infers an untyped `$1` compared
+//! with an `integer` column to be an `integer`), literals typed, and every expression's result
+//! type known before it runs (clients ask for it with Describe).
+
+use sqlparser::ast::{
+    self, BinaryOperator, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, ObjectName,
+    UnaryOperator, Value,
+};
+
+use crate::catalog::Catalog;
+use crate::datum::{Datum, Num};
+use crate::error::{Result, SqlError, sqlstate};
+use crate::expr::{BinOp, Expr, Func};
+use crate::plan::{AggCall, AggFunc};
+use crate::types::SqlType;
+
+/// An identifier as PostgreSQL reads it: folded to lower case unless quoted.
+pub fn ident(id: &Ident) -> String {
+    match id.quote_style {
+        Some(_) => id.value.clone(),
+        None => id.value.to_lowercase(),
+    }
+}
+
+/// The last part of a possibly qualified name (`public.t` is `t`: there is one schema).
+pub fn object_name(name: &ObjectName) -> Result<String> {
+    match name.0.last() {
+        Some(ast::ObjectNamePart::Identifier(id)) => Ok(ident(id)),
+        _ => Err(SqlError::syntax(format!("invalid name {name}"))),
+    }
+}
+
+/// A column in scope: the table (or alias) it comes from, its name and type.
+#[derive(Clone, Debug)]
+pub struct ScopeColumn {
+    pub table: String,
+    pub name: String,
+    pub ty: SqlType,
+}
+
+/// What aggregate binding collects: grouping expressions (bound over the input) and the
+/// aggregate calls met so far.
+pub struct Grouping {
+    pub group_by: Vec<Expr>,
+    pub group_types: Vec<SqlType>,
+    pub calls: Vec<AggCall>,
+}
+
+/// Names an aggregate function, if `name` is one.
+pub fn aggregate_func(name: &str) -> Option<AggFunc> {
+    Some(match name {
+        "count" => AggFunc::Count,
+        "sum" => AggFunc::Sum,
+        "min" => AggFunc::Min,
+        "max" => AggFunc::Max,
+        "avg" => AggFunc::Avg,
+        _ => return None,
+    })
+}
+
+/// Whether `e` calls an aggregate function (outside any subquery).
+pub fn has_aggregate(e: &ast::Expr) -> bool {
+    let mut found = false;
+    let _ = ast::visit_expressions(e, |e| {
+        if let ast::Expr::Function(f) = e
+            && object_name(&f.name)
+                .ok()
+                .and_then(|n| aggregate_func(&n))
+                .is_some()
+        {
+            found = true;
+            return std::ops::ControlFlow::Break(());
+        }
+        std::ops::ControlFlow::Continue(())
+    });
+    found
+}
+
+/// Binds statements: the catalog to resolve tables in, and the parameters met so far.
+pub struct Binder<'c> {
+    pub catalog: &'c Catalog,
+    pub params: Vec<Option<SqlType>>,
+}
+
+impl<'c> Binder<'c> {
+    pub fn new(catalog: &'c Catalog, declared: &[Option<SqlType>]) -> Self {
+        Binder {
+            catalog,
+            params: declared.to_vec(),
+        }
+    }
+
+    /// The parameters' types, unknown ones as `text`.
+    pub fn param_types(&self) -> Vec<SqlType> {
+        self.params
+            .iter()
+            .map(|t| t.unwrap_or(SqlType::Text))
+            .collect()
+    }
+
+    fn param_type(&self, i: usize) -> Option<SqlType> {
+        self.params.get(i).copied().flatten()
+    }
+
+    /// If `e` is a parameter of unknown type, it has type `ty` (where it is used says so).
+    pub fn infer(&mut self, e: &Expr, ty: SqlType) {
+        if let Expr::Param(i) = e
+            && self.param_type(*i).is_none()
+        {
+            self.params[*i] = Some(ty);
+        }
+    }
+
+    /// Binds `e` over `scope`; in an aggregate query `grouping` maps it onto the aggregated row.
+    pub fn expr(
+        &mut self,
+        e: &ast::Expr,
+        scope: &[ScopeColumn],
+        grouping: &mut Option<&mut Grouping>,
+    ) -> Result<(Expr, SqlType)> {
+        if let Some(g) = grouping.as_deref_mut() {
+            // A grouping expression, however written, is a column of the aggregated row.
+            if !has_aggregate(e)
+                && let Ok((bound, ty)) = self.expr(e, scope, &mut None)
+            {
+                if let Some(i) = g.group_by.iter().position(|x| *x == bound) {
+                    return Ok((Expr::Column(i), ty));
+                }
+                if bound.max_column().is_none() {
+                    return Ok((bound, ty)); // A constant.
+                }
+            }
+            if let ast::Expr::Function(f) = e
+                && let Some(func) = aggregate_func(&object_name(&f.name)?)
+            {
+                let call = self.aggregate(func, f, scope)?;
+                let ty = call.ty;
+                let at = g.group_by.len() + g.calls.len();
+                g.calls.push(call);
+                return Ok((Expr::Column(at), ty));
+            }
+            if matches!(
+                e,
+                ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_)
+            ) {
+                return Err(SqlError::new(
+                    sqlstate::GROUPING_ERROR,
+                    format!(
+                        "column \"{e}\" must appear in the GROUP BY clause or be used in an aggregate function"
+                    ),
+                ));
+            }
+        }
+        self.expr_inner(e, scope, grouping)
+    }
+
+    fn aggregate(
+        &mut self,
+        func: AggFunc,
+        f: &ast::Function,
+        scope: &[ScopeColumn],
+    ) -> Result<AggCall> {
+        let FunctionArguments::List(list) = &f.args else {
+            return Err(SqlError::syntax(format!("{} needs an argument", f.name)));
+        };
+        let distinct = matches!(
+            list.duplicate_treatment,
+            Some(ast::DuplicateTreatment::Distinct)
+        );
+        let arg = match list.args.as_slice() {
+            [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)] if func == AggFunc::Count => None,
+            [FunctionArg::Unnamed(FunctionArgExpr::Expr(a))] => {
+                if has_aggregate(a) {
+                    return Err(SqlError::new(
+                        sqlstate::GROUPING_ERROR,
+                        "aggregate function calls cannot be nested",
+                    ));
+                }
+                Some(self.expr(a, scope, &mut None)?)
+            }
+            _ => return Err(SqlError::syntax(format!("wrong arguments to {}", f.name))),
+        };
+        let arg_ty = arg.as_ref().map(|(_, t)| *t);
+        let ty = match (func, arg_ty) {
+            (AggFunc::Count, _) => SqlType::Int8,
+            (_, None) => return Err(SqlError::syntax(format!("{}(*) is not defined", f.name))),
+            (AggFunc::Min | AggFunc::Max, Some(t)) => t,
+            (AggFunc::Sum, Some(SqlType::Int4)) => SqlType::Int8,
+            (AggFunc::Sum | AggFunc::Avg, Some(SqlType::Float8)) => SqlType::Float8,
+            (AggFunc::Sum | AggFunc::Avg, Some(t)) if t.is_numeric() || t == SqlType::Text => {
+                SqlType::Numeric {
+                    precision: 18,
+                    scale: if func == AggFunc::Avg {
+                        6
+                    } else {
+                        numeric_scale(t)
+                    },
+                }
+            }
+            (_, Some(t)) => {
+                return Err(SqlError::new(
+                    sqlstate::UNDEFINED_FUNCTION,
+                    format!("function {}({}) does not exist", f.name, t.name()),
+                ));
+            }
+        };
+        Ok(AggCall {
+            func,
+            arg: arg.map(|(e, _)| e),
+            distinct,
+            ty,
+        })
+    }
+
+    fn column(&self, parts: &[Ident], scope: &[ScopeColumn]) -> Result<(Expr, SqlType)> {
+        let (table, name) = match parts {
+            [name] => (None, ident(name)),
+            [.., table, name] => (Some(ident(table)), ident(name)),
+            [] => return Err(SqlError::syntax("empty column name")),
+        };
+        let mut found = scope
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.name == name && table.as_ref().is_none_or(|t| *t == c.table));
+        match (found.next(), found.next()) {
+            (Some((i, c)), None) => Ok((Expr::Column(i), c.ty)),
+            (Some(_), Some(_)) => Err(SqlError::new(
+                sqlstate::AMBIGUOUS_COLUMN,
+                format!("column reference \"{name}\" is ambiguous"),
+            )),
+            (None, _) => Err(SqlError::new(
+                sqlstate::UNDEFINED_COLUMN,
+                match table {
+                    Some(t) => format!("column {t}.{name} does not exist"),
+                    None => format!("column \"{name}\" does not exist"),
+                },
+            )),
+        }
+    }
+
+    fn expr_inner(
+        &mut self,
+        e: &ast::Expr,
+        scope: &[ScopeColumn],
+        g: &mut Option<&mut Grouping>,
+    ) -> Result<(Expr, SqlType)> {
+        use ast::Expr as A;
+        Ok(match e {
+            A::Identifier(id) => self.column(std::slice::from_ref(id), scope)?,
+            A::CompoundIdentifier(parts) => self.column(parts, scope)?,
+            A::Value(v) => self.value(&v.value)?,
+            A::Nested(inner) => self.expr(inner, scope, g)?,
+            A::UnaryOp { op, expr } => {
+                let (x, ty) = self.expr(expr, scope, g)?;
+                match op {
+                    UnaryOperator::Not => (Expr::Not(Box::new(x)), SqlType::Bool),
+                    UnaryOperator::Minus => match x {
+                        Expr::Literal(Datum::Int(v)) => (Expr::Literal(Datum::Int(-v)), ty),
+                        Expr::Literal(Datum::Numeric(n)) => (
+                            Expr::Literal(Datum::Numeric(Num {
+                                units: -n.units,
+                                scale: n.scale,
+                            })),
+                            ty,
+                        ),
+                        x => (Expr::Negate(Box::new(x)), ty),
+                    },
+                    UnaryOperator::Plus => (x, ty),
+                    other => return Err(SqlError::unsupported(format!("operator {other}"))),
+                }
+            }
+            A::BinaryOp { left, op, right } => {
+                let (l, lt) = self.expr(left, scope, g)?;
+                let (r, rt) = self.expr(right, scope, g)?;
+                self.infer(&l, rt);
+                self.infer(&r, lt);
+                let (op, ty) = match op {
+                    BinaryOperator::Eq => (BinOp::Eq, SqlType::Bool),
+                    BinaryOperator::NotEq => (BinOp::NotEq, SqlType::Bool),
+                    BinaryOperator::Lt => (BinOp::Lt, SqlType::Bool),
+                    BinaryOperator::LtEq => (BinOp::LtEq, SqlType::Bool),
+                    BinaryOperator::Gt => (BinOp::Gt, SqlType::Bool),
+                    BinaryOperator::GtEq => (BinOp::GtEq, SqlType::Bool),
+                    BinaryOperator::And => (BinOp::And, SqlType::Bool),
+                    BinaryOperator::Or => (BinOp::Or, SqlType::Bool),
+                    BinaryOperator::Plus => (BinOp::Plus, arith_type(lt, rt)),
+                    BinaryOperator::Minus => (BinOp::Minus, arith_type(lt, rt)),
+                    BinaryOperator::Multiply => (BinOp::Multiply, arith_type(lt, rt)),
+                    BinaryOperator::Divide => (BinOp::Divide, arith_type(lt, rt)),
+                    BinaryOperator::Modulo => (BinOp::Modulo, arith_type(lt, rt)),
+                    BinaryOperator::StringConcat => (BinOp::Concat, SqlType::Text),
+                    other => return Err(SqlError::unsupported(format!("operator {other}"))),
+                };
+                (Expr::Binary(op, Box::new(l), Box::new(r)), ty)
+            }
+            A::IsNull(x) | A::IsNotNull(x) => {
+                let (x, _) = self.expr(x, scope, g)?;
+                (
+                    Expr::IsNull(Box::new(x), matches!(e, A::IsNotNull(_))),
+                    SqlType::Bool,
+                )
+            }
+            A::IsTrue(x) | A::IsFalse(x) | A::IsNotTrue(x) | A::IsNotFalse(x) => {
+                // x IS TRUE is never NULL: coalesce(x = value, false), negated as asked.
+                let (x, _) = self.expr(x, scope, g)?;
+                let value = matches!(e, A::IsTrue(_) | A::IsNotTrue(_));
+                let test = Expr::Func(
+                    Func::Coalesce,
+                    vec![
+                        Expr::Binary(
+                            BinOp::Eq,
+                            Box::new(x),
+                            Box::new(Expr::Literal(Datum::Bool(value))),
+                        ),
+                        Expr::Literal(Datum::Bool(false)),
+                    ],
+                );
+                let negated = matches!(e, A::IsNotTrue(_) | A::IsNotFalse(_));
+                (
+                    if negated {
+                        Expr::Not(Box::new(test))
+                    } else {
+                        test
+                    },
+                    SqlType::Bool,
+                )
+            }
+            A::Between {
+                expr,
+                negated,
+                low,
+                high,
+            } => {
+                let (x, ty) = self.expr(expr, scope, g)?;
+                let (lo, _) = self.expr(low, scope, g)?;
+                let (hi, _) = self.expr(high, scope, g)?;
+                self.infer(&lo, ty);
+                self.infer(&hi, ty);
+                (
+                    Expr::Between {
+                        expr: Box::new(x),
+                        low: Box::new(lo),
+                        high: Box::new(hi),
+                        negated: *negated,
+                    },
+                    SqlType::Bool,
+                )
+            }
+            A::In {
+                expr,
+                target: ast::InTarget::List(list),
+                negated,
+                ..
+            } => {
+                let (x, ty) = self.expr(expr, scope, g)?;
+                let mut items = Vec::with_capacity(list.len());
+                for item in list {
+                    let (item, _) = self.expr(item, scope, g)?;
+                    self.infer(&item, ty);
+                    items.push(item);
+                }
+                (
+                    Expr::InList {
+                        expr: Box::new(x),
+                        list: items,
+                        negated: *negated,
+                    },
+                    SqlType::Bool,
+                )
+            }
+            A::Like {
+                negated,
+                any: false,
+                expr,
+                pattern,
+                escape_char: None,
+            } => {
+                let (x, _) = self.expr(expr, scope, g)?;
+                let (p, _) = self.expr(pattern, scope, g)?;
+                self.infer(&p, SqlType::Text);
+                let op = if *negated {
+                    BinOp::NotLike
+                } else {
+                    BinOp::Like
+                };
+                (Expr::Binary(op, Box::new(x), Box::new(p)), SqlType::Bool)
+            }
+            A::Cast {
+                expr, data_type, ..
+            } => {
+                let ty = SqlType::from_ast(data_type)?;
+                let (x, _) = self.expr(expr, scope, g)?;
+                self.infer(&x, ty);
+                (Expr::Cast(Box::new(x), ty), ty)
+            }
+            A::TypedString(ts) => {
+                let ty = SqlType::from_ast(&ts.data_type)?;
+                let text = match &ts.value.value {
+                    Value::SingleQuotedString(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                (Expr::Literal(Datum::parse(&text, ty)?), ty)
+            }
+            A::Function(f) => self.function(f, scope, g)?,
+            A::Case {
+                operand,
+                conditions,
+                else_result,
+                ..
+            } => {
+                let operand = match operand {
+                    Some(o) => Some(Box::new(self.expr(o, scope, g)?.0)),
+                    None => None,
+                };
+                let mut whens = Vec::with_capacity(conditions.len());
+                let mut ty = None;
+                for c in conditions {
+                    let (w, _) = self.expr(&c.condition, scope, g)?;
+                    let (t, tt) = self.expr(&c.result, scope, g)?;
+                    ty = ty.or(Some(tt));
+                    whens.push((w, t));
+                }
+                let otherwise = match else_result {
+                    Some(e) => Some(Box::new(self.expr(e, scope, g)?.0)),
+                    None => None,
+                };
+                (
+                    Expr::Case {
+                        operand,
+                        whens,
+                        otherwise,
+                    },
+                    ty.unwrap_or(SqlType::Text),
+                )
+            }
+            A::Subquery(_) | A::Exists { .. } | A::In { .. } => {
+                return Err(SqlError::unsupported("a subquery"));
+            }
+            other => return Err(SqlError::unsupported(format!("expression {other}"))),
+        })
+    }
+
+    /// A literal.
+    pub fn value(&mut self, v: &Value) -> Result<(Expr, SqlType)> {
+        Ok(match v {
+            Value::Number(text, _) => number(text)?,
+            Value::SingleQuotedString(s)
+            | Value::EscapedStringLiteral(s)
+            | Value::DoubleQuotedString(s) => {
+                (Expr::Literal(Datum::Text(s.clone())), SqlType::Text)
+            }
+            Value::DollarQuotedString(s) => {
+                (Expr::Literal(Datum::Text(s.value.clone())), SqlType::Text)
+            }
+            Value::Boolean(b) => (Expr::Literal(Datum::Bool(*b)), SqlType::Bool),
+            Value::Null => (Expr::Literal(Datum::Null), SqlType::Text),
+            Value::Placeholder(p) => {
+                let n: usize = p
+                    .strip_prefix('$')
+                    .and_then(|n| n.parse().ok())
+                    .filter(|n| (1..=65_535).contains(n))
+                    .ok_or_else(|| SqlError::syntax(format!("invalid parameter {p}")))?;
+                if self.params.len() < n {
+                    self.params.resize(n, None);
+                }
+                let ty = self.param_type(n - 1).unwrap_or(SqlType::Text);
+                (Expr::Param(n - 1), ty)
+            }
+            other => return Err(SqlError::unsupported(format!("literal {other}"))),
+        })
+    }
+
+    fn function(
+        &mut self,
+        f: &ast::Function,
+        scope: &[ScopeColumn],
+        g: &mut Option<&mut Grouping>,
+    ) -> Result<(Expr, SqlType)> {
+        let name = object_name(&f.name)?;
+        if aggregate_func(&name).is_some() {
+            return Err(SqlError::new(
+                sqlstate::GROUPING_ERROR,
+                format!("aggregate function {name} is not allowed here"),
+            ));
+        }
+        let mut args = Vec::new();
+        let mut types = Vec::new();
+        if let FunctionArguments::List(list) = &f.args {
+            for a in &list.args {
+                match a {
+                    FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => {
+                        let (x, t) = self.expr(e, scope, g)?;
+                        args.push(x);
+                        types.push(t);
+                    }
+                    other => return Err(SqlError::unsupported(format!("argument {other}"))),
+                }
+            }
+        }
+        let (func, arity, ty) = match name.as_str() {
+            "version" => (Func::Version, 0..=0, SqlType::Text),
+            "now"
+            | "current_timestamp"
+            | "localtimestamp"
+            | "transaction_timestamp"
+            | "statement_timestamp"
+            | "clock_timestamp" => (Func::Now, 0..=0, SqlType::Timestamp),
+            "random" => (Func::Random, 0..=0, SqlType::Float8),
+            "abs" => (
+                Func::Abs,
+                1..=1,
+                types.first().copied().unwrap_or(SqlType::Int8),
+            ),
+            "lower" => (Func::Lower, 1..=1, SqlType::Text),
+            "upper" => (Func::Upper, 1..=1, SqlType::Text),
+            "length" | "char_length" | "character_length" => (Func::Length, 1..=1, SqlType::Int4),
+            "coalesce" => (
+                Func::Coalesce,
+                1..=100,
+                types
+                    .iter()
+                    .copied()
+                    .find(|t| *t != SqlType::Text)
+                    .unwrap_or(SqlType::Text),
+            ),
+            "current_database" => (Func::CurrentDatabase, 0..=0, SqlType::Text),
+            "current_user" | "session_user" | "user" => (Func::CurrentUser, 0..=0, SqlType::Text),
+            _ => {
+                return Err(SqlError::new(
+                    sqlstate::UNDEFINED_FUNCTION,
+                    format!("function {name}() does not exist"),
+                ));
+            }
+        };
+        if !arity.contains(&args.len()) {
+            return Err(SqlError::new(
+                sqlstate::UNDEFINED_FUNCTION,
+                format!("function {name} does not take {} arguments", args.len()),
+            ));
+        }
+        Ok((Expr::Func(func, args), ty))
+    }
+}
+
+fn number(text: &str) -> Result<(Expr, SqlType)> {
+    if let Ok(v) = text.parse::<i64>() {
+        let ty = if i32::try_from(v).is_ok() {
+            SqlType::Int4
+        } else {
+            SqlType::Int8
+        };
+        return Ok((Expr::Literal(Datum::Int(v)), ty));
+    }
+    if text.contains(['e', 'E']) {
+        let v: f64 = text
+            .parse()
+            .map_err(|_| SqlError::syntax(format!("invalid number {text}")))?;
+        return Ok((Expr::Literal(Datum::Float(v)), SqlType::Float8));
+    }
+    let d = Datum::parse(
+        text,
+        SqlType::Numeric {
+            precision: 38,
+            scale: 16,
+        },
+    )
+    .or_else(|_| {
+        text.parse::<f64>()
+            .map(Datum::Float)
+            .map_err(|_| SqlError::syntax(format!("invalid number {text}")))
+    })?;
+    let ty = match &d {
+        Datum::Numeric(n) => SqlType::Numeric {
+            precision: 18,
+            scale: n.scale,
+        },
+        _ => SqlType::Float8,
+    };
+    Ok((Expr::Literal(d), ty))
+}
+
+fn numeric_scale(t: SqlType) -> u8 {
+    match t {
+        SqlType::Numeric { scale, .. } => scale,
+        _ => 0,
+    }
+}
+
+/// The result type of arithmetic on `a` and `b` (an untyped side takes the other's type).
+pub fn arith_type(a: SqlType, b: SqlType) -> SqlType {
+    use SqlType::*;
+    match (a, b) {
+        (Text, t) | (t, Text) if t != Text => arith_type(t, t),
+        (Float8, _) | (_, Float8) => Float8,
+        (Numeric { scale: s1, .. }, Numeric { scale: s2, .. }) => Numeric {
+            precision: 18,
+            scale: s1.max(s2),
+        },
+        (Numeric { scale, .. }, _) | (_, Numeric { scale, .. }) => Numeric {
+            precision: 18,
+            scale,
+        },
+        (Int8, _) | (_, Int8) => Int8,
+        (Timestamp, _) | (_, Timestamp) => Timestamp,
+        _ => Int4,
+    }
+}

@@ -1,0 +1,165 @@
+//! The SQL catalog: tables as SQL sees them (column types, NULL-ability, defaults, the declared
+//! primary key and indexes) over the engine's tables.
+//!
+//! DDL that PostgreSQL does in place — `TRUNCATE`, `ALTER TABLE ... ADD PRIMARY KEY`,
+//! `CREATE INDEX` on a loaded table — builds a new engine table (with a fresh internal name) and
+//! swaps it in; a plan bound to the old one sees the catalog's version change and is planned
+//! again. A dropped or replaced engine table's memory is released only when the database closes.
+//! Lookups take a reader lock on a network thread; nothing here runs inside a scheduler task that
+//! could be paused holding the lock, except DDL, which runs non-preemptibly.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use overtake_engine::{Database, IndexId, Table};
+
+use crate::error::{Result, SqlError, sqlstate};
+use crate::expr::Expr;
+use crate::types::SqlType;
+
+/// A column as SQL sees it.
+#[derive(Clone, Debug)]
+pub struct SqlColumn {
+    pub name: String,
+    pub ty: SqlType,
+    pub nullable: bool,
+    /// The `DEFAULT` expression (no columns), if declared.
+    pub default: Option<Expr>,
+}
+
+/// A secondary index.
+#[derive(Clone, Debug)]
+pub struct SqlIndex {
+    pub name: String,
+    pub columns: Vec<usize>,
+    pub id: IndexId,
+}
+
+/// A table: its SQL description and the engine table holding its rows.
+#[derive(Debug)]
+pub struct SqlTable {
+    pub name: String,
+    pub columns: Vec<SqlColumn>,
+    /// Declared primary-key columns; empty if none (the engine then keys rows by a hidden id).
+    pub primary_key: Vec<usize>,
+    pub indexes: Vec<SqlIndex>,
+    pub engine: Arc<Table>,
+}
+
+impl SqlTable {
+    /// Position of column `name`.
+    pub fn column(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c.name == name)
+    }
+}
+
+/// Every table by name, and a version that moves on with each change.
+pub struct Catalog {
+    db: Arc<Database>,
+    tables: RwLock<HashMap<String, Arc<SqlTable>>>,
+    version: AtomicU64,
+    /// Numbers the engine tables built for replacements (their names must be new).
+    generation: AtomicU64,
+}
+
+impl Catalog {
+    /// The catalog of an empty database.
+    pub fn new(db: Arc<Database>) -> Self {
+        Catalog {
+            db,
+            tables: RwLock::new(HashMap::new()),
+            version: AtomicU64::new(0),
+            generation: AtomicU64::new(0),
+        }
+    }
+
+    /// The database.
+    pub fn database(&self) -> &Arc<Database> {
+        &self.db
+    }
+
+    /// Changes with every DDL: a plan made at another version must be made again.
+    pub fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
+    }
+
+    /// The table called `name`.
+    pub fn table(&self, name: &str) -> Result<Arc<SqlTable>> {
+        self.tables
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(name)
+            .cloned()
+            .ok_or_else(|| {
+                SqlError::new(
+                    sqlstate::UNDEFINED_TABLE,
+                    format!("relation \"{name}\" does not exist"),
+                )
+            })
+    }
+
+    /// Every table, by name.
+    pub fn tables(&self) -> Vec<Arc<SqlTable>> {
+        let mut all: Vec<_> = self
+            .tables
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        all
+    }
+
+    /// A name for a new engine table standing for SQL table `name`.
+    pub(crate) fn engine_name(&self, name: &str) -> String {
+        let g = self.generation.fetch_add(1, Ordering::Relaxed);
+        format!("{name}#{g}")
+    }
+
+    /// Adds `table`; fails if the name is taken.
+    pub(crate) fn add(&self, table: SqlTable) -> Result<()> {
+        let mut tables = self.tables.write().unwrap_or_else(|p| p.into_inner());
+        if tables.contains_key(&table.name) {
+            return Err(SqlError::new(
+                sqlstate::DUPLICATE_TABLE,
+                format!("relation \"{}\" already exists", table.name),
+            ));
+        }
+        tables.insert(table.name.clone(), Arc::new(table));
+        self.version.fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Replaces the table of the same name (it must be `old`: a concurrent change fails this one).
+    pub(crate) fn replace(&self, old: &Arc<SqlTable>, table: SqlTable) -> Result<()> {
+        let mut tables = self.tables.write().unwrap_or_else(|p| p.into_inner());
+        match tables.get(&table.name) {
+            Some(current) if Arc::ptr_eq(current, old) => {}
+            _ => {
+                return Err(SqlError::new(
+                    sqlstate::SERIALIZATION_FAILURE,
+                    format!("table \"{}\" was changed concurrently", table.name),
+                ));
+            }
+        }
+        tables.insert(table.name.clone(), Arc::new(table));
+        self.version.fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Removes table `name`; false if there was none.
+    pub(crate) fn remove(&self, name: &str) -> bool {
+        let removed = self
+            .tables
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(name)
+            .is_some();
+        if removed {
+            self.version.fetch_add(1, Ordering::AcqRel);
+        }
+        removed
+    }
+}

@@ -1,0 +1,533 @@
+//! Values in flight: what expressions compute and rows carry between the engine and the client.
+//! Comparison and arithmetic follow PostgreSQL (NULL propagates; numbers of different types
+//! compare by value; integer overflow and division by zero are errors, not wraparound), as do the
+//! text forms clients send and receive.
+
+use std::cmp::Ordering;
+
+use overtake_engine::{Decimal, Value};
+
+use crate::error::{Result, SqlError, sqlstate};
+use crate::time;
+use crate::types::SqlType;
+
+/// A fixed-point number: `units * 10^-scale`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Num {
+    pub units: i128,
+    pub scale: u8,
+}
+
+/// Largest scale arithmetic keeps (beyond it, digits are rounded away).
+const MAX_SCALE: u8 = 16;
+
+impl Num {
+    fn pow10(n: u8) -> i128 {
+        10i128.pow(u32::from(n))
+    }
+
+    /// The same value at `scale` (rounding half away from zero when digits are dropped).
+    pub fn rescale(self, scale: u8) -> Result<Num> {
+        let units = match scale.cmp(&self.scale) {
+            Ordering::Equal => self.units,
+            Ordering::Greater => self
+                .units
+                .checked_mul(Self::pow10(scale - self.scale))
+                .ok_or_else(out_of_range)?,
+            Ordering::Less => {
+                let d = Self::pow10(self.scale - scale);
+                let (q, r) = (self.units / d, self.units % d);
+                if r.abs() * 2 >= d {
+                    q + self.units.signum()
+                } else {
+                    q
+                }
+            }
+        };
+        Ok(Num { units, scale })
+    }
+
+    fn aligned(a: Num, b: Num) -> Result<(i128, i128, u8)> {
+        let scale = a.scale.max(b.scale);
+        Ok((a.rescale(scale)?.units, b.rescale(scale)?.units, scale))
+    }
+
+    fn to_f64(self) -> f64 {
+        self.units as f64 / Self::pow10(self.scale) as f64
+    }
+
+    fn from_f64(v: f64, scale: u8) -> Result<Num> {
+        let scaled = (v * Self::pow10(scale) as f64).round();
+        if !scaled.is_finite() || scaled.abs() >= 1e37 {
+            return Err(out_of_range());
+        }
+        Ok(Num {
+            units: scaled as i128,
+            scale,
+        })
+    }
+
+    fn parse(text: &str) -> Option<Num> {
+        let t = text.trim();
+        let (neg, digits) = match t.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, t.strip_prefix('+').unwrap_or(t)),
+        };
+        let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
+        if (int.is_empty() && frac.is_empty())
+            || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit())
+            || frac.len() > usize::from(MAX_SCALE)
+        {
+            return None;
+        }
+        let mut units: i128 = 0;
+        for b in int.bytes().chain(frac.bytes()) {
+            units = units.checked_mul(10)?.checked_add(i128::from(b - b'0'))?;
+        }
+        Some(Num {
+            units: if neg { -units } else { units },
+            scale: frac.len() as u8,
+        })
+    }
+}
+
+impl std::fmt::Display for Num {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let p = Num::pow10(self.scale);
+        let sign = if self.units < 0 { "-" } else { "" };
+        let (int, frac) = (self.units.abs() / p, self.units.abs() % p);
+        if self.scale == 0 {
+            write!(f, "{sign}{int}")
+        } else {
+            write!(
+                f,
+                "{sign}{int}.{frac:0width$}",
+                width = usize::from(self.scale)
+            )
+        }
+    }
+}
+
+/// A value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Datum {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Numeric(Num),
+    Text(String),
+    Timestamp(i64),
+}
+
+pub(crate) fn out_of_range() -> SqlError {
+    SqlError::new(sqlstate::NUMERIC_VALUE_OUT_OF_RANGE, "value out of range")
+}
+
+fn invalid_text(ty: SqlType, text: &str) -> SqlError {
+    SqlError::new(
+        sqlstate::INVALID_TEXT_REPRESENTATION,
+        format!("invalid input syntax for type {}: \"{text}\"", ty.name()),
+    )
+}
+
+/// A float stored as an ordered 64-bit integer (see `types`), and back.
+fn float_to_key(v: f64) -> i64 {
+    let bits = v.to_bits() as i64;
+    if bits < 0 { bits ^ i64::MAX } else { bits }
+}
+
+fn key_to_float(k: i64) -> f64 {
+    let bits = if k < 0 { k ^ i64::MAX } else { k };
+    f64::from_bits(bits as u64)
+}
+
+impl Datum {
+    pub fn is_null(&self) -> bool {
+        matches!(self, Datum::Null)
+    }
+
+    /// The value of column type `ty` the engine returned.
+    pub fn from_value(value: Value<'_>, ty: SqlType) -> Datum {
+        match (value, ty) {
+            (Value::Null, _) => Datum::Null,
+            (Value::Int(v), SqlType::Bool) => Datum::Bool(v != 0),
+            (Value::Int(v), SqlType::Float8) => Datum::Float(key_to_float(v)),
+            (Value::Int(v), _) => Datum::Int(v),
+            (Value::Decimal(d), _) => Datum::Numeric(Num {
+                units: i128::from(d.units()),
+                scale: d.scale(),
+            }),
+            (Value::Str(s), _) => Datum::Text(s.to_owned()),
+            (Value::Timestamp(t), _) => Datum::Timestamp(t),
+            _ => Datum::Null,
+        }
+    }
+
+    /// This value as the engine stores a column of `ty` (the value already has that type: see
+    /// [`cast`](Self::cast)).
+    pub fn to_value(&self, ty: SqlType) -> Result<Value<'_>> {
+        Ok(match (self, ty) {
+            (Datum::Null, _) => Value::Null,
+            (Datum::Bool(b), _) => Value::Int(i64::from(*b)),
+            (Datum::Float(v), _) => Value::Int(float_to_key(*v)),
+            (Datum::Int(v), _) => Value::Int(*v),
+            (Datum::Numeric(n), SqlType::Numeric { scale, .. }) => {
+                let n = n.rescale(scale)?;
+                let units = i64::try_from(n.units).map_err(|_| out_of_range())?;
+                Value::Decimal(Decimal::new(units, scale).map_err(|_| out_of_range())?)
+            }
+            (Datum::Text(s), _) => Value::Str(s),
+            (Datum::Timestamp(t), _) => Value::Timestamp(*t),
+            (Datum::Numeric(_), _) => return Err(out_of_range()),
+        })
+    }
+
+    /// Parses a value of type `ty` from its text form (a parameter, a COPY field, a literal).
+    pub fn parse(text: &str, ty: SqlType) -> Result<Datum> {
+        let t = text.trim();
+        Ok(match ty {
+            SqlType::Bool => match t.to_ascii_lowercase().as_str() {
+                "t" | "true" | "yes" | "y" | "on" | "1" => Datum::Bool(true),
+                "f" | "false" | "no" | "n" | "off" | "0" => Datum::Bool(false),
+                _ => return Err(invalid_text(ty, text)),
+            },
+            SqlType::Int4 | SqlType::Int8 => {
+                let v: i64 = t.parse().map_err(|_| match Num::parse(t) {
+                    Some(_) => invalid_text(ty, text),
+                    None if t
+                        .bytes()
+                        .all(|b| b.is_ascii_digit() || b == b'-' || b == b'+')
+                        && !t.is_empty() =>
+                    {
+                        out_of_range()
+                    }
+                    None => invalid_text(ty, text),
+                })?;
+                Datum::Int(v).cast(ty)?
+            }
+            SqlType::Numeric { .. } => {
+                Datum::Numeric(Num::parse(t).ok_or_else(|| invalid_text(ty, text))?).cast(ty)?
+            }
+            SqlType::Float8 => Datum::Float(match t.to_ascii_lowercase().as_str() {
+                "nan" => f64::NAN,
+                "infinity" | "inf" => f64::INFINITY,
+                "-infinity" | "-inf" => f64::NEG_INFINITY,
+                _ => t.parse().map_err(|_| invalid_text(ty, text))?,
+            }),
+            SqlType::Text | SqlType::VarChar(_) | SqlType::Char(_) => {
+                Datum::Text(text.to_owned()).cast(ty)?
+            }
+            SqlType::Timestamp => Datum::Timestamp(time::parse_timestamp(t).ok_or_else(|| {
+                SqlError::new(
+                    sqlstate::INVALID_DATETIME_FORMAT,
+                    format!("invalid input syntax for type timestamp: \"{text}\""),
+                )
+            })?),
+        })
+    }
+
+    /// The text form PostgreSQL sends (`None` for NULL).
+    pub fn to_text(&self) -> Option<String> {
+        Some(match self {
+            Datum::Null => return None,
+            Datum::Bool(b) => (if *b { "t" } else { "f" }).into(),
+            Datum::Int(v) => v.to_string(),
+            Datum::Float(v) => format_float(*v),
+            Datum::Numeric(n) => n.to_string(),
+            Datum::Text(s) => s.clone(),
+            Datum::Timestamp(t) => time::format_timestamp(*t),
+        })
+    }
+
+    /// This value converted to `ty` (assignment and explicit casts).
+    pub fn cast(self, ty: SqlType) -> Result<Datum> {
+        Ok(match (self, ty) {
+            (Datum::Null, _) => Datum::Null,
+            (Datum::Text(s), SqlType::Text) => Datum::Text(s),
+            (Datum::Text(s), SqlType::VarChar(n)) => Datum::Text(fit(s, n, false)?),
+            (Datum::Text(s), SqlType::Char(n)) => Datum::Text(fit(s, n, true)?),
+            (Datum::Text(s), ty) => Datum::parse(&s, ty)?,
+            (d, ty) if ty.is_string() => Datum::Text(d.to_text().unwrap_or_default()).cast(ty)?,
+            (Datum::Int(v), SqlType::Int4) => {
+                i32::try_from(v).map_err(|_| out_of_range())?;
+                Datum::Int(v)
+            }
+            (Datum::Int(v), SqlType::Int8) => Datum::Int(v),
+            (Datum::Int(v), SqlType::Float8) => Datum::Float(v as f64),
+            (Datum::Int(v), SqlType::Numeric { .. }) => Datum::Numeric(Num {
+                units: i128::from(v),
+                scale: 0,
+            })
+            .cast(ty)?,
+            (Datum::Int(v), SqlType::Bool) => Datum::Bool(v != 0),
+            (Datum::Float(v), SqlType::Int4 | SqlType::Int8) => {
+                if !v.is_finite() || v.abs() >= 9.2e18 {
+                    return Err(out_of_range());
+                }
+                Datum::Int(v.round_ties_even() as i64).cast(ty)?
+            }
+            (Datum::Float(v), SqlType::Float8) => Datum::Float(v),
+            (Datum::Float(v), SqlType::Numeric { scale, .. }) => {
+                Datum::Numeric(Num::from_f64(v, scale)?).cast(ty)?
+            }
+            (Datum::Numeric(n), SqlType::Numeric { precision, scale }) => {
+                let n = n.rescale(scale)?;
+                if n.units.abs() >= Num::pow10(precision) {
+                    return Err(SqlError::new(
+                        sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
+                        format!("numeric field overflow: precision {precision}, scale {scale}"),
+                    ));
+                }
+                Datum::Numeric(n)
+            }
+            (Datum::Numeric(n), SqlType::Int4 | SqlType::Int8) => {
+                let v = i64::try_from(n.rescale(0)?.units).map_err(|_| out_of_range())?;
+                Datum::Int(v).cast(ty)?
+            }
+            (Datum::Numeric(n), SqlType::Float8) => Datum::Float(n.to_f64()),
+            (Datum::Bool(b), SqlType::Bool) => Datum::Bool(b),
+            (Datum::Bool(b), SqlType::Int4 | SqlType::Int8) => Datum::Int(i64::from(b)),
+            (Datum::Timestamp(t), SqlType::Timestamp) => Datum::Timestamp(t),
+            (d, ty) => {
+                return Err(SqlError::new(
+                    sqlstate::DATATYPE_MISMATCH,
+                    format!("cannot cast {} to {}", d.type_name(), ty.name()),
+                ));
+            }
+        })
+    }
+
+    fn type_name(&self) -> &'static str {
+        match self {
+            Datum::Null => "null",
+            Datum::Bool(_) => "boolean",
+            Datum::Int(_) => "integer",
+            Datum::Float(_) => "double precision",
+            Datum::Numeric(_) => "numeric",
+            Datum::Text(_) => "text",
+            Datum::Timestamp(_) => "timestamp",
+        }
+    }
+
+    /// SQL comparison: `None` if either side is NULL. A text value met by another type is read
+    /// as that type (an untyped literal or parameter).
+    pub fn sql_cmp(&self, other: &Datum) -> Result<Option<Ordering>> {
+        use Datum::*;
+        Ok(Some(match (self, other) {
+            (Null, _) | (_, Null) => return Ok(None),
+            (Int(a), Int(b)) => a.cmp(b),
+            (Float(a), Float(b)) => a.total_cmp(b),
+            (Int(a), Float(b)) => (*a as f64).total_cmp(b),
+            (Float(a), Int(b)) => a.total_cmp(&(*b as f64)),
+            (Numeric(a), Numeric(b)) => {
+                let (x, y, _) = Num::aligned(*a, *b)?;
+                x.cmp(&y)
+            }
+            (Int(a), Numeric(b)) => Num {
+                units: i128::from(*a),
+                scale: 0,
+            }
+            .rescale(b.scale)?
+            .units
+            .cmp(&b.units),
+            (Numeric(_), Int(_)) => return other.sql_cmp(self).map(|o| o.map(Ordering::reverse)),
+            (Numeric(a), Float(b)) => a.to_f64().total_cmp(b),
+            (Float(_), Numeric(_)) => return other.sql_cmp(self).map(|o| o.map(Ordering::reverse)),
+            (Text(a), Text(b)) => a.trim_end_matches(' ').cmp(b.trim_end_matches(' ')),
+            (Bool(a), Bool(b)) => a.cmp(b),
+            (Timestamp(a), Timestamp(b)) => a.cmp(b),
+            (Text(s), typed) => {
+                return typed
+                    .sql_cmp(&Datum::parse(s, typed.natural_type())?)
+                    .map(|o| o.map(Ordering::reverse));
+            }
+            (typed, Text(s)) => return typed.sql_cmp(&Datum::parse(s, typed.natural_type())?),
+            (a, b) => {
+                return Err(SqlError::new(
+                    sqlstate::DATATYPE_MISMATCH,
+                    format!("cannot compare {} with {}", a.type_name(), b.type_name()),
+                ));
+            }
+        }))
+    }
+
+    /// The type a non-text value naturally has (for reading text against it).
+    fn natural_type(&self) -> SqlType {
+        match self {
+            Datum::Bool(_) => SqlType::Bool,
+            Datum::Int(_) => SqlType::Int8,
+            Datum::Float(_) => SqlType::Float8,
+            Datum::Numeric(n) => SqlType::Numeric {
+                precision: 18,
+                scale: n.scale.max(6),
+            },
+            Datum::Timestamp(_) => SqlType::Timestamp,
+            Datum::Null | Datum::Text(_) => SqlType::Text,
+        }
+    }
+
+    /// Ordering for ORDER BY, GROUP BY and DISTINCT: NULLs last (PostgreSQL's default for
+    /// ascending order), values of incomparable types by type.
+    pub fn sort_cmp(&self, other: &Datum) -> Ordering {
+        match (self.is_null(), other.is_null()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => Ordering::Greater,
+            (false, true) => Ordering::Less,
+            _ => self
+                .sql_cmp(other)
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| self.type_name().cmp(other.type_name())),
+        }
+    }
+
+    /// Arithmetic: `+ - * / %`.
+    pub fn arith(&self, op: char, other: &Datum) -> Result<Datum> {
+        use Datum::*;
+        Ok(match (self, other) {
+            (Null, _) | (_, Null) => Null,
+            (Int(a), Int(b)) => Int(match op {
+                '+' => a.checked_add(*b),
+                '-' => a.checked_sub(*b),
+                '*' => a.checked_mul(*b),
+                '/' | '%' if *b == 0 => return Err(division_by_zero()),
+                '/' => a.checked_div(*b),
+                _ => a.checked_rem(*b),
+            }
+            .ok_or_else(out_of_range)?),
+            (Text(s), b) => Datum::parse(s, b.natural_type())?.arith(op, b)?,
+            (a, Text(s)) => a.arith(op, &Datum::parse(s, a.natural_type())?)?,
+            (Float(_), _) | (_, Float(_)) => {
+                let (a, b) = (self.as_f64()?, other.as_f64()?);
+                if (op == '/' || op == '%') && b == 0.0 {
+                    return Err(division_by_zero());
+                }
+                Float(match op {
+                    '+' => a + b,
+                    '-' => a - b,
+                    '*' => a * b,
+                    '/' => a / b,
+                    _ => a % b,
+                })
+            }
+            (a, b) => {
+                let (a, b) = (a.as_num()?, b.as_num()?);
+                Numeric(num_arith(a, op, b)?)
+            }
+        })
+    }
+
+    fn as_f64(&self) -> Result<f64> {
+        match self {
+            Datum::Int(v) => Ok(*v as f64),
+            Datum::Float(v) => Ok(*v),
+            Datum::Numeric(n) => Ok(n.to_f64()),
+            other => Err(not_a_number(other)),
+        }
+    }
+
+    pub(crate) fn as_num(&self) -> Result<Num> {
+        match self {
+            Datum::Int(v) => Ok(Num {
+                units: i128::from(*v),
+                scale: 0,
+            }),
+            Datum::Numeric(n) => Ok(*n),
+            other => Err(not_a_number(other)),
+        }
+    }
+}
+
+fn num_arith(a: Num, op: char, b: Num) -> Result<Num> {
+    match op {
+        '+' | '-' => {
+            let (x, y, scale) = Num::aligned(a, b)?;
+            let units = if op == '+' {
+                x.checked_add(y)
+            } else {
+                x.checked_sub(y)
+            };
+            Ok(Num {
+                units: units.ok_or_else(out_of_range)?,
+                scale,
+            })
+        }
+        '*' => {
+            let units = a.units.checked_mul(b.units).ok_or_else(out_of_range)?;
+            Num {
+                units,
+                scale: a.scale + b.scale,
+            }
+            .rescale((a.scale + b.scale).min(MAX_SCALE))
+        }
+        _ if b.units == 0 => Err(division_by_zero()),
+        '/' => {
+            // PostgreSQL keeps at least 16 significant digits; a fixed scale serves here.
+            let scale = a.scale.max(b.scale).max(6).min(MAX_SCALE);
+            // a/b at `scale`, rounded: (a.units * 10^(scale + b.scale - a.scale + 1)) / b.units.
+            let shift = i32::from(scale) + i32::from(b.scale) - i32::from(a.scale) + 1;
+            let numerator = if shift >= 0 {
+                a.units.checked_mul(10i128.pow(shift as u32))
+            } else {
+                Some(a.units / 10i128.pow((-shift) as u32))
+            }
+            .ok_or_else(out_of_range)?;
+            let q = numerator / b.units;
+            Num {
+                units: q,
+                scale: scale + 1,
+            }
+            .rescale(scale)
+        }
+        _ => {
+            let (x, y, scale) = Num::aligned(a, b)?;
+            Ok(Num {
+                units: x % y,
+                scale,
+            })
+        }
+    }
+}
+
+fn division_by_zero() -> SqlError {
+    SqlError::new(sqlstate::DIVISION_BY_ZERO, "division by zero")
+}
+
+fn not_a_number(d: &Datum) -> SqlError {
+    SqlError::new(
+        sqlstate::DATATYPE_MISMATCH,
+        format!("{} is not a number", d.type_name()),
+    )
+}
+
+/// A string of at most `n` characters (`char(n)` keeps it unpadded: the engine pads).
+fn fit(s: String, n: u16, _padded: bool) -> Result<String> {
+    if s.chars().count() > usize::from(n) {
+        // PostgreSQL lets an over-long value through when the excess is only spaces.
+        let trimmed = s.trim_end_matches(' ');
+        if trimmed.chars().count() <= usize::from(n) {
+            return Ok(trimmed.to_owned());
+        }
+        return Err(SqlError::new(
+            sqlstate::STRING_DATA_RIGHT_TRUNCATION,
+            format!("value too long for type character varying({n})"),
+        ));
+    }
+    Ok(s)
+}
+
+fn format_float(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v.is_infinite() {
+        (if v > 0.0 { "Infinity" } else { "-Infinity" }).into()
+    } else {
+        let s = format!("{v}");
+        if s.len() > 17 && (v.abs() >= 1e15 || v.abs() < 1e-4) {
+            format!("{v:e}").replace('e', "e+").replace("e+-", "e-")
+        } else {
+            s
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//! Executing catalog changes. A table is created as an engine table; TRUNCATE, ADD PRIMARY KEY
+//! and CREATE INDEX build a new engine table (copying the rows, checking the new key) and swap it
+//! in, which is how a table gets a key or an index the engine did not declare at creation.
+//!
+//! Limitation: a rebuild is not isolated from writers of the table that commit while it copies
+//! (PostgreSQL would lock them out); run such DDL when the table is quiet, as pgbench's
+//! initialization does.
+
+use std::sync::Arc;
+
+use overtake_engine::{Isolation, KeyRange, Priority, ScanOptions, TableSchema};
+
+use crate::catalog::{Catalog, SqlColumn, SqlIndex, SqlTable};
+use crate::datum::Datum;
+use crate::error::{Result, SqlError, sqlstate};
+use crate::exec::insert_rows;
+use crate::expr::Context;
+use crate::plan::Ddl;
+
+/// Creates an engine table for a SQL table described by `columns`, `primary_key` and `indexes`
+/// (column positions), and returns the SQL table over it.
+fn build(
+    catalog: &Catalog,
+    name: &str,
+    columns: Vec<SqlColumn>,
+    primary_key: Vec<usize>,
+    indexes: &[(String, Vec<usize>)],
+) -> Result<SqlTable> {
+    let engine_name = catalog.engine_name(name);
+    let mut schema = TableSchema::builder(engine_name);
+    for (i, c) in columns.iter().enumerate() {
+        let in_key = primary_key.contains(&i) || indexes.iter().any(|(_, cols)| cols.contains(&i));
+        let ty = c.ty.column_type(in_key);
+        schema = if c.nullable {
+            schema.nullable_column(c.name.clone(), ty)
+        } else {
+            schema.column(c.name.clone(), ty)
+        };
+    }
+    let names =
+        |cols: &[usize]| -> Vec<&str> { cols.iter().map(|&c| columns[c].name.as_str()).collect() };
+    schema = schema.primary_key(&names(&primary_key));
+    for (index, cols) in indexes {
+        schema = schema.index(index.clone(), &names(cols));
+    }
+    let schema = schema
+        .build()
+        .map_err(|e| SqlError::new(sqlstate::PROGRAM_LIMIT_EXCEEDED, e.to_string()))?;
+    let engine = catalog.database().create_table(schema)?;
+    let indexes = indexes
+        .iter()
+        .map(|(index, cols)| SqlIndex {
+            id: engine.index(index).expect("declared above"),
+            name: index.clone(),
+            columns: cols.clone(),
+        })
+        .collect();
+    Ok(SqlTable {
+        name: name.to_owned(),
+        columns,
+        primary_key,
+        indexes,
+        engine,
+    })
+}
+
+/// Copies every row of `old` into `new` in one transaction.
+fn copy_rows(catalog: &Catalog, old: &SqlTable, new: &SqlTable, priority: Priority) -> Result<()> {
+    let db = catalog.database();
+    let mut txn = db.begin(priority, Isolation::Snapshot)?;
+    let mut rows = Vec::new();
+    txn.scan(&old.engine, &KeyRange::all(), ScanOptions::forward(), |r| {
+        rows.push(
+            old.columns
+                .iter()
+                .enumerate()
+                .map(|(i, c)| Datum::from_value(r.get(i), c.ty))
+                .collect::<Vec<_>>(),
+        );
+        std::ops::ControlFlow::Continue(())
+    })?;
+    let all: Vec<usize> = (0..new.columns.len()).collect();
+    let cx = Context {
+        params: &[],
+        now: crate::time::now_micros(),
+    };
+    insert_rows(&mut txn, new, &all, rows, &cx)?;
+    txn.commit()?;
+    Ok(())
+}
+
+fn positions(table: &SqlTable, names: &[String]) -> Result<Vec<usize>> {
+    names
+        .iter()
+        .map(|n| {
+            table.column(n).ok_or_else(|| {
+                SqlError::new(
+                    sqlstate::UNDEFINED_COLUMN,
+                    format!("column \"{n}\" does not exist"),
+                )
+            })
+        })
+        .collect()
+}
+
+fn index_list(table: &SqlTable) -> Vec<(String, Vec<usize>)> {
+    table
+        .indexes
+        .iter()
+        .map(|i| (i.name.clone(), i.columns.clone()))
+        .collect()
+}
+
+/// Rebuilds `old` as described, copying its rows unless `empty`.
+fn rebuild(
+    catalog: &Catalog,
+    old: &Arc<SqlTable>,
+    (columns, primary_key, indexes): (Vec<SqlColumn>, Vec<usize>, Vec<(String, Vec<usize>)>),
+    empty: bool,
+    priority: Priority,
+) -> Result<()> {
+    let new = build(catalog, &old.name, columns, primary_key, &indexes)?;
+    if !empty {
+        copy_rows(catalog, old, &new, priority)?;
+    }
+    catalog.replace(old, new)
+}
+
+/// Runs `ddl`; returns its command tag.
+pub fn execute(catalog: &Catalog, ddl: &Ddl, priority: Priority) -> Result<&'static str> {
+    match ddl {
+        Ddl::CreateTable {
+            name,
+            columns,
+            primary_key,
+            if_not_exists,
+        } => {
+            if *if_not_exists && catalog.table(name).is_ok() {
+                return Ok("CREATE TABLE");
+            }
+            if catalog.table(name).is_ok() {
+                return Err(SqlError::new(
+                    sqlstate::DUPLICATE_TABLE,
+                    format!("relation \"{name}\" already exists"),
+                ));
+            }
+            let table = build(catalog, name, columns.clone(), primary_key.clone(), &[])?;
+            catalog.add(table)?;
+            Ok("CREATE TABLE")
+        }
+        Ddl::DropTable { names, if_exists } => {
+            if !if_exists {
+                for n in names {
+                    catalog.table(n)?;
+                }
+            }
+            for n in names {
+                catalog.remove(n);
+            }
+            Ok("DROP TABLE")
+        }
+        Ddl::Truncate(names) => {
+            let tables = names
+                .iter()
+                .map(|n| catalog.table(n))
+                .collect::<Result<Vec<_>>>()?;
+            for t in &tables {
+                let shape = (t.columns.clone(), t.primary_key.clone(), index_list(t));
+                rebuild(catalog, t, shape, true, priority)?;
+            }
+            Ok("TRUNCATE TABLE")
+        }
+        Ddl::AddPrimaryKey { table, columns } => {
+            let old = catalog.table(table)?;
+            if !old.primary_key.is_empty() {
+                return Err(SqlError::new(
+                    sqlstate::INVALID_PARAMETER_VALUE,
+                    format!("multiple primary keys for table \"{table}\" are not allowed"),
+                ));
+            }
+            let key = positions(&old, columns)?;
+            let mut cols = old.columns.clone();
+            for &k in &key {
+                cols[k].nullable = false;
+            }
+            rebuild(
+                catalog,
+                &old,
+                (cols, key, index_list(&old)),
+                false,
+                priority,
+            )?;
+            Ok("ALTER TABLE")
+        }
+        Ddl::CreateIndex {
+            name,
+            table,
+            columns,
+            if_not_exists,
+        } => {
+            let old = catalog.table(table)?;
+            if old.indexes.iter().any(|i| i.name == *name) {
+                if *if_not_exists {
+                    return Ok("CREATE INDEX");
+                }
+                return Err(SqlError::new(
+                    sqlstate::DUPLICATE_TABLE,
+                    format!("relation \"{name}\" already exists"),
+                ));
+            }
+            let mut indexes = index_list(&old);
+            indexes.push((name.clone(), positions(&old, columns)?));
+            let shape = (old.columns.clone(), old.primary_key.clone(), indexes);
+            rebuild(catalog, &old, shape, false, priority)?;
+            Ok("CREATE INDEX")
+        }
+    }
+}

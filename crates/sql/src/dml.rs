@@ -1,0 +1,203 @@
+//! Binding the statements that write rows: INSERT, UPDATE, DELETE and COPY FROM STDIN.
+
+use std::sync::Arc;
+
+use sqlparser::ast::{
+    self, AssignmentTarget, CopySource, FromTable, SetExpr, TableFactor, TableObject,
+};
+
+use crate::bind::{Binder, ident, object_name};
+use crate::catalog::SqlTable;
+use crate::error::{Result, SqlError, sqlstate};
+use crate::expr::Expr;
+use crate::plan::{Access, CopyIn, DeletePlan, InsertPlan, InsertSource, UpdatePlan};
+use crate::select::{choose_access, conjuncts, table_scope};
+
+impl Binder<'_> {
+    fn target_columns(&self, table: &SqlTable, names: &[String]) -> Result<Vec<usize>> {
+        if names.is_empty() {
+            return Ok((0..table.columns.len()).collect());
+        }
+        let mut columns = Vec::with_capacity(names.len());
+        for name in names {
+            let i = table.column(name).ok_or_else(|| {
+                SqlError::new(
+                    sqlstate::UNDEFINED_COLUMN,
+                    format!(
+                        "column \"{name}\" of relation \"{}\" does not exist",
+                        table.name
+                    ),
+                )
+            })?;
+            if columns.contains(&i) {
+                return Err(SqlError::syntax(format!(
+                    "column \"{name}\" specified more than once"
+                )));
+            }
+            columns.push(i);
+        }
+        Ok(columns)
+    }
+
+    pub(crate) fn insert(&mut self, insert: &ast::Insert) -> Result<InsertPlan> {
+        if insert.on.is_some() || insert.returning.is_some() {
+            return Err(SqlError::unsupported("INSERT ... ON CONFLICT or RETURNING"));
+        }
+        let TableObject::TableName(name) = &insert.table else {
+            return Err(SqlError::unsupported("INSERT into a table function"));
+        };
+        let table = self.catalog.table(&object_name(name)?)?;
+        let names = insert
+            .columns
+            .iter()
+            .map(object_name)
+            .collect::<Result<Vec<_>>>()?;
+        let columns = self.target_columns(&table, &names)?;
+        let source = insert
+            .source
+            .as_ref()
+            .ok_or_else(|| SqlError::unsupported("INSERT ... DEFAULT VALUES"))?;
+        let source = match source.body.as_ref() {
+            SetExpr::Values(values)
+                if source.order_by.is_none() && source.limit_clause.is_none() =>
+            {
+                let mut rows = Vec::with_capacity(values.rows.len());
+                for row in &values.rows {
+                    if row.len() > columns.len() {
+                        return Err(SqlError::syntax(
+                            "INSERT has more expressions than target columns",
+                        ));
+                    }
+                    let mut bound = Vec::with_capacity(row.len());
+                    for (e, &col) in row.iter().zip(&columns) {
+                        let (x, _) = self.expr(e, &[], &mut None)?;
+                        self.infer(&x, table.columns[col].ty);
+                        bound.push(x);
+                    }
+                    rows.push(bound);
+                }
+                InsertSource::Values(rows)
+            }
+            _ => {
+                let (plan, cols) = self.select(source)?;
+                if cols.len() > columns.len() {
+                    return Err(SqlError::syntax(
+                        "INSERT has more expressions than target columns",
+                    ));
+                }
+                InsertSource::Select(Box::new(plan))
+            }
+        };
+        Ok(InsertPlan {
+            table,
+            columns,
+            source,
+        })
+    }
+
+    /// The one table an UPDATE or DELETE names, and its scope.
+    fn single_table(&self, factor: &TableFactor) -> Result<Arc<SqlTable>> {
+        match factor {
+            TableFactor::Table {
+                name, args: None, ..
+            } => self.catalog.table(&object_name(name)?),
+            other => Err(SqlError::unsupported(format!(
+                "UPDATE or DELETE of {other}"
+            ))),
+        }
+    }
+
+    fn row_filter(
+        &mut self,
+        table: &SqlTable,
+        alias: &str,
+        selection: Option<&ast::Expr>,
+    ) -> Result<(Access, Vec<Expr>)> {
+        let mut filter = Vec::new();
+        if let Some(e) = selection {
+            let (x, _) = self.expr(e, &table_scope(table, alias), &mut None)?;
+            conjuncts(x, &mut filter);
+        }
+        Ok((choose_access(table, 0, &filter), filter))
+    }
+
+    pub(crate) fn update(&mut self, update: &ast::Update) -> Result<UpdatePlan> {
+        if update.from.is_some() || update.returning.is_some() || !update.table.joins.is_empty() {
+            return Err(SqlError::unsupported("UPDATE ... FROM or RETURNING"));
+        }
+        let table = self.single_table(&update.table.relation)?;
+        let alias = alias_of(&update.table.relation).unwrap_or_else(|| table.name.clone());
+        let scope = table_scope(&table, &alias);
+        let mut assignments = Vec::with_capacity(update.assignments.len());
+        for a in &update.assignments {
+            let AssignmentTarget::ColumnName(name) = &a.target else {
+                return Err(SqlError::unsupported("UPDATE of a tuple of columns"));
+            };
+            let name = object_name(name)?;
+            let col = self.target_columns(&table, std::slice::from_ref(&name))?[0];
+            let (x, _) = self.expr(&a.value, &scope, &mut None)?;
+            self.infer(&x, table.columns[col].ty);
+            assignments.push((col, x));
+        }
+        let (access, filter) = self.row_filter(&table, &alias, update.selection.as_ref())?;
+        Ok(UpdatePlan {
+            table,
+            access,
+            filter,
+            assignments,
+        })
+    }
+
+    pub(crate) fn delete(&mut self, delete: &ast::Delete) -> Result<DeletePlan> {
+        let from = match &delete.from {
+            FromTable::WithFromKeyword(f) | FromTable::WithoutKeyword(f) => f,
+        };
+        if delete.using.is_some()
+            || delete.returning.is_some()
+            || from.len() != 1
+            || !from[0].joins.is_empty()
+        {
+            return Err(SqlError::unsupported("DELETE ... USING or RETURNING"));
+        }
+        let table = self.single_table(&from[0].relation)?;
+        let alias = alias_of(&from[0].relation).unwrap_or_else(|| table.name.clone());
+        let (access, filter) = self.row_filter(&table, &alias, delete.selection.as_ref())?;
+        Ok(DeletePlan {
+            table,
+            access,
+            filter,
+        })
+    }
+
+    pub(crate) fn copy_in(
+        &mut self,
+        source: &CopySource,
+        options: &[ast::CopyOption],
+    ) -> Result<CopyIn> {
+        let CopySource::Table {
+            table_name,
+            columns,
+        } = source
+        else {
+            return Err(SqlError::unsupported("COPY (query)"));
+        };
+        for o in options {
+            match o {
+                ast::CopyOption::Freeze(_) => {}
+                ast::CopyOption::Format(f) if ident(f) == "text" => {}
+                other => return Err(SqlError::unsupported(format!("COPY option {other}"))),
+            }
+        }
+        let table = self.catalog.table(&object_name(table_name)?)?;
+        let names: Vec<String> = columns.iter().map(ident).collect();
+        let columns = self.target_columns(&table, &names)?;
+        Ok(CopyIn { table, columns })
+    }
+}
+
+fn alias_of(factor: &TableFactor) -> Option<String> {
+    match factor {
+        TableFactor::Table { alias: Some(a), .. } => Some(ident(&a.name)),
+        _ => None,
+    }
+}

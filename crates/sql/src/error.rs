@@ -1,0 +1,157 @@
+//! Errors as PostgreSQL reports them: a SQLSTATE code clients act on (retry a 40001, report a
+//! 23505) and a message. Every failure of parsing, binding or execution ends up here; nothing in
+//! this crate panics on bad input.
+
+use std::fmt;
+
+use overtake_engine::{AbortReason, CommitError, Error as EngineError};
+
+/// SQLSTATE codes this crate reports (PostgreSQL's, Appendix A of its manual).
+pub mod sqlstate {
+    pub const SYNTAX_ERROR: &str = "42601";
+    pub const UNDEFINED_TABLE: &str = "42P01";
+    pub const UNDEFINED_COLUMN: &str = "42703";
+    pub const UNDEFINED_FUNCTION: &str = "42883";
+    pub const UNDEFINED_OBJECT: &str = "42704";
+    pub const DUPLICATE_TABLE: &str = "42P07";
+    pub const DUPLICATE_OBJECT: &str = "42710";
+    pub const AMBIGUOUS_COLUMN: &str = "42702";
+    pub const DATATYPE_MISMATCH: &str = "42804";
+    pub const GROUPING_ERROR: &str = "42803";
+    pub const INVALID_PARAMETER_VALUE: &str = "22023";
+    pub const INVALID_TEXT_REPRESENTATION: &str = "22P02";
+    pub const INVALID_DATETIME_FORMAT: &str = "22007";
+    pub const NUMERIC_VALUE_OUT_OF_RANGE: &str = "22003";
+    pub const DIVISION_BY_ZERO: &str = "22012";
+    pub const STRING_DATA_RIGHT_TRUNCATION: &str = "22001";
+    pub const BAD_COPY_FILE_FORMAT: &str = "22P04";
+    pub const UNIQUE_VIOLATION: &str = "23505";
+    pub const NOT_NULL_VIOLATION: &str = "23502";
+    pub const SERIALIZATION_FAILURE: &str = "40001";
+    pub const DEADLOCK_DETECTED: &str = "40P01";
+    pub const IN_FAILED_TRANSACTION: &str = "25P02";
+    pub const ACTIVE_SQL_TRANSACTION: &str = "25001";
+    pub const NO_ACTIVE_SQL_TRANSACTION: &str = "25P01";
+    pub const FEATURE_NOT_SUPPORTED: &str = "0A000";
+    pub const TOO_MANY_CONNECTIONS: &str = "53300";
+    pub const PROGRAM_LIMIT_EXCEEDED: &str = "54000";
+    pub const QUERY_CANCELED: &str = "57014";
+    pub const ADMIN_SHUTDOWN: &str = "57P01";
+    pub const CANT_CHANGE_RUNTIME_PARAM: &str = "55P02";
+    pub const PROTOCOL_VIOLATION: &str = "08P01";
+    pub const INVALID_PASSWORD: &str = "28P01";
+    pub const INTERNAL_ERROR: &str = "XX000";
+}
+
+/// A failed statement: its SQLSTATE and message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SqlError {
+    /// Five-character SQLSTATE code.
+    pub code: &'static str,
+    /// What went wrong, for people.
+    pub message: String,
+}
+
+impl SqlError {
+    /// An error with `code` and `message`.
+    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+        SqlError {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// A syntax error.
+    pub fn syntax(message: impl Into<String>) -> Self {
+        Self::new(sqlstate::SYNTAX_ERROR, message)
+    }
+
+    /// Something this implementation does not do (yet), named.
+    pub fn unsupported(what: impl fmt::Display) -> Self {
+        Self::new(
+            sqlstate::FEATURE_NOT_SUPPORTED,
+            format!("{what} is not supported"),
+        )
+    }
+
+    /// Whether a client should retry the transaction (serialization failure, deadlock).
+    pub fn is_retryable(&self) -> bool {
+        self.code == sqlstate::SERIALIZATION_FAILURE || self.code == sqlstate::DEADLOCK_DETECTED
+    }
+}
+
+impl fmt::Display for SqlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.message, self.code)
+    }
+}
+
+impl std::error::Error for SqlError {}
+
+/// Statement results.
+pub type Result<T, E = SqlError> = std::result::Result<T, E>;
+
+fn abort_code(reason: AbortReason) -> &'static str {
+    match reason {
+        AbortReason::Deadlock => sqlstate::DEADLOCK_DETECTED,
+        _ => sqlstate::SERIALIZATION_FAILURE,
+    }
+}
+
+fn abort_message(reason: AbortReason) -> String {
+    match reason {
+        AbortReason::Conflict => "could not serialize access due to concurrent update".into(),
+        AbortReason::Validation => {
+            "could not serialize access due to read/write dependencies among transactions".into()
+        }
+        AbortReason::Deadlock => "deadlock detected".into(),
+        other => format!("transaction aborted: {}", other.as_str()),
+    }
+}
+
+impl From<EngineError> for SqlError {
+    fn from(e: EngineError) -> Self {
+        match e {
+            EngineError::Aborted(reason) => {
+                SqlError::new(abort_code(reason), abort_message(reason))
+            }
+            EngineError::DuplicateKey { .. } => SqlError::new(
+                sqlstate::UNIQUE_VIOLATION,
+                format!("duplicate key value violates unique constraint: {e}"),
+            ),
+            EngineError::NoSuchTable(name) => SqlError::new(
+                sqlstate::UNDEFINED_TABLE,
+                format!("relation \"{name}\" does not exist"),
+            ),
+            EngineError::TableExists(name) => SqlError::new(
+                sqlstate::DUPLICATE_TABLE,
+                format!("relation \"{name}\" already exists"),
+            ),
+            EngineError::TooManyTransactions(n) => SqlError::new(
+                sqlstate::TOO_MANY_CONNECTIONS,
+                format!("too many open transactions (at most {n})"),
+            ),
+            EngineError::TooManyTables(_) | EngineError::InvalidKey { .. } => {
+                SqlError::new(sqlstate::PROGRAM_LIMIT_EXCEEDED, e.to_string())
+            }
+            EngineError::InvalidValue { .. } | EngineError::Decimal(_) => {
+                SqlError::new(sqlstate::NUMERIC_VALUE_OUT_OF_RANGE, e.to_string())
+            }
+            EngineError::NotLogged { .. } => {
+                SqlError::new(sqlstate::FEATURE_NOT_SUPPORTED, e.to_string())
+            }
+            other => SqlError::new(sqlstate::INTERNAL_ERROR, other.to_string()),
+        }
+    }
+}
+
+impl From<CommitError> for SqlError {
+    fn from(e: CommitError) -> Self {
+        match e {
+            CommitError::Aborted(reason) => {
+                SqlError::new(abort_code(reason), abort_message(reason))
+            }
+            other => SqlError::new(sqlstate::INTERNAL_ERROR, other.to_string()),
+        }
+    }
+}

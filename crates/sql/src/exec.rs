@@ -1,0 +1,639 @@
+//! Running plans inside an engine transaction: nested-loop joins over the chosen accesses,
+//! aggregation, sorting and limits for SELECT; INSERT, UPDATE and DELETE row by row.
+//!
+//! UPDATE and DELETE first find the rows to change, then, for each, take its write lock
+//! (`Transaction::lock_row`: under READ COMMITTED this waits for a concurrent writer and moves the
+//! snapshot past its commit), read the row again and check the condition on what they read, as
+//! PostgreSQL re-checks a row that changed under it. Nothing here blocks a worker: lock waits
+//! park the task.
+
+use std::collections::HashMap;
+use std::ops::{Bound, ControlFlow};
+
+use overtake_engine::{KeyBuf, KeyRange, ScanOptions, Transaction};
+
+use crate::catalog::SqlTable;
+use crate::datum::Datum;
+use crate::error::{Result, SqlError, sqlstate};
+use crate::expr::{Context, Expr};
+use crate::plan::{
+    Access, AggCall, AggFunc, DeletePlan, InsertPlan, InsertSource, Query, SelectPlan, UpdatePlan,
+};
+
+/// What a statement returns: its command tag (`SELECT 3`, `INSERT 0 1`) and rows.
+#[derive(Debug, Default)]
+pub struct Output {
+    pub tag: String,
+    pub rows: Vec<Vec<Datum>>,
+}
+
+/// Runs `query` in `txn`.
+pub fn execute(txn: &mut Transaction<'_>, query: &Query, cx: &Context<'_>) -> Result<Output> {
+    match query {
+        Query::Select(s) => {
+            let rows = select(txn, s, cx)?;
+            Ok(Output {
+                tag: format!("SELECT {}", rows.len()),
+                rows,
+            })
+        }
+        Query::Insert(i) => insert(txn, i, cx),
+        Query::Update(u) => update(txn, u, cx),
+        Query::Delete(d) => delete(txn, d, cx),
+    }
+}
+
+/// A table row as values.
+fn read_row(table: &SqlTable, row: overtake_engine::RowRef<'_>) -> Vec<Datum> {
+    table
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| Datum::from_value(row.get(i), c.ty))
+        .collect()
+}
+
+/// The engine key of primary-key values `values` (in key order); `None` if one is NULL.
+fn key_of(table: &SqlTable, values: &[Datum], prefix: bool) -> Result<Option<KeyBuf>> {
+    let mut kb = table.engine.key();
+    for (d, &col) in values.iter().zip(&table.primary_key) {
+        let ty = table.columns[col].ty;
+        let d = d.clone().cast(ty)?;
+        if d.is_null() {
+            return Ok(None);
+        }
+        kb.value(d.to_value(ty)?);
+    }
+    Ok(Some(if prefix { kb.prefix()? } else { kb.finish()? }))
+}
+
+/// The primary key of a whole row.
+fn row_key(table: &SqlTable, row: &[Datum]) -> Result<KeyBuf> {
+    if table.primary_key.is_empty() {
+        return Err(SqlError::unsupported(format!(
+            "UPDATE or DELETE on table \"{}\", which has no primary key,",
+            table.name
+        )));
+    }
+    let values: Vec<Datum> = table.primary_key.iter().map(|&c| row[c].clone()).collect();
+    key_of(table, &values, false)?
+        .ok_or_else(|| SqlError::new(sqlstate::INTERNAL_ERROR, "a key column is NULL"))
+}
+
+/// The key range `access` reads, evaluated against `outer`; `None` if it can match nothing.
+fn range_of(
+    table: &SqlTable,
+    access: &Access,
+    outer: &[Datum],
+    cx: &Context<'_>,
+) -> Result<Option<KeyRange>> {
+    let eval = |es: &[Expr]| {
+        es.iter()
+            .map(|e| e.eval(outer, cx))
+            .collect::<Result<Vec<_>>>()
+    };
+    Ok(match access {
+        Access::Scan => Some(KeyRange::all()),
+        Access::Key(es) => key_of(table, &eval(es)?, false)?.map(KeyRange::point),
+        Access::Range { eq, lower, upper } => {
+            let eq = eval(eq)?;
+            let bound =
+                |b: &Option<(Expr, bool)>, is_lower: bool| -> Result<Option<Bound<KeyBuf>>> {
+                    let Some((e, inclusive)) = b else {
+                        if eq.is_empty() {
+                            return Ok(Some(Bound::Unbounded));
+                        }
+                        return Ok(Some(match key_of(table, &eq, true)? {
+                            None => return Ok(None),
+                            Some(p) if is_lower => Bound::Included(p),
+                            Some(p) => p
+                                .prefix_successor()
+                                .map_or(Bound::Unbounded, Bound::Excluded),
+                        }));
+                    };
+                    let mut values = eq.clone();
+                    values.push(e.eval(outer, cx)?);
+                    let Some(p) = key_of(table, &values, true)? else {
+                        return Ok(None);
+                    };
+                    // Every key starting with `p` is equal to the bound in its leading columns.
+                    Ok(Some(match (is_lower, inclusive) {
+                        (true, true) => Bound::Included(p),
+                        (false, false) => Bound::Excluded(p),
+                        (true, false) | (false, true) => match p.prefix_successor() {
+                            Some(s) if is_lower => Bound::Included(s),
+                            Some(s) => Bound::Excluded(s),
+                            None if is_lower => return Ok(None),
+                            None => Bound::Unbounded,
+                        },
+                    }))
+                };
+            match (bound(lower, true)?, bound(upper, false)?) {
+                (Some(l), Some(u)) => Some(KeyRange::new(l, u)),
+                _ => None,
+            }
+        }
+    })
+}
+
+/// The rows of `table` that `access` finds given `outer` and that pass `filter` (evaluated
+/// against `outer` followed by the row), as values.
+fn fetch(
+    txn: &mut Transaction<'_>,
+    table: &SqlTable,
+    access: &Access,
+    filter: &[Expr],
+    outer: &[Datum],
+    cx: &Context<'_>,
+    limit: Option<usize>,
+) -> Result<Vec<Vec<Datum>>> {
+    let mut rows = Vec::new();
+    let mut failure = None;
+    let mut combined = outer.to_vec();
+    let mut visit = |row: overtake_engine::RowRef<'_>| {
+        let values = read_row(table, row);
+        combined.truncate(outer.len());
+        combined.extend(values);
+        match filter.iter().try_fold(true, |ok, f| {
+            Ok::<_, SqlError>(ok && f.holds(&combined, cx)?)
+        }) {
+            Ok(true) => {
+                rows.push(combined[outer.len()..].to_vec());
+                if limit.is_some_and(|l| rows.len() >= l) {
+                    return ControlFlow::Break(());
+                }
+            }
+            Ok(false) => {}
+            Err(e) => {
+                failure = Some(e);
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    };
+    if let Access::Key(es) = access {
+        let values = es
+            .iter()
+            .map(|e| e.eval(outer, cx))
+            .collect::<Result<Vec<_>>>()?;
+        if let Some(key) = key_of(table, &values, false)? {
+            txn.get(&table.engine, &key, &mut visit)?;
+        }
+    } else if let Some(range) = range_of(table, access, outer, cx)? {
+        txn.scan(&table.engine, &range, ScanOptions::forward(), visit)?;
+    }
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(rows),
+    }
+}
+
+/// Joins the sources from `level` on, calling `sink` with each joined row that passes every
+/// filter; stops when `sink` says so (false).
+fn join(
+    txn: &mut Transaction<'_>,
+    plan: &SelectPlan,
+    level: usize,
+    row: &mut Vec<Datum>,
+    cx: &Context<'_>,
+    sink: &mut dyn FnMut(&[Datum]) -> Result<bool>,
+) -> Result<bool> {
+    let Some(source) = plan.sources.get(level) else {
+        if plan.sources.is_empty() {
+            for f in &plan.filters[0] {
+                if !f.holds(row, cx)? {
+                    return Ok(true);
+                }
+            }
+        }
+        return sink(row);
+    };
+    let mut found = fetch(
+        txn,
+        &source.table,
+        &source.access,
+        &plan.filters[level],
+        row,
+        cx,
+        None,
+    )?;
+    if plan.for_update {
+        found = lock_rows(txn, &source.table, found, &plan.filters[level], row, cx)?;
+    }
+    for r in found {
+        row.extend(r);
+        let go_on = join(txn, plan, level + 1, row, cx, sink)?;
+        row.truncate(source.offset);
+        if !go_on {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Locks each of `rows` for writing, reads it again and keeps it if `filter` still holds.
+fn lock_rows(
+    txn: &mut Transaction<'_>,
+    table: &SqlTable,
+    rows: Vec<Vec<Datum>>,
+    filter: &[Expr],
+    outer: &[Datum],
+    cx: &Context<'_>,
+) -> Result<Vec<Vec<Datum>>> {
+    let mut kept = Vec::with_capacity(rows.len());
+    for r in rows {
+        let key = row_key(table, &r)?;
+        txn.lock_row(&table.engine, &key)?;
+        if let Some(latest) = txn.get(&table.engine, &key, |row| read_row(table, row))? {
+            let mut combined = outer.to_vec();
+            combined.extend(latest.iter().cloned());
+            if filter.iter().try_fold(true, |ok, f| {
+                Ok::<_, SqlError>(ok && f.holds(&combined, cx)?)
+            })? {
+                kept.push(latest);
+            }
+        }
+    }
+    Ok(kept)
+}
+
+/// A count argument (LIMIT, OFFSET).
+fn count(e: &Option<Expr>, cx: &Context<'_>) -> Result<Option<usize>> {
+    match e {
+        None => Ok(None),
+        Some(e) => match e.eval(&[], cx)? {
+            Datum::Null => Ok(None),
+            d => match d.cast(crate::types::SqlType::Int8)? {
+                Datum::Int(n) if n >= 0 => Ok(Some(n as usize)),
+                _ => Err(SqlError::new(
+                    sqlstate::INVALID_PARAMETER_VALUE,
+                    "LIMIT and OFFSET must not be negative",
+                )),
+            },
+        },
+    }
+}
+
+/// Runs a SELECT.
+pub fn select(
+    txn: &mut Transaction<'_>,
+    plan: &SelectPlan,
+    cx: &Context<'_>,
+) -> Result<Vec<Vec<Datum>>> {
+    let limit = count(&plan.limit, cx)?;
+    let offset = count(&plan.offset, cx)?.unwrap_or(0);
+    let streaming = plan.aggregate.is_none() && plan.order_by.is_empty() && !plan.distinct;
+    let stop_after = if streaming {
+        limit.map(|l| l + offset)
+    } else {
+        None
+    };
+    let mut out: Vec<Vec<Datum>> = Vec::new();
+    let mut row = Vec::new();
+    match &plan.aggregate {
+        None => {
+            if stop_after == Some(0) {
+                return Ok(out);
+            }
+            join(txn, plan, 0, &mut row, cx, &mut |r| {
+                out.push(
+                    plan.projection
+                        .iter()
+                        .map(|e| e.eval(r, cx))
+                        .collect::<Result<_>>()?,
+                );
+                Ok(stop_after.is_none_or(|s| out.len() < s))
+            })?;
+        }
+        Some(agg) => {
+            let mut groups: Vec<(Vec<Datum>, Vec<AggState>)> = Vec::new();
+            let mut index: HashMap<String, usize> = HashMap::new();
+            join(txn, plan, 0, &mut row, cx, &mut |r| {
+                let key: Vec<Datum> = agg
+                    .group_by
+                    .iter()
+                    .map(|e| e.eval(r, cx))
+                    .collect::<Result<_>>()?;
+                let id = format!("{key:?}");
+                let g = match index.get(&id) {
+                    Some(&g) => g,
+                    None => {
+                        groups.push((key, agg.calls.iter().map(AggState::new).collect()));
+                        index.insert(id, groups.len() - 1);
+                        groups.len() - 1
+                    }
+                };
+                for (state, call) in groups[g].1.iter_mut().zip(&agg.calls) {
+                    state.add(call, r, cx)?;
+                }
+                Ok(true)
+            })?;
+            if groups.is_empty() && agg.group_by.is_empty() {
+                groups.push((Vec::new(), agg.calls.iter().map(AggState::new).collect()));
+            }
+            for (key, states) in groups {
+                let mut r = key;
+                for (state, call) in states.into_iter().zip(&agg.calls) {
+                    r.push(state.finish(call)?);
+                }
+                if let Some(h) = &agg.having
+                    && !h.holds(&r, cx)?
+                {
+                    continue;
+                }
+                out.push(
+                    plan.projection
+                        .iter()
+                        .map(|e| e.eval(&r, cx))
+                        .collect::<Result<_>>()?,
+                );
+            }
+        }
+    }
+    if plan.distinct {
+        let mut seen = std::collections::HashSet::new();
+        out.retain(|r| seen.insert(format!("{:?}", &r[..plan.visible])));
+    }
+    if !plan.order_by.is_empty() {
+        out.sort_by(|a, b| {
+            for k in &plan.order_by {
+                let (x, y) = (&a[k.column], &b[k.column]);
+                let ord = match (x.is_null(), y.is_null()) {
+                    (true, true) => std::cmp::Ordering::Equal,
+                    (true, false) => {
+                        if k.nulls_first {
+                            std::cmp::Ordering::Less
+                        } else {
+                            std::cmp::Ordering::Greater
+                        }
+                    }
+                    (false, true) => {
+                        if k.nulls_first {
+                            std::cmp::Ordering::Greater
+                        } else {
+                            std::cmp::Ordering::Less
+                        }
+                    }
+                    _ => {
+                        let o = x.sort_cmp(y);
+                        if k.descending { o.reverse() } else { o }
+                    }
+                };
+                if ord != std::cmp::Ordering::Equal {
+                    return ord;
+                }
+            }
+            std::cmp::Ordering::Equal
+        });
+    }
+    let mut rows: Vec<Vec<Datum>> = out
+        .into_iter()
+        .skip(offset)
+        .take(limit.unwrap_or(usize::MAX))
+        .collect();
+    for r in &mut rows {
+        r.truncate(plan.visible);
+    }
+    Ok(rows)
+}
+
+/// An aggregate's running state.
+enum AggState {
+    Count(i64),
+    /// Sum, min or max so far (NULL until a value is seen); with AVG, how many were summed.
+    Value(Datum, i64),
+    Distinct(std::collections::HashSet<String>, Vec<Datum>),
+}
+
+impl AggState {
+    fn new(call: &AggCall) -> AggState {
+        if call.distinct {
+            AggState::Distinct(Default::default(), Vec::new())
+        } else if call.func == AggFunc::Count {
+            AggState::Count(0)
+        } else {
+            AggState::Value(Datum::Null, 0)
+        }
+    }
+
+    fn add(&mut self, call: &AggCall, row: &[Datum], cx: &Context<'_>) -> Result<()> {
+        let v = match &call.arg {
+            Some(e) => e.eval(row, cx)?,
+            None => Datum::Bool(true), // count(*) counts rows
+        };
+        if v.is_null() {
+            return Ok(());
+        }
+        match self {
+            AggState::Count(n) => *n += 1,
+            AggState::Distinct(seen, values) => {
+                if seen.insert(format!("{v:?}")) {
+                    values.push(v);
+                }
+            }
+            AggState::Value(acc, n) => {
+                *n += 1;
+                *acc = match (call.func, &*acc) {
+                    (_, Datum::Null) => v,
+                    (AggFunc::Sum | AggFunc::Avg, _) => acc.arith('+', &v)?,
+                    (AggFunc::Min, _) if v.sort_cmp(acc).is_lt() => v,
+                    (AggFunc::Max, _) if v.sort_cmp(acc).is_gt() => v,
+                    _ => return Ok(()),
+                };
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(self, call: &AggCall) -> Result<Datum> {
+        let (acc, n) = match self {
+            AggState::Count(n) => return Ok(Datum::Int(n)),
+            AggState::Value(acc, n) => (acc, n),
+            AggState::Distinct(_, values) => {
+                if call.func == AggFunc::Count {
+                    return Ok(Datum::Int(values.len() as i64));
+                }
+                let mut state = AggState::Value(Datum::Null, 0);
+                let plain = AggCall {
+                    distinct: false,
+                    ..call.clone()
+                };
+                let cx = Context {
+                    params: &[],
+                    now: 0,
+                };
+                for v in values {
+                    state.add(
+                        &AggCall {
+                            arg: Some(Expr::Literal(v)),
+                            ..plain.clone()
+                        },
+                        &[],
+                        &cx,
+                    )?;
+                }
+                return state.finish(&plain);
+            }
+        };
+        let value = match call.func {
+            AggFunc::Avg if n > 0 => acc.arith('/', &Datum::Int(n))?,
+            _ => acc,
+        };
+        value.cast(call.ty)
+    }
+}
+
+/// Inserts `rows` (values for `columns`, in order) into `table`.
+pub fn insert_rows(
+    txn: &mut Transaction<'_>,
+    table: &SqlTable,
+    columns: &[usize],
+    rows: impl IntoIterator<Item = Vec<Datum>>,
+    cx: &Context<'_>,
+) -> Result<u64> {
+    let mut n = 0;
+    for source in rows {
+        let mut values: Vec<Option<Datum>> = vec![None; table.columns.len()];
+        for (d, &col) in source.into_iter().zip(columns) {
+            values[col] = Some(d);
+        }
+        let mut builder = table.engine.row_builder();
+        let mut cast = Vec::with_capacity(values.len());
+        for (i, (v, c)) in values.into_iter().zip(&table.columns).enumerate() {
+            let v = match v {
+                Some(v) => v,
+                None => match &c.default {
+                    Some(e) => e.eval(&[], cx)?,
+                    None => Datum::Null,
+                },
+            };
+            let v = v.cast(c.ty)?;
+            check_not_null(table, i, &v)?;
+            cast.push(v);
+        }
+        for (i, (v, c)) in cast.iter().zip(&table.columns).enumerate() {
+            builder.set(i, v.to_value(c.ty)?);
+        }
+        txn.insert(&table.engine, builder.finish()?)?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+fn check_not_null(table: &SqlTable, col: usize, v: &Datum) -> Result<()> {
+    let c = &table.columns[col];
+    if v.is_null() && !c.nullable {
+        return Err(SqlError::new(
+            sqlstate::NOT_NULL_VIOLATION,
+            format!(
+                "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
+                c.name, table.name
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn insert(txn: &mut Transaction<'_>, plan: &InsertPlan, cx: &Context<'_>) -> Result<Output> {
+    let rows = match &plan.source {
+        InsertSource::Values(rows) => rows
+            .iter()
+            .map(|r| {
+                r.iter()
+                    .map(|e| e.eval(&[], cx))
+                    .collect::<Result<Vec<_>>>()
+            })
+            .collect::<Result<Vec<_>>>()?,
+        InsertSource::Select(s) => select(txn, s, cx)?,
+    };
+    let n = insert_rows(txn, &plan.table, &plan.columns, rows, cx)?;
+    Ok(Output {
+        tag: format!("INSERT 0 {n}"),
+        rows: Vec::new(),
+    })
+}
+
+/// The keys of the rows an UPDATE or DELETE changes, each re-read under its write lock and
+/// checked again: `change` gets each row that still qualifies.
+fn for_each_target(
+    txn: &mut Transaction<'_>,
+    table: &SqlTable,
+    (access, filter): (&Access, &[Expr]),
+    cx: &Context<'_>,
+    mut change: impl FnMut(&mut Transaction<'_>, &KeyBuf, Vec<Datum>) -> Result<()>,
+) -> Result<u64> {
+    let found = fetch(txn, table, access, filter, &[], cx, None)?;
+    let mut n = 0;
+    for row in found {
+        let key = row_key(table, &row)?;
+        txn.lock_row(&table.engine, &key)?;
+        let Some(latest) = txn.get(&table.engine, &key, |r| read_row(table, r))? else {
+            continue; // Deleted since it was found.
+        };
+        if !filter
+            .iter()
+            .try_fold(true, |ok, f| Ok::<_, SqlError>(ok && f.holds(&latest, cx)?))?
+        {
+            continue;
+        }
+        change(txn, &key, latest)?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+fn update(txn: &mut Transaction<'_>, plan: &UpdatePlan, cx: &Context<'_>) -> Result<Output> {
+    let table = &plan.table;
+    let n = for_each_target(
+        txn,
+        table,
+        (&plan.access, &plan.filter),
+        cx,
+        |txn, key, row| {
+            let mut new = Vec::with_capacity(plan.assignments.len());
+            for (col, e) in &plan.assignments {
+                let v = e.eval(&row, cx)?.cast(table.columns[*col].ty)?;
+                check_not_null(table, *col, &v)?;
+                if table.primary_key.contains(col)
+                    && v.sql_cmp(&row[*col])? != Some(std::cmp::Ordering::Equal)
+                {
+                    return Err(SqlError::unsupported(
+                        "changing a primary-key column with UPDATE",
+                    ));
+                }
+                new.push((*col, v));
+            }
+            let values = new
+                .iter()
+                .map(|(col, v)| Ok((*col, v.to_value(table.columns[*col].ty)?)))
+                .collect::<Result<Vec<_>>>()?;
+            txn.update(&table.engine, key, |m| {
+                for (col, v) in &values {
+                    m.set(*col, *v);
+                }
+            })?;
+            Ok(())
+        },
+    )?;
+    Ok(Output {
+        tag: format!("UPDATE {n}"),
+        rows: Vec::new(),
+    })
+}
+
+fn delete(txn: &mut Transaction<'_>, plan: &DeletePlan, cx: &Context<'_>) -> Result<Output> {
+    let n = for_each_target(
+        txn,
+        &plan.table,
+        (&plan.access, &plan.filter),
+        cx,
+        |txn, key, _| {
+            txn.delete(&plan.table.engine, key)?;
+            Ok(())
+        },
+    )?;
+    Ok(Output {
+        tag: format!("DELETE {n}"),
+        rows: Vec::new(),
+    })
+}

@@ -1,0 +1,419 @@
+//! Bound expressions: column references by position in the row they are evaluated against,
+//! parameters by number, and the operators and functions this crate knows, evaluated with
+//! PostgreSQL's three-valued logic.
+
+use std::cmp::Ordering;
+
+use crate::datum::Datum;
+use crate::error::{Result, SqlError, sqlstate};
+use crate::types::SqlType;
+
+/// Binary operators.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    Eq,
+    NotEq,
+    Lt,
+    LtEq,
+    Gt,
+    GtEq,
+    And,
+    Or,
+    Plus,
+    Minus,
+    Multiply,
+    Divide,
+    Modulo,
+    Concat,
+    Like,
+    NotLike,
+}
+
+/// Scalar functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Func {
+    Version,
+    Now,
+    Random,
+    Abs,
+    Lower,
+    Upper,
+    Length,
+    Coalesce,
+    CurrentDatabase,
+    CurrentUser,
+}
+
+/// A bound expression.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    /// The value at this position of the input row.
+    Column(usize),
+    /// Parameter `$n+1`.
+    Param(usize),
+    Literal(Datum),
+    Not(Box<Expr>),
+    Negate(Box<Expr>),
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+    IsNull(Box<Expr>, bool),
+    Between {
+        expr: Box<Expr>,
+        low: Box<Expr>,
+        high: Box<Expr>,
+        negated: bool,
+    },
+    InList {
+        expr: Box<Expr>,
+        list: Vec<Expr>,
+        negated: bool,
+    },
+    Cast(Box<Expr>, SqlType),
+    Func(Func, Vec<Expr>),
+    Case {
+        operand: Option<Box<Expr>>,
+        whens: Vec<(Expr, Expr)>,
+        otherwise: Option<Box<Expr>>,
+    },
+}
+
+/// What evaluation needs besides the row: the statement's parameters and its start time.
+#[derive(Clone, Copy, Debug)]
+pub struct Context<'a> {
+    pub params: &'a [Datum],
+    /// `now()` and `current_timestamp`, microseconds since the epoch.
+    pub now: i64,
+}
+
+impl Expr {
+    /// Evaluates against `row`.
+    pub fn eval(&self, row: &[Datum], cx: &Context<'_>) -> Result<Datum> {
+        Ok(match self {
+            Expr::Column(i) => row.get(*i).cloned().unwrap_or(Datum::Null),
+            Expr::Param(i) => cx.params.get(*i).cloned().ok_or_else(|| {
+                SqlError::new(
+                    sqlstate::PROTOCOL_VIOLATION,
+                    format!("no value for parameter ${}", i + 1),
+                )
+            })?,
+            Expr::Literal(d) => d.clone(),
+            Expr::Not(e) => match e.eval(row, cx)?.truth()? {
+                None => Datum::Null,
+                Some(b) => Datum::Bool(!b),
+            },
+            Expr::Negate(e) => Datum::Int(0).arith('-', &e.eval(row, cx)?)?,
+            Expr::Binary(op, l, r) => return eval_binary(*op, l, r, row, cx),
+            Expr::IsNull(e, negated) => Datum::Bool(e.eval(row, cx)?.is_null() != *negated),
+            Expr::Between {
+                expr,
+                low,
+                high,
+                negated,
+            } => {
+                let v = expr.eval(row, cx)?;
+                let above = compare(&v, &low.eval(row, cx)?)?.map(|o| o != Ordering::Less);
+                let below = compare(&v, &high.eval(row, cx)?)?.map(|o| o != Ordering::Greater);
+                match and3(above, below) {
+                    None => Datum::Null,
+                    Some(b) => Datum::Bool(b != *negated),
+                }
+            }
+            Expr::InList {
+                expr,
+                list,
+                negated,
+            } => {
+                let v = expr.eval(row, cx)?;
+                // x IN (a, b) is x = a OR x = b, with its NULL behaviour.
+                let mut found = Some(false);
+                for item in list {
+                    let eq = compare(&v, &item.eval(row, cx)?)?.map(|o| o == Ordering::Equal);
+                    found = or3(found, eq);
+                    if found == Some(true) {
+                        break;
+                    }
+                }
+                match found {
+                    None => Datum::Null,
+                    Some(b) => Datum::Bool(b != *negated),
+                }
+            }
+            Expr::Cast(e, ty) => e.eval(row, cx)?.cast(*ty)?,
+            Expr::Func(f, args) => return eval_func(*f, args, row, cx),
+            Expr::Case {
+                operand,
+                whens,
+                otherwise,
+            } => {
+                let subject = operand.as_ref().map(|o| o.eval(row, cx)).transpose()?;
+                for (when, then) in whens {
+                    let w = when.eval(row, cx)?;
+                    let hit = match &subject {
+                        Some(s) => compare(s, &w)? == Some(Ordering::Equal),
+                        None => w.truth()? == Some(true),
+                    };
+                    if hit {
+                        return then.eval(row, cx);
+                    }
+                }
+                match otherwise {
+                    Some(e) => e.eval(row, cx)?,
+                    None => Datum::Null,
+                }
+            }
+        })
+    }
+
+    /// Evaluates a condition: rows pass only when it is true (not NULL).
+    pub fn holds(&self, row: &[Datum], cx: &Context<'_>) -> Result<bool> {
+        Ok(self.eval(row, cx)?.truth()? == Some(true))
+    }
+
+    /// The highest input column this expression reads, if any.
+    pub fn max_column(&self) -> Option<usize> {
+        let mut max = None;
+        self.visit(&mut |e| {
+            if let Expr::Column(i) = e {
+                max = Some(max.map_or(*i, |m: usize| m.max(*i)));
+            }
+        });
+        max
+    }
+
+    /// Calls `f` on this expression and every expression inside it.
+    pub fn visit(&self, f: &mut impl FnMut(&Expr)) {
+        f(self);
+        match self {
+            Expr::Not(e) | Expr::Negate(e) | Expr::IsNull(e, _) | Expr::Cast(e, _) => e.visit(f),
+            Expr::Binary(_, l, r) => {
+                l.visit(f);
+                r.visit(f);
+            }
+            Expr::Between {
+                expr, low, high, ..
+            } => {
+                expr.visit(f);
+                low.visit(f);
+                high.visit(f);
+            }
+            Expr::InList { expr, list, .. } => {
+                expr.visit(f);
+                list.iter().for_each(|e| e.visit(f));
+            }
+            Expr::Func(_, args) => args.iter().for_each(|e| e.visit(f)),
+            Expr::Case {
+                operand,
+                whens,
+                otherwise,
+            } => {
+                if let Some(o) = operand {
+                    o.visit(f);
+                }
+                for (w, t) in whens {
+                    w.visit(f);
+                    t.visit(f);
+                }
+                if let Some(o) = otherwise {
+                    o.visit(f);
+                }
+            }
+            Expr::Column(_) | Expr::Param(_) | Expr::Literal(_) => {}
+        }
+    }
+
+    /// The expression with every column reference moved down by `by` (evaluated against the part
+    /// of a joined row that starts `by` columns in).
+    pub fn shifted(&self, by: usize) -> Expr {
+        let mut e = self.clone();
+        e.map_columns(&mut |i| i - by);
+        e
+    }
+
+    fn map_columns(&mut self, f: &mut impl FnMut(usize) -> usize) {
+        match self {
+            Expr::Column(i) => *i = f(*i),
+            Expr::Not(e) | Expr::Negate(e) | Expr::IsNull(e, _) | Expr::Cast(e, _) => {
+                e.map_columns(f)
+            }
+            Expr::Binary(_, l, r) => {
+                l.map_columns(f);
+                r.map_columns(f);
+            }
+            Expr::Between {
+                expr, low, high, ..
+            } => {
+                expr.map_columns(f);
+                low.map_columns(f);
+                high.map_columns(f);
+            }
+            Expr::InList { expr, list, .. } => {
+                expr.map_columns(f);
+                list.iter_mut().for_each(|e| e.map_columns(f));
+            }
+            Expr::Func(_, args) => args.iter_mut().for_each(|e| e.map_columns(f)),
+            Expr::Case {
+                operand,
+                whens,
+                otherwise,
+            } => {
+                if let Some(o) = operand {
+                    o.map_columns(f);
+                }
+                for (w, t) in whens {
+                    w.map_columns(f);
+                    t.map_columns(f);
+                }
+                if let Some(o) = otherwise {
+                    o.map_columns(f);
+                }
+            }
+            Expr::Param(_) | Expr::Literal(_) => {}
+        }
+    }
+}
+
+impl Datum {
+    /// A condition's value: `None` for NULL.
+    pub fn truth(&self) -> Result<Option<bool>> {
+        match self {
+            Datum::Null => Ok(None),
+            Datum::Bool(b) => Ok(Some(*b)),
+            Datum::Text(s) => match Datum::parse(s, SqlType::Bool)? {
+                Datum::Bool(b) => Ok(Some(b)),
+                _ => Ok(None),
+            },
+            other => Err(SqlError::new(
+                sqlstate::DATATYPE_MISMATCH,
+                format!(
+                    "argument of a condition must be boolean, not {}",
+                    other.to_text().unwrap_or_default()
+                ),
+            )),
+        }
+    }
+}
+
+fn compare(a: &Datum, b: &Datum) -> Result<Option<Ordering>> {
+    a.sql_cmp(b)
+}
+
+fn and3(a: Option<bool>, b: Option<bool>) -> Option<bool> {
+    match (a, b) {
+        (Some(false), _) | (_, Some(false)) => Some(false),
+        (Some(true), Some(true)) => Some(true),
+        _ => None,
+    }
+}
+
+fn or3(a: Option<bool>, b: Option<bool>) -> Option<bool> {
+    match (a, b) {
+        (Some(true), _) | (_, Some(true)) => Some(true),
+        (Some(false), Some(false)) => Some(false),
+        _ => None,
+    }
+}
+
+fn bool_datum(b: Option<bool>) -> Datum {
+    b.map_or(Datum::Null, Datum::Bool)
+}
+
+fn eval_binary(op: BinOp, l: &Expr, r: &Expr, row: &[Datum], cx: &Context<'_>) -> Result<Datum> {
+    // AND and OR look at the right side only when the left does not decide.
+    if op == BinOp::And || op == BinOp::Or {
+        let a = l.eval(row, cx)?.truth()?;
+        if (op == BinOp::And && a == Some(false)) || (op == BinOp::Or && a == Some(true)) {
+            return Ok(Datum::Bool(a == Some(true)));
+        }
+        let b = r.eval(row, cx)?.truth()?;
+        return Ok(bool_datum(if op == BinOp::And {
+            and3(a, b)
+        } else {
+            or3(a, b)
+        }));
+    }
+    let (a, b) = (l.eval(row, cx)?, r.eval(row, cx)?);
+    let cmp = |test: fn(Ordering) -> bool| -> Result<Datum> {
+        Ok(bool_datum(compare(&a, &b)?.map(test)))
+    };
+    match op {
+        BinOp::Eq => cmp(|o| o == Ordering::Equal),
+        BinOp::NotEq => cmp(|o| o != Ordering::Equal),
+        BinOp::Lt => cmp(|o| o == Ordering::Less),
+        BinOp::LtEq => cmp(|o| o != Ordering::Greater),
+        BinOp::Gt => cmp(|o| o == Ordering::Greater),
+        BinOp::GtEq => cmp(|o| o != Ordering::Less),
+        BinOp::Plus => a.arith('+', &b),
+        BinOp::Minus => a.arith('-', &b),
+        BinOp::Multiply => a.arith('*', &b),
+        BinOp::Divide => a.arith('/', &b),
+        BinOp::Modulo => a.arith('%', &b),
+        BinOp::Concat => Ok(match (a.to_text(), b.to_text()) {
+            (Some(x), Some(y)) => Datum::Text(x + &y),
+            _ => Datum::Null,
+        }),
+        BinOp::Like | BinOp::NotLike => Ok(match (a.to_text(), b.to_text()) {
+            (Some(s), Some(p)) => Datum::Bool(like(&s, &p) == (op == BinOp::Like)),
+            _ => Datum::Null,
+        }),
+        BinOp::And | BinOp::Or => unreachable!("handled above"),
+    }
+}
+
+/// SQL LIKE: `%` any run, `_` any one character, `\` escapes.
+fn like(s: &str, pattern: &str) -> bool {
+    fn go(s: &[char], p: &[char]) -> bool {
+        match p.first() {
+            None => s.is_empty(),
+            Some('%') => (0..=s.len()).any(|i| go(&s[i..], &p[1..])),
+            Some('_') => !s.is_empty() && go(&s[1..], &p[1..]),
+            Some('\\') if p.len() > 1 => s.first() == Some(&p[1]) && go(&s[1..], &p[2..]),
+            Some(c) => s.first() == Some(c) && go(&s[1..], &p[1..]),
+        }
+    }
+    let (s, p): (Vec<char>, Vec<char>) = (s.chars().collect(), pattern.chars().collect());
+    go(&s, &p)
+}
+
+/// The server's version string, as `version()` reports it.
+pub const VERSION: &str = concat!(
+    "PostgreSQL 15.0 (Overtake ",
+    env!("CARGO_PKG_VERSION"),
+    ", a main-memory engine speaking PostgreSQL's protocol)"
+);
+
+fn eval_func(f: Func, args: &[Expr], row: &[Datum], cx: &Context<'_>) -> Result<Datum> {
+    let arg = |i: usize| -> Result<Datum> { args[i].eval(row, cx) };
+    Ok(match f {
+        Func::Version => Datum::Text(VERSION.into()),
+        Func::Now => Datum::Timestamp(cx.now),
+        Func::Random => Datum::Float(fastrand::f64()),
+        Func::CurrentDatabase => Datum::Text("overtake".into()),
+        Func::CurrentUser => Datum::Text("overtake".into()),
+        Func::Abs => match arg(0)? {
+            Datum::Int(v) => Datum::Int(v.checked_abs().ok_or_else(crate::datum::out_of_range)?),
+            Datum::Float(v) => Datum::Float(v.abs()),
+            Datum::Numeric(mut n) => {
+                n.units = n.units.abs();
+                Datum::Numeric(n)
+            }
+            Datum::Null => Datum::Null,
+            other => Datum::Int(0).arith('+', &other)?,
+        },
+        Func::Lower | Func::Upper | Func::Length => match arg(0)?.to_text() {
+            None => Datum::Null,
+            Some(s) => match f {
+                Func::Lower => Datum::Text(s.to_lowercase()),
+                Func::Upper => Datum::Text(s.to_uppercase()),
+                _ => Datum::Int(s.chars().count() as i64),
+            },
+        },
+        Func::Coalesce => {
+            for a in args {
+                let v = a.eval(row, cx)?;
+                if !v.is_null() {
+                    return Ok(v);
+                }
+            }
+            Datum::Null
+        }
+    })
+}

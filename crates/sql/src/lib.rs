@@ -1,0 +1,41 @@
+//! SQL for Overtake: PostgreSQL's dialect parsed by `sqlparser`, bound against a catalog of SQL
+//! tables over the engine's tables, planned and executed inside engine transactions.
+//!
+//! - [`statement::parse`] and [`statement::prepare`]: text to [`Prepared`] plans (a client's
+//!   prepared statement is one), with parameter and result types.
+//! - [`exec::execute`]: a data statement's plan run in a [`Transaction`](overtake_engine::Transaction);
+//!   [`ddl::execute`]: catalog changes; [`copy::parse_text`]: COPY's text format.
+//! - [`Catalog`]: SQL tables (types, NULL-ability, defaults, keys, indexes) by name.
+//!
+//! Inside: `types` (SQL types and their storage), `datum` (values, comparison, arithmetic, text
+//! forms), `time` (timestamps), `expr` (bound expressions and their evaluation), `bind`
+//! (expressions from syntax trees), `select` and `dml` (statements), `plan`, `explain`.
+//!
+//! This crate never blocks a thread except in engine lock waits (which park a scheduler task),
+//! never panics on bad input, and holds no lock while it runs a plan.
+
+#![forbid(unsafe_code)]
+
+mod bind;
+pub mod catalog;
+pub mod copy;
+pub mod datum;
+pub mod ddl;
+mod dml;
+pub mod error;
+pub mod exec;
+mod explain;
+pub mod expr;
+pub mod plan;
+mod select;
+pub mod statement;
+pub mod time;
+pub mod types;
+
+pub use catalog::{Catalog, SqlColumn, SqlTable};
+pub use datum::Datum;
+pub use error::{Result, SqlError, sqlstate};
+pub use exec::Output;
+pub use expr::{Context, VERSION};
+pub use plan::{Command, Level, OutputColumn, Prepared, Query};
+pub use types::SqlType;

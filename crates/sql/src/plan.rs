@@ -1,0 +1,258 @@
+//! Plans: statements bound against the catalog, with their parameters' and results' types,
+//! ready to execute any number of times (a prepared statement is one plan).
+
+use std::sync::Arc;
+
+use crate::catalog::{SqlColumn, SqlTable};
+use crate::expr::Expr;
+use crate::types::SqlType;
+
+/// A statement ready to run.
+#[derive(Debug)]
+pub struct Prepared {
+    pub command: Command,
+    /// Types of `$1`, `$2`, ...
+    pub params: Vec<SqlType>,
+    /// Columns of the rows it returns (empty if it returns none).
+    pub columns: Vec<OutputColumn>,
+    /// The catalog version it was planned at.
+    pub version: u64,
+}
+
+/// A result column.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutputColumn {
+    pub name: String,
+    pub ty: SqlType,
+}
+
+/// Isolation levels by their SQL names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    ReadCommitted,
+    RepeatableRead,
+    Serializable,
+}
+
+impl Level {
+    /// The name `SHOW transaction_isolation` prints.
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::ReadCommitted => "read committed",
+            Level::RepeatableRead => "repeatable read",
+            Level::Serializable => "serializable",
+        }
+    }
+
+    /// The level called `name` (any case, spaces or underscores).
+    pub fn parse(name: &str) -> Option<Level> {
+        match name.trim().to_ascii_lowercase().replace('_', " ").as_str() {
+            "read committed" | "read uncommitted" => Some(Level::ReadCommitted),
+            "repeatable read" => Some(Level::RepeatableRead),
+            "serializable" => Some(Level::Serializable),
+            _ => None,
+        }
+    }
+}
+
+/// What a statement does.
+#[derive(Debug)]
+pub enum Command {
+    /// Reads or writes rows: runs in a transaction.
+    Query(Query),
+    /// Changes the catalog.
+    Ddl(Ddl),
+    /// `COPY table FROM STDIN`: rows follow from the client.
+    CopyIn(CopyIn),
+    Begin(Option<Level>),
+    Commit,
+    Rollback,
+    /// `SET [LOCAL] name = value` (`None`: `DEFAULT`).
+    Set {
+        name: String,
+        value: Option<String>,
+        local: bool,
+    },
+    /// `SET TRANSACTION ISOLATION LEVEL ...` (or `SET SESSION CHARACTERISTICS`).
+    SetTransaction {
+        level: Level,
+        session: bool,
+    },
+    Show(String),
+    /// `RESET name` (`all` resets everything).
+    Reset(String),
+    /// `ALTER ROLE role SET name = value` (`None`: `RESET`).
+    AlterRoleSet {
+        role: String,
+        name: String,
+        value: Option<String>,
+    },
+    /// Accepted and done nothing with (`VACUUM`, `ANALYZE`, `DISCARD`...): the tag to answer.
+    Noop(&'static str),
+    /// `EXPLAIN`: the plan, as lines of text.
+    Explain(Vec<String>),
+    Empty,
+}
+
+/// A statement that reads or writes rows.
+#[derive(Debug)]
+pub enum Query {
+    Select(SelectPlan),
+    Insert(InsertPlan),
+    Update(UpdatePlan),
+    Delete(DeletePlan),
+}
+
+impl Query {
+    /// Whether it writes (an explicit transaction's first write needs no special care, but a
+    /// read-only statement may run on any snapshot).
+    pub fn writes(&self) -> bool {
+        !matches!(self, Query::Select(s) if !s.for_update)
+    }
+}
+
+/// How a table's rows are found.
+#[derive(Clone, Debug)]
+pub enum Access {
+    /// Every row.
+    Scan,
+    /// One row by its whole primary key (values in key order).
+    Key(Vec<Expr>),
+    /// Rows whose leading primary-key columns equal `eq`, and whose next key column lies within
+    /// the bounds (`true`: inclusive).
+    Range {
+        eq: Vec<Expr>,
+        lower: Option<(Expr, bool)>,
+        upper: Option<(Expr, bool)>,
+    },
+}
+
+/// A table in a FROM clause: its columns start at `offset` in the joined row.
+#[derive(Debug)]
+pub struct Source {
+    pub table: Arc<SqlTable>,
+    pub name: String,
+    pub offset: usize,
+    pub access: Access,
+}
+
+/// Aggregate functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AggFunc {
+    Count,
+    Sum,
+    Min,
+    Max,
+    Avg,
+}
+
+/// One aggregate of a query: its argument over the joined row (`None`: `count(*)`).
+#[derive(Clone, Debug)]
+pub struct AggCall {
+    pub func: AggFunc,
+    pub arg: Option<Expr>,
+    pub distinct: bool,
+    pub ty: SqlType,
+}
+
+/// Grouping: the aggregated row is the group values followed by the aggregates.
+#[derive(Debug)]
+pub struct Aggregate {
+    pub group_by: Vec<Expr>,
+    pub calls: Vec<AggCall>,
+    pub having: Option<Expr>,
+}
+
+/// A sort key: a column of the projected row.
+#[derive(Clone, Copy, Debug)]
+pub struct SortKey {
+    pub column: usize,
+    pub descending: bool,
+    pub nulls_first: bool,
+}
+
+/// A SELECT: nested loops over `sources` (each level filtered by `filters[level]`), then
+/// aggregation, projection, DISTINCT, ORDER BY and LIMIT/OFFSET.
+#[derive(Debug)]
+pub struct SelectPlan {
+    pub sources: Vec<Source>,
+    /// Conditions checked as soon as the sources up to each level are joined.
+    pub filters: Vec<Vec<Expr>>,
+    pub aggregate: Option<Aggregate>,
+    /// Expressions over the joined row (or the aggregated row); the first `visible` are
+    /// returned, the others only sort.
+    pub projection: Vec<Expr>,
+    pub visible: usize,
+    pub distinct: bool,
+    pub order_by: Vec<SortKey>,
+    pub limit: Option<Expr>,
+    pub offset: Option<Expr>,
+    /// `FOR UPDATE`: the rows read are locked as writes would lock them.
+    pub for_update: bool,
+}
+
+/// An INSERT.
+#[derive(Debug)]
+pub struct InsertPlan {
+    pub table: Arc<SqlTable>,
+    /// Table column positions the source's columns go to.
+    pub columns: Vec<usize>,
+    pub source: InsertSource,
+}
+
+/// Where inserted rows come from.
+#[derive(Debug)]
+pub enum InsertSource {
+    Values(Vec<Vec<Expr>>),
+    Select(Box<SelectPlan>),
+}
+
+/// An UPDATE: which rows (as a one-table SELECT would find them) and what they become.
+#[derive(Debug)]
+pub struct UpdatePlan {
+    pub table: Arc<SqlTable>,
+    pub access: Access,
+    pub filter: Vec<Expr>,
+    pub assignments: Vec<(usize, Expr)>,
+}
+
+/// A DELETE.
+#[derive(Debug)]
+pub struct DeletePlan {
+    pub table: Arc<SqlTable>,
+    pub access: Access,
+    pub filter: Vec<Expr>,
+}
+
+/// Catalog changes.
+#[derive(Debug)]
+pub enum Ddl {
+    CreateTable {
+        name: String,
+        columns: Vec<SqlColumn>,
+        primary_key: Vec<usize>,
+        if_not_exists: bool,
+    },
+    DropTable {
+        names: Vec<String>,
+        if_exists: bool,
+    },
+    Truncate(Vec<String>),
+    AddPrimaryKey {
+        table: String,
+        columns: Vec<String>,
+    },
+    CreateIndex {
+        name: String,
+        table: String,
+        columns: Vec<String>,
+        if_not_exists: bool,
+    },
+}
+
+/// `COPY table [(columns)] FROM STDIN` in text format.
+#[derive(Debug)]
+pub struct CopyIn {
+    pub table: Arc<SqlTable>,
+    pub columns: Vec<usize>,
+}

@@ -1,0 +1,411 @@
+//! Binding a SELECT: the FROM clause into nested-loop levels (each table's rows found by primary
+//! key, key range or scan, whichever its conditions allow, with every condition checked at the
+//! first level where its columns are all joined), then grouping, projection, ordering and limits.
+
+use std::sync::Arc;
+
+use sqlparser::ast::{
+    self, GroupByExpr, JoinConstraint, JoinOperator, LimitClause, OrderByKind, SelectItem,
+    SelectItemQualifiedWildcardKind, SetExpr, TableFactor,
+};
+
+use crate::bind::{Binder, Grouping, ScopeColumn, has_aggregate, ident, object_name};
+use crate::catalog::SqlTable;
+use crate::error::{Result, SqlError};
+use crate::expr::{BinOp, Expr};
+use crate::plan::{Access, Aggregate, OutputColumn, SelectPlan, SortKey, Source};
+use crate::types::SqlType;
+
+/// Splits a condition into its AND-ed parts.
+pub fn conjuncts(e: Expr, out: &mut Vec<Expr>) {
+    match e {
+        Expr::Binary(BinOp::And, l, r) => {
+            conjuncts(*l, out);
+            conjuncts(*r, out);
+        }
+        other => out.push(other),
+    }
+}
+
+/// The columns a table contributes to a scope, under `name`.
+pub fn table_scope(table: &SqlTable, name: &str) -> Vec<ScopeColumn> {
+    table
+        .columns
+        .iter()
+        .map(|c| ScopeColumn {
+            table: name.to_owned(),
+            name: c.name.clone(),
+            ty: c.ty,
+        })
+        .collect()
+}
+
+/// Chooses how the table whose columns are `offset..offset + n` is read, given the conditions
+/// checked at its level: by primary key if each key column is equated to something already
+/// known, else by a key range on a leading part of the key, else by a scan.
+pub fn choose_access(table: &SqlTable, offset: usize, conditions: &[Expr]) -> Access {
+    let known = |e: &Expr| e.max_column().is_none_or(|c| c < offset);
+    let column = |e: &Expr| match e {
+        Expr::Column(c) if *c >= offset && *c < offset + table.columns.len() => Some(*c - offset),
+        _ => None,
+    };
+    // What the conditions say of table column `col`: equal to / bounded by known values.
+    let equal_to = |col: usize| {
+        conditions.iter().find_map(|c| match c {
+            Expr::Binary(BinOp::Eq, l, r) if column(l) == Some(col) && known(r) => {
+                Some((**r).clone())
+            }
+            Expr::Binary(BinOp::Eq, l, r) if column(r) == Some(col) && known(l) => {
+                Some((**l).clone())
+            }
+            _ => None,
+        })
+    };
+    let mut eq = Vec::new();
+    for &col in &table.primary_key {
+        match equal_to(col) {
+            Some(e) => eq.push(e),
+            None => break,
+        }
+    }
+    if !table.primary_key.is_empty() && eq.len() == table.primary_key.len() {
+        return Access::Key(eq);
+    }
+    let (mut lower, mut upper) = (None, None);
+    if let Some(&col) = table.primary_key.get(eq.len()) {
+        for c in conditions {
+            match c {
+                Expr::Binary(op, l, r) if column(l) == Some(col) && known(r) => match op {
+                    BinOp::Gt => lower = Some(((**r).clone(), false)),
+                    BinOp::GtEq => lower = Some(((**r).clone(), true)),
+                    BinOp::Lt => upper = Some(((**r).clone(), false)),
+                    BinOp::LtEq => upper = Some(((**r).clone(), true)),
+                    _ => {}
+                },
+                Expr::Binary(op, l, r) if column(r) == Some(col) && known(l) => match op {
+                    BinOp::Lt => lower = Some(((**l).clone(), false)),
+                    BinOp::LtEq => lower = Some(((**l).clone(), true)),
+                    BinOp::Gt => upper = Some(((**l).clone(), false)),
+                    BinOp::GtEq => upper = Some(((**l).clone(), true)),
+                    _ => {}
+                },
+                Expr::Between {
+                    expr,
+                    low,
+                    high,
+                    negated: false,
+                } if column(expr) == Some(col) && known(low) && known(high) => {
+                    lower = Some(((**low).clone(), true));
+                    upper = Some(((**high).clone(), true));
+                }
+                _ => {}
+            }
+        }
+    }
+    if eq.is_empty() && lower.is_none() && upper.is_none() {
+        Access::Scan
+    } else {
+        Access::Range { eq, lower, upper }
+    }
+}
+
+impl Binder<'_> {
+    /// Binds a query returning rows.
+    pub fn select(&mut self, query: &ast::Query) -> Result<(SelectPlan, Vec<OutputColumn>)> {
+        if query.with.is_some() {
+            return Err(SqlError::unsupported("WITH"));
+        }
+        let select = match query.body.as_ref() {
+            SetExpr::Select(s) => s,
+            SetExpr::Query(q) if query.order_by.is_none() && query.limit_clause.is_none() => {
+                return self.select(q);
+            }
+            SetExpr::SetOperation { op, .. } => {
+                return Err(SqlError::unsupported(format!("{op}")));
+            }
+            other => return Err(SqlError::unsupported(format!("query {other}"))),
+        };
+        // FROM: the sources in join order, and the join conditions.
+        let mut sources = Vec::new();
+        let mut scope = Vec::new();
+        let mut on = Vec::new();
+        for twj in &select.from {
+            self.add_source(&twj.relation, &mut sources, &mut scope)?;
+            for join in &twj.joins {
+                let constraint = match &join.join_operator {
+                    JoinOperator::Join(c) | JoinOperator::Inner(c) => c,
+                    JoinOperator::CrossJoin(c) => c,
+                    other => return Err(SqlError::unsupported(format!("join {other:?}"))),
+                };
+                self.add_source(&join.relation, &mut sources, &mut scope)?;
+                match constraint {
+                    JoinConstraint::On(e) => on.push(e),
+                    JoinConstraint::None => {}
+                    other => return Err(SqlError::unsupported(format!("join {other:?}"))),
+                }
+            }
+        }
+        let mut conditions = Vec::new();
+        for e in on.into_iter().chain(select.selection.as_ref()) {
+            let (bound, _) = self.expr(e, &scope, &mut None)?;
+            conjuncts(bound, &mut conditions);
+        }
+        let levels = sources.len().max(1);
+        let mut filters: Vec<Vec<Expr>> = (0..levels).map(|_| Vec::new()).collect();
+        for c in conditions {
+            let level = c.max_column().map_or(0, |col| {
+                sources
+                    .iter()
+                    .rposition(|s: &Source| s.offset <= col)
+                    .unwrap_or(0)
+            });
+            filters[level].push(c);
+        }
+        for (s, f) in sources.iter_mut().zip(&filters) {
+            s.access = choose_access(&s.table, s.offset, f);
+        }
+
+        // Grouping.
+        let group_asts: Vec<&ast::Expr> = match &select.group_by {
+            GroupByExpr::Expressions(exprs, _) => exprs.iter().collect(),
+            GroupByExpr::All(_) => return Err(SqlError::unsupported("GROUP BY ALL")),
+        };
+        let aggregating = !group_asts.is_empty()
+            || select.having.is_some()
+            || select.projection.iter().any(|item| match item {
+                SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
+                    has_aggregate(e)
+                }
+                _ => false,
+            });
+        let mut grouping = Grouping {
+            group_by: Vec::new(),
+            group_types: Vec::new(),
+            calls: Vec::new(),
+        };
+        for g in &group_asts {
+            // GROUP BY 2: the second output column.
+            let g = match g {
+                ast::Expr::Value(v) => match &v.value {
+                    ast::Value::Number(n, _) => match n
+                        .parse::<usize>()
+                        .ok()
+                        .and_then(|n| n.checked_sub(1).and_then(|i| select.projection.get(i)))
+                    {
+                        Some(
+                            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. },
+                        ) => e,
+                        _ => {
+                            return Err(SqlError::syntax(format!(
+                                "GROUP BY position {n} is not in select list"
+                            )));
+                        }
+                    },
+                    _ => g,
+                },
+                _ => g,
+            };
+            let (e, ty) = self.expr(g, &scope, &mut None)?;
+            grouping.group_by.push(e);
+            grouping.group_types.push(ty);
+        }
+        let mut grouping_ref = if aggregating {
+            Some(&mut grouping)
+        } else {
+            None
+        };
+
+        // Projection.
+        let mut projection = Vec::new();
+        let mut columns = Vec::new();
+        for item in &select.projection {
+            match item {
+                SelectItem::Wildcard(_) => {
+                    if aggregating {
+                        return Err(SqlError::syntax("SELECT * with GROUP BY"));
+                    }
+                    for (i, c) in scope.iter().enumerate() {
+                        projection.push(Expr::Column(i));
+                        columns.push(OutputColumn {
+                            name: c.name.clone(),
+                            ty: c.ty,
+                        });
+                    }
+                }
+                SelectItem::QualifiedWildcard(
+                    SelectItemQualifiedWildcardKind::ObjectName(n),
+                    _,
+                ) => {
+                    let t = object_name(n)?;
+                    for (i, c) in scope.iter().enumerate().filter(|(_, c)| c.table == t) {
+                        projection.push(Expr::Column(i));
+                        columns.push(OutputColumn {
+                            name: c.name.clone(),
+                            ty: c.ty,
+                        });
+                    }
+                }
+                SelectItem::UnnamedExpr(e) => {
+                    let (x, ty) = self.expr(e, &scope, &mut grouping_ref)?;
+                    projection.push(x);
+                    columns.push(OutputColumn {
+                        name: output_name(e),
+                        ty,
+                    });
+                }
+                SelectItem::ExprWithAlias { expr, alias } => {
+                    let (x, ty) = self.expr(expr, &scope, &mut grouping_ref)?;
+                    projection.push(x);
+                    columns.push(OutputColumn {
+                        name: ident(alias),
+                        ty,
+                    });
+                }
+                other => return Err(SqlError::unsupported(format!("select item {other}"))),
+            }
+        }
+        let having = match &select.having {
+            Some(h) => Some(self.expr(h, &scope, &mut grouping_ref)?.0),
+            None => None,
+        };
+
+        // ORDER BY: an output column by position or name, or any expression (sorted on as a
+        // hidden column).
+        let visible = projection.len();
+        let mut order_by = Vec::new();
+        if let Some(ob) = &query.order_by {
+            let OrderByKind::Expressions(items) = &ob.kind else {
+                return Err(SqlError::unsupported("ORDER BY ALL"));
+            };
+            for item in items {
+                let position = match &item.expr {
+                    ast::Expr::Value(v) => match &v.value {
+                        ast::Value::Number(n, _) => Some(
+                            n.parse::<usize>()
+                                .ok()
+                                .filter(|p| (1..=visible).contains(p))
+                                .ok_or_else(|| {
+                                    SqlError::syntax(format!(
+                                        "ORDER BY position {n} is not in select list"
+                                    ))
+                                })?
+                                - 1,
+                        ),
+                        _ => None,
+                    },
+                    ast::Expr::Identifier(id) => {
+                        let name = ident(id);
+                        let by_name = columns.iter().position(|c| c.name == name);
+                        by_name
+                    }
+                    _ => None,
+                };
+                let column = match position {
+                    Some(p) => p,
+                    None => {
+                        let (x, _) = self.expr(&item.expr, &scope, &mut grouping_ref)?;
+                        match projection.iter().position(|p| *p == x) {
+                            Some(p) => p,
+                            None => {
+                                projection.push(x);
+                                projection.len() - 1
+                            }
+                        }
+                    }
+                };
+                let descending = matches!(item.options.sort, Some(ast::OrderBySort::Desc));
+                order_by.push(SortKey {
+                    column,
+                    descending,
+                    // PostgreSQL: NULLs sort as larger than every value.
+                    nulls_first: item.options.nulls_first.unwrap_or(descending),
+                });
+            }
+        }
+        let (limit, offset) = match &query.limit_clause {
+            None => (None, None),
+            Some(LimitClause::LimitOffset { limit, offset, .. }) => {
+                (limit.as_ref(), offset.as_ref().map(|o| &o.value))
+            }
+            Some(LimitClause::OffsetCommaLimit { .. }) => {
+                return Err(SqlError::unsupported("LIMIT a, b"));
+            }
+        };
+        let mut bound_count = |e: Option<&ast::Expr>| -> Result<Option<Expr>> {
+            e.map(|e| {
+                let (x, _) = self.expr(e, &[], &mut None)?;
+                self.infer(&x, SqlType::Int8);
+                Ok(x)
+            })
+            .transpose()
+        };
+        let limit = bound_count(limit)?;
+        let offset = bound_count(offset)?;
+        let distinct = match &select.distinct {
+            None | Some(ast::Distinct::All) => false,
+            Some(ast::Distinct::Distinct) => true,
+            Some(other) => return Err(SqlError::unsupported(format!("{other}"))),
+        };
+        let aggregate = aggregating.then(|| Aggregate {
+            group_by: grouping.group_by,
+            calls: grouping.calls,
+            having,
+        });
+        Ok((
+            SelectPlan {
+                sources,
+                filters,
+                aggregate,
+                projection,
+                visible,
+                distinct,
+                order_by,
+                limit,
+                offset,
+                for_update: !query.locks.is_empty(),
+            },
+            columns,
+        ))
+    }
+
+    fn add_source(
+        &mut self,
+        factor: &TableFactor,
+        sources: &mut Vec<Source>,
+        scope: &mut Vec<ScopeColumn>,
+    ) -> Result<()> {
+        let TableFactor::Table {
+            name, alias, args, ..
+        } = factor
+        else {
+            return Err(SqlError::unsupported(format!("FROM {factor}")));
+        };
+        if args.is_some() {
+            return Err(SqlError::unsupported(format!("table function {name}")));
+        }
+        let table: Arc<SqlTable> = self.catalog.table(&object_name(name)?)?;
+        let shown = alias
+            .as_ref()
+            .map_or_else(|| table.name.clone(), |a| ident(&a.name));
+        let offset = scope.len();
+        scope.extend(table_scope(&table, &shown));
+        sources.push(Source {
+            table,
+            name: shown,
+            offset,
+            access: Access::Scan,
+        });
+        Ok(())
+    }
+}
+
+/// The name PostgreSQL gives an unnamed output column.
+fn output_name(e: &ast::Expr) -> String {
+    match e {
+        ast::Expr::Identifier(id) => ident(id),
+        ast::Expr::CompoundIdentifier(parts) => parts.last().map(ident).unwrap_or_default(),
+        ast::Expr::Function(f) => object_name(&f.name).unwrap_or_else(|_| "?column?".into()),
+        ast::Expr::Cast { expr, .. } | ast::Expr::Nested(expr) => output_name(expr),
+        _ => "?column?".into(),
+    }
+}

@@ -1,0 +1,350 @@
+//! From SQL text to plans: parsing (PostgreSQL dialect) and binding each kind of statement.
+
+use sqlparser::ast::{
+    self, AlterTableOperation, ColumnOption, CopyTarget, ResetStatement, SetConfigValue, Statement,
+    TableConstraint, TransactionIsolationLevel, TransactionMode,
+};
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+
+use crate::bind::{Binder, ident, object_name};
+use crate::catalog::{Catalog, SqlColumn};
+use crate::error::{Result, SqlError, sqlstate};
+use crate::plan::{Command, Ddl, Level, OutputColumn, Prepared, Query};
+use crate::types::SqlType;
+
+/// A parsed statement (sqlparser's syntax tree), kept to plan again after a catalog change.
+pub type Ast = Statement;
+
+/// Longest statement text accepted (bytes): a bound on what one message can make the server
+/// parse and hold.
+pub const MAX_STATEMENT_LEN: usize = 1 << 20;
+
+/// Parses SQL text into statements.
+pub fn parse(sql: &str) -> Result<Vec<Statement>> {
+    if sql.len() > MAX_STATEMENT_LEN {
+        return Err(SqlError::new(
+            sqlstate::PROGRAM_LIMIT_EXCEEDED,
+            format!(
+                "statement of {} bytes is longer than the limit of {MAX_STATEMENT_LEN}",
+                sql.len()
+            ),
+        ));
+    }
+    Parser::new(&PostgreSqlDialect {})
+        .with_recursion_limit(64)
+        .try_with_sql(sql)
+        .and_then(|mut p| p.parse_statements())
+        .map_err(|e| {
+            SqlError::syntax(
+                e.to_string()
+                    .trim_start_matches("sql parser error: ")
+                    .to_owned(),
+            )
+        })
+}
+
+/// Plans `stmt`; `declared` gives the types a client declared for its parameters (`None`:
+/// infer).
+pub fn prepare(
+    catalog: &Catalog,
+    stmt: &Statement,
+    declared: &[Option<SqlType>],
+) -> Result<Prepared> {
+    let version = catalog.version();
+    let mut b = Binder::new(catalog, declared);
+    let mut columns = Vec::new();
+    let command = match stmt {
+        Statement::Query(q) => {
+            let (plan, cols) = b.select(q)?;
+            columns = cols;
+            Command::Query(Query::Select(plan))
+        }
+        Statement::Insert(insert) => Command::Query(Query::Insert(b.insert(insert)?)),
+        Statement::Update(update) => Command::Query(Query::Update(b.update(update)?)),
+        Statement::Delete(delete) => Command::Query(Query::Delete(b.delete(delete)?)),
+        Statement::CreateTable(ct) => Command::Ddl(create_table(catalog, ct)?),
+        Statement::Drop {
+            object_type: ast::ObjectType::Table,
+            if_exists,
+            names,
+            ..
+        } => Command::Ddl(Ddl::DropTable {
+            names: names.iter().map(object_name).collect::<Result<_>>()?,
+            if_exists: *if_exists,
+        }),
+        Statement::Truncate(t) => Command::Ddl(Ddl::Truncate(
+            t.table_names
+                .iter()
+                .map(|t| object_name(&t.name))
+                .collect::<Result<_>>()?,
+        )),
+        Statement::AlterTable(at) => {
+            let table = object_name(&at.name)?;
+            match at.operations.as_slice() {
+                [
+                    AlterTableOperation::AddConstraint {
+                        constraint: TableConstraint::PrimaryKey(pk),
+                        ..
+                    },
+                ] => Command::Ddl(Ddl::AddPrimaryKey {
+                    table,
+                    columns: index_columns(&pk.columns)?,
+                }),
+                _ => return Err(SqlError::unsupported(format!("{stmt}"))),
+            }
+        }
+        Statement::CreateIndex(ci) => {
+            if ci.unique || ci.predicate.is_some() {
+                return Err(SqlError::unsupported("a unique or partial index"));
+            }
+            let table = object_name(&ci.table_name)?;
+            let name = match &ci.name {
+                Some(n) => object_name(n)?,
+                None => format!("{table}_idx"),
+            };
+            Command::Ddl(Ddl::CreateIndex {
+                name,
+                table,
+                columns: index_columns(&ci.columns)?,
+                if_not_exists: ci.if_not_exists,
+            })
+        }
+        Statement::Copy {
+            source,
+            to: false,
+            target: CopyTarget::Stdin,
+            options,
+            legacy_options,
+            ..
+        } if legacy_options.is_empty() => Command::CopyIn(b.copy_in(source, options)?),
+        Statement::Copy { .. } => return Err(SqlError::unsupported("COPY other than FROM STDIN")),
+        Statement::StartTransaction { modes, .. } => Command::Begin(level(modes)?),
+        Statement::Commit { chain: false, .. } => Command::Commit,
+        Statement::Rollback {
+            chain: false,
+            savepoint: None,
+        } => Command::Rollback,
+        Statement::Set(set) => set_command(set)?,
+        Statement::ShowVariable { variable } => {
+            Command::Show(variable.iter().map(ident).collect::<Vec<_>>().join(" "))
+        }
+        Statement::Reset(ResetStatement { reset }) => Command::Reset(match reset {
+            ast::Reset::ALL => "all".into(),
+            ast::Reset::ConfigurationParameter(name) => object_name(name)?,
+            ast::Reset::SessionAuthorization => {
+                return Err(SqlError::unsupported("RESET SESSION AUTHORIZATION"));
+            }
+        }),
+        Statement::AlterRole {
+            name,
+            operation:
+                ast::AlterRoleOperation::Set {
+                    config_name,
+                    config_value,
+                    in_database: None,
+                },
+        } => Command::AlterRoleSet {
+            role: ident(name),
+            name: object_name(config_name)?,
+            value: match config_value {
+                SetConfigValue::Value(e) => Some(setting_value(e)?),
+                _ => None,
+            },
+        },
+        Statement::AlterRole {
+            name,
+            operation:
+                ast::AlterRoleOperation::Reset {
+                    config_name,
+                    in_database: None,
+                },
+        } => Command::AlterRoleSet {
+            role: ident(name),
+            name: match config_name {
+                ast::ResetConfig::ConfigName(n) => object_name(n)?,
+                ast::ResetConfig::ALL => "all".into(),
+            },
+            value: None,
+        },
+        Statement::Vacuum(_) => Command::Noop("VACUUM"),
+        Statement::Analyze(_) => Command::Noop("ANALYZE"),
+        Statement::Discard { .. } => Command::Noop("DISCARD ALL"),
+        Statement::Explain {
+            statement,
+            analyze: false,
+            ..
+        } => {
+            let inner = prepare(catalog, statement, declared)?;
+            columns = vec![OutputColumn {
+                name: "QUERY PLAN".into(),
+                ty: SqlType::Text,
+            }];
+            return Ok(Prepared {
+                command: Command::Explain(crate::explain::explain(&inner.command)),
+                params: inner.params,
+                columns,
+                version,
+            });
+        }
+        other => {
+            return Err(SqlError::unsupported(format!(
+                "statement {}",
+                first_words(other)
+            )));
+        }
+    };
+    Ok(Prepared {
+        command,
+        params: b.param_types(),
+        columns,
+        version,
+    })
+}
+
+fn first_words(stmt: &Statement) -> String {
+    stmt.to_string()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn index_columns(cols: &[ast::IndexColumn]) -> Result<Vec<String>> {
+    cols.iter()
+        .map(|c| match &c.column.expr {
+            ast::Expr::Identifier(id) => Ok(ident(id)),
+            other => Err(SqlError::unsupported(format!("an index on {other}"))),
+        })
+        .collect()
+}
+
+fn level(modes: &[TransactionMode]) -> Result<Option<Level>> {
+    let mut level = None;
+    for m in modes {
+        if let TransactionMode::IsolationLevel(l) = m {
+            level = Some(match l {
+                TransactionIsolationLevel::ReadUncommitted
+                | TransactionIsolationLevel::ReadCommitted => Level::ReadCommitted,
+                TransactionIsolationLevel::RepeatableRead | TransactionIsolationLevel::Snapshot => {
+                    Level::RepeatableRead
+                }
+                TransactionIsolationLevel::Serializable => Level::Serializable,
+            });
+        }
+    }
+    Ok(level)
+}
+
+/// A setting's value as text: `high`, `'high'`, `5`, `DEFAULT` is `None` elsewhere.
+fn setting_value(e: &ast::Expr) -> Result<String> {
+    Ok(match e {
+        ast::Expr::Identifier(id) => id.value.clone(),
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => s.clone(),
+            ast::Value::Number(n, _) => n.clone(),
+            ast::Value::Boolean(b) => b.to_string(),
+            other => other.to_string(),
+        },
+        ast::Expr::UnaryOp {
+            op: ast::UnaryOperator::Minus,
+            expr,
+        } => format!("-{}", setting_value(expr)?),
+        other => other.to_string(),
+    })
+}
+
+fn set_command(set: &ast::Set) -> Result<Command> {
+    Ok(match set {
+        ast::Set::SingleAssignment {
+            scope,
+            variable,
+            values,
+            ..
+        } => {
+            let name = object_name(variable)?;
+            let value = match values.as_slice() {
+                [ast::Expr::Identifier(id)] if id.value.eq_ignore_ascii_case("default") => None,
+                [v] => Some(setting_value(v)?),
+                vs => Some(
+                    vs.iter()
+                        .map(setting_value)
+                        .collect::<Result<Vec<_>>>()?
+                        .join(", "),
+                ),
+            };
+            Command::Set {
+                name,
+                value,
+                local: matches!(scope, Some(ast::ContextModifier::Local)),
+            }
+        }
+        ast::Set::SetTransaction { modes, session, .. } => match level(modes)? {
+            Some(level) => Command::SetTransaction {
+                level,
+                session: *session,
+            },
+            None => Command::Noop("SET"),
+        },
+        ast::Set::SetTimeZone { .. } | ast::Set::SetNames { .. } => Command::Noop("SET"),
+        other => return Err(SqlError::unsupported(format!("{other}"))),
+    })
+}
+
+fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Ddl> {
+    if ct.query.is_some() {
+        return Err(SqlError::unsupported("CREATE TABLE AS"));
+    }
+    let mut columns = Vec::new();
+    let mut primary_key = Vec::new();
+    for (i, c) in ct.columns.iter().enumerate() {
+        let mut column = SqlColumn {
+            name: ident(&c.name),
+            ty: SqlType::from_ast(&c.data_type)?,
+            nullable: true,
+            default: None,
+        };
+        for o in &c.options {
+            match &o.option {
+                ColumnOption::NotNull => column.nullable = false,
+                ColumnOption::Null => {}
+                ColumnOption::PrimaryKey(_) => {
+                    column.nullable = false;
+                    primary_key.push(i);
+                }
+                ColumnOption::Default(e) => {
+                    let (default, _) = Binder::new(catalog, &[]).expr(e, &[], &mut None)?;
+                    if default.max_column().is_some() {
+                        return Err(SqlError::syntax("a default cannot refer to columns"));
+                    }
+                    column.default = Some(default);
+                }
+                other => return Err(SqlError::unsupported(format!("column option {other}"))),
+            }
+        }
+        columns.push(column);
+    }
+    for c in &ct.constraints {
+        match c {
+            TableConstraint::PrimaryKey(pk) => {
+                for name in index_columns(&pk.columns)? {
+                    let i = columns.iter().position(|c| c.name == name).ok_or_else(|| {
+                        SqlError::new(
+                            sqlstate::UNDEFINED_COLUMN,
+                            format!("column \"{name}\" named in key does not exist"),
+                        )
+                    })?;
+                    columns[i].nullable = false;
+                    primary_key.push(i);
+                }
+            }
+            other => return Err(SqlError::unsupported(format!("constraint {other}"))),
+        }
+    }
+    Ok(Ddl::CreateTable {
+        name: object_name(&ct.name)?,
+        columns,
+        primary_key,
+        if_not_exists: ct.if_not_exists,
+    })
+}

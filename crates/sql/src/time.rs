@@ -1,0 +1,137 @@
+//! Timestamps as text: `YYYY-MM-DD HH:MM:SS[.ffffff]`, microseconds since 1970-01-01 (UTC, no
+//! time zones), the proleptic Gregorian calendar by day counts.
+
+const MICROS_PER_DAY: i64 = 86_400_000_000;
+
+/// Days since 1970-01-01 of a civil date.
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The civil date of a day count since 1970-01-01.
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (
+        if m <= 2 {
+            yoe + era * 400 + 1
+        } else {
+            yoe + era * 400
+        },
+        m,
+        d,
+    )
+}
+
+fn days_in_month(y: i64, m: i64) -> i64 {
+    match m {
+        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Parses a timestamp; `None` if it is not one.
+pub fn parse_timestamp(text: &str) -> Option<i64> {
+    let (date, time) = match text.split_once([' ', 'T']) {
+        Some((d, t)) => (d, Some(t.trim())),
+        None => (text, None),
+    };
+    let mut parts = date.splitn(3, '-');
+    let y: i64 = parts.next()?.parse().ok()?;
+    let m: i64 = parts.next()?.parse().ok()?;
+    let d: i64 = parts.next()?.parse().ok()?;
+    if !(1..=12).contains(&m) || d < 1 || d > days_in_month(y, m) || !(1..=294_276).contains(&y) {
+        return None;
+    }
+    let mut micros = days_from_civil(y, m, d) * MICROS_PER_DAY;
+    if let Some(time) = time {
+        // A trailing zone offset (`+00`) is accepted and ignored: times have no zone here.
+        let time = time.split_once(['+', 'Z']).map_or(time, |(t, _)| t).trim();
+        let mut hms = time.splitn(3, ':');
+        let h: i64 = hms.next()?.parse().ok()?;
+        let min: i64 = hms.next()?.parse().ok()?;
+        let (s, frac) = match hms.next() {
+            Some(sec) => match sec.split_once('.') {
+                Some((s, f)) => (s.parse().ok()?, f),
+                None => (sec.parse().ok()?, ""),
+            },
+            None => (0i64, ""),
+        };
+        if !(0..24).contains(&h) || !(0..60).contains(&min) || !(0..60).contains(&s) {
+            return None;
+        }
+        if frac.len() > 6 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let frac_micros = if frac.is_empty() {
+            0
+        } else {
+            frac.parse::<i64>().ok()? * 10i64.pow(6 - frac.len() as u32)
+        };
+        micros += ((h * 60 + min) * 60 + s) * 1_000_000 + frac_micros;
+    }
+    Some(micros)
+}
+
+/// Formats a timestamp as PostgreSQL does (fractional seconds only when there are any).
+pub fn format_timestamp(micros: i64) -> String {
+    let days = micros.div_euclid(MICROS_PER_DAY);
+    let rest = micros.rem_euclid(MICROS_PER_DAY);
+    let (y, m, d) = civil_from_days(days);
+    let secs = rest / 1_000_000;
+    let frac = rest % 1_000_000;
+    let mut s = format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    );
+    if frac != 0 {
+        let f = format!("{frac:06}");
+        s.push('.');
+        s.push_str(f.trim_end_matches('0'));
+    }
+    s
+}
+
+/// Now, in microseconds since the epoch.
+pub fn now_micros() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_round_trip_through_text() {
+        for text in [
+            "1970-01-01 00:00:00",
+            "2000-02-29 23:59:59.5",
+            "1969-12-31 23:59:59.999999",
+            "2026-11-27 17:24:31.123",
+        ] {
+            let micros = parse_timestamp(text).expect(text);
+            assert_eq!(format_timestamp(micros), text);
+        }
+        assert_eq!(parse_timestamp("1970-01-02"), Some(MICROS_PER_DAY));
+        assert_eq!(parse_timestamp("2023-02-29 00:00:00"), None);
+        assert_eq!(parse_timestamp("yesterday"), None);
+    }
+}

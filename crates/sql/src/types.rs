@@ -1,0 +1,183 @@
+//! SQL types: what a column or expression holds, its PostgreSQL name and type OID (clients decode
+//! by OID), and how the engine stores it.
+//!
+//! The engine stores integers, decimals, strings and timestamps; a boolean is stored as a 32-bit
+//! 0/1 and a double as a 64-bit integer whose order is the double's (so either may be a key).
+
+use overtake_engine::ColumnType;
+use sqlparser::ast::{DataType, ExactNumberInfo};
+
+use crate::error::{Result, SqlError, sqlstate};
+
+/// Longest `text` value outside a key (bytes).
+pub const TEXT_MAX: u16 = 4096;
+/// Longest `text` value in a key: what the engine's key length allows for one column.
+pub const TEXT_KEY_MAX: u16 = 126;
+/// Precision and scale of `numeric` declared without them (the engine's decimals are fixed-point
+/// 64-bit).
+pub const NUMERIC_DEFAULT: (u8, u8) = (18, 6);
+
+/// A SQL type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SqlType {
+    /// `boolean`.
+    Bool,
+    /// `integer` (`int`, `int4`; also `smallint`, stored as 32 bits).
+    Int4,
+    /// `bigint` (`int8`).
+    Int8,
+    /// `numeric(p, s)`.
+    Numeric { precision: u8, scale: u8 },
+    /// `double precision` (`float8`, `real`, `float`).
+    Float8,
+    /// `text`, or a literal or parameter whose type is not known yet.
+    Text,
+    /// `varchar(n)`.
+    VarChar(u16),
+    /// `char(n)`.
+    Char(u16),
+    /// `timestamp` (without time zone), microseconds.
+    Timestamp,
+}
+
+impl SqlType {
+    /// The type's name as PostgreSQL prints it.
+    pub fn name(self) -> String {
+        match self {
+            SqlType::Bool => "boolean".into(),
+            SqlType::Int4 => "integer".into(),
+            SqlType::Int8 => "bigint".into(),
+            SqlType::Numeric { precision, scale } => format!("numeric({precision},{scale})"),
+            SqlType::Float8 => "double precision".into(),
+            SqlType::Text => "text".into(),
+            SqlType::VarChar(n) => format!("character varying({n})"),
+            SqlType::Char(n) => format!("character({n})"),
+            SqlType::Timestamp => "timestamp without time zone".into(),
+        }
+    }
+
+    /// PostgreSQL's type OID.
+    pub fn oid(self) -> u32 {
+        match self {
+            SqlType::Bool => 16,
+            SqlType::Int8 => 20,
+            SqlType::Int4 => 23,
+            SqlType::Text => 25,
+            SqlType::Float8 => 701,
+            SqlType::Char(_) => 1042,
+            SqlType::VarChar(_) => 1043,
+            SqlType::Timestamp => 1114,
+            SqlType::Numeric { .. } => 1700,
+        }
+    }
+
+    /// The type with OID `oid` (a parameter type a client declared), if this crate has it.
+    pub fn from_oid(oid: u32) -> Option<SqlType> {
+        Some(match oid {
+            16 => SqlType::Bool,
+            20 => SqlType::Int8,
+            21 | 23 => SqlType::Int4,
+            25 | 705 => SqlType::Text,
+            700 | 701 => SqlType::Float8,
+            1042 => SqlType::Char(TEXT_KEY_MAX),
+            1043 => SqlType::VarChar(TEXT_MAX),
+            1114 | 1184 => SqlType::Timestamp,
+            1700 => SqlType::Numeric {
+                precision: NUMERIC_DEFAULT.0,
+                scale: NUMERIC_DEFAULT.1,
+            },
+            _ => return None,
+        })
+    }
+
+    /// Whether values are strings.
+    pub fn is_string(self) -> bool {
+        matches!(self, SqlType::Text | SqlType::VarChar(_) | SqlType::Char(_))
+    }
+
+    /// Whether values are numbers.
+    pub fn is_numeric(self) -> bool {
+        matches!(
+            self,
+            SqlType::Int4 | SqlType::Int8 | SqlType::Numeric { .. } | SqlType::Float8
+        )
+    }
+
+    /// How the engine stores a column of this type; `in_key` if the column is part of a key
+    /// (which bounds a text column's length).
+    pub fn column_type(self, in_key: bool) -> ColumnType {
+        match self {
+            SqlType::Bool | SqlType::Int4 => ColumnType::Int32,
+            SqlType::Int8 | SqlType::Float8 => ColumnType::Int64,
+            SqlType::Numeric { precision, scale } => ColumnType::Decimal { precision, scale },
+            SqlType::Text if in_key => ColumnType::VarChar(TEXT_KEY_MAX),
+            SqlType::Text => ColumnType::VarChar(TEXT_MAX),
+            SqlType::VarChar(n) => ColumnType::VarChar(n),
+            SqlType::Char(n) => ColumnType::Char(n),
+            SqlType::Timestamp => ColumnType::Timestamp,
+        }
+    }
+
+    /// The type a column declared as `ty` has.
+    pub fn from_ast(ty: &DataType) -> Result<SqlType> {
+        let length = |n: Option<u64>, default: u16| -> Result<u16> {
+            match n {
+                None => Ok(default),
+                Some(n) if (1..=u64::from(TEXT_MAX)).contains(&n) => Ok(n as u16),
+                Some(n) => Err(SqlError::new(
+                    sqlstate::PROGRAM_LIMIT_EXCEEDED,
+                    format!("length {n} is out of range (1 to {TEXT_MAX})"),
+                )),
+            }
+        };
+        let char_length = |len: &Option<sqlparser::ast::CharacterLength>, default| {
+            length(
+                match len {
+                    Some(sqlparser::ast::CharacterLength::IntegerLength { length, .. }) => {
+                        Some(*length)
+                    }
+                    Some(sqlparser::ast::CharacterLength::Max) | None => None,
+                },
+                default,
+            )
+        };
+        Ok(match ty {
+            DataType::Bool | DataType::Boolean => SqlType::Bool,
+            DataType::SmallInt(_)
+            | DataType::Int(_)
+            | DataType::Integer(_)
+            | DataType::Int2(_)
+            | DataType::Int4(_) => SqlType::Int4,
+            DataType::BigInt(_) | DataType::Int8(_) => SqlType::Int8,
+            DataType::Numeric(info) | DataType::Decimal(info) | DataType::Dec(info) => {
+                let (precision, scale) = match info {
+                    ExactNumberInfo::None => NUMERIC_DEFAULT,
+                    ExactNumberInfo::Precision(p) => (*p as u8, 0),
+                    ExactNumberInfo::PrecisionAndScale(p, s) => (*p as u8, *s as u8),
+                };
+                if precision == 0 || u64::from(precision) > 18 || scale > precision {
+                    return Err(SqlError::new(
+                        sqlstate::PROGRAM_LIMIT_EXCEEDED,
+                        format!(
+                            "numeric({precision},{scale}): precision must be 1 to 18 and scale at most the precision"
+                        ),
+                    ));
+                }
+                SqlType::Numeric { precision, scale }
+            }
+            DataType::DoublePrecision
+            | DataType::Double(_)
+            | DataType::Float8
+            | DataType::Float4
+            | DataType::Float(_)
+            | DataType::Real => SqlType::Float8,
+            DataType::Text | DataType::String(_) => SqlType::Text,
+            DataType::Varchar(len) | DataType::CharacterVarying(len) => {
+                SqlType::VarChar(char_length(len, TEXT_MAX)?)
+            }
+            DataType::Char(len) | DataType::Character(len) => SqlType::Char(char_length(len, 1)?),
+            DataType::Timestamp(..) | DataType::Datetime(_) => SqlType::Timestamp,
+            other => return Err(SqlError::unsupported(format!("type {other}"))),
+        })
+    }
+}
