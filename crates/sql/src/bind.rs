@@ -403,6 +403,23 @@ impl<'c> Binder<'c> {
                 (Expr::Literal(Datum::parse(&text, ty)?), ty)
             }
             A::Function(f) => self.function(f, scope, g)?,
+            A::Substring {
+                expr,
+                substring_from,
+                substring_for,
+                ..
+            } => {
+                let mut args = vec![self.expr(expr, scope, g)?.0];
+                for e in [substring_from, substring_for].into_iter().flatten() {
+                    let (x, _) = self.expr(e, scope, g)?;
+                    self.infer(&x, SqlType::Int4);
+                    args.push(x);
+                }
+                if args.len() == 1 {
+                    args.push(Expr::Literal(Datum::Int(1)));
+                }
+                (Expr::Func(Func::Substr, args), SqlType::Text)
+            }
             A::Case {
                 operand,
                 conditions,
@@ -558,18 +575,13 @@ fn number(text: &str) -> Result<(Expr, SqlType)> {
             .map_err(|_| SqlError::syntax(format!("invalid number {text}")))?;
         return Ok((Expr::Literal(Datum::Float(v)), SqlType::Float8));
     }
-    let d = Datum::parse(
-        text,
-        SqlType::Numeric {
-            precision: 38,
-            scale: 16,
-        },
-    )
-    .or_else(|_| {
-        text.parse::<f64>()
-            .map(Datum::Float)
-            .map_err(|_| SqlError::syntax(format!("invalid number {text}")))
-    })?;
+    let d = match Num::parse(text) {
+        Some(n) => Datum::Numeric(n),
+        None => Datum::Float(
+            text.parse::<f64>()
+                .map_err(|_| SqlError::syntax(format!("invalid number {text}")))?,
+        ),
+    };
     let ty = match &d {
         Datum::Numeric(n) => SqlType::Numeric {
             precision: 18,

@@ -67,7 +67,8 @@ impl Num {
         })
     }
 
-    fn parse(text: &str) -> Option<Num> {
+    /// A number written in decimal (`-12.50`), at the scale it is written with.
+    pub fn parse(text: &str) -> Option<Num> {
         let t = text.trim();
         let (neg, digits) = match t.strip_prefix('-') {
             Some(rest) => (true, rest),

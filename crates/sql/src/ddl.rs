@@ -79,6 +79,15 @@ fn copy_rows(catalog: &Catalog, old: &SqlTable, new: &SqlTable, priority: Priori
         );
         std::ops::ControlFlow::Continue(())
     })?;
+    // A column that becomes NOT NULL must hold no NULL (checked first, as PostgreSQL does).
+    for (i, c) in new.columns.iter().enumerate() {
+        if !c.nullable && rows.iter().any(|r| r[i].is_null()) {
+            return Err(SqlError::new(
+                sqlstate::NOT_NULL_VIOLATION,
+                format!("column \"{}\" of relation \"{}\" contains null values", c.name, new.name),
+            ));
+        }
+    }
     let all: Vec<usize> = (0..new.columns.len()).collect();
     let cx = Context {
         params: &[],
@@ -209,7 +218,14 @@ pub fn execute(catalog: &Catalog, ddl: &Ddl, priority: Priority) -> Result<&'sta
                 ));
             }
             let mut indexes = index_list(&old);
-            indexes.push((name.clone(), positions(&old, columns)?));
+            let cols = positions(&old, columns)?;
+            if let Some(&c) = cols.iter().find(|&&c| old.columns[c].nullable) {
+                return Err(SqlError::unsupported(format!(
+                    "an index on column \"{}\", which may be NULL (the engine's index keys cannot hold NULL; declare it NOT NULL),",
+                    old.columns[c].name
+                )));
+            }
+            indexes.push((name.clone(), cols));
             let shape = (old.columns.clone(), old.primary_key.clone(), indexes);
             rebuild(catalog, &old, shape, false, priority)?;
             Ok("CREATE INDEX")

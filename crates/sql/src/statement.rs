@@ -31,17 +31,57 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>> {
             ),
         ));
     }
+    if let Some(copy) = parse_copy(sql) {
+        return copy.map(|s| vec![s]);
+    }
+    // VACUUM's many forms do nothing here (versions are reclaimed as they age), and the parser
+    // knows few of them: any VACUUM is a plain one.
+    let words: Vec<String> = sql.split_whitespace().take(1).map(str::to_ascii_lowercase).collect();
+    if words.first().is_some_and(|w| w.trim_end_matches(';') == "vacuum") && !sql.trim_end().trim_end_matches(';').contains(';') {
+        return parse_sql("VACUUM");
+    }
+    parse_sql(sql)
+}
+
+fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
     Parser::new(&PostgreSqlDialect {})
         .with_recursion_limit(64)
         .try_with_sql(sql)
         .and_then(|mut p| p.parse_statements())
-        .map_err(|e| {
-            SqlError::syntax(
-                e.to_string()
-                    .trim_start_matches("sql parser error: ")
-                    .to_owned(),
-            )
-        })
+        .map_err(|e| SqlError::syntax(e.to_string().trim_start_matches("sql parser error: ").to_owned()))
+}
+
+/// `COPY table [(columns)] FROM STDIN [[WITH] (option [value], ...)]`, read here because
+/// PostgreSQL's options take values (`freeze on`) the parser does not accept. `None` if `sql`
+/// is not such a statement.
+fn parse_copy(sql: &str) -> Option<Result<Statement>> {
+    let text = sql.trim().trim_end_matches(';').trim();
+    let lower = text.to_ascii_lowercase();
+    if !lower.starts_with("copy") {
+        return None;
+    }
+    let at = lower.find(" from stdin")?;
+    let head = &text[..at + " from stdin".len()];
+    let rest = lower[at + " from stdin".len()..].trim();
+    let rest = rest.strip_prefix("with").unwrap_or(rest).trim();
+    let options = rest.strip_prefix('(').and_then(|r| r.strip_suffix(')')).unwrap_or(rest);
+    for option in options.split(',').map(str::trim).filter(|o| !o.is_empty()) {
+        let mut words = option.split_whitespace();
+        let name = words.next().unwrap_or_default();
+        let value = words.next().unwrap_or("true").trim_matches('\'');
+        let ok = match name {
+            "freeze" => ["true", "on", "1", "false", "off", "0"].contains(&value),
+            "format" => value == "text",
+            _ => false,
+        };
+        if !ok || words.next().is_some() {
+            return Some(Err(SqlError::unsupported(format!("COPY option {option}"))));
+        }
+    }
+    Some(parse_sql(head).and_then(|mut v| match v.len() {
+        1 => Ok(v.remove(0)),
+        _ => Err(SqlError::syntax("one COPY statement expected")),
+    }))
 }
 
 /// Plans `stmt`; `declared` gives the types a client declared for its parameters (`None`:

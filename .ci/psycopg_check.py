@@ -1,0 +1,84 @@
+"""A Python application against Overtake through psycopg 3 (Debian's python3-psycopg): server-side
+parameters (the extended protocol), types both ways, a transaction retried on a serialization
+failure (40001), and a session priority. Exits non-zero on the first mismatch."""
+
+import datetime
+import decimal
+import sys
+
+import psycopg
+from psycopg import errors
+
+DSN = sys.argv[1] if len(sys.argv) > 1 else "host=127.0.0.1 port=5433 user=app dbname=app"
+
+
+def check(what, got, want):
+    if got != want:
+        sys.exit(f"psycopg check failed: {what}: got {got!r}, want {want!r}")
+    print(f"ok: {what}")
+
+
+with psycopg.connect(DSN, autocommit=True) as conn:
+    conn.execute("drop table if exists py_accounts")
+    conn.execute(
+        "create table py_accounts (id bigint primary key, owner text not null,"
+        " balance numeric(12,2), active boolean, rate double precision, opened timestamp)"
+    )
+    opened = datetime.datetime(2026, 11, 27, 12, 30, 15, 250000)
+    with conn.cursor() as cur:
+        cur.executemany(
+            "insert into py_accounts values (%s, %s, %s, %s, %s, %s)",
+            [
+                (1, "ada", decimal.Decimal("100.50"), True, 0.25, opened),
+                (2, "bob", decimal.Decimal("7.00"), False, None, opened),
+                (3, "cy", None, None, 1.5, None),
+            ],
+        )
+        cur.execute("select owner, balance, active, rate, opened from py_accounts where id = %s", (1,))
+        check("a row read back by a parameter", cur.fetchone(),
+              ("ada", decimal.Decimal("100.50"), True, 0.25, opened))
+        cur.execute("select count(*) from py_accounts where balance > %s and active", (decimal.Decimal("50"),))
+        check("a numeric parameter in a predicate", cur.fetchone()[0], 1)
+        cur.execute("select id from py_accounts where balance is null or rate is null order by id")
+        check("NULLs", [r[0] for r in cur.fetchall()], [2, 3])
+        try:
+            cur.execute("insert into py_accounts values (%s, %s, %s, %s, %s, %s)", (1, "dup", 0, True, 0, None))
+            sys.exit("psycopg check failed: a duplicate key was accepted")
+        except errors.UniqueViolation:
+            print("ok: a duplicate key is a UniqueViolation (23505)")
+        try:
+            cur.execute("insert into py_accounts (id, owner) values (%s, %s)", (9, None))
+            sys.exit("psycopg check failed: NULL accepted in a NOT NULL column")
+        except errors.NotNullViolation:
+            print("ok: NULL in a NOT NULL column is a NotNullViolation (23502)")
+
+    conn.execute("set priority = 'high'")
+    check("SET priority", conn.execute("show priority").fetchone()[0], "high")
+
+# A lost-update race under REPEATABLE READ: the second writer fails with 40001 and its retry
+# succeeds, as an application written for PostgreSQL expects.
+a = psycopg.connect(DSN)
+b = psycopg.connect(DSN)
+for c in (a, b):
+    c.execute("set transaction isolation level repeatable read")
+a.execute("select balance from py_accounts where id = 2").fetchone()
+b.execute("select balance from py_accounts where id = 2").fetchone()
+a.execute("update py_accounts set balance = balance + 1 where id = 2")
+a.commit()
+retries = 0
+while True:
+    try:
+        b.execute("update py_accounts set balance = balance + 10 where id = 2")
+        b.commit()
+        break
+    except errors.SerializationFailure:
+        b.rollback()
+        retries += 1
+        if retries > 3:
+            sys.exit("psycopg check failed: the retry kept failing")
+check("a serialization failure retried", retries, 1)
+check("both updates kept", a.execute("select balance from py_accounts where id = 2").fetchone()[0],
+      decimal.Decimal("18.00"))
+a.close()
+b.close()
+print("psycopg: all checks passed")

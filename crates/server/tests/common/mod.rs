@@ -1,0 +1,54 @@
+//! A server for tests: an in-memory database on an ephemeral loopback port, with its own
+//! scheduler (two workers, unpinned: tests share the machine).
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use overtake_engine::{Database, Options};
+use overtake_sched::{Calls, SchedConfig, Scheduler, Shutdown};
+use overtake_server::{Server, ServerConfig};
+
+pub struct TestServer {
+    pub server: Option<Server>,
+    pub scheduler: Option<Arc<Scheduler<Calls>>>,
+    pub port: u16,
+}
+
+impl TestServer {
+    pub fn start() -> TestServer {
+        Self::start_with(ServerConfig::default(), Options::default())
+    }
+
+    pub fn start_with(mut config: ServerConfig, options: Options) -> TestServer {
+        config.listen = "127.0.0.1:0".parse().expect("address");
+        let db = Arc::new(Database::in_memory(options));
+        let scheduler = Arc::new(
+            Scheduler::start(&SchedConfig::default().workers(2).pin(false), Arc::new(Calls))
+                .expect("scheduler"),
+        );
+        let server = Server::start(&config, db, Arc::clone(&scheduler)).expect("server");
+        let port = server.local_addr().port();
+        TestServer {
+            server: Some(server),
+            scheduler: Some(scheduler),
+            port,
+        }
+    }
+
+    /// A connection string for tokio-postgres.
+    pub fn dsn(&self, user: &str) -> String {
+        format!("host=127.0.0.1 port={} user={user} dbname=test", self.port)
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(server) = self.server.take() {
+            server.shutdown();
+        }
+        if let Some(s) = self.scheduler.take().and_then(Arc::into_inner) {
+            let _ = s.shutdown(Shutdown::Drain);
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! The SQL suite: sqllogictest files (tests/slt) run by the `sqllogictest` crate's runner against
+//! a server, over the wire through tokio-postgres, as an independent client would.
+
+mod common;
+
+use std::path::PathBuf;
+
+use async_trait::async_trait;
+use sqllogictest::{AsyncDB, DBOutput, DefaultColumnType, Runner};
+use tokio_postgres::{NoTls, SimpleQueryMessage};
+
+#[global_allocator]
+static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
+
+struct Postgres {
+    client: tokio_postgres::Client,
+}
+
+/// A failed statement, shown with its SQLSTATE and message.
+#[derive(Debug)]
+struct PgError {
+    code: Option<String>,
+    message: String,
+}
+
+impl std::fmt::Display for PgError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code.as_deref().unwrap_or("?????"), self.message)
+    }
+}
+
+impl std::error::Error for PgError {}
+
+impl From<tokio_postgres::Error> for PgError {
+    fn from(e: tokio_postgres::Error) -> Self {
+        PgError {
+            code: e.code().map(|c| c.code().to_owned()),
+            message: e.as_db_error().map_or_else(|| e.to_string(), |d| d.message().to_owned()),
+        }
+    }
+}
+
+#[async_trait]
+impl AsyncDB for Postgres {
+    type Error = PgError;
+    type ColumnType = DefaultColumnType;
+
+    async fn run(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, Self::Error> {
+        let messages = self.client.simple_query(sql).await?;
+        let mut rows = Vec::new();
+        let mut columns = None;
+        let mut count = 0;
+        for m in messages {
+            match m {
+                SimpleQueryMessage::Row(row) => {
+                    rows.push(
+                        (0..row.len())
+                            .map(|i| row.get(i).map_or_else(|| "NULL".to_owned(), str::to_owned))
+                            .map(|v| if v.is_empty() { "(empty)".to_owned() } else { v })
+                            .collect(),
+                    );
+                }
+                SimpleQueryMessage::RowDescription(d) => columns = Some(d.len()),
+                SimpleQueryMessage::CommandComplete(n) => count = n,
+                _ => {}
+            }
+        }
+        Ok(match columns {
+            Some(n) => DBOutput::Rows {
+                types: vec![DefaultColumnType::Any; n],
+                rows,
+            },
+            None => DBOutput::StatementComplete(count),
+        })
+    }
+
+    async fn shutdown(&mut self) {}
+
+    fn engine_name(&self) -> &str {
+        "overtake"
+    }
+
+    async fn sleep(dur: std::time::Duration) {
+        tokio::time::sleep(dur).await;
+    }
+
+    fn error_sql_state(err: &Self::Error) -> Option<String> {
+        err.code.clone()
+    }
+}
+
+#[test]
+fn the_sql_suite_passes_over_the_wire() {
+    let server = common::TestServer::start();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/slt");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("tests/slt")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "slt"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no .slt files");
+    let dsn = server.dsn("slt");
+    runtime.block_on(async {
+        for file in &files {
+            let dsn = dsn.clone();
+            let mut runner = Runner::new(move || {
+                let dsn = dsn.clone();
+                async move {
+                    let (client, connection) = tokio_postgres::connect(&dsn, NoTls).await?;
+                    tokio::spawn(connection);
+                    Ok::<_, PgError>(Postgres { client })
+                }
+            });
+            runner.with_column_validator(|_, _| true);
+            if let Err(e) = runner.run_file_async(file).await {
+                panic!("{}: {e}", file.display());
+            }
+        }
+    });
+}
