@@ -56,6 +56,13 @@ pub struct ServeArgs {
     /// Network threads (never workers).
     #[arg(long, default_value_t = 2)]
     pub network_threads: u16,
+    /// How long an idle worker spins for new work before it sleeps (µs): spinning takes CPU
+    /// from the network threads and clients that share the cores.
+    #[arg(long, default_value_t = 20)]
+    pub idle_spin_us: u64,
+    /// Pin each worker to a core of its own.
+    #[arg(long)]
+    pub pin: bool,
 }
 
 fn default_workers() -> u16 {

@@ -22,7 +22,9 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     let db = Arc::new(Database::in_memory(options));
     let config = SchedConfig::default()
         .workers(usize::from(args.workers.max(1)))
-        .policy(args.policy.policy());
+        .policy(args.policy.policy())
+        .idle_spin(Duration::from_micros(args.idle_spin_us))
+        .pin(args.pin);
     let scheduler =
         Arc::new(Scheduler::start(&config, Arc::new(Calls)).map_err(|e| e.to_string())?);
     let server = Server::start(

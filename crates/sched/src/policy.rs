@@ -100,6 +100,10 @@ pub struct SchedConfig {
     /// Report a worker whose thread stays blocked in the kernel this long while it runs a task
     /// (application code that blocks: see [`crate::call`]); `None`: never.
     pub blocked_report: Option<Duration>,
+    /// How long a worker with nothing to do spins before it sleeps until work arrives (200 µs by
+    /// default: a job arriving meanwhile starts without a wake-up). A server whose network
+    /// threads and clients share the workers' cores spins less: the spinning takes their CPU.
+    pub idle_spin: Duration,
     /// Record where each urgent job's time went, and every non-preemptible region's length
     /// ([`crate::trace`]). A diagnostic mode: it costs system calls per task slice.
     pub trace: bool,
@@ -120,6 +124,7 @@ impl Default for SchedConfig {
             quantum: Duration::from_micros(50),
             resumed_quanta: 4,
             paused_age_limit: Duration::from_millis(100),
+            idle_spin: Duration::from_micros(200),
             two_queues: true,
             skip_needless: true,
             delivery: Delivery::Signal,
@@ -226,6 +231,12 @@ impl SchedConfig {
     /// Sets [`stack_size`](Self::stack_size).
     pub fn stack_size(mut self, bytes: usize) -> Self {
         self.stack_size = bytes;
+        self
+    }
+
+    /// Sets [`idle_spin`](Self::idle_spin).
+    pub fn idle_spin(mut self, spin: Duration) -> Self {
+        self.idle_spin = spin;
         self
     }
 

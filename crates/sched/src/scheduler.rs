@@ -338,6 +338,12 @@ impl<E: Executor> Scheduler<E> {
         if !matches!(self.config.policy, Policy::Preempt | Policy::Cooperative) {
             return;
         }
+        // A sleeping worker runs nothing to preempt: the push's notify wakes it, or its check
+        // before sleeping finds the job (its flag is set before that check). Asking would only
+        // wake the timer thread, and signal the worker if it slept past the signal delay.
+        if self.workers[w].sleeper.is_sleeping() {
+            return;
+        }
         if self.needs_preemption(w) {
             self.workers[w].target.request();
             if let Some(t) = &self.timer {

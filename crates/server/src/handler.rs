@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex as StdMutex};
 
 use async_trait::async_trait;
 use futures::{Sink, SinkExt, stream};
+use pgwire::api::DEFAULT_NAME;
 use pgwire::api::auth::{
     DefaultServerParameterProvider, StartupHandler, finish_authentication, protocol_negotiation,
     save_startup_parameters_to_metadata,
@@ -20,6 +21,7 @@ use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler, send_query_response};
 use pgwire::api::results::{CopyResponse, FieldInfo, QueryResponse, Response, Tag};
 use pgwire::api::stmt::QueryParser;
+use pgwire::api::store::Entry;
 use pgwire::api::store::PortalStore;
 use pgwire::api::{
     ClientInfo, ClientPortalStore, ConnectionHandle, ConnectionManager, PgWireConnectionState,
@@ -27,6 +29,8 @@ use pgwire::api::{
 };
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::copy::{CopyData, CopyDone};
+use pgwire::messages::data::{NoData, ParameterDescription, RowDescription};
+use pgwire::messages::extendedquery::{Bind, BindComplete, Describe, Execute};
 use pgwire::messages::response::{
     CommandComplete, EmptyQueryResponse, ReadyForQuery, TransactionStatus,
 };
@@ -344,6 +348,173 @@ impl ExtendedQueryHandler for Connection {
         Arc::new(Planner {
             shared: Arc::clone(&self.shared),
         })
+    }
+
+    // Bind and Execute answer with `feed`: their messages leave with the ReadyForQuery that Sync
+    // flushes, one write per round trip as PostgreSQL does (pgwire's defaults flush after
+    // BindComplete and CommandComplete, which cost pgbench's select-only run two extra writes
+    // and wake-ups per statement).
+    async fn on_bind<C>(&self, client: &mut C, message: Bind) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = StatementRef>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let statement_name = message.statement_name.as_deref().unwrap_or(DEFAULT_NAME);
+        let portal_name = message.portal_name.as_deref().unwrap_or(DEFAULT_NAME);
+        match client.portal_store().get_statement(statement_name) {
+            Some(Entry::Value(statement)) => {
+                let portal = Portal::try_new(&message, statement)?;
+                client.portal_store().put_portal(Arc::new(portal));
+            }
+            Some(Entry::Empty) if message.parameters.is_empty() => {
+                client.portal_store().put_empty_portal(portal_name);
+            }
+            Some(Entry::Empty) => {
+                return Err(wire::pg_error(&SqlError::new(
+                    sqlstate::PROTOCOL_VIOLATION,
+                    "bind message supplies parameters to an empty statement",
+                )));
+            }
+            None => return Err(PgWireError::StatementNotFound(statement_name.to_owned())),
+        }
+        client
+            .feed(PgWireBackendMessage::BindComplete(BindComplete::new()))
+            .await?;
+        Ok(())
+    }
+
+    async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = StatementRef>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        // As Bind: fed, to leave with Sync's flush.
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        let (plan, params, format) = match message.target_type {
+            b'S' => match client.portal_store().get_statement(name) {
+                Some(Entry::Value(stmt)) => (
+                    Some(
+                        self.plan_of(&stmt.statement)
+                            .map_err(|e| wire::pg_error(&e))?,
+                    ),
+                    true,
+                    Format::UnifiedText,
+                ),
+                Some(Entry::Empty) => (None, true, Format::UnifiedText),
+                None => return Err(PgWireError::StatementNotFound(name.to_owned())),
+            },
+            b'P' => match client.portal_store().get_portal(name) {
+                Some(Entry::Value(portal)) => (
+                    Some(
+                        self.plan_of(&portal.statement.statement)
+                            .map_err(|e| wire::pg_error(&e))?,
+                    ),
+                    false,
+                    portal.result_column_format.clone(),
+                ),
+                Some(Entry::Empty) => (None, false, Format::UnifiedText),
+                None => return Err(PgWireError::PortalNotFound(name.to_owned())),
+            },
+            other => return Err(PgWireError::InvalidTargetType(other)),
+        };
+        if params {
+            let types = plan
+                .as_ref()
+                .map_or_else(Vec::new, |p| p.params.iter().map(|t| t.oid()).collect());
+            client
+                .feed(PgWireBackendMessage::ParameterDescription(
+                    ParameterDescription::new(types),
+                ))
+                .await?;
+        }
+        match plan.filter(|p| !p.columns.is_empty()) {
+            Some(p) => {
+                let fields = wire::fields(&p.columns, &format);
+                client
+                    .feed(PgWireBackendMessage::RowDescription(RowDescription::new(
+                        fields.iter().map(Into::into).collect(),
+                    )))
+                    .await?;
+            }
+            None => {
+                client
+                    .feed(PgWireBackendMessage::NoData(NoData::new()))
+                    .await?
+            }
+        }
+        Ok(())
+    }
+
+    async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = StatementRef>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        // A row limit (a cursor-like fetch) takes pgwire's portal machinery; the common case,
+        // all rows at once, is answered here without a flush.
+        if message.max_rows > 0 {
+            return self._on_execute(client, message).await;
+        }
+        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            return Err(PgWireError::NotReadyForQuery);
+        }
+        let portal_name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        let portal = match client.portal_store().get_portal(portal_name) {
+            Some(Entry::Value(portal)) => portal,
+            Some(Entry::Empty) => {
+                client
+                    .feed(PgWireBackendMessage::EmptyQueryResponse(
+                        EmptyQueryResponse::new(),
+                    ))
+                    .await?;
+                return Ok(());
+            }
+            None => return Err(PgWireError::PortalNotFound(portal_name.to_owned())),
+        };
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        let response = match client.session_extensions().get::<Arc<ConnectionHandle>>() {
+            Some(handle) => {
+                let cancelled = handle.start_query().await;
+                tokio::select! {
+                    r = ExtendedQueryHandler::do_query(self, client, &portal, 0) => r,
+                    _ = cancelled => Err(wire::pg_error(&SqlError::new(
+                        sqlstate::QUERY_CANCELED,
+                        "canceling statement due to user request",
+                    ))),
+                }
+            }
+            None => ExtendedQueryHandler::do_query(self, client, &portal, 0).await,
+        };
+        client.set_state(PgWireConnectionState::ReadyForQuery);
+        match response? {
+            Response::Query(q) => send_query_response(client, q, false).await?,
+            Response::Execution(tag)
+            | Response::TransactionStart(tag)
+            | Response::TransactionEnd(tag) => {
+                client
+                    .feed(PgWireBackendMessage::CommandComplete(tag.into()))
+                    .await?;
+            }
+            Response::EmptyQuery => {
+                client
+                    .feed(PgWireBackendMessage::EmptyQueryResponse(
+                        EmptyQueryResponse::new(),
+                    ))
+                    .await?;
+            }
+            Response::CopyIn(c) => {
+                client.set_state(PgWireConnectionState::CopyInProgress(true));
+                pgwire::api::copy::send_copy_in_response(client, c).await?;
+            }
+            _ => {}
+        }
+        Ok(())
     }
 
     async fn do_query<C>(

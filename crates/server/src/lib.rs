@@ -25,7 +25,6 @@ use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use pgwire::api::auth::StartupHandler;
 use pgwire::api::auth::sasl::SASLAuthStartupHandler;
@@ -68,10 +67,44 @@ impl Default for ServerConfig {
 
 /// A running server.
 pub struct Server {
-    runtime: Option<tokio::runtime::Runtime>,
     addr: SocketAddr,
     stop: watch::Sender<bool>,
     shared: Arc<Shared>,
+    network: Vec<std::thread::JoinHandle<()>>,
+}
+
+/// What a network thread needs to serve a connection.
+struct Serving {
+    shared: Arc<Shared>,
+    manager: Arc<ConnectionManager>,
+    pids: Arc<RandomPidSecretKeyGenerator>,
+    cancel: Arc<DefaultCancelHandler>,
+    passwords: Option<Arc<auth::PasswordFile>>,
+}
+
+impl Serving {
+    fn handlers(&self) -> Handlers {
+        let connection = Arc::new(Connection::new(
+            Arc::clone(&self.shared),
+            Arc::clone(&self.manager),
+            Arc::clone(&self.pids),
+        ));
+        let scram = self.passwords.as_ref().map(|p| {
+            let mut scram = ScramAuth::new(Arc::clone(p) as Arc<dyn pgwire::api::auth::AuthSource>);
+            scram.set_iterations(auth::ITERATIONS);
+            SASLAuthStartupHandler::new(Arc::new(handler::server_parameters()))
+                .with_scram(scram)
+                .with_connection_manager(Arc::clone(&self.manager))
+        });
+        Handlers {
+            startup: Arc::new(Startup {
+                connection: Arc::clone(&connection),
+                scram,
+            }),
+            connection,
+            cancel: Arc::clone(&self.cancel),
+        }
+    }
 }
 
 /// A connection's handlers, as pgwire asks for them.
@@ -135,6 +168,10 @@ impl PgWireServerHandlers for Handlers {
 
 impl Server {
     /// Starts serving `db` (whose statements run on `scheduler`); returns once listening.
+    ///
+    /// Each network thread runs its own single-threaded async runtime and serves the
+    /// connections handed to it (round robin): a statement's answer wakes the one thread that
+    /// waits for it, with no work stealing between network threads to wake others.
     pub fn start(
         config: &ServerConfig,
         db: Arc<Database>,
@@ -146,66 +183,95 @@ impl Server {
             )),
             None => None,
         };
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(config.network_threads.max(1))
-            .thread_name("overtake-net")
-            .enable_all()
-            .build()?;
-        let listener = runtime.block_on(TcpListener::bind(config.listen))?;
+        let listener = std::net::TcpListener::bind(config.listen)?;
+        listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             catalog: Arc::new(Catalog::new(db)),
             scheduler,
             roles: Mutex::new(HashMap::new()),
         });
-        let (stop, mut stopped) = watch::channel(false);
         let manager = Arc::new(ConnectionManager::new());
-        let pids = Arc::new(RandomPidSecretKeyGenerator::default());
-        let cancel = Arc::new(DefaultCancelHandler::new(Arc::clone(&manager)));
-        let serving = Arc::clone(&shared);
-        runtime.spawn(async move {
-            loop {
-                let accepted = tokio::select! {
-                    a = listener.accept() => a,
-                    _ = stopped.changed() => return,
-                };
-                let Ok((socket, _)) = accepted else { continue };
-                let _ = socket.set_nodelay(true);
-                let connection = Arc::new(Connection::new(
-                    Arc::clone(&serving),
-                    Arc::clone(&manager),
-                    Arc::clone(&pids),
-                ));
-                let scram = passwords.as_ref().map(|p| {
-                    let mut scram =
-                        ScramAuth::new(Arc::clone(p) as Arc<dyn pgwire::api::auth::AuthSource>);
-                    scram.set_iterations(auth::ITERATIONS);
-                    SASLAuthStartupHandler::new(Arc::new(handler::server_parameters()))
-                        .with_scram(scram)
-                        .with_connection_manager(Arc::clone(&manager))
-                });
-                let handlers = Handlers {
-                    startup: Arc::new(Startup {
-                        connection: Arc::clone(&connection),
-                        scram,
-                    }),
-                    connection,
-                    cancel: Arc::clone(&cancel),
-                };
-                let mut stopped = stopped.clone();
-                tokio::spawn(async move {
-                    tokio::select! {
-                        _ = pgwire::tokio::process_socket(socket, None, handlers) => {}
-                        _ = stopped.changed() => {}
-                    }
-                });
-            }
+        let serving = Arc::new(Serving {
+            shared: Arc::clone(&shared),
+            cancel: Arc::new(DefaultCancelHandler::new(Arc::clone(&manager))),
+            manager,
+            pids: Arc::new(RandomPidSecretKeyGenerator::default()),
+            passwords,
         });
+        let (stop, stopped) = watch::channel(false);
+        let threads = config.network_threads.max(1);
+        let mut inboxes = Vec::with_capacity(threads);
+        let mut receivers = Vec::with_capacity(threads);
+        for _ in 0..threads {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<std::net::TcpStream>();
+            inboxes.push(tx);
+            receivers.push(rx);
+        }
+        let mut network = Vec::with_capacity(threads);
+        let mut listener = Some(listener);
+        for (i, mut rx) in receivers.into_iter().enumerate() {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            let serving = Arc::clone(&serving);
+            let mut stopped = stopped.clone();
+            // The first thread also accepts, handing sockets out in turn.
+            let accept = listener.take().map(|l| (l, inboxes.clone()));
+            let thread = std::thread::Builder::new()
+                .name(format!("overtake-net-{i}"))
+                .spawn(move || {
+                    runtime.block_on(async move {
+                        if let Some((listener, inboxes)) = accept {
+                            let mut stopped = stopped.clone();
+                            tokio::spawn(async move {
+                                let Ok(listener) = TcpListener::from_std(listener) else {
+                                    return;
+                                };
+                                let mut next = 0;
+                                loop {
+                                    let accepted = tokio::select! {
+                                        a = listener.accept() => a,
+                                        _ = stopped.changed() => return,
+                                    };
+                                    let Ok((socket, _)) = accepted else { continue };
+                                    let Ok(socket) = socket.into_std() else {
+                                        continue;
+                                    };
+                                    let _ = inboxes[next % inboxes.len()].send(socket);
+                                    next += 1;
+                                }
+                            });
+                        }
+                        loop {
+                            let socket = tokio::select! {
+                                s = rx.recv() => s,
+                                _ = stopped.changed() => None,
+                            };
+                            let Some(socket) = socket else { break };
+                            let Ok(socket) = tokio::net::TcpStream::from_std(socket) else {
+                                continue;
+                            };
+                            let _ = socket.set_nodelay(true);
+                            let handlers = serving.handlers();
+                            let mut stopped = stopped.clone();
+                            tokio::spawn(async move {
+                                tokio::select! {
+                                    _ = pgwire::tokio::process_socket(socket, None, handlers) => {}
+                                    _ = stopped.changed() => {}
+                                }
+                            });
+                        }
+                    });
+                    // Dropping the runtime here ends every connection it served.
+                })?;
+            network.push(thread);
+        }
         Ok(Server {
-            runtime: Some(runtime),
             addr,
             stop,
             shared,
+            network,
         })
     }
 
@@ -221,7 +287,9 @@ impl Server {
 
     /// Blocks until SIGINT or SIGTERM.
     pub fn wait_for_signal(&self) -> io::Result<()> {
-        let runtime = self.runtime.as_ref().expect("running");
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
         runtime.block_on(async {
             let mut term =
                 tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
@@ -235,18 +303,19 @@ impl Server {
     /// Stops accepting, closes every connection (an open transaction rolls back), and returns
     /// when the network threads are gone.
     pub fn shutdown(mut self) {
+        self.stop_network();
+    }
+
+    fn stop_network(&mut self) {
         let _ = self.stop.send(true);
-        if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_timeout(Duration::from_secs(5));
+        for t in self.network.drain(..) {
+            let _ = t.join();
         }
     }
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.stop.send(true);
-        if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
-        }
+        self.stop_network();
     }
 }

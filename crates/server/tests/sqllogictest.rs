@@ -25,7 +25,12 @@ struct PgError {
 
 impl std::fmt::Display for PgError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.code.as_deref().unwrap_or("?????"), self.message)
+        write!(
+            f,
+            "{}: {}",
+            self.code.as_deref().unwrap_or("?????"),
+            self.message
+        )
     }
 }
 
@@ -35,7 +40,9 @@ impl From<tokio_postgres::Error> for PgError {
     fn from(e: tokio_postgres::Error) -> Self {
         PgError {
             code: e.code().map(|c| c.code().to_owned()),
-            message: e.as_db_error().map_or_else(|| e.to_string(), |d| d.message().to_owned()),
+            message: e
+                .as_db_error()
+                .map_or_else(|| e.to_string(), |d| d.message().to_owned()),
         }
     }
 }
@@ -56,7 +63,13 @@ impl AsyncDB for Postgres {
                     rows.push(
                         (0..row.len())
                             .map(|i| row.get(i).map_or_else(|| "NULL".to_owned(), str::to_owned))
-                            .map(|v| if v.is_empty() { "(empty)".to_owned() } else { v })
+                            .map(|v| {
+                                if v.is_empty() {
+                                    "(empty)".to_owned()
+                                } else {
+                                    v
+                                }
+                            })
                             .collect(),
                     );
                 }

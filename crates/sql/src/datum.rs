@@ -465,7 +465,7 @@ fn num_arith(a: Num, op: char, b: Num) -> Result<Num> {
         _ if b.units == 0 => Err(division_by_zero()),
         '/' => {
             // PostgreSQL keeps at least 16 significant digits; a fixed scale serves here.
-            let scale = a.scale.max(b.scale).max(6).min(MAX_SCALE);
+            let scale = a.scale.max(b.scale).clamp(6, MAX_SCALE);
             // a/b at `scale`, rounded: (a.units * 10^(scale + b.scale - a.scale + 1)) / b.units.
             let shift = i32::from(scale) + i32::from(b.scale) - i32::from(a.scale) + 1;
             let numerator = if shift >= 0 {

@@ -84,7 +84,10 @@ fn copy_rows(catalog: &Catalog, old: &SqlTable, new: &SqlTable, priority: Priori
         if !c.nullable && rows.iter().any(|r| r[i].is_null()) {
             return Err(SqlError::new(
                 sqlstate::NOT_NULL_VIOLATION,
-                format!("column \"{}\" of relation \"{}\" contains null values", c.name, new.name),
+                format!(
+                    "column \"{}\" of relation \"{}\" contains null values",
+                    c.name, new.name
+                ),
             ));
         }
     }
@@ -120,11 +123,14 @@ fn index_list(table: &SqlTable) -> Vec<(String, Vec<usize>)> {
         .collect()
 }
 
+/// A table's shape: its columns, primary key and indexes (name, columns).
+type Shape = (Vec<SqlColumn>, Vec<usize>, Vec<(String, Vec<usize>)>);
+
 /// Rebuilds `old` as described, copying its rows unless `empty`.
 fn rebuild(
     catalog: &Catalog,
     old: &Arc<SqlTable>,
-    (columns, primary_key, indexes): (Vec<SqlColumn>, Vec<usize>, Vec<(String, Vec<usize>)>),
+    (columns, primary_key, indexes): Shape,
     empty: bool,
     priority: Priority,
 ) -> Result<()> {

@@ -476,7 +476,11 @@ impl AggState {
             }
         };
         let value = match call.func {
-            AggFunc::Avg if n > 0 => acc.arith('/', &Datum::Int(n))?,
+            // An integer average is a numeric one, as in PostgreSQL.
+            AggFunc::Avg if n > 0 => match acc {
+                Datum::Int(_) => Datum::Numeric(acc.as_num()?).arith('/', &Datum::Int(n))?,
+                acc => acc.arith('/', &Datum::Int(n))?,
+            },
             _ => acc,
         };
         value.cast(call.ty)

@@ -27,73 +27,78 @@ fn access_line(table: &SqlTable, shown: &str, access: &Access) -> String {
     }
 }
 
-fn select_lines(plan: &SelectPlan, out: &mut Vec<String>, depth: usize) {
-    let mut depth = depth;
-    let push = |out: &mut Vec<String>, depth: usize, text: String| {
-        let prefix = if depth == 0 {
-            String::new()
-        } else {
-            format!("{}->  ", "  ".repeat(depth * 2 - 1))
-        };
-        out.push(format!("{prefix}{text}"));
-    };
-    if plan.limit.is_some() || plan.offset.is_some() {
-        push(out, depth, "Limit".into());
-        depth += 1;
+/// PostgreSQL's indentation for a node `depth` levels down.
+fn indent(depth: usize) -> String {
+    match depth {
+        0 => String::new(),
+        d => format!("{}->  ", " ".repeat(6 * (d - 1) + 2)),
     }
-    if !plan.order_by.is_empty() {
-        push(out, depth, "Sort".into());
-        depth += 1;
+}
+
+fn node(out: &mut Vec<String>, depth: usize, text: &str, filters: usize) {
+    let prefix = indent(depth);
+    out.push(format!("{prefix}{text}"));
+    if filters > 0 {
+        let s = if filters == 1 { "" } else { "s" };
+        out.push(format!(
+            "{}  Filter: {filters} condition{s}",
+            " ".repeat(prefix.len())
+        ));
     }
-    if plan.distinct {
-        push(out, depth, "Unique".into());
-        depth += 1;
-    }
-    if let Some(agg) = &plan.aggregate {
-        push(
-            out,
-            depth,
-            if agg.group_by.is_empty() {
-                "Aggregate".into()
-            } else {
-                "HashAggregate".into()
-            },
-        );
-        depth += 1;
-    }
-    if plan.for_update {
-        push(out, depth, "LockRows".into());
-        depth += 1;
-    }
-    let n = plan.sources.len();
-    if n == 0 {
-        push(out, depth, "Result".into());
+}
+
+/// The first `n` sources as a left-deep tree of nested loops.
+fn join_lines(plan: &SelectPlan, n: usize, out: &mut Vec<String>, depth: usize) {
+    let last = &plan.sources[n - 1];
+    let line = access_line(&last.table, &last.name, &last.access);
+    if n == 1 {
+        node(out, depth, &line, plan.filters[0].len());
         return;
     }
-    // A left-deep nested loop: each join's outer side is the joins before it.
-    for (i, s) in plan.sources.iter().enumerate().rev() {
-        if i > 0 {
-            push(out, depth + (n - 1 - i), "Nested Loop".into());
-        }
-        let at = depth + (n - 1 - i) + usize::from(i > 0);
-        push(out, at, access_line(&s.table, &s.name, &s.access));
-        if !plan.filters[i].is_empty() {
-            out.push(format!(
-                "{}      Filter: {} condition{}",
-                "  ".repeat(at * 2),
-                plan.filters[i].len(),
-                if plan.filters[i].len() == 1 { "" } else { "s" }
-            ));
-        }
+    node(out, depth, "Nested Loop", 0);
+    join_lines(plan, n - 1, out, depth + 1);
+    node(out, depth + 1, &line, plan.filters[n - 1].len());
+}
+
+fn select_lines(plan: &SelectPlan, out: &mut Vec<String>, depth: usize) {
+    let mut depth = depth;
+    let wrappers = [
+        (plan.limit.is_some() || plan.offset.is_some(), "Limit"),
+        (!plan.order_by.is_empty(), "Sort"),
+        (plan.distinct, "Unique"),
+        (
+            plan.aggregate.is_some(),
+            if plan
+                .aggregate
+                .as_ref()
+                .is_some_and(|a| !a.group_by.is_empty())
+            {
+                "HashAggregate"
+            } else {
+                "Aggregate"
+            },
+        ),
+        (plan.for_update, "LockRows"),
+    ];
+    for (_, name) in wrappers.iter().filter(|(on, _)| *on) {
+        node(out, depth, name, 0);
+        depth += 1;
+    }
+    match plan.sources.len() {
+        0 => node(out, depth, "Result", plan.filters[0].len()),
+        n => join_lines(plan, n, out, depth),
     }
 }
 
 /// The plan of `command`, one line per node.
 pub fn explain(command: &Command) -> Vec<String> {
     let mut out = Vec::new();
-    match command {
-        Command::Query(Query::Select(s)) => select_lines(s, &mut out, 0),
-        Command::Query(Query::Insert(i)) => {
+    let Command::Query(query) = command else {
+        return vec!["Utility Statement".into()];
+    };
+    match query.as_ref() {
+        Query::Select(s) => select_lines(s, &mut out, 0),
+        Query::Insert(i) => {
             out.push(format!("Insert on {}", i.table.name));
             match &i.source {
                 InsertSource::Values(rows) => {
@@ -102,21 +107,20 @@ pub fn explain(command: &Command) -> Vec<String> {
                 InsertSource::Select(s) => select_lines(s, &mut out, 1),
             }
         }
-        Command::Query(Query::Update(u)) => {
+        Query::Update(u) => {
             out.push(format!("Update on {}", u.table.name));
             out.push(format!(
                 "  ->  {}",
                 access_line(&u.table, &u.table.name, &u.access)
             ));
         }
-        Command::Query(Query::Delete(d)) => {
+        Query::Delete(d) => {
             out.push(format!("Delete on {}", d.table.name));
             out.push(format!(
                 "  ->  {}",
                 access_line(&d.table, &d.table.name, &d.access)
             ));
         }
-        _ => out.push("Utility Statement".into()),
     }
     out
 }

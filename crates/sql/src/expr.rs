@@ -409,7 +409,9 @@ fn eval_func(f: Func, args: &[Expr], row: &[Datum], cx: &Context<'_>) -> Result<
             },
         },
         Func::Substr => {
-            let Some(s) = arg(0)?.to_text() else { return Ok(Datum::Null) };
+            let Some(s) = arg(0)?.to_text() else {
+                return Ok(Datum::Null);
+            };
             let from = match arg(1)?.cast(SqlType::Int8)? {
                 Datum::Int(v) => v,
                 _ => return Ok(Datum::Null),
@@ -417,7 +419,10 @@ fn eval_func(f: Func, args: &[Expr], row: &[Datum], cx: &Context<'_>) -> Result<
             let count = match args.get(2) {
                 Some(e) => match e.eval(row, cx)?.cast(SqlType::Int8)? {
                     Datum::Int(v) if v < 0 => {
-                        return Err(SqlError::new(sqlstate::INVALID_PARAMETER_VALUE, "negative substring length not allowed"));
+                        return Err(SqlError::new(
+                            sqlstate::INVALID_PARAMETER_VALUE,
+                            "negative substring length not allowed",
+                        ));
                     }
                     Datum::Int(v) => Some(v),
                     _ => return Ok(Datum::Null),

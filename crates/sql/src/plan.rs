@@ -59,7 +59,7 @@ impl Level {
 #[derive(Debug)]
 pub enum Command {
     /// Reads or writes rows: runs in a transaction.
-    Query(Query),
+    Query(Box<Query>),
     /// Changes the catalog.
     Ddl(Ddl),
     /// `COPY table FROM STDIN`: rows follow from the client.

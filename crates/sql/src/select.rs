@@ -295,8 +295,7 @@ impl Binder<'_> {
                     },
                     ast::Expr::Identifier(id) => {
                         let name = ident(id);
-                        let by_name = columns.iter().position(|c| c.name == name);
-                        by_name
+                        columns.iter().position(|c| c.name == name)
                     }
                     _ => None,
                 };
@@ -346,7 +345,7 @@ impl Binder<'_> {
             Some(ast::Distinct::Distinct) => true,
             Some(other) => return Err(SqlError::unsupported(format!("{other}"))),
         };
-        let aggregate = aggregating.then(|| Aggregate {
+        let aggregate = aggregating.then_some(Aggregate {
             group_by: grouping.group_by,
             calls: grouping.calls,
             having,

@@ -36,8 +36,16 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>> {
     }
     // VACUUM's many forms do nothing here (versions are reclaimed as they age), and the parser
     // knows few of them: any VACUUM is a plain one.
-    let words: Vec<String> = sql.split_whitespace().take(1).map(str::to_ascii_lowercase).collect();
-    if words.first().is_some_and(|w| w.trim_end_matches(';') == "vacuum") && !sql.trim_end().trim_end_matches(';').contains(';') {
+    let words: Vec<String> = sql
+        .split_whitespace()
+        .take(1)
+        .map(str::to_ascii_lowercase)
+        .collect();
+    if words
+        .first()
+        .is_some_and(|w| w.trim_end_matches(';') == "vacuum")
+        && !sql.trim_end().trim_end_matches(';').contains(';')
+    {
         return parse_sql("VACUUM");
     }
     parse_sql(sql)
@@ -48,7 +56,13 @@ fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
         .with_recursion_limit(64)
         .try_with_sql(sql)
         .and_then(|mut p| p.parse_statements())
-        .map_err(|e| SqlError::syntax(e.to_string().trim_start_matches("sql parser error: ").to_owned()))
+        .map_err(|e| {
+            SqlError::syntax(
+                e.to_string()
+                    .trim_start_matches("sql parser error: ")
+                    .to_owned(),
+            )
+        })
 }
 
 /// `COPY table [(columns)] FROM STDIN [[WITH] (option [value], ...)]`, read here because
@@ -64,7 +78,10 @@ fn parse_copy(sql: &str) -> Option<Result<Statement>> {
     let head = &text[..at + " from stdin".len()];
     let rest = lower[at + " from stdin".len()..].trim();
     let rest = rest.strip_prefix("with").unwrap_or(rest).trim();
-    let options = rest.strip_prefix('(').and_then(|r| r.strip_suffix(')')).unwrap_or(rest);
+    let options = rest
+        .strip_prefix('(')
+        .and_then(|r| r.strip_suffix(')'))
+        .unwrap_or(rest);
     for option in options.split(',').map(str::trim).filter(|o| !o.is_empty()) {
         let mut words = option.split_whitespace();
         let name = words.next().unwrap_or_default();
@@ -98,11 +115,11 @@ pub fn prepare(
         Statement::Query(q) => {
             let (plan, cols) = b.select(q)?;
             columns = cols;
-            Command::Query(Query::Select(plan))
+            Command::Query(Box::new(Query::Select(plan)))
         }
-        Statement::Insert(insert) => Command::Query(Query::Insert(b.insert(insert)?)),
-        Statement::Update(update) => Command::Query(Query::Update(b.update(update)?)),
-        Statement::Delete(delete) => Command::Query(Query::Delete(b.delete(delete)?)),
+        Statement::Insert(insert) => Command::Query(Box::new(Query::Insert(b.insert(insert)?))),
+        Statement::Update(update) => Command::Query(Box::new(Query::Update(b.update(update)?))),
+        Statement::Delete(delete) => Command::Query(Box::new(Query::Delete(b.delete(delete)?))),
         Statement::CreateTable(ct) => Command::Ddl(create_table(catalog, ct)?),
         Statement::Drop {
             object_type: ast::ObjectType::Table,

@@ -44,8 +44,8 @@ use crate::task::{Claim, TaskId, TaskState, TaskTable};
 
 mod shared;
 
+use shared::TaskEvent;
 pub(crate) use shared::{IDLE, Stop, WorkerShared};
-use shared::{SPIN_BEFORE_SLEEP, TaskEvent};
 
 /// Traced jobs a worker has room for before its trace vector grows (about 13 MiB).
 const TRACE_ROOM: usize = 1 << 17;
@@ -728,7 +728,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
                         enqueued: now,
                     }),
                     None if now.saturating_duration_since(*idle_since.get_or_insert(now))
-                        < SPIN_BEFORE_SLEEP =>
+                        < core.config.idle_spin =>
                     {
                         std::hint::spin_loop();
                     }

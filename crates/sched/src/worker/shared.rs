@@ -21,9 +21,6 @@ use crate::stats::RunStats;
 /// `running_level` while no task runs.
 pub(crate) const IDLE: u8 = u8::MAX;
 
-/// How long a worker with nothing to do spins before it sleeps until work arrives.
-pub(crate) const SPIN_BEFORE_SLEEP: Duration = Duration::from_micros(200);
-
 /// Lets an idle worker sleep, and whoever brings it work wake it.
 #[derive(Default)]
 pub(crate) struct Sleeper {
@@ -39,6 +36,11 @@ impl Sleeper {
         {
             thread.unpark();
         }
+    }
+
+    /// Whether the worker sleeps, or is about to (it will check for work before it does).
+    pub(crate) fn is_sleeping(&self) -> bool {
+        self.sleeping.load(Ordering::SeqCst)
     }
 
     /// Sleeps (at most a millisecond) unless `has_work` says there is work after all. Paired with
@@ -80,7 +82,9 @@ impl WakeInbox {
         // A running task of a lower level makes way at its next poll (or the worker's loop
         // finds the event at its next pick). One that never polls (a computation) needs the
         // signal: the backstop, which sleeps while nothing is requested, is told.
-        if self.target.request()
+        // A sleeping worker runs nothing: waking it is enough (it collects the event first).
+        if !self.sleeper.is_sleeping()
+            && self.target.request()
             && let Some(backstop) = self.backstop.get()
         {
             backstop.unpark();

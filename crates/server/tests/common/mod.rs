@@ -24,8 +24,11 @@ impl TestServer {
         config.listen = "127.0.0.1:0".parse().expect("address");
         let db = Arc::new(Database::in_memory(options));
         let scheduler = Arc::new(
-            Scheduler::start(&SchedConfig::default().workers(2).pin(false), Arc::new(Calls))
-                .expect("scheduler"),
+            Scheduler::start(
+                &SchedConfig::default().workers(2).pin(false),
+                Arc::new(Calls),
+            )
+            .expect("scheduler"),
         );
         let server = Server::start(&config, db, Arc::clone(&scheduler)).expect("server");
         let port = server.local_addr().port();

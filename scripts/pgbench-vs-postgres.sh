@@ -1,0 +1,42 @@
+#!/bin/bash
+# pgbench against Overtake and PostgreSQL 15 on this machine, in alternating runs.
+#
+#   scripts/pgbench-vs-postgres.sh [seconds per run] [rounds] [synchronous_commit: off|on]
+#
+# Starts a throwaway PostgreSQL cluster (initdb in a temporary directory, as the `postgres` user,
+# port 5432, trust authentication on loopback) and `overtake serve` (release build, port 5433),
+# initializes both with `pgbench -i -s 1`, then alternates: TPC-B with 8 clients and 2 threads
+# (-M prepared), and the select-only script (-S). Prints one line per run and the ratios.
+set -euo pipefail
+seconds=${1:-10}
+rounds=${2:-3}
+sync=${3:-off}
+root=$(cd "$(dirname "$0")/.." && pwd)
+overtake="$root/target/release/overtake"
+pgbin=/usr/lib/postgresql/15/bin
+work=$(mktemp -d /tmp/pgbench-vs.XXXXXX)
+chown postgres "$work"
+cleanup() {
+    su postgres -c "$pgbin/pg_ctl -D $work/pg -m immediate stop" >/dev/null 2>&1 || true
+    [[ -n "${server:-}" ]] && kill "$server" 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+su postgres -c "$pgbin/initdb -D $work/pg -A trust -U postgres" >/dev/null
+su postgres -c "$pgbin/pg_ctl -D $work/pg -l $work/pg.log -o '-p 5432 -k $work -c synchronous_commit=$sync -c max_connections=50' start" >/dev/null
+"$overtake" serve --listen 127.0.0.1:5433 2>"$work/overtake.log" &
+server=$!
+sleep 2
+pgbench -h 127.0.0.1 -p 5432 -U postgres -i -s 1 -q postgres >/dev/null 2>&1
+pgbench -h 127.0.0.1 -p 5433 -U postgres -i -s 1 -q postgres >/dev/null 2>&1
+run() { # port, extra args -> tps
+    pgbench -h 127.0.0.1 -p "$1" -U postgres -c 8 -j 2 -T "$seconds" -M prepared -n "${@:2}" postgres 2>&1 \
+        | awk '/^tps/ {print $3} /failed transactions/ && $5 != "0" {print "FAILED:" $0 > "/dev/stderr"}'
+}
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); synchronous_commit=$sync (PostgreSQL), in memory (Overtake); ${seconds}s per run"
+for r in $(seq 1 "$rounds"); do
+    pg_b=$(run 5432); ot_b=$(run 5433)
+    pg_s=$(run 5432 -S); ot_s=$(run 5433 -S)
+    printf 'round %d  TPC-B: postgres %8.0f  overtake %8.0f  ratio %.2f   select-only: postgres %8.0f  overtake %8.0f  ratio %.2f\n' \
+        "$r" "$pg_b" "$ot_b" "$(echo "$ot_b / $pg_b" | bc -l)" "$pg_s" "$ot_s" "$(echo "$ot_s / $pg_s" | bc -l)"
+done
