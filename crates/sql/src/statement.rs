@@ -184,7 +184,17 @@ pub fn prepare(
         } => Command::Rollback,
         Statement::Set(set) => set_command(set)?,
         Statement::ShowVariable { variable } => {
-            Command::Show(variable.iter().map(ident).collect::<Vec<_>>().join(" "))
+            let name = variable.iter().map(ident).collect::<Vec<_>>().join(" ");
+            let text = |name: &str| OutputColumn {
+                name: name.to_owned(),
+                ty: SqlType::Text,
+            };
+            columns = if name == "all" {
+                vec![text("name"), text("setting")]
+            } else {
+                vec![text(&name)]
+            };
+            Command::Show(name)
         }
         Statement::Reset(ResetStatement { reset }) => Command::Reset(match reset {
             ast::Reset::ALL => "all".into(),

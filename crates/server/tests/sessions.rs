@@ -1,0 +1,181 @@
+//! Sessions over the wire: a session's priority reaches the scheduler (SET, startup options,
+//! role defaults), hostile input ends only its own connection, and over-long statements are
+//! refused without harm.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+
+use overtake_sched::Priority;
+use tokio_postgres::NoTls;
+
+#[global_allocator]
+static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+async fn connect(config: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(config, NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(connection);
+    client
+}
+
+/// Statements the scheduler finished at each level so far.
+fn finished(server: &common::TestServer) -> Vec<u64> {
+    let stats = server.scheduler.as_ref().expect("running").stats();
+    stats
+        .levels
+        .iter()
+        .map(|c| c.committed + c.rolled_back + c.failed)
+        .collect()
+}
+
+#[test]
+fn a_sessions_statements_run_at_its_priority() {
+    let server = common::TestServer::start();
+    runtime().block_on(async {
+        let admin = connect(&server.dsn("admin")).await;
+        admin
+            .batch_execute("CREATE TABLE p (id int PRIMARY KEY)")
+            .await
+            .expect("create");
+        admin
+            .batch_execute("ALTER ROLE reporting SET priority = 'background'")
+            .await
+            .expect("alter role");
+        // SET, then the statement: it runs as an urgent task.
+        let before = finished(&server);
+        admin
+            .batch_execute("SET priority = 'urgent'")
+            .await
+            .expect("set");
+        admin
+            .query("SELECT count(*) FROM p", &[])
+            .await
+            .expect("select");
+        let after = finished(&server);
+        assert_eq!(
+            after[Priority::CRITICAL.level()],
+            before[Priority::CRITICAL.level()] + 1
+        );
+        // A role's default, and the startup packet's options over it.
+        let reporting = connect(&server.dsn("reporting")).await;
+        let before = finished(&server);
+        reporting
+            .query("SELECT count(*) FROM p", &[])
+            .await
+            .expect("select");
+        assert_eq!(
+            finished(&server)[Priority::LOW.level()],
+            before[Priority::LOW.level()] + 1
+        );
+        let mut opted = connect(&format!(
+            "{} options='-c priority=high'",
+            server.dsn("reporting")
+        ))
+        .await;
+        let row = opted.query_one("SHOW priority", &[]).await.expect("show");
+        assert_eq!(row.get::<_, &str>(0), "high");
+        let before = finished(&server);
+        opted
+            .query("SELECT count(*) FROM p", &[])
+            .await
+            .expect("select");
+        assert_eq!(
+            finished(&server)[Priority::HIGH.level()],
+            before[Priority::HIGH.level()] + 1
+        );
+        // SET LOCAL: one transaction's statements, then back.
+        let tx = opted.transaction().await.expect("begin");
+        tx.batch_execute("SET LOCAL priority = 'urgent'")
+            .await
+            .expect("set local");
+        let before = finished(&server);
+        tx.execute("INSERT INTO p VALUES (1)", &[])
+            .await
+            .expect("insert");
+        tx.commit().await.expect("commit");
+        // The block's task ran at the level in effect at its first statement.
+        assert_eq!(
+            finished(&server)[Priority::CRITICAL.level()],
+            before[Priority::CRITICAL.level()] + 1
+        );
+        let row = opted.query_one("SHOW priority", &[]).await.expect("show");
+        assert_eq!(row.get::<_, &str>(0), "high");
+    });
+}
+
+#[test]
+fn a_malformed_message_closes_only_its_connection() {
+    let server = common::TestServer::start();
+    runtime().block_on(async {
+        let good = connect(&server.dsn("good")).await;
+        good.batch_execute("CREATE TABLE g (id int PRIMARY KEY)")
+            .await
+            .expect("create");
+        for garbage in [
+            &b"\x00\x00\x00\x08\x04\xd2\x16\x2f"[..], // an SSL request, then garbage below
+            &b"GET / HTTP/1.1\r\n\r\n"[..],
+            &[0xff; 64][..],
+            &b"\x00\x00\x00\x03"[..], // a length shorter than its own field
+        ] {
+            let mut s = TcpStream::connect(("127.0.0.1", server.port)).expect("tcp");
+            s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+                .expect("timeout");
+            let _ = s.write_all(garbage);
+            let _ = s.write_all(&[0x51, 0x7f, 0xff, 0xff, 0xff]);
+            let mut buf = [0u8; 256];
+            // The server answers with an error or closes; either way it does not hang.
+            let _ = s.read(&mut buf);
+        }
+        // A startup, then a message whose length claims a gigabyte.
+        let mut s = TcpStream::connect(("127.0.0.1", server.port)).expect("tcp");
+        let mut startup = Vec::new();
+        let params = b"user\0bad\0\0";
+        startup.extend_from_slice(&((8 + params.len()) as u32).to_be_bytes());
+        startup.extend_from_slice(&196_608u32.to_be_bytes());
+        startup.extend_from_slice(params);
+        s.write_all(&startup).expect("startup");
+        s.write_all(&[b'Q', 0x40, 0, 0, 0]).expect("huge");
+        s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .expect("timeout");
+        let mut buf = [0u8; 4096];
+        let _ = s.read(&mut buf);
+        // Every other session carries on.
+        good.execute("INSERT INTO g VALUES (1)", &[])
+            .await
+            .expect("insert");
+        let n: i64 = good
+            .query_one("SELECT count(*) FROM g", &[])
+            .await
+            .expect("count")
+            .get(0);
+        assert_eq!(n, 1);
+    });
+}
+
+#[test]
+fn an_over_long_statement_is_refused_and_the_session_goes_on() {
+    let server = common::TestServer::start();
+    runtime().block_on(async {
+        let client = connect(&server.dsn("long")).await;
+        let long = format!(
+            "SELECT 1 {}",
+            " ".repeat(overtake_sql::statement::MAX_STATEMENT_LEN)
+        );
+        let err = client.simple_query(&long).await.expect_err("refused");
+        assert_eq!(err.code().map(|c| c.code()), Some("54000"));
+        let rows = client.simple_query("SELECT 2").await.expect("still usable");
+        assert!(rows.iter().any(
+            |m| matches!(m, tokio_postgres::SimpleQueryMessage::Row(r) if r.get(0) == Some("2"))
+        ));
+    });
+}
