@@ -24,7 +24,9 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         .workers(usize::from(args.workers.max(1)))
         .policy(args.policy.policy())
         .idle_spin(Duration::from_micros(args.idle_spin_us))
-        .pin(args.pin);
+        .pin(args.pin)
+        // Network threads and clients share the cores: background statements yield them.
+        .os_background(true);
     let scheduler =
         Arc::new(Scheduler::start(&config, Arc::new(Calls)).map_err(|e| e.to_string())?);
     let server = Server::start(

@@ -266,10 +266,39 @@ pub fn serve_promptly() -> ServiceClass {
     }
 }
 
+/// Raises the calling thread to nice -10 (no real-time class): for a thread others wait for that
+/// also does sustained work (a network thread serving many clients), which a real-time class
+/// would let crowd out everything else. False if the operating system refused.
+pub fn set_raised() -> bool {
+    set_nice(-10)
+}
+
 /// Lowers the calling thread to nice 10, for background work that should only use what urgent
 /// work leaves (a checkpoint). Returns false if the operating system refused.
 pub fn run_in_background() -> bool {
     set_nice(10)
+}
+
+/// Lowers the calling thread to the weakest weight (nice 19) while `background`, and back to nice
+/// 0 when not: a worker running background work gives the core to any ordinary thread that wakes
+/// (a network thread with an urgent statement, a client). False if the operating system refused
+/// (going back up needs the privilege to raise a thread's priority).
+pub fn set_background(background: bool) -> bool {
+    set_nice(if background { 19 } else { 0 })
+}
+
+/// The calling thread's nice value.
+pub fn current_nice() -> i32 {
+    // SAFETY: getpriority takes plain integers; who 0 with PRIO_PROCESS is the calling thread.
+    // It may return -1 legitimately; errno is not needed here (the call cannot fail for the
+    // calling thread).
+    unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) }
+}
+
+/// Whether this process may move its threads between nice 19 and 0 (tried on the calling
+/// thread, which is left at 0).
+pub fn can_switch_background() -> bool {
+    set_background(true) && set_background(false)
 }
 
 /// Sets the calling thread's nice value (Linux applies it per thread).
@@ -281,6 +310,21 @@ fn set_nice(nice: i32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_thread_moves_to_the_background_weight_and_back_when_allowed() {
+        std::thread::spawn(|| {
+            if !can_switch_background() {
+                return; // an unprivileged process cannot come back up: nothing to check
+            }
+            assert!(set_background(true));
+            assert_eq!(current_nice(), 19);
+            assert!(set_background(false));
+            assert_eq!(current_nice(), 0);
+        })
+        .join()
+        .expect("thread");
+    }
 
     #[test]
     fn a_service_thread_keeps_off_the_cores_pinned_threads_hold_while_they_hold_them() {

@@ -104,6 +104,12 @@ pub struct SchedConfig {
     /// default: a job arriving meanwhile starts without a wake-up). A server whose network
     /// threads and clients share the workers' cores spins less: the spinning takes their CPU.
     pub idle_spin: Duration,
+    /// While a worker runs a task of the lowest level, its thread runs at the operating system's
+    /// weakest weight (nice 19), back at 0 for anything more urgent: on a machine whose cores
+    /// it shares with network threads and clients, those then get a core at once rather than
+    /// their share of it. Costs a system call when a worker changes between the lowest level and
+    /// another; ignored if the process may not raise a thread's priority back.
+    pub os_background: bool,
     /// Record where each urgent job's time went, and every non-preemptible region's length
     /// ([`crate::trace`]). A diagnostic mode: it costs system calls per task slice.
     pub trace: bool,
@@ -125,6 +131,7 @@ impl Default for SchedConfig {
             resumed_quanta: 4,
             paused_age_limit: Duration::from_millis(100),
             idle_spin: Duration::from_micros(200),
+            os_background: false,
             two_queues: true,
             skip_needless: true,
             delivery: Delivery::Signal,
@@ -231,6 +238,12 @@ impl SchedConfig {
     /// Sets [`stack_size`](Self::stack_size).
     pub fn stack_size(mut self, bytes: usize) -> Self {
         self.stack_size = bytes;
+        self
+    }
+
+    /// Sets [`os_background`](Self::os_background).
+    pub fn os_background(mut self, on: bool) -> Self {
+        self.os_background = on;
         self
     }
 

@@ -232,3 +232,25 @@ fn the_statistics_of_a_running_scheduler_count_what_has_ended() {
     assert_eq!(scheduler.stats().class(Priority::HIGH).committed, 3);
     scheduler.shutdown(Shutdown::Drain).expect("shutdown");
 }
+
+#[test]
+fn with_os_background_a_worker_runs_background_calls_at_the_weakest_weight() {
+    if !overtake_runtime::os_thread::can_switch_background() {
+        return; // the process may not raise a thread back: the option is ignored
+    }
+    let config = overtake_sched::SchedConfig::default()
+        .pin(false)
+        .os_background(true);
+    let scheduler = Scheduler::start(&config, Arc::new(Calls)).expect("start");
+    let nice_at = |p: Priority| {
+        scheduler
+            .call(p, overtake_runtime::os_thread::current_nice)
+            .expect("admitted")
+            .wait()
+            .expect("ran")
+    };
+    assert_eq!(nice_at(Priority::LOW), 19);
+    assert_eq!(nice_at(Priority::HIGH), 0);
+    assert_eq!(nice_at(Priority::LOW), 19);
+    scheduler.shutdown(Shutdown::Drain).expect("shutdown");
+}

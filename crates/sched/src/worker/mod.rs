@@ -97,6 +97,9 @@ struct WorkerCore<E: Executor> {
     /// The parker of a slot's current task.
     parkers: Box<[RefCell<Option<Parker>>]>,
     running: Cell<Option<TaskId>>,
+    /// `os_background` in effect for this thread (the process may switch), and whether the
+    /// thread is at the background weight now.
+    os_background: Cell<(bool, bool)>,
     /// When the running task's current slice began.
     slice_started: Cell<Instant>,
     /// Quantum: how long the current slice may run.
@@ -472,6 +475,13 @@ impl<E: Executor> WorkerCore<E> {
                 .store(quantum.as_nanos() as u64, Ordering::Relaxed);
         }
         self.note_conflict(priority, slice);
+        if let (true, now_background) = self.os_background.get() {
+            let background = priority == Priority::LOW;
+            if background != now_background {
+                overtake_runtime::os_thread::set_background(background);
+                self.os_background.set((true, background));
+            }
+        }
         self.running.set(Some(id));
         self.shared.switches.fetch_add(1, Ordering::Relaxed);
         self.slice_started.set(slice);
@@ -648,6 +658,8 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         preempt::register_worker(Arc::clone(&shared.target), config.poll_every(), on_preempt)
             .map_err(|source| SchedError::RegisterWorker { index, source })?;
     let pool = config.task_pool;
+    let os_background =
+        config.os_background && overtake_runtime::os_thread::can_switch_background();
     let core = Rc::new(WorkerCore {
         index,
         shared,
@@ -660,6 +672,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         parkers: (0..pool).map(|_| RefCell::new(None)).collect(),
         config,
         running: Cell::new(None),
+        os_background: Cell::new((os_background, false)),
         slice_started: Cell::new(Instant::now()),
         slice_quantum: Cell::new(std::time::Duration::ZERO),
         slice_usage: Cell::new(None),
