@@ -100,6 +100,24 @@ pub enum Bench {
     /// TPC-C transactions one after another on this thread, straight on the engine (no
     /// scheduler, no clients): the engine's own cost per transaction type, for profiling.
     Engine(EngineArgs),
+    /// The SQL layer's own cost per statement: a prepared primary-key SELECT (pgbench's
+    /// select-only statement) run through the planner's executor with its parameter decoded and
+    /// its row encoded as text, against the same read straight on the engine, on this thread.
+    Sql(SqlArgs),
+}
+
+/// `bench sql`.
+#[derive(Debug, Args)]
+pub struct SqlArgs {
+    /// Statements per measurement.
+    #[arg(long, default_value_t = 200_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    pub count: u64,
+    /// Alternating measurements of each.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub rounds: u32,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Subcommand)]

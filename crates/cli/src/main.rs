@@ -11,6 +11,7 @@ mod args;
 mod bench_clients;
 mod bench_engine;
 mod bench_q2;
+mod bench_sql;
 mod bench_stalls;
 mod bench_switch;
 mod bench_tasks;
@@ -77,6 +78,7 @@ fn main() -> ExitCode {
         args::Command::Bench(args::Bench::Stalls(a)) => done(bench_stalls::run(&a)),
         args::Command::Bench(args::Bench::Locks(a)) => done(locks::bench(&a)),
         args::Command::Bench(args::Bench::Engine(a)) => done(bench_engine::run(&a)),
+        args::Command::Bench(args::Bench::Sql(a)) => done(bench_sql::run(&a)),
         args::Command::Check(args::Check::Tpcc(a)) => kept::check(&a),
         args::Command::CrashTest(a) => crash_test::run(&a),
         args::Command::Serve(a) => done(serve::run(&a)),

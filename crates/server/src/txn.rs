@@ -5,6 +5,7 @@
 //! client it holds nothing an urgent transaction cannot take).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use overtake_engine::{Database, Isolation};
@@ -190,7 +191,27 @@ pub fn start_block(
     Ok(promise)
 }
 
-/// Runs `work` as a transaction of its own (autocommit).
+/// Sets its flag when dropped: the future awaiting a statement was dropped (the client cancelled
+/// it, or went away), so the statement must not commit.
+struct Abandon(Option<Arc<AtomicBool>>);
+
+impl Abandon {
+    /// The statement ended: nothing to tell it.
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Abandon {
+    fn drop(&mut self) {
+        if let Some(flag) = &self.0 {
+            flag.store(true, Ordering::Release);
+        }
+    }
+}
+
+/// Runs `work` as a transaction of its own (autocommit). If this future is dropped before the
+/// statement ends (a cancel), the statement rolls back instead of committing.
 pub async fn run_alone(
     scheduler: &Scheduler<Calls>,
     db: &Arc<Database>,
@@ -199,21 +220,29 @@ pub async fn run_alone(
     work: RunOrInsert,
 ) -> Result<Output, SqlError> {
     let db = Arc::clone(db);
+    let abandoned = Arc::new(AtomicBool::new(false));
+    let guard = Abandon(Some(Arc::clone(&abandoned)));
     let ticket = scheduler
         .call_waiting(
             priority,
             move || -> Result<Output, SqlError> {
                 let mut txn = db.begin(priority, isolation(level))?;
                 let out = run(&mut txn, &work)?;
+                if abandoned.load(Ordering::Acquire) {
+                    return Err(SqlError::new(
+                        sqlstate::QUERY_CANCELED,
+                        "canceling statement due to user request",
+                    ));
+                }
                 txn.commit()?;
                 Ok(out)
             },
             ADMISSION_WAIT,
         )
         .map_err(|_| refused("the statement"))?;
-    ticket
-        .await
-        .map_err(|e| SqlError::new(sqlstate::INTERNAL_ERROR, e.to_string()))?
+    let result = ticket.await;
+    guard.disarm();
+    result.map_err(|e| SqlError::new(sqlstate::INTERNAL_ERROR, e.to_string()))?
 }
 
 /// Runs catalog work (DDL) on a worker, never paused: it takes the catalog's lock.

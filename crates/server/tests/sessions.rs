@@ -179,3 +179,59 @@ fn an_over_long_statement_is_refused_and_the_session_goes_on() {
         ));
     });
 }
+
+#[test]
+fn a_cancelled_statement_waiting_for_a_row_lock_never_commits() {
+    let server = common::TestServer::start();
+    runtime().block_on(async {
+        let holder = connect(&server.dsn("holder")).await;
+        holder
+            .batch_execute("CREATE TABLE c (id int PRIMARY KEY, v int NOT NULL)")
+            .await
+            .expect("create");
+        holder
+            .batch_execute("INSERT INTO c VALUES (1, 0)")
+            .await
+            .expect("insert");
+        holder
+            .batch_execute("BEGIN; UPDATE c SET v = 1 WHERE id = 1")
+            .await
+            .expect("hold");
+        let waiter = connect(&server.dsn("waiter")).await;
+        let cancel = waiter.cancel_token();
+        let waiting = tokio::spawn(async move {
+            let r = waiter
+                .batch_execute("UPDATE c SET v = 100 WHERE id = 1")
+                .await;
+            (waiter, r)
+        });
+        // The waiter is seen waiting for the row lock (a state, not a timeout).
+        let db = server.database();
+        while db.lock_waits().is_empty() {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        cancel.cancel_query(NoTls).await.expect("cancel");
+        let (waiter, result) = waiting.await.expect("joined");
+        let err = result.expect_err("cancelled");
+        assert_eq!(err.code().map(|c| c.code()), Some("57014"));
+        holder.batch_execute("COMMIT").await.expect("commit");
+        // The cancelled update got the lock after the commit, and rolled back: v stays 1.
+        let v: i32 = waiter
+            .query_one("SELECT v FROM c WHERE id = 1", &[])
+            .await
+            .expect("read")
+            .get(0);
+        assert_eq!(v, 1);
+        // Until it has, its lock may still be queued: a write after it waits, then applies.
+        waiter
+            .batch_execute("UPDATE c SET v = v + 1 WHERE id = 1")
+            .await
+            .expect("update");
+        let v: i32 = waiter
+            .query_one("SELECT v FROM c WHERE id = 1", &[])
+            .await
+            .expect("read")
+            .get(0);
+        assert_eq!(v, 2);
+    });
+}

@@ -10,6 +10,7 @@ use overtake_sched::{Calls, SchedConfig, Scheduler, Shutdown};
 use overtake_server::{Server, ServerConfig};
 
 pub struct TestServer {
+    pub db: Arc<Database>,
     pub server: Option<Server>,
     pub scheduler: Option<Arc<Scheduler<Calls>>>,
     pub port: u16,
@@ -30,13 +31,20 @@ impl TestServer {
             )
             .expect("scheduler"),
         );
-        let server = Server::start(&config, db, Arc::clone(&scheduler)).expect("server");
+        let server =
+            Server::start(&config, Arc::clone(&db), Arc::clone(&scheduler)).expect("server");
         let port = server.local_addr().port();
         TestServer {
+            db,
             server: Some(server),
             scheduler: Some(scheduler),
             port,
         }
+    }
+
+    /// The database it serves.
+    pub fn database(&self) -> Arc<Database> {
+        Arc::clone(&self.db)
     }
 
     /// A connection string for tokio-postgres.
