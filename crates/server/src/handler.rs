@@ -11,26 +11,21 @@ use std::sync::{Arc, Mutex as StdMutex};
 
 use async_trait::async_trait;
 use futures::{Sink, SinkExt, stream};
-use pgwire::api::DEFAULT_NAME;
 use pgwire::api::auth::{
     DefaultServerParameterProvider, StartupHandler, finish_authentication, protocol_negotiation,
     save_startup_parameters_to_metadata,
 };
 use pgwire::api::copy::CopyHandler;
-use pgwire::api::portal::{Format, Portal};
-use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler, send_query_response};
-use pgwire::api::results::{CopyResponse, FieldInfo, QueryResponse, Response, Tag};
-use pgwire::api::stmt::QueryParser;
-use pgwire::api::store::Entry;
+use pgwire::api::portal::Format;
+use pgwire::api::query::{SimpleQueryHandler, send_query_response};
+use pgwire::api::results::{CopyResponse, QueryResponse, Response, Tag};
 use pgwire::api::store::PortalStore;
 use pgwire::api::{
     ClientInfo, ClientPortalStore, ConnectionHandle, ConnectionManager, PgWireConnectionState,
-    PidSecretKeyGenerator, RandomPidSecretKeyGenerator, Type,
+    PidSecretKeyGenerator, RandomPidSecretKeyGenerator,
 };
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::copy::{CopyData, CopyDone};
-use pgwire::messages::data::{NoData, ParameterDescription, RowDescription};
-use pgwire::messages::extendedquery::{Bind, BindComplete, Describe, Execute};
 use pgwire::messages::response::{
     CommandComplete, EmptyQueryResponse, ReadyForQuery, TransactionStatus,
 };
@@ -38,23 +33,12 @@ use pgwire::messages::simplequery::Query as QueryMessage;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use tokio::sync::Mutex;
 
-use overtake_sql::statement::{Ast, parse, prepare};
-use overtake_sql::{Prepared, SqlError, SqlType, sqlstate};
+use overtake_sql::statement::{parse, prepare};
+use overtake_sql::{SqlError, sqlstate};
 
 use crate::session::{Answer, MAX_COPY_BYTES, Session, Shared};
 use crate::settings;
 use crate::wire;
-
-/// A statement as the extended protocol keeps it: its text, syntax tree and current plan.
-#[derive(Debug)]
-pub struct Statement {
-    ast: Ast,
-    declared: Vec<Option<SqlType>>,
-    plan: StdMutex<Arc<Prepared>>,
-}
-
-/// What pgwire stores per prepared statement.
-pub type StatementRef = Arc<Statement>;
 
 /// The server parameters reported at startup (a PostgreSQL 15 server, as clients expect).
 pub fn server_parameters() -> DefaultServerParameterProvider {
@@ -65,7 +49,7 @@ pub fn server_parameters() -> DefaultServerParameterProvider {
 
 /// One client connection's handlers and session.
 pub struct Connection {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
     session: Mutex<Option<Session>>,
     manager: Arc<ConnectionManager>,
     pids: Arc<RandomPidSecretKeyGenerator>,
@@ -89,7 +73,7 @@ impl Connection {
     }
 
     /// The session, created on first use from the client's startup parameters.
-    async fn session<C: ClientInfo>(
+    pub(crate) async fn session<C: ClientInfo>(
         &self,
         client: &C,
     ) -> Result<tokio::sync::MutexGuard<'_, Option<Session>>, SqlError> {
@@ -115,17 +99,9 @@ impl Connection {
         }
         Session::new(Arc::clone(&self.shared), &user, &options)
     }
-
-    fn plan_of(&self, stmt: &Statement) -> Result<Arc<Prepared>, SqlError> {
-        let mut plan = stmt.plan.lock().unwrap_or_else(|p| p.into_inner());
-        if plan.version != self.shared.catalog.version() {
-            *plan = Arc::new(prepare(&self.shared.catalog, &stmt.ast, &stmt.declared)?);
-        }
-        Ok(Arc::clone(&plan))
-    }
 }
 
-fn status_of(session: &Option<Session>) -> TransactionStatus {
+pub(crate) fn status_of(session: &Option<Session>) -> TransactionStatus {
     match session {
         Some(s) if s.in_block() && s.block_failed() => TransactionStatus::Error,
         Some(s) if s.in_block() => TransactionStatus::Transaction,
@@ -134,7 +110,7 @@ fn status_of(session: &Option<Session>) -> TransactionStatus {
 }
 
 /// The answer as pgwire's response (`Err` for an error: the caller has set the status).
-fn response(answer: Answer, format: &Format) -> Result<Response, SqlError> {
+pub(crate) fn response(answer: Answer, format: &Format) -> Result<Response, SqlError> {
     Ok(match answer {
         Answer::Rows { columns, rows, tag } => {
             let fields = Arc::new(wire::fields(&columns, format));
@@ -277,291 +253,6 @@ impl SimpleQueryHandler for Connection {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         unreachable!("on_query is overridden")
-    }
-}
-
-/// Plans statements for the extended protocol.
-pub struct Planner {
-    shared: Arc<Shared>,
-}
-
-#[async_trait]
-impl QueryParser for Planner {
-    type Statement = StatementRef;
-
-    async fn parse_sql<C>(
-        &self,
-        _client: &C,
-        sql: &str,
-        types: &[Option<Type>],
-    ) -> PgWireResult<Option<StatementRef>>
-    where
-        C: ClientInfo + Unpin + Send + Sync,
-    {
-        let mut statements = parse(sql).map_err(|e| wire::pg_error(&e))?;
-        let ast = match statements.len() {
-            0 => return Ok(None),
-            1 => statements.remove(0),
-            _ => {
-                return Err(wire::pg_error(&SqlError::syntax(
-                    "cannot insert multiple commands into a prepared statement",
-                )));
-            }
-        };
-        let declared: Vec<Option<SqlType>> = types
-            .iter()
-            .map(|t| t.as_ref().and_then(|t| SqlType::from_oid(t.oid())))
-            .collect();
-        let plan =
-            prepare(&self.shared.catalog, &ast, &declared).map_err(|e| wire::pg_error(&e))?;
-        Ok(Some(Arc::new(Statement {
-            ast,
-            declared,
-            plan: StdMutex::new(Arc::new(plan)),
-        })))
-    }
-
-    fn get_parameter_types(&self, stmt: &StatementRef) -> PgWireResult<Vec<Type>> {
-        let plan = stmt.plan.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(plan.params.iter().map(|t| wire::pg_type(*t)).collect())
-    }
-
-    fn get_result_schema(
-        &self,
-        stmt: &StatementRef,
-        format: Option<&Format>,
-    ) -> PgWireResult<Vec<FieldInfo>> {
-        let plan = stmt.plan.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(wire::fields(
-            &plan.columns,
-            format.unwrap_or(&Format::UnifiedText),
-        ))
-    }
-}
-
-#[async_trait]
-impl ExtendedQueryHandler for Connection {
-    type Statement = StatementRef;
-    type QueryParser = Planner;
-
-    fn query_parser(&self) -> Arc<Planner> {
-        Arc::new(Planner {
-            shared: Arc::clone(&self.shared),
-        })
-    }
-
-    // Bind and Execute answer with `feed`: their messages leave with the ReadyForQuery that Sync
-    // flushes, one write per round trip as PostgreSQL does (pgwire's defaults flush after
-    // BindComplete and CommandComplete, which cost pgbench's select-only run two extra writes
-    // and wake-ups per statement).
-    async fn on_bind<C>(&self, client: &mut C, message: Bind) -> PgWireResult<()>
-    where
-        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::PortalStore: PortalStore<Statement = StatementRef>,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        let statement_name = message.statement_name.as_deref().unwrap_or(DEFAULT_NAME);
-        let portal_name = message.portal_name.as_deref().unwrap_or(DEFAULT_NAME);
-        match client.portal_store().get_statement(statement_name) {
-            Some(Entry::Value(statement)) => {
-                let portal = Portal::try_new(&message, statement)?;
-                client.portal_store().put_portal(Arc::new(portal));
-            }
-            Some(Entry::Empty) if message.parameters.is_empty() => {
-                client.portal_store().put_empty_portal(portal_name);
-            }
-            Some(Entry::Empty) => {
-                return Err(wire::pg_error(&SqlError::new(
-                    sqlstate::PROTOCOL_VIOLATION,
-                    "bind message supplies parameters to an empty statement",
-                )));
-            }
-            None => return Err(PgWireError::StatementNotFound(statement_name.to_owned())),
-        }
-        client
-            .feed(PgWireBackendMessage::BindComplete(BindComplete::new()))
-            .await?;
-        Ok(())
-    }
-
-    async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
-    where
-        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::PortalStore: PortalStore<Statement = StatementRef>,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        // As Bind: fed, to leave with Sync's flush.
-        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
-        let (plan, params, format) = match message.target_type {
-            b'S' => match client.portal_store().get_statement(name) {
-                Some(Entry::Value(stmt)) => (
-                    Some(
-                        self.plan_of(&stmt.statement)
-                            .map_err(|e| wire::pg_error(&e))?,
-                    ),
-                    true,
-                    Format::UnifiedText,
-                ),
-                Some(Entry::Empty) => (None, true, Format::UnifiedText),
-                None => return Err(PgWireError::StatementNotFound(name.to_owned())),
-            },
-            b'P' => match client.portal_store().get_portal(name) {
-                Some(Entry::Value(portal)) => (
-                    Some(
-                        self.plan_of(&portal.statement.statement)
-                            .map_err(|e| wire::pg_error(&e))?,
-                    ),
-                    false,
-                    portal.result_column_format.clone(),
-                ),
-                Some(Entry::Empty) => (None, false, Format::UnifiedText),
-                None => return Err(PgWireError::PortalNotFound(name.to_owned())),
-            },
-            other => return Err(PgWireError::InvalidTargetType(other)),
-        };
-        if params {
-            let types = plan
-                .as_ref()
-                .map_or_else(Vec::new, |p| p.params.iter().map(|t| t.oid()).collect());
-            client
-                .feed(PgWireBackendMessage::ParameterDescription(
-                    ParameterDescription::new(types),
-                ))
-                .await?;
-        }
-        match plan.filter(|p| !p.columns.is_empty()) {
-            Some(p) => {
-                let fields = wire::fields(&p.columns, &format);
-                client
-                    .feed(PgWireBackendMessage::RowDescription(RowDescription::new(
-                        fields.iter().map(Into::into).collect(),
-                    )))
-                    .await?;
-            }
-            None => {
-                client
-                    .feed(PgWireBackendMessage::NoData(NoData::new()))
-                    .await?
-            }
-        }
-        Ok(())
-    }
-
-    async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
-    where
-        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::PortalStore: PortalStore<Statement = StatementRef>,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        // A row limit (a cursor-like fetch) takes pgwire's portal machinery; the common case,
-        // all rows at once, is answered here without a flush.
-        if message.max_rows > 0 {
-            return self._on_execute(client, message).await;
-        }
-        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
-            return Err(PgWireError::NotReadyForQuery);
-        }
-        let portal_name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
-        let portal = match client.portal_store().get_portal(portal_name) {
-            Some(Entry::Value(portal)) => portal,
-            Some(Entry::Empty) => {
-                client
-                    .feed(PgWireBackendMessage::EmptyQueryResponse(
-                        EmptyQueryResponse::new(),
-                    ))
-                    .await?;
-                return Ok(());
-            }
-            None => return Err(PgWireError::PortalNotFound(portal_name.to_owned())),
-        };
-        client.set_state(PgWireConnectionState::QueryInProgress);
-        let response = match client.session_extensions().get::<Arc<ConnectionHandle>>() {
-            Some(handle) => {
-                let cancelled = handle.start_query().await;
-                tokio::select! {
-                    r = ExtendedQueryHandler::do_query(self, client, &portal, 0) => r,
-                    _ = cancelled => Err(wire::pg_error(&SqlError::new(
-                        sqlstate::QUERY_CANCELED,
-                        "canceling statement due to user request",
-                    ))),
-                }
-            }
-            None => ExtendedQueryHandler::do_query(self, client, &portal, 0).await,
-        };
-        client.set_state(PgWireConnectionState::ReadyForQuery);
-        match response? {
-            Response::Query(q) => send_query_response(client, q, false).await?,
-            Response::Execution(tag)
-            | Response::TransactionStart(tag)
-            | Response::TransactionEnd(tag) => {
-                client
-                    .feed(PgWireBackendMessage::CommandComplete(tag.into()))
-                    .await?;
-            }
-            Response::EmptyQuery => {
-                client
-                    .feed(PgWireBackendMessage::EmptyQueryResponse(
-                        EmptyQueryResponse::new(),
-                    ))
-                    .await?;
-            }
-            Response::CopyIn(c) => {
-                client.set_state(PgWireConnectionState::CopyInProgress(true));
-                pgwire::api::copy::send_copy_in_response(client, c).await?;
-            }
-            _ => {}
-        }
-        Ok(())
-    }
-
-    async fn do_query<C>(
-        &self,
-        client: &mut C,
-        portal: &Portal<StatementRef>,
-        _max_rows: usize,
-    ) -> PgWireResult<Response>
-    where
-        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::PortalStore: PortalStore<Statement = StatementRef>,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        let mut guard = self.session(client).await.map_err(|e| wire::pg_error(&e))?;
-        let result = async {
-            let plan = self.plan_of(&portal.statement.statement)?;
-            if portal.parameters.len() != plan.params.len() {
-                return Err(SqlError::new(
-                    sqlstate::PROTOCOL_VIOLATION,
-                    format!(
-                        "bind message supplies {} parameters, but prepared statement requires {}",
-                        portal.parameters.len(),
-                        plan.params.len()
-                    ),
-                ));
-            }
-            let params = plan
-                .params
-                .iter()
-                .enumerate()
-                .map(|(i, ty)| {
-                    let binary = wire::format_of(&portal.parameter_format, i)
-                        == pgwire::api::results::FieldFormat::Binary;
-                    wire::decode_param(portal.parameters[i].as_deref(), *ty, binary)
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            let session = guard.as_mut().expect("created above");
-            response(
-                session.execute(plan, params).await,
-                &portal.result_column_format,
-            )
-        }
-        .await;
-        // The status the next ReadyForQuery reports follows the session, whatever the answer.
-        client.set_transaction_status(status_of(&guard));
-        result.map_err(|e| wire::pg_error(&e))
     }
 }
 

@@ -8,12 +8,14 @@
 //!
 //! Parts: `settings` (names, values, defaults), `session` (what each statement does for a
 //! session), `txn` (statements as tasks; a transaction block as one task that parks between
-//! statements), `wire` (values, rows and errors on the wire), `handler` (pgwire's handlers),
+//! statements), `wire` (values, rows and errors on the wire), `handler` (pgwire's handlers: simple queries, COPY,
+//! startup) and `extended` (the extended query protocol),
 //! `auth` (SCRAM passwords).
 
 #![forbid(unsafe_code)]
 
 mod auth;
+mod extended;
 mod handler;
 pub mod session;
 pub mod settings;

@@ -12,13 +12,12 @@ use std::ops::{Bound, ControlFlow};
 
 use overtake_engine::{KeyBuf, KeyRange, ScanOptions, Transaction};
 
+use crate::aggregate::AggState;
 use crate::catalog::SqlTable;
 use crate::datum::Datum;
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::{Context, Expr};
-use crate::plan::{
-    Access, AggCall, AggFunc, DeletePlan, InsertPlan, InsertSource, Query, SelectPlan, UpdatePlan,
-};
+use crate::plan::{Access, DeletePlan, InsertPlan, InsertSource, Query, SelectPlan, UpdatePlan};
 
 /// What a statement returns: its command tag (`SELECT 3`, `INSERT 0 1`) and rows.
 #[derive(Debug, Default)]
@@ -395,96 +394,6 @@ pub fn select(
         r.truncate(plan.visible);
     }
     Ok(rows)
-}
-
-/// An aggregate's running state.
-enum AggState {
-    Count(i64),
-    /// Sum, min or max so far (NULL until a value is seen); with AVG, how many were summed.
-    Value(Datum, i64),
-    Distinct(std::collections::HashSet<String>, Vec<Datum>),
-}
-
-impl AggState {
-    fn new(call: &AggCall) -> AggState {
-        if call.distinct {
-            AggState::Distinct(Default::default(), Vec::new())
-        } else if call.func == AggFunc::Count {
-            AggState::Count(0)
-        } else {
-            AggState::Value(Datum::Null, 0)
-        }
-    }
-
-    fn add(&mut self, call: &AggCall, row: &[Datum], cx: &Context<'_>) -> Result<()> {
-        let v = match &call.arg {
-            Some(e) => e.eval(row, cx)?,
-            None => Datum::Bool(true), // count(*) counts rows
-        };
-        if v.is_null() {
-            return Ok(());
-        }
-        match self {
-            AggState::Count(n) => *n += 1,
-            AggState::Distinct(seen, values) => {
-                if seen.insert(format!("{v:?}")) {
-                    values.push(v);
-                }
-            }
-            AggState::Value(acc, n) => {
-                *n += 1;
-                *acc = match (call.func, &*acc) {
-                    (_, Datum::Null) => v,
-                    (AggFunc::Sum | AggFunc::Avg, _) => acc.arith('+', &v)?,
-                    (AggFunc::Min, _) if v.sort_cmp(acc).is_lt() => v,
-                    (AggFunc::Max, _) if v.sort_cmp(acc).is_gt() => v,
-                    _ => return Ok(()),
-                };
-            }
-        }
-        Ok(())
-    }
-
-    fn finish(self, call: &AggCall) -> Result<Datum> {
-        let (acc, n) = match self {
-            AggState::Count(n) => return Ok(Datum::Int(n)),
-            AggState::Value(acc, n) => (acc, n),
-            AggState::Distinct(_, values) => {
-                if call.func == AggFunc::Count {
-                    return Ok(Datum::Int(values.len() as i64));
-                }
-                let mut state = AggState::Value(Datum::Null, 0);
-                let plain = AggCall {
-                    distinct: false,
-                    ..call.clone()
-                };
-                let cx = Context {
-                    params: &[],
-                    now: 0,
-                };
-                for v in values {
-                    state.add(
-                        &AggCall {
-                            arg: Some(Expr::Literal(v)),
-                            ..plain.clone()
-                        },
-                        &[],
-                        &cx,
-                    )?;
-                }
-                return state.finish(&plain);
-            }
-        };
-        let value = match call.func {
-            // An integer average is a numeric one, as in PostgreSQL.
-            AggFunc::Avg if n > 0 => match acc {
-                Datum::Int(_) => Datum::Numeric(acc.as_num()?).arith('/', &Datum::Int(n))?,
-                acc => acc.arith('/', &Datum::Int(n))?,
-            },
-            _ => acc,
-        };
-        value.cast(call.ty)
-    }
 }
 
 /// Inserts `rows` (values for `columns`, in order) into `table`.

@@ -16,6 +16,7 @@
 
 #![forbid(unsafe_code)]
 
+mod aggregate;
 mod bind;
 pub mod catalog;
 pub mod copy;
@@ -26,6 +27,7 @@ pub mod error;
 pub mod exec;
 mod explain;
 pub mod expr;
+mod functions;
 pub mod plan;
 mod select;
 pub mod statement;

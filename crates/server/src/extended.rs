@@ -1,0 +1,340 @@
+//! The extended query protocol: statements parsed and planned once (a plan made before a
+//! catalog change is made again), bound with parameters in text or binary, described, and
+//! executed. Bind, Describe and Execute answers are fed, not flushed: they leave with the one
+//! write Sync makes, as PostgreSQL's do.
+
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex as StdMutex};
+
+use async_trait::async_trait;
+use futures::{Sink, SinkExt};
+use pgwire::api::DEFAULT_NAME;
+use pgwire::api::portal::{Format, Portal};
+use pgwire::api::query::{ExtendedQueryHandler, send_query_response};
+use pgwire::api::results::{FieldInfo, Response};
+use pgwire::api::stmt::QueryParser;
+use pgwire::api::store::{Entry, PortalStore};
+use pgwire::api::{ClientInfo, ClientPortalStore, ConnectionHandle, PgWireConnectionState, Type};
+use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::PgWireBackendMessage;
+use pgwire::messages::data::{NoData, ParameterDescription, RowDescription};
+use pgwire::messages::extendedquery::{Bind, BindComplete, Describe, Execute};
+use pgwire::messages::response::EmptyQueryResponse;
+
+use overtake_sql::statement::{Ast, parse, prepare};
+use overtake_sql::{Prepared, SqlError, SqlType, sqlstate};
+
+use crate::handler::{Connection, response, status_of};
+use crate::session::Shared;
+use crate::wire;
+
+/// A statement as the extended protocol keeps it: its text, syntax tree and current plan.
+#[derive(Debug)]
+pub struct Statement {
+    ast: Ast,
+    declared: Vec<Option<SqlType>>,
+    plan: StdMutex<Arc<Prepared>>,
+}
+
+impl Statement {
+    /// Its plan, made again if the catalog changed since.
+    pub(crate) fn plan(&self, shared: &Shared) -> Result<Arc<Prepared>, SqlError> {
+        let mut plan = self.plan.lock().unwrap_or_else(|p| p.into_inner());
+        if plan.version != shared.catalog.version() {
+            *plan = Arc::new(prepare(&shared.catalog, &self.ast, &self.declared)?);
+        }
+        Ok(Arc::clone(&plan))
+    }
+}
+
+/// What pgwire stores per prepared statement.
+pub type StatementRef = Arc<Statement>;
+
+/// Plans statements for the extended protocol.
+pub struct Planner {
+    shared: Arc<Shared>,
+}
+
+#[async_trait]
+impl QueryParser for Planner {
+    type Statement = StatementRef;
+
+    async fn parse_sql<C>(
+        &self,
+        _client: &C,
+        sql: &str,
+        types: &[Option<Type>],
+    ) -> PgWireResult<Option<StatementRef>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        let mut statements = parse(sql).map_err(|e| wire::pg_error(&e))?;
+        let ast = match statements.len() {
+            0 => return Ok(None),
+            1 => statements.remove(0),
+            _ => {
+                return Err(wire::pg_error(&SqlError::syntax(
+                    "cannot insert multiple commands into a prepared statement",
+                )));
+            }
+        };
+        let declared: Vec<Option<SqlType>> = types
+            .iter()
+            .map(|t| t.as_ref().and_then(|t| SqlType::from_oid(t.oid())))
+            .collect();
+        let plan =
+            prepare(&self.shared.catalog, &ast, &declared).map_err(|e| wire::pg_error(&e))?;
+        Ok(Some(Arc::new(Statement {
+            ast,
+            declared,
+            plan: StdMutex::new(Arc::new(plan)),
+        })))
+    }
+
+    fn get_parameter_types(&self, stmt: &StatementRef) -> PgWireResult<Vec<Type>> {
+        let plan = stmt.plan.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(plan.params.iter().map(|t| wire::pg_type(*t)).collect())
+    }
+
+    fn get_result_schema(
+        &self,
+        stmt: &StatementRef,
+        format: Option<&Format>,
+    ) -> PgWireResult<Vec<FieldInfo>> {
+        let plan = stmt.plan.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(wire::fields(
+            &plan.columns,
+            format.unwrap_or(&Format::UnifiedText),
+        ))
+    }
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for Connection {
+    type Statement = StatementRef;
+    type QueryParser = Planner;
+
+    fn query_parser(&self) -> Arc<Planner> {
+        Arc::new(Planner {
+            shared: Arc::clone(&self.shared),
+        })
+    }
+
+    // Bind and Execute answer with `feed`: their messages leave with the ReadyForQuery that Sync
+    // flushes, one write per round trip as PostgreSQL does (pgwire's defaults flush after
+    // BindComplete and CommandComplete, which cost pgbench's select-only run two extra writes
+    // and wake-ups per statement).
+    async fn on_bind<C>(&self, client: &mut C, message: Bind) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = StatementRef>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let statement_name = message.statement_name.as_deref().unwrap_or(DEFAULT_NAME);
+        let portal_name = message.portal_name.as_deref().unwrap_or(DEFAULT_NAME);
+        match client.portal_store().get_statement(statement_name) {
+            Some(Entry::Value(statement)) => {
+                let portal = Portal::try_new(&message, statement)?;
+                client.portal_store().put_portal(Arc::new(portal));
+            }
+            Some(Entry::Empty) if message.parameters.is_empty() => {
+                client.portal_store().put_empty_portal(portal_name);
+            }
+            Some(Entry::Empty) => {
+                return Err(wire::pg_error(&SqlError::new(
+                    sqlstate::PROTOCOL_VIOLATION,
+                    "bind message supplies parameters to an empty statement",
+                )));
+            }
+            None => return Err(PgWireError::StatementNotFound(statement_name.to_owned())),
+        }
+        client
+            .feed(PgWireBackendMessage::BindComplete(BindComplete::new()))
+            .await?;
+        Ok(())
+    }
+
+    async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = StatementRef>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        // As Bind: fed, to leave with Sync's flush.
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        let (plan, params, format) = match message.target_type {
+            b'S' => match client.portal_store().get_statement(name) {
+                Some(Entry::Value(stmt)) => (
+                    Some(
+                        stmt.statement
+                            .plan(&self.shared)
+                            .map_err(|e| wire::pg_error(&e))?,
+                    ),
+                    true,
+                    Format::UnifiedText,
+                ),
+                Some(Entry::Empty) => (None, true, Format::UnifiedText),
+                None => return Err(PgWireError::StatementNotFound(name.to_owned())),
+            },
+            b'P' => match client.portal_store().get_portal(name) {
+                Some(Entry::Value(portal)) => (
+                    Some(
+                        portal
+                            .statement
+                            .statement
+                            .plan(&self.shared)
+                            .map_err(|e| wire::pg_error(&e))?,
+                    ),
+                    false,
+                    portal.result_column_format.clone(),
+                ),
+                Some(Entry::Empty) => (None, false, Format::UnifiedText),
+                None => return Err(PgWireError::PortalNotFound(name.to_owned())),
+            },
+            other => return Err(PgWireError::InvalidTargetType(other)),
+        };
+        if params {
+            let types = plan
+                .as_ref()
+                .map_or_else(Vec::new, |p| p.params.iter().map(|t| t.oid()).collect());
+            client
+                .feed(PgWireBackendMessage::ParameterDescription(
+                    ParameterDescription::new(types),
+                ))
+                .await?;
+        }
+        match plan.filter(|p| !p.columns.is_empty()) {
+            Some(p) => {
+                let fields = wire::fields(&p.columns, &format);
+                client
+                    .feed(PgWireBackendMessage::RowDescription(RowDescription::new(
+                        fields.iter().map(Into::into).collect(),
+                    )))
+                    .await?;
+            }
+            None => {
+                client
+                    .feed(PgWireBackendMessage::NoData(NoData::new()))
+                    .await?
+            }
+        }
+        Ok(())
+    }
+
+    async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = StatementRef>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        // A row limit (a cursor-like fetch) takes pgwire's portal machinery; the common case,
+        // all rows at once, is answered here without a flush.
+        if message.max_rows > 0 {
+            return self._on_execute(client, message).await;
+        }
+        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            return Err(PgWireError::NotReadyForQuery);
+        }
+        let portal_name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        let portal = match client.portal_store().get_portal(portal_name) {
+            Some(Entry::Value(portal)) => portal,
+            Some(Entry::Empty) => {
+                client
+                    .feed(PgWireBackendMessage::EmptyQueryResponse(
+                        EmptyQueryResponse::new(),
+                    ))
+                    .await?;
+                return Ok(());
+            }
+            None => return Err(PgWireError::PortalNotFound(portal_name.to_owned())),
+        };
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        let response = match client.session_extensions().get::<Arc<ConnectionHandle>>() {
+            Some(handle) => {
+                let cancelled = handle.start_query().await;
+                tokio::select! {
+                    r = ExtendedQueryHandler::do_query(self, client, &portal, 0) => r,
+                    _ = cancelled => Err(wire::pg_error(&SqlError::new(
+                        sqlstate::QUERY_CANCELED,
+                        "canceling statement due to user request",
+                    ))),
+                }
+            }
+            None => ExtendedQueryHandler::do_query(self, client, &portal, 0).await,
+        };
+        client.set_state(PgWireConnectionState::ReadyForQuery);
+        match response? {
+            Response::Query(q) => send_query_response(client, q, false).await?,
+            Response::Execution(tag)
+            | Response::TransactionStart(tag)
+            | Response::TransactionEnd(tag) => {
+                client
+                    .feed(PgWireBackendMessage::CommandComplete(tag.into()))
+                    .await?;
+            }
+            Response::EmptyQuery => {
+                client
+                    .feed(PgWireBackendMessage::EmptyQueryResponse(
+                        EmptyQueryResponse::new(),
+                    ))
+                    .await?;
+            }
+            Response::CopyIn(c) => {
+                client.set_state(PgWireConnectionState::CopyInProgress(true));
+                pgwire::api::copy::send_copy_in_response(client, c).await?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    async fn do_query<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<StatementRef>,
+        _max_rows: usize,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = StatementRef>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let mut guard = self.session(client).await.map_err(|e| wire::pg_error(&e))?;
+        let result = async {
+            let plan = portal.statement.statement.plan(&self.shared)?;
+            if portal.parameters.len() != plan.params.len() {
+                return Err(SqlError::new(
+                    sqlstate::PROTOCOL_VIOLATION,
+                    format!(
+                        "bind message supplies {} parameters, but prepared statement requires {}",
+                        portal.parameters.len(),
+                        plan.params.len()
+                    ),
+                ));
+            }
+            let params = plan
+                .params
+                .iter()
+                .enumerate()
+                .map(|(i, ty)| {
+                    let binary = wire::format_of(&portal.parameter_format, i)
+                        == pgwire::api::results::FieldFormat::Binary;
+                    wire::decode_param(portal.parameters[i].as_deref(), *ty, binary)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let session = guard.as_mut().expect("created above");
+            response(
+                session.execute(plan, params).await,
+                &portal.result_column_format,
+            )
+        }
+        .await;
+        // The status the next ReadyForQuery reports follows the session, whatever the answer.
+        client.set_transaction_status(status_of(&guard));
+        result.map_err(|e| wire::pg_error(&e))
+    }
+}

@@ -1,0 +1,81 @@
+//! The scalar functions a statement may call, bound by name: their arity and result types.
+
+use sqlparser::ast::{self, FunctionArg, FunctionArgExpr, FunctionArguments};
+
+use crate::bind::{Binder, Grouping, ScopeColumn, aggregate_func, object_name};
+use crate::error::{Result, SqlError, sqlstate};
+use crate::expr::{Expr, Func};
+use crate::types::SqlType;
+
+impl Binder<'_> {
+    pub(crate) fn function(
+        &mut self,
+        f: &ast::Function,
+        scope: &[ScopeColumn],
+        g: &mut Option<&mut Grouping>,
+    ) -> Result<(Expr, SqlType)> {
+        let name = object_name(&f.name)?;
+        if aggregate_func(&name).is_some() {
+            return Err(SqlError::new(
+                sqlstate::GROUPING_ERROR,
+                format!("aggregate function {name} is not allowed here"),
+            ));
+        }
+        let mut args = Vec::new();
+        let mut types = Vec::new();
+        if let FunctionArguments::List(list) = &f.args {
+            for a in &list.args {
+                match a {
+                    FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => {
+                        let (x, t) = self.expr(e, scope, g)?;
+                        args.push(x);
+                        types.push(t);
+                    }
+                    other => return Err(SqlError::unsupported(format!("argument {other}"))),
+                }
+            }
+        }
+        let (func, arity, ty) = match name.as_str() {
+            "version" => (Func::Version, 0..=0, SqlType::Text),
+            "now"
+            | "current_timestamp"
+            | "localtimestamp"
+            | "transaction_timestamp"
+            | "statement_timestamp"
+            | "clock_timestamp" => (Func::Now, 0..=0, SqlType::Timestamp),
+            "random" => (Func::Random, 0..=0, SqlType::Float8),
+            "abs" => (
+                Func::Abs,
+                1..=1,
+                types.first().copied().unwrap_or(SqlType::Int8),
+            ),
+            "lower" => (Func::Lower, 1..=1, SqlType::Text),
+            "upper" => (Func::Upper, 1..=1, SqlType::Text),
+            "length" | "char_length" | "character_length" => (Func::Length, 1..=1, SqlType::Int4),
+            "coalesce" => (
+                Func::Coalesce,
+                1..=100,
+                types
+                    .iter()
+                    .copied()
+                    .find(|t| *t != SqlType::Text)
+                    .unwrap_or(SqlType::Text),
+            ),
+            "current_database" => (Func::CurrentDatabase, 0..=0, SqlType::Text),
+            "current_user" | "session_user" | "user" => (Func::CurrentUser, 0..=0, SqlType::Text),
+            _ => {
+                return Err(SqlError::new(
+                    sqlstate::UNDEFINED_FUNCTION,
+                    format!("function {name}() does not exist"),
+                ));
+            }
+        };
+        if !arity.contains(&args.len()) {
+            return Err(SqlError::new(
+                sqlstate::UNDEFINED_FUNCTION,
+                format!("function {name} does not take {} arguments", args.len()),
+            ));
+        }
+        Ok((Expr::Func(func, args), ty))
+    }
+}
