@@ -235,3 +235,45 @@ fn a_cancelled_statement_waiting_for_a_row_lock_never_commits() {
         assert_eq!(v, 2);
     });
 }
+
+#[test]
+fn under_two_phase_locking_a_writer_waits_for_the_holder_of_its_row() {
+    use overtake_engine::{Concurrency, LockPolicy, Options};
+    let server = common::TestServer::start_with(
+        overtake_server::ServerConfig::default(),
+        Options::default().concurrency(Concurrency::TwoPhaseLocking(LockPolicy::Pow)),
+    );
+    runtime().block_on(async {
+        let holder = connect(&server.dsn("holder")).await;
+        holder
+            .batch_execute(
+                "CREATE TABLE l (id int PRIMARY KEY, v int NOT NULL); INSERT INTO l VALUES (1, 0)",
+            )
+            .await
+            .expect("setup");
+        holder
+            .batch_execute("BEGIN; UPDATE l SET v = v + 1 WHERE id = 1")
+            .await
+            .expect("hold");
+        let waiter = connect(&server.dsn("waiter")).await;
+        let waiting = tokio::spawn(async move {
+            let r = waiter
+                .batch_execute("UPDATE l SET v = v + 10 WHERE id = 1")
+                .await;
+            (waiter, r)
+        });
+        let db = server.database();
+        while db.lock_waits().is_empty() {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        holder.batch_execute("COMMIT").await.expect("commit");
+        let (waiter, result) = waiting.await.expect("joined");
+        result.expect("the waiter's update went ahead after the commit");
+        let v: i32 = waiter
+            .query_one("SELECT v FROM l WHERE id = 1", &[])
+            .await
+            .expect("read")
+            .get(0);
+        assert_eq!(v, 11);
+    });
+}
