@@ -360,19 +360,57 @@ fn eval_binary(op: BinOp, l: &Expr, r: &Expr, row: &[Datum], cx: &Context<'_>) -
     }
 }
 
-/// SQL LIKE: `%` any run, `_` any one character, `\` escapes.
+/// SQL LIKE: `%` any run, `_` any one character, `\` escapes the next. Iterative, remembering
+/// only the last `%` to retry from (the classic wildcard match): no recursion a long pattern
+/// could overflow a task's stack with; at most (text length x pattern length) steps.
 fn like(s: &str, pattern: &str) -> bool {
-    fn go(s: &[char], p: &[char]) -> bool {
-        match p.first() {
-            None => s.is_empty(),
-            Some('%') => (0..=s.len()).any(|i| go(&s[i..], &p[1..])),
-            Some('_') => !s.is_empty() && go(&s[1..], &p[1..]),
-            Some('\\') if p.len() > 1 => s.first() == Some(&p[1]) && go(&s[1..], &p[2..]),
-            Some(c) => s.first() == Some(c) && go(&s[1..], &p[1..]),
+    /// A pattern element: a literal character, `_`, or `%`.
+    #[derive(Clone, Copy, PartialEq)]
+    enum P {
+        Char(char),
+        One,
+        Any,
+    }
+    let mut pat = Vec::with_capacity(pattern.len());
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        pat.push(match c {
+            '%' => P::Any,
+            '_' => P::One,
+            '\\' => P::Char(chars.next().unwrap_or('\\')),
+            c => P::Char(c),
+        });
+    }
+    let s: Vec<char> = s.chars().collect();
+    let (mut i, mut j) = (0, 0);
+    // Where the last `%` was, and the text position it matched up to so far.
+    let mut star: Option<(usize, usize)> = None;
+    while i < s.len() {
+        match pat.get(j) {
+            Some(P::Any) => {
+                star = Some((j, i));
+                j += 1;
+            }
+            Some(P::One) => {
+                i += 1;
+                j += 1;
+            }
+            Some(P::Char(c)) if *c == s[i] => {
+                i += 1;
+                j += 1;
+            }
+            _ => match star {
+                // Let the last `%` take one more character and try again after it.
+                Some((sj, si)) => {
+                    star = Some((sj, si + 1));
+                    i = si + 1;
+                    j = sj + 1;
+                }
+                None => return false,
+            },
         }
     }
-    let (s, p): (Vec<char>, Vec<char>) = (s.chars().collect(), pattern.chars().collect());
-    go(&s, &p)
+    pat[j..].iter().all(|p| *p == P::Any)
 }
 
 /// The server's version string, as `version()` reports it.
@@ -449,4 +487,26 @@ fn eval_func(f: Func, args: &[Expr], row: &[Datum], cx: &Context<'_>) -> Result<
             Datum::Null
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::like;
+
+    #[test]
+    fn like_matches_as_postgresql_does_without_recursion() {
+        assert!(like("hello", "h%o"));
+        assert!(like("hello", "_ell_"));
+        assert!(like("hello", "%"));
+        assert!(like("", "%"));
+        assert!(!like("hello", "h%x"));
+        assert!(!like("hello", "hell"));
+        assert!(like("50%", "50\\%"));
+        assert!(!like("50x", "50\\%"));
+        assert!(like("abcabcabd", "%abd"));
+        // Long patterns take no stack (a recursive matcher would overflow a task's stack).
+        let long = "a".repeat(3_000);
+        assert!(like(&long, &format!("%{}", "a".repeat(1_000))));
+        assert!(!like(&long, &format!("{}b%", "%a".repeat(100))));
+    }
 }
