@@ -25,6 +25,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         .policy(args.policy.policy())
         .idle_spin(Duration::from_micros(args.idle_spin_us))
         .pin(args.pin)
+        .stack_size(overtake_server::TASK_STACK)
         // Network threads and clients share the cores: background statements yield them.
         .os_background(true);
     let scheduler =

@@ -46,6 +46,14 @@ use overtake_sql::Catalog;
 use crate::handler::Connection;
 use crate::session::Shared;
 
+/// Stack of each network thread.
+const NETWORK_STACK: usize = 64 << 20;
+
+/// The task stack a scheduler serving SQL needs (`SchedConfig::stack_size`): evaluating a
+/// statement's expressions recurses as deep as they nest (up to `MAX_OPERATORS`), with large
+/// frames in a debug build. Address space only: pages are touched as deep as a statement goes.
+pub const TASK_STACK: usize = 16 << 20;
+
 /// How to serve.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -222,6 +230,10 @@ impl Server {
             let accept = listener.take().map(|l| (l, inboxes.clone()));
             let thread = std::thread::Builder::new()
                 .name(format!("overtake-net-{i}"))
+                // Parsing and binding recurse along a statement's expressions; the parser's
+                // frames are large (kilobytes each in a debug build). Address space only: the
+                // pages are touched as deep as a statement goes (see `MAX_OPERATORS`).
+                .stack_size(NETWORK_STACK)
                 .spawn(move || {
                     // Clients wait for this thread at every statement, and on a machine whose
                     // workers are busy with background queries it would otherwise wait its turn

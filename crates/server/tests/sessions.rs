@@ -277,3 +277,30 @@ fn under_two_phase_locking_a_writer_waits_for_the_holder_of_its_row() {
         assert_eq!(v, 11);
     });
 }
+
+#[test]
+fn a_statement_too_deep_to_walk_is_refused_and_the_server_goes_on() {
+    let server = common::TestServer::start();
+    runtime().block_on(async {
+        let client = connect(&server.dsn("deep")).await;
+        // At the limit: bound and evaluated on a worker task's stack, debug builds included.
+        let limit = overtake_sql::statement::MAX_OPERATORS;
+        let ok = format!("SELECT 1 WHERE {}", vec!["1 = 1"; limit / 2].join(" AND "));
+        let rows = client.simple_query(&ok).await.expect("at the limit");
+        assert!(rows.iter().any(|m| matches!(m, tokio_postgres::SimpleQueryMessage::Row(_))));
+        let arithmetic = format!("SELECT {}", vec!["1"; limit].join(" + "));
+        let rows = client.simple_query(&arithmetic).await.expect("a long sum");
+        assert!(rows.iter().any(
+            |m| matches!(m, tokio_postgres::SimpleQueryMessage::Row(r) if r.get(0) == Some(&*limit.to_string()))
+        ));
+        // Far past it: refused, where walking it would have overflowed a stack.
+        let deep = format!("SELECT 1 WHERE {}", vec!["1 = 1"; 50_000].join(" AND "));
+        let err = client.simple_query(&deep).await.expect_err("refused");
+        assert_eq!(err.code().map(|c| c.code()), Some("54001"));
+        let nested = format!("SELECT {}1{}", "(".repeat(10_000), ")".repeat(10_000));
+        let err = client.simple_query(&nested).await.expect_err("refused");
+        assert_eq!(err.code().map(|c| c.code()), Some("54001"));
+        let rows = client.simple_query("SELECT 2").await.expect("still serving");
+        assert!(rows.iter().any(|m| matches!(m, tokio_postgres::SimpleQueryMessage::Row(_))));
+    });
+}

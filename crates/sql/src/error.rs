@@ -35,6 +35,7 @@ pub mod sqlstate {
     pub const FEATURE_NOT_SUPPORTED: &str = "0A000";
     pub const TOO_MANY_CONNECTIONS: &str = "53300";
     pub const PROGRAM_LIMIT_EXCEEDED: &str = "54000";
+    pub const STATEMENT_TOO_COMPLEX: &str = "54001";
     pub const QUERY_CANCELED: &str = "57014";
     pub const ADMIN_SHUTDOWN: &str = "57P01";
     pub const CANT_CHANGE_RUNTIME_PARAM: &str = "55P02";

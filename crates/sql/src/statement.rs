@@ -13,6 +13,50 @@ use crate::error::{Result, SqlError, sqlstate};
 use crate::plan::{Command, Ddl, Level, OutputColumn, Prepared, Query};
 use crate::types::SqlType;
 
+/// Most operators one statement may hold. The parser builds a chain of `AND`s or `+`s as a tree
+/// as deep as the chain is long, and everything that walks it (binding, evaluation, freeing)
+/// recurses: a chain of thousands would overflow a thread's stack, or a worker task's (1 MiB),
+/// and take the server down. PostgreSQL refuses such statements too (`max_stack_depth`).
+pub const MAX_OPERATORS: usize = 500;
+
+/// Refuses statements with more than [`MAX_OPERATORS`] operators, counted on the tokens (the
+/// tokenizer does not recurse).
+fn check_operators(sql: &str) -> Result<()> {
+    use sqlparser::tokenizer::{Token, Tokenizer};
+    let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize() else {
+        return Ok(()); // the parser reports the error
+    };
+    let operators = tokens
+        .iter()
+        .filter(|t| match t {
+            Token::Word(w) => matches!(w.value.to_ascii_lowercase().as_str(), "and" | "or" | "not"),
+            Token::Plus
+            | Token::Minus
+            | Token::Mul
+            | Token::Div
+            | Token::Mod
+            | Token::StringConcat
+            | Token::Eq
+            | Token::Neq
+            | Token::Lt
+            | Token::Gt
+            | Token::LtEq
+            | Token::GtEq
+            | Token::LParen => true,
+            _ => false,
+        })
+        .count();
+    if operators > MAX_OPERATORS {
+        return Err(SqlError::new(
+            sqlstate::STATEMENT_TOO_COMPLEX,
+            format!(
+                "statement too complex: {operators} operators and parentheses, at most {MAX_OPERATORS}"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// A parsed statement (sqlparser's syntax tree), kept to plan again after a catalog change.
 pub type Ast = Statement;
 
@@ -34,6 +78,7 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>> {
     if let Some(copy) = parse_copy(sql) {
         return copy.map(|s| vec![s]);
     }
+    check_operators(sql)?;
     // VACUUM's many forms do nothing here (versions are reclaimed as they age), and the parser
     // knows few of them: any VACUUM is a plain one.
     let words: Vec<String> = sql

@@ -26,7 +26,10 @@ impl TestServer {
         let db = Arc::new(Database::in_memory(options));
         let scheduler = Arc::new(
             Scheduler::start(
-                &SchedConfig::default().workers(2).pin(false),
+                &SchedConfig::default()
+                    .workers(2)
+                    .pin(false)
+                    .stack_size(overtake_server::TASK_STACK),
                 Arc::new(Calls),
             )
             .expect("scheduler"),
