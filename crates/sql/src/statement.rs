@@ -13,23 +13,43 @@ use crate::error::{Result, SqlError, sqlstate};
 use crate::plan::{Command, Ddl, Level, OutputColumn, Prepared, Query};
 use crate::types::SqlType;
 
-/// Most operators one statement may hold. The parser builds a chain of `AND`s or `+`s as a tree
-/// as deep as the chain is long, and everything that walks it (binding, evaluation, freeing)
-/// recurses: a chain of thousands would overflow a thread's stack, or a worker task's (1 MiB),
-/// and take the server down. PostgreSQL refuses such statements too (`max_stack_depth`).
+/// How deep a statement's expressions may nest: the longest chain of operators (`a AND b AND
+/// ...`, `1 + 2 + ...`) plus the parentheses around it. The parser builds such a chain as a tree
+/// as deep as it is long, and everything that walks it (binding, evaluation, freeing) recurses: a
+/// chain of thousands would overflow a thread's stack, or a worker task's, and take the server
+/// down. PostgreSQL refuses such statements too (`max_stack_depth`). Lists do not count: a
+/// thousand rows of `VALUES (...), (...)` are as shallow as one.
 pub const MAX_OPERATORS: usize = 500;
 
-/// Refuses statements with more than [`MAX_OPERATORS`] operators, counted on the tokens (the
-/// tokenizer does not recurse).
-fn check_operators(sql: &str) -> Result<()> {
+/// Refuses statements nested deeper than [`MAX_OPERATORS`], measured on the tokens (the
+/// tokenizer does not recurse): operators since the last comma at each level of parentheses,
+/// plus the levels.
+fn check_depth(sql: &str) -> Result<()> {
     use sqlparser::tokenizer::{Token, Tokenizer};
     let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize() else {
         return Ok(()); // the parser reports the error
     };
-    let operators = tokens
-        .iter()
-        .filter(|t| match t {
-            Token::Word(w) => matches!(w.value.to_ascii_lowercase().as_str(), "and" | "or" | "not"),
+    // Operators in the current chain at each open level.
+    let mut chains: Vec<usize> = vec![0];
+    let mut deepest = 0;
+    for t in &tokens {
+        match t {
+            Token::LParen => chains.push(0),
+            Token::RParen if chains.len() > 1 => {
+                chains.pop();
+            }
+            Token::Comma | Token::SemiColon => {
+                if let Some(c) = chains.last_mut() {
+                    *c = 0;
+                }
+            }
+            Token::Word(w)
+                if matches!(w.value.to_ascii_lowercase().as_str(), "and" | "or" | "not") =>
+            {
+                if let Some(c) = chains.last_mut() {
+                    *c += 1;
+                }
+            }
             Token::Plus
             | Token::Minus
             | Token::Mul
@@ -41,18 +61,23 @@ fn check_operators(sql: &str) -> Result<()> {
             | Token::Lt
             | Token::Gt
             | Token::LtEq
-            | Token::GtEq
-            | Token::LParen => true,
-            _ => false,
-        })
-        .count();
-    if operators > MAX_OPERATORS {
-        return Err(SqlError::new(
-            sqlstate::STATEMENT_TOO_COMPLEX,
-            format!(
-                "statement too complex: {operators} operators and parentheses, at most {MAX_OPERATORS}"
-            ),
-        ));
+            | Token::GtEq => {
+                if let Some(c) = chains.last_mut() {
+                    *c += 1;
+                }
+            }
+            _ => {}
+        }
+        let depth = chains.len() - 1 + chains.iter().sum::<usize>();
+        deepest = deepest.max(depth);
+        if deepest > MAX_OPERATORS {
+            return Err(SqlError::new(
+                sqlstate::STATEMENT_TOO_COMPLEX,
+                format!(
+                    "statement too complex: expressions nest deeper than {MAX_OPERATORS} operators and parentheses"
+                ),
+            ));
+        }
     }
     Ok(())
 }
@@ -78,7 +103,7 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>> {
     if let Some(copy) = parse_copy(sql) {
         return copy.map(|s| vec![s]);
     }
-    check_operators(sql)?;
+    check_depth(sql)?;
     // VACUUM's many forms do nothing here (versions are reclaimed as they age), and the parser
     // knows few of them: any VACUUM is a plain one.
     let words: Vec<String> = sql
