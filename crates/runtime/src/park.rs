@@ -193,8 +193,8 @@ impl Unparker {
         self.state.paused.load(Ordering::Acquire)
     }
 
-    /// Runs `hook` when the task is next paused by preemption (on its worker's thread, inside a
-    /// region, once), replacing a hook registered before. A lock policy uses it to act on a lock
+    /// Runs `hook` when the task is next paused — preempted, or parked waiting for anything —
+    /// (on its worker's thread, inside a region, once), replacing a hook registered before. A lock policy uses it to act on a lock
     /// holder the moment it stops making progress (Preempt-On-Wait). Gives the hook back if the
     /// task is paused already (the caller acts at once) or is a plain thread (never paused).
     pub fn when_paused(&self, hook: PauseHook) -> Result<(), PauseHook> {

@@ -260,3 +260,44 @@ fn pabort_and_cr_take_the_lock_of_a_holder_that_makes_no_call() {
             .expect("shutdown");
     }
 }
+
+#[test]
+fn pow_takes_the_lock_of_a_holder_parked_waiting_for_its_client() {
+    // A transaction block between two statements: its task parks until the client's next one
+    // arrives, which may be never. It holds nothing an urgent transaction can be kept waiting for.
+    let (db, t) = database(LockPolicy::Pow);
+    let scheduler = scheduler(1);
+    let holding = Arc::new(AtomicBool::new(false));
+    let (next_statement, inbox) = overtake_sched::Promise::<()>::new();
+    let (db2, t2, held) = (Arc::clone(&db), Arc::clone(&t), Arc::clone(&holding));
+    let low = scheduler
+        .call(Priority::LOW, move || -> Result<(), Error> {
+            let mut txn = db2.begin(Priority::LOW, Isolation::Serializable)?;
+            assert!(set(&mut txn, &t2, 1, 11));
+            held.store(true, Ordering::Release);
+            inbox.wait().expect("the client's next statement");
+            Ok(txn.commit()?)
+        })
+        .expect("admitted");
+    until(&holding);
+    let done = Arc::new(AtomicBool::new(false));
+    let high = scheduler
+        .call(Priority::HIGH, urgent(&db, &t, &done))
+        .expect("admitted");
+    assert_eq!(
+        high.wait().expect("ran").expect("committed"),
+        0,
+        "never waited"
+    );
+    next_statement.fulfil(());
+    assert_eq!(
+        low.wait().expect("ran"),
+        preempted(),
+        "learnt at its commit"
+    );
+    assert_eq!(values(&db, &t), [12, 20]);
+    Arc::into_inner(scheduler)
+        .expect("sole handle")
+        .shutdown(Shutdown::Drain)
+        .expect("shutdown");
+}

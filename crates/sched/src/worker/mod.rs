@@ -531,6 +531,12 @@ impl<E: Executor> WorkerCore<E> {
             }
             Resumed::Suspended(Suspension::Parked) => {
                 self.tasks.borrow_mut().park(id, now);
+                // Parked, it makes no progress either, however long the wait (a transaction
+                // block waiting for its client's next statement): for lock policies it is
+                // paused, so what it holds can be taken for an urgent transaction.
+                if let Some(parker) = self.parkers[id].borrow().as_ref() {
+                    parker.set_paused(true);
+                }
             }
             Resumed::Finished => panic!("the body of task context {id} returned"),
         }
