@@ -7,7 +7,7 @@
 //! other way round. A malformed or hostile message ends only its own connection.
 
 use std::fmt::Debug;
-use std::sync::{Arc, Mutex as StdMutex};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::{Sink, SinkExt, stream};
@@ -53,8 +53,6 @@ pub struct Connection {
     session: Mutex<Option<Session>>,
     manager: Arc<ConnectionManager>,
     pids: Arc<RandomPidSecretKeyGenerator>,
-    /// Set once a COPY's data exceeded the bound: the rest is discarded and the COPY fails.
-    copy_overflow: StdMutex<bool>,
 }
 
 impl Connection {
@@ -68,7 +66,6 @@ impl Connection {
             session: Mutex::new(None),
             manager,
             pids,
-            copy_overflow: StdMutex::new(false),
         }
     }
 
@@ -266,8 +263,8 @@ impl CopyHandler for Connection {
     {
         let mut guard = self.session(client).await.map_err(|e| wire::pg_error(&e))?;
         if let Some(copy) = guard.as_mut().and_then(|s| s.copy.as_mut()) {
-            if copy.data.len() + copy_data.data.len() > MAX_COPY_BYTES {
-                *self.copy_overflow.lock().unwrap_or_else(|p| p.into_inner()) = true;
+            if copy.overflowed || copy.data.len() + copy_data.data.len() > MAX_COPY_BYTES {
+                copy.overflowed = true;
                 copy.data.clear();
             } else {
                 copy.data.extend_from_slice(&copy_data.data);
@@ -283,10 +280,8 @@ impl CopyHandler for Connection {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let mut guard = self.session(client).await.map_err(|e| wire::pg_error(&e))?;
-        let overflow =
-            std::mem::take(&mut *self.copy_overflow.lock().unwrap_or_else(|p| p.into_inner()));
         let session = guard.as_mut().expect("created above");
-        let answer = if overflow {
+        let answer = if session.copy.as_ref().is_some_and(|c| c.overflowed) {
             session.copy = None;
             Answer::Error(SqlError::new(
                 sqlstate::PROGRAM_LIMIT_EXCEEDED,

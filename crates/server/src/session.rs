@@ -61,6 +61,8 @@ struct Block {
 pub struct CopyState {
     pub plan: Arc<Prepared>,
     pub data: Vec<u8>,
+    /// The data exceeded [`MAX_COPY_BYTES`]: the rest is discarded and the COPY fails.
+    pub overflowed: bool,
 }
 
 /// Largest COPY data accepted in one statement (bytes).
@@ -219,6 +221,7 @@ impl Session {
                 self.copy = Some(CopyState {
                     plan: prepared,
                     data: Vec::new(),
+                    overflowed: false,
                 });
                 Ok(Answer::CopyIn(n))
             }

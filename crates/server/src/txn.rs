@@ -245,14 +245,15 @@ pub async fn run_alone(
     result.map_err(|e| SqlError::new(sqlstate::INTERNAL_ERROR, e.to_string()))?
 }
 
-/// Runs catalog work (DDL) on a worker, never paused: it takes the catalog's lock.
+/// Runs catalog work (DDL) as a task at `priority`: preemptible like any statement (a table
+/// rebuild copies every row; the catalog's latch is only taken inside regions).
 pub async fn run_ddl<R: Send + 'static>(
     scheduler: &Scheduler<Calls>,
     priority: Priority,
     f: impl FnOnce() -> Result<R, SqlError> + Send + 'static,
 ) -> Result<R, SqlError> {
     let ticket = scheduler
-        .call_non_preemptible(priority, f)
+        .call_waiting(priority, f, ADMISSION_WAIT)
         .map_err(|_| refused("the statement"))?;
     ticket
         .await

@@ -5,12 +5,14 @@
 //! `CREATE INDEX` on a loaded table — builds a new engine table (with a fresh internal name) and
 //! swaps it in; a plan bound to the old one sees the catalog's version change and is planned
 //! again. A dropped or replaced engine table's memory is released only when the database closes.
-//! Lookups take a reader lock on a network thread; nothing here runs inside a scheduler task that
-//! could be paused holding the lock, except DDL, which runs non-preemptibly.
+//! The map's latch is taken only inside non-preemptible regions (a DDL task on a worker may be
+//! paused anywhere else), so no paused task ever holds it.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+
+use overtake_runtime::{NoPreemptGuard, RegionRwLock};
 
 use overtake_engine::{Database, IndexId, Table};
 
@@ -57,7 +59,7 @@ impl SqlTable {
 /// Every table by name, and a version that moves on with each change.
 pub struct Catalog {
     db: Arc<Database>,
-    tables: RwLock<HashMap<String, Arc<SqlTable>>>,
+    tables: RegionRwLock<HashMap<String, Arc<SqlTable>>>,
     version: AtomicU64,
     /// Numbers the engine tables built for replacements (their names must be new).
     generation: AtomicU64,
@@ -68,7 +70,7 @@ impl Catalog {
     pub fn new(db: Arc<Database>) -> Self {
         Catalog {
             db,
-            tables: RwLock::new(HashMap::new()),
+            tables: RegionRwLock::new(HashMap::new()),
             version: AtomicU64::new(0),
             generation: AtomicU64::new(0),
         }
@@ -86,28 +88,21 @@ impl Catalog {
 
     /// The table called `name`.
     pub fn table(&self, name: &str) -> Result<Arc<SqlTable>> {
-        self.tables
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(name)
-            .cloned()
-            .ok_or_else(|| {
-                SqlError::new(
-                    sqlstate::UNDEFINED_TABLE,
-                    format!("relation \"{name}\" does not exist"),
-                )
-            })
+        let region = NoPreemptGuard::new();
+        self.tables.read(&region).get(name).cloned().ok_or_else(|| {
+            SqlError::new(
+                sqlstate::UNDEFINED_TABLE,
+                format!("relation \"{name}\" does not exist"),
+            )
+        })
     }
 
     /// Every table, by name.
     pub fn tables(&self) -> Vec<Arc<SqlTable>> {
-        let mut all: Vec<_> = self
-            .tables
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .cloned()
-            .collect();
+        let mut all: Vec<_> = {
+            let region = NoPreemptGuard::new();
+            self.tables.read(&region).values().cloned().collect()
+        };
         all.sort_by(|a, b| a.name.cmp(&b.name));
         all
     }
@@ -120,7 +115,8 @@ impl Catalog {
 
     /// Adds `table`; fails if the name is taken.
     pub(crate) fn add(&self, table: SqlTable) -> Result<()> {
-        let mut tables = self.tables.write().unwrap_or_else(|p| p.into_inner());
+        let region = NoPreemptGuard::new();
+        let mut tables = self.tables.write(&region);
         if tables.contains_key(&table.name) {
             return Err(SqlError::new(
                 sqlstate::DUPLICATE_TABLE,
@@ -134,7 +130,8 @@ impl Catalog {
 
     /// Replaces the table of the same name (it must be `old`: a concurrent change fails this one).
     pub(crate) fn replace(&self, old: &Arc<SqlTable>, table: SqlTable) -> Result<()> {
-        let mut tables = self.tables.write().unwrap_or_else(|p| p.into_inner());
+        let region = NoPreemptGuard::new();
+        let mut tables = self.tables.write(&region);
         match tables.get(&table.name) {
             Some(current) if Arc::ptr_eq(current, old) => {}
             _ => {
@@ -151,12 +148,10 @@ impl Catalog {
 
     /// Removes table `name`; false if there was none.
     pub(crate) fn remove(&self, name: &str) -> bool {
-        let removed = self
-            .tables
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(name)
-            .is_some();
+        let removed = {
+            let region = NoPreemptGuard::new();
+            self.tables.write(&region).remove(name).is_some()
+        };
         if removed {
             self.version.fetch_add(1, Ordering::AcqRel);
         }

@@ -221,56 +221,6 @@ impl Expr {
             Expr::Column(_) | Expr::Param(_) | Expr::Literal(_) => {}
         }
     }
-
-    /// The expression with every column reference moved down by `by` (evaluated against the part
-    /// of a joined row that starts `by` columns in).
-    pub fn shifted(&self, by: usize) -> Expr {
-        let mut e = self.clone();
-        e.map_columns(&mut |i| i - by);
-        e
-    }
-
-    fn map_columns(&mut self, f: &mut impl FnMut(usize) -> usize) {
-        match self {
-            Expr::Column(i) => *i = f(*i),
-            Expr::Not(e) | Expr::Negate(e) | Expr::IsNull(e, _) | Expr::Cast(e, _) => {
-                e.map_columns(f)
-            }
-            Expr::Binary(_, l, r) => {
-                l.map_columns(f);
-                r.map_columns(f);
-            }
-            Expr::Between {
-                expr, low, high, ..
-            } => {
-                expr.map_columns(f);
-                low.map_columns(f);
-                high.map_columns(f);
-            }
-            Expr::InList { expr, list, .. } => {
-                expr.map_columns(f);
-                list.iter_mut().for_each(|e| e.map_columns(f));
-            }
-            Expr::Func(_, args) => args.iter_mut().for_each(|e| e.map_columns(f)),
-            Expr::Case {
-                operand,
-                whens,
-                otherwise,
-            } => {
-                if let Some(o) = operand {
-                    o.map_columns(f);
-                }
-                for (w, t) in whens {
-                    w.map_columns(f);
-                    t.map_columns(f);
-                }
-                if let Some(o) = otherwise {
-                    o.map_columns(f);
-                }
-            }
-            Expr::Param(_) | Expr::Literal(_) => {}
-        }
-    }
 }
 
 impl Datum {
