@@ -257,3 +257,66 @@ fn background_checkpoints_follow_the_log_and_checkpoints_need_a_log() {
         Some(overtake_engine::CheckpointError::NotLogged)
     );
 }
+
+#[test]
+fn a_dropped_table_stays_dropped_through_the_log_and_checkpoints_and_frees_its_name() {
+    let dir = Dir::new("dropped");
+    let mut model = Model::new();
+    {
+        let db = Database::open(&dir.0, options()).expect("open");
+        let old = accounts(&db);
+        random_commits(&db, &old, &mut Model::new(), 30, 3);
+        // A transaction that began before the drop commits a write to the dropped table after
+        // it: nothing reads it again.
+        let mut late = db
+            .begin(
+                overtake_engine::Priority::LOW,
+                overtake_engine::Isolation::Snapshot,
+            )
+            .expect("begin");
+        db.drop_table("accounts").expect("drop");
+        assert!(old.is_dropped());
+        assert!(db.table("accounts").is_err());
+        assert_eq!(
+            db.drop_table("accounts").err(),
+            Some(overtake_engine::Error::NoSuchTable("accounts".into()))
+        );
+        let row = old
+            .row_builder()
+            .int(0, 1000)
+            .int(1, 1)
+            .str(2, "late")
+            .finish();
+        late.insert(&old, row.expect("row")).expect("insert");
+        late.commit().expect("commit");
+        // The name is free: a new table takes it (a new id).
+        let new = accounts(&db);
+        assert_ne!(new.id(), old.id());
+        random_commits(&db, &new, &mut model, 20, 5);
+        assert_eq!(rows(&db), model);
+    }
+    let names = |db: &Database| -> Vec<String> {
+        db.tables().iter().map(|t| t.name().to_owned()).collect()
+    };
+    {
+        let db = Database::open(&dir.0, options()).expect("replay");
+        assert_eq!(names(&db), ["accounts"]);
+        assert_eq!(rows(&db), model, "the log replays into the new table only");
+        let done = db.checkpoint().expect("checkpoint");
+        assert_eq!(done.tables, 2, "the dropped table keeps its id");
+        assert_eq!(done.rows, model.len() as u64, "and has no rows");
+    }
+    let db = Database::open(&dir.0, options()).expect("from the checkpoint");
+    assert_eq!(names(&db), ["accounts"]);
+    assert_eq!(rows(&db), model);
+    let later = db
+        .create_table(
+            TableSchema::builder("later")
+                .column("k", ColumnType::Int64)
+                .primary_key(&["k"])
+                .build()
+                .expect("schema"),
+        )
+        .expect("a table after a dropped one");
+    assert_eq!(later.id(), 2);
+}

@@ -53,7 +53,8 @@ impl Catalog {
         if names.contains_key(schema.name()) {
             return Err(Error::TableExists(schema.name().to_owned()));
         }
-        let id = names.len();
+        // Ids are dense in creation order; dropped tables keep theirs (and their cells).
+        let id = self.all_count();
         if id >= MAX_TABLES {
             return Err(Error::TooManyTables(MAX_TABLES));
         }
@@ -64,6 +65,41 @@ impl Catalog {
         let _ = self.tables[id].set(&region, Arc::clone(&table));
         names.insert(name, id as TableId);
         Ok(table)
+    }
+
+    /// Drops the table called `name`: its name is free at once, and `announce` (given its id)
+    /// runs inside the catalog's latch and region, before anyone can create a table of that
+    /// name again (the log appends the drop there).
+    pub(crate) fn drop_announced(
+        &self,
+        name: &str,
+        announce: impl FnOnce(TableId, &NoPreemptGuard),
+    ) -> Result<Arc<Table>> {
+        let region = NoPreemptGuard::new();
+        let mut names = self.names.write(&region);
+        let table = names
+            .get(name)
+            .and_then(|&id| self.tables[id as usize].get().cloned())
+            .ok_or_else(|| Error::NoSuchTable(name.to_owned()))?;
+        announce(table.id(), &region);
+        names.remove(name);
+        table.mark_dropped();
+        Ok(table)
+    }
+
+    /// Marks table `id` dropped as the log or a checkpoint says (again is fine: a drop logged
+    /// while a checkpoint was taken is in both).
+    pub(crate) fn redrop(&self, id: TableId) -> Result<()> {
+        let table = self
+            .get(id)
+            .ok_or_else(|| Error::NoSuchTable(format!("table {id}")))?;
+        let region = NoPreemptGuard::new();
+        let mut names = self.names.write(&region);
+        if names.get(table.name()) == Some(&id) {
+            names.remove(table.name());
+        }
+        table.mark_dropped();
+        Ok(())
     }
 
     /// The table called `name`.
@@ -82,6 +118,11 @@ impl Catalog {
             .iter()
             .map_while(|cell| cell.get().cloned())
             .collect()
+    }
+
+    /// Tables created so far, dropped ones included.
+    fn all_count(&self) -> usize {
+        self.tables.partition_point(|cell| cell.get().is_some())
     }
 
     pub(crate) fn get(&self, id: TableId) -> Option<&Table> {

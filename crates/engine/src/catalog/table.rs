@@ -57,6 +57,9 @@ pub struct Table {
     /// Where point lookups find a key's record without descending the primary index (a hint
     /// checked against the row; see `point_cache`). None for a table without a primary key.
     point_cache: Option<PointCache>,
+    /// Set when the table is dropped: it keeps its id, its rows stay readable by whoever holds
+    /// it, and its writes no longer matter to recovery or checkpoints.
+    dropped: std::sync::atomic::AtomicBool,
 }
 
 impl Table {
@@ -108,7 +111,18 @@ impl Table {
             secondary,
             records: RecordStore::new(),
             point_cache: (!hidden_key).then(PointCache::new),
+            dropped: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Whether the table was dropped ([`Database::drop_table`](crate::Database::drop_table)).
+    pub fn is_dropped(&self) -> bool {
+        self.dropped.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    pub(crate) fn mark_dropped(&self) {
+        self.dropped
+            .store(true, std::sync::atomic::Ordering::Release);
     }
 
     /// Identity of the database the table belongs to.

@@ -258,6 +258,10 @@ fn write(engine: &Engine, dir: &Path) -> Result<Checkpointed, CheckpointError> {
         let mut out = CheckpointWriter::create(dir, segment, snapshot)?;
         for table in engine.catalog.all() {
             out.table(table.id(), table.schema())?;
+            if table.is_dropped() {
+                out.dropped(table.id())?;
+                continue;
+            }
             let mut next = Some(0);
             while let Some(from) = next {
                 next =

@@ -114,14 +114,38 @@ impl Database {
         Ok(table)
     }
 
+    /// Drops the table called `name`: the name is free at once; transactions that hold the
+    /// table may still read and write it, but nothing written to it matters any more. In a
+    /// logged database the drop is logged (durable when this returns, under `sync`), recovery
+    /// replays no write to it after the drop and checkpoints hold none of its rows; its memory is
+    /// released when the database is next opened after a checkpoint.
+    pub fn drop_table(&self, name: &str) -> Result<()> {
+        let Some(log) = &self.engine.log else {
+            self.engine.catalog.drop_announced(name, |_, _| {})?;
+            return Ok(());
+        };
+        let mut end = 0;
+        self.engine.catalog.drop_announced(name, |id, region| {
+            let mut bytes = Vec::new();
+            record::encode_drop_table(&mut bytes, id);
+            end = log.append(&bytes, region);
+        })?;
+        log.acknowledge(end, Priority::HIGH)
+            .0
+            .map_err(Error::NotDurable)?;
+        Ok(())
+    }
+
     /// The table called `name`.
     pub fn table(&self, name: &str) -> Result<Arc<Table>> {
         self.engine.catalog.by_name(name)
     }
 
-    /// Every table, in creation order.
+    /// Every table, in creation order (not the dropped ones).
     pub fn tables(&self) -> Vec<Arc<Table>> {
-        self.engine.catalog.all()
+        let mut all = self.engine.catalog.all();
+        all.retain(|t| !t.is_dropped());
+        all
     }
 
     /// Begins a transaction.

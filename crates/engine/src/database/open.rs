@@ -194,6 +194,7 @@ impl Database {
         let mut frames = Vec::new();
         checkpoint.load(|item| match item {
             Item::Table { id, schema } => self.recreate_table(id, schema, replay),
+            Item::Dropped { id } => self.engine.catalog.redrop(id).map_err(|e| e.to_string()),
             Item::Rows { table, rows } => {
                 frames.push((table, rows));
                 Ok(())
@@ -274,6 +275,13 @@ impl Database {
                 Record::CreateTable { id, schema } => self
                     .recreate_table(id, schema, replay)
                     .map_err(|e| format!("record {i}: {e}"))?,
+                // Marked before the segment's writes are replayed: those to a table dropped
+                // later in it are skipped too (nothing reads them).
+                Record::DropTable { id } => self
+                    .engine
+                    .catalog
+                    .redrop(id)
+                    .map_err(|e| format!("record {i}: {e}"))?,
                 Record::Commit { ts, .. } if ts > covered => {
                     replay.transactions += 1;
                     replay.newest = replay.newest.max(ts);
@@ -320,6 +328,9 @@ impl Database {
                 let Some(table) = self.engine.catalog.get(w.table) else {
                     return Err(at(&format!("no table {}", w.table)));
                 };
+                if table.is_dropped() {
+                    continue;
+                }
                 txn.replay_write(table, w.key, w.image)
                     .map_err(|e| at(&e))?;
                 *written += 1;

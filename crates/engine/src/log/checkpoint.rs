@@ -88,6 +88,14 @@ impl CheckpointWriter {
         self.put(&frame)
     }
 
+    /// Records that the table just started was dropped (it has no rows).
+    pub(crate) fn dropped(&mut self, id: u32) -> io::Result<()> {
+        self.rows = None;
+        let mut frame = Vec::new();
+        record::encode_drop_table(&mut frame, id);
+        self.put(&frame)
+    }
+
     /// Adds a row of the current table. Only copies (it is called inside a region).
     pub(crate) fn row(&mut self, row: &[u8]) {
         let (_, payload) = self.rows.as_mut().expect("a row belongs to a table");
@@ -156,6 +164,10 @@ pub(crate) enum Item<'a> {
         id: u32,
         schema: TableSchema,
     },
+    /// The table before was dropped (it keeps its id; it has no rows).
+    Dropped {
+        id: u32,
+    },
     /// Rows of table `table`, each a stored row's bytes.
     Rows {
         table: u32,
@@ -197,6 +209,7 @@ impl Checkpoint {
             match item {
                 Parsed::Snapshot(ts) if at == HEADER_LEN => snapshot = Some(ts),
                 Parsed::Item(Item::Table { .. }) if snapshot.is_some() => tables += 1,
+                Parsed::Item(Item::Dropped { .. }) if tables > 0 => {}
                 Parsed::Item(Item::Rows { rows: r, .. }) if tables > 0 => rows += r.len() as u64,
                 Parsed::End { tables: t, rows: r } if t == tables && r == rows && !ended => {
                     ended = true;
@@ -303,6 +316,7 @@ fn parse(payload: &[u8]) -> Option<Parsed<'_>> {
             Record::CreateTable { id, schema } => {
                 return Some(Parsed::Item(Item::Table { id, schema }));
             }
+            Record::DropTable { id } => return Some(Parsed::Item(Item::Dropped { id })),
             Record::Commit { .. } => return None,
         },
     };

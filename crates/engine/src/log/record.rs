@@ -1,4 +1,5 @@
-//! The log's bytes: a file header, and framed records (a table created, a transaction committed).
+//! The log's bytes: a file header, and framed records (a table created or dropped, a transaction
+//! committed).
 //!
 //! A frame is `length (u32) | crc32 of the payload (u32) | payload`, little-endian, so a reader
 //! tells a torn tail (a frame that runs past the end of the file) from damage (a complete frame
@@ -14,8 +15,10 @@ use crate::storage::schema::{ColumnType, TableSchema};
 
 /// The first bytes of every log file: the format's name and version.
 pub(crate) const MAGIC: &[u8; 8] = b"OVRTKLOG";
-/// The log format's version, after the magic bytes.
-pub(crate) const VERSION: u32 = 3;
+/// The log format's version, after the magic bytes. Version 4 added the dropped-table record.
+pub(crate) const VERSION: u32 = 4;
+/// The oldest version this build reads: version 3 is version 4 without dropped tables.
+const OLDEST_READ: u32 = 3;
 /// Bytes of a segment's header: magic, version, and the segment's number (which its file name
 /// repeats, so a renamed or misplaced segment is noticed).
 pub(crate) const HEADER_LEN: usize = MAGIC.len() + 4 + 8;
@@ -27,6 +30,7 @@ pub(crate) const MAX_PAYLOAD: usize = 1 << 30;
 
 const CREATE_TABLE: u8 = 1;
 const COMMIT: u8 = 2;
+const DROP_TABLE: u8 = 3;
 
 /// A write's image kinds.
 const DELETED: u8 = 0;
@@ -93,6 +97,8 @@ impl Patch<'_> {
 pub(crate) enum Record<'a> {
     /// Table `id` was created (tables get ids in creation order).
     CreateTable { id: u32, schema: TableSchema },
+    /// Table `id` was dropped: no write logged for it matters any more.
+    DropTable { id: u32 },
     /// A transaction committed at `ts` with these writes.
     Commit {
         ts: u64,
@@ -125,9 +131,9 @@ pub(crate) fn check_header(
         return Err(format!("not an Overtake {what} (no {what} header)"));
     }
     let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-    if version != VERSION {
+    if !(OLDEST_READ..=VERSION).contains(&version) {
         return Err(format!(
-            "{what} format version {version}; this build reads version {VERSION}"
+            "{what} format version {version}; this build reads versions {OLDEST_READ} to {VERSION}"
         ));
     }
     let found = u64::from_le_bytes(bytes[12..20].try_into().expect("8 bytes"));
@@ -203,6 +209,14 @@ pub(crate) fn encode_create_table(out: &mut Vec<u8>, id: u32, schema: &TableSche
                 put_bytes(p, n.as_bytes());
             }
         }
+    });
+}
+
+/// Appends the record of dropped table `id`.
+pub(crate) fn encode_drop_table(out: &mut Vec<u8>, id: u32) {
+    frame(out, |p| {
+        p.push(DROP_TABLE);
+        p.extend_from_slice(&id.to_le_bytes());
     });
 }
 
@@ -456,6 +470,7 @@ pub(crate) fn decode(payload: &[u8]) -> Option<Record<'_>> {
             }
             Record::Commit { ts, writes }
         }
+        DROP_TABLE => Record::DropTable { id: r.u32()? },
         _ => return None,
     };
     r.bytes.is_empty().then_some(record)

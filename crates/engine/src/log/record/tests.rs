@@ -89,7 +89,7 @@ fn only(bytes: &[u8]) -> Record<'_> {
 }
 
 #[test]
-fn a_created_table_decodes_to_its_schema() {
+fn created_and_dropped_tables_decode() {
     let mut out = Vec::new();
     encode_create_table(&mut out, 3, &schema());
     assert_eq!(
@@ -99,6 +99,13 @@ fn a_created_table_decodes_to_its_schema() {
             schema: schema()
         }
     );
+    let mut out = Vec::new();
+    encode_drop_table(&mut out, 7);
+    assert_eq!(only(&out), Record::DropTable { id: 7 });
+    // A drop record with a byte more or less is not one.
+    let payload = &out[FRAME_HEADER..];
+    assert_eq!(decode(&payload[..payload.len() - 1]), None);
+    assert_eq!(decode(&[payload, &[0]].concat()), None);
 }
 
 proptest! {
