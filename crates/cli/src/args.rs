@@ -63,6 +63,8 @@ pub struct ServeArgs {
     /// Pin each worker to a core of its own.
     #[arg(long)]
     pub pin: bool,
+    #[command(flatten)]
+    pub kept: KeptArgs,
 }
 
 fn default_workers() -> u16 {
@@ -803,9 +805,25 @@ pub struct TpccArgs {
     /// transactions. By default, the run's expected growth; 0 turns it off. Not with --clients.
     #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1_048_576), conflicts_with = "clients")]
     pub prefault_mib: Option<u64>,
-    /// Keep the database in this directory (created if needed): loaded and logged the first
-    /// time, recovered from its log by later runs, which continue it. Without it the run is in
-    /// memory only.
+    #[command(flatten)]
+    pub kept: KeptArgs,
+    /// With --data-dir: append `w d o_id` to this file for every New-Order whose commit was
+    /// acknowledged (a crash test's ledger; `check tpcc --ack-log` verifies it). Each line is a
+    /// write on the worker, so it costs throughput. Not with --clients.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "data_dir",
+        conflicts_with = "clients"
+    )]
+    pub ack_log: Option<std::path::PathBuf>,
+}
+
+/// Where a database is kept, and how its commits reach the disk.
+#[derive(Clone, Debug, Args)]
+pub struct KeptArgs {
+    /// Keep the database in this directory (created if needed): recovered from its checkpoint
+    /// and log when it holds one, and every commit logged. Without it, in memory only.
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<std::path::PathBuf>,
     /// With --data-dir: how commits reach the disk (sync: acknowledged once durable; async:
@@ -824,16 +842,17 @@ pub struct TpccArgs {
           default_value_t = overtake_engine::DEFAULT_GROUP_COMMIT.as_micros() as u64,
           value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub group_commit_us: u64,
-    /// With --data-dir: append `w d o_id` to this file for every New-Order whose commit was
-    /// acknowledged (a crash test's ledger; `check tpcc --ack-log` verifies it). Each line is a
-    /// write on the worker, so it costs throughput. Not with --clients.
-    #[arg(
-        long,
-        value_name = "FILE",
-        requires = "data_dir",
-        conflicts_with = "clients"
-    )]
-    pub ack_log: Option<std::path::PathBuf>,
+}
+
+impl KeptArgs {
+    /// `options` with this durability, checkpoint interval and group commit.
+    pub fn options(&self, options: overtake_engine::Options) -> overtake_engine::Options {
+        let every = (self.checkpoint_mib > 0).then_some(self.checkpoint_mib << 20);
+        options
+            .durability(self.durability.engine())
+            .checkpoint_after(every)
+            .group_commit(std::time::Duration::from_micros(self.group_commit_us))
+    }
 }
 
 /// How commits reach the disk.

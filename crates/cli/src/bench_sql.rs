@@ -21,7 +21,7 @@ const ACCOUNTS: i64 = 100_000;
 
 pub fn run(args: &SqlArgs) -> Result<(), String> {
     let db = Arc::new(Database::in_memory(Options::default()));
-    let catalog = Catalog::new(Arc::clone(&db));
+    let catalog = Catalog::open(Arc::clone(&db)).map_err(|e| e.to_string())?;
     let sql = |text: &str| -> Result<overtake_sql::Prepared, String> {
         let stmt = parse(text).map_err(|e| e.to_string())?.remove(0);
         prepare(&catalog, &stmt, &[]).map_err(|e| e.to_string())

@@ -87,9 +87,10 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
         overtake_engine::LogStats::histogram_quantile(&l.flush_histogram, q).as_micros() as u64
     };
     let mode = args
+        .kept
         .data_dir
         .as_ref()
-        .map_or("in memory", |_| args.durability.engine().name());
+        .map_or("in memory", |_| args.kept.durability.engine().name());
     // Checkpoints taken during the run (the one after a load is not counted).
     let checkpoints = match (checkpoints_before, db.checkpoint_stats()) {
         (Some(before), Some(after)) => Some((

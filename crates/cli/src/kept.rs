@@ -40,13 +40,9 @@ pub const INCOMPLETE_LOAD: &str = "holds a TPC-C load a crash cut short (remove 
 /// The TPC-C database of a `bench tpcc` run: kept in `--data-dir` if given, else in memory.
 pub fn tpcc_database(args: &TpccArgs) -> Result<LoadedDb, String> {
     let (seed, json) = (args.run.seed, args.run.json);
-    match &args.data_dir {
+    match &args.kept.data_dir {
         Some(dir) => {
-            let every = (args.checkpoint_mib > 0).then_some(args.checkpoint_mib << 20);
-            let options = Options::default()
-                .durability(args.durability.engine())
-                .checkpoint_after(every)
-                .group_commit(std::time::Duration::from_micros(args.group_commit_us));
+            let options = args.kept.options(Options::default());
             open_tpcc(dir, options, args.warehouses, seed, json)
         }
         None => load_database(args.warehouses, seed, false, json),

@@ -1,5 +1,6 @@
-//! `overtake serve`: a database in memory behind PostgreSQL's wire protocol, until SIGINT or
-//! SIGTERM (then connections close, open transactions roll back, and the workers drain).
+//! `overtake serve`: a database (in memory, or kept in `--data-dir`) behind PostgreSQL's wire
+//! protocol, until SIGINT or SIGTERM (then connections close, open transactions roll back, the
+//! workers drain, and a kept database's log is flushed and closed).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +20,23 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             CcArg::Mvcc => Concurrency::Mvcc,
             CcArg::TwoPl => Concurrency::TwoPhaseLocking(policy),
         });
-    let db = Arc::new(Database::in_memory(options));
+    let db = Arc::new(match &args.kept.data_dir {
+        Some(dir) => {
+            let db = Database::open(dir, args.kept.options(options))
+                .map_err(|e| format!("cannot open {}: {e}", dir.display()))?;
+            if let Some(r) = db.recovered().filter(|r| r.tables > 0) {
+                eprintln!(
+                    "overtake: recovered {} ({} checkpoint rows, {} logged transactions) in {:.2?}",
+                    dir.display(),
+                    r.checkpoint_rows,
+                    r.transactions,
+                    r.elapsed
+                );
+            }
+            db
+        }
+        None => Database::in_memory(options),
+    });
     let config = SchedConfig::default()
         .workers(usize::from(args.workers.max(1)))
         .policy(args.policy.policy())
@@ -41,11 +58,19 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     )
     .map_err(|e| format!("cannot serve on {}: {e}", args.listen))?;
     eprintln!(
-        "overtake: serving on {} ({} workers, {} policy, {}); stop with Ctrl-C",
+        "overtake: serving on {} ({} workers, {} policy, {}, {}); stop with Ctrl-C",
         server.local_addr(),
         args.workers,
         args.policy.policy().name(),
         args.concurrency_name(),
+        match &args.kept.data_dir {
+            Some(dir) => format!(
+                "kept in {}, {} commits",
+                dir.display(),
+                args.kept.durability.engine().name()
+            ),
+            None => "in memory".into(),
+        },
     );
     server.wait_for_signal().map_err(|e| e.to_string())?;
     eprintln!("overtake: shutting down");

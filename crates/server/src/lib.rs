@@ -193,11 +193,14 @@ impl Server {
             )),
             None => None,
         };
+        // The tables a database kept in a directory had (before anyone can connect).
+        let catalog = Catalog::open(db)
+            .map_err(|e| io::Error::other(format!("opening the SQL catalog: {}", e.message)))?;
         let listener = std::net::TcpListener::bind(config.listen)?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
-            catalog: Arc::new(Catalog::new(db)),
+            catalog: Arc::new(catalog),
             scheduler,
             roles: Mutex::new(HashMap::new()),
         });

@@ -1,10 +1,14 @@
 //! The SQL catalog: tables as SQL sees them (column types, NULL-ability, defaults, the declared
 //! primary key and indexes) over the engine's tables.
 //!
+//! The catalog is kept in the database (see `stored`): opening a database from its directory
+//! brings its SQL tables back.
+//!
 //! DDL that PostgreSQL does in place — `TRUNCATE`, `ALTER TABLE ... ADD PRIMARY KEY`,
 //! `CREATE INDEX` on a loaded table — builds a new engine table (with a fresh internal name) and
 //! swaps it in; a plan bound to the old one sees the catalog's version change and is planned
-//! again. A dropped or replaced engine table's memory is released only when the database closes.
+//! again. A dropped or replaced engine table is dropped in the engine: its memory is released
+//! when the database is next opened after a checkpoint (in memory: when it closes).
 //! The map's latch is taken only inside non-preemptible regions (a DDL task on a worker may be
 //! paused anywhere else), so no paused task ever holds it.
 
@@ -20,6 +24,13 @@ use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::Expr;
 use crate::types::SqlType;
 
+/// A column's `DEFAULT`: the bound expression, and its SQL (kept in the catalog).
+#[derive(Clone, Debug)]
+pub struct ColumnDefault {
+    pub expr: Expr,
+    pub sql: String,
+}
+
 /// A column as SQL sees it.
 #[derive(Clone, Debug)]
 pub struct SqlColumn {
@@ -27,7 +38,7 @@ pub struct SqlColumn {
     pub ty: SqlType,
     pub nullable: bool,
     /// The `DEFAULT` expression (no columns), if declared.
-    pub default: Option<Expr>,
+    pub default: Option<ColumnDefault>,
 }
 
 /// A secondary index.
@@ -59,6 +70,8 @@ impl SqlTable {
 /// Every table by name, and a version that moves on with each change.
 pub struct Catalog {
     db: Arc<Database>,
+    /// The engine table the catalog is kept in.
+    stored: Arc<Table>,
     tables: RegionRwLock<HashMap<String, Arc<SqlTable>>>,
     version: AtomicU64,
     /// Numbers the engine tables built for replacements (their names must be new).
@@ -66,14 +79,26 @@ pub struct Catalog {
 }
 
 impl Catalog {
-    /// The catalog of an empty database.
-    pub fn new(db: Arc<Database>) -> Self {
+    /// A catalog of `tables` over `db`, kept in engine table `stored`, whose next engine table
+    /// is numbered `generation` ([`Catalog::open`] makes one).
+    pub(crate) fn assemble(
+        db: Arc<Database>,
+        stored: Arc<Table>,
+        tables: HashMap<String, Arc<SqlTable>>,
+        generation: u64,
+    ) -> Self {
         Catalog {
             db,
-            tables: RegionRwLock::new(HashMap::new()),
+            stored,
+            tables: RegionRwLock::new(tables),
             version: AtomicU64::new(0),
-            generation: AtomicU64::new(0),
+            generation: AtomicU64::new(generation),
         }
+    }
+
+    /// The engine table the catalog is kept in.
+    pub(crate) fn stored(&self) -> &Table {
+        &self.stored
     }
 
     /// The database.

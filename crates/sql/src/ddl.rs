@@ -1,6 +1,9 @@
 //! Executing catalog changes. A table is created as an engine table; TRUNCATE, ADD PRIMARY KEY
 //! and CREATE INDEX build a new engine table (copying the rows, checking the new key) and swap it
 //! in, which is how a table gets a key or an index the engine did not declare at creation.
+//! Each change is recorded in the stored catalog in one engine transaction (with the copied rows,
+//! for a rebuild) before the in-memory catalog follows it; an engine table the change made is
+//! dropped if that transaction fails, the one it replaced or dropped once it commits.
 //!
 //! Limitation: a rebuild is not isolated from writers of the table that commit while it copies
 //! (PostgreSQL would lock them out); run such DDL when the table is quiet, as pgbench's
@@ -8,7 +11,7 @@
 
 use std::sync::Arc;
 
-use overtake_engine::{Isolation, KeyRange, Priority, ScanOptions, TableSchema};
+use overtake_engine::{Isolation, KeyRange, Priority, ScanOptions, TableSchema, Transaction};
 
 use crate::catalog::{Catalog, SqlColumn, SqlIndex, SqlTable};
 use crate::datum::Datum;
@@ -16,6 +19,7 @@ use crate::error::{Result, SqlError, sqlstate};
 use crate::exec::insert_rows;
 use crate::expr::Context;
 use crate::plan::Ddl;
+use crate::stored;
 
 /// Creates an engine table for a SQL table described by `columns`, `primary_key` and `indexes`
 /// (column positions), and returns the SQL table over it.
@@ -64,10 +68,32 @@ fn build(
     })
 }
 
-/// Copies every row of `old` into `new` in one transaction.
-fn copy_rows(catalog: &Catalog, old: &SqlTable, new: &SqlTable, priority: Priority) -> Result<()> {
+/// Runs `change` in one transaction at `priority` and commits it; if anything fails, drops the
+/// engine table of `new`, which nothing then describes.
+fn commit_or_discard(
+    catalog: &Catalog,
+    new: &SqlTable,
+    priority: Priority,
+    change: impl FnOnce(&mut Transaction<'_>) -> Result<()>,
+) -> Result<()> {
     let db = catalog.database();
-    let mut txn = db.begin(priority, Isolation::Snapshot)?;
+    let done = db
+        .begin(priority, Isolation::Snapshot)
+        .map_err(SqlError::from)
+        .and_then(|mut txn| {
+            change(&mut txn)?;
+            txn.commit()?;
+            Ok(())
+        });
+    if done.is_err() {
+        // Not described anywhere: dropping it can only fail if it is gone already.
+        let _ = db.drop_table(new.engine.name());
+    }
+    done
+}
+
+/// Copies every row of `old` into `new` in `txn`.
+fn copy_rows(txn: &mut Transaction<'_>, old: &SqlTable, new: &SqlTable) -> Result<()> {
     let mut rows = Vec::new();
     txn.scan(&old.engine, &KeyRange::all(), ScanOptions::forward(), |r| {
         rows.push(
@@ -96,8 +122,7 @@ fn copy_rows(catalog: &Catalog, old: &SqlTable, new: &SqlTable, priority: Priori
         params: &[],
         now: crate::time::now_micros(),
     };
-    insert_rows(&mut txn, new, &all, rows, &cx)?;
-    txn.commit()?;
+    insert_rows(txn, new, &all, rows, &cx)?;
     Ok(())
 }
 
@@ -135,10 +160,15 @@ fn rebuild(
     priority: Priority,
 ) -> Result<()> {
     let new = build(catalog, &old.name, columns, primary_key, &indexes)?;
-    if !empty {
-        copy_rows(catalog, old, &new, priority)?;
-    }
-    catalog.replace(old, new)
+    commit_or_discard(catalog, &new, priority, |txn| {
+        if !empty {
+            copy_rows(txn, old, &new)?;
+        }
+        stored::write(txn, catalog.stored(), &new, true)
+    })?;
+    catalog.replace(old, new)?;
+    catalog.database().drop_table(old.engine.name())?;
+    Ok(())
 }
 
 /// Runs `ddl`; returns its command tag.
@@ -160,17 +190,39 @@ pub fn execute(catalog: &Catalog, ddl: &Ddl, priority: Priority) -> Result<&'sta
                 ));
             }
             let table = build(catalog, name, columns.clone(), primary_key.clone(), &[])?;
+            commit_or_discard(catalog, &table, priority, |txn| {
+                stored::write(txn, catalog.stored(), &table, false)
+            })
+            .map_err(|e| match catalog.table(name) {
+                // Another session created it meanwhile.
+                Ok(_) => SqlError::new(
+                    sqlstate::DUPLICATE_TABLE,
+                    format!("relation \"{name}\" already exists"),
+                ),
+                Err(_) => e,
+            })?;
             catalog.add(table)?;
             Ok("CREATE TABLE")
         }
         Ddl::DropTable { names, if_exists } => {
-            if !if_exists {
-                for n in names {
-                    catalog.table(n)?;
+            let mut tables = Vec::new();
+            for n in names {
+                match catalog.table(n) {
+                    Ok(_) if tables.iter().any(|t: &Arc<SqlTable>| t.name == *n) => {}
+                    Ok(t) => tables.push(t),
+                    Err(_) if *if_exists => {}
+                    Err(e) => return Err(e),
                 }
             }
-            for n in names {
-                catalog.remove(n);
+            let db = catalog.database();
+            let mut txn = db.begin(priority, Isolation::Snapshot)?;
+            for t in &tables {
+                stored::remove(&mut txn, catalog.stored(), &t.name)?;
+            }
+            txn.commit()?;
+            for t in &tables {
+                catalog.remove(&t.name);
+                db.drop_table(t.engine.name())?;
             }
             Ok("DROP TABLE")
         }

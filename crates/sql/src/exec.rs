@@ -416,7 +416,7 @@ pub fn insert_rows(
             let v = match v {
                 Some(v) => v,
                 None => match &c.default {
-                    Some(e) => e.eval(&[], cx)?,
+                    Some(d) => d.expr.eval(&[], cx)?,
                     None => Datum::Null,
                 },
             };

@@ -5,7 +5,8 @@
 //!   prepared statement is one), with parameter and result types.
 //! - [`exec::execute`]: a data statement's plan run in a [`Transaction`](overtake_engine::Transaction);
 //!   [`ddl::execute`]: catalog changes; [`copy::parse_text`]: COPY's text format.
-//! - [`Catalog`]: SQL tables (types, NULL-ability, defaults, keys, indexes) by name.
+//! - [`Catalog`]: SQL tables (types, NULL-ability, defaults, keys, indexes) by name, kept in
+//!   the database itself (`stored`), so [`Catalog::open`] finds a recovered database's tables.
 //!
 //! Inside: `types` (SQL types and their storage), `datum` (values, comparison, arithmetic, text
 //! forms), `time` (timestamps), `expr` (bound expressions and their evaluation), `bind`
@@ -31,6 +32,7 @@ mod functions;
 pub mod plan;
 mod select;
 pub mod statement;
+mod stored;
 pub mod time;
 pub mod types;
 

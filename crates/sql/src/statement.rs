@@ -8,7 +8,7 @@ use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
 use crate::bind::{Binder, ident, object_name};
-use crate::catalog::{Catalog, SqlColumn};
+use crate::catalog::{Catalog, ColumnDefault, SqlColumn};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::plan::{Command, Ddl, Level, OutputColumn, Prepared, Query};
 use crate::types::SqlType;
@@ -454,7 +454,10 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Ddl> {
                     if default.max_column().is_some() {
                         return Err(SqlError::syntax("a default cannot refer to columns"));
                     }
-                    column.default = Some(default);
+                    column.default = Some(ColumnDefault {
+                        expr: default,
+                        sql: e.to_string(),
+                    });
                 }
                 other => return Err(SqlError::unsupported(format!("column option {other}"))),
             }

@@ -1,5 +1,5 @@
-//! A server for tests: an in-memory database on an ephemeral loopback port, with its own
-//! scheduler (two workers, unpinned: tests share the machine).
+//! A server for tests: a database (in memory unless given one) on an ephemeral loopback port,
+//! with its own scheduler (two workers, unpinned: tests share the machine).
 
 #![allow(dead_code)]
 
@@ -21,9 +21,14 @@ impl TestServer {
         Self::start_with(ServerConfig::default(), Options::default())
     }
 
-    pub fn start_with(mut config: ServerConfig, options: Options) -> TestServer {
+    pub fn start_with(config: ServerConfig, options: Options) -> TestServer {
+        Self::serve(config, Database::in_memory(options))
+    }
+
+    /// Serves `db` (in memory or kept in a directory).
+    pub fn serve(mut config: ServerConfig, db: Database) -> TestServer {
         config.listen = "127.0.0.1:0".parse().expect("address");
-        let db = Arc::new(Database::in_memory(options));
+        let db = Arc::new(db);
         let scheduler = Arc::new(
             Scheduler::start(
                 &SchedConfig::default()

@@ -1,0 +1,261 @@
+//! The SQL catalog kept in the database itself: one row per SQL table in an engine table of its
+//! own, holding the engine table with its rows and a description of the table in SQL (a
+//! `CREATE TABLE` followed by its `CREATE INDEX`es), so a database opened from its directory
+//! has its SQL tables back exactly as they were declared.
+//!
+//! A catalog row is written in the same engine transaction as the change it records where
+//! there is one (a rebuild's copied rows), so a crash leaves either the old table or the new
+//! one described, never a mix; an engine table no row describes (a crash between creating it
+//! and describing it) is dropped when the catalog is opened.
+//!
+//! Must never be read or written except through these functions: the description's text is an
+//! on-disk format.
+
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use overtake_engine::{
+    ColumnType, Database, Isolation, KeyRange, Priority, ScanOptions, Table, TableSchema,
+    Transaction,
+};
+
+use crate::catalog::{Catalog, SqlColumn, SqlIndex, SqlTable};
+use crate::error::{Result, SqlError, sqlstate};
+use crate::plan::{Command, Ddl};
+use crate::statement::{parse, prepare};
+
+/// The engine table holding the catalog. Engine tables of SQL tables are named `name#n`, so no
+/// SQL table's engine table can take this name.
+pub(crate) const TABLE: &str = "overtake_sql_catalog";
+
+const NAME: usize = 0;
+const ENGINE: usize = 1;
+const DESCRIPTION: usize = 2;
+
+/// Longest description (bytes): what fits a row.
+const DESCRIPTION_MAX: u16 = 60_000;
+
+impl Catalog {
+    /// The catalog of `db`: the tables its stored catalog describes (none in a new database).
+    /// Engine tables of SQL tables that no row describes, left by a crash in the middle of a
+    /// catalog change, are dropped.
+    pub fn open(db: Arc<Database>) -> Result<Catalog> {
+        let stored = open_table(&db)?;
+        // Engine names are `name#n`; new ones continue after every number in use.
+        let generation = db
+            .tables()
+            .iter()
+            .filter_map(|t| t.name().rsplit_once('#')?.1.parse::<u64>().ok())
+            .max()
+            .map_or(0, |n| n + 1);
+        let described = {
+            let mut txn = db.begin(Priority::HIGH, Isolation::Snapshot)?;
+            read_all(&mut txn, &stored)?
+        };
+        // Descriptions are planned like the statements they are (against no tables).
+        let binding = Catalog::assemble(Arc::clone(&db), Arc::clone(&stored), HashMap::new(), 0);
+        let mut tables = HashMap::new();
+        for d in &described {
+            tables.insert(d.name.clone(), Arc::new(restore(&binding, d)?));
+        }
+        for t in db.tables() {
+            let described = tables.values().any(|s| Arc::ptr_eq(&s.engine, &t));
+            if t.name().contains('#') && !described {
+                db.drop_table(t.name())?;
+            }
+        }
+        Ok(Catalog::assemble(db, stored, tables, generation))
+    }
+}
+
+/// The catalog's engine table in `db`, created if it has none.
+fn open_table(db: &Database) -> Result<Arc<Table>> {
+    if let Ok(t) = db.table(TABLE) {
+        return Ok(t);
+    }
+    let schema = TableSchema::builder(TABLE)
+        .column("name", ColumnType::VarChar(crate::types::TEXT_KEY_MAX))
+        .column("engine", ColumnType::VarChar(255))
+        .column("description", ColumnType::VarChar(DESCRIPTION_MAX))
+        .primary_key(&["name"])
+        .build()
+        .map_err(|e| SqlError::new(sqlstate::INTERNAL_ERROR, e.to_string()))?;
+    Ok(db.create_table(schema)?)
+}
+
+/// A described table: its SQL name, its engine table's name, and its description.
+struct Described {
+    name: String,
+    engine: String,
+    description: String,
+}
+
+/// Every row of the catalog.
+fn read_all(txn: &mut Transaction<'_>, stored: &Table) -> Result<Vec<Described>> {
+    let mut out = Vec::new();
+    txn.scan(stored, &KeyRange::all(), ScanOptions::forward(), |r| {
+        out.push(Described {
+            name: r.str(NAME).to_owned(),
+            engine: r.str(ENGINE).to_owned(),
+            description: r.str(DESCRIPTION).to_owned(),
+        });
+        ControlFlow::Continue(())
+    })?;
+    Ok(out)
+}
+
+/// Writes `table`'s row: a new one, or (`replace`) over the one of its name.
+pub(crate) fn write(
+    txn: &mut Transaction<'_>,
+    stored: &Table,
+    table: &SqlTable,
+    replace: bool,
+) -> Result<()> {
+    let description = describe(table);
+    if description.len() > usize::from(DESCRIPTION_MAX) {
+        return Err(SqlError::new(
+            sqlstate::PROGRAM_LIMIT_EXCEEDED,
+            format!(
+                "the description of table \"{}\" is {} bytes, longer than the catalog's limit of {DESCRIPTION_MAX}",
+                table.name,
+                description.len()
+            ),
+        ));
+    }
+    let row = stored
+        .row_builder()
+        .str(NAME, &table.name)
+        .str(ENGINE, table.engine.name())
+        .str(DESCRIPTION, &description)
+        .finish()?;
+    if replace {
+        txn.delete(stored, &key(stored, &table.name)?)?;
+    }
+    txn.insert(stored, row)?;
+    Ok(())
+}
+
+/// Removes the row of table `name`.
+pub(crate) fn remove(txn: &mut Transaction<'_>, stored: &Table, name: &str) -> Result<()> {
+    txn.delete(stored, &key(stored, name)?)?;
+    Ok(())
+}
+
+fn key(stored: &Table, name: &str) -> Result<overtake_engine::KeyBuf> {
+    Ok(stored.key().str(name).finish()?)
+}
+
+/// Quotes an identifier as PostgreSQL does (`"` doubled inside).
+fn quoted(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// `table` in SQL: a `CREATE TABLE` with its columns' types, NULL-ability and defaults and its
+/// primary key, then a `CREATE INDEX` per index.
+fn describe(table: &SqlTable) -> String {
+    let mut parts: Vec<String> = table
+        .columns
+        .iter()
+        .map(|c| {
+            let mut column = format!("{} {}", quoted(&c.name), c.ty.name());
+            if !c.nullable {
+                column.push_str(" NOT NULL");
+            }
+            if let Some(d) = &c.default {
+                column.push_str(" DEFAULT ");
+                column.push_str(&d.sql);
+            }
+            column
+        })
+        .collect();
+    let names = |cols: &[usize]| -> String {
+        cols.iter()
+            .map(|&c| quoted(&table.columns[c].name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if !table.primary_key.is_empty() {
+        parts.push(format!("PRIMARY KEY ({})", names(&table.primary_key)));
+    }
+    let mut sql = format!(
+        "CREATE TABLE {} ({});",
+        quoted(&table.name),
+        parts.join(", ")
+    );
+    for index in &table.indexes {
+        sql.push_str(&format!(
+            "\nCREATE INDEX {} ON {} ({});",
+            quoted(&index.name),
+            quoted(&table.name),
+            names(&index.columns)
+        ));
+    }
+    sql
+}
+
+/// The SQL table a catalog row describes, over its engine table in `catalog`'s database.
+fn restore(catalog: &Catalog, described: &Described) -> Result<SqlTable> {
+    let damaged = |why: &str| {
+        SqlError::new(
+            sqlstate::INTERNAL_ERROR,
+            format!(
+                "the catalog's description of table \"{}\" {why}: {}",
+                described.name, described.description
+            ),
+        )
+    };
+    let engine = catalog.database().table(&described.engine).map_err(|_| {
+        damaged(&format!(
+            "names engine table {}, which does not exist",
+            described.engine
+        ))
+    })?;
+    let mut statements = parse(&described.description)?.into_iter();
+    let Some(Command::Ddl(Ddl::CreateTable {
+        name,
+        columns,
+        primary_key,
+        ..
+    })) = statements
+        .next()
+        .map(|s| prepare(catalog, &s, &[]).map(|p| p.command))
+        .transpose()?
+    else {
+        return Err(damaged("does not begin with CREATE TABLE"));
+    };
+    if name != described.name || columns.len() != engine.schema().columns().len() {
+        return Err(damaged("does not match its engine table"));
+    }
+    let mut indexes = Vec::new();
+    for s in statements {
+        let Command::Ddl(Ddl::CreateIndex {
+            name: index,
+            columns: names,
+            ..
+        }) = prepare(catalog, &s, &[])?.command
+        else {
+            return Err(damaged("holds something other than CREATE INDEX"));
+        };
+        let columns = names
+            .iter()
+            .map(|n| columns.iter().position(|c| c.name == *n))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| damaged("indexes a column it does not have"))?;
+        let id = engine
+            .index(&index)
+            .ok_or_else(|| damaged(&format!("has index {index}, which its engine table lacks")))?;
+        indexes.push(SqlIndex {
+            name: index,
+            columns,
+            id,
+        });
+    }
+    Ok(SqlTable {
+        name,
+        columns: columns.into_iter().collect::<Vec<SqlColumn>>(),
+        primary_key,
+        indexes,
+        engine,
+    })
+}
