@@ -4,7 +4,8 @@
 #   scripts/pgbench-vs-postgres.sh [seconds per run] [rounds] [synchronous_commit: off|on]
 #
 # Starts a throwaway PostgreSQL cluster (initdb in a temporary directory, as the `postgres` user,
-# port 5432, trust authentication on loopback) and `overtake serve` (release build, port 5433),
+# port 5432, trust authentication on loopback) and `overtake serve` (release build, port 5433; in
+# memory against synchronous_commit=off, kept in a directory with sync commits against on),
 # initializes both with `pgbench -i -s 1`, then alternates: TPC-B with 8 clients and 2 threads
 # (-M prepared), and the select-only script (-S). Prints one line per run and the ratios.
 set -euo pipefail
@@ -24,7 +25,9 @@ cleanup() {
 trap cleanup EXIT
 su postgres -c "$pgbin/initdb -D $work/pg -A trust -U postgres" >/dev/null
 su postgres -c "$pgbin/pg_ctl -D $work/pg -l $work/pg.log -o '-p 5432 -k $work -c synchronous_commit=$sync -c max_connections=50' start" >/dev/null
-"$overtake" serve --listen 127.0.0.1:5433 2>"$work/overtake.log" &
+kept=()
+[[ "$sync" == on ]] && kept=(--data-dir "$work/overtake" --durability sync)
+"$overtake" serve --listen 127.0.0.1:5433 "${kept[@]}" 2>"$work/overtake.log" &
 server=$!
 sleep 2
 pgbench -h 127.0.0.1 -p 5432 -U postgres -i -s 1 -q postgres >/dev/null 2>&1
@@ -33,7 +36,7 @@ run() { # port, extra args -> tps
     pgbench -h 127.0.0.1 -p "$1" -U postgres -c 8 -j 2 -T "$seconds" -M prepared -n "${@:2}" postgres 2>&1 \
         | awk '/^tps/ {print $3} /failed transactions/ && $5 != "0" {print "FAILED:" $0 > "/dev/stderr"}'
 }
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); synchronous_commit=$sync (PostgreSQL), in memory (Overtake); ${seconds}s per run"
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); synchronous_commit=$sync (PostgreSQL), $([[ "$sync" == on ]] && echo "kept, sync commits" || echo "in memory") (Overtake); ${seconds}s per run"
 for r in $(seq 1 "$rounds"); do
     pg_b=$(run 5432); ot_b=$(run 5433)
     pg_s=$(run 5432 -S); ot_s=$(run 5433 -S)
