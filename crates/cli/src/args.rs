@@ -43,8 +43,10 @@ pub struct ServeArgs {
     /// Scheduler workers (each pinned to a core).
     #[arg(long, default_value_t = default_workers())]
     pub workers: u16,
-    /// How urgent statements get a worker that runs a less urgent one.
-    #[arg(long, value_enum, default_value_t = PolicyArg::Preempt)]
+    /// How urgent statements get a worker that runs a less urgent one (and, under `quantum`,
+    /// how statements of one level share a worker: a long query does not hold up the short
+    /// statements of its own level until it ends).
+    #[arg(long, value_enum, default_value_t = PolicyArg::Quantum)]
     pub policy: PolicyArg,
     /// Concurrency control: MVCC (READ COMMITTED writers take row locks), or two-phase locking
     /// for every transaction.
@@ -63,6 +65,10 @@ pub struct ServeArgs {
     /// Pin each worker to a core of its own.
     #[arg(long)]
     pub pin: bool,
+    /// With the quantum policy: how long a statement runs before a waiting statement of its
+    /// level may take its worker (µs).
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub quantum_us: u64,
     #[command(flatten)]
     pub kept: KeptArgs,
 }
@@ -381,6 +387,9 @@ pub enum PolicyArg {
     Cooperative,
     /// Preempt the running transaction as soon as urgent work arrives.
     Preempt,
+    /// Preempt for more urgent work at once, and share a worker among the work of one level in
+    /// quanta (Aspen's policy within a level).
+    Quantum,
 }
 
 impl PolicyArg {
@@ -389,6 +398,7 @@ impl PolicyArg {
             PolicyArg::Wait => overtake_sched::Policy::Wait,
             PolicyArg::Cooperative => overtake_sched::Policy::Cooperative,
             PolicyArg::Preempt => overtake_sched::Policy::Preempt,
+            PolicyArg::Quantum => overtake_sched::Policy::Quantum,
         }
     }
 }

@@ -40,6 +40,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     let config = SchedConfig::default()
         .workers(usize::from(args.workers.max(1)))
         .policy(args.policy.policy())
+        .quantum(Duration::from_micros(args.quantum_us))
         .idle_spin(Duration::from_micros(args.idle_spin_us))
         .pin(args.pin)
         .stack_size(overtake_server::TASK_STACK)

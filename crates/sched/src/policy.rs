@@ -22,7 +22,9 @@ pub enum Policy {
     Preempt,
     /// Aspen's policy for work whose priorities are unknown (all at one level): a task that has
     /// run for `quantum` is preempted, but only if other work waits (`skip_needless`), and new
-    /// work runs before preempted work (`two_queues`).
+    /// work runs before preempted work (`two_queues`). Where levels differ, more urgent work
+    /// preempts at once, as under `Preempt`: levels are strict, and work of one level shares a
+    /// worker in quanta (so one long task does not hold up every other task of its level).
     Quantum,
 }
 

@@ -333,9 +333,9 @@ impl<E: Executor> Scheduler<E> {
     }
 
     /// Asks worker `w` to make way for queued work more urgent than its running task (under the
-    /// preemptive and cooperative policies).
+    /// preemptive, quantum and cooperative policies).
     fn request(&self, w: usize) {
-        if !matches!(self.config.policy, Policy::Preempt | Policy::Cooperative) {
+        if self.config.policy == Policy::Wait {
             return;
         }
         // A sleeping worker runs nothing to preempt: the push's notify wakes it, or its check

@@ -62,6 +62,9 @@ pub(crate) struct Task {
     runs_after: u64,
     /// Its wake arrived before its park was recorded (see [`TaskTable::wake`]).
     woken_early: bool,
+    /// Paused for more urgent work before its slice was up: it continues before new work of its
+    /// level (which would otherwise go first under the quantum policy's two queues).
+    keeps_turn: bool,
     /// What its traced slices counted (see `crate::trace`).
     pub(crate) usage: SliceUsage,
 }
@@ -81,6 +84,7 @@ impl Task {
             since: now,
             runs_after: 0,
             woken_early: false,
+            keeps_turn: false,
             usage: SliceUsage::default(),
         }
     }
@@ -245,6 +249,22 @@ impl TaskTable {
         self.ready[level].push_back(id);
     }
 
+    /// Like [`preempt`](Self::preempt) for a task paused for more urgent work: it goes to the
+    /// front of its level and continues before new work of its level.
+    pub(crate) fn preempt_for_urgent(&mut self, id: TaskId, now: Instant) {
+        self.preempt(id, now, 0);
+        let level = self.slots[id].effective().level();
+        let back = self.ready[level].pop_back();
+        debug_assert_eq!(back, Some(id));
+        self.ready[level].push_front(id);
+        self.slots[id].keeps_turn = true;
+    }
+
+    /// Whether ready task `id` continues before new work of its level.
+    pub(crate) fn keeps_turn(&self, id: TaskId) -> bool {
+        self.slots[id].keeps_turn
+    }
+
     /// The first ready task of `level` and how many new jobs must start before it.
     pub(crate) fn head_ready(&self, level: Priority) -> Option<(TaskId, usize)> {
         let started = self.started_jobs[level.level()];
@@ -323,6 +343,7 @@ impl TaskTable {
             other => panic!("task {id} resumed while {other:?}"),
         }
         slot.state = TaskState::Running;
+        slot.keeps_turn = false;
     }
 
     /// The running task `id` has ended; its slot is free again.

@@ -312,7 +312,7 @@ impl<E: Executor> WorkerCore<E> {
                 None => None,
                 Some(_) if !quantum => Some(false),
                 Some((id, _)) if self.config.two_queues => {
-                    if !self.inbox.has(level) {
+                    if !self.inbox.has(level) || tasks.keeps_turn(id) {
                         Some(false)
                     } else if tasks.paused_for(id, now) >= self.config.paused_age_limit {
                         Some(true)
@@ -581,7 +581,9 @@ impl<E: Executor> WorkerCore<E> {
             let tasks = self.tasks.borrow();
             let task = tasks.get(id);
             debug_assert_eq!(task.state, TaskState::Running);
-            if self.config.policy == Policy::Quantum {
+            // Under Quantum, more urgent work preempts at once (levels are strict); the quantum
+            // only divides a worker among work of one level.
+            if self.config.policy == Policy::Quantum && !self.more_urgent_than(task.effective()) {
                 if now.saturating_duration_since(self.slice_started.get())
                     < self.slice_quantum.get()
                 {
@@ -590,7 +592,7 @@ impl<E: Executor> WorkerCore<E> {
                 if self.config.skip_needless && !self.work_waiting_at_or_above(task.effective()) {
                     return false; // nothing else to run: preempting would only cost a switch
                 }
-                self.inbox.len(task.effective())
+                Some(self.inbox.len(task.effective()))
             } else {
                 if !self.more_urgent_than(task.effective()) {
                     return false; // nothing more urgent after all (or an interrupt without work)
@@ -612,10 +614,16 @@ impl<E: Executor> WorkerCore<E> {
                         return false;
                     }
                 }
-                0
+                // Under Quantum it continues before new work of its level: it was paused for
+                // more urgent work, not for its turn.
+                (self.config.policy != Policy::Quantum).then_some(0)
             }
         };
-        self.tasks.borrow_mut().preempt(id, now, ahead);
+        match ahead {
+            // Under Quantum, paused for more urgent work with its slice not up.
+            None => self.tasks.borrow_mut().preempt_for_urgent(id, now),
+            Some(ahead) => self.tasks.borrow_mut().preempt(id, now, ahead),
+        }
         self.paused_for_urgent.set(Some(now));
         let suspended = suspend_current(Suspension::Preempted);
         debug_assert!(suspended, "the hook runs on a task's stack");

@@ -383,6 +383,51 @@ fn a_request_resumed_for_its_age_runs_to_its_end() {
     assert_eq!(stats.class(Priority::MEDIUM).preemptions, 1);
 }
 
+/// Under `Quantum`: A (low) runs; low work B and then high work H arrive, with a request each.
+fn quantum_levels(config: SchedConfig) -> Vec<&'static str> {
+    let worker = start_worker(config);
+    let log: Log = Arc::default();
+    let (q, l) = (Arc::clone(&worker.queues), Arc::clone(&log));
+    push(&worker.queues, Priority::LOW, move || {
+        note(&l, "A starts");
+        let l2 = Arc::clone(&l);
+        push(&q, Priority::LOW, move || note(&l2, "B"));
+        preempt_now();
+        note(&l, "A goes on");
+        let l3 = Arc::clone(&l);
+        push(&q, Priority::HIGH, move || note(&l3, "H"));
+        preempt_now();
+        note(&l, "A ends");
+    });
+    while log.lock().expect("log").len() < 5 {
+        std::thread::yield_now();
+    }
+    worker.finish();
+    log.lock().expect("log").clone()
+}
+
+#[test]
+fn under_quantum_more_urgent_work_preempts_at_once_and_its_own_level_waits_for_the_quantum() {
+    // A quantum that never ends: B waits for A, H does not.
+    let long = SchedConfig {
+        quantum: std::time::Duration::from_secs(3600),
+        ..quantum_config(true, true)
+    };
+    assert_eq!(
+        quantum_levels(long),
+        vec!["A starts", "A goes on", "H", "A ends", "B"]
+    );
+    // A task resumed to run to its end (for its age) still makes way for more urgent work.
+    let to_end = SchedConfig {
+        paused_age_limit: std::time::Duration::ZERO,
+        ..quantum_config(true, true)
+    };
+    assert_eq!(
+        quantum_levels(to_end),
+        vec!["A starts", "A goes on", "H", "A ends", "B"]
+    );
+}
+
 /// Priority inversion: low holds something high needs while medium computes. High raises low
 /// while it waits (`raise`); returns the order in which things happened.
 fn inversion(raise: bool) -> Vec<&'static str> {

@@ -31,7 +31,10 @@ impl TestServer {
         let db = Arc::new(db);
         let scheduler = Arc::new(
             Scheduler::start(
+                // As `overtake serve` runs it.
                 &SchedConfig::default()
+                    .policy(overtake_sched::Policy::Quantum)
+                    .quantum(std::time::Duration::from_micros(200))
                     .workers(2)
                     .pin(false)
                     .stack_size(overtake_server::TASK_STACK),
