@@ -1,11 +1,16 @@
-//! How urgent a piece of work is.
+//! How urgent a piece of work is, and which group it belongs to.
 //!
-//! A [`Priority`] is one of a few ordered levels. It lives in its own crate, below both the
+//! A [`Priority`] is one of a few ordered levels; a [`Group`] is a tier (a band of levels) and
+//! a weight within it ([`group`]). It lives in its own crate, below both the
 //! engine (a transaction carries one from begin to end, and lock policies compare them) and the
 //! scheduler (a worker runs its most urgent ready task), so that neither depends on the other for
 //! it. It must never grow behaviour of either: it is a value, its order, and its names.
 
 #![forbid(unsafe_code)]
+
+pub mod group;
+
+pub use group::{Group, Tier, Weight};
 
 /// How urgent a transaction is: one of [`Priority::LEVELS`] levels, higher is more urgent. The
 /// engine records it; the scheduler acts on it (a ready task of a higher level runs before, and

@@ -38,6 +38,7 @@ mod scheduler;
 mod starvation;
 pub mod stats;
 mod task;
+pub mod tiers;
 pub mod timer;
 pub mod trace;
 mod watchdog;
@@ -46,7 +47,7 @@ mod worker;
 pub use call::{Call, CallError, Calls, Promise, Ticket};
 pub use error::{ConfigError, SchedError};
 pub use job::{Executor, IdleWork, JobError, LockOutcome, Outcome, Status};
-pub use overtake_priority::Priority;
+pub use overtake_priority::{Group, Priority, Tier, Weight};
 pub use overtake_runtime::preempt::{Delivery, PreemptStats};
 pub use policy::{Policy, SchedConfig};
 pub use stats::{

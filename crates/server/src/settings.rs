@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use overtake_sched::Priority;
+use overtake_sched::{Priority, Tier, Weight};
 use overtake_sql::{Level, SqlError, sqlstate};
 
 /// Parameters a client may set that only need to be remembered and shown.
@@ -71,15 +71,18 @@ pub fn validate(name: &str, value: &str) -> Result<(String, String), SqlError> {
     let name = name.to_ascii_lowercase();
     let value = match name.as_str() {
         "priority" => priority_name(parse_priority(value)?).to_owned(),
-        "task_tier" => match value.trim().to_ascii_lowercase().as_str() {
-            "time-sensitive" | "time_sensitive" | "timesensitive" => "time-sensitive".into(),
-            "background" => "background".into(),
-            _ => return Err(invalid("task_tier", value, "time-sensitive or background")),
-        },
-        "task_weight" => match value.trim().parse::<u32>() {
-            Ok(w) if (1..=10_000).contains(&w) => w.to_string(),
-            _ => return Err(invalid("task_weight", value, "1 to 10000")),
-        },
+        "task_tier" => Tier::parse(value)
+            .ok_or_else(|| invalid("task_tier", value, "time-sensitive or background"))?
+            .as_str()
+            .to_owned(),
+        "task_weight" => value
+            .trim()
+            .parse::<u32>()
+            .ok()
+            .and_then(Weight::new)
+            .ok_or_else(|| invalid("task_weight", value, "1 to 10000"))?
+            .get()
+            .to_string(),
         "transaction_isolation" | "default_transaction_isolation" => Level::parse(value)
             .ok_or_else(|| {
                 invalid(
