@@ -93,6 +93,21 @@ impl Shares {
             .map(|(g, _)| *g)
     }
 
+    /// Of `groups` (one tier), the one with the least virtual runtime (ties: the heavier). A
+    /// group never seen counts as just arrived: at the tier's floor.
+    pub fn least_of(&self, groups: impl Iterator<Item = Group>) -> Option<Group> {
+        groups.min_by_key(|g| {
+            let v = self.groups.get(g).map_or_else(
+                || {
+                    self.least_runnable(g.tier)
+                        .unwrap_or(self.floor[tier_index(g.tier)])
+                },
+                |s| s.vruntime,
+            );
+            (v, std::cmp::Reverse(g.weight))
+        })
+    }
+
     /// Whether `other` should take the worker from `running` (both runnable, one tier): its
     /// virtual runtime is behind by more than one slice.
     pub fn behind(&self, other: Group, running: Group) -> bool {
