@@ -1,6 +1,6 @@
 //! Sessions over the wire: a session's priority reaches the scheduler (SET, startup options,
-//! role defaults), hostile input ends only its own connection, and over-long statements are
-//! refused without harm.
+//! role defaults), hostile input ends only its own connection, over-long statements are refused
+//! without harm, and crossed row locks make one session the deadlock victim (40P01).
 
 mod common;
 
@@ -250,6 +250,62 @@ fn a_cancelled_statement_waiting_for_a_row_lock_never_commits() {
             .expect("read")
             .get(0);
         assert_eq!(v, 2);
+    });
+}
+
+#[test]
+fn crossed_row_locks_make_one_session_the_deadlock_victim_and_the_other_commits() {
+    let server = common::TestServer::start();
+    runtime().block_on(async {
+        let a = connect(&server.dsn("a")).await;
+        a.batch_execute(
+            "CREATE TABLE d (id int PRIMARY KEY, v int NOT NULL); INSERT INTO d VALUES (1, 0), (2, 0)",
+        )
+        .await
+        .expect("setup");
+        let b = connect(&server.dsn("b")).await;
+        a.batch_execute("BEGIN; UPDATE d SET v = 1 WHERE id = 1")
+            .await
+            .expect("a locks 1");
+        b.batch_execute("BEGIN; UPDATE d SET v = 2 WHERE id = 2")
+            .await
+            .expect("b locks 2");
+        let a_waits = tokio::spawn(async move {
+            let r = a.batch_execute("UPDATE d SET v = 1 WHERE id = 2").await;
+            (a, r)
+        });
+        // A is seen waiting for row 2 (a state, not a timeout); B then closes the cycle.
+        let db = server.database();
+        while db.lock_waits().is_empty() {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        let rb = b.batch_execute("UPDATE d SET v = 2 WHERE id = 1").await;
+        let (a, ra) = a_waits.await.expect("joined");
+        let code = |r: &Result<(), tokio_postgres::Error>| {
+            r.as_ref()
+                .err()
+                .and_then(|e| e.code())
+                .map(|c| c.code().to_owned())
+        };
+        let (victim, winner, winner_v) = match (code(&ra), code(&rb)) {
+            (Some(c), None) if c == "40P01" => (&a, &b, 2),
+            (None, Some(c)) if c == "40P01" => (&b, &a, 1),
+            other => panic!("want exactly one deadlock victim, got {other:?}"),
+        };
+        // The victim's block is failed until it rolls back; the winner commits both rows.
+        let e = victim
+            .batch_execute("SELECT 1")
+            .await
+            .expect_err("aborted block");
+        assert_eq!(e.code().map(|c| c.code()), Some("25P02"));
+        victim.batch_execute("ROLLBACK").await.expect("rollback");
+        winner.batch_execute("COMMIT").await.expect("commit");
+        let rows = victim
+            .query("SELECT v FROM d ORDER BY id", &[])
+            .await
+            .expect("read");
+        let v: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
+        assert_eq!(v, [winner_v, winner_v]);
     });
 }
 
