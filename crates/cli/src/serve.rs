@@ -22,6 +22,9 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         });
     let db = Arc::new(match &args.kept.data_dir {
         Some(dir) => {
+            if dir.exists() && !dir.is_dir() {
+                return Err(format!("--data-dir {}: not a directory", dir.display()));
+            }
             let db = Database::open(dir, args.kept.options(options))
                 .map_err(|e| format!("cannot open {}: {e}", dir.display()))?;
             if let Some(r) = db.recovered().filter(|r| r.tables > 0) {
