@@ -32,6 +32,7 @@
 //!   and hooks that run when a worker thread exits.
 
 pub mod alloc;
+pub mod cgroup;
 pub mod context;
 pub mod cpu;
 pub mod critical;
