@@ -113,7 +113,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use overtake_priority::Priority;
+use overtake_priority::{Group, Priority, Tier};
 use overtake_runtime::park::{self, Unparker};
 use overtake_runtime::{NoPreemptGuard, RegionMutex};
 
@@ -292,6 +292,8 @@ impl<R> std::fmt::Debug for Ticket<R> {
 /// A closure to run as a transaction of some priority.
 pub struct Call {
     priority: Priority,
+    /// Its group, if it was given one ([`in_group`](Call::in_group)).
+    group: Option<Group>,
     /// Runs the closure, completes the ticket, and says how it went for the statistics.
     run: Box<dyn FnOnce() -> Outcome + Send>,
 }
@@ -348,7 +350,14 @@ impl Call {
             let _region = pinned.then(NoPreemptGuard::new);
             Self::finish(catch_unwind(AssertUnwindSafe(f)), completer, booked)
         });
-        (Call { priority, run }, Ticket { completion })
+        (
+            Call {
+                priority,
+                group: None,
+                run,
+            },
+            Ticket { completion },
+        )
     }
 
     /// Delivers the result of a call's closure and says how the call ended.
@@ -379,6 +388,21 @@ impl Call {
     pub fn priority(&self) -> Priority {
         self.priority
     }
+
+    /// This call in `group`: its priority moves into the group's tier if it lies outside it
+    /// (a background call runs at the lowest level; a time-sensitive one above it).
+    pub fn in_group(mut self, group: Group) -> Call {
+        if Tier::of(self.priority) != group.tier {
+            self.priority = group.tier.default_priority();
+        }
+        self.group = Some(group);
+        self
+    }
+
+    /// Its group: the one it was put in, else its level's tier at the default weight.
+    pub fn group(&self) -> Group {
+        self.group.unwrap_or_else(|| Group::of(self.priority))
+    }
 }
 
 impl std::fmt::Debug for Call {
@@ -406,6 +430,10 @@ impl Executor for Calls {
 
     fn priority(&self, job: &Call) -> Priority {
         job.priority
+    }
+
+    fn group(&self, job: &Call) -> Group {
+        job.group()
     }
 
     fn execute(&self, job: &mut Call, _worker: usize) -> Outcome {
@@ -467,9 +495,9 @@ impl Scheduler<Calls> {
         self.submit_call(Call::new(priority, f), Some(timeout))
     }
 
-    /// Submits the call at once, or waiting up to `timeout` for room; a refused call comes back
-    /// with its ticket.
-    fn submit_call<R>(
+    /// Submits a call made with [`Call::new`] (and perhaps [`Call::in_group`]) at once, or
+    /// waiting up to `timeout` for room in an inbox; a refused call comes back with its ticket.
+    pub fn submit_call<R>(
         &self,
         (call, ticket): (Call, Ticket<R>),
         timeout: Option<Duration>,

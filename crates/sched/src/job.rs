@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use overtake_priority::Priority;
+use overtake_priority::{Group, Priority};
 
 /// How a job ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -146,6 +146,12 @@ pub trait Executor: Send + Sync + 'static {
 
     /// The priority class of `job`.
     fn priority(&self, job: &Self::Job) -> Priority;
+
+    /// The group `job` belongs to (its tier and weight; statistics are kept per group): by
+    /// default its level's tier at the default weight.
+    fn group(&self, job: &Self::Job) -> Group {
+        Group::of(self.priority(job))
+    }
 
     /// Runs `job` to completion on worker `worker` (retrying as the job's policy says). It may be
     /// paused and resumed any number of times while it runs.

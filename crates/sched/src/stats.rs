@@ -5,7 +5,7 @@
 //! relative error of every percentile below 0.1% from 1 ns up to an hour.
 
 use hdrhistogram::Histogram;
-use overtake_priority::Priority;
+use overtake_priority::{Group, Priority};
 use serde::Serialize;
 
 use crate::job::JobError;
@@ -458,6 +458,8 @@ pub struct RunStats {
     pub levels: Vec<ClassStats>,
     /// Per job kind (indexed like the executor's kinds).
     pub kinds: Vec<ClassStats>,
+    /// Per group (tier and weight), in the order each first ended a job.
+    pub groups: Vec<(Group, ClassStats)>,
     /// Time the workers had nothing to run (spinning or asleep waiting for work), summed over
     /// workers, in nanoseconds. The rest of their time went to jobs and to the scheduler itself.
     pub idle_nanos: u64,
@@ -496,6 +498,7 @@ impl Default for RunStats {
         RunStats {
             levels: vec![ClassStats::default(); Priority::LEVELS],
             kinds: Vec::new(),
+            groups: Vec::new(),
             idle_nanos: 0,
             traces: Vec::new(),
             regions: Default::default(),
@@ -519,8 +522,7 @@ impl RunStats {
 
     pub(crate) fn record(
         &mut self,
-        priority: Priority,
-        kind: usize,
+        (priority, kind, group): (Priority, usize, Group),
         timing: &JobTiming,
         outcome: &crate::job::Outcome,
     ) {
@@ -528,6 +530,26 @@ impl RunStats {
         if let Some(k) = self.kinds.get_mut(kind) {
             k.record(timing, outcome);
         }
+        self.group_mut(group).record(timing, outcome);
+    }
+
+    /// The jobs of `group`, if any ended.
+    pub fn group(&self, group: Group) -> Option<&ClassStats> {
+        self.groups
+            .iter()
+            .find(|(g, _)| *g == group)
+            .map(|(_, s)| s)
+    }
+
+    fn group_mut(&mut self, group: Group) -> &mut ClassStats {
+        let at = match self.groups.iter().position(|(g, _)| *g == group) {
+            Some(at) => at,
+            None => {
+                self.groups.push((group, ClassStats::default()));
+                self.groups.len() - 1
+            }
+        };
+        &mut self.groups[at].1
     }
 
     /// Adds `other` into this.
@@ -540,6 +562,9 @@ impl RunStats {
         }
         for (mine, theirs) in self.kinds.iter_mut().zip(&other.kinds) {
             mine.merge(theirs);
+        }
+        for (group, theirs) in &other.groups {
+            self.group_mut(*group).merge(theirs);
         }
         self.idle_nanos += other.idle_nanos;
         self.traces.extend_from_slice(&other.traces);

@@ -172,3 +172,58 @@ fn a_task_waiting_on_a_promise_parks_until_another_thread_fulfils_it() {
     assert_eq!(conversation.wait(), Ok(6));
     shut(scheduler);
 }
+
+#[test]
+fn a_call_in_a_group_runs_in_its_tier_and_is_reported_under_its_group() {
+    use overtake_sched::{Call, Group, Tier, Weight};
+    let scheduler = scheduler();
+    let background = Group::new(Tier::Background, Weight::new(7).expect("weight"));
+    let heavy = Group::new(Tier::TimeSensitive, Weight::new(5_000).expect("weight"));
+    // Asked for at `high`, in the background tier: it runs at the lowest level.
+    let (call, ticket) = Call::new(Priority::HIGH, || 1);
+    let call = call.in_group(background);
+    assert_eq!((call.priority(), call.group()), (Priority::LOW, background));
+    let first = scheduler
+        .submit_call((call, ticket), None)
+        .expect("admitted");
+    // Asked for at `low`, in the time-sensitive tier: above it. Within its tier, as asked.
+    let (call, ticket) = Call::new(Priority::LOW, || 2);
+    let call = call.in_group(heavy);
+    assert_eq!(call.priority(), Tier::TimeSensitive.default_priority());
+    let second = scheduler
+        .submit_call((call, ticket), None)
+        .expect("admitted");
+    let (call, ticket) = Call::new(Priority::HIGH, || 3);
+    assert_eq!(call.in_group(heavy).priority(), Priority::HIGH);
+    drop(ticket);
+    assert_eq!((first.wait(), second.wait()), (Ok(1), Ok(2)));
+    // A call given no group is reported under its level's tier at the default weight.
+    scheduler
+        .call(Priority::HIGH, || ())
+        .expect("admitted")
+        .wait()
+        .expect("ran");
+    // The worker books a call after delivering its result: wait for the books (a state).
+    let give_up = std::time::Instant::now() + Duration::from_secs(60);
+    while ![background, heavy, Group::of(Priority::HIGH)]
+        .iter()
+        .all(|g| {
+            scheduler
+                .stats()
+                .group(*g)
+                .is_some_and(|s| s.committed == 1)
+        })
+    {
+        assert!(std::time::Instant::now() < give_up, "never booked");
+        std::thread::yield_now();
+    }
+    let stats = scheduler.stats();
+    assert_eq!(stats.class(Priority::LOW).committed, 1);
+    assert_eq!(
+        stats
+            .class(Tier::TimeSensitive.default_priority())
+            .committed,
+        1
+    );
+    shut(scheduler);
+}

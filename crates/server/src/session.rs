@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use overtake_sched::{Calls, Priority, Promise, Scheduler};
+use overtake_sched::{Calls, Group, Priority, Promise, Scheduler, Tier, Weight};
 use overtake_sql::plan::{Command, OutputColumn};
 use overtake_sql::{Catalog, Datum, Level, Prepared, SqlError, SqlType, sqlstate};
 
@@ -128,19 +128,55 @@ impl Session {
         } else {
             name
         };
+        self.explicit(name)
+            .or_else(|| settings::default_value(name).map(str::to_owned))
+    }
+
+    /// The value of `name` set in this session (or its transaction), not its default.
+    fn explicit(&self, name: &str) -> Option<String> {
         self.block
             .as_ref()
             .and_then(|b| b.local.get(name))
             .or_else(|| self.settings.get(name))
             .map(str::to_owned)
-            .or_else(|| settings::default_value(name).map(str::to_owned))
     }
 
-    /// The priority this session's next statement runs at.
-    pub fn priority(&self) -> Priority {
+    /// The level `priority` names (normal by default).
+    fn level_asked(&self) -> Priority {
         self.setting("priority")
             .and_then(|p| settings::parse_priority(&p).ok())
             .unwrap_or(Priority::MEDIUM)
+    }
+
+    /// The group this session's next statement runs in: the tier `task_tier` names (if set,
+    /// else its priority's), at the weight `task_weight` names (100 by default).
+    pub fn group(&self) -> Group {
+        let tier = self
+            .explicit("task_tier")
+            .and_then(|t| Tier::parse(&t))
+            .unwrap_or_else(|| Tier::of(self.level_asked()));
+        let weight = self
+            .explicit("task_weight")
+            .and_then(|w| w.trim().parse().ok())
+            .and_then(Weight::new)
+            .unwrap_or_default();
+        Group::new(tier, weight)
+    }
+
+    /// The priority this session's next statement runs at: `priority`, moved into the tier
+    /// `task_tier` names if it lies outside it (as [`Call::in_group`](overtake_sched::Call::in_group)).
+    pub fn priority(&self) -> Priority {
+        let (asked, tier) = (self.level_asked(), self.group().tier);
+        if Tier::of(asked) == tier {
+            asked
+        } else {
+            tier.default_priority()
+        }
+    }
+
+    /// The priority and group of this session's next statement.
+    fn class(&self) -> (Priority, Group) {
+        (self.priority(), self.group())
     }
 
     fn default_level(&self) -> Level {
@@ -206,8 +242,8 @@ impl Session {
             }
             Command::Ddl(_) => {
                 let catalog = Arc::clone(&self.shared.catalog);
-                let priority = self.priority();
-                let tag = txn::run_ddl(&self.shared.scheduler, priority, move || {
+                let (priority, group) = self.class();
+                let tag = txn::run_ddl(&self.shared.scheduler, (priority, group), move || {
                     let Command::Ddl(ddl) = &prepared.command else {
                         unreachable!()
                     };
@@ -384,13 +420,13 @@ impl Session {
     /// Runs a statement's work: alone, or in the block's task (started by its first statement,
     /// at the priority then in effect).
     async fn run(&mut self, work: RunOrInsert) -> Result<overtake_sql::Output, SqlError> {
-        let priority = self.priority();
+        let class = self.class();
         let Some(block) = &mut self.block else {
             let level = self.default_level();
             return txn::run_alone(
                 &self.shared.scheduler,
                 self.shared.catalog.database(),
-                priority,
+                class,
                 level,
                 work,
             )
@@ -401,7 +437,7 @@ impl Session {
             TxnState::NotStarted => txn::start_block(
                 &self.shared.scheduler,
                 self.shared.catalog.database(),
-                priority,
+                class,
                 block.level,
             )?,
             TxnState::Gone => return Err(failed_block()),

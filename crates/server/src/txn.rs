@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use overtake_engine::{Database, Isolation};
-use overtake_sched::{Calls, Priority, Promise, Scheduler, Ticket};
+use overtake_sched::{Call, Calls, Group, Priority, Promise, Scheduler, Ticket};
 use overtake_sql::exec::{self, Output};
 use overtake_sql::{Context, Datum, Level, Prepared, Query, SqlError, SqlTable, sqlstate};
 
@@ -171,24 +171,34 @@ fn refused(what: &str) -> SqlError {
     )
 }
 
-/// Starts a transaction block's task at `priority`; returns where to send its requests.
+/// Starts a transaction block's task at `priority` in `group`; returns where to send its
+/// requests.
 pub fn start_block(
     scheduler: &Scheduler<Calls>,
     db: &Arc<Database>,
-    priority: Priority,
+    (priority, group): (Priority, Group),
     level: Level,
 ) -> Result<Promise<Request>, SqlError> {
     let (promise, inbox) = Promise::new();
     let db = Arc::clone(db);
     // The block's own result is nothing: its statements answer through their replies.
-    scheduler
-        .call_waiting(
-            priority,
-            move || serve(&db, priority, level, inbox),
-            ADMISSION_WAIT,
-        )
-        .map_err(|_| refused("the transaction"))?;
+    submit(scheduler, (priority, group), move || {
+        serve(&db, priority, level, inbox)
+    })
+    .map_err(|_| refused("the transaction"))?;
     Ok(promise)
+}
+
+/// Submits `f` as a call at `priority` in `group`, waiting for admission up to the bound.
+fn submit<R: Send + 'static>(
+    scheduler: &Scheduler<Calls>,
+    (priority, group): (Priority, Group),
+    f: impl FnOnce() -> R + Send + 'static,
+) -> Result<Ticket<R>, ()> {
+    let (call, ticket) = Call::new(priority, f);
+    scheduler
+        .submit_call((call.in_group(group), ticket), Some(ADMISSION_WAIT))
+        .map_err(|_| ())
 }
 
 /// Sets its flag when dropped: the future awaiting a statement was dropped (the client cancelled
@@ -215,31 +225,30 @@ impl Drop for Abandon {
 pub async fn run_alone(
     scheduler: &Scheduler<Calls>,
     db: &Arc<Database>,
-    priority: Priority,
+    (priority, group): (Priority, Group),
     level: Level,
     work: RunOrInsert,
 ) -> Result<Output, SqlError> {
     let db = Arc::clone(db);
     let abandoned = Arc::new(AtomicBool::new(false));
     let guard = Abandon(Some(Arc::clone(&abandoned)));
-    let ticket = scheduler
-        .call_waiting(
-            priority,
-            move || -> Result<Output, SqlError> {
-                let mut txn = db.begin(priority, isolation(level))?;
-                let out = run(&mut txn, &work)?;
-                if abandoned.load(Ordering::Acquire) {
-                    return Err(SqlError::new(
-                        sqlstate::QUERY_CANCELED,
-                        "canceling statement due to user request",
-                    ));
-                }
-                txn.commit()?;
-                Ok(out)
-            },
-            ADMISSION_WAIT,
-        )
-        .map_err(|_| refused("the statement"))?;
+    let ticket = submit(
+        scheduler,
+        (priority, group),
+        move || -> Result<Output, SqlError> {
+            let mut txn = db.begin(priority, isolation(level))?;
+            let out = run(&mut txn, &work)?;
+            if abandoned.load(Ordering::Acquire) {
+                return Err(SqlError::new(
+                    sqlstate::QUERY_CANCELED,
+                    "canceling statement due to user request",
+                ));
+            }
+            txn.commit()?;
+            Ok(out)
+        },
+    )
+    .map_err(|_| refused("the statement"))?;
     let result = ticket.await;
     guard.disarm();
     result.map_err(|e| SqlError::new(sqlstate::INTERNAL_ERROR, e.to_string()))?
@@ -249,12 +258,10 @@ pub async fn run_alone(
 /// rebuild copies every row; the catalog's latch is only taken inside regions).
 pub async fn run_ddl<R: Send + 'static>(
     scheduler: &Scheduler<Calls>,
-    priority: Priority,
+    class: (Priority, Group),
     f: impl FnOnce() -> Result<R, SqlError> + Send + 'static,
 ) -> Result<R, SqlError> {
-    let ticket = scheduler
-        .call_waiting(priority, f, ADMISSION_WAIT)
-        .map_err(|_| refused("the statement"))?;
+    let ticket = submit(scheduler, class, f).map_err(|_| refused("the statement"))?;
     ticket
         .await
         .map_err(|e| SqlError::new(sqlstate::INTERNAL_ERROR, e.to_string()))?

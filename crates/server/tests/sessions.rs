@@ -377,3 +377,39 @@ fn a_statement_too_deep_to_walk_is_refused_and_the_server_goes_on() {
         assert!(rows.iter().any(|m| matches!(m, tokio_postgres::SimpleQueryMessage::Row(_))));
     });
 }
+
+#[test]
+fn task_tier_moves_a_sessions_statements_into_its_tier_and_they_are_booked_under_its_group() {
+    use overtake_sched::{Group, Tier, Weight};
+    let server = common::TestServer::start();
+    runtime().block_on(async {
+        let c = connect(&server.dsn("tiers")).await;
+        c.batch_execute("CREATE TABLE g (id int PRIMARY KEY)")
+            .await
+            .expect("create");
+        // Asked for `high`, but in the background tier: it runs at the lowest level.
+        c.batch_execute("SET priority = 'high'; SET task_tier = 'background'; SET task_weight = 7")
+            .await
+            .expect("set");
+        let before = finished(&server);
+        c.query("SELECT count(*) FROM g", &[])
+            .await
+            .expect("select");
+        finished_after(&server, Priority::LOW, &before);
+        let background = Group::new(Tier::Background, Weight::new(7).expect("weight"));
+        let stats = server.scheduler.as_ref().expect("running").stats();
+        assert_eq!(stats.group(background).map(|s| s.committed), Some(1));
+        // Back in the time-sensitive tier, at its own level, in a transaction with SET LOCAL.
+        c.batch_execute("RESET task_tier; BEGIN; SET LOCAL task_weight = 250")
+            .await
+            .expect("set local");
+        let before = finished(&server);
+        c.batch_execute("INSERT INTO g VALUES (1); COMMIT")
+            .await
+            .expect("insert");
+        finished_after(&server, Priority::HIGH, &before);
+        let heavy = Group::new(Tier::TimeSensitive, Weight::new(250).expect("weight"));
+        let stats = server.scheduler.as_ref().expect("running").stats();
+        assert_eq!(stats.group(heavy).map(|s| s.committed), Some(1));
+    });
+}

@@ -193,9 +193,10 @@ impl<E: Executor> WorkerCore<E> {
             waited: times.waited,
         };
         let (priority, kind) = (self.exec.priority(job), self.exec.kind(job));
+        let group = self.exec.group(job);
         let region = NoPreemptGuard::new();
         let mut stats = self.shared.stats.lock(&region);
-        stats.record(priority, kind, &timing, outcome);
+        stats.record((priority, kind, group), &timing, outcome);
         if self.config.record_jobs {
             let nanos = |d: std::time::Duration| d.as_nanos() as u64;
             stats.jobs.push(JobRecord {
