@@ -51,7 +51,8 @@ pub use overtake_priority::{Group, Priority, Tier, Weight};
 pub use overtake_runtime::preempt::{Delivery, PreemptStats};
 pub use policy::{Policy, SchedConfig};
 pub use stats::{
-    Breakdown, ClassStats, JobRecord, JobTiming, LatencyHistogram, LatencySummary, RunStats,
+    Breakdown, ClassStats, GroupStats, JobRecord, JobTiming, LatencyHistogram, LatencySummary,
+    RunStats,
 };
 
 pub use scheduler::{Overloaded, Scheduler, SchedulerReport, Shutdown, StartOptions};

@@ -459,7 +459,7 @@ pub struct RunStats {
     /// Per job kind (indexed like the executor's kinds).
     pub kinds: Vec<ClassStats>,
     /// Per group (tier and weight), in the order each first ended a job.
-    pub groups: Vec<(Group, ClassStats)>,
+    pub groups: Vec<(Group, GroupStats)>,
     /// Time the workers had nothing to run (spinning or asleep waiting for work), summed over
     /// workers, in nanoseconds. The rest of their time went to jobs and to the scheduler itself.
     pub idle_nanos: u64,
@@ -470,6 +470,54 @@ pub struct RunStats {
     /// Every job, in the order each worker ended them (with
     /// [`SchedConfig::record_jobs`](crate::SchedConfig::record_jobs)).
     pub jobs: Vec<JobRecord>,
+}
+
+/// What a group's jobs did: how many ended how, the worker time they took (their share of the
+/// CPU), and their latency. Leaner than [`ClassStats`]: it is kept beside the level's and the
+/// kind's for every job.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct GroupStats {
+    /// Jobs that committed.
+    pub committed: u64,
+    /// Jobs that rolled back on purpose.
+    pub rolled_back: u64,
+    /// Jobs that failed.
+    pub failed: u64,
+    /// Time its jobs ran (end - start - paused - parked), summed, in nanoseconds.
+    pub running_nanos: u128,
+    /// End-to-end latency (end - arrival) of committed jobs.
+    pub latency: LatencyHistogram,
+}
+
+impl GroupStats {
+    fn record(&mut self, timing: &JobTiming, outcome: &crate::job::Outcome) {
+        use crate::job::Status;
+        match outcome.status {
+            Status::Committed => {
+                self.committed += 1;
+                self.latency
+                    .record(timing.end.saturating_duration_since(timing.arrival));
+            }
+            Status::RolledBack => self.rolled_back += 1,
+            Status::Failed => self.failed += 1,
+        }
+        self.running_nanos += timing
+            .end
+            .saturating_duration_since(timing.start)
+            .saturating_sub(timing.preempted)
+            .saturating_sub(timing.waited)
+            .as_nanos();
+    }
+
+    /// Adds `other` into this.
+    pub fn merge(&mut self, other: &GroupStats) {
+        self.committed += other.committed;
+        self.rolled_back += other.rolled_back;
+        self.failed += other.failed;
+        self.running_nanos += other.running_nanos;
+        self.latency.merge(&other.latency);
+    }
 }
 
 /// One job's timestamps and end, as recorded with
@@ -534,18 +582,18 @@ impl RunStats {
     }
 
     /// The jobs of `group`, if any ended.
-    pub fn group(&self, group: Group) -> Option<&ClassStats> {
+    pub fn group(&self, group: Group) -> Option<&GroupStats> {
         self.groups
             .iter()
             .find(|(g, _)| *g == group)
             .map(|(_, s)| s)
     }
 
-    fn group_mut(&mut self, group: Group) -> &mut ClassStats {
+    fn group_mut(&mut self, group: Group) -> &mut GroupStats {
         let at = match self.groups.iter().position(|(g, _)| *g == group) {
             Some(at) => at,
             None => {
-                self.groups.push((group, ClassStats::default()));
+                self.groups.push((group, GroupStats::default()));
                 self.groups.len() - 1
             }
         };
