@@ -98,6 +98,16 @@ impl Group {
         Group { tier, weight }
     }
 
+    /// The level work asked for at `priority` runs at in this group: `priority` if it lies in
+    /// the group's tier, else the tier's default level.
+    pub fn level_for(self, priority: Priority) -> Priority {
+        if Tier::of(priority) == self.tier {
+            priority
+        } else {
+            self.tier.default_priority()
+        }
+    }
+
     /// The group work at `priority` belongs to when it names none: its level's tier, the
     /// default weight.
     pub fn of(priority: Priority) -> Group {
@@ -138,5 +148,10 @@ mod tests {
         assert_eq!(Weight::new(10_000), Some(Weight::MAX));
         assert_eq!(Weight::default().get(), 100);
         assert_eq!(Group::of(Priority::HIGH).to_string(), "time-sensitive/100");
+        let bg = Group::new(Tier::Background, Weight::DEFAULT);
+        assert_eq!(bg.level_for(Priority::HIGH), Priority::LOW);
+        let ts = Group::of(Priority::HIGH);
+        assert_eq!(ts.level_for(Priority::LOW), Priority::MEDIUM);
+        assert_eq!(ts.level_for(Priority::CRITICAL), Priority::CRITICAL);
     }
 }

@@ -113,7 +113,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use overtake_priority::{Group, Priority, Tier};
+use overtake_priority::{Group, Priority};
 use overtake_runtime::park::{self, Unparker};
 use overtake_runtime::{NoPreemptGuard, RegionMutex};
 
@@ -392,9 +392,7 @@ impl Call {
     /// This call in `group`: its priority moves into the group's tier if it lies outside it
     /// (a background call runs at the lowest level; a time-sensitive one above it).
     pub fn in_group(mut self, group: Group) -> Call {
-        if Tier::of(self.priority) != group.tier {
-            self.priority = group.tier.default_priority();
-        }
+        self.priority = group.level_for(self.priority);
         self.group = Some(group);
         self
     }

@@ -148,35 +148,27 @@ impl Session {
             .unwrap_or(Priority::MEDIUM)
     }
 
-    /// The group this session's next statement runs in: the tier `task_tier` names (if set,
-    /// else its priority's), at the weight `task_weight` names (100 by default).
-    pub fn group(&self) -> Group {
+    /// The priority and group of this session's next statement: the group `task_tier` (if set,
+    /// else the tier of `priority`) and `task_weight` (100 by default) name, and `priority`
+    /// moved into that tier if it lies outside it (as [`Call::in_group`](overtake_sched::Call::in_group)).
+    fn class(&self) -> (Priority, Group) {
+        let asked = self.level_asked();
         let tier = self
             .explicit("task_tier")
             .and_then(|t| Tier::parse(&t))
-            .unwrap_or_else(|| Tier::of(self.level_asked()));
+            .unwrap_or_else(|| Tier::of(asked));
         let weight = self
             .explicit("task_weight")
             .and_then(|w| w.trim().parse().ok())
             .and_then(Weight::new)
             .unwrap_or_default();
-        Group::new(tier, weight)
+        let group = Group::new(tier, weight);
+        (group.level_for(asked), group)
     }
 
-    /// The priority this session's next statement runs at: `priority`, moved into the tier
-    /// `task_tier` names if it lies outside it (as [`Call::in_group`](overtake_sched::Call::in_group)).
+    /// The priority this session's next statement runs at (see [`class`](Self::class)).
     pub fn priority(&self) -> Priority {
-        let (asked, tier) = (self.level_asked(), self.group().tier);
-        if Tier::of(asked) == tier {
-            asked
-        } else {
-            tier.default_priority()
-        }
-    }
-
-    /// The priority and group of this session's next statement.
-    fn class(&self) -> (Priority, Group) {
-        (self.priority(), self.group())
+        self.class().0
     }
 
     fn default_level(&self) -> Level {
