@@ -166,7 +166,8 @@ impl Session {
         (group.level_for(asked), group)
     }
 
-    /// The priority this session's next statement runs at (see [`class`](Self::class)).
+    /// The priority this session's next statement runs at: `priority` (or the tier's default
+    /// when only `task_tier` is set), moved into the `task_tier` group's tier if it lies outside.
     pub fn priority(&self) -> Priority {
         self.class().0
     }
