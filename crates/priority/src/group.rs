@@ -84,18 +84,38 @@ impl Default for Weight {
     }
 }
 
-/// A group: work of one tier and weight. Groups are their (tier, weight): work given the same
-/// pair shares one group's share, as tasks in one cgroup do.
+/// A group: work of one tier and weight. Work given the same (tier, weight) shares one group's
+/// share, as tasks in one cgroup do, unless it is numbered apart ([`Group::numbered`]): two
+/// applications at equal weight, each with its own share, as two cgroups of equal weight.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Group {
     pub tier: Tier,
     pub weight: Weight,
+    /// Which of the groups of this tier and weight (0 unless numbered apart).
+    pub number: u16,
 }
 
 impl Group {
     /// The group of `tier` with `weight`.
     pub fn new(tier: Tier, weight: Weight) -> Group {
-        Group { tier, weight }
+        Group {
+            tier,
+            weight,
+            number: 0,
+        }
+    }
+
+    /// The group of the same tier and weight numbered `number`: its share is its own.
+    pub fn numbered(self, number: u16) -> Group {
+        Group { number, ..self }
+    }
+
+    /// A name for it that can be a directory's: `<tier>-<weight>`, then `-<number>` if numbered.
+    pub fn dir_name(self) -> String {
+        match self.number {
+            0 => format!("{}-{}", self.tier.as_str(), self.weight.get()),
+            n => format!("{}-{}-{n}", self.tier.as_str(), self.weight.get()),
+        }
     }
 
     /// The level work asked for at `priority` runs at in this group: `priority` if it lies in
@@ -117,7 +137,11 @@ impl Group {
 
 impl std::fmt::Display for Group {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.tier.as_str(), self.weight.get())
+        write!(f, "{}/{}", self.tier.as_str(), self.weight.get())?;
+        match self.number {
+            0 => Ok(()),
+            n => write!(f, "#{n}"),
+        }
     }
 }
 
@@ -153,5 +177,10 @@ mod tests {
         let ts = Group::of(Priority::HIGH);
         assert_eq!(ts.level_for(Priority::LOW), Priority::MEDIUM);
         assert_eq!(ts.level_for(Priority::CRITICAL), Priority::CRITICAL);
+        let (one, two) = (ts.numbered(1), ts.numbered(2));
+        assert!(one != two && one.tier == two.tier && one.weight == two.weight);
+        assert_eq!(two.to_string(), "time-sensitive/100#2");
+        assert_eq!(two.dir_name(), "time-sensitive-100-2");
+        assert_eq!(ts.dir_name(), "time-sensitive-100");
     }
 }

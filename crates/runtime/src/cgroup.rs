@@ -108,13 +108,19 @@ impl CgroupTree {
         Ok(())
     }
 
-    /// The group for `tier` (a name such as `time-sensitive`) at `weight` (1-10000): the
-    /// directory `<tier>-<weight>` under the root, made if need be, its weight written.
-    pub fn group(&self, tier: &str, weight: u32) -> Result<PathBuf, CgroupError> {
+    /// The group named `name` (such as `time-sensitive-100`, one directory name) at `weight`
+    /// (1-10000): the directory `name` under the root, made if need be, its weight written.
+    pub fn group(&self, name: &str, weight: u32) -> Result<PathBuf, CgroupError> {
         if !(1..=10_000).contains(&weight) {
             return Err(CgroupError::Weight(weight));
         }
-        let dir = self.root.join(format!("{tier}-{weight}"));
+        if name.is_empty() || name.contains('/') || name.starts_with('.') {
+            return Err(CgroupError::Io {
+                file: self.root.join(name),
+                reason: "a group's name must be one directory name".into(),
+            });
+        }
+        let dir = self.root.join(name);
         fs::create_dir_all(&dir).map_err(io_at(&dir))?;
         match self.version {
             CgroupVersion::V2 => {
@@ -126,6 +132,19 @@ impl CgroupTree {
             }
         }
         Ok(dir)
+    }
+
+    /// Removes the groups no thread is in any more, then the root if it is empty (best effort: a
+    /// group still in use stays, and a cgroup file system removes a group's files with it).
+    pub fn remove_empty(&self) {
+        if let Ok(entries) = fs::read_dir(&self.root) {
+            for entry in entries.flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    let _ = fs::remove_dir(entry.path());
+                }
+            }
+        }
+        let _ = fs::remove_dir(&self.root);
     }
 
     /// Moves thread `tid` into group directory `group` (made by [`group`](Self::group)).
@@ -182,7 +201,7 @@ mod tests {
             fs::read_to_string(dir.join("cgroup.subtree_control")).expect("read"),
             "+cpu"
         );
-        let g = tree.group("background", 1).expect("group");
+        let g = tree.group("background-1", 1).expect("group");
         assert_eq!(g, dir.join("background-1"));
         assert_eq!(
             fs::read_to_string(g.join("cgroup.type")).expect("type"),
@@ -198,10 +217,14 @@ mod tests {
             "4242"
         );
         assert!(matches!(
-            tree.group("background", 0),
+            tree.group("background-0", 0),
             Err(CgroupError::Weight(0))
         ));
         assert!(tree.place_thread(Path::new("/elsewhere"), 1).is_err());
+        for bad in ["", "a/b", "..", ".hidden"] {
+            assert!(tree.group(bad, 100).is_err(), "{bad:?}");
+        }
+        tree.remove_empty(); // a plain directory with files stays: nothing is forced
         let _ = fs::remove_dir_all(&dir);
     }
 
@@ -210,7 +233,7 @@ mod tests {
         let dir = scratch("v1");
         let tree = CgroupTree::at(&dir, CgroupVersion::V1);
         tree.prepare().expect("prepare");
-        let g = tree.group("time-sensitive", 10_000).expect("group");
+        let g = tree.group("time-sensitive-10000", 10_000).expect("group");
         assert_eq!(
             fs::read_to_string(g.join("cpu.shares")).expect("shares"),
             "102400"
@@ -225,7 +248,7 @@ mod tests {
         let Ok(tree) = CgroupTree::discover(Path::new("/sys/fs/cgroup"), "overtake-test") else {
             return; // no writable CPU cgroup here: nothing to check
         };
-        let Ok(group) = tree.group("time-sensitive", 250) else {
+        let Ok(group) = tree.group("time-sensitive-250", 250) else {
             return;
         };
         std::thread::spawn(move || {

@@ -301,6 +301,48 @@ pub fn can_switch_background() -> bool {
     set_background(true) && set_background(false)
 }
 
+/// An operating-system scheduling class for a thread that runs a session itself (as a PostgreSQL
+/// backend does), so that the OS decides who runs: the baselines UFS is compared with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OsPolicy {
+    /// SCHED_OTHER (EEVDF): shares by weight (nice, cgroup).
+    Normal,
+    /// SCHED_IDLE: runs only when nothing else wants the core.
+    Idle,
+    /// SCHED_FIFO at this real-time priority (1-99): runs until it blocks.
+    Fifo(u8),
+    /// SCHED_RR at this real-time priority (1-99): as FIFO, time-sliced among equals.
+    RoundRobin(u8),
+}
+
+/// Puts the calling thread in `policy`. Real-time classes need the privilege to use them
+/// (root or CAP_SYS_NICE); the error says what the kernel refused.
+pub fn set_os_policy(policy: OsPolicy) -> std::io::Result<()> {
+    let (class, priority) = match policy {
+        OsPolicy::Normal => (libc::SCHED_OTHER, 0),
+        OsPolicy::Idle => (libc::SCHED_IDLE, 0),
+        OsPolicy::Fifo(p) => (libc::SCHED_FIFO, i32::from(p)),
+        OsPolicy::RoundRobin(p) => (libc::SCHED_RR, i32::from(p)),
+    };
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: sched_setscheduler reads one sched_param from the valid `param`; pid 0 is the
+    // calling thread.
+    if unsafe { libc::sched_setscheduler(0, class, &param) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// The calling thread's scheduling class (`SCHED_*`).
+pub fn os_policy_class() -> i32 {
+    // SAFETY: sched_getscheduler takes a plain pid; 0 is the calling thread.
+    unsafe { libc::sched_getscheduler(0) }
+}
+
 /// Sets the calling thread's nice value (Linux applies it per thread).
 fn set_nice(nice: i32) -> bool {
     // SAFETY: setpriority takes plain integers; who 0 with PRIO_PROCESS is the calling thread.
@@ -309,6 +351,24 @@ fn set_nice(nice: i32) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_thread_moves_to_sched_idle_and_back_and_an_impossible_priority_is_refused() {
+        std::thread::spawn(|| {
+            set_os_policy(OsPolicy::Idle).expect("any thread may lower itself");
+            assert_eq!(os_policy_class(), libc::SCHED_IDLE);
+            // Leaving SCHED_IDLE needs privilege on older kernels; where refused, stay.
+            if set_os_policy(OsPolicy::Normal).is_ok() {
+                assert_eq!(os_policy_class(), libc::SCHED_OTHER);
+            }
+            assert!(set_os_policy(OsPolicy::Fifo(0)).is_err(), "FIFO needs 1-99");
+            if set_os_policy(OsPolicy::RoundRobin(1)).is_ok() {
+                assert_eq!(os_policy_class(), libc::SCHED_RR);
+            }
+        })
+        .join()
+        .expect("thread");
+    }
+
     use super::*;
 
     #[test]

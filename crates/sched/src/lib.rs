@@ -33,6 +33,7 @@ pub mod call;
 mod error;
 mod inbox;
 pub mod job;
+mod pending;
 pub mod policy;
 mod scheduler;
 mod starvation;

@@ -1,9 +1,14 @@
 //! The scheduler as a running service: [`Scheduler::start`] spawns the workers and returns a
 //! handle that any number of threads share to submit jobs; [`Scheduler::shutdown`] stops them.
 //!
-//! A submitted job goes into one worker's bounded inbox at its priority level (placement: round
-//! robin, moving on to the next worker whose inbox has room); when every inbox is full the job
-//! comes back with [`Overloaded`], so nothing is queued without bound and nothing is lost. After a
+//! A submitted job is placed as UFS places work (`crate::tiers::place`): time-sensitive work goes
+//! into the bounded inbox of a worker that can start it at once — an idle one, else one running
+//! background work (which it preempts), else one running less urgent work; when every worker is
+//! busy with work at least as urgent, and for all background work, it waits in the pending queue
+//! (`crate::pending`), from which a worker takes it when it would otherwise idle or, under the
+//! quantum policy, at a quantum's end if its group is furthest behind its share. When there is no
+//! room the job comes back with [`Overloaded`], so nothing is queued without bound and nothing is
+//! lost. After a
 //! push the worker is asked to preempt (policies `preempt` and `cooperative`) if its running task
 //! is less urgent, and woken if it sleeps. With signal delivery, a backstop thread sends SIGURG for
 //! requests not taken up within the signal delay, unless the client does that itself (the
@@ -17,16 +22,18 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use overtake_priority::Priority;
+use overtake_priority::{Priority, Tier};
 use overtake_runtime::preempt::{Delivery, PreemptStats};
 use sync_wrapper::SyncWrapper;
 
 use crate::error::{ConfigError, SchedError};
 use crate::inbox::Inbox;
 use crate::job::{Executor, IdleWork, Scheduled};
+use crate::pending::Pending;
 use crate::policy::{Policy, SchedConfig};
 use crate::starvation::{self, Clock};
 use crate::stats::RunStats;
+use crate::tiers::{Placement, WorkerView, place};
 use crate::timer::PreemptTimer;
 use crate::watchdog::{BlockedWorker, Watchdog};
 use crate::worker::{IDLE, Stop, WorkerSetup, WorkerShared, run_worker};
@@ -88,6 +95,8 @@ pub struct Scheduler<E: Executor> {
     exec: Arc<E>,
     workers: Vec<Arc<WorkerShared>>,
     inboxes: Vec<Arc<Inbox<E::Job>>>,
+    /// Work no worker owns yet, and the groups' shares.
+    pending: Arc<Pending<E::Job>>,
     threads: Vec<JoinHandle<Result<RunStats, SchedError>>>,
     stop: Arc<AtomicU8>,
     next: AtomicUsize,
@@ -171,6 +180,11 @@ impl<E: Executor> Scheduler<E> {
         let inboxes: Vec<Arc<Inbox<E::Job>>> = (0..config.workers)
             .map(|_| Arc::new(Inbox::new(config.urgent_inbox, config.background_inbox)))
             .collect();
+        let pending = Arc::new(Pending::new(
+            config.urgent_inbox.saturating_mul(config.workers),
+            config.background_inbox.saturating_mul(config.workers),
+            config.quantum,
+        ));
         let stop = Arc::new(AtomicU8::new(Stop::Run as u8));
         let epoch = Instant::now();
         let mut scheduler = Scheduler {
@@ -178,6 +192,7 @@ impl<E: Executor> Scheduler<E> {
             exec: Arc::clone(&exec),
             workers,
             inboxes,
+            pending,
             threads: Vec::with_capacity(config.workers),
             stop,
             next: AtomicUsize::new(0),
@@ -190,6 +205,7 @@ impl<E: Executor> Scheduler<E> {
                 index,
                 shared: Arc::clone(&scheduler.workers[index]),
                 inbox: Arc::clone(&scheduler.inboxes[index]),
+                pending: Arc::clone(&scheduler.pending),
                 exec: Arc::clone(&exec),
                 config: config.clone(),
                 epoch,
@@ -253,8 +269,8 @@ impl<E: Executor> Scheduler<E> {
         self.workers.len()
     }
 
-    /// Admits `job` at its executor priority on some worker, or gives it back if every worker's
-    /// inbox for that level is full.
+    /// Admits `job` at its executor priority and group: on a worker that can start it at once,
+    /// else into the pending queue (see the module's comment). Gives it back if there is no room.
     pub fn submit(&self, job: E::Job) -> Result<(), Overloaded<E::Job>> {
         let now = Instant::now();
         let mut scheduled = Scheduled {
@@ -262,10 +278,23 @@ impl<E: Executor> Scheduler<E> {
             arrival: now,
             enqueued: now,
         };
-        let workers = self.workers.len();
+        let (group, level) = (
+            self.exec.group(&scheduled.job),
+            self.exec.priority(&scheduled.job),
+        );
         let first = self.next.fetch_add(1, Ordering::Relaxed);
-        for i in 0..workers {
-            let w = (first + i) % workers;
+        let target = match place(group.tier, &self.views(), first) {
+            Placement::Idle(w) | Placement::Preempt(w) => Some(w),
+            // Levels stay strict: a worker running less urgent work makes way at once.
+            Placement::Queue(_) => (0..self.workers.len())
+                .map(|i| (first + i) % self.workers.len())
+                .find(|&w| {
+                    let running = self.workers[w].running_level.load(Ordering::SeqCst);
+                    running != IDLE && usize::from(running) < level.level()
+                }),
+            Placement::GroupQueue => None,
+        };
+        if let Some(w) = target {
             match self.push(w, scheduled) {
                 Ok(()) => {
                     self.request(w);
@@ -274,7 +303,15 @@ impl<E: Executor> Scheduler<E> {
                 Err(back) => scheduled = back,
             }
         }
-        Err(Overloaded::new(scheduled.job))
+        self.pending
+            .push(level, group, scheduled)
+            .map_err(|back| Overloaded::new(back.job))?;
+        // One sleeping worker is enough: a busy one takes it when it runs out of work or at the
+        // end of its quantum.
+        if let Some(w) = self.workers.iter().find(|w| w.sleeper.is_sleeping()) {
+            w.sleeper.notify();
+        }
+        Ok(())
     }
 
     /// Like [`submit`](Self::submit), but waits up to `timeout` for room in an inbox before giving
@@ -327,6 +364,20 @@ impl<E: Executor> Scheduler<E> {
         Ok(())
     }
 
+    /// What each worker is doing, as placement sees it.
+    fn views(&self) -> Vec<WorkerView> {
+        let above_low = Priority::ALL[1];
+        (self.workers.iter().zip(&self.inboxes))
+            .map(|(w, inbox)| {
+                let running = w.running_level.load(Ordering::SeqCst);
+                WorkerView {
+                    running: Priority::from_level(usize::from(running)).map(Tier::of),
+                    time_sensitive_waiting: inbox.urgent_queued() + w.staged_from(above_low),
+                }
+            })
+            .collect()
+    }
+
     /// True if worker `w`'s inbox has room for a job of `level`.
     pub fn has_room(&self, w: usize, level: Priority) -> bool {
         !self.inboxes[w].is_full(level)
@@ -363,7 +414,7 @@ impl<E: Executor> Scheduler<E> {
         let running = self.workers[w].running_level.load(Ordering::SeqCst);
         running == IDLE
             || (Priority::ALL.into_iter().skip(usize::from(running) + 1))
-                .any(|p| self.inboxes[w].has(p))
+                .any(|p| self.has_new(w, p))
     }
 
     /// Under starvation control (`Preempt` with a threshold below 1): whether worker `w` may be
@@ -406,7 +457,7 @@ impl<E: Executor> Scheduler<E> {
             && Priority::ALL
                 .into_iter()
                 .skip(usize::from(running) + 1)
-                .any(|p| self.inboxes[w].has(p))
+                .any(|p| self.has_new(w, p))
             && self.admits_urgent(w, now)
     }
 
@@ -418,6 +469,7 @@ impl<E: Executor> Scheduler<E> {
             &self.config,
             self.workers.clone(),
             self.inboxes.clone(),
+            Arc::clone(&self.pending),
             self.epoch,
         )
     }
@@ -431,14 +483,23 @@ impl<E: Executor> Scheduler<E> {
             .sum()
     }
 
-    /// Jobs waiting in worker `w`'s inbox.
-    pub fn queued(&self, w: usize) -> usize {
-        self.inboxes[w].queued()
+    /// New jobs of `level` waiting for worker `w` (in its inbox, or taken out to start next).
+    fn has_new(&self, w: usize, level: Priority) -> bool {
+        self.inboxes[w].has(level) || self.workers[w].staged(level) > 0
     }
 
-    /// Jobs above the lowest level waiting in inboxes.
+    /// Jobs waiting for worker `w` to start them.
+    pub fn queued(&self, w: usize) -> usize {
+        self.inboxes[w].queued() + self.workers[w].staged_from(Priority::LOW)
+    }
+
+    /// Jobs above the lowest level waiting to start.
     pub fn urgent_queued(&self) -> usize {
-        self.inboxes.iter().map(|q| q.urgent_queued()).sum()
+        let above_low = Priority::ALL[1];
+        (self.inboxes.iter().map(|q| q.urgent_queued()))
+            .chain(self.workers.iter().map(|w| w.staged_from(above_low)))
+            .sum::<usize>()
+            + self.pending.urgent()
     }
 
     /// What the workers' jobs did so far, per level and per kind, while the scheduler runs (the

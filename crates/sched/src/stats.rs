@@ -108,6 +108,7 @@ impl LatencyHistogram {
             mean: all.mean() / 1_000.0,
             p50: at(0.50),
             p90: at(0.90),
+            p95: at(0.95),
             p99: at(0.99),
             p999: at(0.999),
             max: us(all.max()),
@@ -127,6 +128,8 @@ pub struct LatencySummary {
     pub p50: f64,
     /// 90th percentile.
     pub p90: f64,
+    /// 95th percentile.
+    pub p95: f64,
     /// 99th percentile.
     pub p99: f64,
     /// 99.9th percentile.

@@ -8,7 +8,9 @@
 //! the preemption hook drive it, always inside non-preemptible regions, so a paused task never
 //! holds a borrow of it.
 //!
-//! Ready tasks of a level continue in the order they became ready. A parked task is in no queue
+//! Ready tasks of a level continue in the order they became ready, within their group (the worker
+//! chooses which group's turn it is, see `crate::tiers`; per level the table counts the ready
+//! tasks of each group so that choice need not walk the queue). A parked task is in no queue
 //! until a wake with its token arrives (a wake that arrives before its park is recorded is kept
 //! for it); a token from an earlier task of the same slot (an old unparker) is recognised by its
 //! serial and ignored.
@@ -16,7 +18,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use overtake_priority::Priority;
+use overtake_priority::{Group, Priority};
 use overtake_runtime::os_thread::ThreadUsage;
 
 use crate::trace::SliceUsage;
@@ -43,6 +45,8 @@ pub(crate) enum TaskState {
 pub(crate) struct Task {
     pub(crate) state: TaskState,
     pub(crate) priority: Priority,
+    /// The group whose share its running time counts against.
+    pub(crate) group: Group,
     /// Raises by waiters (priority inheritance): how many at each level.
     raised: [u16; Priority::LEVELS],
     /// Counts the tasks this slot has held; part of wake tokens.
@@ -71,10 +75,17 @@ pub(crate) struct Task {
 
 impl Task {
     /// A slot with nothing yet happened to its task.
-    fn fresh(state: TaskState, priority: Priority, serial: u32, now: Instant) -> Self {
+    fn fresh(
+        state: TaskState,
+        priority: Priority,
+        group: Group,
+        serial: u32,
+        now: Instant,
+    ) -> Self {
         Task {
             state,
             priority,
+            group,
             raised: [0; Priority::LEVELS],
             serial,
             started: now,
@@ -126,6 +137,8 @@ pub(crate) struct TaskTable {
     created: usize,
     /// Ready tasks (preempted or woken), per level.
     ready: Vec<VecDeque<TaskId>>,
+    /// Per level, how many of its ready tasks each group has (groups with none are removed).
+    ready_groups: Vec<Vec<(Group, usize)>>,
     /// New jobs started, per level (see `Task::runs_after`).
     started_jobs: [u64; Priority::LEVELS],
     /// Tasks paused by preemption, per (effective) level.
@@ -145,10 +158,20 @@ impl TaskTable {
     /// A table of `capacity` slots (the pool bound).
     pub(crate) fn new(capacity: usize, now: Instant) -> Self {
         TaskTable {
-            slots: vec![Task::fresh(TaskState::Free, Priority::LOW, 0, now); capacity],
+            slots: vec![
+                Task::fresh(
+                    TaskState::Free,
+                    Priority::LOW,
+                    Group::of(Priority::LOW),
+                    0,
+                    now
+                );
+                capacity
+            ],
             free: Vec::new(),
             created: 0,
             ready: vec![VecDeque::new(); Priority::LEVELS],
+            ready_groups: vec![Vec::new(); Priority::LEVELS],
             started_jobs: [0; Priority::LEVELS],
             preempted: [0; Priority::LEVELS],
         }
@@ -181,13 +204,20 @@ impl TaskTable {
         }
     }
 
-    /// A task of `priority` starts in slot `id`, now running. Returns its wake token.
-    pub(crate) fn start(&mut self, id: TaskId, priority: Priority, now: Instant) -> u64 {
+    /// A task of `priority` in `group` starts in slot `id`, now running. Returns its wake token.
+    pub(crate) fn start(
+        &mut self,
+        id: TaskId,
+        priority: Priority,
+        group: Group,
+        now: Instant,
+    ) -> u64 {
         let slot = &mut self.slots[id];
         debug_assert_eq!(slot.state, TaskState::Free);
         *slot = Task::fresh(
             TaskState::Running,
             priority,
+            group,
             slot.serial.wrapping_add(1),
             now,
         );
@@ -223,10 +253,9 @@ impl TaskTable {
                 self.preempted[before.level()] -= 1;
                 self.preempted[after.level()] += 1;
             }
-            let queue = &mut self.ready[before.level()];
-            if let Some(at) = queue.iter().position(|&t| t == id) {
-                queue.remove(at);
-                self.ready[after.level()].push_back(id);
+            if let Some(at) = self.ready[before.level()].iter().position(|&t| t == id) {
+                self.dequeue(before, at);
+                self.enqueue(after, id, false);
             }
         }
         Some((id, after))
@@ -246,34 +275,76 @@ impl TaskTable {
         let level = slot.effective().level();
         slot.runs_after = self.started_jobs[level] + ahead as u64;
         self.preempted[level] += 1;
-        self.ready[level].push_back(id);
+        self.enqueue(Priority::ALL[level], id, false);
     }
 
     /// Like [`preempt`](Self::preempt) for a task paused for more urgent work: it goes to the
     /// front of its level and continues before new work of its level.
     pub(crate) fn preempt_for_urgent(&mut self, id: TaskId, now: Instant) {
         self.preempt(id, now, 0);
-        let level = self.slots[id].effective().level();
-        let back = self.ready[level].pop_back();
-        debug_assert_eq!(back, Some(id));
-        self.ready[level].push_front(id);
+        let level = self.slots[id].effective();
+        let back = self.ready[level.level()].len() - 1;
+        self.dequeue(level, back);
+        self.enqueue(level, id, true);
         self.slots[id].keeps_turn = true;
     }
 
-    /// Whether ready task `id` continues before new work of its level.
-    pub(crate) fn keeps_turn(&self, id: TaskId) -> bool {
-        self.slots[id].keeps_turn
+    /// The first ready task of `level` in `group` and how many new jobs must start before it.
+    pub(crate) fn head_ready(&self, level: Priority, group: Group) -> Option<(TaskId, usize)> {
+        let started = self.started_jobs[level.level()];
+        self.ready[level.level()]
+            .iter()
+            .find(|&&id| self.slots[id].group == group)
+            .map(|&id| {
+                (
+                    id,
+                    self.slots[id].runs_after.saturating_sub(started) as usize,
+                )
+            })
     }
 
-    /// The first ready task of `level` and how many new jobs must start before it.
-    pub(crate) fn head_ready(&self, level: Priority) -> Option<(TaskId, usize)> {
-        let started = self.started_jobs[level.level()];
-        self.ready[level.level()].front().map(|&id| {
-            (
-                id,
-                self.slots[id].runs_after.saturating_sub(started) as usize,
-            )
-        })
+    /// The first ready task of `level` if it continues before anything else of its level (it was
+    /// paused for more urgent work; see [`Self::preempt_for_urgent`]).
+    pub(crate) fn turn_kept(&self, level: Priority) -> Option<TaskId> {
+        let &id = self.ready[level.level()].front()?;
+        self.slots[id].keeps_turn.then_some(id)
+    }
+
+    /// The groups with ready tasks at `level`.
+    pub(crate) fn ready_groups(&self, level: Priority) -> impl Iterator<Item = Group> + '_ {
+        self.ready_groups[level.level()].iter().map(|&(g, _)| g)
+    }
+
+    /// Task `id` joins the ready queue of `level`, at the back (or the front).
+    fn enqueue(&mut self, level: Priority, id: TaskId, front: bool) {
+        let queue = &mut self.ready[level.level()];
+        if front {
+            queue.push_front(id);
+        } else {
+            queue.push_back(id);
+        }
+        let group = self.slots[id].group;
+        let counts = &mut self.ready_groups[level.level()];
+        match counts.iter_mut().find(|(g, _)| *g == group) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((group, 1)),
+        }
+    }
+
+    /// Takes the task at position `at` out of the ready queue of `level`.
+    fn dequeue(&mut self, level: Priority, at: usize) -> Option<TaskId> {
+        let id = self.ready[level.level()].remove(at)?;
+        let group = self.slots[id].group;
+        let counts = &mut self.ready_groups[level.level()];
+        let i = counts
+            .iter()
+            .position(|(g, _)| *g == group)
+            .expect("a ready task's group is counted");
+        counts[i].1 -= 1;
+        if counts[i].1 == 0 {
+            counts.swap_remove(i);
+        }
+        Some(id)
     }
 
     /// A new job of `level` started: every ready task of that level has one job fewer ahead.
@@ -298,20 +369,20 @@ impl TaskTable {
     }
 
     /// A wake with `token` arrived: a parked task it belongs to becomes ready. Returns its level
-    /// if it did (tokens of ended tasks, and second wakes, change nothing).
+    /// and group if it did (tokens of ended tasks, and second wakes, change nothing).
     ///
     /// A task sends its token only once it has announced its park, but the park is recorded
     /// here only when its context has switched out: a wake for a task still running (or paused
     /// on its way to the switch) is kept for its park, not dropped, or the task would wait for a
     /// wake that has already come.
-    pub(crate) fn wake(&mut self, token: u64) -> Option<Priority> {
+    pub(crate) fn wake(&mut self, token: u64) -> Option<(Priority, Group)> {
         let (id, serial) = untoken(token);
         let slot = self.slots.get_mut(id)?;
         if slot.serial != serial {
             return None;
         }
         match slot.state {
-            TaskState::Parked => Some(self.make_woken(id)),
+            TaskState::Parked => Some((self.make_woken(id), self.slots[id].group)),
             TaskState::Running | TaskState::Preempted => {
                 slot.woken_early = true;
                 None
@@ -326,7 +397,7 @@ impl TaskTable {
         slot.state = TaskState::Woken;
         slot.runs_after = 0;
         let level = slot.effective();
-        self.ready[level.level()].push_back(id);
+        self.enqueue(level, id, false);
         level
     }
 
@@ -388,9 +459,19 @@ impl TaskTable {
 
     /// The next ready task of `level`.
     pub(crate) fn pop_ready(&mut self, level: Priority) -> Option<TaskId> {
-        let id = self.ready[level.level()].pop_front()?;
+        let id = self.dequeue(level, 0)?;
         self.left_queue(id, level);
         Some(id)
+    }
+
+    /// Takes ready task `id` of `level` out of its queue (it is about to run).
+    pub(crate) fn take_ready(&mut self, level: Priority, id: TaskId) {
+        let at = self.ready[level.level()]
+            .iter()
+            .position(|&t| t == id)
+            .expect("the task is ready at this level");
+        self.dequeue(level, at);
+        self.left_queue(id, level);
     }
 
     /// Task `id` left the ready queue of `level` (it is about to run).
@@ -432,7 +513,7 @@ impl TaskTable {
                     && self.starvation(id, now) >= threshold
             });
             if let Some(at) = found {
-                let id = self.ready[level].remove(at)?;
+                let id = self.dequeue(Priority::ALL[level], at)?;
                 self.left_queue(id, Priority::ALL[level]);
                 return Some(id);
             }
@@ -485,7 +566,7 @@ mod tests {
             }
             Claim::Reuse(id) => id,
         };
-        (id, t.start(id, p, now))
+        (id, t.start(id, p, Group::of(p), now))
     }
 
     #[test]
@@ -516,7 +597,7 @@ mod tests {
         let (mut t, now) = table(2);
         let (id, old_token) = start(&mut t, Priority::HIGH, now);
         t.park(id, now);
-        assert_eq!(t.wake(old_token), Some(Priority::HIGH));
+        assert_eq!(t.wake(old_token).map(|(p, _)| p), Some(Priority::HIGH));
         assert_eq!(t.wake(old_token), None, "already woken");
         assert_eq!(t.pop_ready(Priority::HIGH), Some(id));
         t.resume(id, now + Duration::from_micros(5));
@@ -528,7 +609,7 @@ mod tests {
         t.park(again, now);
         assert_eq!(t.wake(old_token), None);
         assert_eq!(t.wake(token(7, 1)), None, "no such slot");
-        assert_eq!(t.wake(new_token), Some(Priority::LOW));
+        assert_eq!(t.wake(new_token).map(|(p, _)| p), Some(Priority::LOW));
     }
 
     #[test]
@@ -578,17 +659,18 @@ mod tests {
         let (mut t, now) = table(4);
         let (id, _) = start(&mut t, Priority::MEDIUM, now);
         t.preempt(id, now, 2);
-        assert_eq!(t.head_ready(Priority::MEDIUM), Some((id, 2)));
+        let g = Group::of(Priority::MEDIUM);
+        assert_eq!(t.head_ready(Priority::MEDIUM, g), Some((id, 2)));
         t.new_job_started(Priority::LOW);
         assert_eq!(
-            t.head_ready(Priority::MEDIUM),
+            t.head_ready(Priority::MEDIUM, g),
             Some((id, 2)),
             "another level"
         );
         t.new_job_started(Priority::MEDIUM);
         t.new_job_started(Priority::MEDIUM);
         t.new_job_started(Priority::MEDIUM);
-        assert_eq!(t.head_ready(Priority::MEDIUM), Some((id, 0)));
+        assert_eq!(t.head_ready(Priority::MEDIUM, g), Some((id, 0)));
         assert_eq!(t.ready_count(), 1);
     }
 
@@ -613,6 +695,47 @@ mod tests {
         t.resume(low, now);
         t.finish(low);
         assert_eq!(t.raise(token, 2, true), None, "the task has ended");
+    }
+
+    #[test]
+    fn ready_tasks_are_counted_by_group_and_found_by_group() {
+        let (mut t, now) = table(8);
+        let level = Priority::MEDIUM;
+        let (a, b) = (
+            Group::of(level),
+            Group::new(
+                Group::of(level).tier,
+                overtake_priority::Weight::new(7).expect("w"),
+            ),
+        );
+        let mut started = Vec::new();
+        for g in [a, b, a] {
+            let id = match t.claim().expect("room") {
+                Claim::Create(id) => {
+                    t.created(id);
+                    id
+                }
+                Claim::Reuse(id) => id,
+            };
+            t.start(id, level, g, now);
+            t.preempt(id, now, 0);
+            started.push(id);
+        }
+        let mut groups: Vec<Group> = t.ready_groups(level).collect();
+        groups.sort();
+        assert_eq!(groups, {
+            let mut v = vec![a, b];
+            v.sort();
+            v
+        });
+        assert_eq!(t.head_ready(level, b).map(|(id, _)| id), Some(started[1]));
+        t.take_ready(level, started[1]);
+        assert_eq!(t.ready_groups(level).collect::<Vec<_>>(), vec![a]);
+        assert_eq!(t.head_ready(level, b), None);
+        assert_eq!(t.pop_ready(level), Some(started[0]));
+        assert_eq!(t.pop_ready(level), Some(started[2]));
+        assert_eq!(t.ready_groups(level).count(), 0);
+        assert_eq!(t.preempted_count(), 0);
     }
 
     #[test]

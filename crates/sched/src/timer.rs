@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use crate::backstop::Backstop;
 use crate::inbox::Inbox;
+use crate::pending::Pending;
 use crate::policy::{Policy, SchedConfig};
 use crate::starvation::Clock;
 use crate::worker::WorkerShared;
@@ -37,6 +38,7 @@ pub struct TimerStats {
 pub struct PreemptTimer<J> {
     workers: Vec<Arc<WorkerShared>>,
     inboxes: Vec<Arc<Inbox<J>>>,
+    pending: Arc<Pending<J>>,
     backstop: Backstop,
     /// Signals are sent for requests that need them: with signal delivery under a preempting
     /// policy, or once [`PreemptTimer::interrupt`] has been used.
@@ -56,6 +58,7 @@ impl<J> PreemptTimer<J> {
         config: &SchedConfig,
         workers: Vec<Arc<WorkerShared>>,
         inboxes: Vec<Arc<Inbox<J>>>,
+        pending: Arc<Pending<J>>,
         epoch: Instant,
     ) -> Self {
         let signal_delivery = config.delivery == overtake_runtime::preempt::Delivery::Signal;
@@ -63,6 +66,7 @@ impl<J> PreemptTimer<J> {
         PreemptTimer {
             workers,
             inboxes,
+            pending,
             backstop: Backstop::new(n, config.signal_delay, signal_delivery && config.preempts()),
             signal_delivery,
             quantum: (config.policy == Policy::Quantum)
@@ -117,6 +121,11 @@ impl<J> PreemptTimer<J> {
                 *next_check = now_nanos + q;
                 let waiting = client_waiting
                     || self.inboxes[w].queued() > 0
+                    || worker.staged_from(overtake_priority::Priority::LOW) > 0
+                    || overtake_priority::Priority::from_level(usize::from(
+                        worker.running_level.load(Ordering::Relaxed),
+                    ))
+                    .is_some_and(|running| self.pending.has_from(running))
                     || worker.ready_tasks.load(Ordering::Relaxed) > 0;
                 if self.skip_needless && !waiting {
                     self.stats.quantum_skipped += 1;

@@ -6,7 +6,7 @@
 //! Every wait is for a flag another call sets, never for a time.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use overtake_engine::{
@@ -14,7 +14,7 @@ use overtake_engine::{
     Priority, Table, TableSchema,
 };
 use overtake_runtime::preempt::{self};
-use overtake_sched::{Calls, Policy, Scheduler, Shutdown};
+use overtake_sched::{Call, Calls, Policy, Scheduler, Shutdown};
 
 mod common;
 use common::until;
@@ -95,6 +95,14 @@ fn wait_for(flag: &AtomicBool, poll: bool) {
         assert!(Instant::now() < give_up, "the awaited event never happened");
         std::hint::spin_loop();
     }
+}
+
+/// The index of the worker running the calling task (from its thread's name, `worker-N`).
+fn worker_index() -> usize {
+    let name = std::thread::current().name().unwrap_or_default().to_owned();
+    name.strip_prefix("worker-")
+        .and_then(|n| n.parse().ok())
+        .expect("a worker's thread")
 }
 
 /// The holder's side: takes row 1's lock by updating it to 11, says so, waits for `release`,
@@ -186,10 +194,17 @@ fn pow_takes_the_lock_of_a_holder_on_another_worker_when_it_is_paused() {
         Arc::new(AtomicBool::new(false)),
         Arc::new(AtomicBool::new(false)),
     );
-    // Placement is round robin: the holder on worker 0, the urgent call on worker 1, the
-    // critical call on worker 0.
+    // The background holder is taken by one worker, the urgent call goes to the other (idle).
+    let holder_worker = Arc::new(AtomicUsize::new(usize::MAX));
+    let (hold, at) = (
+        holder(&db, &t, &holding, &release, true),
+        Arc::clone(&holder_worker),
+    );
     let low = scheduler
-        .call(Priority::LOW, holder(&db, &t, &holding, &release, true))
+        .call(Priority::LOW, move || {
+            at.store(worker_index(), Ordering::Release);
+            hold()
+        })
         .expect("admitted");
     until(&holding);
     let high = scheduler
@@ -205,12 +220,13 @@ fn pow_takes_the_lock_of_a_holder_on_another_worker_when_it_is_paused() {
         std::thread::yield_now();
     }
     assert!(!done.load(Ordering::Acquire));
-    // Now the holder is paused by a more urgent call on its worker, which only ends once the
-    // urgent transaction has committed: the pause itself must have revoked the lock.
+    // Now the holder is paused by a more urgent call placed on its worker, which only ends once
+    // the urgent transaction has committed: the pause itself must have revoked the lock.
     let d = Arc::clone(&done);
-    let critical = scheduler
-        .call(Priority::CRITICAL, move || wait_for(&d, false))
-        .expect("admitted");
+    let (call, critical) = Call::new(Priority::CRITICAL, move || wait_for(&d, false));
+    let w = holder_worker.load(Ordering::Acquire);
+    assert!(scheduler.submit_to(w, call, Instant::now()).is_ok(), "room");
+    scheduler.preempt_timer().ask(w, Instant::now());
     critical.wait().expect("ran");
     assert_eq!(
         high.wait().expect("ran").expect("committed"),

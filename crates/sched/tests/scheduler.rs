@@ -88,14 +88,19 @@ fn a_full_inbox_gives_the_call_back_and_it_can_be_resubmitted() {
     while !started.load(Ordering::Acquire) {
         std::thread::yield_now();
     }
+    // One in the worker's inbox, one in the pending queue (both bounded by `urgent_inbox`).
     let first = scheduler.call(Priority::HIGH, || 1).expect("room for one");
+    let second = scheduler
+        .call(Priority::HIGH, || 3)
+        .expect("room for one more");
     let refused = scheduler
         .call(Priority::HIGH, || 2)
-        .expect_err("the inbox holds one urgent call");
+        .expect_err("the inbox and the pending queue hold one urgent call each");
     assert!(refused.to_string().contains("overloaded"), "{refused}");
     release.store(true, Ordering::Release);
     assert_eq!(blocker.wait(), Ok(()));
     assert_eq!(first.wait(), Ok(1));
+    assert_eq!(second.wait(), Ok(3));
     // Nothing was lost: the refused call runs when submitted again (the inbox emptied when
     // the first urgent call started), and its own ticket gets the result.
     let (call, ticket) = refused.into_inner();
@@ -103,7 +108,7 @@ fn a_full_inbox_gives_the_call_back_and_it_can_be_resubmitted() {
     scheduler.submit(call).expect("room again");
     assert_eq!(ticket.wait(), Ok(2));
     let report = scheduler.shutdown(Shutdown::Drain).expect("shutdown");
-    assert_eq!(report.stats.class(Priority::HIGH).committed, 2);
+    assert_eq!(report.stats.class(Priority::HIGH).committed, 3);
 }
 
 #[test]
@@ -252,5 +257,52 @@ fn with_os_background_a_worker_runs_background_calls_at_the_weakest_weight() {
     assert_eq!(nice_at(Priority::LOW), 19);
     assert_eq!(nice_at(Priority::HIGH), 0);
     assert_eq!(nice_at(Priority::LOW), 19);
+    scheduler.shutdown(Shutdown::Drain).expect("shutdown");
+}
+
+#[test]
+fn background_work_waits_for_a_worker_that_would_otherwise_idle() {
+    let scheduler =
+        Scheduler::start(&config(Policy::Preempt).workers(2), Arc::new(Calls)).expect("start");
+    let worker = || std::thread::current().name().unwrap_or("?").to_owned();
+    // Time-sensitive work keeps one worker busy until released.
+    let (busy, release) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let (b, r) = (Arc::clone(&busy), Arc::clone(&release));
+    let urgent = scheduler
+        .call(Priority::MEDIUM, move || {
+            b.store(true, Ordering::Release);
+            work_until(&r);
+            worker()
+        })
+        .expect("admitted");
+    common::until(&busy);
+    // Two background calls: the idle worker takes the first; the second waits for a worker to
+    // run out of work, and that is the same one again (the other is still busy).
+    let (first_runs, first_release) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let (fr, frel) = (Arc::clone(&first_runs), Arc::clone(&first_release));
+    let first = scheduler
+        .call(Priority::LOW, move || {
+            fr.store(true, Ordering::Release);
+            work_until(&frel);
+            worker()
+        })
+        .expect("admitted");
+    common::until(&first_runs);
+    let second = scheduler.call(Priority::LOW, worker).expect("admitted");
+    first_release.store(true, Ordering::Release);
+    let (first, second) = (first.wait().expect("ran"), second.wait().expect("ran"));
+    release.store(true, Ordering::Release);
+    let urgent = urgent.wait().expect("ran");
+    assert_ne!(
+        first, urgent,
+        "the busy worker does not take background work"
+    );
+    assert_eq!(second, first, "the worker that ran out of work pulled it");
     scheduler.shutdown(Shutdown::Drain).expect("shutdown");
 }

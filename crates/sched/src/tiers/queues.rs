@@ -58,17 +58,27 @@ impl<T> LevelQueues<T> {
             .map(|(g, _)| *g)
     }
 
-    /// The first item of the group `shares` says is owed the most (the least virtual runtime
-    /// among the groups waiting here), and its group.
-    pub fn pop_next(&mut self, shares: &Shares) -> Option<(Group, T)> {
-        let group = shares.least_of(self.groups())?;
+    /// Whether `group` has items waiting.
+    pub fn has(&self, group: Group) -> bool {
+        self.by_group.get(&group).is_some_and(|q| !q.is_empty())
+    }
+
+    /// The first item of `group`.
+    pub fn pop_from(&mut self, group: Group) -> Option<T> {
         let queue = self.by_group.get_mut(&group)?;
         let item = queue.pop_front()?;
         if queue.is_empty() {
             self.by_group.remove(&group);
         }
         self.len -= 1;
-        Some((group, item))
+        Some(item)
+    }
+
+    /// The first item of the group `shares` says is owed the most (the least virtual runtime
+    /// among the groups waiting here), and its group.
+    pub fn pop_next(&mut self, shares: &Shares) -> Option<(Group, T)> {
+        let group = shares.least_of(self.groups())?;
+        self.pop_from(group).map(|item| (group, item))
     }
 }
 

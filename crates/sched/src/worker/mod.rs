@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Instant;
 
-use overtake_priority::Priority;
+use overtake_priority::{Group, Priority};
 use overtake_runtime::context::{Resumed, Suspension, suspend_current};
 use overtake_runtime::os_thread::{ThreadUsage, thread_usage};
 use overtake_runtime::park::{Parker, WakeTarget};
@@ -37,15 +37,19 @@ use overtake_runtime::{Context, NoPreemptGuard};
 use crate::error::SchedError;
 use crate::inbox::Inbox;
 use crate::job::{Executor, IdleWork, JobError, Outcome, Scheduled};
+use crate::pending::Pending;
 use crate::policy::{Policy, SchedConfig};
 use crate::starvation::{self, Clock};
 use crate::stats::{JobRecord, JobTiming, RunStats};
 use crate::task::{Claim, TaskId, TaskState, TaskTable};
 
+mod pick;
 mod shared;
+mod staged;
 
 use shared::TaskEvent;
 pub(crate) use shared::{IDLE, Stop, WorkerShared};
+use staged::Staged;
 
 /// Traced jobs a worker has room for before its trace vector grows (about 13 MiB).
 const TRACE_ROOM: usize = 1 << 17;
@@ -86,10 +90,16 @@ struct WorkerCore<E: Executor> {
     index: usize,
     shared: Arc<WorkerShared>,
     inbox: Arc<Inbox<E::Job>>,
+    /// Work no worker owns yet, and the groups' shares across workers.
+    pending: Arc<Pending<E::Job>>,
     exec: Arc<E>,
     config: SchedConfig,
     clock: Clock,
     tasks: RefCell<TaskTable>,
+    /// New jobs taken from the inbox, by level and group.
+    staged: RefCell<Staged<E::Job>>,
+    /// The groups a pick chooses among (kept to spare an allocation per pick).
+    candidates: RefCell<Vec<Group>>,
     /// One per pool slot, created when first needed.
     contexts: Box<[RefCell<Option<Context>>]>,
     /// The job handed to a slot's context when its task starts.
@@ -227,7 +237,9 @@ impl<E: Executor> WorkerCore<E> {
         for event in events {
             match event {
                 TaskEvent::Wake(token) => {
-                    tasks.wake(token);
+                    if let Some((_, group)) = tasks.wake(token) {
+                        self.pending.woken(group);
+                    }
                 }
                 TaskEvent::Raise { token, level, up } => {
                     if let Some((id, effective)) = tasks.raise(token, level, up)
@@ -240,104 +252,6 @@ impl<E: Executor> WorkerCore<E> {
                 }
             }
         }
-    }
-
-    /// True if a level above `level` has a ready task or a new job.
-    fn more_urgent_than(&self, level: Priority) -> bool {
-        let tasks = self.tasks.borrow();
-        Priority::ALL
-            .into_iter()
-            .filter(|&p| p > level)
-            .any(|p| tasks.highest_ready().is_some_and(|r| r >= p) || self.inbox.has(p))
-    }
-
-    /// True if work of `level` or above waits (a ready task or a new job).
-    fn work_waiting_at_or_above(&self, level: Priority) -> bool {
-        let tasks = self.tasks.borrow();
-        tasks.highest_ready().is_some_and(|r| r >= level)
-            || Priority::ALL
-                .into_iter()
-                .filter(|&p| p >= level)
-                .any(|p| self.inbox.has(p))
-    }
-
-    /// True if this worker applies starvation control (see `starvation`).
-    fn controls_starvation(&self) -> bool {
-        self.config.policy == Policy::Preempt
-            && starvation::limits(self.config.starvation_threshold)
-    }
-
-    /// The least and the most urgent levels that have waiting work (ready tasks or new jobs).
-    fn waiting_span(&self, tasks: &TaskTable) -> Option<(Priority, Priority)> {
-        let has = |p: Priority| tasks.has_ready(p) || self.inbox.has(p);
-        let lowest = Priority::ALL.into_iter().find(|&p| has(p))?;
-        let highest = Priority::ALL.into_iter().rev().find(|&p| has(p))?;
-        Some((lowest, highest))
-    }
-
-    /// The most urgent thing to run. Under starvation control, the protected work (the least
-    /// urgent level with work) first when it is owed the worker (a paused task before a new
-    /// job), then a starved paused task of a level above it. Otherwise the most urgent level
-    /// with work: within a level, a ready task before new jobs, except under `Quantum`: with two
-    /// queues new jobs go first (Aspen), with one queue a preempted task waits for the jobs
-    /// that were queued when it was preempted.
-    fn pick(&self) -> Option<Next<E::Job>> {
-        let _region = NoPreemptGuard::new();
-        let now = Instant::now();
-        let mut tasks = self.tasks.borrow_mut();
-        if self.controls_starvation()
-            && let Some((lowest, highest)) = self.waiting_span(&tasks)
-        {
-            let threshold = self.config.starvation_threshold;
-            let level = self.shared.starvation.level(self.clock.nanos(now));
-            if lowest < highest
-                && starvation::boundary_choice(threshold, level, lowest, highest) == lowest
-            {
-                if let Some(id) = tasks.pop_ready(lowest) {
-                    return Some(Next::Resume(id));
-                }
-                if let Some(job) = self.inbox.pop(lowest) {
-                    tasks.new_job_started(lowest);
-                    return Some(Next::Start(job));
-                }
-            }
-            if let Some(id) = tasks.take_starved(now, threshold, lowest) {
-                return Some(Next::Resume(id));
-            }
-        }
-        let quantum = self.config.policy == Policy::Quantum;
-        for level in Priority::ALL.into_iter().rev() {
-            let head = tasks.head_ready(level);
-            // Some(to_end) if a ready task goes first; to_end: it was paused too long.
-            let resume = match head {
-                None => None,
-                Some(_) if !quantum => Some(false),
-                Some((id, _)) if self.config.two_queues => {
-                    if !self.inbox.has(level) || tasks.keeps_turn(id) {
-                        Some(false)
-                    } else if tasks.paused_for(id, now) >= self.config.paused_age_limit {
-                        Some(true)
-                    } else {
-                        None
-                    }
-                }
-                Some((_, ahead)) => (ahead == 0 || !self.inbox.has(level)).then_some(false),
-            };
-            if let Some(to_end) = resume {
-                return tasks.pop_ready(level).map(|id| {
-                    if to_end {
-                        Next::ResumeToEnd(id)
-                    } else {
-                        Next::Resume(id)
-                    }
-                });
-            }
-            if let Some(job) = self.inbox.pop(level) {
-                tasks.new_job_started(level);
-                return Some(Next::Start(job));
-            }
-        }
-        None
     }
 
     /// Starts `scheduled` as a new task and runs it until it suspends or ends.
@@ -383,7 +297,8 @@ impl<E: Executor> WorkerCore<E> {
         let priority = self.exec.priority(&scheduled.job);
         let region = NoPreemptGuard::new();
         let now = Instant::now();
-        let token = self.tasks.borrow_mut().start(id, priority, now);
+        let group = self.exec.group(&scheduled.job);
+        let token = self.tasks.borrow_mut().start(id, priority, group, now);
         let wakes = Arc::clone(&self.shared.wakes) as Arc<dyn WakeTarget>;
         *self.parkers[id].borrow_mut() = Some(Parker::for_task(wakes, token));
         *self.mailboxes[id].borrow_mut() = Some(scheduled);
@@ -394,6 +309,9 @@ impl<E: Executor> WorkerCore<E> {
     /// A job that cannot start is recorded as failed, with why.
     fn refuse(&self, scheduled: Scheduled<E::Job>, why: JobError) {
         let _region = NoPreemptGuard::new();
+        // It was counted runnable when it was taken for starting.
+        let group = self.exec.group(&scheduled.job);
+        self.pending.charge(group, std::time::Duration::ZERO, true);
         let now = Instant::now();
         let times = crate::task::TaskTimes {
             started: now,
@@ -518,9 +436,14 @@ impl<E: Executor> WorkerCore<E> {
                 .borrow_mut()
                 .add_usage(id, &slice, region_trace::longest_since_mark());
         }
+        let group = self.tasks.borrow().get(id).group;
+        let ran = now.saturating_duration_since(slice);
+        // Whether this piece of the group's work stopped claiming a share (ended, or waits).
+        let mut ended = false;
         match resumed {
             Resumed::Suspended(Suspension::Yielded) => {
                 self.tasks.borrow_mut().finish(id);
+                ended = true;
                 *self.parkers[id].borrow_mut() = None;
             }
             Resumed::Suspended(Suspension::Preempted) => {
@@ -531,7 +454,11 @@ impl<E: Executor> WorkerCore<E> {
                 }
             }
             Resumed::Suspended(Suspension::Parked) => {
-                self.tasks.borrow_mut().park(id, now);
+                let mut tasks = self.tasks.borrow_mut();
+                tasks.park(id, now);
+                // Waiting, it claims no share (a wake makes it runnable again).
+                ended = tasks.get(id).state == TaskState::Parked;
+                drop(tasks);
                 // Parked, it makes no progress either, however long the wait (a transaction
                 // block waiting for its client's next statement): for lock policies it is
                 // paused, so what it holds can be taken for an urgent transaction.
@@ -541,6 +468,7 @@ impl<E: Executor> WorkerCore<E> {
             }
             Resumed::Finished => panic!("the body of task context {id} returned"),
         }
+        self.pending.charge(group, ran, ended);
         let tasks = self.tasks.borrow();
         self.shared
             .ready_tasks
@@ -593,7 +521,8 @@ impl<E: Executor> WorkerCore<E> {
                 if self.config.skip_needless && !self.work_waiting_at_or_above(task.effective()) {
                     return false; // nothing else to run: preempting would only cost a switch
                 }
-                Some(self.inbox.len(task.effective()))
+                let level = task.effective();
+                Some(self.inbox.len(level) + self.shared.staged(level))
             } else {
                 if !self.more_urgent_than(task.effective()) {
                     return false; // nothing more urgent after all (or an interrupt without work)
@@ -647,6 +576,7 @@ pub(crate) struct WorkerSetup<E: Executor> {
     pub(crate) index: usize,
     pub(crate) shared: Arc<WorkerShared>,
     pub(crate) inbox: Arc<Inbox<E::Job>>,
+    pub(crate) pending: Arc<Pending<E::Job>>,
     pub(crate) exec: Arc<E>,
     pub(crate) config: SchedConfig,
     pub(crate) epoch: Instant,
@@ -660,6 +590,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         index,
         shared,
         inbox,
+        pending,
         exec,
         config,
         epoch,
@@ -679,9 +610,12 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         index,
         shared,
         inbox,
+        pending,
         exec,
         clock: Clock::new(epoch),
         tasks: RefCell::new(TaskTable::new(pool, Instant::now())),
+        staged: RefCell::new(Staged::new(config.urgent_inbox, config.background_inbox)),
+        candidates: RefCell::new(Vec::new()),
         contexts: (0..pool).map(|_| RefCell::new(None)).collect(),
         mailboxes: (0..pool).map(|_| RefCell::new(None)).collect(),
         parkers: (0..pool).map(|_| RefCell::new(None)).collect(),
@@ -750,11 +684,14 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
             None => {
                 let now = Instant::now();
                 match feed.as_mut().and_then(|f| f()) {
-                    Some(job) => core.start(Scheduled {
-                        job,
-                        arrival: now,
-                        enqueued: now,
-                    }),
+                    Some(job) => {
+                        core.pending.arrived(core.exec.group(&job));
+                        core.start(Scheduled {
+                            job,
+                            arrival: now,
+                            enqueued: now,
+                        })
+                    }
                     None if now.saturating_duration_since(*idle_since.get_or_insert(now))
                         < core.config.idle_spin =>
                     {
@@ -762,6 +699,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
                     }
                     None => core.shared.sleeper.sleep_unless(|| {
                         core.inbox.queued() > 0
+                            || core.pending.has_from(Priority::LOW)
                             || core.shared.wakes.any.load(Ordering::SeqCst)
                             || stop.load(Ordering::SeqCst) != Stop::Run as u8
                     }),

@@ -117,6 +117,8 @@ pub(crate) struct WorkerShared {
     pub(crate) slice_quantum: AtomicU64,
     /// Started tasks ready to continue (preempted or woken): work waiting besides the inbox.
     pub(crate) ready_tasks: AtomicUsize,
+    /// New jobs taken out of the inbox but not started, per level (see `staged`).
+    pub(crate) staged: [AtomicUsize; Priority::LEVELS],
     /// Jobs whose end (or refusal) the worker has recorded: a client that knows how many it
     /// handed over can tell when all of them are done.
     pub(crate) finished: AtomicU64,
@@ -157,6 +159,7 @@ impl WorkerShared {
             slice_started: AtomicU64::new(0),
             slice_quantum: AtomicU64::new(0),
             ready_tasks: AtomicUsize::new(0),
+            staged: Default::default(),
             finished: AtomicU64::new(0),
             switches: AtomicU64::new(0),
             paused: Default::default(),
@@ -164,6 +167,21 @@ impl WorkerShared {
             tid: AtomicI32::new(0),
             ready: AtomicBool::new(false),
         }
+    }
+}
+
+impl WorkerShared {
+    /// New jobs of `level` taken out of the inbox but not started.
+    pub(crate) fn staged(&self, level: Priority) -> usize {
+        self.staged[level.level()].load(Ordering::Relaxed)
+    }
+
+    /// New jobs taken out of the inbox but not started, at every level (`from` up).
+    pub(crate) fn staged_from(&self, from: Priority) -> usize {
+        Priority::ALL[from.level()..]
+            .iter()
+            .map(|&p| self.staged(p))
+            .sum()
     }
 }
 

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use overtake_priority::Priority;
+use overtake_priority::{Group, Priority, Tier, Weight};
 use overtake_runtime::park::{self, Unparker};
 use overtake_runtime::preempt::{self, Delivery, inject};
 
@@ -18,9 +18,10 @@ use crate::job::{Executor, Outcome, Scheduled};
 use crate::policy::{Policy, SchedConfig};
 use crate::stats::RunStats;
 
-/// A job: a priority and what to do.
+/// A job: a priority, a group and what to do.
 struct Script {
     priority: Priority,
+    group: Group,
     body: Box<dyn FnMut() + Send>,
 }
 
@@ -39,6 +40,10 @@ impl Executor for Scripts {
 
     fn priority(&self, job: &Script) -> Priority {
         job.priority
+    }
+
+    fn group(&self, job: &Script) -> Group {
+        job.group
     }
 
     fn execute(&self, job: &mut Script, _worker: usize) -> Outcome {
@@ -76,6 +81,11 @@ fn start_worker(config: SchedConfig) -> TestWorker {
         index: 0,
         shared: Arc::new(WorkerShared::new(1)),
         inbox: Arc::clone(&inbox),
+        pending: Arc::new(crate::pending::Pending::new(
+            64,
+            64,
+            std::time::Duration::from_micros(200),
+        )),
         exec: Arc::new(Scripts),
         config,
         epoch: Instant::now(),
@@ -90,10 +100,15 @@ fn start_worker(config: SchedConfig) -> TestWorker {
 }
 
 fn push(queues: &Queues, priority: Priority, body: impl FnMut() + Send + 'static) {
+    push_in(queues, priority, Group::of(priority), body);
+}
+
+fn push_in(queues: &Queues, priority: Priority, group: Group, body: impl FnMut() + Send + 'static) {
     let now = Instant::now();
     let job = Scheduled {
         job: Script {
             priority,
+            group,
             body: Box::new(body),
         },
         arrival: now,
@@ -324,6 +339,45 @@ fn with_two_queues_new_work_runs_before_preempted_work() {
     let (order, stats) = quantum_order(quantum_config(true, true));
     assert_eq!(order, vec!["A starts", "B", "C", "D", "A ends"]);
     assert_eq!(stats.class(Priority::MEDIUM).preemptions, 1);
+}
+
+/// A (group `a`) runs, queues A2 (its group) and then B (group `b`) at its own level, and is
+/// paused at its quantum's end.
+fn group_order(a: Group, b: Group) -> Vec<&'static str> {
+    let worker = start_worker(quantum_config(true, true));
+    let log: Log = Arc::default();
+    let (q, l) = (Arc::clone(&worker.queues), Arc::clone(&log));
+    push_in(&worker.queues, Priority::MEDIUM, a, move || {
+        note(&l, "A starts");
+        let l2 = Arc::clone(&l);
+        push_in(&q, Priority::MEDIUM, a, move || note(&l2, "A2"));
+        let l3 = Arc::clone(&l);
+        push_in(&q, Priority::MEDIUM, b, move || note(&l3, "B"));
+        preempt_now();
+        note(&l, "A ends");
+    });
+    while log.lock().expect("log").len() < 4 {
+        std::thread::yield_now();
+    }
+    worker.finish();
+    log.lock().expect("log").clone()
+}
+
+#[test]
+fn within_a_level_the_group_behind_in_its_share_goes_before_work_queued_earlier() {
+    let ts = |w| Group::new(Tier::TimeSensitive, Weight::new(w).expect("weight"));
+    // One group: new jobs in the order they came, then the paused task (two queues).
+    assert_eq!(
+        group_order(ts(100), ts(100)),
+        vec!["A starts", "A2", "B", "A ends"]
+    );
+    // Two groups: A's group has used its slice, B's has not run: B goes before A2, which was
+    // queued first; A's group then continues in its own order (new work before paused work).
+    let order = group_order(ts(100), ts(150));
+    assert_eq!(order[..2], ["A starts", "B"]);
+    let a2 = order.iter().position(|&e| e == "A2");
+    let ends = order.iter().position(|&e| e == "A ends");
+    assert!(a2 < ends, "{order:?}");
 }
 
 #[test]
