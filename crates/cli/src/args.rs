@@ -148,6 +148,77 @@ pub enum Compare {
     /// speedups and background penalties against `standard`, plus CPU priority only, lock
     /// priority only, both, and the MVCC mode (McWherter's question).
     Locks(CompareLocksArgs),
+    /// UFS's experiment: CPU-bursty time-sensitive sessions against CPU-bound background
+    /// sessions (SOLO, MIN:MAX, 50:50), under Overtake's tiers on pinned workers and on OS threads
+    /// under the OS's schedulers (cgroup weights, SCHED_IDLE, FIFO, RR); then shares within a
+    /// tier by weight.
+    Tiers(CompareTiersArgs),
+}
+
+/// Who schedules the sessions in `compare tiers`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TiersSchedulerArg {
+    /// Overtake's tiers and weights, the sessions' work as tasks on pinned workers.
+    Overtake,
+    /// Session threads in cgroups weighted by their groups (EEVDF).
+    Eevdf,
+    /// Background session threads SCHED_IDLE.
+    Idle,
+    /// Time-sensitive session threads SCHED_FIFO 99.
+    Fifo,
+    /// Time-sensitive session threads SCHED_RR 99.
+    Rr,
+}
+
+impl TiersSchedulerArg {
+    pub fn name(self) -> &'static str {
+        match self {
+            TiersSchedulerArg::Overtake => "overtake",
+            TiersSchedulerArg::Eevdf => "eevdf",
+            TiersSchedulerArg::Idle => "idle",
+            TiersSchedulerArg::Fifo => "fifo",
+            TiersSchedulerArg::Rr => "rr",
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct CompareTiersArgs {
+    /// Schedulers to compare.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "overtake,eevdf,idle,fifo,rr"
+    )]
+    pub schedulers: Vec<TiersSchedulerArg>,
+    /// Worker threads (Overtake) and warehouses.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=MAX_WORKERS))]
+    pub workers: u16,
+    /// Sessions of each kind (default: one per worker).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub sessions: Option<u16>,
+    /// TPC-C transactions per bursty request.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub burst: u32,
+    /// Mean think time before a bursty request, in microseconds.
+    #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub think_us: u64,
+    /// Seconds per run.
+    #[arg(long, default_value_t = 5.0, value_parser = positive_seconds)]
+    pub duration: f64,
+    /// Overtake's quantum within a tier, in microseconds.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub quantum_us: u64,
+    /// Skip the shares-by-weight runs.
+    #[arg(long)]
+    pub no_weights: bool,
+    /// Seed of the load and the sessions.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Options shared by `bench locks` and `compare locks`.

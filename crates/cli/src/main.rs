@@ -30,6 +30,7 @@ mod resources;
 mod serve;
 mod starvation;
 mod tail;
+mod tiers;
 
 use std::process::ExitCode;
 
@@ -87,6 +88,7 @@ fn main() -> ExitCode {
         args::Command::Compare(args::Compare::Locks(a)) => done(locks::compare(&a)),
         args::Command::Compare(args::Compare::Starvation(a)) => done(starvation::compare(&a)),
         args::Command::Compare(args::Compare::Holder(a)) => done(holder::compare(&a)),
+        args::Command::Compare(args::Compare::Tiers(a)) => done(tiers::compare(&a)),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

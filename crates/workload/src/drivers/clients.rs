@@ -72,7 +72,7 @@ pub struct ClientsReport {
 }
 
 /// An exponentially distributed duration with the given mean.
-fn exponential(rng: &mut TpccRng, mean: Duration) -> Duration {
+pub(crate) fn exponential(rng: &mut TpccRng, mean: Duration) -> Duration {
     if mean.is_zero() {
         return Duration::ZERO;
     }
