@@ -69,6 +69,13 @@ pub struct ServeArgs {
     /// level may take its worker (µs).
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub quantum_us: u64,
+    /// Run each session's statements on its own OS thread, as PostgreSQL's backends run, and let
+    /// the operating system schedule them: `eevdf` (a cgroup per task_tier/task_weight group,
+    /// weighted; needs a writable CPU cgroup), `idle` (background sessions SCHED_IDLE), `fifo` or
+    /// `rr` (time-sensitive sessions SCHED_FIFO / SCHED_RR 99; needs privilege). To compare with
+    /// Overtake's own scheduling (the default: statements are tasks on the workers).
+    #[arg(long, value_enum)]
+    pub session_threads: Option<OsSchedulerArg>,
     #[command(flatten)]
     pub kept: KeptArgs,
 }
@@ -153,6 +160,34 @@ pub enum Compare {
     /// under the OS's schedulers (cgroup weights, SCHED_IDLE, FIFO, RR); then shares within a
     /// tier by weight.
     Tiers(CompareTiersArgs),
+}
+
+/// How the operating system schedules session threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OsSchedulerArg {
+    Eevdf,
+    Idle,
+    Fifo,
+    Rr,
+}
+
+impl OsSchedulerArg {
+    /// The scheduling, with cgroups for `eevdf` made under this process's own CPU cgroup.
+    pub fn scheduling(self) -> Result<overtake_sched::OsScheduling, String> {
+        use overtake_sched::OsScheduling;
+        Ok(match self {
+            OsSchedulerArg::Eevdf => OsScheduling::Weights(
+                overtake_runtime::cgroup::CgroupTree::discover(
+                    std::path::Path::new("/sys/fs/cgroup"),
+                    &format!("overtake-{}", std::process::id()),
+                )
+                .map_err(|e| format!("cgroup weights cannot be used here: {e}"))?,
+            ),
+            OsSchedulerArg::Idle => OsScheduling::Idle,
+            OsSchedulerArg::Fifo => OsScheduling::Fifo,
+            OsSchedulerArg::Rr => OsScheduling::RoundRobin,
+        })
+    }
 }
 
 /// Who schedules the sessions in `compare tiers`.

@@ -49,6 +49,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         .stack_size(overtake_server::TASK_STACK)
         // Network threads and clients share the cores: background statements yield them.
         .os_background(true);
+    let session_threads = args.session_threads.map(|s| s.scheduling()).transpose()?;
     let scheduler =
         Arc::new(Scheduler::start(&config, Arc::new(Calls)).map_err(|e| e.to_string())?);
     let server = Server::start(
@@ -56,16 +57,26 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             listen: args.listen,
             password_file: args.password_file.clone(),
             network_threads: usize::from(args.network_threads.max(1)),
+            session_threads: session_threads.clone(),
         },
         Arc::clone(&db),
         Arc::clone(&scheduler),
     )
     .map_err(|e| format!("cannot serve on {}: {e}", args.listen))?;
     eprintln!(
-        "overtake: serving on {} ({} workers, {} policy, {}, {}); stop with Ctrl-C",
+        "overtake: serving on {} ({}, {}, {}); stop with Ctrl-C",
         server.local_addr(),
-        args.workers,
-        args.policy.policy().name(),
+        match &session_threads {
+            Some(os) => format!(
+                "sessions on their own threads, scheduled by the OS: {}",
+                os.name()
+            ),
+            None => format!(
+                "{} workers, {} policy",
+                args.workers,
+                args.policy.policy().name()
+            ),
+        },
         args.concurrency_name(),
         match &args.kept.data_dir {
             Some(dir) => format!(
@@ -79,6 +90,9 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     server.wait_for_signal().map_err(|e| e.to_string())?;
     eprintln!("overtake: shutting down");
     server.shutdown();
+    if let Some(overtake_sched::OsScheduling::Weights(tree)) = &session_threads {
+        tree.remove_empty();
+    }
     Arc::into_inner(scheduler)
         .ok_or("the scheduler is still shared")?
         .shutdown(Shutdown::Drain)

@@ -8,14 +8,13 @@
 use std::time::Duration;
 
 use overtake_engine::{Database, Options};
-use overtake_runtime::cgroup::CgroupTree;
-use overtake_sched::{Delivery, Group, Policy, SchedConfig, Tier, Weight};
+use overtake_sched::{Delivery, Group, OsScheduling, Policy, SchedConfig, Tier, Weight};
 use overtake_workload::drivers::tiers::{
-    Class, Kind, OsScheduling, Placement, SideReport, TiersConfig, TiersReport, run_tiers,
+    Class, Kind, Placement, SideReport, TiersConfig, TiersReport, run_tiers,
 };
 use serde_json::{Value, json};
 
-use crate::args::{CompareTiersArgs, TiersSchedulerArg};
+use crate::args::{CompareTiersArgs, OsSchedulerArg, TiersSchedulerArg};
 use crate::output::{LoadedDb, load_into, print_table, us};
 
 fn group(tier: Tier, weight: u32) -> Group {
@@ -51,11 +50,7 @@ fn mix(name: &str, sessions: usize) -> Vec<Class> {
 }
 
 /// What runs the sessions, or why this scheduler cannot run here.
-fn placement(
-    scheduler: TiersSchedulerArg,
-    args: &CompareTiersArgs,
-    cgroups: &Result<CgroupTree, String>,
-) -> Result<Placement, String> {
+fn placement(scheduler: TiersSchedulerArg, args: &CompareTiersArgs) -> Result<Placement, String> {
     Ok(match scheduler {
         TiersSchedulerArg::Overtake => {
             let sched = SchedConfig::default()
@@ -66,10 +61,10 @@ fn placement(
             sched.validate().map_err(|e| e.to_string())?;
             Placement::Overtake(sched)
         }
-        TiersSchedulerArg::Eevdf => Placement::Os(OsScheduling::Weights(cgroups.clone()?)),
-        TiersSchedulerArg::Idle => Placement::Os(OsScheduling::Idle),
-        TiersSchedulerArg::Fifo => Placement::Os(OsScheduling::Fifo),
-        TiersSchedulerArg::Rr => Placement::Os(OsScheduling::RoundRobin),
+        TiersSchedulerArg::Eevdf => Placement::Os(OsSchedulerArg::Eevdf.scheduling()?),
+        TiersSchedulerArg::Idle => Placement::Os(OsSchedulerArg::Idle.scheduling()?),
+        TiersSchedulerArg::Fifo => Placement::Os(OsSchedulerArg::Fifo.scheduling()?),
+        TiersSchedulerArg::Rr => Placement::Os(OsSchedulerArg::Rr.scheduling()?),
     })
 }
 
@@ -99,11 +94,6 @@ pub fn compare(args: &CompareTiersArgs) -> Result<(), String> {
         true,
         args.json,
     )?;
-    let cgroups = CgroupTree::discover(
-        std::path::Path::new("/sys/fs/cgroup"),
-        &format!("overtake-tiers-{}", std::process::id()),
-    )
-    .map_err(|e| format!("cgroup weights cannot be used here: {e}"));
     let duration = Duration::from_secs_f64(args.duration);
     let config = |classes: Vec<Class>, placement: Placement| TiersConfig {
         classes,
@@ -131,8 +121,7 @@ pub fn compare(args: &CompareTiersArgs) -> Result<(), String> {
             if crate::interrupt::requested() {
                 break;
             }
-            let outcome =
-                placement(scheduler, args, &cgroups).and_then(|p| run(mix(name, sessions), p));
+            let outcome = placement(scheduler, args).and_then(|p| run(mix(name, sessions), p));
             match outcome {
                 Ok(report) => runs.push(Run {
                     mix: name,
@@ -150,10 +139,10 @@ pub fn compare(args: &CompareTiersArgs) -> Result<(), String> {
     let weights = if args.no_weights {
         Vec::new()
     } else {
-        weight_runs(args, sessions, &cgroups, &run, &mut skipped)
+        weight_runs(args, sessions, &run, &mut skipped)
     };
     print(args, &loaded, &runs, &weights, &skipped);
-    if let Ok(tree) = &cgroups {
+    if let Ok(OsScheduling::Weights(tree)) = OsSchedulerArg::Eevdf.scheduling() {
         tree.remove_empty();
     }
     Ok(())
@@ -171,7 +160,6 @@ struct WeightRun {
 fn weight_runs(
     args: &CompareTiersArgs,
     sessions: usize,
-    cgroups: &Result<CgroupTree, String>,
     run: &dyn Fn(Vec<Class>, Placement) -> Result<TiersReport, String>,
     skipped: &mut Vec<String>,
 ) -> Vec<WeightRun> {
@@ -195,7 +183,7 @@ fn weight_runs(
                     sessions,
                 })
                 .to_vec();
-            let outcome = placement(scheduler, args, cgroups).and_then(|p| run(classes, p));
+            let outcome = placement(scheduler, args).and_then(|p| run(classes, p));
             match outcome {
                 Ok(report) => {
                     let cpu = |i: usize| report.classes[i].cpu_nanos.unwrap_or(0) as f64;

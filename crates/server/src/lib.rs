@@ -17,6 +17,7 @@
 mod auth;
 mod extended;
 mod handler;
+mod runner;
 pub mod session;
 pub mod settings;
 mod txn;
@@ -63,6 +64,9 @@ pub struct ServerConfig {
     pub password_file: Option<PathBuf>,
     /// Threads of the network runtime.
     pub network_threads: usize,
+    /// Run each session's statements on its own OS thread, placed by the operating system's
+    /// scheduler as said here, instead of on the scheduler's workers (`None`, the default).
+    pub session_threads: Option<overtake_sched::OsScheduling>,
 }
 
 impl Default for ServerConfig {
@@ -71,6 +75,7 @@ impl Default for ServerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 5433)),
             password_file: None,
             network_threads: 2,
+            session_threads: None,
         }
     }
 }
@@ -203,6 +208,7 @@ impl Server {
             catalog: Arc::new(catalog),
             scheduler,
             roles: Mutex::new(HashMap::new()),
+            session_threads: config.session_threads.clone(),
         });
         let manager = Arc::new(ConnectionManager::new());
         let serving = Arc::new(Serving {

@@ -5,10 +5,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use overtake_sched::{Calls, Group, Priority, Promise, Scheduler, Tier, Weight};
+use overtake_sched::{Calls, Group, OsScheduling, Priority, Promise, Scheduler, Tier, Weight};
 use overtake_sql::plan::{Command, OutputColumn};
 use overtake_sql::{Catalog, Datum, Level, Prepared, SqlError, SqlType, sqlstate};
 
+use crate::runner::{Runner, SessionThread};
 use crate::settings::{self, Settings};
 use crate::txn::{self, Reply, Request, Rows, RunOrInsert};
 
@@ -18,6 +19,9 @@ pub struct Shared {
     pub catalog: Arc<Catalog>,
     pub scheduler: Arc<Scheduler<Calls>>,
     pub roles: Mutex<HashMap<String, Settings>>,
+    /// Sessions run their statements on their own OS threads, placed so (`--session-threads`),
+    /// instead of on the scheduler's workers.
+    pub session_threads: Option<OsScheduling>,
 }
 
 /// What a statement answers.
@@ -70,11 +74,21 @@ pub const MAX_COPY_BYTES: usize = 1 << 30;
 
 /// One client's session.
 pub struct Session {
+    /// The session's own OS thread (with `--session-threads`).
+    thread: Option<SessionThread>,
     shared: Arc<Shared>,
     user: String,
     settings: Settings,
     block: Option<Block>,
     pub copy: Option<CopyState>,
+}
+
+/// Where a session's statements run: its own thread, else the scheduler.
+fn runner_of<'a>(thread: &'a Option<SessionThread>, shared: &'a Shared) -> Runner<'a> {
+    match thread {
+        Some(thread) => Runner::Thread(thread),
+        None => Runner::Scheduler(&shared.scheduler),
+    }
 }
 
 fn failed_block() -> SqlError {
@@ -101,7 +115,22 @@ impl Session {
         for (name, value) in options {
             settings.set(name, value)?;
         }
+        let thread = match &shared.session_threads {
+            Some(os) => {
+                static SESSIONS: std::sync::atomic::AtomicU64 =
+                    std::sync::atomic::AtomicU64::new(0);
+                let id = SESSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Some(SessionThread::spawn(id, os.clone()).map_err(|e| {
+                    SqlError::new(
+                        sqlstate::TOO_MANY_CONNECTIONS,
+                        format!("cannot start the session's thread: {e}"),
+                    )
+                })?)
+            }
+            None => None,
+        };
         Ok(Session {
+            thread,
             shared,
             user: user.to_owned(),
             settings,
@@ -236,12 +265,16 @@ impl Session {
             Command::Ddl(_) => {
                 let catalog = Arc::clone(&self.shared.catalog);
                 let (priority, group) = self.class();
-                let tag = txn::run_ddl(&self.shared.scheduler, (priority, group), move || {
-                    let Command::Ddl(ddl) = &prepared.command else {
-                        unreachable!()
-                    };
-                    overtake_sql::ddl::execute(&catalog, ddl, priority)
-                })
+                let tag = txn::run_ddl(
+                    runner_of(&self.thread, &self.shared),
+                    (priority, group),
+                    move || {
+                        let Command::Ddl(ddl) = &prepared.command else {
+                            unreachable!()
+                        };
+                        overtake_sql::ddl::execute(&catalog, ddl, priority)
+                    },
+                )
                 .await?;
                 Ok(Answer::Done(tag.to_owned()))
             }
@@ -417,7 +450,7 @@ impl Session {
         let Some(block) = &mut self.block else {
             let level = self.default_level();
             return txn::run_alone(
-                &self.shared.scheduler,
+                runner_of(&self.thread, &self.shared),
                 self.shared.catalog.database(),
                 class,
                 level,
@@ -428,7 +461,7 @@ impl Session {
         let promise = match std::mem::replace(&mut block.txn, TxnState::Gone) {
             TxnState::Running(p) => p,
             TxnState::NotStarted => txn::start_block(
-                &self.shared.scheduler,
+                runner_of(&self.thread, &self.shared),
                 self.shared.catalog.database(),
                 class,
                 block.level,

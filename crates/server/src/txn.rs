@@ -6,15 +6,13 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use overtake_engine::{Database, Isolation};
-use overtake_sched::{Call, Calls, Group, Priority, Promise, Scheduler, Ticket};
+use overtake_sched::{Group, Priority, Promise, Ticket};
 use overtake_sql::exec::{self, Output};
 use overtake_sql::{Context, Datum, Level, Prepared, Query, SqlError, SqlTable, sqlstate};
 
-/// How long a statement waits for room in a worker's inbox before it is refused as overloaded.
-const ADMISSION_WAIT: Duration = Duration::from_secs(2);
+use crate::runner::Runner;
 
 /// The engine's isolation for a SQL level.
 pub fn isolation(level: Level) -> Isolation {
@@ -174,7 +172,7 @@ fn refused(what: &str) -> SqlError {
 /// Starts a transaction block's task at `priority` in `group`; returns where to send its
 /// requests.
 pub fn start_block(
-    scheduler: &Scheduler<Calls>,
+    runner: Runner<'_>,
     db: &Arc<Database>,
     (priority, group): (Priority, Group),
     level: Level,
@@ -182,23 +180,12 @@ pub fn start_block(
     let (promise, inbox) = Promise::new();
     let db = Arc::clone(db);
     // The block's own result is nothing: its statements answer through their replies.
-    submit(scheduler, (priority, group), move || {
-        serve(&db, priority, level, inbox)
-    })
-    .map_err(|_| refused("the transaction"))?;
+    runner
+        .submit((priority, group), move || {
+            serve(&db, priority, level, inbox)
+        })
+        .map_err(|_| refused("the transaction"))?;
     Ok(promise)
-}
-
-/// Submits `f` as a call at `priority` in `group`, waiting for admission up to the bound.
-fn submit<R: Send + 'static>(
-    scheduler: &Scheduler<Calls>,
-    (priority, group): (Priority, Group),
-    f: impl FnOnce() -> R + Send + 'static,
-) -> Result<Ticket<R>, ()> {
-    let (call, ticket) = Call::new(priority, f);
-    scheduler
-        .submit_call((call.in_group(group), ticket), Some(ADMISSION_WAIT))
-        .map_err(|_| ())
 }
 
 /// Sets its flag when dropped: the future awaiting a statement was dropped (the client cancelled
@@ -223,7 +210,7 @@ impl Drop for Abandon {
 /// Runs `work` as a transaction of its own (autocommit). If this future is dropped before the
 /// statement ends (a cancel), the statement rolls back instead of committing.
 pub async fn run_alone(
-    scheduler: &Scheduler<Calls>,
+    runner: Runner<'_>,
     db: &Arc<Database>,
     (priority, group): (Priority, Group),
     level: Level,
@@ -232,10 +219,8 @@ pub async fn run_alone(
     let db = Arc::clone(db);
     let abandoned = Arc::new(AtomicBool::new(false));
     let guard = Abandon(Some(Arc::clone(&abandoned)));
-    let ticket = submit(
-        scheduler,
-        (priority, group),
-        move || -> Result<Output, SqlError> {
+    let ticket = runner
+        .submit((priority, group), move || -> Result<Output, SqlError> {
             let mut txn = db.begin(priority, isolation(level))?;
             let out = run(&mut txn, &work)?;
             if abandoned.load(Ordering::Acquire) {
@@ -246,9 +231,8 @@ pub async fn run_alone(
             }
             txn.commit()?;
             Ok(out)
-        },
-    )
-    .map_err(|_| refused("the statement"))?;
+        })
+        .map_err(|_| refused("the statement"))?;
     let result = ticket.await;
     guard.disarm();
     result.map_err(|e| SqlError::new(sqlstate::INTERNAL_ERROR, e.to_string()))?
@@ -257,11 +241,13 @@ pub async fn run_alone(
 /// Runs catalog work (DDL) as a task at `priority`: preemptible like any statement (a table
 /// rebuild copies every row; the catalog's latch is only taken inside regions).
 pub async fn run_ddl<R: Send + 'static>(
-    scheduler: &Scheduler<Calls>,
+    runner: Runner<'_>,
     class: (Priority, Group),
     f: impl FnOnce() -> Result<R, SqlError> + Send + 'static,
 ) -> Result<R, SqlError> {
-    let ticket = submit(scheduler, class, f).map_err(|_| refused("the statement"))?;
+    let ticket = runner
+        .submit(class, f)
+        .map_err(|_| refused("the statement"))?;
     ticket
         .await
         .map_err(|e| SqlError::new(sqlstate::INTERNAL_ERROR, e.to_string()))?

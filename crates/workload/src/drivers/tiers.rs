@@ -17,11 +17,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use overtake_engine::{Database, Isolation, Priority};
-use overtake_runtime::cgroup::{CgroupError, CgroupTree};
-use overtake_runtime::os_thread::{OsPolicy, set_os_policy, thread_id, thread_usage};
+use overtake_runtime::os_thread::thread_usage;
 use overtake_sched::{
-    Call, Calls, Executor, Group, LatencyHistogram, SchedConfig, SchedError, Scheduler, Shutdown,
-    Tier,
+    Call, Calls, Executor, Group, LatencyHistogram, OsPlacementError, OsScheduling, SchedConfig,
+    SchedError, Scheduler, Shutdown,
 };
 
 use super::clients::exponential;
@@ -38,19 +37,6 @@ pub enum Placement {
     Overtake(SchedConfig),
     /// The operating system: each session runs its work on its own thread.
     Os(OsScheduling),
-}
-
-/// How session threads are scheduled by the operating system.
-#[derive(Clone, Debug)]
-pub enum OsScheduling {
-    /// EEVDF with the groups' weights: each thread in its group's cgroup.
-    Weights(CgroupTree),
-    /// Background threads SCHED_IDLE, time-sensitive ones ordinary.
-    Idle,
-    /// Time-sensitive threads SCHED_FIFO at 99, background ones ordinary.
-    Fifo,
-    /// Time-sensitive threads SCHED_RR at 99, background ones ordinary.
-    RoundRobin,
 }
 
 /// What a session asks for.
@@ -132,13 +118,8 @@ pub enum TiersError {
     NoChTables,
     #[error("cannot start a session thread: {0}")]
     Spawn(std::io::Error),
-    #[error("cannot put a session thread in its cgroup: {0}")]
-    Cgroup(#[from] CgroupError),
-    #[error("the operating system refused the scheduling class {class}: {source}")]
-    OsPolicy {
-        class: &'static str,
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Os(#[from] OsPlacementError),
     #[error("a session failed: {0}")]
     Session(String),
     #[error(transparent)]
@@ -353,30 +334,10 @@ impl Session {
 
     /// Puts this thread where the OS baseline says (nothing under Overtake's scheduler).
     fn enter_os_class(&self) -> Result<(), TiersError> {
-        let Placement::Os(os) = &self.config.placement else {
-            return Ok(());
-        };
-        let group = self.group();
-        let time_sensitive = group.tier == Tier::TimeSensitive;
-        let class = match os {
-            OsScheduling::Weights(tree) => {
-                let dir = tree.group(&group.dir_name(), group.weight.get())?;
-                tree.place_thread(&dir, thread_id())?;
-                return Ok(());
-            }
-            OsScheduling::Idle if !time_sensitive => OsPolicy::Idle,
-            OsScheduling::Fifo if time_sensitive => OsPolicy::Fifo(99),
-            OsScheduling::RoundRobin if time_sensitive => OsPolicy::RoundRobin(99),
-            _ => return Ok(()),
-        };
-        set_os_policy(class).map_err(|source| TiersError::OsPolicy {
-            class: match class {
-                OsPolicy::Idle => "SCHED_IDLE",
-                OsPolicy::Fifo(_) => "SCHED_FIFO",
-                _ => "SCHED_RR",
-            },
-            source,
-        })
+        match &self.config.placement {
+            Placement::Os(os) => Ok(os.enter(self.group())?),
+            Placement::Overtake(_) => Ok(()),
+        }
     }
 }
 

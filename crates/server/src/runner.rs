@@ -1,0 +1,81 @@
+//! Where a session's statements run: as tasks of the scheduler on its pinned workers (the
+//! default), or on the session's own OS thread (`--session-threads`), as PostgreSQL's backends
+//! run, so that the operating system decides who runs, with the session's tier and weight mapped
+//! to a cgroup or a scheduling class (`overtake_sched::OsScheduling`). The second mode exists to
+//! compare Overtake's scheduling with the OS's on the same engine and SQL.
+//!
+//! A session thread runs one closure at a time, in the order they were sent, and is moved into
+//! its group's place whenever the group changes (`SET task_tier`). It must never run a closure
+//! for another session; it ends when its session does.
+
+use std::sync::mpsc;
+
+use overtake_sched::{Call, Calls, Group, OsScheduling, Priority, Promise, Scheduler, Ticket};
+
+/// How long a statement waits for room in the scheduler before it is refused as overloaded.
+const ADMISSION_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+type Work = Box<dyn FnOnce() + Send>;
+
+/// A session's own OS thread.
+pub struct SessionThread {
+    work: mpsc::Sender<(Group, Work)>,
+}
+
+impl SessionThread {
+    /// Starts the thread of session `id`, placed by `os` for each group its work asks for.
+    pub fn spawn(id: u64, os: OsScheduling) -> std::io::Result<SessionThread> {
+        let (work, inbox) = mpsc::channel::<(Group, Work)>();
+        std::thread::Builder::new()
+            .name(format!("session-{id}"))
+            .spawn(move || {
+                let mut placed: Option<Group> = None;
+                for (group, f) in inbox {
+                    if placed != Some(group) {
+                        // A refusal leaves the thread where it was: the statement still runs
+                        // (its group's place is a scheduling preference, not a guarantee).
+                        if os.enter(group).is_ok() {
+                            placed = Some(group);
+                        }
+                    }
+                    f();
+                }
+            })?;
+        Ok(SessionThread { work })
+    }
+}
+
+/// Where a statement is sent.
+#[derive(Clone, Copy)]
+pub enum Runner<'a> {
+    Scheduler(&'a Scheduler<Calls>),
+    Thread(&'a SessionThread),
+}
+
+/// Why work was not accepted.
+#[derive(Debug)]
+pub struct Refused;
+
+impl Runner<'_> {
+    /// Runs `f` at `priority` in `group`; its result comes through the ticket.
+    pub fn submit<R: Send + 'static>(
+        self,
+        (priority, group): (Priority, Group),
+        f: impl FnOnce() -> R + Send + 'static,
+    ) -> Result<Ticket<R>, Refused> {
+        match self {
+            Runner::Scheduler(scheduler) => {
+                let (call, ticket) = Call::new(priority, f);
+                scheduler
+                    .submit_call((call.in_group(group), ticket), Some(ADMISSION_WAIT))
+                    .map_err(|_| Refused)
+            }
+            Runner::Thread(thread) => {
+                let (promise, ticket) = Promise::new();
+                let work: Work = Box::new(move || promise.fulfil(f()));
+                thread.work.send((group, work)).map_err(|_| Refused)?;
+                Ok(ticket)
+            }
+        }
+    }
+}
