@@ -230,7 +230,8 @@ pub struct CompareTiersArgs {
     /// Worker threads (Overtake) and warehouses.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=MAX_WORKERS))]
     pub workers: u16,
-    /// Sessions of each kind (default: one per worker).
+    /// Sessions of each kind in the mixes (default: one per worker; the shares-by-weight runs
+    /// use two per group and worker).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub sessions: Option<u16>,
     /// TPC-C transactions per bursty request.

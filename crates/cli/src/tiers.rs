@@ -139,7 +139,9 @@ pub fn compare(args: &CompareTiersArgs) -> Result<(), String> {
     let weights = if args.no_weights {
         Vec::new()
     } else {
-        weight_runs(args, sessions, &run, &mut skipped)
+        // Two sessions per group and worker: a worker holding tasks of one group only can give
+        // it no more than the worker, whatever the weights say (tasks never move).
+        weight_runs(args, 2 * usize::from(args.workers), &run, &mut skipped)
     };
     print(args, &loaded, &runs, &weights, &skipped);
     if let Ok(OsScheduling::Weights(tree)) = OsSchedulerArg::Eevdf.scheduling() {

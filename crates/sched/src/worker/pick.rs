@@ -15,7 +15,7 @@
 
 use std::time::Instant;
 
-use overtake_priority::Priority;
+use overtake_priority::{Priority, Tier};
 use overtake_runtime::NoPreemptGuard;
 
 use crate::job::Executor;
@@ -125,12 +125,19 @@ impl<E: Executor> WorkerCore<E> {
         let mut local = self.candidates.borrow_mut();
         local.clear();
         local.extend(tasks.ready_groups(level).chain(staged.groups(level)));
-        let group = match self.pending.choose(level, &local, may_take)? {
-            Choice::Local(group) => group,
-            Choice::Taken(group, job) => {
-                staged.put(level, group, job, &self.shared);
-                group
-            }
+        // A task lifted out of its group's tier (a background lock holder raised by a
+        // time-sensitive waiter) goes first: the waiter waits for it, and tiers are never
+        // compared by share.
+        let lifted = local.iter().find(|g| g.tier != Tier::of(level)).copied();
+        let group = match lifted {
+            Some(group) => group,
+            None => match self.pending.choose(level, &local, may_take)? {
+                Choice::Local(group) => group,
+                Choice::Taken(group, job) => {
+                    staged.put(level, group, job, &self.shared);
+                    group
+                }
+            },
         };
         let head = tasks.head_ready(level, group);
         let has_new = staged.has(level, group);

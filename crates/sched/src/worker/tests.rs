@@ -674,3 +674,32 @@ fn over_the_starvation_threshold_the_low_class_starts_new_work_before_queued_urg
         ["L1 starts", "H", "H", "H", "H", "H", "L1 ends", "L2"]
     );
 }
+
+#[test]
+fn a_lifted_background_task_goes_before_the_time_sensitive_groups_of_its_new_level() {
+    let worker = start_worker(quantum_config(true, true));
+    let log: Log = Arc::default();
+    let (q, l) = (Arc::clone(&worker.queues), Arc::clone(&log));
+    let heavy = Group::new(Tier::TimeSensitive, Weight::MAX);
+    push(&worker.queues, Priority::LOW, move || {
+        // Time-sensitive work of the heaviest group arrives; then a waiter lifts this
+        // background task to its level (as a lock holder is lifted), and its quantum ends.
+        let l2 = Arc::clone(&l);
+        push_in(&q, Priority::MEDIUM, heavy, move || {
+            note(&l2, "time-sensitive")
+        });
+        let lent = park::current_unparker().raise_to(Priority::MEDIUM.level() as u8);
+        note(&l, "lifted");
+        preempt_now();
+        note(&l, "lifted goes on");
+        drop(lent);
+    });
+    while log.lock().expect("log").len() < 3 {
+        std::thread::yield_now();
+    }
+    worker.finish();
+    assert_eq!(
+        *log.lock().expect("log"),
+        vec!["lifted", "lifted goes on", "time-sensitive"]
+    );
+}
