@@ -749,6 +749,11 @@ pub struct CompareHolderArgs {
     /// Reprieve of the `cr` policy, in microseconds.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
     pub reprieve_us: u64,
+    /// A time-sensitive computation of this many milliseconds arrives on the holder's worker
+    /// once it has the lock (0: none): UFS's lock-holder experiment, where only a lift into the
+    /// waiter's level (`nprio-inherit`) lets the background holder finish before it.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    pub competitor_ms: u64,
     /// How preemption requests reach the worker.
     #[arg(long, value_enum, default_value_t = MechanismArg::Signal)]
     pub preempt_mechanism: MechanismArg,

@@ -33,6 +33,8 @@ pub fn compare(args: &CompareHolderArgs) -> Result<(), String> {
     sched.delivery = args.preempt_mechanism.delivery();
     sched.validate().map_err(|e| e.to_string())?;
     let hold = ComputeTask::calibrate(Duration::from_millis(args.hold_ms));
+    let competitor = (args.competitor_ms > 0)
+        .then(|| ComputeTask::calibrate(Duration::from_millis(args.competitor_ms)));
     let mut results: Vec<(LockPolicy, Vec<HolderRound>)> = Vec::new();
     for &policy in &policies {
         if crate::interrupt::requested() {
@@ -43,6 +45,7 @@ pub fn compare(args: &CompareHolderArgs) -> Result<(), String> {
             hold: hold.clone(),
             ask_after: Duration::from_millis(args.ask_after_ms),
             sched: sched.clone(),
+            competitor: competitor.clone(),
         };
         let rounds = (0..args.rounds)
             .map(|_| run_round(&setup).map_err(|e| format!("{}: {e}", policy.name())))
@@ -72,6 +75,7 @@ pub fn compare(args: &CompareHolderArgs) -> Result<(), String> {
             json!({
                 "hold_ms": args.hold_ms,
                 "ask_after_ms": args.ask_after_ms,
+                "competitor_ms": args.competitor_ms,
                 "runs": runs,
                 "interrupted": results.len() < policies.len(),
             })
@@ -83,6 +87,13 @@ pub fn compare(args: &CompareHolderArgs) -> Result<(), String> {
          transaction asks for the row {} ms later; {} rounds per policy (microseconds)",
         args.hold_ms, args.ask_after_ms, args.rounds
     );
+    if args.competitor_ms > 0 {
+        println!(
+            "a time-sensitive computation of {} ms arrives on the worker once the holder has the \
+             lock",
+            args.competitor_ms
+        );
+    }
     let rows: Vec<Vec<String>> = results
         .iter()
         .map(|(policy, rounds)| {

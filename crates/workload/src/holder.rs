@@ -5,6 +5,11 @@
 //! that lets the urgent one wait, it waits for the whole computation; under one that takes the
 //! lock from the paused holder, it is granted at once and the holder retries.
 //!
+//! With a competitor (UFS's lock-holder hint experiment), time-sensitive work arrives on the
+//! holder's worker right after the holder took the lock and computes for a while: the background
+//! holder, paused, only continues when that worker has nothing time-sensitive left, unless a
+//! policy lifts it into the waiter's level while the urgent transaction waits (`nprio-inherit`).
+//!
 //! Each round runs on a fresh single-row table. Both transactions add to the row (the holder 1,
 //! the urgent one 10), so the row ends at 11 if both committed exactly once: nothing lost, nothing
 //! applied twice.
@@ -32,6 +37,8 @@ pub struct HolderSetup {
     pub ask_after: Duration,
     /// The scheduler's settings (one worker, a preemptive policy).
     pub sched: SchedConfig,
+    /// Time-sensitive computation arriving once the holder has the lock (none: `None`).
+    pub competitor: Option<ComputeTask>,
 }
 
 /// What one round measured.
@@ -133,6 +140,28 @@ pub fn run_round(setup: &HolderSetup) -> Result<HolderRound, HolderError> {
     while !holding.load(Ordering::Acquire) {
         std::thread::yield_now();
     }
+    let competitor = match &setup.competitor {
+        Some(task) => {
+            let (running, r, task) = (
+                Arc::new(AtomicBool::new(false)),
+                Arc::new(AtomicBool::new(false)),
+                task.clone(),
+            );
+            let (flag, started) = (Arc::clone(&r), Arc::clone(&running));
+            let call = scheduler
+                .call(Priority::MEDIUM, move || {
+                    started.store(true, Ordering::Release);
+                    std::hint::black_box(task.run());
+                    flag.store(true, Ordering::Release);
+                })
+                .map_err(|e| HolderError::NotRun(e.to_string()))?;
+            while !running.load(Ordering::Acquire) {
+                std::thread::yield_now();
+            }
+            Some(call)
+        }
+        None => None,
+    };
     std::thread::sleep(setup.ask_after);
     let arrived = Instant::now();
     let (udb, ut) = (Arc::clone(&db), Arc::clone(&t));
@@ -157,6 +186,9 @@ pub fn run_round(setup: &HolderSetup) -> Result<HolderRound, HolderError> {
     let held = holder
         .wait()
         .map_err(|e| HolderError::NotRun(e.to_string()))?;
+    if let Some(c) = competitor {
+        c.wait().map_err(|e| HolderError::NotRun(e.to_string()))?;
+    }
     scheduler.shutdown(Shutdown::Drain)?;
     let holder_attempts = held.conflicts
         + held.validation_failures
@@ -175,4 +207,28 @@ pub fn run_round(setup: &HolderSetup) -> Result<HolderRound, HolderError> {
 /// The scheduler settings of a paused-holder round: preemptive, one worker.
 pub fn sched_config() -> SchedConfig {
     SchedConfig::default().policy(Policy::Preempt).workers(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn with_a_competitor_both_commit_exactly_once_with_the_lift_and_without() {
+        let hold = ComputeTask::calibrate(Duration::from_millis(2));
+        let competitor = Some(ComputeTask::calibrate(Duration::from_millis(4)));
+        for policy in [LockPolicy::NPrio, LockPolicy::NPrioInherit] {
+            let round = run_round(&HolderSetup {
+                policy,
+                hold: hold.clone(),
+                ask_after: Duration::from_millis(1),
+                sched: sched_config().delivery(overtake_sched::Delivery::Poll),
+                competitor: competitor.clone(),
+            })
+            .expect("a round");
+            assert!(round.committed, "{policy:?}: {round:?}");
+            assert_eq!(round.row, 11, "{policy:?}");
+            assert_eq!(round.holder_attempts, 1, "neither policy aborts the holder");
+        }
+    }
 }
