@@ -28,6 +28,30 @@ struct Queued<J> {
     known: Vec<Group>,
 }
 
+/// A group as one word, for a worker to publish the group it runs (0: none).
+pub(crate) fn group_bits(group: Option<Group>) -> u64 {
+    group.map_or(0, |g| {
+        1 << 48
+            | u64::from(g.tier == Tier::TimeSensitive) << 32
+            | u64::from(g.weight.get()) << 16
+            | u64::from(g.number)
+    })
+}
+
+/// The group [`group_bits`] made the word from.
+pub(crate) fn group_from_bits(bits: u64) -> Option<Group> {
+    if bits == 0 {
+        return None;
+    }
+    let tier = if bits >> 32 & 1 == 1 {
+        Tier::TimeSensitive
+    } else {
+        Tier::Background
+    };
+    let weight = overtake_priority::Weight::new((bits >> 16 & 0xffff) as u32)?;
+    Some(Group::new(tier, weight).numbered((bits & 0xffff) as u16))
+}
+
 /// What a worker runs next at a level, by the groups' shares.
 pub(crate) enum Choice<J> {
     /// Work of this group it holds (a ready task or a staged job).
@@ -170,6 +194,20 @@ impl<J> Pending<J> {
         Some(Choice::Taken(best, job))
     }
 
+    /// Whether work of a group that goes before `running` (further behind its share) waits at
+    /// `level`: then a worker running `running` there makes way before its quantum ends, as
+    /// EEVDF lets a woken task with lag preempt.
+    pub(crate) fn waiting_behind(&self, level: Priority, running: Group) -> bool {
+        if !self.has(level) || !self.shared(running.tier) {
+            return false;
+        }
+        let region = NoPreemptGuard::new();
+        let inner = self.inner.lock(&region);
+        inner.levels[level.level()]
+            .groups()
+            .any(|g| g.tier == running.tier && inner.shares.precedes(g, running))
+    }
+
     /// Work of `group` ran for `ran`; with `ended`, that piece of work is done (or waits for a
     /// wake, claiming no share meanwhile).
     pub(crate) fn charge(&self, group: Group, ran: Duration, ended: bool) {
@@ -242,6 +280,30 @@ mod tests {
         }
         assert_eq!(turns, (8, 24));
         assert!(q.has(low) && !q.has_from(Priority::MEDIUM));
+    }
+
+    #[test]
+    fn a_group_is_one_word_and_back() {
+        let g = Group::new(Tier::TimeSensitive, Weight::MAX).numbered(7);
+        assert_eq!(group_from_bits(group_bits(Some(g))), Some(g));
+        let b = Group::new(Tier::Background, Weight::MIN);
+        assert_eq!(group_from_bits(group_bits(Some(b))), Some(b));
+        assert_eq!(group_from_bits(group_bits(None)), None);
+    }
+
+    #[test]
+    fn waiting_work_further_behind_than_the_running_group_asks_for_the_worker() {
+        let ts = |n| Group::new(Tier::TimeSensitive, Weight::DEFAULT).numbered(n);
+        let level = Priority::MEDIUM;
+        let q = Pending::new(8, 8, Duration::from_micros(100));
+        q.arrived(ts(1));
+        assert!(!q.waiting_behind(level, ts(1)), "nothing waits");
+        assert!(q.push(level, ts(2), job(1)).is_ok());
+        q.charge(ts(1), Duration::from_millis(1), false);
+        assert!(q.waiting_behind(level, ts(1)), "2 has run less");
+        q.charge(ts(2), Duration::from_millis(2), false);
+        assert!(!q.waiting_behind(level, ts(1)), "2 has run more");
+        assert!(!q.waiting_behind(Priority::HIGH, ts(1)), "another level");
     }
 
     #[test]

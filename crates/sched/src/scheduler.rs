@@ -306,6 +306,21 @@ impl<E: Executor> Scheduler<E> {
         self.pending
             .push(level, group, scheduled)
             .map_err(|back| Overloaded::new(back.job))?;
+        // A worker running a group of this level that is ahead of this one's makes way before
+        // its quantum ends (EEVDF's wake-up preemption).
+        if self.config.policy == Policy::Quantum
+            && let Some(w) = (0..self.workers.len()).find(|&w| {
+                let worker = &self.workers[w];
+                usize::from(worker.running_level.load(Ordering::SeqCst)) == level.level()
+                    && crate::pending::group_from_bits(worker.running_group.load(Ordering::SeqCst))
+                        .is_some_and(|running| self.pending.waiting_behind(level, running))
+            })
+        {
+            self.workers[w].target.request();
+            if let Some(t) = &self.timer {
+                t.thread.thread().unpark();
+            }
+        }
         // One sleeping worker is enough: a busy one takes it when it runs out of work or at the
         // end of its quantum.
         if let Some(w) = self.workers.iter().find(|w| w.sleeper.is_sleeping()) {

@@ -117,6 +117,11 @@ impl Shares {
         }
     }
 
+    /// Whether `other` goes before `running` by [`least_of`](Self::least_of)'s order (one tier).
+    pub fn precedes(&self, other: Group, running: Group) -> bool {
+        self.least_of([running, other].into_iter()) == Some(other) && other != running
+    }
+
     fn least_runnable(&self, tier: Tier) -> Option<u128> {
         self.groups
             .iter()

@@ -407,6 +407,10 @@ impl<E: Executor> WorkerCore<E> {
         self.shared
             .slice_started
             .store(self.clock.nanos(slice), Ordering::Relaxed);
+        let group = self.tasks.borrow().get(id).group;
+        self.shared
+            .running_group
+            .store(crate::pending::group_bits(Some(group)), Ordering::SeqCst);
         self.shared
             .running_level
             .store(priority.level() as u8, Ordering::SeqCst);
@@ -427,6 +431,7 @@ impl<E: Executor> WorkerCore<E> {
         };
         self.running.set(None);
         self.shared.running_level.store(IDLE, Ordering::SeqCst);
+        self.shared.running_group.store(0, Ordering::SeqCst);
         self.shared.slice_started.store(0, Ordering::Relaxed);
         let _region = NoPreemptGuard::new();
         let now = Instant::now();
@@ -515,6 +520,7 @@ impl<E: Executor> WorkerCore<E> {
             if self.config.policy == Policy::Quantum && !self.more_urgent_than(task.effective()) {
                 if now.saturating_duration_since(self.slice_started.get())
                     < self.slice_quantum.get()
+                    && !self.pending.waiting_behind(task.effective(), task.group)
                 {
                     return false; // its quantum is not used up
                 }

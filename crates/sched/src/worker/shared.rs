@@ -111,6 +111,8 @@ pub(crate) struct WorkerShared {
     pub(crate) wakes: Arc<WakeInbox>,
     /// Level of the running task ([`IDLE`]: none).
     pub(crate) running_level: AtomicU8,
+    /// The group of the running task (`pending::group_bits`; 0: none).
+    pub(crate) running_group: AtomicU64,
     /// When the running task's current slice began (starvation-clock nanoseconds; 0: none runs).
     pub(crate) slice_started: AtomicU64,
     /// Quantum: how long the current slice may run before it may be preempted (nanoseconds).
@@ -156,6 +158,7 @@ impl WorkerShared {
             target,
             starvation: StarvationMonitor::default(),
             running_level: AtomicU8::new(IDLE),
+            running_group: AtomicU64::new(0),
             slice_started: AtomicU64::new(0),
             slice_quantum: AtomicU64::new(0),
             ready_tasks: AtomicUsize::new(0),
