@@ -57,6 +57,8 @@ type Queues = Arc<Inbox<Script>>;
 /// A worker on its own thread, and its inbox.
 struct TestWorker {
     queues: Queues,
+    /// Work no worker owns (as the scheduler's submit leaves it).
+    pending: Arc<crate::pending::Pending<Script>>,
     stop: Arc<AtomicU8>,
     thread: JoinHandle<Result<RunStats, crate::SchedError>>,
 }
@@ -75,17 +77,18 @@ fn config(pool: usize) -> SchedConfig {
 }
 
 fn start_worker(config: SchedConfig) -> TestWorker {
+    let pending = Arc::new(crate::pending::Pending::new(
+        64,
+        64,
+        std::time::Duration::from_micros(200),
+    ));
     let inbox = Arc::new(Inbox::new(config.urgent_inbox, config.background_inbox));
     let stop = Arc::new(AtomicU8::new(Stop::Run as u8));
     let setup = WorkerSetup {
         index: 0,
         shared: Arc::new(WorkerShared::new(1)),
         inbox: Arc::clone(&inbox),
-        pending: Arc::new(crate::pending::Pending::new(
-            64,
-            64,
-            std::time::Duration::from_micros(200),
-        )),
+        pending: Arc::clone(&pending),
         exec: Arc::new(Scripts),
         config,
         epoch: Instant::now(),
@@ -94,6 +97,7 @@ fn start_worker(config: SchedConfig) -> TestWorker {
     };
     TestWorker {
         queues: inbox,
+        pending,
         stop,
         thread: std::thread::spawn(move || run_worker(setup)),
     }
@@ -702,4 +706,45 @@ fn a_lifted_background_task_goes_before_the_time_sensitive_groups_of_its_new_lev
         *log.lock().expect("log"),
         vec!["lifted", "lifted goes on", "time-sensitive"]
     );
+}
+
+#[test]
+fn pending_work_of_a_group_behind_the_running_one_takes_the_worker_before_the_quantum_ends() {
+    // A quantum that never ends: only the share can make A's task give way.
+    let run = |b_weight: u32| {
+        let worker = start_worker(SchedConfig {
+            quantum: std::time::Duration::from_secs(3600),
+            ..quantum_config(true, true)
+        });
+        let log: Log = Arc::default();
+        let (p, l) = (Arc::clone(&worker.pending), Arc::clone(&log));
+        let ts =
+            |w, n| Group::new(Tier::TimeSensitive, Weight::new(w).expect("weight")).numbered(n);
+        push_in(&worker.queues, Priority::MEDIUM, ts(100, 1), move || {
+            note(&l, "A starts");
+            let l2 = Arc::clone(&l);
+            let now = Instant::now();
+            let job = Scheduled {
+                job: Script {
+                    priority: Priority::MEDIUM,
+                    group: ts(b_weight, 2),
+                    body: Box::new(move || note(&l2, "B")),
+                },
+                arrival: now,
+                enqueued: now,
+            };
+            assert!(p.push(Priority::MEDIUM, ts(b_weight, 2), job).is_ok());
+            preempt_now();
+            note(&l, "A goes on");
+        });
+        while log.lock().expect("log").len() < 3 {
+            std::thread::yield_now();
+        }
+        worker.finish();
+        log.lock().expect("log").clone()
+    };
+    // B's group, heavier, goes before A's at equal virtual time: it takes the worker at once.
+    assert_eq!(run(150), vec!["A starts", "B", "A goes on"]);
+    // Lighter, it does not go before A: A keeps its quantum.
+    assert_eq!(run(50), vec!["A starts", "A goes on", "B"]);
 }
