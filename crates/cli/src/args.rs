@@ -922,6 +922,11 @@ pub struct TpccArgs {
     /// With --clients: the scheduling policy.
     #[arg(long, requires = "clients", value_enum, default_value_t = PolicyArg::Preempt)]
     pub policy: PolicyArg,
+    /// With --clients: each client runs its transactions on its own thread, scheduled by the OS
+    /// (`eevdf`: a cgroup per class's group; `idle`: background SCHED_IDLE; `fifo`/`rr`: urgent
+    /// SCHED_FIFO/SCHED_RR 99), instead of submitting them to the workers.
+    #[arg(long, requires = "clients", value_enum)]
+    pub session_threads: Option<OsSchedulerArg>,
     /// MiB of heap to fault in after the load and before the run, so that the database's growth
     /// reuses memory the kernel has already backed instead of faulting pages in inside
     /// transactions. By default, the run's expected growth; 0 turns it off. Not with --clients.

@@ -31,6 +31,7 @@ pub fn run(args: &TpccArgs, clients: u32) -> Result<(), String> {
         sched,
         isolation: args.run.isolation.engine(),
         seed: args.run.seed,
+        session_threads: args.session_threads.map(|s| s.scheduling()).transpose()?,
         ..ClientsConfig::new(clients as usize, SchedConfig::default(), constants)
     };
     let bar = run_progress(args.duration, "running", args.run.json);

@@ -381,6 +381,22 @@ pub struct JobTiming {
     pub waited: std::time::Duration,
 }
 
+impl JobTiming {
+    /// A job that started when it arrived and ran to `end` without a pause or a wait, as far as
+    /// anyone could tell: one a client ran on its own thread.
+    pub fn ran(start: std::time::Instant, end: std::time::Instant) -> JobTiming {
+        JobTiming {
+            arrival: start,
+            enqueued: start,
+            start,
+            end,
+            preemptions: 0,
+            preempted: std::time::Duration::ZERO,
+            waited: std::time::Duration::ZERO,
+        }
+    }
+}
+
 impl ClassStats {
     pub(crate) fn record(&mut self, timing: &JobTiming, outcome: &crate::job::Outcome) {
         use crate::job::Status;
@@ -559,7 +575,8 @@ impl Default for RunStats {
 }
 
 impl RunStats {
-    pub(crate) fn with_kinds(kinds: usize) -> Self {
+    /// Empty statistics for an executor with `kinds` job kinds.
+    pub fn with_kinds(kinds: usize) -> Self {
         RunStats {
             kinds: vec![ClassStats::default(); kinds],
             ..RunStats::default()
@@ -571,7 +588,9 @@ impl RunStats {
         &self.levels[priority.level()]
     }
 
-    pub(crate) fn record(
+    /// Records one job of `priority`, `kind` and `group` (a worker does for each job; a client
+    /// running work on its own thread, outside the scheduler, may too).
+    pub fn record(
         &mut self,
         (priority, kind, group): (Priority, usize, Group),
         timing: &JobTiming,

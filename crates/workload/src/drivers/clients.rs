@@ -4,18 +4,23 @@
 //! share `hp_share` of the transactions (a Bernoulli draw per transaction) is urgent
 //! ([`Priority::HIGH`]), the rest background ([`Priority::LOW`]).
 //!
+//! With `session_threads`, each client runs its transactions itself, on its own thread, as
+//! PostgreSQL's backends do, placed by the operating system's scheduler for the transaction's
+//! group (`overtake_sched::OsScheduling`): the baseline Overtake's scheduling is compared with.
+//! Their statistics are then the clients' own, recorded as the workers would.
+//!
 //! Closed loop means the offered load adapts to the service: a client with a transaction in
 //! flight submits nothing. That is the setting lock scheduling is studied in (the next issue's
 //! waits); here it also shows what queueing at the scheduler costs each class.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use overtake_engine::{Database, Isolation, Priority};
 use overtake_sched::{
-    Call, Calls, Delivery, Executor, Policy, SchedConfig, SchedError, Scheduler, SchedulerReport,
-    Shutdown,
+    Call, Calls, Delivery, Executor, Group, JobTiming, OsPlacementError, OsScheduling, Policy,
+    RunStats, SchedConfig, SchedError, Scheduler, SchedulerReport, Shutdown,
 };
 
 use crate::exec::{EngineExecutor, Job, Work};
@@ -42,6 +47,9 @@ pub struct ClientsConfig {
     pub constants: NuRandConstants,
     /// Seed of the clients' generators.
     pub seed: u64,
+    /// Run each client's transactions on its own thread, scheduled by the OS so (`None`: submit
+    /// them to the scheduler).
+    pub session_threads: Option<OsScheduling>,
 }
 
 impl ClientsConfig {
@@ -56,6 +64,7 @@ impl ClientsConfig {
             isolation: Isolation::Serializable,
             constants,
             seed: 1,
+            session_threads: None,
         }
     }
 }
@@ -97,6 +106,9 @@ pub enum ClientsError {
     /// The scheduler could not run.
     #[error(transparent)]
     Sched(#[from] SchedError),
+    /// A session thread could not be placed as its transaction's group says.
+    #[error(transparent)]
+    Os(#[from] OsPlacementError),
 }
 
 /// Runs the clients for `duration`; `tick` is called about ten times a second.
@@ -125,14 +137,20 @@ pub fn run_clients(
     // before this thread got to set the flag).
     let stop = Arc::new(AtomicBool::new(duration.is_zero()));
     let overloaded = Arc::new(AtomicU64::new(0));
+    // Session threads' statistics, and the first placement the OS refused.
+    let own = Arc::new(Mutex::new((
+        RunStats::with_kinds(executor.kinds().len()),
+        None::<OsPlacementError>,
+    )));
     let start = Instant::now();
     let spawned: Vec<_> = (0..config.clients)
         .map(|client| {
-            let (scheduler, executor, stop, overloaded) = (
+            let (scheduler, executor, stop, overloaded, own) = (
                 Arc::clone(&scheduler),
                 Arc::clone(&executor),
                 Arc::clone(&stop),
                 Arc::clone(&overloaded),
+                Arc::clone(&own),
             );
             let config = config.clone();
             std::thread::Builder::new()
@@ -140,6 +158,8 @@ pub fn run_clients(
                 .spawn(move || {
                     let mut rng = TpccRng::new(config.seed.wrapping_add(client as u64 * 104_729));
                     let home = client as i64 % config.warehouses + 1;
+                    let mut stats = RunStats::with_kinds(executor.kinds().len());
+                    let mut placed: Option<Group> = None;
                     // Every client runs at least one transaction, however short the run.
                     loop {
                         std::thread::sleep(exponential(&mut rng, config.think));
@@ -158,6 +178,26 @@ pub fn run_clients(
                                 config.warehouses,
                             )),
                         };
+                        if let Some(os) = &config.session_threads {
+                            let group = Group::of(job.priority);
+                            if placed != Some(group) {
+                                if let Err(e) = os.enter(group) {
+                                    own.lock().expect("own").1.get_or_insert(e);
+                                    stop.store(true, Ordering::Relaxed);
+                                    break;
+                                }
+                                placed = Some(group);
+                            }
+                            let start = std::time::Instant::now();
+                            let outcome = executor.execute(&mut job, 0);
+                            let timing = JobTiming::ran(start, std::time::Instant::now());
+                            let kind = executor.kind(&job);
+                            stats.record((job.priority, kind, group), &timing, &outcome);
+                            if stop.load(Ordering::Relaxed) {
+                                break;
+                            }
+                            continue;
+                        }
                         let exec = Arc::clone(&executor);
                         let (mut call, ticket) =
                             Call::with_outcome(job.priority, move || exec.execute(&mut job, 0));
@@ -174,6 +214,7 @@ pub fn run_clients(
                             break;
                         }
                     }
+                    own.lock().expect("own").0.merge(&stats);
                 })
         })
         .collect();
@@ -204,8 +245,17 @@ pub fn run_clients(
     let elapsed = start.elapsed();
     let scheduler =
         Arc::into_inner(scheduler).expect("every client thread has been joined, with its handle");
+    let mut report = scheduler.shutdown(Shutdown::Drain)?;
+    let (stats, refused) = Arc::into_inner(own)
+        .expect("every client thread has been joined")
+        .into_inner()
+        .expect("own");
+    if let Some(e) = refused {
+        return Err(e.into());
+    }
+    report.stats.merge(&stats);
     Ok(ClientsReport {
-        scheduler: scheduler.shutdown(Shutdown::Drain)?,
+        scheduler: report,
         elapsed,
         overloaded: overloaded.load(Ordering::Relaxed),
     })
