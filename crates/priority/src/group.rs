@@ -26,6 +26,17 @@ impl Tier {
         }
     }
 
+    /// The tier of the threads in a cgroup named `name` (its last path component): `ts-*` is
+    /// time-sensitive, anything else background (UFS's rule; what `Group::dir_name` writes).
+    pub fn of_cgroup(name: &str) -> Tier {
+        let last = name.rsplit('/').next().unwrap_or(name);
+        if last.starts_with("ts-") {
+            Tier::TimeSensitive
+        } else {
+            Tier::Background
+        }
+    }
+
     /// The level work of this tier runs at unless it says otherwise.
     pub fn default_priority(self) -> Priority {
         match self {
@@ -110,11 +121,17 @@ impl Group {
         Group { number, ..self }
     }
 
-    /// A name for it that can be a directory's: `<tier>-<weight>`, then `-<number>` if numbered.
+    /// Its cgroup's name: `ts-<weight>` (time-sensitive) or `bg-<weight>` (background), then
+    /// `-<number>` if numbered. An OS-level scheduler reads the tier back from the prefix
+    /// ([`Tier::of_cgroup`]) and the weight from the cgroup's own `cpu.weight`.
     pub fn dir_name(self) -> String {
+        let tier = match self.tier {
+            Tier::TimeSensitive => "ts",
+            Tier::Background => "bg",
+        };
         match self.number {
-            0 => format!("{}-{}", self.tier.as_str(), self.weight.get()),
-            n => format!("{}-{}-{n}", self.tier.as_str(), self.weight.get()),
+            0 => format!("{tier}-{}", self.weight.get()),
+            n => format!("{tier}-{}-{n}", self.weight.get()),
         }
     }
 
@@ -180,7 +197,18 @@ mod tests {
         let (one, two) = (ts.numbered(1), ts.numbered(2));
         assert!(one != two && one.tier == two.tier && one.weight == two.weight);
         assert_eq!(two.to_string(), "time-sensitive/100#2");
-        assert_eq!(two.dir_name(), "time-sensitive-100-2");
-        assert_eq!(ts.dir_name(), "time-sensitive-100");
+        assert_eq!(two.dir_name(), "ts-100-2");
+        assert_eq!(ts.dir_name(), "ts-100");
+        assert_eq!(bg.dir_name(), "bg-100");
+        for g in [ts, two, bg] {
+            assert_eq!(Tier::of_cgroup(&g.dir_name()), g.tier, "{g}");
+        }
+        assert_eq!(Tier::of_cgroup("/overtake-7/ts-250"), Tier::TimeSensitive);
+        assert_eq!(
+            Tier::of_cgroup("/ts-250/worker"),
+            Tier::Background,
+            "the last component"
+        );
+        assert_eq!(Tier::of_cgroup("system.slice"), Tier::Background);
     }
 }

@@ -108,7 +108,7 @@ impl CgroupTree {
         Ok(())
     }
 
-    /// The group named `name` (such as `time-sensitive-100`, one directory name) at `weight`
+    /// The group named `name` (such as `ts-100`, one directory name) at `weight`
     /// (1-10000): the directory `name` under the root, made if need be, its weight written.
     pub fn group(&self, name: &str, weight: u32) -> Result<PathBuf, CgroupError> {
         if !(1..=10_000).contains(&weight) {
@@ -201,8 +201,8 @@ mod tests {
             fs::read_to_string(dir.join("cgroup.subtree_control")).expect("read"),
             "+cpu"
         );
-        let g = tree.group("background-1", 1).expect("group");
-        assert_eq!(g, dir.join("background-1"));
+        let g = tree.group("bg-1", 1).expect("group");
+        assert_eq!(g, dir.join("bg-1"));
         assert_eq!(
             fs::read_to_string(g.join("cgroup.type")).expect("type"),
             "threaded"
@@ -216,10 +216,7 @@ mod tests {
             fs::read_to_string(g.join("cgroup.threads")).expect("threads"),
             "4242"
         );
-        assert!(matches!(
-            tree.group("background-0", 0),
-            Err(CgroupError::Weight(0))
-        ));
+        assert!(matches!(tree.group("bg-0", 0), Err(CgroupError::Weight(0))));
         assert!(tree.place_thread(Path::new("/elsewhere"), 1).is_err());
         for bad in ["", "a/b", "..", ".hidden"] {
             assert!(tree.group(bad, 100).is_err(), "{bad:?}");
@@ -233,7 +230,7 @@ mod tests {
         let dir = scratch("v1");
         let tree = CgroupTree::at(&dir, CgroupVersion::V1);
         tree.prepare().expect("prepare");
-        let g = tree.group("time-sensitive-10000", 10_000).expect("group");
+        let g = tree.group("ts-10000", 10_000).expect("group");
         assert_eq!(
             fs::read_to_string(g.join("cpu.shares")).expect("shares"),
             "102400"
@@ -248,17 +245,14 @@ mod tests {
         let Ok(tree) = CgroupTree::discover(Path::new("/sys/fs/cgroup"), "overtake-test") else {
             return; // no writable CPU cgroup here: nothing to check
         };
-        let Ok(group) = tree.group("time-sensitive-250", 250) else {
+        let Ok(group) = tree.group("ts-250", 250) else {
             return;
         };
         std::thread::spawn(move || {
             let me = crate::os_thread::thread_id();
             tree.place_thread(&group, me).expect("place");
             let mine = fs::read_to_string("/proc/thread-self/cgroup").expect("read");
-            assert!(
-                mine.contains("time-sensitive-250"),
-                "the thread's cgroups: {mine}"
-            );
+            assert!(mine.contains("ts-250"), "the thread's cgroups: {mine}");
             // Back to where the test's thread is, so the group can be removed.
             let parent = tree.root().parent().expect("parent").to_owned();
             let back = match tree.version() {

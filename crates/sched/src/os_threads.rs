@@ -111,7 +111,7 @@ mod tests {
         let os = OsScheduling::Weights(CgroupTree::at(&dir, CgroupVersion::V1));
         assert_eq!(os.class_of(bg), OsPolicy::Normal);
         os.enter(bg.numbered(3)).expect("a fake tree takes it");
-        let group = dir.join("background-1-3");
+        let group = dir.join("bg-1-3");
         assert_eq!(
             std::fs::read_to_string(group.join("cpu.shares")).expect("shares"),
             "10"
