@@ -73,12 +73,7 @@ mod tests {
     use std::time::Instant;
 
     fn job(n: u32) -> Scheduled<u32> {
-        let now = Instant::now();
-        Scheduled {
-            job: n,
-            arrival: now,
-            enqueued: now,
-        }
+        Scheduled::at(n, Instant::now())
     }
 
     #[test]

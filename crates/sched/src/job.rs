@@ -170,3 +170,14 @@ pub(crate) struct Scheduled<J> {
     /// When it was put into a worker's queue.
     pub(crate) enqueued: Instant,
 }
+
+impl<J> Scheduled<J> {
+    /// `job`, arrived and queued at `now`.
+    pub(crate) fn at(job: J, now: Instant) -> Self {
+        Scheduled {
+            job,
+            arrival: now,
+            enqueued: now,
+        }
+    }
+}

@@ -240,12 +240,7 @@ mod tests {
     use super::*;
 
     fn job(n: u32) -> Scheduled<u32> {
-        let now = Instant::now();
-        Scheduled {
-            job: n,
-            arrival: now,
-            enqueued: now,
-        }
+        Scheduled::at(n, Instant::now())
     }
 
     fn take(p: &Pending<u32>, level: Priority, local: &[Group]) -> Option<Group> {

@@ -272,12 +272,7 @@ impl<E: Executor> Scheduler<E> {
     /// Admits `job` at its executor priority and group: on a worker that can start it at once,
     /// else into the pending queue (see the module's comment). Gives it back if there is no room.
     pub fn submit(&self, job: E::Job) -> Result<(), Overloaded<E::Job>> {
-        let now = Instant::now();
-        let mut scheduled = Scheduled {
-            job,
-            arrival: now,
-            enqueued: now,
-        };
+        let mut scheduled = Scheduled::at(job, Instant::now());
         let (group, level) = (
             self.exec.group(&scheduled.job),
             self.exec.priority(&scheduled.job),

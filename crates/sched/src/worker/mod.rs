@@ -369,10 +369,10 @@ impl<E: Executor> WorkerCore<E> {
     /// of the clock, one `clock_gettime` per task instead of two) until it suspends or ends, and
     /// books what it did. `to_end`: under `Quantum`, its slice has no end.
     fn run_task(&self, id: TaskId, slice: Instant, to_end: bool) {
-        let (priority, resumed) = {
+        let (priority, resumed, group) = {
             let tasks = self.tasks.borrow();
             let task = tasks.get(id);
-            (task.effective(), task.preemptions > 0)
+            (task.effective(), task.preemptions > 0, task.group)
         };
         if self.config.policy == Policy::Quantum {
             let quanta = if resumed {
@@ -407,7 +407,6 @@ impl<E: Executor> WorkerCore<E> {
         self.shared
             .slice_started
             .store(self.clock.nanos(slice), Ordering::Relaxed);
-        let group = self.tasks.borrow().get(id).group;
         self.shared
             .running_group
             .store(crate::pending::group_bits(Some(group)), Ordering::SeqCst);
@@ -441,7 +440,6 @@ impl<E: Executor> WorkerCore<E> {
                 .borrow_mut()
                 .add_usage(id, &slice, region_trace::longest_since_mark());
         }
-        let group = self.tasks.borrow().get(id).group;
         let ran = now.saturating_duration_since(slice);
         // Whether this piece of the group's work stopped claiming a share (ended, or waits).
         let mut ended = false;
@@ -692,11 +690,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
                 match feed.as_mut().and_then(|f| f()) {
                     Some(job) => {
                         core.pending.arrived(core.exec.group(&job));
-                        core.start(Scheduled {
-                            job,
-                            arrival: now,
-                            enqueued: now,
-                        })
+                        core.start(Scheduled::at(job, now))
                     }
                     None if now.saturating_duration_since(*idle_since.get_or_insert(now))
                         < core.config.idle_spin =>

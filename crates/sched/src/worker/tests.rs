@@ -108,17 +108,17 @@ fn push(queues: &Queues, priority: Priority, body: impl FnMut() + Send + 'static
 }
 
 fn push_in(queues: &Queues, priority: Priority, group: Group, body: impl FnMut() + Send + 'static) {
-    let now = Instant::now();
-    let job = Scheduled {
-        job: Script {
-            priority,
-            group,
-            body: Box::new(body),
-        },
-        arrival: now,
-        enqueued: now,
+    let script = Script {
+        priority,
+        group,
+        body: Box::new(body),
     };
-    assert!(queues.push(priority, job).is_ok(), "queue full");
+    assert!(
+        queues
+            .push(priority, Scheduled::at(script, Instant::now()))
+            .is_ok(),
+        "queue full"
+    );
 }
 
 /// Jobs not yet taken by the worker.
@@ -723,16 +723,12 @@ fn pending_work_of_a_group_behind_the_running_one_takes_the_worker_before_the_qu
         push_in(&worker.queues, Priority::MEDIUM, ts(100, 1), move || {
             note(&l, "A starts");
             let l2 = Arc::clone(&l);
-            let now = Instant::now();
-            let job = Scheduled {
-                job: Script {
-                    priority: Priority::MEDIUM,
-                    group: ts(b_weight, 2),
-                    body: Box::new(move || note(&l2, "B")),
-                },
-                arrival: now,
-                enqueued: now,
+            let script = Script {
+                priority: Priority::MEDIUM,
+                group: ts(b_weight, 2),
+                body: Box::new(move || note(&l2, "B")),
             };
+            let job = Scheduled::at(script, Instant::now());
             assert!(p.push(Priority::MEDIUM, ts(b_weight, 2), job).is_ok());
             preempt_now();
             note(&l, "A goes on");
