@@ -83,6 +83,16 @@ impl CgroupTree {
         } else {
             return Err(CgroupError::NotFound { v2, v1 });
         };
+        if version == CgroupVersion::V2 {
+            // The root below needs the cpu controller from this process's own cgroup. A
+            // threaded controller may be enabled there even though the cgroup holds processes:
+            // it becomes the root of a threaded subtree (the groups below).
+            let own = base.join("cgroup.subtree_control");
+            let enabled = fs::read_to_string(&own).unwrap_or_default();
+            if !enabled.split_whitespace().any(|c| c == "cpu") {
+                write(&own, "+cpu")?;
+            }
+        }
         let tree = CgroupTree::at(base.join(name), version);
         tree.prepare()?;
         Ok(tree)
@@ -99,10 +109,12 @@ impl CgroupTree {
     }
 
     /// Makes the root, and under v2 lets its children use the cpu controller in threaded mode
-    /// (threads of one process in different groups).
+    /// (threads of one process in different groups). The root is threaded itself: a thread may
+    /// only move within its process's threaded subtree, which starts at the process's cgroup.
     fn prepare(&self) -> Result<(), CgroupError> {
         fs::create_dir_all(&self.root).map_err(io_at(&self.root))?;
         if self.version == CgroupVersion::V2 {
+            write(&self.root.join("cgroup.type"), "threaded")?;
             write(&self.root.join("cgroup.subtree_control"), "+cpu")?;
         }
         Ok(())

@@ -30,8 +30,12 @@
 //!   freed memory to the kernel).
 //! - [`os_thread`]: what a worker's OS thread needs around it: core pinning, CPU usage, its id,
 //!   and hooks that run when a worker thread exits.
+//! - [`cgroup`], [`sched_ext`], [`bpf_map`]: the operating system's side of tiers: CPU cgroups
+//!   for session threads, which OS-level scheduler is loaded, and the lock hints `overtake-ufs`
+//!   reads.
 
 pub mod alloc;
+pub mod bpf_map;
 pub mod cgroup;
 pub mod context;
 pub mod cpu;
@@ -47,6 +51,7 @@ mod recycled_blocks;
 pub mod region;
 pub mod region_lock;
 mod running;
+pub mod sched_ext;
 pub mod simd;
 
 pub use alloc::{EngineAllocator, Mimalloc, RegionAlloc, engine_allocator};

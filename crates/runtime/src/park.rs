@@ -52,7 +52,8 @@ enum WakeVia {
         target: Arc<dyn WakeTarget>,
         token: u64,
     },
-    Thread(std::thread::Thread),
+    /// A plain thread, and its kernel thread id (for the OS scheduler's lock hints).
+    Thread(std::thread::Thread, i32),
 }
 
 struct ParkState {
@@ -166,7 +167,7 @@ impl Unparker {
         if self.state.state.swap(NOTIFIED, Ordering::AcqRel) == PARKED {
             match &self.state.via {
                 WakeVia::Task { target, token } => target.wake(*token),
-                WakeVia::Thread(thread) => thread.unpark(),
+                WakeVia::Thread(thread, _) => thread.unpark(),
             }
         }
     }
@@ -198,7 +199,7 @@ impl Unparker {
     /// holder the moment it stops making progress (Preempt-On-Wait). Gives the hook back if the
     /// task is paused already (the caller acts at once) or is a plain thread (never paused).
     pub fn when_paused(&self, hook: PauseHook) -> Result<(), PauseHook> {
-        if matches!(self.state.via, WakeVia::Thread(_)) {
+        if matches!(self.state.via, WakeVia::Thread(..)) {
             return Err(hook);
         }
         let region = NoPreemptGuard::new();
@@ -216,6 +217,15 @@ impl Unparker {
         let hook = self.state.on_pause.lock(&region).take();
         // Dropped outside the latch: a hook's captures may take other latches as they go.
         drop(hook);
+    }
+
+    /// The kernel id of the plain thread this handle wakes; `None` for a task on a worker (which
+    /// shares its OS thread with other tasks, so the OS scheduler cannot act for it alone).
+    pub fn os_thread_id(&self) -> Option<i32> {
+        match self.state.via {
+            WakeVia::Thread(_, tid) => Some(tid),
+            WakeVia::Task { .. } => None,
+        }
     }
 
     /// True if both handles wake the same parker.
@@ -259,7 +269,7 @@ fn current_state() -> Arc<ParkState> {
         Arc::clone(current.get_or_insert_with(|| {
             Arc::new(ParkState {
                 state: AtomicU8::new(IDLE),
-                via: WakeVia::Thread(std::thread::current()),
+                via: WakeVia::Thread(std::thread::current(), crate::os_thread::thread_id()),
                 paused: AtomicBool::new(false),
                 on_pause: RegionMutex::new(None),
             })
@@ -312,7 +322,7 @@ pub fn park() {
                 "a task parker is installed, but no context runs on this thread"
             );
         }
-        WakeVia::Thread(_) => {
+        WakeVia::Thread(..) => {
             if !state.announce_park() {
                 return;
             }
@@ -370,6 +380,19 @@ mod tests {
             .expect("thread");
         assert_eq!(*tokens.0.lock().expect("tokens"), vec![7]);
         assert_eq!(parker.run(|| task.resume()), Resumed::Finished);
+    }
+
+    #[test]
+    fn a_plain_thread_is_named_by_its_kernel_id_and_a_task_by_none() {
+        let here = current_unparker();
+        assert_eq!(here.os_thread_id(), Some(crate::os_thread::thread_id()));
+        let other = std::thread::spawn(|| (current_unparker(), crate::os_thread::thread_id()))
+            .join()
+            .expect("thread");
+        assert_eq!(other.0.os_thread_id(), Some(other.1));
+        assert_ne!(other.1, crate::os_thread::thread_id());
+        let task = Parker::for_task(Arc::new(Tokens(Mutex::new(Vec::new()))), 7).unparker();
+        assert_eq!(task.os_thread_id(), None);
     }
 
     #[test]
