@@ -2,7 +2,10 @@
 //! `db` (which opens a database with them), `engine` and `lock` (which act on them); depends on
 //! nothing of the engine but the lock policies it names.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use overtake_runtime::bpf_map::HintMap;
 
 use crate::lock::{LockManager, LockPolicy};
 use crate::log::Durability;
@@ -36,6 +39,11 @@ pub struct Options {
     /// (POW by default: a paused, less urgent holder loses its lock to a waiting urgent
     /// transaction). Under two-phase locking the concurrency's own policy applies.
     pub row_lock_policy: LockPolicy,
+    /// The hint map of `overtake-ufs`, the OS-level scheduler (`None` by default): while a
+    /// transaction running on a thread of its own waits for a lock, the map names the thread
+    /// holding it, and the scheduler runs that thread as time-sensitive until the wait ends.
+    /// Transactions run as tasks on a scheduler's workers are not hinted (they share threads).
+    pub ufs_hints: Option<Arc<HintMap>>,
 }
 
 impl Options {
@@ -69,6 +77,12 @@ impl Options {
         self
     }
 
+    /// Sets [`ufs_hints`](Self::ufs_hints).
+    pub fn ufs_hints(mut self, map: Arc<HintMap>) -> Self {
+        self.ufs_hints = Some(map);
+        self
+    }
+
     /// Sets [`max_transactions`](Self::max_transactions).
     pub fn max_transactions(mut self, max: usize) -> Self {
         self.max_transactions = max;
@@ -94,6 +108,7 @@ impl Default for Options {
             checkpoint_after: Some(DEFAULT_CHECKPOINT_AFTER),
             group_commit: DEFAULT_GROUP_COMMIT,
             row_lock_policy: LockPolicy::Pow,
+            ufs_hints: None,
         }
     }
 }

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use overtake_runtime::park::{current_unparker, park};
 use overtake_runtime::{NoPreemptGuard, RegionMutex};
 
+use super::os_hints::OsHints;
 use super::policy::QueueOrder;
 use super::revocation::Revocation;
 use super::table::{Reprieve, Table, TxnEntry, WaitClock};
@@ -72,6 +73,8 @@ pub(crate) struct LockManager {
     policy: LockPolicy,
     /// Shared with the hooks and the reprieve timer that act on it later (weakly).
     table: Arc<RegionMutex<Table>>,
+    /// Where waits of transactions on OS threads are told to the OS scheduler, if anywhere.
+    hints: Option<OsHints>,
 }
 
 impl Drop for LockManager {
@@ -95,6 +98,7 @@ impl LockManager {
                 counts_blocking,
                 ..Table::default()
             })),
+            hints: None,
         };
         if matches!(policy, LockPolicy::ConditionalRestart { .. }) {
             // The timer starts parked now, not at the first reprieve (see `reprieve`).
@@ -102,6 +106,12 @@ impl LockManager {
             reprieve::arm(&mut manager.table.lock(&region), &manager.table, policy);
         }
         manager
+    }
+
+    /// Tells waits of transactions on OS threads to an OS scheduler through `hints`.
+    pub(crate) fn with_hints(mut self, hints: Option<OsHints>) -> Self {
+        self.hints = hints;
+        self
     }
 
     /// Registers transaction `id` (at `level`, begun as the `began`-th) on the current task or
@@ -215,6 +225,10 @@ impl LockManager {
             let table = &mut *guard;
             table.expire_reprieves(self.policy);
             let e = table.txns.get_mut(&id).expect("registered");
+            let ended = e.aborted().is_some() || e.waiting_on.is_none();
+            if let (true, Some(hints)) = (ended, &self.hints) {
+                hints.done(&e.unparker);
+            }
             if let Some(reason) = e.aborted() {
                 e.wait = None;
                 return Err(reason);
@@ -313,7 +327,14 @@ impl LockManager {
             return Err(reason);
         }
         // Granted meanwhile (a victim's released locks or withdrawn wait unblocked this one)?
-        Ok(table.txns[&id].waiting_on.is_none())
+        let e = &table.txns[&id];
+        if e.waiting_on.is_none() {
+            return Ok(true);
+        }
+        if let (Some(hints), Some(wait)) = (&self.hints, &e.wait) {
+            hints.waiting(table, &e.unparker, &wait.blockers);
+        }
+        Ok(false)
     }
 
     /// POW: `holder` runs on (raised) until it has to wait or is paused; then it is revoked. A

@@ -12,6 +12,7 @@
 
 mod deadlock;
 mod manager;
+mod os_hints;
 mod policy;
 mod reprieve;
 mod revocation;
@@ -21,6 +22,7 @@ mod tests;
 
 pub(crate) use deadlock::{choose_victim, find_cycle};
 pub(crate) use manager::{LockAbort, LockManager, LockName};
+pub(crate) use os_hints::OsHints;
 pub(crate) use policy::ConflictAction;
 pub use policy::LockPolicy;
 use policy::QueueOrder;

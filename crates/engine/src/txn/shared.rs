@@ -7,7 +7,7 @@
 
 use crate::catalog::Catalog;
 use crate::error::CommitError;
-use crate::lock::LockManager;
+use crate::lock::{LockManager, OsHints};
 use crate::log::Log;
 use crate::mvcc::TxnTable;
 use crate::mvcc::gc::Collector;
@@ -53,6 +53,7 @@ impl Engine {
         overtake_runtime::os_thread::at_worker_exit(|| {
             crate::mvcc::epoch::release_thread_garbage();
         });
+        let hints = options.ufs_hints.clone().map(OsHints::new);
         let txns = TxnTable::new(options.max_transactions);
         let slots = txns.capacity();
         Engine {
@@ -61,8 +62,11 @@ impl Engine {
             catalog: Catalog::new(),
             collector: Collector::new(slots),
             footprints: FootprintPool::new(slots),
-            locks: options.concurrency.lock_manager(),
-            row_locks: LockManager::new(options.row_lock_policy),
+            locks: options
+                .concurrency
+                .lock_manager()
+                .map(|m| m.with_hints(hints.clone())),
+            row_locks: LockManager::new(options.row_lock_policy).with_hints(hints),
             log: None,
         }
     }
