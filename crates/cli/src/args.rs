@@ -160,6 +160,11 @@ pub enum Compare {
     /// under the OS's schedulers (cgroup weights, SCHED_IDLE, FIFO, RR); then shares within a
     /// tier by weight.
     Tiers(CompareTiersArgs),
+    /// UFS's lock-holder hint experiment on OS threads, all on one core: a background session
+    /// holds a row lock and computes, a time-sensitive one waits for it, a second time-sensitive
+    /// one burns CPU. The waiter's latency alone, with the burner, and with the lock manager's
+    /// hints to overtake-ufs (which must be loaded for that run).
+    Hints(CompareHintsArgs),
 }
 
 /// How the operating system schedules session threads.
@@ -169,24 +174,40 @@ pub enum OsSchedulerArg {
     Idle,
     Fifo,
     Rr,
+    /// `overtake-ufs`, the sched_ext scheduler (it must be loaded).
+    Ufs,
+}
+
+/// This process's group cgroups (`overtake-<pid>` under its own CPU cgroup).
+pub fn session_cgroups() -> Result<overtake_runtime::cgroup::CgroupTree, String> {
+    overtake_runtime::cgroup::CgroupTree::discover(
+        std::path::Path::new("/sys/fs/cgroup"),
+        &format!("overtake-{}", std::process::id()),
+    )
+    .map_err(|e| format!("cgroup weights cannot be used here: {e}"))
 }
 
 impl OsSchedulerArg {
-    /// The scheduling, with cgroups for `eevdf` made under this process's own CPU cgroup.
+    /// The scheduling, with cgroups for `eevdf` and `ufs` made under this process's own CPU
+    /// cgroup. The kernel's own schedulers are refused while a sched_ext scheduler is loaded (it
+    /// would be measured instead), and `ufs` unless `overtake-ufs` is the one loaded.
     pub fn scheduling(self) -> Result<overtake_sched::OsScheduling, String> {
+        use overtake_runtime::sched_ext::SchedExt;
         use overtake_sched::OsScheduling;
-        Ok(match self {
-            OsSchedulerArg::Eevdf => OsScheduling::Weights(
-                overtake_runtime::cgroup::CgroupTree::discover(
-                    std::path::Path::new("/sys/fs/cgroup"),
-                    &format!("overtake-{}", std::process::id()),
-                )
-                .map_err(|e| format!("cgroup weights cannot be used here: {e}"))?,
-            ),
-            OsSchedulerArg::Idle => OsScheduling::Idle,
-            OsSchedulerArg::Fifo => OsScheduling::Fifo,
-            OsSchedulerArg::Rr => OsScheduling::RoundRobin,
-        })
+        let scx = SchedExt::read();
+        match self {
+            OsSchedulerArg::Ufs if scx.is_ufs() => Ok(OsScheduling::Ufs(session_cgroups()?)),
+            OsSchedulerArg::Ufs => Err(format!(
+                "overtake-ufs is not loaded ({scx}); see the README on loading it"
+            )),
+            _ if !scx.is_kernel_own() => Err(format!(
+                "the kernel's own scheduler does not run threads now ({scx})"
+            )),
+            OsSchedulerArg::Eevdf => Ok(OsScheduling::Weights(session_cgroups()?)),
+            OsSchedulerArg::Idle => Ok(OsScheduling::Idle),
+            OsSchedulerArg::Fifo => Ok(OsScheduling::Fifo),
+            OsSchedulerArg::Rr => Ok(OsScheduling::RoundRobin),
+        }
     }
 }
 
@@ -203,6 +224,8 @@ pub enum TiersSchedulerArg {
     Fifo,
     /// Time-sensitive session threads SCHED_RR 99.
     Rr,
+    /// Session threads in cgroups named by tier, under `overtake-ufs` (sched_ext).
+    Ufs,
 }
 
 impl TiersSchedulerArg {
@@ -213,6 +236,7 @@ impl TiersSchedulerArg {
             TiersSchedulerArg::Idle => "idle",
             TiersSchedulerArg::Fifo => "fifo",
             TiersSchedulerArg::Rr => "rr",
+            TiersSchedulerArg::Ufs => "ufs",
         }
     }
 }
@@ -1236,4 +1260,27 @@ mod tests {
         assert_eq!((e.txn_type.only(), e.count), (Some(TxnType::StockLevel), 7));
         assert_eq!(TxnTypeArg::Mix.only(), None);
     }
+}
+
+#[derive(Debug, Args)]
+pub struct CompareHintsArgs {
+    /// Rounds of each run (each on a fresh table).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub rounds: u32,
+    /// How long the holder computes while it holds the lock, in milliseconds.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    pub hold_ms: u64,
+    /// How long the burner computes, in milliseconds (keep it well under sched_ext's 30 s
+    /// watchdog: a starved holder is a stalled task to it).
+    #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u64).range(1..=20_000))]
+    pub burn_ms: u64,
+    /// Where overtake-ufs pinned its hint map.
+    #[arg(long, default_value = overtake_runtime::bpf_map::DEFAULT_HINTS_PIN)]
+    pub hints_pin: std::path::PathBuf,
+    /// The usable core the three sessions share.
+    #[arg(long, default_value_t = 0)]
+    pub core: usize,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }

@@ -19,6 +19,7 @@ mod bench_tpcc;
 mod bimodal;
 mod crash_test;
 mod figures;
+mod hints;
 mod holder;
 mod interrupt;
 mod kept;
@@ -89,6 +90,7 @@ fn main() -> ExitCode {
         args::Command::Compare(args::Compare::Starvation(a)) => done(starvation::compare(&a)),
         args::Command::Compare(args::Compare::Holder(a)) => done(holder::compare(&a)),
         args::Command::Compare(args::Compare::Tiers(a)) => done(tiers::compare(&a)),
+        args::Command::Compare(args::Compare::Hints(a)) => done(hints::compare(&a)),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

@@ -90,7 +90,10 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     server.wait_for_signal().map_err(|e| e.to_string())?;
     eprintln!("overtake: shutting down");
     server.shutdown();
-    if let Some(overtake_sched::OsScheduling::Weights(tree)) = &session_threads {
+    if let Some(
+        overtake_sched::OsScheduling::Weights(tree) | overtake_sched::OsScheduling::Ufs(tree),
+    ) = &session_threads
+    {
         tree.remove_empty();
     }
     Arc::into_inner(scheduler)

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use overtake_engine::{Database, Options};
-use overtake_sched::{Delivery, Group, OsScheduling, Policy, SchedConfig, Tier, Weight};
+use overtake_sched::{Delivery, Group, Policy, SchedConfig, Tier, Weight};
 use overtake_workload::drivers::tiers::{
     Class, Kind, Placement, SideReport, TiersConfig, TiersReport, run_tiers,
 };
@@ -65,6 +65,7 @@ fn placement(scheduler: TiersSchedulerArg, args: &CompareTiersArgs) -> Result<Pl
         TiersSchedulerArg::Idle => Placement::Os(OsSchedulerArg::Idle.scheduling()?),
         TiersSchedulerArg::Fifo => Placement::Os(OsSchedulerArg::Fifo.scheduling()?),
         TiersSchedulerArg::Rr => Placement::Os(OsSchedulerArg::Rr.scheduling()?),
+        TiersSchedulerArg::Ufs => Placement::Os(OsSchedulerArg::Ufs.scheduling()?),
     })
 }
 
@@ -135,6 +136,9 @@ pub fn compare(args: &CompareTiersArgs) -> Result<(), String> {
             }
         }
     }
+    if runs.is_empty() && !skipped.is_empty() && !crate::interrupt::requested() {
+        return Err(format!("no scheduler could run: {}", skipped.join("; ")));
+    }
     crate::interrupt::check_any(runs.len())?;
     let weights = if args.no_weights {
         Vec::new()
@@ -144,7 +148,7 @@ pub fn compare(args: &CompareTiersArgs) -> Result<(), String> {
         weight_runs(args, 2 * usize::from(args.workers), &run, &mut skipped)
     };
     print(args, &loaded, &runs, &weights, &skipped);
-    if let Ok(OsScheduling::Weights(tree)) = OsSchedulerArg::Eevdf.scheduling() {
+    if let Ok(tree) = crate::args::session_cgroups() {
         tree.remove_empty();
     }
     Ok(())
@@ -166,7 +170,11 @@ fn weight_runs(
     skipped: &mut Vec<String>,
 ) -> Vec<WeightRun> {
     let mut out = Vec::new();
-    let schedulers = [TiersSchedulerArg::Overtake, TiersSchedulerArg::Eevdf];
+    let schedulers = [
+        TiersSchedulerArg::Overtake,
+        TiersSchedulerArg::Eevdf,
+        TiersSchedulerArg::Ufs,
+    ];
     for scheduler in schedulers
         .into_iter()
         .filter(|s| args.schedulers.contains(s))

@@ -493,3 +493,21 @@ fn a_ledger_with_an_order_that_was_never_committed_fails_the_check() {
     assert_eq!(check["missing"], 1, "{check}");
     std::fs::remove_dir_all(&dir).expect("clean up");
 }
+
+#[test]
+fn session_threads_under_ufs_are_refused_unless_overtake_ufs_is_loaded() {
+    let ops = std::fs::read_to_string("/sys/kernel/sched_ext/root/ops").unwrap_or_default();
+    if ops.trim() == "overtake_ufs" {
+        return; // loaded here: `serve` would start
+    }
+    refused(
+        &[
+            "serve",
+            "--session-threads",
+            "ufs",
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        "overtake-ufs is not loaded",
+    );
+}

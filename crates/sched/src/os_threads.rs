@@ -16,6 +16,10 @@ use overtake_runtime::os_thread::{OsPolicy, set_os_policy, thread_id};
 pub enum OsScheduling {
     /// EEVDF with the groups' weights: each thread in its group's cgroup.
     Weights(CgroupTree),
+    /// `overtake-ufs`, the sched_ext scheduler: each thread in its group's cgroup, whose name
+    /// gives the tier (`ts-*` time-sensitive) and whose weight the share within the tier. The
+    /// scheduler must be loaded (see `overtake_runtime::sched_ext`).
+    Ufs(CgroupTree),
     /// Background threads SCHED_IDLE, time-sensitive ones ordinary.
     Idle,
     /// Time-sensitive threads SCHED_FIFO at 99, background ones ordinary.
@@ -42,6 +46,7 @@ impl OsScheduling {
     pub fn name(&self) -> &'static str {
         match self {
             OsScheduling::Weights(_) => "eevdf",
+            OsScheduling::Ufs(_) => "ufs",
             OsScheduling::Idle => "idle",
             OsScheduling::Fifo => "fifo",
             OsScheduling::RoundRobin => "rr",
@@ -62,7 +67,7 @@ impl OsScheduling {
 
     /// Puts the calling thread where `group` says: its cgroup, or its scheduling class.
     pub fn enter(&self, group: Group) -> Result<(), OsPlacementError> {
-        if let OsScheduling::Weights(tree) = self {
+        if let OsScheduling::Weights(tree) | OsScheduling::Ufs(tree) = self {
             let dir = tree.group(&group.dir_name(), group.weight.get())?;
             tree.place_thread(&dir, thread_id())?;
             return Ok(());

@@ -56,7 +56,7 @@ pub struct HolderRound {
     pub committed: bool,
 }
 
-fn table(db: &Database) -> overtake_engine::Result<Arc<Table>> {
+pub(crate) fn table(db: &Database) -> overtake_engine::Result<Arc<Table>> {
     let t = db.create_table(
         TableSchema::builder("held")
             .column("id", ColumnType::Int64)
@@ -71,7 +71,7 @@ fn table(db: &Database) -> overtake_engine::Result<Arc<Table>> {
 }
 
 /// Adds `n` to the row.
-fn add(
+pub(crate) fn add(
     txn: &mut overtake_engine::Transaction<'_>,
     t: &Table,
     n: i64,
@@ -85,7 +85,7 @@ fn add(
 }
 
 /// The row's value.
-fn value(db: &Database, t: &Table) -> overtake_engine::Result<i64> {
+pub(crate) fn value(db: &Database, t: &Table) -> overtake_engine::Result<i64> {
     let mut txn = db.begin(Priority::LOW, Isolation::Serializable)?;
     let key = t.key().int(1).finish()?;
     let v = txn.get(t, &key, |r| r.int(1))?.unwrap_or(i64::MIN);

@@ -12,6 +12,7 @@ pub mod ch;
 pub mod compute;
 pub mod drivers;
 pub mod exec;
+pub mod hints;
 pub mod holder;
 pub mod mixed;
 pub mod rng;

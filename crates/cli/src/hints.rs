@@ -1,0 +1,157 @@
+//! `overtake compare hints`: UFS's lock-holder experiment on OS threads (see
+//! `overtake_workload::hints`): the waiter's latency with the holder alone, with a time-sensitive
+//! burner on the same core, and with the burner and the lock manager's hints to `overtake-ufs`.
+//! Under `overtake-ufs` the session threads are in cgroups named by tier; under the kernel's own
+//! scheduler in cgroups weighted alike (EEVDF), and the hinted run is skipped (no map).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use overtake_runtime::bpf_map::HintMap;
+use overtake_runtime::sched_ext::SchedExt;
+use overtake_sched::OsScheduling;
+use overtake_workload::compute::ComputeTask;
+use overtake_workload::hints::{HintRound, HintSetup, run_round};
+use serde_json::json;
+
+use crate::args::{CompareHintsArgs, session_cgroups};
+use crate::output::{print_table, us};
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+pub fn compare(args: &CompareHintsArgs) -> Result<(), String> {
+    let scx = SchedExt::read();
+    let tree = session_cgroups()?;
+    let os = if scx.is_ufs() {
+        OsScheduling::Ufs(tree.clone())
+    } else if scx.is_kernel_own() {
+        OsScheduling::Weights(tree.clone())
+    } else {
+        return Err(format!(
+            "another sched_ext scheduler runs the threads ({scx})"
+        ));
+    };
+    let hold = ComputeTask::calibrate(Duration::from_millis(args.hold_ms));
+    let burn = Duration::from_millis(args.burn_ms);
+    let mut skipped = Vec::new();
+    let map = if scx.is_ufs() {
+        match HintMap::open_pinned(&args.hints_pin) {
+            Ok(map) => Some(Arc::new(map)),
+            Err(e) => {
+                skipped.push(format!("with hints: {e}"));
+                None
+            }
+        }
+    } else {
+        skipped.push(format!("with hints: overtake-ufs is not loaded ({scx})"));
+        None
+    };
+    let mut runs: Vec<(&str, Vec<HintRound>)> = Vec::new();
+    let plans = [
+        ("alone", Duration::ZERO, None),
+        ("without", burn, None),
+        ("with", burn, map),
+    ];
+    for (name, burn, hints) in plans {
+        if name == "with" && hints.is_none() {
+            continue;
+        }
+        let setup = HintSetup {
+            hold: hold.clone(),
+            burn,
+            os: os.clone(),
+            hints,
+            core: args.core,
+        };
+        let rounds = (0..args.rounds)
+            .map(|_| run_round(&setup).map_err(|e| format!("{name}: {e}")))
+            .collect::<Result<Vec<_>, _>>()?;
+        if let Some(bad) = rounds.iter().find(|r| !r.committed || r.row != 11) {
+            return Err(format!(
+                "{name}: a round lost or repeated a commit: {bad:?}"
+            ));
+        }
+        runs.push((name, rounds));
+    }
+    tree.remove_empty();
+    let latency = |name: &str| {
+        runs.iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, r)| median(r.iter().map(|r| micros(r.waiter_latency)).collect()))
+    };
+    let (alone, without, with) = (latency("alone"), latency("without"), latency("with"));
+    if args.json {
+        let rounds: serde_json::Map<String, serde_json::Value> = runs
+            .iter()
+            .map(|(name, rounds)| {
+                let list = rounds
+                    .iter()
+                    .map(|r| {
+                        json!({
+                            "waiter_us": micros(r.waiter_latency),
+                            "holder_us": micros(r.holder_total),
+                            "hinted": r.hinted,
+                        })
+                    })
+                    .collect::<Vec<_>>();
+                ((*name).to_owned(), json!(list))
+            })
+            .collect();
+        println!(
+            "{}",
+            json!({
+                "scheduler": os.name(),
+                "sched_ext": scx.to_string(),
+                "hold_ms": args.hold_ms,
+                "burn_ms": args.burn_ms,
+                "alone_us": alone,
+                "without_us": without,
+                "with_us": with,
+                "with_over_without": with.zip(without).map(|(w, wo)| w / wo),
+                "rounds": rounds,
+                "skipped": skipped,
+            })
+        );
+        return Ok(());
+    }
+    println!(
+        "lock holder on OS threads under {} ({scx}): one core; a background session holds a row \
+         and computes {} ms, a time-sensitive one waits for it, a second time-sensitive one burns \
+         {} ms; waiter's latency from the holder's start, median of {} rounds",
+        os.name(),
+        args.hold_ms,
+        args.burn_ms,
+        args.rounds
+    );
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .map(|(name, rounds)| {
+            let hinted = rounds.iter().filter(|r| r.hinted).count();
+            vec![
+                (*name).to_owned(),
+                us(median(
+                    rounds.iter().map(|r| micros(r.waiter_latency)).collect(),
+                )),
+                us(median(
+                    rounds.iter().map(|r| micros(r.holder_total)).collect(),
+                )),
+                format!("{hinted}/{}", rounds.len()),
+            ]
+        })
+        .collect();
+    print_table(&["run", "waiter us", "holder us", "hinted"], &rows);
+    if let (Some(w), Some(wo)) = (with, without) {
+        println!("with hints / without: {:.2}", w / wo);
+    }
+    for s in &skipped {
+        println!("warning: skipped {s}");
+    }
+    Ok(())
+}
