@@ -76,6 +76,12 @@ pub struct ServeArgs {
     /// Overtake's own scheduling (the default: statements are tasks on the workers).
     #[arg(long, value_enum)]
     pub session_threads: Option<OsSchedulerArg>,
+    /// With `--session-threads`: while a session waits for a lock, name the session holding it
+    /// in overtake-ufs's hint map (pinned at PATH, by default where overtake-ufs pins it), so
+    /// that the OS scheduler runs the holder as time-sensitive until the wait ends.
+    #[arg(long, value_name = "PATH", num_args = 0..=1,
+          default_missing_value = overtake_runtime::bpf_map::DEFAULT_HINTS_PIN)]
+    pub ufs_hints: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub kept: KeptArgs,
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use overtake_engine::{Concurrency, Database, LockPolicy, Options};
+use overtake_runtime::bpf_map::HintMap;
 use overtake_sched::{Calls, SchedConfig, Scheduler, Shutdown};
 use overtake_server::{Server, ServerConfig};
 
@@ -14,7 +15,19 @@ use crate::args::{CcArg, ServeArgs};
 pub fn run(args: &ServeArgs) -> Result<(), String> {
     let policy = LockPolicy::parse(&args.lock_policy, Duration::from_millis(1))
         .ok_or_else(|| format!("unknown lock policy {}", args.lock_policy))?;
-    let options = Options::default()
+    let mut options = Options::default();
+    if let Some(pin) = &args.ufs_hints {
+        if args.session_threads.is_none() {
+            return Err(
+                "--ufs-hints needs --session-threads: only sessions on their own OS threads are \
+                 scheduled by the OS"
+                    .into(),
+            );
+        }
+        let map = HintMap::open_pinned(pin).map_err(|e| format!("--ufs-hints: {e}"))?;
+        options = options.ufs_hints(Arc::new(map));
+    }
+    let options = options
         .row_lock_policy(policy)
         .concurrency(match args.concurrency {
             CcArg::Mvcc => Concurrency::Mvcc,

@@ -510,4 +510,20 @@ fn session_threads_under_ufs_are_refused_unless_overtake_ufs_is_loaded() {
         ],
         "overtake-ufs is not loaded",
     );
+    refused(
+        &["serve", "--ufs-hints", "--listen", "127.0.0.1:0"],
+        "--ufs-hints needs --session-threads",
+    );
+    refused(
+        &[
+            "serve",
+            "--session-threads",
+            "idle",
+            "--ufs-hints",
+            "/nonexistent/overtake_ufs/hints",
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        "no hint map at /nonexistent/overtake_ufs/hints",
+    );
 }
