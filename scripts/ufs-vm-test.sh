@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 REPO=$PWD
 WORK=${UFS_VM_WORK:-$REPO/target/ufs-vm}
 BOOTS=1
-DURATION=6
+DURATION=8
 OUT=
 while [ $# -gt 0 ]; do
     case $1 in
@@ -198,8 +198,9 @@ print(json.dumps({
     "weights": first['weights'],
     "hints": first.get('hints'),
     "skipped": first['skipped'],
+    # Every boot's figures (the top-level ones are the first boot's).
     "boots": [{k: b.get(k) for k in ('state', 'after', 'loader_exit', 'loader', 'scx_errors',
-                                     'ufs_seconds', 'clean')}
+                                     'ufs_seconds', 'clean', 'runs', 'weights', 'hints')}
               for b in boots],
     "clean_boots": sum(b['clean'] for b in boots),
 }))

@@ -15,7 +15,7 @@ echo +cpu > /sys/fs/cgroup/cgroup.subtree_control
 # is supposed to stop.
 mkdir /sys/fs/cgroup/ts-harness
 echo $$ > /sys/fs/cgroup/ts-harness/cgroup.procs
-D=${UFS_DURATION:-6}
+D=${UFS_DURATION:-8}
 report kernel "$(uname -r)"
 report cpus "$(nproc)"
 
