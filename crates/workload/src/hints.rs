@@ -47,7 +47,9 @@ pub struct HintRound {
     /// From the moment the holder started computing (the waiter already waiting) to the
     /// waiter's commit.
     pub waiter_latency: Duration,
-    /// The holder's computation, from start to its commit.
+    /// How long the holder's computation took (from its start while the waiter waits to its
+    /// end; the commit after it is not counted, as the holder may wait for the CPU again once
+    /// nobody waits for it).
     pub holder_total: Duration,
     /// With hints: the map named the holder's thread for the waiter's while it waited.
     pub hinted: bool,
@@ -129,7 +131,7 @@ pub fn run_round(setup: &HintSetup) -> Result<HintRound, HintError> {
         std::thread::spawn(move || -> Result<(bool, Duration), String> {
             place(&os, group(Tier::Background, 1), core)?;
             tid.store(thread_id(), Ordering::Release);
-            let mut started = None;
+            let mut took = Duration::ZERO;
             let attempts = db.run(
                 Priority::LOW,
                 Isolation::Serializable,
@@ -138,12 +140,12 @@ pub fn run_round(setup: &HintSetup) -> Result<HintRound, HintError> {
                     add(txn, &t, 1)?;
                     holding.store(true, Ordering::Release);
                     until(&go);
-                    started = Some(Instant::now());
+                    let started = Instant::now();
                     std::hint::black_box(hold.run());
+                    took = started.elapsed();
                     Ok(())
                 },
             );
-            let took = started.map_or(Duration::ZERO, |s| s.elapsed());
             Ok((attempts.result.is_ok(), took))
         })
     };
