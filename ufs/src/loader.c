@@ -188,6 +188,26 @@ static void *section(struct bpf_object *obj, const char *suffix, size_t want,
 	return NULL;
 }
 
+/*
+ * The value of the flag at argv[*i] (the next argument, *i moved to it), a number of `unit` from
+ * min to max; 0, or the exit status of a usage error.
+ */
+static int number_arg(int argc, char **argv, int *i, const char *unit, unsigned long long min,
+		      unsigned long long max, unsigned long long *out)
+{
+	const char *flag = argv[*i];
+
+	if (++*i == argc)
+		return bad_usage("%s needs a value", flag);
+	if (!parse_u64(argv[*i], out) || *out < min || *out > max) {
+		fprintf(stderr, "overtake-ufs: error: %s %s: expected %s from %llu to %llu\n\n", flag,
+			argv[*i], unit, min, max);
+		fputs(usage, stderr);
+		return 2;
+	}
+	return 0;
+}
+
 static void print_counters(const struct ufs_counters *c)
 {
 	printf("overtake-ufs: {\"ts_direct\":%llu,\"ts_queued\":%llu,\"ts_preempt\":%llu,"
@@ -219,19 +239,13 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--check")) {
 			check_only = 1;
 		} else if (!strcmp(argv[i], "--slice-us")) {
-			if (++i == argc)
-				return bad_usage("%s needs a value", "--slice-us");
-			if (!parse_u64(argv[i], &slice_us) || slice_us < 100 || slice_us > 100000)
-				return bad_usage("--slice-us %s: expected microseconds from 100 to "
-						 "100000",
-						 argv[i]);
+			status = number_arg(argc, argv, &i, "microseconds", 100, 100000, &slice_us);
+			if (status)
+				return status;
 		} else if (!strcmp(argv[i], "--starve-ms")) {
-			if (++i == argc)
-				return bad_usage("%s needs a value", "--starve-ms");
-			if (!parse_u64(argv[i], &starve_ms) || starve_ms < 100 || starve_ms > 20000)
-				return bad_usage("--starve-ms %s: expected milliseconds from 100 to "
-						 "20000",
-						 argv[i]);
+			status = number_arg(argc, argv, &i, "milliseconds", 100, 20000, &starve_ms);
+			if (status)
+				return status;
 		} else if (!strcmp(argv[i], "--pin-dir")) {
 			if (++i == argc)
 				return bad_usage("%s needs a value", "--pin-dir");

@@ -248,6 +248,29 @@ impl TiersSchedulerArg {
 }
 
 #[derive(Debug, Args)]
+pub struct CompareHintsArgs {
+    /// Rounds of each run (each on a fresh table).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub rounds: u32,
+    /// How long the holder computes while it holds the lock, in milliseconds.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    pub hold_ms: u64,
+    /// How long the burner computes, in milliseconds (keep it well under sched_ext's 30 s
+    /// watchdog: a starved holder is a stalled task to it).
+    #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u64).range(1..=20_000))]
+    pub burn_ms: u64,
+    /// Where overtake-ufs pinned its hint map.
+    #[arg(long, default_value = overtake_runtime::bpf_map::DEFAULT_HINTS_PIN)]
+    pub hints_pin: std::path::PathBuf,
+    /// The usable core the three sessions share.
+    #[arg(long, default_value_t = 0)]
+    pub core: usize,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct CompareTiersArgs {
     /// Schedulers to compare.
     #[arg(
@@ -1266,27 +1289,4 @@ mod tests {
         assert_eq!((e.txn_type.only(), e.count), (Some(TxnType::StockLevel), 7));
         assert_eq!(TxnTypeArg::Mix.only(), None);
     }
-}
-
-#[derive(Debug, Args)]
-pub struct CompareHintsArgs {
-    /// Rounds of each run (each on a fresh table).
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub rounds: u32,
-    /// How long the holder computes while it holds the lock, in milliseconds.
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=60_000))]
-    pub hold_ms: u64,
-    /// How long the burner computes, in milliseconds (keep it well under sched_ext's 30 s
-    /// watchdog: a starved holder is a stalled task to it).
-    #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u64).range(1..=20_000))]
-    pub burn_ms: u64,
-    /// Where overtake-ufs pinned its hint map.
-    #[arg(long, default_value = overtake_runtime::bpf_map::DEFAULT_HINTS_PIN)]
-    pub hints_pin: std::path::PathBuf,
-    /// The usable core the three sessions share.
-    #[arg(long, default_value_t = 0)]
-    pub core: usize,
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
 }

@@ -81,11 +81,22 @@ pub fn compare(args: &CompareHintsArgs) -> Result<(), String> {
         runs.push((name, rounds));
     }
     tree.remove_empty();
-    let latency = |name: &str| {
-        runs.iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, r)| median(r.iter().map(|r| micros(r.waiter_latency)).collect()))
-    };
+    // Medians per run: (name, waiter us, holder us, rounds hinted).
+    let medians: Vec<(&str, f64, f64, usize)> = runs
+        .iter()
+        .map(|(name, rounds)| {
+            let of = |f: fn(&HintRound) -> Duration| {
+                median(rounds.iter().map(|r| micros(f(r))).collect())
+            };
+            (
+                *name,
+                of(|r| r.waiter_latency),
+                of(|r| r.holder_total),
+                rounds.iter().filter(|r| r.hinted).count(),
+            )
+        })
+        .collect();
+    let latency = |name: &str| medians.iter().find(|m| m.0 == name).map(|m| m.1);
     let (alone, without, with) = (latency("alone"), latency("without"), latency("with"));
     if args.json {
         let rounds: serde_json::Map<String, serde_json::Value> = runs
@@ -130,19 +141,14 @@ pub fn compare(args: &CompareHintsArgs) -> Result<(), String> {
         args.burn_ms,
         args.rounds
     );
-    let rows: Vec<Vec<String>> = runs
+    let rows: Vec<Vec<String>> = medians
         .iter()
-        .map(|(name, rounds)| {
-            let hinted = rounds.iter().filter(|r| r.hinted).count();
+        .map(|&(name, waiter, holder, hinted)| {
             vec![
-                (*name).to_owned(),
-                us(median(
-                    rounds.iter().map(|r| micros(r.waiter_latency)).collect(),
-                )),
-                us(median(
-                    rounds.iter().map(|r| micros(r.holder_total)).collect(),
-                )),
-                format!("{hinted}/{}", rounds.len()),
+                name.to_owned(),
+                us(waiter),
+                us(holder),
+                format!("{hinted}/{}", args.rounds),
             ]
         })
         .collect();

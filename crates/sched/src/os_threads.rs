@@ -1,7 +1,8 @@
 //! Sessions on OS threads: how a group (tier, weight) maps to the operating system's scheduler
 //! when work runs on a session's own thread, as PostgreSQL's backends do, instead of as a task on
 //! Overtake's workers. The baselines UFS is compared with: EEVDF with cgroup weights, SCHED_IDLE
-//! for the background tier, SCHED_FIFO or SCHED_RR for the time-sensitive tier.
+//! for the background tier, SCHED_FIFO or SCHED_RR for the time-sensitive tier; and the same
+//! cgroups under `overtake-ufs`, the sched_ext scheduler in `ufs/`.
 //!
 //! Only moves the calling thread (into a cgroup, or a scheduling class). Must never touch a
 //! worker: workers have their own weights (`SchedConfig::os_background`).
@@ -42,7 +43,7 @@ pub enum OsPlacementError {
 }
 
 impl OsScheduling {
-    /// A short name: `eevdf`, `idle`, `fifo`, `rr`.
+    /// A short name: `eevdf`, `ufs`, `idle`, `fifo`, `rr`.
     pub fn name(&self) -> &'static str {
         match self {
             OsScheduling::Weights(_) => "eevdf",
@@ -53,8 +54,8 @@ impl OsScheduling {
         }
     }
 
-    /// The scheduling class a thread of `group` runs in (`Normal` under `Weights`, where the
-    /// cgroup carries the weight).
+    /// The scheduling class a thread of `group` runs in (`Normal` under `Weights` and `Ufs`,
+    /// where the cgroup carries the weight).
     pub fn class_of(&self, group: Group) -> OsPolicy {
         let time_sensitive = group.tier == Tier::TimeSensitive;
         match self {

@@ -261,13 +261,16 @@ mod tests {
             None,
             "the hint is cleared when the wait ends"
         );
+        let _ = std::fs::remove_dir_all(scratch("with"));
+    }
+
+    fn scratch(name: &str) -> std::path::PathBuf {
+        std::env::temp_dir().join(format!("overtake-hints-{name}-{}", std::process::id()))
     }
 
     /// Scheduling that changes nothing: "cgroups" in a scratch directory.
     fn unchanged(name: &str) -> OsScheduling {
-        let dir =
-            std::env::temp_dir().join(format!("overtake-hints-{name}-{}", std::process::id()));
-        OsScheduling::Weights(CgroupTree::at(dir, CgroupVersion::V1))
+        OsScheduling::Weights(CgroupTree::at(scratch(name), CgroupVersion::V1))
     }
 
     #[test]
@@ -282,5 +285,6 @@ mod tests {
         .expect("a round");
         assert!(round.committed && !round.hinted, "{round:?}");
         assert_eq!(round.row, 11);
+        let _ = std::fs::remove_dir_all(scratch("without"));
     }
 }
