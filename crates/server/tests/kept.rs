@@ -178,8 +178,11 @@ fn sql_tables_and_their_rows_survive_restarts_through_the_log_and_a_checkpoint()
             "42P07"
         );
         assert_eq!(sqlstate(&c, "SELECT * FROM dropped").await, "42P01");
-        // The log names rows by their key: a table without one takes inserts only.
-        assert_eq!(sqlstate(&c, "UPDATE keyless SET v = 1").await, "0A000");
+        // A table without a key names its rows by row ids that came back with them, and new
+        // rows take ids after them (a repeated id would fail the insert as a duplicate).
+        c.batch_execute("UPDATE keyless SET v = v + 1 WHERE v = 6; INSERT INTO keyless VALUES (8)")
+            .await
+            .expect("keyless update");
         assert_eq!(
             rows(&c, r#"SELECT "Odd ""Name""" FROM accounts WHERE id = 1"#).await,
             ["q"]
@@ -197,9 +200,9 @@ fn sql_tables_and_their_rows_survive_restarts_through_the_log_and_a_checkpoint()
         "opening the catalog drops engine tables nothing describes"
     );
     let done = db.checkpoint().expect("checkpoint");
-    // Live rows only: accounts 3, history 1, emptied 1, keyless 3, later 1, and the catalog's
+    // Live rows only: accounts 3, history 1, emptied 1, keyless 4, later 1, and the catalog's
     // row for each of those five tables.
-    assert_eq!(done.rows, 9 + 5, "dropped and replaced tables hold no rows");
+    assert_eq!(done.rows, 10 + 5, "dropped and replaced tables hold no rows");
     drop(db);
 
     // From the checkpoint.
@@ -209,7 +212,14 @@ fn sql_tables_and_their_rows_survive_restarts_through_the_log_and_a_checkpoint()
         assert_eq!(rows(&c, "SELECT k FROM later").await, ["1"]);
         assert_eq!(
             rows(&c, "SELECT v FROM keyless ORDER BY v").await,
-            ["5", "5", "6"]
+            ["5", "5", "7", "8"]
+        );
+        c.batch_execute("DELETE FROM keyless WHERE v = 5; INSERT INTO keyless VALUES (9)")
+            .await
+            .expect("keyless delete");
+        assert_eq!(
+            rows(&c, "SELECT v FROM keyless ORDER BY v").await,
+            ["7", "8", "9"]
         );
     });
 }

@@ -54,10 +54,42 @@ pub struct SqlIndex {
 pub struct SqlTable {
     pub name: String,
     pub columns: Vec<SqlColumn>,
-    /// Declared primary-key columns; empty if none (the engine then keys rows by a hidden id).
+    /// Declared primary-key columns; empty if none.
     pub primary_key: Vec<usize>,
     pub indexes: Vec<SqlIndex>,
     pub engine: Arc<Table>,
+    /// For a table without a declared primary key: its row ids (see [`RowIds`]). `None` for
+    /// tables with a key, and for keyless tables kept by an older version, which the engine
+    /// keys by a hidden id of its own that UPDATE and DELETE cannot name.
+    pub row_ids: Option<RowIds>,
+}
+
+/// The row ids of a table without a declared primary key. Its engine table has one more
+/// column after the SQL ones, [`ROW_ID_COLUMN`], an `Int64` that is the engine's primary key:
+/// a row can then be found again (UPDATE, DELETE, FOR UPDATE), logged and recovered like any
+/// other. Ids are handed out in increasing order and never reused by the table.
+#[derive(Debug)]
+pub struct RowIds {
+    next: AtomicU64,
+}
+
+/// The engine column holding a keyless table's row id. PostgreSQL's name for a row's physical
+/// id: like PostgreSQL, a user column cannot take it.
+pub const ROW_ID_COLUMN: &str = "ctid";
+
+impl RowIds {
+    /// Ids starting after `last` (the largest in use, 0 if none).
+    pub fn after(last: u64) -> Self {
+        RowIds {
+            next: AtomicU64::new(last + 1),
+        }
+    }
+
+    /// A new row's id.
+    pub fn take(&self) -> i64 {
+        // Relaxed: ids need only be distinct, and 2^63 of them are not used up.
+        self.next.fetch_add(1, Ordering::Relaxed) as i64
+    }
 }
 
 impl SqlTable {

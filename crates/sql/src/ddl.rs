@@ -11,9 +11,11 @@
 
 use std::sync::Arc;
 
-use overtake_engine::{Isolation, KeyRange, Priority, ScanOptions, TableSchema, Transaction};
+use overtake_engine::{
+    ColumnType, Isolation, KeyRange, Priority, ScanOptions, TableSchema, Transaction,
+};
 
-use crate::catalog::{Catalog, SqlColumn, SqlIndex, SqlTable};
+use crate::catalog::{Catalog, ROW_ID_COLUMN, RowIds, SqlColumn, SqlIndex, SqlTable};
 use crate::datum::Datum;
 use crate::error::{Result, SqlError, sqlstate};
 use crate::exec::insert_rows;
@@ -43,7 +45,14 @@ fn build(
     }
     let names =
         |cols: &[usize]| -> Vec<&str> { cols.iter().map(|&c| columns[c].name.as_str()).collect() };
-    schema = schema.primary_key(&names(&primary_key));
+    let row_ids = primary_key.is_empty().then(|| RowIds::after(0));
+    schema = if row_ids.is_some() {
+        schema
+            .column(ROW_ID_COLUMN, ColumnType::Int64)
+            .primary_key(&[ROW_ID_COLUMN])
+    } else {
+        schema.primary_key(&names(&primary_key))
+    };
     for (index, cols) in indexes {
         schema = schema.index(index.clone(), &names(cols));
     }
@@ -65,6 +74,7 @@ fn build(
         primary_key,
         indexes,
         engine,
+        row_ids,
     })
 }
 
@@ -187,6 +197,12 @@ pub fn execute(catalog: &Catalog, ddl: &Ddl, priority: Priority) -> Result<&'sta
                 return Err(SqlError::new(
                     sqlstate::DUPLICATE_TABLE,
                     format!("relation \"{name}\" already exists"),
+                ));
+            }
+            if columns.iter().any(|c| c.name == ROW_ID_COLUMN) {
+                return Err(SqlError::new(
+                    sqlstate::DUPLICATE_COLUMN,
+                    format!("column name \"{ROW_ID_COLUMN}\" conflicts with a system column name"),
                 ));
             }
             let table = build(catalog, name, columns.clone(), primary_key.clone(), &[])?;

@@ -15,6 +15,7 @@ pub mod sqlstate {
     pub const UNDEFINED_OBJECT: &str = "42704";
     pub const DUPLICATE_TABLE: &str = "42P07";
     pub const DUPLICATE_OBJECT: &str = "42710";
+    pub const DUPLICATE_COLUMN: &str = "42701";
     pub const AMBIGUOUS_COLUMN: &str = "42702";
     pub const DATATYPE_MISMATCH: &str = "42804";
     pub const GROUPING_ERROR: &str = "42803";

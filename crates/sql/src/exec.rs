@@ -66,17 +66,22 @@ fn key_of(table: &SqlTable, values: &[Datum], prefix: bool) -> Result<Option<Key
     Ok(Some(if prefix { kb.prefix()? } else { kb.finish()? }))
 }
 
-/// The primary key of a whole row.
-fn row_key(table: &SqlTable, row: &[Datum]) -> Result<KeyBuf> {
-    if table.primary_key.is_empty() {
+/// The engine key of a stored row: its primary key, or its row id in a table without one.
+fn stored_key(table: &SqlTable, row: &overtake_engine::RowRef<'_>) -> Result<KeyBuf> {
+    let mut kb = table.engine.key();
+    if table.row_ids.is_some() {
+        kb.value(row.get(table.columns.len()));
+    } else if table.primary_key.is_empty() {
         return Err(SqlError::unsupported(format!(
-            "UPDATE or DELETE on table \"{}\", which has no primary key,",
+            "UPDATE, DELETE or FOR UPDATE on table \"{}\", kept without row ids by an older version (recreate it, or give it a primary key with ALTER TABLE ... ADD PRIMARY KEY),",
             table.name
         )));
+    } else {
+        for &col in &table.primary_key {
+            kb.value(row.get(col));
+        }
     }
-    let values: Vec<Datum> = table.primary_key.iter().map(|&c| row[c].clone()).collect();
-    key_of(table, &values, false)?
-        .ok_or_else(|| SqlError::new(sqlstate::INTERNAL_ERROR, "a key column is NULL"))
+    Ok(kb.finish()?)
 }
 
 /// The key range `access` reads, evaluated against `outer`; `None` if it can match nothing.
@@ -136,7 +141,9 @@ fn range_of(
 }
 
 /// The rows of `table` that `access` finds given `outer` and that pass `filter` (evaluated
-/// against `outer` followed by the row), as values.
+/// against `outer` followed by the row), as values; with `keys`, each row's engine key is
+/// pushed there too (in the same order).
+#[allow(clippy::too_many_arguments)]
 fn fetch(
     txn: &mut Transaction<'_>,
     table: &SqlTable,
@@ -145,6 +152,7 @@ fn fetch(
     outer: &[Datum],
     cx: &Context<'_>,
     limit: Option<usize>,
+    mut keys: Option<&mut Vec<KeyBuf>>,
 ) -> Result<Vec<Vec<Datum>>> {
     let mut rows = Vec::new();
     let mut failure = None;
@@ -157,6 +165,15 @@ fn fetch(
             Ok::<_, SqlError>(ok && f.holds(&combined, cx)?)
         }) {
             Ok(true) => {
+                if let Some(keys) = keys.as_deref_mut() {
+                    match stored_key(table, &row) {
+                        Ok(key) => keys.push(key),
+                        Err(e) => {
+                            failure = Some(e);
+                            return ControlFlow::Break(());
+                        }
+                    }
+                }
                 rows.push(combined[outer.len()..].to_vec());
                 if limit.is_some_and(|l| rows.len() >= l) {
                     return ControlFlow::Break(());
@@ -207,6 +224,7 @@ fn join(
         }
         return sink(row);
     };
+    let mut keys = Vec::new();
     let mut found = fetch(
         txn,
         &source.table,
@@ -215,9 +233,10 @@ fn join(
         row,
         cx,
         None,
+        plan.for_update.then_some(&mut keys),
     )?;
     if plan.for_update {
-        found = lock_rows(txn, &source.table, found, &plan.filters[level], row, cx)?;
+        found = lock_rows(txn, &source.table, keys, &plan.filters[level], row, cx)?;
     }
     for r in found {
         row.extend(r);
@@ -230,18 +249,18 @@ fn join(
     Ok(true)
 }
 
-/// Locks each of `rows` for writing, reads it again and keeps it if `filter` still holds.
+/// Locks the rows under each of `keys` for writing, reads each again and keeps it if `filter`
+/// still holds.
 fn lock_rows(
     txn: &mut Transaction<'_>,
     table: &SqlTable,
-    rows: Vec<Vec<Datum>>,
+    keys: Vec<KeyBuf>,
     filter: &[Expr],
     outer: &[Datum],
     cx: &Context<'_>,
 ) -> Result<Vec<Vec<Datum>>> {
-    let mut kept = Vec::with_capacity(rows.len());
-    for r in rows {
-        let key = row_key(table, &r)?;
+    let mut kept = Vec::with_capacity(keys.len());
+    for key in keys {
         txn.lock_row(&table.engine, &key)?;
         if let Some(latest) = txn.get(&table.engine, &key, |row| read_row(table, row))? {
             let mut combined = outer.to_vec();
@@ -427,6 +446,9 @@ pub fn insert_rows(
         for (i, (v, c)) in cast.iter().zip(&table.columns).enumerate() {
             builder.set(i, v.to_value(c.ty)?);
         }
+        if let Some(ids) = &table.row_ids {
+            builder.set(table.columns.len(), overtake_engine::Value::Int(ids.take()));
+        }
         txn.insert(&table.engine, builder.finish()?)?;
         n += 1;
     }
@@ -475,10 +497,10 @@ fn for_each_target(
     cx: &Context<'_>,
     mut change: impl FnMut(&mut Transaction<'_>, &KeyBuf, Vec<Datum>) -> Result<()>,
 ) -> Result<u64> {
-    let found = fetch(txn, table, access, filter, &[], cx, None)?;
+    let mut keys = Vec::new();
+    fetch(txn, table, access, filter, &[], cx, None, Some(&mut keys))?;
     let mut n = 0;
-    for row in found {
-        let key = row_key(table, &row)?;
+    for key in keys {
         txn.lock_row(&table.engine, &key)?;
         let Some(latest) = txn.get(&table.engine, &key, |r| read_row(table, r))? else {
             continue; // Deleted since it was found.
@@ -504,17 +526,26 @@ fn update(txn: &mut Transaction<'_>, plan: &UpdatePlan, cx: &Context<'_>) -> Res
         cx,
         |txn, key, row| {
             let mut new = Vec::with_capacity(plan.assignments.len());
+            let mut moves = false;
             for (col, e) in &plan.assignments {
                 let v = e.eval(&row, cx)?.cast(table.columns[*col].ty)?;
                 check_not_null(table, *col, &v)?;
-                if table.primary_key.contains(col)
-                    && v.sql_cmp(&row[*col])? != Some(std::cmp::Ordering::Equal)
-                {
-                    return Err(SqlError::unsupported(
-                        "changing a primary-key column with UPDATE",
-                    ));
-                }
+                moves |= table.primary_key.contains(col)
+                    && v.sql_cmp(&row[*col])? != Some(std::cmp::Ordering::Equal);
                 new.push((*col, v));
+            }
+            if moves {
+                // A new key is a new row to the engine: the old one is deleted and the changed
+                // one inserted, which fails with 23505 if the new key is taken (checked row by
+                // row, as PostgreSQL checks a unique constraint that is not deferred).
+                let mut changed = row;
+                for (col, v) in new {
+                    changed[col] = v;
+                }
+                txn.delete(&table.engine, key)?;
+                let all: Vec<usize> = (0..table.columns.len()).collect();
+                insert_rows(txn, table, &all, [changed], cx)?;
+                return Ok(());
             }
             let values = new
                 .iter()

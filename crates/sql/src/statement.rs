@@ -462,6 +462,12 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Ddl> {
                 other => return Err(SqlError::unsupported(format!("column option {other}"))),
             }
         }
+        if columns.iter().any(|c: &SqlColumn| c.name == column.name) {
+            return Err(SqlError::new(
+                sqlstate::DUPLICATE_COLUMN,
+                format!("column \"{}\" specified more than once", column.name),
+            ));
+        }
         columns.push(column);
     }
     for c in &ct.constraints {

@@ -20,7 +20,7 @@ use overtake_engine::{
     Transaction,
 };
 
-use crate::catalog::{Catalog, SqlColumn, SqlIndex, SqlTable};
+use crate::catalog::{Catalog, ROW_ID_COLUMN, RowIds, SqlColumn, SqlIndex, SqlTable};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::plan::{Command, Ddl};
 use crate::statement::{parse, prepare};
@@ -224,9 +224,19 @@ fn restore(catalog: &Catalog, described: &Described) -> Result<SqlTable> {
     else {
         return Err(damaged("does not begin with CREATE TABLE"));
     };
-    if name != described.name || columns.len() != engine.schema().columns().len() {
+    let engine_columns = engine.schema().columns();
+    // A keyless table has its row ids after its columns (older versions kept none).
+    let has_row_ids = primary_key.is_empty()
+        && engine_columns.len() == columns.len() + 1
+        && engine_columns[columns.len()].name == ROW_ID_COLUMN;
+    if name != described.name || columns.len() + usize::from(has_row_ids) != engine_columns.len() {
         return Err(damaged("does not match its engine table"));
     }
+    let row_ids = if has_row_ids {
+        Some(RowIds::after(last_row_id(catalog.database(), &engine)?))
+    } else {
+        None
+    };
     let mut indexes = Vec::new();
     for s in statements {
         let Command::Ddl(Ddl::CreateIndex {
@@ -257,5 +267,26 @@ fn restore(catalog: &Catalog, described: &Described) -> Result<SqlTable> {
         primary_key,
         indexes,
         engine,
+        row_ids,
     })
+}
+
+/// The largest row id in keyless table `engine` (0 if it is empty): its key's last entry.
+fn last_row_id(db: &Database, engine: &Table) -> Result<u64> {
+    let mut txn = db.begin(Priority::HIGH, Isolation::Snapshot)?;
+    let mut last = 0;
+    let row_id = engine.schema().columns().len() - 1;
+    txn.scan(
+        engine,
+        &KeyRange::all(),
+        ScanOptions::reverse().limit(1),
+        |r| {
+            if let overtake_engine::Value::Int(id) = r.get(row_id) {
+                last = id.max(0) as u64;
+            }
+            ControlFlow::Break(())
+        },
+    )?;
+    txn.commit()?;
+    Ok(last)
 }
