@@ -202,7 +202,11 @@ fn sql_tables_and_their_rows_survive_restarts_through_the_log_and_a_checkpoint()
     let done = db.checkpoint().expect("checkpoint");
     // Live rows only: accounts 3, history 1, emptied 1, keyless 4, later 1, and the catalog's
     // row for each of those five tables.
-    assert_eq!(done.rows, 10 + 5, "dropped and replaced tables hold no rows");
+    assert_eq!(
+        done.rows,
+        10 + 5,
+        "dropped and replaced tables hold no rows"
+    );
     drop(db);
 
     // From the checkpoint.

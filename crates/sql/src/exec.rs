@@ -52,15 +52,39 @@ fn read_row(table: &SqlTable, row: overtake_engine::RowRef<'_>) -> Vec<Datum> {
         .collect()
 }
 
-/// The engine key of primary-key values `values` (in key order); `None` if one is NULL.
-fn key_of(table: &SqlTable, values: &[Datum], prefix: bool) -> Result<Option<KeyBuf>> {
-    let mut kb = table.engine.key();
-    for (d, &col) in values.iter().zip(&table.primary_key) {
+/// The columns of the primary key, or of secondary index `index`.
+fn key_columns(table: &SqlTable, index: Option<usize>) -> &[usize] {
+    match index {
+        None => &table.primary_key,
+        Some(i) => &table.indexes[i].columns,
+    }
+}
+
+/// `d` as a value of column type `ty`, if the column can hold a value equal to it: not for NULL,
+/// nor for a value the cast would change (`1.5` for an integer column) or cannot make (out of
+/// range), which the condition compares as it is.
+fn exactly(d: &Datum, ty: crate::types::SqlType) -> Option<Datum> {
+    let cast = d.clone().cast(ty).ok()?;
+    (cast.sql_cmp(d).ok()? == Some(std::cmp::Ordering::Equal)).then_some(cast)
+}
+
+/// The engine key of primary-key values `values` (in key order), or with `index` of that
+/// secondary index's leading columns; `None` if no row's key can equal them.
+fn key_of(
+    table: &SqlTable,
+    index: Option<usize>,
+    values: &[Datum],
+    prefix: bool,
+) -> Result<Option<KeyBuf>> {
+    let mut kb = match index {
+        None => table.engine.key(),
+        Some(i) => table.engine.index_key(table.indexes[i].id),
+    };
+    for (d, &col) in values.iter().zip(key_columns(table, index)) {
         let ty = table.columns[col].ty;
-        let d = d.clone().cast(ty)?;
-        if d.is_null() {
+        let Some(d) = exactly(d, ty) else {
             return Ok(None);
-        }
+        };
         kb.value(d.to_value(ty)?);
     }
     Ok(Some(if prefix { kb.prefix()? } else { kb.finish()? }))
@@ -98,26 +122,47 @@ fn range_of(
     };
     Ok(match access {
         Access::Scan => Some(KeyRange::all()),
-        Access::Key(es) => key_of(table, &eval(es)?, false)?.map(KeyRange::point),
-        Access::Range { eq, lower, upper } => {
+        Access::Key(es) => key_of(table, None, &eval(es)?, false)?.map(KeyRange::point),
+        Access::Range {
+            index,
+            eq,
+            lower,
+            upper,
+        } => {
             let eq = eval(eq)?;
+            let bounded_type = key_columns(table, *index)
+                .get(eq.len())
+                .map(|&c| table.columns[c].ty);
             let bound =
                 |b: &Option<(Expr, bool)>, is_lower: bool| -> Result<Option<Bound<KeyBuf>>> {
-                    let Some((e, inclusive)) = b else {
+                    // The bound of the keys that start with `eq`.
+                    let by_eq = || -> Result<Option<Bound<KeyBuf>>> {
                         if eq.is_empty() {
                             return Ok(Some(Bound::Unbounded));
                         }
-                        return Ok(Some(match key_of(table, &eq, true)? {
+                        Ok(Some(match key_of(table, *index, &eq, true)? {
                             None => return Ok(None),
                             Some(p) if is_lower => Bound::Included(p),
                             Some(p) => p
                                 .prefix_successor()
                                 .map_or(Bound::Unbounded, Bound::Excluded),
-                        }));
+                        }))
                     };
+                    let Some((e, inclusive)) = b else {
+                        return by_eq();
+                    };
+                    let v = e.eval(outer, cx)?;
+                    if v.is_null() {
+                        return Ok(None); // A comparison with NULL holds for no row.
+                    }
+                    if bounded_type.and_then(|ty| exactly(&v, ty)).is_none() {
+                        // `k > 1.5` on an integer key: the range keeps to `eq` and the
+                        // condition, checked on each row, does the rest.
+                        return by_eq();
+                    }
                     let mut values = eq.clone();
-                    values.push(e.eval(outer, cx)?);
-                    let Some(p) = key_of(table, &values, true)? else {
+                    values.push(v);
+                    let Some(p) = key_of(table, *index, &values, true)? else {
                         return Ok(None);
                     };
                     // Every key starting with `p` is equal to the bound in its leading columns.
@@ -192,11 +237,17 @@ fn fetch(
             .iter()
             .map(|e| e.eval(outer, cx))
             .collect::<Result<Vec<_>>>()?;
-        if let Some(key) = key_of(table, &values, false)? {
+        if let Some(key) = key_of(table, None, &values, false)? {
             txn.get(&table.engine, &key, &mut visit)?;
         }
     } else if let Some(range) = range_of(table, access, outer, cx)? {
-        txn.scan(&table.engine, &range, ScanOptions::forward(), visit)?;
+        match access {
+            Access::Range { index: Some(i), .. } => {
+                let id = table.indexes[*i].id;
+                txn.scan_index(&table.engine, id, &range, ScanOptions::forward(), visit)?
+            }
+            _ => txn.scan(&table.engine, &range, ScanOptions::forward(), visit)?,
+        };
     }
     match failure {
         Some(e) => Err(e),

@@ -15,9 +15,17 @@ fn access_line(table: &SqlTable, shown: &str, access: &Access) -> String {
             "Index Scan using {}_pkey on {}{alias} (one row by its primary key)",
             table.name, table.name
         ),
-        Access::Range { eq, lower, upper } => format!(
-            "Index Scan using {}_pkey on {}{alias} (key range: {} leading column{} equal{}{})",
-            table.name,
+        Access::Range {
+            index,
+            eq,
+            lower,
+            upper,
+        } => format!(
+            "Index Scan using {} on {}{alias} (key range: {} leading column{} equal{}{})",
+            match index {
+                Some(i) => table.indexes[*i].name.clone(),
+                None => format!("{}_pkey", table.name),
+            },
             table.name,
             eq.len(),
             if eq.len() == 1 { "" } else { "s" },

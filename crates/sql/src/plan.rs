@@ -118,9 +118,11 @@ pub enum Access {
     Scan,
     /// One row by its whole primary key (values in key order).
     Key(Vec<Expr>),
-    /// Rows whose leading primary-key columns equal `eq`, and whose next key column lies within
-    /// the bounds (`true`: inclusive).
+    /// Rows whose leading key columns equal `eq`, and whose next key column lies within the
+    /// bounds (`true`: inclusive), in the primary key or (`index`: its position among the
+    /// table's indexes) a secondary index.
     Range {
+        index: Option<usize>,
         eq: Vec<Expr>,
         lower: Option<(Expr, bool)>,
         upper: Option<(Expr, bool)>,

@@ -42,7 +42,8 @@ pub fn table_scope(table: &SqlTable, name: &str) -> Vec<ScopeColumn> {
 
 /// Chooses how the table whose columns are `offset..offset + n` is read, given the conditions
 /// checked at its level: by primary key if each key column is equated to something already
-/// known, else by a key range on a leading part of the key, else by a scan.
+/// known, else by a range of the primary key or of a secondary index on a leading part of its
+/// columns (the one whose conditions pin most columns; the primary key on a tie), else by a scan.
 pub fn choose_access(table: &SqlTable, offset: usize, conditions: &[Expr]) -> Access {
     let known = |e: &Expr| e.max_column().is_none_or(|c| c < offset);
     let column = |e: &Expr| match e {
@@ -61,51 +62,72 @@ pub fn choose_access(table: &SqlTable, offset: usize, conditions: &[Expr]) -> Ac
             _ => None,
         })
     };
-    let mut eq = Vec::new();
-    for &col in &table.primary_key {
-        match equal_to(col) {
-            Some(e) => eq.push(e),
-            None => break,
-        }
-    }
-    if !table.primary_key.is_empty() && eq.len() == table.primary_key.len() {
-        return Access::Key(eq);
-    }
-    let (mut lower, mut upper) = (None, None);
-    if let Some(&col) = table.primary_key.get(eq.len()) {
-        for c in conditions {
-            match c {
-                Expr::Binary(op, l, r) if column(l) == Some(col) && known(r) => match op {
-                    BinOp::Gt => lower = Some(((**r).clone(), false)),
-                    BinOp::GtEq => lower = Some(((**r).clone(), true)),
-                    BinOp::Lt => upper = Some(((**r).clone(), false)),
-                    BinOp::LtEq => upper = Some(((**r).clone(), true)),
-                    _ => {}
-                },
-                Expr::Binary(op, l, r) if column(r) == Some(col) && known(l) => match op {
-                    BinOp::Lt => lower = Some(((**l).clone(), false)),
-                    BinOp::LtEq => lower = Some(((**l).clone(), true)),
-                    BinOp::Gt => upper = Some(((**l).clone(), false)),
-                    BinOp::GtEq => upper = Some(((**l).clone(), true)),
-                    _ => {}
-                },
-                Expr::Between {
-                    expr,
-                    low,
-                    high,
-                    negated: false,
-                } if column(expr) == Some(col) && known(low) && known(high) => {
-                    lower = Some(((**low).clone(), true));
-                    upper = Some(((**high).clone(), true));
-                }
-                _ => {}
+    // The range conditions give over `columns` (an index's, in order): leading columns equal to
+    // known values, then bounds on the next one.
+    let range = |columns: &[usize]| {
+        let mut eq = Vec::new();
+        for &col in columns {
+            match equal_to(col) {
+                Some(e) => eq.push(e),
+                None => break,
             }
         }
+        let (mut lower, mut upper) = (None, None);
+        if let Some(&col) = columns.get(eq.len()) {
+            for c in conditions {
+                match c {
+                    Expr::Binary(op, l, r) if column(l) == Some(col) && known(r) => match op {
+                        BinOp::Gt => lower = Some(((**r).clone(), false)),
+                        BinOp::GtEq => lower = Some(((**r).clone(), true)),
+                        BinOp::Lt => upper = Some(((**r).clone(), false)),
+                        BinOp::LtEq => upper = Some(((**r).clone(), true)),
+                        _ => {}
+                    },
+                    Expr::Binary(op, l, r) if column(r) == Some(col) && known(l) => match op {
+                        BinOp::Lt => lower = Some(((**l).clone(), false)),
+                        BinOp::LtEq => lower = Some(((**l).clone(), true)),
+                        BinOp::Gt => upper = Some(((**l).clone(), false)),
+                        BinOp::GtEq => upper = Some(((**l).clone(), true)),
+                        _ => {}
+                    },
+                    Expr::Between {
+                        expr,
+                        low,
+                        high,
+                        negated: false,
+                    } if column(expr) == Some(col) && known(low) && known(high) => {
+                        lower = Some(((**low).clone(), true));
+                        upper = Some(((**high).clone(), true));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        (eq, lower, upper)
+    };
+    // How selective a range is: columns pinned, then a bound on the next.
+    let rank = |(eq, lower, upper): &(Vec<Expr>, Option<(Expr, bool)>, Option<(Expr, bool)>)| {
+        2 * eq.len() + usize::from(lower.is_some() || upper.is_some())
+    };
+    let primary = range(&table.primary_key);
+    if !table.primary_key.is_empty() && primary.0.len() == table.primary_key.len() {
+        return Access::Key(primary.0);
     }
-    if eq.is_empty() && lower.is_none() && upper.is_none() {
-        Access::Scan
-    } else {
-        Access::Range { eq, lower, upper }
+    let mut best = (None, primary);
+    for (i, index) in table.indexes.iter().enumerate() {
+        let candidate = range(&index.columns);
+        if rank(&candidate) > rank(&best.1) {
+            best = (Some(i), candidate);
+        }
+    }
+    match best {
+        (_, (eq, None, None)) if eq.is_empty() => Access::Scan,
+        (index, (eq, lower, upper)) => Access::Range {
+            index,
+            eq,
+            lower,
+            upper,
+        },
     }
 }
 
