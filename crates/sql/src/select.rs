@@ -40,6 +40,10 @@ pub fn table_scope(table: &SqlTable, name: &str) -> Vec<ScopeColumn> {
         .collect()
 }
 
+/// What conditions say of an index's columns: leading ones equal to known values, then bounds
+/// on the next (`true`: inclusive).
+type KeyConditions = (Vec<Expr>, Option<(Expr, bool)>, Option<(Expr, bool)>);
+
 /// Chooses how the table whose columns are `offset..offset + n` is read, given the conditions
 /// checked at its level: by primary key if each key column is equated to something already
 /// known, else by a range of the primary key or of a secondary index on a leading part of its
@@ -106,7 +110,7 @@ pub fn choose_access(table: &SqlTable, offset: usize, conditions: &[Expr]) -> Ac
         (eq, lower, upper)
     };
     // How selective a range is: columns pinned, then a bound on the next.
-    let rank = |(eq, lower, upper): &(Vec<Expr>, Option<(Expr, bool)>, Option<(Expr, bool)>)| {
+    let rank = |(eq, lower, upper): &KeyConditions| {
         2 * eq.len() + usize::from(lower.is_some() || upper.is_some())
     };
     let primary = range(&table.primary_key);
