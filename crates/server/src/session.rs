@@ -480,12 +480,7 @@ impl Session {
         });
         // If this future is dropped here (the statement was cancelled), the block stays `Gone`:
         // the task, finding no one to answer, rolls back.
-        let reply = answer.await.map_err(|e| {
-            SqlError::new(
-                sqlstate::INTERNAL_ERROR,
-                format!("the transaction's task ended: {e}"),
-            )
-        })?;
+        let reply = answer.await.map_err(crate::txn::unanswered)?;
         if let Some(next) = reply.next {
             block.txn = TxnState::Running(next);
         }
@@ -505,7 +500,7 @@ impl Session {
                 match answer.await {
                     Ok(Ok(())) => Answer::End("COMMIT".into()),
                     Ok(Err(e)) => Answer::Error(e),
-                    Err(e) => Answer::Error(SqlError::new(sqlstate::INTERNAL_ERROR, e.to_string())),
+                    Err(e) => Answer::Error(crate::txn::unanswered(e)),
                 }
             }
             TxnState::Running(p) => {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use overtake_engine::{Database, Isolation};
-use overtake_sched::{Group, Priority, Promise, Ticket};
+use overtake_sched::{CallError, Group, Priority, Promise, Ticket};
 use overtake_sql::exec::{self, Output};
 use overtake_sql::{Context, Datum, Level, Prepared, Query, SqlError, SqlTable, sqlstate};
 
@@ -162,6 +162,19 @@ fn serve(db: &Database, priority: Priority, level: Level, mut inbox: Ticket<Requ
     }
 }
 
+/// The error for a statement or block whose task ended without an answer: `NotRun` when the
+/// scheduler could not start it (every task context of its worker held by open transactions,
+/// as PostgreSQL runs out of backends) or is shutting down.
+pub fn unanswered(e: CallError) -> SqlError {
+    match e {
+        CallError::NotRun => SqlError::new(
+            sqlstate::TOO_MANY_CONNECTIONS,
+            "the server could not start the statement: too many open transactions (or it is shutting down)",
+        ),
+        other => SqlError::new(sqlstate::INTERNAL_ERROR, other.to_string()),
+    }
+}
+
 fn refused(what: &str) -> SqlError {
     SqlError::new(
         sqlstate::TOO_MANY_CONNECTIONS,
@@ -235,7 +248,7 @@ pub async fn run_alone(
         .map_err(|_| refused("the statement"))?;
     let result = ticket.await;
     guard.disarm();
-    result.map_err(|e| SqlError::new(sqlstate::INTERNAL_ERROR, e.to_string()))?
+    result.map_err(unanswered)?
 }
 
 /// Runs catalog work (DDL) as a task at `priority`: preemptible like any statement (a table
@@ -248,7 +261,5 @@ pub async fn run_ddl<R: Send + 'static>(
     let ticket = runner
         .submit(class, f)
         .map_err(|_| refused("the statement"))?;
-    ticket
-        .await
-        .map_err(|e| SqlError::new(sqlstate::INTERNAL_ERROR, e.to_string()))?
+    ticket.await.map_err(unanswered)?
 }

@@ -1,6 +1,7 @@
 //! Sessions over the wire: a session's priority reaches the scheduler (SET, startup options,
 //! role defaults), hostile input ends only its own connection, over-long statements are refused
-//! without harm, and crossed row locks make one session the deadlock victim (40P01).
+//! without harm, crossed row locks make one session the deadlock victim (40P01), and a statement
+//! the scheduler cannot start is refused as overload (53300).
 
 mod common;
 
@@ -250,6 +251,53 @@ fn a_cancelled_statement_waiting_for_a_row_lock_never_commits() {
             .expect("read")
             .get(0);
         assert_eq!(v, 2);
+    });
+}
+
+#[test]
+fn a_statement_the_scheduler_cannot_start_is_refused_with_53300_and_the_sessions_go_on() {
+    // One worker with room for two started transactions: two open blocks take both.
+    let sched = common::TestServer::sched_config().workers(1).task_pool(2);
+    let server = common::TestServer::serve_scheduled(
+        overtake_server::ServerConfig::default(),
+        overtake_engine::Database::in_memory(overtake_engine::Options::default()),
+        &sched,
+    );
+    runtime().block_on(async {
+        let a = connect(&server.dsn("a")).await;
+        let b = connect(&server.dsn("b")).await;
+        let c = connect(&server.dsn("c")).await;
+        for open in [&a, &b] {
+            open.batch_execute("BEGIN; SELECT 1").await.expect("block");
+        }
+        let code = |e: &tokio_postgres::Error| e.code().map(|c| c.code().to_owned());
+        let e = c.batch_execute("SELECT 1").await.expect_err("no context");
+        assert_eq!(code(&e).as_deref(), Some("53300"));
+        let e = c
+            .batch_execute("BEGIN; SELECT 1")
+            .await
+            .expect_err("no context for a block");
+        assert_eq!(code(&e).as_deref(), Some("53300"));
+        c.batch_execute("ROLLBACK").await.expect("rollback");
+        // The open blocks were not disturbed, and once one ends its context serves again (it
+        // is free once the block's task has returned, just after its COMMIT is answered).
+        a.batch_execute("SELECT 2; COMMIT")
+            .await
+            .expect("a goes on");
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            match c.batch_execute("SELECT 1").await {
+                Ok(()) => break,
+                Err(e) if code(&e).as_deref() == Some("53300") => {
+                    assert!(std::time::Instant::now() < give_up, "never served again");
+                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        b.batch_execute("SELECT 2; COMMIT")
+            .await
+            .expect("b goes on");
     });
 }
 

@@ -25,23 +25,30 @@ impl TestServer {
         Self::serve(config, Database::in_memory(options))
     }
 
+    /// The scheduler's configuration as `overtake serve` runs it (two workers, unpinned).
+    pub fn sched_config() -> SchedConfig {
+        SchedConfig::default()
+            .policy(overtake_sched::Policy::Quantum)
+            .quantum(std::time::Duration::from_micros(200))
+            .workers(2)
+            .pin(false)
+            .stack_size(overtake_server::TASK_STACK)
+    }
+
     /// Serves `db` (in memory or kept in a directory).
-    pub fn serve(mut config: ServerConfig, db: Database) -> TestServer {
+    pub fn serve(config: ServerConfig, db: Database) -> TestServer {
+        Self::serve_scheduled(config, db, &Self::sched_config())
+    }
+
+    /// Serves `db` with a scheduler configured as `sched`.
+    pub fn serve_scheduled(
+        mut config: ServerConfig,
+        db: Database,
+        sched: &SchedConfig,
+    ) -> TestServer {
         config.listen = "127.0.0.1:0".parse().expect("address");
         let db = Arc::new(db);
-        let scheduler = Arc::new(
-            Scheduler::start(
-                // As `overtake serve` runs it.
-                &SchedConfig::default()
-                    .policy(overtake_sched::Policy::Quantum)
-                    .quantum(std::time::Duration::from_micros(200))
-                    .workers(2)
-                    .pin(false)
-                    .stack_size(overtake_server::TASK_STACK),
-                Arc::new(Calls),
-            )
-            .expect("scheduler"),
-        );
+        let scheduler = Arc::new(Scheduler::start(sched, Arc::new(Calls)).expect("scheduler"));
         let server =
             Server::start(&config, Arc::clone(&db), Arc::clone(&scheduler)).expect("server");
         let port = server.local_addr().port();
