@@ -39,10 +39,7 @@ pub fn run(args: &SqlArgs) -> Result<(), String> {
     let mut txn = db
         .begin(Priority::MEDIUM, Isolation::Snapshot)
         .map_err(|e| e.to_string())?;
-    let cx = Context {
-        params: &[],
-        now: 0,
-    };
+    let cx = Context::new(&[], 0);
     let rows =
         (1..=ACCOUNTS).map(|aid| vec![Datum::Int(aid), Datum::Int(1), Datum::Int(0), Datum::Null]);
     overtake_sql::exec::insert_rows(&mut txn, &table, &[0, 1, 2, 3], rows, &cx)
@@ -93,15 +90,8 @@ pub fn run(args: &SqlArgs) -> Result<(), String> {
                 .begin(Priority::MEDIUM, Isolation::ReadCommitted)
                 .map_err(|e| e.to_string())?;
             t.next_statement();
-            let out = overtake_sql::exec::execute(
-                &mut t,
-                query,
-                &Context {
-                    params: &params,
-                    now: 0,
-                },
-            )
-            .map_err(|e| e.to_string())?;
+            let out = overtake_sql::exec::execute(&mut t, query, &Context::new(&params, 0))
+                .map_err(|e| e.to_string())?;
             t.commit().map_err(|e| e.to_string())?;
             for row in &out.rows {
                 for d in row {

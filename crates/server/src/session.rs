@@ -469,18 +469,17 @@ impl Session {
             TxnState::Gone => return Err(failed_block()),
         };
         let (reply, answer) = Promise::<Reply>::new();
-        promise.fulfil(match work {
-            RunOrInsert::Run(prepared, params, now) => Request::Run {
-                prepared,
-                params,
-                now,
-                reply,
-            },
-            RunOrInsert::Insert(rows) => Request::Insert { rows, reply },
+        let (guard, cancel) = txn::Abandon::new();
+        promise.fulfil(Request::Run {
+            work,
+            cancel,
+            reply,
         });
-        // If this future is dropped here (the statement was cancelled), the block stays `Gone`:
-        // the task, finding no one to answer, rolls back.
+        // If this future is dropped here (the statement was cancelled), the guard stops the
+        // statement's scans and the block stays `Gone`: the task, finding no one to answer,
+        // rolls back.
         let reply = answer.await.map_err(crate::txn::unanswered)?;
+        guard.disarm();
         if let Some(next) = reply.next {
             block.txn = TxnState::Running(next);
         }

@@ -32,16 +32,10 @@ pub struct Rows {
 
 /// What a session asks of its transaction's task.
 pub enum Request {
-    /// Run a planned statement with these parameters, at this statement time.
+    /// Run a statement's work; `cancel` is set if the client cancels it meanwhile.
     Run {
-        prepared: Arc<Prepared>,
-        params: Vec<Datum>,
-        now: i64,
-        reply: Promise<Reply>,
-    },
-    /// Insert rows.
-    Insert {
-        rows: Rows,
+        work: RunOrInsert,
+        cancel: Arc<AtomicBool>,
         reply: Promise<Reply>,
     },
     Commit(Promise<Result<(), SqlError>>),
@@ -65,21 +59,20 @@ fn query_of(prepared: &Prepared) -> Result<&Query, SqlError> {
     }
 }
 
+/// Runs `request` in `txn`; a scan stops with 57014 once `cancel` is set.
 fn run(
     txn: &mut overtake_engine::Transaction<'_>,
     request: &RunOrInsert,
+    cancel: &AtomicBool,
 ) -> Result<Output, SqlError> {
     txn.next_statement();
     match request {
         RunOrInsert::Run(prepared, params, now) => {
-            let cx = Context { params, now: *now };
+            let cx = Context::new(params, *now).cancelled_by(cancel);
             exec::execute(txn, query_of(prepared)?, &cx)
         }
         RunOrInsert::Insert(rows) => {
-            let cx = Context {
-                params: &[],
-                now: overtake_sql::time::now_micros(),
-            };
+            let cx = Context::new(&[], overtake_sql::time::now_micros()).cancelled_by(cancel);
             let n = exec::insert_rows(
                 txn,
                 &rows.table,
@@ -109,14 +102,12 @@ fn serve(db: &Database, priority: Priority, level: Level, mut inbox: Ticket<Requ
         let Ok(request) = inbox.wait() else {
             return; // The session went away: dropping the transaction rolls it back.
         };
-        let (work, reply) = match request {
+        let (work, cancel, reply) = match request {
             Request::Run {
-                prepared,
-                params,
-                now,
+                work,
+                cancel,
                 reply,
-            } => (RunOrInsert::Run(prepared, params, now), reply),
-            Request::Insert { rows, reply } => (RunOrInsert::Insert(rows), reply),
+            } => (work, cancel, reply),
             Request::Commit(reply) => {
                 reply.fulfil(match txn.take() {
                     Some(mut t) => {
@@ -145,7 +136,7 @@ fn serve(db: &Database, priority: Priority, level: Level, mut inbox: Ticket<Requ
             }
         }
         let t = txn.as_mut().expect("begun above");
-        let result = run(t, &work);
+        let result = run(t, &work, &cancel);
         if result.is_err() {
             // As in PostgreSQL, an error ends the transaction's work: roll back now, so that its
             // locks go at once; the session answers 25P02 until the block ends.
@@ -202,12 +193,18 @@ pub fn start_block(
 }
 
 /// Sets its flag when dropped: the future awaiting a statement was dropped (the client cancelled
-/// it, or went away), so the statement must not commit.
-struct Abandon(Option<Arc<AtomicBool>>);
+/// it, or went away), so the statement must not commit, and its scans stop.
+pub struct Abandon(Option<Arc<AtomicBool>>);
 
 impl Abandon {
+    /// A guard over a new flag, and the flag for the statement.
+    pub fn new() -> (Abandon, Arc<AtomicBool>) {
+        let flag = Arc::new(AtomicBool::new(false));
+        (Abandon(Some(Arc::clone(&flag))), flag)
+    }
+
     /// The statement ended: nothing to tell it.
-    fn disarm(mut self) {
+    pub fn disarm(mut self) {
         self.0 = None;
     }
 }
@@ -230,12 +227,11 @@ pub async fn run_alone(
     work: RunOrInsert,
 ) -> Result<Output, SqlError> {
     let db = Arc::clone(db);
-    let abandoned = Arc::new(AtomicBool::new(false));
-    let guard = Abandon(Some(Arc::clone(&abandoned)));
+    let (guard, abandoned) = Abandon::new();
     let ticket = runner
         .submit((priority, group), move || -> Result<Output, SqlError> {
             let mut txn = db.begin(priority, isolation(level))?;
-            let out = run(&mut txn, &work)?;
+            let out = run(&mut txn, &work, &abandoned)?;
             if abandoned.load(Ordering::Acquire) {
                 return Err(SqlError::new(
                     sqlstate::QUERY_CANCELED,

@@ -199,6 +199,39 @@ fn an_over_long_statement_is_refused_and_the_session_goes_on() {
 }
 
 #[test]
+fn a_cancelled_query_stops_running() {
+    let server = common::TestServer::start();
+    runtime().block_on(async {
+        let client = connect(&server.dsn("analyst")).await;
+        let values: Vec<String> = (0..1000).map(|i| format!("({i})")).collect();
+        client
+            .batch_execute(&format!(
+                "CREATE TABLE n (i int PRIMARY KEY); INSERT INTO n VALUES {}",
+                values.join(", ")
+            ))
+            .await
+            .expect("setup");
+        let before = finished(&server);
+        let cancel = client.cancel_token();
+        // 10^12 joined rows: it would run for days.
+        let running = tokio::spawn(async move {
+            client
+                .batch_execute("SELECT count(*) FROM n a, n b, n c, n d")
+                .await
+        });
+        // A cancel that arrives before the query has started is not kept: ask until it ends.
+        while !running.is_finished() {
+            cancel.cancel_query(NoTls).await.expect("cancel");
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        let err = running.await.expect("joined").expect_err("cancelled");
+        assert_eq!(err.code().map(|c| c.code()), Some("57014"));
+        // The statement's task itself ends (it is booked), not only its client's wait.
+        finished_after(&server, Priority::MEDIUM, &before);
+    });
+}
+
+#[test]
 fn a_cancelled_statement_waiting_for_a_row_lock_never_commits() {
     let server = common::TestServer::start();
     runtime().block_on(async {

@@ -68,10 +68,7 @@ impl AggState {
                     distinct: false,
                     ..call.clone()
                 };
-                let cx = Context {
-                    params: &[],
-                    now: 0,
-                };
+                let cx = Context::new(&[], 0);
                 for v in values {
                     state.add(
                         &AggCall {

@@ -128,10 +128,7 @@ fn copy_rows(txn: &mut Transaction<'_>, old: &SqlTable, new: &SqlTable) -> Resul
         }
     }
     let all: Vec<usize> = (0..new.columns.len()).collect();
-    let cx = Context {
-        params: &[],
-        now: crate::time::now_micros(),
-    };
+    let cx = Context::new(&[], crate::time::now_micros());
     insert_rows(txn, new, &all, rows, &cx)?;
     Ok(())
 }

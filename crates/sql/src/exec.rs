@@ -202,7 +202,17 @@ fn fetch(
     let mut rows = Vec::new();
     let mut failure = None;
     let mut combined = outer.to_vec();
+    let mut seen = 0u32;
     let mut visit = |row: overtake_engine::RowRef<'_>| {
+        // A cancelled statement stops within a few hundred rows (a load per row would do too;
+        // this keeps it off the hot path of point reads).
+        seen = seen.wrapping_add(1);
+        if seen.is_multiple_of(256)
+            && let Err(e) = cx.check_cancel()
+        {
+            failure = Some(e);
+            return ControlFlow::Break(());
+        }
         let values = read_row(table, row);
         combined.truncate(outer.len());
         combined.extend(values);
@@ -290,6 +300,10 @@ fn join(
         found = lock_rows(txn, &source.table, keys, &plan.filters[level], row, cx)?;
     }
     for r in found {
+        if level + 1 < plan.sources.len() {
+            // Each inner read may find a row or two: the join checks between them.
+            cx.check_cancel()?;
+        }
         row.extend(r);
         let go_on = join(txn, plan, level + 1, row, cx, sink)?;
         row.truncate(source.offset);

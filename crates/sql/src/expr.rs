@@ -3,6 +3,7 @@
 //! PostgreSQL's three-valued logic.
 
 use std::cmp::Ordering;
+use std::sync::atomic::AtomicBool;
 
 use crate::datum::Datum;
 use crate::error::{Result, SqlError, sqlstate};
@@ -78,12 +79,45 @@ pub enum Expr {
     },
 }
 
-/// What evaluation needs besides the row: the statement's parameters and its start time.
+/// What evaluation needs besides the row: the statement's parameters and its start time, and
+/// what tells a running statement it was cancelled.
 #[derive(Clone, Copy, Debug)]
 pub struct Context<'a> {
     pub params: &'a [Datum],
     /// `now()` and `current_timestamp`, microseconds since the epoch.
     pub now: i64,
+    /// Set (by another thread) when the statement is cancelled: its scans stop with 57014.
+    pub cancel: Option<&'a AtomicBool>,
+}
+
+impl<'a> Context<'a> {
+    /// A statement with `params` that started at `now`.
+    pub fn new(params: &'a [Datum], now: i64) -> Self {
+        Context {
+            params,
+            now,
+            cancel: None,
+        }
+    }
+
+    /// The same, stopped by `cancel`.
+    pub fn cancelled_by(self, cancel: &'a AtomicBool) -> Self {
+        Context {
+            cancel: Some(cancel),
+            ..self
+        }
+    }
+
+    /// Fails with 57014 if the statement was cancelled.
+    pub fn check_cancel(&self) -> Result<()> {
+        match self.cancel {
+            Some(c) if c.load(std::sync::atomic::Ordering::Relaxed) => Err(SqlError::new(
+                sqlstate::QUERY_CANCELED,
+                "canceling statement due to user request",
+            )),
+            _ => Ok(()),
+        }
+    }
 }
 
 impl Expr {
