@@ -186,8 +186,8 @@ fn range_of(
 }
 
 /// The rows of `table` that `access` finds given `outer` and that pass `filter` (evaluated
-/// against `outer` followed by the row), as values; with `keys`, each row's engine key is
-/// pushed there too (in the same order).
+/// against `outer` followed by the row), as values; with `keys`, their engine keys are pushed
+/// there instead (for a write that locks and reads each row again).
 #[allow(clippy::too_many_arguments)]
 fn fetch(
     txn: &mut Transaction<'_>,
@@ -220,17 +220,23 @@ fn fetch(
             Ok::<_, SqlError>(ok && f.holds(&combined, cx)?)
         }) {
             Ok(true) => {
-                if let Some(keys) = keys.as_deref_mut() {
-                    match stored_key(table, &row) {
-                        Ok(key) => keys.push(key),
+                let found = match keys.as_deref_mut() {
+                    Some(keys) => match stored_key(table, &row) {
+                        Ok(key) => {
+                            keys.push(key);
+                            keys.len()
+                        }
                         Err(e) => {
                             failure = Some(e);
                             return ControlFlow::Break(());
                         }
+                    },
+                    None => {
+                        rows.push(combined[outer.len()..].to_vec());
+                        rows.len()
                     }
-                }
-                rows.push(combined[outer.len()..].to_vec());
-                if limit.is_some_and(|l| rows.len() >= l) {
+                };
+                if limit.is_some_and(|l| found >= l) {
                     return ControlFlow::Break(());
                 }
             }
@@ -285,20 +291,24 @@ fn join(
         }
         return sink(row);
     };
-    let mut keys = Vec::new();
-    let mut found = fetch(
-        txn,
-        &source.table,
-        &source.access,
-        &plan.filters[level],
-        row,
-        cx,
-        None,
-        plan.for_update.then_some(&mut keys),
-    )?;
-    if plan.for_update {
-        found = lock_rows(txn, &source.table, keys, &plan.filters[level], row, cx)?;
-    }
+    let filter = &plan.filters[level];
+    let found = if plan.for_update {
+        let mut keys = Vec::new();
+        let (access, table) = (&source.access, &source.table);
+        fetch(txn, table, access, filter, row, cx, None, Some(&mut keys))?;
+        lock_rows(txn, table, keys, filter, row, cx)?
+    } else {
+        fetch(
+            txn,
+            &source.table,
+            &source.access,
+            filter,
+            row,
+            cx,
+            None,
+            None,
+        )?
+    };
     for r in found {
         if level + 1 < plan.sources.len() {
             // Each inner read may find a row or two: the join checks between them.

@@ -40,6 +40,17 @@ pub fn table_scope(table: &SqlTable, name: &str) -> Vec<ScopeColumn> {
         .collect()
 }
 
+/// `op` with its operands swapped: `a < b` is `b > a`.
+fn mirrored(op: BinOp) -> BinOp {
+    match op {
+        BinOp::Lt => BinOp::Gt,
+        BinOp::LtEq => BinOp::GtEq,
+        BinOp::Gt => BinOp::Lt,
+        BinOp::GtEq => BinOp::LtEq,
+        other => other,
+    }
+}
+
 /// What conditions say of an index's columns: leading ones equal to known values, then bounds
 /// on the next (`true`: inclusive).
 type KeyConditions = (Vec<Expr>, Option<(Expr, bool)>, Option<(Expr, bool)>);
@@ -50,19 +61,28 @@ type KeyConditions = (Vec<Expr>, Option<(Expr, bool)>, Option<(Expr, bool)>);
 /// columns (the one whose conditions pin most columns; the primary key on a tie), else by a scan.
 pub fn choose_access(table: &SqlTable, offset: usize, conditions: &[Expr]) -> Access {
     let known = |e: &Expr| e.max_column().is_none_or(|c| c < offset);
-    let column = |e: &Expr| match e {
-        Expr::Column(c) if *c >= offset && *c < offset + table.columns.len() => Some(*c - offset),
-        _ => None,
+    // A comparison of table column `col` with a known value, as `col op value` (a comparison
+    // written the other way round, `value < col`, is mirrored).
+    let compared = |c: &Expr| -> Option<(usize, BinOp, Expr)> {
+        let Expr::Binary(op, l, r) = c else {
+            return None;
+        };
+        let column = |e: &Expr| match e {
+            Expr::Column(c) if (offset..offset + table.columns.len()).contains(c) => {
+                Some(*c - offset)
+            }
+            _ => None,
+        };
+        match (column(l), column(r)) {
+            (Some(col), _) if known(r) => Some((col, *op, (**r).clone())),
+            (_, Some(col)) if known(l) => Some((col, mirrored(*op), (**l).clone())),
+            _ => None,
+        }
     };
-    // What the conditions say of table column `col`: equal to / bounded by known values.
+    // What the conditions say of table column `col`: equal to a known value.
     let equal_to = |col: usize| {
-        conditions.iter().find_map(|c| match c {
-            Expr::Binary(BinOp::Eq, l, r) if column(l) == Some(col) && known(r) => {
-                Some((**r).clone())
-            }
-            Expr::Binary(BinOp::Eq, l, r) if column(r) == Some(col) && known(l) => {
-                Some((**l).clone())
-            }
+        conditions.iter().find_map(|c| match compared(c) {
+            Some((c, BinOp::Eq, value)) if c == col => Some(value),
             _ => None,
         })
     };
@@ -79,30 +99,28 @@ pub fn choose_access(table: &SqlTable, offset: usize, conditions: &[Expr]) -> Ac
         let (mut lower, mut upper) = (None, None);
         if let Some(&col) = columns.get(eq.len()) {
             for c in conditions {
-                match c {
-                    Expr::Binary(op, l, r) if column(l) == Some(col) && known(r) => match op {
-                        BinOp::Gt => lower = Some(((**r).clone(), false)),
-                        BinOp::GtEq => lower = Some(((**r).clone(), true)),
-                        BinOp::Lt => upper = Some(((**r).clone(), false)),
-                        BinOp::LtEq => upper = Some(((**r).clone(), true)),
+                if let Expr::Between {
+                    expr,
+                    low,
+                    high,
+                    negated: false,
+                } = c
+                    && matches!(**expr, Expr::Column(e) if e == offset + col)
+                    && known(low)
+                    && known(high)
+                {
+                    lower = Some(((**low).clone(), true));
+                    upper = Some(((**high).clone(), true));
+                    continue;
+                }
+                match compared(c) {
+                    Some((c, op, value)) if c == col => match op {
+                        BinOp::Gt => lower = Some((value, false)),
+                        BinOp::GtEq => lower = Some((value, true)),
+                        BinOp::Lt => upper = Some((value, false)),
+                        BinOp::LtEq => upper = Some((value, true)),
                         _ => {}
                     },
-                    Expr::Binary(op, l, r) if column(r) == Some(col) && known(l) => match op {
-                        BinOp::Lt => lower = Some(((**l).clone(), false)),
-                        BinOp::LtEq => lower = Some(((**l).clone(), true)),
-                        BinOp::Gt => upper = Some(((**l).clone(), false)),
-                        BinOp::GtEq => upper = Some(((**l).clone(), true)),
-                        _ => {}
-                    },
-                    Expr::Between {
-                        expr,
-                        low,
-                        high,
-                        negated: false,
-                    } if column(expr) == Some(col) && known(low) && known(high) => {
-                        lower = Some(((**low).clone(), true));
-                        upper = Some(((**high).clone(), true));
-                    }
                     _ => {}
                 }
             }
