@@ -13,19 +13,23 @@ use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{ExtendedQueryHandler, send_query_response};
 use pgwire::api::results::{FieldInfo, Response};
 use pgwire::api::stmt::QueryParser;
+use pgwire::api::stmt::StoredStatement;
 use pgwire::api::store::{Entry, PortalStore};
 use pgwire::api::{ClientInfo, ClientPortalStore, ConnectionHandle, PgWireConnectionState, Type};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::PgWireBackendMessage;
 use pgwire::messages::data::{NoData, ParameterDescription, RowDescription};
-use pgwire::messages::extendedquery::{Bind, BindComplete, Describe, Execute};
+use pgwire::messages::extendedquery::{
+    Bind, BindComplete, Describe, Execute, Parse, ParseComplete,
+};
 use pgwire::messages::response::EmptyQueryResponse;
 
-use overtake_sql::statement::{Ast, parse, prepare};
+use overtake_sql::statement::{Ast, ends_transaction, parse, prepare};
 use overtake_sql::{Prepared, SqlError, SqlType, sqlstate};
 
-use crate::handler::{Connection, response, status_of};
+use crate::handler::{Connection, cancel_request, response, status_of};
 use crate::session::Shared;
+use crate::session::failed_block;
 use crate::wire;
 
 /// A statement as the extended protocol keeps it: its text, syntax tree and current plan.
@@ -124,7 +128,91 @@ impl ExtendedQueryHandler for Connection {
     // flushes, one write per round trip as PostgreSQL does (pgwire's defaults flush after
     // BindComplete and CommandComplete, which cost pgbench's select-only run two extra writes
     // and wake-ups per statement).
+    async fn on_parse<C>(&self, client: &mut C, message: Parse) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = StatementRef>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let parsed = async {
+            // A failed block refuses every statement but COMMIT and ROLLBACK (PostgreSQL checks
+            // at Parse too).
+            if self.block_failed().await
+                && !parse(&message.query).is_ok_and(|s| s.len() == 1 && ends_transaction(&s[0]))
+            {
+                return Err(wire::pg_error(&failed_block()));
+            }
+            match StoredStatement::parse(client, &message, self.query_parser()).await? {
+                Some(stmt) => client.portal_store().put_statement(Arc::new(stmt)),
+                None => {
+                    let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+                    client.portal_store().put_empty_statement(name)
+                }
+            }
+            Ok(())
+        }
+        .await;
+        self.failing(client, parsed).await?;
+        client
+            .feed(PgWireBackendMessage::ParseComplete(ParseComplete::new()))
+            .await?;
+        Ok(())
+    }
+
     async fn on_bind<C>(&self, client: &mut C, message: Bind) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = StatementRef>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let bound = self.bind(client, &message).await;
+        self.failing(client, bound).await
+    }
+
+    async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = StatementRef>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let described = self.describe(client, &message).await;
+        self.failing(client, described).await
+    }
+
+    async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = StatementRef>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let executed = self.execute(client, message).await;
+        self.failing(client, executed).await
+    }
+
+    async fn do_query<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<StatementRef>,
+        _max_rows: usize,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = StatementRef>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        // pgwire's own Execute (with a row limit) races the client's cancel itself.
+        self.run_portal(client, portal, std::future::pending())
+            .await
+    }
+}
+
+impl Connection {
+    async fn bind<C>(&self, client: &mut C, message: &Bind) -> PgWireResult<()>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::PortalStore: PortalStore<Statement = StatementRef>,
@@ -135,7 +223,10 @@ impl ExtendedQueryHandler for Connection {
         let portal_name = message.portal_name.as_deref().unwrap_or(DEFAULT_NAME);
         match client.portal_store().get_statement(statement_name) {
             Some(Entry::Value(statement)) => {
-                let portal = Portal::try_new(&message, statement)?;
+                if self.block_failed().await && !ends_transaction(&statement.statement.ast) {
+                    return Err(wire::pg_error(&failed_block()));
+                }
+                let portal = Portal::try_new(message, statement)?;
                 client.portal_store().put_portal(Arc::new(portal));
             }
             Some(Entry::Empty) if message.parameters.is_empty() => {
@@ -155,7 +246,7 @@ impl ExtendedQueryHandler for Connection {
         Ok(())
     }
 
-    async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
+    async fn describe<C>(&self, client: &mut C, message: &Describe) -> PgWireResult<()>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::PortalStore: PortalStore<Statement = StatementRef>,
@@ -223,7 +314,7 @@ impl ExtendedQueryHandler for Connection {
         Ok(())
     }
 
-    async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
+    async fn execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::PortalStore: PortalStore<Statement = StatementRef>,
@@ -254,16 +345,13 @@ impl ExtendedQueryHandler for Connection {
         client.set_state(PgWireConnectionState::QueryInProgress);
         let response = match client.session_extensions().get::<Arc<ConnectionHandle>>() {
             Some(handle) => {
-                let cancelled = handle.start_query().await;
-                tokio::select! {
-                    r = ExtendedQueryHandler::do_query(self, client, &portal, 0) => r,
-                    _ = cancelled => Err(wire::pg_error(&SqlError::new(
-                        sqlstate::QUERY_CANCELED,
-                        "canceling statement due to user request",
-                    ))),
-                }
+                let cancelled = cancel_request(&handle).await;
+                self.run_portal(client, &portal, cancelled).await
             }
-            None => ExtendedQueryHandler::do_query(self, client, &portal, 0).await,
+            None => {
+                self.run_portal(client, &portal, std::future::pending())
+                    .await
+            }
         };
         client.set_state(PgWireConnectionState::ReadyForQuery);
         match response? {
@@ -291,11 +379,12 @@ impl ExtendedQueryHandler for Connection {
         Ok(())
     }
 
-    async fn do_query<C>(
+    /// Runs a bound portal to its end unless `cancelled` completes first.
+    async fn run_portal<C>(
         &self,
         client: &mut C,
         portal: &Portal<StatementRef>,
-        _max_rows: usize,
+        cancelled: impl std::future::Future<Output = ()>,
     ) -> PgWireResult<Response>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -305,6 +394,10 @@ impl ExtendedQueryHandler for Connection {
     {
         let mut guard = self.session(client).await.map_err(|e| wire::pg_error(&e))?;
         let result = async {
+            let session = guard.as_mut().expect("created above");
+            if session.block_failed() && !ends_transaction(&portal.statement.statement.ast) {
+                return Err(failed_block());
+            }
             let plan = portal.statement.statement.plan(&self.shared)?;
             if portal.parameters.len() != plan.params.len() {
                 return Err(SqlError::new(
@@ -326,9 +419,8 @@ impl ExtendedQueryHandler for Connection {
                     wire::decode_param(portal.parameters[i].as_deref(), *ty, binary)
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            let session = guard.as_mut().expect("created above");
             response(
-                session.execute(plan, params).await,
+                session.execute_until(plan, params, cancelled).await,
                 &portal.result_column_format,
             )
         }

@@ -33,10 +33,10 @@ use pgwire::messages::simplequery::Query as QueryMessage;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use tokio::sync::Mutex;
 
-use overtake_sql::statement::{parse, prepare};
+use overtake_sql::statement::{ends_transaction, parse, prepare};
 use overtake_sql::{SqlError, sqlstate};
 
-use crate::session::{Answer, MAX_COPY_BYTES, Session, Shared};
+use crate::session::{Answer, MAX_COPY_BYTES, Session, Shared, failed_block};
 use crate::settings;
 use crate::wire;
 
@@ -79,6 +79,32 @@ impl Connection {
             *guard = Some(self.new_session(client)?);
         }
         Ok(guard)
+    }
+
+    /// Whether the session's open block has failed.
+    pub(crate) async fn block_failed(&self) -> bool {
+        self.session
+            .lock()
+            .await
+            .as_ref()
+            .is_some_and(Session::block_failed)
+    }
+
+    /// Passes `result` on; an error (about to reach the client, whatever raised it) fails the
+    /// session's open block, and the status the next ReadyForQuery reports follows.
+    pub(crate) async fn failing<C: ClientInfo, T>(
+        &self,
+        client: &mut C,
+        result: PgWireResult<T>,
+    ) -> PgWireResult<T> {
+        if result.is_err() {
+            let mut guard = self.session.lock().await;
+            if let Some(session) = guard.as_mut() {
+                session.mark_failed();
+            }
+            client.set_transaction_status(status_of(&guard));
+        }
+        result
     }
 
     fn new_session<C: ClientInfo>(&self, client: &C) -> Result<Session, SqlError> {
@@ -129,6 +155,60 @@ pub(crate) fn response(answer: Answer, format: &Format) -> Result<Response, SqlE
     })
 }
 
+/// Completes when the client's cancel request for the statement about to run arrives.
+pub(crate) async fn cancel_request(
+    handle: &ConnectionHandle,
+) -> impl std::future::Future<Output = ()> + use<> {
+    let request = handle.start_query().await;
+    async move {
+        // An error means a later statement took the cancel over: this one is never cancelled.
+        if request.await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+/// Sends a simple query's answer to one statement (fed: ReadyForQuery flushes).
+async fn send_answer<C>(client: &mut C, answer: Answer) -> PgWireResult<()>
+where
+    C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    match response(answer, &Format::UnifiedText) {
+        Ok(Response::Query(q)) => send_query_response(client, q, true).await?,
+        Ok(
+            Response::Execution(tag)
+            | Response::TransactionStart(tag)
+            | Response::TransactionEnd(tag),
+        ) => {
+            client
+                .feed(PgWireBackendMessage::CommandComplete(tag.into()))
+                .await?;
+        }
+        Ok(Response::EmptyQuery) => {
+            client
+                .feed(PgWireBackendMessage::EmptyQueryResponse(
+                    EmptyQueryResponse::new(),
+                ))
+                .await?
+        }
+        Ok(Response::CopyIn(c)) => {
+            pgwire::api::copy::send_copy_in_response(client, c).await?;
+            client.set_state(PgWireConnectionState::CopyInProgress(false));
+        }
+        Ok(_) => {}
+        Err(e) => {
+            client
+                .feed(PgWireBackendMessage::ErrorResponse(
+                    wire::error_info(&e).into(),
+                ))
+                .await?;
+        }
+    }
+    Ok(())
+}
+
 #[async_trait]
 impl SimpleQueryHandler for Connection {
     async fn on_query<C>(&self, client: &mut C, query: QueryMessage) -> PgWireResult<()>
@@ -146,14 +226,12 @@ impl SimpleQueryHandler for Connection {
             Ok(g) => g,
             Err(e) => return Err(wire::pg_error(&e)),
         };
+        let session = guard.as_mut().expect("created above");
         let statements = match parse(&query.query) {
             Ok(s) => s,
             Err(e) => {
-                client
-                    .feed(PgWireBackendMessage::ErrorResponse(
-                        wire::error_info(&e).into(),
-                    ))
-                    .await?;
+                let answer = session.fail(e);
+                send_answer(client, answer).await?;
                 Vec::new()
             }
         };
@@ -169,63 +247,41 @@ impl SimpleQueryHandler for Connection {
                 ))
                 .await?;
         }
-        let cancel = client.session_extensions().get::<Arc<ConnectionHandle>>();
-        let session = guard.as_mut().expect("created above");
+        let handle = client.session_extensions().get::<Arc<ConnectionHandle>>();
+        // Several statements in one message are one transaction (PostgreSQL's implicit block),
+        // unless they control transactions themselves.
+        let implicit = statements.len() > 1;
+        let mut copying = false;
         for stmt in &statements {
-            let answer = match prepare(&self.shared.catalog, stmt, &[]) {
-                Ok(p) => {
-                    let run = session.execute(Arc::new(p), Vec::new());
-                    match &cancel {
-                        Some(handle) => {
-                            let cancelled = handle.start_query().await;
-                            tokio::select! {
-                                a = run => a,
-                                _ = cancelled => Answer::Error(SqlError::new(sqlstate::QUERY_CANCELED, "canceling statement due to user request")),
-                            }
-                        }
-                        None => run.await,
-                    }
-                }
-                Err(e) => Answer::Error(e),
-            };
-            let (stop, copy) = (
-                matches!(answer, Answer::Error(_)),
-                matches!(answer, Answer::CopyIn(_)),
-            );
-            match response(answer, &Format::UnifiedText) {
-                Ok(Response::Query(q)) => send_query_response(client, q, true).await?,
-                Ok(
-                    Response::Execution(tag)
-                    | Response::TransactionStart(tag)
-                    | Response::TransactionEnd(tag),
-                ) => {
-                    client
-                        .feed(PgWireBackendMessage::CommandComplete(tag.into()))
-                        .await?;
-                }
-                Ok(Response::EmptyQuery) => {
-                    client
-                        .feed(PgWireBackendMessage::EmptyQueryResponse(
-                            EmptyQueryResponse::new(),
-                        ))
-                        .await?
-                }
-                Ok(Response::CopyIn(c)) => {
-                    pgwire::api::copy::send_copy_in_response(client, c).await?;
-                    client.set_state(PgWireConnectionState::CopyInProgress(false));
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    client
-                        .feed(PgWireBackendMessage::ErrorResponse(
-                            wire::error_info(&e).into(),
-                        ))
-                        .await?;
-                }
+            if implicit {
+                session.begin_implicit();
             }
-            if stop || copy {
+            let answer = if session.block_failed() && !ends_transaction(stmt) {
+                // A failed block refuses statements before looking at them (PostgreSQL).
+                session.fail(failed_block())
+            } else {
+                match prepare(&self.shared.catalog, stmt, &[]) {
+                    Ok(p) => match &handle {
+                        Some(handle) => {
+                            let cancelled = cancel_request(handle).await;
+                            session
+                                .execute_until(Arc::new(p), Vec::new(), cancelled)
+                                .await
+                        }
+                        None => session.execute(Arc::new(p), Vec::new()).await,
+                    },
+                    Err(e) => session.fail(e),
+                }
+            };
+            let stop = matches!(answer, Answer::Error(_));
+            copying = matches!(answer, Answer::CopyIn(_));
+            send_answer(client, answer).await?;
+            if stop || copying {
                 break;
             }
+        }
+        if !copying && let Some(e) = session.end_implicit().await {
+            send_answer(client, Answer::Error(e)).await?;
         }
         let status = status_of(&guard);
         client.set_transaction_status(status);
@@ -281,15 +337,19 @@ impl CopyHandler for Connection {
     {
         let mut guard = self.session(client).await.map_err(|e| wire::pg_error(&e))?;
         let session = guard.as_mut().expect("created above");
-        let answer = if session.copy.as_ref().is_some_and(|c| c.overflowed) {
+        let mut answer = if session.copy.as_ref().is_some_and(|c| c.overflowed) {
             session.copy = None;
-            Answer::Error(SqlError::new(
+            session.fail(SqlError::new(
                 sqlstate::PROGRAM_LIMIT_EXCEEDED,
                 format!("COPY data over the limit of {MAX_COPY_BYTES} bytes"),
             ))
         } else {
             session.finish_copy().await
         };
+        // A COPY sent with other statements in one message ends their implicit block.
+        if let Some(e) = session.end_implicit().await {
+            answer = Answer::Error(e);
+        }
         client.set_transaction_status(status_of(&guard));
         match answer {
             Answer::Done(tag) => {

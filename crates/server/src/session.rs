@@ -59,6 +59,12 @@ struct Block {
     failed: bool,
     /// `SET LOCAL` values, gone with the block.
     local: Settings,
+    /// The session's settings when the block began: a rollback restores them (a `SET` in a
+    /// transaction that rolls back is undone, as in PostgreSQL).
+    saved: Settings,
+    /// Opened by a Query message holding several statements, not by BEGIN: it commits when the
+    /// message ends and rolls back at its first error (PostgreSQL's implicit transaction block).
+    implicit: bool,
 }
 
 /// A COPY in progress: its plan and the data received so far.
@@ -81,6 +87,8 @@ pub struct Session {
     settings: Settings,
     block: Option<Block>,
     pub copy: Option<CopyState>,
+    /// The cancel of the statement in flight (a new one per statement).
+    cancel: Arc<txn::Cancel>,
 }
 
 /// Where a session's statements run: its own thread, else the scheduler.
@@ -91,7 +99,8 @@ fn runner_of<'a>(thread: &'a Option<SessionThread>, shared: &'a Shared) -> Runne
     }
 }
 
-fn failed_block() -> SqlError {
+/// The error of a statement sent to a failed block (25P02).
+pub fn failed_block() -> SqlError {
     SqlError::new(
         sqlstate::IN_FAILED_TRANSACTION,
         "current transaction is aborted, commands ignored until end of transaction block",
@@ -136,6 +145,7 @@ impl Session {
             settings,
             block: None,
             copy: None,
+            cancel: Arc::default(),
         })
     }
 
@@ -219,14 +229,87 @@ impl Session {
 
     /// Carries out `prepared` with `params`.
     pub async fn execute(&mut self, prepared: Arc<Prepared>, params: Vec<Datum>) -> Answer {
+        self.cancel = Arc::default();
+        self.execute_current(prepared, params).await
+    }
+
+    /// [`execute`](Self::execute), cancelled through `self.cancel`.
+    async fn execute_current(&mut self, prepared: Arc<Prepared>, params: Vec<Datum>) -> Answer {
         match self.execute_inner(prepared, params).await {
             Ok(a) => a,
-            Err(e) => {
-                if let Some(b) = &mut self.block {
-                    b.failed = true;
-                }
-                Answer::Error(e)
-            }
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// Carries out `prepared` unless `cancelled` completes first (the client's cancel request):
+    /// then the statement is stopped and answers 57014 — unless it had begun to commit, whose
+    /// real answer is awaited. COMMIT and ROLLBACK are not cancelled, as in PostgreSQL.
+    pub async fn execute_until(
+        &mut self,
+        prepared: Arc<Prepared>,
+        params: Vec<Datum>,
+        cancelled: impl std::future::Future<Output = ()>,
+    ) -> Answer {
+        if matches!(prepared.command, Command::Commit | Command::Rollback) {
+            return self.execute(prepared, params).await;
+        }
+        let cancel = Arc::new(txn::Cancel::default());
+        self.cancel = Arc::clone(&cancel);
+        let mut run = Box::pin(self.execute_current(prepared, params));
+        tokio::select! {
+            answer = &mut run => return answer,
+            _ = cancelled => {}
+        }
+        if !cancel.request() {
+            return run.await;
+        }
+        drop(run);
+        self.fail(txn::cancelled())
+    }
+
+    /// Reports `e`, whatever raised it (parsing, binding, a bad parameter, the statement itself,
+    /// a cancel): an open block fails, and refuses every statement but COMMIT and ROLLBACK from
+    /// here on (PostgreSQL's failed transaction block, 25P02).
+    pub fn fail(&mut self, e: SqlError) -> Answer {
+        self.mark_failed();
+        Answer::Error(e)
+    }
+
+    /// Fails the open block, if any (an error was reported).
+    pub fn mark_failed(&mut self) {
+        if let Some(b) = &mut self.block {
+            b.failed = true;
+        }
+    }
+
+    /// Opens the implicit transaction block of a Query message holding several statements, unless
+    /// a block is open: its statements then commit or roll back together.
+    pub fn begin_implicit(&mut self) {
+        if self.block.is_none() {
+            self.block = Some(self.new_block(self.default_level(), true));
+        }
+    }
+
+    /// Ends the implicit block of a Query message (if one is open): commits it, or rolls it back
+    /// if a statement failed. A block that BEGIN made explicit stays open.
+    pub async fn end_implicit(&mut self) -> Option<SqlError> {
+        if !self.block.as_ref().is_some_and(|b| b.implicit) {
+            return None;
+        }
+        match self.end_block(true).await {
+            Answer::Error(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    fn new_block(&self, level: Level, implicit: bool) -> Block {
+        Block {
+            level,
+            txn: TxnState::NotStarted,
+            failed: false,
+            local: Settings::default(),
+            saved: self.settings.clone(),
+            implicit,
         }
     }
 
@@ -262,7 +345,8 @@ impl Session {
                     }
                 })
             }
-            Command::Ddl(_) => {
+            Command::Ddl(ddl) => {
+                self.before_ddl(ddl).await?;
                 let catalog = Arc::clone(&self.shared.catalog);
                 let (priority, group) = self.class();
                 let tag = txn::run_ddl(
@@ -288,13 +372,21 @@ impl Session {
                 Ok(Answer::CopyIn(n))
             }
             Command::Begin(level) => {
-                if self.block.is_none() {
-                    self.block = Some(Block {
-                        level: level.unwrap_or_else(|| self.default_level()),
-                        txn: TxnState::NotStarted,
-                        failed: false,
-                        local: Settings::default(),
-                    });
+                match &mut self.block {
+                    None => {
+                        let level = level.unwrap_or_else(|| self.default_level());
+                        self.block = Some(self.new_block(level, false));
+                    }
+                    // BEGIN in a multi-statement message makes its implicit block a real one,
+                    // left open when the message ends (PostgreSQL's rule).
+                    Some(b) if b.implicit => {
+                        b.implicit = false;
+                        if let (Some(level), TxnState::NotStarted) = (level, &b.txn) {
+                            b.level = *level;
+                        }
+                    }
+                    // PostgreSQL warns that a transaction is already in progress, and goes on.
+                    Some(_) => {}
                 }
                 Ok(Answer::Begin)
             }
@@ -361,6 +453,10 @@ impl Session {
                 }
                 Ok(Answer::Done("ALTER ROLE".into()))
             }
+            Command::Noop("VACUUM") if self.block.is_some() => Err(SqlError::new(
+                sqlstate::ACTIVE_SQL_TRANSACTION,
+                "VACUUM cannot run inside a transaction block",
+            )),
             Command::Noop(tag) => Ok(Answer::Done((*tag).into())),
             Command::Explain(lines) => Ok(Answer::Rows {
                 columns: prepared.columns.clone(),
@@ -368,6 +464,34 @@ impl Session {
                 tag: "EXPLAIN".into(),
             }),
             Command::Empty => Ok(Answer::Empty),
+        }
+    }
+
+    /// DDL is not transactional yet: it commits on its own, at once. So that no write is lost
+    /// to a table DDL rewrites while a transaction that wrote it is still open: in a message's
+    /// implicit block, what ran before the DDL commits first (and what follows is a new implicit
+    /// transaction); in a block begun with BEGIN that has run a data statement, DDL that
+    /// rewrites or drops a table is refused.
+    async fn before_ddl(&mut self, ddl: &overtake_sql::plan::Ddl) -> Result<(), SqlError> {
+        use overtake_sql::plan::Ddl;
+        let Some(block) = &self.block else {
+            return Ok(());
+        };
+        if matches!(block.txn, TxnState::NotStarted) {
+            return Ok(());
+        }
+        if block.implicit {
+            if let Some(e) = self.end_implicit().await {
+                return Err(e);
+            }
+            self.begin_implicit();
+            return Ok(());
+        }
+        match ddl {
+            Ddl::CreateTable { .. } => Ok(()),
+            _ => Err(SqlError::unsupported(
+                "DROP TABLE, TRUNCATE, CREATE INDEX or ALTER TABLE after a data statement in the same transaction block",
+            )),
         }
     }
 
@@ -455,6 +579,7 @@ impl Session {
                 class,
                 level,
                 work,
+                &self.cancel,
             )
             .await;
         };
@@ -469,10 +594,10 @@ impl Session {
             TxnState::Gone => return Err(failed_block()),
         };
         let (reply, answer) = Promise::<Reply>::new();
-        let (guard, cancel) = txn::Abandon::new();
+        let guard = txn::Abandon::new(&self.cancel);
         promise.fulfil(Request::Run {
             work,
-            cancel,
+            cancel: Arc::clone(&self.cancel),
             reply,
         });
         // If this future is dropped here (the statement was cancelled), the guard stops the
@@ -486,14 +611,24 @@ impl Session {
         reply.result
     }
 
-    /// COMMIT (or ROLLBACK): ends the block.
+    /// COMMIT (or ROLLBACK): ends the block. A block that does not commit takes back the `SET`s
+    /// made in it.
     async fn end_block(&mut self, commit: bool) -> Answer {
         let Some(block) = self.block.take() else {
             // PostgreSQL warns that no transaction is in progress, and succeeds.
             return Answer::End(if commit { "COMMIT" } else { "ROLLBACK" }.into());
         };
-        match block.txn {
-            TxnState::Running(p) if commit && !block.failed => {
+        let answer = Self::finish(block.txn, commit && !block.failed).await;
+        if !matches!(&answer, Answer::End(tag) if tag == "COMMIT") {
+            self.settings = block.saved;
+        }
+        answer
+    }
+
+    /// Commits (or rolls back) a block's transaction.
+    async fn finish(txn: TxnState, commit: bool) -> Answer {
+        match txn {
+            TxnState::Running(p) if commit => {
                 let (reply, answer) = Promise::new();
                 p.fulfil(Request::Commit(reply));
                 match answer.await {
@@ -508,13 +643,14 @@ impl Session {
                 let _ = answer.await;
                 Answer::End("ROLLBACK".into())
             }
-            TxnState::NotStarted if commit && !block.failed => Answer::End("COMMIT".into()),
+            TxnState::NotStarted if commit => Answer::End("COMMIT".into()),
             _ => Answer::End("ROLLBACK".into()),
         }
     }
 
     /// The end of COPY's data: inserts the rows (in the block, or as a transaction of their own).
     pub async fn finish_copy(&mut self) -> Answer {
+        self.cancel = Arc::default();
         let Some(copy) = self.copy.take() else {
             return Answer::Error(SqlError::new(
                 sqlstate::PROTOCOL_VIOLATION,
@@ -536,12 +672,7 @@ impl Session {
         .await;
         match result {
             Ok(out) => Answer::Done(out.tag),
-            Err(e) => {
-                if let Some(b) = &mut self.block {
-                    b.failed = true;
-                }
-                Answer::Error(e)
-            }
+            Err(e) => self.fail(e),
         }
     }
 

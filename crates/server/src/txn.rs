@@ -35,7 +35,7 @@ pub enum Request {
     /// Run a statement's work; `cancel` is set if the client cancels it meanwhile.
     Run {
         work: RunOrInsert,
-        cancel: Arc<AtomicBool>,
+        cancel: Arc<Cancel>,
         reply: Promise<Reply>,
     },
     Commit(Promise<Result<(), SqlError>>),
@@ -136,7 +136,7 @@ fn serve(db: &Database, priority: Priority, level: Level, mut inbox: Ticket<Requ
             }
         }
         let t = txn.as_mut().expect("begun above");
-        let result = run(t, &work, &cancel);
+        let result = run(t, &work, cancel.flag());
         if result.is_err() {
             // As in PostgreSQL, an error ends the transaction's work: roll back now, so that its
             // locks go at once; the session answers 25P02 until the block ends.
@@ -192,15 +192,44 @@ pub fn start_block(
     Ok(promise)
 }
 
-/// Sets its flag when dropped: the future awaiting a statement was dropped (the client cancelled
-/// it, or went away), so the statement must not commit, and its scans stop.
-pub struct Abandon(Option<Arc<AtomicBool>>);
+/// A statement's cancellation (PostgreSQL's cancel request): the client asks, the statement stops
+/// at its next check with 57014 and does not commit; but one that has begun to commit is let
+/// finish, and its own answer is the truth (a cancel never reports a commit that happened as
+/// cancelled). Two flags in Dekker's pattern decide which side wins.
+#[derive(Debug, Default)]
+pub struct Cancel {
+    requested: AtomicBool,
+    committing: AtomicBool,
+}
+
+impl Cancel {
+    /// Asks the statement to stop. True if it will not commit (its answer need not be awaited:
+    /// 57014 is the truth); false if it has begun to commit (await its answer).
+    pub fn request(&self) -> bool {
+        self.requested.store(true, Ordering::SeqCst);
+        !self.committing.load(Ordering::SeqCst)
+    }
+
+    /// The statement is about to commit: false if a cancel came first (it must roll back).
+    fn begin_commit(&self) -> bool {
+        self.committing.store(true, Ordering::SeqCst);
+        !self.requested.load(Ordering::SeqCst)
+    }
+
+    /// The flag the statement's scans check.
+    fn flag(&self) -> &AtomicBool {
+        &self.requested
+    }
+}
+
+/// Requests its statement's cancel when dropped: the future awaiting the statement was dropped
+/// (the client cancelled it, or went away), so the statement must not commit, and its scans stop.
+pub struct Abandon(Option<Arc<Cancel>>);
 
 impl Abandon {
-    /// A guard over a new flag, and the flag for the statement.
-    pub fn new() -> (Abandon, Arc<AtomicBool>) {
-        let flag = Arc::new(AtomicBool::new(false));
-        (Abandon(Some(Arc::clone(&flag))), flag)
+    /// A guard over `cancel`.
+    pub fn new(cancel: &Arc<Cancel>) -> Abandon {
+        Abandon(Some(Arc::clone(cancel)))
     }
 
     /// The statement ended: nothing to tell it.
@@ -211,32 +240,39 @@ impl Abandon {
 
 impl Drop for Abandon {
     fn drop(&mut self) {
-        if let Some(flag) = &self.0 {
-            flag.store(true, Ordering::Release);
+        if let Some(cancel) = &self.0 {
+            cancel.request();
         }
     }
 }
 
+/// The error of a cancelled statement.
+pub fn cancelled() -> SqlError {
+    SqlError::new(
+        sqlstate::QUERY_CANCELED,
+        "canceling statement due to user request",
+    )
+}
+
 /// Runs `work` as a transaction of its own (autocommit). If this future is dropped before the
-/// statement ends (a cancel), the statement rolls back instead of committing.
+/// statement begins to commit (a cancel), the statement rolls back instead of committing.
 pub async fn run_alone(
     runner: Runner<'_>,
     db: &Arc<Database>,
     (priority, group): (Priority, Group),
     level: Level,
     work: RunOrInsert,
+    cancel: &Arc<Cancel>,
 ) -> Result<Output, SqlError> {
     let db = Arc::clone(db);
-    let (guard, abandoned) = Abandon::new();
+    let guard = Abandon::new(cancel);
+    let cancel = Arc::clone(cancel);
     let ticket = runner
         .submit((priority, group), move || -> Result<Output, SqlError> {
             let mut txn = db.begin(priority, isolation(level))?;
-            let out = run(&mut txn, &work, &abandoned)?;
-            if abandoned.load(Ordering::Acquire) {
-                return Err(SqlError::new(
-                    sqlstate::QUERY_CANCELED,
-                    "canceling statement due to user request",
-                ));
+            let out = run(&mut txn, &work, cancel.flag())?;
+            if !cancel.begin_commit() {
+                return Err(cancelled());
             }
             txn.commit()?;
             Ok(out)
@@ -258,4 +294,22 @@ pub async fn run_ddl<R: Send + 'static>(
         .submit(class, f)
         .map_err(|_| refused("the statement"))?;
     ticket.await.map_err(unanswered)?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cancel;
+
+    #[test]
+    fn a_cancel_before_the_commit_stops_it_and_one_after_awaits_its_answer() {
+        let early = Cancel::default();
+        assert!(early.request(), "nothing committing: the cancel wins");
+        assert!(!early.begin_commit(), "the statement must roll back");
+        let late = Cancel::default();
+        assert!(late.begin_commit(), "no cancel yet: the commit goes ahead");
+        assert!(
+            !late.request(),
+            "the commit began: the client must await its answer"
+        );
+    }
 }

@@ -494,3 +494,38 @@ fn task_tier_moves_a_sessions_statements_into_its_tier_and_they_are_booked_under
         assert_eq!(stats.group(heavy).map(|s| s.committed), Some(1));
     });
 }
+
+#[test]
+fn an_error_before_a_statement_runs_fails_the_block_in_the_extended_protocol_too() {
+    let server = common::TestServer::start();
+    runtime().block_on(async {
+        let c = connect(&server.dsn("app")).await;
+        c.batch_execute("CREATE TABLE pre (k int PRIMARY KEY)")
+            .await
+            .expect("create");
+        let code = |e: tokio_postgres::Error| e.code().map(|c| c.code().to_owned());
+        c.batch_execute("BEGIN").await.expect("begin");
+        c.execute("INSERT INTO pre VALUES ($1)", &[&1i32])
+            .await
+            .expect("insert");
+        // Parse fails: the table does not exist.
+        let e = c.prepare("SELECT * FROM no_such_table").await.unwrap_err();
+        assert_eq!(code(e).as_deref(), Some("42P01"));
+        // The block has failed: every statement is refused, at Parse as at Execute.
+        let e = c
+            .execute("INSERT INTO pre VALUES ($1)", &[&2i32])
+            .await
+            .unwrap_err();
+        assert_eq!(code(e).as_deref(), Some("25P02"));
+        let e = c.simple_query("SELECT 1").await.unwrap_err();
+        assert_eq!(code(e).as_deref(), Some("25P02"));
+        // COMMIT ends it, rolling back.
+        c.batch_execute("COMMIT").await.expect("commit");
+        let n: i64 = c
+            .query_one("SELECT count(*) FROM pre", &[])
+            .await
+            .expect("count")
+            .get(0);
+        assert_eq!(n, 0, "nothing of the failed block was kept");
+    });
+}

@@ -14,6 +14,9 @@ static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_alloc
 
 struct Postgres {
     client: tokio_postgres::Client,
+    /// `overtake`, or `postgresql` for the reference server (records Overtake alone passes say
+    /// `onlyif overtake`).
+    engine: &'static str,
 }
 
 /// A failed statement, shown with its SQLSTATE and message.
@@ -90,7 +93,7 @@ impl AsyncDB for Postgres {
     async fn shutdown(&mut self) {}
 
     fn engine_name(&self) -> &str {
-        "overtake"
+        self.engine
     }
 
     async fn sleep(dur: std::time::Duration) {
@@ -102,13 +105,8 @@ impl AsyncDB for Postgres {
     }
 }
 
-#[test]
-fn the_sql_suite_passes_over_the_wire() {
-    let server = common::TestServer::start();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+/// The suite's files, in order.
+fn files() -> Vec<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/slt");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .expect("tests/slt")
@@ -117,22 +115,86 @@ fn the_sql_suite_passes_over_the_wire() {
         .collect();
     files.sort();
     assert!(!files.is_empty(), "no .slt files");
-    let dsn = server.dsn("slt");
+    files
+}
+
+/// Runs every file against the server at `dsn`, as `engine`.
+fn run_suite(dsn: &str, engine: &'static str) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut failures = Vec::new();
     runtime.block_on(async {
-        for file in &files {
-            let dsn = dsn.clone();
+        for file in &files() {
+            // A file of Overtake's own features says so on its first line.
+            let text = std::fs::read_to_string(file).expect("readable");
+            if engine != "overtake" && text.starts_with("# overtake-only") {
+                continue;
+            }
+            let dsn = dsn.to_owned();
             let mut runner = Runner::new(move || {
                 let dsn = dsn.clone();
                 async move {
                     let (client, connection) = tokio_postgres::connect(&dsn, NoTls).await?;
                     tokio::spawn(connection);
-                    Ok::<_, PgError>(Postgres { client })
+                    Ok::<_, PgError>(Postgres { client, engine })
                 }
             });
             runner.with_column_validator(|_, _| true);
-            if let Err(e) = runner.run_file_async(file).await {
-                panic!("{}: {e}", file.display());
+            // Every record is run (a failure does not stop the file) and every failure shown.
+            let records = sqllogictest::parse_file::<DefaultColumnType>(file)
+                .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            for record in records {
+                if let Err(e) = runner.run_async(record).await {
+                    failures.push(format!("{engine}: {}: {e}", file.display()));
+                }
             }
         }
     });
+    assert!(
+        failures.is_empty(),
+        "{} records failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn the_sql_suite_passes_over_the_wire() {
+    let server = common::TestServer::start();
+    run_suite(&server.dsn("slt"), "overtake");
+}
+
+/// The same suite against PostgreSQL, when `OVERTAKE_SLT_REFERENCE` names one (a connection
+/// string such as `host=127.0.0.1 port=5432 user=postgres`): each run in a database of its own,
+/// dropped after. The suite's expectations are PostgreSQL's; this keeps them honest.
+#[test]
+fn the_sql_suite_passes_on_postgresql_too() {
+    let Ok(reference) = std::env::var("OVERTAKE_SLT_REFERENCE") else {
+        return;
+    };
+    let database = format!("overtake_slt_{}", std::process::id());
+    let admin = |sql: String| {
+        let reference = reference.clone();
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+            .block_on(async move {
+                let (client, connection) = tokio_postgres::connect(&reference, NoTls)
+                    .await
+                    .expect("the reference server");
+                tokio::spawn(connection);
+                client.batch_execute(&sql).await.expect(&sql);
+            });
+    };
+    admin(format!("CREATE DATABASE {database}"));
+    let result = std::panic::catch_unwind(|| {
+        run_suite(&format!("{reference} dbname={database}"), "postgresql")
+    });
+    admin(format!("DROP DATABASE {database}"));
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
 }

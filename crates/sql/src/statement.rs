@@ -171,6 +171,12 @@ fn parse_copy(sql: &str) -> Option<Result<Statement>> {
     }))
 }
 
+/// Whether `stmt` ends a transaction block (COMMIT, ROLLBACK): the only statements a failed
+/// block accepts.
+pub fn ends_transaction(stmt: &Statement) -> bool {
+    matches!(stmt, Statement::Commit { .. } | Statement::Rollback { .. })
+}
+
 /// Plans `stmt`; `declared` gives the types a client declared for its parameters (`None`:
 /// infer).
 pub fn prepare(
