@@ -204,15 +204,21 @@ impl Context {
         let own_depth = region::depth();
         region::raise();
         set_current_stack(self.preemptible.then_some(self.bounds));
+        let previous_bounds = crate::stack::enter(Some(self.bounds));
         // Restores the caller's view even if the body panics (the panic resurfaces here).
-        struct Restore(Option<(usize, usize)>, *const ContextYielder);
+        struct Restore(
+            Option<(usize, usize)>,
+            *const ContextYielder,
+            Option<(usize, usize)>,
+        );
         impl Drop for Restore {
             fn drop(&mut self) {
                 set_current_stack(self.0);
                 set_current_yielder(self.1);
+                crate::stack::enter(self.2);
             }
         }
-        let restore = Restore(previous, previous_yielder);
+        let restore = Restore(previous, previous_yielder, previous_bounds);
         let fp = FpControl::save();
         let result = self.coroutine.resume(());
         // Back at the depth this side had, whatever regions the context suspended from.

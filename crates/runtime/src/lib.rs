@@ -23,6 +23,8 @@
 //! - [`preempt`]: delivering a preemption request to a worker: a flag polled at every record
 //!   access, and a signal whose handler injects a call into the running context; and, for tests,
 //!   preemptions injected deterministically at chosen points ([`preempt::inject`]).
+//! - [`stack`]: how much stack is left where code runs (a context's or the thread's), so deep
+//!   recursion can refuse input instead of overflowing.
 //! - [`cpu`]: what the processor offers (extended-state size, user interrupts).
 //! - [`simd`]: running a numeric kernel with the widest vector instructions available, chosen at
 //!   run time (AVX-512, AVX2 with FMA, or baseline SSE2).
@@ -53,6 +55,7 @@ pub mod region_lock;
 mod running;
 pub mod sched_ext;
 pub mod simd;
+pub mod stack;
 
 pub use alloc::{EngineAllocator, Mimalloc, RegionAlloc, engine_allocator};
 pub use context::{Context, Resumed, Suspender, Suspension};

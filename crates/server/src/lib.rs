@@ -51,9 +51,9 @@ use crate::session::Shared;
 const NETWORK_STACK: usize = 64 << 20;
 
 /// The task stack a scheduler serving SQL needs (`SchedConfig::stack_size`): evaluating a
-/// statement's expressions recurses as deep as they nest (up to `MAX_OPERATORS`), with large
+/// statement's expressions recurses as deep as they nest (bounded: `overtake_sql::depth`), with large
 /// frames in a debug build. Address space only: pages are touched as deep as a statement goes.
-pub const TASK_STACK: usize = 16 << 20;
+pub const TASK_STACK: usize = 32 << 20;
 
 /// How to serve.
 #[derive(Clone, Debug)]
@@ -241,7 +241,7 @@ impl Server {
                 .name(format!("overtake-net-{i}"))
                 // Parsing and binding recurse along a statement's expressions; the parser's
                 // frames are large (kilobytes each in a debug build). Address space only: the
-                // pages are touched as deep as a statement goes (see `MAX_OPERATORS`).
+                // pages are touched as deep as a statement goes (see `overtake_sql::depth`).
                 .stack_size(NETWORK_STACK)
                 .spawn(move || {
                     // Clients wait for this thread at every statement, and on a machine whose

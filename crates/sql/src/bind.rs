@@ -81,6 +81,8 @@ pub fn has_aggregate(e: &ast::Expr) -> bool {
 pub struct Binder<'c> {
     pub catalog: &'c Catalog,
     pub params: Vec<Option<SqlType>>,
+    /// How deep the expression being bound is nested so far (see `depth`).
+    depth: usize,
 }
 
 impl<'c> Binder<'c> {
@@ -88,6 +90,7 @@ impl<'c> Binder<'c> {
         Binder {
             catalog,
             params: declared.to_vec(),
+            depth: 0,
         }
     }
 
@@ -113,7 +116,27 @@ impl<'c> Binder<'c> {
     }
 
     /// Binds `e` over `scope`; in an aggregate query `grouping` maps it onto the aggregated row.
+    /// Fails with 54001 past the depth a statement may nest to (`depth`).
     pub fn expr(
+        &mut self,
+        e: &ast::Expr,
+        scope: &[ScopeColumn],
+        grouping: &mut Option<&mut Grouping>,
+    ) -> Result<(Expr, SqlType)> {
+        self.depth += 1;
+        // Binding runs on plain OS threads (the server's network threads, the thread opening a
+        // database), never in a scheduler task: there `stacker` can extend the stack as deep
+        // as [`MAX_DEPTH`](crate::depth::MAX_DEPTH) needs (its bookkeeping is per OS thread,
+        // which a task's own stack would confuse). A level's frames are large in a debug build.
+        let bound = stacker::maybe_grow(2 * crate::depth::RED_ZONE, 16 << 20, || {
+            crate::depth::check(self.depth)?;
+            self.expr_nested(e, scope, grouping)
+        });
+        self.depth -= 1;
+        bound
+    }
+
+    fn expr_nested(
         &mut self,
         e: &ast::Expr,
         scope: &[ScopeColumn],
@@ -153,6 +176,48 @@ impl<'c> Binder<'c> {
             }
         }
         self.expr_inner(e, scope, grouping)
+    }
+
+    /// A chain of one logical operator (`a OR b OR c ...`), however long: its operands, found
+    /// without recursing along the chain, bound into a balanced tree (as deep as the logarithm
+    /// of their number; AND and OR are associative), as PostgreSQL flattens such chains.
+    fn logical_chain(
+        &mut self,
+        e: &ast::Expr,
+        op: &BinaryOperator,
+        scope: &[ScopeColumn],
+        g: &mut Option<&mut Grouping>,
+    ) -> Result<(Expr, SqlType)> {
+        let mut operands = Vec::new();
+        let mut pending = vec![e];
+        while let Some(x) = pending.pop() {
+            match x {
+                ast::Expr::BinaryOp { left, op: o, right } if o == op => {
+                    pending.push(right);
+                    pending.push(left);
+                }
+                other => operands.push(self.expr(other, scope, g)?.0),
+            }
+        }
+        let op = if *op == BinaryOperator::And {
+            BinOp::And
+        } else {
+            BinOp::Or
+        };
+        // Pairs operands level by level until one remains.
+        while operands.len() > 1 {
+            let mut next = Vec::with_capacity(operands.len().div_ceil(2));
+            let mut it = operands.into_iter();
+            while let Some(l) = it.next() {
+                next.push(match it.next() {
+                    Some(r) => Expr::Binary(op, Box::new(l), Box::new(r)),
+                    None => l,
+                });
+            }
+            operands = next;
+        }
+        let only = operands.pop().expect("a chain has operands");
+        Ok((only, SqlType::Bool))
     }
 
     fn aggregate(
@@ -270,6 +335,10 @@ impl<'c> Binder<'c> {
                     other => return Err(SqlError::unsupported(format!("operator {other}"))),
                 }
             }
+            A::BinaryOp {
+                op: op @ (BinaryOperator::And | BinaryOperator::Or),
+                ..
+            } => self.logical_chain(e, op, scope, g)?,
             A::BinaryOp { left, op, right } => {
                 let (l, lt) = self.expr(left, scope, g)?;
                 let (r, rt) = self.expr(right, scope, g)?;

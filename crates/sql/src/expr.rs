@@ -121,82 +121,34 @@ impl<'a> Context<'a> {
 }
 
 impl Expr {
-    /// Evaluates against `row`.
+    /// Evaluates against `row`. An expression nested deeper than the stack left allows fails with
+    /// 54001 (see `depth`).
     pub fn eval(&self, row: &[Datum], cx: &Context<'_>) -> Result<Datum> {
-        Ok(match self {
-            Expr::Column(i) => row.get(*i).cloned().unwrap_or(Datum::Null),
+        if !matches!(self, Expr::Column(_) | Expr::Param(_) | Expr::Literal(_)) {
+            crate::depth::check(0)?;
+        }
+        // Each kind of expression is evaluated in a function of its own: a chain of them
+        // (`x::int::int...`, `x IS NULL IS NULL...`) recurses through small frames only (in a
+        // debug build a single large `match` would put every arm's locals in each level's frame).
+        match self {
+            Expr::Column(i) => Ok(row.get(*i).cloned().unwrap_or(Datum::Null)),
             Expr::Param(i) => cx.params.get(*i).cloned().ok_or_else(|| {
                 SqlError::new(
                     sqlstate::PROTOCOL_VIOLATION,
                     format!("no value for parameter ${}", i + 1),
                 )
-            })?,
-            Expr::Literal(d) => d.clone(),
-            Expr::Not(e) => match e.eval(row, cx)?.truth()? {
-                None => Datum::Null,
-                Some(b) => Datum::Bool(!b),
-            },
-            Expr::Negate(e) => Datum::Int(0).arith('-', &e.eval(row, cx)?)?,
-            Expr::Binary(op, l, r) => return eval_binary(*op, l, r, row, cx),
-            Expr::IsNull(e, negated) => Datum::Bool(e.eval(row, cx)?.is_null() != *negated),
-            Expr::Between {
-                expr,
-                low,
-                high,
-                negated,
-            } => {
-                let v = expr.eval(row, cx)?;
-                let above = compare(&v, &low.eval(row, cx)?)?.map(|o| o != Ordering::Less);
-                let below = compare(&v, &high.eval(row, cx)?)?.map(|o| o != Ordering::Greater);
-                match and3(above, below) {
-                    None => Datum::Null,
-                    Some(b) => Datum::Bool(b != *negated),
-                }
-            }
-            Expr::InList {
-                expr,
-                list,
-                negated,
-            } => {
-                let v = expr.eval(row, cx)?;
-                // x IN (a, b) is x = a OR x = b, with its NULL behaviour.
-                let mut found = Some(false);
-                for item in list {
-                    let eq = compare(&v, &item.eval(row, cx)?)?.map(|o| o == Ordering::Equal);
-                    found = or3(found, eq);
-                    if found == Some(true) {
-                        break;
-                    }
-                }
-                match found {
-                    None => Datum::Null,
-                    Some(b) => Datum::Bool(b != *negated),
-                }
-            }
-            Expr::Cast(e, ty) => e.eval(row, cx)?.cast(*ty)?,
-            Expr::Func(f, args) => return eval_func(*f, args, row, cx),
-            Expr::Case {
-                operand,
-                whens,
-                otherwise,
-            } => {
-                let subject = operand.as_ref().map(|o| o.eval(row, cx)).transpose()?;
-                for (when, then) in whens {
-                    let w = when.eval(row, cx)?;
-                    let hit = match &subject {
-                        Some(s) => compare(s, &w)? == Some(Ordering::Equal),
-                        None => w.truth()? == Some(true),
-                    };
-                    if hit {
-                        return then.eval(row, cx);
-                    }
-                }
-                match otherwise {
-                    Some(e) => e.eval(row, cx)?,
-                    None => Datum::Null,
-                }
-            }
-        })
+            }),
+            Expr::Literal(d) => Ok(d.clone()),
+            Expr::Not(e) => eval_not(e, row, cx),
+            Expr::Negate(e) => eval_negate(e, row, cx),
+            Expr::Binary(op, l, r) => eval_binary(*op, l, r, row, cx),
+            Expr::IsNull(e, negated) => eval_is_null(e, *negated, row, cx),
+            Expr::Between { .. } => eval_between(self, row, cx),
+            Expr::InList { .. } => eval_in_list(self, row, cx),
+            Expr::Cast(e, ty) => eval_cast(e, *ty, row, cx),
+            Expr::Func(f, args) => eval_func(*f, args, row, cx),
+            Expr::Case { .. } => eval_case(self, row, cx),
+        }
     }
 
     /// Evaluates a condition: rows pass only when it is true (not NULL).
@@ -275,6 +227,102 @@ impl Datum {
                 ),
             )),
         }
+    }
+}
+
+#[inline(never)]
+fn eval_not(e: &Expr, row: &[Datum], cx: &Context<'_>) -> Result<Datum> {
+    Ok(match e.eval(row, cx)?.truth()? {
+        None => Datum::Null,
+        Some(b) => Datum::Bool(!b),
+    })
+}
+
+#[inline(never)]
+fn eval_negate(e: &Expr, row: &[Datum], cx: &Context<'_>) -> Result<Datum> {
+    Datum::Int(0).arith('-', &e.eval(row, cx)?)
+}
+
+#[inline(never)]
+fn eval_is_null(e: &Expr, negated: bool, row: &[Datum], cx: &Context<'_>) -> Result<Datum> {
+    Ok(Datum::Bool(e.eval(row, cx)?.is_null() != negated))
+}
+
+#[inline(never)]
+fn eval_cast(e: &Expr, ty: SqlType, row: &[Datum], cx: &Context<'_>) -> Result<Datum> {
+    e.eval(row, cx)?.cast(ty)
+}
+
+#[inline(never)]
+fn eval_between(between: &Expr, row: &[Datum], cx: &Context<'_>) -> Result<Datum> {
+    let Expr::Between {
+        expr,
+        low,
+        high,
+        negated,
+    } = between
+    else {
+        unreachable!("a BETWEEN")
+    };
+    let v = expr.eval(row, cx)?;
+    let above = compare(&v, &low.eval(row, cx)?)?.map(|o| o != Ordering::Less);
+    let below = compare(&v, &high.eval(row, cx)?)?.map(|o| o != Ordering::Greater);
+    Ok(match and3(above, below) {
+        None => Datum::Null,
+        Some(b) => Datum::Bool(b != *negated),
+    })
+}
+
+#[inline(never)]
+fn eval_in_list(in_list: &Expr, row: &[Datum], cx: &Context<'_>) -> Result<Datum> {
+    let Expr::InList {
+        expr,
+        list,
+        negated,
+    } = in_list
+    else {
+        unreachable!("an IN list")
+    };
+    let v = expr.eval(row, cx)?;
+    // x IN (a, b) is x = a OR x = b, with its NULL behaviour.
+    let mut found = Some(false);
+    for item in list {
+        let eq = compare(&v, &item.eval(row, cx)?)?.map(|o| o == Ordering::Equal);
+        found = or3(found, eq);
+        if found == Some(true) {
+            break;
+        }
+    }
+    Ok(match found {
+        None => Datum::Null,
+        Some(b) => Datum::Bool(b != *negated),
+    })
+}
+
+#[inline(never)]
+fn eval_case(case: &Expr, row: &[Datum], cx: &Context<'_>) -> Result<Datum> {
+    let Expr::Case {
+        operand,
+        whens,
+        otherwise,
+    } = case
+    else {
+        unreachable!("a CASE")
+    };
+    let subject = operand.as_ref().map(|o| o.eval(row, cx)).transpose()?;
+    for (when, then) in whens {
+        let w = when.eval(row, cx)?;
+        let hit = match &subject {
+            Some(s) => compare(s, &w)? == Some(Ordering::Equal),
+            None => w.truth()? == Some(true),
+        };
+        if hit {
+            return then.eval(row, cx);
+        }
+    }
+    match otherwise {
+        Some(e) => e.eval(row, cx),
+        None => Ok(Datum::Null),
     }
 }
 

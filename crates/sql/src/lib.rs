@@ -23,6 +23,7 @@ pub mod catalog;
 pub mod copy;
 pub mod datum;
 pub mod ddl;
+pub mod depth;
 mod dml;
 pub mod error;
 pub mod exec;

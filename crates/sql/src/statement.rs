@@ -1,8 +1,10 @@
 //! From SQL text to plans: parsing (PostgreSQL dialect) and binding each kind of statement.
 
+use std::ops::ControlFlow;
+
 use sqlparser::ast::{
     self, AlterTableOperation, ColumnOption, CopyTarget, ResetStatement, SetConfigValue, Statement,
-    TableConstraint, TransactionIsolationLevel, TransactionMode,
+    TableConstraint, TransactionIsolationLevel, TransactionMode, VisitMut, VisitorMut,
 };
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
@@ -13,84 +15,99 @@ use crate::error::{Result, SqlError, sqlstate};
 use crate::plan::{Command, Ddl, Level, OutputColumn, Prepared, Query};
 use crate::types::SqlType;
 
-/// How deep a statement's expressions may nest: the longest chain of operators (`a AND b AND
-/// ...`, `1 + 2 + ...`) plus the parentheses around it. The parser builds such a chain as a tree
-/// as deep as it is long, and everything that walks it (binding, evaluation, freeing) recurses: a
-/// chain of thousands would overflow a thread's stack, or a worker task's, and take the server
-/// down. PostgreSQL refuses such statements too (`max_stack_depth`). Lists do not count: a
-/// thousand rows of `VALUES (...), (...)` are as shallow as one.
-pub const MAX_OPERATORS: usize = 500;
+/// A parsed statement (sqlparser's syntax tree), kept to plan again after a catalog change.
+///
+/// The parser builds a chain of operators written one after another (`1::int::int...`,
+/// `a + b + ...`, `x IS NULL IS NULL ...`) as a tree as deep as the chain is long, without
+/// recursing itself; dropping such a tree recursively could overflow the stack. An `Ast` is
+/// taken apart iteratively when dropped, so that dropping any statement the parser accepted is
+/// safe; binding it refuses what is too deep (see `depth`).
+#[derive(Debug)]
+pub struct Ast(Statement);
 
-/// Refuses statements nested deeper than [`MAX_OPERATORS`], measured on the tokens (the
-/// tokenizer does not recurse): operators since the last comma at each level of parentheses,
-/// plus the levels.
-fn check_depth(sql: &str) -> Result<()> {
-    use sqlparser::tokenizer::{Token, Tokenizer};
-    let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize() else {
-        return Ok(()); // the parser reports the error
-    };
-    // Operators in the current chain at each open level.
-    let mut chains: Vec<usize> = vec![0];
-    let mut deepest = 0;
-    for t in &tokens {
-        match t {
-            Token::LParen => chains.push(0),
-            Token::RParen if chains.len() > 1 => {
-                chains.pop();
-            }
-            Token::Comma | Token::SemiColon => {
-                if let Some(c) = chains.last_mut() {
-                    *c = 0;
-                }
-            }
-            Token::Word(w)
-                if matches!(w.value.to_ascii_lowercase().as_str(), "and" | "or" | "not") =>
-            {
-                if let Some(c) = chains.last_mut() {
-                    *c += 1;
-                }
-            }
-            Token::Plus
-            | Token::Minus
-            | Token::Mul
-            | Token::Div
-            | Token::Mod
-            | Token::StringConcat
-            | Token::Eq
-            | Token::Neq
-            | Token::Lt
-            | Token::Gt
-            | Token::LtEq
-            | Token::GtEq => {
-                if let Some(c) = chains.last_mut() {
-                    *c += 1;
-                }
-            }
-            _ => {}
-        }
-        let depth = chains.len() - 1 + chains.iter().sum::<usize>();
-        deepest = deepest.max(depth);
-        if deepest > MAX_OPERATORS {
-            return Err(SqlError::new(
-                sqlstate::STATEMENT_TOO_COMPLEX,
-                format!(
-                    "statement too complex: expressions nest deeper than {MAX_OPERATORS} operators and parentheses"
-                ),
-            ));
-        }
+impl std::ops::Deref for Ast {
+    type Target = Statement;
+
+    fn deref(&self) -> &Statement {
+        &self.0
     }
-    Ok(())
 }
 
-/// A parsed statement (sqlparser's syntax tree), kept to plan again after a catalog change.
-pub type Ast = Statement;
+impl Drop for Ast {
+    fn drop(&mut self) {
+        let mut detached = Detach(Vec::new());
+        let _ = self.0.visit(&mut detached);
+        while let Some(mut e) = detached.0.pop() {
+            // Its chain links go to the list before the visitor descends: each drop is shallow.
+            let _ = e.visit(&mut detached);
+        }
+    }
+}
+
+/// Takes the operands of chain-building operators out of every expression it visits (before
+/// descending into it), leaving NULLs in their place.
+struct Detach(Vec<ast::Expr>);
+
+impl VisitorMut for Detach {
+    type Break = ();
+
+    fn pre_visit_expr(&mut self, e: &mut ast::Expr) -> ControlFlow<()> {
+        use ast::Expr as E;
+        let mut take = |b: &mut Box<ast::Expr>| {
+            let null = E::Value(ast::Value::Null.into());
+            self.0.push(std::mem::replace(&mut **b, null));
+        };
+        match e {
+            E::BinaryOp { left, right, .. }
+            | E::IsDistinctFrom(left, right)
+            | E::IsNotDistinctFrom(left, right)
+            | E::AnyOp { left, right, .. }
+            | E::AllOp { left, right, .. } => {
+                take(left);
+                take(right);
+            }
+            E::Like { expr, pattern, .. }
+            | E::ILike { expr, pattern, .. }
+            | E::SimilarTo { expr, pattern, .. }
+            | E::RLike { expr, pattern, .. } => {
+                take(expr);
+                take(pattern);
+            }
+            E::Between {
+                expr, low, high, ..
+            } => {
+                take(expr);
+                take(low);
+                take(high);
+            }
+            E::IsFalse(x)
+            | E::IsNotFalse(x)
+            | E::IsTrue(x)
+            | E::IsNotTrue(x)
+            | E::IsNull(x)
+            | E::IsNotNull(x)
+            | E::IsUnknown(x)
+            | E::IsNotUnknown(x)
+            | E::Nested(x)
+            | E::UnaryOp { expr: x, .. }
+            | E::Cast { expr: x, .. }
+            | E::Collate { expr: x, .. }
+            | E::In { expr: x, .. }
+            | E::AtTimeZone { timestamp: x, .. }
+            | E::CompoundFieldAccess { root: x, .. }
+            | E::JsonAccess { value: x, .. } => take(x),
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+}
 
 /// Longest statement text accepted (bytes): a bound on what one message can make the server
 /// parse and hold.
 pub const MAX_STATEMENT_LEN: usize = 1 << 20;
 
 /// Parses SQL text into statements.
-pub fn parse(sql: &str) -> Result<Vec<Statement>> {
+pub fn parse(sql: &str) -> Result<Vec<Ast>> {
     if sql.len() > MAX_STATEMENT_LEN {
         return Err(SqlError::new(
             sqlstate::PROGRAM_LIMIT_EXCEEDED,
@@ -103,7 +120,6 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>> {
     if let Some(copy) = parse_copy(sql) {
         return copy.map(|s| vec![s]);
     }
-    check_depth(sql)?;
     // VACUUM's many forms do nothing here (versions are reclaimed as they age), and the parser
     // knows few of them: any VACUUM is a plain one.
     let words: Vec<String> = sql
@@ -121,12 +137,21 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>> {
     parse_sql(sql)
 }
 
-fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
+/// How deeply the parser may recurse: nested parentheses, subqueries, function calls. Its
+/// recursion grows its own stack as it goes (sqlparser's `recursive-protection`), so this only
+/// matches what PostgreSQL's parser takes (5,000 nested parentheses, not 10,000).
+const PARSER_DEPTH: usize = 25_000;
+
+fn parse_sql(sql: &str) -> Result<Vec<Ast>> {
     Parser::new(&PostgreSqlDialect {})
-        .with_recursion_limit(64)
+        .with_recursion_limit(PARSER_DEPTH)
         .try_with_sql(sql)
         .and_then(|mut p| p.parse_statements())
+        .map(|v| v.into_iter().map(Ast).collect())
         .map_err(|e| {
+            if matches!(e, sqlparser::parser::ParserError::RecursionLimitExceeded) {
+                return crate::depth::too_deep();
+            }
             SqlError::syntax(
                 e.to_string()
                     .trim_start_matches("sql parser error: ")
@@ -138,7 +163,7 @@ fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
 /// `COPY table [(columns)] FROM STDIN [[WITH] (option [value], ...)]`, read here because
 /// PostgreSQL's options take values (`freeze on`) the parser does not accept. `None` if `sql`
 /// is not such a statement.
-fn parse_copy(sql: &str) -> Option<Result<Statement>> {
+fn parse_copy(sql: &str) -> Option<Result<Ast>> {
     let text = sql.trim().trim_end_matches(';').trim();
     let lower = text.to_ascii_lowercase();
     if !lower.starts_with("copy") {
