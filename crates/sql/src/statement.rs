@@ -140,7 +140,7 @@ pub fn parse(sql: &str) -> Result<Vec<Ast>> {
 /// How deeply the parser may recurse: nested parentheses, subqueries, function calls. Its
 /// recursion grows its own stack as it goes (sqlparser's `recursive-protection`), so this only
 /// matches what PostgreSQL's parser takes (5,000 nested parentheses, not 10,000).
-const PARSER_DEPTH: usize = 25_000;
+const PARSER_DEPTH: usize = 10_000;
 
 fn parse_sql(sql: &str) -> Result<Vec<Ast>> {
     Parser::new(&PostgreSqlDialect {})
