@@ -65,6 +65,8 @@ struct Block {
     /// Opened by a Query message holding several statements, not by BEGIN: it commits when the
     /// message ends and rolls back at its first error (PostgreSQL's implicit transaction block).
     implicit: bool,
+    /// When its first statement began: `now()` for all of them.
+    began: Option<i64>,
 }
 
 /// A COPY in progress: its plan and the data received so far.
@@ -310,6 +312,7 @@ impl Session {
             local: Settings::default(),
             saved: self.settings.clone(),
             implicit,
+            began: None,
         }
     }
 
@@ -331,9 +334,18 @@ impl Session {
         match &prepared.command {
             Command::Query(_) => {
                 let columns = prepared.columns.clone();
-                let now = overtake_sql::time::now_micros();
+                // now() is the transaction's start: a block's first statement's.
+                let started = overtake_sql::time::now_micros();
+                let began = match &mut self.block {
+                    Some(b) => *b.began.get_or_insert(started),
+                    None => started,
+                };
                 let out = self
-                    .run(RunOrInsert::Run(Arc::clone(&prepared), params, now))
+                    .run(RunOrInsert::Run(
+                        Arc::clone(&prepared),
+                        params,
+                        (began, started),
+                    ))
                     .await?;
                 Ok(if columns.is_empty() {
                     Answer::Done(out.tag)

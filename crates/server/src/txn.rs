@@ -67,8 +67,10 @@ fn run(
 ) -> Result<Output, SqlError> {
     txn.next_statement();
     match request {
-        RunOrInsert::Run(prepared, params, now) => {
-            let cx = Context::new(params, *now).cancelled_by(cancel);
+        RunOrInsert::Run(prepared, params, (began, started)) => {
+            let cx = Context::new(params, *started)
+                .in_transaction_since(*began)
+                .cancelled_by(cancel);
             exec::execute(txn, query_of(prepared)?, &cx)
         }
         RunOrInsert::Insert(rows) => {
@@ -88,9 +90,10 @@ fn run(
     }
 }
 
-/// A statement's work, whether it runs alone or in a block.
+/// A statement's work, whether it runs alone or in a block: a plan with its parameters and when
+/// its transaction and it began (microseconds since the epoch), or COPY's rows.
 pub enum RunOrInsert {
-    Run(Arc<Prepared>, Vec<Datum>, i64),
+    Run(Arc<Prepared>, Vec<Datum>, (i64, i64)),
     Insert(Rows),
 }
 

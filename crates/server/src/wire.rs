@@ -76,6 +76,7 @@ fn encode_binary(v: &Datum, ty: SqlType, buf: &mut BytesMut) -> Option<()> {
     };
     match (&v, ty) {
         (Datum::Bool(b), _) => buf.put_u8(u8::from(*b)),
+        (Datum::Int(n), SqlType::Int2) => buf.put_i16(*n as i16),
         (Datum::Int(n), SqlType::Int4) => buf.put_i32(*n as i32),
         (Datum::Int(n), _) => buf.put_i64(*n),
         (Datum::Float(f), _) => buf.put_f64(*f),
@@ -159,7 +160,7 @@ pub fn decode_param(bytes: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<D
     };
     Ok(match ty {
         SqlType::Bool => Datum::Bool(fixed(1)?[0] != 0),
-        SqlType::Int4 | SqlType::Int8 => match b.len() {
+        SqlType::Int2 | SqlType::Int4 | SqlType::Int8 => match b.len() {
             2 => Datum::Int(i64::from(i16::from_be_bytes([b[0], b[1]]))),
             4 => Datum::Int(i64::from(i32::from_be_bytes(
                 b.try_into().expect("4 bytes"),
@@ -175,9 +176,18 @@ pub fn decode_param(bytes: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<D
             8 => Datum::Float(f64::from_be_bytes(b.try_into().expect("8 bytes"))),
             _ => return Err(bad_binary(ty)),
         },
-        SqlType::Timestamp => Datum::Timestamp(
-            i64::from_be_bytes(fixed(8)?.try_into().expect("8 bytes")) + PG_EPOCH_MICROS,
-        ),
+        SqlType::Timestamp => {
+            let since_2000 = i64::from_be_bytes(fixed(8)?.try_into().expect("8 bytes"));
+            // PostgreSQL's infinities (i64::MAX and MIN) and anything past the years a
+            // timestamp holds here are refused, not wrapped.
+            let micros = since_2000
+                .checked_add(PG_EPOCH_MICROS)
+                .filter(|m| overtake_sql::time::in_range(*m))
+                .ok_or_else(|| {
+                    SqlError::new(sqlstate::DATETIME_FIELD_OVERFLOW, "timestamp out of range")
+                })?;
+            Datum::Timestamp(micros)
+        }
         SqlType::Numeric { .. } => decode_numeric(b).ok_or_else(|| bad_binary(ty))?.cast(ty)?,
         SqlType::Text | SqlType::VarChar(_) | SqlType::Char(_) => {
             let s = std::str::from_utf8(b).map_err(|_| {

@@ -251,7 +251,7 @@ impl<'c> Binder<'c> {
             (AggFunc::Count, _) => SqlType::Int8,
             (_, None) => return Err(SqlError::syntax(format!("{}(*) is not defined", f.name))),
             (AggFunc::Min | AggFunc::Max, Some(t)) => t,
-            (AggFunc::Sum, Some(SqlType::Int4)) => SqlType::Int8,
+            (AggFunc::Sum, Some(SqlType::Int2 | SqlType::Int4)) => SqlType::Int8,
             (AggFunc::Sum | AggFunc::Avg, Some(SqlType::Float8)) => SqlType::Float8,
             (AggFunc::Sum | AggFunc::Avg, Some(t)) if t.is_numeric() || t == SqlType::Text => {
                 SqlType::Numeric {
@@ -344,6 +344,11 @@ impl<'c> Binder<'c> {
                 let (r, rt) = self.expr(right, scope, g)?;
                 self.infer(&l, rt);
                 self.infer(&r, lt);
+                let (l, r) = if *op == BinaryOperator::StringConcat {
+                    (l, r)
+                } else {
+                    (literal_as(l, rt)?, literal_as(r, lt)?)
+                };
                 let (op, ty) = match op {
                     BinaryOperator::Eq => (BinOp::Eq, SqlType::Bool),
                     BinaryOperator::NotEq => (BinOp::NotEq, SqlType::Bool),
@@ -361,7 +366,24 @@ impl<'c> Binder<'c> {
                     BinaryOperator::StringConcat => (BinOp::Concat, SqlType::Text),
                     other => return Err(SqlError::unsupported(format!("operator {other}"))),
                 };
-                (Expr::Binary(op, Box::new(l), Box::new(r)), ty)
+                let e = Expr::Binary(op, Box::new(l), Box::new(r));
+                // Integers are computed in 64 bits: a result of a narrower type is checked to
+                // fit it ("integer out of range"), as PostgreSQL's 32- and 16-bit arithmetic.
+                match ty {
+                    SqlType::Int2 | SqlType::Int4
+                        if matches!(
+                            op,
+                            BinOp::Plus
+                                | BinOp::Minus
+                                | BinOp::Multiply
+                                | BinOp::Divide
+                                | BinOp::Modulo
+                        ) =>
+                    {
+                        (Expr::Cast(Box::new(e), ty), ty)
+                    }
+                    _ => (e, ty),
+                }
             }
             A::IsNull(x) | A::IsNotNull(x) => {
                 let (x, _) = self.expr(x, scope, g)?;
@@ -406,6 +428,7 @@ impl<'c> Binder<'c> {
                 let (hi, _) = self.expr(high, scope, g)?;
                 self.infer(&lo, ty);
                 self.infer(&hi, ty);
+                let (lo, hi) = (literal_as(lo, ty)?, literal_as(hi, ty)?);
                 (
                     Expr::Between {
                         expr: Box::new(x),
@@ -427,7 +450,7 @@ impl<'c> Binder<'c> {
                 for item in list {
                     let (item, _) = self.expr(item, scope, g)?;
                     self.infer(&item, ty);
-                    items.push(item);
+                    items.push(literal_as(item, ty)?);
                 }
                 (
                     Expr::InList {
@@ -590,6 +613,45 @@ fn number(text: &str) -> Result<(Expr, SqlType)> {
     Ok((Expr::Literal(d), ty))
 }
 
+/// A string literal (of no type yet, as PostgreSQL's `unknown`) met by a value of type `ty`
+/// becomes a value of that type at once, as PostgreSQL resolves it: `int_col = 'abc'` fails
+/// with 22P02 when bound, and `char_col = 'a  '` compares without the literal's trailing
+/// spaces (`char(n)` ignores them; `text` and `varchar` do not).
+fn literal_as(e: Expr, ty: SqlType) -> Result<Expr> {
+    match (e, ty) {
+        (Expr::Literal(Datum::Text(s)), SqlType::Char(_)) => Ok(Expr::Literal(Datum::Text(
+            s.trim_end_matches(' ').to_owned(),
+        ))),
+        (Expr::Literal(Datum::Text(s)), ty) if !ty.is_string() => {
+            Ok(Expr::Literal(Datum::parse(&s, ty)?))
+        }
+        (e, _) => Ok(e),
+    }
+}
+
+/// Whether a value of type `from` may be stored in a column of type `to` (PostgreSQL's
+/// assignment casts): numbers, booleans and timestamps do not turn into one another.
+pub fn check_assignable(from: SqlType, to: SqlType, column: &str) -> Result<()> {
+    let kind = |t: SqlType| match t {
+        SqlType::Bool => 1,
+        SqlType::Timestamp => 2,
+        t if t.is_numeric() => 3,
+        _ => 0,
+    };
+    let (a, b) = (kind(from), kind(to));
+    if a != 0 && b != 0 && a != b {
+        return Err(SqlError::new(
+            sqlstate::DATATYPE_MISMATCH,
+            format!(
+                "column \"{column}\" is of type {} but expression is of type {}",
+                to.name(),
+                from.name()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn numeric_scale(t: SqlType) -> u8 {
     match t {
         SqlType::Numeric { scale, .. } => scale,
@@ -613,6 +675,7 @@ pub fn arith_type(a: SqlType, b: SqlType) -> SqlType {
         },
         (Int8, _) | (_, Int8) => Int8,
         (Timestamp, _) | (_, Timestamp) => Timestamp,
+        (Int2, Int2) => Int2,
         _ => Int4,
     }
 }

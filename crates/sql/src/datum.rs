@@ -121,6 +121,23 @@ pub enum Datum {
     Timestamp(i64),
 }
 
+/// The overflow error of integer type `ty` (PostgreSQL names the type).
+pub(crate) fn integer_out_of_range(ty: SqlType) -> SqlError {
+    let name = ty.integer_range().map_or("value", |(_, _, name)| name);
+    SqlError::new(
+        sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
+        format!("{name} out of range"),
+    )
+}
+
+/// `v` if integer type `ty` holds it.
+pub(crate) fn in_range(v: i64, ty: SqlType) -> Result<i64> {
+    match ty.integer_range() {
+        Some((lo, hi, _)) if v < lo || v > hi => Err(integer_out_of_range(ty)),
+        _ => Ok(v),
+    }
+}
+
 pub(crate) fn out_of_range() -> SqlError {
     SqlError::new(sqlstate::NUMERIC_VALUE_OUT_OF_RANGE, "value out of range")
 }
@@ -193,7 +210,7 @@ impl Datum {
                 "f" | "false" | "no" | "n" | "off" | "0" => Datum::Bool(false),
                 _ => return Err(invalid_text(ty, text)),
             },
-            SqlType::Int4 | SqlType::Int8 => {
+            SqlType::Int2 | SqlType::Int4 | SqlType::Int8 => {
                 let v: i64 = t.parse().map_err(|_| match Num::parse(t) {
                     Some(_) => invalid_text(ty, text),
                     None if t
@@ -201,7 +218,7 @@ impl Datum {
                         .all(|b| b.is_ascii_digit() || b == b'-' || b == b'+')
                         && !t.is_empty() =>
                     {
-                        out_of_range()
+                        integer_out_of_range(ty)
                     }
                     None => invalid_text(ty, text),
                 })?;
@@ -250,11 +267,10 @@ impl Datum {
             (Datum::Text(s), SqlType::Char(n)) => Datum::Text(fit(s, n, true)?),
             (Datum::Text(s), ty) => Datum::parse(&s, ty)?,
             (d, ty) if ty.is_string() => Datum::Text(d.to_text().unwrap_or_default()).cast(ty)?,
-            (Datum::Int(v), SqlType::Int4) => {
-                i32::try_from(v).map_err(|_| out_of_range())?;
+            (Datum::Int(v), SqlType::Int2 | SqlType::Int4 | SqlType::Int8) => {
+                in_range(v, ty)?;
                 Datum::Int(v)
             }
-            (Datum::Int(v), SqlType::Int8) => Datum::Int(v),
             (Datum::Int(v), SqlType::Float8) => Datum::Float(v as f64),
             (Datum::Int(v), SqlType::Numeric { .. }) => Datum::Numeric(Num {
                 units: i128::from(v),
@@ -262,9 +278,9 @@ impl Datum {
             })
             .cast(ty)?,
             (Datum::Int(v), SqlType::Bool) => Datum::Bool(v != 0),
-            (Datum::Float(v), SqlType::Int4 | SqlType::Int8) => {
+            (Datum::Float(v), SqlType::Int2 | SqlType::Int4 | SqlType::Int8) => {
                 if !v.is_finite() || v.abs() >= 9.2e18 {
-                    return Err(out_of_range());
+                    return Err(integer_out_of_range(ty));
                 }
                 Datum::Int(v.round_ties_even() as i64).cast(ty)?
             }
@@ -282,13 +298,15 @@ impl Datum {
                 }
                 Datum::Numeric(n)
             }
-            (Datum::Numeric(n), SqlType::Int4 | SqlType::Int8) => {
-                let v = i64::try_from(n.rescale(0)?.units).map_err(|_| out_of_range())?;
+            (Datum::Numeric(n), SqlType::Int2 | SqlType::Int4 | SqlType::Int8) => {
+                let v = i64::try_from(n.rescale(0)?.units).map_err(|_| integer_out_of_range(ty))?;
                 Datum::Int(v).cast(ty)?
             }
             (Datum::Numeric(n), SqlType::Float8) => Datum::Float(n.to_f64()),
             (Datum::Bool(b), SqlType::Bool) => Datum::Bool(b),
-            (Datum::Bool(b), SqlType::Int4 | SqlType::Int8) => Datum::Int(i64::from(b)),
+            (Datum::Bool(b), SqlType::Int2 | SqlType::Int4 | SqlType::Int8) => {
+                Datum::Int(i64::from(b))
+            }
             (Datum::Timestamp(t), SqlType::Timestamp) => Datum::Timestamp(t),
             (d, ty) => {
                 return Err(SqlError::new(
@@ -335,7 +353,7 @@ impl Datum {
             (Numeric(_), Int(_)) => return other.sql_cmp(self).map(|o| o.map(Ordering::reverse)),
             (Numeric(a), Float(b)) => a.to_f64().total_cmp(b),
             (Float(_), Numeric(_)) => return other.sql_cmp(self).map(|o| o.map(Ordering::reverse)),
-            (Text(a), Text(b)) => a.trim_end_matches(' ').cmp(b.trim_end_matches(' ')),
+            (Text(a), Text(b)) => a.cmp(b),
             (Bool(a), Bool(b)) => a.cmp(b),
             (Timestamp(a), Timestamp(b)) => a.cmp(b),
             (Text(s), typed) => {
@@ -394,9 +412,10 @@ impl Datum {
                 '*' => a.checked_mul(*b),
                 '/' | '%' if *b == 0 => return Err(division_by_zero()),
                 '/' => a.checked_div(*b),
-                _ => a.checked_rem(*b),
+                // The one remainder that overflows (MIN % -1) is 0, as PostgreSQL says.
+                _ => Some(a.checked_rem(*b).unwrap_or(0)),
             }
-            .ok_or_else(out_of_range)?),
+            .ok_or_else(|| integer_out_of_range(SqlType::Int8))?),
             (Text(s), b) => Datum::parse(s, b.natural_type())?.arith(op, b)?,
             (a, Text(s)) => a.arith(op, &Datum::parse(s, a.natural_type())?)?,
             (Float(_), _) | (_, Float(_)) => {
@@ -404,13 +423,28 @@ impl Datum {
                 if (op == '/' || op == '%') && b == 0.0 {
                     return Err(division_by_zero());
                 }
-                Float(match op {
+                let v = match op {
                     '+' => a + b,
                     '-' => a - b,
                     '*' => a * b,
                     '/' => a / b,
                     _ => a % b,
-                })
+                };
+                // PostgreSQL's float arithmetic refuses to overflow to infinity or underflow to
+                // zero from finite, non-zero operands.
+                if v.is_infinite() && a.is_finite() && b.is_finite() {
+                    return Err(SqlError::new(
+                        sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
+                        "value out of range: overflow",
+                    ));
+                }
+                if v == 0.0 && a != 0.0 && matches!(op, '*' | '/') && b.is_finite() {
+                    return Err(SqlError::new(
+                        sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
+                        "value out of range: underflow",
+                    ));
+                }
+                Float(v)
             }
             (a, b) => {
                 let (a, b) = (a.as_num()?, b.as_num()?);
@@ -474,7 +508,7 @@ fn num_arith(a: Num, op: char, b: Num) -> Result<Num> {
                 Some(a.units / 10i128.pow((-shift) as u32))
             }
             .ok_or_else(out_of_range)?;
-            let q = numerator / b.units;
+            let q = numerator.checked_div(b.units).ok_or_else(out_of_range)?;
             Num {
                 units: q,
                 scale: scale + 1,
@@ -484,7 +518,8 @@ fn num_arith(a: Num, op: char, b: Num) -> Result<Num> {
         _ => {
             let (x, y, scale) = Num::aligned(a, b)?;
             Ok(Num {
-                units: x % y,
+                // The one remainder that overflows (MIN % -1) is 0.
+                units: x.checked_rem(y).unwrap_or(0),
                 scale,
             })
         }

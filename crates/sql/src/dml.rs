@@ -6,7 +6,7 @@ use sqlparser::ast::{
     self, AssignmentTarget, CopySource, FromTable, SetExpr, TableFactor, TableObject,
 };
 
-use crate::bind::{Binder, ident, object_name};
+use crate::bind::{Binder, check_assignable, ident, object_name};
 use crate::catalog::SqlTable;
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::Expr;
@@ -70,8 +70,10 @@ impl Binder<'_> {
                     }
                     let mut bound = Vec::with_capacity(row.len());
                     for (e, &col) in row.iter().zip(&columns) {
-                        let (x, _) = self.expr(e, &[], &mut None)?;
-                        self.infer(&x, table.columns[col].ty);
+                        let (x, ty) = self.expr(e, &[], &mut None)?;
+                        let column = &table.columns[col];
+                        self.infer(&x, column.ty);
+                        check_assignable(ty, column.ty, &column.name)?;
                         bound.push(x);
                     }
                     rows.push(bound);
@@ -135,8 +137,10 @@ impl Binder<'_> {
             };
             let name = object_name(name)?;
             let col = self.target_columns(&table, std::slice::from_ref(&name))?[0];
-            let (x, _) = self.expr(&a.value, &scope, &mut None)?;
-            self.infer(&x, table.columns[col].ty);
+            let (x, ty) = self.expr(&a.value, &scope, &mut None)?;
+            let column = &table.columns[col];
+            self.infer(&x, column.ty);
+            check_assignable(ty, column.ty, &column.name)?;
             assignments.push((col, x));
         }
         let (access, filter) = self.row_filter(&table, &alias, update.selection.as_ref())?;

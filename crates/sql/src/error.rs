@@ -22,6 +22,7 @@ pub mod sqlstate {
     pub const INVALID_PARAMETER_VALUE: &str = "22023";
     pub const INVALID_TEXT_REPRESENTATION: &str = "22P02";
     pub const INVALID_DATETIME_FORMAT: &str = "22007";
+    pub const DATETIME_FIELD_OVERFLOW: &str = "22008";
     pub const NUMERIC_VALUE_OUT_OF_RANGE: &str = "22003";
     pub const DIVISION_BY_ZERO: &str = "22012";
     pub const STRING_DATA_RIGHT_TRUNCATION: &str = "22001";

@@ -34,7 +34,12 @@ pub enum BinOp {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Func {
     Version,
+    /// The transaction's start (`now()`, `current_timestamp`): the same for all its statements.
     Now,
+    /// The statement's start.
+    StatementTimestamp,
+    /// The time when it is evaluated.
+    ClockTimestamp,
     Random,
     Abs,
     Lower,
@@ -84,20 +89,28 @@ pub enum Expr {
 #[derive(Clone, Copy, Debug)]
 pub struct Context<'a> {
     pub params: &'a [Datum],
-    /// `now()` and `current_timestamp`, microseconds since the epoch.
+    /// `now()` and `current_timestamp`: the transaction's start, microseconds since the epoch.
     pub now: i64,
+    /// `statement_timestamp()`: the statement's start.
+    pub statement: i64,
     /// Set (by another thread) when the statement is cancelled: its scans stop with 57014.
     pub cancel: Option<&'a AtomicBool>,
 }
 
 impl<'a> Context<'a> {
-    /// A statement with `params` that started at `now`.
+    /// A statement with `params` that started at `now` (in a transaction that did too).
     pub fn new(params: &'a [Datum], now: i64) -> Self {
         Context {
             params,
             now,
+            statement: now,
             cancel: None,
         }
+    }
+
+    /// The same, in a transaction that started at `now` (before the statement).
+    pub fn in_transaction_since(self, now: i64) -> Self {
+        Context { now, ..self }
     }
 
     /// The same, stopped by `cancel`.
@@ -457,6 +470,8 @@ fn eval_func(f: Func, args: &[Expr], row: &[Datum], cx: &Context<'_>) -> Result<
     Ok(match f {
         Func::Version => Datum::Text(VERSION.into()),
         Func::Now => Datum::Timestamp(cx.now),
+        Func::StatementTimestamp => Datum::Timestamp(cx.statement),
+        Func::ClockTimestamp => Datum::Timestamp(crate::time::now_micros()),
         Func::Random => Datum::Float(fastrand::f64()),
         Func::CurrentDatabase => Datum::Text("overtake".into()),
         Func::CurrentUser => Datum::Text("overtake".into()),

@@ -37,12 +37,11 @@ impl Binder<'_> {
         }
         let (func, arity, ty) = match name.as_str() {
             "version" => (Func::Version, 0..=0, SqlType::Text),
-            "now"
-            | "current_timestamp"
-            | "localtimestamp"
-            | "transaction_timestamp"
-            | "statement_timestamp"
-            | "clock_timestamp" => (Func::Now, 0..=0, SqlType::Timestamp),
+            "now" | "current_timestamp" | "localtimestamp" | "transaction_timestamp" => {
+                (Func::Now, 0..=0, SqlType::Timestamp)
+            }
+            "statement_timestamp" => (Func::StatementTimestamp, 0..=0, SqlType::Timestamp),
+            "clock_timestamp" => (Func::ClockTimestamp, 0..=0, SqlType::Timestamp),
             "random" => (Func::Random, 0..=0, SqlType::Float8),
             "abs" => (
                 Func::Abs,

@@ -44,6 +44,14 @@ fn days_in_month(y: i64, m: i64) -> i64 {
     }
 }
 
+/// Years a timestamp may have (PostgreSQL's range, without its BC years).
+const YEARS: std::ops::RangeInclusive<i64> = 1..=294_276;
+
+/// Whether a timestamp lies within the years timestamps hold.
+pub fn in_range(micros: i64) -> bool {
+    YEARS.contains(&civil_from_days(micros.div_euclid(MICROS_PER_DAY)).0)
+}
+
 /// Parses a timestamp; `None` if it is not one.
 pub fn parse_timestamp(text: &str) -> Option<i64> {
     let (date, time) = match text.split_once([' ', 'T']) {
@@ -54,7 +62,7 @@ pub fn parse_timestamp(text: &str) -> Option<i64> {
     let y: i64 = parts.next()?.parse().ok()?;
     let m: i64 = parts.next()?.parse().ok()?;
     let d: i64 = parts.next()?.parse().ok()?;
-    if !(1..=12).contains(&m) || d < 1 || d > days_in_month(y, m) || !(1..=294_276).contains(&y) {
+    if !(1..=12).contains(&m) || d < 1 || d > days_in_month(y, m) || !YEARS.contains(&y) {
         return None;
     }
     let mut micros = days_from_civil(y, m, d) * MICROS_PER_DAY;

@@ -22,7 +22,9 @@ pub const NUMERIC_DEFAULT: (u8, u8) = (18, 6);
 pub enum SqlType {
     /// `boolean`.
     Bool,
-    /// `integer` (`int`, `int4`; also `smallint`, stored as 32 bits).
+    /// `smallint` (`int2`), stored as 32 bits.
+    Int2,
+    /// `integer` (`int`, `int4`).
     Int4,
     /// `bigint` (`int8`).
     Int8,
@@ -45,6 +47,7 @@ impl SqlType {
     pub fn name(self) -> String {
         match self {
             SqlType::Bool => "boolean".into(),
+            SqlType::Int2 => "smallint".into(),
             SqlType::Int4 => "integer".into(),
             SqlType::Int8 => "bigint".into(),
             SqlType::Numeric { precision, scale } => format!("numeric({precision},{scale})"),
@@ -61,6 +64,7 @@ impl SqlType {
         match self {
             SqlType::Bool => 16,
             SqlType::Int8 => 20,
+            SqlType::Int2 => 21,
             SqlType::Int4 => 23,
             SqlType::Text => 25,
             SqlType::Float8 => 701,
@@ -76,7 +80,8 @@ impl SqlType {
         Some(match oid {
             16 => SqlType::Bool,
             20 => SqlType::Int8,
-            21 | 23 => SqlType::Int4,
+            21 => SqlType::Int2,
+            23 => SqlType::Int4,
             25 | 705 => SqlType::Text,
             700 | 701 => SqlType::Float8,
             1042 => SqlType::Char(TEXT_KEY_MAX),
@@ -90,6 +95,16 @@ impl SqlType {
         })
     }
 
+    /// The range of an integer type, and the name its overflow error gives it.
+    pub fn integer_range(self) -> Option<(i64, i64, &'static str)> {
+        Some(match self {
+            SqlType::Int2 => (i64::from(i16::MIN), i64::from(i16::MAX), "smallint"),
+            SqlType::Int4 => (i64::from(i32::MIN), i64::from(i32::MAX), "integer"),
+            SqlType::Int8 => (i64::MIN, i64::MAX, "bigint"),
+            _ => return None,
+        })
+    }
+
     /// Whether values are strings.
     pub fn is_string(self) -> bool {
         matches!(self, SqlType::Text | SqlType::VarChar(_) | SqlType::Char(_))
@@ -99,7 +114,11 @@ impl SqlType {
     pub fn is_numeric(self) -> bool {
         matches!(
             self,
-            SqlType::Int4 | SqlType::Int8 | SqlType::Numeric { .. } | SqlType::Float8
+            SqlType::Int2
+                | SqlType::Int4
+                | SqlType::Int8
+                | SqlType::Numeric { .. }
+                | SqlType::Float8
         )
     }
 
@@ -107,7 +126,7 @@ impl SqlType {
     /// (which bounds a text column's length).
     pub fn column_type(self, in_key: bool) -> ColumnType {
         match self {
-            SqlType::Bool | SqlType::Int4 => ColumnType::Int32,
+            SqlType::Bool | SqlType::Int2 | SqlType::Int4 => ColumnType::Int32,
             SqlType::Int8 | SqlType::Float8 => ColumnType::Int64,
             SqlType::Numeric { precision, scale } => ColumnType::Decimal { precision, scale },
             SqlType::Text if in_key => ColumnType::VarChar(TEXT_KEY_MAX),
@@ -143,11 +162,8 @@ impl SqlType {
         };
         Ok(match ty {
             DataType::Bool | DataType::Boolean => SqlType::Bool,
-            DataType::SmallInt(_)
-            | DataType::Int(_)
-            | DataType::Integer(_)
-            | DataType::Int2(_)
-            | DataType::Int4(_) => SqlType::Int4,
+            DataType::SmallInt(_) | DataType::Int2(_) => SqlType::Int2,
+            DataType::Int(_) | DataType::Integer(_) | DataType::Int4(_) => SqlType::Int4,
             DataType::BigInt(_) | DataType::Int8(_) => SqlType::Int8,
             DataType::Numeric(info) | DataType::Decimal(info) | DataType::Dec(info) => {
                 let (precision, scale) = match info {
