@@ -58,6 +58,10 @@ pub struct ServeArgs {
     /// Network threads (never workers).
     #[arg(long, default_value_t = 2)]
     pub network_threads: u16,
+    /// Most client connections at once (PostgreSQL's max_connections): one more is refused at
+    /// startup with 53300, "sorry, too many clients already".
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max_connections: u32,
     /// How long an idle worker spins for new work before it sleeps (µs): spinning takes CPU
     /// from the network threads and clients that share the cores.
     #[arg(long, default_value_t = 20)]

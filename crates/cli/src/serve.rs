@@ -71,6 +71,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             password_file: args.password_file.clone(),
             network_threads: usize::from(args.network_threads.max(1)),
             session_threads: session_threads.clone(),
+            max_connections: args.max_connections as usize,
         },
         Arc::clone(&db),
         Arc::clone(&scheduler),

@@ -53,6 +53,16 @@ pub struct Connection {
     session: Mutex<Option<Session>>,
     manager: Arc<ConnectionManager>,
     pids: Arc<RandomPidSecretKeyGenerator>,
+    /// Holds one of the server's `max_connections` places (given back when dropped).
+    admitted: std::sync::atomic::AtomicBool,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        if *self.admitted.get_mut() {
+            self.shared.connections.leave();
+        }
+    }
 }
 
 impl Connection {
@@ -66,7 +76,20 @@ impl Connection {
             session: Mutex::new(None),
             manager,
             pids,
+            admitted: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Takes one of the server's connection places for this connection (once): false if none
+    /// is left.
+    pub(crate) fn admit(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        if self.admitted.load(Ordering::Acquire) {
+            return true;
+        }
+        let admitted = self.shared.connections.admit();
+        self.admitted.store(admitted, Ordering::Release);
+        admitted
     }
 
     /// The session, created on first use from the client's startup parameters.

@@ -47,6 +47,10 @@ use overtake_sql::Catalog;
 use crate::handler::Connection;
 use crate::session::Shared;
 
+/// How long the accept loop waits after a failed accept (out of file descriptors) before it
+/// tries again.
+const ACCEPT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// Stack of each network thread.
 const NETWORK_STACK: usize = 64 << 20;
 
@@ -67,6 +71,9 @@ pub struct ServerConfig {
     /// Run each session's statements on its own OS thread, placed by the operating system's
     /// scheduler as said here, instead of on the scheduler's workers (`None`, the default).
     pub session_threads: Option<overtake_sched::OsScheduling>,
+    /// Most client connections at once (PostgreSQL's `max_connections`, 100 by default): one
+    /// more is refused at startup with 53300.
+    pub max_connections: usize,
 }
 
 impl Default for ServerConfig {
@@ -76,6 +83,7 @@ impl Default for ServerConfig {
             password_file: None,
             network_threads: 2,
             session_threads: None,
+            max_connections: 100,
         }
     }
 }
@@ -152,6 +160,16 @@ impl StartupHandler for Startup {
         pgwire::error::PgWireError:
             From<<C as futures::Sink<pgwire::messages::PgWireBackendMessage>>::Error>,
     {
+        if matches!(message, PgWireFrontendMessage::Startup(_)) && !self.connection.admit() {
+            // PostgreSQL's answer past max_connections, at startup, before authentication.
+            return Err(pgwire::error::PgWireError::UserError(Box::new(
+                pgwire::error::ErrorInfo::new(
+                    "FATAL".into(),
+                    overtake_sql::sqlstate::TOO_MANY_CONNECTIONS.into(),
+                    "sorry, too many clients already".into(),
+                ),
+            )));
+        }
         match &self.scram {
             Some(scram) => scram.on_startup(client, message).await,
             None => self.connection.on_startup(client, message).await,
@@ -209,6 +227,7 @@ impl Server {
             scheduler,
             roles: Mutex::new(HashMap::new()),
             session_threads: config.session_threads.clone(),
+            connections: session::Connections::new(config.max_connections),
         });
         let manager = Arc::new(ConnectionManager::new());
         let serving = Arc::new(Serving {
@@ -262,7 +281,16 @@ impl Server {
                                         a = listener.accept() => a,
                                         _ = stopped.changed() => return,
                                     };
-                                    let Ok((socket, _)) = accepted else { continue };
+                                    let (socket, _) = match accepted {
+                                        Ok(a) => a,
+                                        Err(_) => {
+                                            // Out of file descriptors (EMFILE, ENFILE) or
+                                            // memory: the error repeats at once until some
+                                            // close, so wait a little instead of spinning.
+                                            tokio::time::sleep(ACCEPT_BACKOFF).await;
+                                            continue;
+                                        }
+                                    };
                                     let Ok(socket) = socket.into_std() else {
                                         continue;
                                     };

@@ -22,6 +22,39 @@ pub struct Shared {
     /// Sessions run their statements on their own OS threads, placed so (`--session-threads`),
     /// instead of on the scheduler's workers.
     pub session_threads: Option<OsScheduling>,
+    /// The connections admitted and not yet gone, against `max_connections`.
+    pub connections: Connections,
+}
+
+/// Connections admitted, against a limit (`max_connections`).
+pub struct Connections {
+    open: std::sync::atomic::AtomicUsize,
+    limit: usize,
+}
+
+impl Connections {
+    /// None open yet, at most `limit`.
+    pub fn new(limit: usize) -> Self {
+        Connections {
+            open: std::sync::atomic::AtomicUsize::new(0),
+            limit,
+        }
+    }
+
+    /// Takes a place for one more connection: false if all are taken.
+    pub fn admit(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        self.open
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.limit).then_some(n + 1)
+            })
+            .is_ok()
+    }
+
+    /// Gives a place back.
+    pub fn leave(&self) {
+        self.open.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
 }
 
 /// What a statement answers.

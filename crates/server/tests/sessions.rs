@@ -555,3 +555,45 @@ fn an_error_before_a_statement_runs_fails_the_block_in_the_extended_protocol_too
         assert_eq!(n, 0, "nothing of the failed block was kept");
     });
 }
+
+#[test]
+fn past_max_connections_a_connection_is_refused_with_53300_until_one_leaves() {
+    let config = overtake_server::ServerConfig {
+        max_connections: 2,
+        ..Default::default()
+    };
+    let server = common::TestServer::start_with(config, overtake_engine::Options::default());
+    runtime().block_on(async {
+        let first = connect(&server.dsn("a")).await;
+        let second = connect(&server.dsn("b")).await;
+        let refused = tokio_postgres::connect(&server.dsn("c"), NoTls)
+            .await
+            .err()
+            .expect("a third connection is refused");
+        assert_eq!(refused.code().map(|c| c.code()), Some("53300"));
+        // The two admitted ones go on.
+        first.simple_query("SELECT 1").await.expect("first");
+        second.simple_query("SELECT 1").await.expect("second");
+        // Once one leaves, its place is free again (the server notices the close when it reads
+        // the connection's end: wait for that state, not for a time).
+        drop(first);
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            match tokio_postgres::connect(&server.dsn("c"), NoTls).await {
+                Ok((client, connection)) => {
+                    tokio::spawn(connection);
+                    client.simple_query("SELECT 1").await.expect("third");
+                    break;
+                }
+                Err(e) => {
+                    assert_eq!(e.code().map(|c| c.code()), Some("53300"));
+                    assert!(
+                        std::time::Instant::now() < give_up,
+                        "the place never came back"
+                    );
+                    tokio::task::yield_now().await;
+                }
+            }
+        }
+    });
+}
