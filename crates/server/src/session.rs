@@ -88,6 +88,8 @@ enum TxnState {
 
 struct Block {
     level: Level,
+    /// `READ ONLY`: statements that write are refused (25006).
+    read_only: bool,
     txn: TxnState,
     failed: bool,
     /// `SET LOCAL` values, gone with the block.
@@ -132,6 +134,48 @@ fn runner_of<'a>(thread: &'a Option<SessionThread>, shared: &'a Shared) -> Runne
         Some(thread) => Runner::Thread(thread),
         None => Runner::Scheduler(&shared.scheduler),
     }
+}
+
+/// `on` or `off`, as PostgreSQL shows a boolean setting.
+fn on_off(b: bool) -> &'static str {
+    if b { "on" } else { "off" }
+}
+
+/// Makes `block` read-only, or read-write again if no statement has run in it yet.
+fn set_read_only(block: &mut Block, read_only: bool) -> Result<(), SqlError> {
+    if !read_only && block.read_only && !matches!(block.txn, TxnState::NotStarted) {
+        return Err(SqlError::new(
+            sqlstate::ACTIVE_SQL_TRANSACTION,
+            "transaction read-write mode must be set before any query",
+        ));
+    }
+    block.read_only = read_only;
+    Ok(())
+}
+
+/// What a statement that writes is called in the error a read-only transaction gives it; `None`
+/// for one that does not write.
+fn writes(command: &Command) -> Option<&'static str> {
+    use overtake_sql::Query;
+    use overtake_sql::plan::Ddl;
+    Some(match command {
+        Command::Query(q) => match &**q {
+            Query::Insert(_) => "INSERT",
+            Query::Update(_) => "UPDATE",
+            Query::Delete(_) => "DELETE",
+            Query::Select(s) if s.for_update => "SELECT FOR UPDATE",
+            Query::Select(_) => return None,
+        },
+        Command::Ddl(d) => match d {
+            Ddl::CreateTable { .. } => "CREATE TABLE",
+            Ddl::DropTable { .. } => "DROP TABLE",
+            Ddl::Truncate(_) => "TRUNCATE TABLE",
+            Ddl::AddPrimaryKey { .. } => "ALTER TABLE",
+            Ddl::CreateIndex { .. } => "CREATE INDEX",
+        },
+        Command::CopyIn(_) => "COPY FROM",
+        _ => return None,
+    })
 }
 
 /// The error of a statement sent to a failed block (25P02).
@@ -192,6 +236,9 @@ impl Session {
     /// The value of setting `name` in effect: SET LOCAL, then SET (over the role's default),
     /// then the built-in default.
     pub fn setting(&self, name: &str) -> Option<String> {
+        if name.eq_ignore_ascii_case("transaction_read_only") {
+            return Some(on_off(self.read_only()).to_owned());
+        }
         if name.eq_ignore_ascii_case("transaction_isolation")
             && let Some(b) = &self.block
         {
@@ -246,6 +293,20 @@ impl Session {
         self.class().0
     }
 
+    /// Whether the transaction a statement runs in now is read-only: the block's, or a statement
+    /// of its own under `default_transaction_read_only`.
+    fn read_only(&self) -> bool {
+        match &self.block {
+            Some(b) => b.read_only,
+            None => self.default_read_only(),
+        }
+    }
+
+    fn default_read_only(&self) -> bool {
+        self.setting("default_transaction_read_only")
+            .is_some_and(|v| v == "on")
+    }
+
     fn default_level(&self) -> Level {
         self.setting("default_transaction_isolation")
             .and_then(|l| Level::parse(&l))
@@ -290,16 +351,31 @@ impl Session {
         }
         let cancel = Arc::new(txn::Cancel::default());
         self.cancel = Arc::clone(&cancel);
+        let timeout = self
+            .setting("statement_timeout")
+            .and_then(|v| settings::milliseconds(&v))
+            .filter(|ms| *ms > 0)
+            .map(std::time::Duration::from_millis);
+        let timer = async {
+            match timeout {
+                Some(t) => tokio::time::sleep(t).await,
+                None => std::future::pending().await,
+            }
+        };
         let mut run = Box::pin(self.execute_current(prepared, params));
-        tokio::select! {
+        let why = tokio::select! {
             answer = &mut run => return answer,
-            _ = cancelled => {}
-        }
+            _ = cancelled => "user request",
+            _ = timer => "statement timeout",
+        };
         if !cancel.request() {
             return run.await;
         }
         drop(run);
-        self.fail(txn::cancelled())
+        self.fail(SqlError::new(
+            sqlstate::QUERY_CANCELED,
+            format!("canceling statement due to {why}"),
+        ))
     }
 
     /// Reports `e`, whatever raised it (parsing, binding, a bad parameter, the statement itself,
@@ -340,6 +416,7 @@ impl Session {
     fn new_block(&self, level: Level, implicit: bool) -> Block {
         Block {
             level,
+            read_only: self.default_read_only(),
             txn: TxnState::NotStarted,
             failed: false,
             local: Settings::default(),
@@ -363,6 +440,14 @@ impl Session {
             }
             _ if block_failed => return Err(failed_block()),
             _ => {}
+        }
+        if let Some(what) = writes(&prepared.command)
+            && self.read_only()
+        {
+            return Err(SqlError::new(
+                sqlstate::READ_ONLY_SQL_TRANSACTION,
+                format!("cannot execute {what} in a read-only transaction"),
+            ));
         }
         match &prepared.command {
             Command::Query(_) => {
@@ -416,18 +501,21 @@ impl Session {
                 });
                 Ok(Answer::CopyIn(n))
             }
-            Command::Begin(level) => {
+            Command::Begin(modes) => {
                 match &mut self.block {
                     None => {
-                        let level = level.unwrap_or_else(|| self.default_level());
-                        self.block = Some(self.new_block(level, false));
+                        let level = modes.level.unwrap_or_else(|| self.default_level());
+                        let mut block = self.new_block(level, false);
+                        block.read_only = modes.read_only.unwrap_or(block.read_only);
+                        self.block = Some(block);
                     }
                     // BEGIN in a multi-statement message makes its implicit block a real one,
                     // left open when the message ends (PostgreSQL's rule).
                     Some(b) if b.implicit => {
                         b.implicit = false;
-                        if let (Some(level), TxnState::NotStarted) = (level, &b.txn) {
-                            b.level = *level;
+                        if matches!(b.txn, TxnState::NotStarted) {
+                            b.level = modes.level.unwrap_or(b.level);
+                            b.read_only = modes.read_only.unwrap_or(b.read_only);
                         }
                     }
                     // PostgreSQL warns that a transaction is already in progress, and goes on.
@@ -440,22 +528,32 @@ impl Session {
                 self.set(name, value.as_deref(), *local)?;
                 Ok(Answer::Done("SET".into()))
             }
-            Command::SetTransaction { level, session } => {
-                match (&mut self.block, session) {
-                    (Some(b), false) => {
-                        if !matches!(b.txn, TxnState::NotStarted) {
+            Command::SetTransaction { modes, session } => {
+                if *session {
+                    if let Some(level) = modes.level {
+                        self.settings
+                            .set("default_transaction_isolation", level.name())?;
+                    }
+                    if let Some(read_only) = modes.read_only {
+                        self.settings
+                            .set("default_transaction_read_only", on_off(read_only))?;
+                    }
+                } else if let Some(b) = &mut self.block {
+                    let started = !matches!(b.txn, TxnState::NotStarted);
+                    if let Some(level) = modes.level {
+                        if started {
                             return Err(SqlError::new(
                                 sqlstate::ACTIVE_SQL_TRANSACTION,
                                 "SET TRANSACTION ISOLATION LEVEL must be called before any query",
                             ));
                         }
-                        b.level = *level;
+                        b.level = level;
                     }
-                    (_, true) => self
-                        .settings
-                        .set("default_transaction_isolation", level.name())?,
-                    (None, false) => {} // PostgreSQL: a warning, and no effect.
+                    if let Some(read_only) = modes.read_only {
+                        set_read_only(b, read_only)?;
+                    }
                 }
+                // Outside a block: PostgreSQL warns, and nothing changes.
                 Ok(Answer::Done("SET".into()))
             }
             Command::Show(name) => {
@@ -576,6 +674,13 @@ impl Session {
     }
 
     fn set(&mut self, name: &str, value: Option<&str>, local: bool) -> Result<(), SqlError> {
+        if name.eq_ignore_ascii_case("transaction_read_only") {
+            let (_, v) = settings::validate(name, value.unwrap_or("off"))?;
+            if let Some(b) = &mut self.block {
+                set_read_only(b, v == "on")?;
+            }
+            return Ok(());
+        }
         if name.eq_ignore_ascii_case("transaction_isolation") {
             let level = value.and_then(Level::parse).ok_or_else(|| {
                 SqlError::new(

@@ -93,6 +93,28 @@ pub fn validate(name: &str, value: &str) -> Result<(String, String), SqlError> {
             })?
             .name()
             .to_owned(),
+        "statement_timeout" | "lock_timeout" | "idle_in_transaction_session_timeout" => {
+            let ms = milliseconds(value).ok_or_else(|| {
+                SqlError::new(
+                    sqlstate::INVALID_PARAMETER_VALUE,
+                    format!("invalid value for parameter \"{name}\": \"{value}\""),
+                )
+            })?;
+            show_milliseconds(ms)
+        }
+        "default_transaction_read_only" | "transaction_read_only" => {
+            match value.trim().to_ascii_lowercase().as_str() {
+                "on" | "true" | "yes" | "1" => "on",
+                "off" | "false" | "no" | "0" => "off",
+                _ => {
+                    return Err(SqlError::new(
+                        sqlstate::INVALID_PARAMETER_VALUE,
+                        format!("parameter \"{name}\" requires a Boolean value"),
+                    ));
+                }
+            }
+            .to_owned()
+        }
         n if PASSIVE.iter().any(|(p, _)| *p == n) => value.to_owned(),
         _ => {
             return Err(SqlError::new(
@@ -102,6 +124,37 @@ pub fn validate(name: &str, value: &str) -> Result<(String, String), SqlError> {
         }
     };
     Ok((name, value))
+}
+
+/// A time setting's value in milliseconds: a number (milliseconds) or one with a unit (`ms`,
+/// `s`, `min`, `h`, `d`), as PostgreSQL reads `statement_timeout`.
+pub fn milliseconds(value: &str) -> Option<u64> {
+    let v = value.trim().trim_matches('\'').trim();
+    let split = v
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(v.len());
+    let (number, unit) = v.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let scale = match unit.trim() {
+        "" | "ms" => 1.0,
+        "s" => 1e3,
+        "min" => 60e3,
+        "h" => 3_600e3,
+        "d" => 86_400e3,
+        _ => return None,
+    };
+    let ms = (number * scale).round();
+    (ms >= 0.0 && ms <= f64::from(i32::MAX)).then_some(ms as u64)
+}
+
+/// How PostgreSQL shows a time setting of `ms` milliseconds (`0`, `250ms`, `5s`, `2min`).
+fn show_milliseconds(ms: u64) -> String {
+    match ms {
+        0 => "0".into(),
+        ms if ms % 60_000 == 0 => format!("{}min", ms / 60_000),
+        ms if ms % 1_000 == 0 => format!("{}s", ms / 1_000),
+        ms => format!("{ms}ms"),
+    }
 }
 
 /// A session's settings: what was set, over the defaults.

@@ -33,6 +33,7 @@ pub mod sqlstate {
     pub const DEADLOCK_DETECTED: &str = "40P01";
     pub const IN_FAILED_TRANSACTION: &str = "25P02";
     pub const ACTIVE_SQL_TRANSACTION: &str = "25001";
+    pub const READ_ONLY_SQL_TRANSACTION: &str = "25006";
     pub const NO_ACTIVE_SQL_TRANSACTION: &str = "25P01";
     pub const FEATURE_NOT_SUPPORTED: &str = "0A000";
     pub const TOO_MANY_CONNECTIONS: &str = "53300";

@@ -55,6 +55,14 @@ impl Level {
     }
 }
 
+/// The modes BEGIN or SET TRANSACTION name (`None`: not named).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TxnModes {
+    pub level: Option<Level>,
+    /// `READ ONLY` (true) or `READ WRITE` (false).
+    pub read_only: Option<bool>,
+}
+
 /// What a statement does.
 #[derive(Debug)]
 pub enum Command {
@@ -64,7 +72,7 @@ pub enum Command {
     Ddl(Ddl),
     /// `COPY table FROM STDIN`: rows follow from the client.
     CopyIn(CopyIn),
-    Begin(Option<Level>),
+    Begin(TxnModes),
     Commit,
     Rollback,
     /// `SET [LOCAL] name = value` (`None`: `DEFAULT`).
@@ -73,9 +81,9 @@ pub enum Command {
         value: Option<String>,
         local: bool,
     },
-    /// `SET TRANSACTION ISOLATION LEVEL ...` (or `SET SESSION CHARACTERISTICS`).
+    /// `SET TRANSACTION ISOLATION LEVEL ... READ ONLY` (or `SET SESSION CHARACTERISTICS`).
     SetTransaction {
-        level: Level,
+        modes: TxnModes,
         session: bool,
     },
     Show(String),

@@ -12,7 +12,7 @@ use sqlparser::parser::Parser;
 use crate::bind::{Binder, ident, object_name};
 use crate::catalog::{Catalog, ColumnDefault, SqlColumn};
 use crate::error::{Result, SqlError, sqlstate};
-use crate::plan::{Command, Ddl, Level, OutputColumn, Prepared, Query};
+use crate::plan::{Command, Ddl, Level, OutputColumn, Prepared, Query, TxnModes};
 use crate::types::SqlType;
 
 /// A parsed statement (sqlparser's syntax tree), kept to plan again after a catalog change.
@@ -277,7 +277,7 @@ pub fn prepare(
             ..
         } if legacy_options.is_empty() => Command::CopyIn(b.copy_in(source, options)?),
         Statement::Copy { .. } => return Err(SqlError::unsupported("COPY other than FROM STDIN")),
-        Statement::StartTransaction { modes, .. } => Command::Begin(level(modes)?),
+        Statement::StartTransaction { modes: m, .. } => Command::Begin(modes(m)),
         Statement::Commit { chain: false, .. } => Command::Commit,
         Statement::Rollback {
             chain: false,
@@ -387,21 +387,25 @@ fn index_columns(cols: &[ast::IndexColumn]) -> Result<Vec<String>> {
         .collect()
 }
 
-fn level(modes: &[TransactionMode]) -> Result<Option<Level>> {
-    let mut level = None;
+fn modes(modes: &[TransactionMode]) -> TxnModes {
+    let mut named = TxnModes::default();
     for m in modes {
-        if let TransactionMode::IsolationLevel(l) = m {
-            level = Some(match l {
-                TransactionIsolationLevel::ReadUncommitted
-                | TransactionIsolationLevel::ReadCommitted => Level::ReadCommitted,
-                TransactionIsolationLevel::RepeatableRead | TransactionIsolationLevel::Snapshot => {
-                    Level::RepeatableRead
-                }
-                TransactionIsolationLevel::Serializable => Level::Serializable,
-            });
+        match m {
+            TransactionMode::IsolationLevel(l) => {
+                named.level = Some(match l {
+                    TransactionIsolationLevel::ReadUncommitted
+                    | TransactionIsolationLevel::ReadCommitted => Level::ReadCommitted,
+                    TransactionIsolationLevel::RepeatableRead
+                    | TransactionIsolationLevel::Snapshot => Level::RepeatableRead,
+                    TransactionIsolationLevel::Serializable => Level::Serializable,
+                });
+            }
+            TransactionMode::AccessMode(a) => {
+                named.read_only = Some(*a == ast::TransactionAccessMode::ReadOnly);
+            }
         }
     }
-    Ok(level)
+    named
 }
 
 /// A setting's value as text: `high`, `'high'`, `5`, `DEFAULT` is `None` elsewhere.
@@ -447,12 +451,11 @@ fn set_command(set: &ast::Set) -> Result<Command> {
                 local: matches!(scope, Some(ast::ContextModifier::Local)),
             }
         }
-        ast::Set::SetTransaction { modes, session, .. } => match level(modes)? {
-            Some(level) => Command::SetTransaction {
-                level,
-                session: *session,
-            },
-            None => Command::Noop("SET"),
+        ast::Set::SetTransaction {
+            modes: m, session, ..
+        } => Command::SetTransaction {
+            modes: modes(m),
+            session: *session,
         },
         ast::Set::SetTimeZone { .. } | ast::Set::SetNames { .. } => Command::Noop("SET"),
         other => return Err(SqlError::unsupported(format!("{other}"))),
