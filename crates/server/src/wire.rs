@@ -263,7 +263,18 @@ fn decode_numeric(b: &[u8]) -> Option<Datum> {
 
 /// The ErrorResponse fields of `e`.
 pub fn error_info(e: &SqlError) -> ErrorInfo {
-    ErrorInfo::new("ERROR".to_owned(), e.code.to_owned(), e.message.clone())
+    let mut info = ErrorInfo::new("ERROR".to_owned(), e.code.to_owned(), e.message.clone());
+    if let Some(about) = &e.about {
+        info.detail = about.detail.clone();
+        if about.table.is_some() {
+            // One schema, as PostgreSQL's default search path shows it.
+            info.schema = Some("public".to_owned());
+        }
+        info.table = about.table.clone();
+        info.column = about.column.clone();
+        info.constraint = about.constraint.clone();
+    }
+    info
 }
 
 /// `e` as pgwire's error.

@@ -597,3 +597,72 @@ fn past_max_connections_a_connection_is_refused_with_53300_until_one_leaves() {
         }
     });
 }
+
+#[test]
+fn constraint_errors_carry_the_fields_drivers_read_as_postgresql_fills_them() {
+    let server = common::TestServer::start();
+    runtime().block_on(async {
+        let c = connect(&server.dsn("app")).await;
+        c.batch_execute(
+            "CREATE TABLE ef (id int PRIMARY KEY, name text NOT NULL, n int);
+             INSERT INTO ef VALUES (1, 'a', 1)",
+        )
+        .await
+        .expect("setup");
+        // What PostgreSQL 15 reports for the same statements (psql, VERBOSITY verbose).
+        let fields = |e: tokio_postgres::Error| {
+            let d = e.as_db_error().expect("a database error").clone();
+            (
+                d.code().code().to_owned(),
+                d.message().to_owned(),
+                d.detail().map(str::to_owned),
+                d.schema().map(str::to_owned),
+                d.table().map(str::to_owned),
+                d.column().map(str::to_owned),
+                d.constraint().map(str::to_owned),
+            )
+        };
+        let some = |s: &str| Some(s.to_owned());
+        let e = c
+            .batch_execute("INSERT INTO ef VALUES (1, 'b', 2)")
+            .await
+            .unwrap_err();
+        assert_eq!(
+            fields(e),
+            (
+                "23505".to_owned(),
+                "duplicate key value violates unique constraint \"ef_pkey\"".to_owned(),
+                some("Key (id)=(1) already exists."),
+                some("public"),
+                some("ef"),
+                None,
+                some("ef_pkey"),
+            )
+        );
+        let e = c
+            .batch_execute("INSERT INTO ef VALUES (2, NULL, 3)")
+            .await
+            .unwrap_err();
+        assert_eq!(
+            fields(e),
+            (
+                "23502".to_owned(),
+                "null value in column \"name\" of relation \"ef\" violates not-null constraint"
+                    .to_owned(),
+                some("Failing row contains (2, null, 3)."),
+                some("public"),
+                some("ef"),
+                some("name"),
+                None,
+            )
+        );
+        let e = c
+            .batch_execute("UPDATE ef SET name = NULL WHERE id = 1")
+            .await
+            .unwrap_err();
+        assert_eq!(
+            fields(e).2.as_deref(),
+            Some("Failing row contains (1, null, 1).")
+        );
+    });
+}

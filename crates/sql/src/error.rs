@@ -47,13 +47,30 @@ pub mod sqlstate {
     pub const INTERNAL_ERROR: &str = "XX000";
 }
 
-/// A failed statement: its SQLSTATE and message.
+/// A failed statement: its SQLSTATE and message, and what PostgreSQL's ErrorResponse says
+/// besides, which drivers and ORMs read (psycopg's `diag`, node-postgres' `constraint`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SqlError {
     /// Five-character SQLSTATE code.
     pub code: &'static str,
     /// What went wrong, for people.
     pub message: String,
+    /// The rest, boxed: most errors have none, and every `Result` of this crate carries this
+    /// type (a small error keeps evaluation's frames small).
+    pub about: Option<Box<About>>,
+}
+
+/// What an error says besides its code and message.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct About {
+    /// More about it (`Key (id)=(1) already exists.`).
+    pub detail: Option<String>,
+    /// The table it concerns, by its SQL name.
+    pub table: Option<String>,
+    /// The column it concerns.
+    pub column: Option<String>,
+    /// The constraint it concerns (`accounts_pkey`).
+    pub constraint: Option<String>,
 }
 
 impl SqlError {
@@ -62,7 +79,32 @@ impl SqlError {
         SqlError {
             code,
             message: message.into(),
+            about: None,
         }
+    }
+
+    fn about_mut(&mut self) -> &mut About {
+        self.about.get_or_insert_with(Box::default)
+    }
+
+    /// The same, with its detail.
+    pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
+        self.about_mut().detail = Some(detail.into());
+        self
+    }
+
+    /// The same, concerning `table` (and its `column`, `constraint`, where given).
+    pub fn concerning(
+        mut self,
+        table: &str,
+        column: Option<&str>,
+        constraint: Option<String>,
+    ) -> Self {
+        let about = self.about_mut();
+        about.table = Some(table.to_owned());
+        about.column = column.map(str::to_owned);
+        about.constraint = constraint;
+        self
     }
 
     /// A syntax error.
@@ -113,23 +155,33 @@ fn abort_message(reason: AbortReason) -> String {
     }
 }
 
+/// The SQL name of an engine table (`accounts#3` stands for SQL table `accounts`): errors name
+/// tables as the client does.
+fn sql_name(engine: &str) -> &str {
+    engine.rsplit_once('#').map_or(engine, |(name, _)| name)
+}
+
 impl From<EngineError> for SqlError {
     fn from(e: EngineError) -> Self {
         match e {
             EngineError::Aborted(reason) => {
                 SqlError::new(abort_code(reason), abort_message(reason))
             }
-            EngineError::DuplicateKey { .. } => SqlError::new(
-                sqlstate::UNIQUE_VIOLATION,
-                format!("duplicate key value violates unique constraint: {e}"),
-            ),
+            EngineError::DuplicateKey { table } => {
+                let constraint = format!("{}_pkey", sql_name(&table));
+                SqlError::new(
+                    sqlstate::UNIQUE_VIOLATION,
+                    format!("duplicate key value violates unique constraint \"{constraint}\""),
+                )
+                .concerning(sql_name(&table), None, Some(constraint))
+            }
             EngineError::NoSuchTable(name) => SqlError::new(
                 sqlstate::UNDEFINED_TABLE,
-                format!("relation \"{name}\" does not exist"),
+                format!("relation \"{}\" does not exist", sql_name(&name)),
             ),
             EngineError::TableExists(name) => SqlError::new(
                 sqlstate::DUPLICATE_TABLE,
-                format!("relation \"{name}\" already exists"),
+                format!("relation \"{}\" already exists", sql_name(&name)),
             ),
             EngineError::TooManyTransactions(n) => SqlError::new(
                 sqlstate::TOO_MANY_CONNECTIONS,

@@ -506,7 +506,7 @@ pub fn insert_rows(
         }
         let mut builder = table.engine.row_builder();
         let mut cast = Vec::with_capacity(values.len());
-        for (i, (v, c)) in values.into_iter().zip(&table.columns).enumerate() {
+        for (v, c) in values.into_iter().zip(&table.columns) {
             let v = match v {
                 Some(v) => v,
                 None => match &c.default {
@@ -514,34 +514,74 @@ pub fn insert_rows(
                     None => Datum::Null,
                 },
             };
-            let v = v.cast(c.ty)?;
-            check_not_null(table, i, &v)?;
-            cast.push(v);
+            cast.push(v.cast(c.ty)?);
         }
+        check_not_null(table, &cast)?;
         for (i, (v, c)) in cast.iter().zip(&table.columns).enumerate() {
             builder.set(i, v.to_value(c.ty)?);
         }
         if let Some(ids) = &table.row_ids {
             builder.set(table.columns.len(), overtake_engine::Value::Int(ids.take()));
         }
-        txn.insert(&table.engine, builder.finish()?)?;
+        txn.insert(&table.engine, builder.finish()?)
+            .map_err(|e| match e {
+                overtake_engine::Error::DuplicateKey { .. } => duplicate_key(table, &cast),
+                e => e.into(),
+            })?;
         n += 1;
     }
     Ok(n)
 }
 
-fn check_not_null(table: &SqlTable, col: usize, v: &Datum) -> Result<()> {
-    let c = &table.columns[col];
-    if v.is_null() && !c.nullable {
-        return Err(SqlError::new(
-            sqlstate::NOT_NULL_VIOLATION,
-            format!(
-                "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
-                c.name, table.name
-            ),
-        ));
-    }
-    Ok(())
+/// Fails with 23502, as PostgreSQL reports it, if `row` (every column of `table`) holds a NULL
+/// where its column may not.
+fn check_not_null(table: &SqlTable, row: &[Datum]) -> Result<()> {
+    let Some((c, _)) = table
+        .columns
+        .iter()
+        .zip(row)
+        .find(|(c, v)| v.is_null() && !c.nullable)
+    else {
+        return Ok(());
+    };
+    Err(SqlError::new(
+        sqlstate::NOT_NULL_VIOLATION,
+        format!(
+            "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
+            c.name, table.name
+        ),
+    )
+    .with_detail(format!("Failing row contains ({}).", row_text(row)))
+    .concerning(&table.name, Some(&c.name), None))
+}
+
+/// A row's values as PostgreSQL lists them in an error's detail (`1, null, abc`).
+fn row_text(row: &[Datum]) -> String {
+    row.iter()
+        .map(|v| v.to_text().unwrap_or_else(|| "null".into()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The 23505 of a row of `table` whose primary key is taken, as PostgreSQL reports it.
+fn duplicate_key(table: &SqlTable, row: &[Datum]) -> SqlError {
+    let constraint = format!("{}_pkey", table.name);
+    let columns: Vec<&str> = table
+        .primary_key
+        .iter()
+        .map(|&c| table.columns[c].name.as_str())
+        .collect();
+    let values: Vec<Datum> = table.primary_key.iter().map(|&c| row[c].clone()).collect();
+    SqlError::new(
+        sqlstate::UNIQUE_VIOLATION,
+        format!("duplicate key value violates unique constraint \"{constraint}\""),
+    )
+    .with_detail(format!(
+        "Key ({})=({}) already exists.",
+        columns.join(", "),
+        row_text(&values)
+    ))
+    .concerning(&table.name, None, Some(constraint))
 }
 
 fn insert(txn: &mut Transaction<'_>, plan: &InsertPlan, cx: &Context<'_>) -> Result<Output> {
@@ -604,10 +644,20 @@ fn update(txn: &mut Transaction<'_>, plan: &UpdatePlan, cx: &Context<'_>) -> Res
             let mut moves = false;
             for (col, e) in &plan.assignments {
                 let v = e.eval(&row, cx)?.cast(table.columns[*col].ty)?;
-                check_not_null(table, *col, &v)?;
                 moves |= table.primary_key.contains(col)
                     && v.sql_cmp(&row[*col])? != Some(std::cmp::Ordering::Equal);
                 new.push((*col, v));
+            }
+            if new
+                .iter()
+                .any(|(col, v)| v.is_null() && !table.columns[*col].nullable)
+            {
+                // The error shows the row as it would have become.
+                let mut changed = row.clone();
+                for (col, v) in &new {
+                    changed[*col] = v.clone();
+                }
+                check_not_null(table, &changed)?;
             }
             if moves {
                 // A new key is a new row to the engine: the old one is deleted and the changed

@@ -39,7 +39,7 @@ pub mod types;
 
 pub use catalog::{Catalog, SqlColumn, SqlTable};
 pub use datum::Datum;
-pub use error::{Result, SqlError, sqlstate};
+pub use error::{About, Result, SqlError, sqlstate};
 pub use exec::Output;
 pub use expr::{Context, VERSION};
 pub use plan::{Command, Level, OutputColumn, Prepared, Query};
