@@ -20,16 +20,17 @@ use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::PgWireBackendMessage;
 use pgwire::messages::data::{NoData, ParameterDescription, RowDescription};
 use pgwire::messages::extendedquery::{
-    Bind, BindComplete, Describe, Execute, Parse, ParseComplete,
+    Bind, BindComplete, Close, CloseComplete, Describe, Execute, Flush, Parse, ParseComplete,
+    Sync as PgSync,
 };
-use pgwire::messages::response::EmptyQueryResponse;
+use pgwire::messages::response::{EmptyQueryResponse, ReadyForQuery};
 
 use overtake_sql::statement::{Ast, ends_transaction, parse, prepare};
 use overtake_sql::{Prepared, SqlError, SqlType, sqlstate};
 
 use crate::handler::{Connection, cancel_request, response, status_of};
 use crate::session::Shared;
-use crate::session::failed_block;
+use crate::session::{Session, failed_block};
 use crate::wire;
 
 /// A statement as the extended protocol keeps it: its text, syntax tree and current plan.
@@ -136,6 +137,7 @@ impl ExtendedQueryHandler for Connection {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let parsed = async {
+            self.run_deferred(client).await?;
             // A failed block refuses every statement but COMMIT and ROLLBACK (PostgreSQL checks
             // at Parse too).
             if self.block_failed().await
@@ -167,7 +169,11 @@ impl ExtendedQueryHandler for Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let bound = self.bind(client, &message).await;
+        let bound = async {
+            self.run_deferred(client).await?;
+            self.bind(client, &message).await
+        }
+        .await;
         self.failing(client, bound).await
     }
 
@@ -178,7 +184,11 @@ impl ExtendedQueryHandler for Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let described = self.describe(client, &message).await;
+        let described = async {
+            self.run_deferred(client).await?;
+            self.describe(client, &message).await
+        }
+        .await;
         self.failing(client, described).await
     }
 
@@ -189,8 +199,87 @@ impl ExtendedQueryHandler for Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let executed = self.execute(client, message).await;
+        let executed = async {
+            self.run_deferred(client).await?;
+            self.execute(client, message).await
+        }
+        .await;
         self.failing(client, executed).await
+    }
+
+    async fn on_close<C>(&self, client: &mut C, message: Close) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = StatementRef>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let deferred = self.run_deferred(client).await;
+        self.failing(client, deferred).await?;
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        match message.target_type {
+            b'S' => client.portal_store().rm_statement(name),
+            b'P' => client.portal_store().rm_portal(name),
+            _ => {}
+        }
+        client
+            .feed(PgWireBackendMessage::CloseComplete(CloseComplete::new()))
+            .await?;
+        Ok(())
+    }
+
+    async fn on_flush<C>(&self, client: &mut C, _message: Flush) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        // The client wants the answers so far: a deferred statement runs now.
+        let deferred = self.run_deferred(client).await;
+        self.failing(client, deferred).await?;
+        client.flush().await?;
+        Ok(())
+    }
+
+    async fn on_sync<C>(&self, client: &mut C, _message: PgSync) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = StatementRef>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        // Sync ends the implicit transaction of the statements since the last one: a statement
+        // still deferred runs (alone if it is the only one: one trip to a worker), then the
+        // implicit block commits, or rolls back if something failed.
+        let mut error = self.run_deferred_alone(client).await.err();
+        {
+            let mut guard = self.session(client).await.map_err(|e| wire::pg_error(&e))?;
+            if let Some(session) = guard.as_mut() {
+                if error.is_some() {
+                    session.mark_failed();
+                }
+                if let Some(e) = session.end_implicit().await
+                    && error.is_none()
+                {
+                    error = Some(wire::pg_error(&e));
+                }
+            }
+            client.set_transaction_status(status_of(&guard));
+        }
+        if let Some(e) = error {
+            let info: pgwire::error::ErrorInfo = e.into();
+            client
+                .feed(PgWireBackendMessage::ErrorResponse(info.into()))
+                .await?;
+        }
+        client.portal_store().rm_portal(DEFAULT_NAME);
+        client.set_state(PgWireConnectionState::ReadyForQuery);
+        client
+            .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(
+                client.transaction_status(),
+            )))
+            .await?;
+        Ok(())
     }
 
     async fn do_query<C>(
@@ -342,14 +431,90 @@ impl Connection {
             }
             None => return Err(PgWireError::PortalNotFound(portal_name.to_owned())),
         };
+        // Outside a block, the statements up to Sync are one implicit transaction (PostgreSQL's
+        // rule). Most often one statement comes before Sync: a data statement waits for the
+        // next message, and runs alone (one trip to a worker) if that is Sync, or in an
+        // implicit block with the ones after it otherwise. Its answer is not due before then:
+        // answers leave at Sync (or Flush).
+        let deferrable = portal
+            .statement
+            .statement
+            .plan(&self.shared)
+            .is_ok_and(|p| matches!(p.command, overtake_sql::Command::Query(_)));
+        if deferrable
+            && !self
+                .session(client)
+                .await
+                .is_ok_and(|g| g.as_ref().is_some_and(Session::in_block))
+        {
+            *self.deferred.lock().unwrap_or_else(|p| p.into_inner()) = Some(portal);
+            return Ok(());
+        }
+        self.run_execute(client, &portal).await
+    }
+
+    /// Runs the statement a deferred Execute left (if any) in the session's implicit block, which
+    /// it opens if none is open: another message followed it before Sync.
+    pub(crate) async fn run_deferred<C>(&self, client: &mut C) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let Some(portal) = self.take_deferred() else {
+            return Ok(());
+        };
+        if let Some(session) = self
+            .session(client)
+            .await
+            .map_err(|e| wire::pg_error(&e))?
+            .as_mut()
+        {
+            session.begin_implicit();
+        }
+        self.run_execute(client, &portal).await
+    }
+
+    /// Runs the statement a deferred Execute left (if any) at Sync: alone, unless an implicit
+    /// block is open already.
+    async fn run_deferred_alone<C>(&self, client: &mut C) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        match self.take_deferred() {
+            Some(portal) => self.run_execute(client, &portal).await,
+            None => Ok(()),
+        }
+    }
+
+    fn take_deferred(&self) -> Option<Arc<Portal<StatementRef>>> {
+        self.deferred
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+    }
+
+    /// Runs a bound portal to its end and feeds its answer.
+    async fn run_execute<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<StatementRef>,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
         client.set_state(PgWireConnectionState::QueryInProgress);
         let response = match client.session_extensions().get::<Arc<ConnectionHandle>>() {
             Some(handle) => {
                 let cancelled = cancel_request(&handle).await;
-                self.run_portal(client, &portal, cancelled).await
+                self.run_portal(client, portal, cancelled).await
             }
             None => {
-                self.run_portal(client, &portal, std::future::pending())
+                self.run_portal(client, portal, std::future::pending())
                     .await
             }
         };
@@ -387,8 +552,7 @@ impl Connection {
         cancelled: impl std::future::Future<Output = ()>,
     ) -> PgWireResult<Response>
     where
-        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::PortalStore: PortalStore<Statement = StatementRef>,
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {

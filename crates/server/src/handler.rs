@@ -55,6 +55,10 @@ pub struct Connection {
     pids: Arc<RandomPidSecretKeyGenerator>,
     /// Holds one of the server's `max_connections` places (given back when dropped).
     admitted: std::sync::atomic::AtomicBool,
+    /// An Execute not run yet: it waits for the next message to learn whether it is alone
+    /// before Sync (see `extended`).
+    pub(crate) deferred:
+        std::sync::Mutex<Option<Arc<pgwire::api::portal::Portal<crate::extended::StatementRef>>>>,
 }
 
 impl Drop for Connection {
@@ -77,6 +81,7 @@ impl Connection {
             manager,
             pids,
             admitted: std::sync::atomic::AtomicBool::new(false),
+            deferred: std::sync::Mutex::new(None),
         }
     }
 
@@ -245,6 +250,21 @@ impl SimpleQueryHandler for Connection {
             return Err(PgWireError::NotReadyForQuery);
         }
         client.set_state(PgWireConnectionState::QueryInProgress);
+        let guard = match self.session(client).await {
+            Ok(g) => g,
+            Err(e) => return Err(wire::pg_error(&e)),
+        };
+        drop(guard);
+        // An Execute still deferred (a Query before its Sync) runs first, in an implicit block
+        // this message's statements then join, as PostgreSQL continues the open transaction.
+        if let Err(e) = self.run_deferred(client).await {
+            let mut guard = self.session.lock().await;
+            if let Some(s) = guard.as_mut() {
+                s.mark_failed();
+            }
+            client.set_transaction_status(status_of(&guard));
+            return Err(e);
+        }
         let mut guard = match self.session(client).await {
             Ok(g) => g,
             Err(e) => return Err(wire::pg_error(&e)),
