@@ -25,39 +25,49 @@ use pgwire::messages::extendedquery::{
 };
 use pgwire::messages::response::{EmptyQueryResponse, ReadyForQuery};
 
-use overtake_sql::statement::{Ast, ends_transaction, parse, prepare};
-use overtake_sql::{Prepared, SqlError, SqlType, sqlstate};
+use overtake_sql::pending::{Pending, Tables};
+use overtake_sql::statement::{ends_transaction, parse, prepare_in};
+use overtake_sql::{SqlError, SqlType, sqlstate};
 
-use crate::handler::{Connection, cancel_request, response, status_of};
+use crate::connection::{Connection, cancel_request, response, status_of};
+use crate::prepared::{Statement, StatementRef};
 use crate::session::Shared;
 use crate::session::{Session, failed_block};
 use crate::wire;
 
-/// A statement as the extended protocol keeps it: its text, syntax tree and current plan.
-#[derive(Debug)]
-pub struct Statement {
-    ast: Ast,
-    declared: Vec<Option<SqlType>>,
-    plan: StdMutex<Arc<Prepared>>,
-}
-
-impl Statement {
-    /// Its plan, made again if the catalog changed since.
-    pub(crate) fn plan(&self, shared: &Shared) -> Result<Arc<Prepared>, SqlError> {
-        let mut plan = self.plan.lock().unwrap_or_else(|p| p.into_inner());
-        if plan.version != shared.catalog.version() {
-            *plan = Arc::new(prepare(&shared.catalog, &self.ast, &self.declared)?);
+/// A Parse message's statement, planned over the catalog as `tables` shows it (`None`: empty).
+fn statement_of(
+    tables: Tables<'_>,
+    sql: &str,
+    types: &[Option<Type>],
+) -> Result<Option<StatementRef>, SqlError> {
+    let mut statements = parse(sql)?;
+    let ast = match statements.len() {
+        0 => return Ok(None),
+        1 => statements.remove(0),
+        _ => {
+            return Err(SqlError::syntax(
+                "cannot insert multiple commands into a prepared statement",
+            ));
         }
-        Ok(Arc::clone(&plan))
-    }
+    };
+    let declared: Vec<Option<SqlType>> = types
+        .iter()
+        .map(|t| t.as_ref().and_then(|t| SqlType::from_oid(t.oid())))
+        .collect();
+    let plan = prepare_in(tables, &ast, &declared)?;
+    Ok(Some(Arc::new(Statement {
+        ast,
+        declared,
+        plan: StdMutex::new(Arc::new(plan)),
+    })))
 }
 
-/// What pgwire stores per prepared statement.
-pub type StatementRef = Arc<Statement>;
-
-/// Plans statements for the extended protocol.
+/// Plans statements for the extended protocol, over the shared catalog under a block's
+/// uncommitted changes (`pending`) if any.
 pub struct Planner {
     shared: Arc<Shared>,
+    pending: Option<Arc<Pending>>,
 }
 
 #[async_trait]
@@ -73,27 +83,11 @@ impl QueryParser for Planner {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
-        let mut statements = parse(sql).map_err(|e| wire::pg_error(&e))?;
-        let ast = match statements.len() {
-            0 => return Ok(None),
-            1 => statements.remove(0),
-            _ => {
-                return Err(wire::pg_error(&SqlError::syntax(
-                    "cannot insert multiple commands into a prepared statement",
-                )));
-            }
+        let tables = match &self.pending {
+            Some(p) => Tables::with(&self.shared.catalog, p),
+            None => Tables::shared(&self.shared.catalog),
         };
-        let declared: Vec<Option<SqlType>> = types
-            .iter()
-            .map(|t| t.as_ref().and_then(|t| SqlType::from_oid(t.oid())))
-            .collect();
-        let plan =
-            prepare(&self.shared.catalog, &ast, &declared).map_err(|e| wire::pg_error(&e))?;
-        Ok(Some(Arc::new(Statement {
-            ast,
-            declared,
-            plan: StdMutex::new(Arc::new(plan)),
-        })))
+        statement_of(tables, sql, types).map_err(|e| wire::pg_error(&e))
     }
 
     fn get_parameter_types(&self, stmt: &StatementRef) -> PgWireResult<Vec<Type>> {
@@ -122,6 +116,7 @@ impl ExtendedQueryHandler for Connection {
     fn query_parser(&self) -> Arc<Planner> {
         Arc::new(Planner {
             shared: Arc::clone(&self.shared),
+            pending: None,
         })
     }
 
@@ -145,12 +140,21 @@ impl ExtendedQueryHandler for Connection {
             {
                 return Err(wire::pg_error(&failed_block()));
             }
-            match StoredStatement::parse(client, &message, self.query_parser()).await? {
+            // Planned over the catalog as the session's block sees it (its own DDL included).
+            let pending = self
+                .session(client)
+                .await
+                .map_err(|e| wire::pg_error(&e))?
+                .as_ref()
+                .and_then(Session::pending);
+            let planner = Arc::new(Planner {
+                shared: Arc::clone(&self.shared),
+                pending,
+            });
+            let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+            match StoredStatement::parse(client, &message, planner).await? {
                 Some(stmt) => client.portal_store().put_statement(Arc::new(stmt)),
-                None => {
-                    let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
-                    client.portal_store().put_empty_statement(name)
-                }
+                None => client.portal_store().put_empty_statement(name),
             }
             Ok(())
         }
@@ -344,12 +348,16 @@ impl Connection {
     {
         // As Bind: fed, to leave with Sync's flush.
         let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        let session = self.session(client).await.map_err(|e| wire::pg_error(&e))?;
+        let tables = session
+            .as_ref()
+            .map_or_else(|| Tables::shared(&self.shared.catalog), Session::tables);
         let (plan, params, format) = match message.target_type {
             b'S' => match client.portal_store().get_statement(name) {
                 Some(Entry::Value(stmt)) => (
                     Some(
                         stmt.statement
-                            .plan(&self.shared)
+                            .plan(tables)
                             .map_err(|e| wire::pg_error(&e))?,
                     ),
                     true,
@@ -364,7 +372,7 @@ impl Connection {
                         portal
                             .statement
                             .statement
-                            .plan(&self.shared)
+                            .plan(tables)
                             .map_err(|e| wire::pg_error(&e))?,
                     ),
                     false,
@@ -436,17 +444,19 @@ impl Connection {
         // next message, and runs alone (one trip to a worker) if that is Sync, or in an
         // implicit block with the ones after it otherwise. Its answer is not due before then:
         // answers leave at Sync (or Flush).
-        let deferrable = portal
-            .statement
-            .statement
-            .plan(&self.shared)
-            .is_ok_and(|p| matches!(p.command, overtake_sql::Command::Query(_)));
-        if deferrable
-            && !self
-                .session(client)
-                .await
-                .is_ok_and(|g| g.as_ref().is_some_and(Session::in_block))
-        {
+        let deferrable = {
+            let guard = self.session(client).await.map_err(|e| wire::pg_error(&e))?;
+            // Outside a block only (in one, every statement runs in its task at once).
+            guard.as_ref().is_some_and(|session| {
+                !session.in_block()
+                    && portal
+                        .statement
+                        .statement
+                        .plan(session.tables())
+                        .is_ok_and(|p| matches!(p.command, overtake_sql::Command::Query(_)))
+            })
+        };
+        if deferrable {
             *self.deferred.lock().unwrap_or_else(|p| p.into_inner()) = Some(portal);
             return Ok(());
         }
@@ -562,7 +572,7 @@ impl Connection {
             if session.block_failed() && !ends_transaction(&portal.statement.statement.ast) {
                 return Err(failed_block());
             }
-            let plan = portal.statement.statement.plan(&self.shared)?;
+            let plan = portal.statement.statement.plan(session.tables())?;
             if portal.parameters.len() != plan.params.len() {
                 return Err(SqlError::new(
                     sqlstate::PROTOCOL_VIOLATION,

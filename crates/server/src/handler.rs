@@ -10,7 +10,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use futures::{Sink, SinkExt, stream};
+use futures::{Sink, SinkExt};
 use pgwire::api::auth::{
     DefaultServerParameterProvider, StartupHandler, finish_authentication, protocol_negotiation,
     save_startup_parameters_to_metadata,
@@ -18,26 +18,22 @@ use pgwire::api::auth::{
 use pgwire::api::copy::CopyHandler;
 use pgwire::api::portal::Format;
 use pgwire::api::query::{SimpleQueryHandler, send_query_response};
-use pgwire::api::results::{CopyResponse, QueryResponse, Response, Tag};
+use pgwire::api::results::Response;
 use pgwire::api::store::PortalStore;
 use pgwire::api::{
-    ClientInfo, ClientPortalStore, ConnectionHandle, ConnectionManager, PgWireConnectionState,
-    PidSecretKeyGenerator, RandomPidSecretKeyGenerator,
+    ClientInfo, ClientPortalStore, ConnectionHandle, PgWireConnectionState, PidSecretKeyGenerator,
 };
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::copy::{CopyData, CopyDone};
-use pgwire::messages::response::{
-    CommandComplete, EmptyQueryResponse, ReadyForQuery, TransactionStatus,
-};
+use pgwire::messages::response::{CommandComplete, EmptyQueryResponse, ReadyForQuery};
 use pgwire::messages::simplequery::Query as QueryMessage;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
-use tokio::sync::Mutex;
 
-use overtake_sql::statement::{ends_transaction, parse, prepare};
+use overtake_sql::statement::{ends_transaction, parse, prepare_in};
 use overtake_sql::{SqlError, sqlstate};
 
-use crate::session::{Answer, MAX_COPY_BYTES, Session, Shared, failed_block};
-use crate::settings;
+use crate::connection::{Connection, cancel_request, response, status_of};
+use crate::session::{Answer, MAX_COPY_BYTES, failed_block};
 use crate::wire;
 
 /// The server parameters reported at startup (a PostgreSQL 15 server, as clients expect).
@@ -45,155 +41,6 @@ pub fn server_parameters() -> DefaultServerParameterProvider {
     let mut p = DefaultServerParameterProvider::default();
     p.server_version = "15.0".to_owned();
     p
-}
-
-/// One client connection's handlers and session.
-pub struct Connection {
-    pub(crate) shared: Arc<Shared>,
-    session: Mutex<Option<Session>>,
-    manager: Arc<ConnectionManager>,
-    pids: Arc<RandomPidSecretKeyGenerator>,
-    /// Holds one of the server's `max_connections` places (given back when dropped).
-    admitted: std::sync::atomic::AtomicBool,
-    /// An Execute not run yet: it waits for the next message to learn whether it is alone
-    /// before Sync (see `extended`).
-    pub(crate) deferred:
-        std::sync::Mutex<Option<Arc<pgwire::api::portal::Portal<crate::extended::StatementRef>>>>,
-}
-
-impl Drop for Connection {
-    fn drop(&mut self) {
-        if *self.admitted.get_mut() {
-            self.shared.connections.leave();
-        }
-    }
-}
-
-impl Connection {
-    pub fn new(
-        shared: Arc<Shared>,
-        manager: Arc<ConnectionManager>,
-        pids: Arc<RandomPidSecretKeyGenerator>,
-    ) -> Self {
-        Connection {
-            shared,
-            session: Mutex::new(None),
-            manager,
-            pids,
-            admitted: std::sync::atomic::AtomicBool::new(false),
-            deferred: std::sync::Mutex::new(None),
-        }
-    }
-
-    /// Takes one of the server's connection places for this connection (once): false if none
-    /// is left.
-    pub(crate) fn admit(&self) -> bool {
-        use std::sync::atomic::Ordering;
-        if self.admitted.load(Ordering::Acquire) {
-            return true;
-        }
-        let admitted = self.shared.connections.admit();
-        self.admitted.store(admitted, Ordering::Release);
-        admitted
-    }
-
-    /// The session, created on first use from the client's startup parameters.
-    pub(crate) async fn session<C: ClientInfo>(
-        &self,
-        client: &C,
-    ) -> Result<tokio::sync::MutexGuard<'_, Option<Session>>, SqlError> {
-        let mut guard = self.session.lock().await;
-        if guard.is_none() {
-            *guard = Some(self.new_session(client)?);
-        }
-        Ok(guard)
-    }
-
-    /// Whether the session's open block has failed.
-    pub(crate) async fn block_failed(&self) -> bool {
-        self.session
-            .lock()
-            .await
-            .as_ref()
-            .is_some_and(Session::block_failed)
-    }
-
-    /// Passes `result` on; an error (about to reach the client, whatever raised it) fails the
-    /// session's open block, and the status the next ReadyForQuery reports follows.
-    pub(crate) async fn failing<C: ClientInfo, T>(
-        &self,
-        client: &mut C,
-        result: PgWireResult<T>,
-    ) -> PgWireResult<T> {
-        if result.is_err() {
-            let mut guard = self.session.lock().await;
-            if let Some(session) = guard.as_mut() {
-                session.mark_failed();
-            }
-            client.set_transaction_status(status_of(&guard));
-        }
-        result
-    }
-
-    fn new_session<C: ClientInfo>(&self, client: &C) -> Result<Session, SqlError> {
-        let meta = client.metadata();
-        let user = meta
-            .get("user")
-            .cloned()
-            .unwrap_or_else(|| "overtake".into());
-        let mut options = match meta.get("options") {
-            Some(o) => settings::startup_options(o)?,
-            None => Vec::new(),
-        };
-        if let Some(app) = meta.get("application_name") {
-            options.push(("application_name".into(), app.clone()));
-        }
-        Session::new(Arc::clone(&self.shared), &user, &options)
-    }
-}
-
-pub(crate) fn status_of(session: &Option<Session>) -> TransactionStatus {
-    match session {
-        Some(s) if s.in_block() && s.block_failed() => TransactionStatus::Error,
-        Some(s) if s.in_block() => TransactionStatus::Transaction,
-        _ => TransactionStatus::Idle,
-    }
-}
-
-/// The answer as pgwire's response (`Err` for an error: the caller has set the status).
-pub(crate) fn response(answer: Answer, format: &Format) -> Result<Response, SqlError> {
-    Ok(match answer {
-        Answer::Rows { columns, rows, tag } => {
-            let fields = Arc::new(wire::fields(&columns, format));
-            let format = format.clone();
-            let encoded: Vec<PgWireResult<_>> = rows
-                .iter()
-                .map(|r| Ok(wire::data_row(r, &columns, &format)))
-                .collect();
-            let mut q = QueryResponse::new(fields, stream::iter(encoded));
-            q.set_command_tag(tag.split_whitespace().next().unwrap_or("SELECT"));
-            Response::Query(q)
-        }
-        Answer::Done(tag) => Response::Execution(Tag::new(&tag)),
-        Answer::Begin => Response::TransactionStart(Tag::new("BEGIN")),
-        Answer::End(tag) => Response::TransactionEnd(Tag::new(&tag)),
-        Answer::CopyIn(n) => Response::CopyIn(CopyResponse::new(0, n, stream::empty())),
-        Answer::Empty => Response::EmptyQuery,
-        Answer::Error(e) => return Err(e),
-    })
-}
-
-/// Completes when the client's cancel request for the statement about to run arrives.
-pub(crate) async fn cancel_request(
-    handle: &ConnectionHandle,
-) -> impl std::future::Future<Output = ()> + use<> {
-    let request = handle.start_query().await;
-    async move {
-        // An error means a later statement took the cancel over: this one is never cancelled.
-        if request.await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    }
 }
 
 /// Sends a simple query's answer to one statement (fed: ReadyForQuery flushes).
@@ -303,7 +150,7 @@ impl SimpleQueryHandler for Connection {
                 // A failed block refuses statements before looking at them (PostgreSQL).
                 session.fail(failed_block())
             } else {
-                match prepare(&self.shared.catalog, stmt, &[]) {
+                match prepare_in(session.tables(), stmt, &[]) {
                     Ok(p) => match &handle {
                         Some(handle) => {
                             let cancelled = cancel_request(handle).await;

@@ -6,17 +6,20 @@
 //! connect) — and each of its statements runs as a task of the scheduler at that priority.
 //! Network I/O runs on the server's own threads (an async runtime), never on a worker.
 //!
-//! Parts: `settings` (names, values, defaults), `session` (what each statement does for a
-//! session), `txn` (statements as tasks; a transaction block as one task that parks between
-//! statements), `wire` (values, rows and errors on the wire), `handler` (pgwire's handlers: simple queries, COPY,
-//! startup) and `extended` (the extended query protocol),
-//! `auth` (SCRAM passwords).
+//! Parts: `settings` (names, values, defaults), `session` (PostgreSQL's session state machine
+//! and what each statement does for a session), `txn` (statements as tasks; a transaction block
+//! as one task that parks between statements), `wire` (values, rows and errors on the wire),
+//! `connection` (a connection's state its handlers share), `handler` (pgwire's handlers:
+//! simple queries, COPY, startup), `prepared` (a statement between Parse and its Executes) and
+//! `extended` (the extended query protocol), `auth` (SCRAM passwords).
 
 #![forbid(unsafe_code)]
 
 mod auth;
+mod connection;
 mod extended;
 mod handler;
+mod prepared;
 mod runner;
 pub mod session;
 pub mod settings;
@@ -44,7 +47,7 @@ use overtake_engine::Database;
 use overtake_sched::{Calls, Scheduler};
 use overtake_sql::Catalog;
 
-use crate::handler::Connection;
+use crate::connection::Connection;
 use crate::session::Shared;
 
 /// How long the accept loop waits after a failed accept (out of file descriptors) before it

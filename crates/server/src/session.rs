@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use overtake_sched::{Calls, Group, OsScheduling, Priority, Promise, Scheduler, Tier, Weight};
+use overtake_sql::pending::{Pending, Tables};
 use overtake_sql::plan::{Command, OutputColumn};
 use overtake_sql::{Catalog, Datum, Level, Prepared, SqlError, SqlType, sqlstate};
 
@@ -102,6 +103,8 @@ struct Block {
     implicit: bool,
     /// When its first statement began: `now()` for all of them.
     began: Option<i64>,
+    /// Its catalog changes (DDL), seen by its own statements until it commits.
+    pending: Arc<Pending>,
 }
 
 /// A COPY in progress: its plan and the data received so far.
@@ -231,6 +234,23 @@ impl Session {
     /// The catalog.
     pub fn catalog(&self) -> &Catalog {
         &self.shared.catalog
+    }
+
+    /// The open block's uncommitted catalog changes, if it has any.
+    pub fn pending(&self) -> Option<Arc<Pending>> {
+        self.block
+            .as_ref()
+            .filter(|b| !b.pending.is_empty())
+            .map(|b| Arc::clone(&b.pending))
+    }
+
+    /// The catalog as this session's next statement sees it: its open block's uncommitted
+    /// changes over the shared catalog.
+    pub fn tables(&self) -> Tables<'_> {
+        match &self.block {
+            Some(b) => Tables::with(&self.shared.catalog, &b.pending),
+            None => Tables::shared(&self.shared.catalog),
+        }
     }
 
     /// The value of setting `name` in effect: SET LOCAL, then SET (over the role's default),
@@ -423,6 +443,7 @@ impl Session {
             saved: self.settings.clone(),
             implicit,
             began: None,
+            pending: Arc::default(),
         }
     }
 
@@ -475,22 +496,27 @@ impl Session {
                     }
                 })
             }
-            Command::Ddl(ddl) => {
-                self.before_ddl(ddl).await?;
-                let catalog = Arc::clone(&self.shared.catalog);
-                let (priority, group) = self.class();
-                let tag = txn::run_ddl(
-                    runner_of(&self.thread, &self.shared),
-                    (priority, group),
-                    move || {
-                        let Command::Ddl(ddl) = &prepared.command else {
-                            unreachable!()
-                        };
-                        overtake_sql::ddl::execute(&catalog, ddl, priority)
-                    },
-                )
-                .await?;
-                Ok(Answer::Done(tag.to_owned()))
+            Command::Ddl(_) => {
+                // DDL is transactional: it runs in the block's transaction (a statement alone
+                // gets a block of its own), and its changes stay the block's until it commits.
+                let alone = self.block.is_none();
+                if alone {
+                    self.block = Some(self.new_block(self.default_level(), false));
+                }
+                let pending = self
+                    .block
+                    .as_ref()
+                    .map(|b| Arc::clone(&b.pending))
+                    .unwrap_or_default();
+                let work = RunOrInsert::Ddl(Arc::clone(&self.shared.catalog), prepared, pending);
+                let done = self.run(work).await;
+                if alone {
+                    let end = self.end_block(done.is_ok()).await;
+                    if let (Ok(_), Answer::Error(e)) = (&done, end) {
+                        return Err(e);
+                    }
+                }
+                Ok(Answer::Done(done?.tag))
             }
             Command::CopyIn(c) => {
                 let n = c.columns.len();
@@ -607,34 +633,6 @@ impl Session {
                 tag: "EXPLAIN".into(),
             }),
             Command::Empty => Ok(Answer::Empty),
-        }
-    }
-
-    /// DDL is not transactional yet: it commits on its own, at once. So that no write is lost
-    /// to a table DDL rewrites while a transaction that wrote it is still open: in a message's
-    /// implicit block, what ran before the DDL commits first (and what follows is a new implicit
-    /// transaction); in a block begun with BEGIN that has run a data statement, DDL that
-    /// rewrites or drops a table is refused.
-    async fn before_ddl(&mut self, ddl: &overtake_sql::plan::Ddl) -> Result<(), SqlError> {
-        use overtake_sql::plan::Ddl;
-        let Some(block) = &self.block else {
-            return Ok(());
-        };
-        if matches!(block.txn, TxnState::NotStarted) {
-            return Ok(());
-        }
-        if block.implicit {
-            if let Some(e) = self.end_implicit().await {
-                return Err(e);
-            }
-            self.begin_implicit();
-            return Ok(());
-        }
-        match ddl {
-            Ddl::CreateTable { .. } => Ok(()),
-            _ => Err(SqlError::unsupported(
-                "DROP TABLE, TRUNCATE, CREATE INDEX or ALTER TABLE after a data statement in the same transaction block",
-            )),
         }
     }
 
@@ -758,7 +756,11 @@ impl Session {
         if let Some(next) = reply.next {
             block.txn = TxnState::Running(next);
         }
-        reply.result
+        let (out, changes) = reply.result?;
+        if !changes.is_empty() {
+            Arc::make_mut(&mut block.pending).record(changes);
+        }
+        Ok(out)
     }
 
     /// COMMIT (or ROLLBACK): ends the block. A block that does not commit takes back the `SET`s
@@ -769,8 +771,15 @@ impl Session {
             return Answer::End(if commit { "COMMIT" } else { "ROLLBACK" }.into());
         };
         let answer = Self::finish(block.txn, commit && !block.failed).await;
-        if !matches!(&answer, Answer::End(tag) if tag == "COMMIT") {
+        let pending = Arc::unwrap_or_clone(block.pending);
+        if matches!(&answer, Answer::End(tag) if tag == "COMMIT") {
+            // Committed: every session sees the block's catalog changes from now on.
+            if let Err(e) = pending.publish(&self.shared.catalog) {
+                return Answer::Error(e);
+            }
+        } else {
             self.settings = block.saved;
+            pending.discard(&self.shared.catalog);
         }
         answer
     }

@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use overtake_engine::{Database, Isolation};
 use overtake_sched::{CallError, Group, Priority, Promise, Ticket};
 use overtake_sql::exec::{self, Output};
+use overtake_sql::pending::{Change, Pending, Tables};
+use overtake_sql::{Catalog, ddl};
 use overtake_sql::{Context, Datum, Level, Prepared, Query, SqlError, SqlTable, sqlstate};
 
 use crate::runner::Runner;
@@ -42,10 +44,10 @@ pub enum Request {
     Rollback(Promise<()>),
 }
 
-/// A statement's result, and where to send the next request (`None`: the transaction ended,
-/// rolled back by the statement's error).
+/// A statement's result (with the catalog changes of DDL), and where to send the next request
+/// (`None`: the transaction ended, rolled back by the statement's error).
 pub struct Reply {
-    pub result: Result<Output, SqlError>,
+    pub result: Result<(Output, Vec<Change>), SqlError>,
     pub next: Option<Promise<Request>>,
 }
 
@@ -59,19 +61,20 @@ fn query_of(prepared: &Prepared) -> Result<&Query, SqlError> {
     }
 }
 
-/// Runs `request` in `txn`; a scan stops with 57014 once `cancel` is set.
+/// Runs `request` in `txn`; a scan stops with 57014 once `cancel` is set. Returns the
+/// statement's output and, for DDL, the catalog changes it made (uncommitted).
 fn run(
     txn: &mut overtake_engine::Transaction<'_>,
     request: &RunOrInsert,
     cancel: &AtomicBool,
-) -> Result<Output, SqlError> {
+) -> Result<(Output, Vec<Change>), SqlError> {
     txn.next_statement();
     match request {
         RunOrInsert::Run(prepared, params, (began, started)) => {
             let cx = Context::new(params, *started)
                 .in_transaction_since(*began)
                 .cancelled_by(cancel);
-            exec::execute(txn, query_of(prepared)?, &cx)
+            Ok((exec::execute(txn, query_of(prepared)?, &cx)?, Vec::new()))
         }
         RunOrInsert::Insert(rows) => {
             let cx = Context::new(&[], overtake_sql::time::now_micros()).cancelled_by(cancel);
@@ -82,19 +85,33 @@ fn run(
                 rows.rows.iter().cloned(),
                 &cx,
             )?;
-            Ok(Output {
+            let out = Output {
                 tag: format!("COPY {n}"),
                 rows: Vec::new(),
-            })
+            };
+            Ok((out, Vec::new()))
+        }
+        RunOrInsert::Ddl(catalog, prepared, pending) => {
+            let overtake_sql::Command::Ddl(ddl) = &prepared.command else {
+                return Err(SqlError::new(sqlstate::INTERNAL_ERROR, "not DDL"));
+            };
+            let (tag, changes) = ddl::execute_in(Tables::with(catalog, pending), txn, ddl)?;
+            let out = Output {
+                tag: tag.to_owned(),
+                rows: Vec::new(),
+            };
+            Ok((out, changes))
         }
     }
 }
 
 /// A statement's work, whether it runs alone or in a block: a plan with its parameters and when
-/// its transaction and it began (microseconds since the epoch), or COPY's rows.
+/// its transaction and it began (microseconds since the epoch), COPY's rows, or DDL over the
+/// catalog as the block has changed it so far.
 pub enum RunOrInsert {
     Run(Arc<Prepared>, Vec<Datum>, (i64, i64)),
     Insert(Rows),
+    Ddl(Arc<Catalog>, Arc<Prepared>, Arc<Pending>),
 }
 
 /// The body of a transaction block's task: begins, then serves requests until COMMIT, ROLLBACK,
@@ -273,7 +290,7 @@ pub async fn run_alone(
     let ticket = runner
         .submit((priority, group), move || -> Result<Output, SqlError> {
             let mut txn = db.begin(priority, isolation(level))?;
-            let out = run(&mut txn, &work, cancel.flag())?;
+            let (out, _) = run(&mut txn, &work, cancel.flag())?;
             if !cancel.begin_commit() {
                 return Err(cancelled());
             }
@@ -284,19 +301,6 @@ pub async fn run_alone(
     let result = ticket.await;
     guard.disarm();
     result.map_err(unanswered)?
-}
-
-/// Runs catalog work (DDL) as a task at `priority`: preemptible like any statement (a table
-/// rebuild copies every row; the catalog's latch is only taken inside regions).
-pub async fn run_ddl<R: Send + 'static>(
-    runner: Runner<'_>,
-    class: (Priority, Group),
-    f: impl FnOnce() -> Result<R, SqlError> + Send + 'static,
-) -> Result<R, SqlError> {
-    let ticket = runner
-        .submit(class, f)
-        .map_err(|_| refused("the statement"))?;
-    ticket.await.map_err(unanswered)?
 }
 
 #[cfg(test)]

@@ -83,3 +83,41 @@ fn statements_run_on_the_sessions_own_thread_in_its_tiers_scheduling_class() {
         .sum();
     assert_eq!(ran, 0, "statements went to the scheduler");
 }
+
+#[test]
+fn ddl_in_a_block_on_a_session_thread_runs_in_the_blocks_transaction() {
+    let server = common::TestServer::start_with(
+        ServerConfig {
+            session_threads: Some(OsScheduling::Idle),
+            ..ServerConfig::default()
+        },
+        overtake_engine::Options::default(),
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let (client, connection) = tokio_postgres::connect(&server.dsn("app"), NoTls)
+            .await
+            .expect("connect");
+        tokio::spawn(connection);
+        // Each statement its own message: the block's task holds the session's thread between
+        // them, so DDL must run in that task (sent to the thread apart, it waited forever).
+        for sql in [
+            "BEGIN",
+            "CREATE TABLE made (k int PRIMARY KEY)",
+            "INSERT INTO made VALUES (1)",
+            "CREATE INDEX made_k ON made (k)",
+            "COMMIT",
+        ] {
+            client.batch_execute(sql).await.expect(sql);
+        }
+        let n: i64 = client
+            .query_one("SELECT count(*) FROM made", &[])
+            .await
+            .expect("select")
+            .get(0);
+        assert_eq!(n, 1);
+    });
+}

@@ -797,3 +797,51 @@ fn the_extended_protocols_statements_up_to_sync_are_one_implicit_transaction() {
     raw.send(b'S', &[]);
     assert!(raw.until_ready().1.is_empty());
 }
+
+#[test]
+fn ddl_racing_ddl_on_the_same_table_waits_and_then_fails_rather_than_lose_a_change() {
+    let server = common::TestServer::start();
+    runtime().block_on(async {
+        let a = connect(&server.dsn("a")).await;
+        let b = connect(&server.dsn("b")).await;
+        a.batch_execute(
+            "CREATE TABLE raced (k int PRIMARY KEY, v int NOT NULL, w int NOT NULL);
+             INSERT INTO raced VALUES (1, 1, 1)",
+        )
+        .await
+        .expect("setup");
+        a.batch_execute("BEGIN; CREATE INDEX raced_v ON raced (v)")
+            .await
+            .expect("a's index");
+        // b's change of the same table waits for a's block (its catalog row is locked)...
+        let racer = tokio::spawn(async move {
+            b.batch_execute("BEGIN").await.expect("begin");
+            let outcome = b.batch_execute("CREATE INDEX raced_w ON raced (w)").await;
+            let _ = b.batch_execute("ROLLBACK").await;
+            outcome
+        });
+        // Wait for the state: b waits for a row lock (a's catalog row).
+        let db = server.database();
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while db.lock_waits().is_empty() {
+            assert!(std::time::Instant::now() < give_up, "b never waited");
+            tokio::task::yield_now().await;
+        }
+        a.batch_execute("INSERT INTO raced VALUES (2, 2, 2); COMMIT")
+            .await
+            .expect("a commits");
+        // ...and, finding the table changed when a commits, fails instead of building on the
+        // table a replaced.
+        let e = racer
+            .await
+            .expect("b's task")
+            .expect_err("b's change fails");
+        assert_eq!(e.code().map(|c| c.code()), Some("40001"));
+        let n: i64 = a
+            .query_one("SELECT count(*) FROM raced WHERE v = 2", &[])
+            .await
+            .expect("count")
+            .get(0);
+        assert_eq!(n, 1, "a's index and rows are kept");
+    });
+}

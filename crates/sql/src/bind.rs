@@ -8,10 +8,10 @@ use sqlparser::ast::{
     UnaryOperator, Value,
 };
 
-use crate::catalog::Catalog;
 use crate::datum::{Datum, Num};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::{BinOp, Expr, Func};
+use crate::pending::Tables;
 use crate::plan::{AggCall, AggFunc};
 use crate::types::SqlType;
 
@@ -79,16 +79,17 @@ pub fn has_aggregate(e: &ast::Expr) -> bool {
 
 /// Binds statements: the catalog to resolve tables in, and the parameters met so far.
 pub struct Binder<'c> {
-    pub catalog: &'c Catalog,
+    /// The catalog as the statement's transaction sees it.
+    pub tables: Tables<'c>,
     pub params: Vec<Option<SqlType>>,
     /// How deep the expression being bound is nested so far (see `depth`).
     depth: usize,
 }
 
 impl<'c> Binder<'c> {
-    pub fn new(catalog: &'c Catalog, declared: &[Option<SqlType>]) -> Self {
+    pub fn new(tables: Tables<'c>, declared: &[Option<SqlType>]) -> Self {
         Binder {
-            catalog,
+            tables,
             params: declared.to_vec(),
             depth: 0,
         }

@@ -170,48 +170,34 @@ impl Catalog {
         format!("{name}#{g}")
     }
 
-    /// Adds `table`; fails if the name is taken.
-    pub(crate) fn add(&self, table: SqlTable) -> Result<()> {
+    /// Moves table `name` from `before` to `after` (`None`: no table of that name) if it is
+    /// `before` now; false (and nothing changed) if it is not.
+    pub(crate) fn exchange(
+        &self,
+        name: &str,
+        before: Option<&Arc<SqlTable>>,
+        after: Option<Arc<SqlTable>>,
+    ) -> bool {
         let region = NoPreemptGuard::new();
         let mut tables = self.tables.write(&region);
-        if tables.contains_key(&table.name) {
-            return Err(SqlError::new(
-                sqlstate::DUPLICATE_TABLE,
-                format!("relation \"{}\" already exists", table.name),
-            ));
+        let current = tables.get(name);
+        let same = match (current, before) {
+            (None, None) => true,
+            (Some(c), Some(b)) => Arc::ptr_eq(c, b),
+            _ => false,
+        };
+        if !same {
+            return false;
         }
-        tables.insert(table.name.clone(), Arc::new(table));
-        self.version.fetch_add(1, Ordering::AcqRel);
-        Ok(())
-    }
-
-    /// Replaces the table of the same name (it must be `old`: a concurrent change fails this one).
-    pub(crate) fn replace(&self, old: &Arc<SqlTable>, table: SqlTable) -> Result<()> {
-        let region = NoPreemptGuard::new();
-        let mut tables = self.tables.write(&region);
-        match tables.get(&table.name) {
-            Some(current) if Arc::ptr_eq(current, old) => {}
-            _ => {
-                return Err(SqlError::new(
-                    sqlstate::SERIALIZATION_FAILURE,
-                    format!("table \"{}\" was changed concurrently", table.name),
-                ));
+        match after {
+            Some(t) => {
+                tables.insert(name.to_owned(), t);
+            }
+            None => {
+                tables.remove(name);
             }
         }
-        tables.insert(table.name.clone(), Arc::new(table));
         self.version.fetch_add(1, Ordering::AcqRel);
-        Ok(())
-    }
-
-    /// Removes table `name`; false if there was none.
-    pub(crate) fn remove(&self, name: &str) -> bool {
-        let removed = {
-            let region = NoPreemptGuard::new();
-            self.tables.write(&region).remove(name).is_some()
-        };
-        if removed {
-            self.version.fetch_add(1, Ordering::AcqRel);
-        }
-        removed
+        true
     }
 }

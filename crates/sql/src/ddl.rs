@@ -1,13 +1,14 @@
-//! Executing catalog changes. A table is created as an engine table; TRUNCATE, ADD PRIMARY KEY
-//! and CREATE INDEX build a new engine table (copying the rows, checking the new key) and swap it
-//! in, which is how a table gets a key or an index the engine did not declare at creation.
-//! Each change is recorded in the stored catalog in one engine transaction (with the copied rows,
-//! for a rebuild) before the in-memory catalog follows it; an engine table the change made is
-//! dropped if that transaction fails, the one it replaced or dropped once it commits.
+//! Executing catalog changes inside a transaction, as PostgreSQL's DDL: a table is created as
+//! an engine table; TRUNCATE, ADD PRIMARY KEY and CREATE INDEX build a new engine table (copying
+//! the rows the transaction sees, its own writes included, and checking the new key), which
+//! stands for the old one once the transaction commits. Each change writes the stored catalog's
+//! row in the transaction (with the copied rows, for a rebuild) and returns what it changed
+//! ([`Change`]): the session keeps that as its block's view of the catalog, published when the
+//! block commits and undone when it rolls back (see `pending`).
 //!
-//! Limitation: a rebuild is not isolated from writers of the table that commit while it copies
-//! (PostgreSQL would lock them out); run such DDL when the table is quiet, as pgbench's
-//! initialization does.
+//! Limitation: a rebuild is not isolated from other sessions' writers of the table that commit
+//! while the block is open (PostgreSQL would lock them out); their rows stay in the replaced
+//! table. Run such DDL when the table is quiet, as pgbench's initialization does.
 
 use std::sync::Arc;
 
@@ -20,6 +21,7 @@ use crate::datum::Datum;
 use crate::error::{Result, SqlError, sqlstate};
 use crate::exec::insert_rows;
 use crate::expr::Context;
+use crate::pending::{Change, Pending, Tables};
 use crate::plan::Ddl;
 use crate::stored;
 
@@ -78,30 +80,6 @@ fn build(
     })
 }
 
-/// Runs `change` in one transaction at `priority` and commits it; if anything fails, drops the
-/// engine table of `new`, which nothing then describes.
-fn commit_or_discard(
-    catalog: &Catalog,
-    new: &SqlTable,
-    priority: Priority,
-    change: impl FnOnce(&mut Transaction<'_>) -> Result<()>,
-) -> Result<()> {
-    let db = catalog.database();
-    let done = db
-        .begin(priority, Isolation::Snapshot)
-        .map_err(SqlError::from)
-        .and_then(|mut txn| {
-            change(&mut txn)?;
-            txn.commit()?;
-            Ok(())
-        });
-    if done.is_err() {
-        // Not described anywhere: dropping it can only fail if it is gone already.
-        let _ = db.drop_table(new.engine.name());
-    }
-    done
-}
-
 /// Copies every row of `old` into `new` in `txn`.
 fn copy_rows(txn: &mut Transaction<'_>, old: &SqlTable, new: &SqlTable) -> Result<()> {
     let mut rows = Vec::new();
@@ -158,28 +136,63 @@ fn index_list(table: &SqlTable) -> Vec<(String, Vec<usize>)> {
 /// A table's shape: its columns, primary key and indexes (name, columns).
 type Shape = (Vec<SqlColumn>, Vec<usize>, Vec<(String, Vec<usize>)>);
 
-/// Rebuilds `old` as described, copying its rows unless `empty`.
+/// Drops the engine table of `new` if the change that made it fails: nothing describes it.
+fn or_discard<T>(catalog: &Catalog, new: &SqlTable, done: Result<T>) -> Result<T> {
+    if done.is_err() {
+        // Not described anywhere: dropping it can only fail if it is gone already.
+        let _ = catalog.database().drop_table(new.engine.name());
+    }
+    done
+}
+
+/// Rebuilds `old` as described in `txn`, copying its rows unless `empty`.
 fn rebuild(
     catalog: &Catalog,
+    txn: &mut Transaction<'_>,
     old: &Arc<SqlTable>,
     (columns, primary_key, indexes): Shape,
     empty: bool,
-    priority: Priority,
-) -> Result<()> {
+) -> Result<Change> {
+    stored::check_current(txn, catalog.stored(), old)?;
     let new = build(catalog, &old.name, columns, primary_key, &indexes)?;
-    commit_or_discard(catalog, &new, priority, |txn| {
+    let done = (|| {
         if !empty {
             copy_rows(txn, old, &new)?;
         }
         stored::write(txn, catalog.stored(), &new, true)
-    })?;
-    catalog.replace(old, new)?;
-    catalog.database().drop_table(old.engine.name())?;
-    Ok(())
+    })();
+    or_discard(catalog, &new, done)?;
+    Ok(Change::Replace {
+        old: Arc::clone(old),
+        new: Arc::new(new),
+    })
 }
 
-/// Runs `ddl`; returns its command tag.
+/// Runs `ddl` alone, as a transaction of its own at `priority`, and publishes it.
 pub fn execute(catalog: &Catalog, ddl: &Ddl, priority: Priority) -> Result<&'static str> {
+    let mut txn = catalog.database().begin(priority, Isolation::Snapshot)?;
+    let (tag, changes) = execute_in(Tables::shared(catalog), &mut txn, ddl)?;
+    let mut pending = Pending::default();
+    pending.record(changes);
+    match txn.commit() {
+        Ok(()) => pending.publish(catalog)?,
+        Err(e) => {
+            pending.discard(catalog);
+            return Err(e.into());
+        }
+    }
+    Ok(tag)
+}
+
+/// Runs `ddl` in `txn`, over the catalog as `tables` shows it; returns its command tag and what
+/// it changed (to record in the block's [`Pending`] changes). On an error, no engine table it
+/// made is left behind; the transaction must roll back.
+pub fn execute_in(
+    tables: Tables<'_>,
+    txn: &mut Transaction<'_>,
+    ddl: &Ddl,
+) -> Result<(&'static str, Vec<Change>)> {
+    let catalog = tables.catalog;
     match ddl {
         Ddl::CreateTable {
             name,
@@ -187,10 +200,10 @@ pub fn execute(catalog: &Catalog, ddl: &Ddl, priority: Priority) -> Result<&'sta
             primary_key,
             if_not_exists,
         } => {
-            if *if_not_exists && catalog.table(name).is_ok() {
-                return Ok("CREATE TABLE");
-            }
-            if catalog.table(name).is_ok() {
+            if tables.table(name).is_ok() {
+                if *if_not_exists {
+                    return Ok(("CREATE TABLE", Vec::new()));
+                }
                 return Err(SqlError::new(
                     sqlstate::DUPLICATE_TABLE,
                     format!("relation \"{name}\" already exists"),
@@ -203,55 +216,59 @@ pub fn execute(catalog: &Catalog, ddl: &Ddl, priority: Priority) -> Result<&'sta
                 ));
             }
             let table = build(catalog, name, columns.clone(), primary_key.clone(), &[])?;
-            commit_or_discard(catalog, &table, priority, |txn| {
-                stored::write(txn, catalog.stored(), &table, false)
-            })
-            .map_err(|e| match catalog.table(name) {
-                // Another session created it meanwhile.
-                Ok(_) => SqlError::new(
-                    sqlstate::DUPLICATE_TABLE,
-                    format!("relation \"{name}\" already exists"),
-                ),
-                Err(_) => e,
-            })?;
-            catalog.add(table)?;
-            Ok("CREATE TABLE")
+            let done = stored::write(txn, catalog.stored(), &table, false).map_err(|e| {
+                if e.code == sqlstate::UNIQUE_VIOLATION {
+                    // Another session created it meanwhile.
+                    SqlError::new(
+                        sqlstate::DUPLICATE_TABLE,
+                        format!("relation \"{name}\" already exists"),
+                    )
+                } else {
+                    e
+                }
+            });
+            or_discard(catalog, &table, done)?;
+            Ok(("CREATE TABLE", vec![Change::Add(Arc::new(table))]))
         }
         Ddl::DropTable { names, if_exists } => {
-            let mut tables = Vec::new();
+            let mut dropped: Vec<Arc<SqlTable>> = Vec::new();
             for n in names {
-                match catalog.table(n) {
-                    Ok(_) if tables.iter().any(|t: &Arc<SqlTable>| t.name == *n) => {}
-                    Ok(t) => tables.push(t),
+                match tables.table(n) {
+                    Ok(_) if dropped.iter().any(|t| t.name == *n) => {}
+                    Ok(t) => dropped.push(t),
                     Err(_) if *if_exists => {}
                     Err(e) => return Err(e),
                 }
             }
-            let db = catalog.database();
-            let mut txn = db.begin(priority, Isolation::Snapshot)?;
-            for t in &tables {
-                stored::remove(&mut txn, catalog.stored(), &t.name)?;
+            for t in &dropped {
+                stored::check_current(txn, catalog.stored(), t)?;
+                stored::remove(txn, catalog.stored(), &t.name)?;
             }
-            txn.commit()?;
-            for t in &tables {
-                catalog.remove(&t.name);
-                db.drop_table(t.engine.name())?;
-            }
-            Ok("DROP TABLE")
+            Ok((
+                "DROP TABLE",
+                dropped.into_iter().map(Change::Drop).collect(),
+            ))
         }
         Ddl::Truncate(names) => {
-            let tables = names
+            let olds = names
                 .iter()
-                .map(|n| catalog.table(n))
+                .map(|n| tables.table(n))
                 .collect::<Result<Vec<_>>>()?;
-            for t in &tables {
+            let mut changes = Vec::new();
+            for t in &olds {
                 let shape = (t.columns.clone(), t.primary_key.clone(), index_list(t));
-                rebuild(catalog, t, shape, true, priority)?;
+                match rebuild(catalog, txn, t, shape, true) {
+                    Ok(c) => changes.push(c),
+                    Err(e) => {
+                        discard_made(catalog, changes);
+                        return Err(e);
+                    }
+                }
             }
-            Ok("TRUNCATE TABLE")
+            Ok(("TRUNCATE TABLE", changes))
         }
         Ddl::AddPrimaryKey { table, columns } => {
-            let old = catalog.table(table)?;
+            let old = tables.table(table)?;
             if !old.primary_key.is_empty() {
                 return Err(SqlError::new(
                     sqlstate::INVALID_PARAMETER_VALUE,
@@ -263,14 +280,8 @@ pub fn execute(catalog: &Catalog, ddl: &Ddl, priority: Priority) -> Result<&'sta
             for &k in &key {
                 cols[k].nullable = false;
             }
-            rebuild(
-                catalog,
-                &old,
-                (cols, key, index_list(&old)),
-                false,
-                priority,
-            )?;
-            Ok("ALTER TABLE")
+            let change = rebuild(catalog, txn, &old, (cols, key, index_list(&old)), false)?;
+            Ok(("ALTER TABLE", vec![change]))
         }
         Ddl::CreateIndex {
             name,
@@ -278,10 +289,10 @@ pub fn execute(catalog: &Catalog, ddl: &Ddl, priority: Priority) -> Result<&'sta
             columns,
             if_not_exists,
         } => {
-            let old = catalog.table(table)?;
+            let old = tables.table(table)?;
             if old.indexes.iter().any(|i| i.name == *name) {
                 if *if_not_exists {
-                    return Ok("CREATE INDEX");
+                    return Ok(("CREATE INDEX", Vec::new()));
                 }
                 return Err(SqlError::new(
                     sqlstate::DUPLICATE_TABLE,
@@ -298,8 +309,15 @@ pub fn execute(catalog: &Catalog, ddl: &Ddl, priority: Priority) -> Result<&'sta
             }
             indexes.push((name.clone(), cols));
             let shape = (old.columns.clone(), old.primary_key.clone(), indexes);
-            rebuild(catalog, &old, shape, false, priority)?;
-            Ok("CREATE INDEX")
+            let change = rebuild(catalog, txn, &old, shape, false)?;
+            Ok(("CREATE INDEX", vec![change]))
         }
     }
+}
+
+/// Drops the engine tables `changes` made (a statement that made some of its changes failed).
+fn discard_made(catalog: &Catalog, changes: Vec<Change>) {
+    let mut pending = Pending::default();
+    pending.record(changes);
+    pending.discard(catalog);
 }

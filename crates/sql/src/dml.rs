@@ -46,7 +46,7 @@ impl Binder<'_> {
         let TableObject::TableName(name) = &insert.table else {
             return Err(SqlError::unsupported("INSERT into a table function"));
         };
-        let table = self.catalog.table(&object_name(name)?)?;
+        let table = self.tables.table(&object_name(name)?)?;
         let names = insert
             .columns
             .iter()
@@ -102,7 +102,7 @@ impl Binder<'_> {
         match factor {
             TableFactor::Table {
                 name, args: None, ..
-            } => self.catalog.table(&object_name(name)?),
+            } => self.tables.table(&object_name(name)?),
             other => Err(SqlError::unsupported(format!(
                 "UPDATE or DELETE of {other}"
             ))),
@@ -192,7 +192,7 @@ impl Binder<'_> {
                 other => return Err(SqlError::unsupported(format!("COPY option {other}"))),
             }
         }
-        let table = self.catalog.table(&object_name(table_name)?)?;
+        let table = self.tables.table(&object_name(table_name)?)?;
         let names: Vec<String> = columns.iter().map(ident).collect();
         let columns = self.target_columns(&table, &names)?;
         Ok(CopyIn { table, columns })

@@ -4,7 +4,8 @@
 //! - [`statement::parse`] and [`statement::prepare`]: text to [`Prepared`] plans (a client's
 //!   prepared statement is one), with parameter and result types.
 //! - [`exec::execute`]: a data statement's plan run in a [`Transaction`](overtake_engine::Transaction);
-//!   [`ddl::execute`]: catalog changes; [`copy::parse_text`]: COPY's text format.
+//!   [`ddl::execute_in`]: catalog changes inside a transaction, kept as the block's
+//!   [`pending::Pending`] changes until it commits; [`copy::parse_text`]: COPY's text format.
 //! - [`Catalog`]: SQL tables (types, NULL-ability, defaults, keys, indexes) by name, kept in
 //!   the database itself (`stored`), so [`Catalog::open`] finds a recovered database's tables.
 //!
@@ -30,6 +31,7 @@ pub mod exec;
 mod explain;
 pub mod expr;
 mod functions;
+pub mod pending;
 pub mod plan;
 mod select;
 pub mod statement;

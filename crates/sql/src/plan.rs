@@ -17,6 +17,9 @@ pub struct Prepared {
     pub columns: Vec<OutputColumn>,
     /// The catalog version it was planned at.
     pub version: u64,
+    /// Planned under a block's uncommitted catalog changes: good for that block's statement
+    /// only, never to keep.
+    pub pending: bool,
 }
 
 /// A result column.

@@ -426,7 +426,7 @@ impl Binder<'_> {
         if args.is_some() {
             return Err(SqlError::unsupported(format!("table function {name}")));
         }
-        let table: Arc<SqlTable> = self.catalog.table(&object_name(name)?)?;
+        let table: Arc<SqlTable> = self.tables.table(&object_name(name)?)?;
         let shown = alias
             .as_ref()
             .map_or_else(|| table.name.clone(), |a| ident(&a.name));

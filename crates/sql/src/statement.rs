@@ -12,6 +12,7 @@ use sqlparser::parser::Parser;
 use crate::bind::{Binder, ident, object_name};
 use crate::catalog::{Catalog, ColumnDefault, SqlColumn};
 use crate::error::{Result, SqlError, sqlstate};
+use crate::pending::Tables;
 use crate::plan::{Command, Ddl, Level, OutputColumn, Prepared, Query, TxnModes};
 use crate::types::SqlType;
 
@@ -202,15 +203,26 @@ pub fn ends_transaction(stmt: &Statement) -> bool {
     matches!(stmt, Statement::Commit { .. } | Statement::Rollback { .. })
 }
 
-/// Plans `stmt`; `declared` gives the types a client declared for its parameters (`None`:
-/// infer).
+/// Plans `stmt` against the shared catalog; `declared` gives the types a client declared for its
+/// parameters (`None`: infer).
 pub fn prepare(
     catalog: &Catalog,
     stmt: &Statement,
     declared: &[Option<SqlType>],
 ) -> Result<Prepared> {
+    prepare_in(Tables::shared(catalog), stmt, declared)
+}
+
+/// Plans `stmt` against the catalog as `tables` shows it (a block's uncommitted changes over
+/// the shared catalog).
+pub fn prepare_in(
+    tables: Tables<'_>,
+    stmt: &Statement,
+    declared: &[Option<SqlType>],
+) -> Result<Prepared> {
+    let catalog = tables.catalog;
     let version = catalog.version();
-    let mut b = Binder::new(catalog, declared);
+    let mut b = Binder::new(tables, declared);
     let mut columns = Vec::new();
     let command = match stmt {
         Statement::Query(q) => {
@@ -343,7 +355,7 @@ pub fn prepare(
             analyze: false,
             ..
         } => {
-            let inner = prepare(catalog, statement, declared)?;
+            let inner = prepare_in(tables, statement, declared)?;
             columns = vec![OutputColumn {
                 name: "QUERY PLAN".into(),
                 ty: SqlType::Text,
@@ -353,6 +365,7 @@ pub fn prepare(
                 params: inner.params,
                 columns,
                 version,
+                pending: tables.is_pending(),
             });
         }
         other => {
@@ -367,6 +380,7 @@ pub fn prepare(
         params: b.param_types(),
         columns,
         version,
+        pending: tables.is_pending(),
     })
 }
 
@@ -484,7 +498,8 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Ddl> {
                     primary_key.push(i);
                 }
                 ColumnOption::Default(e) => {
-                    let (default, _) = Binder::new(catalog, &[]).expr(e, &[], &mut None)?;
+                    let (default, _) =
+                        Binder::new(Tables::shared(catalog), &[]).expr(e, &[], &mut None)?;
                     if default.max_column().is_some() {
                         return Err(SqlError::syntax("a default cannot refer to columns"));
                     }

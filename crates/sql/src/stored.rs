@@ -136,6 +136,31 @@ pub(crate) fn write(
     Ok(())
 }
 
+/// Fails with 40001 unless the catalog's row for `table` still names its engine table: another
+/// transaction changed the table (and committed) since this one found it. Takes the row's write
+/// lock first where the isolation level has row locks (READ COMMITTED), so the check and the
+/// change that follows see the newest row; elsewhere a concurrent change fails one of the two
+/// at commit.
+pub(crate) fn check_current(
+    txn: &mut Transaction<'_>,
+    stored: &Table,
+    table: &SqlTable,
+) -> Result<()> {
+    let key = key(stored, &table.name)?;
+    txn.lock_row(stored, &key)?;
+    let engine = txn.get(stored, &key, |r| r.str(ENGINE).to_owned())?;
+    if engine.as_deref() != Some(table.engine.name()) {
+        return Err(SqlError::new(
+            sqlstate::SERIALIZATION_FAILURE,
+            format!(
+                "could not serialize access: table \"{}\" was changed concurrently",
+                table.name
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Removes the row of table `name`.
 pub(crate) fn remove(txn: &mut Transaction<'_>, stored: &Table, name: &str) -> Result<()> {
     txn.delete(stored, &key(stored, name)?)?;
