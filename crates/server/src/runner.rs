@@ -15,6 +15,9 @@ use overtake_sched::{Call, Calls, Group, OsScheduling, Priority, Promise, Schedu
 /// How long a statement waits for room in the scheduler before it is refused as overloaded.
 const ADMISSION_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// How often a statement waiting for room in the scheduler tries again.
+const ADMISSION_RETRY: std::time::Duration = std::time::Duration::from_millis(1);
+
 type Work = Box<dyn FnOnce() + Send>;
 
 /// A session's own OS thread.
@@ -57,8 +60,10 @@ pub enum Runner<'a> {
 pub struct Refused;
 
 impl Runner<'_> {
-    /// Runs `f` at `priority` in `group`; its result comes through the ticket.
-    pub fn submit<R: Send + 'static>(
+    /// Runs `f` at `priority` in `group`; its result comes through the ticket. While the
+    /// scheduler's inbox is full this waits (asynchronously: the network thread goes on serving
+    /// other sessions) up to [`ADMISSION_WAIT`], then refuses.
+    pub async fn submit<R: Send + 'static>(
         self,
         (priority, group): (Priority, Group),
         f: impl FnOnce() -> R + Send + 'static,
@@ -66,9 +71,18 @@ impl Runner<'_> {
         match self {
             Runner::Scheduler(scheduler) => {
                 let (call, ticket) = Call::new(priority, f);
-                scheduler
-                    .submit_call((call.in_group(group), ticket), Some(ADMISSION_WAIT))
-                    .map_err(|_| Refused)
+                let mut job = (call.in_group(group), ticket);
+                let give_up = std::time::Instant::now() + ADMISSION_WAIT;
+                loop {
+                    match scheduler.submit_call(job, None) {
+                        Ok(ticket) => return Ok(ticket),
+                        Err(_) if std::time::Instant::now() >= give_up => return Err(Refused),
+                        Err(full) => {
+                            job = full.into_inner();
+                            tokio::time::sleep(ADMISSION_RETRY).await;
+                        }
+                    }
+                }
             }
             Runner::Thread(thread) => {
                 let (promise, ticket) = Promise::new();

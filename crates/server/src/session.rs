@@ -733,12 +733,15 @@ impl Session {
         };
         let promise = match std::mem::replace(&mut block.txn, TxnState::Gone) {
             TxnState::Running(p) => p,
-            TxnState::NotStarted => txn::start_block(
-                runner_of(&self.thread, &self.shared),
-                self.shared.catalog.database(),
-                class,
-                block.level,
-            )?,
+            TxnState::NotStarted => {
+                txn::start_block(
+                    runner_of(&self.thread, &self.shared),
+                    self.shared.catalog.database(),
+                    class,
+                    block.level,
+                )
+                .await?
+            }
             TxnState::Gone => return Err(failed_block()),
         };
         let (reply, answer) = Promise::<Reply>::new();

@@ -195,7 +195,7 @@ fn refused(what: &str) -> SqlError {
 
 /// Starts a transaction block's task at `priority` in `group`; returns where to send its
 /// requests.
-pub fn start_block(
+pub async fn start_block(
     runner: Runner<'_>,
     db: &Arc<Database>,
     (priority, group): (Priority, Group),
@@ -208,6 +208,7 @@ pub fn start_block(
         .submit((priority, group), move || {
             serve(&db, priority, level, inbox)
         })
+        .await
         .map_err(|_| refused("the transaction"))?;
     Ok(promise)
 }
@@ -297,6 +298,7 @@ pub async fn run_alone(
             txn.commit()?;
             Ok(out)
         })
+        .await
         .map_err(|_| refused("the statement"))?;
     let result = ticket.await;
     guard.disarm();
