@@ -26,6 +26,9 @@ pub enum AbortReason {
     /// Two-phase locking: waiting would have made a chain of waits longer than the policy allows
     /// (`wdl1`).
     WaitDepth,
+    /// Its writes would log a record longer than the log takes
+    /// ([`Options::max_log_record`](crate::Options::max_log_record)). Not retryable.
+    TooLarge,
 }
 
 impl AbortReason {
@@ -38,6 +41,7 @@ impl AbortReason {
             AbortReason::Deadlock => "deadlock",
             AbortReason::Preempted => "preempted by a more urgent transaction",
             AbortReason::WaitDepth => "wait depth",
+            AbortReason::TooLarge => "too large to log",
         }
     }
 }
@@ -191,7 +195,9 @@ impl Error {
     /// keep from happening.)
     pub fn is_retryable(&self) -> bool {
         match self {
-            Error::Aborted(reason) => *reason != AbortReason::UserRollback,
+            Error::Aborted(reason) => {
+                !matches!(reason, AbortReason::UserRollback | AbortReason::TooLarge)
+            }
             Error::TooManyTransactions(_) => true,
             _ => false,
         }

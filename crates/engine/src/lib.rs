@@ -69,7 +69,9 @@ pub use log::{Durability, LogStats, RecoveryError};
 pub use mvcc::MAX_TRANSACTION_SLOTS;
 pub use mvcc::epoch::release_thread_garbage;
 pub use mvcc::gc::VersionCensus;
-pub use options::{Concurrency, DEFAULT_CHECKPOINT_AFTER, DEFAULT_GROUP_COMMIT, Options};
+pub use options::{
+    Concurrency, DEFAULT_CHECKPOINT_AFTER, DEFAULT_GROUP_COMMIT, MAX_LOG_RECORD, Options,
+};
 pub use overtake_priority::Priority;
 pub use storage::key::{KeyBuf, KeyBuilder, KeyRange};
 pub use storage::row::{Row, RowBuilder, RowLayout, RowMut, RowRef};

@@ -44,7 +44,15 @@ pub struct Options {
     /// holding it, and the scheduler runs that thread as time-sensitive until the wait ends.
     /// Transactions run as tasks on a scheduler's workers are not hinted (they share threads).
     pub ufs_hints: Option<Arc<HintMap>>,
+    /// The largest log record one commit may write, in bytes ([`MAX_LOG_RECORD`], 1 GiB, by
+    /// default, and at most): a transaction whose writes would log more is refused at commit
+    /// ([`AbortReason::TooLarge`](crate::AbortReason::TooLarge)) before anyone sees them, never
+    /// acknowledged and then lost to recovery.
+    pub max_log_record: usize,
 }
+
+/// The largest log record a commit may write (a frame's payload).
+pub const MAX_LOG_RECORD: usize = 1 << 30;
 
 impl Options {
     /// Sets [`row_lock_policy`](Self::row_lock_policy).
@@ -83,6 +91,12 @@ impl Options {
         self
     }
 
+    /// Sets [`max_log_record`](Self::max_log_record) (capped at [`MAX_LOG_RECORD`]).
+    pub fn max_log_record(mut self, bytes: usize) -> Self {
+        self.max_log_record = bytes.min(MAX_LOG_RECORD);
+        self
+    }
+
     /// Sets [`max_transactions`](Self::max_transactions).
     pub fn max_transactions(mut self, max: usize) -> Self {
         self.max_transactions = max;
@@ -109,6 +123,7 @@ impl Default for Options {
             group_commit: DEFAULT_GROUP_COMMIT,
             row_lock_policy: LockPolicy::Pow,
             ufs_hints: None,
+            max_log_record: MAX_LOG_RECORD,
         }
     }
 }

@@ -5,8 +5,8 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use overtake_engine::{
-    ColumnType, Database, Durability, Isolation, KeyRange, Priority, RecoveryError, ScanOptions,
-    TableSchema,
+    AbortReason, ColumnType, CommitError, Database, Durability, Isolation, KeyRange, Priority,
+    RecoveryError, ScanOptions, TableSchema,
 };
 
 mod common;
@@ -256,4 +256,61 @@ fn an_update_logs_only_what_it_changed_and_replays_onto_the_rows_before_it() {
         let row = txn.get(&t, &key, |r| (r.int(1), r.str(2).to_owned(), r.int(3)));
         assert_eq!(row.expect("get"), Some((80, info(id), ytd)));
     }
+}
+
+#[test]
+fn a_commit_too_large_to_log_is_refused_before_it_is_seen_and_the_log_still_opens() {
+    let dir = Dir::new("too-large");
+    let limited = || options(Durability::Sync).max_log_record(4096);
+    {
+        let db = Database::open(&dir.0, limited()).expect("open");
+        let t = accounts(&db);
+        let mut small = db
+            .begin(Priority::HIGH, Isolation::Snapshot)
+            .expect("begin");
+        let row = t
+            .row_builder()
+            .int(0, 1)
+            .int(1, 10)
+            .str(2, "ann")
+            .finish()
+            .expect("row");
+        small.insert(&t, row).expect("insert");
+        small.commit().expect("a small commit");
+        // About 100 rows of ~40 bytes each: past the 4 KiB the log takes.
+        let mut big = db
+            .begin(Priority::HIGH, Isolation::Snapshot)
+            .expect("begin");
+        for id in 2..200 {
+            let row = t
+                .row_builder()
+                .int(0, id)
+                .int(1, id)
+                .str(2, "bob")
+                .finish()
+                .expect("row");
+            big.insert(&t, row).expect("insert");
+        }
+        assert_eq!(
+            big.commit(),
+            Err(CommitError::Aborted(AbortReason::TooLarge)),
+            "refused, not acknowledged"
+        );
+        assert_eq!(rows(&db).len(), 1, "none of its rows is visible");
+        let mut after = db
+            .begin(Priority::HIGH, Isolation::Snapshot)
+            .expect("begin");
+        let row = t
+            .row_builder()
+            .int(0, 7)
+            .int(1, 70)
+            .str(2, "cy")
+            .finish()
+            .expect("row");
+        after.insert(&t, row).expect("insert");
+        after.commit().expect("commits go on");
+    }
+    let db = Database::open(&dir.0, limited()).expect("the log opens");
+    let kept: Vec<i64> = rows(&db).into_keys().collect();
+    assert_eq!(kept, vec![1, 7]);
 }

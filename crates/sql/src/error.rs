@@ -140,6 +140,7 @@ pub type Result<T, E = SqlError> = std::result::Result<T, E>;
 fn abort_code(reason: AbortReason) -> &'static str {
     match reason {
         AbortReason::Deadlock => sqlstate::DEADLOCK_DETECTED,
+        AbortReason::TooLarge => sqlstate::PROGRAM_LIMIT_EXCEEDED,
         _ => sqlstate::SERIALIZATION_FAILURE,
     }
 }
@@ -151,6 +152,9 @@ fn abort_message(reason: AbortReason) -> String {
             "could not serialize access due to read/write dependencies among transactions".into()
         }
         AbortReason::Deadlock => "deadlock detected".into(),
+        AbortReason::TooLarge => {
+            "the transaction's writes are too large to log (over 1 GB in one commit)".into()
+        }
         other => format!("transaction aborted: {}", other.as_str()),
     }
 }

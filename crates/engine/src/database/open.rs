@@ -161,7 +161,11 @@ impl Database {
             let log = Log::start(
                 segments,
                 (Box::new(file), number, len),
-                (options.durability, options.group_commit),
+                (
+                    options.durability,
+                    options.group_commit,
+                    options.max_log_record,
+                ),
             )
             .map_err(io_at(&path))?;
             Arc::get_mut(&mut db.engine)

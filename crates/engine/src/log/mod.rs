@@ -135,6 +135,9 @@ const FLUSH_BYTES: usize = 1 << 20;
 pub(crate) struct Log {
     writer: LogWriter,
     mode: Durability,
+    /// The largest record a commit may append (its frame's payload); a larger commit is refused
+    /// before anyone can see it, as the reader would take its frame for damage.
+    max_record: usize,
 }
 
 impl Log {
@@ -144,7 +147,7 @@ impl Log {
     pub(crate) fn start(
         segments: Box<dyn Segments>,
         (file, number, len): (Box<dyn LogFile>, u64, u64),
-        (mode, interval): (Durability, Duration),
+        (mode, interval, max_record): (Durability, Duration, usize),
     ) -> std::io::Result<Log> {
         let batching = Batching {
             interval,
@@ -154,12 +157,18 @@ impl Log {
             // A record's LSN only orders waits within this run: it starts where the file ends.
             writer: LogWriter::start(segments, (file, number, len), len, batching)?,
             mode,
+            max_record: max_record.min(record::MAX_PAYLOAD),
         })
     }
 
     /// Cuts the log for a checkpoint (see [`LogWriter::rotate`]); returns the new segment.
     pub(crate) fn cut(&self) -> Result<u64, String> {
         self.writer.rotate()
+    }
+
+    /// Whether a framed record of `len` bytes is too long to append.
+    pub(crate) fn too_long(&self, len: usize) -> bool {
+        len.saturating_sub(record::FRAME_HEADER) > self.max_record
     }
 
     /// Appends a framed record inside the committing region; returns where it ends.

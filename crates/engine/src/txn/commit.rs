@@ -91,6 +91,14 @@ impl Transaction<'_> {
             self.buf.log_record = record.unwrap_or_default();
             return Err(self.fail_commit(epoch, reason));
         }
+        // A record the log cannot take (recovery would read its frame as damage) is refused
+        // before any of its versions is visible: never acknowledged, then lost.
+        if let (Some(log), Some(r)) = (&self.engine.log, &record)
+            && log.too_long(r.len())
+        {
+            self.buf.log_record = record.unwrap_or_default();
+            return Err(self.fail_commit(epoch, AbortReason::TooLarge));
+        }
         let txns = &self.engine.txns;
         let ts = txns.start_commit(&self.lease);
         if self.serializable() && !self.validate(ts) {
