@@ -23,7 +23,8 @@ use crate::wire;
 /// One client connection's handlers and session.
 pub struct Connection {
     pub(crate) shared: Arc<Shared>,
-    pub(crate) session: Mutex<Option<Session>>,
+    /// Shared with the timer of `idle_in_transaction_session_timeout`.
+    pub(crate) session: Arc<Mutex<Option<Session>>>,
     pub(crate) manager: Arc<ConnectionManager>,
     pub(crate) pids: Arc<RandomPidSecretKeyGenerator>,
     /// Holds one of the server's `max_connections` places (given back when dropped).
@@ -49,7 +50,7 @@ impl Connection {
     ) -> Self {
         Connection {
             shared,
-            session: Mutex::new(None),
+            session: Arc::new(Mutex::new(None)),
             manager,
             pids,
             admitted: std::sync::atomic::AtomicBool::new(false),
@@ -75,10 +76,28 @@ impl Connection {
         client: &C,
     ) -> Result<tokio::sync::MutexGuard<'_, Option<Session>>, SqlError> {
         let mut guard = self.session.lock().await;
-        if guard.is_none() {
-            *guard = Some(self.new_session(client)?);
+        match guard.as_mut() {
+            None => *guard = Some(self.new_session(client)?),
+            Some(session) => session.touch()?,
         }
         Ok(guard)
+    }
+
+    /// After a message that leaves the session idle in a transaction block: ends the block and
+    /// the session once `idle_in_transaction_session_timeout` passes with no message (the
+    /// block rolls back at once, freeing what it held; the client's next message gets FATAL
+    /// 25P03 and the connection closes).
+    pub(crate) fn watch_idle(&self, session: &mut Session) {
+        let Some((timeout, moment)) = session.idle_watch() else {
+            return;
+        };
+        let shared = Arc::clone(&self.session);
+        tokio::spawn(async move {
+            tokio::time::sleep(timeout).await;
+            if let Some(session) = shared.lock().await.as_mut() {
+                session.end_if_idle_since(moment);
+            }
+        });
     }
 
     /// Whether the session's open block has failed.

@@ -267,6 +267,7 @@ impl ExtendedQueryHandler for Connection {
                 {
                     error = Some(wire::pg_error(&e));
                 }
+                self.watch_idle(session);
             }
             client.set_transaction_status(status_of(&guard));
         }

@@ -175,6 +175,9 @@ impl SimpleQueryHandler for Connection {
         }
         let status = status_of(&guard);
         client.set_transaction_status(status);
+        if let Some(session) = guard.as_mut() {
+            self.watch_idle(session);
+        }
         if !matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
             client.set_state(PgWireConnectionState::ReadyForQuery);
             client

@@ -129,6 +129,10 @@ pub struct Session {
     pub copy: Option<CopyState>,
     /// The cancel of the statement in flight (a new one per statement).
     cancel: Arc<txn::Cancel>,
+    /// Counts the client's messages: an idle timer armed after one knows whether another came.
+    moment: u64,
+    /// Ended by `idle_in_transaction_session_timeout`: every message gets FATAL 25P03.
+    terminated: bool,
 }
 
 /// Where a session's statements run: its own thread, else the scheduler.
@@ -228,6 +232,8 @@ impl Session {
             block: None,
             copy: None,
             cancel: Arc::default(),
+            moment: 0,
+            terminated: false,
         })
     }
 
@@ -836,6 +842,45 @@ impl Session {
             Ok(out) => Answer::Done(out.tag),
             Err(e) => self.fail(e),
         }
+    }
+
+    /// A message came from the client; fails with FATAL 25P03 if the session was ended for idling
+    /// in a transaction.
+    pub fn touch(&mut self) -> Result<(), SqlError> {
+        if self.terminated {
+            return Err(SqlError::new(
+                sqlstate::IDLE_IN_TRANSACTION_TIMEOUT,
+                "terminating connection due to idle-in-transaction timeout",
+            ));
+        }
+        self.moment += 1;
+        Ok(())
+    }
+
+    /// If the session is idle in a block and `idle_in_transaction_session_timeout` is set: how
+    /// long it may stay so, and the moment it became idle.
+    pub fn idle_watch(&self) -> Option<(std::time::Duration, u64)> {
+        self.block.as_ref()?;
+        let ms = self
+            .setting("idle_in_transaction_session_timeout")
+            .and_then(|v| settings::milliseconds(&v))
+            .filter(|ms| *ms > 0)?;
+        Some((std::time::Duration::from_millis(ms), self.moment))
+    }
+
+    /// Ends the session if it has stayed idle in its block since `moment`: the block rolls back
+    /// now (its task ends, freeing its slot, snapshot and locks).
+    pub fn end_if_idle_since(&mut self, moment: u64) {
+        if self.moment != moment || self.block.is_none() || self.terminated {
+            return;
+        }
+        if let Some(block) = self.block.take() {
+            // Dropping the block's promise ends its task, which rolls back.
+            drop(block.txn);
+            self.settings = block.saved;
+            Arc::unwrap_or_clone(block.pending).discard(&self.shared.catalog);
+        }
+        self.terminated = true;
     }
 
     /// The session's user.

@@ -263,7 +263,12 @@ fn decode_numeric(b: &[u8]) -> Option<Datum> {
 
 /// The ErrorResponse fields of `e`.
 pub fn error_info(e: &SqlError) -> ErrorInfo {
-    let mut info = ErrorInfo::new("ERROR".to_owned(), e.code.to_owned(), e.message.clone());
+    // Errors that end the session are FATAL: the connection closes after them.
+    let severity = match e.code {
+        sqlstate::IDLE_IN_TRANSACTION_TIMEOUT | sqlstate::ADMIN_SHUTDOWN => "FATAL",
+        _ => "ERROR",
+    };
+    let mut info = ErrorInfo::new(severity.to_owned(), e.code.to_owned(), e.message.clone());
     if let Some(about) = &e.about {
         info.detail = about.detail.clone();
         if about.table.is_some() {

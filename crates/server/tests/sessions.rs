@@ -845,3 +845,42 @@ fn ddl_racing_ddl_on_the_same_table_waits_and_then_fails_rather_than_lose_a_chan
         assert_eq!(n, 1, "a's index and rows are kept");
     });
 }
+
+#[test]
+fn a_session_idle_in_a_transaction_past_its_timeout_is_ended_and_its_block_rolled_back() {
+    let server = common::TestServer::start();
+    runtime().block_on(async {
+        let owner = connect(&server.dsn("owner")).await;
+        owner
+            .batch_execute("CREATE TABLE idle (k int PRIMARY KEY, v int NOT NULL); INSERT INTO idle VALUES (1, 0)")
+            .await
+            .expect("setup");
+        let idler = connect(&server.dsn("idler")).await;
+        idler
+            .batch_execute("SET idle_in_transaction_session_timeout = '50ms'")
+            .await
+            .expect("set");
+        let before = finished(&server);
+        idler
+            .batch_execute("BEGIN; UPDATE idle SET v = 1 WHERE k = 1")
+            .await
+            .expect("the block's update");
+        // The block's task ends (rolled back) once the timeout passes: wait for that state.
+        finished_after(&server, Priority::MEDIUM, &before);
+        // Its row lock is gone: another session's update of the row goes through at once.
+        owner
+            .batch_execute("UPDATE idle SET v = 2 WHERE k = 1")
+            .await
+            .expect("the row is free");
+        // The idle session is ended: FATAL 25P03 at its next message, then closed.
+        let e = idler.batch_execute("SELECT 1").await.unwrap_err();
+        assert_eq!(e.code().map(|c| c.code()), Some("25P03"));
+        assert!(idler.batch_execute("SELECT 1").await.is_err(), "closed");
+        let v: i32 = owner
+            .query_one("SELECT v FROM idle WHERE k = 1", &[])
+            .await
+            .expect("select")
+            .get(0);
+        assert_eq!(v, 2, "the idle block's update was rolled back");
+    });
+}

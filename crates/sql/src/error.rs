@@ -32,6 +32,7 @@ pub mod sqlstate {
     pub const SERIALIZATION_FAILURE: &str = "40001";
     pub const DEADLOCK_DETECTED: &str = "40P01";
     pub const IN_FAILED_TRANSACTION: &str = "25P02";
+    pub const IDLE_IN_TRANSACTION_TIMEOUT: &str = "25P03";
     pub const ACTIVE_SQL_TRANSACTION: &str = "25001";
     pub const READ_ONLY_SQL_TRANSACTION: &str = "25006";
     pub const NO_ACTIVE_SQL_TRANSACTION: &str = "25P01";
