@@ -40,6 +40,17 @@ pub struct ServeArgs {
     /// `user:password` lines: clients authenticate with SCRAM-SHA-256. Without it, none.
     #[arg(long)]
     pub password_file: Option<std::path::PathBuf>,
+    /// TLS certificate chain (PEM): with `--tls-key`, clients may connect with TLS
+    /// (`sslmode=require`).
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// TLS private key (PEM), with `--tls-cert`.
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
+    /// Listen on an address other hosts can reach without `--password-file` (anyone could
+    /// connect as anyone): refused unless given.
+    #[arg(long)]
+    pub allow_unauthenticated: bool,
     /// Scheduler workers (each pinned to a core).
     #[arg(long, default_value_t = default_workers())]
     pub workers: u16,

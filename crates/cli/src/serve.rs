@@ -13,6 +13,15 @@ use overtake_server::{Server, ServerConfig};
 use crate::args::{CcArg, ServeArgs};
 
 pub fn run(args: &ServeArgs) -> Result<(), String> {
+    if !args.listen.ip().is_loopback()
+        && args.password_file.is_none()
+        && !args.allow_unauthenticated
+    {
+        return Err(format!(
+            "refusing to listen on {} without authentication: anyone who can reach it could connect as any user; give --password-file, or --allow-unauthenticated to do it anyway",
+            args.listen
+        ));
+    }
     let policy = LockPolicy::parse(&args.lock_policy, Duration::from_millis(1))
         .ok_or_else(|| format!("unknown lock policy {}", args.lock_policy))?;
     let mut options = Options::default();
@@ -69,6 +78,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         &ServerConfig {
             listen: args.listen,
             password_file: args.password_file.clone(),
+            tls: args.tls_cert.clone().zip(args.tls_key.clone()),
             network_threads: usize::from(args.network_threads.max(1)),
             session_threads: session_threads.clone(),
             max_connections: args.max_connections as usize,

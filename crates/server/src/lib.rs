@@ -23,6 +23,7 @@ mod prepared;
 mod runner;
 pub mod session;
 pub mod settings;
+mod tls;
 mod txn;
 mod wire;
 
@@ -77,6 +78,9 @@ pub struct ServerConfig {
     /// Most client connections at once (PostgreSQL's `max_connections`, 100 by default): one
     /// more is refused at startup with 53300.
     pub max_connections: usize,
+    /// TLS: the certificate chain and private key (PEM files). Without, SSLRequest is answered
+    /// `N` and connections are in plain text.
+    pub tls: Option<(PathBuf, PathBuf)>,
 }
 
 impl Default for ServerConfig {
@@ -87,6 +91,7 @@ impl Default for ServerConfig {
             network_threads: 2,
             session_threads: None,
             max_connections: 100,
+            tls: None,
         }
     }
 }
@@ -101,6 +106,7 @@ pub struct Server {
 
 /// What a network thread needs to serve a connection.
 struct Serving {
+    tls: Option<pgwire::tokio::TlsAcceptor>,
     shared: Arc<Shared>,
     manager: Arc<ConnectionManager>,
     pids: Arc<RandomPidSecretKeyGenerator>,
@@ -233,7 +239,12 @@ impl Server {
             connections: session::Connections::new(config.max_connections),
         });
         let manager = Arc::new(ConnectionManager::new());
+        let tls = match &config.tls {
+            Some((cert, key)) => Some(tls::acceptor(cert, key).map_err(io::Error::other)?),
+            None => None,
+        };
         let serving = Arc::new(Serving {
+            tls,
             shared: Arc::clone(&shared),
             cancel: Arc::new(DefaultCancelHandler::new(Arc::clone(&manager))),
             manager,
@@ -313,10 +324,11 @@ impl Server {
                             };
                             let _ = socket.set_nodelay(true);
                             let handlers = serving.handlers();
+                            let tls = serving.tls.clone();
                             let mut stopped = stopped.clone();
                             tokio::spawn(async move {
                                 tokio::select! {
-                                    _ = pgwire::tokio::process_socket(socket, None, handlers) => {}
+                                    _ = pgwire::tokio::process_socket(socket, tls, handlers) => {}
                                     _ = stopped.changed() => {}
                                 }
                             });

@@ -884,3 +884,53 @@ fn a_session_idle_in_a_transaction_past_its_timeout_is_ended_and_its_block_rolle
         assert_eq!(v, 2, "the idle block's update was rolled back");
     });
 }
+
+/// What the server answers a client's SSLRequest with (`S`: go on with TLS; `N`: no TLS).
+fn ssl_answer(port: u16) -> u8 {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("tcp");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .expect("timeout");
+    s.write_all(&[0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f])
+        .expect("SSLRequest");
+    let mut answer = [0u8; 1];
+    s.read_exact(&mut answer).expect("an answer");
+    answer[0]
+}
+
+#[test]
+fn with_a_certificate_the_server_offers_tls_and_without_one_it_declines() {
+    let plain = common::TestServer::start();
+    assert_eq!(ssl_answer(plain.port), b'N');
+    let dir = std::env::temp_dir().join(format!("overtake-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let made = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).expect("cert");
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert, made.cert.pem()).expect("write cert");
+    std::fs::write(&key, made.key_pair.serialize_pem()).expect("write key");
+    let config = overtake_server::ServerConfig {
+        tls: Some((cert.clone(), key.clone())),
+        ..Default::default()
+    };
+    let tls = common::TestServer::start_with(config, overtake_engine::Options::default());
+    assert_eq!(ssl_answer(tls.port), b'S');
+    // A file that is not a certificate is refused when the server starts, naming it.
+    std::fs::write(&cert, "not a certificate").expect("write");
+    let config = overtake_server::ServerConfig {
+        listen: "127.0.0.1:0".parse().expect("address"),
+        tls: Some((cert.clone(), key)),
+        ..Default::default()
+    };
+    let scheduler = std::sync::Arc::new(
+        overtake_sched::Scheduler::start(
+            &common::TestServer::sched_config(),
+            std::sync::Arc::new(overtake_sched::Calls),
+        )
+        .expect("scheduler"),
+    );
+    let db = std::sync::Arc::new(overtake_engine::Database::in_memory(Default::default()));
+    let err = overtake_server::Server::start(&config, db, scheduler)
+        .err()
+        .expect("refused");
+    assert!(err.to_string().contains("cert.pem"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
