@@ -32,7 +32,7 @@ impl PasswordFile {
                 .split_once(':')
                 .filter(|(u, p)| !u.is_empty() && !p.is_empty())
                 .ok_or_else(|| format!("{}:{}: expected user:password", path.display(), n + 1))?;
-            let salt: Vec<u8> = (0..16).map(|_| fastrand::u8(..)).collect();
+            let salt = random_salt().map_err(|e| format!("{}: {e}", path.display()))?;
             let salted = gen_salted_password(password, &salt, ITERATIONS);
             users.insert(user.to_owned(), Password::new(Some(salt), salted));
         }
@@ -42,6 +42,22 @@ impl PasswordFile {
         Ok(PasswordFile { users })
     }
 }
+
+/// A salt from the operating system's cryptographic generator (through rustls' provider), as
+/// SCRAM requires: a guessable salt would let a stolen verifier be attacked with precomputed
+/// tables.
+fn random_salt() -> Result<Vec<u8>, String> {
+    let mut salt = vec![0u8; 16];
+    pgwire::tokio::tokio_rustls::rustls::crypto::ring::default_provider()
+        .secure_random
+        .fill(&mut salt)
+        .map_err(|_| "no cryptographic random numbers".to_owned())?;
+    Ok(salt)
+}
+
+/// How long a failed login waits before it is answered (PostgreSQL's `auth_delay`): guessing
+/// passwords costs this per guess, on the guessing connection only.
+pub const FAILED_LOGIN_DELAY: std::time::Duration = std::time::Duration::from_millis(500);
 
 #[async_trait]
 impl AuthSource for PasswordFile {

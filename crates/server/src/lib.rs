@@ -180,7 +180,15 @@ impl StartupHandler for Startup {
             )));
         }
         match &self.scram {
-            Some(scram) => scram.on_startup(client, message).await,
+            Some(scram) => {
+                let result = scram.on_startup(client, message).await;
+                if result.is_err() {
+                    // A failed login is answered late (auth_delay), asynchronously: the network
+                    // thread serves others meanwhile.
+                    tokio::time::sleep(auth::FAILED_LOGIN_DELAY).await;
+                }
+                result
+            }
             None => self.connection.on_startup(client, message).await,
         }
     }

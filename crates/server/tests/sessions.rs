@@ -934,3 +934,33 @@ fn with_a_certificate_the_server_offers_tls_and_without_one_it_declines() {
     assert!(err.to_string().contains("cert.pem"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_failed_login_is_answered_late_and_a_right_one_goes_through() {
+    let dir = std::env::temp_dir().join(format!("overtake-scram-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join("passwords");
+    std::fs::write(&file, "alice:s3cret\n").expect("write");
+    let config = overtake_server::ServerConfig {
+        password_file: Some(file),
+        ..Default::default()
+    };
+    let server = common::TestServer::start_with(config, overtake_engine::Options::default());
+    runtime().block_on(async {
+        let dsn = |password: &str| format!("{} password={password}", server.dsn("alice"));
+        let (client, connection) = tokio_postgres::connect(&dsn("s3cret"), NoTls)
+            .await
+            .expect("the right password");
+        tokio::spawn(connection);
+        client.simple_query("SELECT 1").await.expect("served");
+        let started = std::time::Instant::now();
+        let e = tokio_postgres::connect(&dsn("wrong"), NoTls)
+            .await
+            .err()
+            .expect("a wrong password is refused");
+        assert_eq!(e.code().map(|c| c.code()), Some("28P01"));
+        // A lower bound only (the delay is a sleep): guessing costs at least this per guess.
+        assert!(started.elapsed() >= std::time::Duration::from_millis(500));
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}
