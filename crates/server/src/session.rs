@@ -828,16 +828,14 @@ impl Session {
         let Command::CopyIn(c) = &copy.plan.command else {
             unreachable!("a COPY plan")
         };
-        let result = async {
-            let rows = overtake_sql::copy::parse_text(&c.table, &c.columns, &copy.data)?;
-            let rows = Rows {
-                table: Arc::clone(&c.table),
-                columns: c.columns.clone(),
-                rows,
-            };
-            self.run(RunOrInsert::Insert(rows)).await
-        }
-        .await;
+        // The data is parsed where the rows are inserted, in the statement's task: never on the
+        // network thread, where a large COPY would hold up every other session on it.
+        let rows = Rows {
+            table: Arc::clone(&c.table),
+            columns: c.columns.clone(),
+            data: copy.data,
+        };
+        let result = self.run(RunOrInsert::Insert(rows)).await;
         match result {
             Ok(out) => Answer::Done(out.tag),
             Err(e) => self.fail(e),

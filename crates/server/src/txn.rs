@@ -25,11 +25,11 @@ pub fn isolation(level: Level) -> Isolation {
     }
 }
 
-/// Rows to insert (COPY's data).
+/// Rows to insert: COPY's data in its text format, for `columns` of `table`.
 pub struct Rows {
     pub table: Arc<SqlTable>,
     pub columns: Vec<usize>,
-    pub rows: Vec<Vec<Datum>>,
+    pub data: Vec<u8>,
 }
 
 /// What a session asks of its transaction's task.
@@ -78,13 +78,8 @@ fn run(
         }
         RunOrInsert::Insert(rows) => {
             let cx = Context::new(&[], overtake_sql::time::now_micros()).cancelled_by(cancel);
-            let n = exec::insert_rows(
-                txn,
-                &rows.table,
-                &rows.columns,
-                rows.rows.iter().cloned(),
-                &cx,
-            )?;
+            let parsed = overtake_sql::copy::parse_text(&rows.table, &rows.columns, &rows.data)?;
+            let n = exec::insert_rows(txn, &rows.table, &rows.columns, parsed, &cx)?;
             let out = Output {
                 tag: format!("COPY {n}"),
                 rows: Vec::new(),

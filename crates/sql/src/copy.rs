@@ -14,13 +14,15 @@ pub fn parse_text(table: &SqlTable, columns: &[usize], data: &[u8]) -> Result<Ve
         )
     })?;
     let mut rows = Vec::new();
+    // The newline after the last row ends the data; it does not start an empty row.
+    let text = text.strip_suffix('\n').unwrap_or(text);
+    if text.is_empty() {
+        return Ok(rows);
+    }
     for (n, line) in text.split('\n').enumerate() {
         let line = line.strip_suffix('\r').unwrap_or(line);
         if line == "\\." {
             break;
-        }
-        if line.is_empty() && n + 1 == text.split('\n').count() {
-            break; // The newline after the last row.
         }
         let fields: Vec<&str> = line.split('\t').collect();
         if fields.len() != columns.len() {
