@@ -123,7 +123,7 @@ pub struct Session {
     /// The session's own OS thread (with `--session-threads`).
     thread: Option<SessionThread>,
     shared: Arc<Shared>,
-    user: String,
+    user: Arc<str>,
     settings: Settings,
     block: Option<Block>,
     pub copy: Option<CopyState>,
@@ -227,7 +227,7 @@ impl Session {
         Ok(Session {
             thread,
             shared,
-            user: user.to_owned(),
+            user: Arc::from(user),
             settings,
             block: None,
             copy: None,
@@ -490,6 +490,7 @@ impl Session {
                         Arc::clone(&prepared),
                         params,
                         (began, started),
+                        Arc::clone(&self.user),
                     ))
                     .await?;
                 Ok(if columns.is_empty() {

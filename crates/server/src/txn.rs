@@ -70,9 +70,10 @@ fn run(
 ) -> Result<(Output, Vec<Change>), SqlError> {
     txn.next_statement();
     match request {
-        RunOrInsert::Run(prepared, params, (began, started)) => {
+        RunOrInsert::Run(prepared, params, (began, started), user) => {
             let cx = Context::new(params, *started)
                 .in_transaction_since(*began)
+                .for_user(user)
                 .cancelled_by(cancel);
             Ok((exec::execute(txn, query_of(prepared)?, &cx)?, Vec::new()))
         }
@@ -100,11 +101,11 @@ fn run(
     }
 }
 
-/// A statement's work, whether it runs alone or in a block: a plan with its parameters and when
-/// its transaction and it began (microseconds since the epoch), COPY's rows, or DDL over the
-/// catalog as the block has changed it so far.
+/// A statement's work, whether it runs alone or in a block: a plan with its parameters, when
+/// its transaction and it began (microseconds since the epoch) and the session's user; COPY's
+/// rows; or DDL over the catalog as the block has changed it so far.
 pub enum RunOrInsert {
-    Run(Arc<Prepared>, Vec<Datum>, (i64, i64)),
+    Run(Arc<Prepared>, Vec<Datum>, (i64, i64), Arc<str>),
     Insert(Rows),
     Ddl(Arc<Catalog>, Arc<Prepared>, Arc<Pending>),
 }

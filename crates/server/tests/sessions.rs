@@ -990,3 +990,17 @@ fn copy_data_is_parsed_off_the_network_thread_in_linear_time_empty_lines_include
         assert_eq!(rows, 80_000);
     });
 }
+
+#[test]
+fn current_user_and_session_user_name_the_sessions_user() {
+    let server = common::TestServer::start();
+    runtime().block_on(async {
+        let c = connect(&server.dsn("alice")).await;
+        let row = c
+            .query_one("SELECT current_user, session_user", &[])
+            .await
+            .expect("select");
+        let (current, session): (String, String) = (row.get(0), row.get(1));
+        assert_eq!((current.as_str(), session.as_str()), ("alice", "alice"));
+    });
+}

@@ -93,6 +93,8 @@ pub struct Context<'a> {
     pub now: i64,
     /// `statement_timestamp()`: the statement's start.
     pub statement: i64,
+    /// `current_user` and `session_user`: the session's user.
+    pub user: &'a str,
     /// Set (by another thread) when the statement is cancelled: its scans stop with 57014.
     pub cancel: Option<&'a AtomicBool>,
 }
@@ -104,8 +106,14 @@ impl<'a> Context<'a> {
             params,
             now,
             statement: now,
+            user: "overtake",
             cancel: None,
         }
+    }
+
+    /// The same, for a session of `user`.
+    pub fn for_user(self, user: &'a str) -> Self {
+        Context { user, ..self }
     }
 
     /// The same, in a transaction that started at `now` (before the statement).
@@ -474,7 +482,7 @@ fn eval_func(f: Func, args: &[Expr], row: &[Datum], cx: &Context<'_>) -> Result<
         Func::ClockTimestamp => Datum::Timestamp(crate::time::now_micros()),
         Func::Random => Datum::Float(fastrand::f64()),
         Func::CurrentDatabase => Datum::Text("overtake".into()),
-        Func::CurrentUser => Datum::Text("overtake".into()),
+        Func::CurrentUser => Datum::Text(cx.user.to_owned()),
         Func::Abs => match arg(0)? {
             Datum::Int(v) => Datum::Int(v.checked_abs().ok_or_else(crate::datum::out_of_range)?),
             Datum::Float(v) => Datum::Float(v.abs()),
