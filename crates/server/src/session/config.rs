@@ -1,0 +1,168 @@
+//! A session's settings as its statements see and change them: SET and SET LOCAL (undone with
+//! their block), SHOW, the role's defaults under them, and what they decide for a statement (its
+//! priority and group, its isolation level).
+
+use overtake_sched::{Group, Priority, Tier, Weight};
+use overtake_sql::plan::OutputColumn;
+use overtake_sql::{Datum, Level, SqlError, SqlType, sqlstate};
+
+use super::block::set_read_only;
+use super::{Answer, Session, TxnState};
+use crate::settings::{self};
+
+/// `on` or `off`, as PostgreSQL shows a boolean setting.
+pub(super) fn on_off(b: bool) -> &'static str {
+    if b { "on" } else { "off" }
+}
+
+impl Session {
+    /// The value of setting `name` in effect: SET LOCAL, then SET (over the role's default),
+    /// then the built-in default.
+    pub fn setting(&self, name: &str) -> Option<String> {
+        if name.eq_ignore_ascii_case("transaction_read_only") {
+            return Some(on_off(self.read_only()).to_owned());
+        }
+        if name.eq_ignore_ascii_case("transaction_isolation")
+            && let Some(b) = &self.block
+        {
+            return Some(b.level.name().to_owned());
+        }
+        let name = if name.eq_ignore_ascii_case("transaction_isolation") {
+            "default_transaction_isolation"
+        } else {
+            name
+        };
+        self.explicit(name)
+            .or_else(|| settings::default_value(name).map(str::to_owned))
+    }
+
+    /// The value of `name` set in this session (or its transaction), not its default.
+    pub(super) fn explicit(&self, name: &str) -> Option<String> {
+        self.block
+            .as_ref()
+            .and_then(|b| b.local.get(name))
+            .or_else(|| self.settings.get(name))
+            .map(str::to_owned)
+    }
+
+    /// The level `priority` names (normal by default).
+    pub(super) fn level_asked(&self) -> Priority {
+        self.setting("priority")
+            .and_then(|p| settings::parse_priority(&p).ok())
+            .unwrap_or(Priority::MEDIUM)
+    }
+
+    /// The priority and group of this session's next statement: the group `task_tier` (if set,
+    /// else the tier of `priority`) and `task_weight` (100 by default) name, and `priority`
+    /// moved into that tier if it lies outside it (as [`Call::in_group`](overtake_sched::Call::in_group)).
+    pub(super) fn class(&self) -> (Priority, Group) {
+        let asked = self.level_asked();
+        let tier = self
+            .explicit("task_tier")
+            .and_then(|t| Tier::parse(&t))
+            .unwrap_or_else(|| Tier::of(asked));
+        let weight = self
+            .explicit("task_weight")
+            .and_then(|w| w.trim().parse().ok())
+            .and_then(Weight::new)
+            .unwrap_or_default();
+        let group = Group::new(tier, weight);
+        (group.level_for(asked), group)
+    }
+
+    /// The priority this session's next statement runs at: `priority` (or the tier's default
+    /// when only `task_tier` is set), moved into the `task_tier` group's tier if it lies outside.
+    pub fn priority(&self) -> Priority {
+        self.class().0
+    }
+
+    pub(super) fn default_level(&self) -> Level {
+        self.setting("default_transaction_isolation")
+            .and_then(|l| Level::parse(&l))
+            .unwrap_or(Level::ReadCommitted)
+    }
+
+    pub(super) fn show_all(&self) -> Answer {
+        let mut names: Vec<String> = [
+            "priority",
+            "task_tier",
+            "task_weight",
+            "transaction_isolation",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        names.extend(self.settings.iter().map(|(k, _)| k.clone()));
+        names.sort();
+        names.dedup();
+        Answer::Rows {
+            columns: vec![
+                OutputColumn {
+                    name: "name".into(),
+                    ty: SqlType::Text,
+                },
+                OutputColumn {
+                    name: "setting".into(),
+                    ty: SqlType::Text,
+                },
+            ],
+            rows: names
+                .into_iter()
+                .map(|n| {
+                    let v = self.setting(&n).unwrap_or_default();
+                    vec![Datum::Text(n), Datum::Text(v)]
+                })
+                .collect(),
+            tag: "SHOW".into(),
+        }
+    }
+
+    pub(super) fn set(
+        &mut self,
+        name: &str,
+        value: Option<&str>,
+        local: bool,
+    ) -> Result<(), SqlError> {
+        if name.eq_ignore_ascii_case("transaction_read_only") {
+            let (_, v) = settings::validate(name, value.unwrap_or("off"))?;
+            if let Some(b) = &mut self.block {
+                set_read_only(b, v == "on")?;
+            }
+            return Ok(());
+        }
+        if name.eq_ignore_ascii_case("transaction_isolation") {
+            let level = value.and_then(Level::parse).ok_or_else(|| {
+                SqlError::new(
+                    sqlstate::INVALID_PARAMETER_VALUE,
+                    "invalid transaction isolation level",
+                )
+            })?;
+            if let Some(b) = &mut self.block {
+                if !matches!(b.txn, TxnState::NotStarted) {
+                    return Err(SqlError::new(
+                        sqlstate::ACTIVE_SQL_TRANSACTION,
+                        "SET TRANSACTION ISOLATION LEVEL must be called before any query",
+                    ));
+                }
+                b.level = level;
+            }
+            return Ok(());
+        }
+        let target = match (&mut self.block, local) {
+            (Some(b), true) => &mut b.local,
+            // SET LOCAL outside a block does nothing (PostgreSQL warns).
+            (None, true) => {
+                return value.map_or(Ok(()), |v| settings::validate(name, v).map(|_| ()));
+            }
+            (_, false) => &mut self.settings,
+        };
+        match value {
+            Some(v) => target.set(name, v),
+            None => {
+                settings::validate(name, settings::default_value(name).unwrap_or(""))?;
+                target.reset(name);
+                Ok(())
+            }
+        }
+    }
+}
