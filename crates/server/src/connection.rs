@@ -3,14 +3,20 @@
 //! uses to report errors (which fail an open block) and answers. Holds no protocol logic of its
 //! own: `handler` (simple queries, COPY, startup) and `extended` build on it.
 
+use std::fmt::Debug;
 use std::sync::Arc;
 
-use futures::stream;
+use futures::{Sink, SinkExt, stream};
 use pgwire::api::portal::{Format, Portal};
+use pgwire::api::query::send_query_response;
 use pgwire::api::results::{CopyResponse, QueryResponse, Response, Tag};
-use pgwire::api::{ClientInfo, ConnectionHandle, ConnectionManager, RandomPidSecretKeyGenerator};
-use pgwire::error::PgWireResult;
-use pgwire::messages::response::TransactionStatus;
+use pgwire::api::{
+    ClientInfo, ConnectionHandle, ConnectionManager, PgWireConnectionState,
+    RandomPidSecretKeyGenerator,
+};
+use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::PgWireBackendMessage;
+use pgwire::messages::response::{EmptyQueryResponse, TransactionStatus};
 use tokio::sync::Mutex;
 
 use overtake_sql::SqlError;
@@ -185,4 +191,43 @@ pub(crate) async fn cancel_request(
             std::future::pending::<()>().await;
         }
     }
+}
+
+/// Feeds a statement's answer (ReadyForQuery, or Sync's, flushes it): its rows, with their
+/// description unless Describe sent it already (the extended protocol), its command tag, an
+/// empty query's answer, or the start of a COPY FROM STDIN (begun by the `extended` protocol or
+/// the simple one: the copy's end differs).
+pub(crate) async fn feed_response<C>(
+    client: &mut C,
+    response: Response,
+    extended: bool,
+) -> PgWireResult<()>
+where
+    C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    match response {
+        Response::Query(q) => send_query_response(client, q, !extended).await?,
+        Response::Execution(tag)
+        | Response::TransactionStart(tag)
+        | Response::TransactionEnd(tag) => {
+            client
+                .feed(PgWireBackendMessage::CommandComplete(tag.into()))
+                .await?;
+        }
+        Response::EmptyQuery => {
+            client
+                .feed(PgWireBackendMessage::EmptyQueryResponse(
+                    EmptyQueryResponse::new(),
+                ))
+                .await?;
+        }
+        Response::CopyIn(c) => {
+            client.set_state(PgWireConnectionState::CopyInProgress(extended));
+            pgwire::api::copy::send_copy_in_response(client, c).await?;
+        }
+        _ => {}
+    }
+    Ok(())
 }

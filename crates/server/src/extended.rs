@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use futures::{Sink, SinkExt};
 use pgwire::api::DEFAULT_NAME;
 use pgwire::api::portal::{Format, Portal};
-use pgwire::api::query::{ExtendedQueryHandler, send_query_response};
+use pgwire::api::query::ExtendedQueryHandler;
 use pgwire::api::results::{FieldInfo, Response};
 use pgwire::api::stmt::QueryParser;
 use pgwire::api::stmt::StoredStatement;
@@ -29,7 +29,7 @@ use overtake_sql::pending::{Pending, Tables};
 use overtake_sql::statement::{ends_transaction, parse, prepare_in};
 use overtake_sql::{SqlError, SqlType, sqlstate};
 
-use crate::connection::{Connection, cancel_request, response, status_of};
+use crate::connection::{Connection, cancel_request, feed_response, response, status_of};
 use crate::prepared::{Statement, StatementRef};
 use crate::session::Shared;
 use crate::session::{Session, failed_block};
@@ -530,29 +530,7 @@ impl Connection {
             }
         };
         client.set_state(PgWireConnectionState::ReadyForQuery);
-        match response? {
-            Response::Query(q) => send_query_response(client, q, false).await?,
-            Response::Execution(tag)
-            | Response::TransactionStart(tag)
-            | Response::TransactionEnd(tag) => {
-                client
-                    .feed(PgWireBackendMessage::CommandComplete(tag.into()))
-                    .await?;
-            }
-            Response::EmptyQuery => {
-                client
-                    .feed(PgWireBackendMessage::EmptyQueryResponse(
-                        EmptyQueryResponse::new(),
-                    ))
-                    .await?;
-            }
-            Response::CopyIn(c) => {
-                client.set_state(PgWireConnectionState::CopyInProgress(true));
-                pgwire::api::copy::send_copy_in_response(client, c).await?;
-            }
-            _ => {}
-        }
-        Ok(())
+        feed_response(client, response?, true).await
     }
 
     /// Runs a bound portal to its end unless `cancelled` completes first.

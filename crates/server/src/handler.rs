@@ -17,7 +17,7 @@ use pgwire::api::auth::{
 };
 use pgwire::api::copy::CopyHandler;
 use pgwire::api::portal::Format;
-use pgwire::api::query::{SimpleQueryHandler, send_query_response};
+use pgwire::api::query::SimpleQueryHandler;
 use pgwire::api::results::Response;
 use pgwire::api::store::PortalStore;
 use pgwire::api::{
@@ -32,7 +32,7 @@ use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use overtake_sql::statement::{ends_transaction, parse, prepare_in};
 use overtake_sql::{SqlError, sqlstate};
 
-use crate::connection::{Connection, cancel_request, response, status_of};
+use crate::connection::{Connection, cancel_request, feed_response, response, status_of};
 use crate::session::{Answer, MAX_COPY_BYTES, failed_block};
 use crate::wire;
 
@@ -46,42 +46,21 @@ pub fn server_parameters() -> DefaultServerParameterProvider {
 /// Sends a simple query's answer to one statement (fed: ReadyForQuery flushes).
 async fn send_answer<C>(client: &mut C, answer: Answer) -> PgWireResult<()>
 where
-    C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+    C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
     C::Error: Debug,
     PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
 {
     match response(answer, &Format::UnifiedText) {
-        Ok(Response::Query(q)) => send_query_response(client, q, true).await?,
-        Ok(
-            Response::Execution(tag)
-            | Response::TransactionStart(tag)
-            | Response::TransactionEnd(tag),
-        ) => {
-            client
-                .feed(PgWireBackendMessage::CommandComplete(tag.into()))
-                .await?;
-        }
-        Ok(Response::EmptyQuery) => {
-            client
-                .feed(PgWireBackendMessage::EmptyQueryResponse(
-                    EmptyQueryResponse::new(),
-                ))
-                .await?
-        }
-        Ok(Response::CopyIn(c)) => {
-            pgwire::api::copy::send_copy_in_response(client, c).await?;
-            client.set_state(PgWireConnectionState::CopyInProgress(false));
-        }
-        Ok(_) => {}
+        Ok(r) => feed_response(client, r, false).await,
         Err(e) => {
             client
                 .feed(PgWireBackendMessage::ErrorResponse(
                     wire::error_info(&e).into(),
                 ))
                 .await?;
+            Ok(())
         }
     }
-    Ok(())
 }
 
 #[async_trait]

@@ -182,9 +182,7 @@ impl Settings {
 
     /// The value set here, if any.
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.values
-            .get(&name.to_ascii_lowercase())
-            .map(String::as_str)
+        self.values.get(&*lowercase(name)).map(String::as_str)
     }
 
     /// Every value set here.
@@ -193,10 +191,19 @@ impl Settings {
     }
 }
 
+/// A setting's name as settings are kept (lower case), without a copy when it is already: the
+/// session reads a few settings for every statement.
+fn lowercase(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.bytes().any(|b| b.is_ascii_uppercase()) {
+        std::borrow::Cow::Owned(name.to_ascii_lowercase())
+    } else {
+        std::borrow::Cow::Borrowed(name)
+    }
+}
+
 /// The default of a setting nobody set.
 pub fn default_value(name: &str) -> Option<&'static str> {
-    let name = name.to_ascii_lowercase();
-    Some(match name.as_str() {
+    Some(match &*lowercase(name) {
         "priority" => "normal",
         "task_tier" => "time-sensitive",
         "task_weight" => "100",

@@ -28,24 +28,37 @@ fn session_thread_policies() -> Vec<i64> {
         .collect()
 }
 
-#[test]
-fn statements_run_on_the_sessions_own_thread_in_its_tiers_scheduling_class() {
-    let server = common::TestServer::start_with(
+/// A server whose sessions run on their own threads, background ones SCHED_IDLE.
+fn serve_on_session_threads() -> common::TestServer {
+    common::TestServer::start_with(
         ServerConfig {
             session_threads: Some(OsScheduling::Idle),
             ..ServerConfig::default()
         },
         overtake_engine::Options::default(),
-    );
-    let rt = tokio::runtime::Builder::new_current_thread()
+    )
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .expect("runtime");
-    rt.block_on(async {
-        let (client, connection) = tokio_postgres::connect(&server.dsn("app"), NoTls)
-            .await
-            .expect("connect");
-        tokio::spawn(connection);
+        .expect("runtime")
+}
+
+async fn connect(server: &common::TestServer) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(&server.dsn("app"), NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(connection);
+    client
+}
+
+#[test]
+fn statements_run_on_the_sessions_own_thread_in_its_tiers_scheduling_class() {
+    let server = serve_on_session_threads();
+    runtime().block_on(async {
+        let client = connect(&server).await;
         client
             .batch_execute(
                 "CREATE TABLE t (id int PRIMARY KEY, v int NOT NULL);
@@ -86,22 +99,9 @@ fn statements_run_on_the_sessions_own_thread_in_its_tiers_scheduling_class() {
 
 #[test]
 fn ddl_in_a_block_on_a_session_thread_runs_in_the_blocks_transaction() {
-    let server = common::TestServer::start_with(
-        ServerConfig {
-            session_threads: Some(OsScheduling::Idle),
-            ..ServerConfig::default()
-        },
-        overtake_engine::Options::default(),
-    );
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    rt.block_on(async {
-        let (client, connection) = tokio_postgres::connect(&server.dsn("app"), NoTls)
-            .await
-            .expect("connect");
-        tokio::spawn(connection);
+    let server = serve_on_session_threads();
+    runtime().block_on(async {
+        let client = connect(&server).await;
         // Each statement its own message: the block's task holds the session's thread between
         // them, so DDL must run in that task (sent to the thread apart, it waited forever).
         for sql in [
