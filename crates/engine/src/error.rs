@@ -164,6 +164,11 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// The table was replaced (a transaction holding its rebuild lock committed) before this
+    /// transaction could take its write lock; the transaction is still active, with nothing
+    /// written to the table (see `Transaction::lock_table`).
+    #[error("table {0} was replaced by a concurrent transaction")]
+    TableReplaced(String),
     /// The table belongs to another database.
     #[error("table {0} belongs to another database")]
     ForeignTable(String),

@@ -6,14 +6,14 @@
 //! ([`Change`]): the session keeps that as its block's view of the catalog, published when the
 //! block commits and undone when it rolls back (see `pending`).
 //!
-//! Limitation: a rebuild is not isolated from other sessions' writers of the table that commit
-//! while the block is open (PostgreSQL would lock them out); their rows stay in the replaced
-//! table. Run such DDL when the table is quiet, as pgbench's initialization does.
+//! A rebuild or drop first takes the table's rebuild lock (see `lock_for_rebuild`), and every
+//! writer holds the table's write lock until its transaction ends (`exec`), so no commit ever
+//! lands in a table that is being replaced.
 
 use std::sync::Arc;
 
 use overtake_engine::{
-    ColumnType, Isolation, KeyRange, Priority, ScanOptions, TableSchema, Transaction,
+    ColumnType, Isolation, KeyRange, Priority, ScanOptions, TableLock, TableSchema, Transaction,
 };
 
 use crate::catalog::{Catalog, ROW_ID_COLUMN, RowIds, SqlColumn, SqlIndex, SqlTable};
@@ -83,7 +83,10 @@ fn build(
 /// Copies every row of `old` into `new` in `txn`.
 fn copy_rows(txn: &mut Transaction<'_>, old: &SqlTable, new: &SqlTable) -> Result<()> {
     let mut rows = Vec::new();
-    txn.scan(&old.engine, &KeyRange::all(), ScanOptions::forward(), |r| {
+    // Validated: under REPEATABLE READ or SERIALIZABLE the snapshot may predate a commit the
+    // rebuild's lock waited out, and then the rebuild must fail rather than leave it behind.
+    let options = ScanOptions::forward().validated();
+    txn.scan(&old.engine, &KeyRange::all(), options, |r| {
         rows.push(
             old.columns
                 .iter()
@@ -145,6 +148,23 @@ fn or_discard<T>(catalog: &Catalog, new: &SqlTable, done: Result<T>) -> Result<T
     done
 }
 
+/// Takes `table`'s rebuild lock (PostgreSQL's ACCESS EXCLUSIVE), waiting for every block that
+/// wrote to it to end and keeping new writers out until this transaction ends, so that no
+/// commit lands in the table being replaced. A table another block replaced meanwhile fails
+/// with 40001 (as `stored::check_current` would).
+fn lock_for_rebuild(txn: &mut Transaction<'_>, table: &SqlTable) -> Result<()> {
+    match txn.lock_table(&table.engine, TableLock::Rebuild) {
+        Err(overtake_engine::Error::TableReplaced(_)) => Err(SqlError::new(
+            sqlstate::SERIALIZATION_FAILURE,
+            format!(
+                "could not serialize access: table \"{}\" was changed concurrently",
+                table.name
+            ),
+        )),
+        locked => Ok(locked?),
+    }
+}
+
 /// Rebuilds `old` as described in `txn`, copying its rows unless `empty`.
 fn rebuild(
     catalog: &Catalog,
@@ -153,6 +173,7 @@ fn rebuild(
     (columns, primary_key, indexes): Shape,
     empty: bool,
 ) -> Result<Change> {
+    lock_for_rebuild(txn, old)?;
     stored::check_current(txn, catalog.stored(), old)?;
     let new = build(catalog, &old.name, columns, primary_key, &indexes)?;
     let done = (|| {
@@ -170,7 +191,10 @@ fn rebuild(
 
 /// Runs `ddl` alone, as a transaction of its own at `priority`, and publishes it.
 pub fn execute(catalog: &Catalog, ddl: &Ddl, priority: Priority) -> Result<&'static str> {
-    let mut txn = catalog.database().begin(priority, Isolation::Snapshot)?;
+    // READ COMMITTED: a rebuild's copy reads what committed before its lock was granted.
+    let mut txn = catalog
+        .database()
+        .begin(priority, Isolation::ReadCommitted)?;
     let (tag, changes) = execute_in(Tables::shared(catalog), &mut txn, ddl)?;
     let mut pending = Pending::default();
     pending.record(changes);
@@ -241,6 +265,7 @@ pub fn execute_in(
                 }
             }
             for t in &dropped {
+                lock_for_rebuild(txn, t)?;
                 stored::check_current(txn, catalog.stored(), t)?;
                 stored::remove(txn, catalog.stored(), &t.name)?;
             }

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::ops::{Bound, ControlFlow};
 
-use overtake_engine::{KeyBuf, KeyRange, ScanOptions, Transaction};
+use overtake_engine::{KeyBuf, KeyRange, ScanOptions, TableLock, Transaction};
 
 use crate::aggregate::AggState;
 use crate::catalog::SqlTable;
@@ -498,6 +498,7 @@ pub fn insert_rows(
     rows: impl IntoIterator<Item = Vec<Datum>>,
     cx: &Context<'_>,
 ) -> Result<u64> {
+    lock_for_writing(txn, table)?;
     let mut n = 0;
     for source in rows {
         let mut values: Vec<Option<Datum>> = vec![None; table.columns.len()];
@@ -632,8 +633,27 @@ fn for_each_target(
     Ok(n)
 }
 
+/// Takes `table`'s write lock for the rest of the transaction, as PostgreSQL's writers take
+/// ROW EXCLUSIVE: it waits while a block rebuilding the table (TRUNCATE, ADD PRIMARY KEY,
+/// CREATE INDEX, DROP) holds it, and keeps the rebuild from starting meanwhile. A statement
+/// planned against a table that a rebuild replaced while it waited fails with 40001 rather than
+/// write where nobody would read (PostgreSQL writes into the new table instead).
+fn lock_for_writing(txn: &mut Transaction<'_>, table: &SqlTable) -> Result<()> {
+    match txn.lock_table(&table.engine, TableLock::Write) {
+        Err(overtake_engine::Error::TableReplaced(_)) => Err(SqlError::new(
+            sqlstate::SERIALIZATION_FAILURE,
+            format!(
+                "could not serialize access: relation \"{}\" was rewritten by a concurrent transaction",
+                table.name
+            ),
+        )),
+        locked => Ok(locked?),
+    }
+}
+
 fn update(txn: &mut Transaction<'_>, plan: &UpdatePlan, cx: &Context<'_>) -> Result<Output> {
     let table = &plan.table;
+    lock_for_writing(txn, table)?;
     let n = for_each_target(
         txn,
         table,
@@ -691,6 +711,7 @@ fn update(txn: &mut Transaction<'_>, plan: &UpdatePlan, cx: &Context<'_>) -> Res
 }
 
 fn delete(txn: &mut Transaction<'_>, plan: &DeletePlan, cx: &Context<'_>) -> Result<Output> {
+    lock_for_writing(txn, &plan.table)?;
     let n = for_each_target(
         txn,
         &plan.table,

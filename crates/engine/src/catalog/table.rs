@@ -60,6 +60,9 @@ pub struct Table {
     /// Set when the table is dropped: it keeps its id, its rows stay readable by whoever holds
     /// it, and its writes no longer matter to recovery or checkpoints.
     dropped: std::sync::atomic::AtomicBool,
+    /// Set when a transaction that held its [`TableLock::Rebuild`](crate::TableLock::Rebuild)
+    /// commits: what it wrote stands for this table now, so writers must not write here.
+    replaced: std::sync::atomic::AtomicBool,
 }
 
 impl Table {
@@ -112,12 +115,23 @@ impl Table {
             records: RecordStore::new(),
             point_cache: (!hidden_key).then(PointCache::new),
             dropped: std::sync::atomic::AtomicBool::new(false),
+            replaced: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
     /// Whether the table was dropped ([`Database::drop_table`](crate::Database::drop_table)).
     pub fn is_dropped(&self) -> bool {
         self.dropped.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Whether a transaction holding its rebuild lock committed (see `Transaction::lock_table`).
+    pub fn is_replaced(&self) -> bool {
+        self.replaced.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    pub(crate) fn mark_replaced(&self) {
+        self.replaced
+            .store(true, std::sync::atomic::Ordering::Release);
     }
 
     pub(crate) fn mark_dropped(&self) {

@@ -101,7 +101,7 @@ impl Transaction<'_> {
         }
         let txns = &self.engine.txns;
         let ts = txns.start_commit(&self.lease);
-        if self.serializable() && !self.validate(ts) {
+        if (self.serializable() || self.validating) && !self.validate(ts) {
             self.buf.log_record = record.unwrap_or_default();
             return Err(self.fail_commit(epoch, AbortReason::Validation));
         }
@@ -269,6 +269,14 @@ impl Transaction<'_> {
             self.engine
                 .txns
                 .add_created(&self.lease, self.versions_created);
+        }
+        if state == State::Committed {
+            // Before the locks go: a writer let in by them must find the table replaced.
+            for (table, mode) in &self.table_locks {
+                if *mode == crate::txn::TableLock::Rebuild {
+                    self.engine.catalog.recorded(*table).mark_replaced();
+                }
+            }
         }
         // Only now that every version is stamped or undone may a waiter read the records.
         self.release_locks();

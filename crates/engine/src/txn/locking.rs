@@ -32,7 +32,7 @@ use std::time::Duration;
 
 use crate::catalog::Catalog;
 use crate::catalog::table::{IndexRef, Table, TableId};
-use crate::error::{AbortReason, Result};
+use crate::error::{AbortReason, Error, Result};
 use crate::index::{OrderedIndex, ScanBatch};
 use crate::lock::{LockAbort, LockManager, LockMode, LockName, Revocation, TxnId};
 use crate::mvcc::epoch::EpochGuard;
@@ -99,6 +99,27 @@ pub(super) struct Locker<'a> {
     names: Vec<LockName>,
 }
 
+/// A table-level lock's mode (see [`Transaction::lock_table`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TableLock {
+    /// Writing the table's rows (PostgreSQL's ROW EXCLUSIVE): writers share it.
+    Write,
+    /// Replacing the table (PostgreSQL's ACCESS EXCLUSIVE): no writer holds the table meanwhile.
+    Rebuild,
+}
+
+/// The low bits of a table lock's space: past any index's (see `space`).
+const TABLE_SPACE: u64 = 0xFFFF;
+
+/// The lock standing for a whole table.
+fn table_lock(table: &Table) -> LockName {
+    LockName {
+        space: (u64::from(table.id()) << 16) | TABLE_SPACE,
+        item: 0,
+    }
+}
+
 /// The lock space of one index of a table.
 fn space(table: &Table, index: IndexRef) -> u64 {
     let index = match index {
@@ -153,6 +174,11 @@ pub(crate) fn describe_locks(catalog: &Catalog, names: &[LockName]) -> Vec<Strin
     names
         .iter()
         .map(|name| {
+            if name.space & 0xFFFF == TABLE_SPACE
+                && let Some(table) = catalog.get((name.space >> 16) as TableId)
+            {
+                return format!("{} table", table.name());
+            }
             let Some((table, index)) = locked_index(catalog, name.space) else {
                 return format!("{:#x}/{:#x}", name.space, name.item);
             };
@@ -626,6 +652,60 @@ impl<'db> Transaction<'db> {
         self.lock_for_write(table, key.as_bytes())
     }
 
+    /// Takes `table`'s table lock in `mode` until the transaction ends, waiting (parked) while
+    /// another transaction holds it in a mode that conflicts, as PostgreSQL's table-level locks:
+    /// [`TableLock::Write`] is what every writer of the table holds, [`TableLock::Rebuild`] is
+    /// what replacing the table takes, so that no writer commits into a table while it is copied
+    /// and replaced. At every isolation level and in every concurrency-control mode (a
+    /// transaction that takes no row locks gets a lock-manager handle for this alone); waits
+    /// join deadlock detection and the lock policy as row locks do. Under READ COMMITTED a
+    /// rebuild reads the newest committed rows from here on; at other levels a rebuild's copy
+    /// must scan with [`ScanOptions::validated`](crate::ScanOptions::validated), so that rows
+    /// committed between its snapshot and its lock fail its commit instead of being left out.
+    /// When a transaction holding `Rebuild` commits, the table counts as replaced: a later
+    /// request for its lock fails with [`Error::TableReplaced`] (the transaction stays active).
+    pub fn lock_table(&mut self, table: &Table, mode: TableLock) -> Result<()> {
+        self.check(table)?;
+        let held = self.table_locks.iter().find(|(t, _)| *t == table.id());
+        if held.is_some_and(|&(_, m)| m == mode || m == TableLock::Rebuild) {
+            return Ok(());
+        }
+        let locker = match &mut self.locker {
+            Some(locker) => locker,
+            none => {
+                let engine = self.engine;
+                let manager = engine.locks.as_ref().unwrap_or(&engine.row_locks);
+                let level = self.priority.level() as u8;
+                let registered = manager.register_aged(self.lease.stamp, level, None);
+                none.insert(Locker::new(
+                    manager,
+                    &engine.txns,
+                    self.lease.stamp,
+                    registered,
+                ))
+            }
+        };
+        let lock_mode = match mode {
+            TableLock::Write => LockMode::Shared,
+            TableLock::Rebuild => LockMode::Exclusive,
+        };
+        let result = locker.acquire(table_lock(table), lock_mode);
+        self.lock_result(result)?;
+        self.table_locks.retain(|(t, _)| *t != table.id());
+        self.table_locks.push((table.id(), mode));
+        if table.is_replaced() {
+            // Its replacement committed before the lock was granted: writing here would be lost.
+            return Err(Error::TableReplaced(table.name().to_owned()));
+        }
+        if mode == TableLock::Rebuild
+            && self.isolation == super::Isolation::ReadCommitted
+            && !self.two_phase
+        {
+            self.engine.txns.refresh_snapshot(&mut self.lease);
+        }
+        Ok(())
+    }
+
     /// Ends the transaction with `abort`'s reason if a lock request failed.
     pub(super) fn lock_result(&mut self, result: Result<(), LockAbort>) -> Result<()> {
         result.map_err(|abort| self.fail(abort.into()))
@@ -658,7 +738,7 @@ impl<'db> Transaction<'db> {
 
     /// Locks primary key `key` of `table` in `mode` (nothing unless locking).
     pub(super) fn lock_primary(&mut self, table: &Table, key: &[u8], mode: LockMode) -> Result<()> {
-        let Some(locker) = &mut self.locker else {
+        let Some(locker) = self.locker.as_mut().filter(|_| self.locks_rows) else {
             return Ok(());
         };
         let result = locker.lock_key(table, IndexRef::Primary, key, mode);

@@ -34,14 +34,14 @@ mod snapshot_rows;
 mod write;
 pub(crate) mod writeset;
 
-pub use locking::LockStats;
+pub use locking::{LockStats, TableLock};
 
 use overtake_runtime::preempt::record_access;
 use std::ops::{Bound, ControlFlow};
 
 use overtake_priority::Priority;
 
-use crate::catalog::table::{IndexId, IndexRef, Table};
+use crate::catalog::table::{IndexId, IndexRef, Table, TableId};
 use crate::error::{AbortReason, Error, Result};
 use crate::index::LeafHint;
 use crate::lock::LockMode;
@@ -80,6 +80,10 @@ pub struct ScanOptions {
     pub limit: Option<usize>,
     /// Walk the range from its upper end down.
     pub reverse: bool,
+    /// Validate what the scan saw at commit whatever the isolation level: the commit fails
+    /// (`AbortReason::Validation`) if a transaction committed a change to the range after this
+    /// one's snapshot. Serializable isolation validates every scan anyway.
+    pub validate: bool,
 }
 
 impl ScanOptions {
@@ -91,9 +95,15 @@ impl ScanOptions {
     /// Reverse, no limit.
     pub fn reverse() -> Self {
         ScanOptions {
-            limit: None,
             reverse: true,
+            ..ScanOptions::default()
         }
+    }
+
+    /// The same options, validated at commit (see [`validate`](Self::validate)).
+    pub fn validated(mut self) -> Self {
+        self.validate = true;
+        self
     }
 
     /// The same options with a row limit.
@@ -134,6 +144,13 @@ pub struct Transaction<'db> {
     /// Two-phase locking: reads lock too, and read the newest committed version. (READ COMMITTED
     /// in an MVCC database has a locker for its writes only.)
     two_phase: bool,
+    /// Whether writes take row locks: the locker was there from the start (two-phase locking,
+    /// READ COMMITTED). A locker made later for table locks alone leaves rows unlocked.
+    locks_rows: bool,
+    /// The table locks it holds, so that a statement asking again does not go to the manager.
+    table_locks: Vec<(TableId, TableLock)>,
+    /// A scan asked to be validated at commit (see `ScanOptions::validate`).
+    validating: bool,
     /// Versions it installed, added to its slot's counter once, when it ends.
     versions_created: u64,
     /// From the end of its commit region until its log record was durable (zero without a
@@ -149,9 +166,13 @@ impl<'db> Transaction<'db> {
         isolation: Isolation,
         lock_age: Option<u64>,
     ) -> Self {
+        let locker = Self::register_locker(engine, lease.stamp, (priority, isolation), lock_age);
         Transaction {
             buf: engine.footprints.take(lease.slot),
-            locker: Self::register_locker(engine, lease.stamp, (priority, isolation), lock_age),
+            locks_rows: locker.is_some(),
+            locker,
+            table_locks: Vec::new(),
+            validating: false,
             two_phase: engine.locks.is_some(),
             engine,
             lease,

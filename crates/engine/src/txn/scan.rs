@@ -73,7 +73,8 @@ impl Transaction<'_> {
         let mut batch = std::mem::take(&mut self.buf.batch);
         // Under serializable isolation, what the scan sees of the range is recorded, so that the
         // commit can validate the range without walking it again (see `SeenEntries`).
-        let recording = self.serializable();
+        let recording = self.serializable() || options.validate;
+        self.validating |= options.validate;
         let mut seen_leaves = std::mem::take(&mut self.buf.scan_leaves);
         let mut seen_oids = std::mem::take(&mut self.buf.scan_oids);
         let seen_from = (seen_leaves.len() as u32, seen_oids.len() as u32);

@@ -278,7 +278,7 @@ impl Transaction<'_> {
                     entry.secondary_may_change |= keys_may_change;
                 }
                 Scanned::Record(oid, key) => {
-                    if self.locker.is_some() {
+                    if self.locks_rows {
                         // A lock wait parks the task: no epoch is held across it.
                         drop(epoch);
                         let locked = self.lock_for_write(table, key.as_slice());

@@ -107,9 +107,15 @@ pub fn hermitage_row(t: &Table, id: i64, value: i64) -> overtake_engine::Row {
 /// `test(id INT64 PK, value INT64)` with an index `by_value`, holding {(1, 10), (2, 20)}: the
 /// table every Hermitage test starts from.
 pub fn hermitage_table(db: &Database) -> Arc<Table> {
+    hermitage_table_named(db, "test")
+}
+
+/// [`hermitage_table`] under another name.
+#[allow(dead_code)] // Not every test binary needs a second table.
+pub fn hermitage_table_named(db: &Database, name: &str) -> Arc<Table> {
     let t = db
         .create_table(
-            TableSchema::builder("test")
+            TableSchema::builder(name)
                 .column("id", ColumnType::Int64)
                 .column("value", ColumnType::Int64)
                 .primary_key(&["id"])

@@ -1,0 +1,181 @@
+//! DDL that replaces a table (TRUNCATE, ADD PRIMARY KEY, CREATE INDEX, DROP) and the sessions
+//! writing to it, over the wire: the rebuild waits for open writers and writers wait for an open
+//! rebuild, as PostgreSQL's table locks make them, and no acknowledged commit is ever lost.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use tokio_postgres::NoTls;
+
+#[global_allocator]
+static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+async fn connect(config: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(config, NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(connection);
+    client
+}
+
+/// Returns once some transaction waits for a lock (a state, not a timeout).
+async fn someone_waits(server: &common::TestServer) {
+    let db = server.database();
+    let give_up = Instant::now() + Duration::from_secs(60);
+    while db.lock_waits().is_empty() {
+        assert!(Instant::now() < give_up, "nobody ever waited");
+        tokio::task::yield_now().await;
+    }
+}
+
+async fn count(client: &tokio_postgres::Client, sql: &str) -> i64 {
+    client.query_one(sql, &[]).await.expect("count").get(0)
+}
+
+#[test]
+fn a_rebuild_waits_for_an_open_writer_and_keeps_its_commit() {
+    let server = common::TestServer::start();
+    runtime().block_on(async {
+        let ddls = [
+            ("CREATE INDEX w_v ON w (v)", 2),
+            ("ALTER TABLE w ADD PRIMARY KEY (k)", 2),
+            ("TRUNCATE w", 0),
+        ];
+        for (ddl, left) in ddls {
+            let writer = connect(&server.dsn("writer")).await;
+            let rebuilder = connect(&server.dsn("rebuilder")).await;
+            writer
+                .batch_execute(
+                    "DROP TABLE IF EXISTS w;
+                     CREATE TABLE w (k int NOT NULL, v int NOT NULL);
+                     INSERT INTO w VALUES (1, 1)",
+                )
+                .await
+                .expect("setup");
+            writer
+                .batch_execute("BEGIN; INSERT INTO w VALUES (2, 2)")
+                .await
+                .expect("open writer");
+            let rebuild = tokio::spawn(async move { rebuilder.batch_execute(ddl).await });
+            someone_waits(&server).await;
+            writer.batch_execute("COMMIT").await.expect("commit");
+            rebuild.await.expect("task").expect(ddl);
+            assert_eq!(
+                count(&writer, "SELECT count(*) FROM w").await,
+                left,
+                "{ddl}"
+            );
+        }
+    });
+}
+
+#[test]
+fn a_writer_waits_for_an_open_rebuild_and_a_committed_one_fails_it_with_40001() {
+    let server = common::TestServer::start();
+    runtime().block_on(async {
+        for commit in [false, true] {
+            let writer = connect(&server.dsn("writer")).await;
+            let rebuilder = connect(&server.dsn("rebuilder")).await;
+            rebuilder
+                .batch_execute(
+                    "DROP TABLE IF EXISTS w;
+                     CREATE TABLE w (k int NOT NULL, v int NOT NULL);
+                     INSERT INTO w VALUES (1, 1)",
+                )
+                .await
+                .expect("setup");
+            // (Apart: statements before a BEGIN in one message join its block.)
+            rebuilder
+                .batch_execute("BEGIN; CREATE INDEX w_v ON w (v)")
+                .await
+                .expect("open rebuild");
+            let insert = tokio::spawn(async move {
+                (
+                    writer.execute("INSERT INTO w VALUES (2, 2)", &[]).await,
+                    writer,
+                )
+            });
+            someone_waits(&server).await;
+            let end = if commit { "COMMIT" } else { "ROLLBACK" };
+            rebuilder.batch_execute(end).await.expect(end);
+            let (inserted, writer) = insert.await.expect("task");
+            if commit {
+                // Planned against the table the rebuild replaced: refused, never lost.
+                let e = inserted.expect_err("the insert into the replaced table");
+                assert_eq!(e.code().map(|c| c.code()), Some("40001"));
+                writer
+                    .execute("INSERT INTO w VALUES (2, 2)", &[])
+                    .await
+                    .expect("the retry");
+            } else {
+                inserted.expect("the insert after a rolled-back rebuild");
+            }
+            assert_eq!(
+                count(&writer, "SELECT count(*) FROM w WHERE v = 2").await,
+                1
+            );
+            assert_eq!(count(&writer, "SELECT count(*) FROM w").await, 2);
+        }
+    });
+}
+
+#[test]
+fn rebuilds_racing_a_stream_of_inserts_lose_no_acknowledged_row() {
+    let server = common::TestServer::start();
+    runtime().block_on(async {
+        let writer = connect(&server.dsn("writer")).await;
+        let rebuilder = connect(&server.dsn("rebuilder")).await;
+        writer
+            .batch_execute("CREATE TABLE s (k int NOT NULL, v int NOT NULL)")
+            .await
+            .expect("setup");
+        const ROWS: i32 = 300;
+        let inserts = tokio::spawn(async move {
+            let mut acknowledged = 0;
+            for k in 0..ROWS {
+                // A statement refused because its table was replaced is tried again.
+                loop {
+                    match writer.execute("INSERT INTO s VALUES ($1, $1)", &[&k]).await {
+                        Ok(_) => break,
+                        Err(e) if e.code().map(|c| c.code()) == Some("40001") => continue,
+                        Err(e) => panic!("insert {k}: {e}"),
+                    }
+                }
+                acknowledged += 1;
+                tokio::task::yield_now().await;
+            }
+            (acknowledged, writer)
+        });
+        for ddl in [
+            "CREATE INDEX s_v ON s (v)",
+            "ALTER TABLE s ADD PRIMARY KEY (k)",
+            "CREATE INDEX s_kv ON s (k, v)",
+        ] {
+            loop {
+                match rebuilder.batch_execute(ddl).await {
+                    Ok(()) => break,
+                    Err(e) if e.code().map(|c| c.code()) == Some("40001") => continue,
+                    Err(e) => panic!("{ddl}: {e}"),
+                }
+            }
+        }
+        let (acknowledged, writer) = inserts.await.expect("inserts");
+        assert_eq!(acknowledged, ROWS);
+        assert_eq!(
+            count(&writer, "SELECT count(*) FROM s").await,
+            i64::from(ROWS)
+        );
+        assert_eq!(
+            count(&writer, "SELECT count(DISTINCT k) FROM s").await,
+            i64::from(ROWS)
+        );
+    });
+}
