@@ -204,3 +204,36 @@ fn a_more_urgent_writer_takes_the_row_from_a_waiting_holder() {
     });
     assert_eq!(committed(&db, &t), [(1, 15), (2, 21)]);
 }
+
+/// `select ... where id = ? for update nowait`: whether the lock was had without waiting.
+fn try_lock(
+    t: &Arc<Table>,
+    id: i64,
+) -> impl for<'a, 'b> FnOnce(&'a mut Transaction<'b>) -> Outcome + Send + use<> {
+    let t = Arc::clone(t);
+    move |txn| {
+        txn.next_statement();
+        let key = t.key().int(id).finish().expect("key");
+        Ok(vec![i64::from(txn.try_lock_row(&t, &key)?)])
+    }
+}
+
+#[test]
+fn a_lock_taken_without_waiting_is_refused_while_another_holds_the_row() {
+    let (db, t) = setup();
+    std::thread::scope(|s| {
+        let mut holder = Session::begin_at(s, &db, Priority::LOW, RC);
+        let mut other = Session::begin_at(s, &db, Priority::HIGH, RC);
+        assert_eq!(holder.run(&db, add(&t, 1, 1)), done(&[]));
+        // Refused, with nothing queued and no policy acting on the holder: both go on.
+        assert_eq!(other.run(&db, try_lock(&t, 1)), done(&[0]));
+        assert_eq!(other.run(&db, try_lock(&t, 2)), done(&[1]));
+        assert_eq!(holder.run(&db, add(&t, 1, 1)), done(&[]));
+        assert_eq!(holder.commit(&db), done(&[]));
+        assert_eq!(other.run(&db, try_lock(&t, 1)), done(&[1]));
+        assert_eq!(other.run(&db, read(&t, 1)), done(&[12]));
+        assert_eq!(other.commit(&db), done(&[]));
+        holder.close();
+        other.close();
+    });
+}

@@ -17,7 +17,9 @@ use crate::catalog::SqlTable;
 use crate::datum::Datum;
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::{Context, Expr};
-use crate::plan::{Access, DeletePlan, InsertPlan, InsertSource, Query, SelectPlan, UpdatePlan};
+use crate::plan::{
+    Access, DeletePlan, InsertPlan, InsertSource, LockWait, Query, SelectPlan, UpdatePlan,
+};
 
 /// What a statement returns: its command tag (`SELECT 3`, `INSERT 0 1`) and rows.
 #[derive(Debug, Default)]
@@ -296,7 +298,7 @@ fn join(
         let mut keys = Vec::new();
         let (access, table) = (&source.access, &source.table);
         fetch(txn, table, access, filter, row, cx, None, Some(&mut keys))?;
-        lock_rows(txn, table, keys, filter, row, cx)?
+        lock_rows(txn, (table, plan.lock_wait), keys, filter, row, cx)?
     } else {
         fetch(
             txn,
@@ -328,7 +330,7 @@ fn join(
 /// still holds.
 fn lock_rows(
     txn: &mut Transaction<'_>,
-    table: &SqlTable,
+    (table, wait): (&SqlTable, LockWait),
     keys: Vec<KeyBuf>,
     filter: &[Expr],
     outer: &[Datum],
@@ -336,7 +338,20 @@ fn lock_rows(
 ) -> Result<Vec<Vec<Datum>>> {
     let mut kept = Vec::with_capacity(keys.len());
     for key in keys {
-        txn.lock_row(&table.engine, &key)?;
+        match wait {
+            LockWait::Wait => txn.lock_row(&table.engine, &key)?,
+            LockWait::NoWait if !txn.try_lock_row(&table.engine, &key)? => {
+                return Err(SqlError::new(
+                    sqlstate::LOCK_NOT_AVAILABLE,
+                    format!(
+                        "could not obtain lock on row in relation \"{}\"",
+                        table.name
+                    ),
+                ));
+            }
+            LockWait::SkipLocked if !txn.try_lock_row(&table.engine, &key)? => continue,
+            LockWait::NoWait | LockWait::SkipLocked => {}
+        }
         if let Some(latest) = txn.get(&table.engine, &key, |row| read_row(table, row))? {
             let mut combined = outer.to_vec();
             combined.extend(latest.iter().cloned());

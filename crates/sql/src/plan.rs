@@ -202,6 +202,21 @@ pub struct SelectPlan {
     pub offset: Option<Expr>,
     /// `FOR UPDATE`: the rows read are locked as writes would lock them.
     pub for_update: bool,
+    /// What `FOR UPDATE` does with a row another transaction holds locked.
+    pub lock_wait: LockWait,
+}
+
+/// What a locking read does with a row locked by another transaction (PostgreSQL's default,
+/// `NOWAIT` and `SKIP LOCKED`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LockWait {
+    /// Waits for the holder to end.
+    #[default]
+    Wait,
+    /// Fails at once with 55P03.
+    NoWait,
+    /// Leaves the row out.
+    SkipLocked,
 }
 
 /// An INSERT.

@@ -406,6 +406,7 @@ impl Binder<'_> {
                 limit,
                 offset,
                 for_update: !query.locks.is_empty(),
+                lock_wait: lock_wait(&query.locks),
             },
             columns,
         ))
@@ -451,4 +452,22 @@ fn output_name(e: &ast::Expr) -> String {
         ast::Expr::Cast { expr, .. } | ast::Expr::Nested(expr) => output_name(expr),
         _ => "?column?".into(),
     }
+}
+
+/// What the locking clauses say about rows other transactions hold: PostgreSQL takes the
+/// strictest one given (`NOWAIT` over `SKIP LOCKED` over waiting).
+fn lock_wait(locks: &[ast::LockClause]) -> crate::plan::LockWait {
+    use crate::plan::LockWait;
+    let waits = locks.iter().map(|l| match l.nonblock {
+        Some(ast::NonBlock::Nowait) => LockWait::NoWait,
+        Some(ast::NonBlock::SkipLocked) => LockWait::SkipLocked,
+        None => LockWait::Wait,
+    });
+    waits
+        .max_by_key(|w| match w {
+            LockWait::Wait => 0,
+            LockWait::SkipLocked => 1,
+            LockWait::NoWait => 2,
+        })
+        .unwrap_or_default()
 }

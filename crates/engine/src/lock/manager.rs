@@ -215,7 +215,7 @@ impl LockManager {
         name: LockName,
         mode: LockMode,
     ) -> Result<Option<WaitTimes>, LockAbort> {
-        if self.request(id, name, mode)? {
+        if self.request(id, name, mode, true)? {
             return Ok(None);
         }
         loop {
@@ -244,8 +244,27 @@ impl LockManager {
         }
     }
 
-    /// The request under the latch: `Ok(true)` if granted, `Ok(false)` if `id` must park.
-    fn request(&self, id: TxnId, name: LockName, mode: LockMode) -> Result<bool, LockAbort> {
+    /// Acquires `name` in `mode` for `id` only if that needs no wait (PostgreSQL's `NOWAIT` and
+    /// `SKIP LOCKED`): `Ok(false)`, with nothing queued and no policy acting on the holders, if
+    /// a holder's mode conflicts or a waiter goes first.
+    pub(crate) fn try_acquire(
+        &self,
+        id: TxnId,
+        name: LockName,
+        mode: LockMode,
+    ) -> Result<bool, LockAbort> {
+        self.request(id, name, mode, false)
+    }
+
+    /// The request under the latch: `Ok(true)` if granted, `Ok(false)` if `id` must park (or,
+    /// unless `wait`, was not queued).
+    fn request(
+        &self,
+        id: TxnId,
+        name: LockName,
+        mode: LockMode,
+        wait: bool,
+    ) -> Result<bool, LockAbort> {
         let region = NoPreemptGuard::new();
         let mut guard = self.table.lock(&region);
         let table = &mut *guard;
@@ -259,6 +278,13 @@ impl LockManager {
             // Known to the queue already: an upgrade (the transaction's lock list has the name).
             let known = queue.involves(id);
             let request = queue.request(&me, mode, policy, info);
+            if !wait && matches!(request, Request::Wait(_)) {
+                // Withdrawn at once: the queue is as it was before the request.
+                let granted = queue.cancel_wait(id, policy, info);
+                debug_assert!(granted.is_empty(), "withdrawing a new waiter grants nobody");
+                return (known, None, Vec::new());
+            }
+            let request = Some(request);
             let blockers: Vec<TxnId> = queue
                 .holders()
                 .into_iter()
@@ -267,6 +293,9 @@ impl LockManager {
                 .collect();
             (known, request, blockers)
         });
+        let Some(request) = request else {
+            return Ok(false);
+        };
         let e = table.txns.get_mut(&id).expect("registered");
         if !known {
             e.locks.push(name);
@@ -480,6 +509,26 @@ mod tests {
         LockName { space: 0, item }
     }
 
+    /// A request that may not wait queues nothing and acts on no holder, even under POW, whose
+    /// conflicts with a less urgent holder would otherwise doom it.
+    #[test]
+    fn a_request_that_may_not_wait_leaves_the_queue_and_holders_as_they_were() {
+        use LockMode::{Exclusive as X, Shared as S};
+        let m = LockManager::new(LockPolicy::Pow);
+        let (low, high) = (1, 2);
+        m.register(low, 0, low);
+        m.register(high, 3, high);
+        assert_eq!(m.acquire(low, lock(1), X), Ok(()));
+        assert_eq!(m.try_acquire(high, lock(1), S), Ok(false));
+        assert!(m.waits().is_empty());
+        assert!(m.locks_of(high).is_empty());
+        assert_eq!(m.aborted(low), None);
+        assert_eq!(m.try_acquire(high, lock(2), X), Ok(true));
+        m.release_all(low);
+        assert_eq!(m.try_acquire(high, lock(1), X), Ok(true));
+        assert_eq!(m.locks_of(high), [lock(2), lock(1)]);
+    }
+
     /// The requester is told it was a deadlock victim whenever it was one, even when breaking a
     /// second cycle afterwards chose another victim last (it used to be told it was granted).
     #[test]
@@ -499,7 +548,7 @@ mod tests {
         // B is shared by t5 and then r; t1 asks for it exclusive and waits for both.
         assert_eq!(m.acquire(t5, b, S), Ok(()));
         assert_eq!(m.acquire(r, b, S), Ok(()));
-        assert_eq!(m.request(t1, b, X), Ok(false));
+        assert_eq!(m.request(t1, b, X, true), Ok(false));
         // A cycle t5 <-> t6 planted behind the manager's back, as if its detection had missed it:
         // t5 waits for d (t6's), t6 for c (t5's).
         {
@@ -518,7 +567,7 @@ mod tests {
         // r asks for a (t1's) and closes t1 -> r -> t1; t1 is raised to r's level, so r, the
         // younger, is that cycle's victim. From t1 the search then finds t5 -> t6 -> t5, whose
         // victim (t6) is chosen last.
-        assert_eq!(m.request(r, a, X), Err(LockAbort::Deadlock));
+        assert_eq!(m.request(r, a, X, true), Err(LockAbort::Deadlock));
         assert_eq!(m.aborted(r), Some(LockAbort::Deadlock));
         assert_eq!(m.aborted(t6), Some(LockAbort::Deadlock));
         assert!(

@@ -313,6 +313,17 @@ impl<'a> Locker<'a> {
         self.acquire(key_lock(table, index, key), mode)
     }
 
+    /// Locks `key` of `index` exclusively if that needs no wait; false if it would.
+    pub(super) fn try_lock_key(
+        &mut self,
+        table: &Table,
+        index: IndexRef,
+        key: &[u8],
+    ) -> Result<bool, LockAbort> {
+        self.manager
+            .try_acquire(self.id, key_lock(table, index, key), LockMode::Exclusive)
+    }
+
     /// Fetches up to `want` entries of `bounds` into `batch` (as `OrderedIndex::fetch_batch`)
     /// and locks them shared, returning once a fetch after locking found the same entries. With
     /// `successor`, a batch that reaches the end of the range also locks the range's successor
@@ -652,6 +663,22 @@ impl<'db> Transaction<'db> {
         self.lock_for_write(table, key.as_bytes())
     }
 
+    /// [`lock_row`](Self::lock_row) without waiting (`FOR UPDATE NOWAIT`, `SKIP LOCKED`):
+    /// `Ok(false)`, with nothing taken and the transaction still active, if another transaction
+    /// holds the row's lock or waits for it first.
+    pub fn try_lock_row(&mut self, table: &Table, key: &KeyBuf) -> Result<bool> {
+        self.check(table)?;
+        let Some(locker) = self.locker.as_mut().filter(|_| self.locks_rows) else {
+            return Ok(true);
+        };
+        let result = locker.try_lock_key(table, IndexRef::Primary, key.as_bytes());
+        let granted = self.lock_result(result)?;
+        if granted && self.isolation == super::Isolation::ReadCommitted && !self.two_phase {
+            self.engine.txns.refresh_snapshot(&mut self.lease);
+        }
+        Ok(granted)
+    }
+
     /// Takes `table`'s table lock in `mode` until the transaction ends, waiting (parked) while
     /// another transaction holds it in a mode that conflicts, as PostgreSQL's table-level locks:
     /// [`TableLock::Write`] is what every writer of the table holds, [`TableLock::Rebuild`] is
@@ -707,7 +734,7 @@ impl<'db> Transaction<'db> {
     }
 
     /// Ends the transaction with `abort`'s reason if a lock request failed.
-    pub(super) fn lock_result(&mut self, result: Result<(), LockAbort>) -> Result<()> {
+    pub(super) fn lock_result<T>(&mut self, result: Result<T, LockAbort>) -> Result<T> {
         result.map_err(|abort| self.fail(abort.into()))
     }
 

@@ -1,6 +1,7 @@
-//! DDL that replaces a table (TRUNCATE, ADD PRIMARY KEY, CREATE INDEX, DROP) and the sessions
-//! writing to it, over the wire: the rebuild waits for open writers and writers wait for an open
-//! rebuild, as PostgreSQL's table locks make them, and no acknowledged commit is ever lost.
+//! Locks over the wire. DDL that replaces a table (TRUNCATE, ADD PRIMARY KEY, CREATE INDEX,
+//! DROP) and the sessions writing to it: the rebuild waits for open writers and writers wait for
+//! an open rebuild, as PostgreSQL's table locks make them, and no acknowledged commit is ever
+//! lost. Locking reads that do not wait: `NOWAIT` and `SKIP LOCKED`.
 
 mod common;
 
@@ -177,5 +178,49 @@ fn rebuilds_racing_a_stream_of_inserts_lose_no_acknowledged_row() {
             count(&writer, "SELECT count(DISTINCT k) FROM s").await,
             i64::from(ROWS)
         );
+    });
+}
+
+#[test]
+fn nowait_refuses_a_locked_row_at_once_and_skip_locked_leaves_it_out() {
+    let server = common::TestServer::start();
+    runtime().block_on(async {
+        let holder = connect(&server.dsn("holder")).await;
+        let other = connect(&server.dsn("other")).await;
+        holder
+            .batch_execute(
+                "CREATE TABLE q (k int PRIMARY KEY, v int NOT NULL);
+                 INSERT INTO q VALUES (1, 1), (2, 2), (3, 3)",
+            )
+            .await
+            .expect("setup");
+        holder
+            .batch_execute("BEGIN; UPDATE q SET v = v + 1 WHERE k = 2")
+            .await
+            .expect("holder");
+        let e = other
+            .query("SELECT k FROM q FOR UPDATE NOWAIT", &[])
+            .await
+            .expect_err("a locked row");
+        assert_eq!(e.code().map(|c| c.code()), Some("55P03"));
+        let keys = |rows: Vec<tokio_postgres::Row>| -> Vec<i32> {
+            rows.iter().map(|r| r.get(0)).collect()
+        };
+        let free = other
+            .query("SELECT k FROM q ORDER BY k FOR UPDATE SKIP LOCKED", &[])
+            .await
+            .expect("skip locked");
+        assert_eq!(keys(free), [1, 3]);
+        let one = other
+            .query("SELECT k FROM q WHERE k = 3 FOR UPDATE NOWAIT", &[])
+            .await
+            .expect("an unlocked row");
+        assert_eq!(keys(one), [3]);
+        holder.batch_execute("COMMIT").await.expect("commit");
+        let all = other
+            .query("SELECT k FROM q ORDER BY k FOR UPDATE NOWAIT", &[])
+            .await
+            .expect("nothing locked");
+        assert_eq!(keys(all), [1, 2, 3]);
     });
 }
