@@ -26,6 +26,9 @@ pub enum AbortReason {
     /// Two-phase locking: waiting would have made a chain of waits longer than the policy allows
     /// (`wdl1`).
     WaitDepth,
+    /// A lock wait lasted the time limit the transaction set
+    /// ([`Transaction::set_lock_timeout`](crate::Transaction::set_lock_timeout)). Not retried.
+    LockTimeout,
     /// Its writes would log a record longer than the log takes
     /// ([`Options::max_log_record`](crate::Options::max_log_record)). Not retryable.
     TooLarge,
@@ -42,6 +45,7 @@ impl AbortReason {
             AbortReason::Preempted => "preempted by a more urgent transaction",
             AbortReason::WaitDepth => "wait depth",
             AbortReason::TooLarge => "too large to log",
+            AbortReason::LockTimeout => "lock timeout",
         }
     }
 }
@@ -200,9 +204,10 @@ impl Error {
     /// keep from happening.)
     pub fn is_retryable(&self) -> bool {
         match self {
-            Error::Aborted(reason) => {
-                !matches!(reason, AbortReason::UserRollback | AbortReason::TooLarge)
-            }
+            Error::Aborted(reason) => !matches!(
+                reason,
+                AbortReason::UserRollback | AbortReason::TooLarge | AbortReason::LockTimeout
+            ),
             Error::TooManyTransactions(_) => true,
             _ => false,
         }

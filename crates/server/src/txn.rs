@@ -66,9 +66,11 @@ fn query_of(prepared: &Prepared) -> Result<&Query, SqlError> {
 fn run(
     txn: &mut overtake_engine::Transaction<'_>,
     request: &RunOrInsert,
-    cancel: &AtomicBool,
+    cancel: &Cancel,
 ) -> Result<(Output, Vec<Change>), SqlError> {
     txn.next_statement();
+    txn.set_lock_timeout(cancel.lock_timeout);
+    let cancel = cancel.flag();
     match request {
         RunOrInsert::Run(prepared, params, (began, started), user) => {
             let cx = Context::new(params, *started)
@@ -152,7 +154,7 @@ fn serve(db: &Database, priority: Priority, level: Level, mut inbox: Ticket<Requ
             }
         }
         let t = txn.as_mut().expect("begun above");
-        let result = run(t, &work, cancel.flag());
+        let result = run(t, &work, &cancel);
         if result.is_err() {
             // As in PostgreSQL, an error ends the transaction's work: roll back now, so that its
             // locks go at once; the session answers 25P02 until the block ends.
@@ -213,13 +215,24 @@ pub async fn start_block(
 /// at its next check with 57014 and does not commit; but one that has begun to commit is let
 /// finish, and its own answer is the truth (a cancel never reports a commit that happened as
 /// cancelled). Two flags in Dekker's pattern decide which side wins.
+///
+/// It also carries the statement's `lock_timeout`, the other limit the session sets on it.
 #[derive(Debug, Default)]
 pub struct Cancel {
     requested: AtomicBool,
     committing: AtomicBool,
+    lock_timeout: Option<std::time::Duration>,
 }
 
 impl Cancel {
+    /// A statement's cancellation, with how long each of its lock waits may last.
+    pub fn with_lock_timeout(lock_timeout: Option<std::time::Duration>) -> Self {
+        Cancel {
+            lock_timeout,
+            ..Cancel::default()
+        }
+    }
+
     /// Asks the statement to stop. True if it will not commit (its answer need not be awaited:
     /// 57014 is the truth); false if it has begun to commit (await its answer).
     pub fn request(&self) -> bool {
@@ -287,7 +300,7 @@ pub async fn run_alone(
     let ticket = runner
         .submit((priority, group), move || -> Result<Output, SqlError> {
             let mut txn = db.begin(priority, isolation(level))?;
-            let (out, _) = run(&mut txn, &work, cancel.flag())?;
+            let (out, _) = run(&mut txn, &work, &cancel)?;
             if !cancel.begin_commit() {
                 return Err(cancelled());
             }

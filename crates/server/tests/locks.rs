@@ -224,3 +224,53 @@ fn nowait_refuses_a_locked_row_at_once_and_skip_locked_leaves_it_out() {
         assert_eq!(keys(all), [1, 2, 3]);
     });
 }
+
+#[test]
+fn a_lock_wait_past_lock_timeout_fails_with_55p03_and_the_holder_goes_on() {
+    let server = common::TestServer::start();
+    runtime().block_on(async {
+        let holder = connect(&server.dsn("holder")).await;
+        let waiter = connect(&server.dsn("waiter")).await;
+        holder
+            .batch_execute(
+                "CREATE TABLE l (k int PRIMARY KEY, v int NOT NULL);
+                 INSERT INTO l VALUES (1, 1)",
+            )
+            .await
+            .expect("setup");
+        holder
+            .batch_execute("BEGIN; UPDATE l SET v = 2 WHERE k = 1")
+            .await
+            .expect("holder");
+        waiter
+            .batch_execute("SET lock_timeout = '20ms'")
+            .await
+            .expect("set");
+        let e = waiter
+            .batch_execute("UPDATE l SET v = 3 WHERE k = 1")
+            .await
+            .expect_err("the wait outlasts the limit");
+        assert_eq!(e.code().map(|c| c.code()), Some("55P03"));
+        let e = waiter
+            .batch_execute("BEGIN; UPDATE l SET v = 3 WHERE k = 1")
+            .await
+            .expect_err("in a block too");
+        assert_eq!(e.code().map(|c| c.code()), Some("55P03"));
+        let e = waiter
+            .batch_execute("SELECT 1")
+            .await
+            .expect_err("the block failed");
+        assert_eq!(e.code().map(|c| c.code()), Some("25P02"));
+        waiter.batch_execute("ROLLBACK").await.expect("rollback");
+        holder.batch_execute("COMMIT").await.expect("commit");
+        // No wait now: the limit does not matter.
+        waiter
+            .batch_execute("UPDATE l SET v = 3 WHERE k = 1")
+            .await
+            .expect("update");
+        assert_eq!(
+            count(&waiter, "SELECT v::bigint FROM l WHERE k = 1").await,
+            3
+        );
+    });
+}

@@ -143,6 +143,7 @@ fn abort_code(reason: AbortReason) -> &'static str {
     match reason {
         AbortReason::Deadlock => sqlstate::DEADLOCK_DETECTED,
         AbortReason::TooLarge => sqlstate::PROGRAM_LIMIT_EXCEEDED,
+        AbortReason::LockTimeout => sqlstate::LOCK_NOT_AVAILABLE,
         _ => sqlstate::SERIALIZATION_FAILURE,
     }
 }
@@ -154,6 +155,7 @@ fn abort_message(reason: AbortReason) -> String {
             "could not serialize access due to read/write dependencies among transactions".into()
         }
         AbortReason::Deadlock => "deadlock detected".into(),
+        AbortReason::LockTimeout => "canceling statement due to lock timeout".into(),
         AbortReason::TooLarge => {
             "the transaction's writes are too large to log (over 1 GB in one commit)".into()
         }

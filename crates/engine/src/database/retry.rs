@@ -101,7 +101,8 @@ impl<T> Attempts<T> {
             Some(AbortReason::Validation) => self.validation_failures += 1,
             Some(AbortReason::Deadlock) => self.deadlocks += 1,
             Some(AbortReason::Preempted | AbortReason::WaitDepth) => self.lock_preemptions += 1,
-            Some(AbortReason::UserRollback | AbortReason::TooLarge) | None => {}
+            Some(AbortReason::UserRollback | AbortReason::TooLarge | AbortReason::LockTimeout)
+            | None => {}
         }
     }
 }

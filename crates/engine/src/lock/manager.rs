@@ -44,6 +44,8 @@ pub(crate) enum LockAbort {
     Preempted,
     /// Waiting would have made a chain of waits too long (WDL1).
     WaitDepth,
+    /// It waited as long as its time limit allows (PostgreSQL's `lock_timeout`).
+    Timeout,
 }
 
 /// How long one lock request waited (POW's statistics).
@@ -195,7 +197,7 @@ impl LockManager {
             .and_then(TxnEntry::aborted)
     }
 
-    /// [`acquire_timed`](Self::acquire_timed) without the times (tests).
+    /// [`acquire_within`](Self::acquire_within) without a limit or the times (tests).
     #[cfg(test)]
     pub(crate) fn acquire(
         &self,
@@ -203,20 +205,25 @@ impl LockManager {
         name: LockName,
         mode: LockMode,
     ) -> Result<(), LockAbort> {
-        self.acquire_timed(id, name, mode).map(|_| ())
+        self.acquire_within(id, name, mode, None).map(|_| ())
     }
 
-    /// Acquires `name` in `mode` for `id`, waiting (parked) as long as the policy says, and says
-    /// how long it waited (`None`: granted at once). On an error the transaction must roll back
-    /// and call [`release_all`](Self::release_all).
-    pub(crate) fn acquire_timed(
+    /// Acquires `name` in `mode` for `id`, waiting (parked) as long as the policy says, or up
+    /// to `limit` (then [`LockAbort::Timeout`]), and says how long it waited (`None`: granted
+    /// at once). On an error the transaction must roll back and call
+    /// [`release_all`](Self::release_all).
+    pub(crate) fn acquire_within(
         &self,
         id: TxnId,
         name: LockName,
         mode: LockMode,
+        limit: Option<Duration>,
     ) -> Result<Option<WaitTimes>, LockAbort> {
         if self.request(id, name, mode, true)? {
             return Ok(None);
+        }
+        if let Some(limit) = limit {
+            self.limit_wait(id, name, limit);
         }
         loop {
             park();
@@ -344,6 +351,7 @@ impl LockManager {
                     deadline,
                     victim,
                     lock: name,
+                    waiter: None,
                 }));
             reprieve::arm(table, &self.table, policy);
         }
@@ -364,6 +372,29 @@ impl LockManager {
             hints.waiting(table, &e.unparker, &wait.blockers);
         }
         Ok(false)
+    }
+
+    /// Makes `id`'s wait for `name`, which has just begun, end with [`LockAbort::Timeout`] if
+    /// it lasts `limit`: the reprieve timer aborts it then (it is parked and makes no call).
+    fn limit_wait(&self, id: TxnId, name: LockName, limit: Duration) {
+        let region = NoPreemptGuard::new();
+        let mut guard = self.table.lock(&region);
+        let table = &mut *guard;
+        let Some(since) = table
+            .txns
+            .get(&id)
+            .and_then(|e| e.wait.as_ref())
+            .map(|w| w.since)
+        else {
+            return; // Granted or aborted meanwhile: the loop that follows finds out.
+        };
+        table.reprieves.push(Reprieve {
+            deadline: since + limit,
+            victim: id,
+            lock: name,
+            waiter: Some(since),
+        });
+        reprieve::arm(table, &self.table, self.policy);
     }
 
     /// POW: `holder` runs on (raised) until it has to wait or is paused; then it is revoked. A

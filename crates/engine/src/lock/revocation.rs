@@ -25,12 +25,14 @@ const COMMITTING: u8 = 1;
 const DEADLOCK: u8 = 2;
 const PREEMPTED: u8 = 3;
 const WAIT_DEPTH: u8 = 4;
+const TIMEOUT: u8 = 5;
 
 fn encode(reason: LockAbort) -> u8 {
     match reason {
         LockAbort::Deadlock => DEADLOCK,
         LockAbort::Preempted => PREEMPTED,
         LockAbort::WaitDepth => WAIT_DEPTH,
+        LockAbort::Timeout => TIMEOUT,
     }
 }
 
@@ -39,6 +41,7 @@ fn decode(word: u8) -> Option<LockAbort> {
         DEADLOCK => Some(LockAbort::Deadlock),
         PREEMPTED => Some(LockAbort::Preempted),
         WAIT_DEPTH => Some(LockAbort::WaitDepth),
+        TIMEOUT => Some(LockAbort::Timeout),
         _ => None,
     }
 }

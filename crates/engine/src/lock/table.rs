@@ -74,11 +74,14 @@ pub(super) struct WaitClock {
     pub(super) excess: Option<Duration>,
 }
 
-/// A conditional-restart victim: aborted if it still holds `lock` at `deadline`.
+/// A conditional-restart victim: aborted if it still holds `lock` at `deadline`; or (`waiter`)
+/// a wait with a time limit: aborted if `victim` still waits for `lock` at `deadline`, in the
+/// wait that began at `waiter`'s instant.
 pub(super) struct Reprieve {
     pub(super) deadline: Instant,
     pub(super) victim: TxnId,
     pub(super) lock: LockName,
+    pub(super) waiter: Option<Instant>,
 }
 
 /// Hashes lock names and transaction ids, which are already well-mixed integers (a key's hash,
@@ -289,6 +292,16 @@ impl Table {
             .partition(|r| r.deadline <= now);
         self.reprieves = later;
         for r in due {
+            if let Some(since) = r.waiter {
+                let still_waits = self.txns.get(&r.victim).is_some_and(|e| {
+                    e.waiting_on == Some(r.lock)
+                        && e.wait.as_ref().is_some_and(|w| w.since == since)
+                });
+                if still_waits {
+                    self.abort(r.victim, LockAbort::Timeout, policy);
+                }
+                continue;
+            }
             let holds = self
                 .queues
                 .get(&r.lock)

@@ -77,6 +77,7 @@ impl From<LockAbort> for AbortReason {
             LockAbort::Deadlock => AbortReason::Deadlock,
             LockAbort::Preempted => AbortReason::Preempted,
             LockAbort::WaitDepth => AbortReason::WaitDepth,
+            LockAbort::Timeout => AbortReason::LockTimeout,
         }
     }
 }
@@ -94,6 +95,8 @@ pub(super) struct Locker<'a> {
     /// The holders to wait out before a retry (see `LockManager::restart_after`).
     restart_after: Vec<TxnId>,
     stats: LockStats,
+    /// How long one lock wait may last (see `Transaction::set_lock_timeout`).
+    limit: Option<Duration>,
     /// Scratch reused by every locked scan batch: the re-fetch, and the names to lock.
     check: ScanBatch,
     names: Vec<LockName>,
@@ -267,6 +270,7 @@ impl<'a> Locker<'a> {
             revocation,
             restart_after: Vec::new(),
             stats: LockStats::default(),
+            limit: None,
             check: ScanBatch::default(),
             names: Vec::new(),
         }
@@ -290,7 +294,7 @@ impl<'a> Locker<'a> {
     }
 
     fn acquire(&mut self, name: LockName, mode: LockMode) -> Result<(), LockAbort> {
-        let acquired = self.manager.acquire_timed(self.id, name, mode);
+        let acquired = self.manager.acquire_within(self.id, name, mode, self.limit);
         if matches!(acquired, Err(LockAbort::WaitDepth)) {
             self.restart_after = self.manager.restart_after(self.id);
         }
@@ -661,6 +665,16 @@ impl<'db> Transaction<'db> {
     pub fn lock_row(&mut self, table: &Table, key: &KeyBuf) -> Result<()> {
         self.check(table)?;
         self.lock_for_write(table, key.as_bytes())
+    }
+
+    /// Limits each lock wait from here on to `limit` (`None`: no limit), as PostgreSQL's
+    /// `lock_timeout`: a wait that lasts it ends the transaction with
+    /// [`AbortReason::LockTimeout`]. (Only transactions that take locks wait.)
+    pub fn set_lock_timeout(&mut self, limit: Option<Duration>) {
+        self.lock_limit = limit;
+        if let Some(locker) = &mut self.locker {
+            locker.limit = limit;
+        }
     }
 
     /// [`lock_row`](Self::lock_row) without waiting (`FOR UPDATE NOWAIT`, `SKIP LOCKED`):

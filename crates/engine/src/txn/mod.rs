@@ -151,6 +151,8 @@ pub struct Transaction<'db> {
     table_locks: Vec<(TableId, TableLock)>,
     /// A scan asked to be validated at commit (see `ScanOptions::validate`).
     validating: bool,
+    /// How long one lock wait may last (see `set_lock_timeout`), for a locker made later.
+    lock_limit: Option<std::time::Duration>,
     /// Versions it installed, added to its slot's counter once, when it ends.
     versions_created: u64,
     /// From the end of its commit region until its log record was durable (zero without a
@@ -173,6 +175,7 @@ impl<'db> Transaction<'db> {
             locker,
             table_locks: Vec::new(),
             validating: false,
+            lock_limit: None,
             two_phase: engine.locks.is_some(),
             engine,
             lease,

@@ -225,13 +225,15 @@ impl Session {
         if matches!(prepared.command, Command::Commit | Command::Rollback) {
             return self.execute(prepared, params).await;
         }
-        let cancel = Arc::new(txn::Cancel::default());
+        let limit = |name: &str| {
+            self.setting(name)
+                .and_then(|v| settings::milliseconds(&v))
+                .filter(|ms| *ms > 0)
+                .map(std::time::Duration::from_millis)
+        };
+        let timeout = limit("statement_timeout");
+        let cancel = Arc::new(txn::Cancel::with_lock_timeout(limit("lock_timeout")));
         self.cancel = Arc::clone(&cancel);
-        let timeout = self
-            .setting("statement_timeout")
-            .and_then(|v| settings::milliseconds(&v))
-            .filter(|ms| *ms > 0)
-            .map(std::time::Duration::from_millis);
         let timer = async {
             match timeout {
                 Some(t) => tokio::time::sleep(t).await,
