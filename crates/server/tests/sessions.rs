@@ -5,6 +5,8 @@
 
 mod common;
 
+use common::raw::Raw;
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 
@@ -665,74 +667,6 @@ fn constraint_errors_carry_the_fields_drivers_read_as_postgresql_fills_them() {
             Some("Failing row contains (1, null, 1).")
         );
     });
-}
-
-/// A client speaking the protocol by hand, to send messages no driver sends together.
-struct Raw(TcpStream);
-
-impl Raw {
-    fn connect(port: u16) -> Raw {
-        let mut s = TcpStream::connect(("127.0.0.1", port)).expect("tcp");
-        s.set_read_timeout(Some(std::time::Duration::from_secs(60)))
-            .expect("timeout");
-        let params = b"user\0raw\0database\0raw\0\0";
-        let mut startup = Vec::new();
-        startup.extend_from_slice(&((8 + params.len()) as u32).to_be_bytes());
-        startup.extend_from_slice(&196_608u32.to_be_bytes());
-        startup.extend_from_slice(params);
-        s.write_all(&startup).expect("startup");
-        let mut raw = Raw(s);
-        raw.until_ready();
-        raw
-    }
-
-    fn send(&mut self, kind: u8, body: &[u8]) {
-        let mut m = vec![kind];
-        m.extend_from_slice(&((body.len() + 4) as u32).to_be_bytes());
-        m.extend_from_slice(body);
-        self.0.write_all(&m).expect("send");
-    }
-
-    /// Parse (unnamed), Bind (unnamed, no parameters), Execute: one statement, no Sync.
-    fn execute(&mut self, sql: &str) {
-        let mut parse = b"\0".to_vec();
-        parse.extend_from_slice(sql.as_bytes());
-        parse.extend_from_slice(&[0, 0, 0]);
-        self.send(b'P', &parse);
-        self.send(b'B', &[0, 0, 0, 0, 0, 0, 0, 0]);
-        self.send(b'E', &[0, 0, 0, 0, 0]);
-    }
-
-    /// The messages up to ReadyForQuery: their kinds, and the SQLSTATE of any error.
-    fn until_ready(&mut self) -> (Vec<u8>, Vec<String>) {
-        let (mut kinds, mut codes) = (Vec::new(), Vec::new());
-        loop {
-            let mut head = [0u8; 5];
-            self.0.read_exact(&mut head).expect("a message");
-            let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize - 4;
-            let mut body = vec![0u8; len];
-            self.0.read_exact(&mut body).expect("its body");
-            kinds.push(head[0]);
-            if head[0] == b'E' {
-                let fields = body.split(|b| *b == 0);
-                for f in fields {
-                    if f.first() == Some(&b'C') {
-                        codes.push(String::from_utf8_lossy(&f[1..]).into_owned());
-                    }
-                }
-            }
-            if head[0] == b'Z' {
-                return (kinds, codes);
-            }
-        }
-    }
-
-    fn query(&mut self, sql: &str) -> (Vec<u8>, Vec<String>) {
-        let mut body = sql.as_bytes().to_vec();
-        body.push(0);
-        self.send(b'Q', &body);
-        self.until_ready()
-    }
 }
 
 #[test]

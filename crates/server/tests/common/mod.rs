@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod raw;
+
 use std::sync::Arc;
 
 use overtake_engine::{Database, Options};

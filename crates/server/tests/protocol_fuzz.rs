@@ -1,0 +1,208 @@
+//! Protocol fuzzing against a live server: sessions that log in properly and then send random
+//! and mutated frontend messages (wrong lengths, missing terminators, counts that do not match,
+//! bytes flipped, messages cut short, unknown kinds), interleaved with well-formed ones. The
+//! server must answer or close each such connection (never hang on it once the client has
+//! finished sending), and stay up: a well-behaved session keeps working throughout, and its
+//! data is intact at the end.
+//!
+//! Fixed seeds, plus one more each run: printed, and taken from `OVERTAKE_FUZZ_SEED` when set
+//! (to repeat a failure).
+
+mod common;
+
+use std::io::Read;
+use std::net::Shutdown;
+use std::time::Duration;
+
+use common::raw::Raw;
+use tokio_postgres::NoTls;
+
+#[global_allocator]
+static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
+
+/// Connections per seed, and the most messages each sends.
+const CONNECTIONS: usize = 150;
+const MESSAGES: usize = 8;
+
+const STATEMENTS: [&str; 6] = [
+    "SELECT 1",
+    "SELECT k, v FROM fz WHERE k = $1",
+    "INSERT INTO fz VALUES ($1, 'x')",
+    "BEGIN",
+    "COMMIT",
+    "COPY fz FROM STDIN",
+];
+
+fn seeds() -> Vec<u64> {
+    let extra = std::env::var("OVERTAKE_FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+        });
+    eprintln!("protocol fuzz: seeds 1, 2, 3 and {extra} (OVERTAKE_FUZZ_SEED={extra} repeats it)");
+    vec![1, 2, 3, extra]
+}
+
+fn cstring(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(s.as_bytes());
+    out.push(0);
+}
+
+/// A well-formed body for message `kind`.
+fn body(rng: &mut fastrand::Rng, kind: u8) -> Vec<u8> {
+    let mut b = Vec::new();
+    let name = ["", "s1", "p1"][rng.usize(..3)];
+    match kind {
+        b'Q' => cstring(&mut b, STATEMENTS[rng.usize(..STATEMENTS.len())]),
+        b'P' => {
+            cstring(&mut b, name);
+            cstring(&mut b, STATEMENTS[rng.usize(..STATEMENTS.len())]);
+            let n = rng.u16(..3);
+            b.extend_from_slice(&n.to_be_bytes());
+            for _ in 0..n {
+                b.extend_from_slice(&[0u32, 23, 25][rng.usize(..3)].to_be_bytes());
+            }
+        }
+        b'B' => {
+            cstring(&mut b, name);
+            cstring(&mut b, name);
+            let formats = rng.u16(..3);
+            b.extend_from_slice(&formats.to_be_bytes());
+            for _ in 0..formats {
+                b.extend_from_slice(&rng.u16(..2).to_be_bytes());
+            }
+            let params = rng.u16(..3);
+            b.extend_from_slice(&params.to_be_bytes());
+            for _ in 0..params {
+                let value: &[u8] = [&b"42"[..], &[0, 0, 0, 7], b"", b"abc"][rng.usize(..4)];
+                let len = if rng.u8(..8) == 0 {
+                    -1
+                } else {
+                    value.len() as i32
+                };
+                b.extend_from_slice(&len.to_be_bytes());
+                if len >= 0 {
+                    b.extend_from_slice(value);
+                }
+            }
+            let results = rng.u16(..2);
+            b.extend_from_slice(&results.to_be_bytes());
+            for _ in 0..results {
+                b.extend_from_slice(&rng.u16(..2).to_be_bytes());
+            }
+        }
+        b'D' | b'C' => {
+            b.push([b'S', b'P'][rng.usize(..2)]);
+            cstring(&mut b, name);
+        }
+        b'E' => {
+            cstring(&mut b, name);
+            b.extend_from_slice(&rng.i32(0..3).to_be_bytes());
+        }
+        b'd' => b.extend_from_slice(b"1\tone\n2\ttwo\n"),
+        b'f' => cstring(&mut b, "client gave up"),
+        _ => {} // Sync, Flush, CopyDone, Terminate, unknown kinds: empty bodies.
+    }
+    b
+}
+
+/// One frontend message, well-formed or mutated.
+fn message(rng: &mut fastrand::Rng) -> Vec<u8> {
+    const KINDS: &[u8] = b"QPBDECSHdcfQPBES";
+    let kind = if rng.u8(..20) == 0 {
+        rng.u8(..)
+    } else {
+        KINDS[rng.usize(..KINDS.len())]
+    };
+    let mut b = body(rng, kind);
+    let mut len = (b.len() + 4) as i64;
+    match rng.u8(..12) {
+        0 if !b.is_empty() => b.truncate(rng.usize(..b.len())), // cut short, length unchanged
+        1 if !b.is_empty() => {
+            let at = rng.usize(..b.len());
+            b[at] = rng.u8(..); // a byte flipped
+        }
+        2 => len += i64::from(rng.i8(..)), // a length that lies
+        3 => len = [0, 3, 4, 0x7fff_ffff, 0xffff_ffff][rng.usize(..5)],
+        4 if b.last() == Some(&0) => {
+            b.pop(); // a string's terminator dropped
+            len -= 1;
+        }
+        5 => {
+            let at = rng.usize(..=b.len());
+            let extra: Vec<u8> = (0..rng.usize(1..16)).map(|_| rng.u8(..)).collect();
+            b.splice(at..at, extra); // bytes inserted, length unchanged
+        }
+        _ => {} // well-formed
+    }
+    let mut m = vec![kind];
+    m.extend_from_slice(&(len as u32).to_be_bytes());
+    m.extend_from_slice(&b);
+    m
+}
+
+/// One connection: log in, send messages, stop sending, and read until the server closes.
+fn fuzz_connection(port: u16, rng: &mut fastrand::Rng) -> Vec<Vec<u8>> {
+    let mut raw = Raw::connect(port);
+    let sent: Vec<Vec<u8>> = (0..rng.usize(1..=MESSAGES)).map(|_| message(rng)).collect();
+    for m in &sent {
+        if std::io::Write::write_all(&mut raw.0, m).is_err() {
+            break; // The server closed already: a right answer to some input.
+        }
+    }
+    let _ = raw.0.shutdown(Shutdown::Write);
+    raw.0
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .expect("timeout");
+    let mut sink = [0u8; 8192];
+    loop {
+        match raw.0.read(&mut sink) {
+            Ok(0) => return sent,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return sent,
+            Err(e) => panic!("the server neither answered nor closed after {sent:?}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn random_and_mutated_messages_never_take_the_server_or_another_session_down() {
+    let server = common::TestServer::start();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let good = runtime.block_on(async {
+        let (client, connection) = tokio_postgres::connect(&server.dsn("good"), NoTls)
+            .await
+            .expect("connect");
+        tokio::spawn(connection);
+        client
+            .batch_execute("CREATE TABLE fz (k int PRIMARY KEY, v text)")
+            .await
+            .expect("create");
+        client
+    });
+    let mut inserted = 0;
+    for seed in seeds() {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        for c in 0..CONNECTIONS {
+            fuzz_connection(server.port, &mut rng);
+            if c % 10 == 0 {
+                let k = 1_000_000 + inserted;
+                runtime
+                    .block_on(good.execute("INSERT INTO fz VALUES ($1, 'good')", &[&k]))
+                    .unwrap_or_else(|e| panic!("seed {seed}, connection {c}: {e}"));
+                inserted += 1;
+            }
+        }
+    }
+    let kept: i64 = runtime
+        .block_on(good.query_one("SELECT count(*) FROM fz WHERE v = 'good'", &[]))
+        .expect("count")
+        .get(0);
+    assert_eq!(kept, i64::from(inserted));
+}
