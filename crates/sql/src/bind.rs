@@ -116,6 +116,19 @@ impl<'c> Binder<'c> {
         }
     }
 
+    /// [`expr`](Self::expr) for a whole expression of the statement (a condition, a select
+    /// item, a value): bound, then its constant parts computed as PostgreSQL's planner does
+    /// (see `fold`).
+    pub fn folded(
+        &mut self,
+        e: &ast::Expr,
+        scope: &[ScopeColumn],
+        grouping: &mut Option<&mut Grouping>,
+    ) -> Result<(Expr, SqlType)> {
+        let (bound, ty) = self.expr(e, scope, grouping)?;
+        Ok((crate::fold::fold(bound)?, ty))
+    }
+
     /// Binds `e` over `scope`; in an aggregate query `grouping` maps it onto the aggregated row.
     /// Fails with 54001 past the depth a statement may nest to (`depth`).
     pub fn expr(
@@ -317,6 +330,20 @@ impl<'c> Binder<'c> {
             A::CompoundIdentifier(parts) => self.column(parts, scope)?,
             A::Value(v) => self.value(&v.value)?,
             A::Nested(inner) => self.expr(inner, scope, g)?,
+            A::UnaryOp {
+                op: UnaryOperator::Minus,
+                expr: inner,
+            } if matches!(&**inner, A::Value(v) if matches!(v.value, Value::Number(..))) => {
+                // A negative number is one constant, as PostgreSQL's grammar folds it:
+                // -9223372036854775808 is a bigint, -2147483648 an integer.
+                let A::Value(v) = &**inner else {
+                    unreachable!("matched above")
+                };
+                let Value::Number(text, _) = &v.value else {
+                    unreachable!("matched above")
+                };
+                number(&format!("-{text}"))?
+            }
             A::UnaryOp { op, expr } => {
                 let (x, ty) = self.expr(expr, scope, g)?;
                 match op {
@@ -330,7 +357,7 @@ impl<'c> Binder<'c> {
                             })),
                             ty,
                         ),
-                        x => (Expr::Negate(Box::new(x)), ty),
+                        x => (narrowed(Expr::Negate(Box::new(x)), ty), ty),
                     },
                     UnaryOperator::Plus => (x, ty),
                     other => return Err(SqlError::unsupported(format!("operator {other}"))),
@@ -368,22 +395,14 @@ impl<'c> Binder<'c> {
                     other => return Err(SqlError::unsupported(format!("operator {other}"))),
                 };
                 let e = Expr::Binary(op, Box::new(l), Box::new(r));
-                // Integers are computed in 64 bits: a result of a narrower type is checked to
-                // fit it ("integer out of range"), as PostgreSQL's 32- and 16-bit arithmetic.
-                match ty {
-                    SqlType::Int2 | SqlType::Int4
-                        if matches!(
-                            op,
-                            BinOp::Plus
-                                | BinOp::Minus
-                                | BinOp::Multiply
-                                | BinOp::Divide
-                                | BinOp::Modulo
-                        ) =>
-                    {
-                        (Expr::Cast(Box::new(e), ty), ty)
-                    }
-                    _ => (e, ty),
+                let arithmetic = matches!(
+                    op,
+                    BinOp::Plus | BinOp::Minus | BinOp::Multiply | BinOp::Divide | BinOp::Modulo
+                );
+                if arithmetic {
+                    (narrowed(e, ty), ty)
+                } else {
+                    (e, ty)
                 }
             }
             A::IsNull(x) | A::IsNotNull(x) => {
@@ -528,11 +547,15 @@ impl<'c> Binder<'c> {
                 for c in conditions {
                     let (w, _) = self.expr(&c.condition, scope, g)?;
                     let (t, tt) = self.expr(&c.result, scope, g)?;
-                    ty = ty.or(Some(tt));
+                    ty = Some(ty.map_or(tt, |ty| result_type(ty, tt)));
                     whens.push((w, t));
                 }
                 let otherwise = match else_result {
-                    Some(e) => Some(Box::new(self.expr(e, scope, g)?.0)),
+                    Some(e) => {
+                        let (x, xt) = self.expr(e, scope, g)?;
+                        ty = Some(ty.map_or(xt, |ty| result_type(ty, xt)));
+                        Some(Box::new(x))
+                    }
                     None => None,
                 };
                 (
@@ -579,6 +602,15 @@ impl<'c> Binder<'c> {
             }
             other => return Err(SqlError::unsupported(format!("literal {other}"))),
         })
+    }
+}
+
+/// Integers are computed in 64 bits: an arithmetic result of a narrower type is checked to fit
+/// it ("integer out of range"), as PostgreSQL's 32- and 16-bit arithmetic is.
+pub(crate) fn narrowed(e: Expr, ty: SqlType) -> Expr {
+    match ty {
+        SqlType::Int2 | SqlType::Int4 => Expr::Cast(Box::new(e), ty),
+        _ => e,
     }
 }
 
@@ -661,6 +693,17 @@ fn numeric_scale(t: SqlType) -> u8 {
 }
 
 /// The result type of arithmetic on `a` and `b` (an untyped side takes the other's type).
+/// The type of a CASE whose results have types `a` and `b`, as PostgreSQL resolves it: numbers
+/// take the wider type (an integer arm and a bigint arm make a bigint); otherwise the first
+/// type that is not an untyped literal's.
+fn result_type(a: SqlType, b: SqlType) -> SqlType {
+    match (a, b) {
+        (SqlType::Text, t) | (t, SqlType::Text) => t,
+        (x, y) if x.is_numeric() && y.is_numeric() => arith_type(x, y),
+        (x, _) => x,
+    }
+}
+
 pub fn arith_type(a: SqlType, b: SqlType) -> SqlType {
     use SqlType::*;
     match (a, b) {

@@ -336,9 +336,9 @@ impl Datum {
         Ok(Some(match (self, other) {
             (Null, _) | (_, Null) => return Ok(None),
             (Int(a), Int(b)) => a.cmp(b),
-            (Float(a), Float(b)) => a.total_cmp(b),
-            (Int(a), Float(b)) => (*a as f64).total_cmp(b),
-            (Float(a), Int(b)) => a.total_cmp(&(*b as f64)),
+            (Float(a), Float(b)) => float_cmp(*a, *b),
+            (Int(a), Float(b)) => float_cmp(*a as f64, *b),
+            (Float(a), Int(b)) => float_cmp(*a, *b as f64),
             (Numeric(a), Numeric(b)) => {
                 let (x, y, _) = Num::aligned(*a, *b)?;
                 x.cmp(&y)
@@ -351,7 +351,7 @@ impl Datum {
             .units
             .cmp(&b.units),
             (Numeric(_), Int(_)) => return other.sql_cmp(self).map(|o| o.map(Ordering::reverse)),
-            (Numeric(a), Float(b)) => a.to_f64().total_cmp(b),
+            (Numeric(a), Float(b)) => float_cmp(a.to_f64(), *b),
             (Float(_), Numeric(_)) => return other.sql_cmp(self).map(|o| o.map(Ordering::reverse)),
             (Text(a), Text(b)) => a.cmp(b),
             (Bool(a), Bool(b)) => a.cmp(b),
@@ -438,7 +438,12 @@ impl Datum {
                         "value out of range: overflow",
                     ));
                 }
-                if v == 0.0 && a != 0.0 && matches!(op, '*' | '/') && b.is_finite() {
+                let underflow = match op {
+                    '*' => a != 0.0 && b != 0.0,
+                    '/' => a != 0.0 && b.is_finite(),
+                    _ => false,
+                };
+                if v == 0.0 && underflow {
                     return Err(SqlError::new(
                         sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
                         "value out of range: underflow",
@@ -565,5 +570,15 @@ fn format_float(v: f64) -> String {
         } else {
             s
         }
+    }
+}
+
+/// PostgreSQL's order of doubles: -0 equals 0, NaN equals NaN and is above every other value.
+fn float_cmp(a: f64, b: f64) -> Ordering {
+    match (a.is_nan(), b.is_nan()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Greater,
+        (false, true) => Ordering::Less,
+        (false, false) => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
     }
 }

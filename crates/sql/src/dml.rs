@@ -70,7 +70,7 @@ impl Binder<'_> {
                     }
                     let mut bound = Vec::with_capacity(row.len());
                     for (e, &col) in row.iter().zip(&columns) {
-                        let (x, ty) = self.expr(e, &[], &mut None)?;
+                        let (x, ty) = self.folded(e, &[], &mut None)?;
                         let column = &table.columns[col];
                         self.infer(&x, column.ty);
                         check_assignable(ty, column.ty, &column.name)?;
@@ -117,7 +117,7 @@ impl Binder<'_> {
     ) -> Result<(Access, Vec<Expr>)> {
         let mut filter = Vec::new();
         if let Some(e) = selection {
-            let (x, _) = self.expr(e, &table_scope(table, alias), &mut None)?;
+            let (x, _) = self.folded(e, &table_scope(table, alias), &mut None)?;
             conjuncts(x, &mut filter);
         }
         Ok((choose_access(table, 0, &filter), filter))
@@ -137,7 +137,7 @@ impl Binder<'_> {
             };
             let name = object_name(name)?;
             let col = self.target_columns(&table, std::slice::from_ref(&name))?[0];
-            let (x, ty) = self.expr(&a.value, &scope, &mut None)?;
+            let (x, ty) = self.folded(&a.value, &scope, &mut None)?;
             let column = &table.columns[col];
             self.infer(&x, column.ty);
             check_assignable(ty, column.ty, &column.name)?;

@@ -75,6 +75,11 @@ impl Binder<'_> {
                 format!("function {name} does not take {} arguments", args.len()),
             ));
         }
-        Ok((Expr::Func(func, args), ty))
+        let call = Expr::Func(func, args);
+        if func == Func::Abs {
+            // abs(-2147483648) is out of an integer's range, as in PostgreSQL.
+            return Ok((crate::bind::narrowed(call, ty), ty));
+        }
+        Ok((call, ty))
     }
 }

@@ -30,6 +30,7 @@ pub mod error;
 pub mod exec;
 mod explain;
 pub mod expr;
+mod fold;
 mod functions;
 pub mod pending;
 pub mod plan;

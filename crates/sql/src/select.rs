@@ -191,8 +191,18 @@ impl Binder<'_> {
         }
         let mut conditions = Vec::new();
         for e in on.into_iter().chain(select.selection.as_ref()) {
-            let (bound, _) = self.expr(e, &scope, &mut None)?;
+            let (bound, _) = self.folded(e, &scope, &mut None)?;
             conjuncts(bound, &mut conditions);
+        }
+        // A condition constantly false or NULL passes no row: as PostgreSQL's one-time filter,
+        // it alone is checked, so no other condition is computed for any row.
+        if let Some(never) = conditions.iter().position(|c| {
+            matches!(
+                c,
+                Expr::Literal(crate::datum::Datum::Bool(false) | crate::datum::Datum::Null)
+            )
+        }) {
+            conditions = vec![conditions.swap_remove(never)];
         }
         let levels = sources.len().max(1);
         let mut filters: Vec<Vec<Expr>> = (0..levels).map(|_| Vec::new()).collect();
@@ -290,7 +300,7 @@ impl Binder<'_> {
                     }
                 }
                 SelectItem::UnnamedExpr(e) => {
-                    let (x, ty) = self.expr(e, &scope, &mut grouping_ref)?;
+                    let (x, ty) = self.folded(e, &scope, &mut grouping_ref)?;
                     projection.push(x);
                     columns.push(OutputColumn {
                         name: output_name(e),
@@ -298,7 +308,7 @@ impl Binder<'_> {
                     });
                 }
                 SelectItem::ExprWithAlias { expr, alias } => {
-                    let (x, ty) = self.expr(expr, &scope, &mut grouping_ref)?;
+                    let (x, ty) = self.folded(expr, &scope, &mut grouping_ref)?;
                     projection.push(x);
                     columns.push(OutputColumn {
                         name: ident(alias),
@@ -309,7 +319,7 @@ impl Binder<'_> {
             }
         }
         let having = match &select.having {
-            Some(h) => Some(self.expr(h, &scope, &mut grouping_ref)?.0),
+            Some(h) => Some(self.folded(h, &scope, &mut grouping_ref)?.0),
             None => None,
         };
 
@@ -346,7 +356,7 @@ impl Binder<'_> {
                 let column = match position {
                     Some(p) => p,
                     None => {
-                        let (x, _) = self.expr(&item.expr, &scope, &mut grouping_ref)?;
+                        let (x, _) = self.folded(&item.expr, &scope, &mut grouping_ref)?;
                         match projection.iter().position(|p| *p == x) {
                             Some(p) => p,
                             None => {
