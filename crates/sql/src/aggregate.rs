@@ -37,7 +37,7 @@ impl AggState {
         match self {
             AggState::Count(n) => *n += 1,
             AggState::Distinct(seen, values) => {
-                if seen.insert(format!("{v:?}")) {
+                if seen.insert(crate::datum::group_key(std::slice::from_ref(&v))) {
                     values.push(v);
                 }
             }

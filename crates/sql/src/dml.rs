@@ -120,6 +120,7 @@ impl Binder<'_> {
             let (x, _) = self.folded(e, &table_scope(table, alias), &mut None)?;
             conjuncts(x, &mut filter);
         }
+        crate::select::one_time_filter(&mut filter);
         Ok((choose_access(table, 0, &filter), filter))
     }
 
@@ -141,6 +142,12 @@ impl Binder<'_> {
             let column = &table.columns[col];
             self.infer(&x, column.ty);
             check_assignable(ty, column.ty, &column.name)?;
+            // A constant is converted to the column's type now, as PostgreSQL's planner folds
+            // the conversion: a value that does not fit fails even if no row is updated.
+            let x = match x {
+                Expr::Literal(d) if !d.is_null() => Expr::Literal(d.cast(column.ty)?),
+                x => x,
+            };
             assignments.push((col, x));
         }
         let (access, filter) = self.row_filter(&table, &alias, update.selection.as_ref())?;

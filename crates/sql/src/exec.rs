@@ -422,7 +422,7 @@ pub fn select(
                     .iter()
                     .map(|e| e.eval(r, cx))
                     .collect::<Result<_>>()?;
-                let id = format!("{key:?}");
+                let id = crate::datum::group_key(&key);
                 let g = match index.get(&id) {
                     Some(&g) => g,
                     None => {
@@ -460,7 +460,7 @@ pub fn select(
     }
     if plan.distinct {
         let mut seen = std::collections::HashSet::new();
-        out.retain(|r| seen.insert(format!("{:?}", &r[..plan.visible])));
+        out.retain(|r| seen.insert(crate::datum::group_key(&r[..plan.visible])));
     }
     if !plan.order_by.is_empty() {
         out.sort_by(|a, b| {

@@ -27,6 +27,21 @@ pub fn conjuncts(e: Expr, out: &mut Vec<Expr>) {
     }
 }
 
+/// A condition constantly false or NULL passes no row: as PostgreSQL's one-time filter, it is
+/// then the only condition, so no other is computed for any row.
+pub fn one_time_filter(conditions: &mut Vec<Expr>) {
+    let never = conditions.iter().position(|c| {
+        matches!(
+            c,
+            Expr::Literal(crate::datum::Datum::Bool(false) | crate::datum::Datum::Null)
+        )
+    });
+    if let Some(never) = never {
+        let only = conditions.swap_remove(never);
+        *conditions = vec![only];
+    }
+}
+
 /// The columns a table contributes to a scope, under `name`.
 pub fn table_scope(table: &SqlTable, name: &str) -> Vec<ScopeColumn> {
     table
@@ -194,16 +209,7 @@ impl Binder<'_> {
             let (bound, _) = self.folded(e, &scope, &mut None)?;
             conjuncts(bound, &mut conditions);
         }
-        // A condition constantly false or NULL passes no row: as PostgreSQL's one-time filter,
-        // it alone is checked, so no other condition is computed for any row.
-        if let Some(never) = conditions.iter().position(|c| {
-            matches!(
-                c,
-                Expr::Literal(crate::datum::Datum::Bool(false) | crate::datum::Datum::Null)
-            )
-        }) {
-            conditions = vec![conditions.swap_remove(never)];
-        }
+        one_time_filter(&mut conditions);
         let levels = sources.len().max(1);
         let mut filters: Vec<Vec<Expr>> = (0..levels).map(|_| Vec::new()).collect();
         for c in conditions {

@@ -137,7 +137,11 @@ fn literal(rng: &mut Rng, ty: Ty, null: bool) -> String {
         .into(),
         Ty::Text => ["''", "'a'", "'b'", "'abc'", "'A b'", "'x%'", "'zz'"][rng.usize(..7)].into(),
         Ty::Bool => ["true", "false"][rng.usize(..2)].into(),
-        Ty::Double => ["0.5", "-1.25", "0", "1e10", "3.0", "-0.001"][rng.usize(..6)].into(),
+        // Typed: a decimal literal is a numeric in PostgreSQL (and `1e10` a double here).
+        Ty::Double => format!(
+            "CAST({} AS double precision)",
+            ["0.5", "-1.25", "0", "1e10", "3.0", "-0.001"][rng.usize(..6)]
+        ),
         Ty::Numeric => ["1.5", "-2.125", "0", "123456.789", "0.001", "-7"][rng.usize(..6)].into(),
     }
 }
