@@ -18,11 +18,13 @@
 mod auth;
 mod connection;
 mod extended;
+mod framing;
 mod handler;
 mod prepared;
 mod runner;
 pub mod session;
 pub mod settings;
+mod socket;
 mod tls;
 mod txn;
 mod wire;
@@ -336,7 +338,7 @@ impl Server {
                             let mut stopped = stopped.clone();
                             tokio::spawn(async move {
                                 tokio::select! {
-                                    _ = pgwire::tokio::process_socket(socket, tls, handlers) => {}
+                                    _ = socket::serve(socket, tls, handlers) => {}
                                     _ = stopped.changed() => {}
                                 }
                             });

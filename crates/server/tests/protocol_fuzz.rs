@@ -206,3 +206,60 @@ fn random_and_mutated_messages_never_take_the_server_or_another_session_down() {
         .get(0);
     assert_eq!(kept, i64::from(inserted));
 }
+
+/// The SQLSTATE of the ErrorResponse a connection answers before it closes, if it does.
+fn fatal_answer(raw: &mut Raw) -> Option<String> {
+    let mut bytes = Vec::new();
+    let _ = raw.0.read_to_end(&mut bytes);
+    let mut at = 0;
+    while at + 5 <= bytes.len() {
+        let len = u32::from_be_bytes([bytes[at + 1], bytes[at + 2], bytes[at + 3], bytes[at + 4]]);
+        let end = (at + 1 + len as usize).min(bytes.len());
+        if bytes[at] == b'E' {
+            let fields = bytes[at + 5..end].split(|b| *b == 0);
+            let code = fields
+                .filter_map(|f| f.strip_prefix(b"C"))
+                .map(|c| String::from_utf8_lossy(c).into_owned())
+                .next();
+            return code;
+        }
+        at = end;
+    }
+    None
+}
+
+#[test]
+fn a_malformed_message_is_answered_08p01_and_nothing_after_it_runs() {
+    let server = common::TestServer::start();
+    let cases: [(&str, u8, Vec<u8>); 5] = [
+        ("a Query without its NUL", b'Q', b"select 1".to_vec()),
+        (
+            "a Query with bytes after its NUL",
+            b'Q',
+            b"select 1\0Q".to_vec(),
+        ),
+        (
+            "a Bind with five formats for one parameter",
+            b'B',
+            [&[0, 0, 0, 5][..], &[0; 10], &[0, 1, 0, 0, 0, 1, b'1', 0, 0]].concat(),
+        ),
+        (
+            "a Bind with format code 7",
+            b'B',
+            [&[0, 0, 0, 1, 0, 7][..], &[0, 1, 0, 0, 0, 1, b'1', 0, 0]].concat(),
+        ),
+        (
+            "a Bind whose parameter runs past its end",
+            b'B',
+            [&[0, 0, 0, 0, 0, 1][..], &[0, 0, 0, 50, b'1']].concat(),
+        ),
+    ];
+    for (what, kind, body) in cases {
+        let mut raw = Raw::connect(server.port);
+        raw.send(kind, &body);
+        // Were it read into the next message, this would run.
+        raw.send(b'Q', b"select 2\0");
+        let _ = raw.0.shutdown(Shutdown::Write);
+        assert_eq!(fatal_answer(&mut raw).as_deref(), Some("08P01"), "{what}");
+    }
+}

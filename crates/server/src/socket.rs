@@ -1,0 +1,154 @@
+//! One client connection, from TLS negotiation to its close: the protocol crate's dispatch
+//! (`process_message`) fed with messages this module reads itself, framed and checked by
+//! `framing` before they are decoded. Otherwise as the protocol crate's own loop: the startup
+//! must finish within a minute, Terminate and a cancel request's connection end it, and a
+//! FATAL error ends it after its ErrorResponse.
+//!
+//! Must never: decode bytes beyond the message being read, or leave a protocol violation
+//! unanswered.
+
+use std::io;
+use std::panic::AssertUnwindSafe;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use pgwire::api::{ClientInfo, ErrorHandler, PgWireConnectionState, PgWireServerHandlers};
+use pgwire::error::{ErrorInfo, PgWireError};
+use pgwire::messages::{DecodeContext, PgWireFrontendMessage};
+use pgwire::tokio::TlsAcceptor;
+use pgwire::tokio::server::{
+    MaybeTls, PgWireMessageServerCodec, negotiate_tls, process_error, process_message,
+};
+use tokio::io::AsyncReadExt;
+use tokio::net::TcpStream;
+use tokio_util::codec::Framed;
+
+use crate::framing::{self, Frame};
+
+/// How long a client may take to log in (as the protocol crate allows).
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A protocol violation: FATAL 08P01, as PostgreSQL answers one.
+fn violation(message: String) -> PgWireError {
+    PgWireError::UserError(Box::new(ErrorInfo::new(
+        "FATAL".into(),
+        overtake_sql::sqlstate::PROTOCOL_VIOLATION.into(),
+        message,
+    )))
+}
+
+/// Serves the client on `tcp` with `handlers` until it leaves or is ended.
+pub(crate) async fn serve<H: PgWireServerHandlers>(
+    tcp: TcpStream,
+    tls: Option<TlsAcceptor>,
+    handlers: H,
+) -> io::Result<()> {
+    let startup_timeout = tokio::time::sleep(STARTUP_TIMEOUT);
+    tokio::pin!(startup_timeout);
+    let negotiated = tokio::select! {
+        _ = &mut startup_timeout => return Ok(()),
+        s = negotiate_tls(tcp, tls) => s?,
+    };
+    let Some(mut socket) = negotiated else {
+        return Ok(());
+    };
+    let startup = handlers.startup_handler();
+    let simple = handlers.simple_query_handler();
+    let extended = handlers.extended_query_handler();
+    let copy = handlers.copy_handler();
+    let cancel = handlers.cancel_handler();
+    let errors = handlers.error_handler();
+    // Bytes the negotiation read past its own are the start of the first message.
+    let mut buf: BytesMut = std::mem::take(socket.read_buffer_mut());
+    loop {
+        let in_startup = matches!(
+            socket.state(),
+            PgWireConnectionState::AwaitingStartup
+                | PgWireConnectionState::AuthenticationInProgress
+        );
+        let read = read_message(&mut socket, &mut buf);
+        let next = if in_startup {
+            tokio::select! {
+                _ = &mut startup_timeout => return Ok(()),
+                m = read => m,
+            }
+        } else {
+            read.await
+        };
+        let message = match next {
+            Ok(Some(m)) => m,
+            Ok(None) => return Ok(()),
+            Err(e) => {
+                // Answered, then closed: the stream cannot be read in step any more.
+                return process_error(&mut socket, e, false).await;
+            }
+        };
+        if matches!(message, PgWireFrontendMessage::Terminate(_)) {
+            return Ok(());
+        }
+        let is_extended = match socket.state() {
+            PgWireConnectionState::CopyInProgress(extended) => extended,
+            _ => message.is_extended_query(),
+        };
+        let is_cancel = matches!(message, PgWireFrontendMessage::CancelRequest(_));
+        let handled = process_message(
+            message,
+            &mut socket,
+            startup.clone(),
+            simple.clone(),
+            extended.clone(),
+            copy.clone(),
+            cancel.clone(),
+        )
+        .await;
+        if let Err(mut e) = handled {
+            errors.on_error(&socket, &mut e);
+            let fatal = e.is_fatal();
+            process_error(&mut socket, e, is_extended).await?;
+            if fatal {
+                return Ok(());
+            }
+        }
+        if is_cancel {
+            return Ok(());
+        }
+    }
+}
+
+/// The next message on `socket`, read into `buf`: `None` when the client has gone.
+async fn read_message<St>(
+    socket: &mut Framed<MaybeTls, PgWireMessageServerCodec<St>>,
+    buf: &mut BytesMut,
+) -> Result<Option<PgWireFrontendMessage>, PgWireError> {
+    let startup = matches!(socket.state(), PgWireConnectionState::AwaitingStartup);
+    loop {
+        match framing::frame(buf, startup) {
+            Frame::Complete(len) => {
+                let mut message = buf.split_to(len);
+                if !startup {
+                    framing::check(message[0], &message[5..]).map_err(violation)?;
+                }
+                let mut context = DecodeContext::new(socket.protocol_version());
+                context.awaiting_frontend_ssl = false;
+                context.awaiting_frontend_startup = startup;
+                // The checks above leave the decoder nothing to trip on; should it panic all
+                // the same, that is this connection's protocol violation, not a silent close.
+                let decoded = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    PgWireFrontendMessage::decode(&mut message, &context)
+                }))
+                .map_err(|_| violation("invalid message format".into()))?;
+                return match decoded? {
+                    Some(m) => Ok(Some(m)),
+                    None => Err(violation("invalid message format".into())),
+                };
+            }
+            Frame::Invalid(why) => return Err(violation(why)),
+            Frame::Incomplete => {
+                let read = socket.get_mut().read_buf(buf).await?;
+                if read == 0 {
+                    return Ok(None);
+                }
+            }
+        }
+    }
+}
