@@ -237,3 +237,56 @@ fn a_lock_taken_without_waiting_is_refused_while_another_holds_the_row() {
         other.close();
     });
 }
+
+/// `update test set value = value + by where id = ?` in a transaction that locks the rows it
+/// writes (`lock_rows_it_writes`, as the SQL server's REPEATABLE READ and SERIALIZABLE do).
+fn add_locking(
+    t: &Arc<Table>,
+    id: i64,
+    by: i64,
+) -> impl for<'a, 'b> FnOnce(&'a mut Transaction<'b>) -> Outcome + Send + use<> {
+    let update = add(t, id, by);
+    move |txn| {
+        txn.lock_rows_it_writes();
+        update(txn)
+    }
+}
+
+#[test]
+fn a_read_committed_writer_waits_for_a_snapshot_writer_that_locks_its_rows() {
+    for level in [Isolation::Snapshot, Isolation::Serializable] {
+        let (db, t) = setup();
+        std::thread::scope(|s| {
+            let mut snapshot = Session::begin_at(s, &db, Priority::LOW, level);
+            let mut rc = Session::begin_at(s, &db, Priority::LOW, RC);
+            assert_eq!(snapshot.run(&db, add_locking(&t, 1, 1)), done(&[]));
+            assert_eq!(rc.run(&db, add(&t, 1, 5)), Progress::Blocked);
+            assert_eq!(snapshot.commit(&db), done(&[]));
+            // It read the row as the snapshot writer left it, as PostgreSQL's would.
+            assert_eq!(rc.unblocked(), Ok(vec![]));
+            assert_eq!(rc.commit(&db), done(&[]));
+            snapshot.close();
+            rc.close();
+        });
+        assert_eq!(committed(&db, &t), [(1, 16), (2, 20)]);
+    }
+}
+
+#[test]
+fn a_snapshot_writer_that_locks_waits_for_a_read_committed_one_and_then_conflicts() {
+    let (db, t) = setup();
+    std::thread::scope(|s| {
+        let mut snapshot = Session::begin_at(s, &db, Priority::LOW, Isolation::Snapshot);
+        let mut rc = Session::begin_at(s, &db, Priority::LOW, RC);
+        assert_eq!(snapshot.run(&db, read(&t, 1)), done(&[10]));
+        assert_eq!(rc.run(&db, add(&t, 1, 5)), done(&[]));
+        assert_eq!(snapshot.run(&db, add_locking(&t, 1, 1)), Progress::Blocked);
+        assert_eq!(rc.commit(&db), done(&[]));
+        // Its snapshot predates the commit it waited for: PostgreSQL's "could not serialize
+        // access due to concurrent update".
+        assert_eq!(snapshot.unblocked(), aborted(AbortReason::Conflict));
+        snapshot.close();
+        rc.close();
+    });
+    assert_eq!(committed(&db, &t), [(1, 15), (2, 20)]);
+}

@@ -25,6 +25,19 @@ pub fn isolation(level: Level) -> Isolation {
     }
 }
 
+/// Begins a SQL transaction at `priority` and `level`. Its writers lock the rows they write at
+/// every level, as PostgreSQL's do, so that READ COMMITTED and REPEATABLE READ writers of one
+/// row wait for each other (the second then applies its change, or fails with 40001).
+fn begin(
+    db: &Database,
+    priority: Priority,
+    level: Level,
+) -> Result<overtake_engine::Transaction<'_>, overtake_engine::Error> {
+    let mut txn = db.begin(priority, isolation(level))?;
+    txn.lock_rows_it_writes();
+    Ok(txn)
+}
+
 /// Rows to insert: COPY's data in its text format, for `columns` of `table`.
 pub struct Rows {
     pub table: Arc<SqlTable>,
@@ -142,7 +155,7 @@ fn serve(db: &Database, priority: Priority, level: Level, mut inbox: Ticket<Requ
             }
         };
         if txn.is_none() {
-            match db.begin(priority, isolation(level)) {
+            match begin(db, priority, level) {
                 Ok(t) => txn = Some(t),
                 Err(e) => {
                     reply.fulfil(Reply {
@@ -299,7 +312,7 @@ pub async fn run_alone(
     let cancel = Arc::clone(cancel);
     let ticket = runner
         .submit((priority, group), move || -> Result<Output, SqlError> {
-            let mut txn = db.begin(priority, isolation(level))?;
+            let mut txn = begin(&db, priority, level)?;
             let (out, _) = run(&mut txn, &work, &cancel)?;
             if !cancel.begin_commit() {
                 return Err(cancelled());

@@ -274,3 +274,57 @@ fn a_lock_wait_past_lock_timeout_fails_with_55p03_and_the_holder_goes_on() {
         );
     });
 }
+
+#[test]
+fn read_committed_and_repeatable_read_writers_of_a_row_wait_for_each_other() {
+    let server = common::TestServer::start();
+    runtime().block_on(async {
+        let rr = connect(&server.dsn("rr")).await;
+        let rc = connect(&server.dsn("rc")).await;
+        rr.batch_execute(
+            "CREATE TABLE m (k int PRIMARY KEY, v int NOT NULL);
+             INSERT INTO m VALUES (1, 1)",
+        )
+        .await
+        .expect("setup");
+        // A READ COMMITTED update waits for the REPEATABLE READ writer, then applies its own
+        // change on top of the committed one.
+        rr.batch_execute(
+            "BEGIN ISOLATION LEVEL REPEATABLE READ; UPDATE m SET v = v + 1 WHERE k = 1",
+        )
+        .await
+        .expect("rr's update");
+        let update = tokio::spawn(async move {
+            (
+                rc.execute("UPDATE m SET v = v + 5 WHERE k = 1", &[]).await,
+                rc,
+            )
+        });
+        someone_waits(&server).await;
+        rr.batch_execute("COMMIT").await.expect("rr commits");
+        let (updated, rc) = update.await.expect("task");
+        assert_eq!(updated.expect("rc's update"), 1);
+        assert_eq!(count(&rc, "SELECT v::bigint FROM m WHERE k = 1").await, 7);
+        // A REPEATABLE READ update waits for the READ COMMITTED writer, and fails with 40001
+        // once that commits a change its snapshot does not see.
+        rr.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT v FROM m")
+            .await
+            .expect("rr's snapshot");
+        rc.batch_execute("BEGIN; UPDATE m SET v = 100 WHERE k = 1")
+            .await
+            .expect("rc's update");
+        let update = tokio::spawn(async move {
+            (
+                rr.batch_execute("UPDATE m SET v = v + 1 WHERE k = 1").await,
+                rr,
+            )
+        });
+        someone_waits(&server).await;
+        rc.batch_execute("COMMIT").await.expect("rc commits");
+        let (updated, rr) = update.await.expect("task");
+        let e = updated.expect_err("a concurrent update");
+        assert_eq!(e.code().map(|c| c.code()), Some("40001"));
+        rr.batch_execute("ROLLBACK").await.expect("rollback");
+        assert_eq!(count(&rr, "SELECT v::bigint FROM m WHERE k = 1").await, 100);
+    });
+}

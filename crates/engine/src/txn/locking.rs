@@ -677,6 +677,35 @@ impl<'db> Transaction<'db> {
         }
     }
 
+    /// Makes this transaction take each row's write lock before it writes the row (and in
+    /// [`lock_row`](Self::lock_row)), whatever its isolation level, as PostgreSQL's writers do:
+    /// a READ COMMITTED writer of the same row then waits for it instead of failing at commit,
+    /// and it waits for theirs (then fails with a conflict if they committed a change to the
+    /// row). READ COMMITTED and two-phase locking do this already. Call it before any write.
+    /// The locks are the lock manager's, so a paused holder's are revoked by the lock policy
+    /// like any other.
+    pub fn lock_rows_it_writes(&mut self) {
+        self.locker_made();
+        self.locks_rows = true;
+    }
+
+    /// Its lock-manager handle, made now if it had none (a transaction that takes no row locks
+    /// gets one for its table locks, or once it is asked to lock the rows it writes).
+    fn locker_made(&mut self) -> &mut Locker<'db> {
+        match &mut self.locker {
+            Some(locker) => locker,
+            none => {
+                let engine = self.engine;
+                let manager = engine.locks.as_ref().unwrap_or(&engine.row_locks);
+                let level = self.priority.level() as u8;
+                let registered = manager.register_aged(self.lease.stamp, level, None);
+                let mut locker = Locker::new(manager, &engine.txns, self.lease.stamp, registered);
+                locker.limit = self.lock_limit;
+                none.insert(locker)
+            }
+        }
+    }
+
     /// [`lock_row`](Self::lock_row) without waiting (`FOR UPDATE NOWAIT`, `SKIP LOCKED`):
     /// `Ok(false)`, with nothing taken and the transaction still active, if another transaction
     /// holds the row's lock or waits for it first.
@@ -711,21 +740,7 @@ impl<'db> Transaction<'db> {
         if held.is_some_and(|&(_, m)| m == mode || m == TableLock::Rebuild) {
             return Ok(());
         }
-        let locker = match &mut self.locker {
-            Some(locker) => locker,
-            none => {
-                let engine = self.engine;
-                let manager = engine.locks.as_ref().unwrap_or(&engine.row_locks);
-                let level = self.priority.level() as u8;
-                let registered = manager.register_aged(self.lease.stamp, level, None);
-                none.insert(Locker::new(
-                    manager,
-                    &engine.txns,
-                    self.lease.stamp,
-                    registered,
-                ))
-            }
-        };
+        let locker = self.locker_made();
         let lock_mode = match mode {
             TableLock::Write => LockMode::Shared,
             TableLock::Rebuild => LockMode::Exclusive,
