@@ -40,6 +40,11 @@ pub struct ServeArgs {
     /// `user:password` lines: clients authenticate with SCRAM-SHA-256. Without it, none.
     #[arg(long)]
     pub password_file: Option<std::path::PathBuf>,
+    /// With `--password-file`: a user who is a superuser (may be given more than once). Only
+    /// superusers may raise priority above `normal` (or grant that: `GRANT overtake_priority TO
+    /// alice`) and change other roles' defaults.
+    #[arg(long = "superuser", value_name = "USER", default_value = "postgres")]
+    pub superusers: Vec<String>,
     /// TLS certificate chain (PEM): with `--tls-key`, clients may connect with TLS
     /// (`sslmode=require`).
     #[arg(long, requires = "tls_key")]

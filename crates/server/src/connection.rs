@@ -132,6 +132,16 @@ impl Connection {
         result
     }
 
+    /// Fails if the startup packet's `options` are malformed or hold a setting `user` may not
+    /// set (a priority above the default without the privilege).
+    pub(crate) fn check_options(&self, user: &str, options: &str) -> Result<(), SqlError> {
+        for (name, value) in settings::startup_options(options)? {
+            settings::validate(&name, &value)?;
+            self.shared.privileges.check_setting(user, &name, &value)?;
+        }
+        Ok(())
+    }
+
     pub(crate) fn new_session<C: ClientInfo>(&self, client: &C) -> Result<Session, SqlError> {
         let meta = client.metadata();
         let user = meta

@@ -21,6 +21,7 @@ mod extended;
 mod framing;
 mod handler;
 mod prepared;
+pub mod privileges;
 mod runner;
 pub mod session;
 pub mod settings;
@@ -83,6 +84,10 @@ pub struct ServerConfig {
     /// TLS: the certificate chain and private key (PEM files). Without, SSLRequest is answered
     /// `N` and connections are in plain text.
     pub tls: Option<(PathBuf, PathBuf)>,
+    /// With a password file: the users who are superusers (`postgres` by default), who may
+    /// raise priority, grant that to others (`GRANT overtake_priority TO ...`) and change other
+    /// roles' defaults. Without one every session counts as a superuser.
+    pub superusers: Vec<String>,
 }
 
 impl Default for ServerConfig {
@@ -94,6 +99,7 @@ impl Default for ServerConfig {
             session_threads: None,
             max_connections: 100,
             tls: None,
+            superusers: vec!["postgres".into()],
         }
     }
 }
@@ -181,6 +187,20 @@ impl StartupHandler for Startup {
                 ),
             )));
         }
+        if let PgWireFrontendMessage::Startup(startup) = &message {
+            // Options the user may not set refuse the connection before authentication (they
+            // would after it in PostgreSQL; either way nothing is served).
+            let parameters = &startup.parameters;
+            let user = parameters.get("user").map_or("", String::as_str);
+            let options = parameters.get("options").map_or("", String::as_str);
+            self.connection.check_options(user, options).map_err(|e| {
+                pgwire::error::PgWireError::UserError(Box::new(pgwire::error::ErrorInfo::new(
+                    "FATAL".into(),
+                    e.code.into(),
+                    e.message,
+                )))
+            })?;
+        }
         match &self.scram {
             Some(scram) => {
                 let result = scram.on_startup(client, message).await;
@@ -245,6 +265,10 @@ impl Server {
             catalog: Arc::new(catalog),
             scheduler,
             roles: Mutex::new(HashMap::new()),
+            privileges: privileges::Privileges::new(
+                passwords.is_some(),
+                config.superusers.iter().cloned(),
+            ),
             session_threads: config.session_threads.clone(),
             connections: session::Connections::new(config.max_connections),
         });

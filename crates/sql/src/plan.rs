@@ -98,6 +98,12 @@ pub enum Command {
         name: String,
         value: Option<String>,
     },
+    /// `GRANT role TO user` (`revoke`: `REVOKE role FROM user`).
+    GrantRole {
+        roles: Vec<String>,
+        grantees: Vec<String>,
+        revoke: bool,
+    },
     /// Accepted and done nothing with (`VACUUM`, `ANALYZE`, `DISCARD`...): the tag to answer.
     Noop(&'static str),
     /// `EXPLAIN`: the plan, as lines of text.

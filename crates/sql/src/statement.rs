@@ -347,6 +347,16 @@ pub fn prepare_in(
             },
             value: None,
         },
+        Statement::GrantRole(g) => Command::GrantRole {
+            roles: g.roles.iter().map(ident).collect(),
+            grantees: grantees(&g.grantees)?,
+            revoke: false,
+        },
+        Statement::RevokeRole(r) => Command::GrantRole {
+            roles: r.roles.iter().map(ident).collect(),
+            grantees: grantees(&r.grantees)?,
+            revoke: true,
+        },
         Statement::Vacuum(_) => Command::Noop("VACUUM"),
         Statement::Analyze(_) => Command::Noop("ANALYZE"),
         Statement::Discard { .. } => Command::Noop("DISCARD ALL"),
@@ -542,4 +552,15 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Ddl> {
         primary_key,
         if_not_exists: ct.if_not_exists,
     })
+}
+
+/// The roles a GRANT or REVOKE names.
+fn grantees(grantees: &[ast::Grantee]) -> Result<Vec<String>> {
+    grantees
+        .iter()
+        .map(|g| match &g.name {
+            Some(ast::GranteeName::ObjectName(n)) => object_name(n),
+            _ => Err(SqlError::unsupported("this kind of grantee")),
+        })
+        .collect()
 }

@@ -19,6 +19,10 @@ impl Session {
     /// The value of setting `name` in effect: SET LOCAL, then SET (over the role's default),
     /// then the built-in default.
     pub fn setting(&self, name: &str) -> Option<String> {
+        if name.eq_ignore_ascii_case("is_superuser") {
+            let superuser = self.shared.privileges.is_superuser(&self.user);
+            return Some(on_off(superuser).to_owned());
+        }
         if name.eq_ignore_ascii_case("transaction_read_only") {
             return Some(on_off(self.read_only()).to_owned());
         }
@@ -123,6 +127,9 @@ impl Session {
         value: Option<&str>,
         local: bool,
     ) -> Result<(), SqlError> {
+        if let Some(v) = value {
+            self.shared.privileges.check_setting(&self.user, name, v)?;
+        }
         if name.eq_ignore_ascii_case("transaction_read_only") {
             let (_, v) = settings::validate(name, value.unwrap_or("off"))?;
             if let Some(b) = &mut self.block {

@@ -30,6 +30,8 @@ pub struct Shared {
     pub catalog: Arc<Catalog>,
     pub scheduler: Arc<Scheduler<Calls>>,
     pub roles: Mutex<HashMap<String, Settings>>,
+    /// Who may raise priority and change others' defaults.
+    pub privileges: crate::privileges::Privileges,
     /// Sessions run their statements on their own OS threads, placed so (`--session-threads`),
     /// instead of on the scheduler's workers.
     pub session_threads: Option<OsScheduling>,
@@ -165,6 +167,8 @@ impl Session {
             .cloned()
             .unwrap_or_default();
         for (name, value) in options {
+            // A role's defaults were set by someone allowed to; the client's options were not.
+            shared.privileges.check_setting(user, name, value)?;
             settings.set(name, value)?;
         }
         let thread = match &shared.session_threads {
@@ -432,6 +436,11 @@ impl Session {
                 }
             }
             Command::AlterRoleSet { role, name, value } => {
+                let privileges = &self.shared.privileges;
+                privileges.check_alter_role(&self.user, role)?;
+                if let Some(v) = value {
+                    privileges.check_setting(&self.user, name, v)?;
+                }
                 let mut roles = self.shared.roles.lock().unwrap_or_else(|p| p.into_inner());
                 let defaults = roles.entry(role.clone()).or_default();
                 match value {
@@ -439,6 +448,18 @@ impl Session {
                     None => defaults.reset(name),
                 }
                 Ok(Answer::Done("ALTER ROLE".into()))
+            }
+            Command::GrantRole {
+                roles,
+                grantees,
+                revoke,
+            } => {
+                self.shared
+                    .privileges
+                    .grant(&self.user, roles, grantees, *revoke)?;
+                Ok(Answer::Done(
+                    if *revoke { "REVOKE ROLE" } else { "GRANT ROLE" }.into(),
+                ))
             }
             Command::Noop("VACUUM") if self.block.is_some() => Err(SqlError::new(
                 sqlstate::ACTIVE_SQL_TRANSACTION,
