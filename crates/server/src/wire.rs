@@ -14,6 +14,8 @@ use pgwire::messages::data::DataRow;
 
 /// Microseconds from the Unix epoch to PostgreSQL's (2000-01-01).
 const PG_EPOCH_MICROS: i64 = 946_684_800_000_000;
+/// Days from the Unix epoch to PostgreSQL's.
+const PG_EPOCH_DAYS: i64 = 10_957;
 
 /// The format of column `i` (text when the client named fewer formats than columns).
 pub fn format_of(format: &Format, i: usize) -> FieldFormat {
@@ -80,7 +82,8 @@ fn encode_binary(v: &Datum, ty: SqlType, buf: &mut BytesMut) -> Option<()> {
         (Datum::Int(n), SqlType::Int4) => buf.put_i32(*n as i32),
         (Datum::Int(n), _) => buf.put_i64(*n),
         (Datum::Float(f), _) => buf.put_f64(*f),
-        (Datum::Timestamp(t), _) => buf.put_i64(t - PG_EPOCH_MICROS),
+        (Datum::Timestamp(t) | Datum::TimestampTz(t), _) => buf.put_i64(t - PG_EPOCH_MICROS),
+        (Datum::Date(d), _) => buf.put_i32((d - PG_EPOCH_DAYS) as i32),
         (Datum::Numeric(n), _) => encode_numeric(*n, buf),
         (other, _) => buf.put_slice(other.to_text().unwrap_or_default().as_bytes()),
     }
@@ -176,7 +179,18 @@ pub fn decode_param(bytes: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<D
             8 => Datum::Float(f64::from_be_bytes(b.try_into().expect("8 bytes"))),
             _ => return Err(bad_binary(ty)),
         },
-        SqlType::Timestamp => {
+        SqlType::Date => {
+            let since_2000 = i32::from_be_bytes(fixed(4)?.try_into().expect("4 bytes"));
+            let days = i64::from(since_2000) + PG_EPOCH_DAYS;
+            if !overtake_sql::time::in_range(overtake_sql::time::midnight(days)) {
+                return Err(SqlError::new(
+                    sqlstate::DATETIME_FIELD_OVERFLOW,
+                    "date out of range",
+                ));
+            }
+            Datum::Date(days)
+        }
+        SqlType::Timestamp | SqlType::TimestampTz => {
             let since_2000 = i64::from_be_bytes(fixed(8)?.try_into().expect("8 bytes"));
             // PostgreSQL's infinities (i64::MAX and MIN) and anything past the years a
             // timestamp holds here are refused, not wrapped.
@@ -186,7 +200,11 @@ pub fn decode_param(bytes: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<D
                 .ok_or_else(|| {
                     SqlError::new(sqlstate::DATETIME_FIELD_OVERFLOW, "timestamp out of range")
                 })?;
-            Datum::Timestamp(micros)
+            if ty == SqlType::TimestampTz {
+                Datum::TimestampTz(micros)
+            } else {
+                Datum::Timestamp(micros)
+            }
         }
         SqlType::Numeric { .. } => decode_numeric(b).ok_or_else(|| bad_binary(ty))?.cast(ty)?,
         SqlType::Text | SqlType::VarChar(_) | SqlType::Char(_) => {

@@ -667,7 +667,7 @@ fn literal_as(e: Expr, ty: SqlType) -> Result<Expr> {
 pub fn check_assignable(from: SqlType, to: SqlType, column: &str) -> Result<()> {
     let kind = |t: SqlType| match t {
         SqlType::Bool => 1,
-        SqlType::Timestamp => 2,
+        SqlType::Timestamp | SqlType::TimestampTz | SqlType::Date => 2,
         t if t.is_numeric() => 3,
         _ => 0,
     };
@@ -708,6 +708,8 @@ pub fn arith_type(a: SqlType, b: SqlType) -> SqlType {
     use SqlType::*;
     match (a, b) {
         (Text, t) | (t, Text) if t != Text => arith_type(t, t),
+        (Date, Date) => Int4,
+        (Date, _) | (_, Date) => Date,
         (Float8, _) | (_, Float8) => Float8,
         (Numeric { scale: s1, .. }, Numeric { scale: s2, .. }) => Numeric {
             precision: 18,
@@ -719,6 +721,7 @@ pub fn arith_type(a: SqlType, b: SqlType) -> SqlType {
         },
         (Int8, _) | (_, Int8) => Int8,
         (Timestamp, _) | (_, Timestamp) => Timestamp,
+        (TimestampTz, _) | (_, TimestampTz) => TimestampTz,
         (Int2, Int2) => Int2,
         _ => Int4,
     }

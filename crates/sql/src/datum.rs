@@ -119,6 +119,10 @@ pub enum Datum {
     Numeric(Num),
     Text(String),
     Timestamp(i64),
+    /// An instant: microseconds since the epoch, UTC.
+    TimestampTz(i64),
+    /// Days since 1970-01-01.
+    Date(i64),
 }
 
 /// The overflow error of integer type `ty` (PostgreSQL names the type).
@@ -140,6 +144,30 @@ pub(crate) fn in_range(v: i64, ty: SqlType) -> Result<i64> {
 
 pub(crate) fn out_of_range() -> SqlError {
     SqlError::new(sqlstate::NUMERIC_VALUE_OUT_OF_RANGE, "value out of range")
+}
+
+/// `days` if a date holds it.
+fn date_in_range(days: i64) -> Result<i64> {
+    if time::in_range(time::midnight(days)) {
+        Ok(days)
+    } else {
+        Err(SqlError::new(
+            sqlstate::DATETIME_FIELD_OVERFLOW,
+            "date out of range",
+        ))
+    }
+}
+
+fn invalid_datetime(ty: SqlType, text: &str) -> SqlError {
+    let name = match ty {
+        SqlType::TimestampTz => "timestamp with time zone".to_owned(),
+        SqlType::Timestamp => "timestamp".to_owned(),
+        other => other.name(),
+    };
+    SqlError::new(
+        sqlstate::INVALID_DATETIME_FORMAT,
+        format!("invalid input syntax for type {name}: \"{text}\""),
+    )
 }
 
 fn invalid_text(ty: SqlType, text: &str) -> SqlError {
@@ -170,6 +198,8 @@ impl Datum {
         match (value, ty) {
             (Value::Null, _) => Datum::Null,
             (Value::Int(v), SqlType::Bool) => Datum::Bool(v != 0),
+            (Value::Int(v), SqlType::Date) => Datum::Date(v),
+            (Value::Timestamp(t), SqlType::TimestampTz) => Datum::TimestampTz(t),
             (Value::Int(v), SqlType::Float8) => Datum::Float(key_to_float(v)),
             (Value::Int(v), _) => Datum::Int(v),
             (Value::Decimal(d), _) => Datum::Numeric(Num {
@@ -196,7 +226,8 @@ impl Datum {
                 Value::Decimal(Decimal::new(units, scale).map_err(|_| out_of_range())?)
             }
             (Datum::Text(s), _) => Value::Str(s),
-            (Datum::Timestamp(t), _) => Value::Timestamp(*t),
+            (Datum::Timestamp(t) | Datum::TimestampTz(t), _) => Value::Timestamp(*t),
+            (Datum::Date(d), _) => Value::Int(*d),
             (Datum::Numeric(_), _) => return Err(out_of_range()),
         })
     }
@@ -236,12 +267,19 @@ impl Datum {
             SqlType::Text | SqlType::VarChar(_) | SqlType::Char(_) => {
                 Datum::Text(text.to_owned()).cast(ty)?
             }
-            SqlType::Timestamp => Datum::Timestamp(time::parse_timestamp(t).ok_or_else(|| {
-                SqlError::new(
-                    sqlstate::INVALID_DATETIME_FORMAT,
-                    format!("invalid input syntax for type timestamp: \"{text}\""),
-                )
-            })?),
+            SqlType::Timestamp => Datum::Timestamp(
+                time::parse_timestamp(t).ok_or_else(|| invalid_datetime(ty, text))?,
+            ),
+            SqlType::TimestampTz => Datum::TimestampTz(
+                time::parse_timestamptz(t).ok_or_else(|| invalid_datetime(ty, text))?,
+            ),
+            SqlType::Date => {
+                // A timestamp's text gives its day, as PostgreSQL's date input takes it.
+                let day = time::parse_date(t)
+                    .or_else(|| time::parse_timestamp(t).map(time::day_of))
+                    .ok_or_else(|| invalid_datetime(ty, text))?;
+                Datum::Date(day)
+            }
         })
     }
 
@@ -255,6 +293,8 @@ impl Datum {
             Datum::Numeric(n) => n.to_string(),
             Datum::Text(s) => s.clone(),
             Datum::Timestamp(t) => time::format_timestamp(*t),
+            Datum::TimestampTz(t) => time::format_timestamptz(*t),
+            Datum::Date(d) => time::format_date(*d),
         })
     }
 
@@ -307,7 +347,19 @@ impl Datum {
             (Datum::Bool(b), SqlType::Int2 | SqlType::Int4 | SqlType::Int8) => {
                 Datum::Int(i64::from(b))
             }
-            (Datum::Timestamp(t), SqlType::Timestamp) => Datum::Timestamp(t),
+            // The session's zone is UTC: local and UTC times are the same.
+            (Datum::Timestamp(t) | Datum::TimestampTz(t), SqlType::Timestamp) => {
+                Datum::Timestamp(t)
+            }
+            (Datum::Timestamp(t) | Datum::TimestampTz(t), SqlType::TimestampTz) => {
+                Datum::TimestampTz(t)
+            }
+            (Datum::Timestamp(t) | Datum::TimestampTz(t), SqlType::Date) => {
+                Datum::Date(time::day_of(t))
+            }
+            (Datum::Date(d), SqlType::Date) => Datum::Date(d),
+            (Datum::Date(d), SqlType::Timestamp) => Datum::Timestamp(time::midnight(d)),
+            (Datum::Date(d), SqlType::TimestampTz) => Datum::TimestampTz(time::midnight(d)),
             (d, ty) => {
                 return Err(SqlError::new(
                     sqlstate::DATATYPE_MISMATCH,
@@ -326,6 +378,8 @@ impl Datum {
             Datum::Numeric(_) => "numeric",
             Datum::Text(_) => "text",
             Datum::Timestamp(_) => "timestamp",
+            Datum::TimestampTz(_) => "timestamp with time zone",
+            Datum::Date(_) => "date",
         }
     }
 
@@ -355,7 +409,10 @@ impl Datum {
             (Float(_), Numeric(_)) => return other.sql_cmp(self).map(|o| o.map(Ordering::reverse)),
             (Text(a), Text(b)) => a.cmp(b),
             (Bool(a), Bool(b)) => a.cmp(b),
-            (Timestamp(a), Timestamp(b)) => a.cmp(b),
+            (Timestamp(a) | TimestampTz(a), Timestamp(b) | TimestampTz(b)) => a.cmp(b),
+            (Date(a), Date(b)) => a.cmp(b),
+            (Date(d), Timestamp(t) | TimestampTz(t)) => time::midnight(*d).cmp(t),
+            (Timestamp(t) | TimestampTz(t), Date(d)) => t.cmp(&time::midnight(*d)),
             (Text(s), typed) => {
                 return typed
                     .sql_cmp(&Datum::parse(s, typed.natural_type())?)
@@ -382,6 +439,8 @@ impl Datum {
                 scale: n.scale.max(6),
             },
             Datum::Timestamp(_) => SqlType::Timestamp,
+            Datum::TimestampTz(_) => SqlType::TimestampTz,
+            Datum::Date(_) => SqlType::Date,
             Datum::Null | Datum::Text(_) => SqlType::Text,
         }
     }
@@ -406,6 +465,20 @@ impl Datum {
         use Datum::*;
         Ok(match (self, other) {
             (Null, _) | (_, Null) => Null,
+            // A date and a number of days; two dates' difference in days.
+            (Date(d), Int(n)) | (Int(n), Date(d)) if op == '+' => Date(date_in_range(d + n)?),
+            (Date(d), Int(n)) if op == '-' => Date(date_in_range(d - n)?),
+            (Date(a), Date(b)) if op == '-' => Int(a - b),
+            (Date(_), _) | (_, Date(_)) => {
+                return Err(SqlError::new(
+                    sqlstate::UNDEFINED_FUNCTION,
+                    format!(
+                        "operator does not exist: {} {op} {}",
+                        self.type_name(),
+                        other.type_name()
+                    ),
+                ));
+            }
             (Int(a), Int(b)) => Int(match op {
                 '+' => a.checked_add(*b),
                 '-' => a.checked_sub(*b),

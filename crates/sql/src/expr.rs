@@ -477,9 +477,9 @@ fn eval_func(f: Func, args: &[Expr], row: &[Datum], cx: &Context<'_>) -> Result<
     let arg = |i: usize| -> Result<Datum> { args[i].eval(row, cx) };
     Ok(match f {
         Func::Version => Datum::Text(VERSION.into()),
-        Func::Now => Datum::Timestamp(cx.now),
-        Func::StatementTimestamp => Datum::Timestamp(cx.statement),
-        Func::ClockTimestamp => Datum::Timestamp(crate::time::now_micros()),
+        Func::Now => Datum::TimestampTz(cx.now),
+        Func::StatementTimestamp => Datum::TimestampTz(cx.statement),
+        Func::ClockTimestamp => Datum::TimestampTz(crate::time::now_micros()),
         Func::Random => Datum::Float(fastrand::f64()),
         Func::CurrentDatabase => Datum::Text("overtake".into()),
         Func::CurrentUser => Datum::Text(cx.user.to_owned()),

@@ -37,11 +37,23 @@ impl Binder<'_> {
         }
         let (func, arity, ty) = match name.as_str() {
             "version" => (Func::Version, 0..=0, SqlType::Text),
-            "now" | "current_timestamp" | "localtimestamp" | "transaction_timestamp" => {
-                (Func::Now, 0..=0, SqlType::Timestamp)
+            "now" | "current_timestamp" | "transaction_timestamp" => {
+                (Func::Now, 0..=0, SqlType::TimestampTz)
             }
-            "statement_timestamp" => (Func::StatementTimestamp, 0..=0, SqlType::Timestamp),
-            "clock_timestamp" => (Func::ClockTimestamp, 0..=0, SqlType::Timestamp),
+            // The transaction's start, as the session's zone (UTC) shows it.
+            "localtimestamp" | "current_date" if args.is_empty() => {
+                let ty = if name == "current_date" {
+                    SqlType::Date
+                } else {
+                    SqlType::Timestamp
+                };
+                return Ok((
+                    Expr::Cast(Box::new(Expr::Func(Func::Now, Vec::new())), ty),
+                    ty,
+                ));
+            }
+            "statement_timestamp" => (Func::StatementTimestamp, 0..=0, SqlType::TimestampTz),
+            "clock_timestamp" => (Func::ClockTimestamp, 0..=0, SqlType::TimestampTz),
             "random" => (Func::Random, 0..=0, SqlType::Float8),
             "abs" => (
                 Func::Abs,

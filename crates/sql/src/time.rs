@@ -1,5 +1,6 @@
-//! Timestamps as text: `YYYY-MM-DD HH:MM:SS[.ffffff]`, microseconds since 1970-01-01 (UTC, no
-//! time zones), the proleptic Gregorian calendar by day counts.
+//! Dates and timestamps as text: `YYYY-MM-DD`, `YYYY-MM-DD HH:MM:SS[.ffffff]`, and with a time
+//! zone `...+00`; days or microseconds since 1970-01-01 (a timestamp with time zone in UTC, the
+//! one zone sessions show), the proleptic Gregorian calendar by day counts.
 
 const MICROS_PER_DAY: i64 = 86_400_000_000;
 
@@ -52,23 +53,81 @@ pub fn in_range(micros: i64) -> bool {
     YEARS.contains(&civil_from_days(micros.div_euclid(MICROS_PER_DAY)).0)
 }
 
-/// Parses a timestamp; `None` if it is not one.
-pub fn parse_timestamp(text: &str) -> Option<i64> {
-    let (date, time) = match text.split_once([' ', 'T']) {
-        Some((d, t)) => (d, Some(t.trim())),
-        None => (text, None),
-    };
-    let mut parts = date.splitn(3, '-');
+/// Days since 1970-01-01 of a `YYYY-MM-DD` date; `None` if it is not one.
+pub fn parse_date(date: &str) -> Option<i64> {
+    let mut parts = date.trim().splitn(3, '-');
     let y: i64 = parts.next()?.parse().ok()?;
     let m: i64 = parts.next()?.parse().ok()?;
     let d: i64 = parts.next()?.parse().ok()?;
     if !(1..=12).contains(&m) || d < 1 || d > days_in_month(y, m) || !YEARS.contains(&y) {
         return None;
     }
-    let mut micros = days_from_civil(y, m, d) * MICROS_PER_DAY;
+    Some(days_from_civil(y, m, d))
+}
+
+/// A date as PostgreSQL shows it (ISO).
+pub fn format_date(days: i64) -> String {
+    let (y, m, d) = civil_from_days(days);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// Splits a time of day from its zone (`Z`, `UTC`, `+05`, `-05:30`, `+0530`): the time and the
+/// zone's offset east of UTC in seconds, if it has one. `None` if the zone is not one.
+fn split_zone(time: &str) -> Option<(&str, Option<i64>)> {
+    let time = time.trim();
+    if let Some(t) = time.strip_suffix('Z').or_else(|| time.strip_suffix("UTC")) {
+        return Some((t.trim(), Some(0)));
+    }
+    let Some(at) = time.find(['+', '-']) else {
+        return Some((time, None));
+    };
+    let (t, zone) = time.split_at(at);
+    let sign = if zone.starts_with('-') { -1 } else { 1 };
+    let digits: String = zone[1..].chars().filter(|c| *c != ':').collect();
+    if digits.is_empty() || digits.len() > 6 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let (h, rest) = digits.split_at(digits.len().min(2));
+    let (m, s) = rest.split_at(rest.len().min(2));
+    let field = |f: &str| {
+        if f.is_empty() {
+            Some(0)
+        } else {
+            f.parse::<i64>().ok()
+        }
+    };
+    let (h, m, s) = (field(h)?, field(m)?, field(s)?);
+    if h > 15 || m > 59 || s > 59 {
+        return None;
+    }
+    Some((t.trim(), Some(sign * ((h * 60 + m) * 60 + s))))
+}
+
+/// Parses a timestamp; `None` if it is not one. A zone it names is ignored, as PostgreSQL's
+/// timestamp without time zone ignores it.
+pub fn parse_timestamp(text: &str) -> Option<i64> {
+    parse_zoned(text).map(|(micros, _)| micros)
+}
+
+/// Parses a timestamp with time zone: the instant in UTC (a timestamp without a zone is one in
+/// UTC, the sessions' zone).
+pub fn parse_timestamptz(text: &str) -> Option<i64> {
+    let (micros, offset) = parse_zoned(text)?;
+    let utc = micros.checked_sub(offset.unwrap_or(0) * 1_000_000)?;
+    in_range(utc).then_some(utc)
+}
+
+/// A timestamp's local microseconds and its zone's offset, if it names one.
+fn parse_zoned(text: &str) -> Option<(i64, Option<i64>)> {
+    let (date, time) = match text.trim().split_once([' ', 'T']) {
+        Some((d, t)) => (d, Some(t.trim())),
+        None => (text.trim(), None),
+    };
+    let mut micros = parse_date(date)? * MICROS_PER_DAY;
+    let mut offset = None;
     if let Some(time) = time {
-        // A trailing zone offset (`+00`) is accepted and ignored: times have no zone here.
-        let time = time.split_once(['+', 'Z']).map_or(time, |(t, _)| t).trim();
+        let (time, zone) = split_zone(time)?;
+        offset = zone;
         let mut hms = time.splitn(3, ':');
         let h: i64 = hms.next()?.parse().ok()?;
         let min: i64 = hms.next()?.parse().ok()?;
@@ -92,7 +151,7 @@ pub fn parse_timestamp(text: &str) -> Option<i64> {
         };
         micros += ((h * 60 + min) * 60 + s) * 1_000_000 + frac_micros;
     }
-    Some(micros)
+    Some((micros, offset))
 }
 
 /// Formats a timestamp as PostgreSQL does (fractional seconds only when there are any).
@@ -114,6 +173,23 @@ pub fn format_timestamp(micros: i64) -> String {
         s.push_str(f.trim_end_matches('0'));
     }
     s
+}
+
+/// Formats a timestamp with time zone as PostgreSQL does in a session whose zone is UTC.
+pub fn format_timestamptz(micros: i64) -> String {
+    let mut s = format_timestamp(micros);
+    s.push_str("+00");
+    s
+}
+
+/// The day of a timestamp (days since 1970-01-01).
+pub fn day_of(micros: i64) -> i64 {
+    micros.div_euclid(MICROS_PER_DAY)
+}
+
+/// The timestamp of a day's midnight.
+pub fn midnight(days: i64) -> i64 {
+    days * MICROS_PER_DAY
 }
 
 /// Now, in microseconds since the epoch.
@@ -141,5 +217,35 @@ mod tests {
         assert_eq!(parse_timestamp("1970-01-02"), Some(MICROS_PER_DAY));
         assert_eq!(parse_timestamp("2023-02-29 00:00:00"), None);
         assert_eq!(parse_timestamp("yesterday"), None);
+    }
+}
+
+#[cfg(test)]
+mod zone_tests {
+    use super::*;
+
+    #[test]
+    fn zones_move_a_timestamp_with_time_zone_and_leave_one_without_alone() {
+        let noon = parse_timestamp("2024-03-01 12:00:00").expect("noon");
+        assert_eq!(parse_timestamp("2024-03-01 12:00:00+05"), Some(noon));
+        assert_eq!(parse_timestamp("2024-03-01 12:00:00-05"), Some(noon));
+        let hour = 3_600_000_000;
+        assert_eq!(
+            parse_timestamptz("2024-03-01 12:00:00+05"),
+            Some(noon - 5 * hour)
+        );
+        assert_eq!(
+            parse_timestamptz("2024-03-01 12:00:00-05:30"),
+            Some(noon + 11 * hour / 2)
+        );
+        assert_eq!(parse_timestamptz("2024-03-01T12:00:00Z"), Some(noon));
+        assert_eq!(parse_timestamptz("2024-03-01 12:00:00"), Some(noon));
+        assert_eq!(parse_timestamptz("2024-03-01 12:00:00+99"), None);
+        assert_eq!(format_timestamptz(noon), "2024-03-01 12:00:00+00");
+        assert_eq!(
+            parse_date("2024-02-29").map(format_date).as_deref(),
+            Some("2024-02-29")
+        );
+        assert_eq!(parse_date("2023-02-29"), None);
     }
 }

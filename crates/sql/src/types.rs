@@ -5,7 +5,7 @@
 //! 0/1 and a double as a 64-bit integer whose order is the double's (so either may be a key).
 
 use overtake_engine::ColumnType;
-use sqlparser::ast::{DataType, ExactNumberInfo};
+use sqlparser::ast::{self, DataType, ExactNumberInfo};
 
 use crate::error::{Result, SqlError, sqlstate};
 
@@ -40,6 +40,10 @@ pub enum SqlType {
     Char(u16),
     /// `timestamp` (without time zone), microseconds.
     Timestamp,
+    /// `timestamp with time zone`: an instant, microseconds since the epoch in UTC.
+    TimestampTz,
+    /// `date`, days.
+    Date,
 }
 
 impl SqlType {
@@ -56,6 +60,8 @@ impl SqlType {
             SqlType::VarChar(n) => format!("character varying({n})"),
             SqlType::Char(n) => format!("character({n})"),
             SqlType::Timestamp => "timestamp without time zone".into(),
+            SqlType::TimestampTz => "timestamp with time zone".into(),
+            SqlType::Date => "date".into(),
         }
     }
 
@@ -71,6 +77,8 @@ impl SqlType {
             SqlType::Char(_) => 1042,
             SqlType::VarChar(_) => 1043,
             SqlType::Timestamp => 1114,
+            SqlType::TimestampTz => 1184,
+            SqlType::Date => 1082,
             SqlType::Numeric { .. } => 1700,
         }
     }
@@ -86,7 +94,9 @@ impl SqlType {
             700 | 701 => SqlType::Float8,
             1042 => SqlType::Char(TEXT_KEY_MAX),
             1043 => SqlType::VarChar(TEXT_MAX),
-            1114 | 1184 => SqlType::Timestamp,
+            1114 => SqlType::Timestamp,
+            1184 => SqlType::TimestampTz,
+            1082 => SqlType::Date,
             1700 => SqlType::Numeric {
                 precision: NUMERIC_DEFAULT.0,
                 scale: NUMERIC_DEFAULT.1,
@@ -133,7 +143,8 @@ impl SqlType {
             SqlType::Text => ColumnType::VarChar(TEXT_MAX),
             SqlType::VarChar(n) => ColumnType::VarChar(n),
             SqlType::Char(n) => ColumnType::Char(n),
-            SqlType::Timestamp => ColumnType::Timestamp,
+            SqlType::Timestamp | SqlType::TimestampTz => ColumnType::Timestamp,
+            SqlType::Date => ColumnType::Int32,
         }
     }
 
@@ -192,7 +203,11 @@ impl SqlType {
                 SqlType::VarChar(char_length(len, TEXT_MAX)?)
             }
             DataType::Char(len) | DataType::Character(len) => SqlType::Char(char_length(len, 1)?),
+            DataType::Timestamp(_, ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz) => {
+                SqlType::TimestampTz
+            }
             DataType::Timestamp(..) | DataType::Datetime(_) => SqlType::Timestamp,
+            DataType::Date => SqlType::Date,
             other => return Err(SqlError::unsupported(format!("type {other}"))),
         })
     }

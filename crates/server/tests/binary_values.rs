@@ -1,0 +1,86 @@
+//! Dates and timestamps in the binary format, as drivers that ask for it (asyncpg, pgx, JDBC)
+//! send and read them: days and microseconds since 2000-01-01, both ways.
+
+mod common;
+
+use std::error::Error;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio_postgres::NoTls;
+use tokio_postgres::types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
+
+#[global_allocator]
+static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
+
+/// A date as the binary format carries it: days since 2000-01-01.
+#[derive(Debug, PartialEq)]
+struct Days(i32);
+
+impl<'a> FromSql<'a> for Days {
+    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn Error + Sync + Send>> {
+        Ok(Days(i32::from_be_bytes(raw.try_into()?)))
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        *ty == Type::DATE
+    }
+}
+
+impl ToSql for Days {
+    fn to_sql(
+        &self,
+        _: &Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
+        out.extend_from_slice(&self.0.to_be_bytes());
+        Ok(IsNull::No)
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        *ty == Type::DATE
+    }
+
+    to_sql_checked!();
+}
+
+#[test]
+fn dates_and_timestamps_round_trip_in_binary() {
+    let server = common::TestServer::start();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let (client, connection) = tokio_postgres::connect(&server.dsn("binary"), NoTls)
+            .await
+            .expect("connect");
+        tokio::spawn(connection);
+        client
+            .batch_execute(
+                "CREATE TABLE bv (id int PRIMARY KEY, day date, at timestamptz, local timestamp)",
+            )
+            .await
+            .expect("create");
+        // 2024-02-29 12:34:56.789 UTC; 2024-02-29 is day 8,825 after 2000-01-01.
+        let at = UNIX_EPOCH + Duration::from_micros(1_709_210_096_789_000);
+        client
+            .execute(
+                "INSERT INTO bv VALUES (1, $1, $2, $3)",
+                &[&Days(8_825), &at, &at],
+            )
+            .await
+            .expect("insert");
+        let row = client
+            .query_one(
+                "SELECT day, at, local, CAST(day AS text), CAST(at AS text) FROM bv",
+                &[],
+            )
+            .await
+            .expect("select");
+        assert_eq!(row.get::<_, Days>(0), Days(8_825));
+        assert_eq!(row.get::<_, SystemTime>(1), at);
+        assert_eq!(row.get::<_, SystemTime>(2), at);
+        assert_eq!(row.get::<_, String>(3), "2024-02-29");
+        assert_eq!(row.get::<_, String>(4), "2024-02-29 12:34:56.789+00");
+    });
+}
