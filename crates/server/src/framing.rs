@@ -115,6 +115,34 @@ impl<'a> Body<'a> {
     }
 }
 
+/// Checks that the text a message of `kind` carries (a statement, names) is UTF-8, the
+/// encoding sessions use: the error (22021) names the first byte that is not, as PostgreSQL's.
+/// Not a protocol violation: the message is refused and the session goes on.
+pub(crate) fn check_encoding(kind: u8, body: &[u8]) -> Result<(), String> {
+    let strings = match kind {
+        b'Q' | b'P' | b'B' | b'E' => body,
+        b'D' | b'C' => body.get(1..).unwrap_or_default(),
+        _ => return Ok(()),
+    };
+    // The strings come first in each of these; what follows them is binary and not checked.
+    let count = match kind {
+        b'Q' | b'E' | b'D' | b'C' => 1,
+        _ => 2,
+    };
+    let mut rest = strings;
+    for _ in 0..count {
+        let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
+        if let Err(e) = std::str::from_utf8(&rest[..end]) {
+            let bad = rest[e.valid_up_to()];
+            return Err(format!(
+                "invalid byte sequence for encoding \"UTF8\": 0x{bad:02x}"
+            ));
+        }
+        rest = rest.get(end + 1..).unwrap_or_default();
+    }
+    Ok(())
+}
+
 /// Checks the body of a message of `kind` (after startup) against its layout.
 pub(crate) fn check(kind: u8, body: &[u8]) -> Result<(), String> {
     let mut b = Body(body);
@@ -238,6 +266,13 @@ mod tests {
         assert!(check(b'S', b"x").is_err());
         assert!(check(b'Z', b"").is_err());
         assert_eq!(check(b'P', b"\0select $1\0\0\x01\0\0\0\x17"), Ok(()));
+        assert_eq!(check_encoding(b'Q', "select 'é'\0".as_bytes()), Ok(()));
+        assert!(check_encoding(b'Q', b"select 'a\xff'\0").is_err());
+        assert!(check_encoding(b'P', b"\0select '\xc3'\0\0\0").is_err());
+        assert_eq!(
+            check_encoding(b'B', b"\0\0\0\x01\0\x01\0\0\0\x01\xff\0\0"),
+            Ok(())
+        );
         assert!(check(b'P', b"\0select $1\0\0\x02\0\0\0\x17").is_err());
     }
 }

@@ -76,8 +76,14 @@ pub(crate) async fn serve<H: PgWireServerHandlers>(
             read.await
         };
         let message = match next {
-            Ok(Some(m)) => m,
-            Ok(None) => return Ok(()),
+            Ok(Next::Message(m)) => m,
+            Ok(Next::Refused(e, extended)) => {
+                // The message is refused and the session goes on (in the extended protocol,
+                // from the next Sync).
+                process_error(&mut socket, e, extended).await?;
+                continue;
+            }
+            Ok(Next::Gone) => return Ok(()),
             Err(e) => {
                 // Answered, then closed: the stream cannot be read in step any more.
                 return process_error(&mut socket, e, false).await;
@@ -115,18 +121,37 @@ pub(crate) async fn serve<H: PgWireServerHandlers>(
     }
 }
 
-/// The next message on `socket`, read into `buf`: `None` when the client has gone.
+/// What the client sent next.
+enum Next {
+    Message(PgWireFrontendMessage),
+    /// A whole message refused with this (non-fatal) error; whether it was of the extended
+    /// protocol.
+    Refused(PgWireError, bool),
+    /// The client has gone.
+    Gone,
+}
+
+/// The next message on `socket`, read into `buf`. An error is a protocol violation.
 async fn read_message<St>(
     socket: &mut Framed<MaybeTls, PgWireMessageServerCodec<St>>,
     buf: &mut BytesMut,
-) -> Result<Option<PgWireFrontendMessage>, PgWireError> {
+) -> Result<Next, PgWireError> {
     let startup = matches!(socket.state(), PgWireConnectionState::AwaitingStartup);
     loop {
         match framing::frame(buf, startup) {
             Frame::Complete(len) => {
                 let mut message = buf.split_to(len);
                 if !startup {
-                    framing::check(message[0], &message[5..]).map_err(violation)?;
+                    let (kind, body) = (message[0], &message[5..]);
+                    framing::check(kind, body).map_err(violation)?;
+                    if let Err(why) = framing::check_encoding(kind, body) {
+                        let error = PgWireError::UserError(Box::new(ErrorInfo::new(
+                            "ERROR".into(),
+                            overtake_sql::sqlstate::CHARACTER_NOT_IN_REPERTOIRE.into(),
+                            why,
+                        )));
+                        return Ok(Next::Refused(error, kind != b'Q'));
+                    }
                 }
                 let mut context = DecodeContext::new(socket.protocol_version());
                 context.awaiting_frontend_ssl = false;
@@ -138,7 +163,7 @@ async fn read_message<St>(
                 }))
                 .map_err(|_| violation("invalid message format".into()))?;
                 return match decoded? {
-                    Some(m) => Ok(Some(m)),
+                    Some(m) => Ok(Next::Message(m)),
                     None => Err(violation("invalid message format".into())),
                 };
             }
@@ -146,7 +171,7 @@ async fn read_message<St>(
             Frame::Incomplete => {
                 let read = socket.get_mut().read_buf(buf).await?;
                 if read == 0 {
-                    return Ok(None);
+                    return Ok(Next::Gone);
                 }
             }
         }

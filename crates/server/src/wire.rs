@@ -12,6 +12,17 @@ use pgwire::api::results::{FieldFormat, FieldInfo};
 use pgwire::error::{ErrorInfo, PgWireError};
 use pgwire::messages::data::DataRow;
 
+/// PostgreSQL's error for text that is not UTF-8, naming the first byte that is not.
+fn not_utf8(bytes: &[u8], e: &std::str::Utf8Error) -> SqlError {
+    SqlError::new(
+        sqlstate::CHARACTER_NOT_IN_REPERTOIRE,
+        format!(
+            "invalid byte sequence for encoding \"UTF8\": 0x{:02x}",
+            bytes[e.valid_up_to()]
+        ),
+    )
+}
+
 /// Microseconds from the Unix epoch to PostgreSQL's (2000-01-01).
 const PG_EPOCH_MICROS: i64 = 946_684_800_000_000;
 /// Days from the Unix epoch to PostgreSQL's.
@@ -146,12 +157,7 @@ pub fn decode_param(bytes: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<D
         return Ok(Datum::Null);
     };
     if !binary {
-        let text = std::str::from_utf8(b).map_err(|_| {
-            SqlError::new(
-                sqlstate::INVALID_TEXT_REPRESENTATION,
-                "a parameter is not valid UTF-8",
-            )
-        })?;
+        let text = std::str::from_utf8(b).map_err(|e| not_utf8(b, &e))?;
         return Datum::parse(text, ty);
     }
     let fixed = |n: usize| -> Result<&[u8], SqlError> {
@@ -208,12 +214,7 @@ pub fn decode_param(bytes: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<D
         }
         SqlType::Numeric { .. } => decode_numeric(b).ok_or_else(|| bad_binary(ty))?.cast(ty)?,
         SqlType::Text | SqlType::VarChar(_) | SqlType::Char(_) => {
-            let s = std::str::from_utf8(b).map_err(|_| {
-                SqlError::new(
-                    sqlstate::INVALID_TEXT_REPRESENTATION,
-                    "a parameter is not valid UTF-8",
-                )
-            })?;
+            let s = std::str::from_utf8(b).map_err(|e| not_utf8(b, &e))?;
             Datum::Text(s.to_owned()).cast(ty)?
         }
     })

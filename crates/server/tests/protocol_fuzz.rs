@@ -263,3 +263,26 @@ fn a_malformed_message_is_answered_08p01_and_nothing_after_it_runs() {
         assert_eq!(fatal_answer(&mut raw).as_deref(), Some("08P01"), "{what}");
     }
 }
+
+#[test]
+fn a_statement_that_is_not_utf8_is_refused_with_22021_and_the_session_goes_on() {
+    let server = common::TestServer::start();
+    let mut raw = Raw::connect(server.port);
+    raw.send(b'Q', b"select 'a\xff'\0");
+    let (kinds, codes) = raw.until_ready();
+    assert_eq!(codes, ["22021"]);
+    assert_eq!(kinds.last(), Some(&b'Z'));
+    let (kinds, codes) = raw.query("select 1");
+    assert!(codes.is_empty(), "{codes:?}");
+    assert!(kinds.contains(&b'D'));
+    // In the extended protocol, refused up to the Sync.
+    let mut parse = b"\0select '\xc3'\0".to_vec();
+    parse.extend_from_slice(&[0, 0]);
+    raw.send(b'P', &parse);
+    raw.send(b'B', &[0, 0, 0, 0, 0, 0, 0, 0]);
+    raw.send(b'E', &[0, 0, 0, 0, 0]);
+    raw.send(b'S', &[]);
+    let (_, codes) = raw.until_ready();
+    assert_eq!(codes, ["22021"]);
+    assert!(raw.query("select 2").1.is_empty());
+}
