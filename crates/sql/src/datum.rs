@@ -159,6 +159,12 @@ fn date_in_range(days: i64) -> Result<i64> {
 }
 
 fn invalid_datetime(ty: SqlType, text: &str) -> SqlError {
+    if time::field_out_of_range(text) {
+        return SqlError::new(
+            sqlstate::DATETIME_FIELD_OVERFLOW,
+            format!("date/time field value out of range: \"{text}\""),
+        );
+    }
     let name = match ty {
         SqlType::TimestampTz => "timestamp with time zone".to_owned(),
         SqlType::Timestamp => "timestamp".to_owned(),

@@ -65,6 +65,34 @@ pub fn parse_date(date: &str) -> Option<i64> {
     Some(days_from_civil(y, m, d))
 }
 
+/// Whether `text`, which did not parse, has a date's (and time's) shape with a field out of its
+/// range (`2024-13-01`, `2023-02-29`, `24:00:01`): PostgreSQL tells that apart (22008) from text
+/// that is no date at all (22007).
+pub fn field_out_of_range(text: &str) -> bool {
+    let (date, time) = match text.trim().split_once([' ', 'T']) {
+        Some((d, t)) => (d, Some(t)),
+        None => (text.trim(), None),
+    };
+    let numbers = |s: &str, sep: char| -> Option<Vec<i64>> {
+        s.split(sep).map(|p| p.trim().parse().ok()).collect()
+    };
+    let Some(ymd) = numbers(date, '-').filter(|f| f.len() == 3) else {
+        return false;
+    };
+    let (y, m, d) = (ymd[0], ymd[1], ymd[2]);
+    if !(1..=12).contains(&m) || d < 1 || d > days_in_month(y, m) || !YEARS.contains(&y) {
+        return true;
+    }
+    let Some(hms) = time
+        .and_then(|t| split_zone(t))
+        .and_then(|(t, _)| numbers(t.split('.').next().unwrap_or(t), ':'))
+    else {
+        return false;
+    };
+    hms.first().is_some_and(|h| !(0..24).contains(h))
+        || hms.iter().skip(1).any(|v| !(0..60).contains(v))
+}
+
 /// A date as PostgreSQL shows it (ISO).
 pub fn format_date(days: i64) -> String {
     let (y, m, d) = civil_from_days(days);
