@@ -95,6 +95,11 @@ fn encode_binary(v: &Datum, ty: SqlType, buf: &mut BytesMut) -> Option<()> {
         (Datum::Float(f), _) => buf.put_f64(*f),
         (Datum::Timestamp(t) | Datum::TimestampTz(t), _) => buf.put_i64(t - PG_EPOCH_MICROS),
         (Datum::Date(d), _) => buf.put_i32((d - PG_EPOCH_DAYS) as i32),
+        (Datum::Interval(iv), _) => {
+            buf.put_i64(iv.micros);
+            buf.put_i32(iv.days);
+            buf.put_i32(iv.months);
+        }
         (Datum::Numeric(n), _) => encode_numeric(*n, buf),
         (other, _) => buf.put_slice(other.to_text().unwrap_or_default().as_bytes()),
     }
@@ -185,6 +190,14 @@ pub fn decode_param(bytes: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<D
             8 => Datum::Float(f64::from_be_bytes(b.try_into().expect("8 bytes"))),
             _ => return Err(bad_binary(ty)),
         },
+        SqlType::Interval => {
+            let b = fixed(16)?;
+            Datum::Interval(overtake_sql::interval::Interval {
+                micros: i64::from_be_bytes(b[..8].try_into().expect("8 bytes")),
+                days: i32::from_be_bytes(b[8..12].try_into().expect("4 bytes")),
+                months: i32::from_be_bytes(b[12..].try_into().expect("4 bytes")),
+            })
+        }
         SqlType::Date => {
             let since_2000 = i32::from_be_bytes(fixed(4)?.try_into().expect("4 bytes"));
             let days = i64::from(since_2000) + PG_EPOCH_DAYS;

@@ -43,6 +43,43 @@ impl ToSql for Days {
     to_sql_checked!();
 }
 
+/// An interval as the binary format carries it: microseconds, days, months.
+#[derive(Debug, PartialEq)]
+struct Span(i64, i32, i32);
+
+impl<'a> FromSql<'a> for Span {
+    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn Error + Sync + Send>> {
+        Ok(Span(
+            i64::from_be_bytes(raw[..8].try_into()?),
+            i32::from_be_bytes(raw[8..12].try_into()?),
+            i32::from_be_bytes(raw[12..16].try_into()?),
+        ))
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        *ty == Type::INTERVAL
+    }
+}
+
+impl ToSql for Span {
+    fn to_sql(
+        &self,
+        _: &Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
+        out.extend_from_slice(&self.0.to_be_bytes());
+        out.extend_from_slice(&self.1.to_be_bytes());
+        out.extend_from_slice(&self.2.to_be_bytes());
+        Ok(IsNull::No)
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        *ty == Type::INTERVAL
+    }
+
+    to_sql_checked!();
+}
+
 #[test]
 fn dates_and_timestamps_round_trip_in_binary() {
     let server = common::TestServer::start();
@@ -82,5 +119,15 @@ fn dates_and_timestamps_round_trip_in_binary() {
         assert_eq!(row.get::<_, SystemTime>(2), at);
         assert_eq!(row.get::<_, String>(3), "2024-02-29");
         assert_eq!(row.get::<_, String>(4), "2024-02-29 12:34:56.789+00");
+        // An interval parameter moves a timestamp; one comes back as PostgreSQL sends it.
+        let row = client
+            .query_one(
+                "SELECT CAST(local + $1 AS text), local - CAST('2024-02-28' AS timestamp) FROM bv",
+                &[&Span(3_600_000_000, 1, 1)],
+            )
+            .await
+            .expect("interval");
+        assert_eq!(row.get::<_, String>(0), "2024-03-30 13:34:56.789");
+        assert_eq!(row.get::<_, Span>(1), Span(45_296_789_000, 1, 0));
     });
 }

@@ -370,12 +370,18 @@ impl<'c> Binder<'c> {
             A::BinaryOp { left, op, right } => {
                 let (l, lt) = self.expr(left, scope, g)?;
                 let (r, rt) = self.expr(right, scope, g)?;
-                self.infer(&l, rt);
-                self.infer(&r, lt);
+                // What an unknown operand is taken to be: the other's type, but a timestamp
+                // plus one is an interval (the only addition timestamps have).
+                let hint = |other: SqlType| match op {
+                    BinaryOperator::Plus if is_timestamp(other) => SqlType::Interval,
+                    _ => other,
+                };
+                self.infer(&l, hint(rt));
+                self.infer(&r, hint(lt));
                 let (l, r) = if *op == BinaryOperator::StringConcat {
                     (l, r)
                 } else {
-                    (literal_as(l, rt)?, literal_as(r, lt)?)
+                    (literal_as(l, hint(rt))?, literal_as(r, hint(lt))?)
                 };
                 let (op, ty) = match op {
                     BinaryOperator::Eq => (BinOp::Eq, SqlType::Bool),
@@ -387,6 +393,9 @@ impl<'c> Binder<'c> {
                     BinaryOperator::And => (BinOp::And, SqlType::Bool),
                     BinaryOperator::Or => (BinOp::Or, SqlType::Bool),
                     BinaryOperator::Plus => (BinOp::Plus, arith_type(lt, rt)),
+                    BinaryOperator::Minus if is_timestamp(lt) && is_timestamp(rt) => {
+                        (BinOp::Minus, SqlType::Interval)
+                    }
                     BinaryOperator::Minus => (BinOp::Minus, arith_type(lt, rt)),
                     BinaryOperator::Multiply => (BinOp::Multiply, arith_type(lt, rt)),
                     BinaryOperator::Divide => (BinOp::Divide, arith_type(lt, rt)),
@@ -505,6 +514,23 @@ impl<'c> Binder<'c> {
                 let (x, _) = self.expr(expr, scope, g)?;
                 self.infer(&x, ty);
                 (Expr::Cast(Box::new(x), ty), ty)
+            }
+            A::Interval(iv) => {
+                let text = match &*iv.value {
+                    A::Value(v) => match &v.value {
+                        Value::SingleQuotedString(s) => s.clone(),
+                        other => other.to_string(),
+                    },
+                    other => return Err(SqlError::unsupported(format!("interval {other}"))),
+                };
+                // `INTERVAL '3' DAY`: the unit follows the number.
+                let text = match &iv.leading_field {
+                    Some(unit) if iv.last_field.is_none() => format!("{text} {unit}"),
+                    None => text,
+                    Some(_) => return Err(SqlError::unsupported("an interval's field range")),
+                };
+                let ty = SqlType::Interval;
+                (Expr::Literal(Datum::parse(&text, ty)?), ty)
             }
             A::TypedString(ts) => {
                 let ty = SqlType::from_ast(&ts.data_type)?;
@@ -693,6 +719,10 @@ fn numeric_scale(t: SqlType) -> u8 {
 }
 
 /// The result type of arithmetic on `a` and `b` (an untyped side takes the other's type).
+fn is_timestamp(t: SqlType) -> bool {
+    matches!(t, SqlType::Timestamp | SqlType::TimestampTz)
+}
+
 /// The type of a CASE whose results have types `a` and `b`, as PostgreSQL resolves it: numbers
 /// take the wider type (an integer arm and a bigint arm make a bigint); otherwise the first
 /// type that is not an untyped literal's.
@@ -708,6 +738,9 @@ pub fn arith_type(a: SqlType, b: SqlType) -> SqlType {
     use SqlType::*;
     match (a, b) {
         (Text, t) | (t, Text) if t != Text => arith_type(t, t),
+        (Interval, Interval) => Interval,
+        (Date, Interval) | (Interval, Date) => Timestamp,
+        (t @ (Timestamp | TimestampTz), Interval) | (Interval, t @ (Timestamp | TimestampTz)) => t,
         (Date, Date) => Int4,
         (Date, _) | (_, Date) => Date,
         (Float8, _) | (_, Float8) => Float8,

@@ -8,6 +8,7 @@ use std::cmp::Ordering;
 use overtake_engine::{Decimal, Value};
 
 use crate::error::{Result, SqlError, sqlstate};
+use crate::interval::Interval;
 use crate::time;
 use crate::types::SqlType;
 
@@ -123,6 +124,7 @@ pub enum Datum {
     TimestampTz(i64),
     /// Days since 1970-01-01.
     Date(i64),
+    Interval(Interval),
 }
 
 /// The overflow error of integer type `ty` (PostgreSQL names the type).
@@ -144,6 +146,21 @@ pub(crate) fn in_range(v: i64, ty: SqlType) -> Result<i64> {
 
 pub(crate) fn out_of_range() -> SqlError {
     SqlError::new(sqlstate::NUMERIC_VALUE_OUT_OF_RANGE, "value out of range")
+}
+
+fn interval_range() -> SqlError {
+    SqlError::new(sqlstate::DATETIME_FIELD_OVERFLOW, "interval out of range")
+}
+
+fn negated(iv: &Interval) -> Result<Interval> {
+    iv.negate().ok_or_else(interval_range)
+}
+
+/// Timestamp `t` moved by `iv`, if a timestamp holds the result.
+fn shifted(t: i64, iv: &Interval) -> Result<i64> {
+    iv.add_to(t)
+        .filter(|m| time::in_range(*m))
+        .ok_or_else(|| SqlError::new(sqlstate::DATETIME_FIELD_OVERFLOW, "timestamp out of range"))
 }
 
 /// `days` if a date holds it.
@@ -234,6 +251,7 @@ impl Datum {
             (Datum::Text(s), _) => Value::Str(s),
             (Datum::Timestamp(t) | Datum::TimestampTz(t), _) => Value::Timestamp(*t),
             (Datum::Date(d), _) => Value::Int(*d),
+            (Datum::Interval(_), _) => return Err(out_of_range()),
             (Datum::Numeric(_), _) => return Err(out_of_range()),
         })
     }
@@ -279,6 +297,12 @@ impl Datum {
             SqlType::TimestampTz => Datum::TimestampTz(
                 time::parse_timestamptz(t).ok_or_else(|| invalid_datetime(ty, text))?,
             ),
+            SqlType::Interval => Datum::Interval(Interval::parse(t).ok_or_else(|| {
+                SqlError::new(
+                    sqlstate::INVALID_DATETIME_FORMAT,
+                    format!("invalid input syntax for type interval: \"{text}\""),
+                )
+            })?),
             SqlType::Date => {
                 // A timestamp's text gives its day, as PostgreSQL's date input takes it.
                 let day = time::parse_date(t)
@@ -301,6 +325,7 @@ impl Datum {
             Datum::Timestamp(t) => time::format_timestamp(*t),
             Datum::TimestampTz(t) => time::format_timestamptz(*t),
             Datum::Date(d) => time::format_date(*d),
+            Datum::Interval(iv) => iv.to_string(),
         })
     }
 
@@ -364,6 +389,7 @@ impl Datum {
                 Datum::Date(time::day_of(t))
             }
             (Datum::Date(d), SqlType::Date) => Datum::Date(d),
+            (Datum::Interval(iv), SqlType::Interval) => Datum::Interval(iv),
             (Datum::Date(d), SqlType::Timestamp) => Datum::Timestamp(time::midnight(d)),
             (Datum::Date(d), SqlType::TimestampTz) => Datum::TimestampTz(time::midnight(d)),
             (d, ty) => {
@@ -386,6 +412,7 @@ impl Datum {
             Datum::Timestamp(_) => "timestamp",
             Datum::TimestampTz(_) => "timestamp with time zone",
             Datum::Date(_) => "date",
+            Datum::Interval(_) => "interval",
         }
     }
 
@@ -417,6 +444,7 @@ impl Datum {
             (Bool(a), Bool(b)) => a.cmp(b),
             (Timestamp(a) | TimestampTz(a), Timestamp(b) | TimestampTz(b)) => a.cmp(b),
             (Date(a), Date(b)) => a.cmp(b),
+            (Interval(a), Interval(b)) => a.cmp(b),
             (Date(d), Timestamp(t) | TimestampTz(t)) => time::midnight(*d).cmp(t),
             (Timestamp(t) | TimestampTz(t), Date(d)) => t.cmp(&time::midnight(*d)),
             (Text(s), typed) => {
@@ -447,6 +475,7 @@ impl Datum {
             Datum::Timestamp(_) => SqlType::Timestamp,
             Datum::TimestampTz(_) => SqlType::TimestampTz,
             Datum::Date(_) => SqlType::Date,
+            Datum::Interval(_) => SqlType::Interval,
             Datum::Null | Datum::Text(_) => SqlType::Text,
         }
     }
@@ -471,6 +500,41 @@ impl Datum {
         use Datum::*;
         Ok(match (self, other) {
             (Null, _) | (_, Null) => Null,
+            // Timestamps and intervals, by the calendar.
+            (Timestamp(t), Interval(iv)) | (Interval(iv), Timestamp(t)) if op == '+' => {
+                Timestamp(shifted(*t, iv)?)
+            }
+            (TimestampTz(t), Interval(iv)) | (Interval(iv), TimestampTz(t)) if op == '+' => {
+                TimestampTz(shifted(*t, iv)?)
+            }
+            (Date(d), Interval(iv)) | (Interval(iv), Date(d)) if op == '+' => {
+                Timestamp(shifted(time::midnight(*d), iv)?)
+            }
+            (Timestamp(t), Interval(iv)) if op == '-' => Timestamp(shifted(*t, &negated(iv)?)?),
+            (TimestampTz(t), Interval(iv)) if op == '-' => TimestampTz(shifted(*t, &negated(iv)?)?),
+            (Date(d), Interval(iv)) if op == '-' => {
+                Timestamp(shifted(time::midnight(*d), &negated(iv)?)?)
+            }
+            (Timestamp(a) | TimestampTz(a), Timestamp(b) | TimestampTz(b)) if op == '-' => {
+                Interval(crate::interval::Interval::between(*a, *b).ok_or_else(interval_range)?)
+            }
+            (Interval(a), Interval(b)) if op == '+' => {
+                Interval(a.add(b).ok_or_else(interval_range)?)
+            }
+            (Interval(a), Interval(b)) if op == '-' => {
+                Interval(a.add(&negated(b)?).ok_or_else(interval_range)?)
+            }
+            (Int(0), Interval(iv)) if op == '-' => Interval(negated(iv)?),
+            (Interval(_), _) | (_, Interval(_)) => {
+                return Err(SqlError::new(
+                    sqlstate::UNDEFINED_FUNCTION,
+                    format!(
+                        "operator does not exist: {} {op} {}",
+                        self.type_name(),
+                        other.type_name()
+                    ),
+                ));
+            }
             // A date and a number of days; two dates' difference in days.
             (Date(d), Int(n)) | (Int(n), Date(d)) if op == '+' => Date(date_in_range(d + n)?),
             (Date(d), Int(n)) if op == '-' => Date(date_in_range(d - n)?),

@@ -34,6 +34,15 @@ fn build(
     primary_key: Vec<usize>,
     indexes: &[(String, Vec<usize>)],
 ) -> Result<SqlTable> {
+    if let Some(c) = columns
+        .iter()
+        .find(|c| c.ty == crate::types::SqlType::Interval)
+    {
+        return Err(SqlError::unsupported(format!(
+            "a column of type interval (\"{}\")",
+            c.name
+        )));
+    }
     let engine_name = catalog.engine_name(name);
     let mut schema = TableSchema::builder(engine_name);
     for (i, c) in columns.iter().enumerate() {

@@ -32,6 +32,7 @@ mod explain;
 pub mod expr;
 mod fold;
 mod functions;
+pub mod interval;
 pub mod pending;
 pub mod plan;
 mod select;

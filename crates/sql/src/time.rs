@@ -210,6 +210,15 @@ pub fn format_timestamptz(micros: i64) -> String {
     s
 }
 
+/// `days` (since 1970-01-01) moved by `months` by the calendar: the same day of the month, or
+/// the month's last if it has fewer.
+pub fn add_months(days: i64, months: i32) -> Option<i64> {
+    let (y, m, d) = civil_from_days(days);
+    let total = y.checked_mul(12)? + (m - 1) + i64::from(months);
+    let (y, m) = (total.div_euclid(12), total.rem_euclid(12) + 1);
+    Some(days_from_civil(y, m, d.min(days_in_month(y, m))))
+}
+
 /// The day of a timestamp (days since 1970-01-01).
 pub fn day_of(micros: i64) -> i64 {
     micros.div_euclid(MICROS_PER_DAY)

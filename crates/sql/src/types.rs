@@ -44,6 +44,8 @@ pub enum SqlType {
     TimestampTz,
     /// `date`, days.
     Date,
+    /// `interval`: months, days and microseconds (in expressions; not a column's type).
+    Interval,
 }
 
 impl SqlType {
@@ -62,6 +64,7 @@ impl SqlType {
             SqlType::Timestamp => "timestamp without time zone".into(),
             SqlType::TimestampTz => "timestamp with time zone".into(),
             SqlType::Date => "date".into(),
+            SqlType::Interval => "interval".into(),
         }
     }
 
@@ -79,6 +82,7 @@ impl SqlType {
             SqlType::Timestamp => 1114,
             SqlType::TimestampTz => 1184,
             SqlType::Date => 1082,
+            SqlType::Interval => 1186,
             SqlType::Numeric { .. } => 1700,
         }
     }
@@ -97,6 +101,7 @@ impl SqlType {
             1114 => SqlType::Timestamp,
             1184 => SqlType::TimestampTz,
             1082 => SqlType::Date,
+            1186 => SqlType::Interval,
             1700 => SqlType::Numeric {
                 precision: NUMERIC_DEFAULT.0,
                 scale: NUMERIC_DEFAULT.1,
@@ -145,6 +150,8 @@ impl SqlType {
             SqlType::Char(n) => ColumnType::Char(n),
             SqlType::Timestamp | SqlType::TimestampTz => ColumnType::Timestamp,
             SqlType::Date => ColumnType::Int32,
+            // Refused as a column's type before a table is built (see `ddl`).
+            SqlType::Interval => ColumnType::VarChar(TEXT_KEY_MAX),
         }
     }
 
@@ -208,6 +215,7 @@ impl SqlType {
             }
             DataType::Timestamp(..) | DataType::Datetime(_) => SqlType::Timestamp,
             DataType::Date => SqlType::Date,
+            DataType::Interval { .. } => SqlType::Interval,
             other => return Err(SqlError::unsupported(format!("type {other}"))),
         })
     }
