@@ -25,5 +25,5 @@ SELECT c.name, count(*) AS orders, sum(o.amount) AS total
  GROUP BY c.name ORDER BY total DESC;
 EXPLAIN SELECT * FROM ci_orders WHERE id = 12;
 -- Checks.
-SELECT CASE WHEN sum(amount) = 114.75 THEN 'ok: sum' ELSE (1/0)::text END FROM ci_orders;
-SELECT CASE WHEN count(*) = 2 THEN 'ok: NULLs' ELSE (1/0)::text END FROM ci_orders WHERE placed IS NULL;
+SELECT CASE WHEN sum(amount) = 114.75 THEN 'ok: sum' ELSE (1 / (count(*) - count(*)))::text END FROM ci_orders;
+SELECT CASE WHEN count(*) = 2 THEN 'ok: NULLs' ELSE (1 / (count(*) - count(*)))::text END FROM ci_orders WHERE placed IS NULL;
