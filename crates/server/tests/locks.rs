@@ -5,27 +5,12 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use common::{connect, runtime};
 
-use tokio_postgres::NoTls;
+use std::time::{Duration, Instant};
 
 #[global_allocator]
 static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
-
-async fn connect(config: &str) -> tokio_postgres::Client {
-    let (client, connection) = tokio_postgres::connect(config, NoTls)
-        .await
-        .expect("connect");
-    tokio::spawn(connection);
-    client
-}
 
 /// Returns once some transaction waits for a lock (a state, not a timeout).
 async fn someone_waits(server: &common::TestServer) {

@@ -33,19 +33,6 @@ const STATEMENTS: [&str; 6] = [
     "COPY fz FROM STDIN",
 ];
 
-fn seeds() -> Vec<u64> {
-    let extra = std::env::var("OVERTAKE_FUZZ_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64)
-        });
-    eprintln!("protocol fuzz: seeds 1, 2, 3 and {extra} (OVERTAKE_FUZZ_SEED={extra} repeats it)");
-    vec![1, 2, 3, extra]
-}
-
 fn cstring(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(s.as_bytes());
     out.push(0);
@@ -187,7 +174,7 @@ fn random_and_mutated_messages_never_take_the_server_or_another_session_down() {
         client
     });
     let mut inserted = 0;
-    for seed in seeds() {
+    for seed in common::fuzz_seeds("protocol fuzz", &[1, 2, 3]) {
         let mut rng = fastrand::Rng::with_seed(seed);
         for c in 0..CONNECTIONS {
             fuzz_connection(server.port, &mut rng);

@@ -5,6 +5,8 @@
 
 mod common;
 
+use common::{connect, runtime};
+
 use common::raw::Raw;
 
 use std::io::{Read, Write};
@@ -15,21 +17,6 @@ use tokio_postgres::NoTls;
 
 #[global_allocator]
 static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
-
-async fn connect(config: &str) -> tokio_postgres::Client {
-    let (client, connection) = tokio_postgres::connect(config, NoTls)
-        .await
-        .expect("connect");
-    tokio::spawn(connection);
-    client
-}
 
 /// Statements the scheduler finished at each level so far.
 fn finished(server: &common::TestServer) -> Vec<u64> {

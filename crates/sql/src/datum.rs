@@ -525,21 +525,12 @@ impl Datum {
                 Interval(a.add(&negated(b)?).ok_or_else(interval_range)?)
             }
             (Int(0), Interval(iv)) if op == '-' => Interval(negated(iv)?),
-            (Interval(_), _) | (_, Interval(_)) => {
-                return Err(SqlError::new(
-                    sqlstate::UNDEFINED_FUNCTION,
-                    format!(
-                        "operator does not exist: {} {op} {}",
-                        self.type_name(),
-                        other.type_name()
-                    ),
-                ));
-            }
             // A date and a number of days; two dates' difference in days.
             (Date(d), Int(n)) | (Int(n), Date(d)) if op == '+' => Date(date_in_range(d + n)?),
             (Date(d), Int(n)) if op == '-' => Date(date_in_range(d - n)?),
             (Date(a), Date(b)) if op == '-' => Int(a - b),
-            (Date(_), _) | (_, Date(_)) => {
+            // Nothing else is defined on intervals and dates.
+            (Interval(_) | Date(_), _) | (_, Interval(_) | Date(_)) => {
                 return Err(SqlError::new(
                     sqlstate::UNDEFINED_FUNCTION,
                     format!(

@@ -83,3 +83,35 @@ impl Drop for TestServer {
         }
     }
 }
+
+/// A fuzzer's seeds: `fixed`, and one more each run, printed (as `name`'s), taken from
+/// `OVERTAKE_FUZZ_SEED` when set so that a failure can be repeated.
+pub fn fuzz_seeds(name: &str, fixed: &[u64]) -> Vec<u64> {
+    let extra = std::env::var("OVERTAKE_FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+        });
+    eprintln!("{name}: seeds {fixed:?} and {extra} (OVERTAKE_FUZZ_SEED={extra} repeats it)");
+    fixed.iter().copied().chain([extra]).collect()
+}
+
+/// A single-threaded runtime for a test's clients.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// A client on `config`, its connection driven by the test's runtime.
+pub async fn connect(config: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(config, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(connection);
+    client
+}

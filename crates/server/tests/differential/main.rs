@@ -104,19 +104,6 @@ fn agree(ours: &Outcome, theirs: &Outcome) -> bool {
     }
 }
 
-fn seeds() -> Vec<u64> {
-    let extra = std::env::var("OVERTAKE_FUZZ_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64)
-        });
-    eprintln!("differential: seeds 1-4 and {extra} (OVERTAKE_FUZZ_SEED={extra} repeats it)");
-    vec![1, 2, 3, 4, extra]
-}
-
 /// Runs `sql` on both (or on Overtake alone); returns a description of a difference.
 async fn compare(
     ours: &Client,
@@ -211,7 +198,7 @@ fn random_statements_answer_as_on_postgresql() {
         let theirs_client = theirs.as_ref().map(|(_, c)| c);
         let mut tally = Tally::default();
         let mut differences = Vec::new();
-        let seeds = seeds();
+        let seeds = common::fuzz_seeds("differential", &[1, 2, 3, 4]);
         let per_seed = total / seeds.len() as u64;
         'seeds: for seed in seeds {
             let mut rng = fastrand::Rng::with_seed(seed);
