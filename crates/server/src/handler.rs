@@ -267,13 +267,7 @@ impl StartupHandler for Connection {
         client.session_extensions().insert(guard);
         // Settings from the startup packet that are wrong refuse the connection, as PostgreSQL
         // does.
-        let session = self.new_session(client).map_err(|e| {
-            PgWireError::UserError(Box::new(pgwire::error::ErrorInfo::new(
-                "FATAL".into(),
-                e.code.into(),
-                e.message.clone(),
-            )))
-        })?;
+        let session = (self.new_session(client)).map_err(|e| wire::fatal(e.code, e.message))?;
         *self.session.lock().await = Some(session);
         finish_authentication(client, &server_parameters()).await
     }

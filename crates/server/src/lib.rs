@@ -179,13 +179,10 @@ impl StartupHandler for Startup {
     {
         if matches!(message, PgWireFrontendMessage::Startup(_)) && !self.connection.admit() {
             // PostgreSQL's answer past max_connections, at startup, before authentication.
-            return Err(pgwire::error::PgWireError::UserError(Box::new(
-                pgwire::error::ErrorInfo::new(
-                    "FATAL".into(),
-                    overtake_sql::sqlstate::TOO_MANY_CONNECTIONS.into(),
-                    "sorry, too many clients already".into(),
-                ),
-            )));
+            return Err(wire::fatal(
+                overtake_sql::sqlstate::TOO_MANY_CONNECTIONS,
+                "sorry, too many clients already".into(),
+            ));
         }
         if let PgWireFrontendMessage::Startup(startup) = &message {
             // Options the user may not set refuse the connection before authentication (they
@@ -193,13 +190,8 @@ impl StartupHandler for Startup {
             let parameters = &startup.parameters;
             let user = parameters.get("user").map_or("", String::as_str);
             let options = parameters.get("options").map_or("", String::as_str);
-            self.connection.check_options(user, options).map_err(|e| {
-                pgwire::error::PgWireError::UserError(Box::new(pgwire::error::ErrorInfo::new(
-                    "FATAL".into(),
-                    e.code.into(),
-                    e.message,
-                )))
-            })?;
+            (self.connection.check_options(user, options))
+                .map_err(|e| wire::fatal(e.code, e.message))?;
         }
         match &self.scram {
             Some(scram) => {

@@ -29,7 +29,9 @@ pub struct Privileges {
     /// Without authentication every session counts as a superuser.
     authenticated: bool,
     superusers: HashSet<String>,
-    /// Members of [`PRIORITY_ROLE`] (kept until the server stops, as role defaults are).
+    /// Members of [`PRIORITY_ROLE`] (kept until the server stops, as role defaults are). Taken
+    /// only by session code on the network threads, for a lookup or an insert, never inside a
+    /// scheduler task: no paused transaction can be holding it.
     priority: Mutex<HashSet<String>>,
 }
 

@@ -30,11 +30,7 @@ const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A protocol violation: FATAL 08P01, as PostgreSQL answers one.
 fn violation(message: String) -> PgWireError {
-    PgWireError::UserError(Box::new(ErrorInfo::new(
-        "FATAL".into(),
-        overtake_sql::sqlstate::PROTOCOL_VIOLATION.into(),
-        message,
-    )))
+    crate::wire::fatal(overtake_sql::sqlstate::PROTOCOL_VIOLATION, message)
 }
 
 /// Serves the client on `tcp` with `handlers` until it leaves or is ended.

@@ -294,6 +294,15 @@ fn decode_numeric(b: &[u8]) -> Option<Datum> {
 }
 
 /// The ErrorResponse fields of `e`.
+/// An error that ends the session (FATAL: the connection closes after it).
+pub fn fatal(code: &str, message: String) -> PgWireError {
+    PgWireError::UserError(Box::new(ErrorInfo::new(
+        "FATAL".into(),
+        code.into(),
+        message,
+    )))
+}
+
 pub fn error_info(e: &SqlError) -> ErrorInfo {
     // Errors that end the session are FATAL: the connection closes after them.
     let severity = match e.code {

@@ -330,35 +330,19 @@ impl<'c> Binder<'c> {
             A::CompoundIdentifier(parts) => self.column(parts, scope)?,
             A::Value(v) => self.value(&v.value)?,
             A::Nested(inner) => self.expr(inner, scope, g)?,
+            // A negated number is one constant, as PostgreSQL's grammar folds it (through
+            // parentheses too): -9223372036854775808 is a bigint, -(-9223372036854775808) a
+            // numeric.
             A::UnaryOp {
                 op: UnaryOperator::Minus,
-                expr: inner,
-            } if matches!(&**inner, A::Value(v) if matches!(v.value, Value::Number(..))) => {
-                // A negative number is one constant, as PostgreSQL's grammar folds it:
-                // -9223372036854775808 is a bigint, -2147483648 an integer.
-                let A::Value(v) = &**inner else {
-                    unreachable!("matched above")
-                };
-                let Value::Number(text, _) = &v.value else {
-                    unreachable!("matched above")
-                };
-                number(&format!("-{text}"))?
-            }
+                ..
+            } if let Some(text) = signed_number(e) => number(&text)?,
             A::UnaryOp { op, expr } => {
                 let (x, ty) = self.expr(expr, scope, g)?;
                 match op {
                     UnaryOperator::Not => (Expr::Not(Box::new(x)), SqlType::Bool),
-                    UnaryOperator::Minus => match x {
-                        Expr::Literal(Datum::Int(v)) => (Expr::Literal(Datum::Int(-v)), ty),
-                        Expr::Literal(Datum::Numeric(n)) => (
-                            Expr::Literal(Datum::Numeric(Num {
-                                units: -n.units,
-                                scale: n.scale,
-                            })),
-                            ty,
-                        ),
-                        x => (narrowed(Expr::Negate(Box::new(x)), ty), ty),
-                    },
+                    // A constant operand is negated by folding (checked, like any arithmetic).
+                    UnaryOperator::Minus => (narrowed(Expr::Negate(Box::new(x)), ty), ty),
                     UnaryOperator::Plus => (x, ty),
                     other => return Err(SqlError::unsupported(format!("operator {other}"))),
                 }
@@ -631,6 +615,36 @@ impl<'c> Binder<'c> {
     }
 }
 
+/// The text of a number literal under any minus signs and parentheses, with the signs applied;
+/// `None` if `e` is not one. A loop, not recursion: the chain may be as deep as the parser
+/// allows.
+fn signed_number(mut e: &ast::Expr) -> Option<String> {
+    let mut negative = false;
+    loop {
+        match e {
+            ast::Expr::Nested(inner) => e = inner,
+            ast::Expr::UnaryOp {
+                op: UnaryOperator::Minus,
+                expr,
+            } => {
+                negative = !negative;
+                e = expr;
+            }
+            ast::Expr::Value(v) => {
+                let Value::Number(text, _) = &v.value else {
+                    return None;
+                };
+                return Some(if negative {
+                    format!("-{text}")
+                } else {
+                    text.clone()
+                });
+            }
+            _ => return None,
+        }
+    }
+}
+
 /// Integers are computed in 64 bits: an arithmetic result of a narrower type is checked to fit
 /// it ("integer out of range"), as PostgreSQL's 32- and 16-bit arithmetic is.
 pub(crate) fn narrowed(e: Expr, ty: SqlType) -> Expr {
@@ -718,7 +732,6 @@ fn numeric_scale(t: SqlType) -> u8 {
     }
 }
 
-/// The result type of arithmetic on `a` and `b` (an untyped side takes the other's type).
 fn is_timestamp(t: SqlType) -> bool {
     matches!(t, SqlType::Timestamp | SqlType::TimestampTz)
 }
@@ -734,6 +747,7 @@ fn result_type(a: SqlType, b: SqlType) -> SqlType {
     }
 }
 
+/// The result type of arithmetic on `a` and `b` (an untyped side takes the other's type).
 pub fn arith_type(a: SqlType, b: SqlType) -> SqlType {
     use SqlType::*;
     match (a, b) {

@@ -718,22 +718,24 @@ fn float_cmp(a: f64, b: f64) -> Ordering {
 }
 
 /// A key under which values SQL finds equal are equal (grouping, DISTINCT): -0 is 0, and a
-/// numeric's trailing zeros do not count (1.0 and 1.00 are one group, as in PostgreSQL).
+/// numeric's trailing zeros do not count (1.0 and 1.00 are one group, as in PostgreSQL). Only
+/// those two kinds are rewritten; every other value is written as it is (grouping runs per row).
 pub fn group_key(values: &[Datum]) -> String {
-    let normal: Vec<Datum> = values
-        .iter()
-        .map(|v| match v {
-            Datum::Float(f) if *f == 0.0 => Datum::Float(0.0),
+    use std::fmt::Write;
+    let mut key = String::new();
+    for v in values {
+        let _ = match v {
+            Datum::Float(f) if *f == 0.0 => write!(key, "{:?};", Datum::Float(0.0)),
             Datum::Numeric(n) => {
                 let mut n = *n;
                 while n.scale > 0 && n.units % 10 == 0 {
                     n.units /= 10;
                     n.scale -= 1;
                 }
-                Datum::Numeric(n)
+                write!(key, "{:?};", Datum::Numeric(n))
             }
-            other => other.clone(),
-        })
-        .collect();
-    format!("{normal:?}")
+            other => write!(key, "{other:?};"),
+        };
+    }
+    key
 }

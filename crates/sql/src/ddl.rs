@@ -162,16 +162,7 @@ fn or_discard<T>(catalog: &Catalog, new: &SqlTable, done: Result<T>) -> Result<T
 /// commit lands in the table being replaced. A table another block replaced meanwhile fails
 /// with 40001 (as `stored::check_current` would).
 fn lock_for_rebuild(txn: &mut Transaction<'_>, table: &SqlTable) -> Result<()> {
-    match txn.lock_table(&table.engine, TableLock::Rebuild) {
-        Err(overtake_engine::Error::TableReplaced(_)) => Err(SqlError::new(
-            sqlstate::SERIALIZATION_FAILURE,
-            format!(
-                "could not serialize access: table \"{}\" was changed concurrently",
-                table.name
-            ),
-        )),
-        locked => Ok(locked?),
-    }
+    Ok(txn.lock_table(&table.engine, TableLock::Rebuild)?)
 }
 
 /// Rebuilds `old` as described in `txn`, copying its rows unless `empty`.

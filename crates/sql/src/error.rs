@@ -193,6 +193,15 @@ impl From<EngineError> for SqlError {
                 sqlstate::DUPLICATE_TABLE,
                 format!("relation \"{}\" already exists", sql_name(&name)),
             ),
+            // A statement planned against a table a committed rebuild replaced while it waited
+            // for the table's lock (PostgreSQL would write into the new table instead).
+            EngineError::TableReplaced(name) => SqlError::new(
+                sqlstate::SERIALIZATION_FAILURE,
+                format!(
+                    "could not serialize access: relation \"{}\" was rewritten by a concurrent transaction",
+                    sql_name(&name)
+                ),
+            ),
             EngineError::TooManyTransactions(n) => SqlError::new(
                 sqlstate::TOO_MANY_CONNECTIONS,
                 format!("too many open transactions (at most {n})"),

@@ -650,20 +650,10 @@ fn for_each_target(
 
 /// Takes `table`'s write lock for the rest of the transaction, as PostgreSQL's writers take
 /// ROW EXCLUSIVE: it waits while a block rebuilding the table (TRUNCATE, ADD PRIMARY KEY,
-/// CREATE INDEX, DROP) holds it, and keeps the rebuild from starting meanwhile. A statement
-/// planned against a table that a rebuild replaced while it waited fails with 40001 rather than
-/// write where nobody would read (PostgreSQL writes into the new table instead).
+/// CREATE INDEX, DROP) holds it, and keeps the rebuild from starting meanwhile; a table such a
+/// block replaced while this waited is refused (40001) rather than written where nobody reads.
 fn lock_for_writing(txn: &mut Transaction<'_>, table: &SqlTable) -> Result<()> {
-    match txn.lock_table(&table.engine, TableLock::Write) {
-        Err(overtake_engine::Error::TableReplaced(_)) => Err(SqlError::new(
-            sqlstate::SERIALIZATION_FAILURE,
-            format!(
-                "could not serialize access: relation \"{}\" was rewritten by a concurrent transaction",
-                table.name
-            ),
-        )),
-        locked => Ok(locked?),
-    }
+    Ok(txn.lock_table(&table.engine, TableLock::Write)?)
 }
 
 fn update(txn: &mut Transaction<'_>, plan: &UpdatePlan, cx: &Context<'_>) -> Result<Output> {
