@@ -74,6 +74,7 @@ pub use options::{
 };
 pub use overtake_priority::Priority;
 pub use storage::key::{KeyBuf, KeyBuilder, KeyRange};
+pub use storage::numeric::NumericParts;
 pub use storage::row::{Row, RowBuilder, RowLayout, RowMut, RowRef};
 pub use storage::schema::{Column, ColumnType, IndexDef, TableSchema, TableSchemaBuilder};
 pub use storage::value::{Decimal, Value};

@@ -3,7 +3,7 @@
 //! fields.
 
 use bytes::{BufMut, BytesMut};
-use overtake_sql::datum::Num;
+use overtake_sql::numeric::Num;
 use overtake_sql::plan::OutputColumn;
 use overtake_sql::{Datum, SqlError, SqlType, sqlstate};
 use pgwire::api::Type;
@@ -100,37 +100,32 @@ fn encode_binary(v: &Datum, ty: SqlType, buf: &mut BytesMut) -> Option<()> {
             buf.put_i32(iv.days);
             buf.put_i32(iv.months);
         }
-        (Datum::Numeric(n), _) => encode_numeric(*n, buf),
+        (Datum::Numeric(n), _) => encode_numeric(n, buf),
         (other, _) => buf.put_slice(other.to_text().unwrap_or_default().as_bytes()),
     }
     Some(())
 }
 
 /// PostgreSQL's binary numeric: base-10000 digits with a weight, a sign and a display scale.
-fn encode_numeric(n: Num, buf: &mut BytesMut) {
-    let text = Num {
-        units: n.units.abs(),
-        scale: n.scale,
+fn encode_numeric(n: &Num, buf: &mut BytesMut) {
+    let scale = usize::from(n.scale());
+    let mut text = n.magnitude_digits();
+    if text.len() <= scale {
+        text = "0".repeat(scale + 1 - text.len()) + &text;
     }
-    .to_string();
-    let (int, frac) = text.split_once('.').unwrap_or((&text, ""));
-    let int = int.trim_start_matches('0');
-    let mut digits: Vec<i16> = Vec::new();
-    let pad = (4 - int.len() % 4) % 4;
-    let int_padded = format!("{}{int}", "0".repeat(pad));
-    for chunk in int_padded.as_bytes().chunks(4) {
-        digits.push(std::str::from_utf8(chunk).map_or(0, |s| s.parse().unwrap_or(0)));
-    }
-    let int_groups = digits.len() as i16;
-    let frac_padded = format!("{frac}{}", "0".repeat((4 - frac.len() % 4) % 4));
-    for chunk in frac_padded.as_bytes().chunks(4) {
-        digits.push(std::str::from_utf8(chunk).map_or(0, |s| s.parse().unwrap_or(0)));
-    }
-    let mut weight = int_groups - 1;
-    while digits.first() == Some(&0) {
-        digits.remove(0);
-        weight -= 1;
-    }
+    // Groups of four digits aligned on the point.
+    let int_len = text.len() - scale;
+    let lead = (4 - int_len % 4) % 4;
+    let padded = "0".repeat(lead) + &text + &"0".repeat((4 - scale % 4) % 4);
+    let mut digits: Vec<i16> = padded
+        .as_bytes()
+        .chunks(4)
+        .map(|c| c.iter().fold(0i16, |acc, d| acc * 10 + i16::from(d - b'0')))
+        .collect();
+    let mut weight = ((int_len + lead) / 4) as i16 - 1;
+    let leading = digits.iter().take_while(|&&d| d == 0).count();
+    digits.drain(..leading);
+    weight -= leading as i16;
     while digits.last() == Some(&0) {
         digits.pop();
     }
@@ -139,8 +134,8 @@ fn encode_numeric(n: Num, buf: &mut BytesMut) {
     }
     buf.put_i16(digits.len() as i16);
     buf.put_i16(weight);
-    buf.put_u16(if n.units < 0 { 0x4000 } else { 0 });
-    buf.put_u16(u16::from(n.scale));
+    buf.put_u16(if n.is_negative() { 0x4000 } else { 0 });
+    buf.put_u16(n.scale());
     for d in digits {
         buf.put_i16(d);
     }
@@ -225,7 +220,7 @@ pub fn decode_param(bytes: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<D
                 Datum::Timestamp(micros)
             }
         }
-        SqlType::Numeric { .. } => decode_numeric(b).ok_or_else(|| bad_binary(ty))?.cast(ty)?,
+        SqlType::Numeric(_) => decode_numeric(b).ok_or_else(|| bad_binary(ty))?.cast(ty)?,
         SqlType::Text | SqlType::VarChar(_) | SqlType::Char(_) => {
             let s = std::str::from_utf8(b).map_err(|e| not_utf8(b, &e))?;
             Datum::Text(s.to_owned()).cast(ty)?
@@ -233,18 +228,18 @@ pub fn decode_param(bytes: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<D
     })
 }
 
+/// A binary numeric; digits past its display scale are cut off, as PostgreSQL's receive does.
 fn decode_numeric(b: &[u8]) -> Option<Datum> {
     let word = |i: usize| -> Option<i16> { Some(i16::from_be_bytes([*b.get(i)?, *b.get(i + 1)?])) };
-    let (n, weight, sign, scale) = (
-        word(0)? as usize,
-        word(2)?,
-        word(4)? as u16,
-        word(6)? as u16,
-    );
-    if b.len() != 8 + 2 * n || sign == 0xC000 {
+    let (n, weight, sign, scale) = (word(0)?, word(2)?, word(4)? as u16, word(6)? as u16);
+    let n = usize::try_from(n).ok()?;
+    if b.len() != 8 + 2 * n
+        || !matches!(sign, 0 | 0x4000)
+        || scale > overtake_sql::numeric::MAX_SCALE
+    {
         return None;
     }
-    let mut text = String::new();
+    let mut text = String::with_capacity(4 * n);
     for i in 0..n {
         let d = word(8 + 2 * i)?;
         if !(0..10_000).contains(&d) {
@@ -252,45 +247,18 @@ fn decode_numeric(b: &[u8]) -> Option<Datum> {
         }
         text.push_str(&format!("{d:04}"));
     }
-    // The digits stand for groups `weight` down to `weight - n + 1`; place the decimal point.
-    let int_groups = i32::from(weight) + 1;
-    let digits = text.len() as i32;
-    let (int, frac) = if int_groups <= 0 {
-        (
-            String::from("0"),
-            "0".repeat((-int_groups * 4) as usize) + &text,
-        )
-    } else if int_groups * 4 >= digits {
-        (
-            text.clone() + &"0".repeat((int_groups * 4 - digits) as usize),
-            String::new(),
-        )
+    if text.is_empty() {
+        text.push('0');
+    }
+    // The digits are groups `weight` down to `weight - n + 1`: text * 10^(4 * (weight - n + 1)).
+    let exponent = 4 * (i64::from(weight) - n as i64 + 1);
+    let value = Num::parse(&format!("{text}e{exponent}")).ok()??;
+    let value = value.trunc(scale).rescale(scale);
+    Some(Datum::Numeric(if sign == 0x4000 {
+        value.neg()
     } else {
-        (
-            text[..(int_groups * 4) as usize].to_owned(),
-            text[(int_groups * 4) as usize..].to_owned(),
-        )
-    };
-    let frac: String = frac
-        .chars()
-        .chain(std::iter::repeat('0'))
-        .take(usize::from(scale))
-        .collect();
-    let s = format!(
-        "{}{}{}{}",
-        if sign == 0x4000 { "-" } else { "" },
-        int,
-        if frac.is_empty() { "" } else { "." },
-        frac
-    );
-    Datum::parse(
-        &s,
-        SqlType::Numeric {
-            precision: 38,
-            scale: scale.min(16) as u8,
-        },
-    )
-    .ok()
+        value
+    }))
 }
 
 /// The ErrorResponse fields of `e`.
@@ -334,24 +302,28 @@ mod tests {
 
     #[test]
     fn numerics_round_trip_through_the_binary_format() {
-        for (units, scale) in [
-            (0i128, 2u8),
-            (1234567, 2),
-            (-5, 3),
-            (100_000_000, 0),
-            (7, 6),
-            (-123_400_000, 4),
+        for text in [
+            "0.00",
+            "12345.67",
+            "-0.005",
+            "100000000",
+            "0.000007",
+            "-12340.0000",
+            "123456789012345678901234567890.123456789",
         ] {
-            let n = Num { units, scale };
+            let n = Num::parse(text).unwrap().unwrap();
             let mut buf = BytesMut::new();
-            encode_numeric(n, &mut buf);
+            encode_numeric(&n, &mut buf);
             let back = decode_numeric(&buf).expect("decodes");
-            assert_eq!(
-                back.sql_cmp(&Datum::Numeric(n)).unwrap(),
-                Some(std::cmp::Ordering::Equal),
-                "{n}"
-            );
+            assert_eq!(back.to_text().as_deref(), Some(text));
         }
+        // PostgreSQL's bytes for 12345.67: 3 digits, weight 1, positive, scale 2: 1 2345 6700.
+        let mut buf = BytesMut::new();
+        encode_numeric(&Num::parse("12345.67").unwrap().unwrap(), &mut buf);
+        assert_eq!(
+            &buf[..],
+            &[0, 3, 0, 1, 0, 0, 0, 2, 0, 1, 0x09, 0x29, 0x1A, 0x2C]
+        );
         assert!(decode_numeric(&[0, 5]).is_none());
     }
 }

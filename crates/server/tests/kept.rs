@@ -97,8 +97,9 @@ fn sql_tables_and_their_rows_survive_restarts_through_the_log_and_a_checkpoint()
         c.batch_execute(
             r#"CREATE TABLE accounts (id int PRIMARY KEY, name varchar(10) NOT NULL DEFAULT 'x' || 'y',
                    amount numeric(8,2), flag boolean DEFAULT true, at timestamp,
-                   ratio double precision, "Odd ""Name""" text);
-               INSERT INTO accounts VALUES (1, 'ann', 10.50, false, '2026-01-02 03:04:05', 0.25, 'q');
+                   ratio double precision, "Odd ""Name""" text, exact numeric);
+               INSERT INTO accounts VALUES (1, 'ann', 10.50, false, '2026-01-02 03:04:05', 0.25, 'q',
+                   -12345678901234567890.123456789012345678901);
                INSERT INTO accounts (id, amount) VALUES (2, -3.25);
                CREATE INDEX accounts_name ON accounts (name);
                CREATE TABLE history (v int);
@@ -125,7 +126,12 @@ fn sql_tables_and_their_rows_survive_restarts_through_the_log_and_a_checkpoint()
             "23505"
         );
         let before = expected(&c).await;
-        assert_eq!(before[0][1], "2|xy|-3.25|t|NULL|NULL|NULL");
+        assert_eq!(before[0][1], "2|xy|-3.25|t|NULL|NULL|NULL|NULL");
+        assert!(
+            before[0][0].ends_with("|-12345678901234567890.123456789012345678901"),
+            "{}",
+            before[0][0]
+        );
         before
     });
     let engine_tables = |db: &Database| -> Vec<String> {

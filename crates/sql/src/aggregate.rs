@@ -6,6 +6,7 @@ use crate::datum::Datum;
 use crate::error::Result;
 use crate::expr::{Context, Expr};
 use crate::plan::{AggCall, AggFunc};
+use crate::types::SqlType;
 
 /// An aggregate's running state.
 pub(crate) enum AggState {
@@ -44,6 +45,18 @@ impl AggState {
             AggState::Value(acc, n) => {
                 *n += 1;
                 *acc = match (call.func, &*acc) {
+                    // A bigint sum and an integer average are numerics, which do not overflow
+                    // where 64 bits would (PostgreSQL's).
+                    (AggFunc::Sum | AggFunc::Avg, Datum::Null)
+                        if matches!(call.ty, SqlType::Numeric(_)) && matches!(v, Datum::Int(_)) =>
+                    {
+                        Datum::Numeric(v.as_num()?)
+                    }
+                    // A double average starts from zero, as PostgreSQL's does (so -0 averages
+                    // to 0, where a sum of it stays -0).
+                    (AggFunc::Avg, Datum::Null) if matches!(v, Datum::Float(_)) => {
+                        Datum::Float(0.0).arith('+', &v)?
+                    }
                     (_, Datum::Null) => v,
                     (AggFunc::Sum | AggFunc::Avg, _) => acc.arith('+', &v)?,
                     (AggFunc::Min, _) if v.sort_cmp(acc).is_lt() => v,
@@ -83,11 +96,7 @@ impl AggState {
             }
         };
         let value = match call.func {
-            // An integer average is a numeric one, as in PostgreSQL.
-            AggFunc::Avg if n > 0 => match acc {
-                Datum::Int(_) => Datum::Numeric(acc.as_num()?).arith('/', &Datum::Int(n))?,
-                acc => acc.arith('/', &Datum::Int(n))?,
-            },
+            AggFunc::Avg if n > 0 => acc.arith('/', &Datum::Int(n))?,
             _ => acc,
         };
         value.cast(call.ty)

@@ -8,9 +8,10 @@ use sqlparser::ast::{
     UnaryOperator, Value,
 };
 
-use crate::datum::{Datum, Num};
+use crate::datum::Datum;
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::{BinOp, Expr, Func};
+use crate::numeric::Num;
 use crate::pending::Tables;
 use crate::plan::{AggCall, AggFunc};
 use crate::types::SqlType;
@@ -268,14 +269,7 @@ impl<'c> Binder<'c> {
             (AggFunc::Sum, Some(SqlType::Int2 | SqlType::Int4)) => SqlType::Int8,
             (AggFunc::Sum | AggFunc::Avg, Some(SqlType::Float8)) => SqlType::Float8,
             (AggFunc::Sum | AggFunc::Avg, Some(t)) if t.is_numeric() || t == SqlType::Text => {
-                SqlType::Numeric {
-                    precision: 18,
-                    scale: if func == AggFunc::Avg {
-                        6
-                    } else {
-                        numeric_scale(t)
-                    },
-                }
+                SqlType::Numeric(None)
             }
             (_, Some(t)) => {
                 return Err(SqlError::new(
@@ -552,29 +546,28 @@ impl<'c> Binder<'c> {
                     Some(o) => Some(Box::new(self.expr(o, scope, g)?.0)),
                     None => None,
                 };
-                let mut whens = Vec::with_capacity(conditions.len());
-                let mut ty = None;
+                let mut conds = Vec::with_capacity(conditions.len());
+                let mut results = Vec::with_capacity(conditions.len() + 1);
                 for c in conditions {
-                    let (w, _) = self.expr(&c.condition, scope, g)?;
-                    let (t, tt) = self.expr(&c.result, scope, g)?;
-                    ty = Some(ty.map_or(tt, |ty| result_type(ty, tt)));
-                    whens.push((w, t));
+                    conds.push(self.expr(&c.condition, scope, g)?.0);
+                    results.push(self.expr(&c.result, scope, g)?);
                 }
-                let otherwise = match else_result {
-                    Some(e) => {
-                        let (x, xt) = self.expr(e, scope, g)?;
-                        ty = Some(ty.map_or(xt, |ty| result_type(ty, xt)));
-                        Some(Box::new(x))
-                    }
-                    None => None,
+                if let Some(e) = else_result {
+                    results.push(self.expr(e, scope, g)?);
+                }
+                let (mut results, ty) = unified(results);
+                let otherwise = if else_result.is_some() {
+                    results.pop().map(Box::new)
+                } else {
+                    None
                 };
                 (
                     Expr::Case {
                         operand,
-                        whens,
+                        whens: conds.into_iter().zip(results).collect(),
                         otherwise,
                     },
-                    ty.unwrap_or(SqlType::Text),
+                    ty,
                 )
             }
             A::Subquery(_) | A::Exists { .. } | A::In { .. } => {
@@ -663,27 +656,12 @@ fn number(text: &str) -> Result<(Expr, SqlType)> {
         };
         return Ok((Expr::Literal(Datum::Int(v)), ty));
     }
-    if text.contains(['e', 'E']) {
-        let v: f64 = text
-            .parse()
-            .map_err(|_| SqlError::syntax(format!("invalid number {text}")))?;
-        return Ok((Expr::Literal(Datum::Float(v)), SqlType::Float8));
+    // Every other number is a numeric, as PostgreSQL types a literal with a point or an
+    // exponent (`1.5`, `1e10`) or past a bigint.
+    match Num::parse(text)? {
+        Some(n) => Ok((Expr::Literal(Datum::Numeric(n)), SqlType::Numeric(None))),
+        None => Err(SqlError::syntax(format!("invalid number {text}"))),
     }
-    let d = match Num::parse(text) {
-        Some(n) => Datum::Numeric(n),
-        None => Datum::Float(
-            text.parse::<f64>()
-                .map_err(|_| SqlError::syntax(format!("invalid number {text}")))?,
-        ),
-    };
-    let ty = match &d {
-        Datum::Numeric(n) => SqlType::Numeric {
-            precision: 18,
-            scale: n.scale,
-        },
-        _ => SqlType::Float8,
-    };
-    Ok((Expr::Literal(d), ty))
 }
 
 /// A string literal (of no type yet, as PostgreSQL's `unknown`) met by a value of type `ty`
@@ -725,15 +703,37 @@ pub fn check_assignable(from: SqlType, to: SqlType, column: &str) -> Result<()> 
     Ok(())
 }
 
-fn numeric_scale(t: SqlType) -> u8 {
-    match t {
-        SqlType::Numeric { scale, .. } => scale,
-        _ => 0,
-    }
-}
-
 fn is_timestamp(t: SqlType) -> bool {
     matches!(t, SqlType::Timestamp | SqlType::TimestampTz)
+}
+
+/// The results of a CASE or the arguments of a coalesce, of one type as PostgreSQL resolves it
+/// (see [`result_type`]): a number of another kind than the result's (an integer among
+/// numerics, a numeric among doubles) is converted, as PostgreSQL converts it; other values
+/// are left as they are. `Text` when there are none.
+pub(crate) fn unified(values: Vec<(Expr, SqlType)>) -> (Vec<Expr>, SqlType) {
+    let ty = values
+        .iter()
+        .map(|(_, t)| *t)
+        .reduce(result_type)
+        .unwrap_or(SqlType::Text);
+    let converted = values
+        .into_iter()
+        .map(|(e, t)| match ty {
+            SqlType::Numeric(_) | SqlType::Float8
+                if t.is_numeric()
+                    && !matches!(
+                        (t, ty),
+                        (SqlType::Numeric(_), SqlType::Numeric(_))
+                            | (SqlType::Float8, SqlType::Float8)
+                    ) =>
+            {
+                Expr::Cast(Box::new(e), ty)
+            }
+            _ => e,
+        })
+        .collect();
+    (converted, ty)
 }
 
 /// The type of a CASE whose results have types `a` and `b`, as PostgreSQL resolves it: numbers
@@ -758,14 +758,7 @@ pub fn arith_type(a: SqlType, b: SqlType) -> SqlType {
         (Date, Date) => Int4,
         (Date, _) | (_, Date) => Date,
         (Float8, _) | (_, Float8) => Float8,
-        (Numeric { scale: s1, .. }, Numeric { scale: s2, .. }) => Numeric {
-            precision: 18,
-            scale: s1.max(s2),
-        },
-        (Numeric { scale, .. }, _) | (_, Numeric { scale, .. }) => Numeric {
-            precision: 18,
-            scale,
-        },
+        (Numeric(_), _) | (_, Numeric(_)) => Numeric(None),
         (Int8, _) | (_, Int8) => Int8,
         (Timestamp, _) | (_, Timestamp) => Timestamp,
         (TimestampTz, _) | (_, TimestampTz) => TimestampTz,

@@ -5,110 +5,13 @@
 
 use std::cmp::Ordering;
 
-use overtake_engine::{Decimal, Value};
+use overtake_engine::{Decimal, NumericParts, Value};
 
 use crate::error::{Result, SqlError, sqlstate};
 use crate::interval::Interval;
+use crate::numeric::{Num, division_by_zero};
 use crate::time;
-use crate::types::SqlType;
-
-/// A fixed-point number: `units * 10^-scale`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Num {
-    pub units: i128,
-    pub scale: u8,
-}
-
-/// Largest scale arithmetic keeps (beyond it, digits are rounded away).
-const MAX_SCALE: u8 = 16;
-
-impl Num {
-    fn pow10(n: u8) -> i128 {
-        10i128.pow(u32::from(n))
-    }
-
-    /// The same value at `scale` (rounding half away from zero when digits are dropped).
-    pub fn rescale(self, scale: u8) -> Result<Num> {
-        let units = match scale.cmp(&self.scale) {
-            Ordering::Equal => self.units,
-            Ordering::Greater => self
-                .units
-                .checked_mul(Self::pow10(scale - self.scale))
-                .ok_or_else(out_of_range)?,
-            Ordering::Less => {
-                let d = Self::pow10(self.scale - scale);
-                let (q, r) = (self.units / d, self.units % d);
-                if r.abs() * 2 >= d {
-                    q + self.units.signum()
-                } else {
-                    q
-                }
-            }
-        };
-        Ok(Num { units, scale })
-    }
-
-    fn aligned(a: Num, b: Num) -> Result<(i128, i128, u8)> {
-        let scale = a.scale.max(b.scale);
-        Ok((a.rescale(scale)?.units, b.rescale(scale)?.units, scale))
-    }
-
-    fn to_f64(self) -> f64 {
-        self.units as f64 / Self::pow10(self.scale) as f64
-    }
-
-    fn from_f64(v: f64, scale: u8) -> Result<Num> {
-        let scaled = (v * Self::pow10(scale) as f64).round();
-        if !scaled.is_finite() || scaled.abs() >= 1e37 {
-            return Err(out_of_range());
-        }
-        Ok(Num {
-            units: scaled as i128,
-            scale,
-        })
-    }
-
-    /// A number written in decimal (`-12.50`), at the scale it is written with.
-    pub fn parse(text: &str) -> Option<Num> {
-        let t = text.trim();
-        let (neg, digits) = match t.strip_prefix('-') {
-            Some(rest) => (true, rest),
-            None => (false, t.strip_prefix('+').unwrap_or(t)),
-        };
-        let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
-        if (int.is_empty() && frac.is_empty())
-            || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit())
-            || frac.len() > usize::from(MAX_SCALE)
-        {
-            return None;
-        }
-        let mut units: i128 = 0;
-        for b in int.bytes().chain(frac.bytes()) {
-            units = units.checked_mul(10)?.checked_add(i128::from(b - b'0'))?;
-        }
-        Some(Num {
-            units: if neg { -units } else { units },
-            scale: frac.len() as u8,
-        })
-    }
-}
-
-impl std::fmt::Display for Num {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let p = Num::pow10(self.scale);
-        let sign = if self.units < 0 { "-" } else { "" };
-        let (int, frac) = (self.units.abs() / p, self.units.abs() % p);
-        if self.scale == 0 {
-            write!(f, "{sign}{int}")
-        } else {
-            write!(
-                f,
-                "{sign}{int}.{frac:0width$}",
-                width = usize::from(self.scale)
-            )
-        }
-    }
-}
+use crate::types::{SqlType, Typmod};
 
 /// A value.
 #[derive(Clone, Debug, PartialEq)]
@@ -125,6 +28,41 @@ pub enum Datum {
     /// Days since 1970-01-01.
     Date(i64),
     Interval(Interval),
+}
+
+/// A value in the form the engine stores it: borrowed from a [`Datum`], or a numeric of any
+/// precision encoded for the engine.
+#[derive(Debug)]
+pub enum Stored<'a> {
+    Value(Value<'a>),
+    Numeric(Vec<u8>),
+}
+
+impl Stored<'_> {
+    /// The engine's value.
+    pub fn value(&self) -> Value<'_> {
+        match self {
+            Stored::Value(v) => *v,
+            Stored::Numeric(bytes) => Value::Numeric(bytes),
+        }
+    }
+}
+
+/// `n` encoded for a column holding at most `digits` significant digits.
+fn stored_numeric(n: &Num, digits: u16) -> Result<Vec<u8>> {
+    let parts = n.to_parts();
+    if parts.digits.len() > usize::from(digits) {
+        return Err(SqlError::new(
+            sqlstate::PROGRAM_LIMIT_EXCEEDED,
+            format!(
+                "a numeric of {} significant digits is more than this column stores ({digits})",
+                parts.digits.len()
+            ),
+        ));
+    }
+    let mut bytes = Vec::new();
+    parts.encode(&mut bytes).ok_or_else(out_of_range)?;
+    Ok(bytes)
 }
 
 /// The overflow error of integer type `ty` (PostgreSQL names the type).
@@ -225,10 +163,11 @@ impl Datum {
             (Value::Timestamp(t), SqlType::TimestampTz) => Datum::TimestampTz(t),
             (Value::Int(v), SqlType::Float8) => Datum::Float(key_to_float(v)),
             (Value::Int(v), _) => Datum::Int(v),
-            (Value::Decimal(d), _) => Datum::Numeric(Num {
-                units: i128::from(d.units()),
-                scale: d.scale(),
-            }),
+            (Value::Decimal(d), _) => Datum::Numeric(Num::from_units(d.units(), d.scale())),
+            (Value::Numeric(bytes), _) => match NumericParts::decode(bytes) {
+                Some(parts) => Datum::Numeric(Num::from_parts(&parts)),
+                None => Datum::Null,
+            },
             (Value::Str(s), _) => Datum::Text(s.to_owned()),
             (Value::Timestamp(t), _) => Datum::Timestamp(t),
             _ => Datum::Null,
@@ -237,23 +176,27 @@ impl Datum {
 
     /// This value as the engine stores a column of `ty` (the value already has that type: see
     /// [`cast`](Self::cast)).
-    pub fn to_value(&self, ty: SqlType) -> Result<Value<'_>> {
-        Ok(match (self, ty) {
+    pub fn to_value(&self, ty: SqlType) -> Result<Stored<'_>> {
+        Ok(Stored::Value(match (self, ty) {
             (Datum::Null, _) => Value::Null,
             (Datum::Bool(b), _) => Value::Int(i64::from(*b)),
             (Datum::Float(v), _) => Value::Int(float_to_key(*v)),
             (Datum::Int(v), _) => Value::Int(*v),
-            (Datum::Numeric(n), SqlType::Numeric { scale, .. }) => {
-                let n = n.rescale(scale)?;
-                let units = i64::try_from(n.units).map_err(|_| out_of_range())?;
-                Value::Decimal(Decimal::new(units, scale).map_err(|_| out_of_range())?)
-            }
+            (Datum::Numeric(n), _) => match ty.column_type(false) {
+                overtake_engine::ColumnType::Decimal { scale, .. } => {
+                    let units = n.units_at(scale).ok_or_else(out_of_range)?;
+                    Value::Decimal(Decimal::new(units, scale).map_err(|_| out_of_range())?)
+                }
+                overtake_engine::ColumnType::Numeric(digits) => {
+                    return stored_numeric(n, digits).map(Stored::Numeric);
+                }
+                _ => return Err(out_of_range()),
+            },
             (Datum::Text(s), _) => Value::Str(s),
             (Datum::Timestamp(t) | Datum::TimestampTz(t), _) => Value::Timestamp(*t),
             (Datum::Date(d), _) => Value::Int(*d),
             (Datum::Interval(_), _) => return Err(out_of_range()),
-            (Datum::Numeric(_), _) => return Err(out_of_range()),
-        })
+        }))
     }
 
     /// Parses a value of type `ty` from its text form (a parameter, a COPY field, a literal).
@@ -266,21 +209,19 @@ impl Datum {
                 _ => return Err(invalid_text(ty, text)),
             },
             SqlType::Int2 | SqlType::Int4 | SqlType::Int8 => {
-                let v: i64 = t.parse().map_err(|_| match Num::parse(t) {
-                    Some(_) => invalid_text(ty, text),
-                    None if t
-                        .bytes()
-                        .all(|b| b.is_ascii_digit() || b == b'-' || b == b'+')
-                        && !t.is_empty() =>
-                    {
+                let v: i64 = t.parse().map_err(|_| {
+                    // Digits alone that do not fit are out of range; anything else is no integer.
+                    let digits = t.strip_prefix(['-', '+']).unwrap_or(t);
+                    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
                         integer_out_of_range(ty)
+                    } else {
+                        invalid_text(ty, text)
                     }
-                    None => invalid_text(ty, text),
                 })?;
                 Datum::Int(v).cast(ty)?
             }
-            SqlType::Numeric { .. } => {
-                Datum::Numeric(Num::parse(t).ok_or_else(|| invalid_text(ty, text))?).cast(ty)?
+            SqlType::Numeric(_) => {
+                Datum::Numeric(Num::parse(t)?.ok_or_else(|| invalid_text(ty, text))?).cast(ty)?
             }
             SqlType::Float8 => Datum::Float(match t.to_ascii_lowercase().as_str() {
                 "nan" => f64::NAN,
@@ -343,11 +284,7 @@ impl Datum {
                 Datum::Int(v)
             }
             (Datum::Int(v), SqlType::Float8) => Datum::Float(v as f64),
-            (Datum::Int(v), SqlType::Numeric { .. }) => Datum::Numeric(Num {
-                units: i128::from(v),
-                scale: 0,
-            })
-            .cast(ty)?,
+            (Datum::Int(v), SqlType::Numeric(_)) => Datum::Numeric(Num::from_i64(v)).cast(ty)?,
             (Datum::Int(v), SqlType::Bool) => Datum::Bool(v != 0),
             (Datum::Float(v), SqlType::Int2 | SqlType::Int4 | SqlType::Int8) => {
                 if !v.is_finite() || v.abs() >= 9.2e18 {
@@ -356,24 +293,16 @@ impl Datum {
                 Datum::Int(v.round_ties_even() as i64).cast(ty)?
             }
             (Datum::Float(v), SqlType::Float8) => Datum::Float(v),
-            (Datum::Float(v), SqlType::Numeric { scale, .. }) => {
-                Datum::Numeric(Num::from_f64(v, scale)?).cast(ty)?
-            }
-            (Datum::Numeric(n), SqlType::Numeric { precision, scale }) => {
-                let n = n.rescale(scale)?;
-                if n.units.abs() >= Num::pow10(precision) {
-                    return Err(SqlError::new(
-                        sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
-                        format!("numeric field overflow: precision {precision}, scale {scale}"),
-                    ));
-                }
-                Datum::Numeric(n)
+            (Datum::Float(v), SqlType::Numeric(_)) => Datum::Numeric(Num::from_f64(v)?).cast(ty)?,
+            (Datum::Numeric(n), SqlType::Numeric(None)) => Datum::Numeric(n),
+            (Datum::Numeric(n), SqlType::Numeric(Some(Typmod { precision, scale }))) => {
+                Datum::Numeric(n.fit(precision, scale)?)
             }
             (Datum::Numeric(n), SqlType::Int2 | SqlType::Int4 | SqlType::Int8) => {
-                let v = i64::try_from(n.rescale(0)?.units).map_err(|_| integer_out_of_range(ty))?;
+                let v = n.to_i64().ok_or_else(|| integer_out_of_range(ty))?;
                 Datum::Int(v).cast(ty)?
             }
-            (Datum::Numeric(n), SqlType::Float8) => Datum::Float(n.to_f64()),
+            (Datum::Numeric(n), SqlType::Float8) => Datum::Float(n.to_f64()?),
             (Datum::Bool(b), SqlType::Bool) => Datum::Bool(b),
             (Datum::Bool(b), SqlType::Int2 | SqlType::Int4 | SqlType::Int8) => {
                 Datum::Int(i64::from(b))
@@ -426,19 +355,10 @@ impl Datum {
             (Float(a), Float(b)) => float_cmp(*a, *b),
             (Int(a), Float(b)) => float_cmp(*a as f64, *b),
             (Float(a), Int(b)) => float_cmp(*a, *b as f64),
-            (Numeric(a), Numeric(b)) => {
-                let (x, y, _) = Num::aligned(*a, *b)?;
-                x.cmp(&y)
-            }
-            (Int(a), Numeric(b)) => Num {
-                units: i128::from(*a),
-                scale: 0,
-            }
-            .rescale(b.scale)?
-            .units
-            .cmp(&b.units),
-            (Numeric(_), Int(_)) => return other.sql_cmp(self).map(|o| o.map(Ordering::reverse)),
-            (Numeric(a), Float(b)) => float_cmp(a.to_f64(), *b),
+            (Numeric(a), Numeric(b)) => a.cmp(b),
+            (Int(a), Numeric(b)) => Num::from_i64(*a).cmp(b),
+            (Numeric(a), Int(b)) => a.cmp(&Num::from_i64(*b)),
+            (Numeric(a), Float(b)) => float_cmp(a.to_f64()?, *b),
             (Float(_), Numeric(_)) => return other.sql_cmp(self).map(|o| o.map(Ordering::reverse)),
             (Text(a), Text(b)) => a.cmp(b),
             (Bool(a), Bool(b)) => a.cmp(b),
@@ -468,10 +388,7 @@ impl Datum {
             Datum::Bool(_) => SqlType::Bool,
             Datum::Int(_) => SqlType::Int8,
             Datum::Float(_) => SqlType::Float8,
-            Datum::Numeric(n) => SqlType::Numeric {
-                precision: 18,
-                scale: n.scale.max(6),
-            },
+            Datum::Numeric(_) => SqlType::Numeric(None),
             Datum::Timestamp(_) => SqlType::Timestamp,
             Datum::TimestampTz(_) => SqlType::TimestampTz,
             Datum::Date(_) => SqlType::Date,
@@ -587,7 +504,13 @@ impl Datum {
             }
             (a, b) => {
                 let (a, b) = (a.as_num()?, b.as_num()?);
-                Numeric(num_arith(a, op, b)?)
+                Numeric(match op {
+                    '+' => a.add(&b),
+                    '-' => a.sub(&b),
+                    '*' => a.mul(&b),
+                    '/' => a.div(&b),
+                    _ => a.rem(&b),
+                }?)
             }
         })
     }
@@ -596,77 +519,18 @@ impl Datum {
         match self {
             Datum::Int(v) => Ok(*v as f64),
             Datum::Float(v) => Ok(*v),
-            Datum::Numeric(n) => Ok(n.to_f64()),
+            Datum::Numeric(n) => n.to_f64(),
             other => Err(not_a_number(other)),
         }
     }
 
     pub(crate) fn as_num(&self) -> Result<Num> {
         match self {
-            Datum::Int(v) => Ok(Num {
-                units: i128::from(*v),
-                scale: 0,
-            }),
-            Datum::Numeric(n) => Ok(*n),
+            Datum::Int(v) => Ok(Num::from_i64(*v)),
+            Datum::Numeric(n) => Ok(n.clone()),
             other => Err(not_a_number(other)),
         }
     }
-}
-
-fn num_arith(a: Num, op: char, b: Num) -> Result<Num> {
-    match op {
-        '+' | '-' => {
-            let (x, y, scale) = Num::aligned(a, b)?;
-            let units = if op == '+' {
-                x.checked_add(y)
-            } else {
-                x.checked_sub(y)
-            };
-            Ok(Num {
-                units: units.ok_or_else(out_of_range)?,
-                scale,
-            })
-        }
-        '*' => {
-            let units = a.units.checked_mul(b.units).ok_or_else(out_of_range)?;
-            Num {
-                units,
-                scale: a.scale + b.scale,
-            }
-            .rescale((a.scale + b.scale).min(MAX_SCALE))
-        }
-        _ if b.units == 0 => Err(division_by_zero()),
-        '/' => {
-            // PostgreSQL keeps at least 16 significant digits; a fixed scale serves here.
-            let scale = a.scale.max(b.scale).clamp(6, MAX_SCALE);
-            // a/b at `scale`, rounded: (a.units * 10^(scale + b.scale - a.scale + 1)) / b.units.
-            let shift = i32::from(scale) + i32::from(b.scale) - i32::from(a.scale) + 1;
-            let numerator = if shift >= 0 {
-                a.units.checked_mul(10i128.pow(shift as u32))
-            } else {
-                Some(a.units / 10i128.pow((-shift) as u32))
-            }
-            .ok_or_else(out_of_range)?;
-            let q = numerator.checked_div(b.units).ok_or_else(out_of_range)?;
-            Num {
-                units: q,
-                scale: scale + 1,
-            }
-            .rescale(scale)
-        }
-        _ => {
-            let (x, y, scale) = Num::aligned(a, b)?;
-            Ok(Num {
-                // The one remainder that overflows (MIN % -1) is 0.
-                units: x.checked_rem(y).unwrap_or(0),
-                scale,
-            })
-        }
-    }
-}
-
-fn division_by_zero() -> SqlError {
-    SqlError::new(sqlstate::DIVISION_BY_ZERO, "division by zero")
 }
 
 fn not_a_number(d: &Datum) -> SqlError {
@@ -726,14 +590,7 @@ pub fn group_key(values: &[Datum]) -> String {
     for v in values {
         let _ = match v {
             Datum::Float(f) if *f == 0.0 => write!(key, "{:?};", Datum::Float(0.0)),
-            Datum::Numeric(n) => {
-                let mut n = *n;
-                while n.scale > 0 && n.units % 10 == 0 {
-                    n.units /= 10;
-                    n.scale -= 1;
-                }
-                write!(key, "{:?};", Datum::Numeric(n))
-            }
+            Datum::Numeric(n) => write!(key, "{:?};", Datum::Numeric(n.normalized())),
             other => write!(key, "{other:?};"),
         };
     }

@@ -87,7 +87,7 @@ fn key_of(
         let Some(d) = exactly(d, ty) else {
             return Ok(None);
         };
-        kb.value(d.to_value(ty)?);
+        kb.value(d.to_value(ty)?.value());
     }
     Ok(Some(if prefix { kb.prefix()? } else { kb.finish()? }))
 }
@@ -534,7 +534,7 @@ pub fn insert_rows(
         }
         check_not_null(table, &cast)?;
         for (i, (v, c)) in cast.iter().zip(&table.columns).enumerate() {
-            builder.set(i, v.to_value(c.ty)?);
+            builder.set(i, v.to_value(c.ty)?.value());
         }
         if let Some(ids) = &table.row_ids {
             builder.set(table.columns.len(), overtake_engine::Value::Int(ids.take()));
@@ -703,7 +703,7 @@ fn update(txn: &mut Transaction<'_>, plan: &UpdatePlan, cx: &Context<'_>) -> Res
                 .collect::<Result<Vec<_>>>()?;
             txn.update(&table.engine, key, |m| {
                 for (col, v) in &values {
-                    m.set(*col, *v);
+                    m.set(*col, v.value());
                 }
             })?;
             Ok(())

@@ -261,7 +261,12 @@ fn eval_not(e: &Expr, row: &[Datum], cx: &Context<'_>) -> Result<Datum> {
 
 #[inline(never)]
 fn eval_negate(e: &Expr, row: &[Datum], cx: &Context<'_>) -> Result<Datum> {
-    Datum::Int(0).arith('-', &e.eval(row, cx)?)
+    match e.eval(row, cx)? {
+        // A double's sign flips (-0 is a value, as PostgreSQL prints it); a numeric has no -0.
+        Datum::Float(v) => Ok(Datum::Float(-v)),
+        Datum::Numeric(n) => Ok(Datum::Numeric(n.neg())),
+        v => Datum::Int(0).arith('-', &v),
+    }
 }
 
 #[inline(never)]
@@ -486,10 +491,7 @@ fn eval_func(f: Func, args: &[Expr], row: &[Datum], cx: &Context<'_>) -> Result<
         Func::Abs => match arg(0)? {
             Datum::Int(v) => Datum::Int(v.checked_abs().ok_or_else(crate::datum::out_of_range)?),
             Datum::Float(v) => Datum::Float(v.abs()),
-            Datum::Numeric(mut n) => {
-                n.units = n.units.abs();
-                Datum::Numeric(n)
-            }
+            Datum::Numeric(n) => Datum::Numeric(n.abs()),
             Datum::Null => Datum::Null,
             other => Datum::Int(0).arith('+', &other)?,
         },

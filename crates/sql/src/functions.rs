@@ -63,15 +63,12 @@ impl Binder<'_> {
             "lower" => (Func::Lower, 1..=1, SqlType::Text),
             "upper" => (Func::Upper, 1..=1, SqlType::Text),
             "length" | "char_length" | "character_length" => (Func::Length, 1..=1, SqlType::Int4),
-            "coalesce" => (
-                Func::Coalesce,
-                1..=100,
-                types
-                    .iter()
-                    .copied()
-                    .find(|t| *t != SqlType::Text)
-                    .unwrap_or(SqlType::Text),
-            ),
+            "coalesce" => {
+                let (unified, ty) =
+                    crate::bind::unified(args.drain(..).zip(types.iter().copied()).collect());
+                args = unified;
+                (Func::Coalesce, 1..=100, ty)
+            }
             "current_database" => (Func::CurrentDatabase, 0..=0, SqlType::Text),
             "current_user" | "session_user" | "user" => (Func::CurrentUser, 0..=0, SqlType::Text),
             _ => {

@@ -10,8 +10,9 @@
 //!   the database itself (`stored`), so [`Catalog::open`] finds a recovered database's tables.
 //!
 //! Inside: `types` (SQL types and their storage), `datum` (values, comparison, arithmetic, text
-//! forms), `time` (timestamps), `expr` (bound expressions and their evaluation), `bind`
-//! (expressions from syntax trees), `select` and `dml` (statements), `plan`, `explain`.
+//! forms), `numeric` (decimals of any precision), `time` (timestamps), `expr` (bound
+//! expressions and their evaluation), `bind` (expressions from syntax trees), `select` and
+//! `dml` (statements), `plan`, `explain`.
 //!
 //! This crate never blocks a thread except in engine lock waits (which park a scheduler task),
 //! never panics on bad input, and holds no lock while it runs a plan.
@@ -33,6 +34,7 @@ pub mod expr;
 mod fold;
 mod functions;
 pub mod interval;
+pub mod numeric;
 pub mod pending;
 pub mod plan;
 mod select;

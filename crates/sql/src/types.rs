@@ -13,9 +13,23 @@ use crate::error::{Result, SqlError, sqlstate};
 pub const TEXT_MAX: u16 = 4096;
 /// Longest `text` value in a key: what the engine's key length allows for one column.
 pub const TEXT_KEY_MAX: u16 = 126;
-/// Precision and scale of `numeric` declared without them (the engine's decimals are fixed-point
-/// 64-bit).
-pub const NUMERIC_DEFAULT: (u8, u8) = (18, 6);
+/// Most significant digits a `numeric` column declared without a precision holds (computations
+/// may have more).
+pub const NUMERIC_STORED_DIGITS: u16 = 1000;
+/// Most significant digits such a column holds in a key: what keeps it a few dozen bytes.
+pub const NUMERIC_KEY_DIGITS: u16 = 100;
+/// Largest precision the engine's 64-bit fixed-point decimals hold; wider `numeric(p, s)`
+/// columns are stored as the engine's variable-length numerics.
+const FIXED_POINT_PRECISION: u16 = overtake_engine::MAX_DECIMAL_PRECISION as u16;
+
+/// A `numeric(precision, scale)` declaration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Typmod {
+    /// Digits, 1 to 1,000.
+    pub precision: u16,
+    /// Digits after the point, -1,000 to 1,000 (a negative scale rounds before the point).
+    pub scale: i16,
+}
 
 /// A SQL type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -28,8 +42,8 @@ pub enum SqlType {
     Int4,
     /// `bigint` (`int8`).
     Int8,
-    /// `numeric(p, s)`.
-    Numeric { precision: u8, scale: u8 },
+    /// `numeric`: of any precision, or `numeric(p, s)`.
+    Numeric(Option<Typmod>),
     /// `double precision` (`float8`, `real`, `float`).
     Float8,
     /// `text`, or a literal or parameter whose type is not known yet.
@@ -56,7 +70,10 @@ impl SqlType {
             SqlType::Int2 => "smallint".into(),
             SqlType::Int4 => "integer".into(),
             SqlType::Int8 => "bigint".into(),
-            SqlType::Numeric { precision, scale } => format!("numeric({precision},{scale})"),
+            SqlType::Numeric(None) => "numeric".into(),
+            SqlType::Numeric(Some(Typmod { precision, scale })) => {
+                format!("numeric({precision},{scale})")
+            }
             SqlType::Float8 => "double precision".into(),
             SqlType::Text => "text".into(),
             SqlType::VarChar(n) => format!("character varying({n})"),
@@ -102,10 +119,7 @@ impl SqlType {
             1184 => SqlType::TimestampTz,
             1082 => SqlType::Date,
             1186 => SqlType::Interval,
-            1700 => SqlType::Numeric {
-                precision: NUMERIC_DEFAULT.0,
-                scale: NUMERIC_DEFAULT.1,
-            },
+            1700 => SqlType::Numeric(None),
             _ => return None,
         })
     }
@@ -143,7 +157,18 @@ impl SqlType {
         match self {
             SqlType::Bool | SqlType::Int2 | SqlType::Int4 => ColumnType::Int32,
             SqlType::Int8 | SqlType::Float8 => ColumnType::Int64,
-            SqlType::Numeric { precision, scale } => ColumnType::Decimal { precision, scale },
+            SqlType::Numeric(Some(Typmod { precision, scale }))
+                if precision <= FIXED_POINT_PRECISION
+                    && (0..=precision as i16).contains(&scale) =>
+            {
+                ColumnType::Decimal {
+                    precision: precision as u8,
+                    scale: scale as u8,
+                }
+            }
+            SqlType::Numeric(Some(Typmod { precision, .. })) => ColumnType::Numeric(precision),
+            SqlType::Numeric(None) if in_key => ColumnType::Numeric(NUMERIC_KEY_DIGITS),
+            SqlType::Numeric(None) => ColumnType::Numeric(NUMERIC_STORED_DIGITS),
             SqlType::Text if in_key => ColumnType::VarChar(TEXT_KEY_MAX),
             SqlType::Text => ColumnType::VarChar(TEXT_MAX),
             SqlType::VarChar(n) => ColumnType::VarChar(n),
@@ -185,19 +210,28 @@ impl SqlType {
             DataType::BigInt(_) | DataType::Int8(_) => SqlType::Int8,
             DataType::Numeric(info) | DataType::Decimal(info) | DataType::Dec(info) => {
                 let (precision, scale) = match info {
-                    ExactNumberInfo::None => NUMERIC_DEFAULT,
-                    ExactNumberInfo::Precision(p) => (*p as u8, 0),
-                    ExactNumberInfo::PrecisionAndScale(p, s) => (*p as u8, *s as u8),
+                    ExactNumberInfo::None => return Ok(SqlType::Numeric(None)),
+                    ExactNumberInfo::Precision(p) => (*p, 0),
+                    ExactNumberInfo::PrecisionAndScale(p, s) => (*p, *s),
                 };
-                if precision == 0 || u64::from(precision) > 18 || scale > precision {
+                let max = u64::from(crate::numeric::MAX_PRECISION);
+                if !(1..=max).contains(&precision) {
                     return Err(SqlError::new(
-                        sqlstate::PROGRAM_LIMIT_EXCEEDED,
-                        format!(
-                            "numeric({precision},{scale}): precision must be 1 to 18 and scale at most the precision"
-                        ),
+                        sqlstate::INVALID_PARAMETER_VALUE,
+                        format!("NUMERIC precision {precision} must be between 1 and {max}"),
                     ));
                 }
-                SqlType::Numeric { precision, scale }
+                let limit = crate::numeric::MAX_TYPMOD_SCALE;
+                if !(-limit..=limit).contains(&scale) {
+                    return Err(SqlError::new(
+                        sqlstate::INVALID_PARAMETER_VALUE,
+                        format!("NUMERIC scale {scale} must be between -{limit} and {limit}"),
+                    ));
+                }
+                SqlType::Numeric(Some(Typmod {
+                    precision: precision as u16,
+                    scale: scale as i16,
+                }))
             }
             DataType::DoublePrecision
             | DataType::Double(_)

@@ -185,6 +185,7 @@ pub(crate) fn encode_create_table(out: &mut Vec<u8>, id: u32, schema: &TableSche
                 ColumnType::Char(n) => (3, n, 0),
                 ColumnType::VarChar(n) => (4, n, 0),
                 ColumnType::Timestamp => (5, 0, 0),
+                ColumnType::Numeric(n) => (6, n, 0),
             };
             p.push(tag);
             p.extend_from_slice(&a.to_le_bytes());
@@ -425,6 +426,7 @@ pub(crate) fn decode(payload: &[u8]) -> Option<Record<'_>> {
                     3 => ColumnType::Char(a),
                     4 => ColumnType::VarChar(a),
                     5 => ColumnType::Timestamp,
+                    6 => ColumnType::Numeric(a),
                     _ => return None,
                 };
                 builder = if nullable {

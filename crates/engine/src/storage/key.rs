@@ -22,6 +22,7 @@ use std::ops::Bound;
 
 use crate::error::{Error, Result};
 use crate::limits::MAX_KEY_LEN;
+use crate::storage::numeric::{self, NumericParts};
 use crate::storage::row::RowRef;
 use crate::storage::schema::ColumnType;
 use crate::storage::value::Value;
@@ -132,6 +133,14 @@ impl KeyBuf {
         self.push(&[code]) && self.push(&bytes[8 - n..])
     }
 
+    /// A stored numeric's sortable part: order-preserving and self-delimiting already.
+    fn push_numeric(&mut self, stored: &[u8]) -> bool {
+        match numeric::sortable_len(stored) {
+            Some(len) => self.push(&stored[..len]),
+            None => false,
+        }
+    }
+
     fn push_str(&mut self, s: &[u8]) -> bool {
         for chunk in s.split_inclusive(|&b| b == 0) {
             match chunk.split_last() {
@@ -168,6 +177,7 @@ impl KeyBuf {
             ColumnType::Decimal { .. } => self.push_int(row.decimal_units(col)),
             ColumnType::Timestamp => self.push_int(row.timestamp(col)),
             ColumnType::Char(_) | ColumnType::VarChar(_) => self.push_str(row.bytes(col)),
+            ColumnType::Numeric(_) => self.push_numeric(row.numeric(col)),
         }
     }
 
@@ -198,6 +208,11 @@ pub(crate) fn describe(mut key: &[u8], types: &[ColumnType]) -> Option<String> {
             ColumnType::Char(_) | ColumnType::VarChar(_) => {
                 let text = decode_str(&mut key)?;
                 format!("'{}'", String::from_utf8_lossy(&text).replace('\'', "''"))
+            }
+            ColumnType::Numeric(_) => {
+                let (parts, len) = numeric::decode_sortable(key)?;
+                key = &key[len..];
+                parts.to_string()
             }
         };
         parts.push(part);
@@ -366,6 +381,17 @@ impl<'t> KeyBuilder<'t> {
                     s
                 };
                 self.buf.push_str(trimmed.as_bytes())
+            }
+            (ColumnType::Numeric(n), Value::Numeric(bytes)) => {
+                if NumericParts::decode(bytes).is_none() {
+                    self.error = Some("not a stored numeric");
+                    return self;
+                }
+                if numeric::significant_digits(bytes) > usize::from(n) {
+                    self.error = Some("numeric with more digits than the key column");
+                    return self;
+                }
+                self.buf.push_numeric(bytes)
             }
             _ => {
                 self.error = Some("value type does not match the key column");

@@ -1,4 +1,5 @@
-//! How data is stored: schemas and the row format ([`schema`], [`row`], [`value`]),
+//! How data is stored: schemas and the row format ([`schema`], [`row`], [`value`], decimals of
+//! any precision in [`numeric`]),
 //! order-preserving keys ([`key`], [`key_columns`]), and records: the version chains and the slots
 //! that hold them ([`record`], in arrays that never move their elements, [`doubling`]).
 //!
@@ -9,6 +10,7 @@
 pub(crate) mod doubling;
 pub(crate) mod key;
 pub(crate) mod key_columns;
+pub(crate) mod numeric;
 pub(crate) mod record;
 pub(crate) mod row;
 pub(crate) mod schema;

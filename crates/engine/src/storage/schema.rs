@@ -9,6 +9,7 @@ use std::collections::HashSet;
 
 use crate::error::SchemaError;
 use crate::limits::{MAX_COLUMNS, MAX_DECIMAL_PRECISION, MAX_KEY_LEN, MAX_ROW_LEN};
+use crate::storage::numeric;
 
 /// The type of a column.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -33,6 +34,11 @@ pub enum ColumnType {
     VarChar(u16),
     /// Microseconds since the Unix epoch.
     Timestamp,
+    /// Decimal number of any scale with up to `n` significant digits, stored variable-length in
+    /// an order-preserving form with its display scale (see [`NumericParts`]).
+    ///
+    /// [`NumericParts`]: crate::NumericParts
+    Numeric(u16),
 }
 
 impl ColumnType {
@@ -42,7 +48,7 @@ impl ColumnType {
             ColumnType::Int32 => Some(4),
             ColumnType::Int64 | ColumnType::Decimal { .. } | ColumnType::Timestamp => Some(8),
             ColumnType::Char(n) => Some(usize::from(n)),
-            ColumnType::VarChar(_) => None,
+            ColumnType::VarChar(_) | ColumnType::Numeric(_) => None,
         }
     }
 
@@ -54,6 +60,8 @@ impl ColumnType {
             ColumnType::Int64 | ColumnType::Decimal { .. } | ColumnType::Timestamp => 9,
             // Every byte may be escaped to two, plus a two-byte terminator.
             ColumnType::Char(n) | ColumnType::VarChar(n) => 2 * usize::from(n) + 2,
+            // Its sortable part, which needs no escaping.
+            ColumnType::Numeric(n) => numeric::max_sortable_len(n),
         }
     }
 
@@ -61,6 +69,7 @@ impl ColumnType {
     fn max_row_width(self) -> usize {
         match self {
             ColumnType::VarChar(n) => usize::from(n) + 2,
+            ColumnType::Numeric(n) => numeric::max_stored_len(n) + 2,
             other => other.fixed_width().unwrap_or(0),
         }
     }
@@ -303,6 +312,7 @@ fn validate_type(column: &str, ty: ColumnType) -> Result<(), SchemaError> {
         ColumnType::Char(0) | ColumnType::VarChar(0) => {
             return bad("string length must be positive");
         }
+        ColumnType::Numeric(0) => return bad("a numeric must allow at least one digit"),
         _ => {}
     }
     Ok(())

@@ -168,6 +168,8 @@ pub enum Value<'a> {
     Str(&'a str),
     /// Microseconds since the Unix epoch.
     Timestamp(i64),
+    /// A `Numeric` column: the stored form [`NumericParts`](crate::NumericParts) encodes.
+    Numeric(&'a [u8]),
 }
 
 impl fmt::Display for Value<'_> {
@@ -178,6 +180,10 @@ impl fmt::Display for Value<'_> {
             Value::Decimal(d) => write!(f, "{d}"),
             Value::Str(s) => f.write_str(s),
             Value::Timestamp(t) => write!(f, "@{t}us"),
+            Value::Numeric(bytes) => match crate::storage::numeric::NumericParts::decode(bytes) {
+                Some(p) => write!(f, "{}", p),
+                None => f.write_str("<bad numeric>"),
+            },
         }
     }
 }

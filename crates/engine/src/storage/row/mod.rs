@@ -286,27 +286,30 @@ impl<'r> RowRef<'r> {
                 let len = field.iter().rposition(|&b| b != b' ').map_or(0, |p| p + 1);
                 &field[..len]
             }
-            ColumnType::VarChar(_) => {
-                let table = self.layout.fixed_end;
-                let end = read_u16(self.bytes, table + 2 * slot.at);
-                let start = if slot.at == 0 {
-                    self.layout.var_base()
-                } else {
-                    read_u16(self.bytes, table + 2 * (slot.at - 1))
-                };
-                &self.bytes[start..end]
-            }
+            ColumnType::VarChar(_) => self.var_bytes(slot),
             _ => self.layout.wrong_type(col, "a string"),
         }
     }
 
-    /// The encoded bytes of column `col` (a fixed-width column's field, a `VarChar`'s text),
+    /// The bytes of a variable-length column.
+    fn var_bytes(&self, slot: Slot) -> &'r [u8] {
+        let table = self.layout.fixed_end;
+        let end = read_u16(self.bytes, table + 2 * slot.at);
+        let start = if slot.at == 0 {
+            self.layout.var_base()
+        } else {
+            read_u16(self.bytes, table + 2 * (slot.at - 1))
+        };
+        &self.bytes[start..end]
+    }
+
+    /// The encoded bytes of column `col` (a fixed-width column's field, a variable one's bytes),
     /// without its NULL bit: for comparing a column of two rows of the same layout cheaply.
     pub(crate) fn column_bytes(&self, col: usize) -> &'r [u8] {
         let slot = self.layout.slots[col];
         match slot.ty.fixed_width() {
             Some(width) => &self.bytes[slot.at..slot.at + width],
-            None => self.bytes(col),
+            None => self.var_bytes(slot),
         }
     }
 
@@ -336,6 +339,22 @@ impl<'r> RowRef<'r> {
             ColumnType::Decimal { .. } => Value::Decimal(self.decimal(col)),
             ColumnType::Timestamp => Value::Timestamp(self.timestamp(col)),
             ColumnType::Char(_) | ColumnType::VarChar(_) => Value::Str(self.str(col)),
+            ColumnType::Numeric(_) => Value::Numeric(self.numeric(col)),
+        }
+    }
+
+    /// A `Numeric` column's stored form (see [`NumericParts`](crate::NumericParts)).
+    ///
+    /// # Panics
+    ///
+    /// If column `col` does not exist or is not a `Numeric` column.
+    #[inline]
+    #[track_caller]
+    pub fn numeric(&self, col: usize) -> &'r [u8] {
+        let slot = self.layout.slots[col];
+        match slot.ty {
+            ColumnType::Numeric(_) => self.var_bytes(slot),
+            _ => self.layout.wrong_type(col, "a numeric"),
         }
     }
 

@@ -7,6 +7,7 @@
 use super::{Row, RowLayout, RowRef, read_u16};
 use crate::error::{Error, Result};
 use crate::limits::MAX_DECIMAL_PRECISION;
+use crate::storage::numeric::{self, NumericParts};
 use crate::storage::schema::ColumnType;
 use crate::storage::value::{Decimal, Value};
 
@@ -113,7 +114,20 @@ impl RowLayout {
                         format!("{} bytes is longer than the declared {n}", s.len()),
                     ));
                 }
-                Checked::Str(s)
+                Checked::Bytes(s.as_bytes())
+            }
+            (ColumnType::Numeric(n), Value::Numeric(bytes)) => {
+                if NumericParts::decode(bytes).is_none() {
+                    return Err(self.invalid(col, "not a numeric's stored form"));
+                }
+                let digits = numeric::significant_digits(bytes);
+                if digits > usize::from(n) {
+                    return Err(self.invalid(
+                        col,
+                        format!("{digits} significant digits, more than the declared {n}"),
+                    ));
+                }
+                Checked::Bytes(bytes)
             }
             (ty, v) => return Err(self.invalid(col, format!("{v:?} is not a {ty:?} value"))),
         };
@@ -137,7 +151,8 @@ enum Checked<'a> {
     Null,
     Int32(i32),
     Int64(i64),
-    Str(&'a str),
+    /// A string's bytes (valid UTF-8) or a numeric's stored form.
+    Bytes(&'a [u8]),
 }
 
 fn set_null_bit(bytes: &mut [u8], col: usize, null: bool) {
@@ -164,10 +179,10 @@ fn write_fixed(layout: &RowLayout, bytes: &mut [u8], col: usize, value: &Checked
         }
         Checked::Int32(v) => bytes[slot.at..slot.at + 4].copy_from_slice(&v.to_le_bytes()),
         Checked::Int64(v) => bytes[slot.at..slot.at + 8].copy_from_slice(&v.to_le_bytes()),
-        Checked::Str(s) => {
+        Checked::Bytes(s) => {
             if let ColumnType::Char(n) = slot.ty {
                 let field = &mut bytes[slot.at..slot.at + usize::from(n)];
-                field[..s.len()].copy_from_slice(s.as_bytes());
+                field[..s.len()].copy_from_slice(s);
                 field[s.len()..].fill(b' ');
             }
         }
@@ -277,14 +292,14 @@ impl<'l> RowBuilder<'l> {
                 self.assigned[col] = true;
                 let slot = self.layout.slots[col];
                 match (slot.ty, &checked) {
-                    (ColumnType::VarChar(_), Checked::Str(s)) => {
+                    (ColumnType::VarChar(_) | ColumnType::Numeric(_), Checked::Bytes(s)) => {
                         self.var_spans[slot.at] = Some((self.var_data.len(), s.len()));
-                        self.var_data.extend_from_slice(s.as_bytes());
+                        self.var_data.extend_from_slice(s);
                         if slot.nullable {
                             set_null_bit(&mut self.fixed, col, false);
                         }
                     }
-                    (ColumnType::VarChar(_), Checked::Null) => {
+                    (ColumnType::VarChar(_) | ColumnType::Numeric(_), Checked::Null) => {
                         self.var_spans[slot.at] = None;
                         set_null_bit(&mut self.fixed, col, true);
                     }
@@ -403,9 +418,9 @@ impl<'l> RowMut<'l> {
         match layout.check(col, value) {
             Ok(checked) => {
                 let slot = layout.slots[col];
-                if let ColumnType::VarChar(_) = slot.ty {
+                if slot.ty.fixed_width().is_none() {
                     let text: &[u8] = match &checked {
-                        Checked::Str(s) => s.as_bytes(),
+                        Checked::Bytes(s) => s,
                         _ => &[],
                     };
                     self.replace_var(slot.at, text);
@@ -617,5 +632,66 @@ mod tests {
             .timestamp(7, 9);
         let row = b.finish().expect("row");
         let _ = row.view(&layout).i32(2);
+    }
+}
+
+#[cfg(test)]
+mod numeric_tests {
+    use super::*;
+    use crate::storage::schema::TableSchema;
+
+    fn stored(negative: bool, digits: &[u8], exponent: i32, dscale: u16) -> Vec<u8> {
+        let mut out = Vec::new();
+        NumericParts {
+            negative,
+            digits: digits.to_vec(),
+            exponent,
+            dscale,
+        }
+        .encode(&mut out)
+        .expect("normal form");
+        out
+    }
+
+    /// A numeric column is written, read back, replaced by a longer one and set NULL beside a
+    /// string column, and values past its digits or not in the stored form are refused.
+    #[test]
+    fn numeric_columns_store_their_bytes_and_check_them() {
+        let schema = TableSchema::builder("t")
+            .column("id", ColumnType::Int32)
+            .nullable_column("n", ColumnType::Numeric(6))
+            .column("s", ColumnType::VarChar(8))
+            .primary_key(&["id"])
+            .build()
+            .expect("schema");
+        let layout = RowLayout::new(&schema);
+        let short = stored(false, &[1, 2, 5], 2, 1); // 12.5
+        let long = stored(true, &[9, 8, 7, 6, 5, 4], 3, 3); // -987.654
+        let row = RowBuilder::new(&layout)
+            .set(0, Value::Int(1))
+            .set(1, Value::Numeric(&short))
+            .set(2, Value::Str("after"))
+            .finish()
+            .expect("row");
+        let view = row.view(&layout);
+        assert_eq!(view.get(1), Value::Numeric(&short));
+        assert_eq!(view.get(2), Value::Str("after"));
+        assert_eq!(view.get(1).to_string(), "12.5");
+
+        let mut changed = view.to_mut();
+        changed.set(1, Value::Numeric(&long));
+        let bytes = changed.into_bytes().expect("update");
+        let again = RowRef::new(&layout, &bytes);
+        assert_eq!(again.get(1).to_string(), "-987.654");
+        assert_eq!(again.get(2), Value::Str("after"));
+        let mut cleared = again.to_mut();
+        cleared.set(1, Value::Null);
+        let bytes = cleared.into_bytes().expect("NULL");
+        assert_eq!(RowRef::new(&layout, &bytes).get(1), Value::Null);
+
+        let too_many = stored(false, &[1, 2, 3, 4, 5, 6, 7], 7, 0);
+        assert!(layout.check(1, Value::Numeric(&too_many)).is_err());
+        assert!(layout.check(1, Value::Numeric(&[0x03, 1])).is_err());
+        assert!(layout.check(1, Value::Str("12.5")).is_err());
     }
 }
