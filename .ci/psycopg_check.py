@@ -52,6 +52,15 @@ with psycopg.connect(DSN, autocommit=True) as conn:
         except errors.NotNullViolation:
             print("ok: NULL in a NOT NULL column is a NotNullViolation (23502)")
 
+        # A numeric of any precision keeps every digit, sent as text and read back in binary.
+        exact = decimal.Decimal("-12345678901234567890.123456789012345678901234567890")
+        cur.execute("drop table if exists py_exact")
+        cur.execute("create table py_exact (id int primary key, v numeric)")
+        cur.execute("insert into py_exact values (%s, %s)", (1, exact))
+        cur.execute("select v, v / 3 from py_exact", binary=True)
+        check("a numeric of 50 digits, and a quotient of it", cur.fetchone(),
+              (exact, decimal.Decimal("-4115226300411522630.041152263004115226300411522630")))
+
     conn.execute("set priority = 'high'")
     check("SET priority", conn.execute("show priority").fetchone()[0], "high")
 

@@ -10,8 +10,9 @@ use futures::{Sink, SinkExt, stream};
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::send_query_response;
 use pgwire::api::results::{CopyResponse, QueryResponse, Response, Tag};
+use pgwire::api::store::PortalStore;
 use pgwire::api::{
-    ClientInfo, ConnectionHandle, ConnectionManager, PgWireConnectionState,
+    ClientInfo, ClientPortalStore, ConnectionHandle, ConnectionManager, PgWireConnectionState,
     RandomPidSecretKeyGenerator,
 };
 use pgwire::error::{PgWireError, PgWireResult};
@@ -19,7 +20,7 @@ use pgwire::messages::PgWireBackendMessage;
 use pgwire::messages::response::{EmptyQueryResponse, TransactionStatus};
 use tokio::sync::Mutex;
 
-use overtake_sql::SqlError;
+use overtake_sql::{SqlError, sqlstate};
 
 use crate::prepared::StatementRef;
 use crate::session::{Answer, Session, Shared};
@@ -38,6 +39,11 @@ pub struct Connection {
     /// An Execute not run yet: it waits for the next message to learn whether it is alone
     /// before Sync (see `extended`).
     pub(crate) deferred: std::sync::Mutex<Option<Arc<Portal<StatementRef>>>>,
+    /// The names of the client's prepared statements (pgwire's store cannot list them), for
+    /// `DEALLOCATE ALL`.
+    statement_names: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    /// Statements `DEALLOCATE` forgot, still in the client's store.
+    deallocated: std::sync::Mutex<Vec<String>>,
 }
 
 impl Drop for Connection {
@@ -61,6 +67,68 @@ impl Connection {
             pids,
             admitted: std::sync::atomic::AtomicBool::new(false),
             deferred: std::sync::Mutex::new(None),
+            statement_names: Default::default(),
+            deallocated: Default::default(),
+        }
+    }
+
+    /// Notes a statement the client prepared under `name` (Parse), or closed (Close).
+    pub(crate) fn name_statement(&self, name: &str, kept: bool) {
+        let mut names = self
+            .statement_names
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if kept && !name.is_empty() {
+            names.insert(name.to_owned());
+        } else {
+            names.remove(name);
+        }
+    }
+
+    /// Carries out a `DEALLOCATE` the session answered: the statement named (26000 if there is
+    /// none, which fails `session`'s block as any error does), or every one, is forgotten, and
+    /// dropped from the client's store by [`Connection::drop_deallocated`] before the client's
+    /// next message reads the store. Other answers pass unchanged.
+    pub(crate) fn deallocate(&self, session: &mut Session, answer: Answer) -> Answer {
+        let Answer::Deallocate(target) = answer else {
+            return answer;
+        };
+        let mut names = self
+            .statement_names
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let mut dropped = self.deallocated.lock().unwrap_or_else(|p| p.into_inner());
+        let tag = match target {
+            None => {
+                dropped.extend(std::mem::take(&mut *names));
+                "DEALLOCATE ALL"
+            }
+            Some(name) if names.remove(&name) => {
+                dropped.push(name);
+                "DEALLOCATE"
+            }
+            Some(name) => {
+                return session.fail(SqlError::new(
+                    sqlstate::INVALID_SQL_STATEMENT_NAME,
+                    format!("prepared statement \"{name}\" does not exist"),
+                ));
+            }
+        };
+        Answer::Done(tag.into())
+    }
+
+    /// Drops from the client's store the statements `DEALLOCATE` forgot (the protocol handlers
+    /// that run a statement cannot all reach the store; every one that reads it calls this
+    /// first).
+    pub(crate) fn drop_deallocated<C>(&self, client: &C)
+    where
+        C: ClientPortalStore,
+        C::PortalStore: PortalStore,
+    {
+        let dropped =
+            std::mem::take(&mut *self.deallocated.lock().unwrap_or_else(|p| p.into_inner()));
+        for name in dropped {
+            client.portal_store().rm_statement(&name);
         }
     }
 
@@ -186,6 +254,8 @@ pub(crate) fn response(answer: Answer, format: &Format) -> Result<Response, SqlE
         Answer::End(tag) => Response::TransactionEnd(Tag::new(&tag)),
         Answer::CopyIn(n) => Response::CopyIn(CopyResponse::new(0, n, stream::empty())),
         Answer::Empty => Response::EmptyQuery,
+        // Carried out by the connection before its answer is sent (`Connection::deallocate`).
+        Answer::Deallocate(_) => Response::Execution(Tag::new("DEALLOCATE")),
         Answer::Error(e) => return Err(e),
     })
 }

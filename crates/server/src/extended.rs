@@ -133,6 +133,7 @@ impl ExtendedQueryHandler for Connection {
     {
         let parsed = async {
             self.run_deferred(client).await?;
+            self.drop_deallocated(client);
             // A failed block refuses every statement but COMMIT and ROLLBACK (PostgreSQL checks
             // at Parse too).
             if self.block_failed().await
@@ -156,6 +157,7 @@ impl ExtendedQueryHandler for Connection {
                 Some(stmt) => client.portal_store().put_statement(Arc::new(stmt)),
                 None => client.portal_store().put_empty_statement(name),
             }
+            self.name_statement(name, true);
             Ok(())
         }
         .await;
@@ -175,6 +177,7 @@ impl ExtendedQueryHandler for Connection {
     {
         let bound = async {
             self.run_deferred(client).await?;
+            self.drop_deallocated(client);
             self.bind(client, &message).await
         }
         .await;
@@ -190,6 +193,7 @@ impl ExtendedQueryHandler for Connection {
     {
         let described = async {
             self.run_deferred(client).await?;
+            self.drop_deallocated(client);
             self.describe(client, &message).await
         }
         .await;
@@ -220,9 +224,13 @@ impl ExtendedQueryHandler for Connection {
     {
         let deferred = self.run_deferred(client).await;
         self.failing(client, deferred).await?;
+        self.drop_deallocated(client);
         let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
         match message.target_type {
-            b'S' => client.portal_store().rm_statement(name),
+            b'S' => {
+                client.portal_store().rm_statement(name);
+                self.name_statement(name, false);
+            }
             b'P' => client.portal_store().rm_portal(name),
             _ => {}
         }
@@ -572,8 +580,9 @@ impl Connection {
                     wire::decode_param(portal.parameters[i].as_deref(), *ty, binary)
                 })
                 .collect::<Result<Vec<_>, _>>()?;
+            let answer = session.execute_until(plan, params, cancelled).await;
             response(
-                session.execute_until(plan, params, cancelled).await,
+                self.deallocate(session, answer),
                 &portal.result_column_format,
             )
         }

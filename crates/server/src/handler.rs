@@ -142,6 +142,8 @@ impl SimpleQueryHandler for Connection {
                     Err(e) => session.fail(e),
                 }
             };
+            let answer = self.deallocate(session, answer);
+            self.drop_deallocated(client);
             let stop = matches!(answer, Answer::Error(_));
             copying = matches!(answer, Answer::CopyIn(_));
             send_answer(client, answer).await?;

@@ -187,6 +187,56 @@ fn an_over_long_statement_is_refused_and_the_session_goes_on() {
     });
 }
 
+/// `DEALLOCATE` forgets the client's prepared statements as PostgreSQL's does (psycopg sends
+/// `DEALLOCATE ALL` after any DROP or ALTER): a statement deallocated no longer binds, an
+/// unknown name is 26000 and fails the block, and a name prepared again works.
+#[test]
+fn deallocate_forgets_prepared_statements() {
+    let server = common::TestServer::start();
+    runtime().block_on(async {
+        let client = connect(&server.dsn("dealloc")).await;
+        let code = |e: tokio_postgres::Error| e.code().map(|c| c.code().to_owned());
+        let one = client.prepare("SELECT 1").await.expect("prepare");
+        let two = client.prepare("SELECT 2").await.expect("prepare");
+        client.query(&one, &[]).await.expect("runs");
+        client
+            .simple_query("DEALLOCATE ALL")
+            .await
+            .expect("DEALLOCATE ALL");
+        for statement in [&one, &two] {
+            let e = client.query(statement, &[]).await.expect_err("forgotten");
+            assert_eq!(code(e).as_deref(), Some("26000"));
+        }
+        // tokio-postgres names a connection's statements s0, s1, ... in order.
+        let three = client.prepare("SELECT 3").await.expect("prepare");
+        client
+            .simple_query("DEALLOCATE PREPARE s2")
+            .await
+            .expect("DEALLOCATE name");
+        let e = client.query(&three, &[]).await.expect_err("forgotten");
+        assert_eq!(code(e).as_deref(), Some("26000"));
+        let e = client
+            .simple_query("DEALLOCATE nosuch")
+            .await
+            .expect_err("unknown");
+        assert_eq!(code(e).as_deref(), Some("26000"));
+        let e = client
+            .batch_execute("BEGIN; DEALLOCATE nosuch; SELECT 1")
+            .await
+            .expect_err("fails the block");
+        assert_eq!(code(e).as_deref(), Some("26000"));
+        let e = client
+            .simple_query("SELECT 1")
+            .await
+            .expect_err("failed block");
+        assert_eq!(code(e).as_deref(), Some("25P02"));
+        client.simple_query("ROLLBACK").await.expect("rollback");
+        let four = client.prepare("SELECT 4").await.expect("prepare again");
+        let rows = client.query(&four, &[]).await.expect("runs");
+        assert_eq!(rows[0].get::<_, i32>(0), 4);
+    });
+}
+
 #[test]
 fn a_cancelled_query_stops_running() {
     let server = common::TestServer::start();

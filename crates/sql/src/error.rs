@@ -20,6 +20,7 @@ pub mod sqlstate {
     pub const DATATYPE_MISMATCH: &str = "42804";
     pub const GROUPING_ERROR: &str = "42803";
     pub const INVALID_PARAMETER_VALUE: &str = "22023";
+    pub const INVALID_SQL_STATEMENT_NAME: &str = "26000";
     pub const INVALID_TEXT_REPRESENTATION: &str = "22P02";
     pub const INVALID_DATETIME_FORMAT: &str = "22007";
     pub const DATETIME_FIELD_OVERFLOW: &str = "22008";

@@ -104,6 +104,9 @@ pub enum Command {
         grantees: Vec<String>,
         revoke: bool,
     },
+    /// `DEALLOCATE name` (`None`: `DEALLOCATE ALL`): forgets the session's prepared statements,
+    /// which the connection keeps.
+    Deallocate(Option<String>),
     /// Accepted and done nothing with (`VACUUM`, `ANALYZE`, `DISCARD`...): the tag to answer.
     Noop(&'static str),
     /// `EXPLAIN`: the plan, as lines of text.

@@ -360,6 +360,11 @@ pub fn prepare_in(
         Statement::Vacuum(_) => Command::Noop("VACUUM"),
         Statement::Analyze(_) => Command::Noop("ANALYZE"),
         Statement::Discard { .. } => Command::Noop("DISCARD ALL"),
+        // `ALL` is a keyword; `"ALL"` names a statement.
+        Statement::Deallocate { name, .. } => Command::Deallocate(
+            (name.quote_style.is_some() || !name.value.eq_ignore_ascii_case("all"))
+                .then(|| ident(name)),
+        ),
         Statement::Explain {
             statement,
             analyze: false,

@@ -87,6 +87,9 @@ pub enum Answer {
     End(String),
     /// COPY FROM STDIN: rows follow, this many columns each.
     CopyIn(usize),
+    /// `DEALLOCATE`: the connection, which keeps prepared statements, forgets them (see
+    /// `Connection::deallocate`).
+    Deallocate(Option<String>),
     Empty,
     Error(SqlError),
 }
@@ -466,6 +469,7 @@ impl Session {
                 "VACUUM cannot run inside a transaction block",
             )),
             Command::Noop(tag) => Ok(Answer::Done((*tag).into())),
+            Command::Deallocate(name) => Ok(Answer::Deallocate(name.clone())),
             Command::Explain(lines) => Ok(Answer::Rows {
                 columns: prepared.columns.clone(),
                 rows: lines.iter().map(|l| vec![Datum::Text(l.clone())]).collect(),
