@@ -103,8 +103,9 @@ pub enum SchemaError {
         /// Its worst-case encoded length.
         bytes: usize,
     },
-    /// A row could exceed [`MAX_ROW_LEN`].
-    #[error("rows can be {0} bytes long; the limit is {MAX_ROW_LEN}")]
+    /// Every row would need more than [`MAX_ROW_LEN`] bytes (fixed-width fields and the offsets
+    /// of variable-length ones).
+    #[error("rows need {0} bytes before any variable-length value; the limit is {MAX_ROW_LEN}")]
     RowTooLong(usize),
 }
 
@@ -156,6 +157,12 @@ pub enum Error {
         column: String,
         /// What is wrong.
         reason: String,
+    },
+    /// A row's values together take more than [`MAX_ROW_LEN`] bytes.
+    #[error("row is too big: size {bytes}, maximum size {MAX_ROW_LEN}")]
+    RowTooBig {
+        /// The row's encoded size.
+        bytes: usize,
     },
     /// A decimal that cannot be represented.
     #[error(transparent)]

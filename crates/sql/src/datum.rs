@@ -541,11 +541,11 @@ fn not_a_number(d: &Datum) -> SqlError {
 }
 
 /// A string of at most `n` characters (`char(n)` keeps it unpadded: the engine pads).
-fn fit(s: String, n: u16, _padded: bool) -> Result<String> {
-    if s.chars().count() > usize::from(n) {
+fn fit(s: String, n: u32, _padded: bool) -> Result<String> {
+    if s.chars().count() > n as usize {
         // PostgreSQL lets an over-long value through when the excess is only spaces.
         let trimmed = s.trim_end_matches(' ');
-        if trimmed.chars().count() <= usize::from(n) {
+        if trimmed.chars().count() <= n as usize {
             return Ok(trimmed.to_owned());
         }
         return Err(SqlError::new(

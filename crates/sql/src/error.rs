@@ -207,7 +207,9 @@ impl From<EngineError> for SqlError {
                 sqlstate::TOO_MANY_CONNECTIONS,
                 format!("too many open transactions (at most {n})"),
             ),
-            EngineError::TooManyTables(_) | EngineError::InvalidKey { .. } => {
+            EngineError::TooManyTables(_)
+            | EngineError::InvalidKey { .. }
+            | EngineError::RowTooBig { .. } => {
                 SqlError::new(sqlstate::PROGRAM_LIMIT_EXCEEDED, e.to_string())
             }
             EngineError::InvalidValue { .. } | EngineError::Decimal(_) => {

@@ -9,8 +9,11 @@ use sqlparser::ast::{self, DataType, ExactNumberInfo};
 
 use crate::error::{Result, SqlError, sqlstate};
 
-/// Longest `text` value outside a key (bytes).
-pub const TEXT_MAX: u16 = 4096;
+/// Longest `text` value outside a key (bytes): what a row holds (all its values together may
+/// take no more).
+pub const TEXT_MAX: u16 = u16::MAX;
+/// Longest `varchar(n)` and `char(n)` a column may declare (PostgreSQL's).
+pub const LENGTH_MAX: u32 = 10_485_760;
 /// Longest `text` value in a key: what the engine's key length allows for one column.
 pub const TEXT_KEY_MAX: u16 = 126;
 /// Most significant digits a `numeric` column declared without a precision holds (computations
@@ -21,6 +24,11 @@ pub const NUMERIC_KEY_DIGITS: u16 = 100;
 /// Largest precision the engine's 64-bit fixed-point decimals hold; wider `numeric(p, s)`
 /// columns are stored as the engine's variable-length numerics.
 const FIXED_POINT_PRECISION: u16 = overtake_engine::MAX_DECIMAL_PRECISION as u16;
+
+/// An engine string length of `n` bytes, as far as a row's offsets reach.
+fn bytes(n: u32) -> u16 {
+    u16::try_from(n).unwrap_or(u16::MAX)
+}
 
 /// A `numeric(precision, scale)` declaration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -48,10 +56,10 @@ pub enum SqlType {
     Float8,
     /// `text`, or a literal or parameter whose type is not known yet.
     Text,
-    /// `varchar(n)`.
-    VarChar(u16),
-    /// `char(n)`.
-    Char(u16),
+    /// `varchar(n)`: at most `n` characters.
+    VarChar(u32),
+    /// `char(n)`: `n` characters.
+    Char(u32),
     /// `timestamp` (without time zone), microseconds.
     Timestamp,
     /// `timestamp with time zone`: an instant, microseconds since the epoch in UTC.
@@ -113,8 +121,8 @@ impl SqlType {
             23 => SqlType::Int4,
             25 | 705 => SqlType::Text,
             700 | 701 => SqlType::Float8,
-            1042 => SqlType::Char(TEXT_KEY_MAX),
-            1043 => SqlType::VarChar(TEXT_MAX),
+            1042 => SqlType::Char(u32::from(TEXT_KEY_MAX)),
+            1043 => SqlType::VarChar(LENGTH_MAX),
             1114 => SqlType::Timestamp,
             1184 => SqlType::TimestampTz,
             1082 => SqlType::Date,
@@ -171,8 +179,12 @@ impl SqlType {
             SqlType::Numeric(None) => ColumnType::Numeric(NUMERIC_STORED_DIGITS),
             SqlType::Text if in_key => ColumnType::VarChar(TEXT_KEY_MAX),
             SqlType::Text => ColumnType::VarChar(TEXT_MAX),
-            SqlType::VarChar(n) => ColumnType::VarChar(n),
-            SqlType::Char(n) => ColumnType::Char(n),
+            // A key holds `n` bytes of a varchar(n) (a key's width is bounded); elsewhere a
+            // value of `n` characters of up to four bytes each, as far as a row holds.
+            SqlType::VarChar(n) if in_key => ColumnType::VarChar(bytes(n)),
+            SqlType::VarChar(n) => ColumnType::VarChar(bytes(n.saturating_mul(4))),
+            // Fixed width: `n` bytes (a char(n) of multibyte characters is refused past them).
+            SqlType::Char(n) => ColumnType::Char(bytes(n)),
             SqlType::Timestamp | SqlType::TimestampTz => ColumnType::Timestamp,
             SqlType::Date => ColumnType::Int32,
             // Refused as a column's type before a table is built (see `ddl`).
@@ -182,17 +194,21 @@ impl SqlType {
 
     /// The type a column declared as `ty` has.
     pub fn from_ast(ty: &DataType) -> Result<SqlType> {
-        let length = |n: Option<u64>, default: u16| -> Result<u16> {
+        let length = |n: Option<u64>, default: u32, name: &str| -> Result<u32> {
             match n {
                 None => Ok(default),
-                Some(n) if (1..=u64::from(TEXT_MAX)).contains(&n) => Ok(n as u16),
-                Some(n) => Err(SqlError::new(
-                    sqlstate::PROGRAM_LIMIT_EXCEEDED,
-                    format!("length {n} is out of range (1 to {TEXT_MAX})"),
+                Some(n) if (1..=u64::from(LENGTH_MAX)).contains(&n) => Ok(n as u32),
+                Some(0) => Err(SqlError::new(
+                    sqlstate::INVALID_PARAMETER_VALUE,
+                    format!("length for type {name} must be at least 1"),
+                )),
+                Some(_) => Err(SqlError::new(
+                    sqlstate::INVALID_PARAMETER_VALUE,
+                    format!("length for type {name} cannot exceed {LENGTH_MAX}"),
                 )),
             }
         };
-        let char_length = |len: &Option<sqlparser::ast::CharacterLength>, default| {
+        let char_length = |len: &Option<sqlparser::ast::CharacterLength>, default, name| {
             length(
                 match len {
                     Some(sqlparser::ast::CharacterLength::IntegerLength { length, .. }) => {
@@ -201,6 +217,7 @@ impl SqlType {
                     Some(sqlparser::ast::CharacterLength::Max) | None => None,
                 },
                 default,
+                name,
             )
         };
         Ok(match ty {
@@ -241,9 +258,11 @@ impl SqlType {
             | DataType::Real => SqlType::Float8,
             DataType::Text | DataType::String(_) => SqlType::Text,
             DataType::Varchar(len) | DataType::CharacterVarying(len) => {
-                SqlType::VarChar(char_length(len, TEXT_MAX)?)
+                SqlType::VarChar(char_length(len, LENGTH_MAX, "varchar")?)
             }
-            DataType::Char(len) | DataType::Character(len) => SqlType::Char(char_length(len, 1)?),
+            DataType::Char(len) | DataType::Character(len) => {
+                SqlType::Char(char_length(len, 1, "char")?)
+            }
             DataType::Timestamp(_, ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz) => {
                 SqlType::TimestampTz
             }

@@ -165,11 +165,6 @@ pub(crate) fn max_sortable_len(digits: u16) -> usize {
     1 + 4 + usize::from(digits).div_ceil(2) + 1
 }
 
-/// Bytes such a number may take in a row.
-pub(crate) fn max_stored_len(digits: u16) -> usize {
-    max_sortable_len(digits) + 2
-}
-
 /// Significant digits of the stored number `bytes` (which passed [`NumericParts::decode`]).
 pub(crate) fn significant_digits(bytes: &[u8]) -> usize {
     match bytes.first() {
@@ -258,7 +253,7 @@ mod tests {
             );
             assert_eq!(parts(text, dscale).to_string(), text);
             assert_eq!(significant_digits(&s), count, "{text}");
-            assert!(s.len() <= max_stored_len(count as u16));
+            assert!(s.len() <= max_sortable_len(count as u16) + 2);
         }
     }
 

@@ -6,7 +6,7 @@
 
 use super::{Row, RowLayout, RowRef, read_u16};
 use crate::error::{Error, Result};
-use crate::limits::MAX_DECIMAL_PRECISION;
+use crate::limits::{MAX_DECIMAL_PRECISION, MAX_ROW_LEN};
 use crate::storage::numeric::{self, NumericParts};
 use crate::storage::schema::ColumnType;
 use crate::storage::value::{Decimal, Value};
@@ -339,6 +339,9 @@ impl<'l> RowBuilder<'l> {
         }
         let var_base = self.layout.var_base();
         let total = var_base + self.var_data.len();
+        if total > MAX_ROW_LEN {
+            return Err(Error::RowTooBig { bytes: total });
+        }
         let mut bytes = Vec::with_capacity(total);
         bytes.extend_from_slice(&self.fixed);
         bytes.resize(var_base, 0);
@@ -349,7 +352,7 @@ impl<'l> RowBuilder<'l> {
                 end += len;
             }
             let at = self.layout.fixed_end + 2 * k;
-            // Fits: the schema limits rows to u16::MAX bytes.
+            // Fits: checked above.
             bytes[at..at + 2].copy_from_slice(&(end as u16).to_le_bytes());
         }
         Ok(Row {
@@ -446,6 +449,11 @@ impl<'l> RowMut<'l> {
         } else {
             read_u16(&self.bytes, table + 2 * (ordinal - 1))
         };
+        let total = self.bytes.len() - (end - start) + text.len();
+        if total > MAX_ROW_LEN {
+            self.error.get_or_insert(Error::RowTooBig { bytes: total });
+            return;
+        }
         self.bytes.splice(start..end, text.iter().copied());
         let delta = text.len() as isize - (end - start) as isize;
         for k in ordinal..self.layout.var_count {
@@ -693,5 +701,45 @@ mod numeric_tests {
         assert!(layout.check(1, Value::Numeric(&too_many)).is_err());
         assert!(layout.check(1, Value::Numeric(&[0x03, 1])).is_err());
         assert!(layout.check(1, Value::Str("12.5")).is_err());
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::*;
+    use crate::storage::schema::TableSchema;
+
+    /// Variable-length columns may declare more than a row holds; a row whose values pass
+    /// the limit is refused when built or updated, and one just under it is kept.
+    #[test]
+    fn rows_past_the_limit_are_refused_when_written() {
+        let schema = TableSchema::builder("t")
+            .column("id", ColumnType::Int32)
+            .column("a", ColumnType::VarChar(60_000))
+            .column("b", ColumnType::VarChar(60_000))
+            .primary_key(&["id"])
+            .build()
+            .expect("schema");
+        let layout = RowLayout::new(&schema);
+        let big = "x".repeat(40_000);
+        let too_big = RowBuilder::new(&layout)
+            .set(0, Value::Int(1))
+            .set(1, Value::Str(&big))
+            .set(2, Value::Str(&big))
+            .finish();
+        assert!(matches!(too_big, Err(Error::RowTooBig { .. })), "{too_big:?}");
+        let row = RowBuilder::new(&layout)
+            .set(0, Value::Int(1))
+            .set(1, Value::Str(&big))
+            .set(2, Value::Str("small"))
+            .finish()
+            .expect("fits");
+        let mut grown = row.view(&layout).to_mut();
+        grown.set(2, Value::Str(&big));
+        assert!(matches!(grown.into_bytes(), Err(Error::RowTooBig { .. })));
+        let mut swapped = row.view(&layout).to_mut();
+        swapped.set(1, Value::Str("small")).set(2, Value::Str(&big));
+        let bytes = swapped.into_bytes().expect("fits again");
+        assert_eq!(RowRef::new(&layout, &bytes).get(2), Value::Str(&big));
     }
 }
