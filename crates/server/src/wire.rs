@@ -253,7 +253,7 @@ fn decode_numeric(b: &[u8]) -> Option<Datum> {
     // The digits are groups `weight` down to `weight - n + 1`: text * 10^(4 * (weight - n + 1)).
     let exponent = 4 * (i64::from(weight) - n as i64 + 1);
     let value = Num::parse(&format!("{text}e{exponent}")).ok()??;
-    let value = value.trunc(scale).rescale(scale);
+    let value = value.truncate(i64::from(scale));
     Some(Datum::Numeric(if sign == 0x4000 {
         value.neg()
     } else {

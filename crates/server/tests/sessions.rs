@@ -207,14 +207,16 @@ fn deallocate_forgets_prepared_statements() {
             let e = client.query(statement, &[]).await.expect_err("forgotten");
             assert_eq!(code(e).as_deref(), Some("26000"));
         }
-        // tokio-postgres names a connection's statements s0, s1, ... in order.
-        let three = client.prepare("SELECT 3").await.expect("prepare");
-        client
-            .simple_query("DEALLOCATE PREPARE s2")
-            .await
-            .expect("DEALLOCATE name");
-        let e = client.query(&three, &[]).await.expect_err("forgotten");
-        assert_eq!(code(e).as_deref(), Some("26000"));
+        // A statement prepared under a name of the client's choosing (tokio-postgres picks
+        // its own), dropped by that name.
+        let mut raw = Raw::connect(server.port);
+        raw.send(b'P', b"mine\0SELECT 3\0\0\0");
+        raw.send(b'S', &[]);
+        assert!(raw.until_ready().1.is_empty());
+        assert!(raw.query("DEALLOCATE PREPARE mine").1.is_empty());
+        raw.send(b'B', b"\0mine\0\0\0\0\0\0\0");
+        raw.send(b'S', &[]);
+        assert_eq!(raw.until_ready().1, ["26000"]);
         let e = client
             .simple_query("DEALLOCATE nosuch")
             .await

@@ -85,6 +85,8 @@ pub struct Binder<'c> {
     pub params: Vec<Option<SqlType>>,
     /// How deep the expression being bound is nested so far (see `depth`).
     depth: usize,
+    /// The first error computing a constant part met (see [`folded`](Self::folded)).
+    pub(crate) fold_error: Option<SqlError>,
 }
 
 impl<'c> Binder<'c> {
@@ -93,6 +95,7 @@ impl<'c> Binder<'c> {
             tables,
             params: declared.to_vec(),
             depth: 0,
+            fold_error: None,
         }
     }
 
@@ -119,7 +122,8 @@ impl<'c> Binder<'c> {
 
     /// [`expr`](Self::expr) for a whole expression of the statement (a condition, a select
     /// item, a value): bound, then its constant parts computed as PostgreSQL's planner does
-    /// (see `fold`).
+    /// (see `fold`); an error computing them is the statement's once all of it is bound
+    /// ([`fold_error`](Self::fold_error)).
     pub fn folded(
         &mut self,
         e: &ast::Expr,
@@ -127,7 +131,16 @@ impl<'c> Binder<'c> {
         grouping: &mut Option<&mut Grouping>,
     ) -> Result<(Expr, SqlType)> {
         let (bound, ty) = self.expr(e, scope, grouping)?;
-        Ok((crate::fold::fold(bound)?, ty))
+        match crate::fold::fold(bound) {
+            Ok(folded) => Ok((folded, ty)),
+            // PostgreSQL reports what analysis finds (types, names) in any part of a statement
+            // before what its planner's folding meets: the statement fails with this once it
+            // is bound (the placeholder never runs).
+            Err(e) => {
+                self.fold_error.get_or_insert(e);
+                Ok((Expr::Literal(Datum::Null), ty))
+            }
+        }
     }
 
     /// Binds `e` over `scope`; in an aggregate query `grouping` maps it onto the aggregated row.
@@ -377,6 +390,13 @@ impl<'c> Binder<'c> {
                     BinaryOperator::Minus => (BinOp::Minus, arith_type(lt, rt)),
                     BinaryOperator::Multiply => (BinOp::Multiply, arith_type(lt, rt)),
                     BinaryOperator::Divide => (BinOp::Divide, arith_type(lt, rt)),
+                    // PostgreSQL has no remainder of doubles.
+                    BinaryOperator::Modulo if arith_type(lt, rt) == SqlType::Float8 => {
+                        return Err(SqlError::new(
+                            sqlstate::UNDEFINED_FUNCTION,
+                            format!("operator does not exist: {} % {}", lt.name(), rt.name()),
+                        ));
+                    }
                     BinaryOperator::Modulo => (BinOp::Modulo, arith_type(lt, rt)),
                     BinaryOperator::StringConcat => (BinOp::Concat, SqlType::Text),
                     other => return Err(SqlError::unsupported(format!("operator {other}"))),
@@ -519,6 +539,22 @@ impl<'c> Binder<'c> {
                 (Expr::Literal(Datum::parse(&text, ty)?), ty)
             }
             A::Function(f) => self.function(f, scope, g)?,
+            A::Ceil {
+                expr,
+                field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime),
+            }
+            | A::Floor {
+                expr,
+                field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime),
+            } => {
+                let name = if matches!(e, A::Ceil { .. }) {
+                    "ceil"
+                } else {
+                    "floor"
+                };
+                let (x, t) = self.expr(expr, scope, g)?;
+                self.call(name, vec![x], vec![t])?
+            }
             A::Substring {
                 expr,
                 substring_from,

@@ -42,6 +42,14 @@ pub enum Func {
     ClockTimestamp,
     Random,
     Abs,
+    /// `round(x [, places])`: a numeric half away from zero, a double half to even.
+    Round,
+    /// `trunc(x [, places])`: toward zero.
+    Trunc,
+    /// `ceil(x)` (`ceiling`).
+    Ceil,
+    /// `floor(x)`.
+    Floor,
     Lower,
     Upper,
     Length,
@@ -533,6 +541,34 @@ fn eval_func(f: Func, args: &[Expr], row: &[Datum], cx: &Context<'_>) -> Result<
                     .take(end.saturating_sub(start).max(0) as usize)
                     .collect(),
             )
+        }
+        Func::Round | Func::Trunc | Func::Ceil | Func::Floor => {
+            let x = arg(0)?;
+            let places = match args.get(1) {
+                Some(p) => match p.eval(row, cx)? {
+                    Datum::Int(v) => Some(v),
+                    _ => return Ok(Datum::Null),
+                },
+                None => None,
+            };
+            match x {
+                Datum::Null => Datum::Null,
+                Datum::Float(v) => Datum::Float(match f {
+                    Func::Round => v.round_ties_even(),
+                    Func::Trunc => v.trunc(),
+                    Func::Ceil => v.ceil(),
+                    _ => v.floor(),
+                }),
+                x => {
+                    let n = x.as_num()?;
+                    Datum::Numeric(match f {
+                        Func::Round => n.round(places.unwrap_or(0)),
+                        Func::Trunc => n.truncate(places.unwrap_or(0)),
+                        Func::Ceil => n.integral(true),
+                        _ => n.integral(false),
+                    })
+                }
+            }
         }
         Func::Coalesce => {
             for a in args {

@@ -60,7 +60,15 @@ fn fold_node(e: Expr) -> Result<Expr> {
         }
         Expr::Func(Func::Coalesce, args) => fold_coalesce(args)?,
         Expr::Func(
-            f @ (Func::Abs | Func::Lower | Func::Upper | Func::Length | Func::Substr),
+            f @ (Func::Abs
+            | Func::Lower
+            | Func::Upper
+            | Func::Length
+            | Func::Substr
+            | Func::Round
+            | Func::Trunc
+            | Func::Ceil
+            | Func::Floor),
             args,
         ) => strict(Expr::Func(
             f,

@@ -35,7 +35,18 @@ impl Binder<'_> {
                 }
             }
         }
-        let (func, arity, ty) = match name.as_str() {
+        self.call(&name, args, types)
+    }
+
+    /// Function `name` over arguments already bound (`ceil(x)` and `floor(x)`, which the
+    /// parser reads as expressions of their own, come here too).
+    pub(crate) fn call(
+        &mut self,
+        name: &str,
+        mut args: Vec<Expr>,
+        types: Vec<SqlType>,
+    ) -> Result<(Expr, SqlType)> {
+        let (func, arity, ty) = match name {
             "version" => (Func::Version, 0..=0, SqlType::Text),
             "now" | "current_timestamp" | "transaction_timestamp" => {
                 (Func::Now, 0..=0, SqlType::TimestampTz)
@@ -60,6 +71,51 @@ impl Binder<'_> {
                 1..=1,
                 types.first().copied().unwrap_or(SqlType::Int8),
             ),
+            // A double (or an integer, which PostgreSQL takes as one) gives a double; a
+            // numeric, or any number with places, a numeric.
+            "round" | "trunc" | "ceil" | "ceiling" | "floor" => {
+                let (func, arity) = match name {
+                    "round" => (Func::Round, 1..=2),
+                    "trunc" => (Func::Trunc, 1..=2),
+                    "ceil" | "ceiling" => (Func::Ceil, 1..=1),
+                    _ => (Func::Floor, 1..=1),
+                };
+                let ty = match types.first() {
+                    Some(SqlType::Int2 | SqlType::Int4 | SqlType::Int8 | SqlType::Float8)
+                        if args.len() == 1 =>
+                    {
+                        SqlType::Float8
+                    }
+                    Some(t) if t.is_numeric() || *t == SqlType::Text => SqlType::Numeric(None),
+                    Some(t) => {
+                        return Err(SqlError::new(
+                            sqlstate::UNDEFINED_FUNCTION,
+                            format!("function {name}({}) does not exist", t.name()),
+                        ));
+                    }
+                    None => SqlType::Numeric(None),
+                };
+                if let Some(first) = args.first_mut()
+                    && types[0] != ty
+                {
+                    *first = Expr::Cast(Box::new(first.clone()), ty);
+                }
+                if types.get(1) == Some(&SqlType::Text) {
+                    args[1] = Expr::Cast(Box::new(args[1].clone()), SqlType::Int4);
+                } else if let Some(t) = types.get(1)
+                    && !matches!(t, SqlType::Int2 | SqlType::Int4 | SqlType::Int8)
+                {
+                    return Err(SqlError::new(
+                        sqlstate::UNDEFINED_FUNCTION,
+                        format!(
+                            "function {name}({}, {}) does not exist",
+                            types[0].name(),
+                            t.name()
+                        ),
+                    ));
+                }
+                (func, arity, ty)
+            }
             "lower" => (Func::Lower, 1..=1, SqlType::Text),
             "upper" => (Func::Upper, 1..=1, SqlType::Text),
             "length" | "char_length" | "character_length" => (Func::Length, 1..=1, SqlType::Int4),

@@ -25,6 +25,9 @@ pub const MAX_SCALE: u16 = 16_383;
 const MAX_DISPLAY_SCALE: i64 = 1000;
 /// Fewest significant digits a quotient keeps (PostgreSQL's `NUMERIC_MIN_SIG_DIGITS`).
 const MIN_SIG_DIGITS: i64 = 16;
+/// Most places `round` and `trunc` round to, either side of the point (PostgreSQL's
+/// `NUMERIC_MAX_RESULT_SCALE`).
+const MAX_RESULT_SCALE: i64 = 2000;
 /// Largest precision a `numeric(p, s)` may declare (PostgreSQL's).
 pub const MAX_PRECISION: u16 = 1000;
 /// Largest scale a `numeric(p, s)` may declare, and the negative of the smallest (PostgreSQL's).
@@ -153,29 +156,52 @@ impl Num {
         Num { units, scale }
     }
 
-    /// The value with digits past `scale` after the point cut off (toward zero), shown with at
-    /// most `scale` digits.
-    pub fn trunc(&self, scale: u16) -> Num {
-        if scale >= self.scale {
-            return self.clone();
-        }
-        Num {
-            units: &self.units / pow10(u64::from(self.scale - scale)),
-            scale,
-        }
-    }
-
     /// The value rounded to `places` after the point (before it when negative), shown with
     /// `max(places, 0)` digits after the point: PostgreSQL's `round(numeric, int)`.
     pub fn round(&self, places: i64) -> Num {
+        let places = places.clamp(-MAX_RESULT_SCALE, MAX_RESULT_SCALE);
         if places >= 0 {
-            return self.rescale(places.min(i64::from(MAX_SCALE)) as u16);
+            return self.rescale(places as u16);
         }
         let unit = pow10(i64::from(self.scale).saturating_sub(places) as u64);
         Num {
             units: div_round(&self.units, &unit) * &unit / pow10(u64::from(self.scale)),
             scale: 0,
         }
+    }
+
+    /// The value with digits past `places` after the point (before it when negative) cut off,
+    /// toward zero, shown with `max(places, 0)` digits after the point: PostgreSQL's
+    /// `trunc(numeric, int)`.
+    pub fn truncate(&self, places: i64) -> Num {
+        let places = places.clamp(-MAX_RESULT_SCALE, MAX_RESULT_SCALE);
+        let drop = i64::from(self.scale) - places;
+        if drop <= 0 {
+            return self.rescale(places as u16);
+        }
+        let cut = &self.units / pow10(drop as u64);
+        if places >= 0 {
+            Num {
+                units: cut,
+                scale: places as u16,
+            }
+        } else {
+            Num {
+                units: cut * pow10(places.unsigned_abs()),
+                scale: 0,
+            }
+        }
+    }
+
+    /// The least integer not below the value (`ceil`), or the greatest not above it (`floor`).
+    pub fn integral(&self, up: bool) -> Num {
+        let unit = pow10(u64::from(self.scale));
+        let units = if up {
+            -(-&self.units).div_floor(&unit)
+        } else {
+            self.units.div_floor(&unit)
+        };
+        Num { units, scale: 0 }
     }
 
     /// The value without trailing zeros after the point (1.50 → 1.5): equal numbers have one
@@ -590,6 +616,21 @@ mod tests {
         assert_eq!(n("-2.5").to_i64(), Some(-3));
         assert_eq!(n("1.005").rescale(2).to_string(), "1.01");
         assert_eq!(n("1234.5").round(-2).to_string(), "1200");
+        assert_eq!(n("12.3456").round(10).to_string(), "12.3456000000");
+        assert_eq!(n("-0.4").round(0).to_string(), "0");
+        assert_eq!(n("1.999").truncate(2).to_string(), "1.99");
+        assert_eq!(n("-1.99").truncate(0).to_string(), "-1");
+        assert_eq!(n("1234.5").truncate(-2).to_string(), "1200");
+        assert_eq!(n("1.99").truncate(5).to_string(), "1.99000");
+        for (x, ceil, floor) in [
+            ("1.2", "2", "1"),
+            ("-1.2", "-1", "-2"),
+            ("-0.4", "0", "-1"),
+            ("3", "3", "3"),
+        ] {
+            assert_eq!(n(x).integral(true).to_string(), ceil, "ceil {x}");
+            assert_eq!(n(x).integral(false).to_string(), floor, "floor {x}");
+        }
         assert_eq!(n("123.456").fit(5, 2).unwrap().to_string(), "123.46");
         assert!(n("999.995").fit(5, 2).is_err());
         assert!(n("0.5").fit(2, 2).is_ok());

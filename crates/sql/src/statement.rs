@@ -390,6 +390,10 @@ pub fn prepare_in(
             )));
         }
     };
+    // An error computing a constant part, reported after every error of analysis.
+    if let Some(e) = b.fold_error.take() {
+        return Err(e);
+    }
     Ok(Prepared {
         command,
         params: b.param_types(),

@@ -225,7 +225,15 @@ impl Exprs<'_> {
                     let op = ["+", "-", "*", "/", "%"][rng.usize(..ops)];
                     format!("({} {op} {})", self.expr(rng, ty, d), self.expr(rng, ty, d))
                 }
-                4 => format!("abs({})", self.expr(rng, ty, d)),
+                // On doubles and numerics, their rounding functions too (on integers these
+                // give doubles).
+                4 => match ty {
+                    Ty::Double | Ty::Numeric => {
+                        let f = ["abs", "round", "trunc", "ceil", "floor"][rng.usize(..5)];
+                        format!("{f}({})", self.expr(rng, ty, d))
+                    }
+                    _ => format!("abs({})", self.expr(rng, ty, d)),
+                },
                 5 => format!("(-{})", self.expr(rng, ty, d)),
                 6 => format!(
                     "CASE WHEN {} THEN {} ELSE {} END",
@@ -320,14 +328,15 @@ pub fn statement(rng: &mut Rng, schema: &Schema) -> String {
             )
         }
         9..=11 => {
-            // Not grouped by a numeric, nor its min or max: equal numerics of different
-            // scales (0 and 0.000) are one group, or one minimum, shown as whichever row the
-            // scan meets first, and the servers scan in different orders.
-            let keys: Vec<&Column> = t.columns.iter().filter(|c| c.ty != Ty::Numeric).collect();
+            // Not grouped by a numeric or a double, nor their min or max: equal values written
+            // differently (0 and 0.000, 0 and -0) are one group, or one minimum, shown as
+            // whichever row the scan meets first, and the servers scan in different orders.
+            let exact = |c: &&Column| !matches!(c.ty, Ty::Numeric | Ty::Double);
+            let keys: Vec<&Column> = t.columns.iter().filter(exact).collect();
             let group = keys[rng.usize(..keys.len())];
             let numeric: Vec<&Column> = t.columns.iter().filter(|c| c.ty.is_number()).collect();
             let c = numeric[rng.usize(..numeric.len())];
-            let agg = if c.ty == Ty::Numeric {
+            let agg = if !exact(&c) {
                 ["count", "sum", "avg"][rng.usize(..3)]
             } else {
                 ["count", "min", "max", "sum", "avg"][rng.usize(..5)]

@@ -727,7 +727,10 @@ mod size_tests {
             .set(1, Value::Str(&big))
             .set(2, Value::Str(&big))
             .finish();
-        assert!(matches!(too_big, Err(Error::RowTooBig { .. })), "{too_big:?}");
+        assert!(
+            matches!(too_big, Err(Error::RowTooBig { .. })),
+            "{too_big:?}"
+        );
         let row = RowBuilder::new(&layout)
             .set(0, Value::Int(1))
             .set(1, Value::Str(&big))
