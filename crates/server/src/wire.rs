@@ -95,6 +95,7 @@ fn encode_binary(v: &Datum, ty: SqlType, buf: &mut BytesMut) -> Option<()> {
         (Datum::Float(f), _) => buf.put_f64(*f),
         (Datum::Timestamp(t) | Datum::TimestampTz(t), _) => buf.put_i64(t - PG_EPOCH_MICROS),
         (Datum::Date(d), _) => buf.put_i32((d - PG_EPOCH_DAYS) as i32),
+        (Datum::Time(t), _) => buf.put_i64(*t),
         (Datum::Interval(iv), _) => {
             buf.put_i64(iv.micros);
             buf.put_i32(iv.days);
@@ -192,6 +193,16 @@ pub fn decode_param(bytes: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<D
                 days: i32::from_be_bytes(b[8..12].try_into().expect("4 bytes")),
                 months: i32::from_be_bytes(b[12..].try_into().expect("4 bytes")),
             })
+        }
+        SqlType::Time => {
+            let micros = i64::from_be_bytes(fixed(8)?.try_into().expect("8 bytes"));
+            if !(0..=overtake_sql::time::MICROS_PER_DAY).contains(&micros) {
+                return Err(SqlError::new(
+                    sqlstate::DATETIME_FIELD_OVERFLOW,
+                    "time out of range",
+                ));
+            }
+            Datum::Time(micros)
         }
         SqlType::Date => {
             let since_2000 = i32::from_be_bytes(fixed(4)?.try_into().expect("4 bytes"));

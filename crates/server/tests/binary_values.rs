@@ -80,6 +80,68 @@ impl ToSql for Span {
     to_sql_checked!();
 }
 
+/// A time of day as the binary format carries it: microseconds since midnight.
+#[derive(Debug, PartialEq)]
+struct Clock(i64);
+
+impl<'a> FromSql<'a> for Clock {
+    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn Error + Sync + Send>> {
+        Ok(Clock(i64::from_be_bytes(raw.try_into()?)))
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        *ty == Type::TIME
+    }
+}
+
+impl ToSql for Clock {
+    fn to_sql(
+        &self,
+        _: &Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
+        out.extend_from_slice(&self.0.to_be_bytes());
+        Ok(IsNull::No)
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        *ty == Type::TIME
+    }
+
+    to_sql_checked!();
+}
+
+#[test]
+fn times_of_day_round_trip_in_binary_and_past_a_day_are_refused() {
+    let server = common::TestServer::start();
+    common::runtime().block_on(async {
+        let client = common::connect(&server.dsn("clock")).await;
+        client
+            .batch_execute("CREATE TABLE tv (id int PRIMARY KEY, at time)")
+            .await
+            .expect("create");
+        // 12:34:56.789, and 24:00:00 (a day's end, which time holds).
+        for (id, micros) in [(1, 45_296_789_000i64), (2, 86_400_000_000)] {
+            client
+                .execute("INSERT INTO tv VALUES ($1, $2)", &[&id, &Clock(micros)])
+                .await
+                .expect("insert");
+        }
+        let rows = client
+            .query("SELECT at, CAST(at AS text) FROM tv ORDER BY id", &[])
+            .await
+            .expect("select");
+        assert_eq!(rows[0].get::<_, Clock>(0), Clock(45_296_789_000));
+        assert_eq!(rows[0].get::<_, String>(1), "12:34:56.789");
+        assert_eq!(rows[1].get::<_, String>(1), "24:00:00");
+        let e = client
+            .execute("INSERT INTO tv VALUES (3, $1)", &[&Clock(86_400_000_001)])
+            .await
+            .expect_err("past a day");
+        assert_eq!(e.code().map(|c| c.code()), Some("22008"));
+    });
+}
+
 #[test]
 fn dates_and_timestamps_round_trip_in_binary() {
     let server = common::TestServer::start();

@@ -722,6 +722,7 @@ pub fn check_assignable(from: SqlType, to: SqlType, column: &str) -> Result<()> 
     let kind = |t: SqlType| match t {
         SqlType::Bool => 1,
         SqlType::Timestamp | SqlType::TimestampTz | SqlType::Date => 2,
+        SqlType::Time => 4,
         t if t.is_numeric() => 3,
         _ => 0,
     };
@@ -790,6 +791,9 @@ pub fn arith_type(a: SqlType, b: SqlType) -> SqlType {
         (Text, t) | (t, Text) if t != Text => arith_type(t, t),
         (Interval, Interval) => Interval,
         (Date, Interval) | (Interval, Date) => Timestamp,
+        (Time, Interval) | (Interval, Time) => Time,
+        (Time, Time) => Interval,
+        (Date, Time) | (Time, Date) => Timestamp,
         (t @ (Timestamp | TimestampTz), Interval) | (Interval, t @ (Timestamp | TimestampTz)) => t,
         (Date, Date) => Int4,
         (Date, _) | (_, Date) => Date,

@@ -27,6 +27,8 @@ pub enum Datum {
     TimestampTz(i64),
     /// Days since 1970-01-01.
     Date(i64),
+    /// Microseconds since midnight.
+    Time(i64),
     Interval(Interval),
 }
 
@@ -160,6 +162,7 @@ impl Datum {
             (Value::Null, _) => Datum::Null,
             (Value::Int(v), SqlType::Bool) => Datum::Bool(v != 0),
             (Value::Int(v), SqlType::Date) => Datum::Date(v),
+            (Value::Int(v), SqlType::Time) => Datum::Time(v),
             (Value::Timestamp(t), SqlType::TimestampTz) => Datum::TimestampTz(t),
             (Value::Int(v), SqlType::Float8) => Datum::Float(key_to_float(v)),
             (Value::Int(v), _) => Datum::Int(v),
@@ -194,7 +197,7 @@ impl Datum {
             },
             (Datum::Text(s), _) => Value::Str(s),
             (Datum::Timestamp(t) | Datum::TimestampTz(t), _) => Value::Timestamp(*t),
-            (Datum::Date(d), _) => Value::Int(*d),
+            (Datum::Date(d) | Datum::Time(d), _) => Value::Int(*d),
             (Datum::Interval(_), _) => return Err(out_of_range()),
         }))
     }
@@ -244,6 +247,19 @@ impl Datum {
                     format!("invalid input syntax for type interval: \"{text}\""),
                 )
             })?),
+            SqlType::Time => Datum::Time(time::parse_time(t).ok_or_else(|| {
+                if time::time_field_out_of_range(t) {
+                    SqlError::new(
+                        sqlstate::DATETIME_FIELD_OVERFLOW,
+                        format!("date/time field value out of range: \"{text}\""),
+                    )
+                } else {
+                    SqlError::new(
+                        sqlstate::INVALID_DATETIME_FORMAT,
+                        format!("invalid input syntax for type time: \"{text}\""),
+                    )
+                }
+            })?),
             SqlType::Date => {
                 // A timestamp's text gives its day, as PostgreSQL's date input takes it.
                 let day = time::parse_date(t)
@@ -266,6 +282,7 @@ impl Datum {
             Datum::Timestamp(t) => time::format_timestamp(*t),
             Datum::TimestampTz(t) => time::format_timestamptz(*t),
             Datum::Date(d) => time::format_date(*d),
+            Datum::Time(t) => time::format_time(*t),
             Datum::Interval(iv) => iv.to_string(),
         })
     }
@@ -318,6 +335,10 @@ impl Datum {
                 Datum::Date(time::day_of(t))
             }
             (Datum::Date(d), SqlType::Date) => Datum::Date(d),
+            (Datum::Time(t), SqlType::Time) => Datum::Time(t),
+            (Datum::Timestamp(t) | Datum::TimestampTz(t), SqlType::Time) => {
+                Datum::Time(t.rem_euclid(time::MICROS_PER_DAY))
+            }
             (Datum::Interval(iv), SqlType::Interval) => Datum::Interval(iv),
             (Datum::Date(d), SqlType::Timestamp) => Datum::Timestamp(time::midnight(d)),
             (Datum::Date(d), SqlType::TimestampTz) => Datum::TimestampTz(time::midnight(d)),
@@ -341,6 +362,7 @@ impl Datum {
             Datum::Timestamp(_) => "timestamp",
             Datum::TimestampTz(_) => "timestamp with time zone",
             Datum::Date(_) => "date",
+            Datum::Time(_) => "time without time zone",
             Datum::Interval(_) => "interval",
         }
     }
@@ -363,7 +385,7 @@ impl Datum {
             (Text(a), Text(b)) => a.cmp(b),
             (Bool(a), Bool(b)) => a.cmp(b),
             (Timestamp(a) | TimestampTz(a), Timestamp(b) | TimestampTz(b)) => a.cmp(b),
-            (Date(a), Date(b)) => a.cmp(b),
+            (Date(a), Date(b)) | (Time(a), Time(b)) => a.cmp(b),
             (Interval(a), Interval(b)) => a.cmp(b),
             (Date(d), Timestamp(t) | TimestampTz(t)) => time::midnight(*d).cmp(t),
             (Timestamp(t) | TimestampTz(t), Date(d)) => t.cmp(&time::midnight(*d)),
@@ -392,6 +414,7 @@ impl Datum {
             Datum::Timestamp(_) => SqlType::Timestamp,
             Datum::TimestampTz(_) => SqlType::TimestampTz,
             Datum::Date(_) => SqlType::Date,
+            Datum::Time(_) => SqlType::Time,
             Datum::Interval(_) => SqlType::Interval,
             Datum::Null | Datum::Text(_) => SqlType::Text,
         }
@@ -446,8 +469,24 @@ impl Datum {
             (Date(d), Int(n)) | (Int(n), Date(d)) if op == '+' => Date(date_in_range(d + n)?),
             (Date(d), Int(n)) if op == '-' => Date(date_in_range(d - n)?),
             (Date(a), Date(b)) if op == '-' => Int(a - b),
+            // A time of day moved by an interval's time part, around the clock; two times'
+            // difference; a date at a time.
+            (Time(t), Interval(iv)) | (Interval(iv), Time(t)) if op == '+' => {
+                Time((t + iv.micros).rem_euclid(time::MICROS_PER_DAY))
+            }
+            (Time(t), Interval(iv)) if op == '-' => {
+                Time((t - iv.micros).rem_euclid(time::MICROS_PER_DAY))
+            }
+            (Time(a), Time(b)) if op == '-' => Interval(crate::interval::Interval {
+                months: 0,
+                days: 0,
+                micros: a - b,
+            }),
+            (Date(d), Time(t)) | (Time(t), Date(d)) if op == '+' => {
+                Timestamp(time::midnight(*d) + t)
+            }
             // Nothing else is defined on intervals and dates.
-            (Interval(_) | Date(_), _) | (_, Interval(_) | Date(_)) => {
+            (Interval(_) | Date(_) | Time(_), _) | (_, Interval(_) | Date(_) | Time(_)) => {
                 return Err(SqlError::new(
                     sqlstate::UNDEFINED_FUNCTION,
                     format!(

@@ -52,11 +52,11 @@ impl Binder<'_> {
                 (Func::Now, 0..=0, SqlType::TimestampTz)
             }
             // The transaction's start, as the session's zone (UTC) shows it.
-            "localtimestamp" | "current_date" if args.is_empty() => {
-                let ty = if name == "current_date" {
-                    SqlType::Date
-                } else {
-                    SqlType::Timestamp
+            "localtimestamp" | "current_date" | "localtime" if args.is_empty() => {
+                let ty = match name {
+                    "current_date" => SqlType::Date,
+                    "localtime" => SqlType::Time,
+                    _ => SqlType::Timestamp,
                 };
                 return Ok((
                     Expr::Cast(Box::new(Expr::Func(Func::Now, Vec::new())), ty),

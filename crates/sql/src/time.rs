@@ -2,7 +2,7 @@
 //! zone `...+00`; days or microseconds since 1970-01-01 (a timestamp with time zone in UTC, the
 //! one zone sessions show), the proleptic Gregorian calendar by day counts.
 
-const MICROS_PER_DAY: i64 = 86_400_000_000;
+pub const MICROS_PER_DAY: i64 = 86_400_000_000;
 
 /// Days since 1970-01-01 of a civil date.
 fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
@@ -156,51 +156,117 @@ fn parse_zoned(text: &str) -> Option<(i64, Option<i64>)> {
     if let Some(time) = time {
         let (time, zone) = split_zone(time)?;
         offset = zone;
-        let mut hms = time.splitn(3, ':');
-        let h: i64 = hms.next()?.parse().ok()?;
-        let min: i64 = hms.next()?.parse().ok()?;
-        let (s, frac) = match hms.next() {
-            Some(sec) => match sec.split_once('.') {
-                Some((s, f)) => (s.parse().ok()?, f),
-                None => (sec.parse().ok()?, ""),
-            },
-            None => (0i64, ""),
-        };
-        if !(0..24).contains(&h) || !(0..60).contains(&min) || !(0..60).contains(&s) {
-            return None;
-        }
-        if frac.len() > 6 || !frac.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        let frac_micros = if frac.is_empty() {
-            0
-        } else {
-            frac.parse::<i64>().ok()? * 10i64.pow(6 - frac.len() as u32)
-        };
-        micros += ((h * 60 + min) * 60 + s) * 1_000_000 + frac_micros;
+        micros += parse_clock(time).filter(|m| *m < MICROS_PER_DAY)?;
     }
     Some((micros, offset))
 }
 
-/// Formats a timestamp as PostgreSQL does (fractional seconds only when there are any).
-pub fn format_timestamp(micros: i64) -> String {
-    let days = micros.div_euclid(MICROS_PER_DAY);
-    let rest = micros.rem_euclid(MICROS_PER_DAY);
-    let (y, m, d) = civil_from_days(days);
-    let secs = rest / 1_000_000;
-    let frac = rest % 1_000_000;
-    let mut s = format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    );
+/// A time of day `h:mm[:ss[.ffffff]]` in microseconds since midnight (24:00:00 included, as
+/// PostgreSQL's `time` takes it); `None` if it is not one.
+fn parse_clock(time: &str) -> Option<i64> {
+    let mut hms = time.splitn(3, ':');
+    let h: i64 = hms.next()?.trim().parse().ok()?;
+    let min: i64 = hms.next()?.trim().parse().ok()?;
+    let (s, frac) = match hms.next() {
+        Some(sec) => match sec.split_once('.') {
+            Some((s, f)) => (s.parse().ok()?, f),
+            None => (sec.parse().ok()?, ""),
+        },
+        None => (0i64, ""),
+    };
+    if !(0..=24).contains(&h) || !(0..60).contains(&min) || !(0..60).contains(&s) {
+        return None;
+    }
+    if frac.len() > 6 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let frac_micros = if frac.is_empty() {
+        0
+    } else {
+        frac.parse::<i64>().ok()? * 10i64.pow(6 - frac.len() as u32)
+    };
+    let micros = ((h * 60 + min) * 60 + s) * 1_000_000 + frac_micros;
+    (micros <= MICROS_PER_DAY).then_some(micros)
+}
+
+/// Parses a `time` (without time zone): `13:45`, `1:02:03.5`, `1:00 pm`, `allballs`, or a
+/// timestamp's time; a zone it names is ignored, as PostgreSQL ignores it.
+pub fn parse_time(text: &str) -> Option<i64> {
+    let t = text.trim();
+    if t.eq_ignore_ascii_case("allballs") {
+        return Some(0);
+    }
+    // A timestamp's text gives its time.
+    let t = match t.split_once([' ', 'T']) {
+        Some((date, time)) if parse_date(date).is_some() => time.trim(),
+        _ => t,
+    };
+    let lower = t.to_ascii_lowercase();
+    let (clock, pm) = match lower.strip_suffix("am") {
+        Some(c) => (c.trim(), Some(false)),
+        None => match lower.strip_suffix("pm") {
+            Some(c) => (c.trim(), Some(true)),
+            None => (lower.as_str(), None),
+        },
+    };
+    let (clock, _) = split_zone(clock)?;
+    let micros = parse_clock(clock)?;
+    let Some(pm) = pm else {
+        return Some(micros);
+    };
+    // 12 am is midnight and 12 pm noon; an hour past 12 takes no am or pm.
+    const HOUR: i64 = 3_600_000_000;
+    let hour = micros / HOUR;
+    if !(1..=12).contains(&hour) || micros >= 13 * HOUR {
+        return None;
+    }
+    Some(match (pm, hour) {
+        (false, 12) => micros - 12 * HOUR,
+        (true, 12) | (false, _) => micros,
+        (true, _) => micros + 12 * HOUR,
+    })
+}
+
+/// Whether `text`, which did not parse as a time, has a time's shape (`25:00`, `24:00:01`), so
+/// a field is out of range: 22008 in PostgreSQL, not 22007.
+pub fn time_field_out_of_range(text: &str) -> bool {
+    let fields: Option<Vec<i64>> = text
+        .trim()
+        .split('.')
+        .next()
+        .unwrap_or("")
+        .split(':')
+        .map(|f| f.trim().parse().ok())
+        .collect();
+    matches!(fields, Some(f) if (2..=3).contains(&f.len()))
+}
+
+/// Microseconds since midnight as `hh:mm:ss[.ffffff]`, trailing zeros of the fraction dropped.
+fn format_clock(micros: i64) -> String {
+    let secs = micros / 1_000_000;
+    let frac = micros % 1_000_000;
+    let mut s = format!("{:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60);
     if frac != 0 {
         let f = format!("{frac:06}");
         s.push('.');
         s.push_str(f.trim_end_matches('0'));
     }
     s
+}
+
+/// A `time` as PostgreSQL shows it.
+pub fn format_time(micros: i64) -> String {
+    format_clock(micros)
+}
+
+/// Formats a timestamp as PostgreSQL does (fractional seconds only when there are any).
+pub fn format_timestamp(micros: i64) -> String {
+    let days = micros.div_euclid(MICROS_PER_DAY);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02} {}",
+        format_clock(micros.rem_euclid(MICROS_PER_DAY))
+    )
 }
 
 /// Formats a timestamp with time zone as PostgreSQL does in a session whose zone is UTC.

@@ -66,6 +66,8 @@ pub enum SqlType {
     TimestampTz,
     /// `date`, days.
     Date,
+    /// `time` (without time zone): microseconds since midnight, 24:00:00 included.
+    Time,
     /// `interval`: months, days and microseconds (in expressions; not a column's type).
     Interval,
 }
@@ -89,6 +91,7 @@ impl SqlType {
             SqlType::Timestamp => "timestamp without time zone".into(),
             SqlType::TimestampTz => "timestamp with time zone".into(),
             SqlType::Date => "date".into(),
+            SqlType::Time => "time without time zone".into(),
             SqlType::Interval => "interval".into(),
         }
     }
@@ -107,6 +110,7 @@ impl SqlType {
             SqlType::Timestamp => 1114,
             SqlType::TimestampTz => 1184,
             SqlType::Date => 1082,
+            SqlType::Time => 1083,
             SqlType::Interval => 1186,
             SqlType::Numeric { .. } => 1700,
         }
@@ -126,6 +130,7 @@ impl SqlType {
             1114 => SqlType::Timestamp,
             1184 => SqlType::TimestampTz,
             1082 => SqlType::Date,
+            1083 => SqlType::Time,
             1186 => SqlType::Interval,
             1700 => SqlType::Numeric(None),
             _ => return None,
@@ -187,6 +192,7 @@ impl SqlType {
             SqlType::Char(n) => ColumnType::Char(bytes(n)),
             SqlType::Timestamp | SqlType::TimestampTz => ColumnType::Timestamp,
             SqlType::Date => ColumnType::Int32,
+            SqlType::Time => ColumnType::Int64,
             // Refused as a column's type before a table is built (see `ddl`).
             SqlType::Interval => ColumnType::VarChar(TEXT_KEY_MAX),
         }
@@ -268,6 +274,9 @@ impl SqlType {
             }
             DataType::Timestamp(..) | DataType::Datetime(_) => SqlType::Timestamp,
             DataType::Date => SqlType::Date,
+            DataType::Time(_, ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone) => {
+                SqlType::Time
+            }
             DataType::Interval { .. } => SqlType::Interval,
             other => return Err(SqlError::unsupported(format!("type {other}"))),
         })
