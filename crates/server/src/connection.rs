@@ -44,6 +44,9 @@ pub struct Connection {
     statement_names: std::sync::Mutex<std::collections::BTreeSet<String>>,
     /// Statements `DEALLOCATE` forgot, still in the client's store.
     deallocated: std::sync::Mutex<Vec<String>>,
+    /// Told when the session was ended for idling in a transaction: the connection's loop
+    /// sends FATAL 25P03 and closes (see `socket`).
+    pub(crate) ended: Arc<tokio::sync::Notify>,
 }
 
 impl Drop for Connection {
@@ -69,6 +72,7 @@ impl Connection {
             deferred: std::sync::Mutex::new(None),
             statement_names: Default::default(),
             deallocated: Default::default(),
+            ended: Default::default(),
         }
     }
 
@@ -159,17 +163,20 @@ impl Connection {
 
     /// After a message that leaves the session idle in a transaction block: ends the block and
     /// the session once `idle_in_transaction_session_timeout` passes with no message (the
-    /// block rolls back at once, freeing what it held; the client's next message gets FATAL
-    /// 25P03 and the connection closes).
+    /// block rolls back at once, freeing what it held; the client is sent FATAL 25P03 and the
+    /// connection closes, as PostgreSQL closes it).
     pub(crate) fn watch_idle(&self, session: &mut Session) {
         let Some((timeout, moment)) = session.idle_watch() else {
             return;
         };
         let shared = Arc::clone(&self.session);
+        let ended = Arc::clone(&self.ended);
         tokio::spawn(async move {
             tokio::time::sleep(timeout).await;
-            if let Some(session) = shared.lock().await.as_mut() {
-                session.end_if_idle_since(moment);
+            if let Some(session) = shared.lock().await.as_mut()
+                && session.end_if_idle_since(moment)
+            {
+                ended.notify_one();
             }
         });
     }

@@ -350,11 +350,12 @@ impl Server {
                             };
                             let _ = socket.set_nodelay(true);
                             let handlers = serving.handlers();
+                            let ended = Arc::clone(&handlers.connection.ended);
                             let tls = serving.tls.clone();
                             let mut stopped = stopped.clone();
                             tokio::spawn(async move {
                                 tokio::select! {
-                                    _ = socket::serve(socket, tls, handlers) => {}
+                                    _ = socket::serve(socket, tls, handlers, ended) => {}
                                     _ = stopped.changed() => {}
                                 }
                             });

@@ -12,9 +12,10 @@ use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 use bytes::BytesMut;
+use futures::SinkExt;
 use pgwire::api::{ClientInfo, ErrorHandler, PgWireConnectionState, PgWireServerHandlers};
 use pgwire::error::{ErrorInfo, PgWireError};
-use pgwire::messages::{DecodeContext, PgWireFrontendMessage};
+use pgwire::messages::{DecodeContext, PgWireBackendMessage, PgWireFrontendMessage};
 use pgwire::tokio::TlsAcceptor;
 use pgwire::tokio::server::{
     MaybeTls, PgWireMessageServerCodec, negotiate_tls, process_error, process_message,
@@ -33,11 +34,13 @@ fn violation(message: String) -> PgWireError {
     crate::wire::fatal(overtake_sql::sqlstate::PROTOCOL_VIOLATION, message)
 }
 
-/// Serves the client on `tcp` with `handlers` until it leaves or is ended.
+/// Serves the client on `tcp` with `handlers` until it leaves or is ended (`ended`: its session
+/// was, for idling in a transaction, while it waited for the client).
 pub(crate) async fn serve<H: PgWireServerHandlers>(
     tcp: TcpStream,
     tls: Option<TlsAcceptor>,
     handlers: H,
+    ended: std::sync::Arc<tokio::sync::Notify>,
 ) -> io::Result<()> {
     let startup_timeout = tokio::time::sleep(STARTUP_TIMEOUT);
     tokio::pin!(startup_timeout);
@@ -69,7 +72,19 @@ pub(crate) async fn serve<H: PgWireServerHandlers>(
                 m = read => m,
             }
         } else {
-            read.await
+            tokio::select! {
+                m = read => m,
+                _ = ended.notified() => {
+                    // FATAL, then the close: no ReadyForQuery follows, as in PostgreSQL.
+                    let e = ErrorInfo::new(
+                        "FATAL".into(),
+                        overtake_sql::sqlstate::IDLE_IN_TRANSACTION_TIMEOUT.into(),
+                        "terminating connection due to idle-in-transaction timeout".into(),
+                    );
+                    socket.send(PgWireBackendMessage::ErrorResponse(e.into())).await?;
+                    return socket.close().await;
+                }
+            }
         };
         let message = match next {
             Ok(Next::Message(m)) => m,

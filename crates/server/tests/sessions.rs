@@ -828,16 +828,16 @@ fn a_session_idle_in_a_transaction_past_its_timeout_is_ended_and_its_block_rolle
             .batch_execute("CREATE TABLE idle (k int PRIMARY KEY, v int NOT NULL); INSERT INTO idle VALUES (1, 0)")
             .await
             .expect("setup");
-        let idler = connect(&server.dsn("idler")).await;
-        idler
-            .batch_execute("SET idle_in_transaction_session_timeout = '50ms'")
-            .await
-            .expect("set");
+        let mut idler = Raw::connect(server.port);
+        assert!(
+            idler
+                .query("SET idle_in_transaction_session_timeout = '50ms'")
+                .1
+                .is_empty()
+        );
         let before = finished(&server);
-        idler
-            .batch_execute("BEGIN; UPDATE idle SET v = 1 WHERE k = 1")
-            .await
-            .expect("the block's update");
+        let (_, codes) = idler.query("BEGIN; UPDATE idle SET v = 1 WHERE k = 1");
+        assert!(codes.is_empty(), "the block's update: {codes:?}");
         // The block's task ends (rolled back) once the timeout passes: wait for that state.
         finished_after(&server, Priority::MEDIUM, &before);
         // Its row lock is gone: another session's update of the row goes through at once.
@@ -845,10 +845,10 @@ fn a_session_idle_in_a_transaction_past_its_timeout_is_ended_and_its_block_rolle
             .batch_execute("UPDATE idle SET v = 2 WHERE k = 1")
             .await
             .expect("the row is free");
-        // The idle session is ended: FATAL 25P03 at its next message, then closed.
-        let e = idler.batch_execute("SELECT 1").await.unwrap_err();
-        assert_eq!(e.code().map(|c| c.code()), Some("25P03"));
-        assert!(idler.batch_execute("SELECT 1").await.is_err(), "closed");
+        // The idle session is ended at once, unasked: FATAL 25P03, then the close (no
+        // ReadyForQuery), as PostgreSQL ends it.
+        let (kinds, codes) = idler.until_closed();
+        assert_eq!((kinds, codes), (vec![b'E'], vec!["25P03".to_owned()]));
         let v: i32 = owner
             .query_one("SELECT v FROM idle WHERE k = 1", &[])
             .await

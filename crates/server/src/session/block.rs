@@ -251,10 +251,10 @@ impl Session {
     }
 
     /// Ends the session if it has stayed idle in its block since `moment`: the block rolls back
-    /// now (its task ends, freeing its slot, snapshot and locks).
-    pub fn end_if_idle_since(&mut self, moment: u64) {
+    /// now (its task ends, freeing its slot, snapshot and locks). Whether it ended.
+    pub fn end_if_idle_since(&mut self, moment: u64) -> bool {
         if self.moment != moment || self.block.is_none() || self.terminated {
-            return;
+            return false;
         }
         if let Some(block) = self.block.take() {
             // Dropping the block's promise ends its task, which rolls back.
@@ -263,6 +263,7 @@ impl Session {
             Arc::unwrap_or_clone(block.pending).discard(&self.shared.catalog);
         }
         self.terminated = true;
+        true
     }
 
     /// The open block's uncommitted catalog changes, if it has any.

@@ -42,10 +42,24 @@ impl Raw {
 
     /// The messages up to ReadyForQuery: their kinds, and the SQLSTATE of any error.
     pub fn until_ready(&mut self) -> (Vec<u8>, Vec<String>) {
+        self.messages(true)
+    }
+
+    /// The messages up to the server's close of the connection (unasked for: nothing is sent).
+    pub fn until_closed(&mut self) -> (Vec<u8>, Vec<String>) {
+        self.messages(false)
+    }
+
+    /// The messages up to ReadyForQuery (`to_ready`), or up to the connection's end.
+    fn messages(&mut self, to_ready: bool) -> (Vec<u8>, Vec<String>) {
         let (mut kinds, mut codes) = (Vec::new(), Vec::new());
         loop {
             let mut head = [0u8; 5];
-            self.0.read_exact(&mut head).expect("a message");
+            if !to_ready && self.0.read(&mut head[..1]).expect("a message or the end") == 0 {
+                return (kinds, codes);
+            }
+            let start = usize::from(!to_ready);
+            self.0.read_exact(&mut head[start..]).expect("a message");
             let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize - 4;
             let mut body = vec![0u8; len];
             self.0.read_exact(&mut body).expect("its body");
@@ -58,7 +72,7 @@ impl Raw {
                     }
                 }
             }
-            if head[0] == b'Z' {
+            if to_ready && head[0] == b'Z' {
                 return (kinds, codes);
             }
         }
