@@ -348,6 +348,7 @@ impl<'c> Binder<'c> {
                 let (x, ty) = self.expr(expr, scope, g)?;
                 match op {
                     UnaryOperator::Not => (Expr::Not(Box::new(x)), SqlType::Bool),
+                    UnaryOperator::Minus if is_unknown(&x) => return Err(not_unique("-", None)),
                     // A constant operand is negated by folding (checked, like any arithmetic).
                     UnaryOperator::Minus => (narrowed(Expr::Negate(Box::new(x)), ty), ty),
                     UnaryOperator::Plus => (x, ty),
@@ -361,6 +362,17 @@ impl<'c> Binder<'c> {
             A::BinaryOp { left, op, right } => {
                 let (l, lt) = self.expr(left, scope, g)?;
                 let (r, rt) = self.expr(right, scope, g)?;
+                // Arithmetic between two untyped literals has no one operator to pick.
+                if let BinaryOperator::Plus
+                | BinaryOperator::Minus
+                | BinaryOperator::Multiply
+                | BinaryOperator::Divide
+                | BinaryOperator::Modulo = op
+                    && is_unknown(&l)
+                    && is_unknown(&r)
+                {
+                    return Err(not_unique(&op.to_string(), Some("unknown")));
+                }
                 // What an unknown operand is taken to be: the other's type, but a timestamp
                 // plus one is an interval (the only addition timestamps have).
                 let hint = |other: SqlType| match op {
@@ -738,6 +750,24 @@ pub fn check_assignable(from: SqlType, to: SqlType, column: &str) -> Result<()> 
         ));
     }
     Ok(())
+}
+
+/// Whether `e` is a literal of no type yet (a quoted string or NULL: PostgreSQL's `unknown`).
+pub(crate) fn is_unknown(e: &Expr) -> bool {
+    matches!(e, Expr::Literal(Datum::Text(_) | Datum::Null))
+}
+
+/// PostgreSQL's error for an operator over `unknown` operands (42725): `- unknown`, or
+/// `unknown / unknown` when `left` is given.
+fn not_unique(op: &str, left: Option<&str>) -> SqlError {
+    let operands = match left {
+        Some(l) => format!("{l} {op} unknown"),
+        None => format!("{op} unknown"),
+    };
+    SqlError::new(
+        sqlstate::AMBIGUOUS_FUNCTION,
+        format!("operator is not unique: {operands}"),
+    )
 }
 
 fn is_timestamp(t: SqlType) -> bool {

@@ -17,6 +17,7 @@ pub mod sqlstate {
     pub const DUPLICATE_OBJECT: &str = "42710";
     pub const DUPLICATE_COLUMN: &str = "42701";
     pub const AMBIGUOUS_COLUMN: &str = "42702";
+    pub const AMBIGUOUS_FUNCTION: &str = "42725";
     pub const DATATYPE_MISMATCH: &str = "42804";
     pub const GROUPING_ERROR: &str = "42803";
     pub const INVALID_PARAMETER_VALUE: &str = "22023";

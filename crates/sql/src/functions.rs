@@ -2,7 +2,7 @@
 
 use sqlparser::ast::{self, FunctionArg, FunctionArgExpr, FunctionArguments};
 
-use crate::bind::{Binder, Grouping, ScopeColumn, aggregate_func, object_name};
+use crate::bind::{Binder, Grouping, ScopeColumn, aggregate_func, is_unknown, object_name};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::{Expr, Func};
 use crate::types::SqlType;
@@ -66,6 +66,11 @@ impl Binder<'_> {
             "statement_timestamp" => (Func::StatementTimestamp, 0..=0, SqlType::TimestampTz),
             "clock_timestamp" => (Func::ClockTimestamp, 0..=0, SqlType::TimestampTz),
             "random" => (Func::Random, 0..=0, SqlType::Float8),
+            // An untyped argument is taken as a double, as PostgreSQL resolves abs(unknown).
+            "abs" if args.first().is_some_and(is_unknown) => {
+                args[0] = Expr::Cast(Box::new(args[0].clone()), SqlType::Float8);
+                (Func::Abs, 1..=1, SqlType::Float8)
+            }
             "abs" => (
                 Func::Abs,
                 1..=1,
@@ -80,7 +85,17 @@ impl Binder<'_> {
                     "ceil" | "ceiling" => (Func::Ceil, 1..=1),
                     _ => (Func::Floor, 1..=1),
                 };
+                // PostgreSQL takes one untyped argument as a double, except for trunc, which
+                // has candidates of other kinds too (42725).
+                let untyped = args.len() == 1 && is_unknown(&args[0]);
+                if untyped && func == Func::Trunc {
+                    return Err(SqlError::new(
+                        sqlstate::AMBIGUOUS_FUNCTION,
+                        "function trunc(unknown) is not unique",
+                    ));
+                }
                 let ty = match types.first() {
+                    _ if untyped => SqlType::Float8,
                     Some(SqlType::Int2 | SqlType::Int4 | SqlType::Int8 | SqlType::Float8)
                         if args.len() == 1 =>
                     {

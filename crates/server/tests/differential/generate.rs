@@ -206,8 +206,9 @@ impl Exprs<'_> {
         if depth == 0 || rng.u8(..3) == 0 {
             return match self.column(rng, ty) {
                 Some(c) if rng.u8(..3) > 0 => c,
-                // A NULL operand typed, as applications write it: PostgreSQL refuses operators
-                // over an untyped NULL as ambiguous (42725), which Overtake accepts.
+                // A NULL operand typed, as applications write it: how PostgreSQL types an
+                // expression of untyped NULLs alone (coalesce(NULL, NULL) is text) differs in
+                // places (the README lists it).
                 _ => match literal(rng, ty, true) {
                     null if null == "NULL" => format!("CAST(NULL AS {})", ty.sql()),
                     value => value,
