@@ -263,7 +263,8 @@ impl Num {
         product.checked()
     }
 
-    /// The quotient, rounded to PostgreSQL's scale for it (see [`Num::division_scale`]).
+    /// The quotient, rounded to the scale PostgreSQL gives it (at least 16 significant digits;
+    /// see `division_scale`).
     pub fn div(&self, other: &Num) -> Result<Num> {
         if other.is_zero() {
             return Err(division_by_zero());
