@@ -346,9 +346,7 @@ impl Num {
     /// The number a double is, to its 15 significant digits (PostgreSQL's `float8::numeric`).
     pub fn from_f64(v: f64) -> Result<Num> {
         if !v.is_finite() {
-            return Err(SqlError::unsupported(
-                "numeric NaN and infinity are not supported",
-            ));
+            return Err(SqlError::unsupported("numeric NaN and infinity"));
         }
         let text = format!("{v:.14e}");
         let (mantissa, exponent) = text.split_once('e').unwrap_or((&text, "0"));
