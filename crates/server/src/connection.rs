@@ -40,7 +40,8 @@ pub struct Connection {
     /// before Sync (see `extended`).
     pub(crate) deferred: std::sync::Mutex<Option<Arc<Portal<StatementRef>>>>,
     /// The names of the client's prepared statements (pgwire's store cannot list them), for
-    /// `DEALLOCATE ALL`.
+    /// `DEALLOCATE ALL`. This mutex and the next are taken only on the connection's network
+    /// thread, for a few map operations, never across an await or on a worker.
     statement_names: std::sync::Mutex<std::collections::BTreeSet<String>>,
     /// Statements `DEALLOCATE` forgot, still in the client's store.
     deallocated: std::sync::Mutex<Vec<String>>,

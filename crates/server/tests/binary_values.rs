@@ -12,36 +12,53 @@ use tokio_postgres::types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
 #[global_allocator]
 static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
 
-/// A date as the binary format carries it: days since 2000-01-01.
-#[derive(Debug, PartialEq)]
-struct Days(i32);
+/// A value the binary format carries as one big-endian integer of type `$int`, for the
+/// PostgreSQL type `$pg`.
+macro_rules! big_endian_value {
+    ($(#[$doc:meta])* $name:ident($int:ty), $pg:expr) => {
+        $(#[$doc])*
+        #[derive(Debug, PartialEq)]
+        struct $name($int);
 
-impl<'a> FromSql<'a> for Days {
-    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn Error + Sync + Send>> {
-        Ok(Days(i32::from_be_bytes(raw.try_into()?)))
-    }
+        impl<'a> FromSql<'a> for $name {
+            fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn Error + Sync + Send>> {
+                Ok($name(<$int>::from_be_bytes(raw.try_into()?)))
+            }
 
-    fn accepts(ty: &Type) -> bool {
-        *ty == Type::DATE
-    }
+            fn accepts(ty: &Type) -> bool {
+                *ty == $pg
+            }
+        }
+
+        impl ToSql for $name {
+            fn to_sql(
+                &self,
+                _: &Type,
+                out: &mut bytes::BytesMut,
+            ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
+                out.extend_from_slice(&self.0.to_be_bytes());
+                Ok(IsNull::No)
+            }
+
+            fn accepts(ty: &Type) -> bool {
+                *ty == $pg
+            }
+
+            to_sql_checked!();
+        }
+    };
 }
 
-impl ToSql for Days {
-    fn to_sql(
-        &self,
-        _: &Type,
-        out: &mut bytes::BytesMut,
-    ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
-        out.extend_from_slice(&self.0.to_be_bytes());
-        Ok(IsNull::No)
-    }
-
-    fn accepts(ty: &Type) -> bool {
-        *ty == Type::DATE
-    }
-
-    to_sql_checked!();
-}
+big_endian_value!(
+    /// A date as the binary format carries it: days since 2000-01-01.
+    Days(i32),
+    Type::DATE
+);
+big_endian_value!(
+    /// A time of day as the binary format carries it: microseconds since midnight.
+    Clock(i64),
+    Type::TIME
+);
 
 /// An interval as the binary format carries it: microseconds, days, months.
 #[derive(Debug, PartialEq)]
@@ -75,37 +92,6 @@ impl ToSql for Span {
 
     fn accepts(ty: &Type) -> bool {
         *ty == Type::INTERVAL
-    }
-
-    to_sql_checked!();
-}
-
-/// A time of day as the binary format carries it: microseconds since midnight.
-#[derive(Debug, PartialEq)]
-struct Clock(i64);
-
-impl<'a> FromSql<'a> for Clock {
-    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn Error + Sync + Send>> {
-        Ok(Clock(i64::from_be_bytes(raw.try_into()?)))
-    }
-
-    fn accepts(ty: &Type) -> bool {
-        *ty == Type::TIME
-    }
-}
-
-impl ToSql for Clock {
-    fn to_sql(
-        &self,
-        _: &Type,
-        out: &mut bytes::BytesMut,
-    ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
-        out.extend_from_slice(&self.0.to_be_bytes());
-        Ok(IsNull::No)
-    }
-
-    fn accepts(ty: &Type) -> bool {
-        *ty == Type::TIME
     }
 
     to_sql_checked!();
