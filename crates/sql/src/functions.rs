@@ -101,7 +101,10 @@ impl Binder<'_> {
                     {
                         SqlType::Float8
                     }
-                    Some(t) if t.is_numeric() || *t == SqlType::Text => SqlType::Numeric(None),
+                    // With places only numerics round (PostgreSQL has no round(double, int)).
+                    Some(t) if *t != SqlType::Float8 && (t.is_numeric() || *t == SqlType::Text) => {
+                        SqlType::Numeric(None)
+                    }
                     Some(t) => {
                         return Err(SqlError::new(
                             sqlstate::UNDEFINED_FUNCTION,
@@ -110,7 +113,10 @@ impl Binder<'_> {
                     }
                     None => SqlType::Numeric(None),
                 };
+                // An integer, text or untyped argument is converted; a numeric of any typmod
+                // is one already.
                 if let Some(first) = args.first_mut()
+                    && !matches!((types[0], ty), (SqlType::Numeric(_), SqlType::Numeric(_)))
                     && types[0] != ty
                 {
                     *first = Expr::Cast(Box::new(first.clone()), ty);
