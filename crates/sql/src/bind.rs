@@ -523,6 +523,19 @@ impl<'c> Binder<'c> {
                 let ty = SqlType::from_ast(data_type)?;
                 let (x, _) = self.expr(expr, scope, g)?;
                 self.infer(&x, ty);
+                // An explicit cast to a bounded string cuts the value to its length, where
+                // assigning the value is an error (22001), as PostgreSQL's casts do.
+                let x = match ty {
+                    SqlType::VarChar(n) | SqlType::Char(n) => Expr::Func(
+                        Func::Substr,
+                        vec![
+                            Expr::Cast(Box::new(x), SqlType::Text),
+                            Expr::Literal(Datum::Int(1)),
+                            Expr::Literal(Datum::Int(n.into())),
+                        ],
+                    ),
+                    _ => x,
+                };
                 (Expr::Cast(Box::new(x), ty), ty)
             }
             A::Interval(iv) => {

@@ -287,6 +287,15 @@ impl Datum {
         })
     }
 
+    /// The text a cast to `text` gives: the text form, but a boolean spelled out (`true`,
+    /// `false`) as PostgreSQL's `bool::text` and `||` give it (its output form is `t`/`f`).
+    pub fn to_text_cast(&self) -> Option<String> {
+        match self {
+            Datum::Bool(b) => Some((if *b { "true" } else { "false" }).into()),
+            d => d.to_text(),
+        }
+    }
+
     /// This value converted to `ty` (assignment and explicit casts).
     pub fn cast(self, ty: SqlType) -> Result<Datum> {
         Ok(match (self, ty) {
@@ -295,7 +304,9 @@ impl Datum {
             (Datum::Text(s), SqlType::VarChar(n)) => Datum::Text(fit(s, n, false)?),
             (Datum::Text(s), SqlType::Char(n)) => Datum::Text(fit(s, n, true)?),
             (Datum::Text(s), ty) => Datum::parse(&s, ty)?,
-            (d, ty) if ty.is_string() => Datum::Text(d.to_text().unwrap_or_default()).cast(ty)?,
+            (d, ty) if ty.is_string() => {
+                Datum::Text(d.to_text_cast().unwrap_or_default()).cast(ty)?
+            }
             (Datum::Int(v), SqlType::Int2 | SqlType::Int4 | SqlType::Int8) => {
                 in_range(v, ty)?;
                 Datum::Int(v)
@@ -580,7 +591,7 @@ fn not_a_number(d: &Datum) -> SqlError {
 }
 
 /// A string of at most `n` characters (`char(n)` keeps it unpadded: the engine pads).
-fn fit(s: String, n: u32, _padded: bool) -> Result<String> {
+fn fit(s: String, n: u32, padded: bool) -> Result<String> {
     if s.chars().count() > n as usize {
         // PostgreSQL lets an over-long value through when the excess is only spaces.
         let trimmed = s.trim_end_matches(' ');
@@ -589,7 +600,15 @@ fn fit(s: String, n: u32, _padded: bool) -> Result<String> {
         }
         return Err(SqlError::new(
             sqlstate::STRING_DATA_RIGHT_TRUNCATION,
-            format!("value too long for type character varying({n})"),
+            format!(
+                "value too long for type {}",
+                if padded {
+                    SqlType::Char(n)
+                } else {
+                    SqlType::VarChar(n)
+                }
+                .name()
+            ),
         ));
     }
     Ok(s)

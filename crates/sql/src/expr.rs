@@ -414,7 +414,7 @@ fn eval_binary(op: BinOp, l: &Expr, r: &Expr, row: &[Datum], cx: &Context<'_>) -
         BinOp::Multiply => a.arith('*', &b),
         BinOp::Divide => a.arith('/', &b),
         BinOp::Modulo => a.arith('%', &b),
-        BinOp::Concat => Ok(match (a.to_text(), b.to_text()) {
+        BinOp::Concat => Ok(match (a.to_text_cast(), b.to_text_cast()) {
             (Some(x), Some(y)) => Datum::Text(x + &y),
             _ => Datum::Null,
         }),

@@ -337,7 +337,12 @@ pub fn statement(rng: &mut Rng, schema: &Schema) -> String {
             let group = keys[rng.usize(..keys.len())];
             let numeric: Vec<&Column> = t.columns.iter().filter(|c| c.ty.is_number()).collect();
             let c = numeric[rng.usize(..numeric.len())];
-            let agg = if !exact(&c) {
+            // Nor a sum or an average of doubles: the rounding of each addition depends on the
+            // order rows are added (-0.001 + 1e10 - 1e10 is not -0.001), and that order is each
+            // server's scan. Sums of numerics are exact in any order.
+            let agg = if c.ty == Ty::Double {
+                "count"
+            } else if c.ty == Ty::Numeric {
                 ["count", "sum", "avg"][rng.usize(..3)]
             } else {
                 ["count", "min", "max", "sum", "avg"][rng.usize(..5)]
