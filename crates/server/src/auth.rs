@@ -19,6 +19,11 @@ pub struct PasswordFile {
 }
 
 impl PasswordFile {
+    /// The users it names.
+    pub fn users(&self) -> impl Iterator<Item = &str> {
+        self.users.keys().map(String::as_str)
+    }
+
     /// Reads `path`; errors name the file and line.
     pub fn read(path: &Path) -> Result<Self, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;

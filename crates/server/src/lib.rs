@@ -259,6 +259,7 @@ impl Server {
             roles: Mutex::new(HashMap::new()),
             privileges: privileges::Privileges::new(
                 passwords.is_some(),
+                passwords.iter().flat_map(|p| p.users().map(str::to_owned)),
                 config.superusers.iter().cloned(),
             ),
             session_threads: config.session_threads.clone(),

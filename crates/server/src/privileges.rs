@@ -29,6 +29,9 @@ pub struct Privileges {
     /// Without authentication every session counts as a superuser.
     authenticated: bool,
     superusers: HashSet<String>,
+    /// The roles that exist (with authentication): the password file's users and the
+    /// superusers.
+    roles: HashSet<String>,
     /// Members of [`PRIORITY_ROLE`] (kept until the server stops, as role defaults are). Taken
     /// only by session code on the network threads, for a lookup or an insert, never inside a
     /// scheduler task: no paused transaction can be holding it.
@@ -40,13 +43,42 @@ fn denied(message: String) -> SqlError {
 }
 
 impl Privileges {
-    /// Privileges of an authenticating server whose superusers are `superusers`; or, unless
-    /// `authenticated`, of one where every session is a superuser.
-    pub fn new(authenticated: bool, superusers: impl IntoIterator<Item = String>) -> Self {
+    /// Privileges of an authenticating server whose roles are `users` and whose superusers are
+    /// `superusers`; or, unless `authenticated`, of one where every session is a superuser.
+    pub fn new(
+        authenticated: bool,
+        users: impl IntoIterator<Item = String>,
+        superusers: impl IntoIterator<Item = String>,
+    ) -> Self {
+        let superusers: HashSet<String> = superusers.into_iter().collect();
+        let mut roles: HashSet<String> = users.into_iter().collect();
+        roles.extend(superusers.iter().cloned());
         Privileges {
             authenticated,
-            superusers: superusers.into_iter().collect(),
+            superusers,
+            roles,
             priority: Mutex::default(),
+        }
+    }
+
+    /// Fails with 42704 unless role `name` exists (any does without authentication, where a
+    /// user name is whatever a client says).
+    pub fn check_role_exists(&self, name: &str) -> Result<(), SqlError> {
+        if !self.authenticated || self.roles.contains(name) || name == PRIORITY_ROLE {
+            Ok(())
+        } else {
+            Err(SqlError::new(
+                sqlstate::UNDEFINED_OBJECT,
+                format!("role \"{name}\" does not exist"),
+            ))
+        }
+    }
+
+    /// The role `user`'s statements act for.
+    pub fn actor(&self, user: &str) -> overtake_sql::access::Actor {
+        overtake_sql::access::Actor {
+            name: user.to_owned(),
+            superuser: self.is_superuser(user),
         }
     }
 
@@ -137,7 +169,7 @@ mod tests {
 
     #[test]
     fn raising_priority_takes_the_superuser_attribute_or_the_priority_role() {
-        let p = Privileges::new(true, ["postgres".to_owned()]);
+        let p = Privileges::new(true, ["alice".to_owned()], ["postgres".to_owned()]);
         assert!(p.check_setting("alice", "priority", "normal").is_ok());
         assert!(p.check_setting("alice", "priority", "background").is_ok());
         let e = p.check_setting("alice", "priority", "urgent").unwrap_err();
@@ -163,12 +195,18 @@ mod tests {
         assert!(p.check_alter_role("alice", "bob").is_err());
         assert!(p.check_alter_role("alice", "alice").is_ok());
         assert!(p.check_alter_role("postgres", "bob").is_ok());
+        assert!(p.check_role_exists("alice").is_ok());
+        assert!(p.check_role_exists("postgres").is_ok());
+        let e = p.check_role_exists("nobody").unwrap_err();
+        assert_eq!(e.code, sqlstate::UNDEFINED_OBJECT);
+        assert!(p.actor("postgres").superuser && !p.actor("alice").superuser);
     }
 
     #[test]
     fn without_authentication_every_session_is_a_superuser() {
-        let p = Privileges::new(false, []);
+        let p = Privileges::new(false, [], []);
         assert!(p.check_setting("anyone", "priority", "urgent").is_ok());
+        assert!(p.check_role_exists("anyone").is_ok());
         assert!(p.is_superuser("anyone"));
     }
 }

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use overtake_engine::{Database, Isolation};
 use overtake_sched::{CallError, Group, Priority, Promise, Ticket};
+use overtake_sql::access::Actor;
 use overtake_sql::exec::{self, Output};
 use overtake_sql::pending::{Change, Pending, Tables};
 use overtake_sql::{Catalog, ddl};
@@ -102,11 +103,12 @@ fn run(
             };
             Ok((out, Vec::new()))
         }
-        RunOrInsert::Ddl(catalog, prepared, pending) => {
+        RunOrInsert::Ddl(catalog, prepared, pending, actor) => {
             let overtake_sql::Command::Ddl(ddl) = &prepared.command else {
                 return Err(SqlError::new(sqlstate::INTERNAL_ERROR, "not DDL"));
             };
-            let (tag, changes) = ddl::execute_in(Tables::with(catalog, pending), txn, ddl)?;
+            let tables = Tables::with(catalog, pending).acting_for(actor);
+            let (tag, changes) = ddl::execute_in(tables, txn, ddl)?;
             let out = Output {
                 tag: tag.to_owned(),
                 rows: Vec::new(),
@@ -118,11 +120,11 @@ fn run(
 
 /// A statement's work, whether it runs alone or in a block: a plan with its parameters, when
 /// its transaction and it began (microseconds since the epoch) and the session's user; COPY's
-/// rows; or DDL over the catalog as the block has changed it so far.
+/// rows; or DDL over the catalog as the block has changed it so far, acting for the session's role.
 pub enum RunOrInsert {
     Run(Arc<Prepared>, Vec<Datum>, (i64, i64), Arc<str>),
     Insert(Rows),
-    Ddl(Arc<Catalog>, Arc<Prepared>, Arc<Pending>),
+    Ddl(Arc<Catalog>, Arc<Prepared>, Arc<Pending>, Actor),
 }
 
 /// The body of a transaction block's task: begins, then serves requests until COMMIT, ROLLBACK,

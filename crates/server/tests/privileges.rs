@@ -110,3 +110,137 @@ fn raising_priority_takes_a_privilege_a_superuser_grants() {
     });
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Runs `sql`, which must fail with `expected`; returns the error's message.
+async fn refused(c: &Client, sql: &str, expected: &str) -> String {
+    let e = c.batch_execute(sql).await.expect_err(sql);
+    assert_eq!(code(&e), Some(expected), "{sql}: {e}");
+    e.as_db_error()
+        .map(|d| d.message().to_owned())
+        .unwrap_or_default()
+}
+
+/// Table privileges as PostgreSQL's: a table belongs to the role that created it; others may
+/// do only what they were granted (or PUBLIC was), checked each time a statement runs; only the
+/// owner or a superuser drops, alters, indexes and grants; grants commit and roll back with
+/// their block.
+#[test]
+fn tables_belong_to_their_owner_and_grants_decide_the_rest() {
+    let dir = std::env::temp_dir().join(format!("overtake-table-acl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join("passwords");
+    std::fs::write(&file, "postgres:root\nalice:a\nbob:b\n").expect("write");
+    let config = overtake_server::ServerConfig {
+        password_file: Some(file),
+        ..Default::default()
+    };
+    let server = common::TestServer::start_with(config, overtake_engine::Options::default());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let connect = |user: &str, password: &str| {
+            let dsn = format!("{} password={password}", server.dsn(user));
+            async move {
+                let (client, connection) = tokio_postgres::connect(&dsn, NoTls).await?;
+                tokio::spawn(connection);
+                Ok::<Client, tokio_postgres::Error>(client)
+            }
+        };
+        let root = connect("postgres", "root").await.expect("postgres");
+        let alice = connect("alice", "a").await.expect("alice");
+        let bob = connect("bob", "b").await.expect("bob");
+        alice
+            .batch_execute(
+                "CREATE TABLE acl_t (k int PRIMARY KEY, v int); INSERT INTO acl_t VALUES (1, 1)",
+            )
+            .await
+            .expect("alice creates her table");
+        let denied = refused(&bob, "SELECT * FROM acl_t", "42501").await;
+        assert_eq!(denied, "permission denied for table acl_t");
+        for sql in [
+            "INSERT INTO acl_t VALUES (2, 2)",
+            "UPDATE acl_t SET v = 2",
+            "DELETE FROM acl_t",
+            "TRUNCATE acl_t",
+            "SELECT * FROM acl_t FOR UPDATE",
+            "GRANT SELECT ON acl_t TO bob",
+        ] {
+            refused(&bob, sql, "42501").await;
+        }
+        // A misspelt column is reported before the privilege, as PostgreSQL binds first.
+        refused(&bob, "SELECT nope FROM acl_t", "42703").await;
+        for sql in [
+            "DROP TABLE acl_t",
+            "CREATE INDEX acl_v ON acl_t (k)",
+            "ALTER TABLE acl_t ADD PRIMARY KEY (k)",
+        ] {
+            let message = refused(&bob, sql, "42501").await;
+            assert_eq!(message, "must be owner of table acl_t", "{sql}");
+        }
+        // A prepared statement obeys the grants of the moment it runs.
+        alice
+            .batch_execute("GRANT SELECT, UPDATE ON acl_t TO bob")
+            .await
+            .expect("grant");
+        let select = bob
+            .prepare("SELECT v FROM acl_t WHERE k = $1")
+            .await
+            .expect("prepare");
+        assert_eq!(
+            bob.query(&select, &[&1i32]).await.expect("granted").len(),
+            1
+        );
+        bob.batch_execute("UPDATE acl_t SET v = v + 1 WHERE k = 1")
+            .await
+            .expect("UPDATE with SELECT");
+        alice
+            .batch_execute("REVOKE SELECT ON acl_t FROM bob")
+            .await
+            .expect("revoke");
+        let e = bob.query(&select, &[&1i32]).await.expect_err("revoked");
+        assert_eq!(code(&e), Some("42501"));
+        // UPDATE alone updates, but reading a column takes SELECT.
+        bob.batch_execute("UPDATE acl_t SET v = 5")
+            .await
+            .expect("UPDATE alone");
+        refused(&bob, "UPDATE acl_t SET v = v + 1", "42501").await;
+        refused(&bob, "UPDATE acl_t SET v = 5 WHERE k = 1", "42501").await;
+        // PUBLIC is everyone; a grant rolled back never was.
+        alice
+            .batch_execute("BEGIN; GRANT INSERT ON acl_t TO PUBLIC; ROLLBACK")
+            .await
+            .expect("rolled back");
+        refused(&bob, "INSERT INTO acl_t VALUES (3, 3)", "42501").await;
+        alice
+            .batch_execute("GRANT INSERT ON TABLE acl_t TO PUBLIC")
+            .await
+            .expect("to PUBLIC");
+        bob.batch_execute("INSERT INTO acl_t VALUES (3, 3)")
+            .await
+            .expect("PUBLIC may insert");
+        // Roles must exist; privileges must be a table's.
+        refused(&alice, "GRANT SELECT ON acl_t TO nobody", "42704").await;
+        let message = refused(&alice, "GRANT USAGE ON acl_t TO bob", "0LP01").await;
+        assert_eq!(message, "invalid privilege type USAGE for table");
+        // Ownership moves only by a superuser (or to oneself); the new owner may then drop.
+        let message = refused(&alice, "ALTER TABLE acl_t OWNER TO bob", "42501").await;
+        assert_eq!(message, "must be member of role \"bob\"");
+        root.batch_execute("SELECT * FROM acl_t; ALTER TABLE acl_t OWNER TO bob")
+            .await
+            .expect("a superuser may do anything");
+        refused(&alice, "SELECT * FROM acl_t", "42501").await;
+        root.batch_execute("GRANT SELECT ON ALL TABLES IN SCHEMA public TO alice")
+            .await
+            .expect("every table");
+        alice
+            .batch_execute("SELECT * FROM acl_t")
+            .await
+            .expect("granted with every table");
+        bob.batch_execute("CREATE INDEX acl_v ON acl_t (k); TRUNCATE acl_t; DROP TABLE acl_t")
+            .await
+            .expect("the new owner");
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}

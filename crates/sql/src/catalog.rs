@@ -20,6 +20,7 @@ use overtake_runtime::{NoPreemptGuard, RegionRwLock};
 
 use overtake_engine::{Database, IndexId, Table};
 
+use crate::access::Acl;
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::Expr;
 use crate::types::SqlType;
@@ -61,7 +62,10 @@ pub struct SqlTable {
     /// For a table without a declared primary key: its row ids (see [`RowIds`]). `None` for
     /// tables with a key, and for keyless tables kept by an older version, which the engine
     /// keys by a hidden id of its own that UPDATE and DELETE cannot name.
-    pub row_ids: Option<RowIds>,
+    /// Shared by every description of the table over one engine table (see `access`).
+    pub row_ids: Option<Arc<RowIds>>,
+    /// Its owner and what others may do with it.
+    pub acl: Acl,
 }
 
 /// The row ids of a table without a declared primary key. Its engine table has one more

@@ -16,13 +16,14 @@ use overtake_engine::{
     ColumnType, Isolation, KeyRange, Priority, ScanOptions, TableLock, TableSchema, Transaction,
 };
 
+use crate::access::{self, Acl, Privileges};
 use crate::catalog::{Catalog, ROW_ID_COLUMN, RowIds, SqlColumn, SqlIndex, SqlTable};
 use crate::datum::Datum;
 use crate::error::{Result, SqlError, sqlstate};
 use crate::exec::insert_rows;
 use crate::expr::Context;
 use crate::pending::{Change, Pending, Tables};
-use crate::plan::Ddl;
+use crate::plan::{Ddl, GrantOn};
 use crate::stored;
 
 /// Creates an engine table for a SQL table described by `columns`, `primary_key` and `indexes`
@@ -33,6 +34,7 @@ fn build(
     columns: Vec<SqlColumn>,
     primary_key: Vec<usize>,
     indexes: &[(String, Vec<usize>)],
+    acl: Acl,
 ) -> Result<SqlTable> {
     if let Some(c) = columns
         .iter()
@@ -56,7 +58,7 @@ fn build(
     }
     let names =
         |cols: &[usize]| -> Vec<&str> { cols.iter().map(|&c| columns[c].name.as_str()).collect() };
-    let row_ids = primary_key.is_empty().then(|| RowIds::after(0));
+    let row_ids = primary_key.is_empty().then(|| Arc::new(RowIds::after(0)));
     schema = if row_ids.is_some() {
         schema
             .column(ROW_ID_COLUMN, ColumnType::Int64)
@@ -86,6 +88,7 @@ fn build(
         indexes,
         engine,
         row_ids,
+        acl,
     })
 }
 
@@ -175,7 +178,14 @@ fn rebuild(
 ) -> Result<Change> {
     lock_for_rebuild(txn, old)?;
     stored::check_current(txn, catalog.stored(), old)?;
-    let new = build(catalog, &old.name, columns, primary_key, &indexes)?;
+    let new = build(
+        catalog,
+        &old.name,
+        columns,
+        primary_key,
+        &indexes,
+        old.acl.clone(),
+    )?;
     let done = (|| {
         if !empty {
             copy_rows(txn, old, &new)?;
@@ -239,7 +249,15 @@ pub fn execute_in(
                     format!("column name \"{ROW_ID_COLUMN}\" conflicts with a system column name"),
                 ));
             }
-            let table = build(catalog, name, columns.clone(), primary_key.clone(), &[])?;
+            let acl = Acl::owned_by(tables.actor);
+            let table = build(
+                catalog,
+                name,
+                columns.clone(),
+                primary_key.clone(),
+                &[],
+                acl,
+            )?;
             let done = stored::write(txn, catalog.stored(), &table, false).map_err(|e| {
                 if e.code == sqlstate::UNIQUE_VIOLATION {
                     // Another session created it meanwhile.
@@ -265,6 +283,9 @@ pub fn execute_in(
                 }
             }
             for t in &dropped {
+                access::require_owner(tables.actor, t)?;
+            }
+            for t in &dropped {
                 lock_for_rebuild(txn, t)?;
                 stored::check_current(txn, catalog.stored(), t)?;
                 stored::remove(txn, catalog.stored(), &t.name)?;
@@ -279,6 +300,9 @@ pub fn execute_in(
                 .iter()
                 .map(|n| tables.table(n))
                 .collect::<Result<Vec<_>>>()?;
+            for t in &olds {
+                access::require(tables.actor, t, Privileges::TRUNCATE)?;
+            }
             let mut changes = Vec::new();
             for t in &olds {
                 let shape = (t.columns.clone(), t.primary_key.clone(), index_list(t));
@@ -294,6 +318,7 @@ pub fn execute_in(
         }
         Ddl::AddPrimaryKey { table, columns } => {
             let old = tables.table(table)?;
+            access::require_owner(tables.actor, &old)?;
             if !old.primary_key.is_empty() {
                 return Err(SqlError::new(
                     sqlstate::INVALID_PARAMETER_VALUE,
@@ -315,6 +340,7 @@ pub fn execute_in(
             if_not_exists,
         } => {
             let old = tables.table(table)?;
+            access::require_owner(tables.actor, &old)?;
             if old.indexes.iter().any(|i| i.name == *name) {
                 if *if_not_exists {
                     return Ok(("CREATE INDEX", Vec::new()));
@@ -337,7 +363,83 @@ pub fn execute_in(
             let change = rebuild(catalog, txn, &old, shape, false)?;
             Ok(("CREATE INDEX", vec![change]))
         }
+        Ddl::Grant {
+            privileges,
+            on,
+            grantees,
+            revoke,
+        } => {
+            let targets = match on {
+                GrantOn::Tables(names) => names
+                    .iter()
+                    .map(|n| tables.table(n))
+                    .collect::<Result<Vec<_>>>()?,
+                GrantOn::AllTables => tables.all(),
+            };
+            let mut changes = Vec::new();
+            for old in &targets {
+                // A role that may do something with the table but does not own it grants
+                // nothing (PostgreSQL warns); one that may do nothing is refused.
+                if let Some(actor) = tables.actor
+                    && !old.acl.is_owner(actor)
+                {
+                    if old.acl.privileges_of(actor).is_empty() {
+                        return Err(access::denied(&old.name));
+                    }
+                    continue;
+                }
+                let mut acl = old.acl.clone();
+                for g in grantees {
+                    acl.grant(g, *privileges, *revoke);
+                }
+                changes.push(describe_anew(catalog, txn, old, acl)?);
+            }
+            Ok((if *revoke { "REVOKE" } else { "GRANT" }, changes))
+        }
+        Ddl::SetOwner { table, owner } => {
+            let old = tables.table(table)?;
+            access::require_owner(tables.actor, &old)?;
+            if let Some(actor) = tables.actor
+                && !actor.superuser
+                && actor.name != *owner
+            {
+                return Err(SqlError::new(
+                    sqlstate::INSUFFICIENT_PRIVILEGE,
+                    format!("must be member of role \"{owner}\""),
+                ));
+            }
+            let acl = Acl {
+                owner: Some(owner.clone()),
+                ..old.acl.clone()
+            };
+            Ok(("ALTER TABLE", vec![describe_anew(catalog, txn, &old, acl)?]))
+        }
     }
+}
+
+/// `old` with `acl` instead of its own, over the same engine table: its catalog row rewritten
+/// in `txn`.
+fn describe_anew(
+    catalog: &Catalog,
+    txn: &mut Transaction<'_>,
+    old: &Arc<SqlTable>,
+    acl: Acl,
+) -> Result<Change> {
+    stored::check_current(txn, catalog.stored(), old)?;
+    let new = SqlTable {
+        name: old.name.clone(),
+        columns: old.columns.clone(),
+        primary_key: old.primary_key.clone(),
+        indexes: old.indexes.clone(),
+        engine: Arc::clone(&old.engine),
+        row_ids: old.row_ids.clone(),
+        acl,
+    };
+    stored::write(txn, catalog.stored(), &new, true)?;
+    Ok(Change::Replace {
+        old: Arc::clone(old),
+        new: Arc::new(new),
+    })
 }
 
 /// Drops the engine tables `changes` made (a statement that made some of its changes failed).

@@ -19,6 +19,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod access;
 mod aggregate;
 mod bind;
 pub mod catalog;

@@ -13,6 +13,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::access::Actor;
 use crate::catalog::{Catalog, SqlTable};
 use crate::error::{Result, SqlError, sqlstate};
 
@@ -21,7 +22,8 @@ use crate::error::{Result, SqlError, sqlstate};
 pub enum Change {
     /// A table created.
     Add(Arc<SqlTable>),
-    /// A table rebuilt (TRUNCATE, ADD PRIMARY KEY, CREATE INDEX): `new` stands for `old`.
+    /// A table rebuilt (TRUNCATE, ADD PRIMARY KEY, CREATE INDEX): `new` stands for `old`. Or
+    /// only its description changed (its owner or grants): `new` has `old`'s engine table.
     Replace {
         old: Arc<SqlTable>,
         new: Arc<SqlTable>,
@@ -95,6 +97,12 @@ impl Pending {
             }
         }
         let mut result = Ok(());
+        // A change of description alone leaves the engine table in use.
+        let kept: Vec<Arc<overtake_engine::Table>> = net
+            .iter()
+            .filter_map(|(_, _, after)| after.as_ref().map(|t| Arc::clone(&t.engine)))
+            .collect();
+        gone.retain(|t: &Arc<SqlTable>| !kept.iter().any(|k| Arc::ptr_eq(k, &t.engine)));
         for (name, before, after) in net {
             let moved = catalog.exchange(&name, before.as_ref(), after);
             if !moved {
@@ -104,7 +112,9 @@ impl Pending {
                 ));
                 continue;
             }
-            if let Some(before) = before {
+            if let Some(before) = before
+                && !kept.iter().any(|k| Arc::ptr_eq(k, &before.engine))
+            {
                 gone.push(before);
             }
         }
@@ -118,19 +128,27 @@ impl Pending {
     /// The block rolled back: the engine tables its changes made are dropped.
     pub fn discard(self, catalog: &Catalog) {
         for c in self.changes {
-            if let Change::Add(t) | Change::Replace { new: t, .. } = c {
-                let _ = catalog.database().drop_table(t.engine.name());
+            match c {
+                Change::Add(t) => {
+                    let _ = catalog.database().drop_table(t.engine.name());
+                }
+                Change::Replace { old, new } if !Arc::ptr_eq(&old.engine, &new.engine) => {
+                    let _ = catalog.database().drop_table(new.engine.name());
+                }
+                _ => {}
             }
         }
     }
 }
 
 /// The catalog as one transaction sees it: the shared catalog under its block's uncommitted
-/// changes.
+/// changes, and the role its statements act for (checked by catalog changes; `None`: the
+/// catalog's own statements, which are not checked).
 #[derive(Clone, Copy)]
 pub struct Tables<'a> {
     pub catalog: &'a Catalog,
     pub pending: Option<&'a Pending>,
+    pub actor: Option<&'a Actor>,
 }
 
 impl<'a> Tables<'a> {
@@ -139,6 +157,7 @@ impl<'a> Tables<'a> {
         Tables {
             catalog,
             pending: None,
+            actor: None,
         }
     }
 
@@ -147,6 +166,15 @@ impl<'a> Tables<'a> {
         Tables {
             catalog,
             pending: Some(pending),
+            actor: None,
+        }
+    }
+
+    /// The same, acting for `actor`.
+    pub fn acting_for(self, actor: &'a Actor) -> Self {
+        Tables {
+            actor: Some(actor),
+            ..self
         }
     }
 
@@ -160,6 +188,21 @@ impl<'a> Tables<'a> {
             )),
             None => self.catalog.table(name),
         }
+    }
+
+    /// Every table, by name.
+    pub fn all(&self) -> Vec<Arc<SqlTable>> {
+        let mut all: Vec<Arc<SqlTable>> = self
+            .catalog
+            .tables()
+            .into_iter()
+            .filter(|t| self.pending.and_then(|p| p.table(&t.name)).is_none())
+            .collect();
+        if let Some(p) = self.pending {
+            all.extend(p.tables.values().flatten().cloned());
+        }
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        all
     }
 
     /// Whether the block has changed anything (plans made under its changes are its own).

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::access::{Grantee, Privileges};
 use crate::catalog::{SqlColumn, SqlTable};
 use crate::expr::Expr;
 use crate::types::SqlType;
@@ -285,6 +286,26 @@ pub enum Ddl {
         columns: Vec<String>,
         if_not_exists: bool,
     },
+    /// `GRANT privileges ON tables TO grantees` (`revoke`: `REVOKE ... FROM`).
+    Grant {
+        privileges: Privileges,
+        on: GrantOn,
+        grantees: Vec<Grantee>,
+        revoke: bool,
+    },
+    /// `ALTER TABLE table OWNER TO owner`.
+    SetOwner {
+        table: String,
+        owner: String,
+    },
+}
+
+/// The tables a GRANT names.
+#[derive(Debug)]
+pub enum GrantOn {
+    Tables(Vec<String>),
+    /// `ALL TABLES IN SCHEMA public`.
+    AllTables,
 }
 
 /// `COPY table [(columns)] FROM STDIN` in text format.

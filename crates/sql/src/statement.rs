@@ -9,11 +9,12 @@ use sqlparser::ast::{
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
+use crate::access::{Grantee, Privileges};
 use crate::bind::{Binder, ident, object_name};
 use crate::catalog::{Catalog, ColumnDefault, SqlColumn};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::pending::Tables;
-use crate::plan::{Command, Ddl, Level, OutputColumn, Prepared, Query, TxnModes};
+use crate::plan::{Command, Ddl, GrantOn, Level, OutputColumn, Prepared, Query, TxnModes};
 use crate::types::SqlType;
 
 /// A parsed statement (sqlparser's syntax tree), kept to plan again after a catalog change.
@@ -261,6 +262,13 @@ pub fn prepare_in(
                     table,
                     columns: index_columns(&pk.columns)?,
                 }),
+                [AlterTableOperation::OwnerTo { new_owner }] => Command::Ddl(Ddl::SetOwner {
+                    table,
+                    owner: match new_owner {
+                        ast::Owner::Ident(name) => ident(name),
+                        _ => return Err(SqlError::unsupported(format!("OWNER TO {new_owner}"))),
+                    },
+                }),
                 _ => return Err(SqlError::unsupported(format!("{stmt}"))),
             }
         }
@@ -347,6 +355,22 @@ pub fn prepare_in(
             },
             value: None,
         },
+        Statement::Grant(g) if !g.with_grant_option && g.granted_by.is_none() => {
+            Command::Ddl(Ddl::Grant {
+                privileges: table_privileges(&g.privileges)?,
+                on: grant_on(g.objects.as_ref())?,
+                grantees: table_grantees(&g.grantees)?,
+                revoke: false,
+            })
+        }
+        Statement::Revoke(r) if !r.grant_option_for && r.granted_by.is_none() => {
+            Command::Ddl(Ddl::Grant {
+                privileges: table_privileges(&r.privileges)?,
+                on: grant_on(r.objects.as_ref())?,
+                grantees: table_grantees(&r.grantees)?,
+                revoke: true,
+            })
+        }
         Statement::GrantRole(g) => Command::GrantRole {
             roles: g.roles.iter().map(ident).collect(),
             grantees: grantees(&g.grantees)?,
@@ -564,6 +588,50 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Ddl> {
 }
 
 /// The roles a GRANT or REVOKE names.
+/// The table privileges a GRANT or REVOKE names (`ALL`: every one).
+fn table_privileges(privileges: &ast::Privileges) -> Result<Privileges> {
+    match privileges {
+        ast::Privileges::All { .. } => Ok(Privileges::ALL),
+        ast::Privileges::Actions(actions) => actions.iter().try_fold(Privileges::NONE, |all, a| {
+            let keyword = a.to_string();
+            if keyword.contains('(') {
+                return Err(SqlError::unsupported("a privilege on columns"));
+            }
+            Ok(all.union(Privileges::from_keyword(&keyword)?))
+        }),
+    }
+}
+
+/// The tables a GRANT or REVOKE is on.
+fn grant_on(objects: Option<&ast::GrantObjects>) -> Result<GrantOn> {
+    match objects {
+        Some(ast::GrantObjects::Tables(names)) => Ok(GrantOn::Tables(
+            names.iter().map(object_name).collect::<Result<_>>()?,
+        )),
+        Some(ast::GrantObjects::AllTablesInSchema { schemas })
+            if schemas
+                .iter()
+                .all(|s| object_name(s).is_ok_and(|n| n == "public")) =>
+        {
+            Ok(GrantOn::AllTables)
+        }
+        Some(other) => Err(SqlError::unsupported(format!("GRANT ON {other}"))),
+        None => Err(SqlError::syntax("GRANT or REVOKE names no object")),
+    }
+}
+
+/// The roles (or PUBLIC) a table privilege is granted to.
+fn table_grantees(grantees: &[ast::Grantee]) -> Result<Vec<Grantee>> {
+    grantees
+        .iter()
+        .map(|g| match (&g.grantee_type, &g.name) {
+            (ast::GranteesType::Public, _) => Ok(Grantee::Public),
+            (_, Some(ast::GranteeName::ObjectName(n))) => Ok(Grantee::Role(object_name(n)?)),
+            _ => Err(SqlError::unsupported(format!("grantee {g}"))),
+        })
+        .collect()
+}
+
 fn grantees(grantees: &[ast::Grantee]) -> Result<Vec<String>> {
     grantees
         .iter()

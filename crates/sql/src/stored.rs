@@ -20,6 +20,7 @@ use overtake_engine::{
     Transaction,
 };
 
+use crate::access::{Acl, Grantee};
 use crate::catalog::{Catalog, ROW_ID_COLUMN, RowIds, SqlColumn, SqlIndex, SqlTable};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::plan::{Command, Ddl};
@@ -136,7 +137,7 @@ pub(crate) fn write(
     Ok(())
 }
 
-/// Fails with 40001 unless the catalog's row for `table` still names its engine table: another
+/// Fails with 40001 unless the catalog's row for `table` still describes it: another
 /// transaction changed the table (and committed) since this one found it. Takes the row's write
 /// lock first where the isolation level has row locks (READ COMMITTED), so the check and the
 /// change that follows see the newest row; elsewhere a concurrent change fails one of the two
@@ -148,8 +149,15 @@ pub(crate) fn check_current(
 ) -> Result<()> {
     let key = key(stored, &table.name)?;
     txn.lock_row(stored, &key)?;
-    let engine = txn.get(stored, &key, |r| r.str(ENGINE).to_owned())?;
-    if engine.as_deref() != Some(table.engine.name()) {
+    let row = txn.get(stored, &key, |r| {
+        (r.str(ENGINE).to_owned(), r.str(DESCRIPTION).to_owned())
+    })?;
+    // The owner and grants too: changing them keeps the engine table. (Only they are compared:
+    // the rest of a description written by an older version may be worded otherwise.)
+    let current = row.is_some_and(|(engine, description)| {
+        engine == table.engine.name() && acl_lines(&description) == acl_lines(&describe(table))
+    });
+    if !current {
         return Err(SqlError::new(
             sqlstate::SERIALIZATION_FAILURE,
             format!(
@@ -216,7 +224,32 @@ fn describe(table: &SqlTable) -> String {
             names(&index.columns)
         ));
     }
+    if let Some(owner) = &table.acl.owner {
+        sql.push_str(&format!(
+            "\nALTER TABLE {} OWNER TO {};",
+            quoted(&table.name),
+            quoted(owner)
+        ));
+    }
+    for (grantee, privileges) in &table.acl.grants {
+        let grantee = match grantee {
+            Grantee::Public => "PUBLIC".to_owned(),
+            Grantee::Role(r) => quoted(r),
+        };
+        sql.push_str(&format!(
+            "\nGRANT {privileges} ON {} TO {grantee};",
+            quoted(&table.name)
+        ));
+    }
     sql
+}
+
+/// The lines of a description that give the table's owner and grants.
+fn acl_lines(description: &str) -> Vec<&str> {
+    description
+        .lines()
+        .filter(|l| l.starts_with("ALTER TABLE ") || l.starts_with("GRANT "))
+        .collect()
 }
 
 /// The SQL table a catalog row describes, over its engine table in `catalog`'s database.
@@ -258,19 +291,43 @@ fn restore(catalog: &Catalog, described: &Described) -> Result<SqlTable> {
         return Err(damaged("does not match its engine table"));
     }
     let row_ids = if has_row_ids {
-        Some(RowIds::after(last_row_id(catalog.database(), &engine)?))
+        Some(Arc::new(RowIds::after(last_row_id(
+            catalog.database(),
+            &engine,
+        )?)))
     } else {
         None
     };
     let mut indexes = Vec::new();
+    // Tables kept by versions that recorded no owner have none.
+    let mut acl = Acl::default();
     for s in statements {
-        let Command::Ddl(Ddl::CreateIndex {
-            name: index,
-            columns: names,
-            ..
-        }) = prepare(catalog, &s, &[])?.command
-        else {
-            return Err(damaged("holds something other than CREATE INDEX"));
+        let (index, names) = match prepare(catalog, &s, &[])?.command {
+            Command::Ddl(Ddl::CreateIndex {
+                name,
+                columns: names,
+                ..
+            }) => (name, names),
+            Command::Ddl(Ddl::SetOwner { owner, .. }) => {
+                acl.owner = Some(owner);
+                continue;
+            }
+            Command::Ddl(Ddl::Grant {
+                privileges,
+                grantees,
+                revoke: false,
+                ..
+            }) => {
+                for g in &grantees {
+                    acl.grant(g, privileges, false);
+                }
+                continue;
+            }
+            _ => {
+                return Err(damaged(
+                    "holds something other than CREATE INDEX, OWNER or GRANT",
+                ));
+            }
         };
         let columns = names
             .iter()
@@ -293,6 +350,7 @@ fn restore(catalog: &Catalog, described: &Described) -> Result<SqlTable> {
         indexes,
         engine,
         row_ids,
+        acl,
     })
 }
 

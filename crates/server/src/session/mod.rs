@@ -17,7 +17,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use overtake_sched::{Calls, OsScheduling, Scheduler};
-use overtake_sql::plan::{Command, OutputColumn};
+use overtake_sql::access::{self, Actor, Grantee};
+use overtake_sql::plan::{Command, Ddl, OutputColumn};
 use overtake_sql::{Catalog, Datum, Prepared, SqlError, SqlType, sqlstate};
 
 use crate::runner::{Runner, SessionThread};
@@ -111,6 +112,8 @@ pub struct Session {
     thread: Option<SessionThread>,
     shared: Arc<Shared>,
     user: Arc<str>,
+    /// The role its statements act for (privileges on tables).
+    actor: Actor,
     settings: Settings,
     block: Option<Block>,
     pub copy: Option<CopyState>,
@@ -149,6 +152,9 @@ fn writes(command: &Command) -> Option<&'static str> {
             Ddl::Truncate(_) => "TRUNCATE TABLE",
             Ddl::AddPrimaryKey { .. } => "ALTER TABLE",
             Ddl::CreateIndex { .. } => "CREATE INDEX",
+            Ddl::Grant { revoke: false, .. } => "GRANT",
+            Ddl::Grant { revoke: true, .. } => "REVOKE",
+            Ddl::SetOwner { .. } => "ALTER TABLE",
         },
         Command::CopyIn(_) => "COPY FROM",
         _ => return None,
@@ -190,6 +196,7 @@ impl Session {
         };
         Ok(Session {
             thread,
+            actor: shared.privileges.actor(user),
             shared,
             user: Arc::from(user),
             settings,
@@ -294,6 +301,8 @@ impl Session {
                 format!("cannot execute {what} in a read-only transaction"),
             ));
         }
+        // After the read-only check, as PostgreSQL's executor checks them.
+        access::check(&prepared.command, &self.actor)?;
         match &prepared.command {
             Command::Query(_) => {
                 let columns = prepared.columns.clone();
@@ -321,7 +330,20 @@ impl Session {
                     }
                 })
             }
-            Command::Ddl(_) => {
+            Command::Ddl(ddl) => {
+                // The roles a GRANT or ALTER TABLE ... OWNER TO names must exist.
+                let privileges = &self.shared.privileges;
+                match ddl {
+                    Ddl::Grant { grantees, .. } => {
+                        for g in grantees {
+                            if let Grantee::Role(r) = g {
+                                privileges.check_role_exists(r)?;
+                            }
+                        }
+                    }
+                    Ddl::SetOwner { owner, .. } => privileges.check_role_exists(owner)?,
+                    _ => {}
+                }
                 // DDL is transactional: it runs in the block's transaction (a statement alone
                 // gets a block of its own), and its changes stay the block's until it commits.
                 let alone = self.block.is_none();
@@ -333,7 +355,12 @@ impl Session {
                     .as_ref()
                     .map(|b| Arc::clone(&b.pending))
                     .unwrap_or_default();
-                let work = RunOrInsert::Ddl(Arc::clone(&self.shared.catalog), prepared, pending);
+                let work = RunOrInsert::Ddl(
+                    Arc::clone(&self.shared.catalog),
+                    prepared,
+                    pending,
+                    self.actor.clone(),
+                );
                 let done = self.run(work).await;
                 if alone {
                     let end = self.end_block(done.is_ok()).await;
