@@ -78,6 +78,10 @@ pub struct ServeArgs {
     /// startup with 53300, "sorry, too many clients already".
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub max_connections: u32,
+    /// How many of --max-connections only superusers may take (PostgreSQL's
+    /// superuser_reserved_connections): others are refused with 53300 past the rest.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    pub superuser_reserved_connections: u32,
     /// How long an idle worker spins for new work before it sleeps (µs): spinning takes CPU
     /// from the network threads and clients that share the cores.
     #[arg(long, default_value_t = 20)]

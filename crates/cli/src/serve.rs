@@ -82,6 +82,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             network_threads: usize::from(args.network_threads.max(1)),
             session_threads: session_threads.clone(),
             max_connections: args.max_connections as usize,
+            superuser_reserved_connections: args.superuser_reserved_connections as usize,
             superusers: args.superusers.clone(),
         },
         Arc::clone(&db),

@@ -137,15 +137,16 @@ impl Connection {
         }
     }
 
-    /// Takes one of the server's connection places for this connection (once): false if none
-    /// is left.
-    pub(crate) fn admit(&self) -> bool {
+    /// Takes one of the server's connection places for this connection (once), for `user` (a
+    /// superuser may take the reserved ones: a client naming one must still prove it).
+    pub(crate) fn admit(&self, user: &str) -> Result<(), crate::session::Refusal> {
         use std::sync::atomic::Ordering;
         if self.admitted.load(Ordering::Acquire) {
-            return true;
+            return Ok(());
         }
-        let admitted = self.shared.connections.admit();
-        self.admitted.store(admitted, Ordering::Release);
+        let superuser = self.shared.privileges.is_superuser(user);
+        let admitted = self.shared.connections.admit(superuser);
+        self.admitted.store(admitted.is_ok(), Ordering::Release);
         admitted
     }
 

@@ -81,6 +81,9 @@ pub struct ServerConfig {
     /// Most client connections at once (PostgreSQL's `max_connections`, 100 by default): one
     /// more is refused at startup with 53300.
     pub max_connections: usize,
+    /// How many of those only superusers may take (PostgreSQL's
+    /// `superuser_reserved_connections`, 3 by default; less than `max_connections`).
+    pub superuser_reserved_connections: usize,
     /// TLS: the certificate chain and private key (PEM files). Without, SSLRequest is answered
     /// `N` and connections are in plain text.
     pub tls: Option<(PathBuf, PathBuf)>,
@@ -98,6 +101,7 @@ impl Default for ServerConfig {
             network_threads: 2,
             session_threads: None,
             max_connections: 100,
+            superuser_reserved_connections: 3,
             tls: None,
             superusers: vec!["postgres".into()],
         }
@@ -177,14 +181,22 @@ impl StartupHandler for Startup {
         pgwire::error::PgWireError:
             From<<C as futures::Sink<pgwire::messages::PgWireBackendMessage>>::Error>,
     {
-        if matches!(message, PgWireFrontendMessage::Startup(_)) && !self.connection.admit() {
-            // PostgreSQL's answer past max_connections, at startup, before authentication.
-            return Err(wire::fatal(
-                overtake_sql::sqlstate::TOO_MANY_CONNECTIONS,
-                "sorry, too many clients already".into(),
-            ));
-        }
         if let PgWireFrontendMessage::Startup(startup) = &message {
+            // PostgreSQL's answers past max_connections and in the places reserved for
+            // superusers, at startup, before authentication.
+            let user = startup.parameters.get("user").map_or("", String::as_str);
+            if let Err(refusal) = self.connection.admit(user) {
+                return Err(wire::fatal(
+                    overtake_sql::sqlstate::TOO_MANY_CONNECTIONS,
+                    match refusal {
+                        session::Refusal::Full => "sorry, too many clients already",
+                        session::Refusal::Reserved => {
+                            "remaining connection slots are reserved for non-replication superuser connections"
+                        }
+                    }
+                    .into(),
+                ));
+            }
             // Options the user may not set refuse the connection before authentication (they
             // would after it in PostgreSQL; either way nothing is served).
             let parameters = &startup.parameters;
@@ -241,6 +253,12 @@ impl Server {
         db: Arc<Database>,
         scheduler: Arc<Scheduler<Calls>>,
     ) -> io::Result<Server> {
+        if config.superuser_reserved_connections >= config.max_connections {
+            return Err(io::Error::other(format!(
+                "superuser_reserved_connections ({}) must be less than max_connections ({})",
+                config.superuser_reserved_connections, config.max_connections
+            )));
+        }
         let passwords = match &config.password_file {
             Some(path) => Some(Arc::new(
                 auth::PasswordFile::read(path).map_err(io::Error::other)?,
@@ -263,7 +281,10 @@ impl Server {
                 config.superusers.iter().cloned(),
             ),
             session_threads: config.session_threads.clone(),
-            connections: session::Connections::new(config.max_connections),
+            connections: session::Connections::new(
+                config.max_connections,
+                config.superuser_reserved_connections,
+            ),
         });
         let manager = Arc::new(ConnectionManager::new());
         let tls = match &config.tls {

@@ -244,3 +244,56 @@ fn tables_belong_to_their_owner_and_grants_decide_the_rest() {
     });
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The last `superuser_reserved_connections` places are a superuser's, as PostgreSQL keeps
+/// them: a role that is not one is refused with 53300 when only they are left.
+#[test]
+fn the_last_connection_places_are_kept_for_superusers() {
+    let dir = std::env::temp_dir().join(format!("overtake-reserved-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join("passwords");
+    std::fs::write(&file, "postgres:root\nalice:a\n").expect("write");
+    let config = overtake_server::ServerConfig {
+        password_file: Some(file),
+        max_connections: 3,
+        superuser_reserved_connections: 1,
+        ..Default::default()
+    };
+    let server = common::TestServer::start_with(config, overtake_engine::Options::default());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let connect = |user: &str, password: &str| {
+            let dsn = format!("{} password={password}", server.dsn(user));
+            async move {
+                let (client, connection) = tokio_postgres::connect(&dsn, NoTls).await?;
+                tokio::spawn(connection);
+                Ok::<Client, tokio_postgres::Error>(client)
+            }
+        };
+        let _first = connect("alice", "a").await.expect("first");
+        let _second = connect("alice", "a").await.expect("second");
+        let Err(e) = connect("alice", "a").await else {
+            panic!("the reserved place was given to a role that is not a superuser");
+        };
+        assert_eq!(code(&e), Some("53300"));
+        let message = e.as_db_error().map(|d| d.message().to_owned());
+        assert_eq!(
+            message.as_deref(),
+            Some(
+                "remaining connection slots are reserved for non-replication superuser connections"
+            )
+        );
+        let root = connect("postgres", "root")
+            .await
+            .expect("a superuser's place");
+        root.batch_execute("SELECT 1").await.expect("served");
+        let Err(e) = connect("postgres", "root").await else {
+            panic!("past max_connections");
+        };
+        assert_eq!(code(&e), Some("53300"));
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}

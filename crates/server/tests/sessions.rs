@@ -601,6 +601,7 @@ fn an_error_before_a_statement_runs_fails_the_block_in_the_extended_protocol_too
 fn past_max_connections_a_connection_is_refused_with_53300_until_one_leaves() {
     let config = overtake_server::ServerConfig {
         max_connections: 2,
+        superuser_reserved_connections: 0,
         ..Default::default()
     };
     let server = common::TestServer::start_with(config, overtake_engine::Options::default());

@@ -40,29 +40,53 @@ pub struct Shared {
     pub connections: Connections,
 }
 
-/// Connections admitted, against a limit (`max_connections`).
+/// Connections admitted, against a limit (`max_connections`) of which the last places
+/// (`superuser_reserved_connections`) are kept for superusers.
 pub struct Connections {
     open: std::sync::atomic::AtomicUsize,
     limit: usize,
+    reserved: usize,
+}
+
+/// Why a connection was not admitted.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// Every place is taken.
+    Full,
+    /// Only places kept for superusers are left.
+    Reserved,
 }
 
 impl Connections {
-    /// None open yet, at most `limit`.
-    pub fn new(limit: usize) -> Self {
+    /// None open yet, at most `limit`, the last `reserved` of them for superusers.
+    pub fn new(limit: usize, reserved: usize) -> Self {
         Connections {
             open: std::sync::atomic::AtomicUsize::new(0),
             limit,
+            reserved,
         }
     }
 
-    /// Takes a place for one more connection: false if all are taken.
-    pub fn admit(&self) -> bool {
+    /// Takes a place for one more connection, of a `superuser` or not.
+    pub fn admit(&self, superuser: bool) -> Result<(), Refusal> {
         use std::sync::atomic::Ordering;
+        let free_for = if superuser {
+            self.limit
+        } else {
+            self.limit.saturating_sub(self.reserved)
+        };
         self.open
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < self.limit).then_some(n + 1)
+                (n < free_for).then_some(n + 1)
             })
-            .is_ok()
+            .map(|_| ())
+            .map_err(|n| {
+                if n >= self.limit {
+                    Refusal::Full
+                } else {
+                    Refusal::Reserved
+                }
+            })
     }
 
     /// Gives a place back.
