@@ -166,6 +166,7 @@ fn tables_belong_to_their_owner_and_grants_decide_the_rest() {
             "TRUNCATE acl_t",
             "SELECT * FROM acl_t FOR UPDATE",
             "GRANT SELECT ON acl_t TO bob",
+            "EXPLAIN SELECT * FROM acl_t",
         ] {
             refused(&bob, sql, "42501").await;
         }
@@ -181,7 +182,7 @@ fn tables_belong_to_their_owner_and_grants_decide_the_rest() {
         }
         // A prepared statement obeys the grants of the moment it runs.
         alice
-            .batch_execute("GRANT SELECT, UPDATE ON acl_t TO bob")
+            .batch_execute("GRANT SELECT, UPDATE ON acl_t, acl_t TO bob")
             .await
             .expect("grant");
         let select = bob

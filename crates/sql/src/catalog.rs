@@ -20,7 +20,7 @@ use overtake_runtime::{NoPreemptGuard, RegionRwLock};
 
 use overtake_engine::{Database, IndexId, Table};
 
-use crate::access::Acl;
+use crate::acl::Acl;
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::Expr;
 use crate::types::SqlType;

@@ -16,7 +16,8 @@ use overtake_engine::{
     ColumnType, Isolation, KeyRange, Priority, ScanOptions, TableLock, TableSchema, Transaction,
 };
 
-use crate::access::{self, Acl, Privileges};
+use crate::access;
+use crate::acl::{Acl, Privileges};
 use crate::catalog::{Catalog, ROW_ID_COLUMN, RowIds, SqlColumn, SqlIndex, SqlTable};
 use crate::datum::Datum;
 use crate::error::{Result, SqlError, sqlstate};
@@ -370,10 +371,16 @@ pub fn execute_in(
             revoke,
         } => {
             let targets = match on {
-                GrantOn::Tables(names) => names
-                    .iter()
-                    .map(|n| tables.table(n))
-                    .collect::<Result<Vec<_>>>()?,
+                GrantOn::Tables(names) => {
+                    let mut named: Vec<Arc<SqlTable>> = Vec::new();
+                    for n in names {
+                        let t = tables.table(n)?;
+                        if !named.iter().any(|x| x.name == t.name) {
+                            named.push(t);
+                        }
+                    }
+                    named
+                }
                 GrantOn::AllTables => tables.all(),
             };
             let mut changes = Vec::new();

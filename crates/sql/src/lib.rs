@@ -20,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 pub mod access;
+mod acl;
 mod aggregate;
 mod bind;
 pub mod catalog;

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::access::{Grantee, Privileges};
+use crate::acl::{Grantee, Privileges};
 use crate::catalog::{SqlColumn, SqlTable};
 use crate::expr::Expr;
 use crate::types::SqlType;
@@ -110,8 +110,9 @@ pub enum Command {
     Deallocate(Option<String>),
     /// Accepted and done nothing with (`VACUUM`, `ANALYZE`, `DISCARD`...): the tag to answer.
     Noop(&'static str),
-    /// `EXPLAIN`: the plan, as lines of text.
-    Explain(Vec<String>),
+    /// `EXPLAIN`: the plan, as lines of text, and the statement explained (whose privileges
+    /// it takes, as PostgreSQL's EXPLAIN does).
+    Explain(Vec<String>, Box<Command>),
     Empty,
 }
 

@@ -400,7 +400,10 @@ pub fn prepare_in(
                 ty: SqlType::Text,
             }];
             return Ok(Prepared {
-                command: Command::Explain(crate::explain::explain(&inner.command)),
+                command: Command::Explain(
+                    crate::explain::explain(&inner.command),
+                    Box::new(inner.command),
+                ),
                 params: inner.params,
                 columns,
                 version,

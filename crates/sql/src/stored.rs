@@ -20,7 +20,7 @@ use overtake_engine::{
     Transaction,
 };
 
-use crate::access::{Acl, Grantee};
+use crate::acl::{Acl, Grantee};
 use crate::catalog::{Catalog, ROW_ID_COLUMN, RowIds, SqlColumn, SqlIndex, SqlTable};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::plan::{Command, Ddl};

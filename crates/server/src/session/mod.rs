@@ -521,7 +521,7 @@ impl Session {
             )),
             Command::Noop(tag) => Ok(Answer::Done((*tag).into())),
             Command::Deallocate(name) => Ok(Answer::Deallocate(name.clone())),
-            Command::Explain(lines) => Ok(Answer::Rows {
+            Command::Explain(lines, _) => Ok(Answer::Rows {
                 columns: prepared.columns.clone(),
                 rows: lines.iter().map(|l| vec![Datum::Text(l.clone())]).collect(),
                 tag: "EXPLAIN".into(),
