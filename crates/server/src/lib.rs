@@ -22,6 +22,7 @@ mod framing;
 mod handler;
 mod prepared;
 pub mod privileges;
+mod roles;
 mod runner;
 pub mod session;
 pub mod settings;
@@ -123,7 +124,8 @@ struct Serving {
     manager: Arc<ConnectionManager>,
     pids: Arc<RandomPidSecretKeyGenerator>,
     cancel: Arc<DefaultCancelHandler>,
-    passwords: Option<Arc<auth::PasswordFile>>,
+    /// Logins against the kept roles, when the server authenticates.
+    auth: Option<Arc<auth::RoleAuth>>,
 }
 
 impl Serving {
@@ -133,7 +135,7 @@ impl Serving {
             Arc::clone(&self.manager),
             Arc::clone(&self.pids),
         ));
-        let scram = self.passwords.as_ref().map(|p| {
+        let scram = self.auth.as_ref().map(|p| {
             let mut scram = ScramAuth::new(Arc::clone(p) as Arc<dyn pgwire::api::auth::AuthSource>);
             scram.set_iterations(auth::ITERATIONS);
             SASLAuthStartupHandler::new(Arc::new(handler::server_parameters()))
@@ -266,20 +268,22 @@ impl Server {
             None => None,
         };
         // The tables a database kept in a directory had (before anyone can connect).
-        let catalog = Catalog::open(db)
-            .map_err(|e| io::Error::other(format!("opening the SQL catalog: {}", e.message)))?;
+        let catalog =
+            Arc::new(Catalog::open(db).map_err(|e| {
+                io::Error::other(format!("opening the SQL catalog: {}", e.message))
+            })?);
+        if let Some(p) = &passwords {
+            p.bootstrap(&catalog, &config.superusers)
+                .map_err(io::Error::other)?;
+        }
         let listener = std::net::TcpListener::bind(config.listen)?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
-            catalog: Arc::new(catalog),
+            catalog: Arc::clone(&catalog),
             scheduler,
             roles: Mutex::new(HashMap::new()),
-            privileges: privileges::Privileges::new(
-                passwords.is_some(),
-                passwords.iter().flat_map(|p| p.users().map(str::to_owned)),
-                config.superusers.iter().cloned(),
-            ),
+            privileges: privileges::Privileges::new(passwords.is_some(), Arc::clone(&catalog)),
             session_threads: config.session_threads.clone(),
             connections: session::Connections::new(
                 config.max_connections,
@@ -297,7 +301,7 @@ impl Server {
             cancel: Arc::new(DefaultCancelHandler::new(Arc::clone(&manager))),
             manager,
             pids: Arc::new(RandomPidSecretKeyGenerator::default()),
-            passwords,
+            auth: passwords.map(|_| Arc::new(auth::RoleAuth { catalog })),
         });
         let (stop, stopped) = watch::channel(false);
         let threads = config.network_threads.max(1);

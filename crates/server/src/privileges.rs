@@ -14,9 +14,9 @@
 //! grant it.
 
 use std::collections::HashSet;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use overtake_sql::{SqlError, sqlstate};
+use overtake_sql::{Catalog, SqlError, sqlstate};
 
 use crate::settings;
 
@@ -24,14 +24,11 @@ use crate::settings;
 pub const PRIORITY_ROLE: &str = "overtake_priority";
 
 /// See the module documentation.
-#[derive(Debug, Default)]
 pub struct Privileges {
     /// Without authentication every session counts as a superuser.
     authenticated: bool,
-    superusers: HashSet<String>,
-    /// The roles that exist (with authentication): the password file's users and the
-    /// superusers.
-    roles: HashSet<String>,
+    /// Where the roles are kept, with their superuser attribute.
+    catalog: Arc<Catalog>,
     /// Members of [`PRIORITY_ROLE`] (kept until the server stops, as role defaults are). Taken
     /// only by session code on the network threads, for a lookup or an insert, never inside a
     /// scheduler task: no paused transaction can be holding it.
@@ -43,28 +40,29 @@ fn denied(message: String) -> SqlError {
 }
 
 impl Privileges {
-    /// Privileges of an authenticating server whose roles are `users` and whose superusers are
-    /// `superusers`; or, unless `authenticated`, of one where every session is a superuser.
-    pub fn new(
-        authenticated: bool,
-        users: impl IntoIterator<Item = String>,
-        superusers: impl IntoIterator<Item = String>,
-    ) -> Self {
-        let superusers: HashSet<String> = superusers.into_iter().collect();
-        let mut roles: HashSet<String> = users.into_iter().collect();
-        roles.extend(superusers.iter().cloned());
+    /// Privileges of a server whose roles are kept in `catalog` and that authenticates its
+    /// clients; or, unless `authenticated`, of one where every session is a superuser.
+    pub fn new(authenticated: bool, catalog: Arc<Catalog>) -> Self {
         Privileges {
             authenticated,
-            superusers,
-            roles,
+            catalog,
             priority: Mutex::default(),
         }
+    }
+
+    /// Role `name` as committed (`None` if there is none, or it cannot be read).
+    fn role(&self, name: &str) -> Option<overtake_sql::roles::Role> {
+        self.catalog.role(name).ok().flatten()
+    }
+
+    pub fn is_superuser(&self, user: &str) -> bool {
+        !self.authenticated || self.role(user).is_some_and(|r| r.superuser)
     }
 
     /// Fails with 42704 unless role `name` exists (any does without authentication, where a
     /// user name is whatever a client says).
     pub fn check_role_exists(&self, name: &str) -> Result<(), SqlError> {
-        if !self.authenticated || self.roles.contains(name) || name == PRIORITY_ROLE {
+        if !self.authenticated || name == PRIORITY_ROLE || self.role(name).is_some() {
             Ok(())
         } else {
             Err(SqlError::new(
@@ -80,10 +78,6 @@ impl Privileges {
             name: user.to_owned(),
             superuser: self.is_superuser(user),
         }
-    }
-
-    pub fn is_superuser(&self, user: &str) -> bool {
-        !self.authenticated || self.superusers.contains(user)
     }
 
     /// Whether `user` may raise priority and weight above their defaults.
@@ -167,9 +161,24 @@ fn default_level() -> usize {
 mod tests {
     use super::*;
 
+    fn catalog() -> Arc<Catalog> {
+        let db = Arc::new(overtake_engine::Database::in_memory(
+            overtake_engine::Options::default(),
+        ));
+        Arc::new(Catalog::open(db).expect("catalog"))
+    }
+
     #[test]
     fn raising_priority_takes_the_superuser_attribute_or_the_priority_role() {
-        let p = Privileges::new(true, ["alice".to_owned()], ["postgres".to_owned()]);
+        let catalog = catalog();
+        let file = std::env::temp_dir().join(format!("overtake-priv-unit-{}", std::process::id()));
+        std::fs::write(&file, "alice:a\n").unwrap();
+        let passwords = crate::auth::PasswordFile::read(&file).unwrap();
+        let _ = std::fs::remove_file(&file);
+        passwords
+            .bootstrap(&catalog, &["postgres".to_owned()])
+            .unwrap();
+        let p = Privileges::new(true, catalog);
         assert!(p.check_setting("alice", "priority", "normal").is_ok());
         assert!(p.check_setting("alice", "priority", "background").is_ok());
         let e = p.check_setting("alice", "priority", "urgent").unwrap_err();
@@ -204,7 +213,7 @@ mod tests {
 
     #[test]
     fn without_authentication_every_session_is_a_superuser() {
-        let p = Privileges::new(false, [], []);
+        let p = Privileges::new(false, catalog());
         assert!(p.check_setting("anyone", "priority", "urgent").is_ok());
         assert!(p.check_role_exists("anyone").is_ok());
         assert!(p.is_superuser("anyone"));

@@ -103,6 +103,21 @@ fn run(
             };
             Ok((out, Vec::new()))
         }
+        RunOrInsert::Role(catalog, prepared, pending, actor) => {
+            let overtake_sql::Command::Role(command) = &prepared.command else {
+                return Err(SqlError::new(
+                    sqlstate::INTERNAL_ERROR,
+                    "not a role command",
+                ));
+            };
+            let tables = Tables::with(catalog, pending).acting_for(actor);
+            let tag = crate::roles::run(txn, tables, actor, command)?;
+            let out = Output {
+                tag: tag.to_owned(),
+                rows: Vec::new(),
+            };
+            Ok((out, Vec::new()))
+        }
         RunOrInsert::Ddl(catalog, prepared, pending, actor) => {
             let overtake_sql::Command::Ddl(ddl) = &prepared.command else {
                 return Err(SqlError::new(sqlstate::INTERNAL_ERROR, "not DDL"));
@@ -125,6 +140,8 @@ pub enum RunOrInsert {
     Run(Arc<Prepared>, Vec<Datum>, (i64, i64), Arc<str>),
     Insert(Rows),
     Ddl(Arc<Catalog>, Arc<Prepared>, Arc<Pending>, Actor),
+    /// A change of roles, as DDL is run.
+    Role(Arc<Catalog>, Arc<Prepared>, Arc<Pending>, Actor),
 }
 
 /// The body of a transaction block's task: begins, then serves requests until COMMIT, ROLLBACK,

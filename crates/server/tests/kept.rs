@@ -112,6 +112,7 @@ fn sql_tables_and_their_rows_survive_restarts_through_the_log_and_a_checkpoint()
                INSERT INTO emptied VALUES (1), (2);
                TRUNCATE emptied;
                INSERT INTO emptied VALUES (7);
+               CREATE ROLE kept_role LOGIN PASSWORD 'p';
                CREATE TABLE keyless (v int);
                INSERT INTO keyless VALUES (5), (5);"#,
         )
@@ -140,12 +141,22 @@ fn sql_tables_and_their_rows_survive_restarts_through_the_log_and_a_checkpoint()
         names
     };
     let live = engine_tables(&db);
-    assert_eq!(live.len(), 5, "the catalog and four tables: {live:?}");
+    assert_eq!(
+        live.len(),
+        6,
+        "the catalog, the roles and four tables: {live:?}"
+    );
     drop(db);
 
     // From the log.
     let db = open(&dir);
     assert_eq!(engine_tables(&db), live, "no table came back");
+    let roles = db.table("overtake_sql_roles").expect("the roles' table");
+    let kept = overtake_sql::roles::committed(&db, &roles, "kept_role").expect("read");
+    assert!(
+        kept.is_some_and(|r| r.login && !r.superuser && r.password.is_some()),
+        "a role and its verifier come back"
+    );
     // What a crash between creating a table and describing it would leave.
     db.create_table(
         overtake_engine::TableSchema::builder("stray#40")
@@ -206,11 +217,11 @@ fn sql_tables_and_their_rows_survive_restarts_through_the_log_and_a_checkpoint()
         "opening the catalog drops engine tables nothing describes"
     );
     let done = db.checkpoint().expect("checkpoint");
-    // Live rows only: accounts 3, history 1, emptied 1, keyless 4, later 1, and the catalog's
-    // row for each of those five tables.
+    // Live rows only: accounts 3, history 1, emptied 1, keyless 4, later 1, the catalog's
+    // row for each of those five tables, and the role's.
     assert_eq!(
         done.rows,
-        10 + 5,
+        10 + 5 + 1,
         "dropped and replaced tables hold no rows"
     );
     drop(db);

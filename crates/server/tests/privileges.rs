@@ -25,33 +25,53 @@ async fn show(c: &Client, what: &str) -> String {
         .expect("a row")
 }
 
-#[test]
-fn raising_priority_takes_a_privilege_a_superuser_grants() {
-    let dir = std::env::temp_dir().join(format!("overtake-privileges-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let file = dir.join("passwords");
-    std::fs::write(&file, "postgres:root\nalice:a\nbob:b\n").expect("write");
+/// A server that authenticates with `passwords` (a password file's text; the file is gone once
+/// the server has read it) and `config`'s other settings, and a runtime for its clients.
+fn authenticating(
+    passwords: &str,
+    config: overtake_server::ServerConfig,
+) -> (common::TestServer, tokio::runtime::Runtime) {
+    static FILES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = FILES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let file = std::env::temp_dir().join(format!("overtake-privileges-{}-{n}", std::process::id()));
+    std::fs::write(&file, passwords).expect("write the password file");
     let config = overtake_server::ServerConfig {
-        password_file: Some(file),
-        ..Default::default()
+        password_file: Some(file.clone()),
+        ..config
     };
     let server = common::TestServer::start_with(config, overtake_engine::Options::default());
+    let _ = std::fs::remove_file(&file);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
+    (server, runtime)
+}
+
+/// Logs in to `server` as `user` with `password` and startup `options`.
+fn login(
+    server: &common::TestServer,
+    user: &str,
+    password: &str,
+    options: &str,
+) -> impl std::future::Future<Output = Result<Client, tokio_postgres::Error>> + use<> {
+    let dsn = format!(
+        "{} password={password} options='{options}'",
+        server.dsn(user)
+    );
+    async move {
+        let (client, connection) = tokio_postgres::connect(&dsn, NoTls).await?;
+        tokio::spawn(connection);
+        Ok(client)
+    }
+}
+
+#[test]
+fn raising_priority_takes_a_privilege_a_superuser_grants() {
+    let (server, runtime) = authenticating("postgres:root\nalice:a\nbob:b\n", Default::default());
     runtime.block_on(async {
-        let connect = |user: &str, password: &str, options: &str| {
-            let dsn = format!(
-                "{} password={password} options='{options}'",
-                server.dsn(user)
-            );
-            async move {
-                let (client, connection) = tokio_postgres::connect(&dsn, NoTls).await?;
-                tokio::spawn(connection);
-                Ok::<Client, tokio_postgres::Error>(client)
-            }
-        };
+        let connect =
+            |user: &str, password: &str, options: &str| login(&server, user, password, options);
         let root = connect("postgres", "root", "").await.expect("postgres");
         let alice = connect("alice", "a", "").await.expect("alice");
         assert_eq!(show(&root, "is_superuser").await, "on");
@@ -108,7 +128,6 @@ fn raising_priority_takes_a_privilege_a_superuser_grants() {
             .expect_err("revoked");
         assert_eq!(code(&e), Some("42501"));
     });
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Runs `sql`, which must fail with `expected`; returns the error's message.
@@ -126,28 +145,9 @@ async fn refused(c: &Client, sql: &str, expected: &str) -> String {
 /// their block.
 #[test]
 fn tables_belong_to_their_owner_and_grants_decide_the_rest() {
-    let dir = std::env::temp_dir().join(format!("overtake-table-acl-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let file = dir.join("passwords");
-    std::fs::write(&file, "postgres:root\nalice:a\nbob:b\n").expect("write");
-    let config = overtake_server::ServerConfig {
-        password_file: Some(file),
-        ..Default::default()
-    };
-    let server = common::TestServer::start_with(config, overtake_engine::Options::default());
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let (server, runtime) = authenticating("postgres:root\nalice:a\nbob:b\n", Default::default());
     runtime.block_on(async {
-        let connect = |user: &str, password: &str| {
-            let dsn = format!("{} password={password}", server.dsn(user));
-            async move {
-                let (client, connection) = tokio_postgres::connect(&dsn, NoTls).await?;
-                tokio::spawn(connection);
-                Ok::<Client, tokio_postgres::Error>(client)
-            }
-        };
+        let connect = |user: &str, password: &str| login(&server, user, password, "");
         let root = connect("postgres", "root").await.expect("postgres");
         let alice = connect("alice", "a").await.expect("alice");
         let bob = connect("bob", "b").await.expect("bob");
@@ -243,37 +243,22 @@ fn tables_belong_to_their_owner_and_grants_decide_the_rest() {
             .await
             .expect("the new owner");
     });
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The last `superuser_reserved_connections` places are a superuser's, as PostgreSQL keeps
 /// them: a role that is not one is refused with 53300 when only they are left.
 #[test]
 fn the_last_connection_places_are_kept_for_superusers() {
-    let dir = std::env::temp_dir().join(format!("overtake-reserved-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let file = dir.join("passwords");
-    std::fs::write(&file, "postgres:root\nalice:a\n").expect("write");
-    let config = overtake_server::ServerConfig {
-        password_file: Some(file),
-        max_connections: 3,
-        superuser_reserved_connections: 1,
-        ..Default::default()
-    };
-    let server = common::TestServer::start_with(config, overtake_engine::Options::default());
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let (server, runtime) = authenticating(
+        "postgres:root\nalice:a\n",
+        overtake_server::ServerConfig {
+            max_connections: 3,
+            superuser_reserved_connections: 1,
+            ..Default::default()
+        },
+    );
     runtime.block_on(async {
-        let connect = |user: &str, password: &str| {
-            let dsn = format!("{} password={password}", server.dsn(user));
-            async move {
-                let (client, connection) = tokio_postgres::connect(&dsn, NoTls).await?;
-                tokio::spawn(connection);
-                Ok::<Client, tokio_postgres::Error>(client)
-            }
-        };
+        let connect = |user: &str, password: &str| login(&server, user, password, "");
         let _first = connect("alice", "a").await.expect("first");
         let _second = connect("alice", "a").await.expect("second");
         let Err(e) = connect("alice", "a").await else {
@@ -296,5 +281,73 @@ fn the_last_connection_places_are_kept_for_superusers() {
         };
         assert_eq!(code(&e), Some("53300"));
     });
-    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Roles kept in the database, as PostgreSQL's: a superuser creates, changes and drops them
+/// (in the block's transaction), a role changes only its own password, a role that owns a table
+/// cannot be dropped, and logins check the kept SCRAM verifier.
+#[test]
+fn roles_are_created_altered_and_dropped_as_postgresql_does() {
+    let (server, runtime) = authenticating("postgres:root\nalice:a\n", Default::default());
+    runtime.block_on(async {
+        let connect = |user: &str, password: &str| login(&server, user, password, "");
+        let root = connect("postgres", "root").await.expect("postgres");
+        let alice = connect("alice", "a").await.expect("alice");
+        // A role created in a block that rolls back never was.
+        root.batch_execute("BEGIN; CREATE ROLE carol LOGIN PASSWORD 'c'; ROLLBACK")
+            .await
+            .expect("rolled back");
+        let Err(e) = connect("carol", "c").await else {
+            panic!("a role created in a rolled-back block logged in");
+        };
+        assert_eq!(code(&e), Some("28P01"));
+        root.batch_execute(
+            "CREATE ROLE carol WITH LOGIN PASSWORD 'c'; CREATE USER dave WITH PASSWORD 'd';
+             CREATE ROLE readers",
+        )
+        .await
+        .expect("created");
+        refused(&root, "CREATE ROLE carol", "42710").await;
+        let carol = connect("carol", "c").await.expect("carol logs in");
+        assert!(connect("carol", "wrong").await.is_err());
+        connect("dave", "d").await.expect("a user may log in");
+        let Err(e) = connect("readers", "r").await else {
+            panic!("a role without LOGIN logged in");
+        };
+        assert_eq!(code(&e), Some("28000"));
+        // Only a superuser makes roles; a role changes its own password and nothing else.
+        refused(&alice, "CREATE ROLE eve", "42501").await;
+        refused(&alice, "ALTER ROLE alice SUPERUSER", "42501").await;
+        refused(&alice, "ALTER ROLE carol PASSWORD 'x'", "42501").await;
+        refused(&alice, "DROP ROLE carol", "42501").await;
+        alice
+            .batch_execute("ALTER ROLE alice WITH PASSWORD 'a2'")
+            .await
+            .expect("her own password");
+        assert!(connect("alice", "a").await.is_err());
+        connect("alice", "a2").await.expect("the new password");
+        // A new role can be granted to; one that owns a table cannot be dropped.
+        carol
+            .batch_execute("CREATE TABLE carols (k int PRIMARY KEY)")
+            .await
+            .expect("carol's table");
+        carol
+            .batch_execute("GRANT SELECT ON carols TO dave")
+            .await
+            .expect("granted to a created role");
+        refused(&root, "DROP ROLE carol", "2BP01").await;
+        refused(&root, "DROP ROLE dave", "2BP01").await;
+        refused(&root, "DROP ROLE ghost", "42704").await;
+        refused(&root, "DROP ROLE postgres", "55006").await;
+        root.batch_execute("DROP TABLE carols; DROP ROLE IF EXISTS carol, dave, ghost")
+            .await
+            .expect("dropped");
+        assert!(connect("carol", "c").await.is_err());
+        // A superuser made by SQL is one at its next login.
+        root.batch_execute("ALTER ROLE alice SUPERUSER")
+            .await
+            .expect("superuser");
+        let alice = connect("alice", "a2").await.expect("alice");
+        assert_eq!(show(&alice, "is_superuser").await, "on");
+    });
 }

@@ -108,6 +108,8 @@ pub struct Catalog {
     db: Arc<Database>,
     /// The engine table the catalog is kept in.
     stored: Arc<Table>,
+    /// The engine table the roles are kept in (see `roles`).
+    roles: Arc<Table>,
     tables: RegionRwLock<HashMap<String, Arc<SqlTable>>>,
     version: AtomicU64,
     /// Numbers the engine tables built for replacements (their names must be new).
@@ -119,13 +121,14 @@ impl Catalog {
     /// is numbered `generation` ([`Catalog::open`] makes one).
     pub(crate) fn assemble(
         db: Arc<Database>,
-        stored: Arc<Table>,
+        (stored, roles): (Arc<Table>, Arc<Table>),
         tables: HashMap<String, Arc<SqlTable>>,
         generation: u64,
     ) -> Self {
         Catalog {
             db,
             stored,
+            roles,
             tables: RegionRwLock::new(tables),
             version: AtomicU64::new(0),
             generation: AtomicU64::new(generation),
@@ -135,6 +138,16 @@ impl Catalog {
     /// The engine table the catalog is kept in.
     pub(crate) fn stored(&self) -> &Table {
         &self.stored
+    }
+
+    /// The engine table the roles are kept in.
+    pub fn roles(&self) -> &Arc<Table> {
+        &self.roles
+    }
+
+    /// Role `name` as committed now.
+    pub fn role(&self, name: &str) -> Result<Option<crate::roles::Role>> {
+        crate::roles::committed(&self.db, &self.roles, name)
     }
 
     /// The database.

@@ -48,6 +48,8 @@ pub mod sqlstate {
     pub const LOCK_NOT_AVAILABLE: &str = "55P03";
     pub const INSUFFICIENT_PRIVILEGE: &str = "42501";
     pub const INVALID_GRANT_OPERATION: &str = "0LP01";
+    pub const OBJECT_IN_USE: &str = "55006";
+    pub const DEPENDENT_OBJECTS_STILL_EXIST: &str = "2BP01";
     pub const CHARACTER_NOT_IN_REPERTOIRE: &str = "22021";
     pub const PROTOCOL_VIOLATION: &str = "08P01";
     pub const INVALID_PASSWORD: &str = "28P01";

@@ -39,6 +39,8 @@ pub mod interval;
 pub mod numeric;
 pub mod pending;
 pub mod plan;
+mod role_statement;
+pub mod roles;
 mod select;
 pub mod statement;
 mod stored;

@@ -105,6 +105,9 @@ pub enum Command {
         grantees: Vec<String>,
         revoke: bool,
     },
+    /// `CREATE ROLE`, `ALTER ROLE ... WITH`, `DROP ROLE`: the server carries them out (it
+    /// hashes passwords and knows who may).
+    Role(RoleCommand),
     /// `DEALLOCATE name` (`None`: `DEALLOCATE ALL`): forgets the session's prepared statements,
     /// which the connection keeps.
     Deallocate(Option<String>),
@@ -314,4 +317,27 @@ pub enum GrantOn {
 pub struct CopyIn {
     pub table: Arc<SqlTable>,
     pub columns: Vec<usize>,
+}
+
+/// A change of roles. A password is its text here (the server hashes it in the statement's
+/// task; only the hash is kept).
+#[derive(Debug)]
+pub enum RoleCommand {
+    Create {
+        name: String,
+        superuser: bool,
+        login: bool,
+        password: Option<String>,
+    },
+    /// `None`: unchanged; `Some(None)` for a password: `PASSWORD NULL`.
+    Alter {
+        name: String,
+        superuser: Option<bool>,
+        login: Option<bool>,
+        password: Option<Option<String>>,
+    },
+    Drop {
+        names: Vec<String>,
+        if_exists: bool,
+    },
 }

@@ -14,7 +14,10 @@ use crate::bind::{Binder, ident, object_name};
 use crate::catalog::{Catalog, ColumnDefault, SqlColumn};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::pending::Tables;
-use crate::plan::{Command, Ddl, GrantOn, Level, OutputColumn, Prepared, Query, TxnModes};
+use crate::plan::{
+    Command, Ddl, GrantOn, Level, OutputColumn, Prepared, Query, RoleCommand, TxnModes,
+};
+use crate::role_statement as roles;
 use crate::types::SqlType;
 
 /// A parsed statement (sqlparser's syntax tree), kept to plan again after a catalog change.
@@ -122,6 +125,17 @@ pub fn parse(sql: &str) -> Result<Vec<Ast>> {
     if let Some(copy) = parse_copy(sql) {
         return copy.map(|s| vec![s]);
     }
+    // sqlparser reads `CREATE USER` as Snowflake's (options as `key = value`); PostgreSQL's is
+    // CREATE ROLE with LOGIN by default, and is read as that.
+    if let Some((rewritten, users)) = create_users_as_roles(sql) {
+        let mut statements = parse_sql(&rewritten)?;
+        for i in users {
+            if let Some(Ast(Statement::CreateRole(role))) = statements.get_mut(i) {
+                role.login.get_or_insert(true);
+            }
+        }
+        return Ok(statements);
+    }
     // VACUUM's many forms do nothing here (versions are reclaimed as they age), and the parser
     // knows few of them: any VACUUM is a plain one.
     let words: Vec<String> = sql
@@ -137,6 +151,51 @@ pub fn parse(sql: &str) -> Result<Vec<Ast>> {
         return parse_sql("VACUUM");
     }
     parse_sql(sql)
+}
+
+/// `sql` with each statement's leading `CREATE USER` spelt `CREATE ROLE`, and which statements
+/// (by position) were one; `None` if there is none.
+fn create_users_as_roles(sql: &str) -> Option<(String, Vec<usize>)> {
+    use sqlparser::tokenizer::{Token, Tokenizer};
+    if !sql.to_ascii_lowercase().contains("user") {
+        return None;
+    }
+    let mut tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;
+    let word = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    // Positions of the tokens that are not whitespace, and each statement's first of them
+    // (statements are counted as the parser counts them: empty ones between semicolons are
+    // none).
+    let solid: Vec<usize> = (0..tokens.len())
+        .filter(|&i| !matches!(tokens[i], Token::Whitespace(_)))
+        .collect();
+    let mut users = Vec::new();
+    let mut statement = 0;
+    let mut at_start = true;
+    for (n, &i) in solid.iter().enumerate() {
+        if tokens[i] == Token::SemiColon {
+            if !at_start {
+                statement += 1;
+            }
+            at_start = true;
+            continue;
+        }
+        if at_start
+            && word(&tokens[i], "create")
+            && solid.get(n + 1).is_some_and(|&u| word(&tokens[u], "user"))
+            && !solid
+                .get(n + 2)
+                .is_some_and(|&m| word(&tokens[m], "mapping"))
+        {
+            let u = solid[n + 1];
+            tokens[u] = Token::make_keyword("ROLE");
+            users.push(statement);
+        }
+        at_start = false;
+    }
+    if users.is_empty() {
+        return None;
+    }
+    Some((tokens.iter().map(ToString::to_string).collect(), users))
 }
 
 /// How deeply the parser may recurse: nested parentheses, subqueries, function calls. Its
@@ -235,6 +294,20 @@ pub fn prepare_in(
         Statement::Update(update) => Command::Query(Box::new(Query::Update(b.update(update)?))),
         Statement::Delete(delete) => Command::Query(Box::new(Query::Delete(b.delete(delete)?))),
         Statement::CreateTable(ct) => Command::Ddl(create_table(catalog, ct)?),
+        Statement::CreateRole(role) => Command::Role(roles::create(role)?),
+        Statement::AlterRole {
+            name,
+            operation: ast::AlterRoleOperation::WithOptions { options },
+        } => Command::Role(roles::alter(ident(name), options)?),
+        Statement::Drop {
+            object_type: ast::ObjectType::Role | ast::ObjectType::User,
+            if_exists,
+            names,
+            ..
+        } => Command::Role(RoleCommand::Drop {
+            names: names.iter().map(object_name).collect::<Result<_>>()?,
+            if_exists: *if_exists,
+        }),
         Statement::Drop {
             object_type: ast::ObjectType::Table,
             if_exists,

@@ -43,6 +43,7 @@ impl Catalog {
     /// catalog change, are dropped.
     pub fn open(db: Arc<Database>) -> Result<Catalog> {
         let stored = open_table(&db)?;
+        let roles = crate::roles::open_table(&db)?;
         // Engine names are `name#n`; new ones continue after every number in use.
         let generation = db
             .tables()
@@ -55,7 +56,8 @@ impl Catalog {
             read_all(&mut txn, &stored)?
         };
         // Descriptions are planned like the statements they are (against no tables).
-        let binding = Catalog::assemble(Arc::clone(&db), Arc::clone(&stored), HashMap::new(), 0);
+        let tables_of = (Arc::clone(&stored), Arc::clone(&roles));
+        let binding = Catalog::assemble(Arc::clone(&db), tables_of, HashMap::new(), 0);
         let mut tables = HashMap::new();
         for d in &described {
             tables.insert(d.name.clone(), Arc::new(restore(&binding, d)?));
@@ -66,7 +68,7 @@ impl Catalog {
                 db.drop_table(t.name())?;
             }
         }
-        Ok(Catalog::assemble(db, stored, tables, generation))
+        Ok(Catalog::assemble(db, (stored, roles), tables, generation))
     }
 }
 

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 
 use overtake_sched::{Calls, OsScheduling, Scheduler};
 use overtake_sql::access::{self, Actor, Grantee};
-use overtake_sql::plan::{Command, Ddl, OutputColumn};
+use overtake_sql::plan::{Command, Ddl, OutputColumn, RoleCommand};
 use overtake_sql::{Catalog, Datum, Prepared, SqlError, SqlType, sqlstate};
 
 use crate::runner::{Runner, SessionThread};
@@ -181,6 +181,11 @@ fn writes(command: &Command) -> Option<&'static str> {
             Ddl::SetOwner { .. } => "ALTER TABLE",
         },
         Command::CopyIn(_) => "COPY FROM",
+        Command::Role(r) => match r {
+            RoleCommand::Create { .. } => "CREATE ROLE",
+            RoleCommand::Alter { .. } => "ALTER ROLE",
+            RoleCommand::Drop { .. } => "DROP ROLE",
+        },
         _ => return None,
     })
 }
@@ -302,6 +307,39 @@ impl Session {
         Answer::Error(e)
     }
 
+    /// Runs DDL, or (`role`) a change of roles, in the block's transaction: both are
+    /// transactional (a statement alone gets a block of its own), and DDL's changes stay the
+    /// block's until it commits.
+    async fn change_catalog(
+        &mut self,
+        prepared: Arc<Prepared>,
+        role: bool,
+    ) -> Result<Answer, SqlError> {
+        let alone = self.block.is_none();
+        if alone {
+            self.block = Some(self.new_block(self.default_level(), false));
+        }
+        let pending = self
+            .block
+            .as_ref()
+            .map(|b| Arc::clone(&b.pending))
+            .unwrap_or_default();
+        let catalog = Arc::clone(&self.shared.catalog);
+        let work = if role {
+            RunOrInsert::Role(catalog, prepared, pending, self.actor.clone())
+        } else {
+            RunOrInsert::Ddl(catalog, prepared, pending, self.actor.clone())
+        };
+        let done = self.run(work).await;
+        if alone {
+            let end = self.end_block(done.is_ok()).await;
+            if let (Ok(_), Answer::Error(e)) = (&done, end) {
+                return Err(e);
+            }
+        }
+        Ok(Answer::Done(done?.tag))
+    }
+
     async fn execute_inner(
         &mut self,
         prepared: Arc<Prepared>,
@@ -354,9 +392,12 @@ impl Session {
                     }
                 })
             }
-            Command::Ddl(ddl) => {
+            Command::Ddl(_) | Command::Role(_) => {
                 // The roles a GRANT or ALTER TABLE ... OWNER TO names must exist.
                 let privileges = &self.shared.privileges;
+                let Command::Ddl(ddl) = &prepared.command else {
+                    return self.change_catalog(prepared, true).await;
+                };
                 match ddl {
                     Ddl::Grant { grantees, .. } => {
                         for g in grantees {
@@ -368,31 +409,7 @@ impl Session {
                     Ddl::SetOwner { owner, .. } => privileges.check_role_exists(owner)?,
                     _ => {}
                 }
-                // DDL is transactional: it runs in the block's transaction (a statement alone
-                // gets a block of its own), and its changes stay the block's until it commits.
-                let alone = self.block.is_none();
-                if alone {
-                    self.block = Some(self.new_block(self.default_level(), false));
-                }
-                let pending = self
-                    .block
-                    .as_ref()
-                    .map(|b| Arc::clone(&b.pending))
-                    .unwrap_or_default();
-                let work = RunOrInsert::Ddl(
-                    Arc::clone(&self.shared.catalog),
-                    prepared,
-                    pending,
-                    self.actor.clone(),
-                );
-                let done = self.run(work).await;
-                if alone {
-                    let end = self.end_block(done.is_ok()).await;
-                    if let (Ok(_), Answer::Error(e)) = (&done, end) {
-                        return Err(e);
-                    }
-                }
-                Ok(Answer::Done(done?.tag))
+                self.change_catalog(prepared, false).await
             }
             Command::CopyIn(c) => {
                 let n = c.columns.len();
