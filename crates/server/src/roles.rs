@@ -69,12 +69,15 @@ pub fn run(
         } => {
             let mut role = roles::get(txn, table, name)?.ok_or_else(|| missing(name))?;
             if !actor.superuser {
-                // A role may change its own password, nothing else.
-                let own_password = actor.name == *name && superuser.is_none() && login.is_none();
-                if !own_password {
-                    return Err(denied(format!(
-                        "permission denied to alter role \"{name}\""
-                    )));
+                // A role may change its own password, nothing else (PostgreSQL's messages).
+                if superuser.is_some() || role.superuser {
+                    return Err(denied(
+                        "must be superuser to alter superuser roles or change superuser attribute"
+                            .into(),
+                    ));
+                }
+                if actor.name != *name || login.is_some() {
+                    return Err(denied("permission denied".into()));
                 }
             }
             role.superuser = superuser.unwrap_or(role.superuser);

@@ -317,7 +317,12 @@ fn roles_are_created_altered_and_dropped_as_postgresql_does() {
         assert_eq!(code(&e), Some("28000"));
         // Only a superuser makes roles; a role changes its own password and nothing else.
         refused(&alice, "CREATE ROLE eve", "42501").await;
-        refused(&alice, "ALTER ROLE alice SUPERUSER", "42501").await;
+        let message = refused(&alice, "ALTER ROLE alice SUPERUSER", "42501").await;
+        assert_eq!(
+            message,
+            "must be superuser to alter superuser roles or change superuser attribute"
+        );
+        refused(&alice, "ALTER ROLE alice NOLOGIN", "42501").await;
         refused(&alice, "ALTER ROLE carol PASSWORD 'x'", "42501").await;
         refused(&alice, "DROP ROLE carol", "42501").await;
         alice
