@@ -29,6 +29,10 @@ pub enum AbortReason {
     /// A lock wait lasted the time limit the transaction set
     /// ([`Transaction::set_lock_timeout`](crate::Transaction::set_lock_timeout)). Not retried.
     LockTimeout,
+    /// A lock wait was interrupted by the flag the transaction set
+    /// ([`Transaction::set_interrupt`](crate::Transaction::set_interrupt)): its statement was
+    /// cancelled. Not retried.
+    Interrupted,
     /// Its writes would log a record longer than the log takes
     /// ([`Options::max_log_record`](crate::Options::max_log_record)). Not retryable.
     TooLarge,
@@ -46,6 +50,7 @@ impl AbortReason {
             AbortReason::WaitDepth => "wait depth",
             AbortReason::TooLarge => "too large to log",
             AbortReason::LockTimeout => "lock timeout",
+            AbortReason::Interrupted => "interrupted",
         }
     }
 }
@@ -213,7 +218,10 @@ impl Error {
         match self {
             Error::Aborted(reason) => !matches!(
                 reason,
-                AbortReason::UserRollback | AbortReason::TooLarge | AbortReason::LockTimeout
+                AbortReason::UserRollback
+                    | AbortReason::TooLarge
+                    | AbortReason::LockTimeout
+                    | AbortReason::Interrupted
             ),
             Error::TooManyTransactions(_) => true,
             _ => false,

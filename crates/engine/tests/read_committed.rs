@@ -290,3 +290,57 @@ fn a_snapshot_writer_that_locks_waits_for_a_read_committed_one_and_then_conflict
     });
     assert_eq!(committed(&db, &t), [(1, 15), (2, 20)]);
 }
+
+/// A step that makes `flag` end the transaction's lock waits and hands over what wakes its
+/// thread (as a cancel does: it sets the flag, then wakes the waiting task).
+fn interruptible(
+    flag: &Arc<std::sync::atomic::AtomicBool>,
+    waker: &std::sync::mpsc::Sender<overtake_runtime::park::Unparker>,
+) -> impl for<'a, 'b> FnOnce(&'a mut Transaction<'b>) -> Outcome + Send + use<> {
+    let (flag, waker) = (Arc::clone(flag), waker.clone());
+    move |txn| {
+        txn.set_interrupt(Some(flag));
+        waker
+            .send(overtake_runtime::park::current_unparker())
+            .expect("test alive");
+        Ok(Vec::new())
+    }
+}
+
+#[test]
+fn an_interrupted_lock_wait_ends_at_once_and_the_waiter_writes_nothing() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let (db, t) = setup();
+    let (waker, wakers) = std::sync::mpsc::channel();
+    std::thread::scope(|s| {
+        let mut holder = Session::begin_at(s, &db, Priority::LOW, RC);
+        assert_eq!(holder.run(&db, add(&t, 1, 1)), done(&[]));
+        // Parked in the wait: the flag, then the wake, end it.
+        let flag = Arc::new(AtomicBool::new(false));
+        let mut waiter = Session::begin_at(s, &db, Priority::LOW, RC);
+        assert_eq!(waiter.run(&db, interruptible(&flag, &waker)), done(&[]));
+        let wake = wakers.recv().expect("the waiter's unparker");
+        assert_eq!(waiter.run(&db, add(&t, 1, 5)), Progress::Blocked);
+        flag.store(true, Ordering::SeqCst);
+        wake.unpark();
+        assert_eq!(waiter.unblocked(), aborted(AbortReason::Interrupted));
+        assert!(
+            db.lock_waits().is_empty(),
+            "the interrupted wait left the queue"
+        );
+        // Set before the wait begins: it ends at once, without a wake.
+        let set = Arc::new(AtomicBool::new(true));
+        let mut late = Session::begin_at(s, &db, Priority::LOW, RC);
+        assert_eq!(late.run(&db, interruptible(&set, &waker)), done(&[]));
+        let outcome = match late.run(&db, add(&t, 1, 7)) {
+            Progress::Done(outcome) => outcome,
+            Progress::Blocked => late.unblocked(),
+        };
+        assert_eq!(outcome, aborted(AbortReason::Interrupted));
+        assert_eq!(holder.commit(&db), done(&[]));
+        for session in [holder, waiter, late] {
+            session.close();
+        }
+    });
+    assert_eq!(committed(&db, &t), [(1, 11), (2, 20)]);
+}

@@ -84,6 +84,10 @@ fn run(
 ) -> Result<(Output, Vec<Change>), SqlError> {
     txn.next_statement();
     txn.set_lock_timeout(cancel.lock_timeout);
+    txn.set_interrupt(Some(Arc::clone(&cancel.requested)));
+    // Set once per statement (a cancel is made per statement): the flag is set first, so a
+    // request that finds no waker yet is seen by the wait when it begins.
+    let _ = cancel.waker.set(overtake_runtime::park::current_unparker());
     let cancel = cancel.flag();
     match request {
         RunOrInsert::Run(prepared, params, (began, started), user) => {
@@ -251,9 +255,14 @@ pub async fn start_block(
 /// It also carries the statement's `lock_timeout`, the other limit the session sets on it.
 #[derive(Debug, Default)]
 pub struct Cancel {
-    requested: AtomicBool,
+    /// Shared with the statement's transaction, whose lock waits it ends
+    /// (`Transaction::set_interrupt`).
+    requested: Arc<AtomicBool>,
     committing: AtomicBool,
     lock_timeout: Option<std::time::Duration>,
+    /// Wakes the task (or thread) running the statement, set when it starts: a statement
+    /// parked in a lock wait sees the request only when woken.
+    waker: std::sync::OnceLock<overtake_runtime::park::Unparker>,
 }
 
 impl Cancel {
@@ -269,6 +278,10 @@ impl Cancel {
     /// 57014 is the truth); false if it has begun to commit (await its answer).
     pub fn request(&self) -> bool {
         self.requested.store(true, Ordering::SeqCst);
+        if let Some(waker) = self.waker.get() {
+            // A wake the statement does not need is harmless: every park rechecks its state.
+            waker.unpark();
+        }
         !self.committing.load(Ordering::SeqCst)
     }
 

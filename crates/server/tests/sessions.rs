@@ -328,6 +328,62 @@ fn a_cancelled_statement_waiting_for_a_row_lock_never_commits() {
     });
 }
 
+/// A cancel ends a lock wait at once, as PostgreSQL's does: the cancelled block's ROLLBACK is
+/// answered while the lock's holder still holds it, and nothing of the block is kept.
+#[test]
+fn a_cancel_ends_a_lock_wait_and_the_block_rolls_back_while_the_holder_holds() {
+    let server = common::TestServer::start();
+    runtime().block_on(async {
+        let holder = connect(&server.dsn("holder")).await;
+        holder
+            .batch_execute("CREATE TABLE cw (id int PRIMARY KEY, v int NOT NULL); INSERT INTO cw VALUES (1, 0), (2, 0)")
+            .await
+            .expect("setup");
+        holder
+            .batch_execute("BEGIN; UPDATE cw SET v = 1 WHERE id = 1")
+            .await
+            .expect("hold");
+        let waiter = connect(&server.dsn("waiter")).await;
+        waiter
+            .batch_execute("BEGIN; UPDATE cw SET v = 20 WHERE id = 2")
+            .await
+            .expect("the waiter's first write");
+        let cancel = waiter.cancel_token();
+        let waiting = tokio::spawn(async move {
+            let r = waiter.batch_execute("UPDATE cw SET v = 10 WHERE id = 1").await;
+            (waiter, r)
+        });
+        let db = server.database();
+        while db.lock_waits().is_empty() {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        cancel.cancel_query(NoTls).await.expect("cancel");
+        let (waiter, result) = waiting.await.expect("joined");
+        assert_eq!(result.expect_err("cancelled").code().map(|c| c.code()), Some("57014"));
+        // ROLLBACK is answered, and the wait ends, with the holder still holding the row (a
+        // state waited for, not a time: before, it lasted until the holder's commit).
+        waiter.batch_execute("ROLLBACK").await.expect("rollback");
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !db.lock_waits().is_empty() {
+            assert!(std::time::Instant::now() < give_up, "the wait outlived its cancel");
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        // Its first write was rolled back: another session writes row 2.
+        let other = connect(&server.dsn("other")).await;
+        other
+            .batch_execute("UPDATE cw SET v = 2 WHERE id = 2")
+            .await
+            .expect("row 2 is free");
+        holder.batch_execute("COMMIT").await.expect("commit");
+        let rows = other
+            .query("SELECT v FROM cw ORDER BY id", &[])
+            .await
+            .expect("read");
+        let v: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
+        assert_eq!(v, [1, 2]);
+    });
+}
+
 #[test]
 fn a_statement_the_scheduler_cannot_start_is_refused_with_53300_and_the_sessions_go_on() {
     // One worker with room for two started transactions: two open blocks take both.

@@ -151,6 +151,7 @@ fn abort_code(reason: AbortReason) -> &'static str {
         AbortReason::Deadlock => sqlstate::DEADLOCK_DETECTED,
         AbortReason::TooLarge => sqlstate::PROGRAM_LIMIT_EXCEEDED,
         AbortReason::LockTimeout => sqlstate::LOCK_NOT_AVAILABLE,
+        AbortReason::Interrupted => sqlstate::QUERY_CANCELED,
         _ => sqlstate::SERIALIZATION_FAILURE,
     }
 }
@@ -163,6 +164,7 @@ fn abort_message(reason: AbortReason) -> String {
         }
         AbortReason::Deadlock => "deadlock detected".into(),
         AbortReason::LockTimeout => "canceling statement due to lock timeout".into(),
+        AbortReason::Interrupted => "canceling statement due to user request".into(),
         AbortReason::TooLarge => {
             "the transaction's writes are too large to log (over 1 GB in one commit)".into()
         }

@@ -101,7 +101,12 @@ impl<T> Attempts<T> {
             Some(AbortReason::Validation) => self.validation_failures += 1,
             Some(AbortReason::Deadlock) => self.deadlocks += 1,
             Some(AbortReason::Preempted | AbortReason::WaitDepth) => self.lock_preemptions += 1,
-            Some(AbortReason::UserRollback | AbortReason::TooLarge | AbortReason::LockTimeout)
+            Some(
+                AbortReason::UserRollback
+                | AbortReason::TooLarge
+                | AbortReason::LockTimeout
+                | AbortReason::Interrupted,
+            )
             | None => {}
         }
     }

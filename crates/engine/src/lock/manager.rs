@@ -16,6 +16,7 @@
 //! Must never: return from `acquire` with the lock not granted and no abort reason, or leave a
 //! released or revoked transaction in any queue.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -46,6 +47,8 @@ pub(crate) enum LockAbort {
     WaitDepth,
     /// It waited as long as its time limit allows (PostgreSQL's `lock_timeout`).
     Timeout,
+    /// Its wait was interrupted: the statement was cancelled (see `acquire_within`).
+    Interrupted,
 }
 
 /// How long one lock request waited (POW's statistics).
@@ -205,19 +208,22 @@ impl LockManager {
         name: LockName,
         mode: LockMode,
     ) -> Result<(), LockAbort> {
-        self.acquire_within(id, name, mode, None).map(|_| ())
+        self.acquire_within(id, name, mode, None, None).map(|_| ())
     }
 
     /// Acquires `name` in `mode` for `id`, waiting (parked) as long as the policy says, or up
-    /// to `limit` (then [`LockAbort::Timeout`]), and says how long it waited (`None`: granted
-    /// at once). On an error the transaction must roll back and call
-    /// [`release_all`](Self::release_all).
+    /// to `limit` (then [`LockAbort::Timeout`]), or until `interrupt` is set and the task woken
+    /// (then [`LockAbort::Interrupted`]: whoever sets it unparks the waiting task, and the flag
+    /// is checked before each park, so a flag set before the wait began is seen too); says how
+    /// long it waited (`None`: granted at once). On an error the transaction must roll back and
+    /// call [`release_all`](Self::release_all).
     pub(crate) fn acquire_within(
         &self,
         id: TxnId,
         name: LockName,
         mode: LockMode,
         limit: Option<Duration>,
+        interrupt: Option<&AtomicBool>,
     ) -> Result<Option<WaitTimes>, LockAbort> {
         if self.request(id, name, mode, true)? {
             return Ok(None);
@@ -226,6 +232,13 @@ impl LockManager {
             self.limit_wait(id, name, limit);
         }
         loop {
+            if interrupt.is_some_and(|f| f.load(Ordering::SeqCst)) {
+                // Aborted as a timed-out wait is (dequeued, unparked): the check below ends it.
+                let region = NoPreemptGuard::new();
+                self.table
+                    .lock(&region)
+                    .abort(id, LockAbort::Interrupted, self.policy);
+            }
             park();
             let region = NoPreemptGuard::new();
             let mut guard = self.table.lock(&region);

@@ -26,6 +26,7 @@ const DEADLOCK: u8 = 2;
 const PREEMPTED: u8 = 3;
 const WAIT_DEPTH: u8 = 4;
 const TIMEOUT: u8 = 5;
+const INTERRUPTED: u8 = 6;
 
 fn encode(reason: LockAbort) -> u8 {
     match reason {
@@ -33,6 +34,7 @@ fn encode(reason: LockAbort) -> u8 {
         LockAbort::Preempted => PREEMPTED,
         LockAbort::WaitDepth => WAIT_DEPTH,
         LockAbort::Timeout => TIMEOUT,
+        LockAbort::Interrupted => INTERRUPTED,
     }
 }
 
@@ -42,6 +44,7 @@ fn decode(word: u8) -> Option<LockAbort> {
         PREEMPTED => Some(LockAbort::Preempted),
         WAIT_DEPTH => Some(LockAbort::WaitDepth),
         TIMEOUT => Some(LockAbort::Timeout),
+        INTERRUPTED => Some(LockAbort::Interrupted),
         _ => None,
     }
 }

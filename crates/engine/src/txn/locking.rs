@@ -28,6 +28,7 @@
 use std::collections::HashMap;
 use std::ops::Bound;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use crate::catalog::Catalog;
@@ -78,6 +79,7 @@ impl From<LockAbort> for AbortReason {
             LockAbort::Preempted => AbortReason::Preempted,
             LockAbort::WaitDepth => AbortReason::WaitDepth,
             LockAbort::Timeout => AbortReason::LockTimeout,
+            LockAbort::Interrupted => AbortReason::Interrupted,
         }
     }
 }
@@ -97,6 +99,8 @@ pub(super) struct Locker<'a> {
     stats: LockStats,
     /// How long one lock wait may last (see `Transaction::set_lock_timeout`).
     limit: Option<Duration>,
+    /// Set to end its lock waits (see `Transaction::set_interrupt`).
+    interrupt: Option<Arc<AtomicBool>>,
     /// Scratch reused by every locked scan batch: the re-fetch, and the names to lock.
     check: ScanBatch,
     names: Vec<LockName>,
@@ -271,6 +275,7 @@ impl<'a> Locker<'a> {
             restart_after: Vec::new(),
             stats: LockStats::default(),
             limit: None,
+            interrupt: None,
             check: ScanBatch::default(),
             names: Vec::new(),
         }
@@ -294,7 +299,9 @@ impl<'a> Locker<'a> {
     }
 
     fn acquire(&mut self, name: LockName, mode: LockMode) -> Result<(), LockAbort> {
-        let acquired = self.manager.acquire_within(self.id, name, mode, self.limit);
+        let acquired =
+            self.manager
+                .acquire_within(self.id, name, mode, self.limit, self.interrupt.as_deref());
         if matches!(acquired, Err(LockAbort::WaitDepth)) {
             self.restart_after = self.manager.restart_after(self.id);
         }
@@ -677,6 +684,19 @@ impl<'db> Transaction<'db> {
         }
     }
 
+    /// Makes `flag` end this transaction's lock waits from here on: once it is set, a wait
+    /// in progress ends with [`AbortReason::Interrupted`] when the waiting task is woken (the
+    /// setter unparks it: `overtake_runtime::park::current_unparker` taken where the
+    /// statement runs), and a wait that begins after it is set ends at once. `None`: waits end
+    /// only as the lock policy and `set_lock_timeout` say. (A cancelled statement parked in a
+    /// lock wait is how PostgreSQL's cancel ends a wait.)
+    pub fn set_interrupt(&mut self, flag: Option<Arc<AtomicBool>>) {
+        if let Some(locker) = &mut self.locker {
+            locker.interrupt.clone_from(&flag);
+        }
+        self.lock_interrupt = flag;
+    }
+
     /// Makes this transaction take each row's write lock before it writes the row (and in
     /// [`lock_row`](Self::lock_row)), whatever its isolation level, as PostgreSQL's writers do:
     /// a READ COMMITTED writer of the same row then waits for it instead of failing at commit,
@@ -701,6 +721,7 @@ impl<'db> Transaction<'db> {
                 let registered = manager.register_aged(self.lease.stamp, level, None);
                 let mut locker = Locker::new(manager, &engine.txns, self.lease.stamp, registered);
                 locker.limit = self.lock_limit;
+                locker.interrupt.clone_from(&self.lock_interrupt);
                 none.insert(locker)
             }
         }

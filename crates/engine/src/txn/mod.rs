@@ -153,6 +153,8 @@ pub struct Transaction<'db> {
     validating: bool,
     /// How long one lock wait may last (see `set_lock_timeout`), for a locker made later.
     lock_limit: Option<std::time::Duration>,
+    /// What ends its lock waits (see `set_interrupt`), for a locker made later.
+    lock_interrupt: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     /// Versions it installed, added to its slot's counter once, when it ends.
     versions_created: u64,
     /// From the end of its commit region until its log record was durable (zero without a
@@ -176,6 +178,7 @@ impl<'db> Transaction<'db> {
             table_locks: Vec::new(),
             validating: false,
             lock_limit: None,
+            lock_interrupt: None,
             two_phase: engine.locks.is_some(),
             engine,
             lease,
