@@ -47,13 +47,19 @@ pub struct Connection {
     deallocated: std::sync::Mutex<Vec<String>>,
     /// Told when the session was ended for idling in a transaction: the connection's loop
     /// sends FATAL 25P03 and closes (see `socket`).
-    pub(crate) ended: Arc<tokio::sync::Notify>,
+    pub(crate) ending: Arc<crate::backends::Ending>,
+    /// The process id its session is registered under (0: none yet), to unregister it.
+    pid: std::sync::atomic::AtomicI32,
 }
 
 impl Drop for Connection {
     fn drop(&mut self) {
         if *self.admitted.get_mut() {
             self.shared.connections.leave();
+        }
+        let pid = *self.pid.get_mut();
+        if pid != 0 {
+            self.shared.backends.unregister(pid);
         }
     }
 }
@@ -73,7 +79,8 @@ impl Connection {
             deferred: std::sync::Mutex::new(None),
             statement_names: Default::default(),
             deallocated: Default::default(),
-            ended: Default::default(),
+            ending: Default::default(),
+            pid: Default::default(),
         }
     }
 
@@ -172,13 +179,16 @@ impl Connection {
             return;
         };
         let shared = Arc::clone(&self.session);
-        let ended = Arc::clone(&self.ended);
+        let ending = Arc::clone(&self.ending);
         tokio::spawn(async move {
             tokio::time::sleep(timeout).await;
             if let Some(session) = shared.lock().await.as_mut()
                 && session.end_if_idle_since(moment)
             {
-                ended.notify_one();
+                ending.end(
+                    overtake_sql::sqlstate::IDLE_IN_TRANSACTION_TIMEOUT,
+                    "terminating connection due to idle-in-transaction timeout",
+                );
             }
         });
     }
@@ -232,7 +242,15 @@ impl Connection {
         if let Some(app) = meta.get("application_name") {
             options.push(("application_name".into(), app.clone()));
         }
-        Session::new(Arc::clone(&self.shared), &user, &options)
+        let (pid, _) = client.pid_and_secret_key();
+        let session = Session::new(Arc::clone(&self.shared), &user, &options, pid)?;
+        if let Some(handle) = client.session_extensions().get::<Arc<ConnectionHandle>>() {
+            let ending = Arc::clone(&self.ending);
+            let handle = Arc::clone(&*handle);
+            (self.shared.backends).register(pid, session.actor(), handle, ending);
+            self.pid.store(pid, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(session)
     }
 }
 

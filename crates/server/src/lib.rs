@@ -16,6 +16,7 @@
 #![forbid(unsafe_code)]
 
 mod auth;
+mod backends;
 mod connection;
 mod extended;
 mod framing;
@@ -138,7 +139,11 @@ impl Serving {
         let scram = self.auth.as_ref().map(|p| {
             let mut scram = ScramAuth::new(Arc::clone(p) as Arc<dyn pgwire::api::auth::AuthSource>);
             scram.set_iterations(auth::ITERATIONS);
+            // The server's one generator: each connection's handler would otherwise start its
+            // own, and every authenticated session would get the same process id.
+            let pids = Arc::clone(&self.pids) as Arc<dyn pgwire::api::PidSecretKeyGenerator>;
             SASLAuthStartupHandler::new(Arc::new(handler::server_parameters()))
+                .with_pid_secret_key_generator(pids)
                 .with_scram(scram)
                 .with_connection_manager(Arc::clone(&self.manager))
         });
@@ -285,6 +290,7 @@ impl Server {
             roles: Mutex::new(HashMap::new()),
             privileges: privileges::Privileges::new(passwords.is_some(), Arc::clone(&catalog)),
             session_threads: config.session_threads.clone(),
+            backends: Arc::default(),
             connections: session::Connections::new(
                 config.max_connections,
                 config.superuser_reserved_connections,
@@ -376,7 +382,7 @@ impl Server {
                             };
                             let _ = socket.set_nodelay(true);
                             let handlers = serving.handlers();
-                            let ended = Arc::clone(&handlers.connection.ended);
+                            let ended = Arc::clone(&handlers.connection.ending);
                             let tls = serving.tls.clone();
                             let mut stopped = stopped.clone();
                             tokio::spawn(async move {

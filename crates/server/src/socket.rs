@@ -34,13 +34,14 @@ fn violation(message: String) -> PgWireError {
     crate::wire::fatal(overtake_sql::sqlstate::PROTOCOL_VIOLATION, message)
 }
 
-/// Serves the client on `tcp` with `handlers` until it leaves or is ended (`ended`: its session
-/// was, for idling in a transaction, while it waited for the client).
+/// Serves the client on `tcp` with `handlers` until it leaves or is ended (`ending`: its
+/// session was, for idling in a transaction or by `pg_terminate_backend`; noticed while it
+/// waits for the client, so after a statement in flight).
 pub(crate) async fn serve<H: PgWireServerHandlers>(
     tcp: TcpStream,
     tls: Option<TlsAcceptor>,
     handlers: H,
-    ended: std::sync::Arc<tokio::sync::Notify>,
+    ending: std::sync::Arc<crate::backends::Ending>,
 ) -> io::Result<()> {
     let startup_timeout = tokio::time::sleep(STARTUP_TIMEOUT);
     tokio::pin!(startup_timeout);
@@ -74,13 +75,13 @@ pub(crate) async fn serve<H: PgWireServerHandlers>(
         } else {
             tokio::select! {
                 m = read => m,
-                _ = ended.notified() => {
+                _ = ending.notify.notified() => {
                     // FATAL, then the close: no ReadyForQuery follows, as in PostgreSQL.
-                    let e = ErrorInfo::new(
-                        "FATAL".into(),
-                        overtake_sql::sqlstate::IDLE_IN_TRANSACTION_TIMEOUT.into(),
-                        "terminating connection due to idle-in-transaction timeout".into(),
-                    );
+                    let (code, message) = ending.reason.get().copied().unwrap_or((
+                        overtake_sql::sqlstate::ADMIN_SHUTDOWN,
+                        "terminating connection due to administrator command",
+                    ));
+                    let e = ErrorInfo::new("FATAL".into(), code.into(), message.into());
                     socket.send(PgWireBackendMessage::ErrorResponse(e.into())).await?;
                     return socket.close().await;
                 }

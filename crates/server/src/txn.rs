@@ -90,10 +90,11 @@ fn run(
     let _ = cancel.waker.set(overtake_runtime::park::current_unparker());
     let cancel = cancel.flag();
     match request {
-        RunOrInsert::Run(prepared, params, (began, started), user) => {
+        RunOrInsert::Run(prepared, params, (began, started), user, backends) => {
             let cx = Context::new(params, *started)
                 .in_transaction_since(*began)
                 .for_user(user)
+                .with_backends(&**backends)
                 .cancelled_by(cancel);
             Ok((exec::execute(txn, query_of(prepared)?, &cx)?, Vec::new()))
         }
@@ -141,7 +142,13 @@ fn run(
 /// its transaction and it began (microseconds since the epoch) and the session's user; COPY's
 /// rows; or DDL over the catalog as the block has changed it so far, acting for the session's role.
 pub enum RunOrInsert {
-    Run(Arc<Prepared>, Vec<Datum>, (i64, i64), Arc<str>),
+    Run(
+        Arc<Prepared>,
+        Vec<Datum>,
+        (i64, i64),
+        Arc<str>,
+        Arc<dyn overtake_sql::expr::Backends>,
+    ),
     Insert(Rows),
     Ddl(Arc<Catalog>, Arc<Prepared>, Arc<Pending>, Actor),
     /// A change of roles, as DDL is run.

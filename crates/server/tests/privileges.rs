@@ -356,3 +356,52 @@ fn roles_are_created_altered_and_dropped_as_postgresql_does() {
         assert_eq!(show(&alice, "is_superuser").await, "on");
     });
 }
+
+/// The session's process id (`pg_backend_pid()`).
+async fn pid(c: &Client) -> i32 {
+    c.query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .expect("pid")
+        .get(0)
+}
+
+/// Who may signal whom, as PostgreSQL's `pg_cancel_backend`/`pg_terminate_backend`: a
+/// superuser anyone, another role only its own role's sessions and never a superuser's.
+#[test]
+fn a_role_signals_only_its_own_sessions() {
+    let (server, runtime) = authenticating("postgres:root\nalice:a\nbob:b\n", Default::default());
+    runtime.block_on(async {
+        let connect = |user: &str, password: &str| login(&server, user, password, "");
+        let root = connect("postgres", "root").await.expect("postgres");
+        let alice = connect("alice", "a").await.expect("alice");
+        let alice2 = connect("alice", "a").await.expect("alice again");
+        let bob = connect("bob", "b").await.expect("bob");
+        let (root_pid, alice2_pid, bob_pid) =
+            (pid(&root).await, pid(&alice2).await, pid(&bob).await);
+        let message = refused(
+            &alice,
+            &format!("SELECT pg_cancel_backend({root_pid})"),
+            "42501",
+        )
+        .await;
+        assert_eq!(message, "must be a superuser to cancel superuser query");
+        refused(
+            &alice,
+            &format!("SELECT pg_terminate_backend({bob_pid})"),
+            "42501",
+        )
+        .await;
+        let own: bool = alice
+            .query_one(&format!("SELECT pg_cancel_backend({alice2_pid})"), &[])
+            .await
+            .expect("her own session")
+            .get(0);
+        assert!(own);
+        let any: bool = root
+            .query_one(&format!("SELECT pg_cancel_backend({bob_pid})"), &[])
+            .await
+            .expect("a superuser's")
+            .get(0);
+        assert!(any);
+    });
+}

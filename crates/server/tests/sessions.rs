@@ -45,6 +45,13 @@ fn finished_after(server: &common::TestServer, level: Priority, before: &[u64]) 
     }
 }
 
+/// Returns once some transaction waits for a lock (a state, not a time).
+async fn until_a_lock_wait(db: &overtake_engine::Database) {
+    while db.lock_waits().is_empty() {
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+}
+
 #[test]
 fn a_sessions_statements_run_at_its_priority() {
     let server = common::TestServer::start();
@@ -299,9 +306,7 @@ fn a_cancelled_statement_waiting_for_a_row_lock_never_commits() {
         });
         // The waiter is seen waiting for the row lock (a state, not a timeout).
         let db = server.database();
-        while db.lock_waits().is_empty() {
-            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-        }
+        until_a_lock_wait(&db).await;
         cancel.cancel_query(NoTls).await.expect("cancel");
         let (waiter, result) = waiting.await.expect("joined");
         let err = result.expect_err("cancelled");
@@ -354,9 +359,7 @@ fn a_cancel_ends_a_lock_wait_and_the_block_rolls_back_while_the_holder_holds() {
             (waiter, r)
         });
         let db = server.database();
-        while db.lock_waits().is_empty() {
-            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-        }
+        until_a_lock_wait(&db).await;
         cancel.cancel_query(NoTls).await.expect("cancel");
         let (waiter, result) = waiting.await.expect("joined");
         assert_eq!(result.expect_err("cancelled").code().map(|c| c.code()), Some("57014"));
@@ -381,6 +384,74 @@ fn a_cancel_ends_a_lock_wait_and_the_block_rolls_back_while_the_holder_holds() {
             .expect("read");
         let v: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
         assert_eq!(v, [1, 2]);
+    });
+}
+
+/// `pg_backend_pid()`, `pg_cancel_backend()` and `pg_terminate_backend()` as PostgreSQL's: a
+/// session cancels another's statement (here one waiting for a lock) or ends it (its block
+/// rolls back, its client is sent FATAL 57P01); an unknown pid answers false.
+#[test]
+fn sessions_cancel_and_terminate_each_other_by_process_id() {
+    let server = common::TestServer::start();
+    runtime().block_on(async {
+        let pid = |c: tokio_postgres::Client| async move {
+            let n: i32 = c
+                .query_one("SELECT pg_backend_pid()", &[])
+                .await
+                .expect("pid")
+                .get(0);
+            (c, n)
+        };
+        let (holder, holder_pid) = pid(connect(&server.dsn("holder")).await).await;
+        let (waiter, waiter_pid) = pid(connect(&server.dsn("waiter")).await).await;
+        let admin = connect(&server.dsn("admin")).await;
+        assert_ne!(holder_pid, waiter_pid);
+        holder
+            .batch_execute("CREATE TABLE sig (id int PRIMARY KEY, v int NOT NULL); INSERT INTO sig VALUES (1, 0)")
+            .await
+            .expect("setup");
+        holder
+            .batch_execute("BEGIN; UPDATE sig SET v = 1 WHERE id = 1")
+            .await
+            .expect("hold");
+        let waiting = tokio::spawn(async move {
+            let r = waiter.batch_execute("UPDATE sig SET v = 2 WHERE id = 1").await;
+            (waiter, r)
+        });
+        let db = server.database();
+        until_a_lock_wait(&db).await;
+        let signalled = |sql: String| {
+            let admin = &admin;
+            async move {
+                let b: bool = admin.query_one(&sql, &[]).await.expect(&sql).get(0);
+                b
+            }
+        };
+        assert!(signalled(format!("SELECT pg_cancel_backend({waiter_pid})")).await);
+        let (waiter, result) = waiting.await.expect("joined");
+        let e = result.expect_err("cancelled");
+        assert_eq!(e.code().map(|c| c.code()), Some("57014"));
+        waiter.batch_execute("SELECT 1").await.expect("the waiter goes on");
+        // The holder, idle in its block, is ended: FATAL 57P01, and its block rolls back.
+        assert!(signalled(format!("SELECT pg_terminate_backend({holder_pid})")).await);
+        let e = holder
+            .batch_execute("SELECT 1")
+            .await
+            .expect_err("terminated");
+        if let Some(db_error) = e.as_db_error() {
+            assert_eq!(db_error.code().code(), "57P01");
+        }
+        waiter
+            .batch_execute("UPDATE sig SET v = 3 WHERE id = 1")
+            .await
+            .expect("the holder's lock is gone");
+        let v: i32 = waiter
+            .query_one("SELECT v FROM sig WHERE id = 1", &[])
+            .await
+            .expect("read")
+            .get(0);
+        assert_eq!(v, 3);
+        assert!(!signalled("SELECT pg_cancel_backend(2147483647)".into()).await);
     });
 }
 
@@ -454,9 +525,7 @@ fn crossed_row_locks_make_one_session_the_deadlock_victim_and_the_other_commits(
         });
         // A is seen waiting for row 2 (a state, not a timeout); B then closes the cycle.
         let db = server.database();
-        while db.lock_waits().is_empty() {
-            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-        }
+        until_a_lock_wait(&db).await;
         let rb = b.batch_execute("UPDATE d SET v = 2 WHERE id = 1").await;
         let (a, ra) = a_waits.await.expect("joined");
         let code = |r: &Result<(), tokio_postgres::Error>| {
@@ -514,9 +583,7 @@ fn under_two_phase_locking_a_writer_waits_for_the_holder_of_its_row() {
             (waiter, r)
         });
         let db = server.database();
-        while db.lock_waits().is_empty() {
-            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-        }
+        until_a_lock_wait(&db).await;
         holder.batch_execute("COMMIT").await.expect("commit");
         let (waiter, result) = waiting.await.expect("joined");
         result.expect("the waiter's update went ahead after the commit");

@@ -58,6 +58,12 @@ pub enum Func {
     Substr,
     CurrentDatabase,
     CurrentUser,
+    /// `pg_backend_pid()`.
+    BackendPid,
+    /// `pg_cancel_backend(pid)`.
+    CancelBackend,
+    /// `pg_terminate_backend(pid)`.
+    TerminateBackend,
 }
 
 /// A bound expression.
@@ -105,6 +111,25 @@ pub struct Context<'a> {
     pub user: &'a str,
     /// Set (by another thread) when the statement is cancelled: its scans stop with 57014.
     pub cancel: Option<&'a AtomicBool>,
+    /// The server's sessions, as `pg_backend_pid()`, `pg_cancel_backend()` and
+    /// `pg_terminate_backend()` see them (`None`: no server; they fail with 0A000).
+    pub backends: Option<&'a dyn Backends>,
+}
+
+/// What a statement may ask of the server about its sessions, with PostgreSQL's rules (see the
+/// server's implementation).
+pub trait Backends: Send + Sync {
+    /// The process id the session's client was given (`pg_backend_pid()`).
+    fn own_pid(&self) -> i32;
+    /// Cancels the statement of session `pid`, or (`terminate`) ends the session: false if
+    /// there is no such session; 42501 if this session's role may not.
+    fn signal(&self, pid: i32, terminate: bool) -> Result<bool>;
+}
+
+impl std::fmt::Debug for dyn Backends + '_ {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Backends {{ own_pid: {} }}", self.own_pid())
+    }
 }
 
 impl<'a> Context<'a> {
@@ -116,6 +141,15 @@ impl<'a> Context<'a> {
             statement: now,
             user: "overtake",
             cancel: None,
+            backends: None,
+        }
+    }
+
+    /// The same, with the server's sessions.
+    pub fn with_backends(self, backends: &'a dyn Backends) -> Self {
+        Context {
+            backends: Some(backends),
+            ..self
         }
     }
 
@@ -486,6 +520,12 @@ pub const VERSION: &str = concat!(
     ", a main-memory engine speaking PostgreSQL's protocol)"
 );
 
+/// The server's sessions, or 0A000 where there is no server (a statement run by a tool).
+fn backends<'a>(cx: &Context<'a>) -> Result<&'a dyn Backends> {
+    cx.backends
+        .ok_or_else(|| SqlError::unsupported("a session function outside a server"))
+}
+
 fn eval_func(f: Func, args: &[Expr], row: &[Datum], cx: &Context<'_>) -> Result<Datum> {
     let arg = |i: usize| -> Result<Datum> { args[i].eval(row, cx) };
     Ok(match f {
@@ -496,6 +536,22 @@ fn eval_func(f: Func, args: &[Expr], row: &[Datum], cx: &Context<'_>) -> Result<
         Func::Random => Datum::Float(fastrand::f64()),
         Func::CurrentDatabase => Datum::Text("overtake".into()),
         Func::CurrentUser => Datum::Text(cx.user.to_owned()),
+        Func::BackendPid => Datum::Int(i64::from(backends(cx)?.own_pid())),
+        Func::CancelBackend | Func::TerminateBackend => match arg(0)? {
+            Datum::Null => Datum::Null,
+            Datum::Int(pid) => {
+                let pid = i32::try_from(pid).map_err(|_| {
+                    SqlError::new(sqlstate::NUMERIC_VALUE_OUT_OF_RANGE, "integer out of range")
+                })?;
+                Datum::Bool(backends(cx)?.signal(pid, f == Func::TerminateBackend)?)
+            }
+            other => {
+                return Err(SqlError::new(
+                    sqlstate::INTERNAL_ERROR,
+                    format!("pid {other:?}"),
+                ));
+            }
+        },
         Func::Abs => match arg(0)? {
             Datum::Int(v) => Datum::Int(v.checked_abs().ok_or_else(crate::datum::out_of_range)?),
             Datum::Float(v) => Datum::Float(v.abs()),

@@ -148,6 +148,19 @@ impl Binder<'_> {
             }
             "current_database" => (Func::CurrentDatabase, 0..=0, SqlType::Text),
             "current_user" | "session_user" | "user" => (Func::CurrentUser, 0..=0, SqlType::Text),
+            "pg_backend_pid" => (Func::BackendPid, 0..=0, SqlType::Int4),
+            "pg_cancel_backend" | "pg_terminate_backend" => {
+                // Their argument is an integer (a pid).
+                if let Some(a) = args.first_mut() {
+                    *a = Expr::Cast(Box::new(a.clone()), SqlType::Int4);
+                }
+                let f = if name == "pg_cancel_backend" {
+                    Func::CancelBackend
+                } else {
+                    Func::TerminateBackend
+                };
+                (f, 1..=1, SqlType::Bool)
+            }
             _ => {
                 return Err(SqlError::new(
                     sqlstate::UNDEFINED_FUNCTION,

@@ -38,6 +38,8 @@ pub struct Shared {
     pub session_threads: Option<OsScheduling>,
     /// The connections admitted and not yet gone, against `max_connections`.
     pub connections: Connections,
+    /// The sessions by process id (`pg_cancel_backend` and `pg_terminate_backend`).
+    pub backends: Arc<crate::backends::Registry>,
 }
 
 /// Connections admitted, against a limit (`max_connections`) of which the last places
@@ -138,6 +140,8 @@ pub struct Session {
     user: Arc<str>,
     /// The role its statements act for (privileges on tables).
     actor: Actor,
+    /// The other sessions, as its statements may signal them.
+    backends: Arc<crate::backends::SessionBackends>,
     settings: Settings,
     block: Option<Block>,
     pub copy: Option<CopyState>,
@@ -196,6 +200,7 @@ impl Session {
         shared: Arc<Shared>,
         user: &str,
         options: &[(String, String)],
+        pid: i32,
     ) -> Result<Self, SqlError> {
         let mut settings = shared
             .roles
@@ -226,6 +231,11 @@ impl Session {
         Ok(Session {
             thread,
             actor: shared.privileges.actor(user),
+            backends: Arc::new(crate::backends::SessionBackends {
+                registry: Arc::clone(&shared.backends),
+                pid,
+                actor: shared.privileges.actor(user),
+            }),
             shared,
             user: Arc::from(user),
             settings,
@@ -380,6 +390,7 @@ impl Session {
                         params,
                         (began, started),
                         Arc::clone(&self.user),
+                        Arc::clone(&self.backends) as Arc<dyn overtake_sql::expr::Backends>,
                     ))
                     .await?;
                 Ok(if columns.is_empty() {
@@ -571,6 +582,11 @@ impl Session {
             Ok(out) => Answer::Done(out.tag),
             Err(e) => self.fail(e),
         }
+    }
+
+    /// The role its statements act for.
+    pub fn actor(&self) -> &Actor {
+        &self.actor
     }
 
     /// The session's user.

@@ -1,0 +1,143 @@
+//! The server's sessions by process id, as PostgreSQL's backends: what `pg_backend_pid()`,
+//! `pg_cancel_backend()` and `pg_terminate_backend()` act on, with PostgreSQL's permission
+//! rules (a superuser may signal any session; another role only sessions of its own role, and
+//! never a superuser's).
+//!
+//! Must never: block a worker. The map's mutex is held for a lookup or an insert only, inside
+//! a non-preemptible region (a statement on a worker takes it: no paused task can hold it);
+//! the cancel itself is handed to the target connection's network thread.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use overtake_runtime::NoPreemptGuard;
+use overtake_sql::access::Actor;
+use overtake_sql::expr::Backends;
+use overtake_sql::{SqlError, sqlstate};
+use pgwire::api::ConnectionHandle;
+
+/// Why a connection is being ended, and what tells its loop (see `socket`).
+#[derive(Debug, Default)]
+pub struct Ending {
+    pub notify: tokio::sync::Notify,
+    /// The FATAL error the client is sent before the close (the first reason given wins).
+    pub reason: OnceLock<(&'static str, &'static str)>,
+}
+
+impl Ending {
+    /// Ends the connection with FATAL `code` `message` (at once if it is waiting for the
+    /// client; after its statement otherwise).
+    pub fn end(&self, code: &'static str, message: &'static str) {
+        let _ = self.reason.set((code, message));
+        self.notify.notify_one();
+    }
+}
+
+/// One session, as others may signal it.
+struct Backend {
+    user: String,
+    superuser: bool,
+    /// Fires the cancel of the statement in flight, as a CancelRequest does.
+    cancel: Arc<ConnectionHandle>,
+    /// The runtime of the connection's network thread, which runs the cancel.
+    runtime: tokio::runtime::Handle,
+    ending: Arc<Ending>,
+}
+
+/// Every session, by process id.
+#[derive(Default)]
+pub struct Registry {
+    backends: Mutex<HashMap<i32, Backend>>,
+}
+
+impl Registry {
+    fn with<T>(&self, f: impl FnOnce(&mut HashMap<i32, Backend>) -> T) -> T {
+        let _region = NoPreemptGuard::new();
+        f(&mut self.backends.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Registers the session of process id `pid` (on its network thread).
+    pub fn register(
+        &self,
+        pid: i32,
+        actor: &Actor,
+        cancel: Arc<ConnectionHandle>,
+        ending: Arc<Ending>,
+    ) {
+        let backend = Backend {
+            user: actor.name.clone(),
+            superuser: actor.superuser,
+            cancel,
+            runtime: tokio::runtime::Handle::current(),
+            ending,
+        };
+        self.with(|b| b.insert(pid, backend));
+    }
+
+    /// The session of `pid` is gone.
+    pub fn unregister(&self, pid: i32) {
+        self.with(|b| b.remove(&pid));
+    }
+}
+
+/// One session's view of the others: what its statements' `pg_*_backend` calls use.
+pub struct SessionBackends {
+    pub registry: Arc<Registry>,
+    pub pid: i32,
+    pub actor: Actor,
+}
+
+impl Backends for SessionBackends {
+    fn own_pid(&self) -> i32 {
+        self.pid
+    }
+
+    fn signal(&self, pid: i32, terminate: bool) -> Result<bool, SqlError> {
+        let target = self.registry.with(|b| {
+            b.get(&pid).map(|t| {
+                (
+                    t.user.clone(),
+                    t.superuser,
+                    Arc::clone(&t.cancel),
+                    t.runtime.clone(),
+                    Arc::clone(&t.ending),
+                )
+            })
+        });
+        // PostgreSQL warns that the pid is not a server process, and answers false.
+        let Some((user, superuser, cancel, runtime, ending)) = target else {
+            return Ok(false);
+        };
+        let what = if terminate {
+            "terminate superuser process"
+        } else {
+            "cancel superuser query"
+        };
+        if superuser && !self.actor.superuser {
+            return Err(SqlError::new(
+                sqlstate::INSUFFICIENT_PRIVILEGE,
+                format!("must be a superuser to {what}"),
+            ));
+        }
+        if !self.actor.superuser && user != self.actor.name {
+            return Err(SqlError::new(
+                sqlstate::INSUFFICIENT_PRIVILEGE,
+                if terminate {
+                    "must be a member of the role whose process is being terminated or member of pg_signal_backend"
+                } else {
+                    "must be a member of the role whose query is being canceled or member of pg_signal_backend"
+                },
+            ));
+        }
+        if terminate {
+            ending.end(
+                sqlstate::ADMIN_SHUTDOWN,
+                "terminating connection due to administrator command",
+            );
+        }
+        runtime.spawn(async move {
+            cancel.cancel().await;
+        });
+        Ok(true)
+    }
+}
