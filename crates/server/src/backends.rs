@@ -129,6 +129,9 @@ impl Backends for SessionBackends {
                 },
             ));
         }
+        // In a region: the OnceLock and the runtime's queue are locks of a kind, and the caller
+        // is a statement's task that could otherwise be paused holding one.
+        let _region = NoPreemptGuard::new();
         if terminate {
             ending.end(
                 sqlstate::ADMIN_SHUTDOWN,

@@ -228,14 +228,16 @@ impl Session {
             }
             None => None,
         };
+        // The role's superuser attribute is read once, at login (as PostgreSQL's session does).
+        let actor = shared.privileges.actor(user);
         Ok(Session {
             thread,
-            actor: shared.privileges.actor(user),
             backends: Arc::new(crate::backends::SessionBackends {
                 registry: Arc::clone(&shared.backends),
                 pid,
-                actor: shared.privileges.actor(user),
+                actor: actor.clone(),
             }),
+            actor,
             shared,
             user: Arc::from(user),
             settings,
