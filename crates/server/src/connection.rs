@@ -45,8 +45,9 @@ pub struct Connection {
     statement_names: std::sync::Mutex<std::collections::BTreeSet<String>>,
     /// Statements `DEALLOCATE` forgot, still in the client's store.
     deallocated: std::sync::Mutex<Vec<String>>,
-    /// Told when the session was ended for idling in a transaction: the connection's loop
-    /// sends FATAL 25P03 and closes (see `socket`).
+    /// Told when the session was ended (idle in a transaction too long, or by
+    /// `pg_terminate_backend`): the connection's loop sends the FATAL error and closes (see
+    /// `socket`).
     pub(crate) ending: Arc<crate::backends::Ending>,
     /// The process id its session is registered under (0: none yet), to unregister it.
     pid: std::sync::atomic::AtomicI32,

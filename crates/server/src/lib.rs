@@ -382,12 +382,12 @@ impl Server {
                             };
                             let _ = socket.set_nodelay(true);
                             let handlers = serving.handlers();
-                            let ended = Arc::clone(&handlers.connection.ending);
+                            let ending = Arc::clone(&handlers.connection.ending);
                             let tls = serving.tls.clone();
                             let mut stopped = stopped.clone();
                             tokio::spawn(async move {
                                 tokio::select! {
-                                    _ = socket::serve(socket, tls, handlers, ended) => {}
+                                    _ = socket::serve(socket, tls, handlers, ending) => {}
                                     _ = stopped.changed() => {}
                                 }
                             });

@@ -92,6 +92,7 @@ pub fn run(
             if !actor.superuser {
                 return Err(denied("permission denied to drop role".into()));
             }
+            let all = tables.all();
             for name in names {
                 if roles::get(txn, table, name)?.is_none() {
                     if *if_exists {
@@ -105,7 +106,7 @@ pub fn run(
                         "current user cannot be dropped",
                     ));
                 }
-                let depends = tables.all().into_iter().find_map(|t| {
+                let depends = all.iter().find_map(|t| {
                     if t.acl.owner.as_deref() == Some(name.as_str()) {
                         Some(format!("owner of table {}", t.name))
                     } else {

@@ -86,8 +86,12 @@ fn run(
     txn.set_lock_timeout(cancel.lock_timeout);
     txn.set_interrupt(Some(Arc::clone(&cancel.requested)));
     // Set once per statement (a cancel is made per statement): the flag is set first, so a
-    // request that finds no waker yet is seen by the wait when it begins.
-    let _ = cancel.waker.set(overtake_runtime::park::current_unparker());
+    // request that finds no waker yet is seen by the wait when it begins. In a region: a
+    // OnceLock being set is a lock of a kind (the canceller only reads it, never waits).
+    {
+        let _region = overtake_runtime::NoPreemptGuard::new();
+        let _ = cancel.waker.set(overtake_runtime::park::current_unparker());
+    }
     let cancel = cancel.flag();
     match request {
         RunOrInsert::Run(prepared, params, (began, started), user, backends) => {
@@ -108,27 +112,15 @@ fn run(
             };
             Ok((out, Vec::new()))
         }
-        RunOrInsert::Role(catalog, prepared, pending, actor) => {
-            let overtake_sql::Command::Role(command) = &prepared.command else {
-                return Err(SqlError::new(
-                    sqlstate::INTERNAL_ERROR,
-                    "not a role command",
-                ));
-            };
-            let tables = Tables::with(catalog, pending).acting_for(actor);
-            let tag = crate::roles::run(txn, tables, actor, command)?;
-            let out = Output {
-                tag: tag.to_owned(),
-                rows: Vec::new(),
-            };
-            Ok((out, Vec::new()))
-        }
         RunOrInsert::Ddl(catalog, prepared, pending, actor) => {
-            let overtake_sql::Command::Ddl(ddl) = &prepared.command else {
-                return Err(SqlError::new(sqlstate::INTERNAL_ERROR, "not DDL"));
-            };
             let tables = Tables::with(catalog, pending).acting_for(actor);
-            let (tag, changes) = ddl::execute_in(tables, txn, ddl)?;
+            let (tag, changes) = match &prepared.command {
+                overtake_sql::Command::Ddl(ddl) => ddl::execute_in(tables, txn, ddl)?,
+                overtake_sql::Command::Role(command) => {
+                    (crate::roles::run(txn, tables, actor, command)?, Vec::new())
+                }
+                _ => return Err(SqlError::new(sqlstate::INTERNAL_ERROR, "not DDL")),
+            };
             let out = Output {
                 tag: tag.to_owned(),
                 rows: Vec::new(),
@@ -150,9 +142,8 @@ pub enum RunOrInsert {
         Arc<dyn overtake_sql::expr::Backends>,
     ),
     Insert(Rows),
+    /// DDL or a change of roles.
     Ddl(Arc<Catalog>, Arc<Prepared>, Arc<Pending>, Actor),
-    /// A change of roles, as DDL is run.
-    Role(Arc<Catalog>, Arc<Prepared>, Arc<Pending>, Actor),
 }
 
 /// The body of a transaction block's task: begins, then serves requests until COMMIT, ROLLBACK,

@@ -157,7 +157,13 @@ pub fn parse(sql: &str) -> Result<Vec<Ast>> {
 /// (by position) were one; `None` if there is none.
 fn create_users_as_roles(sql: &str) -> Option<(String, Vec<usize>)> {
     use sqlparser::tokenizer::{Token, Tokenizer};
-    if !sql.to_ascii_lowercase().contains("user") {
+    // Most statements name no user: they skip the second tokenization (without copying the
+    // text to look).
+    if !sql
+        .as_bytes()
+        .windows(4)
+        .any(|w| w.eq_ignore_ascii_case(b"user"))
+    {
         return None;
     }
     let mut tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;

@@ -319,14 +319,10 @@ impl Session {
         Answer::Error(e)
     }
 
-    /// Runs DDL, or (`role`) a change of roles, in the block's transaction: both are
-    /// transactional (a statement alone gets a block of its own), and DDL's changes stay the
-    /// block's until it commits.
-    async fn change_catalog(
-        &mut self,
-        prepared: Arc<Prepared>,
-        role: bool,
-    ) -> Result<Answer, SqlError> {
+    /// Runs DDL or a change of roles in the block's transaction: both are transactional (a
+    /// statement alone gets a block of its own), and DDL's changes stay the block's until it
+    /// commits.
+    async fn change_catalog(&mut self, prepared: Arc<Prepared>) -> Result<Answer, SqlError> {
         let alone = self.block.is_none();
         if alone {
             self.block = Some(self.new_block(self.default_level(), false));
@@ -337,11 +333,7 @@ impl Session {
             .map(|b| Arc::clone(&b.pending))
             .unwrap_or_default();
         let catalog = Arc::clone(&self.shared.catalog);
-        let work = if role {
-            RunOrInsert::Role(catalog, prepared, pending, self.actor.clone())
-        } else {
-            RunOrInsert::Ddl(catalog, prepared, pending, self.actor.clone())
-        };
+        let work = RunOrInsert::Ddl(catalog, prepared, pending, self.actor.clone());
         let done = self.run(work).await;
         if alone {
             let end = self.end_block(done.is_ok()).await;
@@ -405,12 +397,10 @@ impl Session {
                     }
                 })
             }
-            Command::Ddl(_) | Command::Role(_) => {
+            Command::Role(_) => self.change_catalog(prepared).await,
+            Command::Ddl(ddl) => {
                 // The roles a GRANT or ALTER TABLE ... OWNER TO names must exist.
                 let privileges = &self.shared.privileges;
-                let Command::Ddl(ddl) = &prepared.command else {
-                    return self.change_catalog(prepared, true).await;
-                };
                 match ddl {
                     Ddl::Grant { grantees, .. } => {
                         for g in grantees {
@@ -422,7 +412,7 @@ impl Session {
                     Ddl::SetOwner { owner, .. } => privileges.check_role_exists(owner)?,
                     _ => {}
                 }
-                self.change_catalog(prepared, false).await
+                self.change_catalog(prepared).await
             }
             Command::CopyIn(c) => {
                 let n = c.columns.len();
