@@ -30,6 +30,14 @@ use crate::storage::record::{DEAD, Oid, OidBlock, RowBytes, Version};
 use crate::txn::footprint::{NewKey, StaleKey, Write, WriteKind};
 use crate::txn::writeset::{Buffered, Target};
 
+/// What [`Transaction::overwrite`] did.
+pub(super) enum Overwrote {
+    /// The new version is linked.
+    Installed,
+    /// The deleted row written over was collected first: here is the row, for a new record.
+    Collected(Box<[u8]>),
+}
+
 /// The state of a record's head, from a writer's point of view.
 pub(super) enum Head<'g> {
     /// The record may be written: this is its newest version, committed before the snapshot.
@@ -113,7 +121,26 @@ impl Transaction<'_> {
                             }
                         }
                         let keys_may_change = e.secondary_may_change;
-                        self.overwrite(table, e.oid, (head, v), (row, keys_may_change), epoch)
+                        match self.overwrite(
+                            table,
+                            e.oid,
+                            (head, v),
+                            (row, keys_may_change),
+                            epoch,
+                        )? {
+                            Overwrote::Installed => Ok(()),
+                            // As below (already logged): the record was collected meanwhile.
+                            Overwrote::Collected(row) => {
+                                let oid = self.unpublished_oid(table);
+                                self.install_fresh(
+                                    table,
+                                    oid,
+                                    (&e.key, None),
+                                    (row, read_at),
+                                    epoch,
+                                )
+                            }
+                        }
                     }
                     Head::Writable(..) => {
                         unreachable!("the head is the version the write was based on")
@@ -151,6 +178,11 @@ impl Transaction<'_> {
 
     /// Writes `row` (`None`: a deletion marker) over the record's head version `base`. Unless
     /// `keys_may_change`, the row has the secondary keys of the row it replaces.
+    ///
+    /// A deleted `base` committed before the snapshot may be collected at any moment (its
+    /// record marked dead, its entries removed), also between the caller's look at the head and
+    /// this install: that is no conflict, and the row comes back ([`Overwrote::Collected`]) to go
+    /// to a new record.
     fn overwrite(
         &mut self,
         table: &Table,
@@ -158,7 +190,7 @@ impl Transaction<'_> {
         (head, base): (Ptr<'_, Version>, &Version),
         (row, keys_may_change): (Option<Box<[u8]>>, bool),
         epoch: &EpochGuard,
-    ) -> Result<(), AbortReason> {
+    ) -> Result<Overwrote, AbortReason> {
         let guard = epoch.guard();
         let Some(row) = row else {
             // An empty row marks the deletion; the row it deletes stays linked below it.
@@ -166,7 +198,7 @@ impl Transaction<'_> {
                 return Err(AbortReason::Conflict);
             }
             self.note_write(table, oid, WriteKind::Delete);
-            return Ok(());
+            return Ok(Overwrote::Installed);
         };
         // The row the record had: the head, or the deleted row's image below a deletion marker
         // (kept there until the record's keys are removed).
@@ -182,8 +214,20 @@ impl Transaction<'_> {
             _ => Vec::new(),
         };
         let over_deleted = base.is_deleted();
+        // Kept to hand back if the record is collected first (only over a deleted row).
+        let spare = over_deleted.then(|| row.clone());
+        #[cfg(test)]
+        tests::before_overwrite();
         if !self.install(table, oid, head, row, guard) {
-            return Err(AbortReason::Conflict);
+            let collected = table
+                .records
+                .slot(oid)
+                .load(Ordering::Acquire, guard)
+                .is_null();
+            return match spare {
+                Some(row) if collected => Ok(Overwrote::Collected(row)),
+                _ => Err(AbortReason::Conflict),
+            };
         }
         self.note_write(table, oid, WriteKind::Overwrite);
         if over_deleted {
@@ -197,7 +241,7 @@ impl Transaction<'_> {
         for (i, before, _) in changed {
             self.retire_key(table, i, &before, oid);
         }
-        Ok(())
+        Ok(Overwrote::Installed)
     }
 
     /// Creates record `oid` (allocated for this write, unpublished) holding `row` under primary key
@@ -263,8 +307,14 @@ impl Transaction<'_> {
                     tree.remove(key.as_slice(), existing);
                 }
                 Ok(Head::Writable(head, v)) if v.is_deleted() => {
-                    table.records.release_unpublished(oid);
-                    return self.overwrite(table, existing, (head, v), (Some(row), true), epoch);
+                    match self.overwrite(table, existing, (head, v), (Some(row), true), epoch) {
+                        // Its entry is removed or about to be: the loop takes it over.
+                        Ok(Overwrote::Collected(back)) => row = back,
+                        done => {
+                            table.records.release_unpublished(oid);
+                            return done.map(|_| ());
+                        }
+                    }
                 }
                 // A live row under the key committed before our snapshot would have been seen
                 // by the insert; one committed since is a conflict.
@@ -432,6 +482,7 @@ fn changed_keys(
 
 #[cfg(test)]
 mod tests {
+    use std::cell::RefCell;
     use std::sync::mpsc;
     use std::time::Duration;
 
@@ -441,6 +492,56 @@ mod tests {
     use crate::storage::record::DEAD;
     use crate::storage::schema::{ColumnType, TableSchema};
     use crate::{Database, Isolation, Options, Priority};
+
+    thread_local! {
+        /// Run once by this thread's next overwrite, just before it links its version: where
+        /// the collector of another thread can act between a commit's look at a head and its
+        /// install.
+        static BEFORE_OVERWRITE: RefCell<Option<Box<dyn FnOnce()>>> = const { RefCell::new(None) };
+    }
+
+    pub(super) fn before_overwrite() {
+        if let Some(hook) = BEFORE_OVERWRITE.with(|h| h.borrow_mut().take()) {
+            hook();
+        }
+    }
+
+    #[test]
+    fn a_deleted_row_collected_while_a_commit_writes_over_it_is_no_conflict() {
+        let db = std::sync::Arc::new(Database::in_memory(Options::default()));
+        let t = table(&db);
+        let key = t.key().int(1).finish().expect("key");
+        let mut delete = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+        assert_eq!(delete.delete(&t, &key), Ok(true));
+        delete.commit().expect("delete");
+        drop(delete);
+        let mut insert = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+        let row = t.row_builder().int(0, 1).str(1, "again").finish();
+        insert.insert(&t, row.expect("row")).expect("insert");
+        let collector = std::sync::Arc::clone(&db);
+        let collected = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let seen = std::sync::Arc::clone(&collected);
+        BEFORE_OVERWRITE.with(|h| {
+            *h.borrow_mut() = Some(Box::new(move || {
+                // The deletion is older than every snapshot: the record dies now.
+                let n = std::thread::spawn(move || collector.collect_garbage())
+                    .join()
+                    .expect("collector");
+                seen.store(n, std::sync::atomic::Ordering::Relaxed);
+            }))
+        });
+        assert_eq!(insert.commit().map(|_| ()), Ok(()));
+        drop(insert);
+        assert!(collected.load(std::sync::atomic::Ordering::Relaxed) > 0);
+        let mut read = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+        let owner = read.get(&t, &key, |r| r.str(1).to_owned()).expect("get");
+        assert_eq!(owner.as_deref(), Some("again"));
+        drop(read);
+        db.collect_garbage();
+        let census = db.census();
+        assert_eq!(census.dangling_index_entries, 0, "{census:?}");
+        assert_eq!(census.index_entries, 2, "{census:?}");
+    }
 
     /// `t(id INT64 PK, owner VARCHAR(8))` with an index on owner, holding (1, "one").
     fn table(db: &Database) -> std::sync::Arc<crate::Table> {
