@@ -102,9 +102,12 @@ pub(crate) fn read(path: &Path, number: u64, last: bool) -> Result<ReadLog, Reco
     let end = bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
     while at < end {
         match record::read_frame(&bytes[at..]) {
-            // An empty payload is no record: zeros inside the log (nonzero bytes follow).
-            Frame::Good([], _) => {
-                if !last || any_record_after(&bytes, at) {
+            // A frame the bytes end before, one whose checksum fails, or an empty one (zeros
+            // with nonzero bytes after them): a record a crash tore is one only the last
+            // segment may end with, and only with no whole record after it (a damaged length
+            // makes a record in the middle look like one running past the end).
+            Frame::Good([], _) | Frame::Torn | Frame::Bad => {
+                if !last || any_record_after(&bytes, at, end) {
                     return Err(RecoveryError::Damaged {
                         file: path.to_owned(),
                         offset: at as u64,
@@ -121,23 +124,6 @@ pub(crate) fn read(path: &Path, number: u64, last: bool) -> Result<ReadLog, Reco
                 }
                 at += used;
             }
-            Frame::Torn if last => break,
-            Frame::Torn | Frame::Bad if !last => {
-                return Err(RecoveryError::Damaged {
-                    file: path.to_owned(),
-                    offset: at as u64,
-                });
-            }
-            Frame::Torn => break,
-            Frame::Bad => {
-                if any_record_after(&bytes, at) {
-                    return Err(RecoveryError::Damaged {
-                        file: path.to_owned(),
-                        offset: at as u64,
-                    });
-                }
-                break;
-            }
         }
     }
     Ok(ReadLog {
@@ -147,11 +133,11 @@ pub(crate) fn read(path: &Path, number: u64, last: bool) -> Result<ReadLog, Reco
     })
 }
 
-/// True if a whole, good record starts anywhere after the bad one at `bad`: then the bad one is
-/// damage, not a tail the crash tore (frames do not say where the next one starts once a length
-/// is wrong, so every later offset is tried).
-fn any_record_after(bytes: &[u8], bad: usize) -> bool {
-    (bad + 1..bytes.len()).any(|at| {
+/// True if a whole, good record starts anywhere after the bad one at `bad` and before `end`, the
+/// last nonzero byte written: then the bad one is damage, not a tail the crash tore (frames do
+/// not say where the next one starts once a length is wrong, so every later offset is tried).
+fn any_record_after(bytes: &[u8], bad: usize, end: usize) -> bool {
+    (bad + 1..end).any(|at| {
         matches!(record::read_frame(&bytes[at..]), Frame::Good(payload, _)
             if record::decode(payload).is_some())
     })
@@ -278,6 +264,34 @@ mod tests {
             read_bytes(&holed),
             Err(RecoveryError::Damaged { offset, .. }) if offset == second as u64
         ));
+    }
+
+    #[test]
+    fn a_damaged_length_with_whole_records_after_it_is_refused_not_taken_for_a_torn_tail() {
+        let records: Vec<Vec<u8>> = (1..=4).map(|ts| commit(ts, &[9; 40])).collect();
+        let mut bytes = log_of(&records);
+        // As the writer leaves a segment: space ahead of it zero-filled.
+        bytes.extend_from_slice(&[0; 256]);
+        let mut start = HEADER_LEN;
+        for (i, r) in records.iter().enumerate() {
+            for bit in 0..32 {
+                let mut damaged = bytes.clone();
+                damaged[start + bit / 8] ^= 1 << (bit % 8);
+                let read = read_bytes(&damaged);
+                if i + 1 < records.len() {
+                    assert!(
+                        matches!(read, Err(RecoveryError::Damaged { offset, .. }) if offset == start as u64),
+                        "record {i}, length bit {bit}: {:?}",
+                        read.map(|r| r.records().count())
+                    );
+                } else {
+                    // The last record: indistinguishable from one a crash tore.
+                    let read = read.expect("a damaged last record is a torn tail");
+                    assert_eq!(read.records().count(), 3, "length bit {bit}");
+                }
+            }
+            start += r.len();
+        }
     }
 
     #[test]
