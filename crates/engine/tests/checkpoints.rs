@@ -259,6 +259,30 @@ fn background_checkpoints_follow_the_log_and_checkpoints_need_a_log() {
 }
 
 #[test]
+fn the_log_found_at_open_counts_towards_the_next_background_checkpoint() {
+    let dir = Dir::new("backlog");
+    let mut model = Model::new();
+    let logged = {
+        let db = Database::open(&dir.0, options()).expect("open");
+        let t = accounts(&db);
+        random_commits(&db, &t, &mut model, 60, 13);
+        db.log_stats().expect("logged").bytes
+    };
+    // Reopened with a threshold below the log already there: nothing more is committed, and a
+    // checkpoint is taken all the same.
+    let db = Database::open(&dir.0, options().checkpoint_after(Some(logged / 2))).expect("reopen");
+    let taken = (0..60_000).find(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        db.checkpoint_stats().expect("logged").taken > 0
+    });
+    assert!(taken.is_some(), "no checkpoint of the log found at open");
+    drop(db);
+    let db = Database::open(&dir.0, options()).expect("reopen");
+    assert!(db.recovered().expect("recovered").checkpoint.is_some());
+    assert_eq!(rows(&db), model);
+}
+
+#[test]
 fn a_dropped_table_stays_dropped_through_the_log_and_checkpoints_and_frees_its_name() {
     let dir = Dir::new("dropped");
     let mut model = Model::new();

@@ -101,8 +101,18 @@ struct State {
     /// Held only to read or update the numbers, inside a region: a task paused while it reads
     /// them cannot hold them (the rule every engine latch follows).
     stats: RegionMutex<CheckpointStats>,
-    /// Log bytes written when the last one began.
+    /// The log's length (see [`State::logged`]) when the last one began.
     logged_at_last: AtomicU64,
+    /// Bytes of log found at open after the checkpoint loaded: they count towards the next
+    /// one as much as bytes logged since (a database restarted often must checkpoint too).
+    found_at_open: u64,
+}
+
+impl State {
+    /// The log's length: what was found at open and what was logged since.
+    fn logged(&self, engine: &Engine) -> u64 {
+        self.found_at_open + engine.log.as_ref().map_or(0, |l| l.stats().bytes)
+    }
 }
 
 /// How often the background thread looks at the log's size.
@@ -110,14 +120,16 @@ const LOOK_EVERY: Duration = Duration::from_millis(20);
 
 impl Checkpoints {
     /// Starts checkpointing `engine`'s log (which it has) in `dir`, in the background every
-    /// `every` bytes logged if that is set.
-    pub(crate) fn start(engine: &Arc<Engine>, dir: &Path, every: Option<u64>) -> Self {
+    /// `every` bytes logged if that is set, counting the `found` bytes of log that recovery
+    /// replayed.
+    pub(crate) fn start(engine: &Arc<Engine>, dir: &Path, every: Option<u64>, found: u64) -> Self {
         let mut checkpoints = Checkpoints {
             state: Arc::new(State {
                 dir: dir.to_owned(),
                 writing: Mutex::new(()),
                 stats: RegionMutex::new(CheckpointStats::default()),
                 logged_at_last: AtomicU64::new(0),
+                found_at_open: found,
             }),
             every,
             thread: None,
@@ -157,8 +169,9 @@ impl Checkpoints {
                 while !stopped.load(Ordering::Acquire) {
                     std::thread::park_timeout(LOOK_EVERY);
                     off_workers.refresh();
-                    let logged = engine.log.as_ref().map_or(0, |l| l.stats().bytes);
-                    let since = logged.saturating_sub(state.logged_at_last.load(Ordering::Acquire));
+                    let since = state
+                        .logged(&engine)
+                        .saturating_sub(state.logged_at_last.load(Ordering::Acquire));
                     if since >= every && !stopped.load(Ordering::Acquire) {
                         // A failure is kept in the stats; the next one is tried after as many
                         // bytes again.
@@ -205,10 +218,12 @@ impl Database {
 fn take(engine: &Engine, state: &State) -> Result<Checkpointed, CheckpointError> {
     // A checkpoint that panicked left nothing half-done that the next one depends on.
     let _one_at_a_time = state.writing.lock().unwrap_or_else(PoisonError::into_inner);
-    let log = engine.log.as_ref().ok_or(CheckpointError::NotLogged)?;
+    if engine.log.is_none() {
+        return Err(CheckpointError::NotLogged);
+    }
     state
         .logged_at_last
-        .store(log.stats().bytes, Ordering::Release);
+        .store(state.logged(engine), Ordering::Release);
     let result = write(engine, &state.dir);
     let region = NoPreemptGuard::new();
     let mut stats = state.stats.lock(&region);

@@ -175,6 +175,7 @@ impl Database {
                 &db.engine,
                 dir,
                 options.checkpoint_after,
+                log_bytes,
             ));
         }
         db.recovered = Some(Recovered {

@@ -408,10 +408,17 @@ fn write_loop(shared: &Shared, mut current: Current) {
         if !batch.is_empty()
             && current.len > super::record::HEADER_LEN as u64
             && current.len + batch.len() as u64 > SEGMENT_BYTES
+            && let Err(e) = next_segment(shared, &mut current)
         {
-            // The segment is full (everything in it durable): the batch goes whole to the next.
-            // If there is none to be had, this one grows.
-            let _ = next_segment(shared, &mut current);
+            // The segment is full (everything in it durable): the batch goes whole to the next,
+            // and waits for one. Growing this one instead would hide the failure, and write on
+            // into a file that may be gone (its directory removed: every commit acknowledged,
+            // none kept).
+            let why = format!("creating log segment {}: {e}", current.number + 1);
+            if !retry_later(shared, batch_end, why, stopping, &mut cutting) {
+                return;
+            }
+            continue;
         }
         if !batch.is_empty() {
             let file = &mut current.file;
@@ -459,19 +466,9 @@ fn write_loop(shared: &Shared, mut current: Current) {
                         }
                         return;
                     }
-                    let region = NoPreemptGuard::new();
-                    *shared.failure.lock(&region) = Some((batch_end, e.to_string()));
-                    drop(region);
-                    shared.wake(batch_end);
-                    if stopping {
-                        if let Some(requester) = cutting.take() {
-                            shared.answer_rotation(requester, Err(e.to_string()));
-                        }
+                    if !retry_later(shared, batch_end, e.to_string(), stopping, &mut cutting) {
                         return;
                     }
-                    // Not at once: a full disk would otherwise be retried as fast as urgent
-                    // commits ask.
-                    std::thread::sleep(RETRY_AFTER);
                     continue;
                 }
             }
@@ -487,6 +484,31 @@ fn write_loop(shared: &Shared, mut current: Current) {
             }
         }
     }
+}
+
+/// Reports that the batch up to `batch_end` could not be made durable (`why`): its waiters
+/// fail. Returns false if the writer is `stopping` (a cut asked for fails too), else true after
+/// a pause, for the batch to be tried again.
+fn retry_later(
+    shared: &Shared,
+    batch_end: u64,
+    why: String,
+    stopping: bool,
+    cutting: &mut Option<Unparker>,
+) -> bool {
+    let region = NoPreemptGuard::new();
+    *shared.failure.lock(&region) = Some((batch_end, why.clone()));
+    drop(region);
+    shared.wake(batch_end);
+    if stopping {
+        if let Some(requester) = cutting.take() {
+            shared.answer_rotation(requester, Err(why));
+        }
+        return false;
+    }
+    // Not at once: a full disk would otherwise be retried as fast as urgent commits ask.
+    std::thread::sleep(RETRY_AFTER);
+    true
 }
 
 /// Moves `current` on to the next segment; returns its number.

@@ -202,3 +202,55 @@ fn a_failed_sync_is_reported_and_the_batch_is_written_again_whole() {
     drop(writer);
     answer.join().expect("answerer");
 }
+
+/// Segments in memory that cannot be made while `broken` is set (as in a removed directory).
+struct Breakable {
+    memory: Memory,
+    broken: Arc<AtomicBool>,
+}
+
+impl Segments for Breakable {
+    fn create(&mut self, n: u64) -> io::Result<Box<dyn LogFile>> {
+        if self.broken.load(Ordering::Acquire) {
+            return Err(io::Error::other("No such file or directory"));
+        }
+        self.memory.create(n)
+    }
+}
+
+#[test]
+fn a_full_segment_without_a_next_one_fails_its_commits_and_writes_on_once_one_can_be_made() {
+    let memory = Memory::default();
+    let broken = Arc::new(AtomicBool::new(true));
+    let segments = Breakable {
+        memory: memory.clone(),
+        broken: Arc::clone(&broken),
+    };
+    // Segment 1 is full: the next batch needs segment 2.
+    let first: Box<dyn LogFile> = Box::new(MemoryFile(Arc::default()));
+    let batching = Batching {
+        interval: Duration::from_secs(3600),
+        bytes: 1 << 20,
+    };
+    let writer = LogWriter::start(Box::new(segments), (first, 1, SEGMENT_BYTES), 0, batching)
+        .expect("start");
+    let lsn = append(&writer, b"record");
+    let failed = writer.wait_durable(lsn, true);
+    assert!(
+        failed
+            .as_ref()
+            .is_err_and(|e| e.contains("creating log segment 2") && e.contains("No such file")),
+        "{failed:?}"
+    );
+    assert_eq!(writer.stats().durable_lsn, 0, "nothing written");
+    broken.store(false, Ordering::Release);
+    let later = append(&writer, b"later");
+    assert_eq!(writer.wait_durable(later, true), Ok(()));
+    let files = memory.0.lock().expect("test");
+    assert_eq!(files.len(), 1);
+    let header = crate::log::record::header(2).to_vec();
+    assert_eq!(
+        *files[0].lock().expect("test"),
+        [header, b"recordlater".to_vec()].concat()
+    );
+}
