@@ -73,7 +73,15 @@ impl SegmentFile {
 
 impl LogFile for SegmentFile {
     fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
-        self.file.write_all_at(bytes, self.at)?;
+        if let Err(e) = self.file.write_all_at(bytes, self.at) {
+            // Part of them may be in the file (a full disk takes what fits): as far as the file
+            // reaches, they are taken as written, so that cutting back zeroes them and a retry
+            // never leaves whole records of a failed batch behind.
+            let end = self.at + bytes.len() as u64;
+            let size = self.file.metadata().map_or(end, |m| m.len());
+            self.written = self.written.max(end.min(size));
+            return Err(e);
+        }
         self.at += bytes.len() as u64;
         self.written = self.written.max(self.at);
         Ok(())

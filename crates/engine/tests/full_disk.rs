@@ -1,0 +1,103 @@
+//! A disk that fills up under a durable log: the commits the log cannot write fail, the part of
+//! a batch the disk took is cut back, and the directory opens afterwards with exactly the
+//! acknowledged commits. The full disk is a file size limit (`prlimit --fsize`) on a child
+//! process running this same test binary, with SIGXFSZ ignored so that a write past the limit
+//! fails as on a full disk (EFBIG) instead of killing the process.
+
+use std::path::Path;
+use std::process::Command;
+
+use overtake_engine::{CommitError, Database, Durability, Isolation, Priority};
+
+mod common;
+use common::kept::{Dir, accounts, options, rows};
+
+#[global_allocator]
+static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
+
+/// Where the child works; set only in the child.
+const CHILD_DIR: &str = "OVERTAKE_FULL_DISK_DIR";
+/// The size limit: inside a record (records here are a few dozen bytes), well after the header.
+const LIMIT: u64 = 20_011;
+
+/// The child: sync commits of one row each until the disk has refused five; prints the ids it
+/// acknowledged, and how far the segment file and the durable log reach.
+#[test]
+fn child_commits_until_the_disk_is_full() {
+    let Some(dir) = std::env::var_os(CHILD_DIR) else {
+        return;
+    };
+    let db = Database::open(&dir, options(Durability::Sync)).expect("open");
+    let t = accounts(&db);
+    let mut refused = 0;
+    for id in 0..100_000i64 {
+        let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+        let row = t.row_builder().int(0, id).int(1, id).str(2, "o").finish();
+        txn.insert(&t, row.expect("row")).expect("insert");
+        match txn.commit() {
+            Ok(_) => println!("acknowledged {id}"),
+            Err(CommitError::NotDurable(why)) => {
+                assert!(why.contains("File too large"), "{why}");
+                refused += 1;
+                if refused == 5 {
+                    break;
+                }
+            }
+            Err(e) => panic!("commit {id}: {e}"),
+        }
+    }
+    assert_eq!(refused, 5, "the limit was never reached");
+    let size = std::fs::metadata(common::kept::segment(Path::new(&dir), 1))
+        .expect("segment")
+        .len();
+    println!("file {size}");
+}
+
+#[test]
+fn a_full_disk_fails_the_commits_it_refuses_and_the_database_opens_with_the_acknowledged_ones() {
+    let dir = Dir::new("full-disk");
+    let exe = std::env::current_exe().expect("test binary");
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(r#"trap '' XFSZ; exec prlimit --fsize="$1" -- "$2" --exact child_commits_until_the_disk_is_full --nocapture --test-threads=1"#)
+        .arg("bash")
+        .arg(LIMIT.to_string())
+        .arg(&exe)
+        .env(CHILD_DIR, &dir.0)
+        .output();
+    let out = match out {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("skipped: bash and prlimit are needed to limit a child's file size ({e})");
+            return;
+        }
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "child failed: {}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let acknowledged: Vec<i64> = stdout
+        .lines()
+        // The first may follow the harness's "test ... " on its line.
+        .filter_map(|l| l.split_once("acknowledged ").map(|(_, id)| id))
+        .map(|id| id.parse().expect("id"))
+        .collect();
+    let file: u64 = stdout
+        .lines()
+        .find_map(|l| l.split_once("file ").map(|(_, size)| size))
+        .expect("file size")
+        .parse()
+        .expect("size");
+    assert!(!acknowledged.is_empty());
+    let db = Database::open(&dir.0, options(Durability::Sync)).expect("opens after a full disk");
+    let recovered = db.recovered().expect("recovered");
+    // The disk took part of a refused record (the file reached the limit), and it was zeroed:
+    // nothing torn is left, and no refused commit came back.
+    assert_eq!(file, LIMIT, "the refused record was partly written");
+    assert_eq!(recovered.torn_bytes, 0, "{recovered:?}");
+    let ids: Vec<i64> = rows(&db).into_keys().collect();
+    assert_eq!(ids, acknowledged);
+}
