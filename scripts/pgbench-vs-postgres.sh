@@ -25,7 +25,7 @@ cleanup() {
 trap cleanup EXIT
 su postgres -c "$pgbin/initdb -D $work/pg -A trust -U postgres" >/dev/null
 su postgres -c "$pgbin/pg_ctl -D $work/pg -l $work/pg.log -o '-p 5432 -k $work -c synchronous_commit=$sync -c max_connections=50' start" >/dev/null
-kept=()
+kept=(--in-memory)
 [[ "$sync" == on ]] && kept=(--data-dir "$work/overtake" --durability sync)
 "$overtake" serve --listen 127.0.0.1:5433 "${kept[@]}" 2>"$work/overtake.log" &
 server=$!

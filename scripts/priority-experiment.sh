@@ -28,7 +28,7 @@ cleanup() {
 trap cleanup EXIT
 su postgres -c "$pgbin/initdb -D $work/pg -A trust -U postgres" >/dev/null
 su postgres -c "$pgbin/pg_ctl -D $work/pg -l $work/pg.log -o '-p 5432 -k $work -c synchronous_commit=off' start" >/dev/null
-"$overtake" serve --listen 127.0.0.1:5433 2>"$work/overtake.log" &
+"$overtake" serve --in-memory --listen 127.0.0.1:5433 2>"$work/overtake.log" &
 server=$!
 sleep 2
 for port in 5432 5433; do pgbench -h 127.0.0.1 -p "$port" -U postgres -i -s 1 -q postgres >/dev/null 2>&1; done

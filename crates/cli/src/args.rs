@@ -31,8 +31,13 @@ pub enum Command {
     Serve(ServeArgs),
 }
 
-/// `serve`: a server.
+/// `serve`: a server. Its database is kept, as a PostgreSQL server's is: in `--data-dir`,
+/// by default `overtake-data` in the working directory, unless `--in-memory`.
 #[derive(Debug, Args)]
+#[command(mut_arg("data_dir", |a| a.help(format!(
+    "Keep the database in this directory (created if needed): recovered from its checkpoint \
+     and log when it holds one, and every commit logged [default: {DEFAULT_DATA_DIR}]"
+))))]
 pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:5433")]
@@ -108,7 +113,13 @@ pub struct ServeArgs {
     pub ufs_hints: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub kept: KeptArgs,
+    /// Keep nothing: the database lives in memory and is gone when the server stops.
+    #[arg(long, conflicts_with_all = ["data_dir", "durability", "checkpoint_mib", "group_commit_us"])]
+    pub in_memory: bool,
 }
+
+/// Where `serve` keeps its database unless told otherwise.
+pub const DEFAULT_DATA_DIR: &str = "overtake-data";
 
 fn default_workers() -> u16 {
     std::thread::available_parallelism().map_or(1, |n| n.get().min(u16::MAX as usize) as u16)
@@ -1030,32 +1041,54 @@ pub struct KeptArgs {
     /// and log when it holds one, and every commit logged. Without it, in memory only.
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<std::path::PathBuf>,
-    /// With --data-dir: how commits reach the disk (sync: acknowledged once durable; async:
-    /// before; off: nothing new is kept).
-    #[arg(long, value_enum, requires = "data_dir", default_value_t = DurabilityArg::Sync)]
-    pub durability: DurabilityArg,
-    /// With --data-dir: write a checkpoint in the background each time this many MiB were
-    /// logged since the last one (0: only the one after the load). A checkpoint lets the log
-    /// before it be removed and bounds what recovery replays.
-    #[arg(long, value_name = "MIB", requires = "data_dir", default_value_t = 1024,
-          value_parser = clap::value_parser!(u64).range(0..=1_048_576))]
-    pub checkpoint_mib: u64,
-    /// With --data-dir: group commit, the longest a commit nobody urgent flushes waits for
-    /// its flush, in microseconds.
-    #[arg(long, value_name = "US", requires = "data_dir",
-          default_value_t = overtake_engine::DEFAULT_GROUP_COMMIT.as_micros() as u64,
-          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
-    pub group_commit_us: u64,
+    /// With a kept database: how commits reach the disk (sync, the default: acknowledged once
+    /// durable; async: before; off: nothing new is kept).
+    #[arg(long, value_enum)]
+    pub durability: Option<DurabilityArg>,
+    /// With a kept database: write a checkpoint in the background each time this many MiB were
+    /// logged since the last one (0: only the one after a load; default 1024). A checkpoint lets
+    /// the log before it be removed and bounds what recovery replays.
+    #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(0..=1_048_576))]
+    pub checkpoint_mib: Option<u64>,
+    /// With a kept database: group commit, the longest a commit nobody urgent flushes waits for
+    /// its flush, in microseconds (default 500).
+    #[arg(long, value_name = "US", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub group_commit_us: Option<u64>,
 }
 
 impl KeptArgs {
+    /// How commits reach the disk.
+    pub fn durability(&self) -> DurabilityArg {
+        self.durability.unwrap_or(DurabilityArg::Sync)
+    }
+
     /// `options` with this durability, checkpoint interval and group commit.
     pub fn options(&self, options: overtake_engine::Options) -> overtake_engine::Options {
-        let every = (self.checkpoint_mib > 0).then_some(self.checkpoint_mib << 20);
+        let mib = self.checkpoint_mib.unwrap_or(1024);
+        let every = (mib > 0).then_some(mib << 20);
+        let group_commit = self.group_commit_us.map_or(
+            overtake_engine::DEFAULT_GROUP_COMMIT,
+            std::time::Duration::from_micros,
+        );
         options
-            .durability(self.durability.engine())
+            .durability(self.durability().engine())
             .checkpoint_after(every)
-            .group_commit(std::time::Duration::from_micros(self.group_commit_us))
+            .group_commit(group_commit)
+    }
+
+    /// An error if a setting of a kept database is given for one in memory.
+    pub fn check_in_memory(&self) -> Result<(), String> {
+        let given = [
+            ("--durability", self.durability.is_some()),
+            ("--checkpoint-mib", self.checkpoint_mib.is_some()),
+            ("--group-commit-us", self.group_commit_us.is_some()),
+        ];
+        match given.iter().find(|(_, given)| *given) {
+            Some((flag, _)) => Err(format!(
+                "{flag} is for a kept database: give --data-dir too"
+            )),
+            None => Ok(()),
+        }
     }
 }
 

@@ -90,7 +90,7 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
         .kept
         .data_dir
         .as_ref()
-        .map_or("in memory", |_| args.kept.durability.engine().name());
+        .map_or("in memory", |_| args.kept.durability().engine().name());
     // Checkpoints taken during the run (the one after a load is not counted).
     let checkpoints = match (checkpoints_before, db.checkpoint_stats()) {
         (Some(before), Some(after)) => Some((

@@ -45,7 +45,10 @@ pub fn tpcc_database(args: &TpccArgs) -> Result<LoadedDb, String> {
             let options = args.kept.options(Options::default());
             open_tpcc(dir, options, args.warehouses, seed, json)
         }
-        None => load_database(args.warehouses, seed, false, json),
+        None => {
+            args.kept.check_in_memory()?;
+            load_database(args.warehouses, seed, false, json)
+        }
     }
 }
 

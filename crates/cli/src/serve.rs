@@ -1,6 +1,7 @@
-//! `overtake serve`: a database (in memory, or kept in `--data-dir`) behind PostgreSQL's wire
-//! protocol, until SIGINT or SIGTERM (then connections close, open transactions roll back, the
-//! workers drain, and a kept database's log is flushed and closed).
+//! `overtake serve`: a database (kept in `--data-dir`, by default `overtake-data`, or in memory
+//! with `--in-memory`) behind PostgreSQL's wire protocol, until SIGINT or SIGTERM (then
+//! connections close, open transactions roll back, the workers drain, and a kept database's log
+//! is flushed and closed).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,7 +43,13 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             CcArg::Mvcc => Concurrency::Mvcc,
             CcArg::TwoPl => Concurrency::TwoPhaseLocking(policy),
         });
-    let db = Arc::new(match &args.kept.data_dir {
+    let default_dir = std::path::PathBuf::from(crate::args::DEFAULT_DATA_DIR);
+    let kept = match (&args.kept.data_dir, args.in_memory) {
+        (_, true) => None,
+        (Some(dir), false) => Some(dir),
+        (None, false) => Some(&default_dir),
+    };
+    let db = Arc::new(match kept {
         Some(dir) => {
             if dir.exists() && !dir.is_dir() {
                 return Err(format!("--data-dir {}: not a directory", dir.display()));
@@ -104,11 +111,11 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             ),
         },
         args.concurrency_name(),
-        match &args.kept.data_dir {
+        match kept {
             Some(dir) => format!(
                 "kept in {}, {} commits",
                 dir.display(),
-                args.kept.durability.engine().name()
+                args.kept.durability().engine().name()
             ),
             None => "in memory".into(),
         },

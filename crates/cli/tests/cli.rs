@@ -503,6 +503,7 @@ fn session_threads_under_ufs_are_refused_unless_overtake_ufs_is_loaded() {
     refused(
         &[
             "serve",
+            "--in-memory",
             "--session-threads",
             "ufs",
             "--listen",
@@ -511,12 +512,19 @@ fn session_threads_under_ufs_are_refused_unless_overtake_ufs_is_loaded() {
         "overtake-ufs is not loaded",
     );
     refused(
-        &["serve", "--ufs-hints", "--listen", "127.0.0.1:0"],
+        &[
+            "serve",
+            "--in-memory",
+            "--ufs-hints",
+            "--listen",
+            "127.0.0.1:0",
+        ],
         "--ufs-hints needs --session-threads",
     );
     refused(
         &[
             "serve",
+            "--in-memory",
             "--session-threads",
             "idle",
             "--ufs-hints",
