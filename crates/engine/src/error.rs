@@ -36,6 +36,10 @@ pub enum AbortReason {
     /// Its writes would log a record longer than the log takes
     /// ([`Options::max_log_record`](crate::Options::max_log_record)). Not retryable.
     TooLarge,
+    /// It would write, but the log has stopped after a write it could not complete
+    /// ([`Database::log_stopped`](crate::Database::log_stopped) says why): nothing more is
+    /// logged until the database is opened again. Not retryable.
+    LogStopped,
 }
 
 impl AbortReason {
@@ -49,6 +53,7 @@ impl AbortReason {
             AbortReason::Preempted => "preempted by a more urgent transaction",
             AbortReason::WaitDepth => "wait depth",
             AbortReason::TooLarge => "too large to log",
+            AbortReason::LogStopped => "the log has stopped",
             AbortReason::LockTimeout => "lock timeout",
             AbortReason::Interrupted => "interrupted",
         }
@@ -203,8 +208,9 @@ pub enum Error {
         /// The table.
         table: String,
     },
-    /// A change committed in memory could not be made durable: the log's I/O error.
-    #[error("committed, but not durable: the log could not be written ({0})")]
+    /// A change committed in memory could not be made durable: the log stopped (its I/O error
+    /// says why), and the change is gone once the database is opened again.
+    #[error("committed in memory only, never durable: {0}")]
     NotDurable(String),
 }
 
@@ -222,6 +228,7 @@ impl Error {
                     | AbortReason::TooLarge
                     | AbortReason::LockTimeout
                     | AbortReason::Interrupted
+                    | AbortReason::LogStopped
             ),
             Error::TooManyTransactions(_) => true,
             _ => false,
@@ -249,9 +256,10 @@ pub enum CommitError {
     /// The transaction had already committed or been ended with `abort`.
     #[error("the transaction is no longer active")]
     NotActive,
-    /// It committed in memory, but its log record could not be made durable (the log's I/O
-    /// error): a crash may lose it.
-    #[error("committed, but not durable: the log could not be written ({0})")]
+    /// It committed in memory, but its log record could not be made durable: the log stopped
+    /// (its I/O error says why) and nothing more is written, so the commit is gone once the
+    /// database is opened again.
+    #[error("committed in memory only, never durable: {0}")]
     NotDurable(String),
 }
 

@@ -1,13 +1,13 @@
-//! A disk that fills up under a durable log: the commits the log cannot write fail, the part of
-//! a batch the disk took is cut back, and the directory opens afterwards with exactly the
-//! acknowledged commits. The full disk is a file size limit (`prlimit --fsize`) on a child
+//! A disk that fills up under a durable log: the log retries, then stops; the commit it could
+//! not write fails and later writers are refused; the part of a batch the disk took is cut back,
+//! and the directory opens afterwards with exactly the acknowledged commits. The full disk is a file size limit (`prlimit --fsize`) on a child
 //! process running this same test binary, with SIGXFSZ ignored so that a write past the limit
 //! fails as on a full disk (EFBIG) instead of killing the process.
 
 use std::path::Path;
 use std::process::Command;
 
-use overtake_engine::{CommitError, Database, Durability, Isolation, Priority};
+use overtake_engine::{AbortReason, CommitError, Database, Durability, Isolation, Priority};
 
 mod common;
 use common::kept::{Dir, accounts, options, rows};
@@ -20,8 +20,9 @@ const CHILD_DIR: &str = "OVERTAKE_FULL_DISK_DIR";
 /// The size limit: inside a record (records here are a few dozen bytes), well after the header.
 const LIMIT: u64 = 20_011;
 
-/// The child: sync commits of one row each until the disk has refused five; prints the ids it
-/// acknowledged, and how far the segment file and the durable log reach.
+/// The child: sync commits of one row each until the log, having retried the write the disk
+/// refused, stops and refuses the next transaction before it commits; prints the ids it
+/// acknowledged, and how far the segment file reaches.
 #[test]
 fn child_commits_until_the_disk_is_full() {
     let Some(dir) = std::env::var_os(CHILD_DIR) else {
@@ -29,24 +30,46 @@ fn child_commits_until_the_disk_is_full() {
     };
     let db = Database::open(&dir, options(Durability::Sync)).expect("open");
     let t = accounts(&db);
-    let mut refused = 0;
+    let mut not_durable = 0;
     for id in 0..100_000i64 {
         let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
         let row = t.row_builder().int(0, id).int(1, id).str(2, "o").finish();
         txn.insert(&t, row.expect("row")).expect("insert");
         match txn.commit() {
             Ok(_) => println!("acknowledged {id}"),
+            // The commit whose record met the full disk.
             Err(CommitError::NotDurable(why)) => {
                 assert!(why.contains("File too large"), "{why}");
-                refused += 1;
-                if refused == 5 {
-                    break;
-                }
+                not_durable += 1;
             }
+            Err(CommitError::Aborted(AbortReason::LogStopped)) => break,
             Err(e) => panic!("commit {id}: {e}"),
         }
     }
-    assert_eq!(refused, 5, "the limit was never reached");
+    assert_eq!(
+        not_durable, 1,
+        "one commit met the full disk, then the log stopped"
+    );
+    assert!(
+        db.log_stopped()
+            .is_some_and(|why| why.contains("File too large"))
+    );
+    // DDL is refused too, before it changes anything.
+    let schema = overtake_engine::TableSchema::builder("later")
+        .column("k", overtake_engine::ColumnType::Int64)
+        .primary_key(&["k"])
+        .build()
+        .expect("schema");
+    assert_eq!(
+        db.create_table(schema).err(),
+        Some(overtake_engine::Error::Aborted(AbortReason::LogStopped))
+    );
+    assert!(db.table("later").is_err());
+    // Reads go on: a read-only transaction commits.
+    let mut read = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+    let key = t.key().int(0).finish().expect("key");
+    assert_eq!(read.get(&t, &key, |r| r.int(1)), Ok(Some(0)));
+    assert_eq!(read.commit(), Ok(()));
     let size = std::fs::metadata(common::kept::segment(Path::new(&dir), 1))
         .expect("segment")
         .len();

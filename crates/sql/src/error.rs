@@ -41,6 +41,7 @@ pub mod sqlstate {
     pub const FEATURE_NOT_SUPPORTED: &str = "0A000";
     pub const TOO_MANY_CONNECTIONS: &str = "53300";
     pub const PROGRAM_LIMIT_EXCEEDED: &str = "54000";
+    pub const IO_ERROR: &str = "58030";
     pub const STATEMENT_TOO_COMPLEX: &str = "54001";
     pub const QUERY_CANCELED: &str = "57014";
     pub const ADMIN_SHUTDOWN: &str = "57P01";
@@ -152,6 +153,7 @@ fn abort_code(reason: AbortReason) -> &'static str {
         AbortReason::TooLarge => sqlstate::PROGRAM_LIMIT_EXCEEDED,
         AbortReason::LockTimeout => sqlstate::LOCK_NOT_AVAILABLE,
         AbortReason::Interrupted => sqlstate::QUERY_CANCELED,
+        AbortReason::LogStopped => sqlstate::IO_ERROR,
         _ => sqlstate::SERIALIZATION_FAILURE,
     }
 }
@@ -168,8 +170,17 @@ fn abort_message(reason: AbortReason) -> String {
         AbortReason::TooLarge => {
             "the transaction's writes are too large to log (over 1 GB in one commit)".into()
         }
+        AbortReason::LogStopped => "could not write to the log: it stopped after a write it could not complete; the server takes no more writes until it is restarted".into(),
         other => format!("transaction aborted: {}", other.as_str()),
     }
+}
+
+/// A commit the log could not keep: it stopped (`why`), and the commit is lost at the next start.
+fn not_durable(why: &str) -> SqlError {
+    SqlError::new(
+        sqlstate::IO_ERROR,
+        format!("could not write to the log, so this commit will not survive a restart: {why}"),
+    )
 }
 
 /// The SQL name of an engine table (`accounts#3` stands for SQL table `accounts`): errors name
@@ -221,6 +232,7 @@ impl From<EngineError> for SqlError {
             EngineError::InvalidValue { .. } | EngineError::Decimal(_) => {
                 SqlError::new(sqlstate::NUMERIC_VALUE_OUT_OF_RANGE, e.to_string())
             }
+            EngineError::NotDurable(why) => not_durable(&why),
             EngineError::NotLogged { .. } => {
                 SqlError::new(sqlstate::FEATURE_NOT_SUPPORTED, e.to_string())
             }
@@ -235,6 +247,7 @@ impl From<CommitError> for SqlError {
             CommitError::Aborted(reason) => {
                 SqlError::new(abort_code(reason), abort_message(reason))
             }
+            CommitError::NotDurable(why) => not_durable(&why),
             other => SqlError::new(sqlstate::INTERNAL_ERROR, other.to_string()),
         }
     }

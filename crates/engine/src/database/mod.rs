@@ -91,6 +91,14 @@ impl Database {
         self.engine.log.as_ref().map(Log::stats)
     }
 
+    /// Why the log stopped, if it has: a write it could not complete, tried again for about a
+    /// second and a half. From then on nothing is logged, every transaction that would write
+    /// is refused ([`AbortReason::LogStopped`](crate::AbortReason::LogStopped)) and reads go on;
+    /// opening the database again recovers what was durable.
+    pub fn log_stopped(&self) -> Option<String> {
+        self.engine.log.as_ref()?.stopped().map(str::to_owned)
+    }
+
     /// Creates a table. In a logged database its creation is logged (before anyone can write to
     /// it) and, under `sync`, durable when this returns. There, rows of a table without a
     /// primary key can be inserted but not updated or deleted ([`Error::NotLogged`]).
@@ -98,6 +106,9 @@ impl Database {
         let Some(log) = &self.engine.log else {
             return self.engine.catalog.create(self.engine.id, schema);
         };
+        if log.stopped().is_some() {
+            return Err(Error::Aborted(crate::AbortReason::LogStopped));
+        }
         let mut end = 0;
         let table = self.engine.catalog.create_announced(
             self.engine.id,
@@ -124,6 +135,9 @@ impl Database {
             self.engine.catalog.drop_announced(name, |_, _| {})?;
             return Ok(());
         };
+        if log.stopped().is_some() {
+            return Err(Error::Aborted(crate::AbortReason::LogStopped));
+        }
         let mut end = 0;
         self.engine.catalog.drop_announced(name, |id, region| {
             let mut bytes = Vec::new();

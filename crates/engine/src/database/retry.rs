@@ -105,7 +105,8 @@ impl<T> Attempts<T> {
                 AbortReason::UserRollback
                 | AbortReason::TooLarge
                 | AbortReason::LockTimeout
-                | AbortReason::Interrupted,
+                | AbortReason::Interrupted
+                | AbortReason::LogStopped,
             )
             | None => {}
         }

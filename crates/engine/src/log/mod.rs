@@ -131,6 +131,10 @@ pub struct LogStats {
 /// Pending bytes that start a flush at once.
 const FLUSH_BYTES: usize = 1 << 20;
 
+/// How far behind the appended records the durable log may be under `async` before a commit
+/// waits for its flush.
+const MAX_BEHIND: u64 = 64 << 20;
+
 /// An open log: its writer and the mode commits wait by.
 pub(crate) struct Log {
     writer: LogWriter,
@@ -138,6 +142,9 @@ pub(crate) struct Log {
     /// The largest record a commit may append (its frame's payload); a larger commit is refused
     /// before anyone can see it, as the reader would take its frame for damage.
     max_record: usize,
+    /// Under `async`, how far the durable log may fall behind the appended records before a
+    /// commit waits for its flush ([`MAX_BEHIND`]).
+    max_behind: u64,
 }
 
 impl Log {
@@ -158,6 +165,7 @@ impl Log {
             writer: LogWriter::start(segments, (file, number, len), len, batching)?,
             mode,
             max_record: max_record.min(record::MAX_PAYLOAD),
+            max_behind: MAX_BEHIND,
         })
     }
 
@@ -169,6 +177,11 @@ impl Log {
     /// Whether a framed record of `len` bytes is too long to append.
     pub(crate) fn too_long(&self, len: usize) -> bool {
         len.saturating_sub(record::FRAME_HEADER) > self.max_record
+    }
+
+    /// Why the log stopped, if it has: nothing more may be appended.
+    pub(crate) fn stopped(&self) -> Option<&str> {
+        self.writer.stopped()
     }
 
     /// Appends a framed record inside the committing region; returns where it ends.
@@ -184,7 +197,13 @@ impl Log {
         lsn: u64,
         priority: Priority,
     ) -> (Result<(), String>, Duration) {
-        if self.mode != Durability::Sync {
+        let behind = lsn.saturating_sub(self.writer.durable_lsn());
+        // Under `async` the log may fall behind by a bounded amount only: past it, a commit
+        // waits for its flush as a `sync` one does (a slow or failing disk would otherwise grow
+        // the buffer without end).
+        if self.mode == Durability::Off
+            || (self.mode == Durability::Async && behind <= self.max_behind)
+        {
             return (Ok(()), Duration::ZERO);
         }
         let committed = std::time::Instant::now();
@@ -204,5 +223,81 @@ impl Log {
             segment: s.segment,
             writer_class: s.class.map_or("starting", |c| c.name()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc::{Receiver, Sender, channel};
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    /// A file whose syncs wait until the test lets one through.
+    struct Held(Arc<Mutex<Receiver<()>>>);
+
+    impl LogFile for Held {
+        fn append(&mut self, _: &[u8]) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn sync(&mut self) -> std::io::Result<()> {
+            let _ = self.0.lock().expect("test").recv();
+            Ok(())
+        }
+        fn truncate(&mut self, _: u64) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    struct NoSegments;
+
+    impl Segments for NoSegments {
+        fn create(&mut self, _: u64) -> std::io::Result<Box<dyn LogFile>> {
+            Err(std::io::Error::other("no segments here"))
+        }
+    }
+
+    fn async_log(max_behind: u64) -> (Log, Sender<()>) {
+        let (release, held) = channel();
+        let file = Box::new(Held(Arc::new(Mutex::new(held))));
+        let mut log = Log::start(
+            Box::new(NoSegments),
+            (file, 1, 0),
+            (Durability::Async, Duration::from_millis(1), 1 << 20),
+        )
+        .expect("start");
+        log.max_behind = max_behind;
+        (log, release)
+    }
+
+    #[test]
+    fn async_commits_wait_for_the_disk_only_once_the_log_is_too_far_behind() {
+        let (log, release) = async_log(100);
+        let append = |bytes: &[u8]| log.append(bytes, &NoPreemptGuard::new());
+        // Within the bound: acknowledged at once, although no sync has completed.
+        let lsn = append(&[7; 60]);
+        assert_eq!(log.acknowledge(lsn, Priority::LOW).0, Ok(()));
+        assert_eq!(log.writer.durable_lsn(), 0);
+        // Past it: the commit waits until its record is durable.
+        let lsn = append(&[7; 60]);
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| {
+                let acknowledged = log.acknowledge(lsn, Priority::LOW).0;
+                (acknowledged, log.writer.durable_lsn())
+            });
+            // No sync completes until the test lets one through: it must be waiting.
+            while log.writer.waiting() == 0 {
+                assert!(!waiter.is_finished(), "acknowledged before it was durable");
+                std::thread::yield_now();
+            }
+            while !waiter.is_finished() {
+                let _ = release.send(());
+                std::thread::yield_now();
+            }
+            let (acknowledged, durable) = waiter.join().expect("waiter");
+            assert_eq!(acknowledged, Ok(()));
+            assert!(durable >= lsn, "{durable} < {lsn}");
+        });
+        drop(release);
     }
 }

@@ -13,8 +13,11 @@
 //! cut is in the old segment, durable, and every later one in the new segment.
 //!
 //! The writer thread is the only place that blocks in the kernel for the log; it must never run
-//! on a worker. An I/O error is kept for the waiters of that batch and every later one until a
-//! write succeeds again; the bytes stay pending and are retried each interval.
+//! on a worker. A batch that cannot be written (or made durable, or given a segment) is written
+//! again, whole, a few times over about a second and a half, its waiters still waiting; if it
+//! still fails, the log stops for good (PostgreSQL PANICs): every waiter and every later one is
+//! told why, nothing more is written, so a commit reported as failed never becomes durable, and
+//! a restart recovers the durable prefix.
 
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -81,8 +84,14 @@ const PUBLISHED: usize = 256;
 /// Buckets of the flush-time histogram (the last holds everything from about 8 s up).
 pub(crate) const FLUSH_BUCKETS: usize = 24;
 
-/// The pause before a failed flush is tried again.
-const RETRY_AFTER: Duration = Duration::from_millis(2);
+/// The pauses before a failed batch is written again; after the last try the log stops.
+const RETRIES: [Duration; 5] = [
+    Duration::from_millis(2),
+    Duration::from_millis(10),
+    Duration::from_millis(50),
+    Duration::from_millis(250),
+    Duration::from_millis(1000),
+];
 
 struct Pending {
     bytes: Vec<u8>,
@@ -93,9 +102,9 @@ struct Pending {
 struct Shared {
     pending: RegionMutex<Pending>,
     durable: AtomicU64,
-    /// The last I/O error, while it lasts (cleared by a successful flush), with the LSN that was
-    /// pending when it happened: waiters at or below it are told.
-    failure: RegionMutex<Option<(u64, String)>>,
+    /// Why the log stopped, once it has: set once, by the writer, which then writes nothing
+    /// more; every waiter is told.
+    stopped: OnceLock<String>,
     waiters: RegionMutex<Vec<(u64, Unparker)>>,
     flush_now: AtomicBool,
     stop: AtomicBool,
@@ -161,7 +170,7 @@ impl LogWriter {
                 end: lsn,
             }),
             durable: AtomicU64::new(lsn),
-            failure: RegionMutex::new(None),
+            stopped: OnceLock::new(),
             waiters: RegionMutex::new(Vec::new()),
             flush_now: AtomicBool::new(false),
             stop: AtomicBool::new(false),
@@ -260,9 +269,7 @@ impl LogWriter {
             }
             {
                 let region = NoPreemptGuard::new();
-                if let Some((failed_at, why)) = &*shared.failure.lock(&region)
-                    && *failed_at >= lsn
-                {
+                if let Some(why) = shared.stopped.get() {
                     let why = why.clone();
                     let mut waiters = shared.waiters.lock(&region);
                     waiters.retain(|(_, u)| !u.wakes_same(&me));
@@ -301,6 +308,22 @@ impl LogWriter {
     }
 
     /// What it did so far.
+    /// Commits waiting for their records to be durable.
+    #[cfg(test)]
+    pub(crate) fn waiting(&self) -> usize {
+        self.shared.waiters.lock(&NoPreemptGuard::new()).len()
+    }
+
+    /// The log is durable up to here.
+    pub(crate) fn durable_lsn(&self) -> u64 {
+        self.shared.durable.load(Ordering::Acquire)
+    }
+
+    /// Why the log stopped, if it has (see the module's description).
+    pub(crate) fn stopped(&self) -> Option<&str> {
+        self.shared.stopped.get().map(String::as_str)
+    }
+
     pub(crate) fn stats(&self) -> WriterStats {
         WriterStats {
             flushes: self.shared.flushes.load(Ordering::Relaxed),
@@ -379,6 +402,8 @@ fn write_loop(shared: &Shared, mut current: Current) {
     // A cut taken up: the batch ends at it, so no more bytes are taken until the next segment
     // exists.
     let mut cutting: Option<Unparker> = None;
+    // Tries of the batch that failed so far.
+    let mut failed = 0;
     // Real-time, it would take a worker's core whenever it wakes: it keeps to the others.
     let mut off_workers = os_thread::OffPinnedCores::new();
     loop {
@@ -415,7 +440,7 @@ fn write_loop(shared: &Shared, mut current: Current) {
             // into a file that may be gone (its directory removed: every commit acknowledged,
             // none kept).
             let why = format!("creating log segment {}: {e}", current.number + 1);
-            if !retry_later(shared, batch_end, why, stopping, &mut cutting) {
+            if !retry_later(shared, why, stopping, &mut failed, &mut cutting) {
                 return;
             }
             continue;
@@ -436,6 +461,7 @@ fn write_loop(shared: &Shared, mut current: Current) {
                         .fetch_add(batch.len() as u64, Ordering::Relaxed);
                     current.len += batch.len() as u64;
                     batch.clear();
+                    failed = 0;
                     let region = NoPreemptGuard::new();
                     {
                         let mut published = shared.published.lock(&region);
@@ -445,7 +471,6 @@ fn write_loop(shared: &Shared, mut current: Current) {
                         published.push_back((batch_end, shared.nanos()));
                     }
                     shared.durable.store(batch_end, Ordering::Release);
-                    *shared.failure.lock(&region) = None;
                     drop(region);
                     shared.wake(batch_end);
                 }
@@ -454,19 +479,15 @@ fn write_loop(shared: &Shared, mut current: Current) {
                     // of it reached the file (cut back to what is durable).
                     if let Err(cut) = file.truncate(current.len) {
                         // The file may now hold half a batch: writing after it would bury it
-                        // in the middle of the log. Nothing more is written; every durable
-                        // commit fails from now on, and recovery cuts the torn tail.
-                        let why = format!("{e}; then cutting the log back failed: {cut}");
-                        let region = NoPreemptGuard::new();
-                        *shared.failure.lock(&region) = Some((u64::MAX, why.clone()));
-                        drop(region);
-                        shared.wake(u64::MAX);
-                        if let Some(requester) = cutting.take() {
-                            shared.answer_rotation(requester, Err(why));
-                        }
+                        // in the middle of the log. Recovery cuts the torn tail.
+                        stop(
+                            shared,
+                            format!("{e}; then cutting the log back failed: {cut}"),
+                            &mut cutting,
+                        );
                         return;
                     }
-                    if !retry_later(shared, batch_end, e.to_string(), stopping, &mut cutting) {
+                    if !retry_later(shared, e.to_string(), stopping, &mut failed, &mut cutting) {
                         return;
                     }
                     continue;
@@ -486,29 +507,43 @@ fn write_loop(shared: &Shared, mut current: Current) {
     }
 }
 
-/// Reports that the batch up to `batch_end` could not be made durable (`why`): its waiters
-/// fail. Returns false if the writer is `stopping` (a cut asked for fails too), else true after
-/// a pause, for the batch to be tried again.
+/// After the batch failed (`why`): pauses and returns true for it to be written again, or,
+/// once it has failed as many times as there are [`RETRIES`] (or the writer is `stopping`),
+/// stops the log and returns false.
 fn retry_later(
     shared: &Shared,
-    batch_end: u64,
     why: String,
     stopping: bool,
+    failed: &mut usize,
     cutting: &mut Option<Unparker>,
 ) -> bool {
-    let region = NoPreemptGuard::new();
-    *shared.failure.lock(&region) = Some((batch_end, why.clone()));
-    drop(region);
-    shared.wake(batch_end);
-    if stopping {
-        if let Some(requester) = cutting.take() {
-            shared.answer_rotation(requester, Err(why));
+    match RETRIES.get(*failed) {
+        Some(&pause) if !stopping => {
+            *failed += 1;
+            // Not at once: a full disk would otherwise be retried as fast as urgent commits ask.
+            // But then without waiting for the interval or for someone to ask.
+            std::thread::sleep(pause);
+            shared.flush_now.store(true, Ordering::SeqCst);
+            true
         }
-        return false;
+        _ => {
+            stop(shared, why, cutting);
+            false
+        }
     }
-    // Not at once: a full disk would otherwise be retried as fast as urgent commits ask.
-    std::thread::sleep(RETRY_AFTER);
-    true
+}
+
+/// Stops the log for good, because of `why`: every waiter, now and later, is told, and a cut
+/// asked for fails.
+fn stop(shared: &Shared, why: String, cutting: &mut Option<Unparker>) {
+    let why = format!(
+        "{why} (the log has stopped: nothing more is written, and the database takes no more writes until it is restarted)"
+    );
+    if let Some(requester) = cutting.take() {
+        shared.answer_rotation(requester, Err(why.clone()));
+    }
+    let _ = shared.stopped.set(why);
+    shared.wake(u64::MAX);
 }
 
 /// Moves `current` on to the next segment; returns its number.

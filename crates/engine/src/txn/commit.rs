@@ -36,8 +36,10 @@ impl Transaction<'_> {
     ///
     /// In a database with a `sync` log, it returns once the commit's log record is durable (a
     /// task parks meanwhile; above the lowest priority the flush starts at once). If the log
-    /// cannot be written, the transaction has committed in memory but the error says it is not
-    /// durable ([`CommitError::NotDurable`]).
+    /// stops before the record is durable (a write it could not complete), the transaction has
+    /// committed in memory only and is gone at the next open ([`CommitError::NotDurable`]); once
+    /// it has stopped, a transaction that would write is refused before it commits
+    /// ([`AbortReason::LogStopped`]).
     pub fn commit(&mut self) -> Result<(), CommitError> {
         let lsn = self.commit_in_memory()?;
         let (durable, waited) = self.engine.acknowledge(lsn, self.priority);
@@ -65,6 +67,16 @@ impl Transaction<'_> {
     /// Commits in memory; returns where its log record ends, if it wrote one.
     fn commit_or_abort(&mut self) -> Result<Option<u64>> {
         self.check_active()?;
+        // Nothing becomes visible that the log cannot keep (a read-only commit goes on).
+        if self
+            .engine
+            .log
+            .as_ref()
+            .is_some_and(|l| l.stopped().is_some())
+            && self.buf.ws.entries().iter().any(|e| e.changes_anything())
+        {
+            return Err(self.fail(AbortReason::LogStopped));
+        }
         // Lock waits park, so they come before the region.
         self.lock_for_commit()?;
         let region = NoPreemptGuard::new();

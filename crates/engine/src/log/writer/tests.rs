@@ -167,66 +167,74 @@ fn an_urgent_commit_is_flushed_at_once_and_acknowledged_only_after_the_sync() {
 }
 
 #[test]
-fn a_failed_sync_is_reported_and_the_batch_is_written_again_whole() {
+fn a_failed_sync_is_retried_and_its_waiter_told_only_of_the_success() {
     let h = harness();
     let lsn = append(&h.writer, b"first");
     let w = Arc::clone(&h.writer);
     let waiter = std::thread::spawn(move || w.wait_durable(lsn, true));
-    h.sync_started.recv().expect("a flush started");
-    h.verdicts.send(Err(())).expect("writer alive");
-    let failed = waiter.join().expect("waiter");
-    assert!(
-        failed.as_ref().is_err_and(|e| e.contains("no space")),
-        "{failed:?}"
-    );
-    // Space returns: every later sync succeeds. The next urgent commit is durable, and the
-    // file holds each record once (a retry rewrites the failed batch over its remains).
-    let Harness {
-        writer,
-        written,
-        sync_started,
-        verdicts,
-    } = h;
-    let answer = std::thread::spawn(move || {
-        while sync_started.recv().is_ok() {
-            if verdicts.send(Ok(())).is_err() {
-                break;
-            }
-        }
-    });
-    let lsn2 = append(&writer, b"second");
-    let w = Arc::clone(&writer);
-    let waiter = std::thread::spawn(move || w.wait_durable(lsn2, true));
+    // Two failures (a disk full for a moment), then space returns.
+    for verdict in [Err(()), Err(()), Ok(())] {
+        h.sync_started.recv().expect("a flush started");
+        h.verdicts.send(verdict).expect("writer alive");
+    }
     assert_eq!(waiter.join().expect("waiter"), Ok(()));
-    assert_eq!(&*written.lock().expect("test"), b"firstsecond");
-    drop(writer);
-    answer.join().expect("answerer");
+    assert_eq!(h.writer.stopped(), None);
+    // Each try wrote the batch again over what the failed one left: it is there once.
+    assert_eq!(&*h.written.lock().expect("test"), b"first");
 }
 
-/// Segments in memory that cannot be made while `broken` is set (as in a removed directory).
+#[test]
+fn a_batch_that_keeps_failing_stops_the_log_for_good() {
+    let h = harness();
+    let lsn = append(&h.writer, b"first");
+    let w = Arc::clone(&h.writer);
+    let waiter = std::thread::spawn(move || w.wait_durable(lsn, true));
+    for _ in 0..=RETRIES.len() {
+        h.sync_started.recv().expect("a flush started");
+        h.verdicts.send(Err(())).expect("writer alive");
+    }
+    let failed = waiter.join().expect("waiter");
+    assert!(
+        failed
+            .as_ref()
+            .is_err_and(|e| e.contains("no space") && e.contains("the log has stopped")),
+        "{failed:?}"
+    );
+    assert_eq!(h.writer.stopped(), failed.err().as_deref());
+    // The writer has ended (its file, and so the channel, are dropped) without another try.
+    assert!(h.sync_started.recv().is_err(), "tried again after stopping");
+    // A later commit is told at once, and nothing was made durable.
+    let later = append(&h.writer, b"later");
+    assert!(h.writer.wait_durable(later, true).is_err());
+    assert_eq!(h.writer.stats().durable_lsn, 0);
+    assert_eq!(&*h.written.lock().expect("test"), b"");
+}
+
+/// Segments in memory, the first `failures` of which cannot be made (as in a removed
+/// directory).
 struct Breakable {
     memory: Memory,
-    broken: Arc<AtomicBool>,
+    failures: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Segments for Breakable {
     fn create(&mut self, n: u64) -> io::Result<Box<dyn LogFile>> {
-        if self.broken.load(Ordering::Acquire) {
+        let left = self.failures.load(Ordering::Acquire);
+        if left > 0 {
+            self.failures.store(left - 1, Ordering::Release);
             return Err(io::Error::other("No such file or directory"));
         }
         self.memory.create(n)
     }
 }
 
-#[test]
-fn a_full_segment_without_a_next_one_fails_its_commits_and_writes_on_once_one_can_be_made() {
+/// A writer whose segment 1 is full, with segments that fail to be made `failures` times.
+fn full_segment(failures: usize) -> (LogWriter, Memory) {
     let memory = Memory::default();
-    let broken = Arc::new(AtomicBool::new(true));
     let segments = Breakable {
         memory: memory.clone(),
-        broken: Arc::clone(&broken),
+        failures: Arc::new(failures.into()),
     };
-    // Segment 1 is full: the next batch needs segment 2.
     let first: Box<dyn LogFile> = Box::new(MemoryFile(Arc::default()));
     let batching = Batching {
         interval: Duration::from_secs(3600),
@@ -234,23 +242,36 @@ fn a_full_segment_without_a_next_one_fails_its_commits_and_writes_on_once_one_ca
     };
     let writer = LogWriter::start(Box::new(segments), (first, 1, SEGMENT_BYTES), 0, batching)
         .expect("start");
+    (writer, memory)
+}
+
+#[test]
+fn a_full_segment_waits_for_the_next_one_and_never_grows() {
+    let (writer, memory) = full_segment(2);
     let lsn = append(&writer, b"record");
-    let failed = writer.wait_durable(lsn, true);
-    assert!(
-        failed
-            .as_ref()
-            .is_err_and(|e| e.contains("creating log segment 2") && e.contains("No such file")),
-        "{failed:?}"
-    );
-    assert_eq!(writer.stats().durable_lsn, 0, "nothing written");
-    broken.store(false, Ordering::Release);
-    let later = append(&writer, b"later");
-    assert_eq!(writer.wait_durable(later, true), Ok(()));
+    assert_eq!(writer.wait_durable(lsn, true), Ok(()));
     let files = memory.0.lock().expect("test");
     assert_eq!(files.len(), 1);
     let header = crate::log::record::header(2).to_vec();
     assert_eq!(
         *files[0].lock().expect("test"),
-        [header, b"recordlater".to_vec()].concat()
+        [header, b"record".to_vec()].concat()
     );
+}
+
+#[test]
+fn a_full_segment_without_a_next_one_stops_the_log() {
+    let (writer, memory) = full_segment(usize::MAX);
+    let lsn = append(&writer, b"record");
+    let failed = writer.wait_durable(lsn, true);
+    assert!(
+        failed
+            .as_ref()
+            .is_err_and(|e| e.contains("creating log segment 2")
+                && e.contains("No such file")
+                && e.contains("the log has stopped")),
+        "{failed:?}"
+    );
+    assert_eq!(writer.stats().durable_lsn, 0, "nothing written");
+    assert!(memory.0.lock().expect("test").is_empty());
 }
