@@ -129,8 +129,19 @@ impl Database {
             let read = recovery::read(&path, s, i + 1 == segments.len())?;
             log_bytes += read.valid_len;
             (torn_bytes, valid_len) = (read.torn_bytes, read.valid_len);
-            db.replay(&read, &mut replay)
+            let continued = db
+                .replay(&read, &mut replay)
                 .map_err(|reason| RecoveryError::Replay { file: path, reason })?;
+            if let Some(next) = continued
+                && i + 1 == segments.len()
+            {
+                return Err(RecoveryError::Io {
+                    file: files::segment_path(dir, next),
+                    reason: format!(
+                        "missing: segment {s}, the newest found, ends by naming it as the next"
+                    ),
+                });
+            }
         }
         // Later commits are ordered after every logged one, across restarts: a checkpoint's
         // snapshot compares with the timestamps in the segments after it.
@@ -273,10 +284,18 @@ impl Database {
     /// in log order: a record's images stay in order, and images of different records never
     /// depend on each other (a patch applies to its own record's row; no other constraint spans
     /// records).
-    fn replay(&self, read: &ReadLog, replay: &mut Replay) -> Result<(), String> {
+    /// Returns the segment this one names as the next at its end, if it ends so.
+    fn replay(&self, read: &ReadLog, replay: &mut Replay) -> Result<Option<u64>, String> {
         let covered = replay.covered_up_to;
+        let mut continued = None;
         for (i, r) in read.records().enumerate() {
+            if let Some(next) = continued {
+                return Err(format!(
+                    "record {i} follows the end of the segment (which names segment {next} as the next)"
+                ));
+            }
             match r {
+                Record::Continued { next } => continued = Some(next),
                 Record::CreateTable { id, schema } => self
                     .recreate_table(id, schema, replay)
                     .map_err(|e| format!("record {i}: {e}"))?,
@@ -296,7 +315,8 @@ impl Database {
         }
         on_every_core(usize::MAX, |part, stop| {
             self.replay_part(read, covered, part, stop)
-        })
+        })?;
+        Ok(continued)
     }
 
     /// Replays the writes of `read` whose keys hash to partition `part` of `parts`, in log
@@ -423,5 +443,92 @@ fn lock_directory(dir: &Path, write: bool) -> Result<std::fs::File, RecoveryErro
             dir: dir.to_owned(),
         }),
         Err(std::fs::TryLockError::Error(e)) => Err(io(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::log::{Durability, RecoveryError, files, record};
+    use crate::storage::schema::{ColumnType, TableSchema};
+    use crate::{Database, Isolation, Options, Priority};
+
+    /// A directory holding table `t` with one row, in segment 1, whose end gets `tail` appended
+    /// after its records.
+    fn segment_ending_with(dir: &std::path::Path, tail: &[u8]) {
+        {
+            let db =
+                Database::open(dir, Options::default().durability(Durability::Sync)).expect("open");
+            let schema = TableSchema::builder("t")
+                .column("k", ColumnType::Int64)
+                .primary_key(&["k"])
+                .build()
+                .expect("schema");
+            let t = db.create_table(schema).expect("table");
+            let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+            txn.insert(&t, t.row_builder().int(0, 7).finish().expect("row"))
+                .expect("insert");
+            txn.commit().expect("commit");
+        }
+        let path = files::segment_path(dir, 1);
+        let at = crate::log::recovery::read(&path, 1, true)
+            .expect("read")
+            .valid_len as usize;
+        let mut bytes = std::fs::read(&path).expect("segment");
+        // Over the zeros after the records, if the file has them.
+        bytes.truncate(at);
+        bytes.extend_from_slice(tail);
+        std::fs::write(&path, bytes).expect("write");
+    }
+
+    #[test]
+    fn a_newest_segment_named_by_the_end_of_the_one_before_is_missed_if_gone() {
+        let dir = files::scratch_dir("continued");
+        let mut ended = Vec::new();
+        record::encode_continued(&mut ended, 2);
+        segment_ending_with(&dir, &ended);
+        let options = || Options::default().durability(Durability::Sync);
+        match Database::open(&dir, options()) {
+            Err(RecoveryError::Io { file, reason }) => {
+                assert_eq!(file, files::segment_path(&dir, 2));
+                assert!(
+                    reason.contains("missing") && reason.contains("segment 1"),
+                    "{reason}"
+                );
+            }
+            other => panic!(
+                "opened without the segment segment 1 names: {:?}",
+                other.err()
+            ),
+        }
+        // With it there (empty: a crash came before anything was written to it), all is well.
+        std::fs::write(files::segment_path(&dir, 2), record::header(2)).expect("segment 2");
+        let db = Database::open(&dir, options()).expect("open");
+        let t = db.table("t").expect("table");
+        let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+        let key = t.key().int(7).finish().expect("key");
+        assert_eq!(txn.get(&t, &key, |r| r.int(0)), Ok(Some(7)));
+        drop(txn);
+        drop(db);
+        std::fs::remove_dir_all(&dir).expect("clean up");
+    }
+
+    #[test]
+    fn a_record_after_the_end_of_a_segment_is_refused() {
+        let dir = files::scratch_dir("after-end");
+        let mut ended = Vec::new();
+        record::encode_continued(&mut ended, 2);
+        record::encode_continued(&mut ended, 3);
+        segment_ending_with(&dir, &ended);
+        std::fs::write(files::segment_path(&dir, 2), record::header(2)).expect("segment 2");
+        match Database::open(&dir, Options::default().durability(Durability::Sync)) {
+            Err(RecoveryError::Replay { reason, .. }) => {
+                assert!(
+                    reason.contains("follows the end of the segment"),
+                    "{reason}"
+                );
+            }
+            other => panic!("{:?}", other.err()),
+        }
+        std::fs::remove_dir_all(&dir).expect("clean up");
     }
 }

@@ -15,9 +15,11 @@ use crate::storage::schema::{ColumnType, TableSchema};
 
 /// The first bytes of every log file: the format's name and version.
 pub(crate) const MAGIC: &[u8; 8] = b"OVRTKLOG";
-/// The log format's version, after the magic bytes. Version 4 added the dropped-table record.
-pub(crate) const VERSION: u32 = 4;
-/// The oldest version this build reads: version 3 is version 4 without dropped tables.
+/// The log format's version, after the magic bytes. Version 4 added the dropped-table record,
+/// version 5 the record that ends a segment naming the next.
+pub(crate) const VERSION: u32 = 5;
+/// The oldest version this build reads: version 3 is version 4 without dropped tables, which
+/// is version 5 without segment ends.
 const OLDEST_READ: u32 = 3;
 /// Bytes of a segment's header: magic, version, and the segment's number (which its file name
 /// repeats, so a renamed or misplaced segment is noticed).
@@ -31,6 +33,7 @@ pub(crate) const MAX_PAYLOAD: usize = 1 << 30;
 const CREATE_TABLE: u8 = 1;
 const COMMIT: u8 = 2;
 const DROP_TABLE: u8 = 3;
+const CONTINUED: u8 = 4;
 
 /// A write's image kinds.
 const DELETED: u8 = 0;
@@ -104,6 +107,9 @@ pub(crate) enum Record<'a> {
         ts: u64,
         writes: Vec<LoggedWrite<'a>>,
     },
+    /// The segment ends here, and the log goes on in segment `next`, which existed (durable)
+    /// before this was written: if it is missing, it was lost.
+    Continued { next: u64 },
 }
 
 /// The header of segment `segment`.
@@ -210,6 +216,14 @@ pub(crate) fn encode_create_table(out: &mut Vec<u8>, id: u32, schema: &TableSche
                 put_bytes(p, n.as_bytes());
             }
         }
+    });
+}
+
+/// Appends the record that ends a segment: the log goes on in segment `next`.
+pub(crate) fn encode_continued(out: &mut Vec<u8>, next: u64) {
+    frame(out, |p| {
+        p.push(CONTINUED);
+        p.extend_from_slice(&next.to_le_bytes());
     });
 }
 
@@ -473,6 +487,7 @@ pub(crate) fn decode(payload: &[u8]) -> Option<Record<'_>> {
             Record::Commit { ts, writes }
         }
         DROP_TABLE => Record::DropTable { id: r.u32()? },
+        CONTINUED => Record::Continued { next: r.u64()? },
         _ => return None,
     };
     r.bytes.is_empty().then_some(record)

@@ -146,6 +146,8 @@ struct Current {
     len: u64,
     /// Makes the next one.
     segments: Box<dyn Segments>,
+    /// The next one, made but not yet named at the end of this one (that write failed).
+    next: Option<Box<dyn LogFile>>,
 }
 
 /// The log writer: the shared buffer, and the thread that flushes it.
@@ -193,6 +195,7 @@ impl LogWriter {
             number,
             len,
             segments,
+            next: None,
         };
         let for_thread = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
@@ -546,10 +549,27 @@ fn stop(shared: &Shared, why: String, cutting: &mut Option<Unparker>) {
     shared.wake(u64::MAX);
 }
 
-/// Moves `current` on to the next segment; returns its number.
+/// Moves `current` on to the next segment; returns its number. The next segment is made
+/// (durable) first, then named by a record that ends this one (durable too), so that recovery
+/// knows a segment that ends so must be followed: a newest segment lost later is noticed.
 fn next_segment(shared: &Shared, current: &mut Current) -> io::Result<u64> {
     let next = current.number + 1;
-    current.file = current.segments.create(next)?;
+    let file = match current.next.take() {
+        Some(file) => file,
+        None => current.segments.create(next)?,
+    };
+    let mut end = Vec::new();
+    super::record::encode_continued(&mut end, next);
+    let ended = current.file.append(&end).and_then(|()| current.file.sync());
+    if let Err(e) = ended {
+        // Tried again with the same next segment; what reached this one is cut back.
+        current.next = Some(file);
+        return Err(match current.file.truncate(current.len) {
+            Ok(()) => e,
+            Err(cut) => io::Error::other(format!("{e}; then cutting the log back failed: {cut}")),
+        });
+    }
+    current.file = file;
     current.number = next;
     current.len = super::record::HEADER_LEN as u64;
     shared.segment.store(next, Ordering::Release);

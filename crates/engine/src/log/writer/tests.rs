@@ -95,10 +95,13 @@ fn a_cut_puts_every_earlier_record_durably_in_the_old_segment_and_later_ones_in_
         .map(|f| f.lock().expect("test").clone())
         .collect();
     let header = |n| crate::log::record::header(n).to_vec();
+    // The old segment ends naming the new one.
+    let mut continued = Vec::new();
+    crate::log::record::encode_continued(&mut continued, 2);
     assert_eq!(
         files,
         [
-            [header(1), b"before".to_vec()].concat(),
+            [header(1), b"before".to_vec(), continued].concat(),
             [header(2), b"after".to_vec()].concat()
         ]
     );
