@@ -188,7 +188,13 @@ fn serve(db: &Database, priority: Priority, level: Level, mut inbox: Ticket<Requ
             }
         }
         let t = txn.as_mut().expect("begun above");
-        let result = run(t, &work, &cancel);
+        // Its answer leaves only once what it read is durable (under `sync`): a client never
+        // sees a commit that a crash could take back.
+        let result = run(t, &work, &cancel).and_then(|done| {
+            t.wait_reads_durable()
+                .map_err(|why| SqlError::from(overtake_engine::CommitError::NotDurable(why)))?;
+            Ok(done)
+        });
         if result.is_err() {
             // As in PostgreSQL, an error ends the transaction's work: roll back now, so that its
             // locks go at once; the session answers 25P02 until the block ends.

@@ -116,7 +116,7 @@ impl Database {
             |id, schema, region| {
                 let mut bytes = Vec::new();
                 record::encode_create_table(&mut bytes, id, schema);
-                end = log.append(&bytes, region);
+                end = log.append(&bytes, None, region);
             },
         )?;
         log.acknowledge(end, Priority::HIGH)
@@ -142,7 +142,7 @@ impl Database {
         self.engine.catalog.drop_announced(name, |id, region| {
             let mut bytes = Vec::new();
             record::encode_drop_table(&mut bytes, id);
-            end = log.append(&bytes, region);
+            end = log.append(&bytes, None, region);
         })?;
         log.acknowledge(end, Priority::HIGH)
             .0

@@ -177,6 +177,8 @@ impl Database {
                     options.group_commit,
                     options.max_log_record,
                 ),
+                // Everything committed so far was recovered: durable.
+                (db.engine.txns.capacity(), db.engine.txns.now()),
             )
             .map_err(io_at(&path))?;
             Arc::get_mut(&mut db.engine)

@@ -155,6 +155,7 @@ impl Log {
         segments: Box<dyn Segments>,
         (file, number, len): (Box<dyn LogFile>, u64, u64),
         (mode, interval, max_record): (Durability, Duration, usize),
+        (slots, durable_ts): (usize, u64),
     ) -> std::io::Result<Log> {
         let batching = Batching {
             interval,
@@ -162,7 +163,12 @@ impl Log {
         };
         Ok(Log {
             // A record's LSN only orders waits within this run: it starts where the file ends.
-            writer: LogWriter::start(segments, (file, number, len), len, batching)?,
+            writer: LogWriter::start(
+                segments,
+                (file, number, len),
+                (len, slots, durable_ts),
+                batching,
+            )?,
             mode,
             max_record: max_record.min(record::MAX_PAYLOAD),
             max_behind: MAX_BEHIND,
@@ -184,9 +190,15 @@ impl Log {
         self.writer.stopped()
     }
 
-    /// Appends a framed record inside the committing region; returns where it ends.
-    pub(crate) fn append(&self, record: &[u8], region: &NoPreemptGuard) -> u64 {
-        self.writer.append(record, region)
+    /// Appends a framed record inside the committing region (a commit's, at timestamp `ts` of
+    /// slot `slot`, or a table's: `None`); returns where it ends.
+    pub(crate) fn append(
+        &self,
+        record: &[u8],
+        commit: Option<(u64, usize)>,
+        region: &NoPreemptGuard,
+    ) -> u64 {
+        self.writer.append(record, commit, region)
     }
 
     /// After the commit region (never inside one: it parks): under `sync`, waits until the
@@ -209,6 +221,29 @@ impl Log {
         let committed = std::time::Instant::now();
         let durable = self.writer.wait_durable(lsn, priority > Priority::LOW);
         (durable, committed.elapsed())
+    }
+
+    /// Under `sync`: waits until every commit with a timestamp at or before `ts` is durable
+    /// (`urgent`: asking for the flush at once); returns how long that took. Never inside a
+    /// region (it parks).
+    pub(crate) fn wait_through(&self, ts: u64, urgent: bool) -> Result<Duration, String> {
+        if self.mode != Durability::Sync || self.writer.durable_ts() >= ts {
+            return Ok(Duration::ZERO);
+        }
+        let started = std::time::Instant::now();
+        self.writer.wait_durable_ts(ts, urgent)?;
+        Ok(started.elapsed())
+    }
+
+    /// The commit of transaction slot `slot` is about to draw its timestamp, at least `bound`
+    /// (see [`LogWriter::unlogged`]).
+    pub(crate) fn unlogged(&self, slot: usize, bound: u64) {
+        self.writer.unlogged(slot, bound);
+    }
+
+    /// The commit of slot `slot` failed before appending its record.
+    pub(crate) fn logged(&self, slot: usize) {
+        self.writer.logged(slot);
     }
 
     pub(crate) fn stats(&self) -> LogStats {
@@ -264,6 +299,7 @@ mod tests {
             Box::new(NoSegments),
             (file, 1, 0),
             (Durability::Async, Duration::from_millis(1), 1 << 20),
+            (1, 0),
         )
         .expect("start");
         log.max_behind = max_behind;
@@ -273,7 +309,7 @@ mod tests {
     #[test]
     fn async_commits_wait_for_the_disk_only_once_the_log_is_too_far_behind() {
         let (log, release) = async_log(100);
-        let append = |bytes: &[u8]| log.append(bytes, &NoPreemptGuard::new());
+        let append = |bytes: &[u8]| log.append(bytes, None, &NoPreemptGuard::new());
         // Within the bound: acknowledged at once, although no sync has completed.
         let lsn = append(&[7; 60]);
         assert_eq!(log.acknowledge(lsn, Priority::LOW).0, Ok(()));

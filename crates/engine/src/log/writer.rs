@@ -97,11 +97,24 @@ struct Pending {
     bytes: Vec<u8>,
     /// The LSN at the end of `bytes`.
     end: u64,
+    /// The newest commit timestamp appended so far (ever, not only in `bytes`).
+    newest_ts: u64,
 }
 
 struct Shared {
     pending: RegionMutex<Pending>,
     durable: AtomicU64,
+    /// Per transaction slot, while its commit has (or is about to draw) a timestamp but has not
+    /// appended its record: a lower bound of that timestamp; 0 otherwise. Cleared under the
+    /// `pending` latch as the record is appended, and read under it (see `durable_ts`).
+    unlogged: Box<[AtomicU64]>,
+    /// Every commit with a timestamp at or before this one is durable. At each batch the
+    /// writer takes, under the `pending` latch, the newest timestamp appended, lowered below
+    /// any commit still between its timestamp and its append; once the batch is durable, that
+    /// is durable through.
+    durable_ts: AtomicU64,
+    /// Readers waiting for `durable_ts` to reach theirs.
+    ts_waiters: RegionMutex<Vec<(u64, Unparker)>>,
     /// Why the log stopped, once it has: set once, by the writer, which then writes nothing
     /// more; every waiter is told.
     stopped: OnceLock<String>,
@@ -159,19 +172,24 @@ pub(crate) struct LogWriter {
 impl LogWriter {
     /// Starts the writer thread appending to segment `number`, `file`, which holds `len` durable
     /// bytes; `lsn` is the log's position so far (a record's LSN counts the bytes of every record
-    /// before it, over all segments).
+    /// before it, over all segments); `slots` is how many transactions may commit at once, and
+    /// every commit at or before timestamp `durable_ts` is durable already.
     pub(crate) fn start(
         segments: Box<dyn Segments>,
         (file, number, len): (Box<dyn LogFile>, u64, u64),
-        lsn: u64,
+        (lsn, slots, durable_ts): (u64, usize, u64),
         batching: Batching,
     ) -> io::Result<LogWriter> {
         let shared = Arc::new(Shared {
             pending: RegionMutex::new(Pending {
                 bytes: Vec::with_capacity(batching.bytes * 2),
                 end: lsn,
+                newest_ts: durable_ts,
             }),
             durable: AtomicU64::new(lsn),
+            unlogged: (0..slots.max(1)).map(|_| AtomicU64::new(0)).collect(),
+            durable_ts: AtomicU64::new(durable_ts),
+            ts_waiters: RegionMutex::new(Vec::new()),
             stopped: OnceLock::new(),
             waiters: RegionMutex::new(Vec::new()),
             flush_now: AtomicBool::new(false),
@@ -217,11 +235,21 @@ impl LogWriter {
         })
     }
 
-    /// Appends one framed record (called inside the commit region); returns the LSN at its end.
-    pub(crate) fn append(&self, record: &[u8], region: &NoPreemptGuard) -> u64 {
+    /// Appends one framed record (called inside the commit region): a commit's, at timestamp
+    /// `ts` of transaction slot `slot`, or a table's (`None`); returns the LSN at its end.
+    pub(crate) fn append(
+        &self,
+        record: &[u8],
+        commit: Option<(u64, usize)>,
+        region: &NoPreemptGuard,
+    ) -> u64 {
         let mut pending = self.shared.pending.lock(region);
         pending.bytes.extend_from_slice(record);
         pending.end += record.len() as u64;
+        if let Some((ts, slot)) = commit {
+            pending.newest_ts = pending.newest_ts.max(ts);
+            self.shared.unlogged[slot].store(0, Ordering::SeqCst);
+        }
         let end = pending.end;
         let full = pending.bytes.len() >= self.shared.batching.bytes;
         drop(pending);
@@ -317,6 +345,55 @@ impl LogWriter {
         self.shared.waiters.lock(&NoPreemptGuard::new()).len()
     }
 
+    /// The commit of transaction slot `slot` is about to draw its timestamp, which will be at
+    /// least `bound`: until its record is appended (or [`logged`](Self::logged) says it failed),
+    /// commits from `bound` on are not known to be in the log.
+    pub(crate) fn unlogged(&self, slot: usize, bound: u64) {
+        self.shared.unlogged[slot].store(bound, Ordering::SeqCst);
+    }
+
+    /// The commit of slot `slot` failed before appending: see [`unlogged`](Self::unlogged).
+    pub(crate) fn logged(&self, slot: usize) {
+        self.shared.unlogged[slot].store(0, Ordering::SeqCst);
+    }
+
+    /// Every commit with a timestamp at or before this is durable.
+    pub(crate) fn durable_ts(&self) -> u64 {
+        self.shared.durable_ts.load(Ordering::Acquire)
+    }
+
+    /// Returns once every commit with a timestamp at or before `ts` is durable, or with the
+    /// reason the log stopped. `urgent`: flush at once rather than at the end of the interval.
+    /// Must not be called inside a region (it parks).
+    pub(crate) fn wait_durable_ts(&self, ts: u64, urgent: bool) -> Result<(), String> {
+        let shared = &self.shared;
+        if shared.durable_ts.load(Ordering::Acquire) >= ts {
+            return Ok(());
+        }
+        let me = park::current_unparker();
+        {
+            let region = NoPreemptGuard::new();
+            shared.ts_waiters.lock(&region).push((ts, me.clone()));
+        }
+        if urgent {
+            shared.ask_for_flush();
+        }
+        loop {
+            if shared.durable_ts.load(Ordering::Acquire) >= ts {
+                return Ok(());
+            }
+            if let Some(why) = shared.stopped.get() {
+                let region = NoPreemptGuard::new();
+                shared
+                    .ts_waiters
+                    .lock(&region)
+                    .retain(|(_, u)| !u.wakes_same(&me));
+                return Err(why.clone());
+            }
+            park::park();
+        }
+    }
+
     /// The log is durable up to here.
     pub(crate) fn durable_lsn(&self) -> u64 {
         self.shared.durable.load(Ordering::Acquire)
@@ -383,6 +460,38 @@ impl Shared {
         requester.unpark();
     }
 
+    /// Every commit at or before `ts` is durable: wakes, and forgets, the readers waiting for
+    /// that.
+    fn durable_through(&self, ts: u64) {
+        let before = self.durable_ts.fetch_max(ts, Ordering::AcqRel);
+        if ts <= before {
+            return;
+        }
+        let region = NoPreemptGuard::new();
+        self.ts_waiters.lock(&region).retain(|(wanted, unparker)| {
+            let done = *wanted <= ts;
+            if done {
+                unparker.unpark();
+            }
+            !done
+        });
+    }
+
+    /// The newest timestamp every commit at or before which has appended its record (read
+    /// under the `pending` latch, which appends take).
+    fn appended_through(&self, pending: &Pending) -> u64 {
+        let in_flight = self
+            .unlogged
+            .iter()
+            .map(|b| b.load(Ordering::SeqCst))
+            .filter(|&b| b != 0)
+            .min();
+        match in_flight {
+            Some(bound) => pending.newest_ts.min(bound - 1),
+            None => pending.newest_ts,
+        }
+    }
+
     /// Wakes, and forgets, every waiter at or below `upto` (durable now, or failed: each looks
     /// which).
     fn wake(&self, upto: u64) {
@@ -415,6 +524,8 @@ fn write_loop(shared: &Shared, mut current: Current) {
         if !shared.flush_now.swap(false, Ordering::SeqCst) && !stopping {
             std::thread::park_timeout(shared.batching.interval);
         }
+        // The timestamp every commit at or before which is in `batch` or durable already.
+        let mut batch_ts = None;
         if cutting.is_none() {
             let region = NoPreemptGuard::new();
             let mut pending = shared.pending.lock(&region);
@@ -430,6 +541,7 @@ fn write_loop(shared: &Shared, mut current: Current) {
                 }
                 batch_end = pending.end;
             }
+            batch_ts = Some(shared.appended_through(&pending));
             // Under the latch appends take: the cut falls exactly after what was just taken.
             cutting = shared.rotation.lock(&region).requested.take();
         }
@@ -475,6 +587,10 @@ fn write_loop(shared: &Shared, mut current: Current) {
                     }
                     shared.durable.store(batch_end, Ordering::Release);
                     drop(region);
+                    // Before the committers are woken: one that reads next finds it.
+                    if let Some(ts) = batch_ts.take() {
+                        shared.durable_through(ts);
+                    }
                     shared.wake(batch_end);
                 }
                 Err(e) => {
@@ -496,6 +612,10 @@ fn write_loop(shared: &Shared, mut current: Current) {
                     continue;
                 }
             }
+        }
+        // Nothing to write: everything appended is durable.
+        if let Some(ts) = batch_ts.filter(|_| batch.is_empty()) {
+            shared.durable_through(ts);
         }
         if let Some(requester) = cutting.take() {
             let done = next_segment(shared, &mut current);
@@ -547,6 +667,10 @@ fn stop(shared: &Shared, why: String, cutting: &mut Option<Unparker>) {
     }
     let _ = shared.stopped.set(why);
     shared.wake(u64::MAX);
+    let region = NoPreemptGuard::new();
+    for (_, unparker) in shared.ts_waiters.lock(&region).drain(..) {
+        unparker.unpark();
+    }
 }
 
 /// Moves `current` on to the next segment; returns its number. The next segment is made

@@ -42,6 +42,12 @@ impl Transaction<'_> {
     /// ([`AbortReason::LogStopped`]).
     pub fn commit(&mut self) -> Result<(), CommitError> {
         let lsn = self.commit_in_memory()?;
+        if lsn.is_none() {
+            // Read-only: its commit says that what it read holds (see `wait_reads_durable`).
+            let waited = self.wait_reads_durable().map_err(CommitError::NotDurable)?;
+            self.durable_wait = waited;
+            return Ok(());
+        }
         let (durable, waited) = self.engine.acknowledge(lsn, self.priority);
         self.durable_wait = waited;
         durable
@@ -112,8 +118,16 @@ impl Transaction<'_> {
             return Err(self.fail_commit(epoch, AbortReason::TooLarge));
         }
         let txns = &self.engine.txns;
+        if let Some(log) = &self.engine.log {
+            // Until its record is appended, the log knows commits from here on may be missing
+            // from it (see `Transaction::wait_reads_durable`).
+            log.unlogged(self.lease.slot, txns.now() + 1);
+        }
         let ts = txns.start_commit(&self.lease);
         if (self.serializable() || self.validating) && !self.validate(ts) {
+            if let Some(log) = &self.engine.log {
+                log.logged(self.lease.slot);
+            }
             self.buf.log_record = record.unwrap_or_default();
             return Err(self.fail_commit(epoch, AbortReason::Validation));
         }
@@ -122,7 +136,7 @@ impl Transaction<'_> {
         let lsn = match (&self.engine.log, record.as_mut()) {
             (Some(log), Some(record)) => {
                 seal(record, ts);
-                Some(log.append(record, &region))
+                Some(log.append(record, Some((ts, self.lease.slot)), &region))
             }
             _ => None,
         };

@@ -160,6 +160,9 @@ pub struct Transaction<'db> {
     /// From the end of its commit region until its log record was durable (zero without a
     /// `sync` log).
     durable_wait: std::time::Duration,
+    /// The newest commit timestamp among the versions of other transactions it has read (see
+    /// [`wait_reads_durable`](Self::wait_reads_durable)).
+    read_ts: std::cell::Cell<u64>,
 }
 
 impl<'db> Transaction<'db> {
@@ -188,6 +191,7 @@ impl<'db> Transaction<'db> {
             reserving: false,
             versions_created: 0,
             durable_wait: std::time::Duration::ZERO,
+            read_ts: std::cell::Cell::new(0),
         }
     }
 
@@ -304,9 +308,43 @@ impl<'db> Transaction<'db> {
     }
 
     fn visible<'g>(&self, table: &Table, oid: Oid, guard: &'g sdd::Guard) -> Option<&'g Version> {
-        self.engine
+        let v = self
+            .engine
             .txns
-            .visible(table.records.slot(oid), self.reader(), guard)
+            .visible(table.records.slot(oid), self.reader(), guard)?;
+        Self::note_read_ts(&self.read_ts, &self.lease, v);
+        Some(v)
+    }
+
+    /// Remembers in `read_ts` that the transaction holding `lease` read `v`: a version another
+    /// transaction committed, at its timestamp, or at the snapshot if the stamp was still being
+    /// settled. (A function of the two fields, not of `self`: scans hold other fields.)
+    #[inline]
+    pub(super) fn note_read_ts(read_ts: &std::cell::Cell<u64>, lease: &Lease, v: &Version) {
+        let stamp = v.stamp.load(std::sync::atomic::Ordering::Relaxed);
+        let ts = if crate::mvcc::is_committed(stamp) {
+            stamp
+        } else if stamp == lease.stamp {
+            return;
+        } else {
+            lease.snapshot
+        };
+        if ts > read_ts.get() {
+            read_ts.set(ts);
+        }
+    }
+
+    /// Waits until everything it has read is durable, in a database with a `sync` log (at once
+    /// elsewhere): call it before an answer that shows what it read leaves, so that no answer
+    /// shows a commit a crash could still take back. A read-only commit does it itself; a
+    /// writing one waits for its own record, which the log holds after everything it read.
+    /// Returns how long it waited, or why the log cannot make those commits durable. Must not
+    /// be called inside a region (it parks).
+    pub fn wait_reads_durable(&self) -> std::result::Result<std::time::Duration, String> {
+        let (read, Some(log)) = (self.read_ts.get(), &self.engine.log) else {
+            return Ok(std::time::Duration::ZERO);
+        };
+        log.wait_through(read, self.priority > Priority::LOW)
     }
 
     /// Reads the row with primary key `key`, passing it to `read`, whose result is returned.

@@ -78,8 +78,13 @@ fn a_cut_puts_every_earlier_record_durably_in_the_old_segment_and_later_ones_in_
         interval: Duration::from_secs(3600),
         bytes: 1 << 20,
     };
-    let writer = LogWriter::start(Box::new(memory.clone()), (first, 1, first_len), 0, batching)
-        .expect("start");
+    let writer = LogWriter::start(
+        Box::new(memory.clone()),
+        (first, 1, first_len),
+        (0, 1, 0),
+        batching,
+    )
+    .expect("start");
     let before = append(&writer, b"before");
     assert_eq!(writer.rotate(), Ok(2));
     // The cut made what came before it durable without anyone waiting for it.
@@ -132,8 +137,13 @@ fn harness() -> Harness {
     };
     Harness {
         writer: Arc::new(
-            LogWriter::start(Box::new(NoSegments), (Box::new(file), 1, 0), 0, batching)
-                .expect("start"),
+            LogWriter::start(
+                Box::new(NoSegments),
+                (Box::new(file), 1, 0),
+                (0, 1, 0),
+                batching,
+            )
+            .expect("start"),
         ),
         written,
         sync_started: started_rx,
@@ -143,7 +153,7 @@ fn harness() -> Harness {
 
 fn append(w: &LogWriter, bytes: &[u8]) -> u64 {
     let region = NoPreemptGuard::new();
-    w.append(bytes, &region)
+    w.append(bytes, None, &region)
 }
 
 #[test]
@@ -243,8 +253,13 @@ fn full_segment(failures: usize) -> (LogWriter, Memory) {
         interval: Duration::from_secs(3600),
         bytes: 1 << 20,
     };
-    let writer = LogWriter::start(Box::new(segments), (first, 1, SEGMENT_BYTES), 0, batching)
-        .expect("start");
+    let writer = LogWriter::start(
+        Box::new(segments),
+        (first, 1, SEGMENT_BYTES),
+        (0, 1, 0),
+        batching,
+    )
+    .expect("start");
     (writer, memory)
 }
 
@@ -277,4 +292,39 @@ fn a_full_segment_without_a_next_one_stops_the_log() {
     );
     assert_eq!(writer.stats().durable_lsn, 0, "nothing written");
     assert!(memory.0.lock().expect("test").is_empty());
+}
+
+#[test]
+fn durable_through_a_timestamp_waits_for_commits_that_drew_one_before_appending() {
+    let memory = Memory::default();
+    let mut segments = memory.clone();
+    let first = segments.create(1).expect("segment");
+    let batching = Batching {
+        interval: Duration::from_secs(3600),
+        bytes: 1 << 20,
+    };
+    let len = crate::log::record::HEADER_LEN as u64;
+    let writer =
+        LogWriter::start(Box::new(memory), (first, 1, len), (0, 2, 3), batching).expect("start");
+    // Everything through 3 was durable at the start.
+    assert_eq!(writer.wait_durable_ts(3, true), Ok(()));
+    // Slot 0 is about to commit at 5 or later; slot 1 commits at 7 and is flushed.
+    writer.unlogged(0, 5);
+    let region = NoPreemptGuard::new();
+    let seven = writer.append(b"seven", Some((7, 1)), &region);
+    drop(region);
+    assert_eq!(writer.wait_durable(seven, true), Ok(()));
+    // Durable through 4 only: 5 and 6 may be slot 0's, not in the log yet.
+    assert_eq!(writer.durable_ts(), 4);
+    let w = &writer;
+    std::thread::scope(|s| {
+        let reader = s.spawn(move || w.wait_durable_ts(7, true));
+        // Slot 0 appends its commit at 6: then the log holds everything through 7.
+        let region = NoPreemptGuard::new();
+        let six = w.append(b"six", Some((6, 0)), &region);
+        drop(region);
+        assert_eq!(w.wait_durable(six, true), Ok(()));
+        assert_eq!(reader.join().expect("reader"), Ok(()));
+    });
+    assert_eq!(writer.durable_ts(), 7);
 }
