@@ -188,11 +188,16 @@ fn serve(db: &Database, priority: Priority, level: Level, mut inbox: Ticket<Requ
             }
         }
         let t = txn.as_mut().expect("begun above");
-        // Its answer leaves only once what it read is durable (under `sync`): a client never
-        // sees a commit that a crash could take back.
+        // Rows it returns leave only once what the transaction read is durable (under `sync`):
+        // a client never sees a commit that a crash could take back. A row count does not wait
+        // (the block's COMMIT does: its record follows everything it read).
+        let shows_rows = matches!(&work, RunOrInsert::Run(p, ..) if !p.columns.is_empty());
         let result = run(t, &work, &cancel).and_then(|done| {
-            t.wait_reads_durable()
-                .map_err(|why| SqlError::from(overtake_engine::CommitError::NotDurable(why)))?;
+            if shows_rows {
+                t.wait_reads_durable().map_err(|why| {
+                    SqlError::from(overtake_engine::CommitError::NotDurable(why))
+                })?;
+            }
             Ok(done)
         });
         if result.is_err() {
