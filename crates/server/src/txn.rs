@@ -194,9 +194,8 @@ fn serve(db: &Database, priority: Priority, level: Level, mut inbox: Ticket<Requ
         let shows_rows = matches!(&work, RunOrInsert::Run(p, ..) if !p.columns.is_empty());
         let result = run(t, &work, &cancel).and_then(|done| {
             if shows_rows {
-                t.wait_reads_durable().map_err(|why| {
-                    SqlError::from(overtake_engine::CommitError::NotDurable(why))
-                })?;
+                t.wait_reads_durable()
+                    .map_err(|why| SqlError::from(overtake_engine::CommitError::NotDurable(why)))?;
             }
             Ok(done)
         });

@@ -14,6 +14,7 @@
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use super::failpoint;
 use super::files;
 use super::record::{self, Cursor, Frame, HEADER_LEN, Record};
 use super::recovery::RecoveryError;
@@ -53,6 +54,7 @@ pub(crate) struct Written {
 impl CheckpointWriter {
     /// Starts checkpoint `number` of the snapshot at `snapshot` in `dir`.
     pub(crate) fn create(dir: &Path, number: u64, snapshot: u64) -> io::Result<Self> {
+        failpoint::hit("checkpoint.create")?;
         let file = std::fs::File::create(files::temporary_checkpoint_path(dir, number))?;
         let mut w = CheckpointWriter {
             file: io::BufWriter::with_capacity(1 << 20, file),
@@ -74,6 +76,7 @@ impl CheckpointWriter {
     }
 
     fn put(&mut self, bytes: &[u8]) -> io::Result<()> {
+        failpoint::hit("checkpoint.write")?;
         self.bytes += bytes.len() as u64;
         self.file.write_all(bytes)
     }
@@ -144,7 +147,9 @@ impl CheckpointWriter {
             .file
             .into_inner()
             .map_err(io::IntoInnerError::into_error)?;
+        failpoint::hit("checkpoint.sync")?;
         file.sync_all()?;
+        failpoint::hit("checkpoint.rename")?;
         std::fs::rename(
             files::temporary_checkpoint_path(&self.dir, self.number),
             files::checkpoint_path(&self.dir, self.number),

@@ -73,6 +73,7 @@ pub(crate) fn list(dir: &Path) -> io::Result<Listing> {
 
 /// Makes the names of `dir`'s entries durable.
 pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
+    super::failpoint::hit("dir.sync")?;
     std::fs::File::open(dir)?.sync_all()
 }
 
@@ -80,6 +81,7 @@ pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
 /// when that fails (a segment without its header would be refused at the next open).
 pub(crate) fn create_segment(dir: &Path, n: u64) -> io::Result<std::fs::File> {
     let path = segment_path(dir, n);
+    super::failpoint::hit("segment.create")?;
     let mut file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -101,6 +103,7 @@ pub(crate) fn create_segment(dir: &Path, n: u64) -> io::Result<std::fs::File> {
 pub(crate) fn remove_before(dir: &Path, n: u64) -> io::Result<()> {
     let listing = list(dir)?;
     for s in listing.segments.into_iter().filter(|&s| s < n) {
+        super::failpoint::hit("log.remove")?;
         std::fs::remove_file(segment_path(dir, s))?;
     }
     for c in listing.checkpoints.into_iter().filter(|&c| c < n) {

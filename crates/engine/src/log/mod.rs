@@ -18,6 +18,7 @@
 //! on stable storage.
 
 pub(crate) mod checkpoint;
+pub(crate) mod failpoint;
 pub(crate) mod files;
 pub(crate) mod record;
 pub(crate) mod recovery;

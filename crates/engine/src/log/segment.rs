@@ -23,6 +23,7 @@ use std::thread::JoinHandle;
 
 use overtake_runtime::os_thread::OffPinnedCores;
 
+use super::failpoint;
 use super::files;
 use super::record;
 use super::writer::{LogFile, Segments};
@@ -73,7 +74,9 @@ impl SegmentFile {
 
 impl LogFile for SegmentFile {
     fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
-        if let Err(e) = self.file.write_all_at(bytes, self.at) {
+        let written =
+            failpoint::hit("segment.write").and_then(|()| self.file.write_all_at(bytes, self.at));
+        if let Err(e) = written {
             // Part of them may be in the file (a full disk takes what fits): as far as the file
             // reaches, they are taken as written, so that cutting back zeroes them and a retry
             // never leaves whole records of a failed batch behind.
@@ -88,6 +91,7 @@ impl LogFile for SegmentFile {
     }
 
     fn sync(&mut self) -> io::Result<()> {
+        failpoint::hit("segment.sync")?;
         self.file.sync_data()
     }
 
@@ -96,6 +100,7 @@ impl LogFile for SegmentFile {
     fn truncate(&mut self, len: u64) -> io::Result<()> {
         if self.written > len {
             let zeros = vec![0u8; (self.written - len) as usize];
+            failpoint::hit("segment.zero")?;
             self.file.write_all_at(&zeros, len)?;
         }
         self.at = len;
@@ -201,6 +206,7 @@ fn make_spare(dir: &Path, zeros: &[u8], off_workers: &mut OffPinnedCores) -> io:
     while at < SEGMENT_BYTES {
         // Even at nice 10 it would take a slice of a worker's core now and then.
         off_workers.refresh();
+        failpoint::hit("spare.write")?;
         file.write_all_at(zeros, at)?;
         // A megabyte at a time, with pauses between: the log's flushes share the disk, and one
         // queued behind 64 MiB of zeros would wait tens of milliseconds.
@@ -209,6 +215,7 @@ fn make_spare(dir: &Path, zeros: &[u8], off_workers: &mut OffPinnedCores) -> io:
         at += zeros.len() as u64;
     }
     file.sync_all()?;
+    failpoint::hit("spare.rename")?;
     std::fs::rename(&temporary, dir.join(SPARE))
 }
 
@@ -230,6 +237,7 @@ impl SegmentFiles {
         let header = record::header(n);
         if ready {
             let path = files::segment_path(dir, n);
+            failpoint::hit("segment.create")?;
             std::fs::rename(dir.join(SPARE), &path)?;
             let made = std::fs::OpenOptions::new()
                 .read(true)
