@@ -1,4 +1,5 @@
-//! A disk that fills up under a durable log: the log retries, then stops; the commit it could
+//! A data directory removed under a running database acknowledges nothing more. A disk that
+//! fills up under a durable log: the log retries, then stops; the commit it could
 //! not write fails and later writers are refused; the part of a batch the disk took is cut back,
 //! and the directory opens afterwards with exactly the acknowledged commits. The full disk is a file size limit (`prlimit --fsize`) on a child
 //! process running this same test binary, with SIGXFSZ ignored so that a write past the limit
@@ -123,4 +124,31 @@ fn a_full_disk_fails_the_commits_it_refuses_and_the_database_opens_with_the_ackn
     assert_eq!(recovered.torn_bytes, 0, "{recovered:?}");
     let ids: Vec<i64> = rows(&db).into_keys().collect();
     assert_eq!(ids, acknowledged);
+}
+
+#[test]
+fn a_removed_data_directory_acknowledges_nothing_more() {
+    let dir = Dir::new("removed");
+    let db = Database::open(&dir.0, options(Durability::Sync)).expect("open");
+    let t = accounts(&db);
+    let insert = |id: i64| {
+        let mut txn = db
+            .begin(Priority::HIGH, Isolation::Snapshot)
+            .expect("begin");
+        let row = t.row_builder().int(0, id).int(1, id).str(2, "o").finish();
+        txn.insert(&t, row.expect("row")).expect("insert");
+        txn.commit()
+    };
+    assert_eq!(insert(1), Ok(()));
+    std::fs::remove_dir_all(&dir.0).expect("remove the directory");
+    // The segment's file is still open and takes the write and the sync: nothing is kept,
+    // so nothing is acknowledged.
+    match insert(2) {
+        Err(CommitError::NotDurable(why)) => assert!(why.contains("was removed"), "{why}"),
+        other => panic!("acknowledged into a removed directory: {other:?}"),
+    }
+    assert_eq!(
+        insert(3),
+        Err(CommitError::Aborted(AbortReason::LogStopped))
+    );
 }

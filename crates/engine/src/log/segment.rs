@@ -16,7 +16,7 @@
 
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -92,7 +92,15 @@ impl LogFile for SegmentFile {
 
     fn sync(&mut self) -> io::Result<()> {
         failpoint::hit("segment.sync")?;
-        self.file.sync_data()
+        self.file.sync_data()?;
+        // A file whose name is gone (its directory removed) takes writes and syncs as ever,
+        // and keeps nothing: what was synced into it is not durable.
+        if self.file.metadata()?.nlink() == 0 {
+            return Err(io::Error::other(
+                "the log segment's file was removed (was the data directory deleted?)",
+            ));
+        }
+        Ok(())
     }
 
     /// Cuts back to `len` by zeroing what was written after it (the space stays, so the next
