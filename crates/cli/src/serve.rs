@@ -120,9 +120,11 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             None => "in memory".into(),
         },
     );
+    let watch = kept.is_some().then(|| LogWatch::start(Arc::downgrade(&db)));
     server.wait_for_signal().map_err(|e| e.to_string())?;
     eprintln!("overtake: shutting down");
     server.shutdown();
+    drop(watch);
     if let Some(
         overtake_sched::OsScheduling::Weights(tree) | overtake_sched::OsScheduling::Ufs(tree),
     ) = &session_threads
@@ -141,6 +143,50 @@ impl ServeArgs {
         match self.concurrency {
             CcArg::Mvcc => "mvcc",
             CcArg::TwoPl => "2pl",
+        }
+    }
+}
+
+/// Tells the operator, once, if the log stops (a write it could not complete): from then on the
+/// server refuses writes until it is restarted. Holds the database only while it looks, and is
+/// stopped (joined) before the database is closed.
+struct LogWatch {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl LogWatch {
+    fn start(db: std::sync::Weak<Database>) -> LogWatch {
+        use std::sync::atomic::Ordering;
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = Arc::clone(&stop);
+        let watch = move || {
+            while !stopped.load(Ordering::Acquire) {
+                std::thread::park_timeout(Duration::from_millis(500));
+                let Some(db) = db.upgrade() else { return };
+                if let Some(why) = db.log_stopped() {
+                    eprintln!(
+                        "overtake: the log has stopped, so the server refuses every write until it is restarted (once the disk is fixed: recovery keeps every acknowledged commit): {why}"
+                    );
+                    return;
+                }
+            }
+        };
+        // Without the watcher the server still refuses writes and tells each client why.
+        let thread = std::thread::Builder::new()
+            .name("log-watch".into())
+            .spawn(watch)
+            .ok();
+        LogWatch { stop, thread }
+    }
+}
+
+impl Drop for LogWatch {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        if let Some(thread) = self.thread.take() {
+            thread.thread().unpark();
+            let _ = thread.join();
         }
     }
 }

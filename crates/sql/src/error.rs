@@ -175,12 +175,14 @@ fn abort_message(reason: AbortReason) -> String {
     }
 }
 
-/// A commit the log could not keep: it stopped (`why`), and the commit is lost at the next start.
+/// A transaction the log could not keep: it stopped (`why`) before what the transaction wrote,
+/// or read, was durable, and that is lost at the next start.
 fn not_durable(why: &str) -> SqlError {
     SqlError::new(
         sqlstate::IO_ERROR,
-        format!("could not write to the log, so this commit will not survive a restart: {why}"),
+        "could not write to the log: what this transaction wrote or read will not survive a restart",
     )
+    .with_detail(why)
 }
 
 /// The SQL name of an engine table (`accounts#3` stands for SQL table `accounts`): errors name

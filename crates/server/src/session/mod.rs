@@ -316,6 +316,12 @@ impl Session {
     /// here on (PostgreSQL's failed transaction block, 25P02).
     pub fn fail(&mut self, e: SqlError) -> Answer {
         self.mark_failed();
+        // The log stopped: say why (the I/O error), as PostgreSQL's PANIC would have.
+        let told = e.about.as_ref().is_some_and(|a| a.detail.is_some());
+        let e = match self.shared.catalog.database().log_stopped() {
+            Some(why) if e.code == sqlstate::IO_ERROR && !told => e.with_detail(why),
+            _ => e,
+        };
         Answer::Error(e)
     }
 
