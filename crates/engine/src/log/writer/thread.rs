@@ -1,0 +1,230 @@
+//! The writer thread: takes the committers' bytes in batches, writes and syncs them, moves on to
+//! the next segment when one is full or a checkpoint cuts the log, and, when a batch cannot be
+//! written, tries again and finally stops the log (see the parent module).
+//!
+//! Must never run on a worker, and never report a batch durable before its sync returned.
+
+use std::io;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use overtake_runtime::NoPreemptGuard;
+use overtake_runtime::os_thread;
+use overtake_runtime::park::Unparker;
+
+use super::{LogFile, PUBLISHED, Segments, Shared, count};
+use crate::log::segment::SEGMENT_BYTES;
+
+/// The pauses before a failed batch is written again; after the last try the log stops.
+pub(super) const RETRIES: [Duration; 5] = [
+    Duration::from_millis(2),
+    Duration::from_millis(10),
+    Duration::from_millis(50),
+    Duration::from_millis(250),
+    Duration::from_millis(1000),
+];
+
+/// The segment the writer appends to.
+pub(super) struct Current {
+    pub(super) file: Box<dyn LogFile>,
+    pub(super) number: u64,
+    /// Bytes of the file that are written and durable (where a failed write is cut back to).
+    pub(super) len: u64,
+    /// Makes the next one.
+    pub(super) segments: Box<dyn Segments>,
+    /// The next one, made but not yet named at the end of this one (that write failed).
+    pub(super) next: Option<Box<dyn LogFile>>,
+}
+
+pub(super) fn write_loop(shared: &Shared, mut current: Current) {
+    let mut batch: Vec<u8> = Vec::with_capacity(shared.batching.bytes * 2);
+    // What was taken from the buffer but not yet written (kept across failures).
+    let mut batch_end = shared.durable.load(Ordering::Acquire);
+    // A cut taken up: the batch ends at it, so no more bytes are taken until the next segment
+    // exists.
+    let mut cutting: Option<Unparker> = None;
+    // Tries of the batch that failed so far.
+    let mut failed = 0;
+    // Real-time, it would take a worker's core whenever it wakes: it keeps to the others.
+    let mut off_workers = os_thread::OffPinnedCores::new();
+    loop {
+        off_workers.refresh();
+        let stopping = shared.stop.load(Ordering::Acquire);
+        if !shared.flush_now.swap(false, Ordering::SeqCst) && !stopping {
+            std::thread::park_timeout(shared.batching.interval);
+        }
+        // The timestamp every commit at or before which is in `batch` or durable already.
+        let mut batch_ts = None;
+        if cutting.is_none() {
+            let region = NoPreemptGuard::new();
+            let mut pending = shared.pending.lock(&region);
+            if !pending.bytes.is_empty() {
+                // Committers append under this latch: take their bytes by swapping buffers, not
+                // by copying up to a megabyte while they spin. Only a batch kept after a failed
+                // write is extended.
+                if batch.is_empty() {
+                    std::mem::swap(&mut batch, &mut pending.bytes);
+                } else {
+                    batch.extend_from_slice(&pending.bytes);
+                    pending.bytes.clear();
+                }
+                batch_end = pending.end;
+            }
+            batch_ts = Some(shared.appended_through(&pending));
+            // Under the latch appends take: the cut falls exactly after what was just taken.
+            cutting = shared.rotation.lock(&region).requested.take();
+        }
+        if !batch.is_empty()
+            && current.len > crate::log::record::HEADER_LEN as u64
+            && current.len + batch.len() as u64 > SEGMENT_BYTES
+            && let Err(e) = next_segment(shared, &mut current)
+        {
+            // The segment is full (everything in it durable): the batch goes whole to the next,
+            // and waits for one. Growing this one instead would hide the failure, and write on
+            // into a file that may be gone (its directory removed: every commit acknowledged,
+            // none kept).
+            let why = format!("creating log segment {}: {e}", current.number + 1);
+            if !retry_later(shared, why, stopping, &mut failed, &mut cutting) {
+                return;
+            }
+            continue;
+        }
+        if !batch.is_empty() {
+            let file = &mut current.file;
+            let started = std::time::Instant::now();
+            match file.append(&batch).and_then(|()| file.sync()) {
+                Ok(()) => {
+                    let took = started.elapsed();
+                    shared
+                        .flush_nanos
+                        .fetch_add(took.as_nanos() as u64, Ordering::Relaxed);
+                    count(&shared.flush_buckets, took.as_nanos() as u64);
+                    shared.flushes.fetch_add(1, Ordering::Relaxed);
+                    shared
+                        .bytes
+                        .fetch_add(batch.len() as u64, Ordering::Relaxed);
+                    current.len += batch.len() as u64;
+                    batch.clear();
+                    failed = 0;
+                    let region = NoPreemptGuard::new();
+                    {
+                        let mut published = shared.published.lock(&region);
+                        if published.len() == PUBLISHED {
+                            published.pop_front();
+                        }
+                        published.push_back((batch_end, shared.nanos()));
+                    }
+                    shared.durable.store(batch_end, Ordering::Release);
+                    drop(region);
+                    // Before the committers are woken: one that reads next finds it.
+                    if let Some(ts) = batch_ts.take() {
+                        shared.durable_through(ts);
+                    }
+                    shared.wake(batch_end);
+                }
+                Err(e) => {
+                    // The batch is written again in full at the next try, over whatever part
+                    // of it reached the file (cut back to what is durable).
+                    if let Err(cut) = file.truncate(current.len) {
+                        // The file may now hold half a batch: writing after it would bury it
+                        // in the middle of the log. Recovery cuts the torn tail.
+                        stop(
+                            shared,
+                            format!("{e}; then cutting the log back failed: {cut}"),
+                            &mut cutting,
+                        );
+                        return;
+                    }
+                    if !retry_later(shared, e.to_string(), stopping, &mut failed, &mut cutting) {
+                        return;
+                    }
+                    continue;
+                }
+            }
+        }
+        // Nothing to write: everything appended is durable.
+        if let Some(ts) = batch_ts.filter(|_| batch.is_empty()) {
+            shared.durable_through(ts);
+        }
+        if let Some(requester) = cutting.take() {
+            let done = next_segment(shared, &mut current);
+            shared.answer_rotation(requester, done.map_err(|e| e.to_string()));
+        }
+        if stopping {
+            let region = NoPreemptGuard::new();
+            if shared.pending.lock(&region).bytes.is_empty() {
+                return;
+            }
+        }
+    }
+}
+
+/// After the batch failed (`why`): pauses and returns true for it to be written again, or,
+/// once it has failed as many times as there are [`RETRIES`] (or the writer is `stopping`),
+/// stops the log and returns false.
+fn retry_later(
+    shared: &Shared,
+    why: String,
+    stopping: bool,
+    failed: &mut usize,
+    cutting: &mut Option<Unparker>,
+) -> bool {
+    match RETRIES.get(*failed) {
+        Some(&pause) if !stopping => {
+            *failed += 1;
+            // Not at once: a full disk would otherwise be retried as fast as urgent commits ask.
+            // But then without waiting for the interval or for someone to ask.
+            std::thread::sleep(pause);
+            shared.flush_now.store(true, Ordering::SeqCst);
+            true
+        }
+        _ => {
+            stop(shared, why, cutting);
+            false
+        }
+    }
+}
+
+/// Stops the log for good, because of `why`: every waiter, now and later, is told, and a cut
+/// asked for fails.
+fn stop(shared: &Shared, why: String, cutting: &mut Option<Unparker>) {
+    let why = format!(
+        "{why} (the log has stopped: nothing more is written, and the database takes no more writes until it is restarted)"
+    );
+    if let Some(requester) = cutting.take() {
+        shared.answer_rotation(requester, Err(why.clone()));
+    }
+    let _ = shared.stopped.set(why);
+    shared.wake(u64::MAX);
+    let region = NoPreemptGuard::new();
+    for (_, unparker) in shared.ts_waiters.lock(&region).drain(..) {
+        unparker.unpark();
+    }
+}
+
+/// Moves `current` on to the next segment; returns its number. The next segment is made
+/// (durable) first, then named by a record that ends this one (durable too), so that recovery
+/// knows a segment that ends so must be followed: a newest segment lost later is noticed.
+fn next_segment(shared: &Shared, current: &mut Current) -> io::Result<u64> {
+    let next = current.number + 1;
+    let file = match current.next.take() {
+        Some(file) => file,
+        None => current.segments.create(next)?,
+    };
+    let mut end = Vec::new();
+    crate::log::record::encode_continued(&mut end, next);
+    let ended = current.file.append(&end).and_then(|()| current.file.sync());
+    if let Err(e) = ended {
+        // Tried again with the same next segment; what reached this one is cut back.
+        current.next = Some(file);
+        return Err(match current.file.truncate(current.len) {
+            Ok(()) => e,
+            Err(cut) => io::Error::other(format!("{e}; then cutting the log back failed: {cut}")),
+        });
+    }
+    current.file = file;
+    current.number = next;
+    current.len = crate::log::record::HEADER_LEN as u64;
+    shared.segment.store(next, Ordering::Release);
+    Ok(next)
+}
