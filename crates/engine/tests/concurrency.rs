@@ -34,10 +34,19 @@ fn transfers_preserve_the_total(level: Isolation) {
         let mut writers = Vec::new();
         for worker in 0..3u64 {
             let (db, t, barrier, committed) = (&db, &t, &barrier, &committed);
+            let checked = &snapshots_checked;
             writers.push(s.spawn(move || {
                 let mut rng = Lcg(worker + 1);
                 barrier.wait();
-                for _ in 0..3_000 {
+                for i in 0..3_000 {
+                    if i == 1_500 {
+                        // Half-way, let the reader check a snapshot among the transfers
+                        // (on a loaded machine it might otherwise not run before they end).
+                        // (A reader that failed stops counting: `u64::MAX` then.)
+                        while checked.load(Ordering::Relaxed) == 0 {
+                            std::thread::yield_now();
+                        }
+                    }
                     let from = rng.next(ACCOUNTS as u64) as i64;
                     let to = (from + 1 + rng.next(ACCOUNTS as u64 - 1) as i64) % ACCOUNTS;
                     let amount = 1 + rng.next(50) as i64;
@@ -63,8 +72,18 @@ fn transfers_preserve_the_total(level: Isolation) {
         }
         let (db, t, barrier, stop, checked) = (&db, &t, &barrier, &stop, &snapshots_checked);
         s.spawn(move || {
+            /// Unblocks the writers if the reader panics before its first snapshot.
+            struct Unblock<'a>(&'a AtomicU64);
+            impl Drop for Unblock<'_> {
+                fn drop(&mut self) {
+                    if std::thread::panicking() {
+                        self.0.store(u64::MAX, Ordering::Relaxed);
+                    }
+                }
+            }
+            let _unblock = Unblock(checked);
             barrier.wait();
-            while !stop.load(Ordering::Relaxed) {
+            loop {
                 // Every snapshot, however it interleaves with the transfers, balances.
                 let mut txn = db.begin(Priority::LOW, level).expect("begin");
                 let mut total = 0;
@@ -82,6 +101,9 @@ fn transfers_preserve_the_total(level: Isolation) {
                 );
                 txn.commit().expect("read-only commit");
                 checked.fetch_add(1, Ordering::Relaxed);
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
             }
         });
         for w in writers {
