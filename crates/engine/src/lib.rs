@@ -78,7 +78,7 @@ pub use storage::numeric::NumericParts;
 pub use storage::row::{Row, RowBuilder, RowLayout, RowMut, RowRef};
 pub use storage::schema::{Column, ColumnType, IndexDef, TableSchema, TableSchemaBuilder};
 pub use storage::value::{Decimal, Value};
-pub use txn::{Isolation, LockStats, ScanOptions, TableLock, Transaction};
+pub use txn::{Isolation, LockStats, Reads, ScanOptions, TableLock, Transaction};
 
 // The README's example is compiled and run as a test of this crate.
 #[cfg(doctest)]

@@ -161,8 +161,31 @@ pub struct Transaction<'db> {
     /// `sync` log).
     durable_wait: std::time::Duration,
     /// The newest commit timestamp among the versions of other transactions it has read (see
-    /// [`wait_reads_durable`](Self::wait_reads_durable)).
-    read_ts: std::cell::Cell<u64>,
+    /// [`wait_reads_durable`](Self::wait_reads_durable)): its slot's mark in the engine, written
+    /// only by this transaction.
+    read_ts: &'db std::sync::atomic::AtomicU64,
+}
+
+/// What a transaction has read so far, apart from the transaction: a statement that sends rows
+/// while its scan runs (which holds the transaction) waits on it before each batch leaves.
+/// Valid while its transaction lives (it reads the transaction slot's mark).
+#[derive(Clone, Copy)]
+pub struct Reads<'db> {
+    mark: &'db std::sync::atomic::AtomicU64,
+    log: Option<&'db crate::log::Log>,
+    urgent: bool,
+}
+
+impl Reads<'_> {
+    /// Waits until everything the transaction has read so far is durable (see
+    /// [`Transaction::wait_reads_durable`]). Must not be called inside a region (it parks).
+    pub fn wait_durable(&self) -> std::result::Result<std::time::Duration, String> {
+        let read = self.mark.load(std::sync::atomic::Ordering::Relaxed);
+        match self.log {
+            Some(log) => log.wait_through(read, self.urgent),
+            None => Ok(std::time::Duration::ZERO),
+        }
+    }
 }
 
 impl<'db> Transaction<'db> {
@@ -174,6 +197,8 @@ impl<'db> Transaction<'db> {
         lock_age: Option<u64>,
     ) -> Self {
         let locker = Self::register_locker(engine, lease.stamp, (priority, isolation), lock_age);
+        let read_ts = &*engine.read_marks[lease.slot];
+        read_ts.store(0, std::sync::atomic::Ordering::Relaxed);
         Transaction {
             buf: engine.footprints.take(lease.slot),
             locks_rows: locker.is_some(),
@@ -191,7 +216,7 @@ impl<'db> Transaction<'db> {
             reserving: false,
             versions_created: 0,
             durable_wait: std::time::Duration::ZERO,
-            read_ts: std::cell::Cell::new(0),
+            read_ts,
         }
     }
 
@@ -312,7 +337,7 @@ impl<'db> Transaction<'db> {
             .engine
             .txns
             .visible(table.records.slot(oid), self.reader(), guard)?;
-        Self::note_read_ts(&self.read_ts, &self.lease, v);
+        Self::note_read_ts(self.read_ts, &self.lease, v);
         Some(v)
     }
 
@@ -320,7 +345,7 @@ impl<'db> Transaction<'db> {
     /// transaction committed, at its timestamp, or at the snapshot if the stamp was still being
     /// settled. (A function of the two fields, not of `self`: scans hold other fields.)
     #[inline]
-    pub(super) fn note_read_ts(read_ts: &std::cell::Cell<u64>, lease: &Lease, v: &Version) {
+    pub(super) fn note_read_ts(read_ts: &std::sync::atomic::AtomicU64, lease: &Lease, v: &Version) {
         let stamp = v.stamp.load(std::sync::atomic::Ordering::Relaxed);
         let ts = if crate::mvcc::is_committed(stamp) {
             stamp
@@ -329,8 +354,9 @@ impl<'db> Transaction<'db> {
         } else {
             lease.snapshot
         };
-        if ts > read_ts.get() {
-            read_ts.set(ts);
+        // Only this transaction writes its mark: a relaxed load and store, no read-modify-write.
+        if ts > read_ts.load(std::sync::atomic::Ordering::Relaxed) {
+            read_ts.store(ts, std::sync::atomic::Ordering::Relaxed);
         }
     }
 
@@ -341,10 +367,16 @@ impl<'db> Transaction<'db> {
     /// Returns how long it waited, or why the log cannot make those commits durable. Must not
     /// be called inside a region (it parks).
     pub fn wait_reads_durable(&self) -> std::result::Result<std::time::Duration, String> {
-        let (read, Some(log)) = (self.read_ts.get(), &self.engine.log) else {
-            return Ok(std::time::Duration::ZERO);
-        };
-        log.wait_through(read, self.priority > Priority::LOW)
+        self.reads().wait_durable()
+    }
+
+    /// What it has read, to wait on apart from the transaction (see [`Reads`]).
+    pub fn reads(&self) -> Reads<'db> {
+        Reads {
+            mark: self.read_ts,
+            log: self.engine.log.as_ref(),
+            urgent: self.priority > Priority::LOW,
+        }
     }
 
     /// Reads the row with primary key `key`, passing it to `read`, whose result is returned.

@@ -180,7 +180,7 @@ impl Transaction<'_> {
                 let Some(v) = self.engine.txns.visible(slot, reader, guard) else {
                     continue;
                 };
-                Self::note_read_ts(&self.read_ts, &self.lease, v);
+                Self::note_read_ts(self.read_ts, &self.lease, v);
                 if v.is_deleted() {
                     continue;
                 }

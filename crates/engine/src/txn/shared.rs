@@ -28,6 +28,10 @@ pub(crate) struct Engine {
     pub(crate) row_locks: LockManager,
     /// The redo log, for a database opened in a directory with logging on.
     pub(crate) log: Option<Log>,
+    /// Per transaction slot: the newest commit timestamp its transaction has read (see
+    /// `Transaction::reads`). Outside the transaction, so that a statement streaming rows can
+    /// wait on it while a scan holds the transaction.
+    pub(crate) read_marks: Box<[overtake_runtime::CachePadded<std::sync::atomic::AtomicU64>]>,
 }
 
 impl Engine {
@@ -68,6 +72,9 @@ impl Engine {
                 .map(|m| m.with_hints(hints.clone())),
             row_locks: LockManager::new(options.row_lock_policy).with_hints(hints),
             log: None,
+            read_marks: (0..slots)
+                .map(|_| overtake_runtime::CachePadded(std::sync::atomic::AtomicU64::new(0)))
+                .collect(),
         }
     }
 }
