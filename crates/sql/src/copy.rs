@@ -7,31 +7,93 @@ use crate::error::{Result, SqlError, sqlstate};
 
 /// Parses COPY text `data` into rows of values for `columns` of `table`. Errors name the line.
 pub fn parse_text(table: &SqlTable, columns: &[usize], data: &[u8]) -> Result<Vec<Vec<Datum>>> {
-    let text = std::str::from_utf8(data).map_err(|e| {
-        SqlError::new(
-            sqlstate::BAD_COPY_FILE_FORMAT,
-            format!("COPY data is not UTF-8: {e}"),
-        )
-    })?;
-    let mut rows = Vec::new();
-    // The newline after the last row ends the data; it does not start an empty row.
-    let text = text.strip_suffix('\n').unwrap_or(text);
-    if text.is_empty() {
-        return Ok(rows);
+    let mut parser = TextParser::new(table, columns);
+    let mut rows = parser.feed(data)?;
+    rows.extend(parser.finish()?);
+    Ok(rows)
+}
+
+/// COPY's text data parsed as it arrives, in pieces cut anywhere: each piece's whole lines
+/// become rows at once, a line cut in two waits for its end. Linear in the data, holding no
+/// more than one piece and one partial line.
+pub struct TextParser<'t> {
+    table: &'t SqlTable,
+    columns: &'t [usize],
+    /// The start of a line whose end has not arrived yet.
+    partial: Vec<u8>,
+    /// Lines parsed so far.
+    line: usize,
+    /// `\.` was seen: the rest of the data is ignored.
+    ended: bool,
+}
+
+impl<'t> TextParser<'t> {
+    /// A parser of rows for `columns` of `table`.
+    pub fn new(table: &'t SqlTable, columns: &'t [usize]) -> Self {
+        TextParser {
+            table,
+            columns,
+            partial: Vec::new(),
+            line: 0,
+            ended: false,
+        }
     }
-    for (n, line) in text.split('\n').enumerate() {
+
+    /// The rows of the whole lines `piece` completes.
+    pub fn feed(&mut self, piece: &[u8]) -> Result<Vec<Vec<Datum>>> {
+        let mut rows = Vec::new();
+        let mut rest = piece;
+        while !self.ended {
+            let Some(end) = rest.iter().position(|&b| b == b'\n') else {
+                self.partial.extend_from_slice(rest);
+                break;
+            };
+            let row = if self.partial.is_empty() {
+                self.parse_line(&rest[..end])?
+            } else {
+                let mut line = std::mem::take(&mut self.partial);
+                line.extend_from_slice(&rest[..end]);
+                self.parse_line(&line)?
+            };
+            rows.extend(row);
+            rest = &rest[end + 1..];
+        }
+        Ok(rows)
+    }
+
+    /// The row of a last line without its newline, if there is one.
+    pub fn finish(mut self) -> Result<Vec<Vec<Datum>>> {
+        if self.ended || self.partial.is_empty() {
+            return Ok(Vec::new());
+        }
+        let line = std::mem::take(&mut self.partial);
+        Ok(self.parse_line(&line)?.into_iter().collect())
+    }
+
+    /// The row of one line (without its newline); `None` for the end marker.
+    fn parse_line(&mut self, line: &[u8]) -> Result<Option<Vec<Datum>>> {
+        self.line += 1;
+        let n = self.line;
+        // A newline never falls inside a UTF-8 sequence: checking line by line is exact.
+        let line = std::str::from_utf8(line).map_err(|e| {
+            SqlError::new(
+                sqlstate::BAD_COPY_FILE_FORMAT,
+                format!("COPY {}, line {n}: data is not UTF-8: {e}", self.table.name),
+            )
+        })?;
         let line = line.strip_suffix('\r').unwrap_or(line);
         if line == "\\." {
-            break;
+            self.ended = true;
+            return Ok(None);
         }
+        let (table, columns) = (self.table, self.columns);
         let fields: Vec<&str> = line.split('\t').collect();
         if fields.len() != columns.len() {
             return Err(SqlError::new(
                 sqlstate::BAD_COPY_FILE_FORMAT,
                 format!(
-                    "COPY {}, line {}: expected {} columns, found {}",
+                    "COPY {}, line {n}: expected {} columns, found {}",
                     table.name,
-                    n + 1,
                     columns.len(),
                     fields.len()
                 ),
@@ -45,14 +107,13 @@ pub fn parse_text(table: &SqlTable, columns: &[usize], data: &[u8]) -> Result<Ve
                 Datum::parse(&unescape(f), table.columns[col].ty).map_err(|e| {
                     SqlError::new(
                         e.code,
-                        format!("COPY {}, line {}: {}", table.name, n + 1, e.message),
+                        format!("COPY {}, line {n}: {}", table.name, e.message),
                     )
                 })?
             });
         }
-        rows.push(row);
+        Ok(Some(row))
     }
-    Ok(rows)
 }
 
 fn unescape(field: &str) -> String {

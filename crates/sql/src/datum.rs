@@ -639,6 +639,20 @@ fn float_cmp(a: f64, b: f64) -> Ordering {
     }
 }
 
+/// The memory a row of values takes (an estimate: the values and what they hold on the heap),
+/// for the statement's memory budget and the size of the batches a result is sent in.
+pub fn row_bytes(values: &[Datum]) -> usize {
+    let heap: usize = values
+        .iter()
+        .map(|v| match v {
+            Datum::Text(s) => s.capacity(),
+            Datum::Numeric(n) => n.heap_bytes(),
+            _ => 0,
+        })
+        .sum();
+    std::mem::size_of::<Vec<Datum>>() + std::mem::size_of_val(values) + heap
+}
+
 /// A key under which values SQL finds equal are equal (grouping, DISTINCT): -0 is 0, and a
 /// numeric's trailing zeros do not count (1.0 and 1.00 are one group, as in PostgreSQL). Only
 /// those two kinds are rewritten; every other value is written as it is (grouping runs per row).

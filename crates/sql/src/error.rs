@@ -39,6 +39,7 @@ pub mod sqlstate {
     pub const READ_ONLY_SQL_TRANSACTION: &str = "25006";
     pub const NO_ACTIVE_SQL_TRANSACTION: &str = "25P01";
     pub const FEATURE_NOT_SUPPORTED: &str = "0A000";
+    pub const OUT_OF_MEMORY: &str = "53200";
     pub const TOO_MANY_CONNECTIONS: &str = "53300";
     pub const PROGRAM_LIMIT_EXCEEDED: &str = "54000";
     pub const IO_ERROR: &str = "58030";
@@ -52,6 +53,7 @@ pub mod sqlstate {
     pub const OBJECT_IN_USE: &str = "55006";
     pub const DEPENDENT_OBJECTS_STILL_EXIST: &str = "2BP01";
     pub const CHARACTER_NOT_IN_REPERTOIRE: &str = "22021";
+    pub const CONNECTION_FAILURE: &str = "08006";
     pub const PROTOCOL_VIOLATION: &str = "08P01";
     pub const INVALID_PASSWORD: &str = "28P01";
     pub const INTERNAL_ERROR: &str = "XX000";

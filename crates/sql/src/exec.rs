@@ -30,18 +30,28 @@ pub struct Output {
 
 /// Runs `query` in `txn`.
 pub fn execute(txn: &mut Transaction<'_>, query: &Query, cx: &Context<'_>) -> Result<Output> {
-    match query {
-        Query::Select(s) => {
-            let rows = select(txn, s, cx)?;
-            Ok(Output {
-                tag: format!("SELECT {}", rows.len()),
-                rows,
-            })
-        }
-        Query::Insert(i) => insert(txn, i, cx),
-        Query::Update(u) => update(txn, u, cx),
-        Query::Delete(d) => delete(txn, d, cx),
-    }
+    let mut rows = Vec::new();
+    let tag = execute_each(txn, query, cx, &mut |r| {
+        rows.push(r);
+        Ok(())
+    })?;
+    Ok(Output { tag, rows })
+}
+
+/// Runs `query` in `txn`, passing the rows it returns to `emit` as they are made (see
+/// [`select_each`]); returns its command tag.
+pub fn execute_each(
+    txn: &mut Transaction<'_>,
+    query: &Query,
+    cx: &Context<'_>,
+    emit: &mut dyn FnMut(Vec<Datum>) -> Result<()>,
+) -> Result<String> {
+    Ok(match query {
+        Query::Select(s) => format!("SELECT {}", select_each(txn, s, cx, emit)?),
+        Query::Insert(i) => insert(txn, i, cx)?.tag,
+        Query::Update(u) => update(txn, u, cx)?.tag,
+        Query::Delete(d) => delete(txn, d, cx)?.tag,
+    })
 }
 
 /// A table row as values.
@@ -382,35 +392,96 @@ fn count(e: &Option<Expr>, cx: &Context<'_>) -> Result<Option<usize>> {
     }
 }
 
-/// Runs a SELECT.
+/// Runs a SELECT, returning its rows.
 pub fn select(
     txn: &mut Transaction<'_>,
     plan: &SelectPlan,
     cx: &Context<'_>,
 ) -> Result<Vec<Vec<Datum>>> {
+    let mut rows = Vec::new();
+    select_each(txn, plan, cx, &mut |r| {
+        rows.push(r);
+        Ok(())
+    })?;
+    Ok(rows)
+}
+
+/// Memory a statement holds for its sorts, groups and DISTINCT, against its budget
+/// (`Context::memory`): past it the statement fails with 53200, rather than the server growing
+/// without bound (nothing spills to disk here).
+struct Budget {
+    held: usize,
+    limit: usize,
+}
+
+impl Budget {
+    fn take(&mut self, bytes: usize) -> Result<()> {
+        self.held += bytes;
+        if self.held > self.limit {
+            return Err(SqlError::new(
+                sqlstate::OUT_OF_MEMORY,
+                "out of memory",
+            )
+            .with_detail(format!(
+                "The statement's sorts, groups and DISTINCT need more than statement_mem ({} kB).",
+                self.limit / 1024
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Runs a SELECT, passing each row of its result to `emit` as soon as it is known: as the scan
+/// finds it when nothing reorders or groups rows, else after the sort or grouping (held against
+/// the statement's memory budget). Returns how many rows it passed.
+pub fn select_each(
+    txn: &mut Transaction<'_>,
+    plan: &SelectPlan,
+    cx: &Context<'_>,
+    emit: &mut dyn FnMut(Vec<Datum>) -> Result<()>,
+) -> Result<u64> {
     let limit = count(&plan.limit, cx)?;
     let offset = count(&plan.offset, cx)?.unwrap_or(0);
     let streaming = plan.aggregate.is_none() && plan.order_by.is_empty() && !plan.distinct;
-    let stop_after = if streaming {
-        limit.map(|l| l + offset)
-    } else {
-        None
+    let mut row = Vec::new();
+    if streaming {
+        // Rows leave as the joins find them: nothing is held but the row in hand.
+        let (mut seen, mut sent) = (0usize, 0u64);
+        if limit == Some(0) {
+            return Ok(0);
+        }
+        join(txn, plan, 0, &mut row, cx, &mut |r| {
+            seen += 1;
+            if seen > offset {
+                let mut out: Vec<Datum> = plan
+                    .projection
+                    .iter()
+                    .map(|e| e.eval(r, cx))
+                    .collect::<Result<_>>()?;
+                out.truncate(plan.visible);
+                emit(out)?;
+                sent += 1;
+            }
+            Ok(limit.is_none_or(|l| seen < l + offset))
+        })?;
+        return Ok(sent);
+    }
+    let mut budget = Budget {
+        held: 0,
+        limit: cx.memory,
     };
     let mut out: Vec<Vec<Datum>> = Vec::new();
-    let mut row = Vec::new();
     match &plan.aggregate {
         None => {
-            if stop_after == Some(0) {
-                return Ok(out);
-            }
             join(txn, plan, 0, &mut row, cx, &mut |r| {
-                out.push(
-                    plan.projection
-                        .iter()
-                        .map(|e| e.eval(r, cx))
-                        .collect::<Result<_>>()?,
-                );
-                Ok(stop_after.is_none_or(|s| out.len() < s))
+                let projected: Vec<Datum> = plan
+                    .projection
+                    .iter()
+                    .map(|e| e.eval(r, cx))
+                    .collect::<Result<_>>()?;
+                budget.take(crate::datum::row_bytes(&projected))?;
+                out.push(projected);
+                Ok(true)
             })?;
         }
         Some(agg) => {
@@ -426,6 +497,12 @@ pub fn select(
                 let g = match index.get(&id) {
                     Some(&g) => g,
                     None => {
+                        budget.take(
+                            crate::datum::row_bytes(&key)
+                                + 2 * id.len()
+                                + agg.calls.len() * std::mem::size_of::<AggState>()
+                                + 64,
+                        )?;
                         groups.push((key, agg.calls.iter().map(AggState::new).collect()));
                         index.insert(id, groups.len() - 1);
                         groups.len() - 1
@@ -439,6 +516,7 @@ pub fn select(
             if groups.is_empty() && agg.group_by.is_empty() {
                 groups.push((Vec::new(), agg.calls.iter().map(AggState::new).collect()));
             }
+            drop(index);
             for (key, states) in groups {
                 let mut r = key;
                 for (state, call) in states.into_iter().zip(&agg.calls) {
@@ -460,7 +538,16 @@ pub fn select(
     }
     if plan.distinct {
         let mut seen = std::collections::HashSet::new();
-        out.retain(|r| seen.insert(crate::datum::group_key(&r[..plan.visible])));
+        let mut kept = Vec::with_capacity(out.len());
+        for r in out {
+            let key = crate::datum::group_key(&r[..plan.visible]);
+            if !seen.contains(&key) {
+                budget.take(key.len() + 32)?;
+                seen.insert(key);
+                kept.push(r);
+            }
+        }
+        out = kept;
     }
     if !plan.order_by.is_empty() {
         out.sort_by(|a, b| {
@@ -494,15 +581,17 @@ pub fn select(
             std::cmp::Ordering::Equal
         });
     }
-    let mut rows: Vec<Vec<Datum>> = out
+    let mut sent = 0;
+    for mut r in out
         .into_iter()
         .skip(offset)
         .take(limit.unwrap_or(usize::MAX))
-        .collect();
-    for r in &mut rows {
+    {
         r.truncate(plan.visible);
+        emit(r)?;
+        sent += 1;
     }
-    Ok(rows)
+    Ok(sent)
 }
 
 /// Inserts `rows` (values for `columns`, in order) into `table`.

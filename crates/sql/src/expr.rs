@@ -114,7 +114,12 @@ pub struct Context<'a> {
     /// The server's sessions, as `pg_backend_pid()`, `pg_cancel_backend()` and
     /// `pg_terminate_backend()` see them (`None`: no server; they fail with 0A000).
     pub backends: Option<&'a dyn Backends>,
+    /// Bytes the statement may hold for its sorts, groups and DISTINCT (53200 past them).
+    pub memory: usize,
 }
+
+/// A statement's memory budget unless set otherwise (`statement_mem`).
+pub const DEFAULT_STATEMENT_MEMORY: usize = 1 << 30;
 
 /// What a statement may ask of the server about its sessions, with PostgreSQL's rules (see the
 /// server's implementation).
@@ -142,6 +147,15 @@ impl<'a> Context<'a> {
             user: "overtake",
             cancel: None,
             backends: None,
+            memory: DEFAULT_STATEMENT_MEMORY,
+        }
+    }
+
+    /// The same, with a memory budget of `bytes` for sorts, groups and DISTINCT.
+    pub fn with_memory(self, bytes: usize) -> Self {
+        Context {
+            memory: bytes,
+            ..self
         }
     }
 

@@ -87,6 +87,11 @@ impl Num {
     }
 
     /// Digits shown after the point.
+    /// Bytes it holds on the heap (an estimate, for memory budgets).
+    pub fn heap_bytes(&self) -> usize {
+        (self.units.bits() as usize).div_ceil(64) * 8
+    }
+
     pub fn scale(&self) -> u16 {
         self.scale
     }
