@@ -288,6 +288,103 @@ pub(crate) fn response(answer: Answer, format: &Format) -> Result<Response, SqlE
     })
 }
 
+/// Writes a statement's rows to the client as they come (`RowOut`), then its answer: with
+/// their description first in the simple protocol (the extended one sends it at Describe).
+pub(crate) struct RowsToClient<'c, C> {
+    pub(crate) client: &'c mut C,
+    format: Format,
+    /// The simple protocol: rows are described before the first is sent.
+    describe: bool,
+    /// Their description was sent (with a first batch).
+    described: bool,
+}
+
+impl<'c, C> RowsToClient<'c, C>
+where
+    C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    /// For the simple protocol (`extended` false) or the extended one, in `format`.
+    pub(crate) fn new(client: &'c mut C, format: Format, extended: bool) -> Self {
+        RowsToClient {
+            client,
+            format,
+            describe: !extended,
+            described: false,
+        }
+    }
+
+    async fn feed_rows(
+        &mut self,
+        columns: &[overtake_sql::plan::OutputColumn],
+        rows: &[Vec<overtake_sql::Datum>],
+    ) -> PgWireResult<()> {
+        if self.describe && !self.described {
+            let fields = wire::fields(columns, &self.format);
+            let description = pgwire::messages::data::RowDescription::new(
+                fields.iter().map(Into::into).collect(),
+            );
+            self.client
+                .feed(PgWireBackendMessage::RowDescription(description))
+                .await?;
+            self.described = true;
+        }
+        for r in rows {
+            // A full write buffer is flushed as it fills: a slow client holds the statement back.
+            let row = wire::data_row(r, columns, &self.format);
+            self.client.feed(PgWireBackendMessage::DataRow(row)).await?;
+        }
+        Ok(())
+    }
+
+    /// Feeds the statement's answer (ReadyForQuery, or Sync's, flushes it): the rows left and
+    /// its command tag, or another answer (see [`feed_response`]). An error answer is `Err`
+    /// (the caller sends it).
+    pub(crate) async fn answer(&mut self, answer: Answer) -> Result<PgWireResult<()>, SqlError> {
+        Ok(match answer {
+            Answer::Rows { columns, rows, tag } => {
+                let fed = self.feed_rows(&columns, &rows).await;
+                match fed {
+                    Ok(()) => {
+                        let tag = pgwire::messages::response::CommandComplete::new(tag);
+                        self.client
+                            .feed(PgWireBackendMessage::CommandComplete(tag))
+                            .await
+                            .map_err(PgWireError::from)
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            other => {
+                let response = response(other, &self.format)?;
+                feed_response(&mut *self.client, response, !self.describe).await
+            }
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl<C> crate::session::RowOut for RowsToClient<'_, C>
+where
+    C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    async fn rows(
+        &mut self,
+        columns: &[overtake_sql::plan::OutputColumn],
+        rows: Vec<Vec<overtake_sql::Datum>>,
+    ) -> Result<(), SqlError> {
+        self.feed_rows(columns, &rows).await.map_err(|e| {
+            SqlError::new(
+                sqlstate::CONNECTION_FAILURE,
+                format!("could not send rows to the client: {e}"),
+            )
+        })
+    }
+}
+
 /// Completes when the client's cancel request for the statement about to run arrives.
 pub(crate) async fn cancel_request(
     handle: &ConnectionHandle,

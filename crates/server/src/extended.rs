@@ -29,10 +29,10 @@ use overtake_sql::pending::{Pending, Tables};
 use overtake_sql::statement::{ends_transaction, parse, prepare_in};
 use overtake_sql::{SqlError, SqlType, sqlstate};
 
-use crate::connection::{Connection, cancel_request, feed_response, response, status_of};
+use crate::connection::{Connection, RowsToClient, cancel_request, response, status_of};
 use crate::prepared::{Statement, StatementRef};
 use crate::session::Shared;
-use crate::session::{Session, failed_block};
+use crate::session::{Answer, RowOut, Session, failed_block};
 use crate::wire;
 
 /// A Parse message's statement, planned over the catalog as `tables` shows it (`None`: empty).
@@ -307,9 +307,13 @@ impl ExtendedQueryHandler for Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        // pgwire's own Execute (with a row limit) races the client's cancel itself.
-        self.run_portal(client, portal, std::future::pending())
-            .await
+        // pgwire's own Execute (with a row limit) races the client's cancel itself, and sends
+        // the rows it is given up to the limit: they come whole with the answer.
+        let answer = self.run_portal(portal, std::future::pending(), None).await;
+        client.set_transaction_status(status_of(&*self.session.lock().await));
+        answer
+            .and_then(|a| response(a, &portal.result_column_format))
+            .map_err(|e| wire::pg_error(&e))
     }
 }
 
@@ -515,7 +519,7 @@ impl Connection {
             .take()
     }
 
-    /// Runs a bound portal to its end and feeds its answer.
+    /// Runs a bound portal to its end and feeds its answer (its rows leave as they are made).
     async fn run_execute<C>(
         &self,
         client: &mut C,
@@ -527,68 +531,74 @@ impl Connection {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         client.set_state(PgWireConnectionState::QueryInProgress);
-        let response = match client.session_extensions().get::<Arc<ConnectionHandle>>() {
+        let handle = client.session_extensions().get::<Arc<ConnectionHandle>>();
+        let format = portal.result_column_format.clone();
+        let mut to = RowsToClient::new(&mut *client, format, true);
+        let answer = match handle {
             Some(handle) => {
                 let cancelled = cancel_request(&handle).await;
-                self.run_portal(client, portal, cancelled).await
+                self.run_portal(portal, cancelled, Some(&mut to)).await
             }
             None => {
-                self.run_portal(client, portal, std::future::pending())
+                self.run_portal(portal, std::future::pending(), Some(&mut to))
                     .await
             }
         };
-        client.set_state(PgWireConnectionState::ReadyForQuery);
-        feed_response(client, response?, true).await
+        // Before the answer: COPY's answer changes the state again.
+        to.client.set_state(PgWireConnectionState::ReadyForQuery);
+        let fed = match answer {
+            Ok(answer) => to.answer(answer).await,
+            Err(e) => Err(e),
+        };
+        // The status the next ReadyForQuery reports follows the session, whatever the answer.
+        client.set_transaction_status(status_of(&*self.session.lock().await));
+        fed.map_err(|e| wire::pg_error(&e))?
     }
 
-    /// Runs a bound portal to its end unless `cancelled` completes first.
-    async fn run_portal<C>(
+    /// Runs a bound portal to its end unless `cancelled` completes first; its rows go to `out`
+    /// as they are made (with no `out`, all with the answer).
+    async fn run_portal(
         &self,
-        client: &mut C,
         portal: &Portal<StatementRef>,
         cancelled: impl std::future::Future<Output = ()>,
-    ) -> PgWireResult<Response>
-    where
-        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        let mut guard = self.session(client).await.map_err(|e| wire::pg_error(&e))?;
-        let result = async {
-            let session = guard.as_mut().expect("created above");
-            if session.block_failed() && !ends_transaction(&portal.statement.statement.ast) {
-                return Err(failed_block());
-            }
-            let plan = portal.statement.statement.plan(session.tables())?;
-            if portal.parameters.len() != plan.params.len() {
-                return Err(SqlError::new(
-                    sqlstate::PROTOCOL_VIOLATION,
-                    format!(
-                        "bind message supplies {} parameters, but prepared statement requires {}",
-                        portal.parameters.len(),
-                        plan.params.len()
-                    ),
-                ));
-            }
-            let params = plan
-                .params
-                .iter()
-                .enumerate()
-                .map(|(i, ty)| {
-                    let binary = wire::format_of(&portal.parameter_format, i)
-                        == pgwire::api::results::FieldFormat::Binary;
-                    wire::decode_param(portal.parameters[i].as_deref(), *ty, binary)
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            let answer = session.execute_until(plan, params, cancelled).await;
-            response(
-                self.deallocate(session, answer),
-                &portal.result_column_format,
-            )
+        out: Option<&mut dyn RowOut>,
+    ) -> Result<Answer, SqlError> {
+        let mut guard = self.session.lock().await;
+        let Some(session) = guard.as_mut() else {
+            return Err(SqlError::new(sqlstate::PROTOCOL_VIOLATION, "no session"));
+        };
+        session.touch()?;
+        if session.block_failed() && !ends_transaction(&portal.statement.statement.ast) {
+            return Err(failed_block());
         }
-        .await;
-        // The status the next ReadyForQuery reports follows the session, whatever the answer.
-        client.set_transaction_status(status_of(&guard));
-        result.map_err(|e| wire::pg_error(&e))
+        // An error here reaches the client, which fails the block (`Connection::failing`).
+        let plan = portal.statement.statement.plan(session.tables())?;
+        if portal.parameters.len() != plan.params.len() {
+            let e = SqlError::new(
+                sqlstate::PROTOCOL_VIOLATION,
+                format!(
+                    "bind message supplies {} parameters, but prepared statement requires {}",
+                    portal.parameters.len(),
+                    plan.params.len()
+                ),
+            );
+            return Err(e);
+        }
+        let params = plan
+            .params
+            .iter()
+            .enumerate()
+            .map(|(i, ty)| {
+                let binary = wire::format_of(&portal.parameter_format, i)
+                    == pgwire::api::results::FieldFormat::Binary;
+                wire::decode_param(portal.parameters[i].as_deref(), *ty, binary)
+            })
+            .collect::<Result<Vec<_>, _>>();
+        let params = params?;
+        let answer = session.execute_until(plan, params, cancelled, out).await;
+        match self.deallocate(session, answer) {
+            Answer::Error(e) => Err(e),
+            answer => Ok(answer),
+        }
     }
 }

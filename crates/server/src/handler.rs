@@ -24,7 +24,7 @@ use pgwire::api::{
     ClientInfo, ClientPortalStore, ConnectionHandle, PgWireConnectionState, PidSecretKeyGenerator,
 };
 use pgwire::error::{PgWireError, PgWireResult};
-use pgwire::messages::copy::{CopyData, CopyDone};
+use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
 use pgwire::messages::response::{CommandComplete, EmptyQueryResponse, ReadyForQuery};
 use pgwire::messages::simplequery::Query as QueryMessage;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
@@ -32,8 +32,8 @@ use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use overtake_sql::statement::{ends_transaction, parse, prepare_in};
 use overtake_sql::{SqlError, sqlstate};
 
-use crate::connection::{Connection, cancel_request, feed_response, response, status_of};
-use crate::session::{Answer, MAX_COPY_BYTES, failed_block};
+use crate::connection::{Connection, RowsToClient, cancel_request, status_of};
+use crate::session::{Answer, failed_block};
 use crate::wire;
 
 /// The server parameters reported at startup (a PostgreSQL 15 server, as clients expect).
@@ -43,17 +43,18 @@ pub fn server_parameters() -> DefaultServerParameterProvider {
     p
 }
 
-/// Sends a simple query's answer to one statement (fed: ReadyForQuery flushes).
-async fn send_answer<C>(client: &mut C, answer: Answer) -> PgWireResult<()>
+/// Sends a simple query's answer to one statement (fed: ReadyForQuery flushes), after the rows
+/// `to` sent while it ran.
+async fn send_answer<C>(mut to: RowsToClient<'_, C>, answer: Answer) -> PgWireResult<()>
 where
     C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
     C::Error: Debug,
     PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
 {
-    match response(answer, &Format::UnifiedText) {
-        Ok(r) => feed_response(client, r, false).await,
+    match to.answer(answer).await {
+        Ok(fed) => fed,
         Err(e) => {
-            client
+            to.client
                 .feed(PgWireBackendMessage::ErrorResponse(
                     wire::error_info(&e).into(),
                 ))
@@ -100,7 +101,11 @@ impl SimpleQueryHandler for Connection {
             Ok(s) => s,
             Err(e) => {
                 let answer = session.fail(e);
-                send_answer(client, answer).await?;
+                send_answer(
+                    RowsToClient::new(client, Format::UnifiedText, false),
+                    answer,
+                )
+                .await?;
                 Vec::new()
             }
         };
@@ -125,6 +130,8 @@ impl SimpleQueryHandler for Connection {
             if implicit {
                 session.begin_implicit();
             }
+            // Rows leave as the statement makes them; the answer follows them.
+            let mut to = RowsToClient::new(&mut *client, Format::UnifiedText, false);
             let answer = if session.block_failed() && !ends_transaction(stmt) {
                 // A failed block refuses statements before looking at them (PostgreSQL).
                 session.fail(failed_block())
@@ -134,25 +141,30 @@ impl SimpleQueryHandler for Connection {
                         Some(handle) => {
                             let cancelled = cancel_request(handle).await;
                             session
-                                .execute_until(Arc::new(p), Vec::new(), cancelled)
+                                .execute_until(Arc::new(p), Vec::new(), cancelled, Some(&mut to))
                                 .await
                         }
-                        None => session.execute(Arc::new(p), Vec::new()).await,
+                        None => {
+                            session
+                                .execute(Arc::new(p), Vec::new(), Some(&mut to))
+                                .await
+                        }
                     },
                     Err(e) => session.fail(e),
                 }
             };
             let answer = self.deallocate(session, answer);
-            self.drop_deallocated(client);
+            self.drop_deallocated(to.client);
             let stop = matches!(answer, Answer::Error(_));
             copying = matches!(answer, Answer::CopyIn(_));
-            send_answer(client, answer).await?;
+            send_answer(to, answer).await?;
             if stop || copying {
                 break;
             }
         }
         if !copying && let Some(e) = session.end_implicit().await {
-            send_answer(client, Answer::Error(e)).await?;
+            let to = RowsToClient::new(&mut *client, Format::UnifiedText, false);
+            send_answer(to, Answer::Error(e)).await?;
         }
         let status = status_of(&guard);
         client.set_transaction_status(status);
@@ -192,13 +204,10 @@ impl CopyHandler for Connection {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let mut guard = self.session(client).await.map_err(|e| wire::pg_error(&e))?;
-        if let Some(copy) = guard.as_mut().and_then(|s| s.copy.as_mut()) {
-            if copy.overflowed || copy.data.len() + copy_data.data.len() > MAX_COPY_BYTES {
-                copy.overflowed = true;
-                copy.data.clear();
-            } else {
-                copy.data.extend_from_slice(&copy_data.data);
-            }
+        if let Some(session) = guard.as_mut() {
+            // Waits (asynchronously) until the statement took the piece before: the client's
+            // next message is read no faster than the statement inserts.
+            session.copy_data(copy_data.data.to_vec()).await;
         }
         Ok(())
     }
@@ -209,17 +218,36 @@ impl CopyHandler for Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        self.end_copy(client, None).await
+    }
+
+    async fn on_copy_fail<C>(&self, client: &mut C, fail: CopyFail) -> PgWireError
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        match self.end_copy(client, Some(&fail.message)).await {
+            Err(e) => e,
+            Ok(()) => wire::pg_error(&SqlError::new(
+                sqlstate::INTERNAL_ERROR,
+                "a failed COPY succeeded",
+            )),
+        }
+    }
+}
+
+impl Connection {
+    /// Ends a COPY FROM STDIN: its data is done (or `failed`, with the client's message).
+    async fn end_copy<C>(&self, client: &mut C, failed: Option<&str>) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
         let mut guard = self.session(client).await.map_err(|e| wire::pg_error(&e))?;
         let session = guard.as_mut().expect("created above");
-        let mut answer = if session.copy.as_ref().is_some_and(|c| c.overflowed) {
-            session.copy = None;
-            session.fail(SqlError::new(
-                sqlstate::PROGRAM_LIMIT_EXCEEDED,
-                format!("COPY data over the limit of {MAX_COPY_BYTES} bytes"),
-            ))
-        } else {
-            session.finish_copy().await
-        };
+        let mut answer = session.finish_copy(failed).await;
         // A COPY sent with other statements in one message ends their implicit block.
         if let Some(e) = session.end_implicit().await {
             answer = Answer::Error(e);

@@ -102,6 +102,22 @@ pub fn validate(name: &str, value: &str) -> Result<(String, String), SqlError> {
             })?;
             show_milliseconds(ms)
         }
+        // `work_mem` is PostgreSQL's size past which a sort spills to disk: nothing spills here,
+        // so it is only shown; `statement_mem` is what a statement's sorts, groups and DISTINCT
+        // may hold before it fails with 53200.
+        "work_mem" | "statement_mem" => {
+            let kb = kilobytes(value)
+                .filter(|kb| (64..=i32::MAX as u64).contains(kb))
+                .ok_or_else(|| {
+                    SqlError::new(
+                        sqlstate::INVALID_PARAMETER_VALUE,
+                        format!(
+                            "invalid value for parameter \"{name}\": \"{value}\" (64kB to 2147483647kB; units B, kB, MB, GB, TB)"
+                        ),
+                    )
+                })?;
+            show_kilobytes(kb)
+        }
         "default_transaction_read_only" | "transaction_read_only" => {
             match value.trim().to_ascii_lowercase().as_str() {
                 "on" | "true" | "yes" | "1" => "on",
@@ -145,6 +161,38 @@ pub fn milliseconds(value: &str) -> Option<u64> {
     };
     let ms = (number * scale).round();
     (ms >= 0.0 && ms <= f64::from(i32::MAX)).then_some(ms as u64)
+}
+
+/// A memory setting's value in kilobytes: a number (kilobytes) or one with a unit (`B`, `kB`,
+/// `MB`, `GB`, `TB`), as PostgreSQL reads `work_mem`.
+pub fn kilobytes(value: &str) -> Option<u64> {
+    let v = value.trim().trim_matches('\'').trim();
+    let split = v
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(v.len());
+    let (number, unit) = v.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let scale = match unit.trim() {
+        "B" => 1.0 / 1024.0,
+        "" | "kB" => 1.0,
+        "MB" => 1024.0,
+        "GB" => 1024.0 * 1024.0,
+        "TB" => 1024.0 * 1024.0 * 1024.0,
+        _ => return None,
+    };
+    let kb = (number * scale).round();
+    (kb >= 0.0 && kb <= u64::MAX as f64 / 2.0).then_some(kb as u64)
+}
+
+/// How PostgreSQL shows a memory setting of `kb` kilobytes (`64kB`, `4MB`, `1GB`).
+fn show_kilobytes(kb: u64) -> String {
+    const MB: u64 = 1024;
+    const GB: u64 = 1024 * 1024;
+    match kb {
+        kb if kb % GB == 0 => format!("{}GB", kb / GB),
+        kb if kb % MB == 0 => format!("{}MB", kb / MB),
+        kb => format!("{kb}kB"),
+    }
 }
 
 /// How PostgreSQL shows a time setting of `ms` milliseconds (`0`, `250ms`, `5s`, `2min`).
@@ -208,6 +256,8 @@ pub fn default_value(name: &str) -> Option<&'static str> {
         "task_tier" => "time-sensitive",
         "task_weight" => "100",
         "transaction_isolation" | "default_transaction_isolation" => "read committed",
+        "work_mem" => "4MB",
+        "statement_mem" => "1GB",
         n => return PASSIVE.iter().find(|(p, _)| *p == n).map(|(_, v)| *v),
     })
 }

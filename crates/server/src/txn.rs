@@ -39,11 +39,98 @@ fn begin(
     Ok(txn)
 }
 
-/// Rows to insert: COPY's data in its text format, for `columns` of `table`.
+/// Rows to insert: COPY's data in its text format, for `columns` of `table`, as the client
+/// sends it.
 pub struct Rows {
     pub table: Arc<SqlTable>,
     pub columns: Vec<usize>,
-    pub data: Vec<u8>,
+    pub data: Ticket<CopyData>,
+}
+
+/// A piece of COPY's data on its way to the statement's task, or its end.
+pub enum CopyData {
+    /// A piece, the promise to fulfil once it is taken (the session then reads the next from
+    /// the client: at most two pieces are held), and where the next comes.
+    Piece {
+        bytes: Vec<u8>,
+        taken: Promise<()>,
+        next: Ticket<CopyData>,
+    },
+    /// The client sent CopyDone.
+    Done,
+}
+
+/// Rows of a statement's result on their way from its task to the session: a batch, the promise
+/// to fulfil once the batch is handed to the connection, and where the next batch comes.
+pub struct Chunk {
+    pub rows: Vec<Vec<Datum>>,
+    pub taken: Promise<()>,
+    pub next: Ticket<Chunk>,
+}
+
+/// A batch is sent when its rows take this much memory (see `overtake_sql::datum::row_bytes`).
+const CHUNK_BYTES: usize = 64 * 1024;
+
+/// The task's side of a result sent in batches: at most two batches exist at once (one being
+/// written to the client, one being filled), so a result of any size takes bounded memory. The
+/// statement parks (holding no latch: between rows of its scan) while the client is slow to
+/// take a batch, and ends with 57014 if the session stops taking them (a cancel, or the client
+/// gone). Each batch waits until what the statement read so far is durable before it leaves.
+struct RowSender<'db> {
+    /// Where the next batch goes (`None`: no one takes batches; every row goes with the reply).
+    out: Option<Promise<Chunk>>,
+    /// Fulfilled once the last batch sent was taken.
+    taken: Option<Ticket<()>>,
+    batch: Vec<Vec<Datum>>,
+    bytes: usize,
+    reads: overtake_engine::Reads<'db>,
+}
+
+impl RowSender<'_> {
+    fn push(&mut self, row: Vec<Datum>) -> Result<(), SqlError> {
+        self.bytes += overtake_sql::datum::row_bytes(&row);
+        self.batch.push(row);
+        if self.bytes >= CHUNK_BYTES && self.out.is_some() {
+            self.send()?;
+        }
+        Ok(())
+    }
+
+    /// Waits until the batch sent before was taken.
+    fn wait_taken(&mut self) -> Result<(), SqlError> {
+        match self.taken.take() {
+            Some(taken) => taken.wait().map_err(|_| cancelled()),
+            None => Ok(()),
+        }
+    }
+
+    fn send(&mut self) -> Result<(), SqlError> {
+        self.wait_taken()?;
+        self.reads
+            .wait_durable()
+            .map_err(|why| SqlError::from(overtake_engine::CommitError::NotDurable(why)))?;
+        let (next, next_ticket) = Promise::new();
+        let (taken, taken_ticket) = Promise::new();
+        let out = self
+            .out
+            .replace(next)
+            .expect("only sent with somewhere to go");
+        out.fulfil(Chunk {
+            rows: std::mem::take(&mut self.batch),
+            taken,
+            next: next_ticket,
+        });
+        self.taken = Some(taken_ticket);
+        self.bytes = 0;
+        Ok(())
+    }
+
+    /// The rows not sent yet, to go with the statement's reply once every batch was taken (so
+    /// that they follow the batches).
+    fn finish(mut self) -> Result<Vec<Vec<Datum>>, SqlError> {
+        self.wait_taken()?;
+        Ok(std::mem::take(&mut self.batch))
+    }
 }
 
 /// What a session asks of its transaction's task.
@@ -79,7 +166,7 @@ fn query_of(prepared: &Prepared) -> Result<&Query, SqlError> {
 /// statement's output and, for DDL, the catalog changes it made (uncommitted).
 fn run(
     txn: &mut overtake_engine::Transaction<'_>,
-    request: &RunOrInsert,
+    request: RunOrInsert,
     cancel: &Cancel,
 ) -> Result<(Output, Vec<Change>), SqlError> {
     txn.next_statement();
@@ -94,18 +181,52 @@ fn run(
     }
     let cancel = cancel.flag();
     match request {
-        RunOrInsert::Run(prepared, params, (began, started), user, backends) => {
-            let cx = Context::new(params, *started)
-                .in_transaction_since(*began)
-                .for_user(user)
-                .with_backends(&**backends)
+        RunOrInsert::Run(s) => {
+            let cx = Context::new(&s.params, s.started)
+                .in_transaction_since(s.began)
+                .for_user(&s.user)
+                .with_backends(&*s.backends)
+                .with_memory(s.memory)
                 .cancelled_by(cancel);
-            Ok((exec::execute(txn, query_of(prepared)?, &cx)?, Vec::new()))
+            let mut sender = RowSender {
+                out: s.rows,
+                taken: None,
+                batch: Vec::new(),
+                bytes: 0,
+                reads: txn.reads(),
+            };
+            let tag =
+                exec::execute_each(txn, query_of(&s.prepared)?, &cx, &mut |r| sender.push(r))?;
+            let rows = sender.finish()?;
+            Ok((Output { tag, rows }, Vec::new()))
         }
         RunOrInsert::Insert(rows) => {
             let cx = Context::new(&[], overtake_sql::time::now_micros()).cancelled_by(cancel);
-            let parsed = overtake_sql::copy::parse_text(&rows.table, &rows.columns, &rows.data)?;
-            let n = exec::insert_rows(txn, &rows.table, &rows.columns, parsed, &cx)?;
+            // Parsed here, in the statement's task, as it arrives: never on the network thread,
+            // where a large COPY would hold up every other session on it.
+            let mut parser = overtake_sql::copy::TextParser::new(&rows.table, &rows.columns);
+            let (mut n, mut next) = (0, rows.data);
+            loop {
+                match next.wait() {
+                    Ok(CopyData::Piece {
+                        bytes,
+                        taken,
+                        next: after,
+                    }) => {
+                        // Taken at once: the session reads the next piece while this is parsed.
+                        taken.fulfil(());
+                        let parsed = parser.feed(&bytes)?;
+                        drop(bytes);
+                        n += exec::insert_rows(txn, &rows.table, &rows.columns, parsed, &cx)?;
+                        next = after;
+                    }
+                    Ok(CopyData::Done) => break,
+                    // The session gave up the COPY (CopyFail, or the client went away).
+                    Err(_) => return Err(cancelled()),
+                }
+            }
+            let parsed = parser.finish()?;
+            n += exec::insert_rows(txn, &rows.table, &rows.columns, parsed, &cx)?;
             let out = Output {
                 tag: format!("COPY {n}"),
                 rows: Vec::new(),
@@ -113,11 +234,11 @@ fn run(
             Ok((out, Vec::new()))
         }
         RunOrInsert::Ddl(catalog, prepared, pending, actor) => {
-            let tables = Tables::with(catalog, pending).acting_for(actor);
+            let tables = Tables::with(&catalog, &pending).acting_for(&actor);
             let (tag, changes) = match &prepared.command {
                 overtake_sql::Command::Ddl(ddl) => ddl::execute_in(tables, txn, ddl)?,
                 overtake_sql::Command::Role(command) => {
-                    (crate::roles::run(txn, tables, actor, command)?, Vec::new())
+                    (crate::roles::run(txn, tables, &actor, command)?, Vec::new())
                 }
                 _ => return Err(SqlError::new(sqlstate::INTERNAL_ERROR, "not DDL")),
             };
@@ -130,17 +251,26 @@ fn run(
     }
 }
 
-/// A statement's work, whether it runs alone or in a block: a plan with its parameters, when
-/// its transaction and it began (microseconds since the epoch) and the session's user; COPY's
-/// rows; or DDL over the catalog as the block has changed it so far, acting for the session's role.
+/// A data statement to run, and what it runs with.
+pub struct Statement {
+    pub prepared: Arc<Prepared>,
+    pub params: Vec<Datum>,
+    /// When its transaction began, and it (microseconds since the epoch).
+    pub began: i64,
+    pub started: i64,
+    /// The session's user.
+    pub user: Arc<str>,
+    pub backends: Arc<dyn overtake_sql::expr::Backends>,
+    /// Its memory budget for sorts, groups and DISTINCT (bytes).
+    pub memory: usize,
+    /// Where its rows go in batches as they are made (`None`: all with its reply).
+    pub rows: Option<Promise<Chunk>>,
+}
+
+/// A statement's work, whether it runs alone or in a block: a data statement; COPY's rows; or
+/// DDL over the catalog as the block has changed it so far, acting for the session's role.
 pub enum RunOrInsert {
-    Run(
-        Arc<Prepared>,
-        Vec<Datum>,
-        (i64, i64),
-        Arc<str>,
-        Arc<dyn overtake_sql::expr::Backends>,
-    ),
+    Run(Statement),
     Insert(Rows),
     /// DDL or a change of roles.
     Ddl(Arc<Catalog>, Arc<Prepared>, Arc<Pending>, Actor),
@@ -191,8 +321,8 @@ fn serve(db: &Database, priority: Priority, level: Level, mut inbox: Ticket<Requ
         // Rows it returns leave only once what the transaction read is durable (under `sync`):
         // a client never sees a commit that a crash could take back. A row count does not wait
         // (the block's COMMIT does: its record follows everything it read).
-        let shows_rows = matches!(&work, RunOrInsert::Run(p, ..) if !p.columns.is_empty());
-        let result = run(t, &work, &cancel).and_then(|done| {
+        let shows_rows = matches!(&work, RunOrInsert::Run(s) if !s.prepared.columns.is_empty());
+        let result = run(t, work, &cancel).and_then(|done| {
             if shows_rows {
                 t.wait_reads_durable()
                     .map_err(|why| SqlError::from(overtake_engine::CommitError::NotDurable(why)))?;
@@ -353,7 +483,7 @@ pub async fn run_alone(
     let ticket = runner
         .submit((priority, group), move || -> Result<Output, SqlError> {
             let mut txn = begin(&db, priority, level)?;
-            let (out, _) = run(&mut txn, &work, &cancel)?;
+            let (out, _) = run(&mut txn, work, &cancel)?;
             if !cancel.begin_commit() {
                 return Err(cancelled());
             }

@@ -103,19 +103,37 @@ impl Session {
         &mut self,
         work: RunOrInsert,
     ) -> Result<overtake_sql::Output, SqlError> {
-        let class = self.class();
-        let Some(block) = &mut self.block else {
+        if self.block.is_none() {
             let level = self.default_level();
             return txn::run_alone(
                 runner_of(&self.thread, &self.shared),
                 self.shared.catalog.database(),
-                class,
+                self.class(),
                 level,
                 work,
                 &self.cancel,
             )
             .await;
-        };
+        }
+        let answer = self.send_to_block(work).await?;
+        let guard = txn::Abandon::new(&self.cancel);
+        // If this future is dropped here (the statement was cancelled), the guard stops the
+        // statement's scans and the block stays `Gone`: the task, finding no one to answer,
+        // rolls back.
+        let reply = answer.await.map_err(crate::txn::unanswered)?;
+        guard.disarm();
+        self.on_reply(reply)
+    }
+
+    /// Sends a statement's work to the open block's task (starting it with the block's first
+    /// statement); its reply comes through the ticket, to pass to [`on_reply`](Self::on_reply).
+    /// Until then the block has no task to send to (`Gone`).
+    pub(super) async fn send_to_block(
+        &mut self,
+        work: RunOrInsert,
+    ) -> Result<overtake_sched::Ticket<Reply>, SqlError> {
+        let class = self.class();
+        let block = self.block.as_mut().expect("a block is open");
         let promise = match std::mem::replace(&mut block.txn, TxnState::Gone) {
             TxnState::Running(p) => p,
             TxnState::NotStarted => {
@@ -130,17 +148,18 @@ impl Session {
             TxnState::Gone => return Err(failed_block()),
         };
         let (reply, answer) = Promise::<Reply>::new();
-        let guard = txn::Abandon::new(&self.cancel);
         promise.fulfil(Request::Run {
             work,
             cancel: Arc::clone(&self.cancel),
             reply,
         });
-        // If this future is dropped here (the statement was cancelled), the guard stops the
-        // statement's scans and the block stays `Gone`: the task, finding no one to answer,
-        // rolls back.
-        let reply = answer.await.map_err(crate::txn::unanswered)?;
-        guard.disarm();
+        Ok(answer)
+    }
+
+    /// Takes a statement's reply from the block's task: where to send the next statement (none
+    /// if the statement failed: the task rolled back and ended), and its catalog changes.
+    pub(super) fn on_reply(&mut self, reply: Reply) -> Result<overtake_sql::Output, SqlError> {
+        let block = self.block.as_mut().expect("a block is open");
         if let Some(next) = reply.next {
             block.txn = TxnState::Running(next);
         }

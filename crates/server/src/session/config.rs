@@ -89,9 +89,11 @@ impl Session {
     pub(super) fn show_all(&self) -> Answer {
         let mut names: Vec<String> = [
             "priority",
+            "statement_mem",
             "task_tier",
             "task_weight",
             "transaction_isolation",
+            "work_mem",
         ]
         .iter()
         .map(|s| (*s).to_owned())

@@ -23,7 +23,34 @@ use overtake_sql::{Catalog, Datum, Prepared, SqlError, SqlType, sqlstate};
 
 use crate::runner::{Runner, SessionThread};
 use crate::settings::{self, Settings};
-use crate::txn::{self, Rows, RunOrInsert};
+use crate::txn::{self, Chunk, CopyData, Rows, RunOrInsert};
+
+/// Where a statement's rows go while it runs: the connection, which writes them to the client
+/// (a result is never held whole in the server; see `txn::RowSender`).
+#[async_trait::async_trait]
+pub trait RowOut: Send {
+    /// Sends `rows` (of `columns`) to the client; an error if the client cannot be written to.
+    async fn rows(
+        &mut self,
+        columns: &[OutputColumn],
+        rows: Vec<Vec<Datum>>,
+    ) -> Result<(), SqlError>;
+}
+
+/// Passes a statement's batches of rows to `out` as they come, until the statement's task stops
+/// sending them. Each batch is marked taken once written, which lets the task make the next.
+async fn drain(
+    mut next: overtake_sched::Ticket<Chunk>,
+    columns: &[OutputColumn],
+    out: &mut dyn RowOut,
+) -> Result<(), SqlError> {
+    while let Ok(chunk) = next.await {
+        out.rows(columns, chunk.rows).await?;
+        chunk.taken.fulfil(());
+        next = chunk.next;
+    }
+    Ok(())
+}
 
 /// What every session shares: the catalog (and through it the database), the scheduler, and
 /// role defaults (`ALTER ROLE ... SET`).
@@ -121,16 +148,17 @@ pub enum Answer {
     Error(SqlError),
 }
 
-/// A COPY in progress: its plan and the data received so far.
+/// A COPY in progress: its statement's task takes the data piece by piece as it comes.
 pub struct CopyState {
-    pub plan: Arc<Prepared>,
-    pub data: Vec<u8>,
-    /// The data exceeded [`MAX_COPY_BYTES`]: the rest is discarded and the COPY fails.
-    pub overflowed: bool,
+    /// Where the next piece goes.
+    next: overtake_sched::Promise<txn::CopyData>,
+    /// Fulfilled once the last piece sent was taken.
+    taken: Option<overtake_sched::Ticket<()>>,
+    /// The statement's reply, once the data ended.
+    reply: overtake_sched::Ticket<txn::Reply>,
+    /// It has a block of its own (no block was open), which ends with it.
+    alone: bool,
 }
-
-/// Largest COPY data accepted in one statement (bytes).
-pub const MAX_COPY_BYTES: usize = 1 << 30;
 
 /// One client's session.
 pub struct Session {
@@ -254,15 +282,26 @@ impl Session {
         &self.shared.catalog
     }
 
-    /// Carries out `prepared` with `params`.
-    pub async fn execute(&mut self, prepared: Arc<Prepared>, params: Vec<Datum>) -> Answer {
+    /// Carries out `prepared` with `params`. The rows of a data statement go to `out` as they
+    /// are made (those of the answer follow them); with no `out`, all come with the answer.
+    pub async fn execute(
+        &mut self,
+        prepared: Arc<Prepared>,
+        params: Vec<Datum>,
+        out: Option<&mut dyn RowOut>,
+    ) -> Answer {
         self.cancel = Arc::default();
-        self.execute_current(prepared, params).await
+        self.execute_current(prepared, params, out).await
     }
 
     /// [`execute`](Self::execute), cancelled through `self.cancel`.
-    async fn execute_current(&mut self, prepared: Arc<Prepared>, params: Vec<Datum>) -> Answer {
-        match self.execute_inner(prepared, params).await {
+    async fn execute_current(
+        &mut self,
+        prepared: Arc<Prepared>,
+        params: Vec<Datum>,
+        out: Option<&mut dyn RowOut>,
+    ) -> Answer {
+        match self.execute_inner(prepared, params, out).await {
             Ok(a) => a,
             Err(e) => self.fail(e),
         }
@@ -276,9 +315,10 @@ impl Session {
         prepared: Arc<Prepared>,
         params: Vec<Datum>,
         cancelled: impl std::future::Future<Output = ()>,
+        out: Option<&mut dyn RowOut>,
     ) -> Answer {
         if matches!(prepared.command, Command::Commit | Command::Rollback) {
-            return self.execute(prepared, params).await;
+            return self.execute(prepared, params, out).await;
         }
         let limit = |name: &str| {
             self.setting(name)
@@ -295,7 +335,7 @@ impl Session {
                 None => std::future::pending().await,
             }
         };
-        let mut run = Box::pin(self.execute_current(prepared, params));
+        let mut run = Box::pin(self.execute_current(prepared, params, out));
         let why = tokio::select! {
             answer = &mut run => return answer,
             _ = cancelled => "user request",
@@ -354,6 +394,7 @@ impl Session {
         &mut self,
         prepared: Arc<Prepared>,
         params: Vec<Datum>,
+        out: Option<&mut dyn RowOut>,
     ) -> Result<Answer, SqlError> {
         let block_failed = self.block.as_ref().is_some_and(|b| b.failed);
         match &prepared.command {
@@ -384,22 +425,47 @@ impl Session {
                     Some(b) => *b.began.get_or_insert(started),
                     None => started,
                 };
-                let out = self
-                    .run(RunOrInsert::Run(
-                        Arc::clone(&prepared),
-                        params,
-                        (began, started),
-                        Arc::clone(&self.user),
-                        Arc::clone(&self.backends) as Arc<dyn overtake_sql::expr::Backends>,
-                    ))
-                    .await?;
+                let memory = self
+                    .setting("statement_mem")
+                    .and_then(|v| settings::kilobytes(&v))
+                    .map_or(overtake_sql::expr::DEFAULT_STATEMENT_MEMORY, |kb| {
+                        usize::try_from(kb.saturating_mul(1024)).unwrap_or(usize::MAX)
+                    });
+                let (rows, batches) = match (&out, columns.is_empty()) {
+                    (Some(_), false) => {
+                        let (rows, batches) = overtake_sched::Promise::new();
+                        (Some(rows), Some(batches))
+                    }
+                    _ => (None, None),
+                };
+                let work = RunOrInsert::Run(txn::Statement {
+                    prepared: Arc::clone(&prepared),
+                    params,
+                    began,
+                    started,
+                    user: Arc::clone(&self.user),
+                    backends: Arc::clone(&self.backends) as Arc<dyn overtake_sql::expr::Backends>,
+                    memory,
+                    rows,
+                });
+                let done = match (batches, out) {
+                    (Some(batches), Some(out)) => {
+                        // The statement's batches go to the client while it runs; its answer
+                        // (the rows after the last batch, and its tag) comes once it is done.
+                        let (done, drained) =
+                            futures::join!(self.run(work), drain(batches, &columns, out));
+                        drained?;
+                        done?
+                    }
+                    _ => self.run(work).await?,
+                };
                 Ok(if columns.is_empty() {
-                    Answer::Done(out.tag)
+                    Answer::Done(done.tag)
                 } else {
                     Answer::Rows {
                         columns,
-                        rows: out.rows,
-                        tag: out.tag,
+                        rows: done.rows,
+                        tag: done.tag,
                     }
                 })
             }
@@ -421,13 +487,34 @@ impl Session {
                 self.change_catalog(prepared).await
             }
             Command::CopyIn(c) => {
-                let n = c.columns.len();
+                // The statement starts now and takes the data as it comes: in the open block, or
+                // in one of its own.
+                let alone = self.block.is_none();
+                if alone {
+                    self.block = Some(self.new_block(self.default_level(), false));
+                }
+                let (next, data) = overtake_sched::Promise::new();
+                let rows = Rows {
+                    table: Arc::clone(&c.table),
+                    columns: c.columns.clone(),
+                    data,
+                };
+                let reply = match self.send_to_block(RunOrInsert::Insert(rows)).await {
+                    Ok(reply) => reply,
+                    Err(e) => {
+                        if alone {
+                            self.end_block(false).await;
+                        }
+                        return Err(e);
+                    }
+                };
                 self.copy = Some(CopyState {
-                    plan: prepared,
-                    data: Vec::new(),
-                    overflowed: false,
+                    next,
+                    taken: None,
+                    reply,
+                    alone,
                 });
-                Ok(Answer::CopyIn(n))
+                Ok(Answer::CopyIn(c.columns.len()))
             }
             Command::Begin(modes) => {
                 match &mut self.block {
@@ -556,27 +643,60 @@ impl Session {
         }
     }
 
-    /// The end of COPY's data: inserts the rows (in the block, or as a transaction of their own).
-    pub async fn finish_copy(&mut self) -> Answer {
-        self.cancel = Arc::default();
+    /// A piece of COPY's data: passed to the statement once it took the piece before (so the
+    /// client's data is read no faster than the statement takes it). Ignored if no COPY is in
+    /// progress, or its statement has failed (its error comes at the end).
+    pub async fn copy_data(&mut self, bytes: Vec<u8>) {
+        let Some(copy) = self.copy.as_mut() else {
+            return;
+        };
+        if let Some(taken) = copy.taken.take()
+            && taken.await.is_err()
+        {
+            return;
+        }
+        let (next, after) = overtake_sched::Promise::new();
+        let (taken, taken_ticket) = overtake_sched::Promise::new();
+        std::mem::replace(&mut copy.next, next).fulfil(CopyData::Piece {
+            bytes,
+            taken,
+            next: after,
+        });
+        copy.taken = Some(taken_ticket);
+    }
+
+    /// The end of COPY's data (`failed`: the client's CopyFail message, which fails it with
+    /// 57014 as PostgreSQL does): the statement's answer, its block ended if it had its own.
+    pub async fn finish_copy(&mut self, failed: Option<&str>) -> Answer {
         let Some(copy) = self.copy.take() else {
             return Answer::Error(SqlError::new(
                 sqlstate::PROTOCOL_VIOLATION,
                 "no COPY in progress",
             ));
         };
-        let Command::CopyIn(c) = &copy.plan.command else {
-            unreachable!("a COPY plan")
+        match failed {
+            None => copy.next.fulfil(CopyData::Done),
+            // Dropping the promise tells the statement the data will not come.
+            Some(_) => drop(copy.next),
+        }
+        let done = match copy.reply.await {
+            Ok(reply) => self.on_reply(reply),
+            Err(e) => Err(txn::unanswered(e)),
         };
-        // The data is parsed where the rows are inserted, in the statement's task: never on the
-        // network thread, where a large COPY would hold up every other session on it.
-        let rows = Rows {
-            table: Arc::clone(&c.table),
-            columns: c.columns.clone(),
-            data: copy.data,
+        let done = match failed {
+            Some(message) => Err(SqlError::new(
+                sqlstate::QUERY_CANCELED,
+                format!("COPY from stdin failed: {message}"),
+            )),
+            None => done,
         };
-        let result = self.run(RunOrInsert::Insert(rows)).await;
-        match result {
+        if copy.alone {
+            let end = self.end_block(done.is_ok()).await;
+            if let (Ok(_), Answer::Error(e)) = (&done, end) {
+                return self.fail(e);
+            }
+        }
+        match done {
             Ok(out) => Answer::Done(out.tag),
             Err(e) => self.fail(e),
         }
