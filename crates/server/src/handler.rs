@@ -207,7 +207,7 @@ impl CopyHandler for Connection {
         if let Some(session) = guard.as_mut() {
             // Waits (asynchronously) until the statement took the piece before: the client's
             // next message is read no faster than the statement inserts.
-            session.copy_data(copy_data.data.to_vec()).await;
+            session.copy_data(&copy_data.data).await;
         }
         Ok(())
     }

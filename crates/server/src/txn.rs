@@ -125,11 +125,18 @@ impl RowSender<'_> {
         Ok(())
     }
 
-    /// The rows not sent yet, to go with the statement's reply once every batch was taken (so
-    /// that they follow the batches).
-    fn finish(mut self) -> Result<Vec<Vec<Datum>>, SqlError> {
+    /// The statement's result, with command tag `tag` and the rows not sent yet, once every
+    /// batch was taken (so that those rows follow the batches).
+    fn finish(mut self, tag: String) -> Result<Done, SqlError> {
         self.wait_taken()?;
-        Ok(std::mem::take(&mut self.batch))
+        Ok(Done {
+            out: Output {
+                tag,
+                rows: std::mem::take(&mut self.batch),
+            },
+            changes: Vec::new(),
+            batches: self.out.take(),
+        })
     }
 }
 
@@ -145,10 +152,29 @@ pub enum Request {
     Rollback(Promise<()>),
 }
 
-/// A statement's result (with the catalog changes of DDL), and where to send the next request
-/// (`None`: the transaction ended, rolled back by the statement's error).
+/// What a statement's task hands back: its output, the catalog changes of DDL (uncommitted),
+/// and where a next batch of rows would have gone. The session drops that once it has the
+/// reply: dropped by the task, it would wake the session once more for every statement.
+pub struct Done {
+    pub out: Output,
+    pub changes: Vec<Change>,
+    pub batches: Option<Promise<Chunk>>,
+}
+
+impl Done {
+    fn new(out: Output) -> Done {
+        Done {
+            out,
+            changes: Vec::new(),
+            batches: None,
+        }
+    }
+}
+
+/// A statement's result, and where to send the next request (`None`: the transaction ended,
+/// rolled back by the statement's error).
 pub struct Reply {
-    pub result: Result<(Output, Vec<Change>), SqlError>,
+    pub result: Result<Done, SqlError>,
     pub next: Option<Promise<Request>>,
 }
 
@@ -168,7 +194,7 @@ fn run(
     txn: &mut overtake_engine::Transaction<'_>,
     request: RunOrInsert,
     cancel: &Cancel,
-) -> Result<(Output, Vec<Change>), SqlError> {
+) -> Result<Done, SqlError> {
     txn.next_statement();
     txn.set_lock_timeout(cancel.lock_timeout);
     txn.set_interrupt(Some(Arc::clone(&cancel.requested)));
@@ -197,8 +223,7 @@ fn run(
             };
             let tag =
                 exec::execute_each(txn, query_of(&s.prepared)?, &cx, &mut |r| sender.push(r))?;
-            let rows = sender.finish()?;
-            Ok((Output { tag, rows }, Vec::new()))
+            sender.finish(tag)
         }
         RunOrInsert::Insert(rows) => {
             let cx = Context::new(&[], overtake_sql::time::now_micros()).cancelled_by(cancel);
@@ -231,7 +256,7 @@ fn run(
                 tag: format!("COPY {n}"),
                 rows: Vec::new(),
             };
-            Ok((out, Vec::new()))
+            Ok(Done::new(out))
         }
         RunOrInsert::Ddl(catalog, prepared, pending, actor) => {
             let tables = Tables::with(&catalog, &pending).acting_for(&actor);
@@ -246,7 +271,10 @@ fn run(
                 tag: tag.to_owned(),
                 rows: Vec::new(),
             };
-            Ok((out, changes))
+            Ok(Done {
+                changes,
+                ..Done::new(out)
+            })
         }
     }
 }
@@ -476,19 +504,19 @@ pub async fn run_alone(
     level: Level,
     work: RunOrInsert,
     cancel: &Arc<Cancel>,
-) -> Result<Output, SqlError> {
+) -> Result<Done, SqlError> {
     let db = Arc::clone(db);
     let guard = Abandon::new(cancel);
     let cancel = Arc::clone(cancel);
     let ticket = runner
-        .submit((priority, group), move || -> Result<Output, SqlError> {
+        .submit((priority, group), move || -> Result<Done, SqlError> {
             let mut txn = begin(&db, priority, level)?;
-            let (out, _) = run(&mut txn, work, &cancel)?;
+            let done = run(&mut txn, work, &cancel)?;
             if !cancel.begin_commit() {
                 return Err(cancelled());
             }
             txn.commit()?;
-            Ok(out)
+            Ok(done)
         })
         .await
         .map_err(|_| refused("the statement"))?;

@@ -105,7 +105,7 @@ impl Session {
     ) -> Result<overtake_sql::Output, SqlError> {
         if self.block.is_none() {
             let level = self.default_level();
-            return txn::run_alone(
+            let done = txn::run_alone(
                 runner_of(&self.thread, &self.shared),
                 self.shared.catalog.database(),
                 self.class(),
@@ -113,7 +113,10 @@ impl Session {
                 work,
                 &self.cancel,
             )
-            .await;
+            .await?;
+            // Only now: the end of its batches wakes no one (see `txn::Done`).
+            drop(done.batches);
+            return Ok(done.out);
         }
         let answer = self.send_to_block(work).await?;
         let guard = txn::Abandon::new(&self.cancel);
@@ -163,11 +166,12 @@ impl Session {
         if let Some(next) = reply.next {
             block.txn = TxnState::Running(next);
         }
-        let (out, changes) = reply.result?;
-        if !changes.is_empty() {
-            Arc::make_mut(&mut block.pending).record(changes);
+        let done = reply.result?;
+        drop(done.batches);
+        if !done.changes.is_empty() {
+            Arc::make_mut(&mut block.pending).record(done.changes);
         }
-        Ok(out)
+        Ok(done.out)
     }
 
     /// COMMIT (or ROLLBACK): ends the block. A block that does not commit takes back the `SET`s

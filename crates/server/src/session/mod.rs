@@ -154,11 +154,17 @@ pub struct CopyState {
     next: overtake_sched::Promise<txn::CopyData>,
     /// Fulfilled once the last piece sent was taken.
     taken: Option<overtake_sched::Ticket<()>>,
+    /// Data received and not sent yet: clients send a message per line (pgbench, psql), and a
+    /// hand-off per line would cost more than the line's parsing.
+    pending: Vec<u8>,
     /// The statement's reply, once the data ended.
     reply: overtake_sched::Ticket<txn::Reply>,
     /// It has a block of its own (no block was open), which ends with it.
     alone: bool,
 }
+
+/// COPY data is handed to its statement in pieces of at least this many bytes.
+const COPY_PIECE: usize = 64 * 1024;
 
 /// One client's session.
 pub struct Session {
@@ -511,6 +517,7 @@ impl Session {
                 self.copy = Some(CopyState {
                     next,
                     taken: None,
+                    pending: Vec::new(),
                     reply,
                     alone,
                 });
@@ -643,13 +650,23 @@ impl Session {
         }
     }
 
-    /// A piece of COPY's data: passed to the statement once it took the piece before (so the
-    /// client's data is read no faster than the statement takes it). Ignored if no COPY is in
-    /// progress, or its statement has failed (its error comes at the end).
-    pub async fn copy_data(&mut self, bytes: Vec<u8>) {
+    /// A message of COPY's data: gathered into pieces of [`COPY_PIECE`] bytes, each passed to
+    /// the statement once it took the one before (so the client's data is read no faster than
+    /// the statement takes it). Ignored if no COPY is in progress, or its statement has failed
+    /// (its error comes at the end).
+    pub async fn copy_data(&mut self, bytes: &[u8]) {
         let Some(copy) = self.copy.as_mut() else {
             return;
         };
+        copy.pending.extend_from_slice(bytes);
+        if copy.pending.len() >= COPY_PIECE {
+            Self::send_piece(copy).await;
+        }
+    }
+
+    /// Sends the data received to the COPY's statement, once it took the piece before.
+    async fn send_piece(copy: &mut CopyState) {
+        let bytes = std::mem::take(&mut copy.pending);
         if let Some(taken) = copy.taken.take()
             && taken.await.is_err()
         {
@@ -668,6 +685,12 @@ impl Session {
     /// The end of COPY's data (`failed`: the client's CopyFail message, which fails it with
     /// 57014 as PostgreSQL does): the statement's answer, its block ended if it had its own.
     pub async fn finish_copy(&mut self, failed: Option<&str>) -> Answer {
+        if let Some(copy) = self.copy.as_mut()
+            && failed.is_none()
+            && !copy.pending.is_empty()
+        {
+            Self::send_piece(copy).await;
+        }
         let Some(copy) = self.copy.take() else {
             return Answer::Error(SqlError::new(
                 sqlstate::PROTOCOL_VIOLATION,
