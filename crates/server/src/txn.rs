@@ -76,6 +76,12 @@ const CHUNK_BYTES: usize = 64 * 1024;
 /// statement parks (holding no latch: between rows of its scan) while the client is slow to
 /// take a batch, and ends with 57014 if the session stops taking them (a cancel, or the client
 /// gone). Each batch waits until what the statement read so far is durable before it leaves.
+///
+/// A batch that fills inside a scan parks inside the scan's callback, where the scan's epoch is
+/// entered: while a client is slow, memory retired meanwhile (by any thread) waits to be freed.
+/// That delays no one's progress, and the statement's snapshot holds back the collector anyway
+/// for as long (as PostgreSQL's does vacuum); leaving the epoch there would need the engine's scan
+/// to offer a pause point.
 struct RowSender<'db> {
     /// Where the next batch goes (`None`: no one takes batches; every row goes with the reply).
     out: Option<Promise<Chunk>>,
