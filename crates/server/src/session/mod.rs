@@ -650,7 +650,7 @@ impl Session {
         }
     }
 
-    /// A message of COPY's data: gathered into pieces of [`COPY_PIECE`] bytes, each passed to
+    /// A message of COPY's data: gathered into pieces of `COPY_PIECE` bytes, each passed to
     /// the statement once it took the one before (so the client's data is read no faster than
     /// the statement takes it). Ignored if no COPY is in progress, or its statement has failed
     /// (its error comes at the end).
