@@ -142,16 +142,21 @@ pub fn validate(name: &str, value: &str) -> Result<(String, String), SqlError> {
     Ok((name, value))
 }
 
-/// A time setting's value in milliseconds: a number (milliseconds) or one with a unit (`ms`,
-/// `s`, `min`, `h`, `d`), as PostgreSQL reads `statement_timeout`.
-pub fn milliseconds(value: &str) -> Option<u64> {
+/// A setting's number and the unit after it (`250ms`, `'4 MB'`), quotes and spaces aside.
+fn number_and_unit(value: &str) -> Option<(f64, &str)> {
     let v = value.trim().trim_matches('\'').trim();
     let split = v
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(v.len());
     let (number, unit) = v.split_at(split);
-    let number: f64 = number.parse().ok()?;
-    let scale = match unit.trim() {
+    Some((number.parse().ok()?, unit.trim()))
+}
+
+/// A time setting's value in milliseconds: a number (milliseconds) or one with a unit (`ms`,
+/// `s`, `min`, `h`, `d`), as PostgreSQL reads `statement_timeout`.
+pub fn milliseconds(value: &str) -> Option<u64> {
+    let (number, unit) = number_and_unit(value)?;
+    let scale = match unit {
         "" | "ms" => 1.0,
         "s" => 1e3,
         "min" => 60e3,
@@ -166,13 +171,8 @@ pub fn milliseconds(value: &str) -> Option<u64> {
 /// A memory setting's value in kilobytes: a number (kilobytes) or one with a unit (`B`, `kB`,
 /// `MB`, `GB`, `TB`), as PostgreSQL reads `work_mem`.
 pub fn kilobytes(value: &str) -> Option<u64> {
-    let v = value.trim().trim_matches('\'').trim();
-    let split = v
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(v.len());
-    let (number, unit) = v.split_at(split);
-    let number: f64 = number.parse().ok()?;
-    let scale = match unit.trim() {
+    let (number, unit) = number_and_unit(value)?;
+    let scale = match unit {
         "B" => 1.0 / 1024.0,
         "" | "kB" => 1.0,
         "MB" => 1024.0,

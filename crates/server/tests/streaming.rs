@@ -87,12 +87,9 @@ impl Slow {
         socket
             .set_read_timeout(Some(std::time::Duration::from_secs(120)))
             .expect("timeout");
-        let params = b"user\0slow\0database\0slow\0\0";
-        let mut startup = Vec::new();
-        startup.extend_from_slice(&((8 + params.len()) as u32).to_be_bytes());
-        startup.extend_from_slice(&196_608u32.to_be_bytes());
-        startup.extend_from_slice(params);
-        socket.write_all(&startup).expect("startup");
+        socket
+            .write_all(&common::raw::startup("slow"))
+            .expect("startup");
         let mut slow = Slow {
             socket,
             key: (0, 0),

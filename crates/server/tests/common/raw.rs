@@ -4,6 +4,16 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 
+/// The startup packet of protocol 3.0 for `user` (and a database of that name).
+pub fn startup(user: &str) -> Vec<u8> {
+    let params = format!("user\0{user}\0database\0{user}\0\0");
+    let mut packet = Vec::new();
+    packet.extend_from_slice(&((8 + params.len()) as u32).to_be_bytes());
+    packet.extend_from_slice(&196_608u32.to_be_bytes());
+    packet.extend_from_slice(params.as_bytes());
+    packet
+}
+
 /// A client speaking the protocol by hand, to send messages no driver sends together.
 pub struct Raw(pub TcpStream);
 
@@ -12,12 +22,7 @@ impl Raw {
         let mut s = TcpStream::connect(("127.0.0.1", port)).expect("tcp");
         s.set_read_timeout(Some(std::time::Duration::from_secs(60)))
             .expect("timeout");
-        let params = b"user\0raw\0database\0raw\0\0";
-        let mut startup = Vec::new();
-        startup.extend_from_slice(&((8 + params.len()) as u32).to_be_bytes());
-        startup.extend_from_slice(&196_608u32.to_be_bytes());
-        startup.extend_from_slice(params);
-        s.write_all(&startup).expect("startup");
+        s.write_all(&startup("raw")).expect("startup");
         let mut raw = Raw(s);
         raw.until_ready();
         raw
