@@ -309,6 +309,7 @@ impl ExtendedQueryHandler for Connection {
     {
         // pgwire's own Execute (with a row limit) races the client's cancel itself, and sends
         // the rows it is given up to the limit: they come whole with the answer.
+        self.ready_session(client).await?;
         let answer = self.run_portal(portal, std::future::pending(), None).await;
         client.set_transaction_status(status_of(&*self.session.lock().await));
         answer
@@ -530,6 +531,7 @@ impl Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        self.ready_session(client).await?;
         client.set_state(PgWireConnectionState::QueryInProgress);
         let handle = client.session_extensions().get::<Arc<ConnectionHandle>>();
         let format = portal.result_column_format.clone();
@@ -555,6 +557,15 @@ impl Connection {
         fed.map_err(|e| wire::pg_error(&e))?
     }
 
+    /// Makes the session if this is the connection's first message that needs it (a client
+    /// that authenticated with a password gets it here), and notes the message; fails once the
+    /// session was ended.
+    async fn ready_session<C: ClientInfo>(&self, client: &C) -> PgWireResult<()> {
+        let guard = self.session(client).await.map_err(|e| wire::pg_error(&e))?;
+        drop(guard);
+        Ok(())
+    }
+
     /// Runs a bound portal to its end unless `cancelled` completes first; its rows go to `out`
     /// as they are made (with no `out`, all with the answer).
     async fn run_portal(
@@ -564,10 +575,9 @@ impl Connection {
         out: Option<&mut dyn RowOut>,
     ) -> Result<Answer, SqlError> {
         let mut guard = self.session.lock().await;
-        let Some(session) = guard.as_mut() else {
-            return Err(SqlError::new(sqlstate::PROTOCOL_VIOLATION, "no session"));
-        };
-        session.touch()?;
+        let session = guard
+            .as_mut()
+            .expect("made by the caller (`ready_session`)");
         if session.block_failed() && !ends_transaction(&portal.statement.statement.ast) {
             return Err(failed_block());
         }
