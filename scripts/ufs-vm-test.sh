@@ -149,14 +149,23 @@ chmod +x "$INITRD/init" "$INITRD/guest.sh"
 # ---- boots ----
 ok=0
 results=()
+# A boot whose guest never reported (no "UFSVM" line: QEMU or the kernel failed before the
+# guest script ran, so the scheduler was never loaded) is tried again, up to twice, saying so;
+# its console's end is printed either way, so a failure can be read from CI's log.
 for boot in $(seq 1 "$BOOTS"); do
     console=$WORK/console-$boot.log
-    log "boot $boot of $BOOTS (console: $console)"
-    start=$(date +%s)
-    timeout 1500 qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m 2048 -smp 2 -nographic \
-        -no-reboot -kernel "$VMLINUZ" -initrd "$WORK/initrd.gz" \
-        -append "console=ttyS0 panic=-1 quiet" < /dev/null > "$console" 2>&1 || true
-    log "boot $boot took $(($(date +%s) - start)) s"
+    for attempt in 1 2 3; do
+        log "boot $boot of $BOOTS, attempt $attempt (console: $console)"
+        start=$(date +%s)
+        status=0
+        timeout 1500 qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m 2048 -smp 2 \
+            -nographic -no-reboot -kernel "$VMLINUZ" -initrd "$WORK/initrd.gz" \
+            -append "console=ttyS0 panic=-1 quiet" < /dev/null > "$console" 2>&1 || status=$?
+        log "boot $boot took $(($(date +%s) - start)) s (QEMU exit status $status)"
+        grep -q '^UFSVM ' "$console" && break
+        log "boot $boot: the guest never reported; the console's last lines:"
+        tail -n 25 "$console" | sed 's/^/    /' >&2
+    done
     results+=("$console")
 done
 python3 - "$KVER" "${results[@]}" > "$WORK/result.json" <<'PY'
@@ -208,5 +217,11 @@ PY
 cat "$WORK/result.json"
 [ -n "$OUT" ] && cp "$WORK/result.json" "$OUT"
 clean=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["clean_boots"])' "$WORK/result.json")
+if [ "$clean" -ne "$BOOTS" ]; then
+    for console in "${results[@]}"; do
+        log "the end of $console:"
+        tail -n 25 "$console" | sed 's/^/    /' >&2
+    done
+fi
 log "$clean of $BOOTS boots clean"
 [ "$clean" -eq "$BOOTS" ]
