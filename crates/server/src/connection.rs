@@ -194,6 +194,24 @@ impl Connection {
         });
     }
 
+    /// Forgets the client's portals once no transaction is open: they end with the
+    /// transaction that made them, as PostgreSQL's do.
+    pub(crate) async fn end_portals<C>(&self, client: &C)
+    where
+        C: ClientPortalStore,
+        C::PortalStore: PortalStore,
+    {
+        if !self
+            .session
+            .lock()
+            .await
+            .as_ref()
+            .is_some_and(Session::in_block)
+        {
+            client.portal_store().clear_portals();
+        }
+    }
+
     /// Whether the session's open block has failed.
     pub(crate) async fn block_failed(&self) -> bool {
         self.session
@@ -285,6 +303,13 @@ pub(crate) fn response(answer: Answer, format: &Format) -> Result<Response, SqlE
         // Carried out by the connection before its answer is sent (`Connection::deallocate`).
         Answer::Deallocate(_) => Response::Execution(Tag::new("DEALLOCATE")),
         Answer::Error(e) => return Err(e),
+        // Only a fetch gives it, and its connection sends it (`RowsToClient::answer`).
+        Answer::Suspended => {
+            return Err(SqlError::new(
+                sqlstate::INTERNAL_ERROR,
+                "a portal was suspended outside a fetch",
+            ));
+        }
     })
 }
 
@@ -356,6 +381,13 @@ where
                     Err(e) => Err(e),
                 }
             }
+            Answer::Suspended => self
+                .client
+                .feed(PgWireBackendMessage::PortalSuspended(
+                    pgwire::messages::extendedquery::PortalSuspended::new(),
+                ))
+                .await
+                .map_err(PgWireError::from),
             other => {
                 let response = response(other, &self.format)?;
                 feed_response(&mut *self.client, response, !self.describe).await

@@ -231,7 +231,10 @@ impl ExtendedQueryHandler for Connection {
                 client.portal_store().rm_statement(name);
                 self.name_statement(name, false);
             }
-            b'P' => client.portal_store().rm_portal(name),
+            b'P' => {
+                self.close_cursor(client, name).await?;
+                client.portal_store().rm_portal(name);
+            }
             _ => {}
         }
         client
@@ -285,7 +288,7 @@ impl ExtendedQueryHandler for Connection {
                 .feed(PgWireBackendMessage::ErrorResponse(info.into()))
                 .await?;
         }
-        client.portal_store().rm_portal(DEFAULT_NAME);
+        self.end_portals(client).await;
         client.set_state(PgWireConnectionState::ReadyForQuery);
         client
             .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(
@@ -307,8 +310,8 @@ impl ExtendedQueryHandler for Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        // pgwire's own Execute (with a row limit) races the client's cancel itself, and sends
-        // the rows it is given up to the limit: they come whole with the answer.
+        // pgwire's own Execute calls this; ours (`execute`, `fetch`) does not. Kept whole, as
+        // the trait asks: the statement runs to its end and its rows come with the answer.
         self.ready_session(client).await?;
         let answer = self.run_portal(portal, std::future::pending(), None).await;
         client.set_transaction_status(status_of(&*self.session.lock().await));
@@ -328,6 +331,15 @@ impl Connection {
     {
         let statement_name = message.statement_name.as_deref().unwrap_or(DEFAULT_NAME);
         let portal_name = message.portal_name.as_deref().unwrap_or(DEFAULT_NAME);
+        // A named portal lives until its transaction ends or it is closed; the unnamed one is
+        // replaced (a statement still fetched from it stops).
+        if portal_name != DEFAULT_NAME && client.portal_store().get_portal(portal_name).is_some() {
+            return Err(wire::pg_error(&SqlError::new(
+                sqlstate::DUPLICATE_CURSOR,
+                format!("cursor \"{portal_name}\" already exists"),
+            )));
+        }
+        self.close_cursor(client, portal_name).await?;
         match client.portal_store().get_statement(statement_name) {
             Some(Entry::Value(statement)) => {
                 if self.block_failed().await && !ends_transaction(&statement.statement.ast) {
@@ -345,7 +357,7 @@ impl Connection {
                     "bind message supplies parameters to an empty statement",
                 )));
             }
-            None => return Err(PgWireError::StatementNotFound(statement_name.to_owned())),
+            None => return Err(statement_not_found(statement_name)),
         }
         client
             .feed(PgWireBackendMessage::BindComplete(BindComplete::new()))
@@ -378,7 +390,7 @@ impl Connection {
                     Format::UnifiedText,
                 ),
                 Some(Entry::Empty) => (None, true, Format::UnifiedText),
-                None => return Err(PgWireError::StatementNotFound(name.to_owned())),
+                None => return Err(statement_not_found(name)),
             },
             b'P' => match client.portal_store().get_portal(name) {
                 Some(Entry::Value(portal)) => (
@@ -393,7 +405,7 @@ impl Connection {
                     portal.result_column_format.clone(),
                 ),
                 Some(Entry::Empty) => (None, false, Format::UnifiedText),
-                None => return Err(PgWireError::PortalNotFound(name.to_owned())),
+                None => return Err(portal_not_found(name)),
             },
             other => return Err(PgWireError::InvalidTargetType(other)),
         };
@@ -432,11 +444,6 @@ impl Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        // A row limit (a cursor-like fetch) takes pgwire's portal machinery; the common case,
-        // all rows at once, is answered here without a flush.
-        if message.max_rows > 0 {
-            return self._on_execute(client, message).await;
-        }
         if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
             return Err(PgWireError::NotReadyForQuery);
         }
@@ -451,8 +458,21 @@ impl Connection {
                     .await?;
                 return Ok(());
             }
-            None => return Err(PgWireError::PortalNotFound(portal_name.to_owned())),
+            None => return Err(portal_not_found(portal_name)),
         };
+        // A row limit (a driver's cursor) fetches the portal a few rows at a time, as does any
+        // Execute of a portal fetched so.
+        if message.max_rows > 0
+            || self
+                .session(client)
+                .await
+                .is_ok_and(|s| s.as_ref().is_some_and(|s| s.has_cursor(shown(portal_name))))
+        {
+            let max_rows = usize::try_from(message.max_rows).unwrap_or(0);
+            return self
+                .fetch(client, &portal, shown(portal_name), max_rows)
+                .await;
+        }
         // Outside a block, the statements up to Sync are one implicit transaction (PostgreSQL's
         // rule). Most often one statement comes before Sync: a data statement waits for the
         // next message, and runs alone (one trip to a worker) if that is Sync, or in an
@@ -557,6 +577,72 @@ impl Connection {
         fed.map_err(|e| wire::pg_error(&e))?
     }
 
+    /// Executes `portal` (named `name`) for at most `max_rows` rows (all if 0): its first fetch
+    /// starts it, in the open block or an implicit one; it suspends once that many rows were
+    /// sent, and completes with the rows of its last fetch counted.
+    async fn fetch<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<StatementRef>,
+        name: &str,
+        max_rows: usize,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        self.ready_session(client).await?;
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        let mut cancelled: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> =
+            match client.session_extensions().get::<Arc<ConnectionHandle>>() {
+                Some(handle) => Box::pin(cancel_request(&handle).await),
+                None => Box::pin(std::future::pending()),
+            };
+        let mut to = RowsToClient::new(&mut *client, portal.result_column_format.clone(), true);
+        let answer = {
+            let mut guard = self.session.lock().await;
+            let session = guard.as_mut().expect("made above (`ready_session`)");
+            let opened = if session.has_cursor(name) {
+                None
+            } else {
+                match bound(portal, session) {
+                    Ok((plan, params)) => {
+                        session
+                            .open_cursor(name, plan, params, max_rows, &mut cancelled)
+                            .await
+                    }
+                    Err(e) => Some(session.fail(e)),
+                }
+            };
+            let answer = match opened {
+                Some(answer) => answer,
+                None => session.fetch(name, max_rows, &mut cancelled, &mut to).await,
+            };
+            self.deallocate(session, answer)
+        };
+        to.client.set_state(PgWireConnectionState::ReadyForQuery);
+        let fed = match answer {
+            Answer::Error(e) => Err(e),
+            answer => to.answer(answer).await,
+        };
+        client.set_transaction_status(status_of(&*self.session.lock().await));
+        fed.map_err(|e| wire::pg_error(&e))?
+    }
+
+    /// Stops the fetches of portal `name`, if it is being fetched.
+    async fn close_cursor<C: ClientInfo>(&self, client: &C, name: &str) -> PgWireResult<()> {
+        if let Some(session) = self
+            .session(client)
+            .await
+            .map_err(|e| wire::pg_error(&e))?
+            .as_mut()
+        {
+            session.close_cursor(shown(name)).await;
+        }
+        Ok(())
+    }
+
     /// Makes the session if this is the connection's first message that needs it (a client
     /// that authenticated with a password gets it here), and notes the message; fails once the
     /// session was ended.
@@ -578,37 +664,67 @@ impl Connection {
         let session = guard
             .as_mut()
             .expect("made by the caller (`ready_session`)");
-        if session.block_failed() && !ends_transaction(&portal.statement.statement.ast) {
-            return Err(failed_block());
-        }
         // An error here reaches the client, which fails the block (`Connection::failing`).
-        let plan = portal.statement.statement.plan(session.tables())?;
-        if portal.parameters.len() != plan.params.len() {
-            let e = SqlError::new(
-                sqlstate::PROTOCOL_VIOLATION,
-                format!(
-                    "bind message supplies {} parameters, but prepared statement requires {}",
-                    portal.parameters.len(),
-                    plan.params.len()
-                ),
-            );
-            return Err(e);
-        }
-        let params = plan
-            .params
-            .iter()
-            .enumerate()
-            .map(|(i, ty)| {
-                let binary = wire::format_of(&portal.parameter_format, i)
-                    == pgwire::api::results::FieldFormat::Binary;
-                wire::decode_param(portal.parameters[i].as_deref(), *ty, binary)
-            })
-            .collect::<Result<Vec<_>, _>>();
-        let params = params?;
+        let (plan, params) = bound(portal, session)?;
         let answer = session.execute_until(plan, params, cancelled, out).await;
         match self.deallocate(session, answer) {
             Answer::Error(e) => Err(e),
             answer => Ok(answer),
         }
     }
+}
+
+/// A bound portal's plan (made again if the catalog changed) and its parameters' values;
+/// 25P02 in a failed block unless it ends the block.
+fn bound(
+    portal: &Portal<StatementRef>,
+    session: &Session,
+) -> Result<(Arc<overtake_sql::Prepared>, Vec<overtake_sql::Datum>), SqlError> {
+    if session.block_failed() && !ends_transaction(&portal.statement.statement.ast) {
+        return Err(failed_block());
+    }
+    let plan = portal.statement.statement.plan(session.tables())?;
+    if portal.parameters.len() != plan.params.len() {
+        return Err(SqlError::new(
+            sqlstate::PROTOCOL_VIOLATION,
+            format!(
+                "bind message supplies {} parameters, but prepared statement requires {}",
+                portal.parameters.len(),
+                plan.params.len()
+            ),
+        ));
+    }
+    let params = plan
+        .params
+        .iter()
+        .enumerate()
+        .map(|(i, ty)| {
+            let binary = wire::format_of(&portal.parameter_format, i)
+                == pgwire::api::results::FieldFormat::Binary;
+            wire::decode_param(portal.parameters[i].as_deref(), *ty, binary)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((plan, params))
+}
+
+/// A portal's or statement's name as PostgreSQL shows it (the unnamed one's is empty; pgwire
+/// stores it under a name of its own).
+fn shown(name: &str) -> &str {
+    if name == DEFAULT_NAME { "" } else { name }
+}
+
+/// PostgreSQL's error for a portal that does not exist (34000).
+fn portal_not_found(name: &str) -> PgWireError {
+    wire::pg_error(&SqlError::new(
+        sqlstate::INVALID_CURSOR_NAME,
+        format!("portal \"{}\" does not exist", shown(name)),
+    ))
+}
+
+/// PostgreSQL's error for a prepared statement that does not exist (26000).
+fn statement_not_found(name: &str) -> PgWireError {
+    wire::pg_error(&SqlError::new(
+        sqlstate::INVALID_SQL_STATEMENT_NAME,
+        format!("prepared statement \"{}\" does not exist", shown(name)),
+    ))
 }

@@ -170,6 +170,10 @@ impl SimpleQueryHandler for Connection {
         client.set_transaction_status(status);
         if let Some(session) = guard.as_mut() {
             self.watch_idle(session);
+            // Portals end with the transaction that made them.
+            if !session.in_block() {
+                client.portal_store().clear_portals();
+            }
         }
         if !matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
             client.set_state(PgWireConnectionState::ReadyForQuery);

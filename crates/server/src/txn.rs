@@ -64,8 +64,18 @@ pub enum CopyData {
 /// to fulfil once the batch is handed to the connection, and where the next batch comes.
 pub struct Chunk {
     pub rows: Vec<Vec<Datum>>,
-    pub taken: Promise<()>,
+    pub taken: Promise<Take>,
     pub next: Ticket<Chunk>,
+}
+
+/// What the session says of a batch it took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Take {
+    /// Make the next.
+    More,
+    /// Make no more: a portal closed before its end. The statement ends with the rows it made;
+    /// its transaction goes on (only statements that write nothing run this way).
+    Stop,
 }
 
 /// A batch is sent when its rows take this much memory (see `overtake_sql::datum::row_bytes`).
@@ -86,27 +96,37 @@ struct RowSender<'db> {
     /// Where the next batch goes (`None`: no one takes batches; every row goes with the reply).
     out: Option<Promise<Chunk>>,
     /// Fulfilled once the last batch sent was taken.
-    taken: Option<Ticket<()>>,
+    taken: Option<Ticket<Take>>,
     batch: Vec<Vec<Datum>>,
     bytes: usize,
+    /// A batch is also sent once it holds this many rows (a portal's fetch size).
+    batch_rows: usize,
     reads: overtake_engine::Reads<'db>,
+    /// The session asked for no more rows ([`Take::Stop`]).
+    stopped: bool,
 }
 
 impl RowSender<'_> {
     fn push(&mut self, row: Vec<Datum>) -> Result<(), SqlError> {
         self.bytes += overtake_sql::datum::row_bytes(&row);
         self.batch.push(row);
-        if self.bytes >= CHUNK_BYTES && self.out.is_some() {
+        if (self.bytes >= CHUNK_BYTES || self.batch.len() >= self.batch_rows) && self.out.is_some()
+        {
             self.send()?;
         }
         Ok(())
     }
 
-    /// Waits until the batch sent before was taken.
+    /// Waits until the batch sent before was taken. An error stops the statement: the session
+    /// asked for no more (`stopped` tells that from a cancel) or is gone.
     fn wait_taken(&mut self) -> Result<(), SqlError> {
-        match self.taken.take() {
-            Some(taken) => taken.wait().map_err(|_| cancelled()),
-            None => Ok(()),
+        match self.taken.take().map(Ticket::wait) {
+            None | Some(Ok(Take::More)) => Ok(()),
+            Some(Ok(Take::Stop)) => {
+                self.stopped = true;
+                Err(cancelled())
+            }
+            Some(Err(_)) => Err(cancelled()),
         }
     }
 
@@ -133,7 +153,7 @@ impl RowSender<'_> {
 
     /// The statement's result, with command tag `tag` and the rows not sent yet, once every
     /// batch was taken (so that those rows follow the batches).
-    fn finish(mut self, tag: String) -> Result<Done, SqlError> {
+    fn finish(&mut self, tag: String) -> Result<Done, SqlError> {
         self.wait_taken()?;
         Ok(Done {
             out: Output {
@@ -225,11 +245,21 @@ fn run(
                 taken: None,
                 batch: Vec::new(),
                 bytes: 0,
+                batch_rows: s.batch_rows.unwrap_or(usize::MAX),
                 reads: txn.reads(),
+                stopped: false,
             };
-            let tag =
-                exec::execute_each(txn, query_of(&s.prepared)?, &cx, &mut |r| sender.push(r))?;
-            sender.finish(tag)
+            let done =
+                exec::execute_each(txn, query_of(&s.prepared)?, &cx, &mut |r| sender.push(r))
+                    .and_then(|tag| sender.finish(tag));
+            if sender.stopped {
+                // Its portal was closed: what it made so far was its result.
+                return Ok(Done::new(Output {
+                    tag: String::new(),
+                    rows: Vec::new(),
+                }));
+            }
+            done
         }
         RunOrInsert::Insert(rows) => {
             let cx = Context::new(&[], overtake_sql::time::now_micros()).cancelled_by(cancel);
@@ -299,6 +329,8 @@ pub struct Statement {
     pub memory: usize,
     /// Where its rows go in batches as they are made (`None`: all with its reply).
     pub rows: Option<Promise<Chunk>>,
+    /// At most this many rows per batch (a portal's fetch size; `None`: batches by size alone).
+    pub batch_rows: Option<usize>,
 }
 
 /// A statement's work, whether it runs alone or in a block: a data statement; COPY's rows; or

@@ -7,34 +7,11 @@ mod common;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 
-use common::{connect, runtime};
+use common::{connect, runtime, tables};
 use futures::{SinkExt, StreamExt};
 
 #[global_allocator]
 static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
-
-/// Tables `a` (1,000 rows, each with 100 bytes of text) and `b` (100 rows): `FROM a, b` makes
-/// 100,000 rows (about 11 MB of DataRows) from little data.
-async fn tables(c: &tokio_postgres::Client) {
-    c.batch_execute(
-        "CREATE TABLE a (i int PRIMARY KEY, t text NOT NULL); \
-         CREATE TABLE b (i int PRIMARY KEY)",
-    )
-    .await
-    .expect("create");
-    let text = "x".repeat(100);
-    let a: String = (0..1_000).map(|i| format!("{i}\t{text}\n")).collect();
-    let b: String = (0..100).map(|i| format!("{i}\n")).collect();
-    for (table, data) in [("a", a), ("b", b)] {
-        let sink = c
-            .copy_in(&format!("COPY {table} FROM STDIN"))
-            .await
-            .expect("copy");
-        futures::pin_mut!(sink);
-        sink.send(bytes::Bytes::from(data)).await.expect("data");
-        sink.finish().await.expect("finish");
-    }
-}
 
 #[test]
 fn rows_made_before_an_error_reach_the_client_before_it_as_in_postgresql() {

@@ -51,6 +51,9 @@ pub mod sqlstate {
     pub const INSUFFICIENT_PRIVILEGE: &str = "42501";
     pub const INVALID_GRANT_OPERATION: &str = "0LP01";
     pub const OBJECT_IN_USE: &str = "55006";
+    pub const OBJECT_NOT_IN_PREREQUISITE_STATE: &str = "55000";
+    pub const INVALID_CURSOR_NAME: &str = "34000";
+    pub const DUPLICATE_CURSOR: &str = "42P03";
     pub const DEPENDENT_OBJECTS_STILL_EXIST: &str = "2BP01";
     pub const CHARACTER_NOT_IN_REPERTOIRE: &str = "22021";
     pub const CONNECTION_FAILURE: &str = "08006";

@@ -40,6 +40,8 @@ pub(super) struct Block {
     pub(super) began: Option<i64>,
     /// Its catalog changes (DDL), seen by its own statements until it commits.
     pub(super) pending: Arc<Pending>,
+    /// Its portals being fetched a few rows at a time.
+    pub(super) cursors: Vec<super::cursor::Cursor>,
 }
 
 /// Makes `block` read-only, or read-write again if no statement has run in it yet.
@@ -94,6 +96,7 @@ impl Session {
             implicit,
             began: None,
             pending: Arc::default(),
+            cursors: Vec::new(),
         }
     }
 
@@ -135,6 +138,8 @@ impl Session {
         &mut self,
         work: RunOrInsert,
     ) -> Result<overtake_sched::Ticket<Reply>, SqlError> {
+        // The block's task runs one statement at a time.
+        self.set_aside_cursor().await?;
         let class = self.class();
         let block = self.block.as_mut().expect("a block is open");
         let promise = match std::mem::replace(&mut block.txn, TxnState::Gone) {
@@ -177,6 +182,10 @@ impl Session {
     /// COMMIT (or ROLLBACK): ends the block. A block that does not commit takes back the `SET`s
     /// made in it.
     pub(super) async fn end_block(&mut self, commit: bool) -> Answer {
+        // Its portals end with it; one whose statement failed before it could stop fails it.
+        if self.stop_cursors().await.is_err() {
+            self.mark_failed();
+        }
         let Some(block) = self.block.take() else {
             // PostgreSQL warns that no transaction is in progress, and succeeds.
             return Answer::End(if commit { "COMMIT" } else { "ROLLBACK" }.into());

@@ -49,6 +49,42 @@ impl Session {
             .map(str::to_owned)
     }
 
+    /// A time limit set in milliseconds (`statement_timeout`, `lock_timeout`; 0: none).
+    fn limit(&self, name: &str) -> Option<std::time::Duration> {
+        self.setting(name)
+            .and_then(|v| settings::milliseconds(&v))
+            .filter(|ms| *ms > 0)
+            .map(std::time::Duration::from_millis)
+    }
+
+    /// The next statement's cancellation (with its `lock_timeout`), made the session's current.
+    pub(super) fn new_cancel(&mut self) -> std::sync::Arc<crate::txn::Cancel> {
+        let lock_timeout = self.limit("lock_timeout");
+        let cancel = std::sync::Arc::new(crate::txn::Cancel::with_lock_timeout(lock_timeout));
+        self.cancel = std::sync::Arc::clone(&cancel);
+        cancel
+    }
+
+    /// Completes when `statement_timeout` (if set) passes from now.
+    pub(super) fn statement_timer(&self) -> impl std::future::Future<Output = ()> + use<> {
+        let timeout = self.limit("statement_timeout");
+        async move {
+            match timeout {
+                Some(t) => tokio::time::sleep(t).await,
+                None => std::future::pending().await,
+            }
+        }
+    }
+
+    /// A statement's memory budget for sorts, groups and DISTINCT (`statement_mem`, bytes).
+    pub(super) fn statement_memory(&self) -> usize {
+        self.setting("statement_mem")
+            .and_then(|v| settings::kilobytes(&v))
+            .map_or(overtake_sql::expr::DEFAULT_STATEMENT_MEMORY, |kb| {
+                usize::try_from(kb.saturating_mul(1024)).unwrap_or(usize::MAX)
+            })
+    }
+
     /// The level `priority` names (normal by default).
     pub(super) fn level_asked(&self) -> Priority {
         self.setting("priority")

@@ -8,6 +8,7 @@
 
 mod block;
 mod config;
+mod cursor;
 
 pub use block::failed_block;
 use block::{Block, TxnState, set_read_only};
@@ -46,7 +47,7 @@ async fn drain(
 ) -> Result<(), SqlError> {
     while let Ok(chunk) = next.await {
         out.rows(columns, chunk.rows).await?;
-        chunk.taken.fulfil(());
+        chunk.taken.fulfil(txn::Take::More);
         next = chunk.next;
     }
     Ok(())
@@ -144,6 +145,8 @@ pub enum Answer {
     /// `DEALLOCATE`: the connection, which keeps prepared statements, forgets them (see
     /// `Connection::deallocate`).
     Deallocate(Option<String>),
+    /// A fetch from a portal gave the rows asked for: more may follow (PortalSuspended).
+    Suspended,
     Empty,
     Error(SqlError),
 }
@@ -326,21 +329,8 @@ impl Session {
         if matches!(prepared.command, Command::Commit | Command::Rollback) {
             return self.execute(prepared, params, out).await;
         }
-        let limit = |name: &str| {
-            self.setting(name)
-                .and_then(|v| settings::milliseconds(&v))
-                .filter(|ms| *ms > 0)
-                .map(std::time::Duration::from_millis)
-        };
-        let timeout = limit("statement_timeout");
-        let cancel = Arc::new(txn::Cancel::with_lock_timeout(limit("lock_timeout")));
-        self.cancel = Arc::clone(&cancel);
-        let timer = async {
-            match timeout {
-                Some(t) => tokio::time::sleep(t).await,
-                None => std::future::pending().await,
-            }
-        };
+        let cancel = self.new_cancel();
+        let timer = self.statement_timer();
         let mut run = Box::pin(self.execute_current(prepared, params, out));
         let why = tokio::select! {
             answer = &mut run => return answer,
@@ -355,6 +345,33 @@ impl Session {
             sqlstate::QUERY_CANCELED,
             format!("canceling statement due to {why}"),
         ))
+    }
+
+    /// A data statement to run now, its rows going to `rows` in batches if given.
+    fn statement(
+        &mut self,
+        prepared: Arc<Prepared>,
+        params: Vec<Datum>,
+        rows: Option<overtake_sched::Promise<Chunk>>,
+    ) -> txn::Statement {
+        // now() is the transaction's start: a block's first statement's.
+        let started = overtake_sql::time::now_micros();
+        let began = match &mut self.block {
+            Some(b) => *b.began.get_or_insert(started),
+            None => started,
+        };
+        let memory = self.statement_memory();
+        txn::Statement {
+            prepared,
+            params,
+            began,
+            started,
+            user: Arc::clone(&self.user),
+            backends: Arc::clone(&self.backends) as Arc<dyn overtake_sql::expr::Backends>,
+            memory,
+            rows,
+            batch_rows: None,
+        }
     }
 
     /// Reports `e`, whatever raised it (parsing, binding, a bad parameter, the statement itself,
@@ -425,18 +442,6 @@ impl Session {
         match &prepared.command {
             Command::Query(_) => {
                 let columns = prepared.columns.clone();
-                // now() is the transaction's start: a block's first statement's.
-                let started = overtake_sql::time::now_micros();
-                let began = match &mut self.block {
-                    Some(b) => *b.began.get_or_insert(started),
-                    None => started,
-                };
-                let memory = self
-                    .setting("statement_mem")
-                    .and_then(|v| settings::kilobytes(&v))
-                    .map_or(overtake_sql::expr::DEFAULT_STATEMENT_MEMORY, |kb| {
-                        usize::try_from(kb.saturating_mul(1024)).unwrap_or(usize::MAX)
-                    });
                 let (rows, batches) = match (&out, columns.is_empty()) {
                     (Some(_), false) => {
                         let (rows, batches) = overtake_sched::Promise::new();
@@ -444,16 +449,7 @@ impl Session {
                     }
                     _ => (None, None),
                 };
-                let work = RunOrInsert::Run(txn::Statement {
-                    prepared: Arc::clone(&prepared),
-                    params,
-                    began,
-                    started,
-                    user: Arc::clone(&self.user),
-                    backends: Arc::clone(&self.backends) as Arc<dyn overtake_sql::expr::Backends>,
-                    memory,
-                    rows,
-                });
+                let work = RunOrInsert::Run(self.statement(Arc::clone(&prepared), params, rows));
                 let done = match (batches, out) {
                     (Some(batches), Some(out)) => {
                         // The statement's batches go to the client while it runs; its answer
