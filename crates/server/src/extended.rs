@@ -339,10 +339,21 @@ impl Connection {
                 format!("cursor \"{portal_name}\" already exists"),
             )));
         }
-        self.close_cursor(client, portal_name).await?;
+        let failed = match self
+            .session(client)
+            .await
+            .map_err(|e| wire::pg_error(&e))?
+            .as_mut()
+        {
+            Some(session) => {
+                session.close_cursor(shown(portal_name)).await;
+                session.block_failed()
+            }
+            None => false,
+        };
         match client.portal_store().get_statement(statement_name) {
             Some(Entry::Value(statement)) => {
-                if self.block_failed().await && !ends_transaction(&statement.statement.ast) {
+                if failed && !ends_transaction(&statement.statement.ast) {
                     return Err(wire::pg_error(&failed_block()));
                 }
                 let portal = Portal::try_new(message, statement)?;
@@ -461,35 +472,34 @@ impl Connection {
             None => return Err(portal_not_found(portal_name)),
         };
         // A row limit (a driver's cursor) fetches the portal a few rows at a time, as does any
-        // Execute of a portal fetched so.
-        if message.max_rows > 0
-            || self
-                .session(client)
-                .await
-                .is_ok_and(|s| s.as_ref().is_some_and(|s| s.has_cursor(shown(portal_name))))
-        {
+        // Execute of a portal fetched so. Otherwise, outside a block, the statements up to Sync
+        // are one implicit transaction (PostgreSQL's rule). Most often one statement comes
+        // before Sync: a data statement waits for the next message, and runs alone (one trip to
+        // a worker) if that is Sync, or in an implicit block with the ones after it otherwise.
+        // Its answer is not due before then: answers leave at Sync (or Flush).
+        let (fetched, deferrable) = {
+            let guard = self.session(client).await.map_err(|e| wire::pg_error(&e))?;
+            let session = guard.as_ref();
+            let fetched =
+                message.max_rows > 0 || session.is_some_and(|s| s.has_cursor(shown(portal_name)));
+            // Outside a block only (in one, every statement runs in its task at once).
+            let deferrable = !fetched
+                && session.is_some_and(|session| {
+                    !session.in_block()
+                        && portal
+                            .statement
+                            .statement
+                            .plan(session.tables())
+                            .is_ok_and(|p| matches!(p.command, overtake_sql::Command::Query(_)))
+                });
+            (fetched, deferrable)
+        };
+        if fetched {
             let max_rows = usize::try_from(message.max_rows).unwrap_or(0);
             return self
                 .fetch(client, &portal, shown(portal_name), max_rows)
                 .await;
         }
-        // Outside a block, the statements up to Sync are one implicit transaction (PostgreSQL's
-        // rule). Most often one statement comes before Sync: a data statement waits for the
-        // next message, and runs alone (one trip to a worker) if that is Sync, or in an
-        // implicit block with the ones after it otherwise. Its answer is not due before then:
-        // answers leave at Sync (or Flush).
-        let deferrable = {
-            let guard = self.session(client).await.map_err(|e| wire::pg_error(&e))?;
-            // Outside a block only (in one, every statement runs in its task at once).
-            guard.as_ref().is_some_and(|session| {
-                !session.in_block()
-                    && portal
-                        .statement
-                        .statement
-                        .plan(session.tables())
-                        .is_ok_and(|p| matches!(p.command, overtake_sql::Command::Query(_)))
-            })
-        };
         if deferrable {
             *self.deferred.lock().unwrap_or_else(|p| p.into_inner()) = Some(portal);
             return Ok(());
