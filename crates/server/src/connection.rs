@@ -194,24 +194,6 @@ impl Connection {
         });
     }
 
-    /// Forgets the client's portals once no transaction is open: they end with the
-    /// transaction that made them, as PostgreSQL's do.
-    pub(crate) async fn end_portals<C>(&self, client: &C)
-    where
-        C: ClientPortalStore,
-        C::PortalStore: PortalStore,
-    {
-        if !self
-            .session
-            .lock()
-            .await
-            .as_ref()
-            .is_some_and(Session::in_block)
-        {
-            client.portal_store().clear_portals();
-        }
-    }
-
     /// Whether the session's open block has failed.
     pub(crate) async fn block_failed(&self) -> bool {
         self.session

@@ -280,6 +280,10 @@ impl ExtendedQueryHandler for Connection {
                 }
                 self.watch_idle(session);
             }
+            // Portals end with the transaction that made them, as PostgreSQL's do.
+            if !guard.as_ref().is_some_and(Session::in_block) {
+                client.portal_store().clear_portals();
+            }
             client.set_transaction_status(status_of(&guard));
         }
         if let Some(e) = error {
@@ -288,7 +292,6 @@ impl ExtendedQueryHandler for Connection {
                 .feed(PgWireBackendMessage::ErrorResponse(info.into()))
                 .await?;
         }
-        self.end_portals(client).await;
         client.set_state(PgWireConnectionState::ReadyForQuery);
         client
             .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(
