@@ -120,7 +120,7 @@ impl Binder<'_> {
             let (x, _) = self.folded(e, &table_scope(table, alias), &mut None)?;
             conjuncts(x, &mut filter);
         }
-        crate::select::one_time_filter(&mut filter);
+        crate::select::order_conditions(&mut filter);
         Ok((choose_access(table, 0, &filter), filter))
     }
 

@@ -29,7 +29,7 @@ pub fn conjuncts(e: Expr, out: &mut Vec<Expr>) {
 
 /// A condition constantly false or NULL passes no row: as PostgreSQL's one-time filter, it is
 /// then the only condition, so no other is computed for any row.
-pub fn one_time_filter(conditions: &mut Vec<Expr>) {
+fn one_time_filter(conditions: &mut Vec<Expr>) {
     let never = conditions.iter().position(|c| {
         matches!(
             c,
@@ -39,6 +39,62 @@ pub fn one_time_filter(conditions: &mut Vec<Expr>) {
     if let Some(never) = never {
         let only = conditions.swap_remove(never);
         *conditions = vec![only];
+    }
+}
+
+/// Orders a statement's conditions as PostgreSQL's planner does before it checks them on a row:
+/// a constantly false one alone (see [`one_time_filter`]), else the cheapest first, in its
+/// cost units, the order written among equals (`order_qual_clauses`). Which conditions are
+/// computed for a row decides which errors a statement can raise: in `c % c >= 1 AND c IN (1,
+/// 2)`, PostgreSQL checks the IN list first and never divides by a zero `c`.
+pub fn order_conditions(conditions: &mut Vec<Expr>) {
+    one_time_filter(conditions);
+    conditions.sort_by(|a, b| cost(a).total_cmp(&cost(b)));
+}
+
+/// What PostgreSQL's `cost_qual_eval` charges for computing `e`, in operator calls: one per
+/// operator, function or cast, none for AND, OR, NOT, IS NULL, COALESCE, a column or a
+/// constant, and for an IN list of constants half a comparison per element (PostgreSQL's
+/// `= ANY` of an array), one per element holding a column.
+fn cost(e: &Expr) -> f64 {
+    let children = |es: &mut dyn Iterator<Item = &Expr>| es.map(cost).sum::<f64>();
+    match e {
+        Expr::Column(_) | Expr::Param(_) | Expr::Literal(_) => 0.0,
+        Expr::Not(x) | Expr::IsNull(x, _) => cost(x),
+        Expr::Negate(x) | Expr::Cast(x, _) => 1.0 + cost(x),
+        Expr::Binary(BinOp::And | BinOp::Or, l, r) => cost(l) + cost(r),
+        Expr::Binary(_, l, r) => 1.0 + cost(l) + cost(r),
+        Expr::Between {
+            expr, low, high, ..
+        } => 2.0 + cost(expr) + cost(low) + cost(high),
+        Expr::InList { expr, list, .. } => {
+            let (columns, constants): (Vec<&Expr>, Vec<&Expr>) =
+                list.iter().partition(|x| x.max_column().is_some());
+            let compare = match constants.len() {
+                0 => 0.0,
+                1 => 1.0,
+                n => 0.5 * n as f64,
+            };
+            cost(expr) + compare + columns.len() as f64 + children(&mut list.iter())
+        }
+        Expr::Func(crate::expr::Func::Coalesce, args) => children(&mut args.iter()),
+        Expr::Func(_, args) => 1.0 + children(&mut args.iter()),
+        Expr::Case {
+            operand,
+            whens,
+            otherwise,
+        } => {
+            // With an operand, each WHEN compares it to a value.
+            let compares = if operand.is_some() {
+                whens.len() as f64
+            } else {
+                0.0
+            };
+            compares
+                + operand.as_deref().map_or(0.0, cost)
+                + children(&mut whens.iter().flat_map(|(w, t)| [w, t]))
+                + otherwise.as_deref().map_or(0.0, cost)
+        }
     }
 }
 
@@ -209,7 +265,7 @@ impl Binder<'_> {
             let (bound, _) = self.folded(e, &scope, &mut None)?;
             conjuncts(bound, &mut conditions);
         }
-        one_time_filter(&mut conditions);
+        order_conditions(&mut conditions);
         let levels = sources.len().max(1);
         let mut filters: Vec<Vec<Expr>> = (0..levels).map(|_| Vec::new()).collect();
         for c in conditions {
