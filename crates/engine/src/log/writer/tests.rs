@@ -296,6 +296,61 @@ fn a_full_segment_without_a_next_one_stops_the_log() {
     assert!(memory.0.lock().expect("test").is_empty());
 }
 
+/// A file that takes nothing: every append fails, and so does cutting back what it may have
+/// kept (a disk that failed mid-write).
+struct Broken(Arc<std::sync::atomic::AtomicUsize>);
+
+impl LogFile for Broken {
+    fn append(&mut self, _: &[u8]) -> io::Result<()> {
+        self.0.fetch_add(1, Ordering::AcqRel);
+        Err(io::Error::other("Input/output error"))
+    }
+    fn sync(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+    fn truncate(&mut self, _: u64) -> io::Result<()> {
+        Err(io::Error::other("Read-only file system"))
+    }
+}
+
+#[test]
+fn a_segment_end_that_fails_and_cannot_be_cut_back_stops_the_log_at_once() {
+    let appends = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let first: Box<dyn LogFile> = Box::new(Broken(Arc::clone(&appends)));
+    let memory = Memory::default();
+    let batching = Batching {
+        interval: Duration::from_secs(3600),
+        bytes: 1 << 20,
+    };
+    // Segment 1 is full: the next batch first ends it with a record naming segment 2.
+    let writer = LogWriter::start(
+        Box::new(memory.clone()),
+        (first, 1, SEGMENT_BYTES),
+        (0, 1, 0),
+        batching,
+    )
+    .expect("start");
+    let lsn = append(&writer, b"record");
+    let failed = writer.wait_durable(lsn, true);
+    assert!(
+        failed
+            .as_ref()
+            .is_err_and(|e| e.contains("Input/output error")
+                && e.contains("cutting the log back failed")
+                && e.contains("the log has stopped")),
+        "{failed:?}"
+    );
+    // Not tried again: a second end record would follow the first's remains.
+    assert_eq!(appends.load(Ordering::Acquire), 1);
+    assert_eq!(writer.stats().durable_lsn, 0);
+    // Segment 2 was made but holds nothing beyond its header.
+    let files = memory.0.lock().expect("test");
+    assert_eq!(
+        *files[0].lock().expect("test"),
+        crate::log::record::header(2).to_vec()
+    );
+}
+
 #[test]
 fn durable_through_a_timestamp_waits_for_commits_that_drew_one_before_appending() {
     let memory = Memory::default();

@@ -83,11 +83,19 @@ pub(super) fn write_loop(shared: &Shared, mut current: Current) {
             // and waits for one. Growing this one instead would hide the failure, and write on
             // into a file that may be gone (its directory removed: every commit acknowledged,
             // none kept).
-            let why = format!("creating log segment {}: {e}", current.number + 1);
-            if !retry_later(shared, why, stopping, &mut failed, &mut cutting) {
-                return;
+            let why = format!("creating log segment {}: {}", current.number + 1, e.why());
+            match e {
+                NotMoved::Retry(_) => {
+                    if !retry_later(shared, why, stopping, &mut failed, &mut cutting) {
+                        return;
+                    }
+                    continue;
+                }
+                NotMoved::Torn(_) => {
+                    stop(shared, why, &mut cutting);
+                    return;
+                }
             }
-            continue;
         }
         if !batch.is_empty() {
             let file = &mut current.file;
@@ -147,8 +155,14 @@ pub(super) fn write_loop(shared: &Shared, mut current: Current) {
             shared.durable_through(ts);
         }
         if let Some(requester) = cutting.take() {
-            let done = next_segment(shared, &mut current);
-            shared.answer_rotation(requester, done.map_err(|e| e.to_string()));
+            match next_segment(shared, &mut current) {
+                Ok(n) => shared.answer_rotation(requester, Ok(n)),
+                Err(NotMoved::Retry(e)) => shared.answer_rotation(requester, Err(e.to_string())),
+                Err(torn @ NotMoved::Torn(_)) => {
+                    stop(shared, torn.why(), &mut Some(requester));
+                    return;
+                }
+            }
         }
         if stopping {
             let region = NoPreemptGuard::new();
@@ -202,14 +216,33 @@ fn stop(shared: &Shared, why: String, cutting: &mut Option<Unparker>) {
     }
 }
 
+/// Why the log could not move on to the next segment.
+enum NotMoved {
+    /// Nothing of the attempt stayed in the current segment: it may be tried again.
+    Retry(io::Error),
+    /// The record that ends the current segment failed, and so did cutting it back: part of it
+    /// may be in the file, and anything written after it would bury it in the middle of the
+    /// log (which recovery then refuses to open). The log must stop.
+    Torn(String),
+}
+
+impl NotMoved {
+    fn why(&self) -> String {
+        match self {
+            NotMoved::Retry(e) => e.to_string(),
+            NotMoved::Torn(why) => why.clone(),
+        }
+    }
+}
+
 /// Moves `current` on to the next segment; returns its number. The next segment is made
 /// (durable) first, then named by a record that ends this one (durable too), so that recovery
 /// knows a segment that ends so must be followed: a newest segment lost later is noticed.
-fn next_segment(shared: &Shared, current: &mut Current) -> io::Result<u64> {
+fn next_segment(shared: &Shared, current: &mut Current) -> Result<u64, NotMoved> {
     let next = current.number + 1;
     let file = match current.next.take() {
         Some(file) => file,
-        None => current.segments.create(next)?,
+        None => current.segments.create(next).map_err(NotMoved::Retry)?,
     };
     let mut end = Vec::new();
     crate::log::record::encode_continued(&mut end, next);
@@ -218,8 +251,8 @@ fn next_segment(shared: &Shared, current: &mut Current) -> io::Result<u64> {
         // Tried again with the same next segment; what reached this one is cut back.
         current.next = Some(file);
         return Err(match current.file.truncate(current.len) {
-            Ok(()) => e,
-            Err(cut) => io::Error::other(format!("{e}; then cutting the log back failed: {cut}")),
+            Ok(()) => NotMoved::Retry(e),
+            Err(cut) => NotMoved::Torn(format!("{e}; then cutting the log back failed: {cut}")),
         });
     }
     current.file = file;
