@@ -566,27 +566,30 @@ impl Connection {
     {
         self.ready_session(client).await?;
         client.set_state(PgWireConnectionState::QueryInProgress);
-        let handle = client.session_extensions().get::<Arc<ConnectionHandle>>();
-        let format = portal.result_column_format.clone();
-        let mut to = RowsToClient::new(&mut *client, format, true);
-        let answer = match handle {
-            Some(handle) => {
-                let cancelled = cancel_request(&handle).await;
-                self.run_portal(portal, cancelled, Some(&mut to)).await
-            }
-            None => {
-                self.run_portal(portal, std::future::pending(), Some(&mut to))
-                    .await
-            }
-        };
+        let cancelled = cancel_of(client).await;
+        let mut to = RowsToClient::new(&mut *client, portal.result_column_format.clone(), true);
+        let answer = self.run_portal(portal, cancelled, Some(&mut to)).await;
+        self.feed_answer(to, answer.unwrap_or_else(Answer::Error))
+            .await
+    }
+
+    /// Feeds an Execute's answer to the client `to` writes to, and the session's status after
+    /// it for the next ReadyForQuery (an error answer is returned, for the caller to send).
+    async fn feed_answer<C>(&self, mut to: RowsToClient<'_, C>, answer: Answer) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
         // Before the answer: COPY's answer changes the state again.
         to.client.set_state(PgWireConnectionState::ReadyForQuery);
         let fed = match answer {
-            Ok(answer) => to.answer(answer).await,
-            Err(e) => Err(e),
+            Answer::Error(e) => Err(e),
+            answer => to.answer(answer).await,
         };
         // The status the next ReadyForQuery reports follows the session, whatever the answer.
-        client.set_transaction_status(status_of(&*self.session.lock().await));
+        to.client
+            .set_transaction_status(status_of(&*self.session.lock().await));
         fed.map_err(|e| wire::pg_error(&e))?
     }
 
@@ -607,11 +610,7 @@ impl Connection {
     {
         self.ready_session(client).await?;
         client.set_state(PgWireConnectionState::QueryInProgress);
-        let mut cancelled: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> =
-            match client.session_extensions().get::<Arc<ConnectionHandle>>() {
-                Some(handle) => Box::pin(cancel_request(&handle).await),
-                None => Box::pin(std::future::pending()),
-            };
+        let mut cancelled = cancel_of(client).await;
         let mut to = RowsToClient::new(&mut *client, portal.result_column_format.clone(), true);
         let answer = {
             let mut guard = self.session.lock().await;
@@ -634,13 +633,7 @@ impl Connection {
             };
             self.deallocate(session, answer)
         };
-        to.client.set_state(PgWireConnectionState::ReadyForQuery);
-        let fed = match answer {
-            Answer::Error(e) => Err(e),
-            answer => to.answer(answer).await,
-        };
-        client.set_transaction_status(status_of(&*self.session.lock().await));
-        fed.map_err(|e| wire::pg_error(&e))?
+        self.feed_answer(to, answer).await
     }
 
     /// Stops the fetches of portal `name`, if it is being fetched.
@@ -740,4 +733,15 @@ fn statement_not_found(name: &str) -> PgWireError {
         sqlstate::INVALID_SQL_STATEMENT_NAME,
         format!("prepared statement \"{}\" does not exist", shown(name)),
     ))
+}
+
+/// Completes when the client's cancel request for the statement about to run arrives (never
+/// for a client without a connection handle).
+async fn cancel_of<C: ClientInfo>(
+    client: &C,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+    match client.session_extensions().get::<Arc<ConnectionHandle>>() {
+        Some(handle) => Box::pin(cancel_request(&handle).await),
+        None => Box::pin(std::future::pending()),
+    }
 }
