@@ -133,10 +133,12 @@ pub fn run_config(
             |h: &[u64], q| overtake_engine::LogStats::histogram_quantile(h, q).as_micros();
         let under = |q| quantile(&run.flush_histogram, q);
         eprintln!(
-            "log ({}): {flushes} flushes ({:.0} per s), {:.0} us each on average (half under \
-             {} us, 99% under {} us, 99.9% under {} us), {:.1} MiB; log writer {}",
+            "log ({}): {flushes} flushes ({:.0} per s, {} started while another was in flight), \
+             {:.0} us each on average (half under {} us, 99% under {} us, 99.9% under {} us), \
+             {:.1} MiB; log writer {}",
             config.sched.policy.name(),
             flushes as f64 / secs(report.elapsed),
+            run.overlapped_flushes,
             run.mean_flush().as_secs_f64() * 1e6,
             under(0.5),
             under(0.99),

@@ -56,6 +56,9 @@ impl LogStats {
         };
         LogStats {
             flushes: self.flushes.saturating_sub(earlier.flushes),
+            overlapped_flushes: self
+                .overlapped_flushes
+                .saturating_sub(earlier.overlapped_flushes),
             bytes: self.bytes.saturating_sub(earlier.bytes),
             flush_time: self.flush_time.saturating_sub(earlier.flush_time),
             flush_histogram: minus(&self.flush_histogram, &earlier.flush_histogram),
@@ -77,7 +80,7 @@ impl LogStats {
     }
 
     /// The time that `q` (0 to 1) of what one of these histograms counts stayed under, to within
-    /// a factor of two (the upper end of its bucket).
+    /// an eighth (the upper end of its bucket).
     pub fn histogram_quantile(histogram: &[u64], q: f64) -> Duration {
         let total: u64 = histogram.iter().sum();
         let want = (total as f64 * q).ceil() as u64;
@@ -85,7 +88,7 @@ impl LogStats {
         for (i, &n) in histogram.iter().enumerate() {
             seen += n;
             if seen >= want.max(1) {
-                return Duration::from_micros(2u64 << i);
+                return Duration::from_micros(writer::bucket_end(i));
             }
         }
         Duration::ZERO
@@ -109,12 +112,15 @@ impl Durability {
 pub struct LogStats {
     /// Flushes (a write and an `fdatasync` each).
     pub flushes: u64,
+    /// Of those, flushes started while another was in flight (for a commit that asked for its
+    /// flush at once).
+    pub overlapped_flushes: u64,
     /// Bytes written.
     pub bytes: u64,
     /// Time the writer spent writing and syncing (over `flushes`: the mean flush time).
     pub flush_time: Duration,
-    /// Flushes by how long they took: entry `i` counts those that took `2^i` to `2^(i+1)`
-    /// microseconds.
+    /// Flushes by how long they took, in microseconds: exact below 8, then eight buckets per
+    /// power of two (read it with [`LogStats::histogram_quantile`]).
     pub flush_histogram: [u64; writer::FLUSH_BUCKETS],
     /// Urgent commits that parked for their flush, by the time from asking for it until the
     /// log was durable past their record (buckets as `flush_histogram`).
@@ -251,6 +257,7 @@ impl Log {
         let s = self.writer.stats();
         LogStats {
             flushes: s.flushes,
+            overlapped_flushes: s.overlapped,
             bytes: s.bytes,
             flush_time: s.flush_time,
             flush_histogram: s.flush_buckets,

@@ -26,7 +26,7 @@ use overtake_runtime::os_thread::OffPinnedCores;
 use super::failpoint;
 use super::files;
 use super::record;
-use super::writer::{LogFile, Segments};
+use super::writer::{LogFile, Segments, Syncer};
 
 /// Bytes of a prepared segment. A segment that is full moves on to the next one; a batch that
 /// does not fit goes whole to the next.
@@ -42,7 +42,8 @@ const SPARE_TEMPORARY: &str = "log.spare.tmp";
 
 /// A segment being appended to: records are written in place, at the end of what is written.
 pub(crate) struct SegmentFile {
-    file: File,
+    /// Shared with the helper that syncs it while the writer appends (see `writer::overlap`).
+    file: Arc<File>,
     at: u64,
     /// The furthest byte written (a failed batch is zeroed up to it).
     written: u64,
@@ -52,7 +53,7 @@ impl SegmentFile {
     /// Appends to `file` from byte `at` on.
     pub(crate) fn new(file: File, at: u64) -> SegmentFile {
         SegmentFile {
-            file,
+            file: Arc::new(file),
             at,
             written: at,
         }
@@ -62,7 +63,7 @@ impl SegmentFile {
     /// after them (a record a crash tore) are zeroed first.
     pub(crate) fn resume(file: File, at: u64, torn: u64) -> io::Result<SegmentFile> {
         let mut segment = SegmentFile {
-            file,
+            file: Arc::new(file),
             at,
             written: at + torn,
         };
@@ -91,16 +92,11 @@ impl LogFile for SegmentFile {
     }
 
     fn sync(&mut self) -> io::Result<()> {
-        failpoint::hit("segment.sync")?;
-        self.file.sync_data()?;
-        // A file whose name is gone (its directory removed) takes writes and syncs as ever,
-        // and keeps nothing: what was synced into it is not durable.
-        if self.file.metadata()?.nlink() == 0 {
-            return Err(io::Error::other(
-                "the log segment's file was removed (was the data directory deleted?)",
-            ));
-        }
-        Ok(())
+        Syncer::sync(&*self.file)
+    }
+
+    fn syncer(&self) -> Option<Arc<dyn Syncer>> {
+        Some(Arc::clone(&self.file) as Arc<dyn Syncer>)
     }
 
     /// Cuts back to `len` by zeroing what was written after it (the space stays, so the next
@@ -113,6 +109,21 @@ impl LogFile for SegmentFile {
         }
         self.at = len;
         self.written = len;
+        Ok(())
+    }
+}
+
+impl Syncer for File {
+    fn sync(&self) -> io::Result<()> {
+        failpoint::hit("segment.sync")?;
+        self.sync_data()?;
+        // A file whose name is gone (its directory removed) takes writes and syncs as ever,
+        // and keeps nothing: what was synced into it is not durable.
+        if self.metadata()?.nlink() == 0 {
+            return Err(io::Error::other(
+                "the log segment's file was removed (was the data directory deleted?)",
+            ));
+        }
         Ok(())
     }
 }

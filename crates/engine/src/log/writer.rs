@@ -19,8 +19,9 @@
 //! told why, nothing more is written, so a commit reported as failed never becomes durable, and
 //! a restart recovers the durable prefix.
 //!
-//! Parts: this module (the shared buffer, waits for durability, cuts, statistics) and `thread`
-//! (the writer thread's loop: batches, flushes, segments, failures).
+//! Parts: this module (the shared buffer, waits for durability, cuts, statistics), `thread`
+//! (the writer thread's loop: batches, flushes, segments, failures) and `overlap` (the helper
+//! that lets a second flush, an urgent commit's, start while one is in flight).
 
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -43,6 +44,17 @@ pub(crate) trait LogFile: Send {
     /// Cuts the file back to `len` bytes (after a failed append, before it is retried), so that
     /// a half-written batch never stays in the middle of the log.
     fn truncate(&mut self, len: u64) -> io::Result<()>;
+    /// A handle that syncs this file from another thread while it is appended to, so that a
+    /// second flush can start while one is in flight; `None`: one sync at a time.
+    fn syncer(&self) -> Option<Arc<dyn Syncer>> {
+        None
+    }
+}
+
+/// Makes durable everything appended to a log file before the call; callable from any thread,
+/// also while the file is appended to.
+pub(crate) trait Syncer: Send + Sync {
+    fn sync(&self) -> io::Result<()>;
 }
 
 /// Where new segments come from when the log is cut for a checkpoint.
@@ -62,13 +74,15 @@ pub(crate) struct Batching {
 }
 
 /// What the writer did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct WriterStats {
     pub(crate) flushes: u64,
     pub(crate) bytes: u64,
     pub(crate) durable_lsn: u64,
     /// Time spent writing and syncing.
     pub(crate) flush_time: Duration,
+    /// Flushes started while another was in flight.
+    pub(crate) overlapped: u64,
     /// Flushes by duration (see `Shared::flush_buckets`).
     pub(crate) flush_buckets: [u64; FLUSH_BUCKETS],
     /// Urgent parked waits, split (see `Shared::asked_to_durable`).
@@ -83,8 +97,32 @@ pub(crate) struct WriterStats {
 /// Flushes remembered for splitting urgent waits.
 const PUBLISHED: usize = 256;
 
-/// Buckets of the flush-time histogram (the last holds everything from about 8 s up).
-pub(crate) const FLUSH_BUCKETS: usize = 24;
+/// Buckets per power of two of the time histograms: a time is known to within an eighth.
+const SUB_BUCKETS: usize = 8;
+
+/// Buckets of the time histograms: exact below 8 us, then eight per power of two up to 2^25 us
+/// (the last holds everything from about 30 s up).
+pub(crate) const FLUSH_BUCKETS: usize = SUB_BUCKETS * 23;
+
+/// The bucket of a time of `micros` microseconds.
+fn bucket(micros: u64) -> usize {
+    if micros < SUB_BUCKETS as u64 {
+        return micros as usize;
+    }
+    // The top bit says which power of two, the three below it which eighth of it.
+    let power = micros.ilog2() as usize;
+    let eighth = ((micros >> (power - 3)) & 7) as usize;
+    (SUB_BUCKETS * (power - 2) + eighth).min(FLUSH_BUCKETS - 1)
+}
+
+/// The end (exclusive, in microseconds) of bucket `i`.
+pub(crate) fn bucket_end(i: usize) -> u64 {
+    if i < SUB_BUCKETS {
+        return i as u64 + 1;
+    }
+    let (power, eighth) = (i / SUB_BUCKETS + 2, i % SUB_BUCKETS);
+    ((SUB_BUCKETS + eighth + 1) as u64) << (power - 3)
+}
 
 struct Pending {
     bytes: Vec<u8>,
@@ -113,14 +151,18 @@ struct Shared {
     stopped: OnceLock<String>,
     waiters: RegionMutex<Vec<(u64, Unparker)>>,
     flush_now: AtomicBool,
+    /// An urgent commit asked for the flush (`flush_now` is set too).
+    urgent_now: AtomicBool,
     stop: AtomicBool,
     thread: OnceLock<Thread>,
     batching: Batching,
     flushes: AtomicU64,
+    /// Flushes started while another was in the disk (see `overlap`).
+    overlapped: AtomicU64,
     bytes: AtomicU64,
     /// Time spent writing and syncing, over all flushes.
     flush_nanos: AtomicU64,
-    /// Flushes by how long they took: bucket `i` counts those of `[2^i, 2^(i+1))` microseconds.
+    /// Flushes by how long they took (see [`bucket`]).
     flush_buckets: [AtomicU64; FLUSH_BUCKETS],
     /// The last flushes: the durable LSN each made, and when (nanoseconds since `epoch`).
     published: RegionMutex<std::collections::VecDeque<(u64, u64)>>,
@@ -174,10 +216,12 @@ impl LogWriter {
             stopped: OnceLock::new(),
             waiters: RegionMutex::new(Vec::new()),
             flush_now: AtomicBool::new(false),
+            urgent_now: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             thread: OnceLock::new(),
             batching,
             flushes: AtomicU64::new(0),
+            overlapped: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
             flush_nanos: AtomicU64::new(0),
             flush_buckets: std::array::from_fn(|_| AtomicU64::new(0)),
@@ -249,7 +293,7 @@ impl LogWriter {
             return Ok(());
         }
         let asked = urgent.then(|| {
-            shared.ask_for_flush();
+            shared.ask_for_urgent_flush();
             shared.nanos()
         });
         let me = park::current_unparker();
@@ -357,7 +401,7 @@ impl LogWriter {
             shared.ts_waiters.lock(&region).push((ts, me.clone()));
         }
         if urgent {
-            shared.ask_for_flush();
+            shared.ask_for_urgent_flush();
         }
         loop {
             if shared.durable_ts.load(Ordering::Acquire) >= ts {
@@ -391,6 +435,7 @@ impl LogWriter {
             bytes: self.shared.bytes.load(Ordering::Relaxed),
             durable_lsn: self.shared.durable.load(Ordering::Acquire),
             flush_time: Duration::from_nanos(self.shared.flush_nanos.load(Ordering::Relaxed)),
+            overlapped: self.shared.overlapped.load(Ordering::Relaxed),
             flush_buckets: load_all(&self.shared.flush_buckets),
             asked_to_durable: load_all(&self.shared.asked_to_durable),
             durable_to_resumed: load_all(&self.shared.durable_to_resumed),
@@ -411,10 +456,9 @@ impl Drop for LogWriter {
     }
 }
 
-/// Counts a duration of `nanos` in a log2-of-microseconds histogram.
+/// Counts a duration of `nanos` in a histogram of microseconds (see [`bucket`]).
 fn count(buckets: &[AtomicU64; FLUSH_BUCKETS], nanos: u64) {
-    let micros = (nanos / 1000).max(1);
-    buckets[(micros.ilog2() as usize).min(FLUSH_BUCKETS - 1)].fetch_add(1, Ordering::Relaxed);
+    buckets[bucket(nanos / 1000)].fetch_add(1, Ordering::Relaxed);
 }
 
 fn load_all(buckets: &[AtomicU64; FLUSH_BUCKETS]) -> [u64; FLUSH_BUCKETS] {
@@ -424,6 +468,13 @@ fn load_all(buckets: &[AtomicU64; FLUSH_BUCKETS]) -> [u64; FLUSH_BUCKETS] {
 impl Shared {
     fn nanos(&self) -> u64 {
         self.epoch.elapsed().as_nanos() as u64
+    }
+
+    /// For an urgent commit: a flush at once, and, if one is in flight for commits nobody
+    /// urgent waits for, a second beside it (see `thread::flush`).
+    fn ask_for_urgent_flush(&self) {
+        self.urgent_now.store(true, Ordering::SeqCst);
+        self.ask_for_flush();
     }
 
     fn ask_for_flush(&self) {
@@ -488,6 +539,7 @@ impl Shared {
     }
 }
 
+mod overlap;
 mod thread;
 
 #[cfg(test)]

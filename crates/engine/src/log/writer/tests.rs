@@ -7,12 +7,26 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 
 /// A file whose syncs the test holds, fails or lets through, and which says when a sync
-/// starts.
+/// starts; its syncs may run on the writer's helper, two at once.
 struct Gated {
     written: Arc<Mutex<Vec<u8>>>,
+    gate: Arc<Gate>,
+}
+
+struct Gate {
     sync_started: Sender<()>,
-    /// `Ok` lets a sync through; `Err` fails it.
-    verdicts: Receiver<Result<(), ()>>,
+    /// `Ok` lets a sync through; `Err` fails it (in the order the syncs take them).
+    verdicts: Mutex<Receiver<Result<(), ()>>>,
+}
+
+impl Syncer for Gate {
+    fn sync(&self) -> io::Result<()> {
+        let _ = self.sync_started.send(());
+        match self.verdicts.lock().expect("test").recv() {
+            Ok(Ok(())) | Err(_) => Ok(()),
+            Ok(Err(())) => Err(io::Error::other("no space left on device")),
+        }
+    }
 }
 
 impl LogFile for Gated {
@@ -21,15 +35,14 @@ impl LogFile for Gated {
         Ok(())
     }
     fn sync(&mut self) -> io::Result<()> {
-        let _ = self.sync_started.send(());
-        match self.verdicts.recv() {
-            Ok(Ok(())) | Err(_) => Ok(()),
-            Ok(Err(())) => Err(io::Error::other("no space left on device")),
-        }
+        self.gate.sync()
     }
     fn truncate(&mut self, len: u64) -> io::Result<()> {
         self.written.lock().expect("test").truncate(len as usize);
         Ok(())
+    }
+    fn syncer(&self) -> Option<Arc<dyn Syncer>> {
+        Some(Arc::clone(&self.gate) as Arc<dyn Syncer>)
     }
 }
 
@@ -130,8 +143,10 @@ fn harness() -> Harness {
     let written = Arc::new(Mutex::new(Vec::new()));
     let file = Gated {
         written: Arc::clone(&written),
-        sync_started: started_tx,
-        verdicts: verdict_rx,
+        gate: Arc::new(Gate {
+            sync_started: started_tx,
+            verdicts: Mutex::new(verdict_rx),
+        }),
     };
     let batching = Batching {
         interval: Duration::from_secs(3600),
@@ -179,6 +194,88 @@ fn an_urgent_commit_is_flushed_at_once_and_acknowledged_only_after_the_sync() {
     h.verdicts.send(Ok(())).expect("writer alive");
     assert_eq!(waiter.join().expect("waiter"), Ok(()));
     assert_eq!(h.writer.stats().durable_lsn, lsn);
+}
+
+/// Waits on another thread for `lsn` to be durable, as an `urgent` commit or not; the flag says
+/// when it was told.
+fn waiter(
+    w: &Arc<LogWriter>,
+    lsn: u64,
+    urgent: bool,
+) -> (Arc<AtomicBool>, std::thread::JoinHandle<Result<(), String>>) {
+    let done = Arc::new(AtomicBool::new(false));
+    let (w, d) = (Arc::clone(w), Arc::clone(&done));
+    let waiter = std::thread::spawn(move || {
+        let r = w.wait_durable(lsn, urgent);
+        d.store(true, Ordering::Release);
+        r
+    });
+    (done, waiter)
+}
+
+#[test]
+fn an_urgent_commit_during_a_batchs_flush_gets_its_own_at_once_and_is_acknowledged_after_both_syncs()
+ {
+    let h = harness();
+    // A batch of background commits fills the buffer, which starts its flush.
+    let batch = vec![b'b'; 1 << 20];
+    let first = append(&h.writer, &batch);
+    let (first_done, first_waiter) = waiter(&h.writer, first, false);
+    h.sync_started.recv().expect("the first flush started");
+    // The first sync is in the disk; an urgent commit arrives.
+    let second = append(&h.writer, b"second");
+    let (second_done, second_waiter) = waiter(&h.writer, second, true);
+    // Its flush starts without waiting for the first: two syncs in flight.
+    // (Without it the test would wait for ever: a minute is far more than it takes.)
+    h.sync_started
+        .recv_timeout(Duration::from_secs(60))
+        .expect("a second flush started while the first was in flight");
+    assert_eq!(
+        *h.written.lock().expect("test"),
+        [&batch[..], b"second"].concat()
+    );
+    // One sync is let through; until the other is, the second commit is not acknowledged.
+    h.verdicts.send(Ok(())).expect("writer alive");
+    assert!(
+        !second_done.load(Ordering::Acquire),
+        "acknowledged before its sync"
+    );
+    h.verdicts.send(Ok(())).expect("writer alive");
+    assert_eq!(first_waiter.join().expect("waiter"), Ok(()));
+    assert_eq!(second_waiter.join().expect("waiter"), Ok(()));
+    assert!(first_done.load(Ordering::Acquire));
+    let stats = h.writer.stats();
+    assert_eq!((stats.durable_lsn, stats.overlapped), (second, 1));
+}
+
+#[test]
+fn when_either_of_two_flushes_in_flight_fails_both_are_written_again_and_nothing_is_acknowledged_before()
+ {
+    let h = harness();
+    let batch = vec![b'b'; 1 << 20];
+    let first = append(&h.writer, &batch);
+    let (first_done, first_waiter) = waiter(&h.writer, first, false);
+    h.sync_started.recv().expect("the first flush started");
+    let second = append(&h.writer, b"second");
+    let (second_done, second_waiter) = waiter(&h.writer, second, true);
+    // (Without it the test would wait for ever: a minute is far more than it takes.)
+    h.sync_started
+        .recv_timeout(Duration::from_secs(60))
+        .expect("a second flush started while the first was in flight");
+    // The first sync fails (its pages may be lost), the second succeeds: neither counts.
+    h.verdicts.send(Err(())).expect("writer alive");
+    h.verdicts.send(Ok(())).expect("writer alive");
+    // Both parts are written again, once, as one batch.
+    h.sync_started.recv().expect("the retry started");
+    assert!(!first_done.load(Ordering::Acquire) && !second_done.load(Ordering::Acquire));
+    let both = [&batch[..], b"second"].concat();
+    assert_eq!(h.writer.stats().durable_lsn, 0);
+    assert_eq!(*h.written.lock().expect("test"), both);
+    h.verdicts.send(Ok(())).expect("writer alive");
+    assert_eq!(first_waiter.join().expect("waiter"), Ok(()));
+    assert_eq!(second_waiter.join().expect("waiter"), Ok(()));
+    assert_eq!(h.writer.stats().durable_lsn, second);
+    assert_eq!(*h.written.lock().expect("test"), both);
 }
 
 #[test]
@@ -384,4 +481,24 @@ fn durable_through_a_timestamp_waits_for_commits_that_drew_one_before_appending(
         assert_eq!(reader.join().expect("reader"), Ok(()));
     });
     assert_eq!(writer.durable_ts(), 7);
+}
+
+#[test]
+fn a_time_falls_in_the_bucket_that_holds_it_and_buckets_are_an_eighth_wide() {
+    let start = |i: usize| if i == 0 { 0 } else { bucket_end(i - 1) };
+    for micros in (0..70_000).chain([1 << 20, (1 << 25) - 1]) {
+        let i = bucket(micros);
+        assert!(
+            start(i) <= micros && micros < bucket_end(i),
+            "{micros} us in bucket {i}: [{}, {})",
+            start(i),
+            bucket_end(i)
+        );
+        assert!(
+            bucket_end(i) - start(i) <= (start(i) / 8).max(1),
+            "bucket {i} too wide"
+        );
+    }
+    assert_eq!(bucket(u64::MAX), FLUSH_BUCKETS - 1);
+    assert_eq!(bucket(1 << 25), FLUSH_BUCKETS - 1);
 }

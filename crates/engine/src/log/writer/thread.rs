@@ -6,13 +6,13 @@
 
 use std::io;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use overtake_runtime::NoPreemptGuard;
 use overtake_runtime::os_thread;
 use overtake_runtime::park::Unparker;
 
-use super::{LogFile, PUBLISHED, Segments, Shared, count};
+use super::{LogFile, PUBLISHED, Segments, Shared, count, overlap};
 use crate::log::segment::SEGMENT_BYTES;
 
 /// The pauses before a failed batch is written again; after the last try the log stops.
@@ -47,12 +47,21 @@ pub(super) fn write_loop(shared: &Shared, mut current: Current) {
     let mut failed = 0;
     // Real-time, it would take a worker's core whenever it wakes: it keeps to the others.
     let mut off_workers = os_thread::OffPinnedCores::new();
+    // Bytes taken for a second flush while the first was in flight (kept apart so that taking
+    // them under the committers' latch is a swap, not a copy).
+    let mut more: Vec<u8> = Vec::new();
+    // Without it, flushes are one at a time (slower for urgent commits, as correct).
+    let helper = overlap::SyncThread::start().ok();
+    let helper = helper.as_ref();
     loop {
         off_workers.refresh();
         let stopping = shared.stop.load(Ordering::Acquire);
         if !shared.flush_now.swap(false, Ordering::SeqCst) && !stopping {
             std::thread::park_timeout(shared.batching.interval);
         }
+        // An urgent commit waits for this batch: a second flush beside it would only delay the
+        // next one (urgent commits arrive together), so they join the next as before.
+        let for_urgent = shared.urgent_now.swap(false, Ordering::SeqCst);
         // The timestamp every commit at or before which is in `batch` or durable already.
         let mut batch_ts = None;
         if cutting.is_none() {
@@ -98,16 +107,20 @@ pub(super) fn write_loop(shared: &Shared, mut current: Current) {
             }
         }
         if !batch.is_empty() {
-            let file = &mut current.file;
-            let started = std::time::Instant::now();
-            match file.append(&batch).and_then(|()| file.sync()) {
+            let outcome = flush(
+                shared,
+                &mut current,
+                &mut Taken {
+                    batch: &mut batch,
+                    more: &mut more,
+                    end: &mut batch_end,
+                    ts: &mut batch_ts,
+                },
+                // A cut taken up ends the batch: nothing after it may go to this segment.
+                helper.filter(|_| cutting.is_none() && !for_urgent),
+            );
+            match outcome {
                 Ok(()) => {
-                    let took = started.elapsed();
-                    shared
-                        .flush_nanos
-                        .fetch_add(took.as_nanos() as u64, Ordering::Relaxed);
-                    count(&shared.flush_buckets, took.as_nanos() as u64);
-                    shared.flushes.fetch_add(1, Ordering::Relaxed);
                     shared
                         .bytes
                         .fetch_add(batch.len() as u64, Ordering::Relaxed);
@@ -133,7 +146,7 @@ pub(super) fn write_loop(shared: &Shared, mut current: Current) {
                 Err(e) => {
                     // The batch is written again in full at the next try, over whatever part
                     // of it reached the file (cut back to what is durable).
-                    if let Err(cut) = file.truncate(current.len) {
+                    if let Err(cut) = current.file.truncate(current.len) {
                         // The file may now hold half a batch: writing after it would bury it
                         // in the middle of the log. Recovery cuts the torn tail.
                         stop(
@@ -171,6 +184,91 @@ pub(super) fn write_loop(shared: &Shared, mut current: Current) {
             }
         }
     }
+}
+
+/// What the writer took from the committers' buffer and has not yet made durable.
+struct Taken<'a> {
+    batch: &'a mut Vec<u8>,
+    /// Empty, except while `flush` writes a second part.
+    more: &'a mut Vec<u8>,
+    /// The LSN at the end of `batch`.
+    end: &'a mut u64,
+    /// Every commit at or before it is in `batch` or durable already.
+    ts: &'a mut Option<u64>,
+}
+
+/// Writes `taken.batch` at the end of the current segment and makes it durable. While its sync
+/// is in the disk (on the `helper`), an urgent commit that asks for a flush does not queue
+/// behind it: the bytes appended since are taken, written after the batch and synced at once,
+/// and join the batch; it is durable when both syncs are done. On an error the batch (both
+/// parts) is for the caller to cut back and write again. Without a helper (none could be
+/// started, a cut ends the batch, or the batch is an urgent commit's), one sync at a time.
+fn flush(
+    shared: &Shared,
+    current: &mut Current,
+    taken: &mut Taken<'_>,
+    helper: Option<&overlap::SyncThread>,
+) -> io::Result<()> {
+    let started = Instant::now();
+    current.file.append(taken.batch)?;
+    let (Some(helper), Some(syncer)) = (helper, current.file.syncer()) else {
+        current.file.sync()?;
+        flushed(shared, started.elapsed());
+        return Ok(());
+    };
+    let appended = started.elapsed();
+    helper.begin(syncer);
+    loop {
+        if let Some((outcome, took)) = helper.finished() {
+            return outcome.map(|()| flushed(shared, appended + took));
+        }
+        // Other requests (a full buffer, a cut, stopping) wait for this flush: their flag stays.
+        if shared.urgent_now.swap(false, Ordering::SeqCst) {
+            // What the urgent commit appended is in the batch, or pending: then it is taken.
+            if take_more(shared, current, taken) {
+                let second = Instant::now();
+                let written = current
+                    .file
+                    .append(taken.more)
+                    .and_then(|()| current.file.sync());
+                let second = second.elapsed();
+                let (first, took) = helper.wait();
+                // The second part joins the batch whatever happened: a retry writes both.
+                taken.batch.append(taken.more);
+                // Both or neither: after a failed sync the first part may be lost even though
+                // the second sync succeeded (a failed sync may drop the pages it could not write).
+                return first.and(written).map(|()| {
+                    flushed(shared, appended + took);
+                    flushed(shared, second);
+                    shared.overlapped.fetch_add(1, Ordering::Relaxed);
+                });
+            }
+        }
+        std::thread::park();
+    }
+}
+
+/// Takes what committers appended since the batch into `taken.more`, if there is any and it fits
+/// in the segment; says whether it did.
+fn take_more(shared: &Shared, current: &Current, taken: &mut Taken<'_>) -> bool {
+    let region = NoPreemptGuard::new();
+    let mut pending = shared.pending.lock(&region);
+    let after = current.len + (taken.batch.len() + pending.bytes.len()) as u64;
+    if pending.bytes.is_empty() || after > SEGMENT_BYTES {
+        return false;
+    }
+    std::mem::swap(taken.more, &mut pending.bytes);
+    *taken.end = pending.end;
+    *taken.ts = Some(shared.appended_through(&pending));
+    true
+}
+
+/// Counts a flush (a write and its sync) that took `took`.
+fn flushed(shared: &Shared, took: Duration) {
+    let nanos = took.as_nanos() as u64;
+    shared.flush_nanos.fetch_add(nanos, Ordering::Relaxed);
+    count(&shared.flush_buckets, nanos);
+    shared.flushes.fetch_add(1, Ordering::Relaxed);
 }
 
 /// After the batch failed (`why`): pauses and returns true for it to be written again, or,
