@@ -1,4 +1,5 @@
-//! A data directory removed under a running database acknowledges nothing more. A disk that
+//! A data directory removed under a running database acknowledges nothing more; one made
+//! read-only refuses checkpoints, with the reason, and keeps its commits. A disk that
 //! fills up under a durable log: the log retries, then stops; the commit it could
 //! not write fails and later writers are refused; the part of a batch the disk took is cut back,
 //! and the directory opens afterwards with exactly the acknowledged commits. The full disk is a file size limit (`prlimit --fsize`) on a child
@@ -18,6 +19,8 @@ static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_alloc
 
 /// Where the child works; set only in the child.
 const CHILD_DIR: &str = "OVERTAKE_FULL_DISK_DIR";
+/// Where the read-only test's child works; set only in that child.
+const READ_ONLY_DIR: &str = "OVERTAKE_READ_ONLY_DIR";
 /// The size limit: inside a record (records here are a few dozen bytes), well after the header.
 const LIMIT: u64 = 20_011;
 
@@ -151,4 +154,86 @@ fn a_removed_data_directory_acknowledges_nothing_more() {
         insert(3),
         Err(CommitError::Aborted(AbortReason::LogStopped))
     );
+}
+
+/// Commits `ids` of one row each (sync); prints each acknowledged.
+fn commit_rows(db: &Database, ids: std::ops::Range<i64>) {
+    let t = db.table("accounts").expect("table");
+    for id in ids {
+        let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+        let row = t.row_builder().int(0, id).int(1, id).str(2, "o").finish();
+        txn.insert(&t, row.expect("row")).expect("insert");
+        txn.commit().expect("commit");
+        println!("acknowledged {id}");
+    }
+}
+
+/// The read-only test's child, which the directory's mode binds as it binds any user (it runs
+/// as root without the capabilities that override permissions): commits, loses write
+/// permission to its directory, fails to checkpoint (a checkpoint makes files), goes on
+/// committing into the segment it has open, and checkpoints once the permission is back.
+#[test]
+fn child_loses_write_permission_to_its_directory() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(dir) = std::env::var_os(READ_ONLY_DIR) else {
+        return;
+    };
+    let db = Database::open(&dir, options(Durability::Sync)).expect("open");
+    accounts(&db);
+    commit_rows(&db, 0..100);
+    let mode = |mode| {
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).expect("chmod")
+    };
+    mode(0o500);
+    let refused = db
+        .checkpoint()
+        .expect_err("a checkpoint in a read-only directory");
+    assert!(
+        refused.to_string().contains("Permission denied"),
+        "{refused}"
+    );
+    commit_rows(&db, 100..200);
+    assert_eq!(db.log_stopped(), None);
+    mode(0o700);
+    db.checkpoint()
+        .expect("a checkpoint once the directory is writable");
+    commit_rows(&db, 200..250);
+}
+
+#[test]
+fn a_read_only_data_directory_refuses_checkpoints_and_keeps_every_commit() {
+    let dir = Dir::new("read-only");
+    std::fs::create_dir_all(&dir.0).expect("directory");
+    let exe = std::env::current_exe().expect("test binary");
+    // Root ignores a directory's mode unless it gives up the capabilities that override it.
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(r#"if [ "$(id -u)" = 0 ]; then exec setpriv --bounding-set=-dac_override,-dac_read_search -- "$@"; else exec "$@"; fi"#)
+        .arg("bash")
+        .arg(&exe)
+        .args(["--exact", "child_loses_write_permission_to_its_directory"])
+        .args(["--nocapture", "--test-threads=1"])
+        .env(READ_ONLY_DIR, &dir.0)
+        .output();
+    let out = match out {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("skipped: bash (and, as root, setpriv) are needed ({e})");
+            return;
+        }
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "child failed: {}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let acknowledged = stdout.matches("acknowledged ").count();
+    assert_eq!(acknowledged, 250, "{stdout}");
+    let db = Database::open(&dir.0, options(Durability::Sync)).expect("opens");
+    let recovered = db.recovered().expect("recovered");
+    assert!(recovered.checkpoint.is_some(), "{recovered:?}");
+    let ids: Vec<i64> = rows(&db).into_keys().collect();
+    assert_eq!(ids, (0..250).collect::<Vec<_>>());
 }
