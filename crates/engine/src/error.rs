@@ -208,9 +208,11 @@ pub enum Error {
         /// The table.
         table: String,
     },
-    /// A change committed in memory could not be made durable: the log stopped (its I/O error
-    /// says why), and the change is gone once the database is opened again.
-    #[error("committed in memory only, never durable: {0}")]
+    /// A change committed in memory was not made durable: the log stopped (its I/O error says
+    /// why) before its record was known to be on disk. It is in doubt: a write or sync that
+    /// failed may have reached the disk all the same, and then the change is there once the
+    /// database is opened again.
+    #[error("committed in memory, not known to be durable (in doubt after a restart): {0}")]
     NotDurable(String),
 }
 
@@ -256,10 +258,11 @@ pub enum CommitError {
     /// The transaction had already committed or been ended with `abort`.
     #[error("the transaction is no longer active")]
     NotActive,
-    /// It committed in memory, but its log record could not be made durable: the log stopped
-    /// (its I/O error says why) and nothing more is written, so the commit is gone once the
-    /// database is opened again.
-    #[error("committed in memory only, never durable: {0}")]
+    /// It committed in memory, but its log record was not made durable: the log stopped (its
+    /// I/O error says why) and nothing more is written. The commit is in doubt: the write or
+    /// sync that failed may have reached the disk all the same, and then the commit is there
+    /// once the database is opened again (check before doing it again).
+    #[error("committed in memory, not known to be durable (in doubt after a restart): {0}")]
     NotDurable(String),
 }
 

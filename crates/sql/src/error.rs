@@ -181,11 +181,12 @@ fn abort_message(reason: AbortReason) -> String {
 }
 
 /// A transaction the log could not keep: it stopped (`why`) before what the transaction wrote,
-/// or read, was durable, and that is lost at the next start.
+/// or read, was known to be durable; a failed write may have reached the disk all the same, so
+/// whether it is there after a restart is not known (as when PostgreSQL stops mid-commit).
 fn not_durable(why: &str) -> SqlError {
     SqlError::new(
         sqlstate::IO_ERROR,
-        "could not write to the log: what this transaction wrote or read will not survive a restart",
+        "could not write to the log: whether what this transaction wrote or read is kept after a restart is not known",
     )
     .with_detail(why)
 }

@@ -16,8 +16,9 @@
 //! on a worker. A batch that cannot be written (or made durable, or given a segment) is written
 //! again, whole, a few times over about a second and a half, its waiters still waiting; if it
 //! still fails, the log stops for good (PostgreSQL PANICs): every waiter and every later one is
-//! told why, nothing more is written, so a commit reported as failed never becomes durable, and
-//! a restart recovers the durable prefix.
+//! told why, and nothing more is written (a waiter's record is in doubt: a write or sync that
+//! failed may have reached the disk all the same, and then a restart keeps it), and a restart
+//! recovers the durable prefix.
 //!
 //! Parts: this module (the shared buffer, waits for durability, cuts, statistics), `thread`
 //! (the writer thread's loop: batches, flushes, segments, failures) and `overlap` (the helper

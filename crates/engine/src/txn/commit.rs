@@ -37,7 +37,7 @@ impl Transaction<'_> {
     /// In a database with a `sync` log, it returns once the commit's log record is durable (a
     /// task parks meanwhile; above the lowest priority the flush starts at once). If the log
     /// stops before the record is durable (a write it could not complete), the transaction has
-    /// committed in memory only and is gone at the next open ([`CommitError::NotDurable`]); once
+    /// committed in memory and is in doubt on disk ([`CommitError::NotDurable`]); once
     /// it has stopped, a transaction that would write is refused before it commits
     /// ([`AbortReason::LogStopped`]).
     pub fn commit(&mut self) -> Result<(), CommitError> {
