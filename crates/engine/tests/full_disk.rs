@@ -83,35 +83,15 @@ fn child_commits_until_the_disk_is_full() {
 #[test]
 fn a_full_disk_fails_the_commits_it_refuses_and_the_database_opens_with_the_acknowledged_ones() {
     let dir = Dir::new("full-disk");
-    let exe = std::env::current_exe().expect("test binary");
-    let out = Command::new("bash")
-        .arg("-c")
-        .arg(r#"trap '' XFSZ; exec prlimit --fsize="$1" -- "$2" --exact child_commits_until_the_disk_is_full --nocapture --test-threads=1"#)
-        .arg("bash")
-        .arg(LIMIT.to_string())
-        .arg(&exe)
-        .env(CHILD_DIR, &dir.0)
-        .output();
-    let out = match out {
-        Ok(out) => out,
-        Err(e) => {
-            eprintln!("skipped: bash and prlimit are needed to limit a child's file size ({e})");
-            return;
-        }
+    let Some(stdout) = run_child(
+        r#"trap '' XFSZ; exec prlimit --fsize="$1" -- "$2" --exact child_commits_until_the_disk_is_full --nocapture --test-threads=1"#,
+        &[LIMIT.to_string().as_ref()],
+        (CHILD_DIR, &dir.0),
+        "bash and prlimit are needed to limit a child's file size",
+    ) else {
+        return;
     };
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "child failed: {}\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let acknowledged: Vec<i64> = stdout
-        .lines()
-        // The first may follow the harness's "test ... " on its line.
-        .filter_map(|l| l.split_once("acknowledged ").map(|(_, id)| id))
-        .map(|id| id.parse().expect("id"))
-        .collect();
+    let acknowledged = acknowledged(&stdout);
     let file: u64 = stdout
         .lines()
         .find_map(|l| l.split_once("file ").map(|(_, size)| size))
@@ -204,36 +184,64 @@ fn child_loses_write_permission_to_its_directory() {
 fn a_read_only_data_directory_refuses_checkpoints_and_keeps_every_commit() {
     let dir = Dir::new("read-only");
     std::fs::create_dir_all(&dir.0).expect("directory");
-    let exe = std::env::current_exe().expect("test binary");
     // Root ignores a directory's mode unless it gives up the capabilities that override it.
+    let Some(stdout) = run_child(
+        r#"if [ "$(id -u)" = 0 ]; then set -- setpriv --bounding-set=-dac_override,-dac_read_search -- "$@"; fi; exec "$@" --exact child_loses_write_permission_to_its_directory --nocapture --test-threads=1"#,
+        &[],
+        (READ_ONLY_DIR, &dir.0),
+        "bash (and, as root, setpriv) are needed",
+    ) else {
+        return;
+    };
+    assert_eq!(acknowledged(&stdout), (0..250).collect::<Vec<_>>());
+    let db = Database::open(&dir.0, options(Durability::Sync)).expect("opens");
+    let recovered = db.recovered().expect("recovered");
+    assert!(recovered.checkpoint.is_some(), "{recovered:?}");
+    let ids: Vec<i64> = rows(&db).into_keys().collect();
+    assert_eq!(ids, (0..250).collect::<Vec<_>>());
+}
+
+/// Runs this test binary as a child through the bash `script`, which gets `args` and then the
+/// binary as its positional parameters, with `env` set; returns its output once it succeeded,
+/// or `None` (saying why: `needs`) if it could not be started.
+fn run_child(
+    script: &str,
+    args: &[&std::ffi::OsStr],
+    env: (&str, &Path),
+    needs: &str,
+) -> Option<String> {
+    let exe = std::env::current_exe().expect("test binary");
     let out = Command::new("bash")
         .arg("-c")
-        .arg(r#"if [ "$(id -u)" = 0 ]; then exec setpriv --bounding-set=-dac_override,-dac_read_search -- "$@"; else exec "$@"; fi"#)
+        .arg(script)
         .arg("bash")
+        .args(args)
         .arg(&exe)
-        .args(["--exact", "child_loses_write_permission_to_its_directory"])
-        .args(["--nocapture", "--test-threads=1"])
-        .env(READ_ONLY_DIR, &dir.0)
+        .env(env.0, env.1)
         .output();
     let out = match out {
         Ok(out) => out,
         Err(e) => {
-            eprintln!("skipped: bash (and, as root, setpriv) are needed ({e})");
-            return;
+            eprintln!("skipped: {needs} ({e})");
+            return None;
         }
     };
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
         "child failed: {}\n{stdout}\n{}",
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    let acknowledged = stdout.matches("acknowledged ").count();
-    assert_eq!(acknowledged, 250, "{stdout}");
-    let db = Database::open(&dir.0, options(Durability::Sync)).expect("opens");
-    let recovered = db.recovered().expect("recovered");
-    assert!(recovered.checkpoint.is_some(), "{recovered:?}");
-    let ids: Vec<i64> = rows(&db).into_keys().collect();
-    assert_eq!(ids, (0..250).collect::<Vec<_>>());
+    Some(stdout)
+}
+
+/// The ids a child printed as acknowledged.
+fn acknowledged(stdout: &str) -> Vec<i64> {
+    stdout
+        .lines()
+        // The first may follow the harness's "test ... " on its line.
+        .filter_map(|l| l.split_once("acknowledged ").map(|(_, id)| id))
+        .map(|id| id.parse().expect("id"))
+        .collect()
 }

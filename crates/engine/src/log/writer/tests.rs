@@ -177,13 +177,7 @@ fn append(w: &LogWriter, bytes: &[u8]) -> u64 {
 fn an_urgent_commit_is_flushed_at_once_and_acknowledged_only_after_the_sync() {
     let h = harness();
     let lsn = append(&h.writer, b"record");
-    let done = Arc::new(AtomicBool::new(false));
-    let (w, d) = (Arc::clone(&h.writer), Arc::clone(&done));
-    let waiter = std::thread::spawn(move || {
-        let r = w.wait_durable(lsn, true);
-        d.store(true, Ordering::Release);
-        r
-    });
+    let (done, waiter) = waiter(&h.writer, lsn, true);
     // The flush started without waiting for the hour-long interval.
     h.sync_started.recv().expect("a flush started");
     assert_eq!(&*h.written.lock().expect("test"), b"record");
@@ -196,13 +190,12 @@ fn an_urgent_commit_is_flushed_at_once_and_acknowledged_only_after_the_sync() {
     assert_eq!(h.writer.stats().durable_lsn, lsn);
 }
 
+/// A waiting commit: whether it was told, and what.
+type Waiter = (Arc<AtomicBool>, std::thread::JoinHandle<Result<(), String>>);
+
 /// Waits on another thread for `lsn` to be durable, as an `urgent` commit or not; the flag says
 /// when it was told.
-fn waiter(
-    w: &Arc<LogWriter>,
-    lsn: u64,
-    urgent: bool,
-) -> (Arc<AtomicBool>, std::thread::JoinHandle<Result<(), String>>) {
+fn waiter(w: &Arc<LogWriter>, lsn: u64, urgent: bool) -> Waiter {
     let done = Arc::new(AtomicBool::new(false));
     let (w, d) = (Arc::clone(w), Arc::clone(&done));
     let waiter = std::thread::spawn(move || {
@@ -213,27 +206,33 @@ fn waiter(
     (done, waiter)
 }
 
+/// Two flushes in flight, their syncs held: a batch of background commits (a full buffer
+/// starts its flush) and, beside it, an urgent commit's. Returns what the two wrote, the urgent
+/// commit's LSN, and the two waiters (the batch's, then the urgent one).
+fn two_flushes_in_flight(h: &Harness) -> (Vec<u8>, u64, [Waiter; 2]) {
+    let batch = vec![b'b'; 1 << 20];
+    let first = append(&h.writer, &batch);
+    let background = waiter(&h.writer, first, false);
+    h.sync_started.recv().expect("the first flush started");
+    // The first sync is in the disk; an urgent commit arrives.
+    let second = append(&h.writer, b"second");
+    let urgent = waiter(&h.writer, second, true);
+    // Its flush starts without waiting for the first. (Without it the test would wait for
+    // ever: a minute is far more than it takes.)
+    h.sync_started
+        .recv_timeout(Duration::from_secs(60))
+        .expect("a second flush started while the first was in flight");
+    let both = [&batch[..], b"second"].concat();
+    assert_eq!(*h.written.lock().expect("test"), both);
+    (both, second, [background, urgent])
+}
+
 #[test]
 fn an_urgent_commit_during_a_batchs_flush_gets_its_own_at_once_and_is_acknowledged_after_both_syncs()
  {
     let h = harness();
-    // A batch of background commits fills the buffer, which starts its flush.
-    let batch = vec![b'b'; 1 << 20];
-    let first = append(&h.writer, &batch);
-    let (first_done, first_waiter) = waiter(&h.writer, first, false);
-    h.sync_started.recv().expect("the first flush started");
-    // The first sync is in the disk; an urgent commit arrives.
-    let second = append(&h.writer, b"second");
-    let (second_done, second_waiter) = waiter(&h.writer, second, true);
-    // Its flush starts without waiting for the first: two syncs in flight.
-    // (Without it the test would wait for ever: a minute is far more than it takes.)
-    h.sync_started
-        .recv_timeout(Duration::from_secs(60))
-        .expect("a second flush started while the first was in flight");
-    assert_eq!(
-        *h.written.lock().expect("test"),
-        [&batch[..], b"second"].concat()
-    );
+    let (_, second, [(first_done, first_waiter), (second_done, second_waiter)]) =
+        two_flushes_in_flight(&h);
     // One sync is let through; until the other is, the second commit is not acknowledged.
     h.verdicts.send(Ok(())).expect("writer alive");
     assert!(
@@ -252,23 +251,14 @@ fn an_urgent_commit_during_a_batchs_flush_gets_its_own_at_once_and_is_acknowledg
 fn when_either_of_two_flushes_in_flight_fails_both_are_written_again_and_nothing_is_acknowledged_before()
  {
     let h = harness();
-    let batch = vec![b'b'; 1 << 20];
-    let first = append(&h.writer, &batch);
-    let (first_done, first_waiter) = waiter(&h.writer, first, false);
-    h.sync_started.recv().expect("the first flush started");
-    let second = append(&h.writer, b"second");
-    let (second_done, second_waiter) = waiter(&h.writer, second, true);
-    // (Without it the test would wait for ever: a minute is far more than it takes.)
-    h.sync_started
-        .recv_timeout(Duration::from_secs(60))
-        .expect("a second flush started while the first was in flight");
-    // The first sync fails (its pages may be lost), the second succeeds: neither counts.
+    let (both, second, [(first_done, first_waiter), (second_done, second_waiter)]) =
+        two_flushes_in_flight(&h);
+    // One sync fails (its pages may be lost), the other succeeds: neither counts.
     h.verdicts.send(Err(())).expect("writer alive");
     h.verdicts.send(Ok(())).expect("writer alive");
     // Both parts are written again, once, as one batch.
     h.sync_started.recv().expect("the retry started");
     assert!(!first_done.load(Ordering::Acquire) && !second_done.load(Ordering::Acquire));
-    let both = [&batch[..], b"second"].concat();
     assert_eq!(h.writer.stats().durable_lsn, 0);
     assert_eq!(*h.written.lock().expect("test"), both);
     h.verdicts.send(Ok(())).expect("writer alive");
