@@ -321,12 +321,14 @@ impl Call {
     }
 
     /// A call of `f` at `priority` that says itself how it ended (committed, rolled back, failed,
-    /// after how many retries): the scheduler books that, and the ticket gives it too.
+    /// after how many retries): the scheduler books that, and the ticket gives it too. An
+    /// acknowledgement in the outcome is the ticket holder's to await; the scheduler books the
+    /// call when its closure returns.
     pub fn with_outcome<F>(priority: Priority, f: F) -> (Call, Ticket<Outcome>)
     where
         F: FnOnce() -> Outcome + Send + 'static,
     {
-        Self::build(priority, f, Outcome::clone, false)
+        Self::build(priority, f, Outcome::without_acknowledgement, false)
     }
 
     /// `pinned`: the whole call, its result delivered included, runs in one region.

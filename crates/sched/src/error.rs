@@ -24,6 +24,9 @@ pub enum ConfigError {
     /// `task_pool` is 0.
     #[error("each worker needs at least one task context")]
     NoTaskContexts,
+    /// `awaiting_limit` is 0.
+    #[error("each worker must be able to keep at least one job awaiting its acknowledgement")]
+    NoAwaiting,
     /// `stack_size` is below 64 KiB.
     #[error("worker stacks must be at least 64 KiB")]
     StackTooSmall,

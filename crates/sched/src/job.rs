@@ -4,6 +4,8 @@
 //! and kind it is) and submits jobs. The scheduler decides where and when each job runs and
 //! measures what happened to it.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -59,8 +61,15 @@ impl JobError {
     }
 }
 
+/// What a job that committed in memory waits for before it counts as done and its answer may
+/// leave (ERMIA's pipelined commit): its log record durable, typically. The job's task ends at
+/// once and frees its context; the worker keeps only this, polls it at its scheduling points
+/// (woken through the waker it polls with, which must never be called inside the job's own
+/// region-held code paths in a way that blocks), and books the job when it resolves: its
+/// latency ends then, the time counts as waiting, and an error fails the job.
+pub type Acknowledgement = Pin<Box<dyn Future<Output = Result<(), JobError>> + Send>>;
+
 /// The result of executing one job.
-#[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct Outcome {
     /// How it ended.
@@ -80,6 +89,24 @@ pub struct Outcome {
     pub durable_wait: Duration,
     /// What went wrong, for a failed job.
     pub error: Option<JobError>,
+    /// What it still waits for before it is done (see [`Acknowledgement`]); `None`: nothing.
+    pub acknowledgement: Option<Acknowledgement>,
+}
+
+impl std::fmt::Debug for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Outcome")
+            .field("status", &self.status)
+            .field("conflicts", &self.conflicts)
+            .field("validation_failures", &self.validation_failures)
+            .field("promoted", &self.promoted)
+            .field("wasted", &self.wasted)
+            .field("locks", &self.locks)
+            .field("durable_wait", &self.durable_wait)
+            .field("error", &self.error)
+            .field("acknowledgement", &self.acknowledgement.is_some())
+            .finish()
+    }
 }
 
 /// What a job's attempts met in a lock manager (zero outside two-phase locking).
@@ -111,6 +138,22 @@ impl Outcome {
             locks: LockOutcome::default(),
             durable_wait: Duration::ZERO,
             error: None,
+            acknowledgement: None,
+        }
+    }
+
+    /// A copy of everything but the acknowledgement (which only one can await).
+    pub fn without_acknowledgement(&self) -> Outcome {
+        Outcome {
+            status: self.status,
+            conflicts: self.conflicts,
+            validation_failures: self.validation_failures,
+            promoted: self.promoted,
+            wasted: self.wasted,
+            locks: self.locks,
+            durable_wait: self.durable_wait,
+            error: self.error.clone(),
+            acknowledgement: None,
         }
     }
 

@@ -48,7 +48,7 @@ mod worker;
 
 pub use call::{Call, CallError, Calls, Promise, Ticket};
 pub use error::{ConfigError, SchedError};
-pub use job::{Executor, IdleWork, JobError, LockOutcome, Outcome, Status};
+pub use job::{Acknowledgement, Executor, IdleWork, JobError, LockOutcome, Outcome, Status};
 pub use os_threads::{OsPlacementError, OsScheduling};
 pub use overtake_priority::{Group, Priority, Tier, Weight};
 pub use overtake_runtime::preempt::{Delivery, PreemptStats};

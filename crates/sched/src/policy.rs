@@ -97,6 +97,11 @@ pub struct SchedConfig {
     /// Task contexts per worker: how many started transactions (running, paused or parked) a
     /// worker can hold at once. Contexts are created when first needed and reused.
     pub task_pool: usize,
+    /// Jobs per worker that ended in memory and await their acknowledgements (pipelined
+    /// commit: see [`Acknowledgement`](crate::Acknowledgement)). They hold no context; at this
+    /// many, the worker starts no new job until one resolves (a slow disk holds work back in
+    /// the inbox rather than in memory).
+    pub awaiting_limit: usize,
     /// Pin workers to cores, one each.
     pub pin: bool,
     /// Report a worker whose thread stays blocked in the kernel this long while it runs a task
@@ -140,6 +145,7 @@ impl Default for SchedConfig {
             signal_delay: Duration::from_micros(10),
             stack_size: 1 << 20,
             task_pool: 1024,
+            awaiting_limit: 4096,
             pin: true,
             blocked_report: Some(Duration::from_secs(1)),
             trace: false,
@@ -165,6 +171,9 @@ impl SchedConfig {
         }
         if self.task_pool == 0 {
             return Err(ConfigError::NoTaskContexts.into());
+        }
+        if self.awaiting_limit == 0 {
+            return Err(ConfigError::NoAwaiting.into());
         }
         if self.stack_size < 64 * 1024 {
             return Err(ConfigError::StackTooSmall.into());

@@ -111,12 +111,14 @@ impl EngineExecutor {
         } else {
             &self.retry
         };
-        self.db.run(priority, self.isolation, retry, body)
+        self.db.run_pipelined(priority, self.isolation, retry, body)
     }
 }
 
-/// How a job ended, from the engine's retry helper's report.
-pub(crate) fn outcome<T>(attempts: Attempts<T>) -> Outcome {
+/// How a job ended, from the engine's retry helper's report (its acknowledgement, if it
+/// committed, left for the worker to await).
+pub(crate) fn outcome<T>(mut attempts: Attempts<T>) -> Outcome {
+    let acknowledgement = attempts.acknowledgement.take();
     let (promoted, wasted) = (attempts.promoted, attempts.failed_time);
     let durable_wait = attempts.durable_wait;
     let mut locks = LockOutcome::default();
@@ -138,6 +140,9 @@ pub(crate) fn outcome<T>(attempts: Attempts<T>) -> Outcome {
     outcome.locks = locks;
     outcome.durable_wait = durable_wait;
     outcome.error = error;
+    outcome.acknowledgement = acknowledgement.map(|a| -> overtake_sched::Acknowledgement {
+        Box::pin(async move { a.await.map_err(JobError::failed) })
+    });
     outcome
 }
 
@@ -189,10 +194,21 @@ impl Executor for EngineExecutor {
         match &job.work {
             Work::Tpcc(request) => {
                 let attempts = self.run(p, |x| request.execute(x, t));
-                if let (Some(ack), Ok(Some(order))) = (&self.ack, &attempts.result) {
-                    ack.record(*order);
+                let order = attempts.result.as_ref().ok().copied().flatten();
+                let mut outcome = outcome(attempts);
+                // The ledger records an order once its commit is acknowledged, never before.
+                if let (Some(ledger), Some(order)) = (&self.ack, order) {
+                    let ledger = Arc::clone(ledger);
+                    let durable = outcome.acknowledgement.take();
+                    outcome.acknowledgement = Some(Box::pin(async move {
+                        if let Some(durable) = durable {
+                            durable.await?;
+                        }
+                        ledger.record(order);
+                        Ok(())
+                    }));
                 }
-                outcome(attempts)
+                outcome
             }
             Work::Query2 => match &self.ch {
                 Some(ch) => outcome(self.run(p, |x| query2(x, t, ch))),

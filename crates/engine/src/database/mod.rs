@@ -119,9 +119,7 @@ impl Database {
                 end = log.append(&bytes, None, region);
             },
         )?;
-        log.acknowledge(end, Priority::HIGH)
-            .0
-            .map_err(Error::NotDurable)?;
+        log.ticket(end, Priority::HIGH).wait().0?;
         Ok(table)
     }
 
@@ -144,9 +142,7 @@ impl Database {
             record::encode_drop_table(&mut bytes, id);
             end = log.append(&bytes, None, region);
         })?;
-        log.acknowledge(end, Priority::HIGH)
-            .0
-            .map_err(Error::NotDurable)?;
+        log.ticket(end, Priority::HIGH).wait().0?;
         Ok(())
     }
 
@@ -195,7 +191,34 @@ impl Database {
     /// until it ends, and reserves each record it updates or deletes as it goes (a pending version
     /// that makes other writers conflict), so writers on other workers cannot overtake it either.
     /// Its reservations are held only while it runs: a promoted attempt is never paused.
+    ///
+    /// Returns once the commit is acknowledged: under `sync`, once its log record is durable
+    /// (a task parks meanwhile), and for a read-only transaction once every commit it read is
+    /// (see [`Transaction::commit_pipelined`]); a log that stops first fails it with
+    /// [`Error::NotDurable`].
     pub fn run<T>(
+        &self,
+        priority: Priority,
+        isolation: Isolation,
+        policy: &RetryPolicy,
+        body: impl FnMut(&mut Transaction<'_>) -> Result<T>,
+    ) -> Attempts<T> {
+        let mut attempts = self.run_pipelined(priority, isolation, policy, body);
+        if let Some(acknowledgement) = attempts.acknowledgement.take() {
+            let (durable, waited) = acknowledgement.wait();
+            attempts.durable_wait = waited;
+            if let Err(e) = durable {
+                attempts.result = Err(e.into());
+            }
+        }
+        attempts
+    }
+
+    /// [`run`](Self::run) without the wait for the acknowledgement: the attempts end at the
+    /// in-memory commit, and a committed one leaves in [`Attempts::acknowledgement`] what must
+    /// resolve before anyone is told it committed or shown its result (ERMIA's pipelined
+    /// commit: a task ends and frees its context; its scheduler keeps only this).
+    pub fn run_pipelined<T>(
         &self,
         priority: Priority,
         isolation: Isolation,
@@ -212,6 +235,7 @@ impl Database {
             failed_time: Duration::ZERO,
             locks: LockStats::default(),
             durable_wait: Duration::ZERO,
+            acknowledgement: None,
         };
         // Promotion holds a region for a whole attempt, and lock waits cannot park in one; under
         // two-phase locking the lock policies decide who goes first instead.
@@ -240,17 +264,16 @@ impl Database {
                 attempts.promoted += 1;
                 txn.reserve_writes();
             }
-            // A promoted attempt commits inside its region; it waits for the log after it.
+            // A promoted attempt commits inside its region; its acknowledgement waits after it.
             let result = body(&mut txn)
-                .and_then(|value| Ok(txn.commit_in_memory().map(|lsn| (value, lsn))?));
+                .and_then(|value| Ok(txn.commit_pipelined().map(|ack| (value, ack))?));
             attempts.locks.add(&txn.lock_stats());
             let restart_after = txn.take_restart_after();
             drop(txn);
             drop(region);
-            let result = result.and_then(|(value, lsn)| {
-                let (durable, waited) = self.engine.acknowledge(lsn, priority);
-                attempts.durable_wait = waited;
-                Ok(durable.map(|()| value)?)
+            let result = result.map(|(value, acknowledgement)| {
+                attempts.acknowledgement = Some(acknowledgement);
+                value
             });
             if let Err(e) = &result {
                 attempts.failed_time += started.elapsed();

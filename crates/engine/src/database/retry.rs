@@ -89,8 +89,12 @@ pub struct Attempts<T> {
     /// Lock waits over all attempts (two-phase locking).
     pub locks: LockStats,
     /// How long the commit that ended them waited for its log record to be durable (zero in
-    /// memory and under `async`).
+    /// memory and under `async`; zero from [`Database::run_pipelined`](super::Database::run_pipelined),
+    /// which does not wait).
     pub durable_wait: Duration,
+    /// From [`Database::run_pipelined`](super::Database::run_pipelined), after a commit: what
+    /// must resolve before it is acknowledged. `None` otherwise.
+    pub acknowledgement: Option<crate::log::Acknowledgement>,
 }
 
 impl<T> Attempts<T> {

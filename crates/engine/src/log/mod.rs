@@ -17,6 +17,7 @@
 //! Must never block inside a region, and never acknowledge a `sync` commit before its record is
 //! on stable storage.
 
+pub(crate) mod acknowledgement;
 pub(crate) mod checkpoint;
 pub(crate) mod failpoint;
 pub(crate) mod files;
@@ -30,8 +31,11 @@ use std::time::Duration;
 use overtake_priority::Priority;
 use overtake_runtime::NoPreemptGuard;
 
+pub use acknowledgement::Acknowledgement;
 pub use recovery::RecoveryError;
-use writer::{Batching, LogFile, LogWriter, Segments};
+use writer::{Batching, LogFile, LogWriter, Segments, Target};
+
+use crate::error::CommitError;
 
 /// How commits reach stable storage (a setting of [`Database::open`](crate::Database::open); an
 /// in-memory database has no log whatever it says).
@@ -208,14 +212,10 @@ impl Log {
         self.writer.append(record, commit, region)
     }
 
-    /// After the commit region (never inside one: it parks): under `sync`, waits until the
-    /// record ending at `lsn` is durable (a transaction above the lowest level asks for the
-    /// flush at once), and says how long that took (zero under `async`).
-    pub(crate) fn acknowledge(
-        &self,
-        lsn: u64,
-        priority: Priority,
-    ) -> (Result<(), String>, Duration) {
+    /// What a commit whose record ends at `lsn` waits for before it is acknowledged: under
+    /// `sync`, its record durable (a transaction above the lowest level asks for the flush at
+    /// once); under `async`, nothing while the log keeps up.
+    pub(crate) fn ticket(&self, lsn: u64, priority: Priority) -> Acknowledgement {
         let behind = lsn.saturating_sub(self.writer.durable_lsn());
         // Under `async` the log may fall behind by a bounded amount only: past it, a commit
         // waits for its flush as a `sync` one does (a slow or failing disk would otherwise grow
@@ -223,23 +223,33 @@ impl Log {
         if self.mode == Durability::Off
             || (self.mode == Durability::Async && behind <= self.max_behind)
         {
-            return (Ok(()), Duration::ZERO);
+            return Acknowledgement::immediate();
         }
-        let committed = std::time::Instant::now();
-        let durable = self.writer.wait_durable(lsn, priority > Priority::LOW);
-        (durable, committed.elapsed())
+        Acknowledgement::after(
+            self.writer.progress(),
+            Target::Lsn(lsn),
+            priority > Priority::LOW,
+        )
+    }
+
+    /// What an answer showing commits up to timestamp `ts` waits for: under `sync`, every one
+    /// of them durable (`urgent`: asking for the flush at once); nothing otherwise.
+    pub(crate) fn ticket_through(&self, ts: u64, urgent: bool) -> Acknowledgement {
+        if self.mode != Durability::Sync || self.writer.durable_ts() >= ts {
+            return Acknowledgement::immediate();
+        }
+        Acknowledgement::after(self.writer.progress(), Target::Ts(ts), urgent)
     }
 
     /// Under `sync`: waits until every commit with a timestamp at or before `ts` is durable
     /// (`urgent`: asking for the flush at once); returns how long that took. Never inside a
     /// region (it parks).
     pub(crate) fn wait_through(&self, ts: u64, urgent: bool) -> Result<Duration, String> {
-        if self.mode != Durability::Sync || self.writer.durable_ts() >= ts {
-            return Ok(Duration::ZERO);
+        match self.ticket_through(ts, urgent).wait() {
+            (Ok(()), waited) => Ok(waited),
+            (Err(CommitError::NotDurable(why)), _) => Err(why),
+            (Err(other), _) => unreachable!("a wait for the log ends durable or stopped: {other}"),
         }
-        let started = std::time::Instant::now();
-        self.writer.wait_durable_ts(ts, urgent)?;
-        Ok(started.elapsed())
     }
 
     /// The commit of transaction slot `slot` is about to draw its timestamp, at least `bound`
@@ -320,13 +330,13 @@ mod tests {
         let append = |bytes: &[u8]| log.append(bytes, None, &NoPreemptGuard::new());
         // Within the bound: acknowledged at once, although no sync has completed.
         let lsn = append(&[7; 60]);
-        assert_eq!(log.acknowledge(lsn, Priority::LOW).0, Ok(()));
+        assert_eq!(log.ticket(lsn, Priority::LOW).wait().0, Ok(()));
         assert_eq!(log.writer.durable_lsn(), 0);
         // Past it: the commit waits until its record is durable.
         let lsn = append(&[7; 60]);
         std::thread::scope(|s| {
             let waiter = s.spawn(|| {
-                let acknowledged = log.acknowledge(lsn, Priority::LOW).0;
+                let acknowledged = log.ticket(lsn, Priority::LOW).wait().0;
                 (acknowledged, log.writer.durable_lsn())
             });
             // No sync completes until the test lets one through: it must be waiting.

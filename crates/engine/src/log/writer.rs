@@ -36,6 +36,9 @@ use overtake_runtime::os_thread::ServiceClass;
 
 use overtake_runtime::park::{self, Unparker};
 
+use wait::Waiter;
+pub(crate) use wait::{Progress, Target};
+
 /// Where the log's bytes go: a file, or a test's stand-in that fails or delays.
 pub(crate) trait LogFile: Send {
     /// Appends `bytes` (all of them, or an error).
@@ -146,11 +149,11 @@ struct Shared {
     /// is durable through.
     durable_ts: AtomicU64,
     /// Readers waiting for `durable_ts` to reach theirs.
-    ts_waiters: RegionMutex<Vec<(u64, Unparker)>>,
+    ts_waiters: RegionMutex<Vec<(u64, Waiter)>>,
     /// Why the log stopped, once it has: set once, by the writer, which then writes nothing
     /// more; every waiter is told.
     stopped: OnceLock<String>,
-    waiters: RegionMutex<Vec<(u64, Unparker)>>,
+    waiters: RegionMutex<Vec<(u64, Waiter)>>,
     flush_now: AtomicBool,
     /// An urgent commit asked for the flush (`flush_now` is set too).
     urgent_now: AtomicBool,
@@ -288,53 +291,14 @@ impl LogWriter {
     /// Returns once the log is durable up to `lsn`, or with the I/O error that kept it from being.
     /// `urgent`: flush at once rather than at the end of the interval. Must not be called inside a
     /// region (it parks).
+    #[cfg(test)]
     pub(crate) fn wait_durable(&self, lsn: u64, urgent: bool) -> Result<(), String> {
-        let shared = &self.shared;
-        if shared.durable.load(Ordering::Acquire) >= lsn {
-            return Ok(());
-        }
-        let asked = urgent.then(|| {
-            shared.ask_for_urgent_flush();
-            shared.nanos()
-        });
-        let me = park::current_unparker();
-        {
-            let region = NoPreemptGuard::new();
-            shared.waiters.lock(&region).push((lsn, me.clone()));
-        }
-        loop {
-            // Returning leaves its entry for the writer to drop at the next flush (an unpark
-            // then is a spurious wake, which parking allows): cheaper than a second latch here.
-            if shared.durable.load(Ordering::Acquire) >= lsn {
-                if let Some(asked) = asked {
-                    let now = shared.nanos();
-                    let region = NoPreemptGuard::new();
-                    // The flush that passed our record (if it is still remembered).
-                    let published = {
-                        let published = shared.published.lock(&region);
-                        // Ordered by LSN: the first flush that reached ours.
-                        let i = published.partition_point(|&(durable, _)| durable < lsn);
-                        published.get(i).map(|&(_, at)| at.max(asked))
-                    };
-                    drop(region);
-                    if let Some(published) = published {
-                        count(&shared.asked_to_durable, published - asked);
-                        count(&shared.durable_to_resumed, now.saturating_sub(published));
-                    }
-                }
-                return Ok(());
-            }
-            {
-                let region = NoPreemptGuard::new();
-                if let Some(why) = shared.stopped.get() {
-                    let why = why.clone();
-                    let mut waiters = shared.waiters.lock(&region);
-                    waiters.retain(|(_, u)| !u.wakes_same(&me));
-                    return Err(why);
-                }
-            }
-            park::park();
-        }
+        self.progress().wait(Target::Lsn(lsn), urgent)
+    }
+
+    /// Its progress, to wait on apart from the writer (see [`Progress`]).
+    pub(crate) fn progress(&self) -> Progress {
+        Progress(Arc::clone(&self.shared))
     }
 
     /// Cuts the log: the records appended so far are made durable in the current segment, and
@@ -391,33 +355,9 @@ impl LogWriter {
     /// Returns once every commit with a timestamp at or before `ts` is durable, or with the
     /// reason the log stopped. `urgent`: flush at once rather than at the end of the interval.
     /// Must not be called inside a region (it parks).
+    #[cfg(test)]
     pub(crate) fn wait_durable_ts(&self, ts: u64, urgent: bool) -> Result<(), String> {
-        let shared = &self.shared;
-        if shared.durable_ts.load(Ordering::Acquire) >= ts {
-            return Ok(());
-        }
-        let me = park::current_unparker();
-        {
-            let region = NoPreemptGuard::new();
-            shared.ts_waiters.lock(&region).push((ts, me.clone()));
-        }
-        if urgent {
-            shared.ask_for_urgent_flush();
-        }
-        loop {
-            if shared.durable_ts.load(Ordering::Acquire) >= ts {
-                return Ok(());
-            }
-            if let Some(why) = shared.stopped.get() {
-                let region = NoPreemptGuard::new();
-                shared
-                    .ts_waiters
-                    .lock(&region)
-                    .retain(|(_, u)| !u.wakes_same(&me));
-                return Err(why.clone());
-            }
-            park::park();
-        }
+        self.progress().wait(Target::Ts(ts), urgent)
     }
 
     /// The log is durable up to here.
@@ -501,10 +441,10 @@ impl Shared {
             return;
         }
         let region = NoPreemptGuard::new();
-        self.ts_waiters.lock(&region).retain(|(wanted, unparker)| {
+        self.ts_waiters.lock(&region).retain(|(wanted, waiter)| {
             let done = *wanted <= ts;
             if done {
-                unparker.unpark();
+                waiter.wake();
             }
             !done
         });
@@ -530,10 +470,10 @@ impl Shared {
     fn wake(&self, upto: u64) {
         let region = NoPreemptGuard::new();
         let mut waiters = self.waiters.lock(&region);
-        waiters.retain(|(lsn, unparker)| {
+        waiters.retain(|(lsn, waiter)| {
             let done = *lsn <= upto;
             if done {
-                unparker.unpark();
+                waiter.wake();
             }
             !done
         });
@@ -542,6 +482,7 @@ impl Shared {
 
 mod overlap;
 mod thread;
+mod wait;
 
 #[cfg(test)]
 mod tests;

@@ -14,6 +14,7 @@ use sdd::{Guard, Tag};
 use super::{State, Transaction};
 use crate::catalog::Catalog;
 use crate::error::{AbortReason, CommitError, Error, Result};
+use crate::log::Acknowledgement;
 use crate::log::record::{CommitEncoder, seal};
 use crate::mvcc::epoch::EpochGuard;
 use crate::mvcc::gc::{self, Retired};
@@ -41,16 +42,23 @@ impl Transaction<'_> {
     /// it has stopped, a transaction that would write is refused before it commits
     /// ([`AbortReason::LogStopped`]).
     pub fn commit(&mut self) -> Result<(), CommitError> {
-        let lsn = self.commit_in_memory()?;
-        if lsn.is_none() {
-            // Read-only: its commit says that what it read holds (see `wait_reads_durable`).
-            let waited = self.wait_reads_durable().map_err(CommitError::NotDurable)?;
-            self.durable_wait = waited;
-            return Ok(());
-        }
-        let (durable, waited) = self.engine.acknowledge(lsn, self.priority);
+        let (durable, waited) = self.commit_pipelined()?.wait();
         self.durable_wait = waited;
         durable
+    }
+
+    /// Commits in memory and returns what the commit must wait for before anyone is told it
+    /// committed (ERMIA's pipelined commit): its log record durable under `sync`, or, for a
+    /// read-only transaction, every commit it read (see
+    /// [`wait_reads_durable`](Self::wait_reads_durable)). Its versions are visible to other
+    /// transactions at once; the caller holds back the acknowledgement (and, for a read-only
+    /// transaction, its results) until the [`Acknowledgement`] resolves. Fails as
+    /// [`commit`](Self::commit) does before its wait.
+    pub fn commit_pipelined(&mut self) -> Result<Acknowledgement, CommitError> {
+        Ok(match self.commit_in_memory()? {
+            None => self.reads().acknowledgement(),
+            lsn => self.engine.ticket(lsn, self.priority),
+        })
     }
 
     /// Commits without waiting for the log (what [`commit`](Self::commit) does before its wait):

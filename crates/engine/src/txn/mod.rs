@@ -186,6 +186,16 @@ impl Reads<'_> {
             None => Ok(std::time::Duration::ZERO),
         }
     }
+
+    /// What an answer showing what the transaction read so far waits for (see
+    /// [`Transaction::commit_pipelined`]).
+    pub fn acknowledgement(&self) -> crate::log::Acknowledgement {
+        let read = self.mark.load(std::sync::atomic::Ordering::Relaxed);
+        match self.log {
+            Some(log) => log.ticket_through(read, self.urgent),
+            None => crate::log::Acknowledgement::immediate(),
+        }
+    }
 }
 
 impl<'db> Transaction<'db> {

@@ -6,9 +6,8 @@
 //! is what lets dependencies run one way: `db` -> `txn` -> `engine` -> the parts below.
 
 use crate::catalog::Catalog;
-use crate::error::CommitError;
 use crate::lock::{LockManager, OsHints};
-use crate::log::Log;
+use crate::log::{Acknowledgement, Log};
 use crate::mvcc::TxnTable;
 use crate::mvcc::gc::Collector;
 use crate::options::Options;
@@ -35,19 +34,16 @@ pub(crate) struct Engine {
 }
 
 impl Engine {
-    /// Waits, as the log's mode says, until the commit whose record ends at `lsn` (`None`: it
-    /// wrote none) is durable; returns the outcome and how long it waited.
-    pub(crate) fn acknowledge(
+    /// What the commit whose record ends at `lsn` (`None`: it wrote none) waits for before it
+    /// is acknowledged, as the log's mode says.
+    pub(crate) fn ticket(
         &self,
         lsn: Option<u64>,
         priority: overtake_priority::Priority,
-    ) -> (std::result::Result<(), CommitError>, std::time::Duration) {
+    ) -> Acknowledgement {
         match (lsn, &self.log) {
-            (Some(lsn), Some(log)) => {
-                let (durable, waited) = log.acknowledge(lsn, priority);
-                (durable.map_err(CommitError::NotDurable), waited)
-            }
-            _ => (Ok(()), std::time::Duration::ZERO),
+            (Some(lsn), Some(log)) => log.ticket(lsn, priority),
+            _ => Acknowledgement::immediate(),
         }
     }
 

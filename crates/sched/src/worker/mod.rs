@@ -43,10 +43,13 @@ use crate::starvation::{self, Clock};
 use crate::stats::{JobRecord, JobTiming, RunStats};
 use crate::task::{Claim, TaskId, TaskState, TaskTable};
 
+mod acks;
 mod pick;
 mod shared;
 mod staged;
 
+pub(crate) use acks::AckSignal;
+use acks::Acks;
 use shared::TaskEvent;
 pub(crate) use shared::{IDLE, Stop, WorkerShared};
 use staged::Staged;
@@ -118,17 +121,14 @@ struct WorkerCore<E: Executor> {
     slice_usage: Cell<Option<ThreadUsage>>,
     /// When the worker last paused a task for more urgent work (the preemption's delivery).
     paused_for_urgent: Cell<Option<Instant>>,
+    /// Jobs whose tasks ended and that await their acknowledgements.
+    acks: RefCell<Acks<E::Job>>,
 }
 
 impl<E: Executor> WorkerCore<E> {
     /// Runs one job in task `id` (on its context) and records what happened to it.
-    fn run_job(&self, id: TaskId, scheduled: Scheduled<E::Job>) {
-        let Scheduled {
-            mut job,
-            arrival,
-            enqueued,
-        } = scheduled;
-        let outcome = self.exec.execute(&mut job, self.index);
+    fn run_job(&self, id: TaskId, mut scheduled: Scheduled<E::Job>) {
+        let outcome = self.exec.execute(&mut scheduled.job, self.index);
         let _region = NoPreemptGuard::new();
         let end = Instant::now();
         if let Some(before) = self.slice_usage.take() {
@@ -138,11 +138,7 @@ impl<E: Executor> WorkerCore<E> {
                 .add_usage(id, &slice, region_trace::longest_since_mark());
         }
         let times = self.tasks.borrow().times(id);
-        if self.config.trace && self.exec.priority(&job) > Priority::LOW {
-            self.trace(&job, (arrival, enqueued, end), &times);
-        }
-        self.record(&job, arrival, enqueued, times, end, &outcome);
-        drop(job);
+        self.ended(scheduled, times, end, outcome);
     }
 
     /// Keeps where the time of a traced job went (see `crate::trace`).
@@ -608,6 +604,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         preempt::register_worker(Arc::clone(&shared.target), config.poll_every(), on_preempt)
             .map_err(|source| SchedError::RegisterWorker { index, source })?;
     let pool = config.task_pool;
+    let shared_acks = Arc::clone(&shared.acks);
     let os_background =
         config.os_background && overtake_runtime::os_thread::can_switch_background();
     let core = Rc::new(WorkerCore {
@@ -630,6 +627,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         slice_quantum: Cell::new(std::time::Duration::ZERO),
         slice_usage: Cell::new(None),
         paused_for_urgent: Cell::new(None),
+        acks: RefCell::new(Acks::new(Arc::clone(&shared_acks))),
     });
     // The first context is made before the clock starts (a stack costs a few mmaps).
     let claim = core.tasks.borrow_mut().claim();
@@ -663,8 +661,11 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         // A request raised for work this pick will see is taken up here.
         core.shared.target.acknowledge();
         core.collect_wakes();
-        let next = if stopping == Stop::Abandon {
-            // Started tasks that can run finish; nothing new starts.
+        core.collect_acks();
+        // With as many jobs awaiting acknowledgements as it has contexts, it starts nothing new.
+        let full = core.acks_full();
+        let next = if stopping == Stop::Abandon || full {
+            // Started tasks that can run go on; nothing new starts.
             let _region = NoPreemptGuard::new();
             let mut tasks = core.tasks.borrow_mut();
             tasks
@@ -684,10 +685,16 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
             Some(Next::Resume(id)) => core.resume(id, false),
             Some(Next::ResumeToEnd(id)) => core.resume(id, true),
             Some(Next::Start(job)) => core.start(job),
-            None if stopping != Stop::Run => break,
+            // Done once nothing runs and every job that ended is acknowledged.
+            None if stopping != Stop::Run && !core.acks_awaited() => break,
             None => {
                 let now = Instant::now();
-                match feed.as_mut().and_then(|f| f()) {
+                let fed = if full || stopping != Stop::Run {
+                    None
+                } else {
+                    feed.as_mut().and_then(|f| f())
+                };
+                match fed {
                     Some(job) => {
                         core.pending.arrived(core.exec.group(&job));
                         core.start(Scheduled::at(job, now))
@@ -701,6 +708,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
                         core.inbox.queued() > 0
                             || core.pending.has_from(Priority::LOW)
                             || core.shared.wakes.any.load(Ordering::SeqCst)
+                            || core.shared.acks.pending()
                             || stop.load(Ordering::SeqCst) != Stop::Run as u8
                     }),
                 }

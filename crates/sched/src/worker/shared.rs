@@ -134,6 +134,8 @@ pub(crate) struct WorkerShared {
     /// The kernel's id of the worker's thread (0 until it runs).
     pub(crate) tid: AtomicI32,
     pub(crate) sleeper: Arc<Sleeper>,
+    /// Wakes it when acknowledgements of its jobs may have resolved.
+    pub(crate) acks: Arc<super::AckSignal>,
     /// Set once the worker is fully set up (registered for preemption, statistics allocated)
     /// and about to take work. The run's clock starts only when every worker is ready: setting
     /// up takes tens of milliseconds, which would otherwise show up as the latency of the first
@@ -154,6 +156,7 @@ impl WorkerShared {
                 sleeper: Arc::clone(&sleeper),
                 backstop: OnceLock::new(),
             }),
+            acks: super::AckSignal::new(Arc::clone(&sleeper)),
             sleeper,
             target,
             starvation: StarvationMonitor::default(),

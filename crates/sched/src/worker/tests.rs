@@ -18,11 +18,13 @@ use crate::job::{Executor, Outcome, Scheduled};
 use crate::policy::{Policy, SchedConfig};
 use crate::stats::RunStats;
 
-/// A job: a priority, a group and what to do.
+/// A job: a priority, a group and what to do (and, if it has one, the gate its acknowledgement
+/// waits behind).
 struct Script {
     priority: Priority,
     group: Group,
     body: Box<dyn FnMut() + Send>,
+    acknowledged_by: Option<Gate>,
 }
 
 struct Scripts;
@@ -48,7 +50,11 @@ impl Executor for Scripts {
 
     fn execute(&self, job: &mut Script, _worker: usize) -> Outcome {
         (job.body)();
-        Outcome::committed()
+        let mut outcome = Outcome::committed();
+        if let Some(gate) = job.acknowledged_by.take() {
+            outcome.acknowledgement = Some(Box::pin(gate));
+        }
+        outcome
     }
 }
 
@@ -57,6 +63,7 @@ type Queues = Arc<Inbox<Script>>;
 /// A worker on its own thread, and its inbox.
 struct TestWorker {
     queues: Queues,
+    shared: Arc<WorkerShared>,
     /// Work no worker owns (as the scheduler's submit leaves it).
     pending: Arc<crate::pending::Pending<Script>>,
     stop: Arc<AtomicU8>,
@@ -84,9 +91,10 @@ fn start_worker(config: SchedConfig) -> TestWorker {
     ));
     let inbox = Arc::new(Inbox::new(config.urgent_inbox, config.background_inbox));
     let stop = Arc::new(AtomicU8::new(Stop::Run as u8));
+    let shared = Arc::new(WorkerShared::new(1));
     let setup = WorkerSetup {
         index: 0,
-        shared: Arc::new(WorkerShared::new(1)),
+        shared: Arc::clone(&shared),
         inbox: Arc::clone(&inbox),
         pending: Arc::clone(&pending),
         exec: Arc::new(Scripts),
@@ -97,6 +105,7 @@ fn start_worker(config: SchedConfig) -> TestWorker {
     };
     TestWorker {
         queues: inbox,
+        shared,
         pending,
         stop,
         thread: std::thread::spawn(move || run_worker(setup)),
@@ -112,6 +121,7 @@ fn push_in(queues: &Queues, priority: Priority, group: Group, body: impl FnMut()
         priority,
         group,
         body: Box::new(body),
+        acknowledged_by: None,
     };
     assert!(
         queues
@@ -727,6 +737,7 @@ fn pending_work_of_a_group_behind_the_running_one_takes_the_worker_before_the_qu
                 priority: Priority::MEDIUM,
                 group: ts(b_weight, 2),
                 body: Box::new(move || note(&l2, "B")),
+                acknowledged_by: None,
             };
             let job = Scheduled::at(script, Instant::now());
             assert!(p.push(Priority::MEDIUM, ts(b_weight, 2), job).is_ok());
@@ -743,4 +754,166 @@ fn pending_work_of_a_group_behind_the_running_one_takes_the_worker_before_the_qu
     assert_eq!(run(150), vec!["A starts", "B", "A goes on"]);
     // Lighter, it does not go before A: A keeps its quantum.
     assert_eq!(run(50), vec!["A starts", "A goes on", "B"]);
+}
+
+/// An acknowledgement a test resolves: pending until `resolve`, which wakes whoever polled it.
+#[derive(Clone, Default)]
+struct Gate(Arc<Mutex<GateState>>);
+
+#[derive(Default)]
+struct GateState {
+    result: Option<Result<(), JobError>>,
+    waker: Option<std::task::Waker>,
+}
+
+impl Gate {
+    fn resolve(&self, result: Result<(), JobError>) {
+        let mut state = self.0.lock().expect("gate");
+        state.result = Some(result);
+        if let Some(waker) = state.waker.take() {
+            waker.wake();
+        }
+    }
+
+    /// Whether the worker polled it and waits for it.
+    fn awaited(&self) -> bool {
+        self.0.lock().expect("gate").waker.is_some()
+    }
+}
+
+impl std::future::Future for Gate {
+    type Output = Result<(), JobError>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let mut state = self.0.lock().expect("gate");
+        match state.result.take() {
+            Some(result) => std::task::Poll::Ready(result),
+            None => {
+                state.waker = Some(cx.waker().clone());
+                std::task::Poll::Pending
+            }
+        }
+    }
+}
+
+fn push_acknowledged(queues: &Queues, gate: &Gate, body: impl FnMut() + Send + 'static) {
+    let script = Script {
+        priority: Priority::LOW,
+        group: Group::of(Priority::LOW),
+        body: Box::new(body),
+        acknowledged_by: Some(gate.clone()),
+    };
+    assert!(
+        queues
+            .push(Priority::LOW, Scheduled::at(script, Instant::now()))
+            .is_ok(),
+        "queue full"
+    );
+}
+
+fn finished(worker: &TestWorker) -> u64 {
+    worker.shared.finished.load(Ordering::Acquire)
+}
+
+#[test]
+fn a_job_awaiting_its_acknowledgement_holds_no_context_and_is_booked_when_it_resolves() {
+    // One context: the third job can start only if the two awaiting acknowledgements hold none
+    // (else it would be refused for want of one).
+    let worker = start_worker(config(1));
+    let log: Log = Arc::default();
+    let (durable, lost) = (Gate::default(), Gate::default());
+    let l = Arc::clone(&log);
+    push_acknowledged(&worker.queues, &durable, move || {
+        note(&l, "first committed")
+    });
+    let l = Arc::clone(&log);
+    push_acknowledged(&worker.queues, &lost, move || note(&l, "second committed"));
+    while !(durable.awaited() && lost.awaited()) {
+        std::thread::yield_now();
+    }
+    let l = Arc::clone(&log);
+    push(&worker.queues, Priority::LOW, move || note(&l, "third ran"));
+    // Booked: run, or refused for want of a context.
+    while finished(&worker) < 1 {
+        std::thread::yield_now();
+    }
+    assert_eq!(
+        log.lock().expect("log").len(),
+        3,
+        "the third job did not run"
+    );
+    durable.resolve(Ok(()));
+    while finished(&worker) < 2 {
+        std::thread::yield_now();
+    }
+    lost.resolve(Err(JobError::Panicked("the log stopped".into())));
+    while finished(&worker) < 3 {
+        std::thread::yield_now();
+    }
+    let stats = worker.finish();
+    let low = stats.class(Priority::LOW);
+    assert_eq!((low.committed, low.failed), (2, 1));
+    assert!(
+        low.first_error
+            .as_ref()
+            .is_some_and(|e| e.to_string().contains("the log stopped")),
+        "{:?}",
+        low.first_error
+    );
+    // The acknowledged job's wait counts as its commit's wait for the log.
+    assert_eq!(low.durable_wait.count(), 1);
+}
+
+#[test]
+fn a_worker_at_its_limit_of_awaited_acknowledgements_starts_nothing_until_one_resolves() {
+    let worker = start_worker(SchedConfig {
+        awaiting_limit: 1,
+        ..config(4)
+    });
+    let log: Log = Arc::default();
+    let gate = Gate::default();
+    let l = Arc::clone(&log);
+    push_acknowledged(&worker.queues, &gate, move || note(&l, "committed"));
+    while !gate.awaited() {
+        std::thread::yield_now();
+    }
+    let l = Arc::clone(&log);
+    push(&worker.queues, Priority::HIGH, move || note(&l, "next ran"));
+    // The next job waits in the inbox, urgent as it is.
+    for _ in 0..1_000 {
+        std::thread::yield_now();
+    }
+    assert_eq!(*log.lock().expect("log"), vec!["committed"]);
+    gate.resolve(Ok(()));
+    while log.lock().expect("log").len() < 2 {
+        std::thread::yield_now();
+    }
+    let stats = worker.finish();
+    assert_eq!(stats.class(Priority::LOW).committed, 1);
+    assert_eq!(stats.class(Priority::HIGH).committed, 1);
+    assert_eq!(stats.class(Priority::HIGH).failed, 0);
+}
+
+#[test]
+fn a_stopping_worker_waits_for_the_acknowledgements_it_owes() {
+    let worker = start_worker(config(4));
+    let gate = Gate::default();
+    push_acknowledged(&worker.queues, &gate, || {});
+    while !gate.awaited() {
+        std::thread::yield_now();
+    }
+    worker.stop.store(Stop::Abandon as u8, Ordering::Release);
+    for _ in 0..1_000 {
+        std::thread::yield_now();
+    }
+    assert!(
+        !worker.thread.is_finished(),
+        "stopped owing an acknowledgement"
+    );
+    gate.resolve(Ok(()));
+    let stats = worker.finish();
+    assert_eq!(stats.class(Priority::LOW).committed, 1);
 }

@@ -309,8 +309,8 @@ fn stop(shared: &Shared, why: String, cutting: &mut Option<Unparker>) {
     let _ = shared.stopped.set(why);
     shared.wake(u64::MAX);
     let region = NoPreemptGuard::new();
-    for (_, unparker) in shared.ts_waiters.lock(&region).drain(..) {
-        unparker.unpark();
+    for (_, waiter) in shared.ts_waiters.lock(&region).drain(..) {
+        waiter.wake();
     }
 }
 
