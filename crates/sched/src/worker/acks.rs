@@ -3,9 +3,10 @@
 //! each job with its times, polls its acknowledgement when told one may have resolved, and
 //! books the job when it has.
 //!
-//! An acknowledgement's wake (from the log writer, inside its region) only sets a flag and
-//! wakes a sleeping worker: never a preemption request, since booking a job is never more
-//! urgent than the task running. The worker takes no new job while `awaiting_limit` jobs await
+//! An acknowledgement's wake (from the log writer, inside its region) sets a flag and wakes a
+//! sleeping worker. For a job above the lowest level it also raises the preemption request:
+//! the running task's hook books the job on that task's stack and lets it go on (booking is
+//! never worth a switch), so an urgent job's answer never waits for background work to end. The worker takes no new job while `awaiting_limit` jobs await
 //! their acknowledgements: a slow disk holds new work back (the inbox fills
 //! and says "overloaded") rather than growing this queue without bound.
 
@@ -19,7 +20,7 @@ use overtake_priority::Priority;
 use overtake_runtime::NoPreemptGuard;
 
 use super::WorkerCore;
-use super::shared::Sleeper;
+use super::shared::{Sleeper, WakeInbox};
 use crate::job::{Acknowledgement, Executor, JobError, Outcome, Scheduled, Status};
 use crate::task::TaskTimes;
 
@@ -27,6 +28,12 @@ use crate::task::TaskTimes;
 pub(crate) struct AckSignal {
     ready: AtomicBool,
     sleeper: Arc<Sleeper>,
+}
+
+/// The same, for acknowledgements of urgent jobs: raises the preemption request too.
+struct UrgentAckSignal {
+    signal: Arc<AckSignal>,
+    wakes: Arc<WakeInbox>,
 }
 
 impl AckSignal {
@@ -54,6 +61,17 @@ impl Wake for AckSignal {
     }
 }
 
+impl Wake for UrgentAckSignal {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.signal.ready.store(true, Ordering::SeqCst);
+        self.wakes.nudge();
+    }
+}
+
 /// A job whose task ended at its in-memory commit.
 struct Awaiting<J> {
     job: J,
@@ -72,14 +90,17 @@ pub(super) struct Acks<J> {
     /// The other buffer, swapped in at each look (no allocation per look).
     spare: VecDeque<Awaiting<J>>,
     waker: Waker,
+    /// For jobs above the lowest level.
+    urgent_waker: Waker,
 }
 
 impl<J> Acks<J> {
-    pub(super) fn new(signal: Arc<AckSignal>) -> Self {
+    pub(super) fn new(signal: Arc<AckSignal>, wakes: Arc<WakeInbox>) -> Self {
         Acks {
             awaiting: VecDeque::new(),
             spare: VecDeque::new(),
-            waker: Waker::from(signal),
+            waker: Waker::from(Arc::clone(&signal)),
+            urgent_waker: Waker::from(Arc::new(UrgentAckSignal { signal, wakes })),
         }
     }
 
@@ -115,7 +136,14 @@ impl<E: Executor> WorkerCore<E> {
             ended: end,
             outcome,
         };
-        let waker = self.acks.borrow().waker.clone();
+        let waker = {
+            let acks = self.acks.borrow();
+            if self.exec.priority(&awaiting.job) > Priority::LOW {
+                acks.urgent_waker.clone()
+            } else {
+                acks.waker.clone()
+            }
+        };
         match awaiting
             .acknowledgement
             .as_mut()
@@ -144,18 +172,27 @@ impl<E: Executor> WorkerCore<E> {
             return;
         }
         let _region = NoPreemptGuard::new();
-        let (mut looking, mut still, waker) = {
+        let (mut looking, mut still, waker, urgent_waker) = {
             let mut acks = self.acks.borrow_mut();
             let acks = &mut *acks;
             (
                 std::mem::take(&mut acks.awaiting),
                 std::mem::take(&mut acks.spare),
                 acks.waker.clone(),
+                acks.urgent_waker.clone(),
             )
         };
-        let mut cx = Context::from_waker(&waker);
+        let (mut cx, mut urgent_cx) = (
+            Context::from_waker(&waker),
+            Context::from_waker(&urgent_waker),
+        );
         for mut awaiting in looking.drain(..) {
-            match awaiting.acknowledgement.as_mut().poll(&mut cx) {
+            let cx = if self.exec.priority(&awaiting.job) > Priority::LOW {
+                &mut urgent_cx
+            } else {
+                &mut cx
+            };
+            match awaiting.acknowledgement.as_mut().poll(cx) {
                 Poll::Ready(result) => self.acknowledged(awaiting, result),
                 Poll::Pending => still.push_back(awaiting),
             }

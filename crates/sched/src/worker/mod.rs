@@ -501,6 +501,9 @@ impl<E: Executor> WorkerCore<E> {
     fn preempt_running(&self) -> bool {
         self.shared.target.acknowledge();
         self.collect_wakes();
+        // Urgent jobs whose acknowledgements resolved are booked here, on this task's stack:
+        // their answers must not wait for it, and booking them is not worth pausing it.
+        self.collect_acks();
         let Some(id) = self.running.get() else {
             return false;
         };
@@ -604,7 +607,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         preempt::register_worker(Arc::clone(&shared.target), config.poll_every(), on_preempt)
             .map_err(|source| SchedError::RegisterWorker { index, source })?;
     let pool = config.task_pool;
-    let shared_acks = Arc::clone(&shared.acks);
+    let (shared_acks, shared_wakes) = (Arc::clone(&shared.acks), Arc::clone(&shared.wakes));
     let os_background =
         config.os_background && overtake_runtime::os_thread::can_switch_background();
     let core = Rc::new(WorkerCore {
@@ -627,7 +630,10 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         slice_quantum: Cell::new(std::time::Duration::ZERO),
         slice_usage: Cell::new(None),
         paused_for_urgent: Cell::new(None),
-        acks: RefCell::new(Acks::new(Arc::clone(&shared_acks))),
+        acks: RefCell::new(Acks::new(
+            Arc::clone(&shared_acks),
+            Arc::clone(&shared_wakes),
+        )),
     });
     // The first context is made before the clock starts (a stack costs a few mmaps).
     let claim = core.tasks.borrow_mut().claim();

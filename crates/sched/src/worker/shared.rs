@@ -79,6 +79,12 @@ impl WakeInbox {
         let region = NoPreemptGuard::new();
         self.events.lock(&region).push(event);
         self.any.store(true, Ordering::SeqCst);
+        self.nudge();
+    }
+
+    /// Has the worker look at what was made visible to it now: a running task's preemption
+    /// hook, or the loop of a sleeping worker.
+    pub(crate) fn nudge(&self) {
         // A running task of a lower level makes way at its next poll (or the worker's loop
         // finds the event at its next pick). One that never polls (a computation) needs the
         // signal: the backstop, which sleeps while nothing is requested, is told.

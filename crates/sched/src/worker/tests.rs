@@ -800,15 +800,24 @@ impl std::future::Future for Gate {
 }
 
 fn push_acknowledged(queues: &Queues, gate: &Gate, body: impl FnMut() + Send + 'static) {
+    push_acknowledged_at(queues, Priority::LOW, gate, body);
+}
+
+fn push_acknowledged_at(
+    queues: &Queues,
+    priority: Priority,
+    gate: &Gate,
+    body: impl FnMut() + Send + 'static,
+) {
     let script = Script {
-        priority: Priority::LOW,
-        group: Group::of(Priority::LOW),
+        priority,
+        group: Group::of(priority),
         body: Box::new(body),
         acknowledged_by: Some(gate.clone()),
     };
     assert!(
         queues
-            .push(Priority::LOW, Scheduled::at(script, Instant::now()))
+            .push(priority, Scheduled::at(script, Instant::now()))
             .is_ok(),
         "queue full"
     );
@@ -916,4 +925,38 @@ fn a_stopping_worker_waits_for_the_acknowledgements_it_owes() {
     gate.resolve(Ok(()));
     let stats = worker.finish();
     assert_eq!(stats.class(Priority::LOW).committed, 1);
+}
+
+#[test]
+fn an_urgent_job_is_booked_when_its_acknowledgement_resolves_while_background_work_runs() {
+    let worker = start_worker(config(4));
+    let log: Log = Arc::default();
+    let gate = Gate::default();
+    push_acknowledged_at(&worker.queues, Priority::HIGH, &gate, || {});
+    while !gate.awaited() {
+        std::thread::yield_now();
+    }
+    let (l, shared) = (Arc::clone(&log), Arc::clone(&worker.shared));
+    push(&worker.queues, Priority::LOW, move || {
+        note(&l, "background starts");
+        // It polls for preemption as the engine's record accesses do, and goes on only once
+        // the urgent job was booked: by its own preemption hook, as it never ends otherwise.
+        while shared.finished.load(Ordering::Acquire) == 0 {
+            preempt::record_access();
+            std::hint::spin_loop();
+        }
+        note(&l, "background saw the urgent job booked");
+    });
+    while log.lock().expect("log").is_empty() {
+        std::thread::yield_now();
+    }
+    gate.resolve(Ok(()));
+    while log.lock().expect("log").len() < 2 {
+        std::thread::yield_now();
+    }
+    let stats = worker.finish();
+    assert_eq!(stats.class(Priority::HIGH).committed, 1);
+    assert_eq!(stats.class(Priority::LOW).committed, 1);
+    // Booked without pausing the background job.
+    assert_eq!(stats.class(Priority::LOW).preemptions, 0);
 }
