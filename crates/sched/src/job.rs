@@ -63,10 +63,12 @@ impl JobError {
 
 /// What a job that committed in memory waits for before it counts as done and its answer may
 /// leave (ERMIA's pipelined commit): its log record durable, typically. The job's task ends at
-/// once and frees its context; the worker keeps only this, polls it at its scheduling points
-/// (woken through the waker it polls with, which must never be called inside the job's own
-/// region-held code paths in a way that blocks), and books the job when it resolves: its
-/// latency ends then, the time counts as waiting, and an error fails the job.
+/// once and frees its context; the worker keeps only this, polls it again whenever the waker it
+/// polled with is woken (from any thread: the wake sets a flag, and for a job above the lowest
+/// level raises the preemption request), and books the job when it resolves: its latency ends
+/// then, the time counts as waiting, and an error fails the job. It is polled on the worker's
+/// thread inside a non-preemptible region, possibly on a running task's stack: it must not
+/// block or park.
 pub type Acknowledgement = Pin<Box<dyn Future<Output = Result<(), JobError>> + Send>>;
 
 /// The result of executing one job.
