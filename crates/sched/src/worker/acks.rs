@@ -136,14 +136,7 @@ impl<E: Executor> WorkerCore<E> {
             ended: end,
             outcome,
         };
-        let waker = {
-            let acks = self.acks.borrow();
-            if self.exec.priority(&awaiting.job) > Priority::LOW {
-                acks.urgent_waker.clone()
-            } else {
-                acks.waker.clone()
-            }
-        };
+        let waker = self.waker_for(&awaiting.job);
         match awaiting
             .acknowledgement
             .as_mut()
@@ -172,27 +165,21 @@ impl<E: Executor> WorkerCore<E> {
             return;
         }
         let _region = NoPreemptGuard::new();
-        let (mut looking, mut still, waker, urgent_waker) = {
+        let (mut looking, mut still) = {
             let mut acks = self.acks.borrow_mut();
             let acks = &mut *acks;
             (
                 std::mem::take(&mut acks.awaiting),
                 std::mem::take(&mut acks.spare),
-                acks.waker.clone(),
-                acks.urgent_waker.clone(),
             )
         };
-        let (mut cx, mut urgent_cx) = (
-            Context::from_waker(&waker),
-            Context::from_waker(&urgent_waker),
-        );
         for mut awaiting in looking.drain(..) {
-            let cx = if self.exec.priority(&awaiting.job) > Priority::LOW {
-                &mut urgent_cx
-            } else {
-                &mut cx
-            };
-            match awaiting.acknowledgement.as_mut().poll(cx) {
+            let waker = self.waker_for(&awaiting.job);
+            match awaiting
+                .acknowledgement
+                .as_mut()
+                .poll(&mut Context::from_waker(&waker))
+            {
                 Poll::Ready(result) => self.acknowledged(awaiting, result),
                 Poll::Pending => still.push_back(awaiting),
             }
@@ -200,6 +187,17 @@ impl<E: Executor> WorkerCore<E> {
         let mut acks = self.acks.borrow_mut();
         acks.awaiting = still;
         acks.spare = looking;
+    }
+
+    /// The waker an acknowledgement of `job` is polled with: one that raises the preemption
+    /// request for a job above the lowest level (see the module's comment).
+    fn waker_for(&self, job: &E::Job) -> Waker {
+        let acks = self.acks.borrow();
+        if self.exec.priority(job) > Priority::LOW {
+            acks.urgent_waker.clone()
+        } else {
+            acks.waker.clone()
+        }
     }
 
     /// Whether no more jobs may start until acknowledgements resolve (see the module's comment).

@@ -117,11 +117,22 @@ fn push(queues: &Queues, priority: Priority, body: impl FnMut() + Send + 'static
 }
 
 fn push_in(queues: &Queues, priority: Priority, group: Group, body: impl FnMut() + Send + 'static) {
+    push_script(queues, priority, group, None, body);
+}
+
+/// Queues a script (whose acknowledgement waits behind `gate`, if given).
+fn push_script(
+    queues: &Queues,
+    priority: Priority,
+    group: Group,
+    gate: Option<&Gate>,
+    body: impl FnMut() + Send + 'static,
+) {
     let script = Script {
         priority,
         group,
         body: Box::new(body),
-        acknowledged_by: None,
+        acknowledged_by: gate.cloned(),
     };
     assert!(
         queues
@@ -809,18 +820,7 @@ fn push_acknowledged_at(
     gate: &Gate,
     body: impl FnMut() + Send + 'static,
 ) {
-    let script = Script {
-        priority,
-        group: Group::of(priority),
-        body: Box::new(body),
-        acknowledged_by: Some(gate.clone()),
-    };
-    assert!(
-        queues
-            .push(priority, Scheduled::at(script, Instant::now()))
-            .is_ok(),
-        "queue full"
-    );
+    push_script(queues, priority, Group::of(priority), Some(gate), body);
 }
 
 fn finished(worker: &TestWorker) -> u64 {
