@@ -156,6 +156,7 @@ pub fn recovered_json(r: Option<&Recovered>) -> Value {
             "tables": r.tables,
             "torn_bytes": r.torn_bytes,
             "seconds": r.elapsed.as_secs_f64(),
+            "log_seconds": r.log_elapsed.as_secs_f64(),
         })
     })
 }

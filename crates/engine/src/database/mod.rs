@@ -5,7 +5,9 @@
 //! takes them in the background), `retry` (how `run` retries).
 
 mod checkpoint;
+mod fold;
 mod open;
+mod restore;
 mod retry;
 
 pub use checkpoint::{CheckpointError, CheckpointStats, Checkpointed};

@@ -10,10 +10,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use overtake_priority::Priority;
-
 use super::Database;
 use super::checkpoint::Checkpoints;
+use super::fold::Folded;
+use super::restore::Restorer;
 use crate::log::checkpoint::{Checkpoint, Item};
 use crate::log::files;
 use crate::log::record::{self, LoggedWrite, Record};
@@ -21,8 +21,6 @@ use crate::log::recovery::{self, ReadLog};
 use crate::log::segment::{SegmentFile, SegmentFiles};
 use crate::log::{Durability, Log, RecoveryError};
 use crate::options::Options;
-use crate::storage::row::Row;
-use crate::txn::{Isolation, Transaction};
 
 /// What [`Database::open`] found in its directory and replayed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,11 +45,14 @@ pub struct Recovered {
     pub torn_bytes: u64,
     /// Time to read and replay it all.
     pub elapsed: Duration,
+    /// The part of it spent reading and replaying the log (after the checkpoint).
+    pub log_elapsed: Duration,
 }
 
 /// How far a replay got: what a checkpoint already holds is skipped.
-#[derive(Default)]
 struct Replay {
+    /// The commit timestamp of every row restored (see [`Restorer`]).
+    stamp: u64,
     /// Commits at or before this timestamp are in the loaded checkpoint.
     covered_up_to: u64,
     /// The newest commit timestamp seen.
@@ -116,7 +117,16 @@ impl Database {
         }
         let mut db = Database::in_memory(options.clone());
         db._directory_lock = Some(directory_lock);
-        let mut replay = Replay::default();
+        // Restored rows carry one timestamp, below every later snapshot's.
+        let stamp = db.engine.txns.now() + 1;
+        db.engine.txns.advance_clock(stamp);
+        let mut replay = Replay {
+            stamp,
+            covered_up_to: 0,
+            newest: 0,
+            tables: 0,
+            transactions: 0,
+        };
         let mut checkpoint_rows = 0;
         if let Some(n) = checkpoint {
             let loaded = Checkpoint::read(dir, n)?;
@@ -124,6 +134,7 @@ impl Database {
             db.load(&loaded, &mut replay)?;
         }
         let (mut log_bytes, mut torn_bytes, mut valid_len) = (0, 0, 0);
+        let log_started = Instant::now();
         for (i, &s) in segments.iter().enumerate() {
             let path = files::segment_path(dir, s);
             let read = recovery::read(&path, s, i + 1 == segments.len())?;
@@ -143,6 +154,7 @@ impl Database {
                 });
             }
         }
+        let log_elapsed = log_started.elapsed();
         // Later commits are ordered after every logged one, across restarts: a checkpoint's
         // snapshot compares with the timestamps in the segments after it.
         db.engine.txns.advance_clock(replay.newest);
@@ -201,13 +213,14 @@ impl Database {
             transactions: replay.transactions,
             torn_bytes,
             elapsed: started.elapsed(),
+            log_elapsed,
         });
         Ok(db)
     }
 
-    /// Loads a checkpoint into this (empty) database: its tables, then its rows, a transaction
-    /// per frame of rows, frames on as many threads as the machine has cores (rows of one
-    /// snapshot never conflict, so their order does not matter).
+    /// Loads a checkpoint into this (empty) database: its tables, then its rows, frames of rows
+    /// on as many threads as the machine has cores (rows of one snapshot never conflict, so
+    /// their order does not matter).
     fn load(&self, checkpoint: &Checkpoint, replay: &mut Replay) -> Result<(), RecoveryError> {
         let mut frames = Vec::new();
         checkpoint.load(|item| match item {
@@ -220,11 +233,19 @@ impl Database {
         })?;
         let next = AtomicUsize::new(0);
         on_every_core(frames.len(), |_, stop| {
+            let mut restorer = Restorer::new(replay.stamp);
             while let Some((table, rows)) = frames.get(next.fetch_add(1, Ordering::Relaxed)) {
                 if stop.load(Ordering::Relaxed) {
                     break;
                 }
-                self.insert_stored(*table, rows)?;
+                let Some(t) = self.engine.catalog.get(*table) else {
+                    return Err(format!("rows of table {table}, which it does not hold"));
+                };
+                for &row in rows {
+                    restorer
+                        .insert(t, row.into())
+                        .map_err(|e| format!("table {}: {e}", t.name()))?;
+                }
             }
             Ok(())
         })
@@ -235,21 +256,6 @@ impl Database {
         replay.covered_up_to = checkpoint.snapshot;
         replay.newest = checkpoint.snapshot;
         Ok(())
-    }
-
-    /// Inserts stored rows into table `table` in one transaction.
-    fn insert_stored(&self, table: u32, rows: &[&[u8]]) -> Result<(), String> {
-        let Some(t) = self.engine.catalog.get(table) else {
-            return Err(format!("rows of table {table}, which it does not hold"));
-        };
-        let mut txn = self
-            .begin(Priority::HIGH, Isolation::Snapshot)
-            .map_err(|e| e.to_string())?;
-        for &row in rows {
-            txn.insert(t, Row::from_stored(t.layout().owner(), row.into()))
-                .map_err(|e| format!("table {}: {e}", t.name()))?;
-        }
-        txn.commit().map_err(|e| e.to_string())
     }
 
     /// Creates table `id` as the log or a checkpoint says, unless it exists already (a table
@@ -290,6 +296,7 @@ impl Database {
     fn replay(&self, read: &ReadLog, replay: &mut Replay) -> Result<Option<u64>, String> {
         let covered = replay.covered_up_to;
         let mut continued = None;
+        let mut logged_writes = 0;
         for (i, r) in read.records().enumerate() {
             if let Some(next) = continued {
                 return Err(format!(
@@ -308,32 +315,35 @@ impl Database {
                     .catalog
                     .redrop(id)
                     .map_err(|e| format!("record {i}: {e}"))?,
-                Record::Commit { ts, .. } if ts > covered => {
+                Record::Commit { ts, writes } if ts > covered => {
                     replay.transactions += 1;
                     replay.newest = replay.newest.max(ts);
+                    logged_writes += writes.len();
                 }
                 Record::Commit { .. } => {}
             }
         }
         on_every_core(usize::MAX, |part, stop| {
-            self.replay_part(read, covered, part, stop)
+            // About half of TPC-C's writes fold into an earlier one of their record.
+            let records = logged_writes / 2 / part.1;
+            self.replay_part(read, (covered, replay.stamp), (part, records), stop)
         })?;
         Ok(continued)
     }
 
-    /// Replays the writes of `read` whose keys hash to partition `part` of `parts`, in log
-    /// order, in engine transactions of about [`REPLAY_BATCH`] writes each (a record written
-    /// twice in one keeps its last image, so replaying costs a fraction of running them).
+    /// Replays the writes of `read` after the commits `covered` by a checkpoint whose keys
+    /// hash to partition `part` of `parts`: folded to what each record ends with (see
+    /// the `fold` module), then written straight into storage, records in key order (restored rows
+    /// carry `stamp`).
     fn replay_part(
         &self,
         read: &ReadLog,
-        covered: u64,
-        (part, parts): (usize, usize),
+        (covered, stamp): (u64, u64),
+        ((part, parts), records): ((usize, usize), usize),
         stop: &AtomicBool,
     ) -> Result<(), String> {
-        let mut batch: Option<(Transaction<'_>, usize)> = None;
+        let mut folded = Folded::with_capacity(records);
         for (i, r) in read.records().enumerate() {
-            let at = |e: &dyn std::fmt::Display| format!("record {i}: {e}");
             let Record::Commit { ts, writes } = r else {
                 continue;
             };
@@ -341,39 +351,37 @@ impl Database {
                 continue;
             }
             if stop.load(Ordering::Relaxed) {
-                break;
+                return Ok(());
             }
             for w in writes.iter().filter(|w| partition(w, parts) == part) {
-                let (txn, written) = match &mut batch {
-                    Some(open) => open,
-                    None => batch.insert((
-                        self.begin(Priority::HIGH, Isolation::Snapshot)
-                            .map_err(|e| at(&e))?,
-                        0,
-                    )),
-                };
                 let Some(table) = self.engine.catalog.get(w.table) else {
-                    return Err(at(&format!("no table {}", w.table)));
+                    return Err(format!("record {i}: no table {}", w.table));
                 };
                 if table.is_dropped() {
                     continue;
                 }
-                txn.replay_write(table, w.key, w.image)
-                    .map_err(|e| at(&e))?;
-                *written += 1;
-            }
-            if batch.as_ref().is_some_and(|(_, n)| *n >= REPLAY_BATCH)
-                && let Some((mut txn, _)) = batch.take()
-            {
-                txn.commit().map_err(|e| at(&e))?;
+                folded
+                    .add(table, w.key, w.image)
+                    .map_err(|e| format!("record {i}: {e}"))?;
             }
         }
-        match batch {
-            Some((mut txn, _)) => txn.commit().map_err(|e| e.to_string()),
-            None => Ok(()),
+        let mut restorer = Restorer::new(stamp);
+        let (keyless, changes) = folded.into_changes();
+        for (table, row) in keyless {
+            restorer.insert(table, row.into())?;
         }
+        for (n, (table, key, change)) in changes.into_iter().enumerate() {
+            if n % STOP_CHECK == 0 && stop.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            restorer.change(table, key, change)?;
+        }
+        Ok(())
     }
 }
+
+/// Records restored between looks at whether another replay thread failed.
+const STOP_CHECK: usize = 4096;
 
 /// Runs `work` on as many threads as the machine has cores (at most `most`), each told its
 /// part (`(i, parts)`); the first error is returned, and the others are asked to `stop`.
@@ -415,9 +423,6 @@ fn partition(w: &LoggedWrite<'_>, parts: usize) -> usize {
     // The high bits mix best.
     ((h.finish() >> 32) as usize) % parts
 }
-
-/// Writes replayed per engine transaction (see `Database::replay`).
-const REPLAY_BATCH: usize = 256;
 
 /// Locks `dir` for this process: exclusively to write (one writer, no readers), shared to
 /// read without logging (several readers). The operating system releases it when the process

@@ -72,16 +72,16 @@ pub(crate) struct Patch<'a> {
 }
 
 impl Patch<'_> {
-    /// The row `base` becomes, or why the patch does not fit it.
-    pub(crate) fn apply(&self, base: &[u8]) -> Result<Box<[u8]>, String> {
-        if base.len() != self.len {
+    /// Makes `row` what the patch says it becomes, or says why the patch does not fit it
+    /// (leaving it unchanged).
+    pub(crate) fn apply_in_place(&self, row: &mut [u8]) -> Result<(), String> {
+        if row.len() != self.len {
             return Err(format!(
                 "a change logged for a row of {} bytes, found one of {}",
                 self.len,
-                base.len()
+                row.len()
             ));
         }
-        let mut row: Box<[u8]> = base.into();
         let mut r = Cursor { bytes: self.runs };
         while !r.bytes.is_empty() {
             let (at, n) = (r.u32(), r.u32());
@@ -91,7 +91,7 @@ impl Patch<'_> {
             };
             row[at as usize..at as usize + bytes.len()].copy_from_slice(bytes);
         }
-        Ok(row)
+        Ok(())
     }
 }
 

@@ -193,6 +193,15 @@ pub(crate) struct OidBlock {
     end: Oid,
 }
 
+impl OidBlock {
+    /// Takes the OIDs the block still holds out of it.
+    pub(crate) fn take_unused(&mut self) -> std::ops::Range<Oid> {
+        let unused = self.next..self.end;
+        self.next = self.end;
+        unused
+    }
+}
+
 /// The slots of one table.
 pub(crate) struct RecordStore {
     slots: Slots,

@@ -18,7 +18,6 @@ use super::{Isolation, SCAN_BATCH, ScanOptions, Transaction};
 use crate::catalog::table::{IndexRef, Table};
 use crate::error::{AbortReason, Error, Result};
 use crate::index::LeafHint;
-use crate::log::record::{Image, Patch};
 use crate::mvcc::epoch::EpochGuard;
 use crate::storage::key::{IndexKey, KeyBuf, KeyRange};
 use crate::storage::record::{Oid, Version};
@@ -316,77 +315,6 @@ impl Transaction<'_> {
             return Err(Error::NotLogged {
                 table: table.name().to_owned(),
             });
-        }
-        Ok(())
-    }
-
-    /// Recovery: makes the row under primary key `key` what the log's after-image `image` says,
-    /// whatever the transaction's snapshot holds there (a patch applies to the row the
-    /// transaction sees, its own writes included).
-    pub(crate) fn replay_write(
-        &mut self,
-        table: &Table,
-        key: &[u8],
-        image: Image<'_>,
-    ) -> Result<()> {
-        let key = KeyBuf::from_bytes(key).ok_or_else(|| Error::InvalidKey {
-            index: "primary key".into(),
-            reason: "longer than any key".into(),
-        })?;
-        // A change logged for a row must find it: anything else is a log that does not fit
-        // the state before it.
-        let no_row = || Error::RowNotFound {
-            table: table.name().to_owned(),
-        };
-        let patched = |base: &[u8], patch: &Patch<'_>| {
-            patch.apply(base).map_err(|reason| Error::InvalidValue {
-                column: table.name().to_owned(),
-                reason,
-            })
-        };
-        let owner = table.layout().owner();
-        if table.schema().primary_key().is_empty() {
-            // Only inserts are logged for such a table (see `check_loggable_change`); the row
-            // gets a fresh id.
-            return match image {
-                Image::Row(row) => self.insert(table, Row::from_stored(owner, row.into())),
-                _ => Err(Error::NotLogged {
-                    table: table.name().to_owned(),
-                }),
-            };
-        }
-        // A record this replay transaction wrote already: its entry takes the new image.
-        if let Some(i) = self.buf.ws.by_key(table.id(), key.as_bytes()) {
-            let entry = self.buf.ws.get_mut(i);
-            entry.row = match image {
-                Image::Deleted => None,
-                Image::Row(row) => Some(row.into()),
-                Image::Patch(patch) => {
-                    Some(patched(entry.row.as_deref().ok_or_else(no_row)?, &patch)?)
-                }
-            };
-            entry.secondary_may_change = true;
-            return Ok(());
-        }
-        match image {
-            Image::Deleted => {
-                self.write_live_row(table, &key, |_| Ok((None, false)))?;
-            }
-            // Most whole rows are inserts: tried first, it looks the key up once.
-            Image::Row(row) => match self.insert(table, Row::from_stored(owner, row.into())) {
-                Err(Error::DuplicateKey { .. }) => {
-                    self.write_live_row(table, &key, |_| Ok((Some(row.into()), true)))?;
-                }
-                inserted => inserted?,
-            },
-            Image::Patch(patch) => {
-                let found = self.write_live_row(table, &key, |old| {
-                    Ok((Some(patched(old.as_bytes(), &patch)?), true))
-                })?;
-                if !found {
-                    return Err(no_row());
-                }
-            }
         }
         Ok(())
     }

@@ -50,7 +50,11 @@ fn over(base: &[u8], row: &[u8]) -> (Vec<u8>, usize) {
     };
     let applied = match image {
         Image::Row(r) => r.to_vec(),
-        Image::Patch(p) => p.apply(base).expect("fits").to_vec(),
+        Image::Patch(p) => {
+            let mut patched = base.to_vec();
+            p.apply_in_place(&mut patched).expect("fits");
+            patched
+        }
         Image::Deleted => panic!("not deleted"),
     };
     assert_eq!(applied, row);
@@ -73,7 +77,13 @@ fn an_update_logs_the_bytes_it_changed_and_a_patch_refuses_another_row() {
     let Image::Patch(p) = writes[0].image else {
         panic!("a patch");
     };
-    assert!(p.apply(&base[1..]).is_err());
+    let mut shorter = base[1..].to_vec();
+    assert!(p.apply_in_place(&mut shorter).is_err());
+    assert_eq!(
+        shorter,
+        base[1..],
+        "a patch that does not fit changes nothing"
+    );
     // Everything changed, or the length did: the whole row.
     let (_, len) = over(&base, &vec![7; 256]);
     assert!(len > 256);

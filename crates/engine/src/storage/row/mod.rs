@@ -388,11 +388,6 @@ impl Row {
         RowRef::new(layout, &self.bytes)
     }
 
-    /// A row of stored bytes (read back from the log) for the layout `owner` names.
-    pub(crate) fn from_stored(owner: LayoutOwner, bytes: Box<[u8]>) -> Self {
-        Row { owner, bytes }
-    }
-
     pub(crate) fn owner(&self) -> LayoutOwner {
         self.owner
     }
