@@ -344,3 +344,54 @@ fn a_dropped_table_stays_dropped_through_the_log_and_checkpoints_and_frees_its_n
         .expect("a table after a dropped one");
     assert_eq!(later.id(), 2);
 }
+
+/// Recovery enters a checkpoint's rows, which come in key order, into the leaf the row before
+/// went to while the key belongs there: with many leaves, rows spread over frames that every
+/// core loads, and keys written between them later, each row is where a lookup finds it.
+#[test]
+fn a_large_checkpoint_is_loaded_where_lookups_find_every_row() {
+    use overtake_engine::{Isolation, Priority};
+    let dir = Dir::new("large-checkpoint");
+    let insert = |db: &Database, t: &Table, ids: &mut dyn Iterator<Item = i64>| {
+        let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+        for id in ids {
+            let row = t.row_builder().int(0, id).int(1, id).str(2, "o").finish();
+            txn.insert(t, row.expect("row")).expect("insert");
+        }
+        txn.commit().expect("commit");
+    };
+    {
+        let db = Database::open(&dir.0, options()).expect("open");
+        let t = accounts(&db);
+        for chunk in 0..20 {
+            insert(
+                &db,
+                &t,
+                &mut (chunk * 500..(chunk + 1) * 500).map(|i| i * 2),
+            );
+        }
+        db.checkpoint().expect("checkpoint");
+    }
+    let db = Database::open(&dir.0, options()).expect("reopen");
+    assert_eq!(db.recovered().expect("recovered").checkpoint_rows, 10_000);
+    let t = db.table("accounts").expect("table");
+    // The odd keys go between the loaded ones, into every leaf.
+    insert(&db, &t, &mut (0..10_000).map(|i| i * 2 + 1));
+    let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+    for id in 0..20_000 {
+        let key = t.key().int(id).finish().expect("key");
+        let found = txn.get(&t, &key, |r| r.int(1)).expect("get");
+        assert_eq!(found, Some(id), "row {id}");
+    }
+    drop(txn);
+    let census = db.census();
+    assert_eq!(
+        (
+            census.live_records,
+            census.index_entries,
+            census.dangling_index_entries
+        ),
+        (20_000, 40_000, 0),
+        "{census:?}"
+    );
+}

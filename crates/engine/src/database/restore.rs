@@ -19,9 +19,11 @@ use overtake_runtime::NoPreemptGuard;
 use sdd::{AtomicShared, Shared, Tag};
 
 use super::fold::Change;
-use crate::catalog::table::{IndexRef, Table};
+use crate::catalog::table::{IndexRef, Table, TableId};
+use crate::index::LeafHint;
 use crate::limits::MAX_KEY_LEN;
 use crate::mvcc::epoch::EpochGuard;
+use crate::storage::key::KeyBuf;
 use crate::storage::record::{DEAD, Oid, OidBlock, RowBytes, Version};
 
 /// One recovery thread's writer into storage.
@@ -31,6 +33,20 @@ pub(super) struct Restorer<'t> {
     stamp: u64,
     /// The OIDs each table handed this thread and it has not used yet.
     blocks: Vec<(&'t Table, OidBlock)>,
+    /// Where the last row inserted into a table went (see [`Appending`]; `None`: unknown).
+    appending: Vec<(TableId, Option<Appending>)>,
+}
+
+/// The primary-index leaf the last inserted row of a table went to: while it is unchanged but
+/// for those inserts, a key after that row's and before the leaf's upper fence belongs in it too
+/// (a leaf's range only widens while its version stands), so the next row of a checkpoint,
+/// whose rows come in key order, goes there without a descent.
+struct Appending {
+    hint: LeafHint,
+    /// A key that belongs in the leaf: the last one inserted there, or looked up.
+    last: KeyBuf,
+    /// The smallest key of the leaves to its right (`None`: it is the last leaf).
+    fence: Option<KeyBuf>,
 }
 
 impl<'t> Restorer<'t> {
@@ -38,6 +54,7 @@ impl<'t> Restorer<'t> {
         Restorer {
             stamp,
             blocks: Vec::new(),
+            appending: Vec::new(),
         }
     }
 
@@ -46,9 +63,47 @@ impl<'t> Restorer<'t> {
     pub(super) fn insert(&mut self, table: &'t Table, row: Box<[u8]>) -> Result<(), String> {
         let oid = self.allocate(table);
         let key = table.primary_key(&table.row(&row), oid);
-        if let Err(e) = self.create(table, oid, key.as_bytes(), row, None) {
-            table.records.release_unpublished(oid);
-            return Err(e);
+        let i = match self.appending.iter().position(|(t, _)| *t == table.id()) {
+            Some(i) => i,
+            None => {
+                self.appending.push((table.id(), None));
+                self.appending.len() - 1
+            }
+        };
+        let hint = match &self.appending[i].1 {
+            // The tree orders keys as their bytes do.
+            Some(at)
+                if key.as_bytes() > at.last.as_bytes()
+                    && at
+                        .fence
+                        .as_ref()
+                        .is_none_or(|fence| key.as_bytes() < fence.as_bytes()) =>
+            {
+                at.hint
+            }
+            _ => {
+                let (_, hint, fence) = table.tree(IndexRef::Primary).get_fenced(key.as_bytes());
+                self.appending[i].1 = Some(Appending {
+                    hint,
+                    last: key.clone(),
+                    fence,
+                });
+                hint
+            }
+        };
+        let created = self.create(table, oid, key.as_bytes(), row, Some(hint));
+        let at = &mut self.appending[i].1;
+        match (created, at.as_mut()) {
+            (Ok(Some(now)), Some(at)) => {
+                at.hint = now;
+                at.last = key;
+            }
+            // It went elsewhere (the leaf was full or changed): the next row looks again.
+            (Ok(_), _) => *at = None,
+            (Err(e), _) => {
+                table.records.release_unpublished(oid);
+                return Err(e);
+            }
         }
         Ok(())
     }
@@ -68,12 +123,15 @@ impl<'t> Restorer<'t> {
         let Some(oid) = found else {
             return match change {
                 Change::Row(row) => {
+                    if !table.carries_primary_key(&row, key) {
+                        return Err(logged_under_another_key(table));
+                    }
                     let oid = self.allocate(table);
                     let created = self.create(table, oid, key, row.into(), Some(hint));
                     if created.is_err() {
                         table.records.release_unpublished(oid);
                     }
-                    created
+                    created.map(|_| ())
                 }
                 // As replay through transactions did: deleting what is not there is nothing.
                 Change::Deleted => Ok(()),
@@ -112,10 +170,7 @@ impl<'t> Restorer<'t> {
             }
         };
         if !table.carries_primary_key(&row, key) {
-            return Err(format!(
-                "a row of {} logged under another primary key",
-                table.name()
-            ));
+            return Err(logged_under_another_key(table));
         }
         let (before, after) = (table.row(&old.row), table.row(&row));
         for i in 0..table.secondary_count() {
@@ -135,33 +190,28 @@ impl<'t> Restorer<'t> {
         Ok(())
     }
 
-    /// Fills the unpublished record `oid` with `row` and enters it under `key` and its
-    /// secondary keys.
+    /// Fills the unpublished record `oid` with `row`, which carries `key`, and enters it under
+    /// `key` (through `hint`, the leaf a lookup found it belongs in, if unchanged) and its
+    /// secondary keys. Returns the hint's leaf at its new version if the key went there.
     fn create(
         &self,
         table: &Table,
         oid: Oid,
         key: &[u8],
         row: Box<[u8]>,
-        hint: Option<crate::index::LeafHint>,
-    ) -> Result<(), String> {
-        if !table.carries_primary_key(&row, key) && !table.schema().primary_key().is_empty() {
-            return Err(format!(
-                "a row of {} logged under another primary key",
-                table.name()
-            ));
-        }
+        hint: Option<LeafHint>,
+    ) -> Result<Option<LeafHint>, String> {
         let primary = table.tree(IndexRef::Primary);
         let entered = match hint {
-            Some(hint) => primary.insert_hinted(key, oid, hint).map(|_| ()),
-            None => primary.insert(key, oid),
+            Some(hint) => primary.insert_hinted(key, oid, hint),
+            None => primary.insert(key, oid).map(|()| None),
         };
-        if entered.is_err() {
+        let Ok(now) = entered else {
             return Err(format!(
                 "two rows of {} under one primary key",
                 table.name()
             ));
-        }
+        };
         let view = table.row(&row);
         for i in 0..table.secondary_count() {
             let secondary = table.secondary_key(i, &view, oid);
@@ -181,7 +231,7 @@ impl<'t> Restorer<'t> {
                 .swap((Some(self.version(row)), Tag::None), Ordering::AcqRel),
         );
         drop(epoch);
-        Ok(())
+        Ok(now)
     }
 
     /// Removes the index entries of record `oid`, whose row was `row` under primary `key`.
@@ -233,9 +283,75 @@ impl Drop for Restorer<'_> {
     }
 }
 
+fn logged_under_another_key(table: &Table) -> String {
+    format!("a row of {} logged under another primary key", table.name())
+}
+
 fn duplicate_secondary(table: &Table) -> String {
     format!(
         "two rows of {} under one key of a secondary index",
         table.name()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Restorer;
+    use crate::storage::schema::{ColumnType, TableSchema};
+    use crate::{Database, Isolation, Options, Priority};
+
+    /// Rows inserted in key order between rows already in the index (leaves half full, as
+    /// inserts in random order leave them) go to the leaf their key belongs in, not to the leaf
+    /// the row before went to: each is found by a lookup, and the index holds no other entry.
+    #[test]
+    fn rows_in_key_order_go_where_their_keys_belong() {
+        let db = Database::in_memory(Options::default());
+        let t = db
+            .create_table(
+                TableSchema::builder("t")
+                    .column("id", ColumnType::Int64)
+                    .column("owner", ColumnType::VarChar(8))
+                    .primary_key(&["id"])
+                    .index("by_owner", &["owner"])
+                    .build()
+                    .expect("schema"),
+            )
+            .expect("create");
+        let row = |id: i64| {
+            let row = t.row_builder().int(0, id).str(1, "o").finish();
+            row.expect("row").into_bytes()
+        };
+        let n = 4_000;
+        let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+        // The even keys, in an order that splits leaves in the middle.
+        for i in 0..n {
+            let id = (i * 7_919) % n * 2;
+            let row = t.row_builder().int(0, id).str(1, "o").finish();
+            txn.insert(&t, row.expect("row")).expect("insert");
+        }
+        txn.commit().expect("commit");
+        drop(txn);
+        let mut restorer = Restorer::new(db.engine.txns.now());
+        for id in (0..n).map(|i| i * 2 + 1) {
+            restorer.insert(&t, row(id)).expect("restore");
+        }
+        drop(restorer);
+        let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+        for id in 0..2 * n {
+            let key = t.key().int(id).finish().expect("key");
+            assert_eq!(txn.get(&t, &key, |r| r.int(0)).expect("get"), Some(id));
+        }
+        drop(txn);
+        let census = db.census();
+        let rows = 2 * n as u64;
+        assert_eq!(
+            (
+                census.live_records,
+                census.index_entries,
+                census.dangling_index_entries
+            ),
+            (rows, 2 * rows, 0),
+            "{census:?}"
+        );
+    }
 }
