@@ -12,6 +12,7 @@
 //! one: records are told apart by table and primary key, which is what the log names them by.
 
 use std::borrow::Cow;
+use std::collections::hash_map::Entry;
 
 use rustc_hash::FxHashMap;
 
@@ -26,6 +27,17 @@ pub(super) enum Change<'l> {
     Row(Cow<'l, [u8]>),
     /// The row it held before the segment, changed by these patches in order.
     Patched(Vec<Patch<'l>>),
+}
+
+impl<'l> Change<'l> {
+    /// What a record's first write in the segment leaves.
+    fn from_first(image: Image<'l>) -> Self {
+        match image {
+            Image::Deleted => Change::Deleted,
+            Image::Row(row) => Change::Row(Cow::Borrowed(row)),
+            Image::Patch(patch) => Change::Patched(vec![patch]),
+        }
+    }
 }
 
 /// A row inserted into a table without a primary key.
@@ -70,28 +82,28 @@ impl<'t, 'l> Folded<'t, 'l> {
                 )),
             };
         }
-        let change = match (self.records.get_mut(&(table.id(), key)), image) {
-            (_, Image::Deleted) => Change::Deleted,
-            (_, Image::Row(row)) => Change::Row(Cow::Borrowed(row)),
-            (None, Image::Patch(patch)) => Change::Patched(vec![patch]),
-            (Some((_, Change::Patched(patches))), Image::Patch(patch)) => {
-                patches.push(patch);
+        // One probe per write: a record's first write enters it, later ones change it in place.
+        let change = match self.records.entry((table.id(), key)) {
+            Entry::Vacant(vacant) => {
+                vacant.insert((table, Change::from_first(image)));
                 return Ok(());
             }
-            (Some((_, Change::Row(row))), Image::Patch(patch)) => {
-                patch
-                    .apply_in_place(row.to_mut())
-                    .map_err(|e| format!("{}: {e}", table.name()))?;
-                return Ok(());
-            }
-            (Some((_, Change::Deleted)), Image::Patch(_)) => {
+            Entry::Occupied(occupied) => &mut occupied.into_mut().1,
+        };
+        match (change, image) {
+            (change, Image::Deleted) => *change = Change::Deleted,
+            (change, Image::Row(row)) => *change = Change::Row(Cow::Borrowed(row)),
+            (Change::Patched(patches), Image::Patch(patch)) => patches.push(patch),
+            (Change::Row(row), Image::Patch(patch)) => patch
+                .apply_in_place(row.to_mut())
+                .map_err(|e| format!("{}: {e}", table.name()))?,
+            (Change::Deleted, Image::Patch(_)) => {
                 return Err(format!(
                     "a change to a row of {} after its deletion",
                     table.name()
                 ));
             }
-        };
-        self.records.insert((table.id(), key), (table, change));
+        }
         Ok(())
     }
 
