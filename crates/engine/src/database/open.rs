@@ -332,9 +332,9 @@ impl Database {
     }
 
     /// Replays the writes of `read` after the commits `covered` by a checkpoint whose keys
-    /// hash to partition `part` of `parts`: folded to what each record ends with (see
-    /// the `fold` module), then written straight into storage, records in key order (restored rows
-    /// carry `stamp`).
+    /// hash to partition `part` of `parts`: folded to what each record ends with (see the
+    /// `fold` module; room for about `records`), then written straight into storage, records
+    /// in key order (restored rows carry `stamp`).
     fn replay_part(
         &self,
         read: &ReadLog,

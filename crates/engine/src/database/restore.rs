@@ -19,7 +19,7 @@ use overtake_runtime::NoPreemptGuard;
 use sdd::{AtomicShared, Shared, Tag};
 
 use super::fold::Change;
-use crate::catalog::table::{IndexRef, Table, TableId};
+use crate::catalog::table::{IndexRef, Table};
 use crate::index::LeafHint;
 use crate::limits::MAX_KEY_LEN;
 use crate::mvcc::epoch::EpochGuard;
@@ -31,10 +31,16 @@ pub(super) struct Restorer<'t> {
     /// The commit timestamp of every version written: one at or below the clock once the
     /// database opens, so that every snapshot sees them.
     stamp: u64,
-    /// The OIDs each table handed this thread and it has not used yet.
-    blocks: Vec<(&'t Table, OidBlock)>,
-    /// Where the last row inserted into a table went (see [`Appending`]; `None`: unknown).
-    appending: Vec<(TableId, Option<Appending>)>,
+    /// What this thread keeps per table it wrote.
+    tables: Vec<PerTable<'t>>,
+}
+
+struct PerTable<'t> {
+    table: &'t Table,
+    /// The OIDs the table handed this thread and it has not used yet.
+    block: OidBlock,
+    /// Where the last row inserted went (see [`Appending`]; `None`: unknown).
+    appending: Option<Appending>,
 }
 
 /// The primary-index leaf the last inserted row of a table went to: while it is unchanged but
@@ -53,24 +59,17 @@ impl<'t> Restorer<'t> {
     pub(super) fn new(stamp: u64) -> Self {
         Restorer {
             stamp,
-            blocks: Vec::new(),
-            appending: Vec::new(),
+            tables: Vec::new(),
         }
     }
 
     /// Inserts `row` (stored bytes of `table`) as a new record: under its primary key, or a
     /// fresh hidden id if the table has none. An error if a record holds the key already.
     pub(super) fn insert(&mut self, table: &'t Table, row: Box<[u8]>) -> Result<(), String> {
-        let oid = self.allocate(table);
+        let i = self.per_table(table);
+        let oid = self.allocate(i);
         let key = table.primary_key(&table.row(&row), oid);
-        let i = match self.appending.iter().position(|(t, _)| *t == table.id()) {
-            Some(i) => i,
-            None => {
-                self.appending.push((table.id(), None));
-                self.appending.len() - 1
-            }
-        };
-        let hint = match &self.appending[i].1 {
+        let hint = match &self.tables[i].appending {
             // The tree orders keys as their bytes do.
             Some(at)
                 if key.as_bytes() > at.last.as_bytes()
@@ -83,7 +82,7 @@ impl<'t> Restorer<'t> {
             }
             _ => {
                 let (_, hint, fence) = table.tree(IndexRef::Primary).get_fenced(key.as_bytes());
-                self.appending[i].1 = Some(Appending {
+                self.tables[i].appending = Some(Appending {
                     hint,
                     last: key.clone(),
                     fence,
@@ -91,19 +90,15 @@ impl<'t> Restorer<'t> {
                 hint
             }
         };
-        let created = self.create(table, oid, key.as_bytes(), row, Some(hint));
-        let at = &mut self.appending[i].1;
+        let created = self.create(table, oid, key.as_bytes(), row, Some(hint))?;
+        let at = &mut self.tables[i].appending;
         match (created, at.as_mut()) {
-            (Ok(Some(now)), Some(at)) => {
+            (Some(now), Some(at)) => {
                 at.hint = now;
                 at.last = key;
             }
             // It went elsewhere (the leaf was full or changed): the next row looks again.
-            (Ok(_), _) => *at = None,
-            (Err(e), _) => {
-                table.records.release_unpublished(oid);
-                return Err(e);
-            }
+            _ => *at = None,
         }
         Ok(())
     }
@@ -126,12 +121,10 @@ impl<'t> Restorer<'t> {
                     if !table.carries_primary_key(&row, key) {
                         return Err(logged_under_another_key(table));
                     }
-                    let oid = self.allocate(table);
-                    let created = self.create(table, oid, key, row.into(), Some(hint));
-                    if created.is_err() {
-                        table.records.release_unpublished(oid);
-                    }
-                    created.map(|_| ())
+                    let i = self.per_table(table);
+                    let oid = self.allocate(i);
+                    self.create(table, oid, key, row.into(), Some(hint))
+                        .map(|_| ())
                 }
                 // As replay through transactions did: deleting what is not there is nothing.
                 Change::Deleted => Ok(()),
@@ -192,7 +185,8 @@ impl<'t> Restorer<'t> {
 
     /// Fills the unpublished record `oid` with `row`, which carries `key`, and enters it under
     /// `key` (through `hint`, the leaf a lookup found it belongs in, if unchanged) and its
-    /// secondary keys. Returns the hint's leaf at its new version if the key went there.
+    /// secondary keys. Returns the hint's leaf at its new version if the key went there; on an
+    /// error, `oid` goes back unused.
     fn create(
         &self,
         table: &Table,
@@ -201,13 +195,17 @@ impl<'t> Restorer<'t> {
         row: Box<[u8]>,
         hint: Option<LeafHint>,
     ) -> Result<Option<LeafHint>, String> {
+        let fail = |reason: String| {
+            table.records.release_unpublished(oid);
+            Err(reason)
+        };
         let primary = table.tree(IndexRef::Primary);
         let entered = match hint {
             Some(hint) => primary.insert_hinted(key, oid, hint),
             None => primary.insert(key, oid).map(|()| None),
         };
         let Ok(now) = entered else {
-            return Err(format!(
+            return fail(format!(
                 "two rows of {} under one primary key",
                 table.name()
             ));
@@ -220,7 +218,7 @@ impl<'t> Restorer<'t> {
                 .insert(secondary.as_bytes(), oid)
                 .is_err()
             {
-                return Err(duplicate_secondary(table));
+                return fail(duplicate_secondary(table));
             }
         }
         let epoch = EpochGuard::enter();
@@ -253,29 +251,38 @@ impl<'t> Restorer<'t> {
         })
     }
 
-    /// A fresh OID of `table` from this thread's block (no transaction runs, so none waits to
-    /// be recycled: the watermark given is 0).
-    fn allocate(&mut self, table: &'t Table) -> Oid {
-        let i = match self
-            .blocks
+    /// Where this thread keeps what it knows of `table`.
+    fn per_table(&mut self, table: &'t Table) -> usize {
+        match self
+            .tables
             .iter()
-            .position(|(t, _)| std::ptr::eq(*t, table))
+            .position(|t| std::ptr::eq(t.table, table))
         {
             Some(i) => i,
             None => {
-                self.blocks.push((table, OidBlock::default()));
-                self.blocks.len() - 1
+                self.tables.push(PerTable {
+                    table,
+                    block: OidBlock::default(),
+                    appending: None,
+                });
+                self.tables.len() - 1
             }
-        };
+        }
+    }
+
+    /// A fresh OID of table `i` (see [`per_table`](Self::per_table)) from this thread's block
+    /// (no transaction runs, so none waits to be recycled: the watermark given is 0).
+    fn allocate(&mut self, i: usize) -> Oid {
+        let PerTable { table, block, .. } = &mut self.tables[i];
         let region = NoPreemptGuard::new();
-        table.records.allocate(0, &mut self.blocks[i].1, &region)
+        table.records.allocate(0, block, &region)
     }
 }
 
 impl Drop for Restorer<'_> {
     /// The OIDs a block handed out but no row took go back for the transactions after opening.
     fn drop(&mut self) {
-        for (table, block) in &mut self.blocks {
+        for PerTable { table, block, .. } in &mut self.tables {
             for oid in block.take_unused() {
                 table.records.release_unpublished(oid);
             }
