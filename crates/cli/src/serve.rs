@@ -79,8 +79,24 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         // Network threads and clients share the cores: background statements yield them.
         .os_background(true);
     let session_threads = args.session_threads.map(|s| s.scheduling()).transpose()?;
-    let scheduler =
-        Arc::new(Scheduler::start(&config, Arc::new(Calls)).map_err(|e| e.to_string())?);
+    // Sessions are served by the workers (each polls its sessions' sockets), unless they run
+    // on threads of their own.
+    let (io, reactors) = match &session_threads {
+        Some(_) => (None, Vec::new()),
+        None => {
+            let (io, reactors) = overtake_server::WorkerIo::new(config.workers)
+                .map_err(|e| format!("cannot set up the workers' reactors: {e}"))?;
+            (Some(io), reactors)
+        }
+    };
+    let scheduler = Arc::new(
+        Scheduler::start_with(
+            &config,
+            Arc::new(Calls),
+            overtake_sched::StartOptions::default().reactors(reactors),
+        )
+        .map_err(|e| e.to_string())?,
+    );
     let server = Server::start(
         &ServerConfig {
             listen: args.listen,
@@ -94,6 +110,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         },
         Arc::clone(&db),
         Arc::clone(&scheduler),
+        io,
     )
     .map_err(|e| format!("cannot serve on {}: {e}", args.listen))?;
     eprintln!(

@@ -296,6 +296,8 @@ pub struct Call {
     group: Option<Group>,
     /// Runs the closure, completes the ticket, and says how it went for the statistics.
     run: Box<dyn FnOnce() -> Outcome + Send>,
+    /// It runs between tasks ([`Call::between_tasks`]).
+    between_tasks: bool,
 }
 
 impl Call {
@@ -318,6 +320,20 @@ impl Call {
         F: FnOnce() -> R + Send + 'static,
     {
         Self::build(priority, f, |_| Outcome::committed(), true)
+    }
+
+    /// A call of `f` at `priority` that runs on its worker's own stack, between tasks, to its
+    /// end (`Executor::runs_between_tasks`): never paused, and it must not park either (a wait
+    /// in it panics). For short work that every task context being held must not stop (a
+    /// server's protocol step, which runs a session's statements as calls of their own).
+    pub fn between_tasks<R, F>(priority: Priority, f: F) -> (Call, Ticket<R>)
+    where
+        R: Send + 'static,
+        F: FnOnce() -> R + Send + 'static,
+    {
+        let (mut call, ticket) = Self::build(priority, f, |_| Outcome::committed(), true);
+        call.between_tasks = true;
+        (call, ticket)
     }
 
     /// A call of `f` at `priority` that says itself how it ended (committed, rolled back, failed,
@@ -357,6 +373,7 @@ impl Call {
                 priority,
                 group: None,
                 run,
+                between_tasks: false,
             },
             Ticket { completion },
         )
@@ -434,6 +451,10 @@ impl Executor for Calls {
 
     fn group(&self, job: &Call) -> Group {
         job.group()
+    }
+
+    fn runs_between_tasks(&self, job: &Call) -> bool {
+        job.between_tasks
     }
 
     fn execute(&self, job: &mut Call, _worker: usize) -> Outcome {

@@ -42,6 +42,9 @@ pub enum ConfigError {
     /// More idle-work sources than workers were given.
     #[error("more idle-work sources than workers")]
     TooManyIdleWork,
+    /// More reactors than workers were given.
+    #[error("more reactors than workers")]
+    TooManyReactors,
 }
 
 /// Everything that can stop the scheduler from running.

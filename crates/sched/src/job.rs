@@ -201,6 +201,15 @@ pub trait Executor: Send + Sync + 'static {
     /// Runs `job` to completion on worker `worker` (retrying as the job's policy says). It may be
     /// paused and resumed any number of times while it runs.
     fn execute(&self, job: &mut Self::Job, worker: usize) -> Outcome;
+
+    /// Whether `job` runs on the worker's own stack, between tasks, rather than as a task: for
+    /// short work that is never paused and never parks (a session's protocol step). It needs no
+    /// task context (so it runs while every context is held by parked tasks) and costs no
+    /// switch. Its group's share is charged for it, but it is not booked in the statistics
+    /// (it is not a transaction). False by default.
+    fn runs_between_tasks(&self, _job: &Self::Job) -> bool {
+        false
+    }
 }
 
 /// A worker's own source of work, asked whenever the worker has nothing else to run (`None`:

@@ -17,6 +17,8 @@
 //! - [`timer`]: signals for preemption requests not taken up in time, and quantum expiries; the
 //!   scheduler steps it on its own thread unless a client (a load generator) steps it.
 //! - [`trace`]: where the slowest urgent jobs' time went (a diagnostic mode).
+//! - [`reactor`]: I/O readiness a worker polls between tasks and sleeps in (the server's
+//!   sockets), so that a session is served by the worker that runs its statements.
 //! - [`stats`]: per-transaction timestamps turned into latency percentiles per class and per kind.
 //!
 //! Inside (not API): `inbox` (a worker's bounded queues of new jobs, one per level), `worker` (a
@@ -36,6 +38,7 @@ pub mod job;
 pub mod os_threads;
 mod pending;
 pub mod policy;
+pub mod reactor;
 mod scheduler;
 mod starvation;
 pub mod stats;
@@ -53,6 +56,7 @@ pub use os_threads::{OsPlacementError, OsScheduling};
 pub use overtake_priority::{Group, Priority, Tier, Weight};
 pub use overtake_runtime::preempt::{Delivery, PreemptStats};
 pub use policy::{Policy, SchedConfig};
+pub use reactor::Reactor;
 pub use stats::{
     Breakdown, ClassStats, GroupStats, JobRecord, JobTiming, LatencyHistogram, LatencySummary,
     RunStats,

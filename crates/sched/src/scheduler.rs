@@ -106,6 +106,9 @@ pub struct Scheduler<E: Executor> {
     epoch: Instant,
 }
 
+/// The least stack a worker's own thread gets (Rust's default for spawned threads).
+const MIN_LOOP_STACK: usize = 2 << 20;
+
 struct TimerThread {
     stop: Arc<AtomicBool>,
     thread: JoinHandle<()>,
@@ -122,6 +125,9 @@ pub struct StartOptions<J> {
     /// The client steps the preemption timer itself (see [`crate::timer`]); the scheduler starts
     /// no timer thread.
     pub client_timer: bool,
+    /// Per worker, an optional source of I/O readiness the worker polls between tasks and sleeps
+    /// in when idle (see [`crate::reactor`]).
+    pub reactors: crate::reactor::Reactors,
 }
 
 impl<J> Default for StartOptions<J> {
@@ -129,6 +135,7 @@ impl<J> Default for StartOptions<J> {
         StartOptions {
             idle_work: Vec::new(),
             client_timer: false,
+            reactors: Vec::new(),
         }
     }
 }
@@ -137,6 +144,12 @@ impl<J> StartOptions<J> {
     /// Sets [`idle_work`](Self::idle_work).
     pub fn idle_work(mut self, sources: Vec<Option<IdleWork<J>>>) -> Self {
         self.idle_work = sources;
+        self
+    }
+
+    /// Sets [`reactors`](Self::reactors).
+    pub fn reactors(mut self, reactors: crate::reactor::Reactors) -> Self {
+        self.reactors = reactors;
         self
     }
 
@@ -163,10 +176,14 @@ impl<E: Executor> Scheduler<E> {
         let StartOptions {
             idle_work: mut feeds,
             client_timer,
+            mut reactors,
         } = options;
         config.validate()?;
         if feeds.len() > config.workers {
             return Err(ConfigError::TooManyIdleWork.into());
+        }
+        if reactors.len() > config.workers {
+            return Err(ConfigError::TooManyReactors.into());
         }
         if config.trace {
             overtake_runtime::region::trace::set_enabled(true);
@@ -174,6 +191,7 @@ impl<E: Executor> Scheduler<E> {
         // Read the usable cores before anything is pinned (see `overtake_runtime::os_thread`).
         overtake_runtime::os_thread::available_cores();
         feeds.resize_with(config.workers, || None);
+        reactors.resize_with(config.workers, || None);
         let workers: Vec<Arc<WorkerShared>> = (0..config.workers)
             .map(|_| Arc::new(WorkerShared::new(exec.kinds().len())))
             .collect();
@@ -200,7 +218,7 @@ impl<E: Executor> Scheduler<E> {
             watchdog: None,
             epoch,
         };
-        for (index, feed) in feeds.into_iter().enumerate() {
+        for (index, (feed, reactor)) in feeds.into_iter().zip(reactors).enumerate() {
             let setup = WorkerSetup {
                 index,
                 shared: Arc::clone(&scheduler.workers[index]),
@@ -211,9 +229,13 @@ impl<E: Executor> Scheduler<E> {
                 epoch,
                 stop: Arc::clone(&scheduler.stop),
                 feed,
+                reactor,
             };
             let handle = std::thread::Builder::new()
                 .name(format!("worker-{index}"))
+                // Jobs that run between tasks run on this stack: as deep as a task's (address
+                // space only, touched as deep as they go).
+                .stack_size(config.stack_size.max(MIN_LOOP_STACK))
                 .spawn(move || run_worker(setup))
                 .map_err(|source| SchedError::SpawnWorker { index, source });
             match handle {

@@ -51,6 +51,8 @@ pub struct Connection {
     pub(crate) ending: Arc<crate::backends::Ending>,
     /// The process id its session is registered under (0: none yet), to unregister it.
     pid: std::sync::atomic::AtomicI32,
+    /// The worker serving it, if one does.
+    pub(crate) home: Option<crate::session::Home>,
 }
 
 impl Drop for Connection {
@@ -70,6 +72,7 @@ impl Connection {
         shared: Arc<Shared>,
         manager: Arc<ConnectionManager>,
         pids: Arc<RandomPidSecretKeyGenerator>,
+        home: Option<crate::session::Home>,
     ) -> Self {
         Connection {
             shared,
@@ -82,6 +85,7 @@ impl Connection {
             deallocated: Default::default(),
             ending: Default::default(),
             pid: Default::default(),
+            home,
         }
     }
 
@@ -244,7 +248,10 @@ impl Connection {
             options.push(("application_name".into(), app.clone()));
         }
         let (pid, _) = client.pid_and_secret_key();
-        let session = Session::new(Arc::clone(&self.shared), &user, &options, pid)?;
+        let mut session = Session::new(Arc::clone(&self.shared), &user, &options, pid)?;
+        if let Some(home) = &self.home {
+            session.serve_from(home.clone());
+        }
         if let Some(handle) = client.session_extensions().get::<Arc<ConnectionHandle>>() {
             let ending = Arc::clone(&self.ending);
             let handle = Arc::clone(&*handle);

@@ -31,6 +31,7 @@ mod socket;
 mod tls;
 mod txn;
 mod wire;
+mod worker_io;
 
 use std::collections::HashMap;
 use std::io;
@@ -55,6 +56,7 @@ use overtake_sql::Catalog;
 
 use crate::connection::Connection;
 use crate::session::Shared;
+pub use crate::worker_io::WorkerIo;
 
 /// How long the accept loop waits after a failed accept (out of file descriptors) before it
 /// tries again.
@@ -116,7 +118,12 @@ pub struct Server {
     stop: watch::Sender<bool>,
     shared: Arc<Shared>,
     network: Vec<std::thread::JoinHandle<()>>,
+    /// The workers' reactors, when sessions are served on the workers.
+    io: Option<Arc<WorkerIo>>,
 }
+
+/// How long a shutdown waits for the sessions served on workers to end.
+const SESSIONS_END: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// What a network thread needs to serve a connection.
 struct Serving {
@@ -130,11 +137,12 @@ struct Serving {
 }
 
 impl Serving {
-    fn handlers(&self) -> Handlers {
+    fn handlers(&self, home: Option<session::Home>) -> Handlers {
         let connection = Arc::new(Connection::new(
             Arc::clone(&self.shared),
             Arc::clone(&self.manager),
             Arc::clone(&self.pids),
+            home,
         ));
         let scram = self.auth.as_ref().map(|p| {
             let mut scram = ScramAuth::new(Arc::clone(p) as Arc<dyn pgwire::api::auth::AuthSource>);
@@ -159,14 +167,14 @@ impl Serving {
 }
 
 /// A connection's handlers, as pgwire asks for them.
-struct Handlers {
+pub(crate) struct Handlers {
     connection: Arc<Connection>,
     startup: Arc<Startup>,
     cancel: Arc<DefaultCancelHandler>,
 }
 
 /// Startup: SCRAM when a password file is given, else none.
-struct Startup {
+pub(crate) struct Startup {
     connection: Arc<Connection>,
     scram: Option<SASLAuthStartupHandler<pgwire::api::auth::DefaultServerParameterProvider>>,
 }
@@ -252,13 +260,17 @@ impl PgWireServerHandlers for Handlers {
 impl Server {
     /// Starts serving `db` (whose statements run on `scheduler`); returns once listening.
     ///
-    /// Each network thread runs its own single-threaded async runtime and serves the
-    /// connections handed to it (round robin): a statement's answer wakes the one thread that
-    /// waits for it, with no work stealing between network threads to wake others.
+    /// With `io` (the reactors given to `scheduler`'s workers, see [`WorkerIo`]) each session
+    /// is served by one worker, which reads its requests, runs its statements and writes its
+    /// answers; one network thread accepts connections and keeps the sessions' timers.
+    /// Without it (and with `session_threads`, which runs statements on threads of their own),
+    /// network threads serve the connections (round robin, each with its own single-threaded
+    /// async runtime) and hand each statement to where it runs.
     pub fn start(
         config: &ServerConfig,
         db: Arc<Database>,
         scheduler: Arc<Scheduler<Calls>>,
+        io: Option<WorkerIo>,
     ) -> io::Result<Server> {
         if config.superuser_reserved_connections >= config.max_connections {
             return Err(io::Error::other(format!(
@@ -310,98 +322,23 @@ impl Server {
             auth: passwords.map(|_| Arc::new(auth::RoleAuth { catalog })),
         });
         let (stop, stopped) = watch::channel(false);
-        let threads = config.network_threads.max(1);
-        let mut inboxes = Vec::with_capacity(threads);
-        let mut receivers = Vec::with_capacity(threads);
-        for _ in 0..threads {
-            let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<std::net::TcpStream>();
-            inboxes.push(tx);
-            receivers.push(rx);
-        }
-        let mut network = Vec::with_capacity(threads);
-        let mut listener = Some(listener);
-        for (i, mut rx) in receivers.into_iter().enumerate() {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
-            let serving = Arc::clone(&serving);
-            let mut stopped = stopped.clone();
-            // The first thread also accepts, handing sockets out in turn.
-            let accept = listener.take().map(|l| (l, inboxes.clone()));
-            let thread = std::thread::Builder::new()
-                .name(format!("overtake-net-{i}"))
-                // Parsing and binding recurse along a statement's expressions; the parser's
-                // frames are large (kilobytes each in a debug build). Address space only: the
-                // pages are touched as deep as a statement goes (see `overtake_sql::depth`).
-                .stack_size(NETWORK_STACK)
-                .spawn(move || {
-                    // Clients wait for this thread at every statement, and on a machine whose
-                    // workers are busy with background queries it would otherwise wait its turn
-                    // for a core behind them (measured: p99 of urgent statements 3x their solo
-                    // p99). It sleeps in epoll when idle, so running it first costs little.
-                    let _ = overtake_runtime::os_thread::set_raised();
-                    runtime.block_on(async move {
-                        if let Some((listener, inboxes)) = accept {
-                            let mut stopped = stopped.clone();
-                            tokio::spawn(async move {
-                                let Ok(listener) = TcpListener::from_std(listener) else {
-                                    return;
-                                };
-                                let mut next = 0;
-                                loop {
-                                    let accepted = tokio::select! {
-                                        a = listener.accept() => a,
-                                        _ = stopped.changed() => return,
-                                    };
-                                    let (socket, _) = match accepted {
-                                        Ok(a) => a,
-                                        Err(_) => {
-                                            // Out of file descriptors (EMFILE, ENFILE) or
-                                            // memory: the error repeats at once until some
-                                            // close, so wait a little instead of spinning.
-                                            tokio::time::sleep(ACCEPT_BACKOFF).await;
-                                            continue;
-                                        }
-                                    };
-                                    let Ok(socket) = socket.into_std() else {
-                                        continue;
-                                    };
-                                    let _ = inboxes[next % inboxes.len()].send(socket);
-                                    next += 1;
-                                }
-                            });
-                        }
-                        loop {
-                            let socket = tokio::select! {
-                                s = rx.recv() => s,
-                                _ = stopped.changed() => None,
-                            };
-                            let Some(socket) = socket else { break };
-                            let Ok(socket) = tokio::net::TcpStream::from_std(socket) else {
-                                continue;
-                            };
-                            let _ = socket.set_nodelay(true);
-                            let handlers = serving.handlers();
-                            let ending = Arc::clone(&handlers.connection.ending);
-                            let tls = serving.tls.clone();
-                            let mut stopped = stopped.clone();
-                            tokio::spawn(async move {
-                                tokio::select! {
-                                    _ = socket::serve(socket, tls, handlers, ending) => {}
-                                    _ = stopped.changed() => {}
-                                }
-                            });
-                        }
-                    });
-                    // Dropping the runtime here ends every connection it served.
-                })?;
-            network.push(thread);
-        }
+        let (network, io) = match (io, &config.session_threads) {
+            (Some(io), None) => {
+                let io = Arc::new(io);
+                let thread = serve_on_workers(listener, &serving, &io, stopped)?;
+                (vec![thread], Some(io))
+            }
+            _ => (
+                serve_on_network_threads(listener, &serving, config.network_threads, stopped)?,
+                None,
+            ),
+        };
         Ok(Server {
             addr,
             stop,
             shared,
             network,
+            io,
         })
     }
 
@@ -441,6 +378,14 @@ impl Server {
         for t in self.network.drain(..) {
             let _ = t.join();
         }
+        // Sessions on workers end as their steps see the stop (a statement in flight is
+        // cancelled, an open transaction rolls back).
+        if let Some(io) = self.io.take() {
+            let give_up = std::time::Instant::now() + SESSIONS_END;
+            while io.sessions() > 0 && std::time::Instant::now() < give_up {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
     }
 }
 
@@ -448,4 +393,171 @@ impl Drop for Server {
     fn drop(&mut self) {
         self.stop_network();
     }
+}
+
+/// Accepts connections on one network thread (which also keeps the sessions' timers) and
+/// places each session on a worker, which serves it from then on.
+fn serve_on_workers(
+    listener: std::net::TcpListener,
+    serving: &Arc<Serving>,
+    io: &Arc<WorkerIo>,
+    stopped: watch::Receiver<bool>,
+) -> io::Result<std::thread::JoinHandle<()>> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let serving = Arc::clone(serving);
+    let io = Arc::clone(io);
+    std::thread::Builder::new()
+        .name("overtake-net".into())
+        .spawn(move || {
+            // Accepting is on every new client's path (raised as the workers' network
+            // threads were).
+            let _ = overtake_runtime::os_thread::set_raised();
+            let handle = runtime.handle().clone();
+            runtime.block_on(async move {
+                let mut accepting = stopped.clone();
+                let Ok(listener) = TcpListener::from_std(listener) else {
+                    return;
+                };
+                let mut next = 0;
+                loop {
+                    let accepted = tokio::select! {
+                        a = listener.accept() => a,
+                        _ = accepting.changed() => return,
+                    };
+                    let Ok((socket, _)) = accepted else {
+                        // Out of file descriptors (EMFILE, ENFILE) or memory: the error
+                        // repeats at once until some close, so wait a little.
+                        tokio::time::sleep(ACCEPT_BACKOFF).await;
+                        continue;
+                    };
+                    let Ok(socket) = socket.into_std() else {
+                        continue;
+                    };
+                    let worker = io.place(next);
+                    next += 1;
+                    let Ok(stream) =
+                        worker_io::WorkerStream::register(socket, &io.reactors[worker])
+                    else {
+                        continue;
+                    };
+                    let class = Arc::new(worker_io::StepClass::default());
+                    let handlers = serving.handlers(Some(session::Home {
+                        worker,
+                        class: Arc::clone(&class),
+                    }));
+                    let ending = Arc::clone(&handlers.connection.ending);
+                    let tls = serving.tls.clone();
+                    let mut stopped = stopped.clone();
+                    let session = async move {
+                        let negotiate = worker_io::negotiate(stream, tls);
+                        tokio::select! {
+                            _ = socket::serve(negotiate, handlers, ending) => {}
+                            _ = stopped.changed() => {}
+                        }
+                    };
+                    worker_io::SessionTask::start(
+                        Box::pin(session),
+                        (worker, class),
+                        &serving.shared.scheduler,
+                        handle.clone(),
+                        &io.live,
+                    );
+                }
+            });
+        })
+}
+
+/// Serves connections on `threads` network threads, each with its own async runtime; the
+/// first also accepts, handing sockets out in turn.
+fn serve_on_network_threads(
+    listener: std::net::TcpListener,
+    serving: &Arc<Serving>,
+    threads: usize,
+    stopped: watch::Receiver<bool>,
+) -> io::Result<Vec<std::thread::JoinHandle<()>>> {
+    let threads = threads.max(1);
+    let mut inboxes = Vec::with_capacity(threads);
+    let mut receivers = Vec::with_capacity(threads);
+    for _ in 0..threads {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<std::net::TcpStream>();
+        inboxes.push(tx);
+        receivers.push(rx);
+    }
+    let mut network = Vec::with_capacity(threads);
+    let mut listener = Some(listener);
+    for (i, mut rx) in receivers.into_iter().enumerate() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let serving = Arc::clone(serving);
+        let mut stopped = stopped.clone();
+        let accept = listener.take().map(|l| (l, inboxes.clone()));
+        let thread = std::thread::Builder::new()
+            .name(format!("overtake-net-{i}"))
+            // Parsing and binding recurse along a statement's expressions; the parser's frames
+            // are large (kilobytes each in a debug build). Address space only: the pages are
+            // touched as deep as a statement goes (see `overtake_sql::depth`).
+            .stack_size(NETWORK_STACK)
+            .spawn(move || {
+                // Clients wait for this thread at every statement, and on a machine whose
+                // workers are busy with background queries it would otherwise wait its turn for
+                // a core behind them. It sleeps in epoll when idle, so running it first costs
+                // little.
+                let _ = overtake_runtime::os_thread::set_raised();
+                runtime.block_on(async move {
+                    if let Some((listener, inboxes)) = accept {
+                        let mut stopped = stopped.clone();
+                        tokio::spawn(async move {
+                            let Ok(listener) = TcpListener::from_std(listener) else {
+                                return;
+                            };
+                            let mut next = 0;
+                            loop {
+                                let accepted = tokio::select! {
+                                    a = listener.accept() => a,
+                                    _ = stopped.changed() => return,
+                                };
+                                let Ok((socket, _)) = accepted else {
+                                    // Out of file descriptors or memory: wait a little.
+                                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                                    continue;
+                                };
+                                let Ok(socket) = socket.into_std() else {
+                                    continue;
+                                };
+                                let _ = inboxes[next % inboxes.len()].send(socket);
+                                next += 1;
+                            }
+                        });
+                    }
+                    loop {
+                        let socket = tokio::select! {
+                            s = rx.recv() => s,
+                            _ = stopped.changed() => None,
+                        };
+                        let Some(socket) = socket else { break };
+                        let Ok(socket) = tokio::net::TcpStream::from_std(socket) else {
+                            continue;
+                        };
+                        let _ = socket.set_nodelay(true);
+                        let handlers = serving.handlers(None);
+                        let ending = Arc::clone(&handlers.connection.ending);
+                        let tls = serving.tls.clone();
+                        let mut stopped = stopped.clone();
+                        tokio::spawn(async move {
+                            let negotiate = pgwire::tokio::server::negotiate_tls(socket, tls);
+                            tokio::select! {
+                                _ = socket::serve(negotiate, handlers, ending) => {}
+                                _ = stopped.changed() => {}
+                            }
+                        });
+                    }
+                });
+                // Dropping the runtime here ends every connection it served.
+            })?;
+        network.push(thread);
+    }
+    Ok(network)
 }

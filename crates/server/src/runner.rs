@@ -51,7 +51,11 @@ impl SessionThread {
 /// Where a statement is sent.
 #[derive(Clone, Copy)]
 pub enum Runner<'a> {
+    /// Any worker, placed by the scheduler.
     Scheduler(&'a Scheduler<Calls>),
+    /// The session's own worker (it serves the session: no other thread is on the statement's
+    /// path); any worker while that one's inbox is full.
+    Worker(&'a Scheduler<Calls>, usize),
     Thread(&'a SessionThread),
 }
 
@@ -69,26 +73,40 @@ impl Runner<'_> {
         f: impl FnOnce() -> R + Send + 'static,
     ) -> Result<Ticket<R>, Refused> {
         match self {
+            Runner::Worker(scheduler, worker) => {
+                let (call, ticket) = Call::new(priority, f);
+                match scheduler.submit_to(worker, call.in_group(group), std::time::Instant::now()) {
+                    Ok(()) => Ok(ticket),
+                    Err(full) => admit(scheduler, (full.into_inner(), ticket)).await,
+                }
+            }
             Runner::Scheduler(scheduler) => {
                 let (call, ticket) = Call::new(priority, f);
-                let mut job = (call.in_group(group), ticket);
-                let give_up = std::time::Instant::now() + ADMISSION_WAIT;
-                loop {
-                    match scheduler.submit_call(job, None) {
-                        Ok(ticket) => return Ok(ticket),
-                        Err(_) if std::time::Instant::now() >= give_up => return Err(Refused),
-                        Err(full) => {
-                            job = full.into_inner();
-                            tokio::time::sleep(ADMISSION_RETRY).await;
-                        }
-                    }
-                }
+                admit(scheduler, (call.in_group(group), ticket)).await
             }
             Runner::Thread(thread) => {
                 let (promise, ticket) = Promise::new();
                 let work: Work = Box::new(move || promise.fulfil(f()));
                 thread.work.send((group, work)).map_err(|_| Refused)?;
                 Ok(ticket)
+            }
+        }
+    }
+}
+
+/// Submits `job` to any worker, waiting (asynchronously) for room up to [`ADMISSION_WAIT`].
+async fn admit<R: Send + 'static>(
+    scheduler: &Scheduler<Calls>,
+    mut job: (Call, Ticket<R>),
+) -> Result<Ticket<R>, Refused> {
+    let give_up = std::time::Instant::now() + ADMISSION_WAIT;
+    loop {
+        match scheduler.submit_call(job, None) {
+            Ok(ticket) => return Ok(ticket),
+            Err(_) if std::time::Instant::now() >= give_up => return Err(Refused),
+            Err(full) => {
+                job = full.into_inner();
+                tokio::time::sleep(ADMISSION_RETRY).await;
             }
         }
     }

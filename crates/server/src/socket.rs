@@ -16,12 +16,9 @@ use futures::SinkExt;
 use pgwire::api::{ClientInfo, ErrorHandler, PgWireConnectionState, PgWireServerHandlers};
 use pgwire::error::{ErrorInfo, PgWireError};
 use pgwire::messages::{DecodeContext, PgWireBackendMessage, PgWireFrontendMessage};
-use pgwire::tokio::TlsAcceptor;
-use pgwire::tokio::server::{
-    MaybeTls, PgWireMessageServerCodec, negotiate_tls, process_error, process_message,
-};
-use tokio::io::AsyncReadExt;
-use tokio::net::TcpStream;
+use pgwire::tokio::server::{PgWireMessageServerCodec, process_error, process_message};
+use std::future::Future;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio_util::codec::Framed;
 
 use crate::framing::{self, Frame};
@@ -34,28 +31,34 @@ fn violation(message: String) -> PgWireError {
     crate::wire::fatal(overtake_sql::sqlstate::PROTOCOL_VIOLATION, message)
 }
 
-/// Serves the client on `tcp` with `handlers` until it leaves or is ended (`ending`: its
+/// The protocol crate's codec, for this server's statements.
+pub(crate) type Codec = PgWireMessageServerCodec<crate::prepared::StatementRef>;
+
+/// Serves a client whose connection `negotiate` sets up (SSLRequest, TLS: on a network thread's
+/// socket or on a worker's), with `handlers`, until it leaves or is ended (`ending`: its
 /// session was, for idling in a transaction or by `pg_terminate_backend`; noticed while it
 /// waits for the client, so after a statement in flight).
-pub(crate) async fn serve<H: PgWireServerHandlers>(
-    tcp: TcpStream,
-    tls: Option<TlsAcceptor>,
-    handlers: H,
+pub(crate) async fn serve<T>(
+    negotiate: impl Future<Output = io::Result<Option<Framed<T, Codec>>>>,
+    handlers: crate::Handlers,
     ending: std::sync::Arc<crate::backends::Ending>,
-) -> io::Result<()> {
+) -> io::Result<()>
+where
+    T: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static,
+{
     let startup_timeout = tokio::time::sleep(STARTUP_TIMEOUT);
     tokio::pin!(startup_timeout);
     let negotiated = tokio::select! {
         _ = &mut startup_timeout => return Ok(()),
-        s = negotiate_tls(tcp, tls) => s?,
+        s = negotiate => s?,
     };
     let Some(mut socket) = negotiated else {
         return Ok(());
     };
     let startup = handlers.startup_handler();
-    let simple = handlers.simple_query_handler();
-    let extended = handlers.extended_query_handler();
-    let copy = handlers.copy_handler();
+    let simple = std::sync::Arc::clone(&handlers.connection);
+    let extended = std::sync::Arc::clone(&handlers.connection);
+    let copy = std::sync::Arc::clone(&handlers.connection);
     let cancel = handlers.cancel_handler();
     let errors = handlers.error_handler();
     // Bytes the negotiation read past its own are the start of the first message.
@@ -144,8 +147,8 @@ enum Next {
 }
 
 /// The next message on `socket`, read into `buf`. An error is a protocol violation.
-async fn read_message<St>(
-    socket: &mut Framed<MaybeTls, PgWireMessageServerCodec<St>>,
+async fn read_message<T: AsyncRead + Unpin + 'static>(
+    socket: &mut Framed<T, Codec>,
     buf: &mut BytesMut,
 ) -> Result<Next, PgWireError> {
     let startup = matches!(socket.state(), PgWireConnectionState::AwaitingStartup);

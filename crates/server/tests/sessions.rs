@@ -1025,7 +1025,7 @@ fn with_a_certificate_the_server_offers_tls_and_without_one_it_declines() {
         .expect("scheduler"),
     );
     let db = std::sync::Arc::new(overtake_engine::Database::in_memory(Default::default()));
-    let err = overtake_server::Server::start(&config, db, scheduler)
+    let err = overtake_server::Server::start(&config, db, scheduler, None)
         .err()
         .expect("refused");
     assert!(err.to_string().contains("cert.pem"), "{err}");

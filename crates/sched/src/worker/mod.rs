@@ -250,8 +250,41 @@ impl<E: Executor> WorkerCore<E> {
         }
     }
 
+    /// Runs a job that runs between tasks (`Executor::runs_between_tasks`) on the loop's own
+    /// stack, to its end, in a non-preemptible region.
+    fn run_between_tasks(&self, mut scheduled: Scheduled<E::Job>) {
+        let priority = self.exec.priority(&scheduled.job);
+        let group = self.exec.group(&scheduled.job);
+        let started = Instant::now();
+        // Others see the worker busy at the job's level while it runs (placement, the timer).
+        self.shared.switches.fetch_add(1, Ordering::Relaxed);
+        self.shared
+            .slice_started
+            .store(self.clock.nanos(started), Ordering::Relaxed);
+        self.shared
+            .running_group
+            .store(crate::pending::group_bits(Some(group)), Ordering::SeqCst);
+        self.shared
+            .running_level
+            .store(priority.level() as u8, Ordering::SeqCst);
+        let outcome = {
+            let _region = NoPreemptGuard::new();
+            self.exec.execute(&mut scheduled.job, self.index)
+        };
+        self.shared.running_level.store(IDLE, Ordering::SeqCst);
+        self.shared.running_group.store(0, Ordering::SeqCst);
+        self.shared.slice_started.store(0, Ordering::Relaxed);
+        // Its group's share pays for it; it is not booked as a job (it is not a transaction).
+        let _region = NoPreemptGuard::new();
+        self.pending.charge(group, started.elapsed(), true);
+        drop((scheduled, outcome));
+    }
+
     /// Starts `scheduled` as a new task and runs it until it suspends or ends.
     fn start(self: &Rc<Self>, scheduled: Scheduled<E::Job>) {
+        if self.exec.runs_between_tasks(&scheduled.job) {
+            return self.run_between_tasks(scheduled);
+        }
         let claim = {
             let _region = NoPreemptGuard::new();
             self.tasks.borrow_mut().claim()
@@ -585,6 +618,7 @@ pub(crate) struct WorkerSetup<E: Executor> {
     pub(crate) epoch: Instant,
     pub(crate) stop: Arc<AtomicU8>,
     pub(crate) feed: Option<IdleWork<E::Job>>,
+    pub(crate) reactor: Option<Box<dyn crate::Reactor>>,
 }
 
 /// The worker thread's body. Returns its statistics.
@@ -599,6 +633,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         epoch,
         stop,
         mut feed,
+        mut reactor,
     } = setup;
     if config.pin {
         overtake_runtime::os_thread::pin_current_thread(index);
@@ -655,6 +690,10 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         stats.traces.clear();
     }
     let _ = core.shared.sleeper.thread.set(std::thread::current());
+    if let Some(reactor) = &reactor {
+        let _ = core.shared.sleeper.unblock.set(reactor.unblocker());
+    }
+    let mut polled = Instant::now();
     core.shared
         .tid
         .store(overtake_runtime::os_thread::thread_id(), Ordering::Release);
@@ -664,6 +703,14 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
     let mut idle_since: Option<Instant> = None;
     loop {
         let stopping = Stop::from(stop.load(Ordering::Acquire));
+        if let Some(reactor) = reactor.as_mut()
+            && polled.elapsed() >= crate::reactor::POLL_BETWEEN_TASKS
+        {
+            // Readiness becomes work (a session's next step) in this worker's inbox, seen by
+            // the pick below.
+            reactor.poll(std::time::Duration::ZERO);
+            polled = Instant::now();
+        }
         // A request raised for work this pick will see is taken up here.
         core.shared.target.acknowledge();
         core.collect_wakes();
@@ -710,13 +757,16 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
                     {
                         std::hint::spin_loop();
                     }
-                    None => core.shared.sleeper.sleep_unless(|| {
-                        core.inbox.queued() > 0
-                            || core.pending.has_from(Priority::LOW)
-                            || core.shared.wakes.any.load(Ordering::SeqCst)
-                            || core.shared.acks.pending()
-                            || stop.load(Ordering::SeqCst) != Stop::Run as u8
-                    }),
+                    None => {
+                        core.shared.sleeper.sleep_unless(reactor.as_mut(), || {
+                            core.inbox.queued() > 0
+                                || core.pending.has_from(Priority::LOW)
+                                || core.shared.wakes.any.load(Ordering::SeqCst)
+                                || core.shared.acks.pending()
+                                || stop.load(Ordering::SeqCst) != Stop::Run as u8
+                        });
+                        polled = Instant::now();
+                    }
                 }
             }
         }

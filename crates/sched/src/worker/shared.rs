@@ -26,6 +26,8 @@ pub(crate) const IDLE: u8 = u8::MAX;
 pub(crate) struct Sleeper {
     sleeping: AtomicBool,
     pub(crate) thread: OnceLock<Thread>,
+    /// Ends the wait of the worker's reactor, if it sleeps in one (see `crate::reactor`).
+    pub(crate) unblock: OnceLock<Arc<dyn Fn() + Send + Sync>>,
 }
 
 impl Sleeper {
@@ -34,7 +36,13 @@ impl Sleeper {
         if self.sleeping.load(Ordering::SeqCst)
             && let Some(thread) = self.thread.get()
         {
-            thread.unpark();
+            match self.unblock.get() {
+                // Work the worker's own reactor made visible (a wake delivered while it polls)
+                // needs no system call to be seen: the worker looks again when the poll returns.
+                Some(_) if thread.id() == std::thread::current().id() => {}
+                Some(unblock) => unblock(),
+                None => thread.unpark(),
+            }
         }
     }
 
@@ -46,10 +54,17 @@ impl Sleeper {
     /// Sleeps (at most a millisecond) unless `has_work` says there is work after all. Paired with
     /// [`notify`](Self::notify): the flag is set before the check, so work made visible before a
     /// notify is either seen by the check or followed by an unpark.
-    pub(crate) fn sleep_unless(&self, has_work: impl FnOnce() -> bool) {
+    pub(crate) fn sleep_unless(
+        &self,
+        reactor: Option<&mut Box<dyn crate::Reactor>>,
+        has_work: impl FnOnce() -> bool,
+    ) {
         self.sleeping.store(true, Ordering::SeqCst);
         if !has_work() {
-            std::thread::park_timeout(Duration::from_millis(1));
+            match reactor {
+                Some(reactor) => reactor.poll(Duration::from_millis(1)),
+                None => std::thread::park_timeout(Duration::from_millis(1)),
+            }
         }
         self.sleeping.store(false, Ordering::SeqCst);
     }

@@ -102,6 +102,7 @@ fn start_worker(config: SchedConfig) -> TestWorker {
         epoch: Instant::now(),
         stop: Arc::clone(&stop),
         feed: None,
+        reactor: None,
     };
     TestWorker {
         queues: inbox,

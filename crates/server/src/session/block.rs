@@ -109,7 +109,7 @@ impl Session {
         if self.block.is_none() {
             let level = self.default_level();
             let done = txn::run_alone(
-                runner_of(&self.thread, &self.shared),
+                runner_of(&self.thread, &self.shared, &self.home),
                 self.shared.catalog.database(),
                 self.class(),
                 level,
@@ -146,7 +146,7 @@ impl Session {
             TxnState::Running(p) => p,
             TxnState::NotStarted => {
                 txn::start_block(
-                    runner_of(&self.thread, &self.shared),
+                    runner_of(&self.thread, &self.shared, &self.home),
                     self.shared.catalog.database(),
                     class,
                     block.level,
@@ -182,6 +182,13 @@ impl Session {
     /// COMMIT (or ROLLBACK): ends the block. A block that does not commit takes back the `SET`s
     /// made in it.
     pub(super) async fn end_block(&mut self, commit: bool) -> Answer {
+        let answer = self.end_block_inner(commit).await;
+        // Its `SET LOCAL`s are gone, and perhaps its `SET`s: the session's steps follow.
+        self.class();
+        answer
+    }
+
+    async fn end_block_inner(&mut self, commit: bool) -> Answer {
         // Its portals end with it; one whose statement failed before it could stop fails it.
         if self.stop_cursors().await.is_err() {
             self.mark_failed();
@@ -192,16 +199,32 @@ impl Session {
         };
         let answer = Self::finish(block.txn, commit && !block.failed).await;
         let pending = Arc::unwrap_or_clone(block.pending);
-        if matches!(&answer, Answer::End(tag) if tag == "COMMIT") {
-            // Committed: every session sees the block's catalog changes from now on.
-            if let Err(e) = pending.publish(&self.shared.catalog) {
-                return Answer::Error(e);
-            }
-        } else {
+        let committed = matches!(&answer, Answer::End(tag) if tag == "COMMIT");
+        if !committed {
             self.settings = block.saved;
-            pending.discard(&self.shared.catalog);
         }
-        answer
+        if pending.is_empty() {
+            return answer;
+        }
+        // Committed: every session sees the block's catalog changes from now on; else the
+        // engine tables they made go. Dropping an engine table waits until its log record is
+        // durable, which the thread serving sessions must not do: a thread of the runtime's
+        // blocking pool does it (DDL is rare; most blocks have no changes and skip this).
+        let catalog = Arc::clone(&self.shared.catalog);
+        let settled = tokio::task::spawn_blocking(move || {
+            if committed {
+                pending.publish(&catalog)
+            } else {
+                pending.discard(&catalog);
+                Ok(())
+            }
+        })
+        .await;
+        match settled {
+            Ok(Err(e)) => Answer::Error(e),
+            Err(e) => Answer::Error(SqlError::new(sqlstate::INTERNAL_ERROR, e.to_string())),
+            Ok(Ok(())) => answer,
+        }
     }
 
     /// Commits (or rolls back) a block's transaction.

@@ -107,7 +107,9 @@ impl Session {
             .and_then(Weight::new)
             .unwrap_or_default();
         let group = Group::new(tier, weight);
-        (group.level_for(asked), group)
+        let class = (group.level_for(asked), group);
+        self.note_class(class);
+        class
     }
 
     /// The priority this session's next statement runs at: `priority` (or the tier's default
@@ -165,6 +167,13 @@ impl Session {
         value: Option<&str>,
         local: bool,
     ) -> Result<(), SqlError> {
+        let set = self.set_inner(name, value, local);
+        // The session's steps follow its class (see `note_class`).
+        self.class();
+        set
+    }
+
+    fn set_inner(&mut self, name: &str, value: Option<&str>, local: bool) -> Result<(), SqlError> {
         if let Some(v) = value {
             self.shared.privileges.check_setting(&self.user, name, v)?;
         }

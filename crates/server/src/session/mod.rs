@@ -188,13 +188,27 @@ pub struct Session {
     moment: u64,
     /// Ended by `idle_in_transaction_session_timeout`: every message gets FATAL 25P03.
     terminated: bool,
+    /// The worker serving it, if one does (see `crate::worker_io`).
+    home: Option<Home>,
 }
 
-/// Where a session's statements run: its own thread, else the scheduler.
-fn runner_of<'a>(thread: &'a Option<SessionThread>, shared: &'a Shared) -> Runner<'a> {
-    match thread {
-        Some(thread) => Runner::Thread(thread),
-        None => Runner::Scheduler(&shared.scheduler),
+/// The worker a session is served by, and where its steps read the class they run at.
+#[derive(Clone, Debug)]
+pub struct Home {
+    pub worker: usize,
+    pub class: Arc<crate::worker_io::StepClass>,
+}
+
+/// Where a session's statements run: its own thread, else its worker, else any worker.
+fn runner_of<'a>(
+    thread: &'a Option<SessionThread>,
+    shared: &'a Shared,
+    home: &Option<Home>,
+) -> Runner<'a> {
+    match (thread, home) {
+        (Some(thread), _) => Runner::Thread(thread),
+        (None, Some(home)) => Runner::Worker(&shared.scheduler, home.worker),
+        (None, None) => Runner::Scheduler(&shared.scheduler),
     }
 }
 
@@ -232,6 +246,20 @@ fn writes(command: &Command) -> Option<&'static str> {
 }
 
 impl Session {
+    /// The session is served by `home`'s worker: its statements run there, and its steps at its
+    /// class from now on.
+    pub fn serve_from(&mut self, home: Home) {
+        self.home = Some(home);
+        self.class();
+    }
+
+    /// Tells the session's steps its class (a statement's, or after a change of settings).
+    fn note_class(&self, (priority, group): (overtake_sched::Priority, overtake_sched::Group)) {
+        if let Some(home) = &self.home {
+            home.class.set(priority, group);
+        }
+    }
+
     /// A session for `user`, with the role's defaults, then the startup packet's options.
     pub fn new(
         shared: Arc<Shared>,
@@ -283,6 +311,7 @@ impl Session {
             cancel: Arc::default(),
             moment: 0,
             terminated: false,
+            home: None,
         })
     }
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use overtake_engine::{Database, Options};
 use overtake_sched::{Calls, SchedConfig, Scheduler, Shutdown};
-use overtake_server::{Server, ServerConfig};
+use overtake_server::{Server, ServerConfig, WorkerIo};
 
 pub struct TestServer {
     pub db: Arc<Database>,
@@ -50,9 +50,19 @@ impl TestServer {
     ) -> TestServer {
         config.listen = "127.0.0.1:0".parse().expect("address");
         let db = Arc::new(db);
-        let scheduler = Arc::new(Scheduler::start(sched, Arc::new(Calls)).expect("scheduler"));
+        // As `overtake serve` runs: sessions served by the workers, unless on threads of their own.
+        let (io, reactors) = match &config.session_threads {
+            Some(_) => (None, Vec::new()),
+            None => {
+                let (io, reactors) = WorkerIo::new(sched.workers).expect("reactors");
+                (Some(io), reactors)
+            }
+        };
+        let options = overtake_sched::StartOptions::default().reactors(reactors);
+        let scheduler =
+            Arc::new(Scheduler::start_with(sched, Arc::new(Calls), options).expect("scheduler"));
         let server =
-            Server::start(&config, Arc::clone(&db), Arc::clone(&scheduler)).expect("server");
+            Server::start(&config, Arc::clone(&db), Arc::clone(&scheduler), io).expect("server");
         let port = server.local_addr().port();
         TestServer {
             db,
