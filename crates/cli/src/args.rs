@@ -76,7 +76,8 @@ pub struct ServeArgs {
     /// The lock policy (row locks under MVCC, every lock under 2pl).
     #[arg(long, default_value = "pow", value_parser = lock_policy_name)]
     pub lock_policy: String,
-    /// Network threads (never workers).
+    /// Network threads serving the protocol with `--session-threads` (otherwise each session is
+    /// served by the worker that runs it, and one thread only accepts connections).
     #[arg(long, default_value_t = 2)]
     pub network_threads: u16,
     /// Most client connections at once (PostgreSQL's max_connections): one more is refused at

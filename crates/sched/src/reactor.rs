@@ -6,17 +6,25 @@
 //! whatever waits for it (in the server, a session's waker, which submits the session's next
 //! step to this same worker). A reactor must never block in [`Reactor::poll`] longer than it is
 //! told, and must never run a job itself: it only makes work visible.
+//!
+//! While a task keeps its worker busy, the scheduler's timer polls that worker's reactor in its
+//! stead (at its first step at least [`ARRIVAL_CHECK`] after the task's slice began, and as often
+//! after that; under the quantum policy the timer steps once a quantum), and asks the
+//! worker to preempt the task if what arrived is more urgent (or, under the quantum policy, to
+//! share the worker with it at the quantum's end): an urgent request on a busy worker waits for
+//! the timer, not for the task to end.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 /// A worker's source of I/O readiness (see the [module documentation](self)).
-pub trait Reactor: Send {
+pub trait Reactor: Send + Sync {
     /// Delivers the readiness that has arrived (waking whoever waits for it); if none has,
-    /// waits for some up to `timeout` (`Duration::ZERO`: do not wait). Called only on the
-    /// worker's thread, between tasks. An error is reported by the reactor's owner, not here:
-    /// the worker goes on (it falls back to sleeping without the reactor for that round).
-    fn poll(&mut self, timeout: Duration);
+    /// waits for some up to `timeout` (`Duration::ZERO`: do not wait). Called by the worker
+    /// between tasks and by the timer while the worker is busy: a call while another is under
+    /// way may return at once (that one delivers). An error is the reactor's own to report: the
+    /// worker goes on.
+    fn poll(&self, timeout: Duration);
 
     /// A handle any thread calls to make a [`poll`](Self::poll) that waits return at once (the
     /// worker was given work).
@@ -24,7 +32,10 @@ pub trait Reactor: Send {
 }
 
 /// Per worker, its reactor if it has one (see `StartOptions::reactors`).
-pub type Reactors = Vec<Option<Box<dyn Reactor>>>;
+pub type Reactors = Vec<Option<Arc<dyn Reactor>>>;
+
+/// How long a task may keep its worker before the timer polls the worker's reactor for it.
+pub(crate) const ARRIVAL_CHECK: Duration = Duration::from_micros(100);
 
 /// How often a busy worker looks at its reactor between tasks: readiness that arrives while
 /// tasks keep it busy waits at most this long (plus the task that runs), and a worker whose

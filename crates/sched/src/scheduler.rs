@@ -104,6 +104,8 @@ pub struct Scheduler<E: Executor> {
     watchdog: Option<Watchdog>,
     /// The origin of the workers' starvation clocks.
     epoch: Instant,
+    /// The workers' reactors (the timer polls a busy worker's).
+    reactors: crate::reactor::Reactors,
 }
 
 /// The least stack a worker's own thread gets (Rust's default for spawned threads).
@@ -217,7 +219,9 @@ impl<E: Executor> Scheduler<E> {
             timer: None,
             watchdog: None,
             epoch,
+            reactors: Vec::new(),
         };
+        scheduler.reactors = reactors.clone();
         for (index, (feed, reactor)) in feeds.into_iter().zip(reactors).enumerate() {
             let setup = WorkerSetup {
                 index,
@@ -269,8 +273,10 @@ impl<E: Executor> Scheduler<E> {
             })?;
             scheduler.watchdog = Some(watchdog);
         }
+        // A busy worker's reactor is polled by the timer (see `crate::reactor`).
         let needs_timer = (config.delivery == Delivery::Signal && config.preempts())
-            || config.policy == Policy::Quantum;
+            || config.policy == Policy::Quantum
+            || scheduler.reactors.iter().any(Option::is_some);
         if !client_timer && needs_timer {
             let timer = spawn_timer(scheduler.preempt_timer())?;
             for w in &scheduler.workers {
@@ -504,6 +510,7 @@ impl<E: Executor> Scheduler<E> {
             Arc::clone(&self.pending),
             self.epoch,
         )
+        .with_reactors(self.reactors.clone())
     }
 
     /// Jobs the workers have finished (or refused) so far: a client that counts what it handed

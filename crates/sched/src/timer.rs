@@ -51,6 +51,10 @@ pub struct PreemptTimer<J> {
     slice_running: bool,
     clock: Clock,
     stats: TimerStats,
+    /// The workers' reactors, polled for a worker whose task keeps it busy (see
+    /// `crate::reactor`); per worker, when its reactor was last polled here.
+    reactors: crate::reactor::Reactors,
+    polled: Vec<u64>,
 }
 
 impl<J> PreemptTimer<J> {
@@ -76,6 +80,46 @@ impl<J> PreemptTimer<J> {
             slice_running: false,
             clock: Clock::new(epoch),
             stats: TimerStats::default(),
+            reactors: Vec::new(),
+            polled: vec![0; n],
+        }
+    }
+
+    /// The same, polling the workers' reactors for them while they are busy.
+    pub(crate) fn with_reactors(mut self, reactors: crate::reactor::Reactors) -> Self {
+        self.reactors = reactors;
+        self
+    }
+
+    /// Polls the reactor of each worker whose task's slice has run [`ARRIVAL_CHECK`] (and as
+    /// often after that), and asks the worker to make way if what arrived is more urgent than
+    /// its task. Under the quantum policy, work of the task's own level that arrived is seen at
+    /// the quantum's end, as any waiting work is.
+    ///
+    /// [`ARRIVAL_CHECK`]: crate::reactor::ARRIVAL_CHECK
+    fn poll_busy_reactors(&mut self, now: Instant) {
+        let check = crate::reactor::ARRIVAL_CHECK.as_nanos() as u64;
+        let now_nanos = self.clock.nanos(now);
+        for w in 0..self.reactors.len() {
+            let Some(reactor) = &self.reactors[w] else {
+                continue;
+            };
+            let worker = &self.workers[w];
+            let started = worker.slice_started.load(Ordering::Relaxed);
+            if started == 0 || now_nanos < started + check || now_nanos < self.polled[w] + check {
+                continue;
+            }
+            self.polled[w] = now_nanos;
+            reactor.poll(Duration::ZERO);
+            let running = worker.running_level.load(Ordering::SeqCst);
+            let urgent = overtake_priority::Priority::ALL
+                .iter()
+                .skip(usize::from(running).saturating_add(1))
+                .any(|&p| self.inboxes[w].has(p));
+            if running != crate::worker::IDLE && urgent {
+                self.backstop.raise(w, &worker.target, now);
+                self.stats.requests += 1;
+            }
         }
     }
 
@@ -100,6 +144,7 @@ impl<J> PreemptTimer<J> {
     /// older than the signal delay.
     pub fn step(&mut self, now: Instant, client_waiting: bool) {
         self.slice_running = false;
+        self.poll_busy_reactors(now);
         if let Some(q) = self.quantum {
             let now_nanos = self.clock.nanos(now);
             for w in 0..self.workers.len() {
@@ -159,6 +204,16 @@ impl<J> PreemptTimer<J> {
             .quantum
             .filter(|_| self.slice_running)
             .map(Duration::from_nanos);
+        // A busy worker with a reactor is looked at again an arrival check later, or at the
+        // quantum's step if there is one (a step more often costs the server a timer wake-up
+        // every check while statements flow: measured, select-only pgbench lost 10-25%).
+        let busy_reactor = (0..self.reactors.len()).any(|w| {
+            self.reactors[w].is_some() && self.workers[w].slice_started.load(Ordering::Relaxed) != 0
+        });
+        let quantum = match (quantum, busy_reactor) {
+            (None, true) => Some(crate::reactor::ARRIVAL_CHECK),
+            (q, _) => q,
+        };
         let delay = self.outstanding().then_some(self.backstop.delay());
         match (quantum, delay) {
             (Some(q), Some(d)) => Some(q.min(d)),

@@ -5,7 +5,7 @@
 //!
 //! Must never: block a worker. The map's mutex is held for a lookup or an insert only, inside
 //! a non-preemptible region (a statement on a worker takes it: no paused task can hold it);
-//! the cancel itself is handed to the target connection's network thread.
+//! the cancel itself is handed to the server's network runtime.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -39,7 +39,7 @@ struct Backend {
     superuser: bool,
     /// Fires the cancel of the statement in flight, as a CancelRequest does.
     cancel: Arc<ConnectionHandle>,
-    /// The runtime of the connection's network thread, which runs the cancel.
+    /// The server's network runtime, which runs the cancel.
     runtime: tokio::runtime::Handle,
     ending: Arc<Ending>,
 }
@@ -56,7 +56,7 @@ impl Registry {
         f(&mut self.backends.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
-    /// Registers the session of process id `pid` (on its network thread).
+    /// Registers the session of process id `pid` (from its session code, inside the runtime).
     pub fn register(
         &self,
         pid: i32,

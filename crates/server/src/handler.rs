@@ -3,8 +3,8 @@
 //! extended protocol (statements parsed and planned once, bound and executed many times; a plan
 //! made before a catalog change is made again), COPY FROM STDIN, startup and cancel.
 //!
-//! Runs on the network threads; statements go to the scheduler's workers (`txn`), never the
-//! other way round. A malformed or hostile message ends only its own connection.
+//! Runs in a session's steps (on its worker's own stack, or on a network thread with
+//! `--session-threads`); statements run as tasks (`txn`). A malformed or hostile message ends only its own connection.
 
 use std::fmt::Debug;
 use std::sync::Arc;

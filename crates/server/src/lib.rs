@@ -4,14 +4,16 @@
 //! Each session has settings — `priority` first (`SET priority = 'high'`, `SET LOCAL` for one
 //! transaction, `ALTER ROLE ... SET` for a role's default, `PGOPTIONS='-c priority=high'` at
 //! connect) — and each of its statements runs as a task of the scheduler at that priority.
-//! Network I/O runs on the server's own threads (an async runtime), never on a worker.
+//! Each session is served by one worker (`worker_io`), which reads its requests, runs its
+//! statements and writes its answers.
 //!
 //! Parts: `settings` (names, values, defaults), `session` (PostgreSQL's session state machine
 //! and what each statement does for a session), `txn` (statements as tasks; a transaction block
 //! as one task that parks between statements), `wire` (values, rows and errors on the wire),
 //! `connection` (a connection's state its handlers share), `handler` (pgwire's handlers:
 //! simple queries, COPY, startup), `prepared` (a statement between Parse and its Executes) and
-//! `extended` (the extended query protocol), `auth` (SCRAM passwords).
+//! `extended` (the extended query protocol), `auth` (SCRAM passwords), `worker_io` (sessions on
+//! their workers: reactors, sockets, steps), `socket` (a connection's protocol loop).
 
 #![forbid(unsafe_code)]
 
@@ -77,7 +79,8 @@ pub struct ServerConfig {
     pub listen: SocketAddr,
     /// `user:password` lines: SCRAM-SHA-256 authentication. Without it, no authentication.
     pub password_file: Option<PathBuf>,
-    /// Threads of the network runtime.
+    /// Network threads serving the protocol when sessions are not served by the workers (with
+    /// `session_threads`, or when no [`WorkerIo`] is given to [`Server::start`]).
     pub network_threads: usize,
     /// Run each session's statements on its own OS thread, placed by the operating system's
     /// scheduler as said here, instead of on the scheduler's workers (`None`, the default).

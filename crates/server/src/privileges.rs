@@ -30,8 +30,8 @@ pub struct Privileges {
     /// Where the roles are kept, with their superuser attribute.
     catalog: Arc<Catalog>,
     /// Members of [`PRIORITY_ROLE`] (kept until the server stops, as role defaults are). Taken
-    /// only by session code on the network threads, for a lookup or an insert, never inside a
-    /// scheduler task: no paused transaction can be holding it.
+    /// only by session code (a step, which is never paused, or a network thread), for a lookup or
+    /// an insert, never inside a scheduler task: no paused transaction can be holding it.
     priority: Mutex<HashSet<String>>,
 }
 

@@ -65,8 +65,8 @@ pub struct Refused;
 
 impl Runner<'_> {
     /// Runs `f` at `priority` in `group`; its result comes through the ticket. While the
-    /// scheduler's inbox is full this waits (asynchronously: the network thread goes on serving
-    /// other sessions) up to [`ADMISSION_WAIT`], then refuses.
+    /// scheduler's inbox is full this waits (asynchronously: the thread serving the session
+    /// goes on serving others) up to [`ADMISSION_WAIT`], then refuses.
     pub async fn submit<R: Send + 'static>(
         self,
         (priority, group): (Priority, Group),

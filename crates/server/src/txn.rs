@@ -263,7 +263,7 @@ fn run(
         }
         RunOrInsert::Insert(rows) => {
             let cx = Context::new(&[], overtake_sql::time::now_micros()).cancelled_by(cancel);
-            // Parsed here, in the statement's task, as it arrives: never on the network thread,
+            // Parsed here, in the statement's task, as it arrives: never in the session's step,
             // where a large COPY would hold up every other session on it.
             let mut parser = overtake_sql::copy::TextParser::new(&rows.table, &rows.columns);
             let (mut n, mut next) = (0, rows.data);

@@ -152,8 +152,8 @@ impl<'c> Binder<'c> {
         grouping: &mut Option<&mut Grouping>,
     ) -> Result<(Expr, SqlType)> {
         self.depth += 1;
-        // Binding runs on plain OS threads (the server's network threads, the thread opening a
-        // database), never in a scheduler task: there `stacker` can extend the stack as deep
+        // Binding runs on OS threads' own stacks (a session's step on its worker, a network
+        // thread, the thread opening a database), never in a scheduler task: there `stacker` can extend the stack as deep
         // as [`MAX_DEPTH`](crate::depth::MAX_DEPTH) needs (its bookkeeping is per OS thread,
         // which a task's own stack would confuse). A level's frames are large in a debug build.
         let bound = stacker::maybe_grow(2 * crate::depth::RED_ZONE, 16 << 20, || {

@@ -618,7 +618,7 @@ pub(crate) struct WorkerSetup<E: Executor> {
     pub(crate) epoch: Instant,
     pub(crate) stop: Arc<AtomicU8>,
     pub(crate) feed: Option<IdleWork<E::Job>>,
-    pub(crate) reactor: Option<Box<dyn crate::Reactor>>,
+    pub(crate) reactor: Option<Arc<dyn crate::Reactor>>,
 }
 
 /// The worker thread's body. Returns its statistics.
@@ -633,7 +633,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         epoch,
         stop,
         mut feed,
-        mut reactor,
+        reactor,
     } = setup;
     if config.pin {
         overtake_runtime::os_thread::pin_current_thread(index);
@@ -703,7 +703,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
     let mut idle_since: Option<Instant> = None;
     loop {
         let stopping = Stop::from(stop.load(Ordering::Acquire));
-        if let Some(reactor) = reactor.as_mut()
+        if let Some(reactor) = &reactor
             && polled.elapsed() >= crate::reactor::POLL_BETWEEN_TASKS
         {
             // Readiness becomes work (a session's next step) in this worker's inbox, seen by
@@ -758,7 +758,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
                         std::hint::spin_loop();
                     }
                     None => {
-                        core.shared.sleeper.sleep_unless(reactor.as_mut(), || {
+                        core.shared.sleeper.sleep_unless(reactor.as_ref(), || {
                             core.inbox.queued() > 0
                                 || core.pending.has_from(Priority::LOW)
                                 || core.shared.wakes.any.load(Ordering::SeqCst)

@@ -56,7 +56,7 @@ impl Sleeper {
     /// notify is either seen by the check or followed by an unpark.
     pub(crate) fn sleep_unless(
         &self,
-        reactor: Option<&mut Box<dyn crate::Reactor>>,
+        reactor: Option<&Arc<dyn crate::Reactor>>,
         has_work: impl FnOnce() -> bool,
     ) {
         self.sleeping.store(true, Ordering::SeqCst);

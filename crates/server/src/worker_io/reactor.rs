@@ -15,8 +15,8 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::task::AtomicWaker;
@@ -91,13 +91,20 @@ impl ReactorShared {
     }
 }
 
-/// A worker's reactor (given to the scheduler, which moves it to the worker's thread).
+/// A worker's reactor (given to the scheduler, polled by the worker and, while it is busy, by
+/// the scheduler's timer).
 pub struct WorkerReactor {
-    poll: Poll,
-    events: Events,
+    /// The epoll instance, its event buffer, and whom a poll wakes (gathered under the lock of
+    /// the registrations and woken after it). Whoever polls holds it; another poller meanwhile
+    /// returns at once (the one polling delivers).
+    polling: Mutex<Polling>,
     unblock: Arc<Waker>,
     shared: Arc<ReactorShared>,
-    /// Whom this poll wakes, gathered under the lock and woken after it.
+}
+
+struct Polling {
+    poll: Poll,
+    events: Events,
     woken: Vec<(Arc<Readiness>, bool, bool)>,
 }
 
@@ -112,27 +119,40 @@ impl WorkerReactor {
             sessions: AtomicUsize::new(0),
         });
         let reactor = WorkerReactor {
-            poll,
-            events: Events::with_capacity(EVENTS),
+            polling: Mutex::new(Polling {
+                poll,
+                events: Events::with_capacity(EVENTS),
+                woken: Vec::with_capacity(EVENTS),
+            }),
             unblock,
             shared: Arc::clone(&shared),
-            woken: Vec::with_capacity(EVENTS),
         };
         Ok((reactor, shared))
     }
 }
 
 impl overtake_sched::Reactor for WorkerReactor {
-    fn poll(&mut self, timeout: Duration) {
+    fn poll(&self, timeout: Duration) {
+        // Never waits for the other poller: the worker between tasks and the timer are the
+        // two, and neither holds it long (the worker sleeps in it only while it is idle, and
+        // then the timer does not poll).
+        let Ok(mut polling) = self.polling.try_lock() else {
+            return;
+        };
+        let Polling {
+            poll,
+            events,
+            woken,
+        } = &mut *polling;
         // EINTR (a preemption signal for another thread's task landing here) or anything else:
         // the worker looks again at its next poll.
-        if self.poll.poll(&mut self.events, Some(timeout)).is_err() {
+        if poll.poll(events, Some(timeout)).is_err() {
             return;
         }
         {
             let region = NoPreemptGuard::new();
             let registrations = self.shared.registrations.lock(&region);
-            for event in self.events.iter() {
+            for event in events.iter() {
                 if event.token() == UNBLOCK {
                     continue;
                 }
@@ -141,11 +161,11 @@ impl overtake_sched::Reactor for WorkerReactor {
                     let failed = event.is_error();
                     let read = failed || event.is_readable() || event.is_read_closed();
                     let write = failed || event.is_writable() || event.is_write_closed();
-                    self.woken.push((Arc::clone(r), read, write));
+                    woken.push((Arc::clone(r), read, write));
                 }
             }
         }
-        for (readiness, read, write) in self.woken.drain(..) {
+        for (readiness, read, write) in woken.drain(..) {
             if read {
                 readiness.read.wake();
             }
@@ -179,7 +199,7 @@ impl WorkerIo {
         for _ in 0..workers.max(1) {
             let (reactor, s) = WorkerReactor::new()?;
             shared.push(s);
-            given.push(Some(Box::new(reactor) as Box<dyn overtake_sched::Reactor>));
+            given.push(Some(Arc::new(reactor) as Arc<dyn overtake_sched::Reactor>));
         }
         let io = WorkerIo {
             reactors: shared,
