@@ -35,7 +35,7 @@ pub trait Reactor: Send + Sync {
 pub type Reactors = Vec<Option<Arc<dyn Reactor>>>;
 
 /// How long a task may keep its worker before the timer polls the worker's reactor for it.
-pub(crate) const ARRIVAL_CHECK: Duration = Duration::from_micros(100);
+pub const ARRIVAL_CHECK: Duration = Duration::from_micros(100);
 
 /// How often a busy worker looks at its reactor between tasks: readiness that arrives while
 /// tasks keep it busy waits at most this long (plus the task that runs), and a worker whose
