@@ -398,6 +398,28 @@ impl Drop for Server {
     }
 }
 
+/// The next connection, or `None` once the server stops.
+async fn accept_next(
+    listener: &TcpListener,
+    stopped: &mut watch::Receiver<bool>,
+) -> Option<std::net::TcpStream> {
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = stopped.changed() => return None,
+        };
+        let Ok((socket, _)) = accepted else {
+            // Out of file descriptors (EMFILE, ENFILE) or memory: the error repeats at once
+            // until some close, so wait a little.
+            tokio::time::sleep(ACCEPT_BACKOFF).await;
+            continue;
+        };
+        if let Ok(socket) = socket.into_std() {
+            return Some(socket);
+        }
+    }
+}
+
 /// Accepts connections on one network thread (which also keeps the sessions' timers) and
 /// places each session on a worker, which serves it from then on.
 fn serve_on_workers(
@@ -424,20 +446,7 @@ fn serve_on_workers(
                     return;
                 };
                 let mut next = 0;
-                loop {
-                    let accepted = tokio::select! {
-                        a = listener.accept() => a,
-                        _ = accepting.changed() => return,
-                    };
-                    let Ok((socket, _)) = accepted else {
-                        // Out of file descriptors (EMFILE, ENFILE) or memory: the error
-                        // repeats at once until some close, so wait a little.
-                        tokio::time::sleep(ACCEPT_BACKOFF).await;
-                        continue;
-                    };
-                    let Ok(socket) = socket.into_std() else {
-                        continue;
-                    };
+                while let Some(socket) = accept_next(&listener, &mut accepting).await {
                     let worker = io.place(next);
                     next += 1;
                     let Ok(stream) =
@@ -517,19 +526,7 @@ fn serve_on_network_threads(
                                 return;
                             };
                             let mut next = 0;
-                            loop {
-                                let accepted = tokio::select! {
-                                    a = listener.accept() => a,
-                                    _ = stopped.changed() => return,
-                                };
-                                let Ok((socket, _)) = accepted else {
-                                    // Out of file descriptors or memory: wait a little.
-                                    tokio::time::sleep(ACCEPT_BACKOFF).await;
-                                    continue;
-                                };
-                                let Ok(socket) = socket.into_std() else {
-                                    continue;
-                                };
+                            while let Some(socket) = accept_next(&listener, &mut stopped).await {
                                 let _ = inboxes[next % inboxes.len()].send(socket);
                                 next += 1;
                             }

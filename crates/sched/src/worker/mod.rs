@@ -250,13 +250,13 @@ impl<E: Executor> WorkerCore<E> {
         }
     }
 
-    /// Runs a job that runs between tasks (`Executor::runs_between_tasks`) on the loop's own
-    /// stack, to its end, in a non-preemptible region.
-    fn run_between_tasks(&self, mut scheduled: Scheduled<E::Job>) {
-        let priority = self.exec.priority(&scheduled.job);
-        let group = self.exec.group(&scheduled.job);
-        let started = Instant::now();
-        // Others see the worker busy at the job's level while it runs (placement, the timer).
+    /// Tells other threads a slice of `group`'s work at `priority` began at `started`.
+    fn announce_slice(
+        &self,
+        started: Instant,
+        priority: Priority,
+        group: overtake_priority::Group,
+    ) {
         self.shared.switches.fetch_add(1, Ordering::Relaxed);
         self.shared
             .slice_started
@@ -267,6 +267,16 @@ impl<E: Executor> WorkerCore<E> {
         self.shared
             .running_level
             .store(priority.level() as u8, Ordering::SeqCst);
+    }
+
+    /// Runs a job that runs between tasks (`Executor::runs_between_tasks`) on the loop's own
+    /// stack, to its end, in a non-preemptible region.
+    fn run_between_tasks(&self, mut scheduled: Scheduled<E::Job>) {
+        let priority = self.exec.priority(&scheduled.job);
+        let group = self.exec.group(&scheduled.job);
+        let started = Instant::now();
+        // Others see the worker busy at the job's level while it runs (placement, the timer).
+        self.announce_slice(started, priority, group);
         let outcome = {
             let _region = NoPreemptGuard::new();
             self.exec.execute(&mut scheduled.job, self.index)
@@ -431,17 +441,8 @@ impl<E: Executor> WorkerCore<E> {
             }
         }
         self.running.set(Some(id));
-        self.shared.switches.fetch_add(1, Ordering::Relaxed);
         self.slice_started.set(slice);
-        self.shared
-            .slice_started
-            .store(self.clock.nanos(slice), Ordering::Relaxed);
-        self.shared
-            .running_group
-            .store(crate::pending::group_bits(Some(group)), Ordering::SeqCst);
-        self.shared
-            .running_level
-            .store(priority.level() as u8, Ordering::SeqCst);
+        self.announce_slice(slice, priority, group);
         if self.config.trace && priority > Priority::LOW {
             self.slice_usage.set(Some(thread_usage()));
             region_trace::mark();
