@@ -287,6 +287,23 @@ pub fn set_background(background: bool) -> bool {
     set_nice(if background { 19 } else { 0 })
 }
 
+/// Sets how late the kernel may wake the calling thread from a timed sleep (its timer slack,
+/// 50 µs by default, which lets the kernel batch wake-ups): a thread that sleeps for intervals of
+/// tens of microseconds (the preemption timer) would otherwise wake most of an interval late.
+/// False if the operating system refused.
+pub fn set_timer_slack(slack: std::time::Duration) -> bool {
+    let nanos = slack.as_nanos().clamp(1, libc::c_ulong::MAX as u128) as libc::c_ulong;
+    // SAFETY: PR_SET_TIMERSLACK takes one integer argument and changes only the calling thread.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, nanos, 0, 0, 0) == 0 }
+}
+
+/// The calling thread's timer slack (see [`set_timer_slack`]).
+pub fn timer_slack() -> std::time::Duration {
+    // SAFETY: PR_GET_TIMERSLACK takes no pointer and reads only the calling thread's setting.
+    let nanos = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
+    std::time::Duration::from_nanos(u64::try_from(nanos).unwrap_or(0))
+}
+
 /// The calling thread's nice value.
 pub fn current_nice() -> i32 {
     // SAFETY: getpriority takes plain integers; who 0 with PRIO_PROCESS is the calling thread.
@@ -370,6 +387,18 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn a_thread_sets_its_timer_slack_and_others_keep_theirs() {
+        let before = timer_slack();
+        std::thread::spawn(|| {
+            assert!(set_timer_slack(std::time::Duration::from_micros(1)));
+            assert_eq!(timer_slack(), std::time::Duration::from_micros(1));
+        })
+        .join()
+        .expect("thread");
+        assert_eq!(timer_slack(), before);
+    }
 
     #[test]
     fn a_thread_moves_to_the_background_weight_and_back_when_allowed() {

@@ -8,14 +8,15 @@
 //! told, and must never run a job itself: it only makes work visible.
 //!
 //! While a task keeps its worker busy, the scheduler's timer polls that worker's reactor in its
-//! stead (at its first step at least [`ARRIVAL_CHECK`] after the task's slice began, and as often
-//! after that; under the quantum policy the timer steps once a quantum), and asks the
-//! worker to preempt the task if what arrived is more urgent (or, under the quantum policy, to
-//! share the worker with it at the quantum's end): an urgent request on a busy worker waits for
-//! the timer, not for the task to end.
+//! stead (every [`ARRIVAL_CHECK`] while something more urgent than the task may arrive, else at
+//! the quantum's steps), and asks the worker to preempt the task if what arrived is more urgent
+//! (or, under the quantum policy, to share the worker with it at the quantum's end): an urgent
+//! request on a busy worker waits for the timer, not for the task to end.
 
 use std::sync::Arc;
 use std::time::Duration;
+
+use overtake_priority::Priority;
 
 /// A worker's source of I/O readiness (see the [module documentation](self)).
 pub trait Reactor: Send + Sync {
@@ -29,13 +30,22 @@ pub trait Reactor: Send + Sync {
     /// A handle any thread calls to make a [`poll`](Self::poll) that waits return at once (the
     /// worker was given work).
     fn unblocker(&self) -> Arc<dyn Fn() + Send + Sync>;
+
+    /// The most urgent level of work that can arrive through this reactor (in the server: that
+    /// of the most urgent session the worker serves). While the worker's task is less urgent,
+    /// the timer looks at the reactor every [`ARRIVAL_CHECK`]; otherwise nothing that arrives
+    /// could preempt it, and the timer looks only at its quantum steps (a look more often costs
+    /// a timer wake-up per check while statements flow). By default: any level may arrive.
+    fn most_urgent(&self) -> Priority {
+        Priority::CRITICAL
+    }
 }
 
 /// Per worker, its reactor if it has one (see `StartOptions::reactors`).
 pub type Reactors = Vec<Option<Arc<dyn Reactor>>>;
 
 /// How long a task may keep its worker before the timer polls the worker's reactor for it.
-pub const ARRIVAL_CHECK: Duration = Duration::from_micros(100);
+pub const ARRIVAL_CHECK: Duration = Duration::from_micros(50);
 
 /// How often a busy worker looks at its reactor between tasks: readiness that arrives while
 /// tasks keep it busy waits at most this long (plus the task that runs), and a worker whose

@@ -639,6 +639,8 @@ fn spawn_timer<J: Send + 'static>(mut timer: PreemptTimer<J>) -> Result<TimerThr
     let thread = std::thread::Builder::new()
         .name("preempt-timer".into())
         .spawn(move || {
+            // Steps an arrival check apart must not each wake most of a check late.
+            overtake_runtime::os_thread::set_timer_slack(Duration::from_micros(1));
             while !stop_in.load(Ordering::Acquire) {
                 timer.step(Instant::now(), false);
                 match timer.next_step_within() {

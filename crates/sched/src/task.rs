@@ -303,6 +303,17 @@ impl TaskTable {
             })
     }
 
+    /// The first task of `level` in `group` that is ready because it was woken (not paused by a
+    /// preemption). Under the quantum policy's two queues it is new work to its level: a
+    /// transaction block woken for its client's next statement, or a lock waiter granted its
+    /// lock, has not had its share yet, so it goes before tasks paused for their turn.
+    pub(crate) fn first_woken(&self, level: Priority, group: Group) -> Option<TaskId> {
+        self.ready[level.level()].iter().copied().find(|&id| {
+            let slot = &self.slots[id];
+            slot.group == group && slot.state == TaskState::Woken
+        })
+    }
+
     /// The first ready task of `level` if it continues before anything else of its level (it was
     /// paused for more urgent work; see [`Self::preempt_for_urgent`]).
     pub(crate) fn turn_kept(&self, level: Priority) -> Option<TaskId> {

@@ -123,6 +123,19 @@ impl<J> PreemptTimer<J> {
         }
     }
 
+    /// True if worker `w` is busy with a task that something arriving through its reactor would
+    /// outrank.
+    fn arrival_may_preempt(&self, w: usize) -> bool {
+        let Some(reactor) = &self.reactors[w] else {
+            return false;
+        };
+        let worker = &self.workers[w];
+        let running = worker.running_level.load(Ordering::Relaxed);
+        worker.slice_started.load(Ordering::Relaxed) != 0
+            && running != crate::worker::IDLE
+            && usize::from(running) < reactor.most_urgent().level()
+    }
+
     /// Asks worker `w` to make way for more urgent work (as a submitter's request does), and
     /// times the request from `now` for the backstop.
     pub fn ask(&mut self, w: usize, now: Instant) {
@@ -204,15 +217,16 @@ impl<J> PreemptTimer<J> {
             .quantum
             .filter(|_| self.slice_running)
             .map(Duration::from_nanos);
-        // A busy worker with a reactor is looked at again an arrival check later, or at the
-        // quantum's step if there is one (a step more often costs the server a timer wake-up
-        // every check while statements flow: measured, select-only pgbench lost 10-25%).
-        let busy_reactor = (0..self.reactors.len()).any(|w| {
-            self.reactors[w].is_some() && self.workers[w].slice_started.load(Ordering::Relaxed) != 0
-        });
-        let quantum = match (quantum, busy_reactor) {
-            (None, true) => Some(crate::reactor::ARRIVAL_CHECK),
-            (q, _) => q,
+        // A busy worker whose task an arrival could preempt is looked at again an arrival check
+        // later; one whose task nothing that can arrive outranks only at the quantum's step, if
+        // there is one (a step more often costs the server a timer wake-up every check while
+        // statements flow: measured, select-only pgbench lost 10-25%).
+        let outranked = (0..self.reactors.len()).any(|w| self.arrival_may_preempt(w));
+        let quantum = match (quantum, outranked) {
+            (q, true) => Some(q.map_or(crate::reactor::ARRIVAL_CHECK, |q| {
+                q.min(crate::reactor::ARRIVAL_CHECK)
+            })),
+            (q, false) => q,
         };
         let delay = self.outstanding().then_some(self.backstop.delay());
         match (quantum, delay) {

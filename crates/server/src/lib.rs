@@ -454,7 +454,7 @@ fn serve_on_workers(
                     else {
                         continue;
                     };
-                    let class = Arc::new(worker_io::StepClass::default());
+                    let class = Arc::new(worker_io::StepClass::for_worker(&io.reactors[worker]));
                     let handlers = serving.handlers(Some(session::Home {
                         worker,
                         class: Arc::clone(&class),

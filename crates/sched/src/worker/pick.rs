@@ -4,7 +4,8 @@
 //! weighted virtual runtime across all workers (`crate::pending`) — one group, as when nobody
 //! names groups, makes this no choice at all — and within the
 //! group a ready task before new jobs, except under `Quantum` (with two queues new jobs go first,
-//! Aspen; with one queue a preempted task waits for the jobs queued when it was preempted). A task
+//! Aspen, where a task woken after a wait counts as new work; with one queue a preempted task waits
+//! for the jobs queued when it was preempted). A task
 //! paused for more urgent work continues before anything else of its level. Under starvation
 //! control the protected work may be owed the worker first (see `starvation`). Work no worker
 //! owns yet (`crate::pending`) is taken when the worker has nothing else to run, or at a
@@ -146,12 +147,18 @@ impl<E: Executor> WorkerCore<E> {
             None => None,
             Some(_) if !quantum => Some(false),
             Some((id, _)) if self.config.two_queues => {
-                if !has_new {
-                    Some(false)
-                } else if tasks.paused_for(id, now) >= self.config.paused_age_limit {
+                let woken = tasks.first_woken(level, group);
+                if woken != Some(id)
+                    && tasks.paused_for(id, now) >= self.config.paused_age_limit
+                    && (has_new || woken.is_some())
+                {
                     Some(true)
+                } else if let Some(woken) = woken {
+                    // New work to its level, as a job not yet started is.
+                    tasks.take_ready(level, woken);
+                    return Some(Next::Resume(woken));
                 } else {
-                    None
+                    (!has_new).then_some(false)
                 }
             }
             Some((_, ahead)) => (ahead == 0 || !has_new).then_some(false),

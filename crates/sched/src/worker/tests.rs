@@ -463,6 +463,52 @@ fn a_request_resumed_for_its_age_runs_to_its_end() {
     assert_eq!(stats.class(Priority::MEDIUM).preemptions, 1);
 }
 
+#[test]
+fn under_two_queues_a_woken_task_goes_before_one_paused_for_its_turn() {
+    // W parks (a transaction block waiting for its client's next statement); A runs and is
+    // paused for new work C, which wakes W. W has had no share since its wake: it is new work
+    // to its level, and runs before A continues.
+    let worker = start_worker(quantum_config(true, true));
+    let log: Log = Arc::default();
+    let unparker: Arc<Mutex<Option<Unparker>>> = Arc::default();
+    let event = Arc::new(AtomicBool::new(false));
+    let (l, u, e) = (Arc::clone(&log), Arc::clone(&unparker), Arc::clone(&event));
+    push(&worker.queues, Priority::MEDIUM, move || {
+        *u.lock().expect("unparker") = Some(park::current_unparker());
+        while !e.load(Ordering::Acquire) {
+            park::park();
+        }
+        note(&l, "W");
+    });
+    while unparker.lock().expect("unparker").is_none() {
+        std::thread::yield_now();
+    }
+    let (q, l) = (Arc::clone(&worker.queues), Arc::clone(&log));
+    push(&worker.queues, Priority::MEDIUM, move || {
+        note(&l, "A starts");
+        let (l2, u2, e2) = (Arc::clone(&l), Arc::clone(&unparker), Arc::clone(&event));
+        push(&q, Priority::MEDIUM, move || {
+            note(&l2, "C");
+            e2.store(true, Ordering::Release);
+            u2.lock()
+                .expect("unparker")
+                .take()
+                .expect("W parked")
+                .unpark();
+        });
+        preempt_now(); // C waits: A pauses for its turn
+        note(&l, "A ends");
+    });
+    while log.lock().expect("log").len() < 4 {
+        std::thread::yield_now();
+    }
+    worker.finish();
+    assert_eq!(
+        *log.lock().expect("log"),
+        vec!["A starts", "C", "W", "A ends"]
+    );
+}
+
 /// Under `Quantum`: A (low) runs; low work B and then high work H arrive, with a request each.
 fn quantum_levels(config: SchedConfig) -> Vec<&'static str> {
     let worker = start_worker(config);

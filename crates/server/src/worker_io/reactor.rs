@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use futures::task::AtomicWaker;
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
+use overtake_priority::Priority;
 use overtake_runtime::{NoPreemptGuard, RegionMutex};
 
 /// The token of the reactor's own waker (its unblocker).
@@ -43,6 +44,9 @@ pub(crate) struct ReactorShared {
     registrations: RegionMutex<Registrations>,
     /// Sessions served by this worker now.
     pub(crate) sessions: AtomicUsize,
+    /// Of them, how many are at each priority level now (kept by their `StepClass`): what can
+    /// arrive here, and so whether an arrival could preempt the worker's task.
+    pub(crate) levels: [AtomicUsize; Priority::LEVELS],
 }
 
 #[derive(Default)]
@@ -117,6 +121,7 @@ impl WorkerReactor {
             registry: poll.registry().try_clone()?,
             registrations: RegionMutex::new(Registrations::default()),
             sessions: AtomicUsize::new(0),
+            levels: Default::default(),
         });
         let reactor = WorkerReactor {
             polling: Mutex::new(Polling {
@@ -180,6 +185,15 @@ impl overtake_sched::Reactor for WorkerReactor {
         Arc::new(move || {
             let _ = unblock.wake();
         })
+    }
+
+    fn most_urgent(&self) -> Priority {
+        // No session at all: nothing can arrive that outranks anything.
+        Priority::ALL
+            .into_iter()
+            .rev()
+            .find(|p| self.shared.levels[p.level()].load(Ordering::Relaxed) > 0)
+            .unwrap_or(Priority::LOW)
     }
 }
 

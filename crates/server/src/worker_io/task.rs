@@ -26,6 +26,8 @@ use overtake_priority::{Group, Priority, Tier, Weight};
 use overtake_runtime::{NoPreemptGuard, RegionMutex};
 use overtake_sched::{Call, Calls, Scheduler};
 
+use super::reactor::ReactorShared;
+
 /// Nothing to do until a wake.
 const IDLE: u8 = 0;
 /// A step is submitted.
@@ -43,29 +45,59 @@ const RESUBMIT: Duration = Duration::from_millis(1);
 type SessionFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// The priority and group a session's steps run at: its current class, kept by the session as
-/// its settings change (one word, so that a waker on any thread reads it without a lock).
-#[derive(Debug)]
-pub struct StepClass(AtomicU32);
+/// its settings change (one word, so that a waker on any thread reads it without a lock). A
+/// class made [`for a worker`](Self::for_worker) is counted among that worker's sessions at its
+/// level, from its creation to its drop.
+pub struct StepClass {
+    word: AtomicU32,
+    reactor: Option<Arc<ReactorShared>>,
+}
 
 impl Default for StepClass {
     /// A session's class before it has settings: `priority`'s default level.
     fn default() -> Self {
-        let class = StepClass(AtomicU32::new(0));
-        class.set(Priority::MEDIUM, Group::of(Priority::MEDIUM));
-        class
+        StepClass::counted(None)
     }
 }
 
 impl StepClass {
+    /// The class of a session served by the worker whose reactor is `reactor`.
+    pub(crate) fn for_worker(reactor: &Arc<ReactorShared>) -> Self {
+        StepClass::counted(Some(Arc::clone(reactor)))
+    }
+
+    fn counted(reactor: Option<Arc<ReactorShared>>) -> Self {
+        let word = Self::word(Priority::MEDIUM, Group::of(Priority::MEDIUM));
+        if let Some(r) = &reactor {
+            r.levels[Priority::MEDIUM.level()].fetch_add(1, Ordering::Relaxed);
+        }
+        StepClass {
+            word: AtomicU32::new(word),
+            reactor,
+        }
+    }
+
+    fn word(priority: Priority, group: Group) -> u32 {
+        let tier = u32::from(group.tier == Tier::Background);
+        (priority.level() as u32) | (tier << 8) | (group.weight.get() << 16)
+    }
+
     /// The session's class is now `priority` in `group`.
     pub fn set(&self, priority: Priority, group: Group) {
-        let tier = u32::from(group.tier == Tier::Background);
-        let word = (priority.level() as u32) | (tier << 8) | (group.weight.get() << 16);
-        self.0.store(word, Ordering::Relaxed);
+        let before = self
+            .word
+            .swap(Self::word(priority, group), Ordering::Relaxed);
+        let was = (before & 0xff) as usize;
+        if let Some(r) = &self.reactor
+            && was != priority.level()
+        {
+            r.levels[priority.level()].fetch_add(1, Ordering::Relaxed);
+            r.levels[was].fetch_sub(1, Ordering::Relaxed);
+        }
     }
 
     fn get(&self) -> (Priority, Group) {
-        let word = self.0.load(Ordering::Relaxed);
+        let word = self.word.load(Ordering::Relaxed);
         let priority = Priority::from_level((word & 0xff) as usize).unwrap_or(Priority::MEDIUM);
         let tier = if (word >> 8) & 1 == 1 {
             Tier::Background
@@ -74,6 +106,21 @@ impl StepClass {
         };
         let weight = Weight::new(word >> 16).unwrap_or_default();
         (priority, Group::new(tier, weight))
+    }
+}
+
+impl std::fmt::Debug for StepClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("StepClass").field(&self.get()).finish()
+    }
+}
+
+impl Drop for StepClass {
+    fn drop(&mut self) {
+        if let Some(r) = &self.reactor {
+            let level = (self.word.load(Ordering::Relaxed) & 0xff) as usize;
+            r.levels[level].fetch_sub(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -219,5 +266,51 @@ impl Wake for SessionTask {
                 Err(now) => state = now,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use overtake_priority::{Group, Priority};
+    use overtake_sched::Reactor;
+
+    use super::StepClass;
+    use crate::worker_io::reactor::WorkerReactor;
+
+    #[test]
+    fn a_workers_most_urgent_arrival_follows_its_sessions_classes() {
+        let (reactor, shared) = WorkerReactor::new().expect("an epoll instance");
+        assert_eq!(reactor.most_urgent(), Priority::LOW, "no session yet");
+        let a = StepClass::for_worker(&shared);
+        assert_eq!(
+            reactor.most_urgent(),
+            Priority::MEDIUM,
+            "a session's default"
+        );
+        let b = StepClass::for_worker(&shared);
+        b.set(Priority::HIGH, Group::of(Priority::HIGH));
+        b.set(Priority::HIGH, Group::of(Priority::HIGH)); // the same class again
+        a.set(Priority::LOW, Group::of(Priority::LOW));
+        assert_eq!(reactor.most_urgent(), Priority::HIGH);
+        assert_eq!(
+            format!("{b:?}"),
+            format!(
+                "StepClass({:?})",
+                (Priority::HIGH, Group::of(Priority::HIGH))
+            )
+        );
+        drop(b);
+        assert_eq!(
+            reactor.most_urgent(),
+            Priority::LOW,
+            "the urgent session ended"
+        );
+        drop(a);
+        assert!(
+            shared
+                .levels
+                .iter()
+                .all(|n| n.load(std::sync::atomic::Ordering::Relaxed) == 0)
+        );
     }
 }
