@@ -304,6 +304,30 @@ pub fn timer_slack() -> std::time::Duration {
     std::time::Duration::from_nanos(u64::try_from(nanos).unwrap_or(0))
 }
 
+/// Brings thread `tid` of this process back from the background weight to nice 0, from another
+/// thread: for a worker at nice 19 that has not taken up an urgent request (descheduled by the
+/// operating system in favour of ordinary threads, it cannot notice one). False if refused (no
+/// privilege, or the thread has exited).
+pub fn lift_from_background(tid: i32) -> bool {
+    let Ok(who) = libc::id_t::try_from(tid) else {
+        return false;
+    };
+    // SAFETY: setpriority takes plain integers; with PRIO_PROCESS, `who` names one thread of the
+    // system (an exited one is refused with ESRCH).
+    tid > 0 && unsafe { libc::setpriority(libc::PRIO_PROCESS, who, 0) == 0 }
+}
+
+/// The nice value of thread `tid` of this system, if it exists.
+pub fn nice_of(tid: i32) -> Option<i32> {
+    let who = libc::id_t::try_from(tid).ok().filter(|&w| w > 0)?;
+    // SAFETY: as in `current_nice`; errno tells a nice of -1 from a failure, and is cleared first.
+    unsafe {
+        *libc::__errno_location() = 0;
+        let nice = libc::getpriority(libc::PRIO_PROCESS, who);
+        (nice != -1 || *libc::__errno_location() == 0).then_some(nice)
+    }
+}
+
 /// The calling thread's nice value.
 pub fn current_nice() -> i32 {
     // SAFETY: getpriority takes plain integers; who 0 with PRIO_PROCESS is the calling thread.
@@ -387,6 +411,28 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn another_thread_lifts_a_background_thread_back_to_nice_zero() {
+        if !can_switch_background() {
+            return; // an unprivileged process cannot come back up: nothing to check
+        }
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let lowered = std::thread::spawn(move || {
+            assert!(set_background(true));
+            tid_tx.send(thread_id()).expect("send");
+            go_rx.recv().expect("lifted");
+            current_nice()
+        });
+        let tid = tid_rx.recv().expect("tid");
+        assert!(lift_from_background(tid));
+        go_tx.send(()).expect("send");
+        assert_eq!(lowered.join().expect("thread"), 0);
+        assert!(!lift_from_background(0), "no thread is named 0");
+        assert_eq!(nice_of(0), None);
+        assert_eq!(nice_of(thread_id()), Some(current_nice()));
+    }
 
     #[test]
     fn a_thread_sets_its_timer_slack_and_others_keep_theirs() {

@@ -1,5 +1,6 @@
 //! The signal backstop: a preemption request that a worker has not taken up within the signal
-//! delay gets SIGURG, once.
+//! delay gets SIGURG, once, and lifts the worker's thread from the background weight if it is
+//! there (see `WorkerShared::lift`).
 //!
 //! The request flag is the fast path (the engine polls it at every record access); code that
 //! touches no records (a computation) only notices a signal. The preemption timer (`timer`) keeps
@@ -60,7 +61,12 @@ impl Backstop {
                 continue;
             }
             let since = *r.since.get_or_insert(now);
-            if self.signals && !r.signaled && now.saturating_duration_since(since) >= self.delay {
+            let late = now.saturating_duration_since(since) >= self.delay;
+            if late {
+                // Whatever the delivery, a worker at the background weight may not be running.
+                worker.lift();
+            }
+            if self.signals && !r.signaled && late {
                 // A failed send (the worker exited) changes nothing: the run is ending.
                 let _ = worker.target.interrupt();
                 r.signaled = true;

@@ -261,6 +261,59 @@ fn with_os_background_a_worker_runs_background_calls_at_the_weakest_weight() {
 }
 
 #[test]
+fn with_os_background_a_worker_that_does_not_take_up_an_urgent_request_is_lifted_to_nice_zero() {
+    if !overtake_runtime::os_thread::can_switch_background() {
+        return; // the process may not raise a thread back: the option is ignored
+    }
+    let config = overtake_sched::SchedConfig::default()
+        .pin(false)
+        .os_background(true);
+    let scheduler = Scheduler::start(&config, Arc::new(Calls)).expect("start");
+    let (in_region, release) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let tid = Arc::new(std::sync::atomic::AtomicI32::new(0));
+    let (inside, r, t) = (
+        Arc::clone(&in_region),
+        Arc::clone(&release),
+        Arc::clone(&tid),
+    );
+    // A background call that cannot take up a request (it stays in a non-preemptible region,
+    // as one the OS has descheduled does) until the test sees its thread lifted.
+    let low = scheduler
+        .call(Priority::LOW, move || {
+            let _region = overtake_runtime::NoPreemptGuard::new();
+            t.store(overtake_runtime::os_thread::thread_id(), Ordering::SeqCst);
+            inside.store(true, Ordering::SeqCst);
+            while !r.load(Ordering::SeqCst) {
+                std::hint::spin_loop();
+            }
+            overtake_runtime::os_thread::current_nice()
+        })
+        .expect("admitted");
+    common::until(&in_region);
+    let nice_of = |tid| overtake_runtime::os_thread::nice_of(tid).expect("the worker's thread");
+    let tid = tid.load(Ordering::SeqCst);
+    assert_eq!(nice_of(tid), 19, "background work at the weakest weight");
+    let urgent = scheduler.call(Priority::HIGH, || 1).expect("admitted");
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while nice_of(tid) != 0 {
+        assert!(std::time::Instant::now() < give_up, "never lifted");
+        std::thread::yield_now();
+    }
+    release.store(true, Ordering::SeqCst);
+    assert_eq!(urgent.wait().expect("ran"), 1);
+    assert_eq!(low.wait().expect("ran"), 0, "lifted while it ran");
+    // Back at the weakest weight for the next background call, though it believed it was there.
+    let again = scheduler
+        .call(Priority::LOW, overtake_runtime::os_thread::current_nice)
+        .expect("admitted");
+    assert_eq!(again.wait().expect("ran"), 19);
+    scheduler.shutdown(Shutdown::Drain).expect("shutdown");
+}
+
+#[test]
 fn background_work_waits_for_a_worker_that_would_otherwise_idle() {
     let scheduler =
         Scheduler::start(&config(Policy::Preempt).workers(2), Arc::new(Calls)).expect("start");

@@ -269,11 +269,30 @@ impl<E: Executor> WorkerCore<E> {
             .store(priority.level() as u8, Ordering::SeqCst);
     }
 
+    /// With `os_background`: the thread runs work of `priority` at the background weight if it
+    /// is the lowest level, at nice 0 otherwise (a system call only when that changes, or when
+    /// another thread lifted it meanwhile).
+    fn set_os_weight(&self, priority: Priority) {
+        let (true, now_background) = self.os_background.get() else {
+            return;
+        };
+        let lifted = self.shared.os_lifted.swap(false, Ordering::SeqCst);
+        let background = priority == Priority::LOW;
+        if background != now_background || lifted {
+            overtake_runtime::os_thread::set_background(background);
+            // After the call: a lift that reads `os_lowered` first finds the thread lowered.
+            self.shared.os_lowered.store(background, Ordering::SeqCst);
+            self.os_background.set((true, background));
+        }
+    }
+
     /// Runs a job that runs between tasks (`Executor::runs_between_tasks`) on the loop's own
     /// stack, to its end, in a non-preemptible region.
     fn run_between_tasks(&self, mut scheduled: Scheduled<E::Job>) {
         let priority = self.exec.priority(&scheduled.job);
         let group = self.exec.group(&scheduled.job);
+        // A session's step of an urgent level must not run at the weight a background task left.
+        self.set_os_weight(priority);
         let started = Instant::now();
         // Others see the worker busy at the job's level while it runs (placement, the timer).
         self.announce_slice(started, priority, group);
@@ -433,13 +452,7 @@ impl<E: Executor> WorkerCore<E> {
                 .store(quantum.as_nanos() as u64, Ordering::Relaxed);
         }
         self.note_conflict(priority, slice);
-        if let (true, now_background) = self.os_background.get() {
-            let background = priority == Priority::LOW;
-            if background != now_background {
-                overtake_runtime::os_thread::set_background(background);
-                self.os_background.set((true, background));
-            }
-        }
+        self.set_os_weight(priority);
         self.running.set(Some(id));
         self.slice_started.set(slice);
         self.announce_slice(slice, priority, group);

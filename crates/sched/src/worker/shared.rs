@@ -154,6 +154,11 @@ pub(crate) struct WorkerShared {
     pub(crate) stats: RegionMutex<RunStats>,
     /// The kernel's id of the worker's thread (0 until it runs).
     pub(crate) tid: AtomicI32,
+    /// With `os_background`: the thread is at the background weight now (set by the worker
+    /// after it lowers itself), and whether another thread lifted it back since (see
+    /// [`WorkerShared::lift`]).
+    pub(crate) os_lowered: AtomicBool,
+    pub(crate) os_lifted: AtomicBool,
     pub(crate) sleeper: Arc<Sleeper>,
     /// Wakes it when acknowledgements of its jobs may have resolved.
     pub(crate) acks: Arc<super::AckSignal>,
@@ -192,6 +197,8 @@ impl WorkerShared {
             paused: Default::default(),
             stats: RegionMutex::new(RunStats::with_kinds(kinds)),
             tid: AtomicI32::new(0),
+            os_lowered: AtomicBool::new(false),
+            os_lifted: AtomicBool::new(false),
             ready: AtomicBool::new(false),
         }
     }
@@ -201,6 +208,17 @@ impl WorkerShared {
     /// New jobs of `level` taken out of the inbox but not started.
     pub(crate) fn staged(&self, level: Priority) -> usize {
         self.staged[level.level()].load(Ordering::Relaxed)
+    }
+
+    /// Brings the worker's thread back from the background weight if it is there: a request
+    /// it has not taken up may be waiting for the operating system to run it at all (at nice
+    /// 19 it gets a core only when no ordinary thread wants one). The worker, at its next
+    /// switch, sets its weight again whatever it believed it was.
+    pub(crate) fn lift(&self) {
+        if self.os_lowered.swap(false, Ordering::SeqCst) {
+            self.os_lifted.store(true, Ordering::SeqCst);
+            overtake_runtime::os_thread::lift_from_background(self.tid.load(Ordering::Relaxed));
+        }
     }
 
     /// New jobs taken out of the inbox but not started, at every level (`from` up).
