@@ -12,24 +12,11 @@ set -euo pipefail
 seconds=${1:-10}
 rounds=${2:-3}
 sync=${3:-off}
-root=$(cd "$(dirname "$0")/.." && pwd)
-overtake="$root/target/release/overtake"
-pgbin=/usr/lib/postgresql/15/bin
-work=$(mktemp -d /tmp/pgbench-vs.XXXXXX)
-chown postgres "$work"
-cleanup() {
-    su postgres -c "$pgbin/pg_ctl -D $work/pg -m immediate stop" >/dev/null 2>&1 || true
-    [[ -n "${server:-}" ]] && kill "$server" 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-su postgres -c "$pgbin/initdb -D $work/pg -A trust -U postgres" >/dev/null
-su postgres -c "$pgbin/pg_ctl -D $work/pg -l $work/pg.log -o '-p 5432 -k $work -c synchronous_commit=$sync -c max_connections=50' start" >/dev/null
+source "$(dirname "$0")/servers.sh"
+start_postgres -c synchronous_commit="$sync" -c max_connections=50
 kept=(--in-memory)
 [[ "$sync" == on ]] && kept=(--data-dir "$work/overtake" --durability sync)
-"$overtake" serve --listen 127.0.0.1:5433 "${kept[@]}" 2>"$work/overtake.log" &
-server=$!
-sleep 2
+start_overtake "${kept[@]}"
 pgbench -h 127.0.0.1 -p 5432 -U postgres -i -s 1 -q postgres >/dev/null 2>&1
 pgbench -h 127.0.0.1 -p 5433 -U postgres -i -s 1 -q postgres >/dev/null 2>&1
 run() { # port, extra args -> tps

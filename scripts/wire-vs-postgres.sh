@@ -28,23 +28,9 @@ seconds=${1:-10}
 clients_list=${2:-"1 8 32 128"}
 workloads=${3:-"select tpcb pipeline"}
 csv=${4:-}
-root=$(cd "$(dirname "$0")/.." && pwd)
-overtake="$root/target/release/overtake"
-pgbin=/usr/lib/postgresql/15/bin
-[[ -x "$overtake" ]] || { echo "build first: cargo build --release" >&2; exit 1; }
-work=$(mktemp -d /tmp/wire-vs.XXXXXX)
-chown postgres "$work"
-cleanup() {
-    su postgres -c "$pgbin/pg_ctl -D $work/pg -m immediate stop" >/dev/null 2>&1 || true
-    [[ -n "${server:-}" ]] && kill "$server" 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-su postgres -c "$pgbin/initdb -D $work/pg -A trust -U postgres" >/dev/null
-su postgres -c "$pgbin/pg_ctl -D $work/pg -l $work/pg.log -o '-p 5432 -k $work -c synchronous_commit=off -c max_connections=200' start" >/dev/null
-"$overtake" serve --in-memory --listen 127.0.0.1:5433 --max-connections 200 2>"$work/overtake.log" &
-server=$!
-sleep 2
+source "$(dirname "$0")/servers.sh"
+start_postgres -c synchronous_commit=off -c max_connections=200
+start_overtake --in-memory --max-connections 200
 postmaster=$(head -1 "$work/pg/postmaster.pid")
 for port in 5432 5433; do pgbench -h 127.0.0.1 -p "$port" -U postgres -i -s 1 -q postgres >/dev/null 2>&1; done
 # Ten point SELECTs in one pipeline: pgbench sends them without waiting and reads the answers at

@@ -238,15 +238,23 @@ fn the_statistics_of_a_running_scheduler_count_what_has_ended() {
     scheduler.shutdown(Shutdown::Drain).expect("shutdown");
 }
 
-#[test]
-fn with_os_background_a_worker_runs_background_calls_at_the_weakest_weight() {
+/// A scheduler whose workers run background calls at nice 19, if this process may bring them
+/// back (otherwise the option is ignored and there is nothing to check).
+fn os_background_scheduler() -> Option<Scheduler<Calls>> {
     if !overtake_runtime::os_thread::can_switch_background() {
-        return; // the process may not raise a thread back: the option is ignored
+        return None;
     }
     let config = overtake_sched::SchedConfig::default()
         .pin(false)
         .os_background(true);
-    let scheduler = Scheduler::start(&config, Arc::new(Calls)).expect("start");
+    Some(Scheduler::start(&config, Arc::new(Calls)).expect("start"))
+}
+
+#[test]
+fn with_os_background_a_worker_runs_background_calls_at_the_weakest_weight() {
+    let Some(scheduler) = os_background_scheduler() else {
+        return;
+    };
     let nice_at = |p: Priority| {
         scheduler
             .call(p, overtake_runtime::os_thread::current_nice)
@@ -262,13 +270,9 @@ fn with_os_background_a_worker_runs_background_calls_at_the_weakest_weight() {
 
 #[test]
 fn with_os_background_a_worker_that_does_not_take_up_an_urgent_request_is_lifted_to_nice_zero() {
-    if !overtake_runtime::os_thread::can_switch_background() {
-        return; // the process may not raise a thread back: the option is ignored
-    }
-    let config = overtake_sched::SchedConfig::default()
-        .pin(false)
-        .os_background(true);
-    let scheduler = Scheduler::start(&config, Arc::new(Calls)).expect("start");
+    let Some(scheduler) = os_background_scheduler() else {
+        return;
+    };
     let (in_region, release) = (
         Arc::new(AtomicBool::new(false)),
         Arc::new(AtomicBool::new(false)),

@@ -1,0 +1,29 @@
+# Sourced by the scripts that compare Overtake with PostgreSQL 15 on this machine: a throwaway
+# PostgreSQL cluster and an `overtake serve`, both stopped and removed when the script exits.
+#
+#   start_postgres [-c name=value ...]   initdb in a temporary directory as the `postgres` user
+#                                        (trust authentication), then start it on port 5432
+#   start_overtake [serve options ...]   the release build's `serve` on 127.0.0.1:5433
+#
+# Sets $work (the temporary directory), $pgbin, $overtake and, once started, $server.
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+overtake="$root/target/release/overtake"
+pgbin=/usr/lib/postgresql/15/bin
+[[ -x "$overtake" ]] || { echo "build first: cargo build --release" >&2; exit 1; }
+work=$(mktemp -d /tmp/overtake-vs.XXXXXX)
+chown postgres "$work"
+cleanup() {
+    su postgres -c "$pgbin/pg_ctl -D $work/pg -m immediate stop" >/dev/null 2>&1 || true
+    [[ -n "${server:-}" ]] && kill "$server" 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+start_postgres() {
+    su postgres -c "$pgbin/initdb -D $work/pg -A trust -U postgres" >/dev/null
+    su postgres -c "$pgbin/pg_ctl -D $work/pg -l $work/pg.log -o '-p 5432 -k $work $*' start" >/dev/null
+}
+start_overtake() {
+    "$overtake" serve --listen 127.0.0.1:5433 "$@" 2>"$work/overtake.log" &
+    server=$!
+    sleep 2
+}
