@@ -221,12 +221,11 @@ impl<J> PreemptTimer<J> {
         // later; one whose task nothing that can arrive outranks only at the quantum's step, if
         // there is one (a step more often costs the server a timer wake-up every check while
         // statements flow: measured, select-only pgbench lost 10-25%).
-        let outranked = (0..self.reactors.len()).any(|w| self.arrival_may_preempt(w));
-        let quantum = match (quantum, outranked) {
-            (q, true) => Some(q.map_or(crate::reactor::ARRIVAL_CHECK, |q| {
-                q.min(crate::reactor::ARRIVAL_CHECK)
-            })),
-            (q, false) => q,
+        let check = crate::reactor::ARRIVAL_CHECK;
+        let quantum = if (0..self.reactors.len()).any(|w| self.arrival_may_preempt(w)) {
+            Some(quantum.map_or(check, |q| q.min(check)))
+        } else {
+            quantum
         };
         let delay = self.outstanding().then_some(self.backstop.delay());
         match (quantum, delay) {

@@ -110,9 +110,9 @@ struct WorkerCore<E: Executor> {
     /// The parker of a slot's current task.
     parkers: Box<[RefCell<Option<Parker>>]>,
     running: Cell<Option<TaskId>>,
-    /// `os_background` in effect for this thread (the process may switch), and whether the
-    /// thread is at the background weight now.
-    os_background: Cell<(bool, bool)>,
+    /// `os_background` in effect for this thread (the process may switch; whether the thread
+    /// is at the background weight now is `WorkerShared::os_lowered`).
+    os_background: bool,
     /// When the running task's current slice began.
     slice_started: Cell<Instant>,
     /// Quantum: how long the current slice may run.
@@ -270,19 +270,17 @@ impl<E: Executor> WorkerCore<E> {
     }
 
     /// With `os_background`: the thread runs work of `priority` at the background weight if it
-    /// is the lowest level, at nice 0 otherwise (a system call only when that changes, or when
-    /// another thread lifted it meanwhile).
+    /// is the lowest level, at nice 0 otherwise: a system call only when that changes (after
+    /// another thread lifted it, `os_lowered` says it is at nice 0 already, as it is).
     fn set_os_weight(&self, priority: Priority) {
-        let (true, now_background) = self.os_background.get() else {
+        if !self.os_background {
             return;
-        };
-        let lifted = self.shared.os_lifted.swap(false, Ordering::SeqCst);
+        }
         let background = priority == Priority::LOW;
-        if background != now_background || lifted {
+        if background != self.shared.os_lowered.load(Ordering::SeqCst) {
             overtake_runtime::os_thread::set_background(background);
-            // After the call: a lift that reads `os_lowered` first finds the thread lowered.
+            // After the call: a lift that finds the flag set finds the thread lowered.
             self.shared.os_lowered.store(background, Ordering::SeqCst);
-            self.os_background.set((true, background));
         }
     }
 
@@ -674,7 +672,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         parkers: (0..pool).map(|_| RefCell::new(None)).collect(),
         config,
         running: Cell::new(None),
-        os_background: Cell::new((os_background, false)),
+        os_background,
         slice_started: Cell::new(Instant::now()),
         slice_quantum: Cell::new(std::time::Duration::ZERO),
         slice_usage: Cell::new(None),

@@ -155,10 +155,8 @@ pub(crate) struct WorkerShared {
     /// The kernel's id of the worker's thread (0 until it runs).
     pub(crate) tid: AtomicI32,
     /// With `os_background`: the thread is at the background weight now (set by the worker
-    /// after it lowers itself), and whether another thread lifted it back since (see
-    /// [`WorkerShared::lift`]).
+    /// after it lowers itself, cleared by whoever brings it back: see [`WorkerShared::lift`]).
     pub(crate) os_lowered: AtomicBool,
-    pub(crate) os_lifted: AtomicBool,
     pub(crate) sleeper: Arc<Sleeper>,
     /// Wakes it when acknowledgements of its jobs may have resolved.
     pub(crate) acks: Arc<super::AckSignal>,
@@ -198,7 +196,6 @@ impl WorkerShared {
             stats: RegionMutex::new(RunStats::with_kinds(kinds)),
             tid: AtomicI32::new(0),
             os_lowered: AtomicBool::new(false),
-            os_lifted: AtomicBool::new(false),
             ready: AtomicBool::new(false),
         }
     }
@@ -212,11 +209,10 @@ impl WorkerShared {
 
     /// Brings the worker's thread back from the background weight if it is there: a request
     /// it has not taken up may be waiting for the operating system to run it at all (at nice
-    /// 19 it gets a core only when no ordinary thread wants one). The worker, at its next
-    /// switch, sets its weight again whatever it believed it was.
+    /// 19 it gets a core only when no ordinary thread wants one). A lift that finds the flag
+    /// clear while the worker is lowering itself is repeated at the backstop's next step.
     pub(crate) fn lift(&self) {
         if self.os_lowered.swap(false, Ordering::SeqCst) {
-            self.os_lifted.store(true, Ordering::SeqCst);
             overtake_runtime::os_thread::lift_from_background(self.tid.load(Ordering::Relaxed));
         }
     }

@@ -45,35 +45,21 @@ const RESUBMIT: Duration = Duration::from_millis(1);
 type SessionFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// The priority and group a session's steps run at: its current class, kept by the session as
-/// its settings change (one word, so that a waker on any thread reads it without a lock). A
-/// class made [`for a worker`](Self::for_worker) is counted among that worker's sessions at its
-/// level, from its creation to its drop.
+/// its settings change (one word, so that a waker on any thread reads it without a lock). It is
+/// counted among its worker's sessions at its level, from its creation to its drop.
 pub struct StepClass {
     word: AtomicU32,
-    reactor: Option<Arc<ReactorShared>>,
-}
-
-impl Default for StepClass {
-    /// A session's class before it has settings: `priority`'s default level.
-    fn default() -> Self {
-        StepClass::counted(None)
-    }
+    reactor: Arc<ReactorShared>,
 }
 
 impl StepClass {
-    /// The class of a session served by the worker whose reactor is `reactor`.
+    /// The class of a session served by the worker whose reactor is `reactor`, before the
+    /// session has settings: `priority`'s default level.
     pub(crate) fn for_worker(reactor: &Arc<ReactorShared>) -> Self {
-        StepClass::counted(Some(Arc::clone(reactor)))
-    }
-
-    fn counted(reactor: Option<Arc<ReactorShared>>) -> Self {
-        let word = Self::word(Priority::MEDIUM, Group::of(Priority::MEDIUM));
-        if let Some(r) = &reactor {
-            r.levels[Priority::MEDIUM.level()].fetch_add(1, Ordering::Relaxed);
-        }
+        reactor.levels[Priority::MEDIUM.level()].fetch_add(1, Ordering::Relaxed);
         StepClass {
-            word: AtomicU32::new(word),
-            reactor,
+            word: AtomicU32::new(Self::word(Priority::MEDIUM, Group::of(Priority::MEDIUM))),
+            reactor: Arc::clone(reactor),
         }
     }
 
@@ -88,11 +74,9 @@ impl StepClass {
             .word
             .swap(Self::word(priority, group), Ordering::Relaxed);
         let was = (before & 0xff) as usize;
-        if let Some(r) = &self.reactor
-            && was != priority.level()
-        {
-            r.levels[priority.level()].fetch_add(1, Ordering::Relaxed);
-            r.levels[was].fetch_sub(1, Ordering::Relaxed);
+        if was != priority.level() {
+            self.reactor.levels[priority.level()].fetch_add(1, Ordering::Relaxed);
+            self.reactor.levels[was].fetch_sub(1, Ordering::Relaxed);
         }
     }
 
@@ -117,10 +101,8 @@ impl std::fmt::Debug for StepClass {
 
 impl Drop for StepClass {
     fn drop(&mut self) {
-        if let Some(r) = &self.reactor {
-            let level = (self.word.load(Ordering::Relaxed) & 0xff) as usize;
-            r.levels[level].fetch_sub(1, Ordering::Relaxed);
-        }
+        let level = (self.word.load(Ordering::Relaxed) & 0xff) as usize;
+        self.reactor.levels[level].fetch_sub(1, Ordering::Relaxed);
     }
 }
 
