@@ -22,19 +22,20 @@ static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_alloc
 struct FakeReactor {
     scheduler: OnceLock<Weak<Scheduler<Calls>>>,
     ready: Mutex<Option<Call>>,
-    /// Polls, and whether the last one was asked to wait (the worker sleeping in it).
+    /// Polls, and whether the worker sleeps in one now (a poll asked to wait, not yet returned).
     polls: AtomicUsize,
-    slept: AtomicBool,
+    sleeping: AtomicBool,
+    /// Unblocks asked for, and how many a poll has taken: like an eventfd, an unblock that comes
+    /// before the poll ends the next one.
     unblocked: Arc<AtomicUsize>,
+    taken: AtomicUsize,
 }
 
 impl Reactor for FakeReactor {
     fn poll(&self, timeout: Duration) {
         self.polls.fetch_add(1, Ordering::SeqCst);
-        let unblocked = self.unblocked.load(Ordering::SeqCst);
-        if timeout > Duration::ZERO {
-            self.slept.store(true, Ordering::SeqCst);
-        }
+        let sleeps = timeout > Duration::ZERO;
+        self.sleeping.store(sleeps, Ordering::SeqCst);
         let give_up = Instant::now() + Duration::from_secs(60);
         loop {
             let call = self.ready.lock().expect("ready").take();
@@ -47,11 +48,14 @@ impl Reactor for FakeReactor {
                 scheduler
                     .submit_to(0, call, Instant::now())
                     .expect("room in the inbox");
+                self.sleeping.store(false, Ordering::SeqCst);
                 return;
             }
             // Sleeping in the reactor lasts until readiness or the unblocker, whatever the
-            // timeout (so a test that sees `slept` knows the worker waits here until then).
-            if timeout == Duration::ZERO || self.unblocked.load(Ordering::SeqCst) != unblocked {
+            // timeout (so a test that sees `sleeping` knows the worker waits here until then).
+            let unblocked = self.unblocked.load(Ordering::SeqCst);
+            if !sleeps || self.taken.swap(unblocked, Ordering::SeqCst) != unblocked {
+                self.sleeping.store(false, Ordering::SeqCst);
                 return;
             }
             assert!(
@@ -91,7 +95,7 @@ fn shut(scheduler: Arc<Scheduler<Calls>>) {
 #[test]
 fn an_idle_worker_sleeps_in_its_reactor_and_runs_what_it_delivers() {
     let (scheduler, reactor) = start(Policy::Preempt);
-    until_true(|| reactor.slept.load(Ordering::SeqCst));
+    until_true(|| reactor.sleeping.load(Ordering::SeqCst));
     let ran = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&ran);
     let (call, ticket) = Call::new(Priority::HIGH, move || {
@@ -107,9 +111,9 @@ fn an_idle_worker_sleeps_in_its_reactor_and_runs_what_it_delivers() {
         "on the reactor's worker"
     );
     // Work submitted while the worker sleeps in its reactor ends the sleep through it (the
-    // fake sleeps until then, however long).
-    reactor.slept.store(false, Ordering::SeqCst);
-    until_true(|| reactor.slept.load(Ordering::SeqCst));
+    // fake sleeps until then, however long). The poll that delivered the call has returned
+    // before the call ran, so `sleeping` now means a new sleep.
+    until_true(|| reactor.sleeping.load(Ordering::SeqCst));
     let ticket = scheduler.call(Priority::HIGH, || 7).expect("submitted");
     assert_eq!(ticket.wait().expect("ran"), 7);
     shut(scheduler);
