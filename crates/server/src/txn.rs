@@ -563,6 +563,41 @@ pub async fn run_alone(
     result.map_err(unanswered)?
 }
 
+/// Whether `work` may run where nothing preempts it, inside the step that serves its session
+/// ([`run_here`]): a point read (see `Query::is_point_read`) whose rows go with its reply, in a
+/// database whose reads wait for no lock, below SERIALIZABLE (whose reads are validated).
+pub fn runs_here(db: &Database, level: Level, work: &RunOrInsert) -> bool {
+    matches!(work, RunOrInsert::Run(s)
+        if s.rows.is_none()
+            && matches!(&s.prepared.command, overtake_sql::Command::Query(q) if q.is_point_read()))
+        && level != Level::Serializable
+        && !db.reads_lock()
+}
+
+/// Runs `work` (one that [`runs_here`]) as a transaction of its own, now, on this thread:
+/// begin, one key lookup, commit in memory. Nothing in it parks; only the acknowledgement
+/// (under `sync`, the commits it read becoming durable) is awaited, as a future: the session's
+/// step ends meanwhile. Saves the statement's hand-off to a task of its own and back, most of
+/// what serving a point read costs besides the socket.
+pub async fn run_here(
+    db: &Database,
+    priority: Priority,
+    level: Level,
+    work: RunOrInsert,
+    cancel: &Cancel,
+) -> Result<Done, SqlError> {
+    let (done, acknowledged) = {
+        let mut txn = begin(db, priority, level)?;
+        let done = run(&mut txn, work, cancel)?;
+        if !cancel.begin_commit() {
+            return Err(cancelled());
+        }
+        (done, txn.commit_pipelined()?)
+    };
+    acknowledged.await?;
+    Ok(done)
+}
+
 #[cfg(test)]
 mod tests {
     use super::Cancel;

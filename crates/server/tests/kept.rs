@@ -126,6 +126,11 @@ fn sql_tables_and_their_rows_survive_restarts_through_the_log_and_a_checkpoint()
             sqlstate(&c, "ALTER TABLE keyless ADD PRIMARY KEY (v)").await,
             "23505"
         );
+        // A point read (run in its session's step) of commits it waits to see durable.
+        assert_eq!(
+            rows(&c, "SELECT name, amount FROM accounts WHERE id = 2").await,
+            ["xy|-3.25"]
+        );
         let before = expected(&c).await;
         assert_eq!(before[0][1], "2|xy|-3.25|t|NULL|NULL|NULL|NULL");
         assert!(

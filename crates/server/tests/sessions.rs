@@ -468,11 +468,25 @@ fn a_statement_the_scheduler_cannot_start_is_refused_with_53300_and_the_sessions
         let a = connect(&server.dsn("a")).await;
         let b = connect(&server.dsn("b")).await;
         let c = connect(&server.dsn("c")).await;
+        c.batch_execute("CREATE TABLE p (k int PRIMARY KEY, v int); INSERT INTO p VALUES (1, 10)")
+            .await
+            .expect("setup");
         for open in [&a, &b] {
             open.batch_execute("BEGIN; SELECT 1").await.expect("block");
         }
         let code = |e: &tokio_postgres::Error| e.code().map(|c| c.code().to_owned());
         let e = c.batch_execute("SELECT 1").await.expect_err("no context");
+        assert_eq!(code(&e).as_deref(), Some("53300"));
+        // A point read needs no context: it runs in the step that serves its session.
+        let point = c
+            .query_one("SELECT v FROM p WHERE k = $1", &[&1])
+            .await
+            .expect("a point read is served");
+        assert_eq!(point.get::<_, i32>(0), 10);
+        let e = c
+            .batch_execute("SELECT v FROM p WHERE k > 0")
+            .await
+            .expect_err("a range read needs a context");
         assert_eq!(code(&e).as_deref(), Some("53300"));
         let e = c
             .batch_execute("BEGIN; SELECT 1")
@@ -1099,5 +1113,70 @@ fn current_user_and_session_user_name_the_sessions_user() {
             .expect("select");
         let (current, session): (String, String) = (row.get(0), row.get(1));
         assert_eq!((current.as_str(), session.as_str()), ("alice", "alice"));
+    });
+}
+
+#[test]
+fn point_reads_in_a_block_keep_its_isolation_and_its_rules() {
+    let server = common::TestServer::start();
+    runtime().block_on(async {
+        let a = connect(&server.dsn("a")).await;
+        let b = connect(&server.dsn("b")).await;
+        a.batch_execute("CREATE TABLE pr (k int PRIMARY KEY, v int); INSERT INTO pr VALUES (1, 1)")
+            .await
+            .expect("setup");
+        let value = async |c: &tokio_postgres::Client| -> i32 {
+            c.query_one("SELECT v FROM pr WHERE k = $1", &[&1])
+                .await
+                .expect("read")
+                .get(0)
+        };
+        let code = |e: &tokio_postgres::Error| e.code().map(|c| c.code().to_owned());
+        // READ COMMITTED: each statement sees what committed before it.
+        a.batch_execute("BEGIN").await.expect("begin");
+        assert_eq!(value(&a).await, 1);
+        b.batch_execute("UPDATE pr SET v = 2 WHERE k = 1")
+            .await
+            .expect("update");
+        assert_eq!(value(&a).await, 2, "a fresh snapshot per statement");
+        let e = a
+            .batch_execute("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE")
+            .await
+            .expect_err("a query has run");
+        assert_eq!(code(&e).as_deref(), Some("25001"));
+        a.batch_execute("COMMIT").await.expect("commit");
+        // REPEATABLE READ: one snapshot from the first statement on.
+        a.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            .await
+            .expect("begin");
+        assert_eq!(value(&a).await, 2);
+        b.batch_execute("UPDATE pr SET v = 3 WHERE k = 1")
+            .await
+            .expect("update");
+        assert_eq!(value(&a).await, 2, "the block's snapshot");
+        a.batch_execute("COMMIT").await.expect("commit");
+        assert_eq!(value(&a).await, 3);
+        // A point read that fails fails its block.
+        b.batch_execute("UPDATE pr SET v = 0 WHERE k = 1")
+            .await
+            .expect("update");
+        a.batch_execute("BEGIN").await.expect("begin");
+        let e = a
+            .query_one("SELECT 1 / v FROM pr WHERE k = $1", &[&1])
+            .await
+            .expect_err("division by zero");
+        assert_eq!(code(&e).as_deref(), Some("22012"));
+        let e = a
+            .query_one("SELECT v FROM pr WHERE k = $1", &[&1])
+            .await
+            .expect_err("the block failed");
+        assert_eq!(code(&e).as_deref(), Some("25P02"));
+        let rows = a.simple_query("COMMIT").await.expect("commit");
+        assert!(
+            rows.iter()
+                .any(|m| matches!(m, tokio_postgres::SimpleQueryMessage::CommandComplete(_))),
+            "answered"
+        );
+        assert_eq!(value(&a).await, 0, "out of the block again");
     });
 }

@@ -134,6 +134,37 @@ impl Query {
     pub fn writes(&self) -> bool {
         !matches!(self, Query::Select(s) if !s.for_update)
     }
+
+    /// Whether it is a point read: a SELECT that locks nothing, visits at most one row of one
+    /// table (by its whole primary key) and calls no function. Its cost is a key lookup and a
+    /// few operators on values of bounded size, whatever the data: short enough to run where
+    /// nothing preempts it, as a server runs such a statement inside the step that read it.
+    pub fn is_point_read(&self) -> bool {
+        let Query::Select(s) = self else {
+            return false;
+        };
+        let [source] = s.sources.as_slice() else {
+            return false;
+        };
+        let Access::Key(key) = &source.access else {
+            return false;
+        };
+        let mut calls = false;
+        let mut find_calls = |e: &Expr| calls |= matches!(e, Expr::Func(..));
+        let aggregates = s.aggregate.iter().flat_map(|a| {
+            a.group_by
+                .iter()
+                .chain(a.calls.iter().filter_map(|c| c.arg.as_ref()))
+                .chain(a.having.iter())
+        });
+        key.iter()
+            .chain(s.filters.iter().flatten())
+            .chain(aggregates)
+            .chain(&s.projection)
+            .chain(s.limit.iter().chain(s.offset.iter()))
+            .for_each(|e| e.visit(&mut find_calls));
+        !s.for_update && !calls
+    }
 }
 
 /// How a table's rows are found.

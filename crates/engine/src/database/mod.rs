@@ -160,6 +160,13 @@ impl Database {
         all
     }
 
+    /// Whether reads take locks (two-phase locking), and so may wait for a writer: without,
+    /// a read waits for no one (MVCC reads a snapshot; a writer committing the version it
+    /// meets holds it up only for the commit's short region).
+    pub fn reads_lock(&self) -> bool {
+        self.engine.locks.is_some()
+    }
+
     /// Begins a transaction.
     pub fn begin(&self, priority: Priority, isolation: Isolation) -> Result<Transaction<'_>> {
         self.begin_aged(priority, isolation, None)

@@ -11,12 +11,17 @@ use overtake_sql::pending::{Pending, Tables};
 use overtake_sql::{Level, SqlError, sqlstate};
 
 use super::{Answer, Session, runner_of};
+use crate::runner::Runner;
 use crate::settings::{self, Settings};
 use crate::txn::{self, Reply, Request, RunOrInsert};
 
 pub(super) enum TxnState {
     /// BEGIN was seen; no statement has run yet (the task starts with the first).
     NotStarted,
+    /// Only point reads have run, at READ COMMITTED, each as a transaction of its own in its
+    /// session's step (see [`Session::run`]): the same at that level, where every statement
+    /// reads a fresh snapshot and a read holds nothing. No task yet; but a query has run.
+    PointReads,
     Running(Promise<Request>),
     /// A statement failed or was cancelled: the task has ended.
     Gone,
@@ -106,17 +111,28 @@ impl Session {
         &mut self,
         work: RunOrInsert,
     ) -> Result<overtake_sql::Output, SqlError> {
+        let runner = runner_of(&self.thread, &self.shared, &self.home);
+        let db = self.shared.catalog.database();
+        // On the session's own worker, a point read runs in the step that serves the session:
+        // it costs less than handing it to a task and back. So it does in a block that no
+        // other statement has run in yet, at READ COMMITTED (see `TxnState::PointReads`).
+        let (level, alone) = match &self.block {
+            None => (self.default_level(), true),
+            Some(b) => (
+                b.level,
+                b.level == Level::ReadCommitted
+                    && matches!(b.txn, TxnState::NotStarted | TxnState::PointReads),
+            ),
+        };
+        if alone && matches!(runner, Runner::Worker(..)) && txn::runs_here(db, level, &work) {
+            let done = txn::run_here(db, self.class().0, level, work, &self.cancel).await?;
+            if let Some(b) = &mut self.block {
+                b.txn = TxnState::PointReads;
+            }
+            return Ok(done.out);
+        }
         if self.block.is_none() {
-            let level = self.default_level();
-            let done = txn::run_alone(
-                runner_of(&self.thread, &self.shared, &self.home),
-                self.shared.catalog.database(),
-                self.class(),
-                level,
-                work,
-                &self.cancel,
-            )
-            .await?;
+            let done = txn::run_alone(runner, db, self.class(), level, work, &self.cancel).await?;
             // Only now: the end of its batches wakes no one (see `txn::Done`).
             drop(done.batches);
             return Ok(done.out);
@@ -144,7 +160,7 @@ impl Session {
         let block = self.block.as_mut().expect("a block is open");
         let promise = match std::mem::replace(&mut block.txn, TxnState::Gone) {
             TxnState::Running(p) => p,
-            TxnState::NotStarted => {
+            TxnState::NotStarted | TxnState::PointReads => {
                 txn::start_block(
                     runner_of(&self.thread, &self.shared, &self.home),
                     self.shared.catalog.database(),
@@ -245,7 +261,7 @@ impl Session {
                 let _ = answer.await;
                 Answer::End("ROLLBACK".into())
             }
-            TxnState::NotStarted if commit => Answer::End("COMMIT".into()),
+            TxnState::NotStarted | TxnState::PointReads if commit => Answer::End("COMMIT".into()),
             _ => Answer::End("ROLLBACK".into()),
         }
     }

@@ -471,8 +471,11 @@ impl Session {
         match &prepared.command {
             Command::Query(_) => {
                 let columns = prepared.columns.clone();
-                let (rows, batches) = match (&out, columns.is_empty()) {
-                    (Some(_), false) => {
+                // A point read's row (one at most) goes with its reply.
+                let streams = !columns.is_empty()
+                    && !matches!(&prepared.command, Command::Query(q) if q.is_point_read());
+                let (rows, batches) = match (&out, streams) {
+                    (Some(_), true) => {
                         let (rows, batches) = overtake_sched::Promise::new();
                         (Some(rows), Some(batches))
                     }
