@@ -250,17 +250,21 @@ impl<E: Executor> WorkerCore<E> {
         }
     }
 
-    /// Tells other threads a slice of `group`'s work at `priority` began at `started`.
-    fn announce_slice(
+    /// Tells other threads the worker now runs `group`'s work at `priority`: a task's slice that
+    /// began at `slice`, whose quantum the timer watches, or (`None`) a job that runs between
+    /// tasks, which nothing preempts (a timer step for it would be a wasted wake-up).
+    fn announce_running(
         &self,
-        started: Instant,
+        slice: Option<Instant>,
         priority: Priority,
         group: overtake_priority::Group,
     ) {
         self.shared.switches.fetch_add(1, Ordering::Relaxed);
-        self.shared
-            .slice_started
-            .store(self.clock.nanos(started), Ordering::Relaxed);
+        if let Some(started) = slice {
+            self.shared
+                .slice_started
+                .store(self.clock.nanos(started), Ordering::Relaxed);
+        }
         self.shared
             .running_group
             .store(crate::pending::group_bits(Some(group)), Ordering::SeqCst);
@@ -292,15 +296,15 @@ impl<E: Executor> WorkerCore<E> {
         // A session's step of an urgent level must not run at the weight a background task left.
         self.set_os_weight(priority);
         let started = Instant::now();
-        // Others see the worker busy at the job's level while it runs (placement, the timer).
-        self.announce_slice(started, priority, group);
+        // Others see the worker busy at the job's level while it runs (placement, the timer's
+        // arrival checks).
+        self.announce_running(None, priority, group);
         let outcome = {
             let _region = NoPreemptGuard::new();
             self.exec.execute(&mut scheduled.job, self.index)
         };
         self.shared.running_level.store(IDLE, Ordering::SeqCst);
         self.shared.running_group.store(0, Ordering::SeqCst);
-        self.shared.slice_started.store(0, Ordering::Relaxed);
         // Its group's share pays for it; it is not booked as a job (it is not a transaction).
         let _region = NoPreemptGuard::new();
         self.pending.charge(group, started.elapsed(), true);
@@ -453,7 +457,7 @@ impl<E: Executor> WorkerCore<E> {
         self.set_os_weight(priority);
         self.running.set(Some(id));
         self.slice_started.set(slice);
-        self.announce_slice(slice, priority, group);
+        self.announce_running(Some(slice), priority, group);
         if self.config.trace && priority > Priority::LOW {
             self.slice_usage.set(Some(thread_usage()));
             region_trace::mark();
