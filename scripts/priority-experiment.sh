@@ -2,17 +2,27 @@
 # The priority experiment over the wire: time-sensitive pgbench clients (TPC-B, rate-limited)
 # while background sessions run an analytic query in a loop, on Overtake and on PostgreSQL 15.
 #
-#   scripts/priority-experiment.sh [seconds per run] [TPC-B rate per second] [background sessions]
+#   scripts/priority-experiment.sh [seconds per run] [rate per second] [background sessions]
+#                                  [time-sensitive workload: tpcb | select]
 #
 # Configurations: SOLO (no background), SAME (both at one priority), and PRIORITIES (Overtake:
 # time-sensitive sessions `-c priority=high`, background `-c priority=background`; PostgreSQL: its
 # OS knobs on the backends: background reniced to 19, background SCHED_IDLE, time-sensitive
-# SCHED_FIFO). Reports time-sensitive tps, mean and p99 latency (from pgbench's per-transaction
-# log), and background queries per minute. Needs root (renice, chrt) and a release build.
+# SCHED_FIFO). Reports time-sensitive tps, mean, p50 and p99 latency (from pgbench's
+# per-transaction log), and background queries per minute. With `select` the time-sensitive
+# clients send one prepared point SELECT per transaction (pgbench -S): its latency with background
+# sessions less its SOLO latency is how long an urgent statement waits behind a running analytic
+# one (the start delay). Needs root (renice, chrt) and a release build.
 set -euo pipefail
 seconds=${1:-20}
 rate=${2:-400}
 nbg=${3:-2}
+workload=${4:-tpcb}
+case "$workload" in
+    tpcb) script=() ;;
+    select) script=(-S) ;;
+    *) echo "unknown workload $workload (tpcb or select)" >&2; exit 2 ;;
+esac
 root=$(cd "$(dirname "$0")/.." && pwd)
 overtake="$root/target/release/overtake"
 pgbin=/usr/lib/postgresql/15/bin
@@ -74,7 +84,7 @@ run() { # system port ts-options bg-options with-background knob label
     fi
     if [[ $knob == renice || $knob == idle ]]; then apply_knob "$knob"; fi
     if [[ $knob == fifo ]]; then (sleep 1; apply_knob fifo) & loops+=("$!"); fi
-    PGOPTIONS="$ts" pgbench -h 127.0.0.1 -p "$port" -U postgres -c 4 -j 2 -R "$rate" -T "$seconds" -M prepared -n \
+    PGOPTIONS="$ts" pgbench -h 127.0.0.1 -p "$port" -U postgres -c 4 -j 2 -R "$rate" -T "$seconds" -M prepared -n "${script[@]}" \
         --log --log-prefix="$log" postgres >"$work/out-$label" 2>&1 || true
     local done_bg
     done_bg=$(wc -l <"$counter")
@@ -89,13 +99,14 @@ run() { # system port ts-options bg-options with-background knob label
         return 1
     fi
     # pgbench's log: client, transaction, latency (us), ... (with -R, latency includes schedule lag)
-    stats=$(cat "$log".* 2>/dev/null | awk '{print $3}' | sort -n | awk '{a[NR]=$1; s+=$1} END {printf "%.2f %.2f", s/NR/1000, a[int(NR*0.99)]/1000}')
+    stats=$(cat "$log".* 2>/dev/null | awk '{print $3}' | sort -n | awk '{a[NR]=$1; s+=$1} END {printf "%.3f %.3f %.3f", s/NR/1000, a[int(NR*0.5)]/1000, a[int(NR*0.99)]/1000}')
     rm -f "$log".* 2>/dev/null || true
-    printf '%-9s %-22s ts tps %7.1f  mean %6s ms  p99 %7s ms  background queries/min %6.1f\n' \
-        "$system" "$label" "$tps" "${stats% *}" "${stats#* }" "$(echo "$done_bg * 60 / $seconds" | bc -l)"
+    read -r mean p50 p99 <<<"$stats"
+    printf '%-9s %-22s ts tps %7.1f  mean %7s ms  p50 %7s ms  p99 %7s ms  background queries/min %6.1f\n' \
+        "$system" "$label" "$tps" "$mean" "$p50" "$p99" "$(echo "$done_bg * 60 / $seconds" | bc -l)"
 }
 
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); ${seconds}s per run; TPC-B at ${rate}/s over 4 clients; $nbg background sessions"
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); ${seconds}s per run; $workload at ${rate}/s over 4 clients; $nbg background sessions"
 echo "background query alone: postgres $(solo_time 5432) s, overtake $(solo_time 5433) s"
 run overtake 5433 "" "" no none solo
 run postgres 5432 "" "" no none solo

@@ -3,11 +3,12 @@
 #
 #   start_postgres [-c name=value ...]   initdb in a temporary directory as the `postgres` user
 #                                        (trust authentication), then start it on port 5432
-#   start_overtake [serve options ...]   the release build's `serve` on 127.0.0.1:5433
+#   start_overtake [serve options ...]   the release build's `serve` on 127.0.0.1:5433 (or, to
+#                                        compare two builds, the binary $OVERTAKE names)
 #
 # Sets $work (the temporary directory), $pgbin, $overtake and, once started, $server.
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-overtake="$root/target/release/overtake"
+overtake=${OVERTAKE:-"$root/target/release/overtake"}
 pgbin=/usr/lib/postgresql/15/bin
 [[ -x "$overtake" ]] || { echo "build first: cargo build --release" >&2; exit 1; }
 work=$(mktemp -d /tmp/overtake-vs.XXXXXX)

@@ -2,8 +2,10 @@
 # The front door against PostgreSQL 15: pgbench over loopback against both servers on this
 # machine, in alternating runs, with each server's CPU per statement.
 #
-#   scripts/wire-vs-postgres.sh [seconds per run] [client counts] [workloads] [csv file]
+#   scripts/wire-vs-postgres.sh [--plot DIR] [seconds per run] [client counts] [workloads] [csv file]
 #
+#   --plot DIR       draw the runs into SVG figures in DIR (`overtake plot wire`): per workload,
+#                    both servers' tps and CPU per statement by client count
 #   seconds per run  default 10
 #   client counts    default "1 8 32 128"
 #   workloads        default "select tpcb pipeline": select = pgbench -S -M prepared (one prepared
@@ -24,11 +26,18 @@
 # transaction latency p50/p99 comes from pgbench's per-transaction log. Needs root (initdb as
 # postgres) and a release build (cargo build --release).
 set -euo pipefail
+plot=""
+if [[ ${1:-} == --plot ]]; then
+    plot=${2:?--plot needs a directory}
+    shift 2
+fi
 seconds=${1:-10}
 clients_list=${2:-"1 8 32 128"}
 workloads=${3:-"select tpcb pipeline"}
 csv=${4:-}
 source "$(dirname "$0")/servers.sh"
+# Figures are drawn from the CSV file: one in the temporary directory unless one was named.
+[[ -n $plot && -z $csv ]] && csv="$work/runs.csv"
 start_postgres -c synchronous_commit=off -c max_connections=200
 start_overtake --in-memory --max-connections 200
 postmaster=$(head -1 "$work/pg/postmaster.pid")
@@ -142,3 +151,4 @@ for workload in $workloads; do
         fi
     done
 done
+[[ -z $plot ]] || "$overtake" plot wire "$csv" --plot "$plot"

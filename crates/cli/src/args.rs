@@ -29,6 +29,26 @@ pub enum Command {
     /// Serve SQL over PostgreSQL's wire protocol (psql, pgbench, drivers), each session's
     /// statements at its priority (`SET priority = 'high'`).
     Serve(ServeArgs),
+    /// Draw figures from the CSV file of a script that ran clients against the server.
+    #[command(subcommand)]
+    Plot(Plot),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Plot {
+    /// `scripts/wire-vs-postgres.sh`'s CSV: per workload, both servers' throughput and CPU per
+    /// statement by client count.
+    Wire(PlotWireArgs),
+}
+
+/// `plot wire`: where the runs are and where the figures go.
+#[derive(Debug, Args)]
+pub struct PlotWireArgs {
+    /// The CSV file the script wrote (its fourth argument).
+    pub csv: std::path::PathBuf,
+    /// Write the SVG figures into this directory (created if needed).
+    #[arg(long, value_name = "DIR")]
+    pub plot: std::path::PathBuf,
 }
 
 /// `serve`: a server. Its database is kept, as a PostgreSQL server's is: in `--data-dir`,

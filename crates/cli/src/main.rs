@@ -27,6 +27,7 @@ mod locks;
 mod mixed;
 mod output;
 mod plot;
+mod plot_wire;
 mod resources;
 mod serve;
 mod starvation;
@@ -84,6 +85,7 @@ fn main() -> ExitCode {
         args::Command::Check(args::Check::Tpcc(a)) => kept::check(&a),
         args::Command::CrashTest(a) => crash_test::run(&a),
         args::Command::Serve(a) => done(serve::run(&a)),
+        args::Command::Plot(args::Plot::Wire(a)) => done(plot_wire::run(&a)),
         args::Command::Compare(args::Compare::Mixed(a)) => done(mixed::compare(&a)),
         args::Command::Compare(args::Compare::Bimodal(a)) => done(bimodal::compare(&a)),
         args::Command::Compare(args::Compare::Locks(a)) => done(locks::compare(&a)),
