@@ -24,7 +24,7 @@ case "$workload" in
     *) echo "unknown workload $workload (tpcb or select)" >&2; exit 2 ;;
 esac
 root=$(cd "$(dirname "$0")/.." && pwd)
-overtake="$root/target/release/overtake"
+overtake=${OVERTAKE:-"$root/target/release/overtake"}
 pgbin=/usr/lib/postgresql/15/bin
 work=$(mktemp -d /tmp/priority-exp.XXXXXX)
 chown postgres "$work"
