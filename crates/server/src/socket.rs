@@ -76,8 +76,11 @@ where
                 m = read => m,
             }
         } else {
+            // Biased, the end first: a session ended (pg_terminate_backend, shutdown) runs no
+            // request its client sent after the end was asked for, as a PostgreSQL backend
+            // that took its SIGTERM.
             tokio::select! {
-                m = read => m,
+                biased;
                 _ = ending.notify.notified() => {
                     // FATAL, then the close: no ReadyForQuery follows, as in PostgreSQL.
                     let (code, message) = ending.reason.get().copied().unwrap_or((
@@ -88,6 +91,7 @@ where
                     socket.send(PgWireBackendMessage::ErrorResponse(e.into())).await?;
                     return socket.close().await;
                 }
+                m = read => m,
             }
         };
         let message = match next {
