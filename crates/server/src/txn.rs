@@ -567,9 +567,7 @@ pub async fn run_alone(
 /// ([`run_here`]): a point read (see `Query::is_point_read`) whose rows go with its reply, in a
 /// database whose reads wait for no lock, below SERIALIZABLE (whose reads are validated).
 pub fn runs_here(db: &Database, level: Level, work: &RunOrInsert) -> bool {
-    matches!(work, RunOrInsert::Run(s)
-        if s.rows.is_none()
-            && matches!(&s.prepared.command, overtake_sql::Command::Query(q) if q.is_point_read()))
+    matches!(work, RunOrInsert::Run(s) if s.rows.is_none() && s.prepared.point_read)
         && level != Level::Serializable
         && !db.reads_lock()
 }

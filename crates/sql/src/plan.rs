@@ -21,6 +21,9 @@ pub struct Prepared {
     /// Planned under a block's uncommitted catalog changes: good for that block's statement
     /// only, never to keep.
     pub pending: bool,
+    /// It is a point read (`Query::is_point_read`), decided once when planned: a server asks
+    /// at every execution.
+    pub point_read: bool,
 }
 
 /// A result column.

@@ -487,6 +487,7 @@ pub fn prepare_in(
                 columns,
                 version,
                 pending: tables.is_pending(),
+                point_read: false,
             });
         }
         other => {
@@ -500,12 +501,14 @@ pub fn prepare_in(
     if let Some(e) = b.fold_error.take() {
         return Err(e);
     }
+    let point_read = matches!(&command, Command::Query(q) if q.is_point_read());
     Ok(Prepared {
         command,
         params: b.param_types(),
         columns,
         version,
         pending: tables.is_pending(),
+        point_read,
     })
 }
 

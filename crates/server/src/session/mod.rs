@@ -472,8 +472,7 @@ impl Session {
             Command::Query(_) => {
                 let columns = prepared.columns.clone();
                 // A point read's row (one at most) goes with its reply.
-                let streams = !columns.is_empty()
-                    && !matches!(&prepared.command, Command::Query(q) if q.is_point_read());
+                let streams = !columns.is_empty() && !prepared.point_read;
                 let (rows, batches) = match (&out, streams) {
                     (Some(_), true) => {
                         let (rows, batches) = overtake_sched::Promise::new();
