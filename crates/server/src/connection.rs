@@ -89,6 +89,21 @@ impl Connection {
         }
     }
 
+    /// Whether the connection is between statements with nothing tied to its worker: a
+    /// session, no block open (whose task runs on the worker), no COPY, no deferred Execute.
+    pub(crate) fn between_statements(&self) -> bool {
+        let deferred = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
+        if deferred.is_some() {
+            return false;
+        }
+        let Ok(session) = self.session.try_lock() else {
+            return false;
+        };
+        session
+            .as_ref()
+            .is_some_and(|s| !s.in_block() && s.copy.is_none())
+    }
+
     /// Notes a statement the client prepared under `name` (Parse), or closed (Close).
     pub(crate) fn name_statement(&self, name: &str, kept: bool) {
         let mut names = self

@@ -350,6 +350,14 @@ impl Server {
         self.addr
     }
 
+    /// How many sessions each worker serves now (empty when sessions run on threads of their
+    /// own or on network threads).
+    pub fn sessions_per_worker(&self) -> Vec<usize> {
+        self.io
+            .as_ref()
+            .map_or_else(Vec::new, |io| io.sessions_per_worker())
+    }
+
     /// The catalog its sessions share.
     pub fn catalog(&self) -> &Arc<Catalog> {
         &self.shared.catalog
@@ -454,24 +462,28 @@ fn serve_on_workers(
                     else {
                         continue;
                     };
-                    let class = Arc::new(worker_io::StepClass::for_worker(&io.reactors[worker]));
-                    let handlers = serving.handlers(Some(session::Home {
-                        worker,
-                        class: Arc::clone(&class),
-                    }));
+                    let place = Arc::new(worker_io::Placement::on(worker, &io.reactors));
+                    let handlers = serving.handlers(Some(Arc::clone(&place)));
                     let ending = Arc::clone(&handlers.connection.ending);
                     let tls = serving.tls.clone();
                     let mut stopped = stopped.clone();
+                    let (connection, moving) =
+                        (Arc::clone(&handlers.connection), Arc::clone(&place));
+                    let between = move |conn: &mut worker_io::Conn| {
+                        if connection.between_statements() {
+                            moving.rebalance(conn.stream());
+                        }
+                    };
                     let session = async move {
                         let negotiate = worker_io::negotiate(stream, tls);
                         tokio::select! {
-                            _ = socket::serve(negotiate, handlers, ending) => {}
+                            _ = socket::serve(negotiate, handlers, ending, between) => {}
                             _ = stopped.changed() => {}
                         }
                     };
                     worker_io::SessionTask::start(
                         Box::pin(session),
-                        (worker, class),
+                        place,
                         &serving.shared.scheduler,
                         handle.clone(),
                         &io.live,
@@ -549,7 +561,7 @@ fn serve_on_network_threads(
                         tokio::spawn(async move {
                             let negotiate = pgwire::tokio::server::negotiate_tls(socket, tls);
                             tokio::select! {
-                                _ = socket::serve(negotiate, handlers, ending) => {}
+                                _ = socket::serve(negotiate, handlers, ending, |_| {}) => {}
                                 _ = stopped.changed() => {}
                             }
                         });

@@ -37,11 +37,13 @@ pub(crate) type Codec = PgWireMessageServerCodec<crate::prepared::StatementRef>;
 /// Serves a client whose connection `negotiate` sets up (SSLRequest, TLS: on a network thread's
 /// socket or on a worker's), with `handlers`, until it leaves or is ended (`ending`: its
 /// session was, for idling in a transaction or by `pg_terminate_backend`; noticed while it
-/// waits for the client, so after a statement in flight).
+/// waits for the client, so after a statement in flight). `between` is called with the socket
+/// each time the session has answered everything it read and goes back to its client.
 pub(crate) async fn serve<T>(
     negotiate: impl Future<Output = io::Result<Option<Framed<T, Codec>>>>,
     handlers: crate::Handlers,
     ending: std::sync::Arc<crate::backends::Ending>,
+    mut between: impl FnMut(&mut T),
 ) -> io::Result<()>
 where
     T: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static,
@@ -69,6 +71,9 @@ where
             PgWireConnectionState::AwaitingStartup
                 | PgWireConnectionState::AuthenticationInProgress
         );
+        if !in_startup && buf.is_empty() {
+            between(socket.get_mut());
+        }
         let read = read_message(&mut socket, &mut buf);
         let next = if in_startup {
             tokio::select! {

@@ -1180,3 +1180,74 @@ fn point_reads_in_a_block_keep_its_isolation_and_its_rules() {
         assert_eq!(value(&a).await, 0, "out of the block again");
     });
 }
+
+/// Waits (for as long as a loaded machine may take) until the workers serve `want` sessions.
+async fn until_sessions_per_worker(server: &common::TestServer, want: &[usize]) {
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let served = || {
+        server
+            .server
+            .as_ref()
+            .expect("serving")
+            .sessions_per_worker()
+    };
+    while served() != want {
+        assert!(
+            std::time::Instant::now() < give_up,
+            "the workers serve {:?} sessions, not {want:?}",
+            served()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
+#[test]
+fn a_session_moves_to_a_worker_with_fewer_sessions_between_statements_but_not_in_a_block() {
+    let server = common::TestServer::start();
+    let served = || {
+        server
+            .server
+            .as_ref()
+            .expect("serving")
+            .sessions_per_worker()
+    };
+    runtime().block_on(async {
+        // Placed by load at connect time: a and c on the first worker, b on the second.
+        let a = connect(&server.dsn("a")).await;
+        let b = connect(&server.dsn("b")).await;
+        let c = connect(&server.dsn("c")).await;
+        assert_eq!(served(), [2, 1]);
+        a.batch_execute("CREATE TABLE t (k int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 0)")
+            .await
+            .expect("table");
+        assert_eq!(served(), [2, 1], "one more session is as even as it gets");
+        drop(b);
+        until_sessions_per_worker(&server, &[2, 0]).await;
+        // A block's task runs on its worker: the session stays until the block ends.
+        a.simple_query("BEGIN").await.expect("begin");
+        a.simple_query("UPDATE t SET v = v + 1")
+            .await
+            .expect("update");
+        a.simple_query("SELECT v FROM t").await.expect("read");
+        assert_eq!(served(), [2, 0], "in a block");
+        a.simple_query("COMMIT").await.expect("commit");
+        // Moved before its answer was sent: the idle worker serves it now.
+        assert_eq!(served(), [1, 1]);
+        // Its statements run where it is now, and see what it wrote before it moved.
+        let rows = a
+            .query("SELECT v FROM t WHERE k = $1", &[&1])
+            .await
+            .expect("read");
+        assert_eq!(rows[0].get::<_, i32>(0), 1);
+        a.simple_query("UPDATE t SET v = v + 1")
+            .await
+            .expect("update");
+        c.simple_query("SELECT 1").await.expect("c goes on");
+        assert_eq!(served(), [1, 1], "no move back");
+        let rows = c
+            .query("SELECT v FROM t WHERE k = 1", &[])
+            .await
+            .expect("read");
+        assert_eq!(rows[0].get::<_, i32>(0), 2);
+    });
+}

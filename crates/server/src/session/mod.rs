@@ -193,11 +193,7 @@ pub struct Session {
 }
 
 /// The worker a session is served by, and where its steps read the class they run at.
-#[derive(Clone, Debug)]
-pub struct Home {
-    pub worker: usize,
-    pub class: Arc<crate::worker_io::StepClass>,
-}
+pub type Home = Arc<crate::worker_io::Placement>;
 
 /// Where a session's statements run: its own thread, else its worker, else any worker.
 fn runner_of<'a>(
@@ -207,7 +203,7 @@ fn runner_of<'a>(
 ) -> Runner<'a> {
     match (thread, home) {
         (Some(thread), _) => Runner::Thread(thread),
-        (None, Some(home)) => Runner::Worker(&shared.scheduler, home.worker),
+        (None, Some(home)) => Runner::Worker(&shared.scheduler, home.worker()),
         (None, None) => Runner::Scheduler(&shared.scheduler),
     }
 }
@@ -256,7 +252,7 @@ impl Session {
     /// Tells the session's steps its class (a statement's, or after a change of settings).
     fn note_class(&self, (priority, group): (overtake_sched::Priority, overtake_sched::Group)) {
         if let Some(home) = &self.home {
-            home.class.set(priority, group);
+            home.set(priority, group);
         }
     }
 

@@ -1,5 +1,7 @@
 //! Sessions served by the worker that runs them: each connection is placed on one worker at
-//! connect time (the one serving the fewest sessions); its socket is registered in that
+//! connect time (the one serving the fewest sessions), and moves to another between
+//! statements outside a block when its own serves two more sessions than that one
+//! (`task::Placement`); its socket is registered in that
 //! worker's reactor (`reactor`), its protocol loop runs in steps on that worker (`task`), its
 //! statements run as tasks of that worker, and its answers are written by that worker, corked
 //! into one send per batch of requests (`stream`). No other thread is on a statement's path.
@@ -15,6 +17,6 @@ mod task;
 
 pub(crate) use negotiate::negotiate;
 pub use reactor::WorkerIo;
-pub(crate) use stream::WorkerStream;
+pub(crate) use stream::{Conn, WorkerStream};
+pub use task::Placement;
 pub(crate) use task::SessionTask;
-pub use task::StepClass;

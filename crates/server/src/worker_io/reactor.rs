@@ -199,7 +199,7 @@ impl overtake_sched::Reactor for WorkerReactor {
 
 /// The workers' reactors, as the server places sessions on them.
 pub struct WorkerIo {
-    pub(crate) reactors: Vec<Arc<ReactorShared>>,
+    pub(crate) reactors: Arc<[Arc<ReactorShared>]>,
     /// Sessions whose protocol loop has not ended yet (see `task`).
     pub(crate) live: Arc<AtomicUsize>,
 }
@@ -216,7 +216,7 @@ impl WorkerIo {
             given.push(Some(Arc::new(reactor) as Arc<dyn overtake_sched::Reactor>));
         }
         let io = WorkerIo {
-            reactors: shared,
+            reactors: shared.into(),
             live: Arc::default(),
         };
         Ok((io, given))
@@ -225,6 +225,12 @@ impl WorkerIo {
     /// Sessions served on the workers now (their protocol loops not dropped yet).
     pub(crate) fn sessions(&self) -> usize {
         self.live.load(Ordering::SeqCst)
+    }
+
+    /// How many sessions each worker serves now.
+    pub(crate) fn sessions_per_worker(&self) -> Vec<usize> {
+        let load = |r: &Arc<ReactorShared>| r.sessions.load(Ordering::Relaxed);
+        self.reactors.iter().map(load).collect()
     }
 
     /// The worker a new session goes to: the one serving the fewest sessions (the first of

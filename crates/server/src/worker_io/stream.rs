@@ -63,6 +63,26 @@ impl WorkerStream {
         })
     }
 
+    /// Moves the socket to the worker whose reactor is `to`: its readiness is told there from
+    /// now on (a socket registered edge-triggered is reported at once if it is ready, so
+    /// nothing that came meanwhile is missed). On an error it stays where it was.
+    pub(crate) fn move_to(&mut self, to: &Arc<ReactorShared>) -> io::Result<()> {
+        self.reactor.deregister(&mut self.tcp, self.token);
+        let (token, readiness) = match to.register(&mut self.tcp) {
+            Ok(r) => r,
+            Err(e) => {
+                let (token, readiness) = self.reactor.register(&mut self.tcp)?;
+                (self.token, self.readiness) = (token, readiness);
+                return Err(e);
+            }
+        };
+        (self.token, self.readiness) = (token, readiness);
+        to.sessions.fetch_add(1, Ordering::Relaxed);
+        self.reactor.sessions.fetch_sub(1, Ordering::Relaxed);
+        self.reactor = Arc::clone(to);
+        Ok(())
+    }
+
     /// The client's address.
     pub(crate) fn peer_addr(&self) -> io::Result<std::net::SocketAddr> {
         self.tcp.peer_addr()
@@ -170,6 +190,16 @@ impl Drop for WorkerStream {
 pub enum Conn {
     Plain(WorkerStream),
     Tls(Box<pgwire::tokio::tokio_rustls::server::TlsStream<WorkerStream>>),
+}
+
+impl Conn {
+    /// The socket under the connection.
+    pub(crate) fn stream(&mut self) -> &mut WorkerStream {
+        match self {
+            Conn::Plain(s) => s,
+            Conn::Tls(s) => s.get_mut().0,
+        }
+    }
 }
 
 impl AsyncRead for Conn {

@@ -26,6 +26,7 @@ use overtake_priority::{Group, Priority, Tier, Weight};
 use overtake_runtime::{NoPreemptGuard, RegionMutex};
 use overtake_sched::{Call, Calls, Scheduler};
 
+use super::WorkerStream;
 use super::reactor::ReactorShared;
 
 /// Nothing to do until a wake.
@@ -44,28 +45,40 @@ const RESUBMIT: Duration = Duration::from_millis(1);
 
 type SessionFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 
-/// The priority and group a session's steps run at: its current class, kept by the session as
-/// its settings change (one word, so that a waker on any thread reads it without a lock). It is
+/// Where a session is served (its worker) and the class its steps run at (its priority and
+/// group, kept by the session as its settings change). Each is one word, so that a waker on any
+/// thread reads them without a lock; both change only in the session's own step. The session is
 /// counted among its worker's sessions at its level, from its creation to its drop.
-pub struct StepClass {
+pub struct Placement {
     word: AtomicU32,
-    reactor: Arc<ReactorShared>,
+    worker: AtomicUsize,
+    reactors: Arc<[Arc<ReactorShared>]>,
 }
 
-impl StepClass {
-    /// The class of a session served by the worker whose reactor is `reactor`, before the
-    /// session has settings: `priority`'s default level.
-    pub(crate) fn for_worker(reactor: &Arc<ReactorShared>) -> Self {
-        reactor.levels[Priority::MEDIUM.level()].fetch_add(1, Ordering::Relaxed);
-        StepClass {
+impl Placement {
+    /// The placement of a session served by `worker` (one of `reactors`), before the session
+    /// has settings: the default level.
+    pub(crate) fn on(worker: usize, reactors: &Arc<[Arc<ReactorShared>]>) -> Self {
+        reactors[worker].levels[Priority::MEDIUM.level()].fetch_add(1, Ordering::Relaxed);
+        Placement {
             word: AtomicU32::new(Self::word(Priority::MEDIUM, Group::of(Priority::MEDIUM))),
-            reactor: Arc::clone(reactor),
+            worker: AtomicUsize::new(worker),
+            reactors: Arc::clone(reactors),
         }
     }
 
     fn word(priority: Priority, group: Group) -> u32 {
         let tier = u32::from(group.tier == Tier::Background);
         (priority.level() as u32) | (tier << 8) | (group.weight.get() << 16)
+    }
+
+    /// The worker serving the session now.
+    pub fn worker(&self) -> usize {
+        self.worker.load(Ordering::SeqCst)
+    }
+
+    fn reactor(&self) -> &ReactorShared {
+        &self.reactors[self.worker()]
     }
 
     /// The session's class is now `priority` in `group`.
@@ -75,8 +88,43 @@ impl StepClass {
             .swap(Self::word(priority, group), Ordering::Relaxed);
         let was = (before & 0xff) as usize;
         if was != priority.level() {
-            self.reactor.levels[priority.level()].fetch_add(1, Ordering::Relaxed);
-            self.reactor.levels[was].fetch_sub(1, Ordering::Relaxed);
+            let levels = &self.reactor().levels;
+            levels[priority.level()].fetch_add(1, Ordering::Relaxed);
+            levels[was].fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Where the session's steps and statements go from now on: `to` (its socket moved there
+    /// already, see [`WorkerStream::move_to`](super::WorkerStream::move_to)).
+    pub(crate) fn move_to(&self, to: usize) {
+        let level = (self.word.load(Ordering::Relaxed) & 0xff) as usize;
+        self.reactors[to].levels[level].fetch_add(1, Ordering::Relaxed);
+        let from = self.worker.swap(to, Ordering::SeqCst);
+        self.reactors[from].levels[level].fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// The worker a session between statements should move to, if its own serves at least two
+    /// sessions more than another (see [`WorkerIo::place`](super::WorkerIo::place)): the one
+    /// serving the fewest. At least two, so that the move evens the two out and the session
+    /// does not come back at its next statement.
+    pub(crate) fn better(&self) -> Option<usize> {
+        let here = self.worker();
+        let load = |w: usize| self.reactors[w].sessions.load(Ordering::Relaxed);
+        let (there, fewest) = (0..self.reactors.len())
+            .map(|w| (w, load(w)))
+            .min_by_key(|&(_, n)| n)?;
+        (load(here) >= fewest + 2).then_some(there)
+    }
+
+    /// Moves the session, between statements and outside a block, to the worker serving the
+    /// fewest sessions if its own serves two more (see [`better`](Self::better)): its socket,
+    /// then its steps and statements. Nothing else of a session between statements is tied to
+    /// its worker (a block's task, which is, keeps it where it is).
+    pub(crate) fn rebalance(&self, stream: &mut WorkerStream) {
+        if let Some(to) = self.better()
+            && stream.move_to(&self.reactors[to]).is_ok()
+        {
+            self.move_to(to);
         }
     }
 
@@ -93,16 +141,19 @@ impl StepClass {
     }
 }
 
-impl std::fmt::Debug for StepClass {
+impl std::fmt::Debug for Placement {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("StepClass").field(&self.get()).finish()
+        f.debug_struct("Placement")
+            .field("worker", &self.worker())
+            .field("class", &self.get())
+            .finish()
     }
 }
 
-impl Drop for StepClass {
+impl Drop for Placement {
     fn drop(&mut self) {
         let level = (self.word.load(Ordering::Relaxed) & 0xff) as usize;
-        self.reactor.levels[level].fetch_sub(1, Ordering::Relaxed);
+        self.reactor().levels[level].fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -110,11 +161,10 @@ impl Drop for StepClass {
 pub(crate) struct SessionTask {
     state: AtomicU8,
     future: RegionMutex<Option<SessionFuture>>,
-    worker: usize,
     /// Weak: a waker kept somewhere after the session ended must not keep the scheduler (whose
     /// last owner, dropped on a worker, would join that worker's own thread).
     scheduler: Weak<Scheduler<Calls>>,
-    class: Arc<StepClass>,
+    place: Arc<Placement>,
     /// Timers and spawned helpers of the session's code live in this runtime.
     runtime: tokio::runtime::Handle,
     /// Counts the sessions whose future is not dropped yet (the server's shutdown waits for
@@ -126,7 +176,7 @@ impl SessionTask {
     /// Starts serving `future` on `worker`.
     pub(crate) fn start(
         future: SessionFuture,
-        (worker, class): (usize, Arc<StepClass>),
+        place: Arc<Placement>,
         scheduler: &Arc<Scheduler<Calls>>,
         runtime: tokio::runtime::Handle,
         live: &Arc<AtomicUsize>,
@@ -135,9 +185,8 @@ impl SessionTask {
         let task = Arc::new(SessionTask {
             state: AtomicU8::new(SCHEDULED),
             future: RegionMutex::new(Some(future)),
-            worker,
             scheduler: Arc::downgrade(scheduler),
-            class,
+            place,
             runtime,
             live: Arc::clone(live),
         });
@@ -162,11 +211,11 @@ impl SessionTask {
             // The server is gone: so is the session.
             return self.end();
         };
-        let (priority, group) = self.class.get();
+        let (priority, group) = self.place.get();
         let task = Arc::clone(self);
         let (call, _ticket) = Call::between_tasks(priority, move || task.step());
         let call = call.in_group(group);
-        if let Err(full) = scheduler.submit_to(self.worker, call, Instant::now()) {
+        if let Err(full) = scheduler.submit_to(self.place.worker(), call, Instant::now()) {
             // The worker's inbox is full: try again from the runtime's timer until it takes it
             // (the session waits, as a statement waits for admission).
             let mut call = full.into_inner();
@@ -177,7 +226,7 @@ impl SessionTask {
                     let Some(scheduler) = task.scheduler.upgrade() else {
                         return task.end();
                     };
-                    match scheduler.submit_to(task.worker, call, Instant::now()) {
+                    match scheduler.submit_to(task.place.worker(), call, Instant::now()) {
                         Ok(()) => return,
                         Err(full) => call = full.into_inner(),
                     }
@@ -253,46 +302,78 @@ impl Wake for SessionTask {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+
     use overtake_priority::{Group, Priority};
     use overtake_sched::Reactor;
 
-    use super::StepClass;
-    use crate::worker_io::reactor::WorkerReactor;
+    use super::Placement;
+    use crate::worker_io::reactor::{ReactorShared, WorkerReactor};
+
+    fn two_workers() -> (Vec<WorkerReactor>, Arc<[Arc<ReactorShared>]>) {
+        let (a, a_shared) = WorkerReactor::new().expect("an epoll instance");
+        let (b, b_shared) = WorkerReactor::new().expect("an epoll instance");
+        (vec![a, b], Arc::from(vec![a_shared, b_shared]))
+    }
 
     #[test]
-    fn a_workers_most_urgent_arrival_follows_its_sessions_classes() {
-        let (reactor, shared) = WorkerReactor::new().expect("an epoll instance");
-        assert_eq!(reactor.most_urgent(), Priority::LOW, "no session yet");
-        let a = StepClass::for_worker(&shared);
+    fn a_workers_most_urgent_arrival_follows_its_sessions_classes_and_moves() {
+        let (reactors, shared) = two_workers();
+        assert_eq!(reactors[0].most_urgent(), Priority::LOW, "no session yet");
+        let a = Placement::on(0, &shared);
         assert_eq!(
-            reactor.most_urgent(),
+            reactors[0].most_urgent(),
             Priority::MEDIUM,
             "a session's default"
         );
-        let b = StepClass::for_worker(&shared);
+        let b = Placement::on(0, &shared);
         b.set(Priority::HIGH, Group::of(Priority::HIGH));
         b.set(Priority::HIGH, Group::of(Priority::HIGH)); // the same class again
         a.set(Priority::LOW, Group::of(Priority::LOW));
-        assert_eq!(reactor.most_urgent(), Priority::HIGH);
+        assert_eq!(reactors[0].most_urgent(), Priority::HIGH);
         assert_eq!(
             format!("{b:?}"),
             format!(
-                "StepClass({:?})",
+                "Placement {{ worker: 0, class: {:?} }}",
                 (Priority::HIGH, Group::of(Priority::HIGH))
             )
         );
+        // The urgent session moves: what can arrive at each worker moves with it.
+        b.move_to(1);
+        assert_eq!(b.worker(), 1);
+        assert_eq!(reactors[0].most_urgent(), Priority::LOW);
+        assert_eq!(reactors[1].most_urgent(), Priority::HIGH);
+        b.set(Priority::MEDIUM, Group::of(Priority::MEDIUM));
+        assert_eq!(reactors[1].most_urgent(), Priority::MEDIUM);
         drop(b);
-        assert_eq!(
-            reactor.most_urgent(),
-            Priority::LOW,
-            "the urgent session ended"
-        );
+        assert_eq!(reactors[1].most_urgent(), Priority::LOW, "it ended");
         drop(a);
         assert!(
             shared
-                .levels
                 .iter()
-                .all(|n| n.load(std::sync::atomic::Ordering::Relaxed) == 0)
+                .all(|r| r.levels.iter().all(|n| n.load(Ordering::Relaxed) == 0))
         );
+    }
+
+    #[test]
+    fn a_session_moves_only_to_even_out_two_workers_sessions() {
+        let (_reactors, shared) = two_workers();
+        let a = Placement::on(0, &shared);
+        let set = |w0: usize, w1: usize| {
+            shared[0].sessions.store(w0, Ordering::Relaxed);
+            shared[1].sessions.store(w1, Ordering::Relaxed);
+        };
+        set(1, 0);
+        assert_eq!(a.better(), None, "one more is balanced as can be");
+        set(2, 1);
+        assert_eq!(a.better(), None);
+        set(2, 0);
+        assert_eq!(a.better(), Some(1));
+        set(5, 2);
+        assert_eq!(a.better(), Some(1));
+        set(0, 2);
+        assert_eq!(a.better(), None, "never to a busier worker");
+        set(0, 0);
     }
 }
