@@ -119,6 +119,36 @@ fn writers_of_one_row_wait_for_each_other_and_both_apply() {
 }
 
 #[test]
+fn a_reader_that_writes_after_all_locks_its_rows_as_any_writer() {
+    // `begin_reader` joins the row locks' manager only when it first locks: its write waits
+    // for the row's holder, and a writer after it waits for it.
+    let (db, t) = setup();
+    std::thread::scope(|s| {
+        let mut reader = Session::begin_reader_at(s, &db, Priority::LOW, RC);
+        let mut holder = Session::begin_at(s, &db, Priority::LOW, RC);
+        let mut other = Session::begin_at(s, &db, Priority::LOW, RC);
+        assert_eq!(reader.run(&db, read(&t, 1)), done(&[10]));
+        assert_eq!(holder.run(&db, add(&t, 1, 1)), done(&[]));
+        assert_eq!(reader.run(&db, add(&t, 1, 5)), Progress::Blocked);
+        assert_eq!(holder.commit(&db), done(&[]));
+        assert_eq!(reader.unblocked(), Ok(vec![]));
+        assert_eq!(reader.run(&db, add(&t, 2, 1)), done(&[]));
+        assert_eq!(
+            other.run(&db, try_lock(&t, 2)),
+            done(&[0]),
+            "the reader holds it"
+        );
+        assert_eq!(reader.commit(&db), done(&[]));
+        assert_eq!(other.run(&db, try_lock(&t, 2)), done(&[1]));
+        assert_eq!(other.commit(&db), done(&[]));
+        for session in [reader, holder, other] {
+            session.close();
+        }
+    });
+    assert_eq!(committed(&db, &t), [(1, 16), (2, 21)]);
+}
+
+#[test]
 fn a_write_by_a_transaction_that_takes_no_lock_fails_the_locked_writer() {
     // A snapshot-isolation writer takes no row lock: it commits over the row a READ COMMITTED
     // transaction has locked and written. The latter's write was based on the row before that

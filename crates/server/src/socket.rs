@@ -86,7 +86,7 @@ where
             // that took its SIGTERM.
             tokio::select! {
                 biased;
-                _ = ending.notify.notified() => {
+                _ = ending.asked() => {
                     // FATAL, then the close: no ReadyForQuery follows, as in PostgreSQL.
                     let (code, message) = ending.reason.get().copied().unwrap_or((
                         overtake_sql::sqlstate::ADMIN_SHUTDOWN,

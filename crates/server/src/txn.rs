@@ -585,7 +585,8 @@ pub async fn run_here(
     cancel: &Cancel,
 ) -> Result<Done, SqlError> {
     let (done, acknowledged) = {
-        let mut txn = begin(db, priority, level)?;
+        // It locks nothing: it joins no lock manager (should it lock, it joins then).
+        let mut txn = db.begin_reader(priority, isolation(level))?;
         let done = run(&mut txn, work, cancel)?;
         if !cancel.begin_commit() {
             return Err(cancelled());

@@ -22,7 +22,7 @@ use super::Database;
 use crate::log::checkpoint::CheckpointWriter;
 use crate::log::files;
 use crate::txn::shared::Engine;
-use crate::txn::{Isolation, Transaction};
+use crate::txn::{Isolation, Joins, Transaction};
 
 /// A checkpoint written, from [`Database::checkpoint`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -267,7 +267,12 @@ fn write(engine: &Engine, dir: &Path) -> Result<Checkpointed, CheckpointError> {
         .txns
         .begin()
         .map_err(|e| CheckpointError::Snapshot(e.to_string()))?;
-    let txn = Transaction::new(engine, lease, Priority::LOW, Isolation::Snapshot, None);
+    let txn = Transaction::new(
+        engine,
+        lease,
+        (Priority::LOW, Isolation::Snapshot),
+        Joins::AtBegin(None),
+    );
     let snapshot = txn.snapshot();
     let written = (|| {
         let mut out = CheckpointWriter::create(dir, segment, snapshot)?;

@@ -29,7 +29,7 @@ use crate::mvcc::gc::{self, VersionCensus};
 use crate::options::{Concurrency, Options};
 use crate::storage::schema::TableSchema;
 use crate::txn::shared::Engine;
-use crate::txn::{Isolation, LockStats, Transaction};
+use crate::txn::{Isolation, Joins, LockStats, Transaction};
 use overtake_priority::Priority;
 
 /// Source of database identities (so a table of one database is refused by another).
@@ -172,6 +172,29 @@ impl Database {
         self.begin_aged(priority, isolation, None)
     }
 
+    /// Begins a transaction meant only to read (a point read, say): over MVCC it joins no lock
+    /// manager at its begin, which every other transaction does (a shared latch's worth of
+    /// work). It behaves as one [`begin`](Self::begin) gives all the same: should it lock or
+    /// write after all, it joins the lock manager then, as the youngest transaction yet, and
+    /// under READ COMMITTED its writes take row locks.
+    pub fn begin_reader(
+        &self,
+        priority: Priority,
+        isolation: Isolation,
+    ) -> Result<Transaction<'_>> {
+        if self.reads_lock() {
+            return self.begin(priority, isolation);
+        }
+        let lease = self.engine.txns.begin()?;
+        let class = (priority, isolation);
+        Ok(Transaction::new(
+            &self.engine,
+            lease,
+            class,
+            Joins::WhenItLocks,
+        ))
+    }
+
     /// Begins a transaction that the lock manager counts as begun the `lock_age`-th (`None`: the
     /// youngest yet), so that a retry keeps its first attempt's age.
     fn begin_aged(
@@ -181,12 +204,12 @@ impl Database {
         lock_age: Option<u64>,
     ) -> Result<Transaction<'_>> {
         let lease = self.engine.txns.begin()?;
+        let class = (priority, isolation);
         Ok(Transaction::new(
             &self.engine,
             lease,
-            priority,
-            isolation,
-            lock_age,
+            class,
+            Joins::AtBegin(lock_age),
         ))
     }
 

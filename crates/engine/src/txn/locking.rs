@@ -732,9 +732,10 @@ impl<'db> Transaction<'db> {
     /// holds the row's lock or waits for it first.
     pub fn try_lock_row(&mut self, table: &Table, key: &KeyBuf) -> Result<bool> {
         self.check(table)?;
-        let Some(locker) = self.locker.as_mut().filter(|_| self.locks_rows) else {
+        if !self.locks_rows {
             return Ok(true);
-        };
+        }
+        let locker = self.locker_made();
         let result = locker.try_lock_key(table, IndexRef::Primary, key.as_bytes());
         let granted = self.lock_result(result)?;
         if granted && self.isolation == super::Isolation::ReadCommitted && !self.two_phase {
@@ -815,9 +816,10 @@ impl<'db> Transaction<'db> {
 
     /// Locks primary key `key` of `table` in `mode` (nothing unless locking).
     pub(super) fn lock_primary(&mut self, table: &Table, key: &[u8], mode: LockMode) -> Result<()> {
-        let Some(locker) = self.locker.as_mut().filter(|_| self.locks_rows) else {
+        if !self.locks_rows {
             return Ok(());
-        };
+        }
+        let locker = self.locker_made();
         let result = locker.lock_key(table, IndexRef::Primary, key, mode);
         self.lock_result(result)
     }

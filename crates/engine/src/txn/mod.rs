@@ -198,20 +198,36 @@ impl Reads<'_> {
     }
 }
 
+/// When a transaction joins the lock manager (if it locks at all: two-phase locking, or READ
+/// COMMITTED's row locks).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Joins {
+    /// At its begin, as begun the given-th (`None`: the youngest yet).
+    AtBegin(Option<u64>),
+    /// When it first takes a lock, as the youngest then (a reader, over MVCC only).
+    WhenItLocks,
+}
+
 impl<'db> Transaction<'db> {
     pub(crate) fn new(
         engine: &'db Engine,
         lease: Lease,
-        priority: Priority,
-        isolation: Isolation,
-        lock_age: Option<u64>,
+        (priority, isolation): (Priority, Isolation),
+        joins: Joins,
     ) -> Self {
-        let locker = Self::register_locker(engine, lease.stamp, (priority, isolation), lock_age);
+        let (locker, locks_rows) = match joins {
+            Joins::AtBegin(age) => {
+                let locker = Self::register_locker(engine, lease.stamp, (priority, isolation), age);
+                let locks = locker.is_some();
+                (locker, locks)
+            }
+            Joins::WhenItLocks => (None, isolation == Isolation::ReadCommitted),
+        };
         let read_ts = &*engine.read_marks[lease.slot];
         read_ts.store(0, std::sync::atomic::Ordering::Relaxed);
         Transaction {
             buf: engine.footprints.take(lease.slot),
-            locks_rows: locker.is_some(),
+            locks_rows,
             locker,
             table_locks: Vec::new(),
             validating: false,

@@ -52,11 +52,36 @@ impl<'scope> Session<'scope> {
         priority: Priority,
         isolation: Isolation,
     ) -> Self {
+        Self::begin_with(scope, db, priority, isolation, false)
+    }
+
+    /// As [`begin_at`](Self::begin_at), with `Database::begin_reader`.
+    pub fn begin_reader_at<'env>(
+        scope: &'scope Scope<'scope, 'env>,
+        db: &'env Database,
+        priority: Priority,
+        isolation: Isolation,
+    ) -> Self {
+        Self::begin_with(scope, db, priority, isolation, true)
+    }
+
+    fn begin_with<'env>(
+        scope: &'scope Scope<'scope, 'env>,
+        db: &'env Database,
+        priority: Priority,
+        isolation: Isolation,
+        reader: bool,
+    ) -> Self {
         let (steps, step_rx) = channel::<Step>();
         let (outcome_tx, outcomes) = channel::<Outcome>();
         let (id_tx, id_rx) = channel();
         let thread = scope.spawn(move || {
-            let mut txn = db.begin(priority, isolation).expect("begin");
+            let begun = if reader {
+                db.begin_reader(priority, isolation)
+            } else {
+                db.begin(priority, isolation)
+            };
+            let mut txn = begun.expect("begin");
             id_tx.send(txn.id()).expect("test alive");
             for step in step_rx {
                 let outcome = step(&mut txn);
