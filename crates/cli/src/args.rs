@@ -108,11 +108,10 @@ pub struct ServeArgs {
     /// superuser_reserved_connections): others are refused with 53300 past the rest.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=100_000))]
     pub superuser_reserved_connections: u32,
-    /// How long an idle worker spins for new work before it sleeps (µs): spinning takes CPU
-    /// from the clients that share the cores, and a worker spinning between its socket polls
-    /// rarely sees a request sooner than one sleeping in them (measured: 20 µs of spin cost one
-    /// client's point SELECTs a third more server CPU for the same latency).
-    #[arg(long, default_value_t = 0)]
+    /// How long an idle worker spins for new work before it sleeps (µs), polling its sessions'
+    /// sockets as it spins, and only while every other worker sleeps: spinning while others
+    /// work would take a core from the clients that share them (0: never spin).
+    #[arg(long, default_value_t = 40)]
     pub idle_spin_us: u64,
     /// Pin each worker to a core of its own.
     #[arg(long)]

@@ -74,6 +74,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         .policy(args.policy.policy())
         .quantum(Duration::from_micros(args.quantum_us))
         .idle_spin(Duration::from_micros(args.idle_spin_us))
+        .idle_spin_alone(true)
         .pin(args.pin)
         .stack_size(overtake_server::TASK_STACK)
         // Network threads and clients share the cores: background statements yield them.

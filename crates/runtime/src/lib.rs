@@ -43,6 +43,7 @@ pub mod context;
 pub mod cpu;
 pub mod critical;
 mod fp_control;
+pub mod load;
 pub mod memory;
 pub mod os_thread;
 pub mod padded;

@@ -222,6 +222,7 @@ impl<E: Executor> Scheduler<E> {
             reactors: Vec::new(),
         };
         scheduler.reactors = reactors.clone();
+        let peers: Arc<[Arc<WorkerShared>]> = scheduler.workers.clone().into();
         for (index, (feed, reactor)) in feeds.into_iter().zip(reactors).enumerate() {
             let setup = WorkerSetup {
                 index,
@@ -234,6 +235,7 @@ impl<E: Executor> Scheduler<E> {
                 stop: Arc::clone(&scheduler.stop),
                 feed,
                 reactor,
+                peers: Arc::clone(&peers),
             };
             let handle = std::thread::Builder::new()
                 .name(format!("worker-{index}"))

@@ -123,9 +123,36 @@ struct WorkerCore<E: Executor> {
     paused_for_urgent: Cell<Option<Instant>>,
     /// Jobs whose tasks ended and that await their acknowledgements.
     acks: RefCell<Acks<E::Job>>,
+    /// The machine's runnable threads, and when it last found a core to spare (or none) for
+    /// spinning (`SchedConfig::idle_spin_alone`).
+    load: overtake_runtime::load::RunnableThreads,
+    spare: Cell<Option<(Instant, bool)>>,
 }
 
+/// How long a worker keeps what it learned of the machine's load before it reads it again.
+const SPARE_KEPT: std::time::Duration = std::time::Duration::from_micros(200);
+
 impl<E: Executor> WorkerCore<E> {
+    /// Whether this worker, idle, has a core to spin on (`SchedConfig::idle_spin_alone`): every
+    /// other worker sleeps, and the machine's runnable threads, this one included, are no more
+    /// than its cores.
+    fn core_to_spare(&self, peers: &[Arc<WorkerShared>], now: Instant) -> bool {
+        let others_sleep = (peers.iter().enumerate())
+            .all(|(i, peer)| i == self.index || peer.sleeper.is_sleeping());
+        if !others_sleep {
+            return false;
+        }
+        if let Some((at, spare)) = self.spare.get()
+            && now.saturating_duration_since(at) < SPARE_KEPT
+        {
+            return spare;
+        }
+        let cores = overtake_runtime::os_thread::available_cores();
+        let spare = self.load.now().is_some_and(|runnable| runnable <= cores);
+        self.spare.set(Some((now, spare)));
+        spare
+    }
+
     /// Runs one job in task `id` (on its context) and records what happened to it.
     fn run_job(&self, id: TaskId, mut scheduled: Scheduled<E::Job>) {
         let outcome = self.exec.execute(&mut scheduled.job, self.index);
@@ -635,6 +662,8 @@ pub(crate) struct WorkerSetup<E: Executor> {
     pub(crate) stop: Arc<AtomicU8>,
     pub(crate) feed: Option<IdleWork<E::Job>>,
     pub(crate) reactor: Option<Arc<dyn crate::Reactor>>,
+    /// Every worker's shared part, this one's included (for `SchedConfig::idle_spin_alone`).
+    pub(crate) peers: Arc<[Arc<WorkerShared>]>,
 }
 
 /// The worker thread's body. Returns its statistics.
@@ -650,6 +679,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         stop,
         mut feed,
         reactor,
+        peers,
     } = setup;
     if config.pin {
         overtake_runtime::os_thread::pin_current_thread(index);
@@ -685,6 +715,8 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
             Arc::clone(&shared_acks),
             Arc::clone(&shared_wakes),
         )),
+        load: overtake_runtime::load::RunnableThreads::new(),
+        spare: Cell::new(None),
     });
     // The first context is made before the clock starts (a stack costs a few mmaps).
     let claim = core.tasks.borrow_mut().claim();
@@ -719,8 +751,10 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
     let mut idle_since: Option<Instant> = None;
     loop {
         let stopping = Stop::from(stop.load(Ordering::Acquire));
+        // Spinning idle (`idle_spin`), it polls at every turn: a request then starts as soon
+        // as it is readable, without the wake-up a sleep in the poll would cost.
         if let Some(reactor) = &reactor
-            && polled.elapsed() >= crate::reactor::POLL_BETWEEN_TASKS
+            && (idle_since.is_some() || polled.elapsed() >= crate::reactor::POLL_BETWEEN_TASKS)
         {
             // Readiness becomes work (a session's next step) in this worker's inbox, seen by
             // the pick below.
@@ -769,7 +803,8 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
                         core.start(Scheduled::at(job, now))
                     }
                     None if now.saturating_duration_since(*idle_since.get_or_insert(now))
-                        < core.config.idle_spin =>
+                        < core.config.idle_spin
+                        && (!core.config.idle_spin_alone || core.core_to_spare(&peers, now)) =>
                     {
                         std::hint::spin_loop();
                     }

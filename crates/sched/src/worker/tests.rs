@@ -84,6 +84,11 @@ fn config(pool: usize) -> SchedConfig {
 }
 
 fn start_worker(config: SchedConfig) -> TestWorker {
+    start_worker_among(config, Vec::new())
+}
+
+/// A worker among `others` (workers in name only: their shared parts, which it looks at).
+fn start_worker_among(config: SchedConfig, others: Vec<Arc<WorkerShared>>) -> TestWorker {
     let pending = Arc::new(crate::pending::Pending::new(
         64,
         64,
@@ -103,6 +108,7 @@ fn start_worker(config: SchedConfig) -> TestWorker {
         stop: Arc::clone(&stop),
         feed: None,
         reactor: None,
+        peers: std::iter::once(Arc::clone(&shared)).chain(others).collect(),
     };
     TestWorker {
         queues: inbox,
@@ -1006,4 +1012,33 @@ fn an_urgent_job_is_booked_when_its_acknowledgement_resolves_while_background_wo
     assert_eq!(stats.class(Priority::LOW).committed, 1);
     // Booked without pausing the background job.
     assert_eq!(stats.class(Priority::LOW).preemptions, 0);
+}
+
+#[test]
+fn an_idle_worker_spinning_alone_sleeps_at_once_while_another_works() {
+    // It would spin for an hour; another worker is awake (working), so it sleeps instead.
+    let config = SchedConfig {
+        idle_spin: std::time::Duration::from_secs(3_600),
+        idle_spin_alone: true,
+        ..config(2)
+    };
+    let working = Arc::new(WorkerShared::new(1));
+    let w = start_worker_among(config, vec![working]);
+    let give_up = Instant::now() + std::time::Duration::from_secs(60);
+    while !w.shared.sleeper.is_sleeping() {
+        assert!(Instant::now() < give_up, "the idle worker never slept");
+        std::thread::yield_now();
+    }
+    // Work still wakes it.
+    let ran = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&ran);
+    push(&w.queues, Priority::HIGH, move || {
+        flag.store(true, Ordering::SeqCst)
+    });
+    w.shared.sleeper.notify();
+    while !ran.load(Ordering::SeqCst) {
+        assert!(Instant::now() < give_up, "the job never ran");
+        std::thread::yield_now();
+    }
+    w.finish();
 }
