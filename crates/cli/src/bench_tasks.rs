@@ -15,7 +15,9 @@ use overtake_engine::Priority;
 use overtake_runtime::park::{self, Unparker};
 use overtake_runtime::preempt;
 use overtake_runtime::{NoPreemptGuard, RegionMutex};
-use overtake_sched::{Calls, Delivery, LatencyHistogram, Policy, SchedConfig, Scheduler, Shutdown};
+use overtake_sched::{
+    CallExecutor, Delivery, LatencyHistogram, Policy, SchedConfig, Scheduler, Shutdown,
+};
 
 /// What the measurements found.
 pub struct TaskCosts {
@@ -51,7 +53,7 @@ struct Rendezvous {
 /// Measures park-to-run latency `samples` times; `same_worker` chooses the waker.
 fn park_to_run(samples: u32, same_worker: bool) -> Result<LatencyHistogram, String> {
     let scheduler =
-        Arc::new(Scheduler::start(&config(), Arc::new(Calls)).map_err(|e| e.to_string())?);
+        Arc::new(Scheduler::start(&config(), Arc::new(CallExecutor)).map_err(|e| e.to_string())?);
     let epoch = Instant::now();
     let nanos = move || epoch.elapsed().as_nanos() as u64;
     let meet = Arc::new(Rendezvous::default());
@@ -145,7 +147,8 @@ fn park_to_run(samples: u32, same_worker: bool) -> Result<LatencyHistogram, Stri
 
 /// Nanoseconds per empty call, submitted in batches of 1,000 and waited for.
 fn empty_call_cost(samples: u32) -> Result<f64, String> {
-    let scheduler = Scheduler::start(&config(), Arc::new(Calls)).map_err(|e| e.to_string())?;
+    let scheduler =
+        Scheduler::start(&config(), Arc::new(CallExecutor)).map_err(|e| e.to_string())?;
     let batches = (samples / 1_000).max(1);
     let start = Instant::now();
     for _ in 0..batches {

@@ -53,7 +53,6 @@ fn main() -> ExitCode {
         );
         return ExitCode::FAILURE;
     }
-    interrupt::install();
     // Read the usable cores before any thread is pinned.
     let _ = overtake_runtime::os_thread::usable_cores();
     // A main-memory engine keeps what it frees for reuse: returning it to the kernel costs bursts
@@ -69,6 +68,14 @@ fn main() -> ExitCode {
         }
         Err(e) => e.exit(),
     };
+    // Ctrl-C ends a comparison or a sweep after its run in progress; `serve` shuts down on it
+    // with its own handler, and the rest end at once.
+    if matches!(
+        cli.command,
+        args::Command::Compare(_) | args::Command::CrashTest(_)
+    ) {
+        interrupt::install();
+    }
     // Ok(false): the command reported its own failure (a check that found a problem) in its
     // output, which must stay one JSON object under --json.
     let done = |r: Result<(), String>| r.map(|()| true);

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use overtake_engine::{Concurrency, Database, LockPolicy, Options};
 use overtake_runtime::bpf_map::HintMap;
-use overtake_sched::{Calls, SchedConfig, Scheduler, Shutdown};
+use overtake_sched::{CallExecutor, SchedConfig, Scheduler, Shutdown};
 use overtake_server::{Server, ServerConfig};
 
 use crate::args::{CcArg, ServeArgs};
@@ -93,7 +93,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     let scheduler = Arc::new(
         Scheduler::start_with(
             &config,
-            Arc::new(Calls),
+            Arc::new(CallExecutor),
             overtake_sched::StartOptions::default().reactors(reactors),
         )
         .map_err(|e| e.to_string())?,

@@ -211,6 +211,32 @@ fn ctrl_c_ends_a_comparison_with_the_runs_it_finished() {
 }
 
 #[test]
+fn ctrl_c_shuts_serve_down_without_a_comparisons_message() {
+    use std::process::Stdio;
+    let child = Command::new(env!("CARGO_BIN_EXE_overtake"))
+        .args(["serve", "--in-memory", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    // The server's own handler is installed once it waits for a signal.
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !catches_sigint(child.id()) {
+        assert!(std::time::Instant::now() < give_up, "serve never waited");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    let out = child.wait_with_output().expect("exits");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("shutting down"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("interrupted"), "{}", stderr(&out));
+}
+
+#[test]
 fn plot_and_csv_write_the_figures_and_every_transaction() {
     let dir = std::env::temp_dir().join(format!("overtake-cli-plot-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

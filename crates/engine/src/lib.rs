@@ -79,8 +79,3 @@ pub use storage::row::{Row, RowBuilder, RowLayout, RowMut, RowRef};
 pub use storage::schema::{Column, ColumnType, IndexDef, TableSchema, TableSchemaBuilder};
 pub use storage::value::{Decimal, Value};
 pub use txn::{Isolation, LockStats, Reads, ScanOptions, TableLock, Transaction};
-
-// The README's example is compiled and run as a test of this crate.
-#[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
-struct ReadmeDoctests;

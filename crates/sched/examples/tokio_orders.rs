@@ -16,7 +16,7 @@ use overtake_engine::{
     ColumnType, Database, Isolation, KeyRange, Options, RetryPolicy, ScanOptions, Table,
     TableSchema,
 };
-use overtake_sched::{Calls, Priority, SchedConfig, Scheduler, Shutdown};
+use overtake_sched::{CallExecutor, Priority, SchedConfig, Scheduler, Shutdown};
 
 // Preemption anywhere (by signal) needs every allocation inside a non-preemptible region.
 #[global_allocator]
@@ -29,7 +29,7 @@ type BoxError = Box<dyn Error + Send + Sync>;
 struct Service {
     db: Arc<Database>,
     orders: Arc<Table>,
-    scheduler: Scheduler<Calls>,
+    scheduler: Scheduler<CallExecutor>,
 }
 
 const AMOUNT: usize = 1; // column positions of `orders`
@@ -101,7 +101,7 @@ async fn run(rows: i64, passes: usize) -> Result<Observed, BoxError> {
             .primary_key(&["id"])
             .build()?,
     )?;
-    let scheduler = Scheduler::start(&SchedConfig::default().workers(1), Arc::new(Calls))?;
+    let scheduler = Scheduler::start(&SchedConfig::default().workers(1), Arc::new(CallExecutor))?;
     let service = Arc::new(Service {
         db,
         orders,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use overtake_sched::Priority;
-use overtake_sched::{Calls, SchedConfig, Scheduler, Shutdown};
+use overtake_sched::{CallExecutor, SchedConfig, Scheduler, Shutdown};
 
 // Signal preemption needs every allocation inside a non-preemptible region.
 #[global_allocator]
@@ -17,7 +17,7 @@ static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_alloc
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let config = SchedConfig::default().workers(1);
-    let scheduler = Arc::new(Scheduler::start(&config, Arc::new(Calls))?);
+    let scheduler = Arc::new(Scheduler::start(&config, Arc::new(CallExecutor))?);
     let t0 = Instant::now();
 
     let background = {

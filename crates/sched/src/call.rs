@@ -1,9 +1,9 @@
 //! Application code as jobs: a closure with a priority ([`Call`]), run by a
-//! [`Scheduler<Calls>`](crate::Scheduler), and a [`Ticket`] to wait for its result.
+//! [`Scheduler<CallExecutor>`](crate::Scheduler), and a [`Ticket`] to wait for its result.
 //!
 //! ```
 //! use overtake_sched::Priority;
-//! use overtake_sched::{Calls, Scheduler, SchedConfig, Shutdown};
+//! use overtake_sched::{CallExecutor, Scheduler, SchedConfig, Shutdown};
 //! use std::sync::Arc;
 //!
 //! // Signal preemption needs every allocation inside a non-preemptible region.
@@ -12,7 +12,7 @@
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let config = SchedConfig::default().pin(false);
-//! let scheduler = Scheduler::start(&config, Arc::new(Calls))?;
+//! let scheduler = Scheduler::start(&config, Arc::new(CallExecutor))?;
 //! let ticket = scheduler.call(Priority::HIGH, || 6 * 7)?;
 //! assert_eq!(ticket.wait()?, 42);
 //! scheduler.shutdown(Shutdown::Drain)?;
@@ -24,13 +24,13 @@
 //!
 //! ```
 //! # use overtake_sched::Priority;
-//! # use overtake_sched::{Calls, Scheduler, SchedConfig, Shutdown};
+//! # use overtake_sched::{CallExecutor, Scheduler, SchedConfig, Shutdown};
 //! # use std::sync::Arc;
 //! # #[global_allocator]
 //! # static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let config = SchedConfig::default().pin(false);
-//! let scheduler = Arc::new(Scheduler::start(&config, Arc::new(Calls))?);
+//! let scheduler = Arc::new(Scheduler::start(&config, Arc::new(CallExecutor))?);
 //! let runtime = tokio::runtime::Runtime::new()?;
 //! let s = Arc::clone(&scheduler);
 //! // A request handler: an urgent lookup and a background report, both awaited.
@@ -80,7 +80,7 @@
 //! ```
 //! use overtake_sched::Priority;
 //! use overtake_runtime::CriticalMutex;
-//! use overtake_sched::{Calls, Scheduler, SchedConfig, Shutdown};
+//! use overtake_sched::{CallExecutor, Scheduler, SchedConfig, Shutdown};
 //! use std::sync::Arc;
 //!
 //! #[global_allocator]
@@ -88,7 +88,7 @@
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let config = SchedConfig::default().pin(false);
-//! let scheduler = Scheduler::start(&config, Arc::new(Calls))?;
+//! let scheduler = Scheduler::start(&config, Arc::new(CallExecutor))?;
 //! let totals = Arc::new(CriticalMutex::new(0u64));
 //! let t = Arc::clone(&totals);
 //! let background = scheduler.call(Priority::LOW, move || {
@@ -432,9 +432,9 @@ impl std::fmt::Debug for Call {
 
 /// The executor of [`Call`]s.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Calls;
+pub struct CallExecutor;
 
-impl Executor for Calls {
+impl Executor for CallExecutor {
     type Job = Call;
 
     fn kinds(&self) -> &[&'static str] {
@@ -466,7 +466,7 @@ impl Executor for Calls {
     }
 }
 
-impl Scheduler<Calls> {
+impl Scheduler<CallExecutor> {
     /// Submits `f` to run at `priority`; the ticket gives its result. If every worker's inbox for
     /// that priority is full, the call and its ticket come back in the error: submit the call
     /// again later ([`submit`](Scheduler::submit)) and wait on the same ticket.

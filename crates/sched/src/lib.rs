@@ -49,7 +49,7 @@ pub mod trace;
 mod watchdog;
 mod worker;
 
-pub use call::{Call, CallError, Calls, Promise, Ticket};
+pub use call::{Call, CallError, CallExecutor, Promise, Ticket};
 pub use error::{ConfigError, SchedError};
 pub use job::{Acknowledgement, Executor, IdleWork, JobError, LockOutcome, Outcome, Status};
 pub use os_threads::{OsPlacementError, OsScheduling};

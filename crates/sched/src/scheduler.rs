@@ -165,6 +165,19 @@ impl<J> StartOptions<J> {
 impl<E: Executor> Scheduler<E> {
     /// Starts `config.workers` workers running jobs with `exec`, with a timer thread for signal
     /// delivery and quanta. Returns once every worker is ready.
+    ///
+    /// # Errors
+    ///
+    /// - [`SchedError::InvalidConfig`]: a setting that cannot work (no worker, an empty inbox).
+    /// - [`SchedError::Unavailable`]: the preemption mechanism cannot be used here. With the
+    ///   default (signal delivery) the program must allocate through the runtime's region
+    ///   allocator, or a signal could pause a transaction inside `malloc` and deadlock its
+    ///   worker: declare it once, in the binary,
+    ///   `#[global_allocator] static ALLOC: overtake_runtime::EngineAllocator =
+    ///   overtake_runtime::engine_allocator();` (see the [`call`](crate::call) module's example),
+    ///   or choose [`Delivery::Poll`](crate::Delivery::Poll).
+    /// - [`SchedError::SpawnWorker`] and the others: the operating system refused a thread, a
+    ///   signal handler or a stack.
     pub fn start(config: &SchedConfig, exec: Arc<E>) -> Result<Self, SchedError> {
         Self::start_with(config, exec, StartOptions::default())
     }

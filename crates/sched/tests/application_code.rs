@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use overtake_runtime::CriticalMutex;
 use overtake_runtime::preempt::{self};
 use overtake_sched::Priority;
-use overtake_sched::{Calls, Policy, Scheduler, Shutdown};
+use overtake_sched::{CallExecutor, Policy, Scheduler, Shutdown};
 
 mod common;
 use common::{until, work_until};
@@ -18,9 +18,9 @@ use common::{until, work_until};
 #[global_allocator]
 static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
 
-fn scheduler(blocked_report: Option<Duration>) -> Arc<Scheduler<Calls>> {
+fn scheduler(blocked_report: Option<Duration>) -> Arc<Scheduler<CallExecutor>> {
     let config = common::config(Policy::Preempt).blocked_report(blocked_report);
-    Arc::new(Scheduler::start(&config, Arc::new(Calls)).expect("start"))
+    Arc::new(Scheduler::start(&config, Arc::new(CallExecutor)).expect("start"))
 }
 
 type Log = Arc<Mutex<Vec<&'static str>>>;
@@ -29,7 +29,7 @@ fn note(log: &Log, what: &'static str) {
     log.lock().expect("log").push(what);
 }
 
-fn shut(scheduler: Arc<Scheduler<Calls>>) -> overtake_sched::SchedulerReport {
+fn shut(scheduler: Arc<Scheduler<CallExecutor>>) -> overtake_sched::SchedulerReport {
     Arc::into_inner(scheduler)
         .expect("sole handle")
         .shutdown(Shutdown::Drain)

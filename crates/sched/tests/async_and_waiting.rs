@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use overtake_sched::Priority;
-use overtake_sched::{Calls, Policy, Scheduler, Shutdown};
+use overtake_sched::{CallExecutor, Policy, Scheduler, Shutdown};
 
 mod common;
 use common::{until, work_until};
@@ -15,12 +15,12 @@ use common::{until, work_until};
 #[global_allocator]
 static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
 
-fn scheduler() -> Arc<Scheduler<Calls>> {
+fn scheduler() -> Arc<Scheduler<CallExecutor>> {
     let config = common::config(Policy::Preempt);
-    Arc::new(Scheduler::start(&config, Arc::new(Calls)).expect("start"))
+    Arc::new(Scheduler::start(&config, Arc::new(CallExecutor)).expect("start"))
 }
 
-fn shut(scheduler: Arc<Scheduler<Calls>>) {
+fn shut(scheduler: Arc<Scheduler<CallExecutor>>) {
     Arc::into_inner(scheduler)
         .expect("last handle")
         .shutdown(Shutdown::Drain)
@@ -29,7 +29,7 @@ fn shut(scheduler: Arc<Scheduler<Calls>>) {
 
 /// An urgent and a background call awaited from async code; the background one is still running
 /// when the urgent one is awaited, so at least one await has to wait for a wake.
-async fn urgent_and_background(scheduler: &Scheduler<Calls>) -> (u64, &'static str) {
+async fn urgent_and_background(scheduler: &Scheduler<CallExecutor>) -> (u64, &'static str) {
     let release = Arc::new(AtomicBool::new(false));
     let r = Arc::clone(&release);
     let background = scheduler

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use overtake_engine::{
     ColumnType, Database, Durability, Isolation, Options, Priority, RetryPolicy, TableSchema,
 };
-use overtake_sched::{Calls, Policy, Scheduler, Shutdown};
+use overtake_sched::{CallExecutor, Policy, Scheduler, Shutdown};
 
 mod common;
 
@@ -37,8 +37,9 @@ fn a_commit_waiting_for_its_flush_lets_its_worker_run_another_call() {
                 .expect("schema"),
         )
         .expect("table");
-    let scheduler =
-        Arc::new(Scheduler::start(&common::config(Policy::Wait), Arc::new(Calls)).expect("start"));
+    let scheduler = Arc::new(
+        Scheduler::start(&common::config(Policy::Wait), Arc::new(CallExecutor)).expect("start"),
+    );
     // A low-priority commit waits for the writer's batch interval (milliseconds), unless a
     // flush happens to complete between its append and its look at the log: then it does not
     // park and the other call runs after it. So it is tried a few times; one park is enough.

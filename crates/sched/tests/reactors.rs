@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use overtake_sched::reactor::Reactor;
-use overtake_sched::{Call, Calls, Policy, Priority, Scheduler, Shutdown, StartOptions};
+use overtake_sched::{Call, CallExecutor, Policy, Priority, Scheduler, Shutdown, StartOptions};
 
 mod common;
 use common::{until, work_until};
@@ -20,7 +20,7 @@ static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_alloc
 /// A reactor whose "readiness" is a job handed to it: a poll submits it to worker 0.
 #[derive(Default)]
 struct FakeReactor {
-    scheduler: OnceLock<Weak<Scheduler<Calls>>>,
+    scheduler: OnceLock<Weak<Scheduler<CallExecutor>>>,
     ready: Mutex<Option<Call>>,
     /// Polls, and whether the worker sleeps in one now (a poll asked to wait, not yet returned).
     polls: AtomicUsize,
@@ -74,18 +74,18 @@ impl Reactor for FakeReactor {
     }
 }
 
-fn start(policy: Policy) -> (Arc<Scheduler<Calls>>, Arc<FakeReactor>) {
+fn start(policy: Policy) -> (Arc<Scheduler<CallExecutor>>, Arc<FakeReactor>) {
     let reactor = Arc::new(FakeReactor::default());
     let options =
         StartOptions::default().reactors(vec![Some(Arc::clone(&reactor) as Arc<dyn Reactor>)]);
     let config = common::config(policy).workers(1);
     let scheduler =
-        Arc::new(Scheduler::start_with(&config, Arc::new(Calls), options).expect("start"));
+        Arc::new(Scheduler::start_with(&config, Arc::new(CallExecutor), options).expect("start"));
     let _ = reactor.scheduler.set(Arc::downgrade(&scheduler));
     (scheduler, reactor)
 }
 
-fn shut(scheduler: Arc<Scheduler<Calls>>) {
+fn shut(scheduler: Arc<Scheduler<CallExecutor>>) {
     Arc::into_inner(scheduler)
         .expect("sole handle")
         .shutdown(Shutdown::Drain)

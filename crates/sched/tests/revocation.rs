@@ -14,7 +14,7 @@ use overtake_engine::{
     Priority, Table, TableSchema,
 };
 use overtake_runtime::preempt::{self};
-use overtake_sched::{Call, Calls, Policy, Scheduler, Shutdown};
+use overtake_sched::{Call, CallExecutor, Policy, Scheduler, Shutdown};
 
 mod common;
 use common::until;
@@ -78,9 +78,9 @@ fn values(db: &Database, t: &Table) -> Vec<i64> {
     out
 }
 
-fn scheduler(workers: usize) -> Arc<Scheduler<Calls>> {
+fn scheduler(workers: usize) -> Arc<Scheduler<CallExecutor>> {
     let config = common::config(Policy::Preempt).workers(workers);
-    Arc::new(Scheduler::start(&config, Arc::new(Calls)).expect("start"))
+    Arc::new(Scheduler::start(&config, Arc::new(CallExecutor)).expect("start"))
 }
 
 /// Waits for `flag` (set by another call), bounded only against a hang. `poll`: as a

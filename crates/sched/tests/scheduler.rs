@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use overtake_sched::Priority;
-use overtake_sched::{CallError, Calls, Policy, Scheduler, Shutdown};
+use overtake_sched::{CallError, CallExecutor, Policy, Scheduler, Shutdown};
 
 mod common;
 use common::{config, work_until};
@@ -16,8 +16,9 @@ static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_alloc
 
 #[test]
 fn an_urgent_call_from_another_thread_overtakes_a_running_background_call() {
-    let scheduler =
-        Arc::new(Scheduler::start(&config(Policy::Preempt), Arc::new(Calls)).expect("start"));
+    let scheduler = Arc::new(
+        Scheduler::start(&config(Policy::Preempt), Arc::new(CallExecutor)).expect("start"),
+    );
     let started = Arc::new(AtomicBool::new(false));
     let urgent_done = Arc::new(AtomicBool::new(false));
     let (s, u) = (Arc::clone(&started), Arc::clone(&urgent_done));
@@ -74,7 +75,7 @@ fn a_full_inbox_gives_the_call_back_and_it_can_be_resubmitted() {
         service.urgent_inbox = 1;
         service
     };
-    let scheduler = Scheduler::start(&config, Arc::new(Calls)).expect("start");
+    let scheduler = Scheduler::start(&config, Arc::new(CallExecutor)).expect("start");
     let started = Arc::new(AtomicBool::new(false));
     let release = Arc::new(AtomicBool::new(false));
     let (s, r) = (Arc::clone(&started), Arc::clone(&release));
@@ -119,7 +120,7 @@ fn shutdown_drains_every_admitted_call() {
         service.background_inbox = 64;
         service
     };
-    let scheduler = Scheduler::start(&config, Arc::new(Calls)).expect("start");
+    let scheduler = Scheduler::start(&config, Arc::new(CallExecutor)).expect("start");
     let ran = Arc::new(AtomicUsize::new(0));
     let tickets: Vec<_> = (0..50)
         .map(|i| {
@@ -142,7 +143,8 @@ fn shutdown_drains_every_admitted_call() {
 
 #[test]
 fn a_panicking_call_is_reported_and_the_worker_carries_on() {
-    let scheduler = Scheduler::start(&config(Policy::Preempt), Arc::new(Calls)).expect("start");
+    let scheduler =
+        Scheduler::start(&config(Policy::Preempt), Arc::new(CallExecutor)).expect("start");
     let bad = scheduler
         .call(Priority::HIGH, || -> u32 { panic!("boom") })
         .expect("admitted");
@@ -156,8 +158,9 @@ fn a_panicking_call_is_reported_and_the_worker_carries_on() {
 #[test]
 fn a_call_waiting_for_another_call_parks_instead_of_blocking_its_worker() {
     // One worker: if waiting blocked the thread, the inner call could never run.
-    let scheduler =
-        Arc::new(Scheduler::start(&config(Policy::Preempt), Arc::new(Calls)).expect("start"));
+    let scheduler = Arc::new(
+        Scheduler::start(&config(Policy::Preempt), Arc::new(CallExecutor)).expect("start"),
+    );
     let inner = Arc::clone(&scheduler);
     let outer = scheduler
         .call(Priority::LOW, move || {
@@ -172,7 +175,8 @@ fn a_call_waiting_for_another_call_parks_instead_of_blocking_its_worker() {
 #[test]
 fn a_call_that_reports_its_outcome_is_booked_as_it_says() {
     use overtake_sched::{Call, Outcome, Status};
-    let scheduler = Scheduler::start(&config(Policy::Preempt), Arc::new(Calls)).expect("start");
+    let scheduler =
+        Scheduler::start(&config(Policy::Preempt), Arc::new(CallExecutor)).expect("start");
     let (call, ticket) = Call::with_outcome(Priority::MEDIUM, || {
         let mut outcome = Outcome::ended(Status::RolledBack);
         outcome.conflicts = 2;
@@ -194,7 +198,7 @@ fn under_the_quantum_policy_a_long_call_makes_way_for_one_submitted_after_it() {
     // timer thread raises, lets the second run while the first spins waiting for it.
     let mut config = config(Policy::Quantum);
     config.quantum = std::time::Duration::from_micros(200);
-    let scheduler = Scheduler::start(&config, Arc::new(Calls)).expect("start");
+    let scheduler = Scheduler::start(&config, Arc::new(CallExecutor)).expect("start");
     let (started, second_done) = (
         Arc::new(AtomicBool::new(false)),
         Arc::new(AtomicBool::new(false)),
@@ -219,7 +223,7 @@ fn under_the_quantum_policy_a_long_call_makes_way_for_one_submitted_after_it() {
 
 #[test]
 fn the_statistics_of_a_running_scheduler_count_what_has_ended() {
-    let scheduler = Scheduler::start(&config(Policy::Wait), Arc::new(Calls)).expect("start");
+    let scheduler = Scheduler::start(&config(Policy::Wait), Arc::new(CallExecutor)).expect("start");
     assert_eq!(scheduler.stats().class(Priority::HIGH).committed, 0);
     for _ in 0..3 {
         scheduler
@@ -240,14 +244,14 @@ fn the_statistics_of_a_running_scheduler_count_what_has_ended() {
 
 /// A scheduler whose workers run background calls at nice 19, if this process may bring them
 /// back (otherwise the option is ignored and there is nothing to check).
-fn os_background_scheduler() -> Option<Scheduler<Calls>> {
+fn os_background_scheduler() -> Option<Scheduler<CallExecutor>> {
     if !overtake_runtime::os_thread::can_switch_background() {
         return None;
     }
     let config = overtake_sched::SchedConfig::default()
         .pin(false)
         .os_background(true);
-    Some(Scheduler::start(&config, Arc::new(Calls)).expect("start"))
+    Some(Scheduler::start(&config, Arc::new(CallExecutor)).expect("start"))
 }
 
 #[test]
@@ -319,8 +323,8 @@ fn with_os_background_a_worker_that_does_not_take_up_an_urgent_request_is_lifted
 
 #[test]
 fn background_work_waits_for_a_worker_that_would_otherwise_idle() {
-    let scheduler =
-        Scheduler::start(&config(Policy::Preempt).workers(2), Arc::new(Calls)).expect("start");
+    let scheduler = Scheduler::start(&config(Policy::Preempt).workers(2), Arc::new(CallExecutor))
+        .expect("start");
     let worker = || std::thread::current().name().unwrap_or("?").to_owned();
     // Time-sensitive work keeps one worker busy until released.
     let (busy, release) = (

@@ -16,6 +16,11 @@ fn signal_delivery_is_refused_with_a_clear_message() {
         "{err}"
     );
     assert!(err.to_string().contains("#[global_allocator]"), "{err}");
+    // What `unwrap()` shows says it too.
+    assert!(
+        format!("{err:?}").contains("#[global_allocator]"),
+        "{err:?}"
+    );
     let poll = config.delivery(Delivery::Poll);
     assert!(poll.validate().is_ok());
 }

@@ -23,7 +23,7 @@ use tokio::sync::Mutex;
 use overtake_sql::{SqlError, sqlstate};
 
 use crate::prepared::StatementRef;
-use crate::session::{Answer, Session, Shared};
+use crate::session::{Session, Shared, StatementAnswer};
 use crate::settings;
 use crate::wire;
 
@@ -121,8 +121,12 @@ impl Connection {
     /// none, which fails `session`'s block as any error does), or every one, is forgotten, and
     /// dropped from the client's store by [`Connection::drop_deallocated`] before the client's
     /// next message reads the store. Other answers pass unchanged.
-    pub(crate) fn deallocate(&self, session: &mut Session, answer: Answer) -> Answer {
-        let Answer::Deallocate(target) = answer else {
+    pub(crate) fn deallocate(
+        &self,
+        session: &mut Session,
+        answer: StatementAnswer,
+    ) -> StatementAnswer {
+        let StatementAnswer::Deallocate(target) = answer else {
             return answer;
         };
         let mut names = self
@@ -146,7 +150,7 @@ impl Connection {
                 ));
             }
         };
-        Answer::Done(tag.into())
+        StatementAnswer::Done(tag.into())
     }
 
     /// Drops from the client's store the statements `DEALLOCATE` forgot (the protocol handlers
@@ -286,9 +290,9 @@ pub(crate) fn status_of(session: &Option<Session>) -> TransactionStatus {
 }
 
 /// The answer as pgwire's response (`Err` for an error: the caller has set the status).
-pub(crate) fn response(answer: Answer, format: &Format) -> Result<Response, SqlError> {
+pub(crate) fn response(answer: StatementAnswer, format: &Format) -> Result<Response, SqlError> {
     Ok(match answer {
-        Answer::Rows { columns, rows, tag } => {
+        StatementAnswer::Rows { columns, rows, tag } => {
             let fields = Arc::new(wire::fields(&columns, format));
             let format = format.clone();
             let encoded: Vec<PgWireResult<_>> = rows
@@ -299,16 +303,16 @@ pub(crate) fn response(answer: Answer, format: &Format) -> Result<Response, SqlE
             q.set_command_tag(tag.split_whitespace().next().unwrap_or("SELECT"));
             Response::Query(q)
         }
-        Answer::Done(tag) => Response::Execution(Tag::new(&tag)),
-        Answer::Begin => Response::TransactionStart(Tag::new("BEGIN")),
-        Answer::End(tag) => Response::TransactionEnd(Tag::new(&tag)),
-        Answer::CopyIn(n) => Response::CopyIn(CopyResponse::new(0, n, stream::empty())),
-        Answer::Empty => Response::EmptyQuery,
+        StatementAnswer::Done(tag) => Response::Execution(Tag::new(&tag)),
+        StatementAnswer::Begin => Response::TransactionStart(Tag::new("BEGIN")),
+        StatementAnswer::End(tag) => Response::TransactionEnd(Tag::new(&tag)),
+        StatementAnswer::CopyIn(n) => Response::CopyIn(CopyResponse::new(0, n, stream::empty())),
+        StatementAnswer::Empty => Response::EmptyQuery,
         // Carried out by the connection before its answer is sent (`Connection::deallocate`).
-        Answer::Deallocate(_) => Response::Execution(Tag::new("DEALLOCATE")),
-        Answer::Error(e) => return Err(e),
+        StatementAnswer::Deallocate(_) => Response::Execution(Tag::new("DEALLOCATE")),
+        StatementAnswer::Error(e) => return Err(e),
         // Only a fetch gives it, and its connection sends it (`RowsToClient::answer`).
-        Answer::Suspended => {
+        StatementAnswer::Suspended => {
             return Err(SqlError::new(
                 sqlstate::INTERNAL_ERROR,
                 "a portal was suspended outside a fetch",
@@ -370,9 +374,12 @@ where
     /// Feeds the statement's answer (ReadyForQuery, or Sync's, flushes it): the rows left and
     /// its command tag, or another answer (see [`feed_response`]). An error answer is `Err`
     /// (the caller sends it).
-    pub(crate) async fn answer(&mut self, answer: Answer) -> Result<PgWireResult<()>, SqlError> {
+    pub(crate) async fn answer(
+        &mut self,
+        answer: StatementAnswer,
+    ) -> Result<PgWireResult<()>, SqlError> {
         Ok(match answer {
-            Answer::Rows { columns, rows, tag } => {
+            StatementAnswer::Rows { columns, rows, tag } => {
                 let fed = self.feed_rows(&columns, &rows).await;
                 match fed {
                     Ok(()) => {
@@ -385,7 +392,7 @@ where
                     Err(e) => Err(e),
                 }
             }
-            Answer::Suspended => self
+            StatementAnswer::Suspended => self
                 .client
                 .feed(PgWireBackendMessage::PortalSuspended(
                     pgwire::messages::extendedquery::PortalSuspended::new(),

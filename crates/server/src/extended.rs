@@ -32,7 +32,7 @@ use overtake_sql::{SqlError, SqlType, sqlstate};
 use crate::connection::{Connection, RowsToClient, cancel_request, response, status_of};
 use crate::prepared::{Statement, StatementRef};
 use crate::session::Shared;
-use crate::session::{Answer, RowOut, Session, failed_block};
+use crate::session::{RowOut, Session, StatementAnswer, failed_block};
 use crate::wire;
 
 /// A Parse message's statement, planned over the catalog as `tables` shows it (`None`: empty).
@@ -569,13 +569,17 @@ impl Connection {
         let cancelled = cancel_of(client).await;
         let mut to = RowsToClient::new(&mut *client, portal.result_column_format.clone(), true);
         let answer = self.run_portal(portal, cancelled, Some(&mut to)).await;
-        self.feed_answer(to, answer.unwrap_or_else(Answer::Error))
+        self.feed_answer(to, answer.unwrap_or_else(StatementAnswer::Error))
             .await
     }
 
     /// Feeds an Execute's answer to the client `to` writes to, and the session's status after
     /// it for the next ReadyForQuery (an error answer is returned, for the caller to send).
-    async fn feed_answer<C>(&self, mut to: RowsToClient<'_, C>, answer: Answer) -> PgWireResult<()>
+    async fn feed_answer<C>(
+        &self,
+        mut to: RowsToClient<'_, C>,
+        answer: StatementAnswer,
+    ) -> PgWireResult<()>
     where
         C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::Error: Debug,
@@ -584,7 +588,7 @@ impl Connection {
         // Before the answer: COPY's answer changes the state again.
         to.client.set_state(PgWireConnectionState::ReadyForQuery);
         let fed = match answer {
-            Answer::Error(e) => Err(e),
+            StatementAnswer::Error(e) => Err(e),
             answer => to.answer(answer).await,
         };
         // The status the next ReadyForQuery reports follows the session, whatever the answer.
@@ -665,7 +669,7 @@ impl Connection {
         portal: &Portal<StatementRef>,
         cancelled: impl std::future::Future<Output = ()>,
         out: Option<&mut dyn RowOut>,
-    ) -> Result<Answer, SqlError> {
+    ) -> Result<StatementAnswer, SqlError> {
         let mut guard = self.session.lock().await;
         let session = guard
             .as_mut()
@@ -674,7 +678,7 @@ impl Connection {
         let (plan, params) = bound(portal, session)?;
         let answer = session.execute_until(plan, params, cancelled, out).await;
         match self.deallocate(session, answer) {
-            Answer::Error(e) => Err(e),
+            StatementAnswer::Error(e) => Err(e),
             answer => Ok(answer),
         }
     }

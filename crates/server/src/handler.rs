@@ -33,7 +33,7 @@ use overtake_sql::statement::{ends_transaction, parse, prepare_in};
 use overtake_sql::{SqlError, sqlstate};
 
 use crate::connection::{Connection, RowsToClient, cancel_request, status_of};
-use crate::session::{Answer, failed_block};
+use crate::session::{StatementAnswer, failed_block};
 use crate::wire;
 
 /// The server parameters reported at startup (a PostgreSQL 15 server, as clients expect).
@@ -45,7 +45,7 @@ pub fn server_parameters() -> DefaultServerParameterProvider {
 
 /// Sends a simple query's answer to one statement (fed: ReadyForQuery flushes), after the rows
 /// `to` sent while it ran.
-async fn send_answer<C>(mut to: RowsToClient<'_, C>, answer: Answer) -> PgWireResult<()>
+async fn send_answer<C>(mut to: RowsToClient<'_, C>, answer: StatementAnswer) -> PgWireResult<()>
 where
     C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
     C::Error: Debug,
@@ -155,8 +155,8 @@ impl SimpleQueryHandler for Connection {
             };
             let answer = self.deallocate(session, answer);
             self.drop_deallocated(to.client);
-            let stop = matches!(answer, Answer::Error(_));
-            copying = matches!(answer, Answer::CopyIn(_));
+            let stop = matches!(answer, StatementAnswer::Error(_));
+            copying = matches!(answer, StatementAnswer::CopyIn(_));
             send_answer(to, answer).await?;
             if stop || copying {
                 break;
@@ -164,7 +164,7 @@ impl SimpleQueryHandler for Connection {
         }
         if !copying && let Some(e) = session.end_implicit().await {
             let to = RowsToClient::new(&mut *client, Format::UnifiedText, false);
-            send_answer(to, Answer::Error(e)).await?;
+            send_answer(to, StatementAnswer::Error(e)).await?;
         }
         let status = status_of(&guard);
         client.set_transaction_status(status);
@@ -254,11 +254,11 @@ impl Connection {
         let mut answer = session.finish_copy(failed).await;
         // A COPY sent with other statements in one message ends their implicit block.
         if let Some(e) = session.end_implicit().await {
-            answer = Answer::Error(e);
+            answer = StatementAnswer::Error(e);
         }
         client.set_transaction_status(status_of(&guard));
         match answer {
-            Answer::Done(tag) => {
+            StatementAnswer::Done(tag) => {
                 client
                     .send(PgWireBackendMessage::CommandComplete(CommandComplete::new(
                         tag,
@@ -266,7 +266,7 @@ impl Connection {
                     .await?;
                 Ok(())
             }
-            Answer::Error(e) => Err(wire::pg_error(&e)),
+            StatementAnswer::Error(e) => Err(wire::pg_error(&e)),
             other => Err(wire::pg_error(&SqlError::new(
                 sqlstate::INTERNAL_ERROR,
                 format!("unexpected {other:?}"),

@@ -53,7 +53,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use overtake_engine::Database;
-use overtake_sched::{Calls, Scheduler};
+use overtake_sched::{CallExecutor, Scheduler};
 use overtake_sql::Catalog;
 
 use crate::connection::Connection;
@@ -272,7 +272,7 @@ impl Server {
     pub fn start(
         config: &ServerConfig,
         db: Arc<Database>,
-        scheduler: Arc<Scheduler<Calls>>,
+        scheduler: Arc<Scheduler<CallExecutor>>,
         io: Option<WorkerIo>,
     ) -> io::Result<Server> {
         if config.superuser_reserved_connections >= config.max_connections {
@@ -573,3 +573,9 @@ fn serve_on_network_threads(
     }
     Ok(network)
 }
+
+// The README's examples (the engine alone, and a program on the scheduler) are compiled and run
+// as tests of this crate, the lowest that depends on every crate they use.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;

@@ -10,7 +10,9 @@
 
 use std::sync::mpsc;
 
-use overtake_sched::{Call, Calls, Group, OsScheduling, Priority, Promise, Scheduler, Ticket};
+use overtake_sched::{
+    Call, CallExecutor, Group, OsScheduling, Priority, Promise, Scheduler, Ticket,
+};
 
 /// How long a statement waits for room in the scheduler before it is refused as overloaded.
 const ADMISSION_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
@@ -52,10 +54,10 @@ impl SessionThread {
 #[derive(Clone, Copy)]
 pub enum Runner<'a> {
     /// Any worker, placed by the scheduler.
-    Scheduler(&'a Scheduler<Calls>),
+    Scheduler(&'a Scheduler<CallExecutor>),
     /// The session's own worker (it serves the session: no other thread is on the statement's
     /// path); any worker while that one's inbox is full.
-    Worker(&'a Scheduler<Calls>, usize),
+    Worker(&'a Scheduler<CallExecutor>, usize),
     Thread(&'a SessionThread),
 }
 
@@ -96,7 +98,7 @@ impl Runner<'_> {
 
 /// Submits `job` to any worker, waiting (asynchronously) for room up to [`ADMISSION_WAIT`].
 async fn admit<R: Send + 'static>(
-    scheduler: &Scheduler<Calls>,
+    scheduler: &Scheduler<CallExecutor>,
     mut job: (Call, Ticket<R>),
 ) -> Result<Ticket<R>, Refused> {
     let give_up = std::time::Instant::now() + ADMISSION_WAIT;

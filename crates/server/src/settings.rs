@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use overtake_sched::{Priority, Tier, Weight};
-use overtake_sql::{Level, SqlError, sqlstate};
+use overtake_sql::{IsolationLevel, SqlError, sqlstate};
 
 /// Parameters a client may set that only need to be remembered and shown.
 const PASSIVE: &[(&str, &str)] = &[
@@ -83,7 +83,7 @@ pub fn validate(name: &str, value: &str) -> Result<(String, String), SqlError> {
             .ok_or_else(|| invalid("task_weight", value, "1 to 10000"))?
             .get()
             .to_string(),
-        "transaction_isolation" | "default_transaction_isolation" => Level::parse(value)
+        "transaction_isolation" | "default_transaction_isolation" => IsolationLevel::parse(value)
             .ok_or_else(|| {
                 invalid(
                     &name,

@@ -13,16 +13,16 @@ use overtake_sql::access::Actor;
 use overtake_sql::exec::{self, Output};
 use overtake_sql::pending::{Change, Pending, Tables};
 use overtake_sql::{Catalog, ddl};
-use overtake_sql::{Context, Datum, Level, Prepared, Query, SqlError, SqlTable, sqlstate};
+use overtake_sql::{Context, Datum, IsolationLevel, Prepared, Query, SqlError, SqlTable, sqlstate};
 
 use crate::runner::Runner;
 
 /// The engine's isolation for a SQL level.
-pub fn isolation(level: Level) -> Isolation {
+pub fn isolation(level: IsolationLevel) -> Isolation {
     match level {
-        Level::ReadCommitted => Isolation::ReadCommitted,
-        Level::RepeatableRead => Isolation::Snapshot,
-        Level::Serializable => Isolation::Serializable,
+        IsolationLevel::ReadCommitted => Isolation::ReadCommitted,
+        IsolationLevel::RepeatableRead => Isolation::Snapshot,
+        IsolationLevel::Serializable => Isolation::Serializable,
     }
 }
 
@@ -32,7 +32,7 @@ pub fn isolation(level: Level) -> Isolation {
 fn begin(
     db: &Database,
     priority: Priority,
-    level: Level,
+    level: IsolationLevel,
 ) -> Result<overtake_engine::Transaction<'_>, overtake_engine::Error> {
     let mut txn = db.begin(priority, isolation(level))?;
     txn.lock_rows_it_writes();
@@ -170,7 +170,7 @@ impl RowSender<'_> {
 pub enum Request {
     /// Run a statement's work; `cancel` is set if the client cancels it meanwhile.
     Run {
-        work: RunOrInsert,
+        work: StatementWork,
         cancel: Arc<Cancel>,
         reply: Promise<Reply>,
     },
@@ -218,7 +218,7 @@ fn query_of(prepared: &Prepared) -> Result<&Query, SqlError> {
 /// statement's output and, for DDL, the catalog changes it made (uncommitted).
 fn run(
     txn: &mut overtake_engine::Transaction<'_>,
-    request: RunOrInsert,
+    request: StatementWork,
     cancel: &Cancel,
 ) -> Result<Done, SqlError> {
     txn.next_statement();
@@ -233,7 +233,7 @@ fn run(
     }
     let cancel = cancel.flag();
     match request {
-        RunOrInsert::Run(s) => {
+        StatementWork::Run(s) => {
             let cx = Context::new(&s.params, s.started)
                 .in_transaction_since(s.began)
                 .for_user(&s.user)
@@ -261,7 +261,7 @@ fn run(
             }
             done
         }
-        RunOrInsert::Insert(rows) => {
+        StatementWork::Insert(rows) => {
             let cx = Context::new(&[], overtake_sql::time::now_micros()).cancelled_by(cancel);
             // Parsed here, in the statement's task, as it arrives: never in the session's step,
             // where a large COPY would hold up every other session on it.
@@ -294,7 +294,7 @@ fn run(
             };
             Ok(Done::new(out))
         }
-        RunOrInsert::Ddl(catalog, prepared, pending, actor) => {
+        StatementWork::Ddl(catalog, prepared, pending, actor) => {
             let tables = Tables::with(&catalog, &pending).acting_for(&actor);
             let (tag, changes) = match &prepared.command {
                 overtake_sql::Command::Ddl(ddl) => ddl::execute_in(tables, txn, ddl)?,
@@ -335,7 +335,7 @@ pub struct Statement {
 
 /// A statement's work, whether it runs alone or in a block: a data statement; COPY's rows; or
 /// DDL over the catalog as the block has changed it so far, acting for the session's role.
-pub enum RunOrInsert {
+pub enum StatementWork {
     Run(Statement),
     Insert(Rows),
     /// DDL or a change of roles.
@@ -344,7 +344,7 @@ pub enum RunOrInsert {
 
 /// The body of a transaction block's task: begins, then serves requests until COMMIT, ROLLBACK,
 /// a failed statement, or the session going away (its promise dropped), which rolls back.
-fn serve(db: &Database, priority: Priority, level: Level, mut inbox: Ticket<Request>) {
+fn serve(db: &Database, priority: Priority, level: IsolationLevel, mut inbox: Ticket<Request>) {
     let mut txn = None;
     loop {
         let Ok(request) = inbox.wait() else {
@@ -387,7 +387,7 @@ fn serve(db: &Database, priority: Priority, level: Level, mut inbox: Ticket<Requ
         // Rows it returns leave only once what the transaction read is durable (under `sync`):
         // a client never sees a commit that a crash could take back. A row count does not wait
         // (the block's COMMIT does: its record follows everything it read).
-        let shows_rows = matches!(&work, RunOrInsert::Run(s) if !s.prepared.columns.is_empty());
+        let shows_rows = matches!(&work, StatementWork::Run(s) if !s.prepared.columns.is_empty());
         let result = run(t, work, &cancel).and_then(|done| {
             if shows_rows {
                 t.wait_reads_durable()
@@ -437,7 +437,7 @@ pub async fn start_block(
     runner: Runner<'_>,
     db: &Arc<Database>,
     (priority, group): (Priority, Group),
-    level: Level,
+    level: IsolationLevel,
 ) -> Result<Promise<Request>, SqlError> {
     let (promise, inbox) = Promise::new();
     let db = Arc::clone(db);
@@ -539,8 +539,8 @@ pub async fn run_alone(
     runner: Runner<'_>,
     db: &Arc<Database>,
     (priority, group): (Priority, Group),
-    level: Level,
-    work: RunOrInsert,
+    level: IsolationLevel,
+    work: StatementWork,
     cancel: &Arc<Cancel>,
 ) -> Result<Done, SqlError> {
     let db = Arc::clone(db);
@@ -566,9 +566,9 @@ pub async fn run_alone(
 /// Whether `work` may run where nothing preempts it, inside the step that serves its session
 /// ([`run_here`]): a point read (see `Query::is_point_read`) whose rows go with its reply, in a
 /// database whose reads wait for no lock, below SERIALIZABLE (whose reads are validated).
-pub fn runs_here(db: &Database, level: Level, work: &RunOrInsert) -> bool {
-    matches!(work, RunOrInsert::Run(s) if s.rows.is_none() && s.prepared.point_read)
-        && level != Level::Serializable
+pub fn runs_here(db: &Database, level: IsolationLevel, work: &StatementWork) -> bool {
+    matches!(work, StatementWork::Run(s) if s.rows.is_none() && s.prepared.point_read)
+        && level != IsolationLevel::Serializable
         && !db.reads_lock()
 }
 
@@ -580,8 +580,8 @@ pub fn runs_here(db: &Database, level: Level, work: &RunOrInsert) -> bool {
 pub async fn run_here(
     db: &Database,
     priority: Priority,
-    level: Level,
-    work: RunOrInsert,
+    level: IsolationLevel,
+    work: StatementWork,
     cancel: &Cancel,
 ) -> Result<Done, SqlError> {
     let (done, acknowledged) = {

@@ -1034,7 +1034,7 @@ fn with_a_certificate_the_server_offers_tls_and_without_one_it_declines() {
     let scheduler = std::sync::Arc::new(
         overtake_sched::Scheduler::start(
             &common::TestServer::sched_config(),
-            std::sync::Arc::new(overtake_sched::Calls),
+            std::sync::Arc::new(overtake_sched::CallExecutor),
         )
         .expect("scheduler"),
     );

@@ -52,5 +52,5 @@ pub use datum::Datum;
 pub use error::{About, Result, SqlError, sqlstate};
 pub use exec::Output;
 pub use expr::{Context, VERSION};
-pub use plan::{Command, Level, OutputColumn, Prepared, Query};
+pub use plan::{Command, IsolationLevel, OutputColumn, Prepared, Query};
 pub use types::SqlType;

@@ -35,28 +35,28 @@ pub struct OutputColumn {
 
 /// Isolation levels by their SQL names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Level {
+pub enum IsolationLevel {
     ReadCommitted,
     RepeatableRead,
     Serializable,
 }
 
-impl Level {
+impl IsolationLevel {
     /// The name `SHOW transaction_isolation` prints.
     pub fn name(self) -> &'static str {
         match self {
-            Level::ReadCommitted => "read committed",
-            Level::RepeatableRead => "repeatable read",
-            Level::Serializable => "serializable",
+            IsolationLevel::ReadCommitted => "read committed",
+            IsolationLevel::RepeatableRead => "repeatable read",
+            IsolationLevel::Serializable => "serializable",
         }
     }
 
     /// The level called `name` (any case, spaces or underscores).
-    pub fn parse(name: &str) -> Option<Level> {
+    pub fn parse(name: &str) -> Option<IsolationLevel> {
         match name.trim().to_ascii_lowercase().replace('_', " ").as_str() {
-            "read committed" | "read uncommitted" => Some(Level::ReadCommitted),
-            "repeatable read" => Some(Level::RepeatableRead),
-            "serializable" => Some(Level::Serializable),
+            "read committed" | "read uncommitted" => Some(IsolationLevel::ReadCommitted),
+            "repeatable read" => Some(IsolationLevel::RepeatableRead),
+            "serializable" => Some(IsolationLevel::Serializable),
             _ => None,
         }
     }
@@ -65,7 +65,7 @@ impl Level {
 /// The modes BEGIN or SET TRANSACTION name (`None`: not named).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TxnModes {
-    pub level: Option<Level>,
+    pub level: Option<IsolationLevel>,
     /// `READ ONLY` (true) or `READ WRITE` (false).
     pub read_only: Option<bool>,
 }

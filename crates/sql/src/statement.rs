@@ -15,7 +15,7 @@ use crate::catalog::{Catalog, ColumnDefault, SqlColumn};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::pending::Tables;
 use crate::plan::{
-    Command, Ddl, GrantOn, Level, OutputColumn, Prepared, Query, RoleCommand, TxnModes,
+    Command, Ddl, GrantOn, IsolationLevel, OutputColumn, Prepared, Query, RoleCommand, TxnModes,
 };
 use crate::role_statement as roles;
 use crate::types::SqlType;
@@ -536,10 +536,10 @@ fn modes(modes: &[TransactionMode]) -> TxnModes {
             TransactionMode::IsolationLevel(l) => {
                 named.level = Some(match l {
                     TransactionIsolationLevel::ReadUncommitted
-                    | TransactionIsolationLevel::ReadCommitted => Level::ReadCommitted,
+                    | TransactionIsolationLevel::ReadCommitted => IsolationLevel::ReadCommitted,
                     TransactionIsolationLevel::RepeatableRead
-                    | TransactionIsolationLevel::Snapshot => Level::RepeatableRead,
-                    TransactionIsolationLevel::Serializable => Level::Serializable,
+                    | TransactionIsolationLevel::Snapshot => IsolationLevel::RepeatableRead,
+                    TransactionIsolationLevel::Serializable => IsolationLevel::Serializable,
                 });
             }
             TransactionMode::AccessMode(a) => {

@@ -22,7 +22,7 @@ use overtake_engine::{
     ColumnType, Concurrency, Database, Isolation, LockPolicy, Options, Priority, RetryPolicy,
     Table, TableSchema,
 };
-use overtake_sched::{Calls, Policy, SchedConfig, SchedError, Scheduler, Shutdown};
+use overtake_sched::{CallExecutor, Policy, SchedConfig, SchedError, Scheduler, Shutdown};
 
 use crate::compute::ComputeTask;
 
@@ -114,7 +114,7 @@ pub fn run_round(setup: &HolderSetup) -> Result<HolderRound, HolderError> {
     ));
     let t = table(&db)?;
     let sched = setup.sched.clone().workers(1);
-    let scheduler = Scheduler::start(&sched, Arc::new(Calls))?;
+    let scheduler = Scheduler::start(&sched, Arc::new(CallExecutor))?;
     let holding = Arc::new(AtomicBool::new(false));
     let (hdb, ht, h, task) = (
         Arc::clone(&db),

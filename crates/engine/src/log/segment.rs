@@ -26,11 +26,7 @@ use overtake_runtime::os_thread::OffPinnedCores;
 use super::failpoint;
 use super::files;
 use super::record;
-use super::writer::{LogFile, Segments, Syncer};
-
-/// Bytes of a prepared segment. A segment that is full moves on to the next one; a batch that
-/// does not fit goes whole to the next.
-pub(crate) const SEGMENT_BYTES: u64 = 64 << 20;
+use super::writer::{LogFile, SEGMENT_BYTES, Segments, Syncer};
 
 /// Zeros written per call while preparing a spare.
 const ZEROS: usize = 1 << 20;

@@ -39,6 +39,10 @@ use overtake_runtime::park::{self, Unparker};
 use wait::Waiter;
 pub(crate) use wait::{Progress, Target};
 
+/// Bytes of a segment: the writer moves on to the next segment when a batch does not fit in
+/// this one (the batch goes whole to the next), and segments are prepared this long.
+pub(crate) const SEGMENT_BYTES: u64 = 64 << 20;
+
 /// Where the log's bytes go: a file, or a test's stand-in that fails or delays.
 pub(crate) trait LogFile: Send {
     /// Appends `bytes` (all of them, or an error).

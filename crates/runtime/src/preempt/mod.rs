@@ -73,8 +73,9 @@ impl Delivery {
     }
 }
 
-/// Why a preemption mechanism cannot be used here.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+/// Why a preemption mechanism cannot be used here. Its `Debug` says what is missing too, as
+/// its `Display` does: `unwrap()` on a start that failed shows `Debug`.
+#[derive(Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum Unavailable {
     /// Signal delivery without the region-wrapped global allocator could pause a transaction
     /// inside `malloc` and deadlock its worker.
@@ -96,6 +97,18 @@ pub enum Unavailable {
          on machines without them, where it could not be validated"
     )]
     NoUserInterruptBackend,
+}
+
+impl std::fmt::Debug for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = match self {
+            Unavailable::NoRegionAllocator => "NoRegionAllocator",
+            Unavailable::NoUserInterruptsInCpu => "NoUserInterruptsInCpu",
+            Unavailable::NoUserInterruptsInKernel => "NoUserInterruptsInKernel",
+            Unavailable::NoUserInterruptBackend => "NoUserInterruptBackend",
+        };
+        write!(f, "{name}: {self}")
+    }
 }
 
 /// Counters of one worker's preemption machinery.

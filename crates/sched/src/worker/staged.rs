@@ -19,7 +19,7 @@ use crate::tiers::LevelQueues;
 
 use super::WorkerShared;
 
-pub(super) struct Staged<J> {
+pub(super) struct StagedJobs<J> {
     levels: Vec<LevelQueues<Scheduled<J>>>,
     /// Jobs staged per level at most (the inbox's bound for that level).
     bound: [usize; Priority::LEVELS],
@@ -27,12 +27,12 @@ pub(super) struct Staged<J> {
     known: Vec<Group>,
 }
 
-impl<J> Staged<J> {
+impl<J> StagedJobs<J> {
     /// Staging that holds at most `urgent` jobs per level, `low` at the lowest.
     pub(super) fn new(urgent: usize, low: usize) -> Self {
         let mut bound = [urgent.max(1); Priority::LEVELS];
         bound[Priority::LOW.level()] = low.max(1);
-        Staged {
+        StagedJobs {
             levels: (0..Priority::LEVELS)
                 .map(|_| LevelQueues::default())
                 .collect(),

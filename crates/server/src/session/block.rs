@@ -8,12 +8,12 @@ use std::sync::Arc;
 
 use overtake_sched::Promise;
 use overtake_sql::pending::{Pending, Tables};
-use overtake_sql::{Level, SqlError, sqlstate};
+use overtake_sql::{IsolationLevel, SqlError, sqlstate};
 
-use super::{Answer, Session, runner_of};
+use super::{Session, StatementAnswer, runner_of};
 use crate::runner::Runner;
 use crate::settings::{self, Settings};
-use crate::txn::{self, Reply, Request, RunOrInsert};
+use crate::txn::{self, Reply, Request, StatementWork};
 
 pub(super) enum TxnState {
     /// BEGIN was seen; no statement has run yet (the task starts with the first).
@@ -28,7 +28,7 @@ pub(super) enum TxnState {
 }
 
 pub(super) struct Block {
-    pub(super) level: Level,
+    pub(super) level: IsolationLevel,
     /// `READ ONLY`: statements that write are refused (25006).
     pub(super) read_only: bool,
     pub(super) txn: TxnState,
@@ -85,12 +85,12 @@ impl Session {
             return None;
         }
         match self.end_block(true).await {
-            Answer::Error(e) => Some(e),
+            StatementAnswer::Error(e) => Some(e),
             _ => None,
         }
     }
 
-    pub(super) fn new_block(&self, level: Level, implicit: bool) -> Block {
+    pub(super) fn new_block(&self, level: IsolationLevel, implicit: bool) -> Block {
         Block {
             level,
             read_only: self.default_read_only(),
@@ -109,7 +109,7 @@ impl Session {
     /// at the priority then in effect).
     pub(super) async fn run(
         &mut self,
-        work: RunOrInsert,
+        work: StatementWork,
     ) -> Result<overtake_sql::Output, SqlError> {
         let runner = runner_of(&self.thread, &self.shared, &self.home);
         let db = self.shared.catalog.database();
@@ -120,7 +120,7 @@ impl Session {
             None => (self.default_level(), true),
             Some(b) => (
                 b.level,
-                b.level == Level::ReadCommitted
+                b.level == IsolationLevel::ReadCommitted
                     && matches!(b.txn, TxnState::NotStarted | TxnState::PointReads),
             ),
         };
@@ -152,7 +152,7 @@ impl Session {
     /// Until then the block has no task to send to (`Gone`).
     pub(super) async fn send_to_block(
         &mut self,
-        work: RunOrInsert,
+        work: StatementWork,
     ) -> Result<overtake_sched::Ticket<Reply>, SqlError> {
         // The block's task runs one statement at a time.
         self.set_aside_cursor().await?;
@@ -197,25 +197,25 @@ impl Session {
 
     /// COMMIT (or ROLLBACK): ends the block. A block that does not commit takes back the `SET`s
     /// made in it.
-    pub(super) async fn end_block(&mut self, commit: bool) -> Answer {
+    pub(super) async fn end_block(&mut self, commit: bool) -> StatementAnswer {
         let answer = self.end_block_inner(commit).await;
         // Its `SET LOCAL`s are gone, and perhaps its `SET`s: the session's steps follow.
         self.class();
         answer
     }
 
-    async fn end_block_inner(&mut self, commit: bool) -> Answer {
+    async fn end_block_inner(&mut self, commit: bool) -> StatementAnswer {
         // Its portals end with it; one whose statement failed before it could stop fails it.
         if self.stop_cursors().await.is_err() {
             self.mark_failed();
         }
         let Some(block) = self.block.take() else {
             // PostgreSQL warns that no transaction is in progress, and succeeds.
-            return Answer::End(if commit { "COMMIT" } else { "ROLLBACK" }.into());
+            return StatementAnswer::End(if commit { "COMMIT" } else { "ROLLBACK" }.into());
         };
         let answer = Self::finish(block.txn, commit && !block.failed).await;
         let pending = Arc::unwrap_or_clone(block.pending);
-        let committed = matches!(&answer, Answer::End(tag) if tag == "COMMIT");
+        let committed = matches!(&answer, StatementAnswer::End(tag) if tag == "COMMIT");
         if !committed {
             self.settings = block.saved;
         }
@@ -237,32 +237,36 @@ impl Session {
         })
         .await;
         match settled {
-            Ok(Err(e)) => Answer::Error(e),
-            Err(e) => Answer::Error(SqlError::new(sqlstate::INTERNAL_ERROR, e.to_string())),
+            Ok(Err(e)) => StatementAnswer::Error(e),
+            Err(e) => {
+                StatementAnswer::Error(SqlError::new(sqlstate::INTERNAL_ERROR, e.to_string()))
+            }
             Ok(Ok(())) => answer,
         }
     }
 
     /// Commits (or rolls back) a block's transaction.
-    pub(super) async fn finish(txn: TxnState, commit: bool) -> Answer {
+    pub(super) async fn finish(txn: TxnState, commit: bool) -> StatementAnswer {
         match txn {
             TxnState::Running(p) if commit => {
                 let (reply, answer) = Promise::new();
                 p.fulfil(Request::Commit(reply));
                 match answer.await {
-                    Ok(Ok(())) => Answer::End("COMMIT".into()),
-                    Ok(Err(e)) => Answer::Error(e),
-                    Err(e) => Answer::Error(crate::txn::unanswered(e)),
+                    Ok(Ok(())) => StatementAnswer::End("COMMIT".into()),
+                    Ok(Err(e)) => StatementAnswer::Error(e),
+                    Err(e) => StatementAnswer::Error(crate::txn::unanswered(e)),
                 }
             }
             TxnState::Running(p) => {
                 let (reply, answer) = Promise::new();
                 p.fulfil(Request::Rollback(reply));
                 let _ = answer.await;
-                Answer::End("ROLLBACK".into())
+                StatementAnswer::End("ROLLBACK".into())
             }
-            TxnState::NotStarted | TxnState::PointReads if commit => Answer::End("COMMIT".into()),
-            _ => Answer::End("ROLLBACK".into()),
+            TxnState::NotStarted | TxnState::PointReads if commit => {
+                StatementAnswer::End("COMMIT".into())
+            }
+            _ => StatementAnswer::End("ROLLBACK".into()),
         }
     }
 

@@ -4,10 +4,10 @@
 
 use overtake_sched::{Group, Priority, Tier, Weight};
 use overtake_sql::plan::OutputColumn;
-use overtake_sql::{Datum, Level, SqlError, SqlType, sqlstate};
+use overtake_sql::{Datum, IsolationLevel, SqlError, SqlType, sqlstate};
 
 use super::block::set_read_only;
-use super::{Answer, Session, TxnState};
+use super::{Session, StatementAnswer, TxnState};
 use crate::settings::{self};
 
 /// `on` or `off`, as PostgreSQL shows a boolean setting.
@@ -118,13 +118,13 @@ impl Session {
         self.class().0
     }
 
-    pub(super) fn default_level(&self) -> Level {
+    pub(super) fn default_level(&self) -> IsolationLevel {
         self.setting("default_transaction_isolation")
-            .and_then(|l| Level::parse(&l))
-            .unwrap_or(Level::ReadCommitted)
+            .and_then(|l| IsolationLevel::parse(&l))
+            .unwrap_or(IsolationLevel::ReadCommitted)
     }
 
-    pub(super) fn show_all(&self) -> Answer {
+    pub(super) fn show_all(&self) -> StatementAnswer {
         let mut names: Vec<String> = [
             "priority",
             "statement_mem",
@@ -139,7 +139,7 @@ impl Session {
         names.extend(self.settings.iter().map(|(k, _)| k.clone()));
         names.sort();
         names.dedup();
-        Answer::Rows {
+        StatementAnswer::Rows {
             columns: vec![
                 OutputColumn {
                     name: "name".into(),
@@ -185,7 +185,7 @@ impl Session {
             return Ok(());
         }
         if name.eq_ignore_ascii_case("transaction_isolation") {
-            let level = value.and_then(Level::parse).ok_or_else(|| {
+            let level = value.and_then(IsolationLevel::parse).ok_or_else(|| {
                 SqlError::new(
                     sqlstate::INVALID_PARAMETER_VALUE,
                     "invalid transaction isolation level",

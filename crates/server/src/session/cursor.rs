@@ -21,8 +21,8 @@ use overtake_sched::{Promise, Ticket};
 use overtake_sql::plan::OutputColumn;
 use overtake_sql::{Datum, Prepared, SqlError, access, sqlstate};
 
-use super::{Answer, RowOut, Session, failed_block, writes};
-use crate::txn::{self, Cancel, Chunk, Reply, RunOrInsert, Take};
+use super::{RowOut, Session, StatementAnswer, failed_block, writes};
+use crate::txn::{self, Cancel, Chunk, Reply, StatementWork, Take};
 
 /// A portal being fetched.
 pub(super) struct Cursor {
@@ -116,7 +116,7 @@ impl Session {
         params: Vec<Datum>,
         fetch: usize,
         cancelled: impl Future<Output = ()>,
-    ) -> Option<Answer> {
+    ) -> Option<StatementAnswer> {
         self.begin_implicit();
         let streamed = matches!(prepared.command, overtake_sql::Command::Query(_))
             && !prepared.columns.is_empty()
@@ -125,8 +125,8 @@ impl Session {
             // Run whole now, as PostgreSQL runs a portal that writes; its rows are held.
             let answer = self.execute_until(prepared, params, cancelled, None).await;
             let (columns, rows, state) = match answer {
-                Answer::Rows { columns, rows, tag } => (columns, rows, State::Ended(tag)),
-                Answer::Error(e) => return Some(Answer::Error(e)),
+                StatementAnswer::Rows { columns, rows, tag } => (columns, rows, State::Ended(tag)),
+                StatementAnswer::Error(e) => return Some(StatementAnswer::Error(e)),
                 other => {
                     self.keep_cursor(name, Vec::new(), Vec::new(), State::Spent);
                     return Some(other);
@@ -146,7 +146,7 @@ impl Session {
         let (rows, next) = Promise::new();
         let mut statement = self.statement(prepared, params, Some(rows));
         statement.batch_rows = Some(fetch.max(1));
-        let reply = match self.send_to_block(RunOrInsert::Run(statement)).await {
+        let reply = match self.send_to_block(StatementWork::Run(statement)).await {
             Ok(reply) => reply,
             Err(e) => return Some(self.fail(e)),
         };
@@ -188,7 +188,7 @@ impl Session {
         max_rows: usize,
         cancelled: impl Future<Output = ()>,
         out: &mut dyn RowOut,
-    ) -> Answer {
+    ) -> StatementAnswer {
         let want = if max_rows == 0 { usize::MAX } else { max_rows };
         let timer = self.statement_timer();
         let mut stop = std::pin::pin!(async {
@@ -204,7 +204,7 @@ impl Session {
         let mut sent = 0;
         loop {
             let Some(cursor) = self.cursor(name) else {
-                return Answer::Error(SqlError::new(
+                return StatementAnswer::Error(SqlError::new(
                     sqlstate::INVALID_CURSOR_NAME,
                     format!("portal \"{name}\" does not exist"),
                 ));
@@ -221,10 +221,10 @@ impl Session {
                 continue;
             }
             if sent == want {
-                return Answer::Suspended;
+                return StatementAnswer::Suspended;
             }
             let running = match &mut cursor.state {
-                State::Ended(tag) => return Answer::Done(with_count(tag, sent)),
+                State::Ended(tag) => return StatementAnswer::Done(with_count(tag, sent)),
                 State::Spent => {
                     return self.fail(SqlError::new(
                         sqlstate::OBJECT_NOT_IN_PREREQUISITE_STATE,

@@ -17,14 +17,14 @@ use config::on_off;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use overtake_sched::{Calls, OsScheduling, Scheduler};
+use overtake_sched::{CallExecutor, OsScheduling, Scheduler};
 use overtake_sql::access::{self, Actor, Grantee};
 use overtake_sql::plan::{Command, Ddl, OutputColumn, RoleCommand};
 use overtake_sql::{Catalog, Datum, Prepared, SqlError, SqlType, sqlstate};
 
 use crate::runner::{Runner, SessionThread};
 use crate::settings::{self, Settings};
-use crate::txn::{self, Chunk, CopyData, Rows, RunOrInsert};
+use crate::txn::{self, Chunk, CopyData, Rows, StatementWork};
 
 /// Where a statement's rows go while it runs: the connection, which writes them to the client
 /// (a result is never held whole in the server; see `txn::RowSender`).
@@ -57,7 +57,7 @@ async fn drain(
 /// role defaults (`ALTER ROLE ... SET`).
 pub struct Shared {
     pub catalog: Arc<Catalog>,
-    pub scheduler: Arc<Scheduler<Calls>>,
+    pub scheduler: Arc<Scheduler<CallExecutor>>,
     pub roles: Mutex<HashMap<String, Settings>>,
     /// Who may raise priority and change others' defaults.
     pub privileges: crate::privileges::Privileges,
@@ -127,7 +127,7 @@ impl Connections {
 
 /// What a statement answers.
 #[derive(Debug)]
-pub enum Answer {
+pub enum StatementAnswer {
     /// Rows, with their columns and the command tag.
     Rows {
         columns: Vec<OutputColumn>,
@@ -323,7 +323,7 @@ impl Session {
         prepared: Arc<Prepared>,
         params: Vec<Datum>,
         out: Option<&mut dyn RowOut>,
-    ) -> Answer {
+    ) -> StatementAnswer {
         self.cancel = Arc::default();
         self.execute_current(prepared, params, out).await
     }
@@ -334,7 +334,7 @@ impl Session {
         prepared: Arc<Prepared>,
         params: Vec<Datum>,
         out: Option<&mut dyn RowOut>,
-    ) -> Answer {
+    ) -> StatementAnswer {
         match self.execute_inner(prepared, params, out).await {
             Ok(a) => a,
             Err(e) => self.fail(e),
@@ -350,7 +350,7 @@ impl Session {
         params: Vec<Datum>,
         cancelled: impl std::future::Future<Output = ()>,
         out: Option<&mut dyn RowOut>,
-    ) -> Answer {
+    ) -> StatementAnswer {
         if matches!(prepared.command, Command::Commit | Command::Rollback) {
             return self.execute(prepared, params, out).await;
         }
@@ -402,7 +402,7 @@ impl Session {
     /// Reports `e`, whatever raised it (parsing, binding, a bad parameter, the statement itself,
     /// a cancel): an open block fails, and refuses every statement but COMMIT and ROLLBACK from
     /// here on (PostgreSQL's failed transaction block, 25P02).
-    pub fn fail(&mut self, e: SqlError) -> Answer {
+    pub fn fail(&mut self, e: SqlError) -> StatementAnswer {
         self.mark_failed();
         // The log stopped: say why (the I/O error), as PostgreSQL's PANIC would have.
         let told = e.about.as_ref().is_some_and(|a| a.detail.is_some());
@@ -410,13 +410,16 @@ impl Session {
             Some(why) if e.code == sqlstate::IO_ERROR && !told => e.with_detail(why),
             _ => e,
         };
-        Answer::Error(e)
+        StatementAnswer::Error(e)
     }
 
     /// Runs DDL or a change of roles in the block's transaction: both are transactional (a
     /// statement alone gets a block of its own), and DDL's changes stay the block's until it
     /// commits.
-    async fn change_catalog(&mut self, prepared: Arc<Prepared>) -> Result<Answer, SqlError> {
+    async fn change_catalog(
+        &mut self,
+        prepared: Arc<Prepared>,
+    ) -> Result<StatementAnswer, SqlError> {
         let alone = self.block.is_none();
         if alone {
             self.block = Some(self.new_block(self.default_level(), false));
@@ -427,15 +430,15 @@ impl Session {
             .map(|b| Arc::clone(&b.pending))
             .unwrap_or_default();
         let catalog = Arc::clone(&self.shared.catalog);
-        let work = RunOrInsert::Ddl(catalog, prepared, pending, self.actor.clone());
+        let work = StatementWork::Ddl(catalog, prepared, pending, self.actor.clone());
         let done = self.run(work).await;
         if alone {
             let end = self.end_block(done.is_ok()).await;
-            if let (Ok(_), Answer::Error(e)) = (&done, end) {
+            if let (Ok(_), StatementAnswer::Error(e)) = (&done, end) {
                 return Err(e);
             }
         }
-        Ok(Answer::Done(done?.tag))
+        Ok(StatementAnswer::Done(done?.tag))
     }
 
     async fn execute_inner(
@@ -443,7 +446,7 @@ impl Session {
         prepared: Arc<Prepared>,
         params: Vec<Datum>,
         out: Option<&mut dyn RowOut>,
-    ) -> Result<Answer, SqlError> {
+    ) -> Result<StatementAnswer, SqlError> {
         let block_failed = self.block.as_ref().is_some_and(|b| b.failed);
         match &prepared.command {
             Command::Commit | Command::Rollback => {
@@ -476,7 +479,7 @@ impl Session {
                     }
                     _ => (None, None),
                 };
-                let work = RunOrInsert::Run(self.statement(Arc::clone(&prepared), params, rows));
+                let work = StatementWork::Run(self.statement(Arc::clone(&prepared), params, rows));
                 let done = match (batches, out) {
                     (Some(batches), Some(out)) => {
                         // The statement's batches go to the client while it runs; its answer
@@ -489,9 +492,9 @@ impl Session {
                     _ => self.run(work).await?,
                 };
                 Ok(if columns.is_empty() {
-                    Answer::Done(done.tag)
+                    StatementAnswer::Done(done.tag)
                 } else {
-                    Answer::Rows {
+                    StatementAnswer::Rows {
                         columns,
                         rows: done.rows,
                         tag: done.tag,
@@ -528,7 +531,7 @@ impl Session {
                     columns: c.columns.clone(),
                     data,
                 };
-                let reply = match self.send_to_block(RunOrInsert::Insert(rows)).await {
+                let reply = match self.send_to_block(StatementWork::Insert(rows)).await {
                     Ok(reply) => reply,
                     Err(e) => {
                         if alone {
@@ -544,7 +547,7 @@ impl Session {
                     reply,
                     alone,
                 });
-                Ok(Answer::CopyIn(c.columns.len()))
+                Ok(StatementAnswer::CopyIn(c.columns.len()))
             }
             Command::Begin(modes) => {
                 match &mut self.block {
@@ -566,12 +569,12 @@ impl Session {
                     // PostgreSQL warns that a transaction is already in progress, and goes on.
                     Some(_) => {}
                 }
-                Ok(Answer::Begin)
+                Ok(StatementAnswer::Begin)
             }
             Command::Commit | Command::Rollback => unreachable!("handled above"),
             Command::Set { name, value, local } => {
                 self.set(name, value.as_deref(), *local)?;
-                Ok(Answer::Done("SET".into()))
+                Ok(StatementAnswer::Done("SET".into()))
             }
             Command::SetTransaction { modes, session } => {
                 if *session {
@@ -599,7 +602,7 @@ impl Session {
                     }
                 }
                 // Outside a block: PostgreSQL warns, and nothing changes.
-                Ok(Answer::Done("SET".into()))
+                Ok(StatementAnswer::Done("SET".into()))
             }
             Command::Show(name) => {
                 let value = if name.eq_ignore_ascii_case("all") {
@@ -612,7 +615,7 @@ impl Session {
                         )
                     })?
                 };
-                Ok(Answer::Rows {
+                Ok(StatementAnswer::Rows {
                     columns: vec![OutputColumn {
                         name: name.to_ascii_lowercase(),
                         ty: SqlType::Text,
@@ -624,7 +627,7 @@ impl Session {
             Command::Reset(name) => {
                 if name.eq_ignore_ascii_case("all") || settings::default_value(name).is_some() {
                     self.settings.reset(name);
-                    Ok(Answer::Done("RESET".into()))
+                    Ok(StatementAnswer::Done("RESET".into()))
                 } else {
                     Err(SqlError::new(
                         sqlstate::UNDEFINED_OBJECT,
@@ -644,7 +647,7 @@ impl Session {
                     Some(v) => defaults.set(name, v)?,
                     None => defaults.reset(name),
                 }
-                Ok(Answer::Done("ALTER ROLE".into()))
+                Ok(StatementAnswer::Done("ALTER ROLE".into()))
             }
             Command::GrantRole {
                 roles,
@@ -654,7 +657,7 @@ impl Session {
                 self.shared
                     .privileges
                     .grant(&self.user, roles, grantees, *revoke)?;
-                Ok(Answer::Done(
+                Ok(StatementAnswer::Done(
                     if *revoke { "REVOKE ROLE" } else { "GRANT ROLE" }.into(),
                 ))
             }
@@ -662,14 +665,14 @@ impl Session {
                 sqlstate::ACTIVE_SQL_TRANSACTION,
                 "VACUUM cannot run inside a transaction block",
             )),
-            Command::Noop(tag) => Ok(Answer::Done((*tag).into())),
-            Command::Deallocate(name) => Ok(Answer::Deallocate(name.clone())),
-            Command::Explain(lines, _) => Ok(Answer::Rows {
+            Command::Noop(tag) => Ok(StatementAnswer::Done((*tag).into())),
+            Command::Deallocate(name) => Ok(StatementAnswer::Deallocate(name.clone())),
+            Command::Explain(lines, _) => Ok(StatementAnswer::Rows {
                 columns: prepared.columns.clone(),
                 rows: lines.iter().map(|l| vec![Datum::Text(l.clone())]).collect(),
                 tag: "EXPLAIN".into(),
             }),
-            Command::Empty => Ok(Answer::Empty),
+            Command::Empty => Ok(StatementAnswer::Empty),
         }
     }
 
@@ -707,7 +710,7 @@ impl Session {
 
     /// The end of COPY's data (`failed`: the client's CopyFail message, which fails it with
     /// 57014 as PostgreSQL does): the statement's answer, its block ended if it had its own.
-    pub async fn finish_copy(&mut self, failed: Option<&str>) -> Answer {
+    pub async fn finish_copy(&mut self, failed: Option<&str>) -> StatementAnswer {
         if let Some(copy) = self.copy.as_mut()
             && failed.is_none()
             && !copy.pending.is_empty()
@@ -715,7 +718,7 @@ impl Session {
             Self::send_piece(copy).await;
         }
         let Some(copy) = self.copy.take() else {
-            return Answer::Error(SqlError::new(
+            return StatementAnswer::Error(SqlError::new(
                 sqlstate::PROTOCOL_VIOLATION,
                 "no COPY in progress",
             ));
@@ -738,12 +741,12 @@ impl Session {
         };
         if copy.alone {
             let end = self.end_block(done.is_ok()).await;
-            if let (Ok(_), Answer::Error(e)) = (&done, end) {
+            if let (Ok(_), StatementAnswer::Error(e)) = (&done, end) {
                 return self.fail(e);
             }
         }
         match done {
-            Ok(out) => Answer::Done(out.tag),
+            Ok(out) => StatementAnswer::Done(out.tag),
             Err(e) => self.fail(e),
         }
     }

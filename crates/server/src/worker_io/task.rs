@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use overtake_priority::{Group, Priority, Tier, Weight};
 use overtake_runtime::{NoPreemptGuard, RegionMutex};
-use overtake_sched::{Call, Calls, Scheduler};
+use overtake_sched::{Call, CallExecutor, Scheduler};
 
 use super::WorkerStream;
 use super::reactor::ReactorShared;
@@ -163,7 +163,7 @@ pub(crate) struct SessionTask {
     future: RegionMutex<Option<SessionFuture>>,
     /// Weak: a waker kept somewhere after the session ended must not keep the scheduler (whose
     /// last owner, dropped on a worker, would join that worker's own thread).
-    scheduler: Weak<Scheduler<Calls>>,
+    scheduler: Weak<Scheduler<CallExecutor>>,
     place: Arc<Placement>,
     /// Timers and spawned helpers of the session's code live in this runtime.
     runtime: tokio::runtime::Handle,
@@ -177,7 +177,7 @@ impl SessionTask {
     pub(crate) fn start(
         future: SessionFuture,
         place: Arc<Placement>,
-        scheduler: &Arc<Scheduler<Calls>>,
+        scheduler: &Arc<Scheduler<CallExecutor>>,
         runtime: tokio::runtime::Handle,
         live: &Arc<AtomicUsize>,
     ) {

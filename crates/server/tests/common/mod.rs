@@ -8,13 +8,13 @@ pub mod raw;
 use std::sync::Arc;
 
 use overtake_engine::{Database, Options};
-use overtake_sched::{Calls, SchedConfig, Scheduler, Shutdown};
+use overtake_sched::{CallExecutor, SchedConfig, Scheduler, Shutdown};
 use overtake_server::{Server, ServerConfig, WorkerIo};
 
 pub struct TestServer {
     pub db: Arc<Database>,
     pub server: Option<Server>,
-    pub scheduler: Option<Arc<Scheduler<Calls>>>,
+    pub scheduler: Option<Arc<Scheduler<CallExecutor>>>,
     pub port: u16,
 }
 
@@ -59,8 +59,9 @@ impl TestServer {
             }
         };
         let options = overtake_sched::StartOptions::default().reactors(reactors);
-        let scheduler =
-            Arc::new(Scheduler::start_with(sched, Arc::new(Calls), options).expect("scheduler"));
+        let scheduler = Arc::new(
+            Scheduler::start_with(sched, Arc::new(CallExecutor), options).expect("scheduler"),
+        );
         let server =
             Server::start(&config, Arc::clone(&db), Arc::clone(&scheduler), io).expect("server");
         let port = server.local_addr().port();

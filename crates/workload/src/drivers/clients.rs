@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use overtake_engine::{Database, Isolation, Priority};
 use overtake_sched::{
-    Call, Calls, Delivery, Executor, Group, JobTiming, OsPlacementError, OsScheduling, Policy,
-    RunStats, SchedConfig, SchedError, Scheduler, SchedulerReport, Shutdown,
+    Call, CallExecutor, Delivery, Executor, Group, JobTiming, OsPlacementError, OsScheduling,
+    Policy, RunStats, SchedConfig, SchedError, Scheduler, SchedulerReport, Shutdown,
 };
 
 use crate::exec::{EngineExecutor, Job, Work};
@@ -131,7 +131,7 @@ pub fn run_clients(
         None,
         config.isolation,
     ));
-    let scheduler = Arc::new(Scheduler::start(&config.sched, Arc::new(Calls))?);
+    let scheduler = Arc::new(Scheduler::start(&config.sched, Arc::new(CallExecutor))?);
     // A run of no length is stopped before the clients start, so that each runs exactly its one
     // transaction however the threads are scheduled (otherwise a client could run several
     // before this thread got to set the flag).

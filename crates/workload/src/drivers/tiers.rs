@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 use overtake_engine::{Database, Isolation, Priority};
 use overtake_runtime::os_thread::thread_usage;
 use overtake_sched::{
-    Call, Calls, Executor, Group, LatencyHistogram, OsPlacementError, OsScheduling, SchedConfig,
-    SchedError, Scheduler, Shutdown,
+    Call, CallExecutor, Executor, Group, LatencyHistogram, OsPlacementError, OsScheduling,
+    SchedConfig, SchedError, Scheduler, Shutdown,
 };
 
 use super::clients::exponential;
@@ -148,7 +148,9 @@ pub fn run_tiers(
         Isolation::Serializable,
     ));
     let scheduler = match &config.placement {
-        Placement::Overtake(sched) => Some(Arc::new(Scheduler::start(sched, Arc::new(Calls))?)),
+        Placement::Overtake(sched) => {
+            Some(Arc::new(Scheduler::start(sched, Arc::new(CallExecutor))?))
+        }
         Placement::Os(_) => None,
     };
     let stop = Arc::new(AtomicBool::new(false));
@@ -235,7 +237,7 @@ struct Session {
     index: usize,
     config: TiersConfig,
     executor: Arc<EngineExecutor>,
-    scheduler: Option<Arc<Scheduler<Calls>>>,
+    scheduler: Option<Arc<Scheduler<CallExecutor>>>,
     stop: Arc<AtomicBool>,
     reports: Arc<Mutex<Vec<SideReport>>>,
     failed: Arc<Mutex<Option<TiersError>>>,

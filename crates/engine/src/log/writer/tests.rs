@@ -1,8 +1,8 @@
 //! The log writer's tests: urgent flushes, failed syncs, and cuts, over files in memory.
 
+use super::SEGMENT_BYTES;
 use super::thread::RETRIES;
 use super::*;
-use crate::log::segment::SEGMENT_BYTES;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 

@@ -12,8 +12,8 @@ use overtake_runtime::NoPreemptGuard;
 use overtake_runtime::os_thread;
 use overtake_runtime::park::Unparker;
 
+use super::SEGMENT_BYTES;
 use super::{LogFile, PUBLISHED, Segments, Shared, count, overlap};
-use crate::log::segment::SEGMENT_BYTES;
 
 /// The pauses before a failed batch is written again; after the last try the log stops.
 pub(super) const RETRIES: [Duration; 5] = [
