@@ -35,7 +35,8 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             );
         }
         let map = HintMap::open_pinned(pin).map_err(|e| format!("--ufs-hints: {e}"))?;
-        options = options.ufs_hints(Arc::new(map));
+        let hints = overtake_workload::hints::UfsHints(Arc::new(map));
+        options = options.lock_observer(Arc::new(hints));
     }
     let options = options
         .row_lock_policy(policy)

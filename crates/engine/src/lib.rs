@@ -64,7 +64,7 @@ pub use database::{
 };
 pub use error::{AbortReason, CommitError, DecimalError, Error, Result, SchemaError};
 pub use limits::{MAX_COLUMNS, MAX_DECIMAL_PRECISION, MAX_KEY_LEN, MAX_ROW_LEN};
-pub use lock::LockPolicy;
+pub use lock::{LockObserver, LockPolicy};
 pub use log::{Acknowledgement, Durability, LogStats, RecoveryError};
 pub use mvcc::MAX_TRANSACTION_SLOTS;
 pub use mvcc::epoch::release_thread_garbage;

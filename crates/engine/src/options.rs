@@ -5,9 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use overtake_runtime::bpf_map::HintMap;
-
-use crate::lock::{LockManager, LockPolicy};
+use crate::lock::{LockManager, LockObserver, LockPolicy};
 use crate::log::Durability;
 
 /// Settings for [`Database::in_memory`](crate::Database::in_memory) and
@@ -39,11 +37,12 @@ pub struct Options {
     /// (POW by default: a paused, less urgent holder loses its lock to a waiting urgent
     /// transaction). Under two-phase locking the concurrency's own policy applies.
     pub row_lock_policy: LockPolicy,
-    /// The hint map of `overtake-ufs`, the OS-level scheduler (`None` by default): while a
-    /// transaction running on a thread of its own waits for a lock, the map names the thread
-    /// holding it, and the scheduler runs that thread as time-sensitive until the wait ends.
-    /// Transactions run as tasks on a scheduler's workers are not hinted (they share threads).
-    pub ufs_hints: Option<Arc<HintMap>>,
+    /// Told of lock waits between OS threads (`None` by default): while a transaction running
+    /// on a thread of its own waits for a lock, the observer learns which thread holds it (an
+    /// OS-level scheduler such as `overtake-ufs` then runs that thread as time-sensitive until
+    /// the wait ends). Transactions run as tasks on a scheduler's workers are not observed (they
+    /// share threads).
+    pub lock_observer: Option<Arc<dyn LockObserver>>,
     /// The largest log record one commit may write, in bytes ([`MAX_LOG_RECORD`], 1 GiB, by
     /// default, and at most): a transaction whose writes would log more is refused at commit
     /// ([`AbortReason::TooLarge`](crate::AbortReason::TooLarge)) before anyone sees them, never
@@ -85,9 +84,9 @@ impl Options {
         self
     }
 
-    /// Sets [`ufs_hints`](Self::ufs_hints).
-    pub fn ufs_hints(mut self, map: Arc<HintMap>) -> Self {
-        self.ufs_hints = Some(map);
+    /// Sets [`lock_observer`](Self::lock_observer).
+    pub fn lock_observer(mut self, observer: Arc<dyn LockObserver>) -> Self {
+        self.lock_observer = Some(observer);
         self
     }
 
@@ -122,7 +121,7 @@ impl Default for Options {
             checkpoint_after: Some(DEFAULT_CHECKPOINT_AFTER),
             group_commit: DEFAULT_GROUP_COMMIT,
             row_lock_policy: LockPolicy::Pow,
-            ufs_hints: None,
+            lock_observer: None,
             max_log_record: MAX_LOG_RECORD,
         }
     }

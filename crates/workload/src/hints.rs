@@ -4,7 +4,7 @@
 //! a second time-sensitive thread (the burner) computes on the same CPU for a while. Under a
 //! scheduler that runs time-sensitive work first, the holder gets no CPU while the burner runs,
 //! and the waiter waits for the burner too (an inversion through a third task); with the lock
-//! manager's hints (`Options::ufs_hints`) `overtake-ufs` runs the holder as time-sensitive while
+//! manager's hints (`Options::lock_observer`, with [`UfsHints`]) `overtake-ufs` runs the holder as time-sensitive while
 //! the waiter waits, and the waiter waits for about the holder's computation shared with the
 //! burner.
 //!
@@ -25,6 +25,22 @@ use overtake_sched::{Group, OsScheduling, Tier, Weight};
 
 use crate::compute::ComputeTask;
 use crate::holder::{add, table, value};
+
+/// `overtake-ufs`'s hint map as the lock manager's observer: a waiting thread is mapped to the
+/// thread holding its lock while it waits. A map that is full or gone loses the hint (the boost),
+/// never the lock request.
+#[derive(Debug)]
+pub struct UfsHints(pub Arc<HintMap>);
+
+impl overtake_engine::LockObserver for UfsHints {
+    fn waiting(&self, waiter: u32, holder: u32) {
+        let _ = self.0.set(waiter, holder);
+    }
+
+    fn done(&self, waiter: u32) {
+        let _ = self.0.clear(waiter);
+    }
+}
 
 /// One round's settings.
 #[derive(Clone, Debug)]
@@ -105,7 +121,7 @@ pub fn run_round(setup: &HintSetup) -> Result<HintRound, HintError> {
     let mut options =
         Options::default().concurrency(Concurrency::TwoPhaseLocking(LockPolicy::Standard));
     if let Some(map) = &setup.hints {
-        options = options.ufs_hints(Arc::clone(map));
+        options = options.lock_observer(Arc::new(UfsHints(Arc::clone(map))));
     }
     let db = Arc::new(Database::in_memory(options));
     let t = table(&db)?;

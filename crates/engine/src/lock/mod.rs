@@ -22,6 +22,7 @@ mod tests;
 
 pub(crate) use deadlock::{choose_victim, find_cycle};
 pub(crate) use manager::{LockAbort, LockManager, LockName};
+pub use os_hints::LockObserver;
 pub(crate) use os_hints::OsHints;
 pub(crate) use policy::ConflictAction;
 pub use policy::LockPolicy;

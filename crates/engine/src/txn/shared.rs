@@ -53,7 +53,7 @@ impl Engine {
         overtake_runtime::os_thread::at_worker_exit(|| {
             crate::mvcc::epoch::release_thread_garbage();
         });
-        let hints = options.ufs_hints.clone().map(OsHints::new);
+        let hints = options.lock_observer.clone().map(OsHints::new);
         let txns = TxnTable::new(options.max_transactions);
         let slots = txns.capacity();
         Engine {
