@@ -180,28 +180,38 @@ fn catches_sigint(pid: u32) -> bool {
         .is_some_and(|mask| mask & (1 << (2 - 1)) != 0)
 }
 
-#[test]
-fn ctrl_c_ends_a_comparison_with_the_runs_it_finished() {
+/// Runs `overtake args`, sends it SIGINT once `ready(pid)` (waiting as long as a loaded machine
+/// may take; `what` names the state waited for), and returns how it ended.
+fn interrupted_once(args: &[&str], what: &str, ready: impl Fn(u32) -> bool) -> Output {
     use std::process::Stdio;
     let child = Command::new(env!("CARGO_BIN_EXE_overtake"))
-        .args(["compare", "holder", "--rounds", "10", "--json"])
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("the binary runs");
-    // Once a worker thread exists, the first run has started (and the handler is installed).
     let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !(catches_sigint(child.id()) && has_thread(child.id(), "worker-0")) {
-        assert!(std::time::Instant::now() < give_up, "no run started");
+    while !ready(child.id()) {
+        assert!(std::time::Instant::now() < give_up, "never reached: {what}");
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
-    // The first of five policies takes ten rounds of a 60 ms computation: this lands in it.
     let killed = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
         .expect("kill runs");
     assert!(killed.success());
-    let out = child.wait_with_output().expect("exits");
+    child.wait_with_output().expect("exits")
+}
+
+#[test]
+fn ctrl_c_ends_a_comparison_with_the_runs_it_finished() {
+    // Once a worker thread exists, the first run has started (and the handler is installed).
+    // The first of five policies takes ten rounds of a 60 ms computation: the signal lands in it.
+    let out = interrupted_once(
+        &["compare", "holder", "--rounds", "10", "--json"],
+        "a run started",
+        |pid| catches_sigint(pid) && has_thread(pid, "worker-0"),
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("interrupted"), "{}", stderr(&out));
     let value: serde_json::Value = serde_json::from_str(stdout(&out).trim()).expect("JSON");
@@ -212,25 +222,12 @@ fn ctrl_c_ends_a_comparison_with_the_runs_it_finished() {
 
 #[test]
 fn ctrl_c_shuts_serve_down_without_a_comparisons_message() {
-    use std::process::Stdio;
-    let child = Command::new(env!("CARGO_BIN_EXE_overtake"))
-        .args(["serve", "--in-memory", "--listen", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
     // The server's own handler is installed once it waits for a signal.
-    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !catches_sigint(child.id()) {
-        assert!(std::time::Instant::now() < give_up, "serve never waited");
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
-    let killed = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(killed.success());
-    let out = child.wait_with_output().expect("exits");
+    let out = interrupted_once(
+        &["serve", "--in-memory", "--listen", "127.0.0.1:0"],
+        "serve waiting for a signal",
+        catches_sigint,
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("shutting down"), "{}", stderr(&out));
     assert!(!stderr(&out).contains("interrupted"), "{}", stderr(&out));

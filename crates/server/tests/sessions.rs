@@ -1181,16 +1181,16 @@ fn point_reads_in_a_block_keep_its_isolation_and_its_rules() {
     });
 }
 
+/// How many sessions each of the server's workers serves now.
+fn sessions_per_worker(server: &common::TestServer) -> Vec<usize> {
+    let serving = server.server.as_ref().expect("serving");
+    serving.sessions_per_worker()
+}
+
 /// Waits (for as long as a loaded machine may take) until the workers serve `want` sessions.
 async fn until_sessions_per_worker(server: &common::TestServer, want: &[usize]) {
     let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let served = || {
-        server
-            .server
-            .as_ref()
-            .expect("serving")
-            .sessions_per_worker()
-    };
+    let served = || sessions_per_worker(server);
     while served() != want {
         assert!(
             std::time::Instant::now() < give_up,
@@ -1204,13 +1204,7 @@ async fn until_sessions_per_worker(server: &common::TestServer, want: &[usize]) 
 #[test]
 fn a_session_moves_to_a_worker_with_fewer_sessions_between_statements_but_not_in_a_block() {
     let server = common::TestServer::start();
-    let served = || {
-        server
-            .server
-            .as_ref()
-            .expect("serving")
-            .sessions_per_worker()
-    };
+    let served = || sessions_per_worker(&server);
     runtime().block_on(async {
         // Placed by load at connect time: a and c on the first worker, b on the second.
         let a = connect(&server.dsn("a")).await;

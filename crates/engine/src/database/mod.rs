@@ -185,14 +185,7 @@ impl Database {
         if self.reads_lock() {
             return self.begin(priority, isolation);
         }
-        let lease = self.engine.txns.begin()?;
-        let class = (priority, isolation);
-        Ok(Transaction::new(
-            &self.engine,
-            lease,
-            class,
-            Joins::WhenItLocks,
-        ))
+        self.begin_joining(priority, isolation, Joins::WhenItLocks)
     }
 
     /// Begins a transaction that the lock manager counts as begun the `lock_age`-th (`None`: the
@@ -203,13 +196,22 @@ impl Database {
         isolation: Isolation,
         lock_age: Option<u64>,
     ) -> Result<Transaction<'_>> {
+        self.begin_joining(priority, isolation, Joins::AtBegin(lock_age))
+    }
+
+    /// Begins a transaction that joins the lock manager as `joins` says.
+    fn begin_joining(
+        &self,
+        priority: Priority,
+        isolation: Isolation,
+        joins: Joins,
+    ) -> Result<Transaction<'_>> {
         let lease = self.engine.txns.begin()?;
-        let class = (priority, isolation);
         Ok(Transaction::new(
             &self.engine,
             lease,
-            class,
-            Joins::AtBegin(lock_age),
+            (priority, isolation),
+            joins,
         ))
     }
 
