@@ -65,14 +65,20 @@ impl WorkerStream {
 
     /// Moves the socket to the worker whose reactor is `to`: its readiness is told there from
     /// now on (a socket registered edge-triggered is reported at once if it is ready, so
-    /// nothing that came meanwhile is missed). On an error it stays where it was.
+    /// nothing that came meanwhile is missed). On an error it stays where it was; if it cannot
+    /// even go back, it is shut down, so that the session's next read fails and ends it rather
+    /// than wait for readiness no reactor would tell.
     pub(crate) fn move_to(&mut self, to: &Arc<ReactorShared>) -> io::Result<()> {
         self.reactor.deregister(&mut self.tcp, self.token);
         let (token, readiness) = match to.register(&mut self.tcp) {
             Ok(r) => r,
             Err(e) => {
-                let (token, readiness) = self.reactor.register(&mut self.tcp)?;
-                (self.token, self.readiness) = (token, readiness);
+                match self.reactor.register(&mut self.tcp) {
+                    Ok((token, readiness)) => (self.token, self.readiness) = (token, readiness),
+                    Err(_) => {
+                        let _ = self.tcp.shutdown(std::net::Shutdown::Both);
+                    }
+                }
                 return Err(e);
             }
         };
