@@ -131,7 +131,7 @@ pub struct ServeArgs {
     /// in overtake-ufs's hint map (pinned at PATH, by default where overtake-ufs pins it), so
     /// that the OS scheduler runs the holder as time-sensitive until the wait ends.
     #[arg(long, value_name = "PATH", num_args = 0..=1,
-          default_missing_value = overtake_runtime::bpf_map::DEFAULT_HINTS_PIN)]
+          default_missing_value = overtake_runtime::os::bpf_map::DEFAULT_HINTS_PIN)]
     pub ufs_hints: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub kept: KeptArgs,
@@ -242,8 +242,8 @@ pub enum OsSchedulerArg {
 }
 
 /// This process's group cgroups (`overtake-<pid>` under its own CPU cgroup).
-pub fn session_cgroups() -> Result<overtake_runtime::cgroup::CgroupTree, String> {
-    overtake_runtime::cgroup::CgroupTree::discover(
+pub fn session_cgroups() -> Result<overtake_runtime::os::cgroup::CgroupTree, String> {
+    overtake_runtime::os::cgroup::CgroupTree::discover(
         std::path::Path::new("/sys/fs/cgroup"),
         &format!("overtake-{}", std::process::id()),
     )
@@ -255,7 +255,7 @@ impl OsSchedulerArg {
     /// cgroup. The kernel's own schedulers are refused while a sched_ext scheduler is loaded (it
     /// would be measured instead), and `ufs` unless `overtake-ufs` is the one loaded.
     pub fn scheduling(self) -> Result<overtake_sched::OsScheduling, String> {
-        use overtake_runtime::sched_ext::SchedExt;
+        use overtake_runtime::os::sched_ext::SchedExt;
         use overtake_sched::OsScheduling;
         let scx = SchedExt::read();
         match self {
@@ -317,7 +317,7 @@ pub struct CompareHintsArgs {
     #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u64).range(1..=20_000))]
     pub burn_ms: u64,
     /// Where overtake-ufs pinned its hint map.
-    #[arg(long, default_value = overtake_runtime::bpf_map::DEFAULT_HINTS_PIN)]
+    #[arg(long, default_value = overtake_runtime::os::bpf_map::DEFAULT_HINTS_PIN)]
     pub hints_pin: std::path::PathBuf,
     /// The usable core the three sessions share.
     #[arg(long, default_value_t = 0)]

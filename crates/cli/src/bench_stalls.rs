@@ -46,7 +46,7 @@ impl Gaps {
 
 /// Spins on `core` (if it can be pinned there) for `duration`, reading the clock.
 fn watch(core: usize, duration: Duration) -> Gaps {
-    overtake_runtime::os_thread::pin_current_thread(core);
+    overtake_runtime::os::thread::pin_current_thread(core);
     let start = Instant::now();
     let mut gaps = Gaps::default();
     let mut last = start;
@@ -61,7 +61,7 @@ fn watch(core: usize, duration: Duration) -> Gaps {
 }
 
 pub fn run(args: &StallsArgs) -> Result<(), String> {
-    let cores = overtake_runtime::os_thread::available_cores().max(1);
+    let cores = overtake_runtime::os::thread::available_cores().max(1);
     let duration = Duration::from_secs_f64(args.duration);
     if !args.json {
         eprintln!(

@@ -77,7 +77,7 @@ fn request_latency(
     let worker = {
         let (target, stop, ready) = (Arc::clone(&target), Arc::clone(&stop), Arc::clone(&ready));
         std::thread::spawn(move || -> Result<(), String> {
-            overtake_runtime::os_thread::pin_current_thread(0);
+            overtake_runtime::os::thread::pin_current_thread(0);
             let registration = preempt::register_worker(target, u32::from(polls), note_switch)
                 .map_err(|e| e.to_string())?;
             let stop_inner = Arc::clone(&stop);
@@ -101,7 +101,7 @@ fn request_latency(
             Ok(())
         })
     };
-    overtake_runtime::os_thread::pin_current_thread(1);
+    overtake_runtime::os::thread::pin_current_thread(1);
     while !ready.load(Ordering::Acquire) {
         std::hint::spin_loop();
     }

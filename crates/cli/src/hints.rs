@@ -7,8 +7,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use overtake_runtime::bpf_map::HintMap;
-use overtake_runtime::sched_ext::SchedExt;
+use overtake_runtime::os::bpf_map::HintMap;
+use overtake_runtime::os::sched_ext::SchedExt;
 use overtake_sched::OsScheduling;
 use overtake_workload::compute::ComputeTask;
 use overtake_workload::hints::{HintRound, HintSetup, run_round};

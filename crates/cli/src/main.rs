@@ -54,10 +54,10 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     // Read the usable cores before any thread is pinned.
-    let _ = overtake_runtime::os_thread::usable_cores();
+    let _ = overtake_runtime::os::thread::usable_cores();
     // A main-memory engine keeps what it frees for reuse: returning it to the kernel costs bursts
-    // of system calls inside whichever transaction allocates next (see `overtake_runtime::memory`).
-    overtake_runtime::memory::set_return_freed_memory(false);
+    // of system calls inside whichever transaction allocates next (see `overtake_runtime::os::memory`).
+    overtake_runtime::os::memory::set_return_freed_memory(false);
     // Under `--json` a caller reads stdout as one JSON object, errors included.
     let json = std::env::args_os().any(|a| a == "--json");
     let cli = match args::Cli::try_parse() {

@@ -80,7 +80,7 @@ pub fn run_config(
     };
     let loaded = load_into(db, warehouses, args.seed, args.lp == LowArg::Q2, args.json)?;
     // The run's growth then reuses memory already backed (see `prefault_heap`).
-    overtake_runtime::memory::prefault_heap(
+    overtake_runtime::os::memory::prefault_heap(
         usize::try_from(prefault_bytes(args)).unwrap_or(usize::MAX),
     );
     let constants = loaded.run_constants(args.seed);
@@ -224,12 +224,12 @@ impl Drop for RunDir {
 
 /// Frees, on this thread and before the next run starts, what a finished run left behind: the
 /// memory its database and its exited threads held (see
-/// `overtake_runtime::memory::settle_freed_memory`) and what dropping the database retired for
+/// `overtake_runtime::os::memory::settle_freed_memory`) and what dropping the database retired for
 /// epoch-based reclamation. Without it the second run of a `compare` had one urgent transaction
 /// stall 35-55 ms while its worker did that work.
 pub fn settle_between_runs() {
     overtake_engine::release_thread_garbage();
-    overtake_runtime::memory::settle_freed_memory();
+    overtake_runtime::os::memory::settle_freed_memory();
 }
 
 /// Refuses a preempting policy that could never preempt the low-priority work: a computation
@@ -640,7 +640,7 @@ fn print_comparison(runs: &[RunReport], args: &MixedArgs) {
 
 /// Applies the process-wide memory setting before anything is loaded.
 pub fn set_huge_pages(args: &MixedArgs) -> Result<(), String> {
-    overtake_runtime::memory::set_transparent_huge_pages(args.huge_pages)
+    overtake_runtime::os::memory::set_transparent_huge_pages(args.huge_pages)
         .map_err(|e| format!("cannot set transparent huge pages: {e}"))
 }
 

@@ -43,7 +43,7 @@ pub fn check(warehouses: i64, workers: usize, growth: u64) -> Result<(), String>
     if let Some(available) = available_memory() {
         fits(warehouses, growth, available)?;
     }
-    let cores = overtake_runtime::os_thread::available_cores();
+    let cores = overtake_runtime::os::thread::available_cores();
     if workers > cores {
         eprintln!(
             "warning: {workers} workers on {cores} usable core(s): workers take turns on cores, \

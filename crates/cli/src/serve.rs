@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use overtake_engine::{Concurrency, Database, LockPolicy, Options};
-use overtake_runtime::bpf_map::HintMap;
+use overtake_runtime::os::bpf_map::HintMap;
 use overtake_sched::{CallExecutor, SchedConfig, Scheduler, Shutdown};
 use overtake_server::{Server, ServerConfig};
 

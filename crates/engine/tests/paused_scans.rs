@@ -1,6 +1,7 @@
 //! A long scan paused by preemption holds no epoch: alone in its test binary, because it checks
 //! that the epoch can advance, which any other thread inside an epoch would hold up.
 
+#[path = "integration/common/mod.rs"]
 mod common;
 
 use std::sync::Arc;

@@ -28,24 +28,20 @@
 //! - [`cpu`]: what the processor offers (extended-state size, user interrupts).
 //! - [`simd`]: running a numeric kernel with the widest vector instructions available, chosen at
 //!   run time (AVX-512, AVX2 with FMA, or baseline SSE2).
-//! - [`memory`]: process-wide memory settings that decide tail latency (huge pages, returning
-//!   freed memory to the kernel).
-//! - [`os_thread`]: what a worker's OS thread needs around it: core pinning, CPU usage, its id,
-//!   and hooks that run when a worker thread exits.
-//! - [`cgroup`], [`sched_ext`], [`bpf_map`]: the operating system's side of tiers: CPU cgroups
-//!   for session threads, which OS-level scheduler is loaded, and the lock hints `overtake-ufs`
-//!   reads.
+//! - [`exit_hooks`]: hooks that run on each worker thread just before it exits.
+//! - [`os`]: the operating system's particulars: a thread's cores, niceness, scheduling class
+//!   and CPU usage ([`os::thread`]); CPU cgroups for session threads, which OS-level scheduler is
+//!   loaded and the lock hints `overtake-ufs` reads ([`os::cgroup`], [`os::sched_ext`],
+//!   [`os::bpf_map`]); the machine's run queue ([`os::load`]); process-wide memory settings
+//!   that decide tail latency ([`os::memory`]).
 
 pub mod alloc;
-pub mod bpf_map;
-pub mod cgroup;
 pub mod context;
 pub mod cpu;
 pub mod critical;
+pub mod exit_hooks;
 mod fp_control;
-pub mod load;
-pub mod memory;
-pub mod os_thread;
+pub mod os;
 pub mod padded;
 pub mod park;
 pub mod preempt;
@@ -54,7 +50,6 @@ mod recycled_blocks;
 pub mod region;
 pub mod region_lock;
 mod running;
-pub mod sched_ext;
 pub mod simd;
 pub mod stack;
 

@@ -269,7 +269,7 @@ fn current_state() -> Arc<ParkState> {
         Arc::clone(current.get_or_insert_with(|| {
             Arc::new(ParkState {
                 state: AtomicU8::new(IDLE),
-                via: WakeVia::Thread(std::thread::current(), crate::os_thread::thread_id()),
+                via: WakeVia::Thread(std::thread::current(), crate::os::thread::thread_id()),
                 paused: AtomicBool::new(false),
                 on_pause: RegionMutex::new(None),
             })
@@ -385,12 +385,12 @@ mod tests {
     #[test]
     fn a_plain_thread_is_named_by_its_kernel_id_and_a_task_by_none() {
         let here = current_unparker();
-        assert_eq!(here.os_thread_id(), Some(crate::os_thread::thread_id()));
-        let other = std::thread::spawn(|| (current_unparker(), crate::os_thread::thread_id()))
+        assert_eq!(here.os_thread_id(), Some(crate::os::thread::thread_id()));
+        let other = std::thread::spawn(|| (current_unparker(), crate::os::thread::thread_id()))
             .join()
             .expect("thread");
         assert_eq!(other.0.os_thread_id(), Some(other.1));
-        assert_ne!(other.1, crate::os_thread::thread_id());
+        assert_ne!(other.1, crate::os::thread::thread_id());
         let task = Parker::for_task(Arc::new(Tokens(Mutex::new(Vec::new()))), 7).unparker();
         assert_eq!(task.os_thread_id(), None);
     }

@@ -8,8 +8,8 @@
 //! worker: workers have their own weights (`SchedConfig::os_background`).
 
 use overtake_priority::{Group, Tier};
-use overtake_runtime::cgroup::{CgroupError, CgroupTree};
-use overtake_runtime::os_thread::{OsPolicy, set_os_policy, thread_id};
+use overtake_runtime::os::cgroup::{CgroupError, CgroupTree};
+use overtake_runtime::os::thread::{OsPolicy, set_os_policy, thread_id};
 
 /// How session threads are scheduled by the operating system.
 #[derive(Clone, Debug)]
@@ -19,7 +19,7 @@ pub enum OsScheduling {
     Weights(CgroupTree),
     /// `overtake-ufs`, the sched_ext scheduler: each thread in its group's cgroup, whose name
     /// gives the tier (`ts-*` time-sensitive) and whose weight the share within the tier. The
-    /// scheduler must be loaded (see `overtake_runtime::sched_ext`).
+    /// scheduler must be loaded (see `overtake_runtime::os::sched_ext`).
     Ufs(CgroupTree),
     /// Background threads SCHED_IDLE, time-sensitive ones ordinary.
     Idle,
@@ -89,7 +89,7 @@ impl OsScheduling {
 #[cfg(test)]
 mod tests {
     use overtake_priority::Weight;
-    use overtake_runtime::cgroup::CgroupVersion;
+    use overtake_runtime::os::cgroup::CgroupVersion;
 
     use super::*;
 

@@ -203,8 +203,8 @@ impl<E: Executor> Scheduler<E> {
         if config.trace {
             overtake_runtime::region::trace::set_enabled(true);
         }
-        // Read the usable cores before anything is pinned (see `overtake_runtime::os_thread`).
-        overtake_runtime::os_thread::available_cores();
+        // Read the usable cores before anything is pinned (see `overtake_runtime::os::thread`).
+        overtake_runtime::os::thread::available_cores();
         feeds.resize_with(config.workers, || None);
         reactors.resize_with(config.workers, || None);
         let workers: Vec<Arc<WorkerShared>> = (0..config.workers)
@@ -655,7 +655,7 @@ fn spawn_timer<J: Send + 'static>(mut timer: PreemptTimer<J>) -> Result<TimerThr
         .name("preempt-timer".into())
         .spawn(move || {
             // Steps an arrival check apart must not each wake most of a check late.
-            overtake_runtime::os_thread::set_timer_slack(Duration::from_micros(1));
+            overtake_runtime::os::thread::set_timer_slack(Duration::from_micros(1));
             while !stop_in.load(Ordering::Acquire) {
                 timer.step(Instant::now(), false);
                 match timer.next_step_within() {

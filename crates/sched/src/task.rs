@@ -19,7 +19,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use overtake_priority::{Group, Priority};
-use overtake_runtime::os_thread::ThreadUsage;
+use overtake_runtime::os::thread::ThreadUsage;
 
 use crate::trace::SliceUsage;
 

@@ -9,7 +9,7 @@
 //! it is a diagnostic mode, off by default. Must never change what runs when.
 
 use overtake_priority::Priority;
-use overtake_runtime::os_thread::ThreadUsage;
+use overtake_runtime::os::thread::ThreadUsage;
 use overtake_runtime::region::trace::RegionTrace;
 
 /// One traced job.

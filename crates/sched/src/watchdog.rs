@@ -212,11 +212,11 @@ mod tests {
 
     #[test]
     fn this_thread_reads_as_running_and_a_sleeping_one_as_blocked() {
-        assert!(!thread_blocked(overtake_runtime::os_thread::thread_id()));
+        assert!(!thread_blocked(overtake_runtime::os::thread::thread_id()));
         let (tx, rx) = std::sync::mpsc::channel();
         let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
         let sleeper = std::thread::spawn(move || {
-            tx.send(overtake_runtime::os_thread::thread_id())
+            tx.send(overtake_runtime::os::thread::thread_id())
                 .expect("test alive");
             let _ = done_rx.recv();
         });

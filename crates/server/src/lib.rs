@@ -446,7 +446,7 @@ fn serve_on_workers(
         .spawn(move || {
             // Accepting is on every new client's path (raised as the workers' network
             // threads were).
-            let _ = overtake_runtime::os_thread::set_raised();
+            let _ = overtake_runtime::os::thread::set_raised();
             let handle = runtime.handle().clone();
             runtime.block_on(async move {
                 let mut accepting = stopped.clone();
@@ -529,7 +529,7 @@ fn serve_on_network_threads(
                 // workers are busy with background queries it would otherwise wait its turn for
                 // a core behind them. It sleeps in epoll when idle, so running it first costs
                 // little.
-                let _ = overtake_runtime::os_thread::set_raised();
+                let _ = overtake_runtime::os::thread::set_raised();
                 runtime.block_on(async move {
                     if let Some((listener, inboxes)) = accept {
                         let mut stopped = stopped.clone();

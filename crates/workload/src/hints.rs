@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 use overtake_engine::{
     Concurrency, Database, Isolation, LockPolicy, Options, Priority, RetryPolicy,
 };
-use overtake_runtime::bpf_map::HintMap;
-use overtake_runtime::os_thread::{confine_current_thread, thread_id};
+use overtake_runtime::os::bpf_map::HintMap;
+use overtake_runtime::os::thread::{confine_current_thread, thread_id};
 use overtake_sched::{Group, OsScheduling, Tier, Weight};
 
 use crate::compute::ComputeTask;
@@ -244,7 +244,7 @@ pub fn run_round(setup: &HintSetup) -> Result<HintRound, HintError> {
 
 #[cfg(test)]
 mod tests {
-    use overtake_runtime::cgroup::{CgroupTree, CgroupVersion};
+    use overtake_runtime::os::cgroup::{CgroupTree, CgroupVersion};
 
     use super::*;
 

@@ -163,9 +163,9 @@ impl Checkpoints {
             .name("checkpointer".into())
             .spawn(move || {
                 // Background work: it takes only what the workers leave.
-                overtake_runtime::os_thread::run_in_background();
+                overtake_runtime::os::thread::run_in_background();
                 // Even at nice 10 it would take a slice of a worker's core now and then.
-                let mut off_workers = overtake_runtime::os_thread::OffPinnedCores::new();
+                let mut off_workers = overtake_runtime::os::thread::OffPinnedCores::new();
                 while !stopped.load(Ordering::Acquire) {
                     std::thread::park_timeout(LOOK_EVERY);
                     off_workers.refresh();

@@ -8,7 +8,8 @@
 //!
 //! Writers of one index are serialized by a latch; a writer locks only the nodes it changes (a leaf
 //! on most inserts and removals), and readers of other nodes carry on. This was chosen over the
-//! crates measured in `benches/index_choice.rs` (docs/benchmarks.md has the figures): `scc::TreeIndex` walks
+//! crates measured in the workspace's `benches/index-choice` (docs/benchmarks.md has the
+//! figures): `scc::TreeIndex` walks
 //! back over removed keys in queue-like ranges, `crossbeam_skiplist` chases ~30 scattered nodes per
 //! lookup, and the `RwLock<BTreeMap>` used before made every lookup a read-modify-write of one lock
 //! word.

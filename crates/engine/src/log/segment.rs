@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
-use overtake_runtime::os_thread::OffPinnedCores;
+use overtake_runtime::os::thread::OffPinnedCores;
 
 use super::failpoint;
 use super::files;
@@ -166,7 +166,7 @@ impl SegmentFiles {
             .name("log-spare".into())
             .spawn(move || {
                 // Background work: the disk and a core only when the workers leave them.
-                overtake_runtime::os_thread::run_in_background();
+                overtake_runtime::os::thread::run_in_background();
                 prepare_spares(&for_helper, &mut OffPinnedCores::new());
             })?;
         Ok(SegmentFiles {

@@ -32,7 +32,7 @@ use std::time::Duration;
 
 use overtake_runtime::NoPreemptGuard;
 use overtake_runtime::RegionMutex;
-use overtake_runtime::os_thread::ServiceClass;
+use overtake_runtime::os::thread::ServiceClass;
 
 use overtake_runtime::park::{self, Unparker};
 
@@ -259,7 +259,7 @@ impl LogWriter {
                 // `serve_promptly`), not at the next tick after a spinning thread's.
                 let _ = for_thread
                     .class
-                    .set(overtake_runtime::os_thread::serve_promptly());
+                    .set(overtake_runtime::os::thread::serve_promptly());
                 thread::write_loop(&for_thread, current)
             })?;
         Ok(LogWriter {

@@ -50,7 +50,7 @@ impl Engine {
     pub(crate) fn new(id: u64, options: &Options) -> Self {
         // A worker thread that ran transactions frees what they retired before it exits (see
         // `release_thread_garbage`); the scheduler runs this hook without knowing the engine.
-        overtake_runtime::os_thread::at_worker_exit(|| {
+        overtake_runtime::exit_hooks::at_worker_exit(|| {
             crate::mvcc::epoch::release_thread_garbage();
         });
         let hints = options.lock_observer.clone().map(OsHints::new);

@@ -300,7 +300,7 @@ pub fn register_worker(
     signal::install()?;
     target
         .tid
-        .store(crate::os_thread::thread_id(), Ordering::Release);
+        .store(crate::os::thread::thread_id(), Ordering::Release);
     WORKER.with(|w| {
         w.hook.set(Some(hook));
         w.target

@@ -32,7 +32,7 @@ use std::time::Instant;
 
 use overtake_priority::{Group, Priority};
 use overtake_runtime::context::{Resumed, Suspension, suspend_current};
-use overtake_runtime::os_thread::{ThreadUsage, thread_usage};
+use overtake_runtime::os::thread::{ThreadUsage, thread_usage};
 use overtake_runtime::park::{Parker, WakeTarget};
 use overtake_runtime::region::trace as region_trace;
 use overtake_runtime::{Context, NoPreemptGuard};
@@ -129,7 +129,7 @@ struct WorkerCore<E: Executor> {
     acks: RefCell<Acks<E::Job>>,
     /// The machine's runnable threads, and when it last found a core to spare (or none) for
     /// spinning (`SchedConfig::idle_spin_alone`).
-    load: overtake_runtime::load::RunnableThreads,
+    load: overtake_runtime::os::load::RunnableThreads,
     spare: Cell<Option<(Instant, bool)>>,
 }
 
@@ -290,7 +290,7 @@ impl<E: Executor> WorkerCore<E> {
         }
         let background = priority == Priority::LOW;
         if background != self.shared.os_lowered.load(Ordering::SeqCst) {
-            overtake_runtime::os_thread::set_background(background);
+            overtake_runtime::os::thread::set_background(background);
             // After the call: a lift that finds the flag set finds the thread lowered.
             self.shared.os_lowered.store(background, Ordering::SeqCst);
         }

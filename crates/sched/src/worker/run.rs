@@ -49,7 +49,7 @@ impl<E: Executor> WorkerCore<E> {
         {
             return spare;
         }
-        let cores = overtake_runtime::os_thread::available_cores();
+        let cores = overtake_runtime::os::thread::available_cores();
         let spare = self.load.now().is_some_and(|runnable| runnable <= cores);
         self.spare.set(Some((now, spare)));
         spare
@@ -88,7 +88,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
         peers,
     } = setup;
     if config.pin {
-        overtake_runtime::os_thread::pin_current_thread(index);
+        overtake_runtime::os::thread::pin_current_thread(index);
     }
     let registration =
         preempt::register_worker(Arc::clone(&shared.target), config.poll_every(), on_preempt)
@@ -96,7 +96,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
     let pool = config.task_pool;
     let (shared_acks, shared_wakes) = (Arc::clone(&shared.acks), Arc::clone(&shared.wakes));
     let os_background =
-        config.os_background && overtake_runtime::os_thread::can_switch_background();
+        config.os_background && overtake_runtime::os::thread::can_switch_background();
     let core = Rc::new(WorkerCore {
         index,
         shared,
@@ -124,7 +124,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
             Arc::clone(&shared_acks),
             Arc::clone(&shared_wakes),
         )),
-        load: overtake_runtime::load::RunnableThreads::new(),
+        load: overtake_runtime::os::load::RunnableThreads::new(),
         spare: Cell::new(None),
     });
     // The first context is made before the clock starts (a stack costs a few mmaps).
@@ -153,7 +153,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
     let mut polled = Instant::now();
     core.shared
         .tid
-        .store(overtake_runtime::os_thread::thread_id(), Ordering::Release);
+        .store(overtake_runtime::os::thread::thread_id(), Ordering::Release);
     WORKER.with(|w| *w.borrow_mut() = Some(Rc::clone(&core) as Rc<dyn ServePreemption>));
     core.shared.ready.store(true, Ordering::Release);
 
@@ -246,7 +246,7 @@ pub(crate) fn run_worker<E: Executor>(setup: WorkerSetup<E>) -> Result<RunStats,
     drop(registration);
     // Layers above hand back per-thread state here (the engine frees what this thread's
     // transactions retired, rather than handing it to the next thread that starts).
-    overtake_runtime::os_thread::worker_exiting();
+    overtake_runtime::exit_hooks::worker_exiting();
     let region = NoPreemptGuard::new();
     let stats = std::mem::take(&mut *core.shared.stats.lock(&region));
     Ok(stats)

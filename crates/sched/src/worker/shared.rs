@@ -213,7 +213,7 @@ impl WorkerShared {
     /// clear while the worker is lowering itself is repeated at the backstop's next step.
     pub(crate) fn lift(&self) {
         if self.os_lowered.swap(false, Ordering::SeqCst) {
-            overtake_runtime::os_thread::lift_from_background(self.tid.load(Ordering::Relaxed));
+            overtake_runtime::os::thread::lift_from_background(self.tid.load(Ordering::Relaxed));
         }
     }
 

@@ -143,8 +143,8 @@ pub fn run<E: Executor>(
     if sched.pin {
         // The dispatcher mostly sleeps between arrivals: it shares its core without taking it
         // (service threads such as the log writer keep off workers' cores only).
-        let cores = overtake_runtime::os_thread::available_cores();
-        overtake_runtime::os_thread::confine_current_thread(cores.saturating_sub(1));
+        let cores = overtake_runtime::os::thread::available_cores();
+        overtake_runtime::os::thread::confine_current_thread(cores.saturating_sub(1));
     }
     let start = Instant::now();
     let dispatch = Dispatcher {
@@ -261,7 +261,7 @@ impl<E: Executor> Dispatcher<'_, E> {
         let mut next_tick = start;
         let mut round_robin = 0;
         // A dispatcher sharing a core with a worker must not spin while idle.
-        let own_core = sched.pin && workers < overtake_runtime::os_thread::available_cores();
+        let own_core = sched.pin && workers < overtake_runtime::os::thread::available_cores();
         // Whether arrivals feed background inboxes (closed loops feed their workers themselves).
         let mut feeds_low = false;
         // Jobs handed to workers, and whether the background arrivals have run out.

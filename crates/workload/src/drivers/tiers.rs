@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use overtake_engine::{Database, Isolation, Priority};
-use overtake_runtime::os_thread::thread_usage;
+use overtake_runtime::os::thread::thread_usage;
 use overtake_sched::{
     Call, CallExecutor, Executor, Group, LatencyHistogram, OsPlacementError, OsScheduling,
     SchedConfig, SchedError, Scheduler, Shutdown,

@@ -13,7 +13,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
-use overtake_runtime::os_thread;
+use overtake_runtime::os::thread as os_thread;
 
 use super::Syncer;
 

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use overtake_runtime::NoPreemptGuard;
-use overtake_runtime::os_thread;
+use overtake_runtime::os::thread as os_thread;
 use overtake_runtime::park::Unparker;
 
 use super::SEGMENT_BYTES;

@@ -1,0 +1,10 @@
+//! The sql crate's integration tests, one module per subject, in one binary: one link
+//! instead of one per file, and the helpers in `common` compiled once.
+
+// Every test runs on the engine allocator, as the binary does: scheduler workers need it.
+#[global_allocator]
+static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
+
+mod catalog;
+mod parse;
+mod point_read;
