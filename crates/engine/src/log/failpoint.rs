@@ -46,7 +46,12 @@ fn parse(spec: &str) -> Option<Armed> {
         "error" => false,
         _ => return None,
     };
-    Some(Armed { name: name.to_owned(), crash, at: at.parse().ok()?, hits: AtomicU64::new(0) })
+    Some(Armed {
+        name: name.to_owned(),
+        crash,
+        at: at.parse().ok()?,
+        hits: AtomicU64::new(0),
+    })
 }
 
 /// Reached before the operation the name says: `Err` if the test wants it to fail.

@@ -60,7 +60,10 @@ fn a_reader_of_a_commit_not_yet_durable_is_not_answered_before_a_crash_takes_it_
     let mut child = Command::new(exe)
         .args([
             "--exact",
-            &common::test_name(module_path!(), "child_reads_a_commit_that_is_not_durable_yet"),
+            &common::test_name(
+                module_path!(),
+                "child_reads_a_commit_that_is_not_durable_yet",
+            ),
             "--nocapture",
             "--test-threads=1",
         ])

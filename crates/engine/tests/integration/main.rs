@@ -5,9 +5,9 @@
 #[global_allocator]
 static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
 
-mod common;
 mod api;
 mod checkpoints;
+mod common;
 mod concurrency;
 mod durability;
 mod failpoints;

@@ -9,7 +9,6 @@
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-
 /// The cores this process could run on when first asked.
 pub fn usable_cores() -> &'static [core_affinity::CoreId] {
     static CORES: OnceLock<Vec<core_affinity::CoreId>> = OnceLock::new();

@@ -5,9 +5,9 @@
 #[global_allocator]
 static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
 
-mod common;
 mod application_code;
 mod async_and_waiting;
+mod common;
 mod durable_commits;
 mod reactors;
 mod revocation;

@@ -5,8 +5,8 @@
 #[global_allocator]
 static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
 
-mod common;
 mod binary_values;
+mod common;
 mod differential;
 mod kept;
 mod locks;

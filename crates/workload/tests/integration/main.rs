@@ -5,8 +5,8 @@
 #[global_allocator]
 static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
 
-mod common;
 mod clients;
+mod common;
 mod locking;
 mod policies;
 mod preempted_runs;
