@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use overtake_engine::{Database, Isolation, Options, Priority};
-use overtake_sql::statement::{parse, prepare};
+use overtake_sql::bind::statement::{parse, prepare};
 use overtake_sql::{Catalog, Command, Context, Datum, SqlType};
 use serde_json::json;
 
@@ -32,7 +32,7 @@ pub fn run(args: &SqlArgs) -> Result<(), String> {
     let Command::Ddl(ddl) = &create.command else {
         return Err("not DDL".into());
     };
-    overtake_sql::ddl::execute(&catalog, ddl, Priority::MEDIUM).map_err(|e| e.to_string())?;
+    overtake_sql::exec::ddl::execute(&catalog, ddl, Priority::MEDIUM).map_err(|e| e.to_string())?;
     let table = catalog
         .table("pgbench_accounts")
         .map_err(|e| e.to_string())?;

@@ -38,8 +38,9 @@ pub fn run(args: &TpccArgs) -> Result<(), String> {
     let log_before = loaded.db.log_stats();
     let checkpoints_before = loaded.db.checkpoint_stats();
     // The run's growth then reuses memory already backed (see `prefault_heap`).
-    let prefault_time =
-        overtake_runtime::os::memory::prefault_heap(usize::try_from(prefault).unwrap_or(usize::MAX));
+    let prefault_time = overtake_runtime::os::memory::prefault_heap(
+        usize::try_from(prefault).unwrap_or(usize::MAX),
+    );
     let (db, tables) = (&loaded.db, &loaded.tpcc);
     let constants = loaded.run_constants(args.run.seed);
     let ack = match &args.ack_log {

@@ -1,5 +1,5 @@
 //! Passwords for SCRAM-SHA-256. Roles and their verifiers are kept in the database (see
-//! `overtake_sql::roles`): `CREATE ROLE ... PASSWORD` adds them, and the password file
+//! `overtake_sql::catalog::roles`): `CREATE ROLE ... PASSWORD` adds them, and the password file
 //! (`--password-file`: one `user:password` per line, `#` comments) is the bootstrap, written
 //! into them when the server starts. A file's password is salted and hashed once, when the file
 //! is read; its text is not kept.
@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use overtake_sql::Catalog;
-use overtake_sql::roles::{self, Role, Verifier};
+use overtake_sql::catalog::roles::{self, Role, Verifier};
 use pgwire::api::auth::sasl::scram::gen_salted_password;
 use pgwire::api::auth::{AuthSource, LoginInfo, Password};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
@@ -133,10 +133,10 @@ impl AuthSource for RoleAuth {
 }
 
 /// A SCRAM-SHA-256 verifier for `password`: a fresh salt and the password salted with it.
-pub fn verifier(password: &str) -> Result<overtake_sql::roles::Verifier, String> {
+pub fn verifier(password: &str) -> Result<overtake_sql::catalog::roles::Verifier, String> {
     let salt = random_salt()?;
     let salted = gen_salted_password(password, &salt, ITERATIONS);
-    Ok(overtake_sql::roles::Verifier { salt, salted })
+    Ok(overtake_sql::catalog::roles::Verifier { salt, salted })
 }
 
 /// A salt from the operating system's cryptographic generator (through rustls' provider), as

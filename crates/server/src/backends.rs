@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use futures::task::AtomicWaker;
 
 use overtake_runtime::NoPreemptGuard;
-use overtake_sql::access::Actor;
+use overtake_sql::exec::access::Actor;
 use overtake_sql::expr::Backends;
 use overtake_sql::{SqlError, sqlstate};
 use pgwire::api::ConnectionHandle;

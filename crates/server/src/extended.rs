@@ -25,8 +25,8 @@ use pgwire::messages::extendedquery::{
 };
 use pgwire::messages::response::{EmptyQueryResponse, ReadyForQuery};
 
-use overtake_sql::pending::{Pending, Tables};
-use overtake_sql::statement::{ends_transaction, parse, prepare_in};
+use overtake_sql::bind::statement::{ends_transaction, parse, prepare_in};
+use overtake_sql::catalog::pending::{Pending, Tables};
 use overtake_sql::{SqlError, SqlType, sqlstate};
 
 use crate::connection::{Connection, RowsToClient, cancel_request, response, status_of};

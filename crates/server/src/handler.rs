@@ -29,7 +29,7 @@ use pgwire::messages::response::{CommandComplete, EmptyQueryResponse, ReadyForQu
 use pgwire::messages::simplequery::Query as QueryMessage;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 
-use overtake_sql::statement::{ends_transaction, parse, prepare_in};
+use overtake_sql::bind::statement::{ends_transaction, parse, prepare_in};
 use overtake_sql::{SqlError, sqlstate};
 
 use crate::connection::{Connection, RowsToClient, cancel_request, status_of};

@@ -4,8 +4,8 @@
 
 use std::sync::{Arc, Mutex as StdMutex};
 
-use overtake_sql::pending::Tables;
-use overtake_sql::statement::{Ast, prepare_in};
+use overtake_sql::bind::statement::{Ast, prepare_in};
+use overtake_sql::catalog::pending::Tables;
 use overtake_sql::{Prepared, SqlError, SqlType};
 
 /// A statement as the extended protocol keeps it: its text, syntax tree and current plan.

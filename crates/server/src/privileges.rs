@@ -51,7 +51,7 @@ impl Privileges {
     }
 
     /// Role `name` as committed (`None` if there is none, or it cannot be read).
-    fn role(&self, name: &str) -> Option<overtake_sql::roles::Role> {
+    fn role(&self, name: &str) -> Option<overtake_sql::catalog::roles::Role> {
         self.catalog.role(name).ok().flatten()
     }
 
@@ -73,8 +73,8 @@ impl Privileges {
     }
 
     /// The role `user`'s statements act for.
-    pub fn actor(&self, user: &str) -> overtake_sql::access::Actor {
-        overtake_sql::access::Actor {
+    pub fn actor(&self, user: &str) -> overtake_sql::exec::access::Actor {
+        overtake_sql::exec::access::Actor {
             name: user.to_owned(),
             superuser: self.is_superuser(user),
         }

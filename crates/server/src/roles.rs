@@ -2,15 +2,15 @@
 //! transaction with PostgreSQL's rules: only a superuser creates, drops or changes another role
 //! (a role may change its own password); a role that owns a table or holds a grant on one, or
 //! the session's own, cannot be dropped. A password is hashed here, in the statement's task,
-//! and only its SCRAM-SHA-256 verifier is kept (see `overtake_sql::roles`).
+//! and only its SCRAM-SHA-256 verifier is kept (see `overtake_sql::catalog::roles`).
 //!
 //! Must never: keep or log a password's text, or let a role that is not a superuser make one.
 
 use overtake_engine::Transaction;
-use overtake_sql::access::{Actor, Grantee};
-use overtake_sql::pending::Tables;
+use overtake_sql::catalog::pending::Tables;
+use overtake_sql::catalog::roles::{self, Role, Verifier};
+use overtake_sql::exec::access::{Actor, Grantee};
 use overtake_sql::plan::RoleCommand;
-use overtake_sql::roles::{self, Role, Verifier};
 use overtake_sql::{SqlError, sqlstate};
 
 use crate::auth;

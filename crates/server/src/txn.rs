@@ -9,10 +9,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use overtake_engine::{Database, Isolation};
 use overtake_sched::{CallError, Group, Priority, Promise, Ticket};
-use overtake_sql::access::Actor;
+use overtake_sql::Catalog;
+use overtake_sql::catalog::pending::{Change, Pending, Tables};
+use overtake_sql::exec::access::Actor;
+use overtake_sql::exec::ddl;
 use overtake_sql::exec::{self, Output};
-use overtake_sql::pending::{Change, Pending, Tables};
-use overtake_sql::{Catalog, ddl};
 use overtake_sql::{Context, Datum, IsolationLevel, Prepared, Query, SqlError, SqlTable, sqlstate};
 
 use crate::runner::Runner;
@@ -78,7 +79,7 @@ pub enum Take {
     Stop,
 }
 
-/// A batch is sent when its rows take this much memory (see `overtake_sql::datum::row_bytes`).
+/// A batch is sent when its rows take this much memory (see `overtake_sql::values::datum::row_bytes`).
 const CHUNK_BYTES: usize = 64 * 1024;
 
 /// The task's side of a result sent in batches: at most two batches exist at once (one being
@@ -108,7 +109,7 @@ struct RowSender<'db> {
 
 impl RowSender<'_> {
     fn push(&mut self, row: Vec<Datum>) -> Result<(), SqlError> {
-        self.bytes += overtake_sql::datum::row_bytes(&row);
+        self.bytes += overtake_sql::values::datum::row_bytes(&row);
         self.batch.push(row);
         if (self.bytes >= CHUNK_BYTES || self.batch.len() >= self.batch_rows) && self.out.is_some()
         {
@@ -262,10 +263,11 @@ fn run(
             done
         }
         StatementWork::Insert(rows) => {
-            let cx = Context::new(&[], overtake_sql::time::now_micros()).cancelled_by(cancel);
+            let cx =
+                Context::new(&[], overtake_sql::values::time::now_micros()).cancelled_by(cancel);
             // Parsed here, in the statement's task, as it arrives: never in the session's step,
             // where a large COPY would hold up every other session on it.
-            let mut parser = overtake_sql::copy::TextParser::new(&rows.table, &rows.columns);
+            let mut parser = overtake_sql::exec::copy::TextParser::new(&rows.table, &rows.columns);
             let (mut n, mut next) = (0, rows.data);
             loop {
                 match next.wait() {

@@ -3,8 +3,8 @@
 //! fields.
 
 use bytes::{BufMut, BytesMut};
-use overtake_sql::numeric::Num;
 use overtake_sql::plan::OutputColumn;
+use overtake_sql::values::numeric::Num;
 use overtake_sql::{Datum, SqlError, SqlType, sqlstate};
 use pgwire::api::Type;
 use pgwire::api::portal::Format;
@@ -188,7 +188,7 @@ pub fn decode_param(bytes: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<D
         },
         SqlType::Interval => {
             let b = fixed(16)?;
-            Datum::Interval(overtake_sql::interval::Interval {
+            Datum::Interval(overtake_sql::values::interval::Interval {
                 micros: i64::from_be_bytes(b[..8].try_into().expect("8 bytes")),
                 days: i32::from_be_bytes(b[8..12].try_into().expect("4 bytes")),
                 months: i32::from_be_bytes(b[12..].try_into().expect("4 bytes")),
@@ -196,7 +196,7 @@ pub fn decode_param(bytes: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<D
         }
         SqlType::Time => {
             let micros = i64::from_be_bytes(fixed(8)?.try_into().expect("8 bytes"));
-            if !(0..=overtake_sql::time::MICROS_PER_DAY).contains(&micros) {
+            if !(0..=overtake_sql::values::time::MICROS_PER_DAY).contains(&micros) {
                 return Err(SqlError::new(
                     sqlstate::DATETIME_FIELD_OVERFLOW,
                     "time out of range",
@@ -207,7 +207,7 @@ pub fn decode_param(bytes: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<D
         SqlType::Date => {
             let since_2000 = i32::from_be_bytes(fixed(4)?.try_into().expect("4 bytes"));
             let days = i64::from(since_2000) + PG_EPOCH_DAYS;
-            if !overtake_sql::time::in_range(overtake_sql::time::midnight(days)) {
+            if !overtake_sql::values::time::in_range(overtake_sql::values::time::midnight(days)) {
                 return Err(SqlError::new(
                     sqlstate::DATETIME_FIELD_OVERFLOW,
                     "date out of range",
@@ -221,7 +221,7 @@ pub fn decode_param(bytes: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<D
             // timestamp holds here are refused, not wrapped.
             let micros = since_2000
                 .checked_add(PG_EPOCH_MICROS)
-                .filter(|m| overtake_sql::time::in_range(*m))
+                .filter(|m| overtake_sql::values::time::in_range(*m))
                 .ok_or_else(|| {
                     SqlError::new(sqlstate::DATETIME_FIELD_OVERFLOW, "timestamp out of range")
                 })?;
@@ -246,7 +246,7 @@ fn decode_numeric(b: &[u8]) -> Option<Datum> {
     let n = usize::try_from(n).ok()?;
     if b.len() != 8 + 2 * n
         || !matches!(sign, 0 | 0x4000)
-        || scale > overtake_sql::numeric::MAX_SCALE
+        || scale > overtake_sql::values::numeric::MAX_SCALE
     {
         return None;
     }

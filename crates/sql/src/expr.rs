@@ -5,9 +5,9 @@
 use std::cmp::Ordering;
 use std::sync::atomic::AtomicBool;
 
-use crate::datum::Datum;
 use crate::error::{Result, SqlError, sqlstate};
-use crate::types::SqlType;
+use crate::values::datum::Datum;
+use crate::values::types::SqlType;
 
 /// Binary operators.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -546,7 +546,7 @@ fn eval_func(f: Func, args: &[Expr], row: &[Datum], cx: &Context<'_>) -> Result<
         Func::Version => Datum::Text(VERSION.into()),
         Func::Now => Datum::TimestampTz(cx.now),
         Func::StatementTimestamp => Datum::TimestampTz(cx.statement),
-        Func::ClockTimestamp => Datum::TimestampTz(crate::time::now_micros()),
+        Func::ClockTimestamp => Datum::TimestampTz(crate::values::time::now_micros()),
         Func::Random => Datum::Float(fastrand::f64()),
         Func::CurrentDatabase => Datum::Text("overtake".into()),
         Func::CurrentUser => Datum::Text(cx.user.to_owned()),
@@ -567,7 +567,10 @@ fn eval_func(f: Func, args: &[Expr], row: &[Datum], cx: &Context<'_>) -> Result<
             }
         },
         Func::Abs => match arg(0)? {
-            Datum::Int(v) => Datum::Int(v.checked_abs().ok_or_else(crate::datum::out_of_range)?),
+            Datum::Int(v) => Datum::Int(
+                v.checked_abs()
+                    .ok_or_else(crate::values::datum::out_of_range)?,
+            ),
             Datum::Float(v) => Datum::Float(v.abs()),
             Datum::Numeric(n) => Datum::Numeric(n.abs()),
             Datum::Null => Datum::Null,

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use overtake_sched::Promise;
-use overtake_sql::pending::{Pending, Tables};
+use overtake_sql::catalog::pending::{Pending, Tables};
 use overtake_sql::{IsolationLevel, SqlError, sqlstate};
 
 use super::{Session, StatementAnswer, runner_of};

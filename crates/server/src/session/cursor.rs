@@ -18,8 +18,9 @@ use std::future::Future;
 use std::sync::Arc;
 
 use overtake_sched::{Promise, Ticket};
+use overtake_sql::exec::access;
 use overtake_sql::plan::OutputColumn;
-use overtake_sql::{Datum, Prepared, SqlError, access, sqlstate};
+use overtake_sql::{Datum, Prepared, SqlError, sqlstate};
 
 use super::{RowOut, Session, StatementAnswer, failed_block, writes};
 use crate::txn::{self, Cancel, Chunk, Reply, StatementWork, Take};
@@ -365,7 +366,7 @@ impl Session {
         let mut bytes: usize = cursor
             .rows
             .iter()
-            .map(|r| overtake_sql::datum::row_bytes(r))
+            .map(|r| overtake_sql::values::datum::row_bytes(r))
             .sum();
         let mut over = false;
         let reply = loop {
@@ -375,7 +376,7 @@ impl Session {
                     bytes += batch
                         .rows
                         .iter()
-                        .map(|r| overtake_sql::datum::row_bytes(r))
+                        .map(|r| overtake_sql::values::datum::row_bytes(r))
                         .sum::<usize>();
                     over = bytes > budget;
                     cursor.rows.extend(batch.rows);

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use overtake_sched::{CallExecutor, OsScheduling, Scheduler};
-use overtake_sql::access::{self, Actor, Grantee};
+use overtake_sql::exec::access::{self, Actor, Grantee};
 use overtake_sql::plan::{Command, Ddl, OutputColumn, RoleCommand};
 use overtake_sql::{Catalog, Datum, Prepared, SqlError, SqlType, sqlstate};
 
@@ -380,7 +380,7 @@ impl Session {
         rows: Option<overtake_sched::Promise<Chunk>>,
     ) -> txn::Statement {
         // now() is the transaction's start: a block's first statement's.
-        let started = overtake_sql::time::now_micros();
+        let started = overtake_sql::values::time::now_micros();
         let began = match &mut self.block {
             Some(b) => *b.began.get_or_insert(started),
             None => started,

@@ -154,7 +154,7 @@ fn sql_tables_and_their_rows_survive_restarts_through_the_log_and_a_checkpoint()
     let db = open(&dir);
     assert_eq!(engine_tables(&db), live, "no table came back");
     let roles = db.table("overtake_sql_roles").expect("the roles' table");
-    let kept = overtake_sql::roles::committed(&db, &roles, "kept_role").expect("read");
+    let kept = overtake_sql::catalog::roles::committed(&db, &roles, "kept_role").expect("read");
     assert!(
         kept.is_some_and(|r| r.login && !r.superuser && r.password.is_some()),
         "a role and its verifier come back"

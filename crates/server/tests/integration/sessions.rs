@@ -180,7 +180,7 @@ fn an_over_long_statement_is_refused_and_the_session_goes_on() {
         let client = connect(&server.dsn("long")).await;
         let long = format!(
             "SELECT 1 {}",
-            " ".repeat(overtake_sql::statement::MAX_STATEMENT_LEN)
+            " ".repeat(overtake_sql::bind::statement::MAX_STATEMENT_LEN)
         );
         let err = client.simple_query(&long).await.expect_err("refused");
         assert_eq!(err.code().map(|c| c.code()), Some("54000"));

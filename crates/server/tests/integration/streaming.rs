@@ -188,11 +188,19 @@ fn sorts_and_groups_past_statement_mem_fail_with_53200_and_work_mem_is_postgresq
             .await
             .expect_err("past its budget");
         assert_eq!(e.code().map(|c| c.code()), Some("53200"));
+        // DISTINCT holds the values it has seen: 100,000 of over 100 bytes are past 1 MB...
         let e = c
-            .query("SELECT DISTINCT a.t || b.i FROM a, b", &[])
+            .query("SELECT DISTINCT a.i, a.t, b.i FROM a, b", &[])
             .await
             .expect_err("past its budget");
         assert_eq!(e.code().map(|c| c.code()), Some("53200"));
+        // ...while 100 distinct ones among the same 100,000 rows fit.
+        let n = c
+            .query("SELECT DISTINCT a.t || b.i FROM a, b", &[])
+            .await
+            .expect("few distinct values")
+            .len();
+        assert_eq!(n, 100);
         // Rows that are not held (no sort) stream within any budget; a small sort fits.
         let n = c
             .query("SELECT a.t, b.i FROM a, b", &[])

@@ -5,10 +5,11 @@
 use std::sync::Arc;
 
 use overtake_engine::{Database, Isolation, Options, Priority};
-use overtake_sql::access::{Actor, Grantee, Privileges};
-use overtake_sql::pending::{Pending, Tables};
-use overtake_sql::statement::{parse, prepare};
-use overtake_sql::{Catalog, Command, SqlError, ddl};
+use overtake_sql::bind::statement::{parse, prepare};
+use overtake_sql::catalog::pending::{Pending, Tables};
+use overtake_sql::exec::access::{Actor, Grantee, Privileges};
+use overtake_sql::exec::ddl;
+use overtake_sql::{Catalog, Command, SqlError};
 
 /// Runs catalog change `sql` for `actor` in a transaction of its own; commits it unless
 /// `roll_back`.

@@ -1,4 +1,4 @@
-use overtake_sql::statement::parse;
+use overtake_sql::bind::statement::parse;
 
 #[test]
 fn copy_options_take_postgresql_values() {

@@ -4,10 +4,11 @@
 use std::sync::Arc;
 
 use overtake_engine::{Database, Options};
-use overtake_sql::access::Actor;
-use overtake_sql::pending::Tables;
-use overtake_sql::statement::{parse, prepare};
-use overtake_sql::{Catalog, Command, ddl};
+use overtake_sql::bind::statement::{parse, prepare};
+use overtake_sql::catalog::pending::Tables;
+use overtake_sql::exec::access::Actor;
+use overtake_sql::exec::ddl;
+use overtake_sql::{Catalog, Command};
 
 fn is_point_read(catalog: &Catalog, sql: &str) -> bool {
     let stmt = parse(sql).expect("parses").remove(0);
@@ -46,7 +47,7 @@ fn only_lock_free_single_key_reads_without_calls_are_point_reads() {
         )
         .expect("created");
         txn.commit().expect("commit");
-        let mut pending = overtake_sql::pending::Pending::default();
+        let mut pending = overtake_sql::catalog::pending::Pending::default();
         pending.record(changes);
         pending.publish(&catalog).expect("published");
     }

@@ -16,16 +16,16 @@ use overtake_engine::{
     ColumnType, Isolation, KeyRange, Priority, ScanOptions, TableLock, TableSchema, Transaction,
 };
 
-use crate::access;
-use crate::acl::{Acl, Privileges};
+use crate::catalog::acl::{Acl, Privileges};
+use crate::catalog::pending::{Change, Pending, Tables};
 use crate::catalog::{Catalog, ROW_ID_COLUMN, RowIds, SqlColumn, SqlIndex, SqlTable};
-use crate::datum::Datum;
 use crate::error::{Result, SqlError, sqlstate};
+use crate::exec::access;
 use crate::exec::insert_rows;
+use crate::exec::stored;
 use crate::expr::Context;
-use crate::pending::{Change, Pending, Tables};
 use crate::plan::{Ddl, GrantOn};
-use crate::stored;
+use crate::values::datum::Datum;
 
 /// Creates an engine table for a SQL table described by `columns`, `primary_key` and `indexes`
 /// (column positions), and returns the SQL table over it.
@@ -39,7 +39,7 @@ fn build(
 ) -> Result<SqlTable> {
     if let Some(c) = columns
         .iter()
-        .find(|c| c.ty == crate::types::SqlType::Interval)
+        .find(|c| c.ty == crate::values::types::SqlType::Interval)
     {
         return Err(SqlError::unsupported(format!(
             "a column of type interval (\"{}\")",
@@ -122,7 +122,7 @@ fn copy_rows(txn: &mut Transaction<'_>, old: &SqlTable, new: &SqlTable) -> Resul
         }
     }
     let all: Vec<usize> = (0..new.columns.len()).collect();
-    let cx = Context::new(&[], crate::time::now_micros());
+    let cx = Context::new(&[], crate::values::time::now_micros());
     insert_rows(txn, new, &all, rows, &cx)?;
     Ok(())
 }

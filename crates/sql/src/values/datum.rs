@@ -8,10 +8,10 @@ use std::cmp::Ordering;
 use overtake_engine::{Decimal, NumericParts, Value};
 
 use crate::error::{Result, SqlError, sqlstate};
-use crate::interval::Interval;
-use crate::numeric::{Num, division_by_zero};
-use crate::time;
-use crate::types::{SqlType, Typmod};
+use crate::values::interval::Interval;
+use crate::values::numeric::{Num, division_by_zero};
+use crate::values::time;
+use crate::values::types::{SqlType, Typmod};
 
 /// A value.
 #[derive(Clone, Debug, PartialEq)]
@@ -467,7 +467,10 @@ impl Datum {
                 Timestamp(shifted(time::midnight(*d), &negated(iv)?)?)
             }
             (Timestamp(a) | TimestampTz(a), Timestamp(b) | TimestampTz(b)) if op == '-' => {
-                Interval(crate::interval::Interval::between(*a, *b).ok_or_else(interval_range)?)
+                Interval(
+                    crate::values::interval::Interval::between(*a, *b)
+                        .ok_or_else(interval_range)?,
+                )
             }
             (Interval(a), Interval(b)) if op == '+' => {
                 Interval(a.add(b).ok_or_else(interval_range)?)
@@ -488,7 +491,7 @@ impl Datum {
             (Time(t), Interval(iv)) if op == '-' => {
                 Time((t - iv.micros).rem_euclid(time::MICROS_PER_DAY))
             }
-            (Time(a), Time(b)) if op == '-' => Interval(crate::interval::Interval {
+            (Time(a), Time(b)) if op == '-' => Interval(crate::values::interval::Interval {
                 months: 0,
                 days: 0,
                 micros: a - b,

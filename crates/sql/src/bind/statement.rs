@@ -9,16 +9,16 @@ use sqlparser::ast::{
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
-use crate::access::{Grantee, Privileges};
+use crate::bind::role_statement as roles;
 use crate::bind::{Binder, ident, object_name};
+use crate::catalog::acl::{Grantee, Privileges};
+use crate::catalog::pending::Tables;
 use crate::catalog::{Catalog, ColumnDefault, SqlColumn};
 use crate::error::{Result, SqlError, sqlstate};
-use crate::pending::Tables;
 use crate::plan::{
     Command, Ddl, GrantOn, IsolationLevel, OutputColumn, Prepared, Query, RoleCommand, TxnModes,
 };
-use crate::role_statement as roles;
-use crate::types::SqlType;
+use crate::values::types::SqlType;
 
 /// A parsed statement (sqlparser's syntax tree), kept to plan again after a catalog change.
 ///
@@ -480,7 +480,7 @@ pub fn prepare_in(
             }];
             return Ok(Prepared {
                 command: Command::Explain(
-                    crate::explain::explain(&inner.command),
+                    crate::plan::explain::explain(&inner.command),
                     Box::new(inner.command),
                 ),
                 params: inner.params,

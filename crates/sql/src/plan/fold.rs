@@ -10,9 +10,9 @@
 //! Must never fold what is not constant for the whole statement: columns, parameters, and
 //! functions whose value depends on when or where they run (`now()`, `random()`, the user).
 
-use crate::datum::Datum;
 use crate::error::Result;
 use crate::expr::{BinOp, Context, Expr, Func};
+use crate::values::datum::Datum;
 
 /// `e` with its constant parts computed. Runs where binding does, on an OS thread, whose stack
 /// `stacker` extends as the binder's does (the binder has bounded the depth already).

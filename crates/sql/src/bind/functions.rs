@@ -5,7 +5,7 @@ use sqlparser::ast::{self, FunctionArg, FunctionArgExpr, FunctionArguments};
 use crate::bind::{Binder, Grouping, ScopeColumn, aggregate_func, is_unknown, object_name};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::{Expr, Func};
-use crate::types::SqlType;
+use crate::values::types::SqlType;
 
 impl Binder<'_> {
     pub(crate) fn function(

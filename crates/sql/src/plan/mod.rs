@@ -1,12 +1,25 @@
 //! Plans: statements bound against the catalog, with their parameters' and results' types,
 //! ready to execute any number of times (a prepared statement is one plan).
+//!
+//! Parts: `select` (a SELECT's plan tree), `fold` (constant folding before any row is read) and
+//! `explain` (a plan as PostgreSQL's EXPLAIN prints it). A plan holds no transaction and no lock:
+//! it never reads rows.
+
+pub(crate) mod explain;
+pub(crate) mod fold;
+pub mod select;
+
+pub use select::{
+    Access, AggCall, AggFunc, Aggregate, LockWait, PlanNode, SelectParts, SelectPlan, SortKey,
+    Source,
+};
 
 use std::sync::Arc;
 
-use crate::acl::{Grantee, Privileges};
+use crate::catalog::acl::{Grantee, Privileges};
 use crate::catalog::{SqlColumn, SqlTable};
 use crate::expr::Expr;
-use crate::types::SqlType;
+use crate::values::types::SqlType;
 
 /// A statement ready to run.
 #[derive(Debug)]
@@ -146,125 +159,17 @@ impl Query {
         let Query::Select(s) = self else {
             return false;
         };
-        let [source] = s.sources.as_slice() else {
+        let [source] = s.root.sources()[..] else {
             return false;
         };
-        let Access::Key(key) = &source.access else {
+        if !matches!(source.access, Access::Key(_)) {
             return false;
-        };
+        }
         let mut calls = false;
-        let mut find_calls = |e: &Expr| calls |= matches!(e, Expr::Func(..));
-        let aggregates = s.aggregate.iter().flat_map(|a| {
-            a.group_by
-                .iter()
-                .chain(a.calls.iter().filter_map(|c| c.arg.as_ref()))
-                .chain(a.having.iter())
-        });
-        key.iter()
-            .chain(s.filters.iter().flatten())
-            .chain(aggregates)
-            .chain(&s.projection)
-            .chain(s.limit.iter().chain(s.offset.iter()))
-            .for_each(|e| e.visit(&mut find_calls));
+        s.root
+            .visit_exprs(&mut |e| calls |= matches!(e, Expr::Func(..)));
         !s.for_update && !calls
     }
-}
-
-/// How a table's rows are found.
-#[derive(Clone, Debug)]
-pub enum Access {
-    /// Every row.
-    Scan,
-    /// One row by its whole primary key (values in key order).
-    Key(Vec<Expr>),
-    /// Rows whose leading key columns equal `eq`, and whose next key column lies within the
-    /// bounds (`true`: inclusive), in the primary key or (`index`: its position among the
-    /// table's indexes) a secondary index.
-    Range {
-        index: Option<usize>,
-        eq: Vec<Expr>,
-        lower: Option<(Expr, bool)>,
-        upper: Option<(Expr, bool)>,
-    },
-}
-
-/// A table in a FROM clause: its columns start at `offset` in the joined row.
-#[derive(Debug)]
-pub struct Source {
-    pub table: Arc<SqlTable>,
-    pub name: String,
-    pub offset: usize,
-    pub access: Access,
-}
-
-/// Aggregate functions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AggFunc {
-    Count,
-    Sum,
-    Min,
-    Max,
-    Avg,
-}
-
-/// One aggregate of a query: its argument over the joined row (`None`: `count(*)`).
-#[derive(Clone, Debug)]
-pub struct AggCall {
-    pub func: AggFunc,
-    pub arg: Option<Expr>,
-    pub distinct: bool,
-    pub ty: SqlType,
-}
-
-/// Grouping: the aggregated row is the group values followed by the aggregates.
-#[derive(Debug)]
-pub struct Aggregate {
-    pub group_by: Vec<Expr>,
-    pub calls: Vec<AggCall>,
-    pub having: Option<Expr>,
-}
-
-/// A sort key: a column of the projected row.
-#[derive(Clone, Copy, Debug)]
-pub struct SortKey {
-    pub column: usize,
-    pub descending: bool,
-    pub nulls_first: bool,
-}
-
-/// A SELECT: nested loops over `sources` (each level filtered by `filters[level]`), then
-/// aggregation, projection, DISTINCT, ORDER BY and LIMIT/OFFSET.
-#[derive(Debug)]
-pub struct SelectPlan {
-    pub sources: Vec<Source>,
-    /// Conditions checked as soon as the sources up to each level are joined.
-    pub filters: Vec<Vec<Expr>>,
-    pub aggregate: Option<Aggregate>,
-    /// Expressions over the joined row (or the aggregated row); the first `visible` are
-    /// returned, the others only sort.
-    pub projection: Vec<Expr>,
-    pub visible: usize,
-    pub distinct: bool,
-    pub order_by: Vec<SortKey>,
-    pub limit: Option<Expr>,
-    pub offset: Option<Expr>,
-    /// `FOR UPDATE`: the rows read are locked as writes would lock them.
-    pub for_update: bool,
-    /// What `FOR UPDATE` does with a row another transaction holds locked.
-    pub lock_wait: LockWait,
-}
-
-/// What a locking read does with a row locked by another transaction (PostgreSQL's default,
-/// `NOWAIT` and `SKIP LOCKED`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum LockWait {
-    /// Waits for the holder to end.
-    #[default]
-    Wait,
-    /// Fails at once with 55P03.
-    NoWait,
-    /// Leaves the row out.
-    SkipLocked,
 }
 
 /// An INSERT.

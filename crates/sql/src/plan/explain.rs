@@ -1,7 +1,8 @@
-//! EXPLAIN: a plan as lines of text, in PostgreSQL's shape ("Index Scan using ... on ...").
+//! EXPLAIN: a plan as lines of text, its tree in PostgreSQL's shape ("Index Scan using ... on
+//! ..."), one line per node.
 
 use crate::catalog::SqlTable;
-use crate::plan::{Access, Command, InsertSource, Query, SelectPlan};
+use crate::plan::{Access, Command, InsertSource, PlanNode, Query, SelectPlan};
 
 fn access_line(table: &SqlTable, shown: &str, access: &Access) -> String {
     let alias = if shown == table.name {
@@ -55,47 +56,43 @@ fn node(out: &mut Vec<String>, depth: usize, text: &str, filters: usize) {
     }
 }
 
-/// The first `n` sources as a left-deep tree of nested loops.
-fn join_lines(plan: &SelectPlan, n: usize, out: &mut Vec<String>, depth: usize) {
-    let last = &plan.sources[n - 1];
-    let line = access_line(&last.table, &last.name, &last.access);
-    if n == 1 {
-        node(out, depth, &line, plan.filters[0].len());
-        return;
+/// The lines of `n` and the nodes under it, `n` at `depth`. Projections print nothing (as in
+/// PostgreSQL's plans); `lock_rows` prints LockRows above the first node that reads rows.
+fn tree_lines(n: &PlanNode, lock_rows: bool, out: &mut Vec<String>, depth: usize) {
+    let (line, filters, inputs): (String, usize, Vec<&PlanNode>) = match n {
+        PlanNode::Project { input, .. } => return tree_lines(input, lock_rows, out, depth),
+        PlanNode::Result { .. } | PlanNode::Scan { .. } | PlanNode::NestedLoop { .. }
+            if lock_rows =>
+        {
+            node(out, depth, "LockRows", 0);
+            return tree_lines(n, false, out, depth + 1);
+        }
+        PlanNode::Result { filter } => ("Result".into(), filter.len(), vec![]),
+        PlanNode::Scan { source, filter, .. } => (
+            access_line(&source.table, &source.name, &source.access),
+            filter.len(),
+            vec![],
+        ),
+        PlanNode::NestedLoop { outer, inner } => ("Nested Loop".into(), 0, vec![outer, inner]),
+        PlanNode::Aggregate { input, aggregate } => {
+            let name = match aggregate.group_by.is_empty() {
+                true => "Aggregate",
+                false => "HashAggregate",
+            };
+            (name.into(), 0, vec![input])
+        }
+        PlanNode::Distinct { input, .. } => ("Unique".into(), 0, vec![input]),
+        PlanNode::Sort { input, .. } => ("Sort".into(), 0, vec![input]),
+        PlanNode::Limit { input, .. } => ("Limit".into(), 0, vec![input]),
+    };
+    node(out, depth, &line, filters);
+    for input in inputs {
+        tree_lines(input, lock_rows, out, depth + 1);
     }
-    node(out, depth, "Nested Loop", 0);
-    join_lines(plan, n - 1, out, depth + 1);
-    node(out, depth + 1, &line, plan.filters[n - 1].len());
 }
 
 fn select_lines(plan: &SelectPlan, out: &mut Vec<String>, depth: usize) {
-    let mut depth = depth;
-    let wrappers = [
-        (plan.limit.is_some() || plan.offset.is_some(), "Limit"),
-        (!plan.order_by.is_empty(), "Sort"),
-        (plan.distinct, "Unique"),
-        (
-            plan.aggregate.is_some(),
-            if plan
-                .aggregate
-                .as_ref()
-                .is_some_and(|a| !a.group_by.is_empty())
-            {
-                "HashAggregate"
-            } else {
-                "Aggregate"
-            },
-        ),
-        (plan.for_update, "LockRows"),
-    ];
-    for (_, name) in wrappers.iter().filter(|(on, _)| *on) {
-        node(out, depth, name, 0);
-        depth += 1;
-    }
-    match plan.sources.len() {
-        0 => node(out, depth, "Result", plan.filters[0].len()),
-        n => join_lines(plan, n, out, depth),
-    }
+    tree_lines(&plan.root, plan.for_update, out, depth);
 }
 
 /// The plan of `command`, one line per node.

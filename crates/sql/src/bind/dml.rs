@@ -6,12 +6,12 @@ use sqlparser::ast::{
     self, AssignmentTarget, CopySource, FromTable, SetExpr, TableFactor, TableObject,
 };
 
+use crate::bind::select::{choose_access, conjuncts, table_scope};
 use crate::bind::{Binder, check_assignable, ident, object_name};
 use crate::catalog::SqlTable;
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::Expr;
 use crate::plan::{Access, CopyIn, DeletePlan, InsertPlan, InsertSource, UpdatePlan};
-use crate::select::{choose_access, conjuncts, table_scope};
 
 impl Binder<'_> {
     fn target_columns(&self, table: &SqlTable, names: &[String]) -> Result<Vec<usize>> {
@@ -120,7 +120,7 @@ impl Binder<'_> {
             let (x, _) = self.folded(e, &table_scope(table, alias), &mut None)?;
             conjuncts(x, &mut filter);
         }
-        crate::select::order_conditions(&mut filter);
+        crate::bind::select::order_conditions(&mut filter);
         Ok((choose_access(table, 0, &filter), filter))
     }
 

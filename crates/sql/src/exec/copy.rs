@@ -2,8 +2,8 @@
 //! escapes; `\.` alone ends the data.
 
 use crate::catalog::SqlTable;
-use crate::datum::Datum;
 use crate::error::{Result, SqlError, sqlstate};
+use crate::values::datum::Datum;
 
 /// Parses COPY text `data` into rows of values for `columns` of `table`. Errors name the line.
 pub fn parse_text(table: &SqlTable, columns: &[usize], data: &[u8]) -> Result<Vec<Vec<Datum>>> {

@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::acl::Actor;
+use crate::catalog::acl::Actor;
 use crate::catalog::{Catalog, SqlTable};
 use crate::error::{Result, SqlError, sqlstate};
 

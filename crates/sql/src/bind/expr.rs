@@ -8,13 +8,14 @@ use sqlparser::ast::{
     UnaryOperator, Value,
 };
 
-use crate::datum::Datum;
+use crate::catalog::pending::Tables;
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::{BinOp, Expr, Func};
-use crate::numeric::Num;
-use crate::pending::Tables;
 use crate::plan::{AggCall, AggFunc};
-use crate::types::SqlType;
+use crate::values::datum::Datum;
+use crate::values::types::SqlType;
+
+use super::typing::*;
 
 /// An identifier as PostgreSQL reads it: folded to lower case unless quoted.
 pub fn ident(id: &Ident) -> String {
@@ -123,7 +124,7 @@ impl<'c> Binder<'c> {
     /// [`expr`](Self::expr) for a whole expression of the statement (a condition, a select
     /// item, a value): bound, then its constant parts computed as PostgreSQL's planner does
     /// (see `fold`); an error computing them is the statement's once all of it is bound
-    /// ([`fold_error`](Self::fold_error)).
+    /// (`fold_error`).
     pub fn folded(
         &mut self,
         e: &ast::Expr,
@@ -131,7 +132,7 @@ impl<'c> Binder<'c> {
         grouping: &mut Option<&mut Grouping>,
     ) -> Result<(Expr, SqlType)> {
         let (bound, ty) = self.expr(e, scope, grouping)?;
-        match crate::fold::fold(bound) {
+        match crate::plan::fold::fold(bound) {
             Ok(folded) => Ok((folded, ty)),
             // PostgreSQL reports what analysis finds (types, names) in any part of a statement
             // before what its planner's folding meets: the statement fails with this once it
@@ -666,186 +667,5 @@ impl<'c> Binder<'c> {
             }
             other => return Err(SqlError::unsupported(format!("literal {other}"))),
         })
-    }
-}
-
-/// The text of a number literal under any minus signs and parentheses, with the signs applied;
-/// `None` if `e` is not one. A loop, not recursion: the chain may be as deep as the parser
-/// allows.
-fn signed_number(mut e: &ast::Expr) -> Option<String> {
-    let mut negative = false;
-    loop {
-        match e {
-            ast::Expr::Nested(inner) => e = inner,
-            ast::Expr::UnaryOp {
-                op: UnaryOperator::Minus,
-                expr,
-            } => {
-                negative = !negative;
-                e = expr;
-            }
-            ast::Expr::Value(v) => {
-                let Value::Number(text, _) = &v.value else {
-                    return None;
-                };
-                return Some(if negative {
-                    format!("-{text}")
-                } else {
-                    text.clone()
-                });
-            }
-            _ => return None,
-        }
-    }
-}
-
-/// Integers are computed in 64 bits: an arithmetic result of a narrower type is checked to fit
-/// it ("integer out of range"), as PostgreSQL's 32- and 16-bit arithmetic is.
-pub(crate) fn narrowed(e: Expr, ty: SqlType) -> Expr {
-    match ty {
-        SqlType::Int2 | SqlType::Int4 => Expr::Cast(Box::new(e), ty),
-        _ => e,
-    }
-}
-
-fn number(text: &str) -> Result<(Expr, SqlType)> {
-    if let Ok(v) = text.parse::<i64>() {
-        let ty = if i32::try_from(v).is_ok() {
-            SqlType::Int4
-        } else {
-            SqlType::Int8
-        };
-        return Ok((Expr::Literal(Datum::Int(v)), ty));
-    }
-    // Every other number is a numeric, as PostgreSQL types a literal with a point or an
-    // exponent (`1.5`, `1e10`) or past a bigint.
-    match Num::parse(text)? {
-        Some(n) => Ok((Expr::Literal(Datum::Numeric(n)), SqlType::Numeric(None))),
-        None => Err(SqlError::syntax(format!("invalid number {text}"))),
-    }
-}
-
-/// A string literal (of no type yet, as PostgreSQL's `unknown`) met by a value of type `ty`
-/// becomes a value of that type at once, as PostgreSQL resolves it: `int_col = 'abc'` fails
-/// with 22P02 when bound, and `char_col = 'a  '` compares without the literal's trailing
-/// spaces (`char(n)` ignores them; `text` and `varchar` do not).
-fn literal_as(e: Expr, ty: SqlType) -> Result<Expr> {
-    match (e, ty) {
-        (Expr::Literal(Datum::Text(s)), SqlType::Char(_)) => Ok(Expr::Literal(Datum::Text(
-            s.trim_end_matches(' ').to_owned(),
-        ))),
-        (Expr::Literal(Datum::Text(s)), ty) if !ty.is_string() => {
-            Ok(Expr::Literal(Datum::parse(&s, ty)?))
-        }
-        (e, _) => Ok(e),
-    }
-}
-
-/// Whether a value of type `from` may be stored in a column of type `to` (PostgreSQL's
-/// assignment casts): numbers, booleans and timestamps do not turn into one another.
-pub fn check_assignable(from: SqlType, to: SqlType, column: &str) -> Result<()> {
-    let kind = |t: SqlType| match t {
-        SqlType::Bool => 1,
-        SqlType::Timestamp | SqlType::TimestampTz | SqlType::Date => 2,
-        SqlType::Time => 4,
-        t if t.is_numeric() => 3,
-        _ => 0,
-    };
-    let (a, b) = (kind(from), kind(to));
-    if a != 0 && b != 0 && a != b {
-        return Err(SqlError::new(
-            sqlstate::DATATYPE_MISMATCH,
-            format!(
-                "column \"{column}\" is of type {} but expression is of type {}",
-                to.name(),
-                from.name()
-            ),
-        ));
-    }
-    Ok(())
-}
-
-/// Whether `e` is a literal of no type yet (a quoted string or NULL: PostgreSQL's `unknown`).
-pub(crate) fn is_unknown(e: &Expr) -> bool {
-    matches!(e, Expr::Literal(Datum::Text(_) | Datum::Null))
-}
-
-/// PostgreSQL's error for an operator over `unknown` operands (42725): `- unknown`, or
-/// `unknown / unknown` when `left` is given.
-fn not_unique(op: &str, left: Option<&str>) -> SqlError {
-    let operands = match left {
-        Some(l) => format!("{l} {op} unknown"),
-        None => format!("{op} unknown"),
-    };
-    SqlError::new(
-        sqlstate::AMBIGUOUS_FUNCTION,
-        format!("operator is not unique: {operands}"),
-    )
-}
-
-fn is_timestamp(t: SqlType) -> bool {
-    matches!(t, SqlType::Timestamp | SqlType::TimestampTz)
-}
-
-/// The results of a CASE or the arguments of a coalesce, of one type as PostgreSQL resolves it
-/// (see [`result_type`]): a number of another kind than the result's (an integer among
-/// numerics, a numeric among doubles) is converted, as PostgreSQL converts it; other values
-/// are left as they are. `Text` when there are none.
-pub(crate) fn unified(values: Vec<(Expr, SqlType)>) -> (Vec<Expr>, SqlType) {
-    let ty = values
-        .iter()
-        .map(|(_, t)| *t)
-        .reduce(result_type)
-        .unwrap_or(SqlType::Text);
-    let converted = values
-        .into_iter()
-        .map(|(e, t)| match ty {
-            SqlType::Numeric(_) | SqlType::Float8
-                if t.is_numeric()
-                    && !matches!(
-                        (t, ty),
-                        (SqlType::Numeric(_), SqlType::Numeric(_))
-                            | (SqlType::Float8, SqlType::Float8)
-                    ) =>
-            {
-                Expr::Cast(Box::new(e), ty)
-            }
-            _ => e,
-        })
-        .collect();
-    (converted, ty)
-}
-
-/// The type of a CASE whose results have types `a` and `b`, as PostgreSQL resolves it: numbers
-/// take the wider type (an integer arm and a bigint arm make a bigint); otherwise the first
-/// type that is not an untyped literal's.
-fn result_type(a: SqlType, b: SqlType) -> SqlType {
-    match (a, b) {
-        (SqlType::Text, t) | (t, SqlType::Text) => t,
-        (x, y) if x.is_numeric() && y.is_numeric() => arith_type(x, y),
-        (x, _) => x,
-    }
-}
-
-/// The result type of arithmetic on `a` and `b` (an untyped side takes the other's type).
-pub fn arith_type(a: SqlType, b: SqlType) -> SqlType {
-    use SqlType::*;
-    match (a, b) {
-        (Text, t) | (t, Text) if t != Text => arith_type(t, t),
-        (Interval, Interval) => Interval,
-        (Date, Interval) | (Interval, Date) => Timestamp,
-        (Time, Interval) | (Interval, Time) => Time,
-        (Time, Time) => Interval,
-        (Date, Time) | (Time, Date) => Timestamp,
-        (t @ (Timestamp | TimestampTz), Interval) | (Interval, t @ (Timestamp | TimestampTz)) => t,
-        (Date, Date) => Int4,
-        (Date, _) | (_, Date) => Date,
-        (Float8, _) | (_, Float8) => Float8,
-        (Numeric(_), _) | (_, Numeric(_)) => Numeric(None),
-        (Int8, _) | (_, Int8) => Int8,
-        (Timestamp, _) | (_, Timestamp) => Timestamp,
-        (TimestampTz, _) | (_, TimestampTz) => TimestampTz,
-        (Int2, Int2) => Int2,
-        _ => Int4,
     }
 }

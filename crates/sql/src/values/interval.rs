@@ -139,7 +139,7 @@ impl Interval {
         let days = if self.months == 0 {
             days
         } else {
-            crate::time::add_months(days, self.months)?
+            crate::values::time::add_months(days, self.months)?
         };
         days.checked_add(i64::from(self.days))?
             .checked_mul(MICROS_PER_DAY)?

@@ -13,8 +13,8 @@
 //! acting role (an [`Actor`]) — the catalog's own statements, which act for nobody, are the
 //! only ones not checked.
 
-pub use crate::acl::{Acl, Actor, Grantee, Privileges};
 use crate::catalog::SqlTable;
+pub use crate::catalog::acl::{Acl, Actor, Grantee, Privileges};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::Expr;
 use crate::plan::{Command, InsertSource, Query, SelectPlan};
@@ -94,7 +94,7 @@ fn reads<'a>(mut exprs: impl Iterator<Item = &'a Expr>) -> bool {
 
 /// SELECT on every table read; UPDATE too on those `FOR UPDATE` locks.
 fn check_select(plan: &SelectPlan, actor: &Actor) -> Result<()> {
-    for s in &plan.sources {
+    for s in plan.root.sources() {
         require(Some(actor), &s.table, Privileges::SELECT)?;
         if plan.for_update {
             require(Some(actor), &s.table, Privileges::UPDATE)?;

@@ -20,11 +20,11 @@ use overtake_engine::{
     Transaction,
 };
 
-use crate::acl::{Acl, Grantee};
+use crate::bind::statement::{parse, prepare};
+use crate::catalog::acl::{Acl, Grantee};
 use crate::catalog::{Catalog, ROW_ID_COLUMN, RowIds, SqlColumn, SqlIndex, SqlTable};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::plan::{Command, Ddl};
-use crate::statement::{parse, prepare};
 
 /// The engine table holding the catalog. Engine tables of SQL tables are named `name#n`, so no
 /// SQL table's engine table can take this name.
@@ -43,7 +43,7 @@ impl Catalog {
     /// catalog change, are dropped.
     pub fn open(db: Arc<Database>) -> Result<Catalog> {
         let stored = open_table(&db)?;
-        let roles = crate::roles::open_table(&db)?;
+        let roles = crate::catalog::roles::open_table(&db)?;
         // Engine names are `name#n`; new ones continue after every number in use.
         let generation = db
             .tables()
@@ -78,7 +78,10 @@ fn open_table(db: &Database) -> Result<Arc<Table>> {
         return Ok(t);
     }
     let schema = TableSchema::builder(TABLE)
-        .column("name", ColumnType::VarChar(crate::types::TEXT_KEY_MAX))
+        .column(
+            "name",
+            ColumnType::VarChar(crate::values::types::TEXT_KEY_MAX),
+        )
         .column("engine", ColumnType::VarChar(255))
         .column("description", ColumnType::VarChar(DESCRIPTION_MAX))
         .primary_key(&["name"])

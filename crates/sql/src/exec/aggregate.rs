@@ -2,11 +2,11 @@
 //! over their distinct values; NULLs are skipped and an empty group's result is NULL (count: 0),
 //! as in PostgreSQL.
 
-use crate::datum::Datum;
 use crate::error::Result;
 use crate::expr::{Context, Expr};
 use crate::plan::{AggCall, AggFunc};
-use crate::types::SqlType;
+use crate::values::datum::Datum;
+use crate::values::types::SqlType;
 
 /// An aggregate's running state.
 pub(crate) enum AggState {
@@ -38,7 +38,7 @@ impl AggState {
         match self {
             AggState::Count(n) => *n += 1,
             AggState::Distinct(seen, values) => {
-                if seen.insert(crate::datum::group_key(std::slice::from_ref(&v))) {
+                if seen.insert(crate::values::datum::group_key(std::slice::from_ref(&v))) {
                     values.push(v);
                 }
             }

@@ -13,8 +13,8 @@ use crate::bind::{Binder, Grouping, ScopeColumn, has_aggregate, ident, object_na
 use crate::catalog::SqlTable;
 use crate::error::{Result, SqlError};
 use crate::expr::{BinOp, Expr};
-use crate::plan::{Access, Aggregate, OutputColumn, SelectPlan, SortKey, Source};
-use crate::types::SqlType;
+use crate::plan::{Access, Aggregate, OutputColumn, SelectParts, SelectPlan, SortKey, Source};
+use crate::values::types::SqlType;
 
 /// Splits a condition into its AND-ed parts.
 pub fn conjuncts(e: Expr, out: &mut Vec<Expr>) {
@@ -33,7 +33,9 @@ fn one_time_filter(conditions: &mut Vec<Expr>) {
     let never = conditions.iter().position(|c| {
         matches!(
             c,
-            Expr::Literal(crate::datum::Datum::Bool(false) | crate::datum::Datum::Null)
+            Expr::Literal(
+                crate::values::datum::Datum::Bool(false) | crate::values::datum::Datum::Null
+            )
         )
     });
     if let Some(never) = never {
@@ -467,7 +469,7 @@ impl Binder<'_> {
             having,
         });
         Ok((
-            SelectPlan {
+            SelectPlan::build(SelectParts {
                 sources,
                 filters,
                 aggregate,
@@ -477,9 +479,8 @@ impl Binder<'_> {
                 order_by,
                 limit,
                 offset,
-                for_update: !query.locks.is_empty(),
-                lock_wait: lock_wait(&query.locks),
-            },
+                lock: (!query.locks.is_empty()).then(|| lock_wait(&query.locks)),
+            }),
             columns,
         ))
     }

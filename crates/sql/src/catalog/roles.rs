@@ -49,7 +49,10 @@ pub(crate) fn open_table(db: &Database) -> Result<Arc<Table>> {
         return Ok(t);
     }
     let schema = TableSchema::builder(TABLE)
-        .column("name", ColumnType::VarChar(crate::types::TEXT_KEY_MAX))
+        .column(
+            "name",
+            ColumnType::VarChar(crate::values::types::TEXT_KEY_MAX),
+        )
         .column("superuser", ColumnType::Int64)
         .column("login", ColumnType::Int64)
         .nullable_column("salt", ColumnType::VarChar(255))

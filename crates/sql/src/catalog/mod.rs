@@ -1,7 +1,7 @@
 //! The SQL catalog: tables as SQL sees them (column types, NULL-ability, defaults, the declared
 //! primary key and indexes) over the engine's tables.
 //!
-//! The catalog is kept in the database (see `stored`): opening a database from its directory
+//! The catalog is kept in the database (see `exec::stored`): opening a database from its directory
 //! brings its SQL tables back.
 //!
 //! DDL that PostgreSQL does in place — `TRUNCATE`, `ALTER TABLE ... ADD PRIMARY KEY`,
@@ -11,6 +11,14 @@
 //! when the database is next opened after a checkpoint (in memory: when it closes).
 //! The map's latch is taken only inside non-preemptible regions (a DDL task on a worker may be
 //! paused anywhere else), so no paused task ever holds it.
+//!
+//! Parts: `pending` (a block's uncommitted changes), `acl` (owners and grants), `roles` (roles
+//! and their passwords). The catalog never runs a statement's rows and never binds SQL (opening
+//! a kept catalog does, in `exec::stored`).
+
+pub(crate) mod acl;
+pub mod pending;
+pub mod roles;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,10 +28,10 @@ use overtake_runtime::{NoPreemptGuard, RegionRwLock};
 
 use overtake_engine::{Database, IndexId, Table};
 
-use crate::acl::Acl;
+use crate::catalog::acl::Acl;
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::Expr;
-use crate::types::SqlType;
+use crate::values::types::SqlType;
 
 /// A column's `DEFAULT`: the bound expression, and its SQL (kept in the catalog).
 #[derive(Clone, Debug)]
@@ -146,8 +154,8 @@ impl Catalog {
     }
 
     /// Role `name` as committed now.
-    pub fn role(&self, name: &str) -> Result<Option<crate::roles::Role>> {
-        crate::roles::committed(&self.db, &self.roles, name)
+    pub fn role(&self, name: &str) -> Result<Option<crate::catalog::roles::Role>> {
+        crate::catalog::roles::committed(&self.db, &self.roles, name)
     }
 
     /// The database.

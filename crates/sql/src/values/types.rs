@@ -237,14 +237,14 @@ impl SqlType {
                     ExactNumberInfo::Precision(p) => (*p, 0),
                     ExactNumberInfo::PrecisionAndScale(p, s) => (*p, *s),
                 };
-                let max = u64::from(crate::numeric::MAX_PRECISION);
+                let max = u64::from(crate::values::numeric::MAX_PRECISION);
                 if !(1..=max).contains(&precision) {
                     return Err(SqlError::new(
                         sqlstate::INVALID_PARAMETER_VALUE,
                         format!("NUMERIC precision {precision} must be between 1 and {max}"),
                     ));
                 }
-                let limit = crate::numeric::MAX_TYPMOD_SCALE;
+                let limit = crate::values::numeric::MAX_TYPMOD_SCALE;
                 if !(-limit..=limit).contains(&scale) {
                     return Err(SqlError::new(
                         sqlstate::INVALID_PARAMETER_VALUE,

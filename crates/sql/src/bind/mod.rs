@@ -1,0 +1,23 @@
+//! Binding, the first stage after parsing: a syntax tree (`sqlparser`) becomes a plan, with
+//! names resolved against the catalog and the columns in scope, parameters numbered and typed,
+//! and every result type known before anything runs (clients ask with Describe).
+//!
+//! - [`statement`]: text to [`Prepared`](crate::plan::Prepared) plans, each kind of statement;
+//! - `select` and `dml`: the statements that read and write rows;
+//! - `expr` ([`Binder`]): expressions, with `functions` for the scalar functions by name and
+//!   `typing` for literals and the types where values meet;
+//! - `role_statement`: `CREATE ROLE` and `ALTER ROLE ... WITH`.
+//!
+//! Binding never reads or writes rows and never changes the catalog: it only reads the
+//! catalog's (or a block's pending) tables.
+
+pub(crate) mod dml;
+mod expr;
+pub(crate) mod functions;
+pub(crate) mod role_statement;
+pub(crate) mod select;
+pub mod statement;
+mod typing;
+
+pub use expr::*;
+pub use typing::*;

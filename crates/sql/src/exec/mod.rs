@@ -1,0 +1,295 @@
+//! Running plans inside an engine transaction: a SELECT's plan tree; INSERT, UPDATE and DELETE
+//! row by row.
+//!
+//! UPDATE and DELETE first find the rows to change, then, for each, take its write lock
+//! (`Transaction::lock_row`: under READ COMMITTED this waits for a concurrent writer and moves the
+//! snapshot past its commit), read the row again and check the condition on what they read, as
+//! PostgreSQL re-checks a row that changed under it. Nothing here blocks a worker: lock waits
+//! park the task.
+//!
+//! Parts: `access` (the privileges a plan needs, checked before it runs, as PostgreSQL's executor
+//! checks them), `select` (a SELECT's plan tree, node by node), `rows` (finding, locking and
+//! reading a table's rows), `aggregate` (aggregates as they run), `ddl` (catalog changes in a
+//! transaction) and `stored` (the catalog kept in the database, written by DDL and read back
+//! by `Catalog::open`), `copy` (COPY's text format).
+
+pub mod access;
+pub(crate) mod aggregate;
+pub mod copy;
+pub mod ddl;
+mod rows;
+mod select;
+pub(crate) mod stored;
+
+pub use select::{select, select_each};
+
+use rows::{fetch, read_row};
+
+use overtake_engine::{KeyBuf, TableLock, Transaction};
+
+use crate::catalog::SqlTable;
+use crate::error::{Result, SqlError, sqlstate};
+use crate::expr::{Context, Expr};
+use crate::plan::{Access, DeletePlan, InsertPlan, InsertSource, Query, UpdatePlan};
+use crate::values::datum::Datum;
+
+/// What a statement returns: its command tag (`SELECT 3`, `INSERT 0 1`) and rows.
+#[derive(Debug, Default)]
+pub struct Output {
+    pub tag: String,
+    pub rows: Vec<Vec<Datum>>,
+}
+
+/// Runs `query` in `txn`.
+pub fn execute(txn: &mut Transaction<'_>, query: &Query, cx: &Context<'_>) -> Result<Output> {
+    let mut rows = Vec::new();
+    let tag = execute_each(txn, query, cx, &mut |r| {
+        rows.push(r);
+        Ok(())
+    })?;
+    Ok(Output { tag, rows })
+}
+
+/// Runs `query` in `txn`, passing the rows it returns to `emit` as they are made (see
+/// [`select_each`]); returns its command tag.
+pub fn execute_each(
+    txn: &mut Transaction<'_>,
+    query: &Query,
+    cx: &Context<'_>,
+    emit: &mut dyn FnMut(Vec<Datum>) -> Result<()>,
+) -> Result<String> {
+    Ok(match query {
+        Query::Select(s) => format!("SELECT {}", select_each(txn, s, cx, emit)?),
+        Query::Insert(i) => insert(txn, i, cx)?.tag,
+        Query::Update(u) => update(txn, u, cx)?.tag,
+        Query::Delete(d) => delete(txn, d, cx)?.tag,
+    })
+}
+
+/// Inserts `rows` (values for `columns`, in order) into `table`.
+pub fn insert_rows(
+    txn: &mut Transaction<'_>,
+    table: &SqlTable,
+    columns: &[usize],
+    rows: impl IntoIterator<Item = Vec<Datum>>,
+    cx: &Context<'_>,
+) -> Result<u64> {
+    lock_for_writing(txn, table)?;
+    let mut n = 0;
+    for source in rows {
+        let mut values: Vec<Option<Datum>> = vec![None; table.columns.len()];
+        for (d, &col) in source.into_iter().zip(columns) {
+            values[col] = Some(d);
+        }
+        let mut builder = table.engine.row_builder();
+        let mut cast = Vec::with_capacity(values.len());
+        for (v, c) in values.into_iter().zip(&table.columns) {
+            let v = match v {
+                Some(v) => v,
+                None => match &c.default {
+                    Some(d) => d.expr.eval(&[], cx)?,
+                    None => Datum::Null,
+                },
+            };
+            cast.push(v.cast(c.ty)?);
+        }
+        check_not_null(table, &cast)?;
+        for (i, (v, c)) in cast.iter().zip(&table.columns).enumerate() {
+            builder.set(i, v.to_value(c.ty)?.value());
+        }
+        if let Some(ids) = &table.row_ids {
+            builder.set(table.columns.len(), overtake_engine::Value::Int(ids.take()));
+        }
+        txn.insert(&table.engine, builder.finish()?)
+            .map_err(|e| match e {
+                overtake_engine::Error::DuplicateKey { .. } => duplicate_key(table, &cast),
+                e => e.into(),
+            })?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// Fails with 23502, as PostgreSQL reports it, if `row` (every column of `table`) holds a NULL
+/// where its column may not.
+fn check_not_null(table: &SqlTable, row: &[Datum]) -> Result<()> {
+    let Some((c, _)) = table
+        .columns
+        .iter()
+        .zip(row)
+        .find(|(c, v)| v.is_null() && !c.nullable)
+    else {
+        return Ok(());
+    };
+    Err(SqlError::new(
+        sqlstate::NOT_NULL_VIOLATION,
+        format!(
+            "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
+            c.name, table.name
+        ),
+    )
+    .with_detail(format!("Failing row contains ({}).", row_text(row)))
+    .concerning(&table.name, Some(&c.name), None))
+}
+
+/// A row's values as PostgreSQL lists them in an error's detail (`1, null, abc`).
+fn row_text(row: &[Datum]) -> String {
+    row.iter()
+        .map(|v| v.to_text().unwrap_or_else(|| "null".into()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The 23505 of a row of `table` whose primary key is taken, as PostgreSQL reports it.
+fn duplicate_key(table: &SqlTable, row: &[Datum]) -> SqlError {
+    let constraint = format!("{}_pkey", table.name);
+    let columns: Vec<&str> = table
+        .primary_key
+        .iter()
+        .map(|&c| table.columns[c].name.as_str())
+        .collect();
+    let values: Vec<Datum> = table.primary_key.iter().map(|&c| row[c].clone()).collect();
+    SqlError::new(
+        sqlstate::UNIQUE_VIOLATION,
+        format!("duplicate key value violates unique constraint \"{constraint}\""),
+    )
+    .with_detail(format!(
+        "Key ({})=({}) already exists.",
+        columns.join(", "),
+        row_text(&values)
+    ))
+    .concerning(&table.name, None, Some(constraint))
+}
+
+fn insert(txn: &mut Transaction<'_>, plan: &InsertPlan, cx: &Context<'_>) -> Result<Output> {
+    let rows = match &plan.source {
+        InsertSource::Values(rows) => rows
+            .iter()
+            .map(|r| {
+                r.iter()
+                    .map(|e| e.eval(&[], cx))
+                    .collect::<Result<Vec<_>>>()
+            })
+            .collect::<Result<Vec<_>>>()?,
+        InsertSource::Select(s) => select(txn, s, cx)?,
+    };
+    let n = insert_rows(txn, &plan.table, &plan.columns, rows, cx)?;
+    Ok(Output {
+        tag: format!("INSERT 0 {n}"),
+        rows: Vec::new(),
+    })
+}
+
+/// The keys of the rows an UPDATE or DELETE changes, each re-read under its write lock and
+/// checked again: `change` gets each row that still qualifies.
+fn for_each_target(
+    txn: &mut Transaction<'_>,
+    table: &SqlTable,
+    (access, filter): (&Access, &[Expr]),
+    cx: &Context<'_>,
+    mut change: impl FnMut(&mut Transaction<'_>, &KeyBuf, Vec<Datum>) -> Result<()>,
+) -> Result<u64> {
+    let mut keys = Vec::new();
+    fetch(txn, table, access, filter, &[], cx, None, Some(&mut keys))?;
+    let mut n = 0;
+    for key in keys {
+        txn.lock_row(&table.engine, &key)?;
+        let Some(latest) = txn.get(&table.engine, &key, |r| read_row(table, r))? else {
+            continue; // Deleted since it was found.
+        };
+        if !filter
+            .iter()
+            .try_fold(true, |ok, f| Ok::<_, SqlError>(ok && f.holds(&latest, cx)?))?
+        {
+            continue;
+        }
+        change(txn, &key, latest)?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// Takes `table`'s write lock for the rest of the transaction, as PostgreSQL's writers take
+/// ROW EXCLUSIVE: it waits while a block rebuilding the table (TRUNCATE, ADD PRIMARY KEY,
+/// CREATE INDEX, DROP) holds it, and keeps the rebuild from starting meanwhile; a table such a
+/// block replaced while this waited is refused (40001) rather than written where nobody reads.
+fn lock_for_writing(txn: &mut Transaction<'_>, table: &SqlTable) -> Result<()> {
+    Ok(txn.lock_table(&table.engine, TableLock::Write)?)
+}
+
+fn update(txn: &mut Transaction<'_>, plan: &UpdatePlan, cx: &Context<'_>) -> Result<Output> {
+    let table = &plan.table;
+    lock_for_writing(txn, table)?;
+    let n = for_each_target(
+        txn,
+        table,
+        (&plan.access, &plan.filter),
+        cx,
+        |txn, key, row| {
+            let mut new = Vec::with_capacity(plan.assignments.len());
+            let mut moves = false;
+            for (col, e) in &plan.assignments {
+                let v = e.eval(&row, cx)?.cast(table.columns[*col].ty)?;
+                moves |= table.primary_key.contains(col)
+                    && v.sql_cmp(&row[*col])? != Some(std::cmp::Ordering::Equal);
+                new.push((*col, v));
+            }
+            if new
+                .iter()
+                .any(|(col, v)| v.is_null() && !table.columns[*col].nullable)
+            {
+                // The error shows the row as it would have become.
+                let mut changed = row.clone();
+                for (col, v) in &new {
+                    changed[*col] = v.clone();
+                }
+                check_not_null(table, &changed)?;
+            }
+            if moves {
+                // A new key is a new row to the engine: the old one is deleted and the changed
+                // one inserted, which fails with 23505 if the new key is taken (checked row by
+                // row, as PostgreSQL checks a unique constraint that is not deferred).
+                let mut changed = row;
+                for (col, v) in new {
+                    changed[col] = v;
+                }
+                txn.delete(&table.engine, key)?;
+                let all: Vec<usize> = (0..table.columns.len()).collect();
+                insert_rows(txn, table, &all, [changed], cx)?;
+                return Ok(());
+            }
+            let values = new
+                .iter()
+                .map(|(col, v)| Ok((*col, v.to_value(table.columns[*col].ty)?)))
+                .collect::<Result<Vec<_>>>()?;
+            txn.update(&table.engine, key, |m| {
+                for (col, v) in &values {
+                    m.set(*col, v.value());
+                }
+            })?;
+            Ok(())
+        },
+    )?;
+    Ok(Output {
+        tag: format!("UPDATE {n}"),
+        rows: Vec::new(),
+    })
+}
+
+fn delete(txn: &mut Transaction<'_>, plan: &DeletePlan, cx: &Context<'_>) -> Result<Output> {
+    lock_for_writing(txn, &plan.table)?;
+    let n = for_each_target(
+        txn,
+        &plan.table,
+        (&plan.access, &plan.filter),
+        cx,
+        |txn, key, _| {
+            txn.delete(&plan.table.engine, key)?;
+            Ok(())
+        },
+    )?;
+    Ok(Output {
+        tag: format!("DELETE {n}"),
+        rows: Vec::new(),
+    })
+}

@@ -1,0 +1,281 @@
+//! Finding a table's rows: the engine key or key range an [`Access`] reads, evaluated against
+//! the row joined so far; the rows it finds that pass a filter; and, for a locking read or a
+//! write, each row locked and read again. Never decides which access to use (the binder did).
+
+use std::ops::{Bound, ControlFlow};
+
+use overtake_engine::{KeyBuf, KeyRange, ScanOptions, Transaction};
+
+use crate::catalog::SqlTable;
+use crate::error::{Result, SqlError, sqlstate};
+use crate::expr::{Context, Expr};
+use crate::plan::{Access, LockWait};
+use crate::values::datum::Datum;
+
+/// A table row as values.
+pub(super) fn read_row(table: &SqlTable, row: overtake_engine::RowRef<'_>) -> Vec<Datum> {
+    table
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| Datum::from_value(row.get(i), c.ty))
+        .collect()
+}
+
+/// The columns of the primary key, or of secondary index `index`.
+fn key_columns(table: &SqlTable, index: Option<usize>) -> &[usize] {
+    match index {
+        None => &table.primary_key,
+        Some(i) => &table.indexes[i].columns,
+    }
+}
+
+/// `d` as a value of column type `ty`, if the column can hold a value equal to it: not for NULL,
+/// nor for a value the cast would change (`1.5` for an integer column) or cannot make (out of
+/// range), which the condition compares as it is.
+fn exactly(d: &Datum, ty: crate::values::types::SqlType) -> Option<Datum> {
+    let cast = d.clone().cast(ty).ok()?;
+    (cast.sql_cmp(d).ok()? == Some(std::cmp::Ordering::Equal)).then_some(cast)
+}
+
+/// The engine key of primary-key values `values` (in key order), or with `index` of that
+/// secondary index's leading columns; `None` if no row's key can equal them.
+pub(super) fn key_of(
+    table: &SqlTable,
+    index: Option<usize>,
+    values: &[Datum],
+    prefix: bool,
+) -> Result<Option<KeyBuf>> {
+    let mut kb = match index {
+        None => table.engine.key(),
+        Some(i) => table.engine.index_key(table.indexes[i].id),
+    };
+    for (d, &col) in values.iter().zip(key_columns(table, index)) {
+        let ty = table.columns[col].ty;
+        let Some(d) = exactly(d, ty) else {
+            return Ok(None);
+        };
+        kb.value(d.to_value(ty)?.value());
+    }
+    Ok(Some(if prefix { kb.prefix()? } else { kb.finish()? }))
+}
+
+/// The engine key of a stored row: its primary key, or its row id in a table without one.
+fn stored_key(table: &SqlTable, row: &overtake_engine::RowRef<'_>) -> Result<KeyBuf> {
+    let mut kb = table.engine.key();
+    if table.row_ids.is_some() {
+        kb.value(row.get(table.columns.len()));
+    } else if table.primary_key.is_empty() {
+        return Err(SqlError::unsupported(format!(
+            "UPDATE, DELETE or FOR UPDATE on table \"{}\", kept without row ids by an older version (recreate it, or give it a primary key with ALTER TABLE ... ADD PRIMARY KEY),",
+            table.name
+        )));
+    } else {
+        for &col in &table.primary_key {
+            kb.value(row.get(col));
+        }
+    }
+    Ok(kb.finish()?)
+}
+
+/// The key range `access` reads, evaluated against `outer`; `None` if it can match nothing.
+fn range_of(
+    table: &SqlTable,
+    access: &Access,
+    outer: &[Datum],
+    cx: &Context<'_>,
+) -> Result<Option<KeyRange>> {
+    let eval = |es: &[Expr]| {
+        es.iter()
+            .map(|e| e.eval(outer, cx))
+            .collect::<Result<Vec<_>>>()
+    };
+    Ok(match access {
+        Access::Scan => Some(KeyRange::all()),
+        Access::Key(es) => key_of(table, None, &eval(es)?, false)?.map(KeyRange::point),
+        Access::Range {
+            index,
+            eq,
+            lower,
+            upper,
+        } => {
+            let eq = eval(eq)?;
+            let bounded_type = key_columns(table, *index)
+                .get(eq.len())
+                .map(|&c| table.columns[c].ty);
+            let bound =
+                |b: &Option<(Expr, bool)>, is_lower: bool| -> Result<Option<Bound<KeyBuf>>> {
+                    // The bound of the keys that start with `eq`.
+                    let by_eq = || -> Result<Option<Bound<KeyBuf>>> {
+                        if eq.is_empty() {
+                            return Ok(Some(Bound::Unbounded));
+                        }
+                        Ok(Some(match key_of(table, *index, &eq, true)? {
+                            None => return Ok(None),
+                            Some(p) if is_lower => Bound::Included(p),
+                            Some(p) => p
+                                .prefix_successor()
+                                .map_or(Bound::Unbounded, Bound::Excluded),
+                        }))
+                    };
+                    let Some((e, inclusive)) = b else {
+                        return by_eq();
+                    };
+                    let v = e.eval(outer, cx)?;
+                    if v.is_null() {
+                        return Ok(None); // A comparison with NULL holds for no row.
+                    }
+                    if bounded_type.and_then(|ty| exactly(&v, ty)).is_none() {
+                        // `k > 1.5` on an integer key: the range keeps to `eq` and the
+                        // condition, checked on each row, does the rest.
+                        return by_eq();
+                    }
+                    let mut values = eq.clone();
+                    values.push(v);
+                    let Some(p) = key_of(table, *index, &values, true)? else {
+                        return Ok(None);
+                    };
+                    // Every key starting with `p` is equal to the bound in its leading columns.
+                    Ok(Some(match (is_lower, inclusive) {
+                        (true, true) => Bound::Included(p),
+                        (false, false) => Bound::Excluded(p),
+                        (true, false) | (false, true) => match p.prefix_successor() {
+                            Some(s) if is_lower => Bound::Included(s),
+                            Some(s) => Bound::Excluded(s),
+                            None if is_lower => return Ok(None),
+                            None => Bound::Unbounded,
+                        },
+                    }))
+                };
+            match (bound(lower, true)?, bound(upper, false)?) {
+                (Some(l), Some(u)) => Some(KeyRange::new(l, u)),
+                _ => None,
+            }
+        }
+    })
+}
+
+/// The rows of `table` that `access` finds given `outer` and that pass `filter` (evaluated
+/// against `outer` followed by the row), as values; with `keys`, their engine keys are pushed
+/// there instead (for a write that locks and reads each row again).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn fetch(
+    txn: &mut Transaction<'_>,
+    table: &SqlTable,
+    access: &Access,
+    filter: &[Expr],
+    outer: &[Datum],
+    cx: &Context<'_>,
+    limit: Option<usize>,
+    mut keys: Option<&mut Vec<KeyBuf>>,
+) -> Result<Vec<Vec<Datum>>> {
+    let mut rows = Vec::new();
+    let mut failure = None;
+    let mut combined = outer.to_vec();
+    let mut seen = 0u32;
+    let mut visit = |row: overtake_engine::RowRef<'_>| {
+        // A cancelled statement stops within a few hundred rows (a load per row would do too;
+        // this keeps it off the hot path of point reads).
+        seen = seen.wrapping_add(1);
+        if seen.is_multiple_of(256)
+            && let Err(e) = cx.check_cancel()
+        {
+            failure = Some(e);
+            return ControlFlow::Break(());
+        }
+        let values = read_row(table, row);
+        combined.truncate(outer.len());
+        combined.extend(values);
+        match filter.iter().try_fold(true, |ok, f| {
+            Ok::<_, SqlError>(ok && f.holds(&combined, cx)?)
+        }) {
+            Ok(true) => {
+                let found = match keys.as_deref_mut() {
+                    Some(keys) => match stored_key(table, &row) {
+                        Ok(key) => {
+                            keys.push(key);
+                            keys.len()
+                        }
+                        Err(e) => {
+                            failure = Some(e);
+                            return ControlFlow::Break(());
+                        }
+                    },
+                    None => {
+                        rows.push(combined[outer.len()..].to_vec());
+                        rows.len()
+                    }
+                };
+                if limit.is_some_and(|l| found >= l) {
+                    return ControlFlow::Break(());
+                }
+            }
+            Ok(false) => {}
+            Err(e) => {
+                failure = Some(e);
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    };
+    if let Access::Key(es) = access {
+        let values = es
+            .iter()
+            .map(|e| e.eval(outer, cx))
+            .collect::<Result<Vec<_>>>()?;
+        if let Some(key) = key_of(table, None, &values, false)? {
+            txn.get(&table.engine, &key, &mut visit)?;
+        }
+    } else if let Some(range) = range_of(table, access, outer, cx)? {
+        match access {
+            Access::Range { index: Some(i), .. } => {
+                let id = table.indexes[*i].id;
+                txn.scan_index(&table.engine, id, &range, ScanOptions::forward(), visit)?
+            }
+            _ => txn.scan(&table.engine, &range, ScanOptions::forward(), visit)?,
+        };
+    }
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(rows),
+    }
+}
+
+/// Locks the rows under each of `keys` for writing, reads each again and keeps it if `filter`
+/// still holds.
+pub(super) fn lock_rows(
+    txn: &mut Transaction<'_>,
+    (table, wait): (&SqlTable, LockWait),
+    keys: Vec<KeyBuf>,
+    filter: &[Expr],
+    outer: &[Datum],
+    cx: &Context<'_>,
+) -> Result<Vec<Vec<Datum>>> {
+    let mut kept = Vec::with_capacity(keys.len());
+    for key in keys {
+        match wait {
+            LockWait::Wait => txn.lock_row(&table.engine, &key)?,
+            LockWait::NoWait if !txn.try_lock_row(&table.engine, &key)? => {
+                return Err(SqlError::new(
+                    sqlstate::LOCK_NOT_AVAILABLE,
+                    format!(
+                        "could not obtain lock on row in relation \"{}\"",
+                        table.name
+                    ),
+                ));
+            }
+            LockWait::SkipLocked if !txn.try_lock_row(&table.engine, &key)? => continue,
+            LockWait::NoWait | LockWait::SkipLocked => {}
+        }
+        if let Some(latest) = txn.get(&table.engine, &key, |row| read_row(table, row))? {
+            let mut combined = outer.to_vec();
+            combined.extend(latest.iter().cloned());
+            if filter.iter().try_fold(true, |ok, f| {
+                Ok::<_, SqlError>(ok && f.holds(&combined, cx)?)
+            })? {
+                kept.push(latest);
+            }
+        }
+    }
+    Ok(kept)
+}

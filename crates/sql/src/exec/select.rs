@@ -1,0 +1,301 @@
+//! Running a SELECT's plan tree: rows are pushed from the leaves up, each node handing each of
+//! its rows to its parent's sink as soon as it has it, so a SELECT that neither groups nor sorts
+//! holds nothing but the row in hand and its first rows leave before the scan ends. Aggregate
+//! and Sort hold rows (and Distinct the keys it has seen) against the statement's memory budget
+//! (`Context::memory`). A sink answering `false` stops the nodes under it: a LIMIT that has its
+//! rows ends the scan.
+//!
+//! Nothing here blocks a worker: lock waits of `FOR UPDATE` park the task.
+
+use std::cmp::Ordering;
+use std::collections::{HashMap, HashSet};
+
+use overtake_engine::Transaction;
+
+use super::aggregate::AggState;
+use super::rows::{fetch, lock_rows};
+use crate::error::{Result, SqlError, sqlstate};
+use crate::expr::{Context, Expr};
+use crate::plan::{PlanNode, SelectPlan, SortKey};
+use crate::values::datum::{Datum, group_key, row_bytes};
+use crate::values::types::SqlType;
+
+/// Memory a statement holds for its sorts, groups and DISTINCT, against its budget
+/// (`Context::memory`): past it the statement fails with 53200, rather than the server growing
+/// without bound (nothing spills to disk here).
+struct Budget {
+    held: usize,
+    limit: usize,
+}
+
+impl Budget {
+    fn take(&mut self, bytes: usize) -> Result<()> {
+        self.held += bytes;
+        if self.held > self.limit {
+            return Err(SqlError::new(
+                sqlstate::OUT_OF_MEMORY,
+                "out of memory",
+            )
+            .with_detail(format!(
+                "The statement's sorts, groups and DISTINCT need more than statement_mem ({} kB).",
+                self.limit / 1024
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// What every node of one run shares.
+struct Run<'a, 't, 'c> {
+    txn: &'a mut Transaction<'t>,
+    cx: &'a Context<'c>,
+    budget: Budget,
+}
+
+/// Where a node sends each of its rows (which the sink may take); `false`: send no more.
+type Sink<'s> =
+    dyn for<'a, 't, 'c> FnMut(&mut Run<'a, 't, 'c>, &mut Vec<Datum>) -> Result<bool> + 's;
+
+/// Runs a SELECT, returning its rows.
+pub fn select(
+    txn: &mut Transaction<'_>,
+    plan: &SelectPlan,
+    cx: &Context<'_>,
+) -> Result<Vec<Vec<Datum>>> {
+    let mut rows = Vec::new();
+    select_each(txn, plan, cx, &mut |r| {
+        rows.push(r);
+        Ok(())
+    })?;
+    Ok(rows)
+}
+
+/// Runs a SELECT, passing each row of its result to `emit` as soon as it is known: as the scan
+/// finds it when nothing reorders or groups rows, else after the sort or grouping. Returns how
+/// many rows it passed.
+pub fn select_each(
+    txn: &mut Transaction<'_>,
+    plan: &SelectPlan,
+    cx: &Context<'_>,
+    emit: &mut dyn FnMut(Vec<Datum>) -> Result<()>,
+) -> Result<u64> {
+    let mut run = Run {
+        txn,
+        cx,
+        budget: Budget {
+            held: 0,
+            limit: cx.memory,
+        },
+    };
+    let mut sent = 0;
+    let visible = plan.visible;
+    node(&plan.root, &mut run, &mut Vec::new(), &mut |_, r| {
+        let mut out = std::mem::take(r);
+        out.truncate(visible);
+        emit(out)?;
+        sent += 1;
+        Ok(true)
+    })?;
+    Ok(sent)
+}
+
+/// Runs `plan` under the joined row `row` (empty but for a join's inner side, where it holds
+/// the outer row), sending its rows to `sink`; `false` if the sink wanted no more.
+fn node(
+    plan: &PlanNode,
+    run: &mut Run<'_, '_, '_>,
+    row: &mut Vec<Datum>,
+    sink: &mut Sink<'_>,
+) -> Result<bool> {
+    match plan {
+        PlanNode::Result { filter } => {
+            for f in filter {
+                if !f.holds(row, run.cx)? {
+                    return Ok(true);
+                }
+            }
+            sink(run, row)
+        }
+        PlanNode::Scan {
+            source,
+            filter,
+            lock,
+        } => {
+            let (table, access) = (&source.table, &source.access);
+            let found = match lock {
+                Some(wait) => {
+                    let mut keys = Vec::new();
+                    fetch(
+                        run.txn,
+                        table,
+                        access,
+                        filter,
+                        row,
+                        run.cx,
+                        None,
+                        Some(&mut keys),
+                    )?;
+                    lock_rows(run.txn, (table, *wait), keys, filter, row, run.cx)?
+                }
+                None => fetch(run.txn, table, access, filter, row, run.cx, None, None)?,
+            };
+            let outer = row.len();
+            for r in found {
+                row.truncate(outer);
+                row.extend(r);
+                if !sink(run, row)? {
+                    row.truncate(outer);
+                    return Ok(false);
+                }
+            }
+            row.truncate(outer);
+            Ok(true)
+        }
+        PlanNode::NestedLoop { outer, inner } => node(outer, run, row, &mut |run, r| {
+            // Each inner read may find a row or two: the join checks between them.
+            run.cx.check_cancel()?;
+            node(inner, run, r, sink)
+        }),
+        PlanNode::Aggregate { input, aggregate } => {
+            let calls = &aggregate.calls;
+            let mut groups: Vec<(Vec<Datum>, Vec<AggState>)> = Vec::new();
+            let mut index: HashMap<String, usize> = HashMap::new();
+            node(input, run, row, &mut |run, r| {
+                let key = eval_all(&aggregate.group_by, r, run.cx)?;
+                let id = group_key(&key);
+                let g = match index.get(&id) {
+                    Some(&g) => g,
+                    None => {
+                        run.budget.take(
+                            row_bytes(&key)
+                                + 2 * id.len()
+                                + calls.len() * std::mem::size_of::<AggState>()
+                                + 64,
+                        )?;
+                        groups.push((key, calls.iter().map(AggState::new).collect()));
+                        index.insert(id, groups.len() - 1);
+                        groups.len() - 1
+                    }
+                };
+                for (state, call) in groups[g].1.iter_mut().zip(calls) {
+                    state.add(call, r, run.cx)?;
+                }
+                Ok(true)
+            })?;
+            if groups.is_empty() && aggregate.group_by.is_empty() {
+                groups.push((Vec::new(), calls.iter().map(AggState::new).collect()));
+            }
+            drop(index);
+            for (key, states) in groups {
+                let mut r = key;
+                for (state, call) in states.into_iter().zip(calls) {
+                    r.push(state.finish(call)?);
+                }
+                if let Some(h) = &aggregate.having
+                    && !h.holds(&r, run.cx)?
+                {
+                    continue;
+                }
+                if !sink(run, &mut r)? {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        }
+        PlanNode::Project { input, exprs } => node(input, run, row, &mut |run, r| {
+            let mut out = eval_all(exprs, r, run.cx)?;
+            sink(run, &mut out)
+        }),
+        PlanNode::Distinct { input, columns } => {
+            let mut seen = HashSet::new();
+            node(input, run, row, &mut |run, r| {
+                let key = group_key(&r[..*columns]);
+                if seen.contains(&key) {
+                    return Ok(true);
+                }
+                run.budget.take(key.len() + 32)?;
+                seen.insert(key);
+                sink(run, r)
+            })
+        }
+        PlanNode::Sort { input, keys } => {
+            let mut rows = Vec::new();
+            node(input, run, row, &mut |run, r| {
+                run.budget.take(row_bytes(r))?;
+                rows.push(std::mem::take(r));
+                Ok(true)
+            })?;
+            rows.sort_by(|a, b| sort_order(keys, a, b));
+            for mut r in rows {
+                if !sink(run, &mut r)? {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        }
+        PlanNode::Limit {
+            input,
+            limit,
+            offset,
+        } => {
+            let limit = count(limit, run.cx)?;
+            let offset = count(offset, run.cx)?.unwrap_or(0);
+            if limit == Some(0) {
+                return Ok(true);
+            }
+            let (mut seen, mut stopped) = (0usize, false);
+            node(input, run, row, &mut |run, r| {
+                seen += 1;
+                if seen > offset && !sink(run, r)? {
+                    stopped = true;
+                    return Ok(false);
+                }
+                Ok(limit.is_none_or(|l| seen < l + offset))
+            })?;
+            Ok(!stopped)
+        }
+    }
+}
+
+fn eval_all(exprs: &[Expr], row: &[Datum], cx: &Context<'_>) -> Result<Vec<Datum>> {
+    exprs.iter().map(|e| e.eval(row, cx)).collect()
+}
+
+/// How two rows compare under ORDER BY's `keys` (NULLs placed as each key says).
+fn sort_order(keys: &[SortKey], a: &[Datum], b: &[Datum]) -> Ordering {
+    for k in keys {
+        let (x, y) = (&a[k.column], &b[k.column]);
+        let ord = match (x.is_null(), y.is_null()) {
+            (true, true) => Ordering::Equal,
+            (true, false) if k.nulls_first => Ordering::Less,
+            (true, false) => Ordering::Greater,
+            (false, true) if k.nulls_first => Ordering::Greater,
+            (false, true) => Ordering::Less,
+            _ => {
+                let o = x.sort_cmp(y);
+                if k.descending { o.reverse() } else { o }
+            }
+        };
+        if ord != Ordering::Equal {
+            return ord;
+        }
+    }
+    Ordering::Equal
+}
+
+/// A count argument (LIMIT, OFFSET).
+fn count(e: &Option<Expr>, cx: &Context<'_>) -> Result<Option<usize>> {
+    match e {
+        None => Ok(None),
+        Some(e) => match e.eval(&[], cx)? {
+            Datum::Null => Ok(None),
+            d => match d.cast(SqlType::Int8)? {
+                Datum::Int(n) if n >= 0 => Ok(Some(n as usize)),
+                _ => Err(SqlError::new(
+                    sqlstate::INVALID_PARAMETER_VALUE,
+                    "LIMIT and OFFSET must not be negative",
+                )),
+            },
+        },
+    }
+}

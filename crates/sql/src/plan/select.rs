@@ -1,0 +1,307 @@
+//! A SELECT's plan: a tree of nodes, each producing rows for its parent, with the tables read at
+//! the leaves. The binder builds it bottom-up — the FROM clause's scans joined left-deep by
+//! nested loops, then grouping, projection, DISTINCT, ORDER BY and LIMIT — and `EXPLAIN` prints
+//! it as PostgreSQL prints its plans; the executor (`exec::select`) runs it node by node. A new
+//! kind of operator (another join, a subquery, a window) is a new node here, one arm in the
+//! executor and one in EXPLAIN.
+//!
+//! A plan never holds rows or a transaction: it is run any number of times (a prepared
+//! statement is one plan).
+
+use std::sync::Arc;
+
+use crate::catalog::SqlTable;
+use crate::expr::Expr;
+use crate::values::types::SqlType;
+
+/// How a table's rows are found.
+#[derive(Clone, Debug)]
+pub enum Access {
+    /// Every row.
+    Scan,
+    /// One row by its whole primary key (values in key order).
+    Key(Vec<Expr>),
+    /// Rows whose leading key columns equal `eq`, and whose next key column lies within the
+    /// bounds (`true`: inclusive), in the primary key or (`index`: its position among the
+    /// table's indexes) a secondary index.
+    Range {
+        index: Option<usize>,
+        eq: Vec<Expr>,
+        lower: Option<(Expr, bool)>,
+        upper: Option<(Expr, bool)>,
+    },
+}
+
+/// A table in a FROM clause: its columns start at `offset` in the joined row.
+#[derive(Debug)]
+pub struct Source {
+    pub table: Arc<SqlTable>,
+    pub name: String,
+    pub offset: usize,
+    pub access: Access,
+}
+
+/// Aggregate functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AggFunc {
+    Count,
+    Sum,
+    Min,
+    Max,
+    Avg,
+}
+
+/// One aggregate of a query: its argument over the joined row (`None`: `count(*)`).
+#[derive(Clone, Debug)]
+pub struct AggCall {
+    pub func: AggFunc,
+    pub arg: Option<Expr>,
+    pub distinct: bool,
+    pub ty: SqlType,
+}
+
+/// Grouping: the aggregated row is the group values followed by the aggregates.
+#[derive(Debug)]
+pub struct Aggregate {
+    pub group_by: Vec<Expr>,
+    pub calls: Vec<AggCall>,
+    pub having: Option<Expr>,
+}
+
+/// A sort key: a column of the projected row.
+#[derive(Clone, Copy, Debug)]
+pub struct SortKey {
+    pub column: usize,
+    pub descending: bool,
+    pub nulls_first: bool,
+}
+
+/// What a locking read does with a row locked by another transaction (PostgreSQL's default,
+/// `NOWAIT` and `SKIP LOCKED`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LockWait {
+    /// Waits for the holder to end.
+    #[default]
+    Wait,
+    /// Fails at once with 55P03.
+    NoWait,
+    /// Leaves the row out.
+    SkipLocked,
+}
+
+/// A node of a SELECT's plan tree. Rows flow from the leaves up; each node's rows are the
+/// columns its parent's expressions refer to by position.
+#[derive(Debug)]
+pub enum PlanNode {
+    /// One row without columns, if `filter` holds (a SELECT without FROM).
+    Result { filter: Vec<Expr> },
+    /// The rows of `source` its access finds given the row joined so far (the outer rows'
+    /// columns), each appended to that row and kept if every `filter` holds on the joined row;
+    /// with `lock` (`FOR UPDATE`), each locked as a write would lock it and read again.
+    Scan {
+        source: Source,
+        filter: Vec<Expr>,
+        lock: Option<LockWait>,
+    },
+    /// For each row of `outer`, the rows `inner` finds for it, joined.
+    NestedLoop {
+        outer: Box<PlanNode>,
+        inner: Box<PlanNode>,
+    },
+    /// One row per group of the input: the group values followed by the aggregates, kept if
+    /// `having` holds (one row over no input when nothing groups).
+    Aggregate {
+        input: Box<PlanNode>,
+        aggregate: Aggregate,
+    },
+    /// The expressions' values over each input row.
+    Project {
+        input: Box<PlanNode>,
+        exprs: Vec<Expr>,
+    },
+    /// Rows whose first `columns` values no earlier row had.
+    Distinct {
+        input: Box<PlanNode>,
+        columns: usize,
+    },
+    /// The input, sorted (stable: equal rows keep their order).
+    Sort {
+        input: Box<PlanNode>,
+        keys: Vec<SortKey>,
+    },
+    /// The input after skipping `offset` rows, at most `limit` of them (each a count
+    /// expression; NULL: no bound).
+    Limit {
+        input: Box<PlanNode>,
+        limit: Option<Expr>,
+        offset: Option<Expr>,
+    },
+}
+
+impl PlanNode {
+    /// The tables the tree reads, left to right.
+    pub fn sources(&self) -> Vec<&Source> {
+        let mut out = Vec::new();
+        self.walk(&mut |n| {
+            if let PlanNode::Scan { source, .. } = n {
+                out.push(source);
+            }
+        });
+        out
+    }
+
+    /// Calls `f` with every expression of the tree (access keys and bounds included), nested
+    /// ones too.
+    pub fn visit_exprs(&self, f: &mut impl FnMut(&Expr)) {
+        let mut each = |e: &Expr| e.visit(f);
+        self.walk(&mut |n| match n {
+            PlanNode::Result { filter } => filter.iter().for_each(&mut each),
+            PlanNode::Scan { source, filter, .. } => {
+                match &source.access {
+                    Access::Scan => {}
+                    Access::Key(es) => es.iter().for_each(&mut each),
+                    Access::Range {
+                        eq, lower, upper, ..
+                    } => {
+                        eq.iter().for_each(&mut each);
+                        lower.iter().chain(upper).for_each(|(e, _)| each(e));
+                    }
+                }
+                filter.iter().for_each(&mut each);
+            }
+            PlanNode::Aggregate { aggregate: a, .. } => a
+                .group_by
+                .iter()
+                .chain(a.calls.iter().filter_map(|c| c.arg.as_ref()))
+                .chain(a.having.iter())
+                .for_each(&mut each),
+            PlanNode::Project { exprs, .. } => exprs.iter().for_each(&mut each),
+            PlanNode::Limit { limit, offset, .. } => {
+                limit.iter().chain(offset.iter()).for_each(&mut each)
+            }
+            PlanNode::NestedLoop { .. } | PlanNode::Distinct { .. } | PlanNode::Sort { .. } => {}
+        });
+    }
+
+    /// Calls `f` with this node and every node under it, parents first, outer before inner.
+    fn walk<'a>(&'a self, f: &mut impl FnMut(&'a PlanNode)) {
+        f(self);
+        match self {
+            PlanNode::Result { .. } | PlanNode::Scan { .. } => {}
+            PlanNode::NestedLoop { outer, inner } => {
+                outer.walk(f);
+                inner.walk(f);
+            }
+            PlanNode::Aggregate { input, .. }
+            | PlanNode::Project { input, .. }
+            | PlanNode::Distinct { input, .. }
+            | PlanNode::Sort { input, .. }
+            | PlanNode::Limit { input, .. } => input.walk(f),
+        }
+    }
+}
+
+/// A SELECT: its plan tree, whose rows' first `visible` columns are returned (the others only
+/// sort).
+#[derive(Debug)]
+pub struct SelectPlan {
+    pub root: PlanNode,
+    pub visible: usize,
+    /// `FOR UPDATE`: the rows read are locked as writes would lock them, waiting as
+    /// `lock_wait` says.
+    pub for_update: bool,
+    pub lock_wait: LockWait,
+}
+
+/// What the binder found in a SELECT, in the order its clauses apply, to be built into a tree
+/// by [`SelectPlan::build`].
+pub struct SelectParts {
+    pub sources: Vec<Source>,
+    /// Conditions checked as soon as the sources up to each level are joined (one level, the
+    /// `Result`'s, when there is no source).
+    pub filters: Vec<Vec<Expr>>,
+    pub aggregate: Option<Aggregate>,
+    /// Expressions over the joined row (or the aggregated row); the first `visible` are
+    /// returned, the others only sort.
+    pub projection: Vec<Expr>,
+    pub visible: usize,
+    pub distinct: bool,
+    pub order_by: Vec<SortKey>,
+    pub limit: Option<Expr>,
+    pub offset: Option<Expr>,
+    /// `FOR UPDATE` and what it does with a locked row.
+    pub lock: Option<LockWait>,
+}
+
+impl SelectPlan {
+    /// The tree of `parts`: scans joined left-deep, then each clause's node above them.
+    pub fn build(parts: SelectParts) -> SelectPlan {
+        let SelectParts {
+            sources,
+            mut filters,
+            aggregate,
+            projection,
+            visible,
+            distinct,
+            order_by,
+            limit,
+            offset,
+            lock,
+        } = parts;
+        let mut node: Option<PlanNode> = None;
+        let scans = sources.into_iter().zip(filters.iter_mut());
+        for (source, filter) in scans {
+            let filter = std::mem::take(filter);
+            let scan = PlanNode::Scan {
+                source,
+                filter,
+                lock,
+            };
+            node = Some(match node {
+                None => scan,
+                Some(outer) => PlanNode::NestedLoop {
+                    outer: Box::new(outer),
+                    inner: Box::new(scan),
+                },
+            });
+        }
+        let mut node = node.unwrap_or_else(|| PlanNode::Result {
+            filter: filters.into_iter().next().unwrap_or_default(),
+        });
+        if let Some(aggregate) = aggregate {
+            node = PlanNode::Aggregate {
+                input: Box::new(node),
+                aggregate,
+            };
+        }
+        node = PlanNode::Project {
+            input: Box::new(node),
+            exprs: projection,
+        };
+        if distinct {
+            node = PlanNode::Distinct {
+                input: Box::new(node),
+                columns: visible,
+            };
+        }
+        if !order_by.is_empty() {
+            node = PlanNode::Sort {
+                input: Box::new(node),
+                keys: order_by,
+            };
+        }
+        if limit.is_some() || offset.is_some() {
+            node = PlanNode::Limit {
+                input: Box::new(node),
+                limit,
+                offset,
+            };
+        }
+        SelectPlan {
+            root: node,
+            visible,
+            for_update: lock.is_some(),
+            lock_wait: lock.unwrap_or_default(),
+        }
+    }
+}
