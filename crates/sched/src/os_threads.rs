@@ -6,6 +6,11 @@
 //!
 //! Only moves the calling thread (into a cgroup, or a scheduling class). Must never touch a
 //! worker: workers have their own weights (`SchedConfig::os_background`).
+//!
+//! Which class a tier gets is policy, so it is here and not in `runtime::os` (which only makes
+//! the calls); and here rather than beside a runner, because both runners of work on OS threads
+//! use it, the server's session threads and the workload's clients, and `sched` is the lowest
+//! crate both depend on.
 
 use overtake_priority::{Group, Tier};
 use overtake_runtime::os::cgroup::{CgroupError, CgroupTree};
