@@ -56,7 +56,13 @@ fn parse(spec: &str) -> Option<Armed> {
 
 /// Reached before the operation the name says: `Err` if the test wants it to fail.
 pub(crate) fn hit(name: &'static str) -> io::Result<()> {
-    let Some(armed) = armed().filter(|a| a.name == name) else {
+    // The cell's first reader initializes it while others wait: inside a region, so that reader
+    // is never a task paused half-way with an urgent one of its worker waiting behind it.
+    let armed = {
+        let _region = overtake_runtime::NoPreemptGuard::new();
+        armed()
+    };
+    let Some(armed) = armed.filter(|a| a.name == name) else {
         return Ok(());
     };
     let hit = armed.hits.fetch_add(1, Ordering::SeqCst) + 1;

@@ -139,17 +139,17 @@ fn node(
                 }
                 None => fetch(run.txn, table, access, filter, row, run.cx, None, None)?,
             };
-            let outer = row.len();
+            let (outer, mut go_on) = (row.len(), true);
             for r in found {
                 row.truncate(outer);
                 row.extend(r);
                 if !sink(run, row)? {
-                    row.truncate(outer);
-                    return Ok(false);
+                    go_on = false;
+                    break;
                 }
             }
             row.truncate(outer);
-            Ok(true)
+            Ok(go_on)
         }
         PlanNode::NestedLoop { outer, inner } => node(outer, run, row, &mut |run, r| {
             // Each inner read may find a row or two: the join checks between them.

@@ -207,10 +207,9 @@ impl PlanNode {
 pub struct SelectPlan {
     pub root: PlanNode,
     pub visible: usize,
-    /// `FOR UPDATE`: the rows read are locked as writes would lock them, waiting as
-    /// `lock_wait` says.
+    /// `FOR UPDATE`: every scan locks the rows it reads (its `lock`), as writes would lock
+    /// them. Kept here too because servers ask at every execution.
     pub for_update: bool,
-    pub lock_wait: LockWait,
 }
 
 /// What the binder found in a SELECT, in the order its clauses apply, to be built into a tree
@@ -301,7 +300,6 @@ impl SelectPlan {
             root: node,
             visible,
             for_update: lock.is_some(),
-            lock_wait: lock.unwrap_or_default(),
         }
     }
 }
