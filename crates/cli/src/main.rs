@@ -7,32 +7,9 @@
 
 #![forbid(unsafe_code)]
 
-mod args;
-mod bench_clients;
-mod bench_engine;
-mod bench_q2;
-mod bench_sql;
-mod bench_stalls;
-mod bench_switch;
-mod bench_tasks;
-mod bench_tpcc;
-mod bimodal;
-mod crash_test;
-mod figures;
-mod hints;
-mod holder;
-mod interrupt;
-mod kept;
-mod locks;
-mod mixed;
-mod output;
-mod plot;
-mod plot_wire;
-mod resources;
-mod serve;
-mod starvation;
-mod tail;
-mod tiers;
+mod commands;
+mod harness;
+mod report;
 
 use std::process::ExitCode;
 
@@ -60,7 +37,7 @@ fn main() -> ExitCode {
     overtake_runtime::os::memory::set_return_freed_memory(false);
     // Under `--json` a caller reads stdout as one JSON object, errors included.
     let json = std::env::args_os().any(|a| a == "--json");
-    let cli = match args::Cli::try_parse() {
+    let cli = match commands::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if json && e.use_stderr() => {
             print_json_error(&parser_message(&e.to_string()));
@@ -68,39 +45,10 @@ fn main() -> ExitCode {
         }
         Err(e) => e.exit(),
     };
-    // Ctrl-C ends a comparison or a sweep after its run in progress; `serve` shuts down on it
-    // with its own handler, and the rest end at once.
-    if matches!(
-        cli.command,
-        args::Command::Compare(_) | args::Command::CrashTest(_)
-    ) {
-        interrupt::install();
+    if cli.command.ends_after_run() {
+        harness::interrupt::install();
     }
-    // Ok(false): the command reported its own failure (a check that found a problem) in its
-    // output, which must stay one JSON object under --json.
-    let done = |r: Result<(), String>| r.map(|()| true);
-    let result: Result<bool, String> = match cli.command {
-        args::Command::Bench(args::Bench::Tpcc(a)) => done(bench_tpcc::run(&a)),
-        args::Command::Bench(args::Bench::Q2(a)) => done(bench_q2::run(&a)),
-        args::Command::Bench(args::Bench::Mixed(a)) => done(mixed::bench(&a)),
-        args::Command::Bench(args::Bench::Switch(a)) => done(bench_switch::run(&a)),
-        args::Command::Bench(args::Bench::Bimodal(a)) => done(bimodal::bench(&a)),
-        args::Command::Bench(args::Bench::Stalls(a)) => done(bench_stalls::run(&a)),
-        args::Command::Bench(args::Bench::Locks(a)) => done(locks::bench(&a)),
-        args::Command::Bench(args::Bench::Engine(a)) => done(bench_engine::run(&a)),
-        args::Command::Bench(args::Bench::Sql(a)) => done(bench_sql::run(&a)),
-        args::Command::Check(args::Check::Tpcc(a)) => kept::check(&a),
-        args::Command::CrashTest(a) => crash_test::run(&a),
-        args::Command::Serve(a) => done(serve::run(&a)),
-        args::Command::Plot(args::Plot::Wire(a)) => done(plot_wire::run(&a)),
-        args::Command::Compare(args::Compare::Mixed(a)) => done(mixed::compare(&a)),
-        args::Command::Compare(args::Compare::Bimodal(a)) => done(bimodal::compare(&a)),
-        args::Command::Compare(args::Compare::Locks(a)) => done(locks::compare(&a)),
-        args::Command::Compare(args::Compare::Starvation(a)) => done(starvation::compare(&a)),
-        args::Command::Compare(args::Compare::Holder(a)) => done(holder::compare(&a)),
-        args::Command::Compare(args::Compare::Tiers(a)) => done(tiers::compare(&a)),
-        args::Command::Compare(args::Compare::Hints(a)) => done(hints::compare(&a)),
-    };
+    let result = commands::run(&cli.command);
     match result {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
@@ -117,7 +65,13 @@ fn main() -> ExitCode {
 
 /// `{"error": message}` on stdout.
 fn print_json_error(message: &str) {
-    println!("{}", serde_json::json!({ "error": message }));
+    #[derive(serde::Serialize)]
+    struct Failed<'a> {
+        error: &'a str,
+    }
+    if report::print_json(&Failed { error: message }, &[]).is_err() {
+        println!("{{\"error\": \"(unprintable)\"}}");
+    }
 }
 
 /// A parser message on one line: its text up to the usage, without clap's `error: ` prefix.
