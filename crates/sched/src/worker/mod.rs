@@ -5,7 +5,7 @@
 //! thread's own stack, picks what runs next: the most urgent level that has work, and within a
 //! level a task that is ready to continue (paused by preemption, or woken after parking) before
 //! a new job. When a preemption request reaches the running task (polled flag or injected signal;
-//! see `overtake_runtime::preempt`), the runtime calls [`on_preempt`] on the task's stack: if a
+//! see `overtake_runtime::preempt`), the runtime calls `preempt::on_preempt` on the task's stack: if a
 //! more urgent level has work and the task's starvation level allows it, the task joins its level's
 //! ready queue and suspends back to the loop, which runs the urgent work and later resumes it
 //! where it was. Preemption nests: a level-1 task paused by level 2, itself paused by level 3,
@@ -20,8 +20,9 @@
 //! only inside non-preemptible regions, so a paused task never holds a borrow. Nothing here blocks
 //! the thread while a task runs.
 //!
-//! Parts: this module (the worker core: starting, running, pausing and recording tasks), `run`
-//! (the loop), `pick` (what runs next), `staged` (new jobs taken from the inbox), `acks` (jobs
+//! Parts: this module (the worker core: starting, running and ending tasks), `run` (the loop),
+//! `pick` (what runs next), `preempt` (the preemption hook and its decision), `record` (what a
+//! finished job leaves in the statistics), `staged` (new jobs taken from the inbox), `acks` (jobs
 //! awaiting acknowledgements), `shared` (what other threads see and tell).
 
 use std::cell::{Cell, RefCell};
@@ -31,7 +32,7 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use overtake_priority::{Group, Priority};
-use overtake_runtime::context::{Resumed, Suspension, suspend_current};
+use overtake_runtime::context::{Resumed, Suspension};
 use overtake_runtime::os::thread::{ThreadUsage, thread_usage};
 use overtake_runtime::park::{Parker, WakeTarget};
 use overtake_runtime::region::trace as region_trace;
@@ -41,18 +42,20 @@ use crate::inbox::Inbox;
 use crate::job::{Executor, JobError, Outcome, Scheduled};
 use crate::pending::Pending;
 use crate::policy::{Policy, SchedConfig};
-use crate::starvation::{self, Clock};
-use crate::stats::{JobRecord, JobTiming};
+use crate::starvation::Clock;
 use crate::task::{Claim, TaskId, TaskState, TaskTable};
 
 mod acks;
 mod pick;
+mod preempt;
+mod record;
 mod run;
 mod shared;
 mod staged;
 
 pub(crate) use acks::AckSignal;
 use acks::Acks;
+use preempt::ServePreemption;
 pub(crate) use run::{WorkerSetup, run_worker};
 use shared::TaskEvent;
 pub(crate) use shared::{IDLE, Stop, WorkerShared};
@@ -60,24 +63,6 @@ use staged::StagedJobs;
 
 /// Traced jobs a worker has room for before its trace vector grows (about 13 MiB).
 const TRACE_ROOM: usize = 1 << 17;
-
-/// What the preemption hook needs from a worker, whatever its job type.
-trait ServePreemption {
-    fn serve_preemption(&self);
-}
-
-thread_local! {
-    /// The worker running on this thread (set for the worker's lifetime).
-    static WORKER: RefCell<Option<Rc<dyn ServePreemption>>> = const { RefCell::new(None) };
-}
-
-/// The runtime's preemption hook: runs on the running task's stack, inside a region.
-fn on_preempt() {
-    let worker = WORKER.with(|w| w.borrow().clone());
-    if let Some(worker) = worker {
-        worker.serve_preemption();
-    }
-}
 
 /// Quantum: the slice of a task that is not to be preempted again (longer than any run).
 const RUN_TO_END: std::time::Duration = std::time::Duration::from_secs(1 << 32);
@@ -147,85 +132,6 @@ impl<E: Executor> WorkerCore<E> {
         }
         let times = self.tasks.borrow().times(id);
         self.ended(scheduled, times, end, outcome);
-    }
-
-    /// Keeps where the time of a traced job went (see `crate::trace`).
-    fn trace(
-        &self,
-        job: &E::Job,
-        (arrival, enqueued, end): (Instant, Instant, Instant),
-        times: &crate::task::TaskTimes,
-    ) {
-        let nanos = |d: std::time::Duration| d.as_nanos() as u64;
-        let start = times.started;
-        let delivery = self
-            .paused_for_urgent
-            .get()
-            .filter(|&paused| paused >= enqueued && paused <= start)
-            .map_or(0, |paused| nanos(paused - enqueued));
-        let usage = &times.usage.usage;
-        let running = end
-            .saturating_duration_since(start)
-            .saturating_sub(times.preempted)
-            .saturating_sub(times.waited);
-        let region = NoPreemptGuard::new();
-        self.shared
-            .stats
-            .lock(&region)
-            .traces
-            .push(crate::trace::JobTrace {
-                level: self.exec.priority(job).level(),
-                latency_ns: nanos(end.saturating_duration_since(arrival)),
-                queued_ns: nanos(start.saturating_duration_since(arrival)),
-                delivery_ns: delivery,
-                running_ns: nanos(running),
-                cpu_ns: usage.cpu_ns,
-                preempted_ns: nanos(times.preempted),
-                waited_ns: nanos(times.waited),
-                faults: usage.minor_faults + usage.major_faults,
-                involuntary_switches: usage.involuntary_switches,
-                longest_region_ns: times.usage.longest_region_ns,
-            });
-    }
-
-    fn record(
-        &self,
-        job: &E::Job,
-        arrival: Instant,
-        enqueued: Instant,
-        times: crate::task::TaskTimes,
-        end: Instant,
-        outcome: &Outcome,
-    ) {
-        let timing = JobTiming {
-            arrival,
-            enqueued,
-            start: times.started,
-            end,
-            preemptions: times.preemptions,
-            preempted: times.preempted,
-            waited: times.waited,
-        };
-        let (priority, kind) = (self.exec.priority(job), self.exec.kind(job));
-        let group = self.exec.group(job);
-        let region = NoPreemptGuard::new();
-        let mut stats = self.shared.stats.lock(&region);
-        stats.record((priority, kind, group), &timing, outcome);
-        if self.config.record_jobs {
-            let nanos = |d: std::time::Duration| d.as_nanos() as u64;
-            stats.jobs.push(JobRecord {
-                priority,
-                kind,
-                arrival_ns: self.clock.nanos(arrival) - 1,
-                queued_ns: nanos(timing.start.saturating_duration_since(arrival)),
-                latency_ns: nanos(end.saturating_duration_since(arrival)),
-                preempted_ns: nanos(timing.preempted),
-                status: outcome.status,
-            });
-        }
-        drop(stats);
-        drop(region);
-        self.shared.finished.fetch_add(1, Ordering::Release);
     }
 
     /// Applies what other threads said: woken tasks join their ready queues, raised tasks move
@@ -532,102 +438,6 @@ impl<E: Executor> WorkerCore<E> {
         for (level, paused) in tasks.preempted_by_level().into_iter().enumerate() {
             self.shared.paused[level].store(paused, Ordering::Relaxed);
         }
-    }
-
-    /// Under starvation control, tells the monitor what the task about to run at `running` means
-    /// for the conflict between the protected work and the more urgent work (see `starvation`).
-    fn note_conflict(&self, running: Priority, now: Instant) {
-        if !self.controls_starvation() {
-            return;
-        }
-        let _region = NoPreemptGuard::new();
-        let span = self.waiting_span(&self.tasks.borrow());
-        let now = self.clock.nanos(now);
-        let monitor = &self.shared.starvation;
-        match span {
-            Some((lowest, _)) if lowest < running => monitor.urgent_runs(now),
-            Some((_, highest)) if highest > running => monitor.protected_runs(now),
-            _ => monitor.close(),
-        }
-    }
-}
-
-impl<E: Executor> WorkerCore<E> {
-    /// Pauses the running task (this code runs on its stack, inside a region) if the policy says
-    /// so now. Returns false if it kept running, true once it has been paused and resumed.
-    fn preempt_running(&self) -> bool {
-        self.shared.target.acknowledge();
-        self.collect_wakes();
-        // Urgent jobs whose acknowledgements resolved are booked here, on this task's stack:
-        // their answers must not wait for it, and booking them is not worth pausing it.
-        self.collect_acks();
-        let Some(id) = self.running.get() else {
-            return false;
-        };
-        let now = Instant::now();
-        let ahead = {
-            let tasks = self.tasks.borrow();
-            let task = tasks.get(id);
-            debug_assert_eq!(task.state, TaskState::Running);
-            // Under Quantum, more urgent work preempts at once (levels are strict); the quantum
-            // only divides a worker among work of one level.
-            if self.config.policy == Policy::Quantum && !self.more_urgent_than(task.effective()) {
-                if now.saturating_duration_since(self.slice_started.get())
-                    < self.slice_quantum.get()
-                    && !self.pending.waiting_behind(task.effective(), task.group)
-                {
-                    return false; // its quantum is not used up
-                }
-                if self.config.skip_needless && !self.work_waiting_at_or_above(task.effective()) {
-                    return false; // nothing else to run: preempting would only cost a switch
-                }
-                let level = task.effective();
-                Some(self.inbox.len(level) + self.shared.staged(level))
-            } else {
-                if !self.more_urgent_than(task.effective()) {
-                    return false; // nothing more urgent after all (or an interrupt without work)
-                }
-                if self.controls_starvation() {
-                    let threshold = self.config.starvation_threshold;
-                    let protected = self
-                        .waiting_span(&tasks)
-                        .is_none_or(|(lowest, _)| lowest >= task.effective());
-                    let owed = if protected {
-                        // The class has had its share of urgent work: it keeps the worker.
-                        let level = self.shared.starvation.level(self.clock.nanos(now));
-                        starvation::protected_owed(threshold, level)
-                    } else {
-                        // A task above the protected level, paused before: its own share.
-                        tasks.starvation(id, now) >= threshold
-                    };
-                    if owed {
-                        return false;
-                    }
-                }
-                // Under Quantum it continues before new work of its level: it was paused for
-                // more urgent work, not for its turn.
-                (self.config.policy != Policy::Quantum).then_some(0)
-            }
-        };
-        match ahead {
-            // Under Quantum, paused for more urgent work with its slice not up.
-            None => self.tasks.borrow_mut().preempt_for_urgent(id, now),
-            Some(ahead) => self.tasks.borrow_mut().preempt(id, now, ahead),
-        }
-        self.paused_for_urgent.set(Some(now));
-        let suspended = suspend_current(Suspension::Preempted);
-        debug_assert!(suspended, "the hook runs on a task's stack");
-        true
-    }
-}
-
-impl<E: Executor> ServePreemption for WorkerCore<E> {
-    fn serve_preemption(&self) {
-        // A request raised while the task was being switched back in found it inside the
-        // switch's region: its signal was deferred, and the deferral is discarded when this hook
-        // returns. The request flag is still up, so look again before the task continues: a task
-        // that never polls (a computation) would otherwise keep running past it.
-        while self.preempt_running() && self.shared.target.is_requested() {}
     }
 }
 

@@ -18,10 +18,9 @@ use overtake_runtime::preempt;
 use overtake_runtime::region::trace as region_trace;
 
 use super::acks::Acks;
+use super::preempt::{ServePreemption, WORKER, on_preempt};
 use super::staged::StagedJobs;
-use super::{
-    Next, ServePreemption, Stop, TRACE_ROOM, WORKER, WorkerCore, WorkerShared, on_preempt,
-};
+use super::{Next, Stop, TRACE_ROOM, WorkerCore, WorkerShared};
 use crate::error::SchedError;
 use crate::inbox::Inbox;
 use crate::job::{Executor, IdleWork, Scheduled};

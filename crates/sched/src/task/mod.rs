@@ -9,19 +9,20 @@
 //! holds a borrow of it.
 //!
 //! Ready tasks of a level continue in the order they became ready, within their group (the worker
-//! chooses which group's turn it is, see `crate::tiers`; per level the table counts the ready
-//! tasks of each group so that choice need not walk the queue). A parked task is in no queue
+//! chooses which group's turn it is, see `crate::tiers`; the queues are in `ready`). A parked task is in no queue
 //! until a wake with its token arrives (a wake that arrives before its park is recorded is kept
 //! for it); a token from an earlier task of the same slot (an old unparker) is recognised by its
 //! serial and ignored.
 
-use std::collections::VecDeque;
+mod ready;
+
 use std::time::{Duration, Instant};
 
 use overtake_priority::{Group, Priority};
 use overtake_runtime::os::thread::ThreadUsage;
 
 use crate::trace::SliceUsage;
+use ready::ReadyQueues;
 
 /// Index of a context slot in a worker's pool.
 pub(crate) type TaskId = usize;
@@ -135,10 +136,8 @@ pub(crate) struct TaskTable {
     free: Vec<TaskId>,
     /// Slots `0..created` have contexts.
     created: usize,
-    /// Ready tasks (preempted or woken), per level.
-    ready: Vec<VecDeque<TaskId>>,
-    /// Per level, how many of its ready tasks each group has (groups with none are removed).
-    ready_groups: Vec<Vec<(Group, usize)>>,
+    /// Ready tasks (preempted or woken).
+    ready: ReadyQueues,
     /// New jobs started, per level (see `Task::runs_after`).
     started_jobs: [u64; Priority::LEVELS],
     /// Tasks paused by preemption, per (effective) level.
@@ -170,8 +169,7 @@ impl TaskTable {
             ],
             free: Vec::new(),
             created: 0,
-            ready: vec![VecDeque::new(); Priority::LEVELS],
-            ready_groups: vec![Vec::new(); Priority::LEVELS],
+            ready: ReadyQueues::new(),
             started_jobs: [0; Priority::LEVELS],
             preempted: [0; Priority::LEVELS],
         }
@@ -253,7 +251,7 @@ impl TaskTable {
                 self.preempted[before.level()] -= 1;
                 self.preempted[after.level()] += 1;
             }
-            if let Some(at) = self.ready[before.level()].iter().position(|&t| t == id) {
+            if let Some(at) = self.ready.at(before).iter().position(|&t| t == id) {
                 self.dequeue(before, at);
                 self.enqueue(after, id, false);
             }
@@ -283,7 +281,7 @@ impl TaskTable {
     pub(crate) fn preempt_for_urgent(&mut self, id: TaskId, now: Instant) {
         self.preempt(id, now, 0);
         let level = self.slots[id].effective();
-        let back = self.ready[level.level()].len() - 1;
+        let back = self.ready.at(level).len() - 1;
         self.dequeue(level, back);
         self.enqueue(level, id, true);
         self.slots[id].keeps_turn = true;
@@ -292,7 +290,8 @@ impl TaskTable {
     /// The first ready task of `level` in `group` and how many new jobs must start before it.
     pub(crate) fn head_ready(&self, level: Priority, group: Group) -> Option<(TaskId, usize)> {
         let started = self.started_jobs[level.level()];
-        self.ready[level.level()]
+        self.ready
+            .at(level)
             .iter()
             .find(|&&id| self.slots[id].group == group)
             .map(|&id| {
@@ -308,7 +307,7 @@ impl TaskTable {
     /// transaction block woken for its client's next statement, or a lock waiter granted its
     /// lock, has not had its share yet, so it goes before tasks paused for their turn.
     pub(crate) fn first_woken(&self, level: Priority, group: Group) -> Option<TaskId> {
-        self.ready[level.level()].iter().copied().find(|&id| {
+        self.ready.at(level).iter().copied().find(|&id| {
             let slot = &self.slots[id];
             slot.group == group && slot.state == TaskState::Woken
         })
@@ -317,45 +316,24 @@ impl TaskTable {
     /// The first ready task of `level` if it continues before anything else of its level (it was
     /// paused for more urgent work; see [`Self::preempt_for_urgent`]).
     pub(crate) fn turn_kept(&self, level: Priority) -> Option<TaskId> {
-        let &id = self.ready[level.level()].front()?;
+        let &id = self.ready.at(level).front()?;
         self.slots[id].keeps_turn.then_some(id)
     }
 
     /// The groups with ready tasks at `level`.
     pub(crate) fn ready_groups(&self, level: Priority) -> impl Iterator<Item = Group> + '_ {
-        self.ready_groups[level.level()].iter().map(|&(g, _)| g)
+        self.ready.groups(level)
     }
 
     /// Task `id` joins the ready queue of `level`, at the back (or the front).
     fn enqueue(&mut self, level: Priority, id: TaskId, front: bool) {
-        let queue = &mut self.ready[level.level()];
-        if front {
-            queue.push_front(id);
-        } else {
-            queue.push_back(id);
-        }
-        let group = self.slots[id].group;
-        let counts = &mut self.ready_groups[level.level()];
-        match counts.iter_mut().find(|(g, _)| *g == group) {
-            Some((_, n)) => *n += 1,
-            None => counts.push((group, 1)),
-        }
+        self.ready.push(level, id, self.slots[id].group, front);
     }
 
     /// Takes the task at position `at` out of the ready queue of `level`.
     fn dequeue(&mut self, level: Priority, at: usize) -> Option<TaskId> {
-        let id = self.ready[level.level()].remove(at)?;
-        let group = self.slots[id].group;
-        let counts = &mut self.ready_groups[level.level()];
-        let i = counts
-            .iter()
-            .position(|(g, _)| *g == group)
-            .expect("a ready task's group is counted");
-        counts[i].1 -= 1;
-        if counts[i].1 == 0 {
-            counts.swap_remove(i);
-        }
-        Some(id)
+        let slots = &self.slots;
+        self.ready.remove(level, at, |id| slots[id].group)
     }
 
     /// A new job of `level` started: every ready task of that level has one job fewer ahead.
@@ -365,7 +343,7 @@ impl TaskTable {
 
     /// Tasks ready to continue, at any level.
     pub(crate) fn ready_count(&self) -> usize {
-        self.ready.iter().map(VecDeque::len).sum()
+        self.ready.len()
     }
 
     /// The running task `id` waits for a wake (ready at once if its wake came early).
@@ -462,10 +440,7 @@ impl TaskTable {
 
     /// The most urgent level with a ready task.
     pub(crate) fn highest_ready(&self) -> Option<Priority> {
-        Priority::ALL
-            .into_iter()
-            .rev()
-            .find(|p| !self.ready[p.level()].is_empty())
+        self.ready.highest()
     }
 
     /// The next ready task of `level`.
@@ -477,7 +452,9 @@ impl TaskTable {
 
     /// Takes ready task `id` of `level` out of its queue (it is about to run).
     pub(crate) fn take_ready(&mut self, level: Priority, id: TaskId) {
-        let at = self.ready[level.level()]
+        let at = self
+            .ready
+            .at(level)
             .iter()
             .position(|&t| t == id)
             .expect("the task is ready at this level");
@@ -519,7 +496,7 @@ impl TaskTable {
         above: Priority,
     ) -> Option<TaskId> {
         for level in (above.level() + 1..Priority::LEVELS).rev() {
-            let found = self.ready[level].iter().position(|&id| {
+            let found = self.ready.at(Priority::ALL[level]).iter().position(|&id| {
                 self.slots[id].state == TaskState::Preempted
                     && self.starvation(id, now) >= threshold
             });
@@ -539,7 +516,7 @@ impl TaskTable {
 
     /// True if a task of `level` is ready to continue.
     pub(crate) fn has_ready(&self, level: Priority) -> bool {
-        !self.ready[level.level()].is_empty()
+        !self.ready.at(level).is_empty()
     }
 
     /// Tasks paused by preemption, per level.
@@ -561,209 +538,4 @@ impl TaskTable {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn table(capacity: usize) -> (TaskTable, Instant) {
-        let now = Instant::now();
-        (TaskTable::new(capacity, now), now)
-    }
-
-    fn start(t: &mut TaskTable, p: Priority, now: Instant) -> (TaskId, u64) {
-        let id = match t.claim().expect("room") {
-            Claim::Create(id) => {
-                t.created(id);
-                id
-            }
-            Claim::Reuse(id) => id,
-        };
-        (id, t.start(id, p, Group::of(p), now))
-    }
-
-    #[test]
-    fn paused_tasks_continue_by_level_then_in_order() {
-        let (mut t, now) = table(8);
-        let (low, _) = start(&mut t, Priority::LOW, now);
-        t.preempt(low, now, 0);
-        let (medium, _) = start(&mut t, Priority::MEDIUM, now);
-        t.preempt(medium, now, 0);
-        let (medium2, _) = start(&mut t, Priority::MEDIUM, now);
-        t.preempt(medium2, now, 0);
-        assert_eq!(t.highest_ready(), Some(Priority::MEDIUM));
-        assert_eq!(t.pop_ready(Priority::MEDIUM), Some(medium));
-        assert_eq!(t.pop_ready(Priority::MEDIUM), Some(medium2));
-        assert_eq!(t.highest_ready(), Some(Priority::LOW));
-        assert_eq!(
-            t.preempted_count(),
-            1,
-            "those taken from the queue are about to run"
-        );
-        t.resume(low, now + Duration::from_millis(2));
-        assert_eq!(t.get(low).preemptions, 1);
-        assert_eq!(t.get(low).preempted, Duration::from_millis(2));
-    }
-
-    #[test]
-    fn wakes_count_once_and_only_for_the_task_that_parked() {
-        let (mut t, now) = table(2);
-        let (id, old_token) = start(&mut t, Priority::HIGH, now);
-        t.park(id, now);
-        assert_eq!(t.wake(old_token).map(|(p, _)| p), Some(Priority::HIGH));
-        assert_eq!(t.wake(old_token), None, "already woken");
-        assert_eq!(t.pop_ready(Priority::HIGH), Some(id));
-        t.resume(id, now + Duration::from_micros(5));
-        assert_eq!(t.get(id).waited, Duration::from_micros(5));
-        t.finish(id);
-        // The slot's next task does not answer to the old task's token.
-        let (again, new_token) = start(&mut t, Priority::LOW, now);
-        assert_eq!(again, id, "the context is reused");
-        t.park(again, now);
-        assert_eq!(t.wake(old_token), None);
-        assert_eq!(t.wake(token(7, 1)), None, "no such slot");
-        assert_eq!(t.wake(new_token).map(|(p, _)| p), Some(Priority::LOW));
-    }
-
-    #[test]
-    fn a_wake_that_comes_before_the_park_is_recorded_is_kept_for_it() {
-        // The task announced its park and an unpark sent its token, but the worker sees the
-        // token first: while the task still runs, or while it is paused on its way to the switch.
-        let (mut t, now) = table(2);
-        let (running, running_token) = start(&mut t, Priority::HIGH, now);
-        assert_eq!(t.wake(running_token), None, "not parked yet");
-        t.park(running, now);
-        assert_eq!(t.get(running).state, TaskState::Woken);
-        assert_eq!(t.pop_ready(Priority::HIGH), Some(running));
-        t.resume(running, now);
-        t.park(running, now);
-        assert_eq!(
-            t.get(running).state,
-            TaskState::Parked,
-            "the early wake counted once"
-        );
-
-        let (paused, paused_token) = start(&mut t, Priority::LOW, now);
-        t.preempt(paused, now, 0);
-        assert_eq!(t.wake(paused_token), None);
-        assert_eq!(t.pop_ready(Priority::LOW), Some(paused));
-        t.resume(paused, now);
-        t.park(paused, now);
-        assert_eq!(
-            t.pop_ready(Priority::LOW),
-            Some(paused),
-            "woken at its park"
-        );
-    }
-
-    #[test]
-    fn the_pool_is_bounded_and_reused() {
-        let (mut t, now) = table(2);
-        let (a, _) = start(&mut t, Priority::LOW, now);
-        let (_b, _) = start(&mut t, Priority::LOW, now);
-        assert_eq!(t.claim(), None, "two contexts in use");
-        assert_eq!(t.in_flight(), 2);
-        t.finish(a);
-        assert_eq!(t.claim(), Some(Claim::Reuse(a)));
-    }
-
-    #[test]
-    fn in_one_queue_a_preempted_task_waits_for_the_jobs_queued_before_it() {
-        let (mut t, now) = table(4);
-        let (id, _) = start(&mut t, Priority::MEDIUM, now);
-        t.preempt(id, now, 2);
-        let g = Group::of(Priority::MEDIUM);
-        assert_eq!(t.head_ready(Priority::MEDIUM, g), Some((id, 2)));
-        t.new_job_started(Priority::LOW);
-        assert_eq!(
-            t.head_ready(Priority::MEDIUM, g),
-            Some((id, 2)),
-            "another level"
-        );
-        t.new_job_started(Priority::MEDIUM);
-        t.new_job_started(Priority::MEDIUM);
-        t.new_job_started(Priority::MEDIUM);
-        assert_eq!(t.head_ready(Priority::MEDIUM, g), Some((id, 0)));
-        assert_eq!(t.ready_count(), 1);
-    }
-
-    #[test]
-    fn a_raise_moves_a_ready_task_up_until_withdrawn() {
-        let (mut t, now) = table(4);
-        let (low, token) = start(&mut t, Priority::LOW, now);
-        t.preempt(low, now, 0);
-        assert_eq!(t.raise(token, 2, true), Some((low, Priority::HIGH)));
-        assert_eq!(
-            t.raise(token, 1, true),
-            Some((low, Priority::HIGH)),
-            "the highest counts"
-        );
-        assert_eq!(t.highest_ready(), Some(Priority::HIGH));
-        assert_eq!(t.raise(token, 2, false), Some((low, Priority::MEDIUM)));
-        assert_eq!(t.highest_ready(), Some(Priority::MEDIUM));
-        assert_eq!(t.raise(token, 1, false), Some((low, Priority::LOW)));
-        assert_eq!(t.highest_ready(), Some(Priority::LOW));
-        assert_eq!(t.raise(token, 9, true), None, "no such level");
-        assert_eq!(t.pop_ready(Priority::LOW), Some(low));
-        t.resume(low, now);
-        t.finish(low);
-        assert_eq!(t.raise(token, 2, true), None, "the task has ended");
-    }
-
-    #[test]
-    fn ready_tasks_are_counted_by_group_and_found_by_group() {
-        let (mut t, now) = table(8);
-        let level = Priority::MEDIUM;
-        let (a, b) = (
-            Group::of(level),
-            Group::new(
-                Group::of(level).tier,
-                overtake_priority::Weight::new(7).expect("w"),
-            ),
-        );
-        let mut started = Vec::new();
-        for g in [a, b, a] {
-            let id = match t.claim().expect("room") {
-                Claim::Create(id) => {
-                    t.created(id);
-                    id
-                }
-                Claim::Reuse(id) => id,
-            };
-            t.start(id, level, g, now);
-            t.preempt(id, now, 0);
-            started.push(id);
-        }
-        let mut groups: Vec<Group> = t.ready_groups(level).collect();
-        groups.sort();
-        assert_eq!(groups, {
-            let mut v = vec![a, b];
-            v.sort();
-            v
-        });
-        assert_eq!(t.head_ready(level, b).map(|(id, _)| id), Some(started[1]));
-        t.take_ready(level, started[1]);
-        assert_eq!(t.ready_groups(level).collect::<Vec<_>>(), vec![a]);
-        assert_eq!(t.head_ready(level, b), None);
-        assert_eq!(t.pop_ready(level), Some(started[0]));
-        assert_eq!(t.pop_ready(level), Some(started[2]));
-        assert_eq!(t.ready_groups(level).count(), 0);
-        assert_eq!(t.preempted_count(), 0);
-    }
-
-    #[test]
-    fn a_starved_task_is_found_by_its_share_of_time_paused() {
-        let (mut t, now) = table(4);
-        let (medium, _) = start(&mut t, Priority::MEDIUM, now);
-        t.preempt(medium, now + Duration::from_millis(10), 0);
-        let later = now + Duration::from_millis(20);
-        // Paused 10 of its 20 ms: level 0.5.
-        assert!((t.starvation(medium, later) - 0.5).abs() < 1e-9);
-        assert_eq!(t.take_starved(later, 0.6, Priority::LOW), None);
-        assert_eq!(
-            t.take_starved(later, 0.5, Priority::MEDIUM),
-            None,
-            "only above the protected level"
-        );
-        assert_eq!(t.take_starved(later, 0.5, Priority::LOW), Some(medium));
-        assert_eq!(t.highest_ready(), None, "taken out of its queue");
-    }
-}
+mod tests;
