@@ -3,7 +3,7 @@
 //! priority and group, its isolation level).
 
 use overtake_sched::{Group, Priority, Tier, Weight};
-use overtake_sql::plan::OutputColumn;
+use overtake_sql::plan::{OutputColumn, TxnModes};
 use overtake_sql::{Datum, IsolationLevel, SqlError, SqlType, sqlstate};
 
 use super::block::set_read_only;
@@ -218,5 +218,96 @@ impl Session {
                 Ok(())
             }
         }
+    }
+
+    /// SET TRANSACTION (`session`: SET SESSION CHARACTERISTICS AS TRANSACTION): the open block's
+    /// isolation and access mode, before its first query, or the session's defaults.
+    pub(super) fn set_transaction(
+        &mut self,
+        modes: &TxnModes,
+        session: bool,
+    ) -> Result<StatementAnswer, SqlError> {
+        if session {
+            if let Some(level) = modes.level {
+                self.settings
+                    .set("default_transaction_isolation", level.name())?;
+            }
+            if let Some(read_only) = modes.read_only {
+                self.settings
+                    .set("default_transaction_read_only", on_off(read_only))?;
+            }
+        } else if let Some(b) = &mut self.block {
+            let started = !matches!(b.txn, TxnState::NotStarted);
+            if let Some(level) = modes.level {
+                if started {
+                    return Err(SqlError::new(
+                        sqlstate::ACTIVE_SQL_TRANSACTION,
+                        "SET TRANSACTION ISOLATION LEVEL must be called before any query",
+                    ));
+                }
+                b.level = level;
+            }
+            if let Some(read_only) = modes.read_only {
+                set_read_only(b, read_only)?;
+            }
+        }
+        // Outside a block: PostgreSQL warns, and nothing changes.
+        Ok(StatementAnswer::Done("SET".into()))
+    }
+
+    /// SHOW `name` (or SHOW ALL).
+    pub(super) fn show(&self, name: &str) -> Result<StatementAnswer, SqlError> {
+        let value = if name.eq_ignore_ascii_case("all") {
+            return Ok(self.show_all());
+        } else {
+            self.setting(name).ok_or_else(|| {
+                SqlError::new(
+                    sqlstate::UNDEFINED_OBJECT,
+                    format!("unrecognized configuration parameter \"{name}\""),
+                )
+            })?
+        };
+        Ok(StatementAnswer::Rows {
+            columns: vec![OutputColumn {
+                name: name.to_ascii_lowercase(),
+                ty: SqlType::Text,
+            }],
+            rows: vec![vec![Datum::Text(value)]],
+            tag: "SHOW".into(),
+        })
+    }
+
+    /// RESET `name` (or RESET ALL): back to the role's default, or the built-in one.
+    pub(super) fn reset(&mut self, name: &str) -> Result<StatementAnswer, SqlError> {
+        if name.eq_ignore_ascii_case("all") || settings::default_value(name).is_some() {
+            self.settings.reset(name);
+            Ok(StatementAnswer::Done("RESET".into()))
+        } else {
+            Err(SqlError::new(
+                sqlstate::UNDEFINED_OBJECT,
+                format!("unrecognized configuration parameter \"{name}\""),
+            ))
+        }
+    }
+
+    /// ALTER ROLE `role` SET `name` = `value` (`None`: RESET): a default for the role's sessions.
+    pub(super) fn alter_role_set(
+        &mut self,
+        role: &str,
+        name: &str,
+        value: Option<&str>,
+    ) -> Result<StatementAnswer, SqlError> {
+        let privileges = &self.shared.privileges;
+        privileges.check_alter_role(&self.user, role)?;
+        if let Some(v) = value {
+            privileges.check_setting(&self.user, name, v)?;
+        }
+        let mut roles = self.shared.roles.lock().unwrap_or_else(|p| p.into_inner());
+        let defaults = roles.entry(role.to_owned()).or_default();
+        match value {
+            Some(v) => defaults.set(name, v)?,
+            None => defaults.reset(name),
+        }
+        Ok(StatementAnswer::Done("ALTER ROLE".into()))
     }
 }

@@ -3,16 +3,21 @@
 //! into calls here and answers into messages.
 //!
 //! Parts: `block` (PostgreSQL's transaction state machine: the block, implicit or begun, failed,
-//! its task, its uncommitted DDL, the idle timeout) and `config` (the session's settings as
-//! statements see and change them); here, what each statement does.
+//! its task, its uncommitted DDL, the idle timeout), `config` (the session's settings as
+//! statements see and change them: SET, SHOW, RESET, role defaults), `copy` (COPY FROM STDIN's
+//! data as it comes), `cursor` (portals read in parts), `connections` (admission against
+//! `max_connections`); here, what each statement does.
 
 mod block;
 mod config;
+mod connections;
+mod copy;
 mod cursor;
 
 pub use block::failed_block;
-use block::{Block, TxnState, set_read_only};
-use config::on_off;
+use block::{Block, TxnState};
+pub use connections::{Connections, Refusal};
+pub use copy::CopyState;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -20,11 +25,11 @@ use std::sync::{Arc, Mutex};
 use overtake_sched::{CallExecutor, OsScheduling, Scheduler};
 use overtake_sql::exec::access::{self, Actor, Grantee};
 use overtake_sql::plan::{Command, Ddl, OutputColumn, RoleCommand};
-use overtake_sql::{Catalog, Datum, Prepared, SqlError, SqlType, sqlstate};
+use overtake_sql::{Catalog, Datum, Prepared, SqlError, sqlstate};
 
 use crate::runner::{Runner, SessionThread};
-use crate::settings::{self, Settings};
-use crate::txn::{self, Chunk, CopyData, Rows, StatementWork};
+use crate::settings::Settings;
+use crate::txn::{self, Chunk, StatementWork};
 
 /// Where a statement's rows go while it runs: the connection, which writes them to the client
 /// (a result is never held whole in the server; see `txn::RowSender`).
@@ -70,61 +75,6 @@ pub struct Shared {
     pub backends: Arc<crate::backends::Registry>,
 }
 
-/// Connections admitted, against a limit (`max_connections`) of which the last places
-/// (`superuser_reserved_connections`) are kept for superusers.
-pub struct Connections {
-    open: std::sync::atomic::AtomicUsize,
-    limit: usize,
-    reserved: usize,
-}
-
-/// Why a connection was not admitted.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Refusal {
-    /// Every place is taken.
-    Full,
-    /// Only places kept for superusers are left.
-    Reserved,
-}
-
-impl Connections {
-    /// None open yet, at most `limit`, the last `reserved` of them for superusers.
-    pub fn new(limit: usize, reserved: usize) -> Self {
-        Connections {
-            open: std::sync::atomic::AtomicUsize::new(0),
-            limit,
-            reserved,
-        }
-    }
-
-    /// Takes a place for one more connection, of a `superuser` or not.
-    pub fn admit(&self, superuser: bool) -> Result<(), Refusal> {
-        use std::sync::atomic::Ordering;
-        let free_for = if superuser {
-            self.limit
-        } else {
-            self.limit.saturating_sub(self.reserved)
-        };
-        self.open
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < free_for).then_some(n + 1)
-            })
-            .map(|_| ())
-            .map_err(|n| {
-                if n >= self.limit {
-                    Refusal::Full
-                } else {
-                    Refusal::Reserved
-                }
-            })
-    }
-
-    /// Gives a place back.
-    pub fn leave(&self) {
-        self.open.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
-    }
-}
-
 /// What a statement answers.
 #[derive(Debug)]
 pub enum StatementAnswer {
@@ -150,24 +100,6 @@ pub enum StatementAnswer {
     Empty,
     Error(SqlError),
 }
-
-/// A COPY in progress: its statement's task takes the data piece by piece as it comes.
-pub struct CopyState {
-    /// Where the next piece goes.
-    next: overtake_sched::Promise<txn::CopyData>,
-    /// Fulfilled once the last piece sent was taken.
-    taken: Option<overtake_sched::Ticket<()>>,
-    /// Data received and not sent yet: clients send a message per line (pgbench, psql), and a
-    /// hand-off per line would cost more than the line's parsing.
-    pending: Vec<u8>,
-    /// The statement's reply, once the data ended.
-    reply: overtake_sched::Ticket<txn::Reply>,
-    /// It has a block of its own (no block was open), which ends with it.
-    alone: bool,
-}
-
-/// COPY data is handed to its statement in pieces of at least this many bytes.
-const COPY_PIECE: usize = 64 * 1024;
 
 /// One client's session.
 pub struct Session {
@@ -518,37 +450,7 @@ impl Session {
                 }
                 self.change_catalog(prepared).await
             }
-            Command::CopyIn(c) => {
-                // The statement starts now and takes the data as it comes: in the open block, or
-                // in one of its own.
-                let alone = self.block.is_none();
-                if alone {
-                    self.block = Some(self.new_block(self.default_level(), false));
-                }
-                let (next, data) = overtake_sched::Promise::new();
-                let rows = Rows {
-                    table: Arc::clone(&c.table),
-                    columns: c.columns.clone(),
-                    data,
-                };
-                let reply = match self.send_to_block(StatementWork::Insert(rows)).await {
-                    Ok(reply) => reply,
-                    Err(e) => {
-                        if alone {
-                            self.end_block(false).await;
-                        }
-                        return Err(e);
-                    }
-                };
-                self.copy = Some(CopyState {
-                    next,
-                    taken: None,
-                    pending: Vec::new(),
-                    reply,
-                    alone,
-                });
-                Ok(StatementAnswer::CopyIn(c.columns.len()))
-            }
+            Command::CopyIn(c) => self.start_copy(c).await,
             Command::Begin(modes) => {
                 match &mut self.block {
                     None => {
@@ -576,78 +478,11 @@ impl Session {
                 self.set(name, value.as_deref(), *local)?;
                 Ok(StatementAnswer::Done("SET".into()))
             }
-            Command::SetTransaction { modes, session } => {
-                if *session {
-                    if let Some(level) = modes.level {
-                        self.settings
-                            .set("default_transaction_isolation", level.name())?;
-                    }
-                    if let Some(read_only) = modes.read_only {
-                        self.settings
-                            .set("default_transaction_read_only", on_off(read_only))?;
-                    }
-                } else if let Some(b) = &mut self.block {
-                    let started = !matches!(b.txn, TxnState::NotStarted);
-                    if let Some(level) = modes.level {
-                        if started {
-                            return Err(SqlError::new(
-                                sqlstate::ACTIVE_SQL_TRANSACTION,
-                                "SET TRANSACTION ISOLATION LEVEL must be called before any query",
-                            ));
-                        }
-                        b.level = level;
-                    }
-                    if let Some(read_only) = modes.read_only {
-                        set_read_only(b, read_only)?;
-                    }
-                }
-                // Outside a block: PostgreSQL warns, and nothing changes.
-                Ok(StatementAnswer::Done("SET".into()))
-            }
-            Command::Show(name) => {
-                let value = if name.eq_ignore_ascii_case("all") {
-                    return Ok(self.show_all());
-                } else {
-                    self.setting(name).ok_or_else(|| {
-                        SqlError::new(
-                            sqlstate::UNDEFINED_OBJECT,
-                            format!("unrecognized configuration parameter \"{name}\""),
-                        )
-                    })?
-                };
-                Ok(StatementAnswer::Rows {
-                    columns: vec![OutputColumn {
-                        name: name.to_ascii_lowercase(),
-                        ty: SqlType::Text,
-                    }],
-                    rows: vec![vec![Datum::Text(value)]],
-                    tag: "SHOW".into(),
-                })
-            }
-            Command::Reset(name) => {
-                if name.eq_ignore_ascii_case("all") || settings::default_value(name).is_some() {
-                    self.settings.reset(name);
-                    Ok(StatementAnswer::Done("RESET".into()))
-                } else {
-                    Err(SqlError::new(
-                        sqlstate::UNDEFINED_OBJECT,
-                        format!("unrecognized configuration parameter \"{name}\""),
-                    ))
-                }
-            }
+            Command::SetTransaction { modes, session } => self.set_transaction(modes, *session),
+            Command::Show(name) => self.show(name),
+            Command::Reset(name) => self.reset(name),
             Command::AlterRoleSet { role, name, value } => {
-                let privileges = &self.shared.privileges;
-                privileges.check_alter_role(&self.user, role)?;
-                if let Some(v) = value {
-                    privileges.check_setting(&self.user, name, v)?;
-                }
-                let mut roles = self.shared.roles.lock().unwrap_or_else(|p| p.into_inner());
-                let defaults = roles.entry(role.clone()).or_default();
-                match value {
-                    Some(v) => defaults.set(name, v)?,
-                    None => defaults.reset(name),
-                }
-                Ok(StatementAnswer::Done("ALTER ROLE".into()))
+                self.alter_role_set(role, name, value.as_deref())
             }
             Command::GrantRole {
                 roles,
@@ -673,81 +508,6 @@ impl Session {
                 tag: "EXPLAIN".into(),
             }),
             Command::Empty => Ok(StatementAnswer::Empty),
-        }
-    }
-
-    /// A message of COPY's data: gathered into pieces of `COPY_PIECE` bytes, each passed to
-    /// the statement once it took the one before (so the client's data is read no faster than
-    /// the statement takes it). Ignored if no COPY is in progress, or its statement has failed
-    /// (its error comes at the end).
-    pub async fn copy_data(&mut self, bytes: &[u8]) {
-        let Some(copy) = self.copy.as_mut() else {
-            return;
-        };
-        copy.pending.extend_from_slice(bytes);
-        if copy.pending.len() >= COPY_PIECE {
-            Self::send_piece(copy).await;
-        }
-    }
-
-    /// Sends the data received to the COPY's statement, once it took the piece before.
-    async fn send_piece(copy: &mut CopyState) {
-        let bytes = std::mem::take(&mut copy.pending);
-        if let Some(taken) = copy.taken.take()
-            && taken.await.is_err()
-        {
-            return;
-        }
-        let (next, after) = overtake_sched::Promise::new();
-        let (taken, taken_ticket) = overtake_sched::Promise::new();
-        std::mem::replace(&mut copy.next, next).fulfil(CopyData::Piece {
-            bytes,
-            taken,
-            next: after,
-        });
-        copy.taken = Some(taken_ticket);
-    }
-
-    /// The end of COPY's data (`failed`: the client's CopyFail message, which fails it with
-    /// 57014 as PostgreSQL does): the statement's answer, its block ended if it had its own.
-    pub async fn finish_copy(&mut self, failed: Option<&str>) -> StatementAnswer {
-        if let Some(copy) = self.copy.as_mut()
-            && failed.is_none()
-            && !copy.pending.is_empty()
-        {
-            Self::send_piece(copy).await;
-        }
-        let Some(copy) = self.copy.take() else {
-            return StatementAnswer::Error(SqlError::new(
-                sqlstate::PROTOCOL_VIOLATION,
-                "no COPY in progress",
-            ));
-        };
-        match failed {
-            None => copy.next.fulfil(CopyData::Done),
-            // Dropping the promise tells the statement the data will not come.
-            Some(_) => drop(copy.next),
-        }
-        let done = match copy.reply.await {
-            Ok(reply) => self.on_reply(reply),
-            Err(e) => Err(txn::unanswered(e)),
-        };
-        let done = match failed {
-            Some(message) => Err(SqlError::new(
-                sqlstate::QUERY_CANCELED,
-                format!("COPY from stdin failed: {message}"),
-            )),
-            None => done,
-        };
-        if copy.alone {
-            let end = self.end_block(done.is_ok()).await;
-            if let (Ok(_), StatementAnswer::Error(e)) = (&done, end) {
-                return self.fail(e);
-            }
-        }
-        match done {
-            Ok(out) => StatementAnswer::Done(out.tag),
-            Err(e) => self.fail(e),
         }
     }
 

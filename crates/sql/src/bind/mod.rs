@@ -2,7 +2,9 @@
 //! names resolved against the catalog and the columns in scope, parameters numbered and typed,
 //! and every result type known before anything runs (clients ask with Describe).
 //!
-//! - [`statement`]: text to [`Prepared`](crate::plan::Prepared) plans, each kind of statement;
+//! - `parse`: text to syntax trees; [`statement`]: syntax trees to
+//!   [`Prepared`](crate::plan::Prepared) plans, each kind of statement, with `ddl` for CREATE
+//!   TABLE, indexes and GRANT/REVOKE;
 //! - `select` and `dml`: the statements that read and write rows;
 //! - `expr` ([`Binder`]): expressions, with `functions` for the scalar functions by name and
 //!   `typing` for literals and the types where values meet;
@@ -11,9 +13,11 @@
 //! Binding never reads or writes rows and never changes the catalog: it only reads the
 //! catalog's (or a block's pending) tables.
 
+mod ddl;
 pub(crate) mod dml;
 mod expr;
 pub(crate) mod functions;
+mod parse;
 pub(crate) mod role_statement;
 pub(crate) mod select;
 pub mod statement;
