@@ -1,0 +1,106 @@
+//! What evaluating an expression needs besides the row: the statement's parameters, its clocks,
+//! its user, its cancel flag and memory budget, and (in a server) the other sessions.
+
+use std::sync::atomic::AtomicBool;
+
+use crate::error::{Result, SqlError, sqlstate};
+use crate::values::datum::Datum;
+
+/// What evaluation needs besides the row: the statement's parameters and its start time, and
+/// what tells a running statement it was cancelled.
+#[derive(Clone, Copy, Debug)]
+pub struct Context<'a> {
+    pub params: &'a [Datum],
+    /// `now()` and `current_timestamp`: the transaction's start, microseconds since the epoch.
+    pub now: i64,
+    /// `statement_timestamp()`: the statement's start.
+    pub statement: i64,
+    /// `current_user` and `session_user`: the session's user.
+    pub user: &'a str,
+    /// Set (by another thread) when the statement is cancelled: its scans stop with 57014.
+    pub cancel: Option<&'a AtomicBool>,
+    /// The server's sessions, as `pg_backend_pid()`, `pg_cancel_backend()` and
+    /// `pg_terminate_backend()` see them (`None`: no server; they fail with 0A000).
+    pub backends: Option<&'a dyn Backends>,
+    /// Bytes the statement may hold for its sorts, groups and DISTINCT (53200 past them).
+    pub memory: usize,
+}
+
+/// A statement's memory budget unless set otherwise (`statement_mem`).
+pub const DEFAULT_STATEMENT_MEMORY: usize = 1 << 30;
+
+/// What a statement may ask of the server about its sessions, with PostgreSQL's rules (see the
+/// server's implementation).
+pub trait Backends: Send + Sync {
+    /// The process id the session's client was given (`pg_backend_pid()`).
+    fn own_pid(&self) -> i32;
+    /// Cancels the statement of session `pid`, or (`terminate`) ends the session: false if
+    /// there is no such session; 42501 if this session's role may not.
+    fn signal(&self, pid: i32, terminate: bool) -> Result<bool>;
+}
+
+impl std::fmt::Debug for dyn Backends + '_ {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Backends {{ own_pid: {} }}", self.own_pid())
+    }
+}
+
+impl<'a> Context<'a> {
+    /// A statement with `params` that started at `now` (in a transaction that did too).
+    pub fn new(params: &'a [Datum], now: i64) -> Self {
+        Context {
+            params,
+            now,
+            statement: now,
+            user: "overtake",
+            cancel: None,
+            backends: None,
+            memory: DEFAULT_STATEMENT_MEMORY,
+        }
+    }
+
+    /// The same, with a memory budget of `bytes` for sorts, groups and DISTINCT.
+    pub fn with_memory(self, bytes: usize) -> Self {
+        Context {
+            memory: bytes,
+            ..self
+        }
+    }
+
+    /// The same, with the server's sessions.
+    pub fn with_backends(self, backends: &'a dyn Backends) -> Self {
+        Context {
+            backends: Some(backends),
+            ..self
+        }
+    }
+
+    /// The same, for a session of `user`.
+    pub fn for_user(self, user: &'a str) -> Self {
+        Context { user, ..self }
+    }
+
+    /// The same, in a transaction that started at `now` (before the statement).
+    pub fn in_transaction_since(self, now: i64) -> Self {
+        Context { now, ..self }
+    }
+
+    /// The same, stopped by `cancel`.
+    pub fn cancelled_by(self, cancel: &'a AtomicBool) -> Self {
+        Context {
+            cancel: Some(cancel),
+            ..self
+        }
+    }
+
+    /// Fails with 57014 if the statement was cancelled.
+    pub fn check_cancel(&self) -> Result<()> {
+        match self.cancel {
+            Some(c) if c.load(std::sync::atomic::Ordering::Relaxed) => Err(SqlError::new(
+                sqlstate::QUERY_CANCELED,
+                "canceling statement due to user request",
+            )),
+            _ => Ok(()),
+        }
+    }
+}

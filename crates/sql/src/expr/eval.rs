@@ -1,0 +1,310 @@
+//! Evaluating expressions: each kind of node in a function of its own (small frames when a chain
+//! of them recurses), with PostgreSQL's three-valued logic for conditions.
+
+use std::cmp::Ordering;
+
+use super::functions::eval_func;
+use super::{BinOp, Context, Expr};
+use crate::error::{Result, SqlError, sqlstate};
+use crate::values::datum::Datum;
+use crate::values::types::SqlType;
+
+impl Expr {
+    /// Evaluates against `row`. An expression nested deeper than the stack left allows fails with
+    /// 54001 (see `depth`).
+    pub fn eval(&self, row: &[Datum], cx: &Context<'_>) -> Result<Datum> {
+        if !matches!(self, Expr::Column(_) | Expr::Param(_) | Expr::Literal(_)) {
+            crate::depth::check(0)?;
+        }
+        // Each kind of expression is evaluated in a function of its own: a chain of them
+        // (`x::int::int...`, `x IS NULL IS NULL...`) recurses through small frames only (in a
+        // debug build a single large `match` would put every arm's locals in each level's frame).
+        match self {
+            Expr::Column(i) => Ok(row.get(*i).cloned().unwrap_or(Datum::Null)),
+            Expr::Param(i) => cx.params.get(*i).cloned().ok_or_else(|| {
+                SqlError::new(
+                    sqlstate::PROTOCOL_VIOLATION,
+                    format!("no value for parameter ${}", i + 1),
+                )
+            }),
+            Expr::Literal(d) => Ok(d.clone()),
+            Expr::Not(e) => eval_not(e, row, cx),
+            Expr::Negate(e) => eval_negate(e, row, cx),
+            Expr::Binary(op, l, r) => eval_binary(*op, l, r, row, cx),
+            Expr::IsNull(e, negated) => eval_is_null(e, *negated, row, cx),
+            Expr::Between { .. } => eval_between(self, row, cx),
+            Expr::InList { .. } => eval_in_list(self, row, cx),
+            Expr::Cast(e, ty) => eval_cast(e, *ty, row, cx),
+            Expr::Func(f, args) => eval_func(*f, args, row, cx),
+            Expr::Case { .. } => eval_case(self, row, cx),
+        }
+    }
+
+    /// Evaluates a condition: rows pass only when it is true (not NULL).
+    pub fn holds(&self, row: &[Datum], cx: &Context<'_>) -> Result<bool> {
+        Ok(self.eval(row, cx)?.truth()? == Some(true))
+    }
+}
+
+impl Datum {
+    /// A condition's value: `None` for NULL.
+    pub fn truth(&self) -> Result<Option<bool>> {
+        match self {
+            Datum::Null => Ok(None),
+            Datum::Bool(b) => Ok(Some(*b)),
+            Datum::Text(s) => match Datum::parse(s, SqlType::Bool)? {
+                Datum::Bool(b) => Ok(Some(b)),
+                _ => Ok(None),
+            },
+            other => Err(SqlError::new(
+                sqlstate::DATATYPE_MISMATCH,
+                format!(
+                    "argument of a condition must be boolean, not {}",
+                    other.to_text().unwrap_or_default()
+                ),
+            )),
+        }
+    }
+}
+
+#[inline(never)]
+fn eval_not(e: &Expr, row: &[Datum], cx: &Context<'_>) -> Result<Datum> {
+    Ok(match e.eval(row, cx)?.truth()? {
+        None => Datum::Null,
+        Some(b) => Datum::Bool(!b),
+    })
+}
+
+#[inline(never)]
+fn eval_negate(e: &Expr, row: &[Datum], cx: &Context<'_>) -> Result<Datum> {
+    match e.eval(row, cx)? {
+        // A double's sign flips (-0 is a value, as PostgreSQL prints it); a numeric has no -0.
+        Datum::Float(v) => Ok(Datum::Float(-v)),
+        Datum::Numeric(n) => Ok(Datum::Numeric(n.neg())),
+        v => Datum::Int(0).arith('-', &v),
+    }
+}
+
+#[inline(never)]
+fn eval_is_null(e: &Expr, negated: bool, row: &[Datum], cx: &Context<'_>) -> Result<Datum> {
+    Ok(Datum::Bool(e.eval(row, cx)?.is_null() != negated))
+}
+
+#[inline(never)]
+fn eval_cast(e: &Expr, ty: SqlType, row: &[Datum], cx: &Context<'_>) -> Result<Datum> {
+    e.eval(row, cx)?.cast(ty)
+}
+
+#[inline(never)]
+fn eval_between(between: &Expr, row: &[Datum], cx: &Context<'_>) -> Result<Datum> {
+    let Expr::Between {
+        expr,
+        low,
+        high,
+        negated,
+    } = between
+    else {
+        unreachable!("a BETWEEN")
+    };
+    let v = expr.eval(row, cx)?;
+    let above = compare(&v, &low.eval(row, cx)?)?.map(|o| o != Ordering::Less);
+    let below = compare(&v, &high.eval(row, cx)?)?.map(|o| o != Ordering::Greater);
+    Ok(match and3(above, below) {
+        None => Datum::Null,
+        Some(b) => Datum::Bool(b != *negated),
+    })
+}
+
+#[inline(never)]
+fn eval_in_list(in_list: &Expr, row: &[Datum], cx: &Context<'_>) -> Result<Datum> {
+    let Expr::InList {
+        expr,
+        list,
+        negated,
+    } = in_list
+    else {
+        unreachable!("an IN list")
+    };
+    let v = expr.eval(row, cx)?;
+    // x IN (a, b) is x = a OR x = b, with its NULL behaviour.
+    let mut found = Some(false);
+    for item in list {
+        let eq = compare(&v, &item.eval(row, cx)?)?.map(|o| o == Ordering::Equal);
+        found = or3(found, eq);
+        if found == Some(true) {
+            break;
+        }
+    }
+    Ok(match found {
+        None => Datum::Null,
+        Some(b) => Datum::Bool(b != *negated),
+    })
+}
+
+#[inline(never)]
+fn eval_case(case: &Expr, row: &[Datum], cx: &Context<'_>) -> Result<Datum> {
+    let Expr::Case {
+        operand,
+        whens,
+        otherwise,
+    } = case
+    else {
+        unreachable!("a CASE")
+    };
+    let subject = operand.as_ref().map(|o| o.eval(row, cx)).transpose()?;
+    for (when, then) in whens {
+        let w = when.eval(row, cx)?;
+        let hit = match &subject {
+            Some(s) => compare(s, &w)? == Some(Ordering::Equal),
+            None => w.truth()? == Some(true),
+        };
+        if hit {
+            return then.eval(row, cx);
+        }
+    }
+    match otherwise {
+        Some(e) => e.eval(row, cx),
+        None => Ok(Datum::Null),
+    }
+}
+
+fn compare(a: &Datum, b: &Datum) -> Result<Option<Ordering>> {
+    a.sql_cmp(b)
+}
+
+fn and3(a: Option<bool>, b: Option<bool>) -> Option<bool> {
+    match (a, b) {
+        (Some(false), _) | (_, Some(false)) => Some(false),
+        (Some(true), Some(true)) => Some(true),
+        _ => None,
+    }
+}
+
+fn or3(a: Option<bool>, b: Option<bool>) -> Option<bool> {
+    match (a, b) {
+        (Some(true), _) | (_, Some(true)) => Some(true),
+        (Some(false), Some(false)) => Some(false),
+        _ => None,
+    }
+}
+
+fn bool_datum(b: Option<bool>) -> Datum {
+    b.map_or(Datum::Null, Datum::Bool)
+}
+
+fn eval_binary(op: BinOp, l: &Expr, r: &Expr, row: &[Datum], cx: &Context<'_>) -> Result<Datum> {
+    // AND and OR look at the right side only when the left does not decide.
+    if op == BinOp::And || op == BinOp::Or {
+        let a = l.eval(row, cx)?.truth()?;
+        if (op == BinOp::And && a == Some(false)) || (op == BinOp::Or && a == Some(true)) {
+            return Ok(Datum::Bool(a == Some(true)));
+        }
+        let b = r.eval(row, cx)?.truth()?;
+        return Ok(bool_datum(if op == BinOp::And {
+            and3(a, b)
+        } else {
+            or3(a, b)
+        }));
+    }
+    let (a, b) = (l.eval(row, cx)?, r.eval(row, cx)?);
+    let cmp = |test: fn(Ordering) -> bool| -> Result<Datum> {
+        Ok(bool_datum(compare(&a, &b)?.map(test)))
+    };
+    match op {
+        BinOp::Eq => cmp(|o| o == Ordering::Equal),
+        BinOp::NotEq => cmp(|o| o != Ordering::Equal),
+        BinOp::Lt => cmp(|o| o == Ordering::Less),
+        BinOp::LtEq => cmp(|o| o != Ordering::Greater),
+        BinOp::Gt => cmp(|o| o == Ordering::Greater),
+        BinOp::GtEq => cmp(|o| o != Ordering::Less),
+        BinOp::Plus => a.arith('+', &b),
+        BinOp::Minus => a.arith('-', &b),
+        BinOp::Multiply => a.arith('*', &b),
+        BinOp::Divide => a.arith('/', &b),
+        BinOp::Modulo => a.arith('%', &b),
+        BinOp::Concat => Ok(match (a.to_text_cast(), b.to_text_cast()) {
+            (Some(x), Some(y)) => Datum::Text(x + &y),
+            _ => Datum::Null,
+        }),
+        BinOp::Like | BinOp::NotLike => Ok(match (a.to_text(), b.to_text()) {
+            (Some(s), Some(p)) => Datum::Bool(like(&s, &p) == (op == BinOp::Like)),
+            _ => Datum::Null,
+        }),
+        BinOp::And | BinOp::Or => unreachable!("handled above"),
+    }
+}
+
+/// SQL LIKE: `%` any run, `_` any one character, `\` escapes the next. Iterative, remembering
+/// only the last `%` to retry from (the classic wildcard match): no recursion a long pattern
+/// could overflow a task's stack with; at most (text length x pattern length) steps.
+fn like(s: &str, pattern: &str) -> bool {
+    /// A pattern element: a literal character, `_`, or `%`.
+    #[derive(Clone, Copy, PartialEq)]
+    enum P {
+        Char(char),
+        One,
+        Any,
+    }
+    let mut pat = Vec::with_capacity(pattern.len());
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        pat.push(match c {
+            '%' => P::Any,
+            '_' => P::One,
+            '\\' => P::Char(chars.next().unwrap_or('\\')),
+            c => P::Char(c),
+        });
+    }
+    let s: Vec<char> = s.chars().collect();
+    let (mut i, mut j) = (0, 0);
+    // Where the last `%` was, and the text position it matched up to so far.
+    let mut star: Option<(usize, usize)> = None;
+    while i < s.len() {
+        match pat.get(j) {
+            Some(P::Any) => {
+                star = Some((j, i));
+                j += 1;
+            }
+            Some(P::One) => {
+                i += 1;
+                j += 1;
+            }
+            Some(P::Char(c)) if *c == s[i] => {
+                i += 1;
+                j += 1;
+            }
+            _ => match star {
+                // Let the last `%` take one more character and try again after it.
+                Some((sj, si)) => {
+                    star = Some((sj, si + 1));
+                    i = si + 1;
+                    j = sj + 1;
+                }
+                None => return false,
+            },
+        }
+    }
+    pat[j..].iter().all(|p| *p == P::Any)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::like;
+
+    #[test]
+    fn like_matches_as_postgresql_does_without_recursion() {
+        assert!(like("hello", "h%o"));
+        assert!(like("hello", "_ell_"));
+        assert!(like("hello", "%"));
+        assert!(like("", "%"));
+        assert!(!like("hello", "h%x"));
+        assert!(!like("hello", "hell"));
+        assert!(like("50%", "50\\%"));
+        assert!(!like("50x", "50\\%"));
+        assert!(like("abcabcabd", "%abd"));
+        // Long patterns take no stack (a recursive matcher would overflow a task's stack).
+        let long = "a".repeat(3_000);
+        assert!(like(&long, &format!("%{}", "a".repeat(1_000))));
+        assert!(!like(&long, &format!("{}b%", "%a".repeat(100))));
+    }
+}

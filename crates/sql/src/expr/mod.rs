@@ -1,0 +1,161 @@
+//! Bound expressions: column references by position in the row they are evaluated against,
+//! parameters by number, and the operators and functions this crate knows, evaluated with
+//! PostgreSQL's three-valued logic.
+//!
+//! Parts: this module (the tree), `context` (what evaluation needs besides the row), `eval`
+//! (operators, conditions, casts, CASE, LIKE) and `functions` (the scalar functions by
+//! [`Func`]). Evaluation never touches a table, and fails with 54001 rather than overflow the
+//! stack on a deep tree.
+
+mod context;
+mod eval;
+mod functions;
+
+pub use context::{Backends, Context, DEFAULT_STATEMENT_MEMORY};
+pub use functions::VERSION;
+
+use crate::values::datum::Datum;
+use crate::values::types::SqlType;
+
+/// Binary operators.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    Eq,
+    NotEq,
+    Lt,
+    LtEq,
+    Gt,
+    GtEq,
+    And,
+    Or,
+    Plus,
+    Minus,
+    Multiply,
+    Divide,
+    Modulo,
+    Concat,
+    Like,
+    NotLike,
+}
+
+/// Scalar functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Func {
+    Version,
+    /// The transaction's start (`now()`, `current_timestamp`): the same for all its statements.
+    Now,
+    /// The statement's start.
+    StatementTimestamp,
+    /// The time when it is evaluated.
+    ClockTimestamp,
+    Random,
+    Abs,
+    /// `round(x [, places])`: a numeric half away from zero, a double half to even.
+    Round,
+    /// `trunc(x [, places])`: toward zero.
+    Trunc,
+    /// `ceil(x)` (`ceiling`).
+    Ceil,
+    /// `floor(x)`.
+    Floor,
+    Lower,
+    Upper,
+    Length,
+    Coalesce,
+    /// substr(string, from [, count]), 1-based.
+    Substr,
+    CurrentDatabase,
+    CurrentUser,
+    /// `pg_backend_pid()`.
+    BackendPid,
+    /// `pg_cancel_backend(pid)`.
+    CancelBackend,
+    /// `pg_terminate_backend(pid)`.
+    TerminateBackend,
+}
+
+/// A bound expression.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    /// The value at this position of the input row.
+    Column(usize),
+    /// Parameter `$n+1`.
+    Param(usize),
+    Literal(Datum),
+    Not(Box<Expr>),
+    Negate(Box<Expr>),
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+    IsNull(Box<Expr>, bool),
+    Between {
+        expr: Box<Expr>,
+        low: Box<Expr>,
+        high: Box<Expr>,
+        negated: bool,
+    },
+    InList {
+        expr: Box<Expr>,
+        list: Vec<Expr>,
+        negated: bool,
+    },
+    Cast(Box<Expr>, SqlType),
+    Func(Func, Vec<Expr>),
+    Case {
+        operand: Option<Box<Expr>>,
+        whens: Vec<(Expr, Expr)>,
+        otherwise: Option<Box<Expr>>,
+    },
+}
+
+impl Expr {
+    /// The highest input column this expression reads, if any.
+    pub fn max_column(&self) -> Option<usize> {
+        let mut max = None;
+        self.visit(&mut |e| {
+            if let Expr::Column(i) = e {
+                max = Some(max.map_or(*i, |m: usize| m.max(*i)));
+            }
+        });
+        max
+    }
+
+    /// Calls `f` on this expression and every expression inside it.
+    pub fn visit(&self, f: &mut impl FnMut(&Expr)) {
+        f(self);
+        match self {
+            Expr::Not(e) | Expr::Negate(e) | Expr::IsNull(e, _) | Expr::Cast(e, _) => e.visit(f),
+            Expr::Binary(_, l, r) => {
+                l.visit(f);
+                r.visit(f);
+            }
+            Expr::Between {
+                expr, low, high, ..
+            } => {
+                expr.visit(f);
+                low.visit(f);
+                high.visit(f);
+            }
+            Expr::InList { expr, list, .. } => {
+                expr.visit(f);
+                list.iter().for_each(|e| e.visit(f));
+            }
+            Expr::Func(_, args) => args.iter().for_each(|e| e.visit(f)),
+            Expr::Case {
+                operand,
+                whens,
+                otherwise,
+            } => {
+                if let Some(o) = operand {
+                    o.visit(f);
+                }
+                for (w, t) in whens {
+                    w.visit(f);
+                    t.visit(f);
+                }
+                if let Some(o) = otherwise {
+                    o.visit(f);
+                }
+            }
+            Expr::Column(_) | Expr::Param(_) | Expr::Literal(_) => {}
+        }
+    }
+}
