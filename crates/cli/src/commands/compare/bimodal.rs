@@ -10,8 +10,8 @@ use clap::Args;
 use serde::Serialize;
 
 use crate::commands::bench::bimodal::{
-    BimodalArgs, BimodalPolicyArg, BimodalRun, Prepared, Run, describe, prepare, print_preemptions,
-    report, run_config, run_one, warnings, write_figures,
+    BimodalArgs, BimodalPolicyArg, BimodalRun, Prepared, Run, Setup, describe, prepare,
+    print_preemptions, report, run_config, run_one, warnings, write_figures,
 };
 use crate::commands::bench::mixed::settle_between_runs;
 use crate::commands::flags::{each_once, load_share};
@@ -139,11 +139,7 @@ fn report_sweep(
 ) -> Result<(), String> {
     if args.json {
         let out = BimodalSweep {
-            workers: args.workers,
-            duration_s: args.duration,
-            capacity_per_sec: prepared.capacity,
-            short_service_us: prepared.short_scheduled.as_secs_f64() * 1e6,
-            long_service_us: prepared.long_scheduled.as_secs_f64() * 1e6,
+            setup: Setup::new(prepared, args),
             slo_us,
             sweep: loads
                 .iter()
@@ -250,11 +246,8 @@ fn report_sweep(
 /// of Aspen's metric.
 #[derive(Debug, Serialize)]
 struct BimodalSweep {
-    workers: u16,
-    duration_s: f64,
-    capacity_per_sec: f64,
-    short_service_us: f64,
-    long_service_us: f64,
+    #[serde(flatten)]
+    setup: Setup,
     slo_us: f64,
     sweep: Vec<AtLoad>,
     slo: BTreeMap<String, SloPoint>,

@@ -23,7 +23,7 @@ use crate::report::progress::{progress, run_progress, ticker};
 
 pub mod report;
 
-pub use report::{BimodalRun, describe, print_preemptions, report, write_figures};
+pub use report::{BimodalRun, Setup, describe, print_preemptions, report, write_figures};
 
 /// Policies for work without priorities.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -100,17 +100,36 @@ impl BimodalRun {
 /// What `bench bimodal` and `compare bimodal` (without `--sweep`) print under `--json`.
 #[derive(Debug, Serialize)]
 struct BimodalReport {
-    workers: u16,
-    duration_s: f64,
+    #[serde(flatten)]
+    setup: Setup,
     load: f64,
     offered_per_sec: f64,
-    capacity_per_sec: f64,
-    short_service_us: f64,
-    long_service_us: f64,
     short_engine_us: f64,
     long_engine_us: f64,
     long_rows: usize,
     runs: Vec<BimodalRun>,
+}
+
+/// What every bimodal report opens with: the runs' size and the capacity measured before them.
+#[derive(Debug, Serialize)]
+pub struct Setup {
+    workers: u16,
+    duration_s: f64,
+    capacity_per_sec: f64,
+    short_service_us: f64,
+    long_service_us: f64,
+}
+
+impl Setup {
+    pub fn new(prepared: &Prepared, args: &BimodalArgs) -> Self {
+        Setup {
+            workers: args.workers,
+            duration_s: args.duration,
+            capacity_per_sec: prepared.capacity,
+            short_service_us: prepared.short_scheduled.as_secs_f64() * 1e6,
+            long_service_us: prepared.long_scheduled.as_secs_f64() * 1e6,
+        }
+    }
 }
 
 pub fn describe(prepared: &Prepared, args: &BimodalArgs) -> String {
@@ -353,13 +372,9 @@ pub fn report(
 ) -> Result<(), String> {
     if args.json {
         let out = BimodalReport {
-            workers: args.workers,
-            duration_s: args.duration,
+            setup: Setup::new(prepared, args),
             load: args.load,
             offered_per_sec: prepared.rate(args.load),
-            capacity_per_sec: prepared.capacity,
-            short_service_us: prepared.short_scheduled.as_secs_f64() * 1e6,
-            long_service_us: prepared.long_scheduled.as_secs_f64() * 1e6,
             short_engine_us: prepared.short.as_secs_f64() * 1e6,
             long_engine_us: prepared.long.as_secs_f64() * 1e6,
             long_rows: prepared.workload.long_len(),
