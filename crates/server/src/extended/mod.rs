@@ -3,6 +3,9 @@
 //! executed. Bind, Describe and Execute answers are fed, not flushed: they leave with the one
 //! write Sync makes, as PostgreSQL's do. Parse, Bind, Describe, Close and Sync are here; Execute,
 //! its deferral to the Sync and cursors read in parts are in `execute`.
+//!
+//! A statement planned here must never outlive a catalog change unplanned: the plan is made
+//! again when the catalog moved on.
 
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex as StdMutex};

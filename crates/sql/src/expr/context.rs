@@ -1,5 +1,7 @@
 //! What evaluating an expression needs besides the row: the statement's parameters, its clocks,
-//! its user, its cancel flag and memory budget, and (in a server) the other sessions.
+//! its user, its cancel flag and memory budget, and (in a server) the other sessions. A context
+//! is read only while a statement runs; it must never carry state from one statement to the
+//! next.
 
 use std::sync::atomic::AtomicBool;
 

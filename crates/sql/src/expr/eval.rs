@@ -1,5 +1,6 @@
 //! Evaluating expressions: each kind of node in a function of its own (small frames when a chain
-//! of them recurses), with PostgreSQL's three-valued logic for conditions.
+//! of them recurses), with PostgreSQL's three-valued logic for conditions. Evaluation must never
+//! touch a table or hold anything across a call: it reads the row and the context only.
 
 use std::cmp::Ordering;
 

@@ -1,5 +1,6 @@
 //! The scalar functions bound expressions call (by [`Func`]): what each computes from its
-//! arguments, with PostgreSQL's NULL rules.
+//! arguments, with PostgreSQL's NULL rules. A function must never block or read a table; what it
+//! needs of the server (other sessions) comes through the context's `Backends`.
 
 use super::{Backends, Context, Expr, Func};
 use crate::error::{Result, SqlError, sqlstate};

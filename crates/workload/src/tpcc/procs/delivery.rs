@@ -1,4 +1,6 @@
 //! Delivery (clause 2.7.4): the oldest undelivered order of each district is delivered.
+//!
+//! It never commits (its caller does); a district without an undelivered order is skipped.
 
 use std::ops::ControlFlow;
 

@@ -1,4 +1,6 @@
 //! New-Order (clause 2.4.2): an order of 5 to 15 lines, each taking stock from a warehouse.
+//!
+//! It never commits (its caller does); its 1% invalid item rolls back.
 
 use overtake_engine::{KeyBuf, Result, Table, Transaction};
 

@@ -1,5 +1,7 @@
 //! Payment (clause 2.5.2): a customer pays, by id or by last name; the warehouse, district and
 //! customer balances move and a history row records it.
+//!
+//! It never commits (its caller does).
 
 use overtake_engine::{Result, Transaction};
 

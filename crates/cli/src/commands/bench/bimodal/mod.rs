@@ -7,6 +7,9 @@
 //! median of a few closed-loop rounds of that kind only), so that it includes the scheduler's
 //! cost per request but not the policies' interplay, and moves less with this machine's noise
 //! than a probe of the mix did.
+//!
+//! A run must never count a request it did not serve: what the machine could not keep up with
+//! is reported as a shortfall, not as latency.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -3,6 +3,9 @@
 //! full mix through the scheduler; the database uses one lock-scheduling policy. `compare locks`
 //! sweeps policies and think times on one loaded database through what this module exports
 //! (switching its concurrency control between runs); [`LocksRun`] is what a run reports.
+//!
+//! A run never shares its database with another in flight: the concurrency control is switched
+//! only when no run holds the database.
 
 use std::path::PathBuf;
 use std::sync::Arc;

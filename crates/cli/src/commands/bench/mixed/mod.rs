@@ -2,6 +2,9 @@
 //! urgent ones arriving open-loop) under one scheduling policy, on a freshly loaded database.
 //! `compare mixed` and `compare starvation` run the same experiment through what this module
 //! exports; [`report`] is what a run reports.
+//!
+//! Each run loads a database of its own; a run must never reuse what an earlier run left behind
+//! (its memory is settled between runs).
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -2,6 +2,9 @@
 //! `--interrupt-interval-us`, the dispatcher also interrupts every worker at that interval without
 //! giving it work, which measures the preemption mechanism's own cost against the same run
 //! without interrupts.
+//!
+//! A kept database is opened as `--data-dir` says and never loaded over: a load a crash cut short
+//! is refused, not repaired.
 
 use std::time::Duration;
 

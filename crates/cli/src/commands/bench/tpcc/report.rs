@@ -1,5 +1,5 @@
 //! What `bench tpcc` reports: [`TpccReport`], printed as one JSON object under `--json` and as
-//! text and a table otherwise, both from the same value.
+//! text and a table otherwise, both from the same value. It only reads a finished run.
 
 use std::collections::BTreeMap;
 
