@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use overtake_engine::{Database, Isolation};
+use overtake_engine::{Database, Isolation, Savepoint, Transaction};
 use overtake_sched::{CallError, Group, Priority, Promise, Ticket};
 use overtake_sql::Catalog;
 use overtake_sql::catalog::pending::{Change, Pending, Tables};
@@ -175,8 +175,30 @@ pub enum Request {
         cancel: Arc<Cancel>,
         reply: Promise<Reply>,
     },
+    /// SAVEPOINT, ROLLBACK TO or RELEASE, and where the answer goes.
+    Savepoint(SavepointOp, Promise<SavepointReply>),
     Commit(Promise<Result<(), SqlError>>),
     Rollback(Promise<()>),
+}
+
+/// What a block's task does for a savepoint statement. Its writes are buffered, so a savepoint
+/// is a point in them (see `overtake_engine::Savepoint`); the session keeps the names.
+#[derive(Debug)]
+pub enum SavepointOp {
+    /// A savepoint where the transaction's writes are now (`None` if it has not begun: it then
+    /// begins later, and rolling back to `None` undoes everything since it began).
+    Make,
+    /// Undo the writes since `Some` savepoint, or since the transaction began.
+    RollbackTo(Option<Savepoint>),
+    /// The session holds no savepoint any more: a failed statement ends the transaction again,
+    /// and writes stop keeping what they change.
+    ReleasedAll,
+}
+
+/// A savepoint statement's answer, and where the block's next request goes.
+pub struct SavepointReply {
+    pub result: Result<Option<Savepoint>, SqlError>,
+    pub next: Promise<Request>,
 }
 
 /// What a statement's task hands back: its output, the catalog changes of DDL (uncommitted),
@@ -348,6 +370,11 @@ pub enum StatementWork {
 /// a failed statement, or the session going away (its promise dropped), which rolls back.
 fn serve(db: &Database, priority: Priority, level: IsolationLevel, mut inbox: Ticket<Request>) {
     let mut txn = None;
+    // Where the transaction began (ROLLBACK TO a savepoint made before it did), and whether
+    // the session holds savepoints (a failed statement then leaves the transaction open, for
+    // ROLLBACK TO to undo).
+    let mut start = None;
+    let mut savepoints = false;
     loop {
         let Ok(request) = inbox.wait() else {
             return; // The session went away: dropping the transaction rolls it back.
@@ -372,10 +399,20 @@ fn serve(db: &Database, priority: Priority, level: IsolationLevel, mut inbox: Ti
                 reply.fulfil(());
                 return;
             }
+            Request::Savepoint(op, reply) => {
+                let result = savepoint(&mut txn, start, &mut savepoints, op);
+                let (next, ticket) = Promise::new();
+                reply.fulfil(SavepointReply { result, next });
+                inbox = ticket;
+                continue;
+            }
         };
         if txn.is_none() {
             match begin(db, priority, level) {
-                Ok(t) => txn = Some(t),
+                Ok(mut t) => {
+                    start = t.savepoint().ok();
+                    txn = Some(t);
+                }
                 Err(e) => {
                     reply.fulfil(Reply {
                         result: Err(e.into()),
@@ -397,9 +434,10 @@ fn serve(db: &Database, priority: Priority, level: IsolationLevel, mut inbox: Ti
             }
             Ok(done)
         });
-        if result.is_err() {
+        if result.is_err() && !savepoints {
             // As in PostgreSQL, an error ends the transaction's work: roll back now, so that its
-            // locks go at once; the session answers 25P02 until the block ends.
+            // locks go at once; the session answers 25P02 until the block ends. (With savepoints
+            // the transaction stays, failed, for ROLLBACK TO to undo the failed statement.)
             drop(txn.take());
             reply.fulfil(Reply { result, next: None });
             return;
@@ -410,6 +448,34 @@ fn serve(db: &Database, priority: Priority, level: IsolationLevel, mut inbox: Ti
             next: Some(next),
         });
         inbox = ticket;
+    }
+}
+
+/// Carries out a savepoint statement in the block's transaction (`txn`, begun at `start`).
+fn savepoint(
+    txn: &mut Option<Transaction<'_>>,
+    start: Option<Savepoint>,
+    open: &mut bool,
+    op: SavepointOp,
+) -> Result<Option<Savepoint>, SqlError> {
+    match op {
+        SavepointOp::Make => {
+            *open = true;
+            Ok(txn.as_mut().map(Transaction::savepoint).transpose()?)
+        }
+        SavepointOp::RollbackTo(to) => {
+            if let (Some(t), Some(to)) = (txn.as_mut(), to.or(start)) {
+                t.rollback_to(&to)?;
+            }
+            Ok(None)
+        }
+        SavepointOp::ReleasedAll => {
+            *open = false;
+            if let Some(t) = txn.as_mut() {
+                t.forget_savepoints();
+            }
+            Ok(None)
+        }
     }
 }
 

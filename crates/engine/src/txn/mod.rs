@@ -20,7 +20,8 @@
 //! Parts: `shared` (the state of one open database that its transactions work on), `writeset`
 //! and `footprint` (what a transaction wrote, read and scanned), `prefetched` (rows it looked up
 //! ahead), `install` and `commit` (ending it), `locking` (its side of two-phase locking), `scan`
-//! and `write` (its operations), `snapshot_rows` (what a checkpoint reads).
+//! and `write` (its operations), `savepoint` (rolling its writes back to a point without ending
+//! it), `snapshot_rows` (what a checkpoint reads).
 
 mod commit;
 pub(crate) mod footprint;
@@ -28,6 +29,7 @@ mod install;
 mod locking;
 pub(crate) use locking::describe_locks;
 pub(crate) mod prefetched;
+mod savepoint;
 mod scan;
 pub(crate) mod shared;
 mod snapshot_rows;
@@ -35,6 +37,7 @@ mod write;
 pub(crate) mod writeset;
 
 pub use locking::{LockStats, TableLock};
+pub use savepoint::Savepoint;
 
 use overtake_runtime::preempt::record_access;
 use std::ops::{Bound, ControlFlow};

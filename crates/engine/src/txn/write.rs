@@ -142,7 +142,7 @@ impl Transaction<'_> {
             Err(None)
         } else if let Some(i) = self.buf.ws.by_key(table.id(), key.as_bytes()) {
             // This transaction wrote the key already: a row it deleted may be inserted again.
-            let entry = self.buf.ws.get_mut(i);
+            let entry = self.buf.ws.get_mut_for_write(i);
             if entry.row.is_some() {
                 return Err(duplicate());
             }
@@ -216,7 +216,7 @@ impl Transaction<'_> {
                 return Ok(false);
             };
             let (bytes, keys_may_change) = changed_row(table, table.row(current), change)?;
-            let entry = self.buf.ws.get_mut(i);
+            let entry = self.buf.ws.get_mut_for_write(i);
             entry.row = Some(bytes);
             entry.secondary_may_change |= keys_may_change;
             return Ok(true);
@@ -272,7 +272,7 @@ impl Transaction<'_> {
                     };
                     let (bytes, keys_may_change) =
                         changed_row(table, table.row(current), &mut change)?;
-                    let entry = self.buf.ws.get_mut(i);
+                    let entry = self.buf.ws.get_mut_for_write(i);
                     entry.row = Some(bytes);
                     entry.secondary_may_change |= keys_may_change;
                 }
@@ -325,7 +325,7 @@ impl Transaction<'_> {
         self.check_loggable_change(table)?;
         record_access();
         if let Some(i) = self.buf.ws.by_key(table.id(), key.as_bytes()) {
-            let entry = self.buf.ws.get_mut(i);
+            let entry = self.buf.ws.get_mut_for_write(i);
             let deleted = entry.row.take().is_some();
             // Deleting its own insert leaves nothing to install, and so nothing that would show
             // at commit that the key is still free, which the insert relied on: that absence is

@@ -103,6 +103,26 @@ pub(crate) struct WriteSet {
     touched: Vec<TableId>,
     /// `entries[..oids_indexed]` are in their table's `by_oid`.
     oids_indexed: usize,
+    /// While a savepoint is open: entries below this position keep, in `undo`, how they were
+    /// before a change (0: no savepoint, nothing is kept).
+    floor: usize,
+    /// How entries below `floor` were before the changes made to them since the savepoints.
+    undo: Vec<Undo>,
+}
+
+/// A point of the write set to roll back to (a SQL savepoint): how many entries it had, and how
+/// much of the undo log had been written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Mark {
+    entries: usize,
+    undo: usize,
+}
+
+/// How an entry was before a write after a savepoint changed it.
+struct Undo {
+    index: u32,
+    row: Option<Box<[u8]>>,
+    secondary_may_change: bool,
 }
 
 impl WriteSet {
@@ -186,8 +206,82 @@ impl WriteSet {
         &self.entries[index]
     }
 
+    /// The entry at `index`, to change at commit (no savepoint can be rolled back to then).
     pub(crate) fn get_mut(&mut self, index: usize) -> &mut Buffered {
         &mut self.entries[index]
+    }
+
+    /// The entry at `index`, to change by a write: if a savepoint is open and the entry is older
+    /// than it, how the entry was is kept first, so that rolling back to the savepoint restores it.
+    pub(crate) fn get_mut_for_write(&mut self, index: usize) -> &mut Buffered {
+        if index < self.floor {
+            let e = &self.entries[index];
+            self.undo.push(Undo {
+                index: index as u32,
+                row: e.row.clone(),
+                secondary_may_change: e.secondary_may_change,
+            });
+        }
+        &mut self.entries[index]
+    }
+
+    /// A savepoint: the writes from here on can be undone with [`roll_back_to`](Self::roll_back_to).
+    pub(crate) fn mark(&mut self) -> Mark {
+        // Entries below every open savepoint's position are logged: a later savepoint is at or
+        // after the earlier ones (a floor higher than an older savepoint needs only logs more).
+        self.floor = self.floor.max(self.entries.len());
+        Mark {
+            entries: self.entries.len(),
+            undo: self.undo.len(),
+        }
+    }
+
+    /// No savepoint is open any more: changes are no longer logged.
+    pub(crate) fn forget_marks(&mut self) {
+        self.floor = 0;
+        self.undo.clear();
+    }
+
+    /// Undoes every write since `mark` (which stays usable, as SQL's ROLLBACK TO keeps its
+    /// savepoint): entries changed since are restored, entries added since are removed and
+    /// returned (their unpublished OIDs are the caller's to hand back).
+    pub(crate) fn roll_back_to(&mut self, mark: Mark) -> Vec<Buffered> {
+        assert!(
+            mark.entries <= self.entries.len() && mark.undo <= self.undo.len(),
+            "a savepoint used after a rollback to an earlier one"
+        );
+        for u in self.undo.drain(mark.undo..).rev() {
+            if let Some(e) = self.entries.get_mut(u.index as usize) {
+                e.row = u.row;
+                e.secondary_may_change = u.secondary_may_change;
+            }
+        }
+        let n = mark.entries;
+        let removed: Vec<Buffered> = self.entries.drain(n..).collect();
+        if removed.is_empty() {
+            return removed;
+        }
+        let below = |i: &u32| (*i as usize) < n;
+        let tables = &mut self.tables;
+        self.touched.retain(|&t| {
+            let lookups = &mut tables[t as usize];
+            while lookups.positions.last().is_some_and(|i| !below(i)) {
+                lookups.positions.pop();
+            }
+            lookups.by_key.retain(|i| below(&*i));
+            lookups.by_oid.retain(|_, i| below(&*i));
+            let (checked, broken) = lookups.order_checked.get();
+            let kept = lookups.positions.len() as u32;
+            // Order was checked over a prefix: what remains of it is still checked.
+            lookups.order_checked.set(if checked > kept {
+                (kept, broken)
+            } else {
+                (checked, broken)
+            });
+            !lookups.by_key.is_empty()
+        });
+        self.oids_indexed = self.oids_indexed.min(n);
+        removed
     }
 
     pub(crate) fn entries(&self) -> &[Buffered] {
@@ -236,6 +330,8 @@ impl WriteSet {
         }
         self.touched.clear();
         self.oids_indexed = 0;
+        self.forget_marks();
+        self.undo.shrink_to(keep);
         self.entries.shrink_to(keep);
     }
 }

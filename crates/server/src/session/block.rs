@@ -47,6 +47,8 @@ pub(super) struct Block {
     pub(super) pending: Arc<Pending>,
     /// Its portals being fetched a few rows at a time.
     pub(super) cursors: Vec<super::cursor::Cursor>,
+    /// Its savepoints, oldest first.
+    pub(super) savepoints: Vec<super::savepoints::SavepointEntry>,
 }
 
 /// Makes `block` read-only, or read-write again if no statement has run in it yet.
@@ -102,6 +104,7 @@ impl Session {
             began: None,
             pending: Arc::default(),
             cursors: Vec::new(),
+            savepoints: Vec::new(),
         }
     }
 

@@ -5,14 +5,16 @@
 //! Parts: `block` (PostgreSQL's transaction state machine: the block, implicit or begun, failed,
 //! its task, its uncommitted DDL, the idle timeout), `config` (the session's settings as
 //! statements see and change them: SET, SHOW, RESET, role defaults), `copy` (COPY FROM STDIN's
-//! data as it comes), `cursor` (portals read in parts), `connections` (admission against
-//! `max_connections`); here, what each statement does.
+//! data as it comes), `cursor` (portals read in parts), `savepoints` (SAVEPOINT, ROLLBACK TO,
+//! RELEASE), `connections` (admission against `max_connections`); here, what each statement
+//! does.
 
 mod block;
 mod config;
 mod connections;
 mod copy;
 mod cursor;
+mod savepoints;
 
 pub use block::failed_block;
 use block::{Block, TxnState};
@@ -283,7 +285,14 @@ impl Session {
         cancelled: impl std::future::Future<Output = ()>,
         out: Option<&mut dyn RowOut>,
     ) -> StatementAnswer {
-        if matches!(prepared.command, Command::Commit | Command::Rollback) {
+        if matches!(
+            prepared.command,
+            Command::Commit
+                | Command::Rollback
+                | Command::Savepoint(_)
+                | Command::RollbackTo(_)
+                | Command::Release(_)
+        ) {
             return self.execute(prepared, params, out).await;
         }
         let cancel = self.new_cancel();
@@ -386,6 +395,7 @@ impl Session {
                     .end_block(matches!(prepared.command, Command::Commit))
                     .await);
             }
+            Command::RollbackTo(name) => return self.rollback_to(name).await,
             _ if block_failed => return Err(failed_block()),
             _ => {}
         }
@@ -473,7 +483,11 @@ impl Session {
                 }
                 Ok(StatementAnswer::Begin)
             }
-            Command::Commit | Command::Rollback => unreachable!("handled above"),
+            Command::Commit | Command::Rollback | Command::RollbackTo(_) => {
+                unreachable!("handled above")
+            }
+            Command::Savepoint(name) => self.savepoint(name).await,
+            Command::Release(name) => self.release(name).await,
             Command::Set { name, value, local } => {
                 self.set(name, value.as_deref(), *local)?;
                 Ok(StatementAnswer::Done("SET".into()))

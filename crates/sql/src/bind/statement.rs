@@ -140,6 +140,12 @@ pub fn prepare_in(
             chain: false,
             savepoint: None,
         } => Command::Rollback,
+        Statement::Rollback {
+            chain: false,
+            savepoint: Some(name),
+        } => Command::RollbackTo(ident(name)),
+        Statement::Savepoint { name } => Command::Savepoint(ident(name)),
+        Statement::ReleaseSavepoint { name } => Command::Release(ident(name)),
         Statement::Set(set) => set_command(set)?,
         Statement::ShowVariable { variable } => {
             let name = variable.iter().map(ident).collect::<Vec<_>>().join(" ");

@@ -55,6 +55,25 @@ impl Pending {
         self.tables.get(name).cloned()
     }
 
+    /// How many changes the block has made: where a savepoint stands in them.
+    pub fn len(&self) -> usize {
+        self.changes.len()
+    }
+
+    /// The changes after the first `kept`, taken out (a rollback to a savepoint made then): the
+    /// caller discards them (see [`discard`](Self::discard)) once the block's transaction no
+    /// longer holds their writes.
+    pub fn split_off(&mut self, kept: usize) -> Pending {
+        let later = Pending {
+            changes: self.changes.split_off(kept.min(self.changes.len())),
+            tables: HashMap::new(),
+        };
+        let kept = std::mem::take(&mut self.changes);
+        self.tables.clear();
+        self.record(kept);
+        later
+    }
+
     /// Records `changes`, made in the block's transaction.
     pub fn record(&mut self, changes: Vec<Change>) {
         for c in changes {

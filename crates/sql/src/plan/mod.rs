@@ -95,6 +95,12 @@ pub enum Command {
     Begin(TxnModes),
     Commit,
     Rollback,
+    /// `SAVEPOINT name`.
+    Savepoint(String),
+    /// `ROLLBACK TO [SAVEPOINT] name`.
+    RollbackTo(String),
+    /// `RELEASE [SAVEPOINT] name`.
+    Release(String),
     /// `SET [LOCAL] name = value` (`None`: `DEFAULT`).
     Set {
         name: String,
