@@ -518,6 +518,50 @@ impl<'c> Binder<'c> {
                 };
                 (Expr::Binary(op, Box::new(x), Box::new(p)), SqlType::Bool)
             }
+            A::ILike {
+                negated,
+                any: false,
+                expr,
+                pattern,
+                escape_char: None,
+            } => {
+                let (x, _) = self.expr(expr, scope, g)?;
+                let (p, _) = self.expr(pattern, scope, g)?;
+                self.infer(&p, SqlType::Text);
+                let op = if *negated {
+                    BinOp::NotILike
+                } else {
+                    BinOp::ILike
+                };
+                (Expr::Binary(op, Box::new(x), Box::new(p)), SqlType::Bool)
+            }
+            // TRIM([LEADING | TRAILING | BOTH] [characters] FROM s): ltrim, rtrim or btrim.
+            A::Trim {
+                expr,
+                trim_where,
+                trim_what,
+                trim_characters: None,
+            } => {
+                let name = match trim_where {
+                    Some(ast::TrimWhereField::Leading) => "ltrim",
+                    Some(ast::TrimWhereField::Trailing) => "rtrim",
+                    _ => "btrim",
+                };
+                let (x, t) = self.expr(expr, scope, g)?;
+                let (mut args, mut types) = (vec![x], vec![t]);
+                if let Some(what) = trim_what {
+                    let (w, t) = self.expr(what, scope, g)?;
+                    args.push(w);
+                    types.push(t);
+                }
+                self.call(name, args, types)?
+            }
+            // position(substring IN s): strpos(s, substring).
+            A::Position { expr, r#in } => {
+                let (sub, st) = self.expr(expr, scope, g)?;
+                let (s, t) = self.expr(r#in, scope, g)?;
+                self.call("strpos", vec![s, sub], vec![t, st])?
+            }
             A::Cast {
                 expr, data_type, ..
             } => {

@@ -5,6 +5,7 @@ use sqlparser::ast::{self, FunctionArg, FunctionArgExpr, FunctionArguments};
 use crate::bind::{Binder, Grouping, ScopeColumn, aggregate_func, is_unknown, object_name};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::{Expr, Func};
+use crate::values::datum::Datum;
 use crate::values::types::SqlType;
 
 impl Binder<'_> {
@@ -20,6 +21,21 @@ impl Binder<'_> {
                 sqlstate::GROUPING_ERROR,
                 format!("aggregate function {name} is not allowed here"),
             ));
+        }
+        // mod(a, b) is a % b, with the operator's types and errors.
+        if name == "mod"
+            && let FunctionArguments::List(list) = &f.args
+            && let [
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(a)),
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(b)),
+            ] = &list.args[..]
+        {
+            let modulo = ast::Expr::BinaryOp {
+                left: Box::new(a.clone()),
+                op: ast::BinaryOperator::Modulo,
+                right: Box::new(b.clone()),
+            };
+            return self.expr(&modulo, scope, g);
         }
         let mut args = Vec::new();
         let mut types = Vec::new();
@@ -62,6 +78,10 @@ impl Binder<'_> {
                     Expr::Cast(Box::new(Expr::Func(Func::Now, Vec::new())), ty),
                     ty,
                 ));
+            }
+            // The one schema there is (`search_path` names no other).
+            "current_schema" if args.is_empty() => {
+                return Ok((Expr::Literal(Datum::Text("public".into())), SqlType::Text));
             }
             "statement_timestamp" => (Func::StatementTimestamp, 0..=0, SqlType::TimestampTz),
             "clock_timestamp" => (Func::ClockTimestamp, 0..=0, SqlType::TimestampTz),
@@ -146,6 +166,60 @@ impl Binder<'_> {
                 args = unified;
                 (Func::Coalesce, 1..=100, ty)
             }
+            "concat" => (Func::Concat, 1..=100, SqlType::Text),
+            "concat_ws" => (Func::ConcatWs, 1..=100, SqlType::Text),
+            "ltrim" => (Func::LTrim, 1..=2, SqlType::Text),
+            "rtrim" => (Func::RTrim, 1..=2, SqlType::Text),
+            "btrim" => (Func::BTrim, 1..=2, SqlType::Text),
+            "replace" => (Func::Replace, 3..=3, SqlType::Text),
+            "strpos" => (Func::StrPos, 2..=2, SqlType::Int4),
+            "initcap" => (Func::InitCap, 1..=1, SqlType::Text),
+            "reverse" => (Func::Reverse, 1..=1, SqlType::Text),
+            "ascii" => (Func::Ascii, 1..=1, SqlType::Int4),
+            // A position or a length: an integer argument.
+            "split_part" | "left" | "right" | "lpad" | "rpad" | "repeat" | "chr" => {
+                let (func, arity, at) = match name {
+                    "split_part" => (Func::SplitPart, 3..=3, 2),
+                    "left" => (Func::Left, 2..=2, 1),
+                    "right" => (Func::Right, 2..=2, 1),
+                    "lpad" => (Func::LPad, 2..=3, 1),
+                    "rpad" => (Func::RPad, 2..=3, 1),
+                    "repeat" => (Func::Repeat, 2..=2, 1),
+                    _ => (Func::Chr, 1..=1, 0),
+                };
+                integer_argument(&mut args, &types, at, name)?;
+                (func, arity, SqlType::Text)
+            }
+            // On doubles (PostgreSQL also has numeric versions, not here yet).
+            "power" | "pow" | "sqrt" => {
+                if let Some(t) = types.iter().find(|t| matches!(t, SqlType::Numeric(_))) {
+                    return Err(SqlError::unsupported(format!(
+                        "{name}() of a {} (only of double precision and integers)",
+                        t.name()
+                    )));
+                }
+                for (a, t) in args.iter_mut().zip(&types) {
+                    if *t != SqlType::Float8 {
+                        *a = Expr::Cast(Box::new(a.clone()), SqlType::Float8);
+                    }
+                }
+                if name == "sqrt" {
+                    (Func::Sqrt, 1..=1, SqlType::Float8)
+                } else {
+                    (Func::Power, 2..=2, SqlType::Float8)
+                }
+            }
+            "greatest" | "least" => {
+                let (unified, ty) =
+                    crate::bind::unified(args.drain(..).zip(types.iter().copied()).collect());
+                args = unified;
+                let func = if name == "greatest" {
+                    Func::Greatest
+                } else {
+                    Func::Least
+                };
+                (func, 1..=100, ty)
+            }
             "current_database" => (Func::CurrentDatabase, 0..=0, SqlType::Text),
             "current_user" | "session_user" | "user" => (Func::CurrentUser, 0..=0, SqlType::Text),
             "pg_backend_pid" => (Func::BackendPid, 0..=0, SqlType::Int4),
@@ -180,5 +254,24 @@ impl Binder<'_> {
             return Ok((crate::bind::narrowed(call, ty), ty));
         }
         Ok((call, ty))
+    }
+}
+
+/// Makes argument `at` of function `name` an integer: an untyped or text argument is cast, an
+/// integer one kept; anything else has no such function (42883), as in PostgreSQL.
+fn integer_argument(args: &mut [Expr], types: &[SqlType], at: usize, name: &str) -> Result<()> {
+    let (Some(a), Some(t)) = (args.get_mut(at), types.get(at)) else {
+        return Ok(());
+    };
+    match t {
+        SqlType::Int2 | SqlType::Int4 | SqlType::Int8 => Ok(()),
+        SqlType::Text => {
+            *a = Expr::Cast(Box::new(a.clone()), SqlType::Int4);
+            Ok(())
+        }
+        other => Err(SqlError::new(
+            sqlstate::UNDEFINED_FUNCTION,
+            format!("function {name}(..., {}) does not exist", other.name()),
+        )),
     }
 }

@@ -149,6 +149,13 @@ pub fn prepare_in(
         Statement::Set(set) => set_command(set)?,
         Statement::ShowVariable { variable } => {
             let name = variable.iter().map(ident).collect::<Vec<_>>().join(" ");
+            // The SQL standard's spellings of some settings (PostgreSQL shows them so).
+            let name = match name.as_str() {
+                "transaction isolation level" => "transaction_isolation".to_owned(),
+                "time zone" => "timezone".to_owned(),
+                "session authorization" => "session_authorization".to_owned(),
+                _ => name,
+            };
             let text = |name: &str| OutputColumn {
                 name: name.to_owned(),
                 ty: SqlType::Text,

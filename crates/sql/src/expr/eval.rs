@@ -231,6 +231,12 @@ fn eval_binary(op: BinOp, l: &Expr, r: &Expr, row: &[Datum], cx: &Context<'_>) -
             (Some(s), Some(p)) => Datum::Bool(like(&s, &p) == (op == BinOp::Like)),
             _ => Datum::Null,
         }),
+        BinOp::ILike | BinOp::NotILike => Ok(match (a.to_text(), b.to_text()) {
+            (Some(s), Some(p)) => {
+                Datum::Bool(like(&s.to_lowercase(), &p.to_lowercase()) == (op == BinOp::ILike))
+            }
+            _ => Datum::Null,
+        }),
         BinOp::And | BinOp::Or => unreachable!("handled above"),
     }
 }

@@ -2,6 +2,7 @@
 //! arguments, with PostgreSQL's NULL rules. A function must never block or read a table; what it
 //! needs of the server (other sessions) comes through the context's `Backends`.
 
+use super::strings;
 use super::{Backends, Context, Expr, Func};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::values::datum::Datum;
@@ -123,6 +124,123 @@ pub(super) fn eval_func(f: Func, args: &[Expr], row: &[Datum], cx: &Context<'_>)
                 }
             }
         }
+        Func::Concat => {
+            let mut out = String::new();
+            for a in args {
+                if let Some(t) = a.eval(row, cx)?.to_text() {
+                    out.push_str(&t);
+                }
+            }
+            Datum::Text(out)
+        }
+        Func::ConcatWs => {
+            let Some(separator) = arg(0)?.to_text() else {
+                return Ok(Datum::Null);
+            };
+            let mut parts = Vec::with_capacity(args.len() - 1);
+            for a in &args[1..] {
+                parts.extend(a.eval(row, cx)?.to_text());
+            }
+            Datum::Text(parts.join(&separator))
+        }
+        Func::LTrim | Func::RTrim | Func::BTrim => {
+            let (Some(s), set) = (arg(0)?.to_text(), texts(args, 1, row, cx)?) else {
+                return Ok(Datum::Null);
+            };
+            let Some(set) = set.unwrap_or_else(|| Some(" ".into())) else {
+                return Ok(Datum::Null);
+            };
+            let start = f != Func::RTrim;
+            let end = f != Func::LTrim;
+            Datum::Text(strings::trim(&s, &set, start, end))
+        }
+        Func::Replace => match (arg(0)?.to_text(), arg(1)?.to_text(), arg(2)?.to_text()) {
+            (Some(s), Some(from), Some(to)) if !from.is_empty() => {
+                Datum::Text(s.replace(&from, &to))
+            }
+            (Some(s), Some(_), Some(_)) => Datum::Text(s),
+            _ => Datum::Null,
+        },
+        Func::StrPos => match (arg(0)?.to_text(), arg(1)?.to_text()) {
+            (Some(s), Some(sub)) => Datum::Int(strings::strpos(&s, &sub)),
+            _ => Datum::Null,
+        },
+        Func::SplitPart => match (arg(0)?.to_text(), arg(1)?.to_text(), int(&arg(2)?)) {
+            (Some(s), Some(d), Some(n)) => Datum::Text(strings::split_part(&s, &d, n)?),
+            _ => Datum::Null,
+        },
+        Func::Left | Func::Right => match (arg(0)?.to_text(), int(&arg(1)?)) {
+            (Some(s), Some(n)) if f == Func::Left => Datum::Text(strings::left(&s, n)),
+            (Some(s), Some(n)) => Datum::Text(strings::right(&s, n)),
+            _ => Datum::Null,
+        },
+        Func::LPad | Func::RPad => {
+            let fill = match texts(args, 2, row, cx)? {
+                None => Some(" ".to_owned()),
+                Some(fill) => fill,
+            };
+            match (arg(0)?.to_text(), int(&arg(1)?), fill) {
+                (Some(s), Some(n), Some(fill)) => {
+                    Datum::Text(strings::pad(&s, n, &fill, f == Func::LPad))
+                }
+                _ => Datum::Null,
+            }
+        }
+        Func::InitCap => arg(0)?
+            .to_text()
+            .map_or(Datum::Null, |s| Datum::Text(strings::initcap(&s))),
+        Func::Repeat => match (arg(0)?.to_text(), int(&arg(1)?)) {
+            (Some(s), Some(n)) => Datum::Text(strings::repeat(&s, n)?),
+            _ => Datum::Null,
+        },
+        Func::Reverse => arg(0)?
+            .to_text()
+            .map_or(Datum::Null, |s| Datum::Text(s.chars().rev().collect())),
+        Func::Ascii => arg(0)?.to_text().map_or(Datum::Null, |s| {
+            Datum::Int(s.chars().next().map_or(0, |c| i64::from(u32::from(c))))
+        }),
+        Func::Chr => match int(&arg(0)?) {
+            Some(n) => Datum::Text(strings::chr(n)?),
+            None => Datum::Null,
+        },
+        Func::Power => match (float(&arg(0)?), float(&arg(1)?)) {
+            (Some(x), Some(y)) => Datum::Float(power(x, y)?),
+            _ => Datum::Null,
+        },
+        Func::Sqrt => match float(&arg(0)?) {
+            Some(x) if x < 0.0 => {
+                return Err(SqlError::new(
+                    sqlstate::INVALID_ARGUMENT_FOR_POWER_FUNCTION,
+                    "cannot take square root of a negative number",
+                ));
+            }
+            Some(x) => Datum::Float(x.sqrt()),
+            None => Datum::Null,
+        },
+        Func::Greatest | Func::Least => {
+            let mut best: Option<Datum> = None;
+            for a in args {
+                let v = a.eval(row, cx)?;
+                if v == Datum::Null {
+                    continue;
+                }
+                let better = match &best {
+                    None => true,
+                    Some(b) => {
+                        let order = v.sql_cmp(b)?;
+                        if f == Func::Greatest {
+                            order == Some(std::cmp::Ordering::Greater)
+                        } else {
+                            order == Some(std::cmp::Ordering::Less)
+                        }
+                    }
+                };
+                if better {
+                    best = Some(v);
+                }
+            }
+            best.unwrap_or(Datum::Null)
+        }
         Func::Coalesce => {
             for a in args {
                 let v = a.eval(row, cx)?;
@@ -133,4 +251,57 @@ pub(super) fn eval_func(f: Func, args: &[Expr], row: &[Datum], cx: &Context<'_>)
             Datum::Null
         }
     })
+}
+
+/// The text of argument `i` if the call has one: `None` without it, `Some(None)` if it is NULL.
+fn texts(
+    args: &[Expr],
+    i: usize,
+    row: &[Datum],
+    cx: &Context<'_>,
+) -> Result<Option<Option<String>>> {
+    args.get(i)
+        .map(|a| a.eval(row, cx).map(|d| d.to_text()))
+        .transpose()
+}
+
+/// An integer argument (`None`: NULL).
+fn int(d: &Datum) -> Option<i64> {
+    match d {
+        Datum::Int(v) => Some(*v),
+        _ => None,
+    }
+}
+
+/// A double argument (`None`: NULL); integers are taken as doubles.
+fn float(d: &Datum) -> Option<f64> {
+    match d {
+        Datum::Float(v) => Some(*v),
+        Datum::Int(v) => Some(*v as f64),
+        _ => None,
+    }
+}
+
+/// `power(x, y)` on doubles, with PostgreSQL's errors.
+fn power(x: f64, y: f64) -> Result<f64> {
+    if x == 0.0 && y < 0.0 {
+        return Err(SqlError::new(
+            sqlstate::INVALID_ARGUMENT_FOR_POWER_FUNCTION,
+            "zero raised to a negative power is undefined",
+        ));
+    }
+    if x < 0.0 && y.fract() != 0.0 {
+        return Err(SqlError::new(
+            sqlstate::INVALID_ARGUMENT_FOR_POWER_FUNCTION,
+            "a negative number raised to a non-integer power yields a complex result",
+        ));
+    }
+    let v = x.powf(y);
+    if v.is_infinite() {
+        return Err(SqlError::new(
+            sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
+            "value out of range: overflow",
+        ));
+    }
+    Ok(v)
 }

@@ -10,6 +10,7 @@
 mod context;
 mod eval;
 mod functions;
+mod strings;
 
 pub use context::{Backends, Context, DEFAULT_STATEMENT_MEMORY};
 pub use functions::VERSION;
@@ -36,6 +37,9 @@ pub enum BinOp {
     Concat,
     Like,
     NotLike,
+    /// `ILIKE`: LIKE ignoring case.
+    ILike,
+    NotILike,
 }
 
 /// Scalar functions.
@@ -72,6 +76,41 @@ pub enum Func {
     CancelBackend,
     /// `pg_terminate_backend(pid)`.
     TerminateBackend,
+    /// `concat(any, ...)`: the arguments' text, NULLs skipped.
+    Concat,
+    /// `concat_ws(separator, any, ...)`.
+    ConcatWs,
+    /// `ltrim(s [, characters])`, `rtrim`, `btrim` (and `TRIM(... FROM s)`).
+    LTrim,
+    RTrim,
+    BTrim,
+    /// `replace(s, from, to)`.
+    Replace,
+    /// `strpos(s, substring)` (and `position(substring IN s)`): 1-based, 0 if absent.
+    StrPos,
+    /// `split_part(s, delimiter, n)`.
+    SplitPart,
+    /// `left(s, n)`, `right(s, n)`: the first or last `n` characters (all but `-n` if negative).
+    Left,
+    Right,
+    /// `lpad(s, length [, fill])`, `rpad`.
+    LPad,
+    RPad,
+    InitCap,
+    /// `repeat(s, n)`.
+    Repeat,
+    Reverse,
+    /// `ascii(s)`: the code of its first character.
+    Ascii,
+    /// `chr(n)`: the character with code `n`.
+    Chr,
+    /// `power(x, y)` on doubles.
+    Power,
+    /// `sqrt(x)` on doubles.
+    Sqrt,
+    /// `greatest(...)`, `least(...)`: NULLs skipped.
+    Greatest,
+    Least,
 }
 
 /// A bound expression.
