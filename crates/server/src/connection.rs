@@ -126,8 +126,10 @@ impl Connection {
         session: &mut Session,
         answer: StatementAnswer,
     ) -> StatementAnswer {
-        let StatementAnswer::Deallocate(target) = answer else {
-            return answer;
+        let (target, all_tag) = match answer {
+            StatementAnswer::Deallocate(target) => (target, "DEALLOCATE ALL"),
+            StatementAnswer::DiscardAll => (None, "DISCARD ALL"),
+            other => return other,
         };
         let mut names = self
             .statement_names
@@ -137,7 +139,7 @@ impl Connection {
         let tag = match target {
             None => {
                 dropped.extend(std::mem::take(&mut *names));
-                "DEALLOCATE ALL"
+                all_tag
             }
             Some(name) if names.remove(&name) => {
                 dropped.push(name);
@@ -309,7 +311,9 @@ pub(crate) fn response(answer: StatementAnswer, format: &Format) -> Result<Respo
         StatementAnswer::CopyIn(n) => Response::CopyIn(CopyResponse::new(0, n, stream::empty())),
         StatementAnswer::Empty => Response::EmptyQuery,
         // Carried out by the connection before its answer is sent (`Connection::deallocate`).
-        StatementAnswer::Deallocate(_) => Response::Execution(Tag::new("DEALLOCATE")),
+        StatementAnswer::Deallocate(_) | StatementAnswer::DiscardAll => {
+            Response::Execution(Tag::new("DEALLOCATE"))
+        }
         StatementAnswer::Error(e) => return Err(e),
         // Only a fetch gives it, and its connection sends it (`RowsToClient::answer`).
         StatementAnswer::Suspended => {

@@ -97,6 +97,9 @@ pub enum StatementAnswer {
     /// `DEALLOCATE`: the connection, which keeps prepared statements, forgets them (see
     /// `Connection::deallocate`).
     Deallocate(Option<String>),
+    /// `DISCARD ALL`: the session's settings were reset; the connection forgets every prepared
+    /// statement as for `DEALLOCATE ALL` (see `Connection::deallocate`).
+    DiscardAll,
     /// A fetch from a portal gave the rows asked for: more may follow (PortalSuspended).
     Suspended,
     Empty,
@@ -516,6 +519,17 @@ impl Session {
             )),
             Command::Noop(tag) => Ok(StatementAnswer::Done((*tag).into())),
             Command::Deallocate(name) => Ok(StatementAnswer::Deallocate(name.clone())),
+            Command::DiscardAll => {
+                if self.block.is_some() {
+                    return Err(SqlError::new(
+                        sqlstate::ACTIVE_SQL_TRANSACTION,
+                        "DISCARD ALL cannot run inside a transaction block",
+                    ));
+                }
+                self.settings.reset("all");
+                self.class();
+                Ok(StatementAnswer::DiscardAll)
+            }
             Command::Explain(lines, _) => Ok(StatementAnswer::Rows {
                 columns: prepared.columns.clone(),
                 rows: lines.iter().map(|l| vec![Datum::Text(l.clone())]).collect(),

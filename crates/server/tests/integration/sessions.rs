@@ -191,6 +191,32 @@ fn an_over_long_statement_is_refused_and_the_session_goes_on() {
     });
 }
 
+/// `DISCARD ALL` (what connection pools send before handing a session on) forgets the
+/// client's prepared statements and resets its settings, as PostgreSQL's does.
+#[test]
+fn discard_all_forgets_prepared_statements_and_settings() {
+    let server = common::TestServer::start();
+    runtime().block_on(async {
+        let client = connect(&server.dsn("discard")).await;
+        let one = client.prepare("SELECT 1").await.expect("prepare");
+        client
+            .simple_query("SET statement_timeout = '5s'")
+            .await
+            .expect("SET");
+        client
+            .simple_query("DISCARD ALL")
+            .await
+            .expect("DISCARD ALL");
+        let e = client.query(&one, &[]).await.expect_err("forgotten");
+        assert_eq!(e.code().map(|c| c.code()), Some("26000"));
+        let rows = client
+            .query("SHOW statement_timeout", &[])
+            .await
+            .expect("SHOW");
+        assert_eq!(rows[0].get::<_, String>(0), "0");
+    });
+}
+
 /// `DEALLOCATE` forgets the client's prepared statements as PostgreSQL's does (psycopg sends
 /// `DEALLOCATE ALL` after any DROP or ALTER): a statement deallocated no longer binds, an
 /// unknown name is 26000 and fails the block, and a name prepared again works.

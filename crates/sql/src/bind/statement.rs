@@ -233,7 +233,14 @@ pub fn prepare_in(
         },
         Statement::Vacuum(_) => Command::Noop("VACUUM"),
         Statement::Analyze(_) => Command::Noop("ANALYZE"),
-        Statement::Discard { .. } => Command::Noop("DISCARD ALL"),
+        Statement::Discard { object_type } => match object_type {
+            ast::DiscardObject::ALL => Command::DiscardAll,
+            // No cached plans to forget (a plan is made again when the catalog changes), no
+            // temporary tables or sequences.
+            ast::DiscardObject::PLANS => Command::Noop("DISCARD PLANS"),
+            ast::DiscardObject::SEQUENCES => Command::Noop("DISCARD SEQUENCES"),
+            ast::DiscardObject::TEMP => Command::Noop("DISCARD TEMP"),
+        },
         // `ALL` is a keyword; `"ALL"` names a statement.
         Statement::Deallocate { name, .. } => Command::Deallocate(
             (name.quote_style.is_some() || !name.value.eq_ignore_ascii_case("all"))

@@ -133,6 +133,9 @@ pub enum Command {
     /// `DEALLOCATE name` (`None`: `DEALLOCATE ALL`): forgets the session's prepared statements,
     /// which the connection keeps.
     Deallocate(Option<String>),
+    /// `DISCARD ALL`: the session as it was at its start (settings reset, prepared statements
+    /// forgotten); refused in a transaction block.
+    DiscardAll,
     /// Accepted and done nothing with (`VACUUM`, `ANALYZE`, `DISCARD`...): the tag to answer.
     Noop(&'static str),
     /// `EXPLAIN`: the plan, as lines of text, and the statement explained (whose privileges
