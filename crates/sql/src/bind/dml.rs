@@ -12,6 +12,7 @@ use crate::catalog::SqlTable;
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::Expr;
 use crate::plan::{Access, CopyIn, DeletePlan, InsertPlan, InsertSource, UpdatePlan};
+use crate::values::datum::Datum;
 
 impl Binder<'_> {
     fn target_columns(&self, table: &SqlTable, names: &[String]) -> Result<Vec<usize>> {
@@ -70,8 +71,21 @@ impl Binder<'_> {
                     }
                     let mut bound = Vec::with_capacity(row.len());
                     for (e, &col) in row.iter().zip(&columns) {
-                        let (x, ty) = self.folded(e, &[], &mut None)?;
                         let column = &table.columns[col];
+                        // `DEFAULT` in VALUES: the column's default (NULL without one).
+                        if let ast::Expr::Identifier(id) = e
+                            && id.quote_style.is_none()
+                            && id.value.eq_ignore_ascii_case("default")
+                        {
+                            bound.push(
+                                column
+                                    .default
+                                    .as_ref()
+                                    .map_or(Expr::Literal(Datum::Null), |d| d.expr.clone()),
+                            );
+                            continue;
+                        }
+                        let (x, ty) = self.folded(e, &[], &mut None)?;
                         self.infer(&x, column.ty);
                         check_assignable(ty, column.ty, &column.name)?;
                         bound.push(x);

@@ -258,6 +258,40 @@ impl<'c> Binder<'c> {
         let FunctionArguments::List(list) = &f.args else {
             return Err(SqlError::syntax(format!("{} needs an argument", f.name)));
         };
+        if f.over.is_some() {
+            return Err(SqlError::unsupported(format!(
+                "{} as a window function",
+                f.name
+            )));
+        }
+        if !f.within_group.is_empty() || !list.clauses.is_empty() {
+            return Err(SqlError::unsupported(format!(
+                "ordered arguments of {}",
+                f.name
+            )));
+        }
+        let filter = match &f.filter {
+            Some(condition) => {
+                if has_aggregate(condition) {
+                    return Err(SqlError::new(
+                        sqlstate::GROUPING_ERROR,
+                        "aggregate functions are not allowed in FILTER",
+                    ));
+                }
+                let (e, ty) = self.expr(condition, scope, &mut None)?;
+                if !matches!(ty, SqlType::Bool | SqlType::Text) {
+                    return Err(SqlError::new(
+                        sqlstate::DATATYPE_MISMATCH,
+                        format!(
+                            "argument of FILTER must be type boolean, not type {}",
+                            ty.name()
+                        ),
+                    ));
+                }
+                Some(e)
+            }
+            None => None,
+        };
         let distinct = matches!(
             list.duplicate_treatment,
             Some(ast::DuplicateTreatment::Distinct)
@@ -296,6 +330,7 @@ impl<'c> Binder<'c> {
             func,
             arg: arg.map(|(e, _)| e),
             distinct,
+            filter,
             ty,
         })
     }

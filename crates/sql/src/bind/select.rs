@@ -252,13 +252,16 @@ impl Binder<'_> {
                 let constraint = match &join.join_operator {
                     JoinOperator::Join(c) | JoinOperator::Inner(c) => c,
                     JoinOperator::CrossJoin(c) => c,
-                    other => return Err(SqlError::unsupported(format!("join {other:?}"))),
+                    other => return Err(SqlError::unsupported(join_kind(other))),
                 };
                 self.add_source(&join.relation, &mut sources, &mut scope)?;
                 match constraint {
                     JoinConstraint::On(e) => on.push(e),
                     JoinConstraint::None => {}
-                    other => return Err(SqlError::unsupported(format!("join {other:?}"))),
+                    JoinConstraint::Using(_) | JoinConstraint::UsingAlias(..) => {
+                        return Err(SqlError::unsupported("JOIN ... USING"));
+                    }
+                    JoinConstraint::Natural => return Err(SqlError::unsupported("NATURAL JOIN")),
                 }
             }
         }
@@ -543,4 +546,17 @@ fn lock_wait(locks: &[ast::LockClause]) -> crate::plan::LockWait {
             LockWait::NoWait => 2,
         })
         .unwrap_or_default()
+}
+
+/// The name of a join this binder does not take, for its error.
+fn join_kind(op: &JoinOperator) -> &'static str {
+    match op {
+        JoinOperator::Left(_) | JoinOperator::LeftOuter(_) => "LEFT JOIN",
+        JoinOperator::Right(_) | JoinOperator::RightOuter(_) => "RIGHT JOIN",
+        JoinOperator::FullOuter(_) => "FULL JOIN",
+        JoinOperator::LeftSemi(_) | JoinOperator::RightSemi(_) => "a semi join",
+        JoinOperator::LeftAnti(_) | JoinOperator::RightAnti(_) => "an anti join",
+        JoinOperator::CrossApply | JoinOperator::OuterApply => "APPLY",
+        _ => "this kind of join",
+    }
 }

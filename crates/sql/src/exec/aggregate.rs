@@ -1,5 +1,5 @@
-//! Aggregates as they run: count, sum, min, max and avg over the rows of a group, DISTINCT ones
-//! over their distinct values; NULLs are skipped and an empty group's result is NULL (count: 0),
+//! Aggregates as they run: count, sum, min, max and avg over the rows of a group (those its
+//! `FILTER` holds for), DISTINCT ones over their distinct values; NULLs are skipped and an empty group's result is NULL (count: 0),
 //! as in PostgreSQL.
 
 use crate::error::Result;
@@ -28,6 +28,11 @@ impl AggState {
     }
 
     pub(crate) fn add(&mut self, call: &AggCall, row: &[Datum], cx: &Context<'_>) -> Result<()> {
+        if let Some(filter) = &call.filter
+            && !filter.holds(row, cx)?
+        {
+            return Ok(());
+        }
         let v = match &call.arg {
             Some(e) => e.eval(row, cx)?,
             None => Datum::Bool(true), // count(*) counts rows
@@ -77,8 +82,10 @@ impl AggState {
                     return Ok(Datum::Int(values.len() as i64));
                 }
                 let mut state = AggState::Value(Datum::Null, 0);
+                // The values kept passed the filter already.
                 let plain = AggCall {
                     distinct: false,
+                    filter: None,
                     ..call.clone()
                 };
                 let cx = Context::new(&[], 0);

@@ -57,6 +57,8 @@ pub struct AggCall {
     pub func: AggFunc,
     pub arg: Option<Expr>,
     pub distinct: bool,
+    /// `FILTER (WHERE ...)`: only the rows it holds for are aggregated.
+    pub filter: Option<Expr>,
     pub ty: SqlType,
 }
 
