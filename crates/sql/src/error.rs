@@ -39,6 +39,7 @@ pub mod sqlstate {
     pub const ACTIVE_SQL_TRANSACTION: &str = "25001";
     pub const READ_ONLY_SQL_TRANSACTION: &str = "25006";
     pub const NO_ACTIVE_SQL_TRANSACTION: &str = "25P01";
+    pub const WRONG_OBJECT_TYPE: &str = "42809";
     pub const INVALID_SAVEPOINT_SPECIFICATION: &str = "3B001";
     pub const FEATURE_NOT_SUPPORTED: &str = "0A000";
     pub const OUT_OF_MEMORY: &str = "53200";

@@ -22,6 +22,37 @@ impl Binder<'_> {
                 format!("aggregate function {name} is not allowed here"),
             ));
         }
+        // What only aggregates and window functions take is not ignored on a scalar function.
+        let misused = if f.over.is_some() {
+            Some(format!(
+                "OVER specified, but {name} is not a window function nor an aggregate function"
+            ))
+        } else if f.filter.is_some() {
+            Some(format!(
+                "FILTER specified, but {name} is not an aggregate function"
+            ))
+        } else if !f.within_group.is_empty() {
+            Some(format!(
+                "WITHIN GROUP specified, but {name} is not an aggregate function"
+            ))
+        } else if let FunctionArguments::List(list) = &f.args
+            && list.duplicate_treatment.is_some()
+        {
+            Some(format!(
+                "DISTINCT specified, but {name} is not an aggregate function"
+            ))
+        } else if let FunctionArguments::List(list) = &f.args
+            && !list.clauses.is_empty()
+        {
+            Some(format!(
+                "ORDER BY specified, but {name} is not an aggregate function"
+            ))
+        } else {
+            None
+        };
+        if let Some(message) = misused {
+            return Err(SqlError::new(sqlstate::WRONG_OBJECT_TYPE, message));
+        }
         // mod(a, b) is a % b, with the operator's types and errors.
         if name == "mod"
             && let FunctionArguments::List(list) = &f.args
