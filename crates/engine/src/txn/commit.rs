@@ -21,7 +21,6 @@ use crate::mvcc::gc::{self, Retired};
 use crate::mvcc::{ABORTED_STAMP, is_committed};
 use crate::storage::record::{Chain, DEAD};
 use crate::txn::footprint::{Footprint, Write, WriteKind};
-use crate::txn::writeset::Target;
 
 /// How many retired items a commit processes per write it made (plus a constant), so that
 /// reclamation keeps up with the rate at which versions are created.
@@ -288,15 +287,7 @@ impl Transaction<'_> {
     fn finish(&mut self, state: State) {
         self.state = state;
         // OIDs allocated for inserts that were never installed go back at once: nobody saw them.
-        for e in self.buf.ws.entries() {
-            if e.target == (Target::Fresh { unpublished: true }) {
-                self.engine
-                    .catalog
-                    .recorded(e.table)
-                    .records
-                    .release_unpublished(e.oid);
-            }
-        }
+        self.release_unpublished(self.buf.ws.entries());
         self.return_footprint();
         // One shared read-modify-write per transaction, not one per version.
         if self.versions_created > 0 {

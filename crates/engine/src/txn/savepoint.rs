@@ -8,7 +8,7 @@
 //! give back locks (row locks taken after the savepoint stay held until the transaction ends).
 
 use super::Transaction;
-use super::writeset::{Mark, Target};
+use super::writeset::{Buffered, Mark, Target};
 use crate::error::Result;
 
 /// A point of a transaction's writes to roll back to, made by
@@ -28,8 +28,15 @@ impl Transaction<'_> {
     /// the savepoint). Fails if the transaction is no longer active.
     pub fn rollback_to(&mut self, savepoint: &Savepoint) -> Result<()> {
         self.check_active()?;
-        for e in self.buf.ws.roll_back_to(savepoint.0) {
-            // OIDs allocated for records never installed go back at once: nobody saw them.
+        let undone = self.buf.ws.roll_back_to(savepoint.0);
+        self.release_unpublished(&undone);
+        Ok(())
+    }
+
+    /// Hands back the OIDs allocated for the records of `entries` that were never installed:
+    /// nobody saw them.
+    pub(super) fn release_unpublished(&self, entries: &[Buffered]) {
+        for e in entries {
             if e.target == (Target::Fresh { unpublished: true }) {
                 self.engine
                     .catalog
@@ -38,7 +45,6 @@ impl Transaction<'_> {
                     .release_unpublished(e.oid);
             }
         }
-        Ok(())
     }
 
     /// No savepoint will be rolled back to any more (the last was released): writes stop

@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use overtake_engine::Savepoint;
 use overtake_sched::Promise;
 use overtake_sql::catalog::pending::{Pending, Tables};
 use overtake_sql::{IsolationLevel, SqlError, sqlstate};
@@ -47,8 +48,20 @@ pub(super) struct Block {
     pub(super) pending: Arc<Pending>,
     /// Its portals being fetched a few rows at a time.
     pub(super) cursors: Vec<super::cursor::Cursor>,
-    /// Its savepoints, oldest first.
-    pub(super) savepoints: Vec<super::savepoints::SavepointEntry>,
+    /// Its savepoints, oldest first (see `savepoints`).
+    pub(super) savepoints: Vec<SavepointEntry>,
+}
+
+/// A savepoint of the open block.
+pub(super) struct SavepointEntry {
+    pub(super) name: String,
+    /// The engine's point in the block's writes (`None`: the block's transaction had not begun).
+    pub(super) engine: Option<Savepoint>,
+    /// How many catalog changes the block had made.
+    pub(super) changes: usize,
+    /// The session's settings and the block's `SET LOCAL`s then.
+    pub(super) settings: Settings,
+    pub(super) local: Settings,
 }
 
 /// Makes `block` read-only, or read-write again if no statement has run in it yet.

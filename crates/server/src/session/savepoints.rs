@@ -13,22 +13,9 @@ use overtake_engine::Savepoint;
 use overtake_sched::Promise;
 use overtake_sql::{SqlError, sqlstate};
 
-use super::block::{TxnState, failed_block};
+use super::block::{SavepointEntry, TxnState, failed_block};
 use super::{Session, StatementAnswer};
-use crate::settings::Settings;
 use crate::txn::{self, Request, SavepointOp, SavepointReply};
-
-/// A savepoint of the open block.
-pub(super) struct SavepointEntry {
-    name: String,
-    /// The engine's point in the block's writes (`None`: the block's transaction had not begun).
-    engine: Option<Savepoint>,
-    /// How many catalog changes the block had made.
-    changes: usize,
-    /// The session's settings and the block's `SET LOCAL`s then.
-    settings: Settings,
-    local: Settings,
-}
 
 impl Session {
     /// `SAVEPOINT name`.

@@ -335,6 +335,21 @@ impl<'c> Binder<'c> {
         })
     }
 
+    /// `expr [NOT] LIKE pattern` (or ILIKE): `op` over the two, the pattern taken as text.
+    fn like(
+        &mut self,
+        op: BinOp,
+        expr: &ast::Expr,
+        pattern: &ast::Expr,
+        scope: &[ScopeColumn],
+        g: &mut Option<&mut Grouping>,
+    ) -> Result<(Expr, SqlType)> {
+        let (x, _) = self.expr(expr, scope, g)?;
+        let (p, _) = self.expr(pattern, scope, g)?;
+        self.infer(&p, SqlType::Text);
+        Ok((Expr::Binary(op, Box::new(x), Box::new(p)), SqlType::Bool))
+    }
+
     fn column(&self, parts: &[Ident], scope: &[ScopeColumn]) -> Result<(Expr, SqlType)> {
         let (table, name) = match parts {
             [name] => (None, ident(name)),
@@ -543,15 +558,12 @@ impl<'c> Binder<'c> {
                 pattern,
                 escape_char: None,
             } => {
-                let (x, _) = self.expr(expr, scope, g)?;
-                let (p, _) = self.expr(pattern, scope, g)?;
-                self.infer(&p, SqlType::Text);
                 let op = if *negated {
                     BinOp::NotLike
                 } else {
                     BinOp::Like
                 };
-                (Expr::Binary(op, Box::new(x), Box::new(p)), SqlType::Bool)
+                self.like(op, expr, pattern, scope, g)?
             }
             A::ILike {
                 negated,
@@ -560,15 +572,12 @@ impl<'c> Binder<'c> {
                 pattern,
                 escape_char: None,
             } => {
-                let (x, _) = self.expr(expr, scope, g)?;
-                let (p, _) = self.expr(pattern, scope, g)?;
-                self.infer(&p, SqlType::Text);
                 let op = if *negated {
                     BinOp::NotILike
                 } else {
                     BinOp::ILike
                 };
-                (Expr::Binary(op, Box::new(x), Box::new(p)), SqlType::Bool)
+                self.like(op, expr, pattern, scope, g)?
             }
             // TRIM([LEADING | TRAILING | BOTH] [characters] FROM s): ltrim, rtrim or btrim.
             A::Trim {
