@@ -158,7 +158,10 @@ for boot in $(seq 1 "$BOOTS"); do
         log "boot $boot of $BOOTS, attempt $attempt (console: $console)"
         start=$(date +%s)
         status=0
-        timeout 1500 qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m 2048 -smp 2 \
+        # One host thread for both guest CPUs: multi-threaded TCG has hit an int3 oops in
+        # __schedule with a sched_ext scheduler loaded (1 of 8 trial boots, and once in CI;
+        # single-threaded TCG: none), a fault of the emulator's, not of the scheduler's.
+        timeout 1500 qemu-system-x86_64 -accel tcg,thread=single -cpu max -m 2048 -smp 2 \
             -nographic -no-reboot -kernel "$VMLINUZ" -initrd "$WORK/initrd.gz" \
             -append "console=ttyS0 panic=-1 quiet" < /dev/null > "$console" 2>&1 || status=$?
         log "boot $boot took $(($(date +%s) - start)) s (QEMU exit status $status)"
