@@ -557,25 +557,19 @@ impl<'c> Binder<'c> {
                 expr,
                 pattern,
                 escape_char: None,
-            } => {
-                let op = if *negated {
-                    BinOp::NotLike
-                } else {
-                    BinOp::Like
-                };
-                self.like(op, expr, pattern, scope, g)?
             }
-            A::ILike {
+            | A::ILike {
                 negated,
                 any: false,
                 expr,
                 pattern,
                 escape_char: None,
             } => {
-                let op = if *negated {
-                    BinOp::NotILike
-                } else {
-                    BinOp::ILike
+                let op = match (matches!(e, A::ILike { .. }), *negated) {
+                    (false, false) => BinOp::Like,
+                    (false, true) => BinOp::NotLike,
+                    (true, false) => BinOp::ILike,
+                    (true, true) => BinOp::NotILike,
                 };
                 self.like(op, expr, pattern, scope, g)?
             }
