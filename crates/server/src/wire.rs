@@ -91,6 +91,7 @@ fn encode_binary(v: &Datum, ty: SqlType, buf: &mut BytesMut) -> Option<()> {
         (Datum::Bool(b), _) => buf.put_u8(u8::from(*b)),
         (Datum::Int(n), SqlType::Int2) => buf.put_i16(*n as i16),
         (Datum::Int(n), SqlType::Int4) => buf.put_i32(*n as i32),
+        (Datum::Int(n), ty) if ty.is_oid() => buf.put_u32(*n as u32),
         (Datum::Int(n), _) => buf.put_i64(*n),
         (Datum::Float(f), _) => buf.put_f64(*f),
         (Datum::Timestamp(t) | Datum::TimestampTz(t), _) => buf.put_i64(t - PG_EPOCH_MICROS),
@@ -179,6 +180,9 @@ pub fn decode_param(bytes: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<D
             _ => return Err(bad_binary(ty)),
         }
         .cast(ty)?,
+        SqlType::Oid | SqlType::RegClass | SqlType::RegType => Datum::Int(i64::from(
+            u32::from_be_bytes(fixed(4)?.try_into().expect("4 bytes")),
+        )),
         SqlType::Float8 => match b.len() {
             4 => Datum::Float(f64::from(f32::from_be_bytes(
                 b.try_into().expect("4 bytes"),
@@ -232,7 +236,11 @@ pub fn decode_param(bytes: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<D
             }
         }
         SqlType::Numeric(_) => decode_numeric(b).ok_or_else(|| bad_binary(ty))?.cast(ty)?,
-        SqlType::Text | SqlType::VarChar(_) | SqlType::Char(_) => {
+        SqlType::Text
+        | SqlType::VarChar(_)
+        | SqlType::Char(_)
+        | SqlType::Name
+        | SqlType::CharByte => {
             let s = std::str::from_utf8(b).map_err(|e| not_utf8(b, &e))?;
             Datum::Text(s.to_owned()).cast(ty)?
         }

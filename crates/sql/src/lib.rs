@@ -28,6 +28,7 @@ pub mod error;
 pub mod exec;
 pub mod expr;
 pub mod plan;
+pub mod system;
 pub mod values;
 
 pub use catalog::{Catalog, SqlColumn, SqlTable};

@@ -88,6 +88,9 @@ pub struct Binder<'c> {
     depth: usize,
     /// The first error computing a constant part met (see [`folded`](Self::folded)).
     pub(crate) fold_error: Option<SqlError>,
+    /// What the system catalogs show, taken when the statement first reads one: its plan is
+    /// then good for one execution only (see `system`).
+    pub(crate) system: Option<crate::system::Snapshot>,
 }
 
 impl<'c> Binder<'c> {
@@ -97,6 +100,7 @@ impl<'c> Binder<'c> {
             params: declared.to_vec(),
             depth: 0,
             fold_error: None,
+            system: None,
         }
     }
 
@@ -604,7 +608,12 @@ impl<'c> Binder<'c> {
                 expr, data_type, ..
             } => {
                 let ty = SqlType::from_ast(data_type)?;
-                let (x, _) = self.expr(expr, scope, g)?;
+                let (x, from) = self.expr(expr, scope, g)?;
+                if let Some(named) = self.reg_cast(x.clone(), from, ty)? {
+                    // A parameter cast to regclass or regtype is a name.
+                    self.infer(&x, SqlType::Text);
+                    return Ok((named, ty));
+                }
                 self.infer(&x, ty);
                 // An explicit cast to a bounded string cuts the value to its length, where
                 // assigning the value is an error (22001), as PostgreSQL's casts do.
@@ -713,6 +722,42 @@ impl<'c> Binder<'c> {
                     },
                     ty,
                 )
+            }
+            // x op ANY (ARRAY[a, b, ...]): x op a OR x op b ...; ALL: AND (an empty array: false
+            // for ANY, true for ALL).
+            A::AnyOp {
+                left,
+                compare_op,
+                right,
+                ..
+            }
+            | A::AllOp {
+                left,
+                compare_op,
+                right,
+            } if let A::Array(array) = right.as_ref() => {
+                let any = matches!(e, A::AnyOp { .. });
+                let joined = array
+                    .elem
+                    .iter()
+                    .map(|item| A::BinaryOp {
+                        left: left.clone(),
+                        op: compare_op.clone(),
+                        right: Box::new(item.clone()),
+                    })
+                    .reduce(|a, b| A::BinaryOp {
+                        left: Box::new(a),
+                        op: if any {
+                            BinaryOperator::Or
+                        } else {
+                            BinaryOperator::And
+                        },
+                        right: Box::new(b),
+                    });
+                match joined {
+                    Some(chain) => self.expr(&chain, scope, g)?,
+                    None => (Expr::Literal(Datum::Bool(!any)), SqlType::Bool),
+                }
             }
             A::Subquery(_) | A::Exists { .. } | A::In { .. } => {
                 return Err(SqlError::unsupported("a subquery"));

@@ -93,8 +93,17 @@ impl Binder<'_> {
         mut args: Vec<Expr>,
         types: Vec<SqlType>,
     ) -> Result<(Expr, SqlType)> {
+        if let Some(bound) = self.catalog_function(name, &args)? {
+            return Ok(bound);
+        }
         let (func, arity, ty) = match name {
             "version" => (Func::Version, 0..=0, SqlType::Text),
+            "format_type" => {
+                for a in &mut args {
+                    *a = Expr::Cast(Box::new(a.clone()), SqlType::Int8);
+                }
+                (Func::FormatType, 2..=2, SqlType::Text)
+            }
             "now" | "current_timestamp" | "transaction_timestamp" => {
                 (Func::Now, 0..=0, SqlType::TimestampTz)
             }

@@ -21,6 +21,7 @@ mod parse;
 pub(crate) mod role_statement;
 pub(crate) mod select;
 pub mod statement;
+mod system;
 mod typing;
 
 pub use expr::*;

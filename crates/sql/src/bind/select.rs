@@ -13,7 +13,9 @@ use crate::bind::{Binder, Grouping, ScopeColumn, has_aggregate, ident, object_na
 use crate::catalog::SqlTable;
 use crate::error::{Result, SqlError};
 use crate::expr::{BinOp, Expr};
-use crate::plan::{Access, Aggregate, OutputColumn, SelectParts, SelectPlan, SortKey, Source};
+use crate::plan::{
+    Access, Aggregate, OutputColumn, Relation, SelectParts, SelectPlan, SortKey, Source,
+};
 use crate::values::types::SqlType;
 
 /// Splits a condition into its AND-ed parts.
@@ -63,7 +65,7 @@ fn cost(e: &Expr) -> f64 {
     match e {
         Expr::Column(_) | Expr::Param(_) | Expr::Literal(_) => 0.0,
         Expr::Not(x) | Expr::IsNull(x, _) => cost(x),
-        Expr::Negate(x) | Expr::Cast(x, _) => 1.0 + cost(x),
+        Expr::Negate(x) | Expr::Cast(x, _) | Expr::Lookup(x, _) => 1.0 + cost(x),
         Expr::Binary(BinOp::And | BinOp::Or, l, r) => cost(l) + cost(r),
         Expr::Binary(_, l, r) => 1.0 + cost(l) + cost(r),
         Expr::Between {
@@ -283,7 +285,9 @@ impl Binder<'_> {
             filters[level].push(c);
         }
         for (s, f) in sources.iter_mut().zip(&filters) {
-            s.access = choose_access(&s.table, s.offset, f);
+            if let Relation::Table(t) = &s.relation {
+                s.access = choose_access(t, s.offset, f);
+            }
         }
 
         // Grouping.
@@ -368,6 +372,7 @@ impl Binder<'_> {
                 }
                 SelectItem::UnnamedExpr(e) => {
                     let (x, ty) = self.folded(e, &scope, &mut grouping_ref)?;
+                    let (x, ty) = self.output(x, ty)?;
                     projection.push(x);
                     columns.push(OutputColumn {
                         name: output_name(e),
@@ -376,6 +381,7 @@ impl Binder<'_> {
                 }
                 SelectItem::ExprWithAlias { expr, alias } => {
                     let (x, ty) = self.folded(expr, &scope, &mut grouping_ref)?;
+                    let (x, ty) = self.output(x, ty)?;
                     projection.push(x);
                     columns.push(OutputColumn {
                         name: ident(alias),
@@ -503,15 +509,38 @@ impl Binder<'_> {
         if args.is_some() {
             return Err(SqlError::unsupported(format!("table function {name}")));
         }
-        let table: Arc<SqlTable> = self.tables.table(&object_name(name)?)?;
-        let shown = alias
-            .as_ref()
-            .map_or_else(|| table.name.clone(), |a| ident(&a.name));
         let offset = scope.len();
-        scope.extend(table_scope(&table, &shown));
+        let relation = match self.system_relation(name)? {
+            Some(system) => {
+                let shown = alias
+                    .as_ref()
+                    .map_or_else(|| system.name.to_owned(), |a| ident(&a.name));
+                scope.extend(system.columns.iter().map(|(c, ty)| ScopeColumn {
+                    table: shown.clone(),
+                    name: (*c).to_owned(),
+                    ty: *ty,
+                }));
+                let rows = system.rows(self.snapshot()?);
+                (
+                    Relation::Rows {
+                        relation: system.name,
+                        rows,
+                    },
+                    shown,
+                )
+            }
+            None => {
+                let table: Arc<SqlTable> = self.tables.table(&object_name(name)?)?;
+                let shown = alias
+                    .as_ref()
+                    .map_or_else(|| table.name.clone(), |a| ident(&a.name));
+                scope.extend(table_scope(&table, &shown));
+                (Relation::Table(table), shown)
+            }
+        };
         sources.push(Source {
-            table,
-            name: shown,
+            relation: relation.0,
+            name: relation.1,
             offset,
             access: Access::Scan,
         });

@@ -285,7 +285,7 @@ pub fn prepare_in(
         params: b.param_types(),
         columns,
         version,
-        pending: tables.is_pending(),
+        pending: tables.is_pending() || b.system.is_some(),
         point_read,
     })
 }

@@ -22,7 +22,7 @@ pub mod roles;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use overtake_runtime::{NoPreemptGuard, RegionRwLock};
 
@@ -56,12 +56,18 @@ pub struct SqlIndex {
     pub name: String,
     pub columns: Vec<usize>,
     pub id: IndexId,
+    /// Its object id, as `pg_class` and `pg_index` show it.
+    pub oid: u32,
 }
 
 /// A table: its SQL description and the engine table holding its rows.
 #[derive(Debug)]
 pub struct SqlTable {
     pub name: String,
+    /// Its object id, as the system catalogs show it (kept across rebuilds and restarts, as
+    /// PostgreSQL keeps a table's OID): the table's own; the next ones are its row type's, its
+    /// primary key index's and its primary key constraint's ([`SqlTable::OIDS`]).
+    pub oid: u32,
     pub columns: Vec<SqlColumn>,
     /// Declared primary-key columns; empty if none.
     pub primary_key: Vec<usize>,
@@ -105,6 +111,30 @@ impl RowIds {
 }
 
 impl SqlTable {
+    /// How many object ids a table takes: its own, its row type's, its primary key index's and
+    /// its primary key constraint's.
+    pub const OIDS: u32 = 4;
+
+    /// Its row type's object id (`pg_type.typrelid` names the table).
+    pub fn row_type_oid(&self) -> u32 {
+        self.oid + 1
+    }
+
+    /// Its primary key index's object id.
+    pub fn primary_key_oid(&self) -> u32 {
+        self.oid + 2
+    }
+
+    /// Its primary key constraint's object id.
+    pub fn primary_key_constraint_oid(&self) -> u32 {
+        self.oid + 3
+    }
+
+    /// The name of its primary key's index and constraint, PostgreSQL's `{table}_pkey`.
+    pub fn primary_key_name(&self) -> String {
+        format!("{}_pkey", self.name)
+    }
+
     /// Position of column `name`.
     pub fn column(&self, name: &str) -> Option<usize> {
         self.columns.iter().position(|c| c.name == name)
@@ -122,7 +152,13 @@ pub struct Catalog {
     version: AtomicU64,
     /// Numbers the engine tables built for replacements (their names must be new).
     generation: AtomicU64,
+    /// The next object id to hand out.
+    next_oid: AtomicU32,
 }
+
+/// The first object id of user objects (PostgreSQL's `FirstNormalObjectId`): those below are
+/// the system's.
+pub const FIRST_USER_OID: u32 = 16_384;
 
 impl Catalog {
     /// A catalog of `tables` over `db`, kept in engine table `stored`, whose next engine table
@@ -140,7 +176,26 @@ impl Catalog {
             tables: RegionRwLock::new(tables),
             version: AtomicU64::new(0),
             generation: AtomicU64::new(generation),
+            next_oid: AtomicU32::new(FIRST_USER_OID),
         }
+    }
+
+    /// `n` consecutive object ids no object has (the first of them).
+    pub(crate) fn new_oids(&self, n: u32) -> u32 {
+        // Relaxed: ids need only be distinct. Past u32::MAX they wrap, as PostgreSQL's do,
+        // skipping the system's range.
+        loop {
+            let first = self.next_oid.fetch_add(n, Ordering::Relaxed);
+            if first >= FIRST_USER_OID && first.checked_add(n).is_some() {
+                return first;
+            }
+        }
+    }
+
+    /// Hands out object ids only after `oid` (ids kept by a catalog being opened).
+    pub(crate) fn reserve_oids_through(&self, oid: u32) {
+        self.next_oid
+            .fetch_max(oid.saturating_add(1).max(FIRST_USER_OID), Ordering::Relaxed);
     }
 
     /// The engine table the catalog is kept in.

@@ -27,14 +27,17 @@ use crate::expr::Context;
 use crate::plan::{Ddl, GrantOn};
 use crate::values::datum::Datum;
 
-/// Creates an engine table for a SQL table described by `columns`, `primary_key` and `indexes`
-/// (column positions), and returns the SQL table over it.
+/// A secondary index to build: its name, columns (positions) and object id.
+type IndexSpec = (String, Vec<usize>, u32);
+
+/// Creates an engine table for a SQL table (object id `oid`) described by `columns`,
+/// `primary_key` and `indexes` (column positions), and returns the SQL table over it.
 fn build(
     catalog: &Catalog,
-    name: &str,
+    (name, oid): (&str, u32),
     columns: Vec<SqlColumn>,
     primary_key: Vec<usize>,
-    indexes: &[(String, Vec<usize>)],
+    indexes: &[IndexSpec],
     acl: Acl,
 ) -> Result<SqlTable> {
     if let Some(c) = columns
@@ -49,7 +52,8 @@ fn build(
     let engine_name = catalog.engine_name(name);
     let mut schema = TableSchema::builder(engine_name);
     for (i, c) in columns.iter().enumerate() {
-        let in_key = primary_key.contains(&i) || indexes.iter().any(|(_, cols)| cols.contains(&i));
+        let in_key =
+            primary_key.contains(&i) || indexes.iter().any(|(_, cols, _)| cols.contains(&i));
         let ty = c.ty.column_type(in_key);
         schema = if c.nullable {
             schema.nullable_column(c.name.clone(), ty)
@@ -67,7 +71,7 @@ fn build(
     } else {
         schema.primary_key(&names(&primary_key))
     };
-    for (index, cols) in indexes {
+    for (index, cols, _) in indexes {
         schema = schema.index(index.clone(), &names(cols));
     }
     let schema = schema
@@ -76,14 +80,16 @@ fn build(
     let engine = catalog.database().create_table(schema)?;
     let indexes = indexes
         .iter()
-        .map(|(index, cols)| SqlIndex {
+        .map(|(index, cols, oid)| SqlIndex {
             id: engine.index(index).expect("declared above"),
             name: index.clone(),
             columns: cols.clone(),
+            oid: *oid,
         })
         .collect();
     Ok(SqlTable {
         name: name.to_owned(),
+        oid,
         columns,
         primary_key,
         indexes,
@@ -141,16 +147,16 @@ fn positions(table: &SqlTable, names: &[String]) -> Result<Vec<usize>> {
         .collect()
 }
 
-fn index_list(table: &SqlTable) -> Vec<(String, Vec<usize>)> {
+fn index_list(table: &SqlTable) -> Vec<IndexSpec> {
     table
         .indexes
         .iter()
-        .map(|i| (i.name.clone(), i.columns.clone()))
+        .map(|i| (i.name.clone(), i.columns.clone(), i.oid))
         .collect()
 }
 
-/// A table's shape: its columns, primary key and indexes (name, columns).
-type Shape = (Vec<SqlColumn>, Vec<usize>, Vec<(String, Vec<usize>)>);
+/// A table's shape: its columns, primary key and indexes.
+type Shape = (Vec<SqlColumn>, Vec<usize>, Vec<IndexSpec>);
 
 /// Drops the engine table of `new` if the change that made it fails: nothing describes it.
 fn or_discard<T>(catalog: &Catalog, new: &SqlTable, done: Result<T>) -> Result<T> {
@@ -181,7 +187,7 @@ fn rebuild(
     stored::check_current(txn, catalog.stored(), old)?;
     let new = build(
         catalog,
-        &old.name,
+        (&old.name, old.oid),
         columns,
         primary_key,
         &indexes,
@@ -251,9 +257,10 @@ pub fn execute_in(
                 ));
             }
             let acl = Acl::owned_by(tables.actor);
+            let oid = catalog.new_oids(SqlTable::OIDS);
             let table = build(
                 catalog,
-                name,
+                (name, oid),
                 columns.clone(),
                 primary_key.clone(),
                 &[],
@@ -359,7 +366,7 @@ pub fn execute_in(
                     old.columns[c].name
                 )));
             }
-            indexes.push((name.clone(), cols));
+            indexes.push((name.clone(), cols, catalog.new_oids(1)));
             let shape = (old.columns.clone(), old.primary_key.clone(), indexes);
             let change = rebuild(catalog, txn, &old, shape, false)?;
             Ok(("CREATE INDEX", vec![change]))
@@ -435,6 +442,7 @@ fn describe_anew(
     stored::check_current(txn, catalog.stored(), old)?;
     let new = SqlTable {
         name: old.name.clone(),
+        oid: old.oid,
         columns: old.columns.clone(),
         primary_key: old.primary_key.clone(),
         indexes: old.indexes.clone(),

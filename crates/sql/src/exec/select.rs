@@ -16,7 +16,7 @@ use super::aggregate::AggState;
 use super::rows::{fetch, lock_rows};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::{Context, Expr};
-use crate::plan::{PlanNode, SelectPlan, SortKey};
+use crate::plan::{PlanNode, Relation, SelectPlan, SortKey};
 use crate::values::datum::{Datum, group_key, row_bytes};
 use crate::values::types::SqlType;
 
@@ -99,6 +99,32 @@ pub fn select_each(
     Ok(sent)
 }
 
+/// The rows made at planning that pass `filter`, each appended to the joined row `row`.
+fn rows_node(
+    rows: &[Vec<Datum>],
+    filter: &[Expr],
+    run: &mut Run<'_, '_, '_>,
+    row: &mut Vec<Datum>,
+    sink: &mut Sink<'_>,
+) -> Result<bool> {
+    let outer = row.len();
+    'rows: for r in rows {
+        row.truncate(outer);
+        row.extend_from_slice(r);
+        for f in filter {
+            if !f.holds(row, run.cx)? {
+                continue 'rows;
+            }
+        }
+        if !sink(run, row)? {
+            row.truncate(outer);
+            return Ok(false);
+        }
+    }
+    row.truncate(outer);
+    Ok(true)
+}
+
 /// Runs `plan` under the joined row `row` (empty but for a join's inner side, where it holds
 /// the outer row), sending its rows to `sink`; `false` if the sink wanted no more.
 fn node(
@@ -121,7 +147,13 @@ fn node(
             filter,
             lock,
         } => {
-            let (table, access) = (&source.table, &source.access);
+            let access = &source.access;
+            let table = match &source.relation {
+                Relation::Table(t) => t,
+                Relation::Rows { rows, .. } => {
+                    return rows_node(rows, filter, run, row, sink);
+                }
+            };
             let found = match lock {
                 Some(wait) => {
                     let mut keys = Vec::new();

@@ -58,6 +58,10 @@ impl Catalog {
         // Descriptions are planned like the statements they are (against no tables).
         let tables_of = (Arc::clone(&stored), Arc::clone(&roles));
         let binding = Catalog::assemble(Arc::clone(&db), tables_of, HashMap::new(), 0);
+        // Tables an older version kept get object ids after every one kept.
+        let kept = described.iter().filter_map(|d| kept_oids(&d.description));
+        let last_kept = kept.flatten().max().unwrap_or(0);
+        binding.reserve_oids_through(last_kept.saturating_add(SqlTable::OIDS));
         let mut tables = HashMap::new();
         for d in &described {
             tables.insert(d.name.clone(), Arc::new(restore(&binding, d)?));
@@ -68,7 +72,17 @@ impl Catalog {
                 db.drop_table(t.name())?;
             }
         }
-        Ok(Catalog::assemble(db, (stored, roles), tables, generation))
+        let last = tables
+            .values()
+            .flat_map(|t| {
+                let own = t.oid.saturating_add(SqlTable::OIDS - 1);
+                std::iter::once(own).chain(t.indexes.iter().map(|i| i.oid))
+            })
+            .max()
+            .unwrap_or(0);
+        let catalog = Catalog::assemble(db, (stored, roles), tables, generation);
+        catalog.reserve_oids_through(last);
+        Ok(catalog)
     }
 }
 
@@ -246,7 +260,23 @@ fn describe(table: &SqlTable) -> String {
             quoted(&table.name)
         ));
     }
+    // Last, as a comment (the statements above stay the table's SQL): the object ids of the
+    // table and its indexes, in order.
+    sql.push_str(&format!("\n{OIDS_LINE}{}", table.oid));
+    for index in &table.indexes {
+        sql.push_str(&format!(" {}", index.oid));
+    }
     sql
+}
+
+/// How the line giving a table's object ids starts.
+const OIDS_LINE: &str = "-- oids ";
+
+/// The object ids a description's last line gives (a table's, then its indexes'), if it gives
+/// them (older versions kept none).
+fn kept_oids(description: &str) -> Option<Vec<u32>> {
+    let line = description.lines().last()?.strip_prefix(OIDS_LINE)?;
+    line.split(' ').map(|n| n.parse().ok()).collect()
 }
 
 /// The lines of a description that give the table's owner and grants.
@@ -346,10 +376,25 @@ fn restore(catalog: &Catalog, described: &Described) -> Result<SqlTable> {
             name: index,
             columns,
             id,
+            oid: 0,
         });
+    }
+    // Object ids kept with the description, or new ones for one an older version kept.
+    let oids = match kept_oids(&described.description) {
+        Some(oids) if oids.len() == indexes.len() + 1 => oids,
+        Some(_) => return Err(damaged("gives object ids that do not match its indexes")),
+        None => {
+            let mut oids = vec![catalog.new_oids(SqlTable::OIDS)];
+            oids.extend(indexes.iter().map(|_| catalog.new_oids(1)));
+            oids
+        }
+    };
+    for (index, &oid) in indexes.iter_mut().zip(&oids[1..]) {
+        index.oid = oid;
     }
     Ok(SqlTable {
         name,
+        oid: oids[0],
         columns: columns.into_iter().collect::<Vec<SqlColumn>>(),
         primary_key,
         indexes,

@@ -38,6 +38,7 @@ impl Expr {
             Expr::Cast(e, ty) => eval_cast(e, *ty, row, cx),
             Expr::Func(f, args) => eval_func(*f, args, row, cx),
             Expr::Case { .. } => eval_case(self, row, cx),
+            Expr::Lookup(e, table) => table.get(&e.eval(row, cx)?),
         }
     }
 

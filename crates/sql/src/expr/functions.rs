@@ -15,6 +15,9 @@ pub const VERSION: &str = concat!(
     ", a main-memory engine speaking PostgreSQL's protocol)"
 );
 
+/// The database's name, as `current_database()` and `pg_database` give it: there is one.
+pub const DATABASE_NAME: &str = "overtake";
+
 /// The server's sessions, or 0A000 where there is no server (a statement run by a tool).
 fn backends<'a>(cx: &Context<'a>) -> Result<&'a dyn Backends> {
     cx.backends
@@ -29,7 +32,18 @@ pub(super) fn eval_func(f: Func, args: &[Expr], row: &[Datum], cx: &Context<'_>)
         Func::StatementTimestamp => Datum::TimestampTz(cx.statement),
         Func::ClockTimestamp => Datum::TimestampTz(crate::values::time::now_micros()),
         Func::Random => Datum::Float(fastrand::f64()),
-        Func::CurrentDatabase => Datum::Text("overtake".into()),
+        Func::CurrentDatabase => Datum::Text(DATABASE_NAME.into()),
+        Func::FormatType => match (arg(0)?, arg(1)?) {
+            (Datum::Null, _) => Datum::Null,
+            (Datum::Int(oid), typmod) => Datum::Text(crate::values::builtin_types::format_type(
+                oid as u32,
+                match typmod {
+                    Datum::Int(m) => Some(m as i32),
+                    _ => None,
+                },
+            )),
+            _ => Datum::Null,
+        },
         Func::CurrentUser => Datum::Text(cx.user.to_owned()),
         Func::BackendPid => Datum::Int(i64::from(backends(cx)?.own_pid())),
         Func::CancelBackend | Func::TerminateBackend => match arg(0)? {

@@ -10,13 +10,18 @@
 mod context;
 mod eval;
 mod functions;
+pub mod lookup;
 mod strings;
 
 pub use context::{Backends, Context, DEFAULT_STATEMENT_MEMORY};
-pub use functions::VERSION;
+pub use functions::{DATABASE_NAME, VERSION};
+
+use std::sync::Arc;
 
 use crate::values::datum::Datum;
 use crate::values::types::SqlType;
+
+pub use lookup::Lookup;
 
 /// Binary operators.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,6 +116,8 @@ pub enum Func {
     /// `greatest(...)`, `least(...)`: NULLs skipped.
     Greatest,
     Least,
+    /// `format_type(type_oid, typmod)`: a type's SQL name.
+    FormatType,
 }
 
 /// A bound expression.
@@ -143,6 +150,9 @@ pub enum Expr {
         whens: Vec<(Expr, Expr)>,
         otherwise: Option<Box<Expr>>,
     },
+    /// The answer a table built when the statement was planned gives for the value (see
+    /// [`lookup`]).
+    Lookup(Box<Expr>, Arc<Lookup>),
 }
 
 impl Expr {
@@ -161,7 +171,11 @@ impl Expr {
     pub fn visit(&self, f: &mut impl FnMut(&Expr)) {
         f(self);
         match self {
-            Expr::Not(e) | Expr::Negate(e) | Expr::IsNull(e, _) | Expr::Cast(e, _) => e.visit(f),
+            Expr::Not(e)
+            | Expr::Negate(e)
+            | Expr::IsNull(e, _)
+            | Expr::Cast(e, _)
+            | Expr::Lookup(e, _) => e.visit(f),
             Expr::Binary(_, l, r) => {
                 l.visit(f);
                 r.visit(f);

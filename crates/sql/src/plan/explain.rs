@@ -2,7 +2,7 @@
 //! ..."), one line per node.
 
 use crate::catalog::SqlTable;
-use crate::plan::{Access, Command, InsertSource, PlanNode, Query, SelectPlan};
+use crate::plan::{Access, Command, InsertSource, PlanNode, Query, Relation, SelectPlan};
 
 fn access_line(table: &SqlTable, shown: &str, access: &Access) -> String {
     let alias = if shown == table.name {
@@ -69,7 +69,15 @@ fn tree_lines(n: &PlanNode, lock_rows: bool, out: &mut Vec<String>, depth: usize
         }
         PlanNode::Result { filter } => ("Result".into(), filter.len(), vec![]),
         PlanNode::Scan { source, filter, .. } => (
-            access_line(&source.table, &source.name, &source.access),
+            match &source.relation {
+                Relation::Table(t) => access_line(t, &source.name, &source.access),
+                Relation::Rows { relation, .. } if *relation == source.name => {
+                    format!("Seq Scan on {relation}")
+                }
+                Relation::Rows { relation, .. } => {
+                    format!("Seq Scan on {relation} {}", source.name)
+                }
+            },
             filter.len(),
             vec![],
         ),

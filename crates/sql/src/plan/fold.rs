@@ -27,6 +27,7 @@ fn fold_node(e: Expr) -> Result<Expr> {
         Expr::Binary(op, l, r) => strict(Expr::Binary(op, bx(fold(*l)?), bx(fold(*r)?)))?,
         Expr::Negate(x) => strict(Expr::Negate(bx(fold(*x)?)))?,
         Expr::Cast(x, ty) => strict(Expr::Cast(bx(fold(*x)?), ty))?,
+        Expr::Lookup(x, table) => computed(Expr::Lookup(bx(fold(*x)?), table))?,
         Expr::Not(x) => computed(Expr::Not(bx(fold(*x)?)))?,
         Expr::IsNull(x, negated) => computed(Expr::IsNull(bx(fold(*x)?), negated))?,
         Expr::Between {
@@ -95,7 +96,11 @@ fn is_null(e: &Expr) -> bool {
 fn children(e: &Expr) -> Vec<&Expr> {
     match e {
         Expr::Column(_) | Expr::Param(_) | Expr::Literal(_) => Vec::new(),
-        Expr::Not(x) | Expr::Negate(x) | Expr::IsNull(x, _) | Expr::Cast(x, _) => vec![&**x],
+        Expr::Not(x)
+        | Expr::Negate(x)
+        | Expr::IsNull(x, _)
+        | Expr::Cast(x, _)
+        | Expr::Lookup(x, _) => vec![&**x],
         Expr::Binary(_, l, r) => vec![&**l, &**r],
         Expr::Between {
             expr, low, high, ..

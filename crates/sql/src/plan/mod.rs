@@ -10,8 +10,8 @@ pub(crate) mod fold;
 pub mod select;
 
 pub use select::{
-    Access, AggCall, AggFunc, Aggregate, LockWait, PlanNode, SelectParts, SelectPlan, SortKey,
-    Source,
+    Access, AggCall, AggFunc, Aggregate, LockWait, PlanNode, Relation, SelectParts, SelectPlan,
+    SortKey, Source,
 };
 
 use std::sync::Arc;
@@ -31,8 +31,8 @@ pub struct Prepared {
     pub columns: Vec<OutputColumn>,
     /// The catalog version it was planned at.
     pub version: u64,
-    /// Planned under a block's uncommitted catalog changes: good for that block's statement
-    /// only, never to keep.
+    /// Planned under a block's uncommitted catalog changes, or over the system catalogs as they
+    /// were when it was planned: good for this execution only, never to keep.
     pub pending: bool,
     /// It is a point read (`Query::is_point_read`), decided once when planned: a server asks
     /// at every execution.

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use crate::catalog::SqlTable;
 use crate::expr::Expr;
+use crate::values::datum::Datum;
 use crate::values::types::SqlType;
 
 /// How a table's rows are found.
@@ -32,13 +33,35 @@ pub enum Access {
     },
 }
 
-/// A table in a FROM clause: its columns start at `offset` in the joined row.
+/// What a FROM item reads.
+#[derive(Debug)]
+pub enum Relation {
+    /// A table's rows, as its access finds them.
+    Table(Arc<SqlTable>),
+    /// Rows made when the statement was planned (a system catalog, whose name is given).
+    Rows {
+        relation: &'static str,
+        rows: Vec<Vec<Datum>>,
+    },
+}
+
+/// A relation in a FROM clause: its columns start at `offset` in the joined row.
 #[derive(Debug)]
 pub struct Source {
-    pub table: Arc<SqlTable>,
+    pub relation: Relation,
     pub name: String,
     pub offset: usize,
     pub access: Access,
+}
+
+impl Source {
+    /// The table it reads, if it reads one.
+    pub fn table(&self) -> Option<&Arc<SqlTable>> {
+        match &self.relation {
+            Relation::Table(t) => Some(t),
+            Relation::Rows { .. } => None,
+        }
+    }
 }
 
 /// Aggregate functions.

@@ -11,7 +11,19 @@ use crate::error::{Result, SqlError, sqlstate};
 use crate::values::interval::Interval;
 use crate::values::numeric::{Num, division_by_zero};
 use crate::values::time;
-use crate::values::types::{SqlType, Typmod};
+use crate::values::types::{NAME_MAX, SqlType, Typmod};
+
+/// The longest prefix of `s` of at most `bytes` bytes that ends on a character boundary.
+fn byte_prefix(mut s: String, bytes: usize) -> String {
+    if s.len() > bytes {
+        let mut end = bytes;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+    }
+    s
+}
 
 /// A value.
 #[derive(Clone, Debug, PartialEq)]
@@ -211,6 +223,21 @@ impl Datum {
                 "f" | "false" | "no" | "n" | "off" | "0" => Datum::Bool(false),
                 _ => return Err(invalid_text(ty, text)),
             },
+            // An object id: PostgreSQL also reads a negative 32-bit integer as the id it wraps
+            // to.
+            SqlType::Oid | SqlType::RegClass | SqlType::RegType => {
+                let v: i64 = t.parse().map_err(|_| invalid_text(ty, text))?;
+                match v {
+                    0..=0xFFFF_FFFF => Datum::Int(v),
+                    -0x8000_0000..0 => Datum::Int(v + (1 << 32)),
+                    _ => {
+                        return Err(SqlError::new(
+                            sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
+                            format!("value \"{t}\" is out of range for type oid"),
+                        ));
+                    }
+                }
+            }
             SqlType::Int2 | SqlType::Int4 | SqlType::Int8 => {
                 let v: i64 = t.parse().map_err(|_| {
                     // Digits alone that do not fit are out of range; anything else is no integer.
@@ -232,9 +259,11 @@ impl Datum {
                 "-infinity" | "-inf" => f64::NEG_INFINITY,
                 _ => t.parse().map_err(|_| invalid_text(ty, text))?,
             }),
-            SqlType::Text | SqlType::VarChar(_) | SqlType::Char(_) => {
-                Datum::Text(text.to_owned()).cast(ty)?
-            }
+            SqlType::Text
+            | SqlType::VarChar(_)
+            | SqlType::Char(_)
+            | SqlType::Name
+            | SqlType::CharByte => Datum::Text(text.to_owned()).cast(ty)?,
             SqlType::Timestamp => Datum::Timestamp(
                 time::parse_timestamp(t).ok_or_else(|| invalid_datetime(ty, text))?,
             ),
@@ -303,6 +332,9 @@ impl Datum {
             (Datum::Text(s), SqlType::Text) => Datum::Text(s),
             (Datum::Text(s), SqlType::VarChar(n)) => Datum::Text(fit(s, n, false)?),
             (Datum::Text(s), SqlType::Char(n)) => Datum::Text(fit(s, n, true)?),
+            // Cut to their length in bytes, as PostgreSQL cuts them.
+            (Datum::Text(s), SqlType::Name) => Datum::Text(byte_prefix(s, NAME_MAX)),
+            (Datum::Text(s), SqlType::CharByte) => Datum::Text(byte_prefix(s, 1)),
             (Datum::Text(s), ty) => Datum::parse(&s, ty)?,
             (d, ty) if ty.is_string() => {
                 Datum::Text(d.to_text_cast().unwrap_or_default()).cast(ty)?
@@ -310,6 +342,13 @@ impl Datum {
             (Datum::Int(v), SqlType::Int2 | SqlType::Int4 | SqlType::Int8) => {
                 in_range(v, ty)?;
                 Datum::Int(v)
+            }
+            // An integer cast to an object id wraps as a 32-bit one (`-1::oid` is 4294967295).
+            (Datum::Int(v), SqlType::Oid | SqlType::RegClass | SqlType::RegType) => {
+                if !(-0x8000_0000..=0xFFFF_FFFF).contains(&v) {
+                    return Err(integer_out_of_range(ty));
+                }
+                Datum::Int(v & 0xFFFF_FFFF)
             }
             (Datum::Int(v), SqlType::Float8) => Datum::Float(v as f64),
             (Datum::Int(v), SqlType::Numeric(_)) => Datum::Numeric(Num::from_i64(v)).cast(ty)?,

@@ -1,8 +1,10 @@
 //! Values and their types: SQL types with their PostgreSQL names, OIDs and storage (`types`),
+//! the built-in types as `pg_type` lists them (`builtin_types`),
 //! values in flight with PostgreSQL's comparison and arithmetic (`datum`), decimals of any
 //! precision (`numeric`), dates and timestamps (`time`) and intervals (`interval`). Pure
 //! computation on values: never reaches the catalog, a transaction or a plan.
 
+pub mod builtin_types;
 pub mod datum;
 pub mod interval;
 pub mod numeric;

@@ -70,7 +70,20 @@ pub enum SqlType {
     Time,
     /// `interval`: months, days and microseconds (in expressions; not a column's type).
     Interval,
+    /// `oid`: an object id, an unsigned 32-bit integer.
+    Oid,
+    /// `name`: an identifier in the system catalogs (text of at most 63 bytes).
+    Name,
+    /// `"char"`: one byte of text (the system catalogs' kind codes, such as `relkind`).
+    CharByte,
+    /// `regclass`: a relation's object id, written as its name (see `bind`'s casts).
+    RegClass,
+    /// `regtype`: a type's object id, written as its name.
+    RegType,
 }
+
+/// Longest `name` (bytes), PostgreSQL's NAMEDATALEN - 1.
+pub const NAME_MAX: usize = 63;
 
 impl SqlType {
     /// The type's name as PostgreSQL prints it.
@@ -93,6 +106,11 @@ impl SqlType {
             SqlType::Date => "date".into(),
             SqlType::Time => "time without time zone".into(),
             SqlType::Interval => "interval".into(),
+            SqlType::Oid => "oid".into(),
+            SqlType::Name => "name".into(),
+            SqlType::CharByte => "\"char\"".into(),
+            SqlType::RegClass => "regclass".into(),
+            SqlType::RegType => "regtype".into(),
         }
     }
 
@@ -113,6 +131,11 @@ impl SqlType {
             SqlType::Time => 1083,
             SqlType::Interval => 1186,
             SqlType::Numeric { .. } => 1700,
+            SqlType::Oid => 26,
+            SqlType::Name => 19,
+            SqlType::CharByte => 18,
+            SqlType::RegClass => 2205,
+            SqlType::RegType => 2206,
         }
     }
 
@@ -133,6 +156,11 @@ impl SqlType {
             1083 => SqlType::Time,
             1186 => SqlType::Interval,
             1700 => SqlType::Numeric(None),
+            26 => SqlType::Oid,
+            19 => SqlType::Name,
+            18 => SqlType::CharByte,
+            2205 => SqlType::RegClass,
+            2206 => SqlType::RegType,
             _ => return None,
         })
     }
@@ -143,13 +171,26 @@ impl SqlType {
             SqlType::Int2 => (i64::from(i16::MIN), i64::from(i16::MAX), "smallint"),
             SqlType::Int4 => (i64::from(i32::MIN), i64::from(i32::MAX), "integer"),
             SqlType::Int8 => (i64::MIN, i64::MAX, "bigint"),
+            SqlType::Oid | SqlType::RegClass | SqlType::RegType => (0, i64::from(u32::MAX), "OID"),
             _ => return None,
         })
     }
 
     /// Whether values are strings.
     pub fn is_string(self) -> bool {
-        matches!(self, SqlType::Text | SqlType::VarChar(_) | SqlType::Char(_))
+        matches!(
+            self,
+            SqlType::Text
+                | SqlType::VarChar(_)
+                | SqlType::Char(_)
+                | SqlType::Name
+                | SqlType::CharByte
+        )
+    }
+
+    /// Whether values are object ids (`oid` and the `reg*` types that write one as a name).
+    pub fn is_oid(self) -> bool {
+        matches!(self, SqlType::Oid | SqlType::RegClass | SqlType::RegType)
     }
 
     /// Whether values are numbers.
@@ -170,6 +211,9 @@ impl SqlType {
         match self {
             SqlType::Bool | SqlType::Int2 | SqlType::Int4 => ColumnType::Int32,
             SqlType::Int8 | SqlType::Float8 => ColumnType::Int64,
+            SqlType::Oid | SqlType::RegClass | SqlType::RegType => ColumnType::Int64,
+            SqlType::Name => ColumnType::VarChar(NAME_MAX as u16),
+            SqlType::CharByte => ColumnType::VarChar(1),
             SqlType::Numeric(Some(Typmod { precision, scale }))
                 if precision <= FIXED_POINT_PRECISION
                     && (0..=precision as i16).contains(&scale) =>
@@ -278,6 +322,30 @@ impl SqlType {
                 SqlType::Time
             }
             DataType::Interval { .. } => SqlType::Interval,
+            DataType::Regclass => SqlType::RegClass,
+            DataType::Custom(name, modifiers) if modifiers.is_empty() => {
+                let last = name
+                    .0
+                    .last()
+                    .and_then(|p| p.as_ident())
+                    .map(|i| i.value.as_str());
+                match last.map(str::to_ascii_lowercase).as_deref() {
+                    Some("oid") => SqlType::Oid,
+                    Some("name") => SqlType::Name,
+                    Some("char") => SqlType::CharByte,
+                    Some("regclass") => SqlType::RegClass,
+                    Some("regtype") => SqlType::RegType,
+                    Some("int2") => SqlType::Int2,
+                    Some("int4") => SqlType::Int4,
+                    Some("int8") => SqlType::Int8,
+                    Some("float4" | "float8") => SqlType::Float8,
+                    Some("bool") => SqlType::Bool,
+                    Some("text") => SqlType::Text,
+                    Some("varchar") => SqlType::VarChar(LENGTH_MAX),
+                    Some("timestamptz") => SqlType::TimestampTz,
+                    _ => return Err(SqlError::unsupported(format!("type {ty}"))),
+                }
+            }
             other => return Err(SqlError::unsupported(format!("type {other}"))),
         })
     }

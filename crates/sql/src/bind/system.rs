@@ -1,0 +1,119 @@
+//! Binding what reads the system catalogs: their relations in FROM (`pg_class`,
+//! `pg_catalog.pg_class`, `information_schema.tables`), the `reg*` casts, and the catalog's
+//! functions (`format_type`, `pg_get_userbyid`, `to_regclass`, ...). Each takes the binder's
+//! snapshot of the catalog, which makes the plan good for one execution only.
+
+use sqlparser::ast::{ObjectName, ObjectNamePart};
+
+use crate::bind::{Binder, ident};
+use crate::error::{Result, SqlError, sqlstate};
+use crate::expr::{Expr, Lookup};
+use crate::system::{Schema, Snapshot, SystemRelation, find};
+use crate::values::types::SqlType;
+
+impl Binder<'_> {
+    /// What the system catalogs show, taken now if not yet.
+    pub(crate) fn snapshot(&mut self) -> Result<&Snapshot> {
+        if self.system.is_none() {
+            self.system = Some(Snapshot::take(&self.tables)?);
+        }
+        Ok(self.system.as_ref().expect("taken above"))
+    }
+
+    /// The system relation `name` names, if it names one; an error for a schema that is not
+    /// there. An unqualified name finds `pg_catalog`'s relations first (it leads the search
+    /// path), then the user's tables.
+    pub(crate) fn system_relation(
+        &self,
+        name: &ObjectName,
+    ) -> Result<Option<&'static SystemRelation>> {
+        let parts: Vec<String> = name
+            .0
+            .iter()
+            .map(|p| match p {
+                ObjectNamePart::Identifier(id) => Ok(ident(id)),
+                _ => Err(SqlError::syntax(format!("invalid name {name}"))),
+            })
+            .collect::<Result<_>>()?;
+        let missing = || {
+            SqlError::new(
+                sqlstate::UNDEFINED_TABLE,
+                format!("relation \"{}\" does not exist", parts.join(".")),
+            )
+        };
+        match parts.as_slice() {
+            [relation] => Ok(find(None, relation)),
+            [schema, relation] | [_, schema, relation] => match Schema::named(schema) {
+                Some(Schema::Public) => Ok(None),
+                Some(s) => find(Some(s), relation).map(Some).ok_or_else(missing),
+                None => Err(missing()),
+            },
+            _ => Err(SqlError::syntax(format!(
+                "improper qualified name (too many dotted names): {name}"
+            ))),
+        }
+    }
+
+    /// A cast of `x` to `regclass` or `regtype` (`ty`), from a name or from an object id; a
+    /// cast of such a value to text, its name. `None` for other casts.
+    pub(crate) fn reg_cast(&mut self, x: Expr, from: SqlType, ty: SqlType) -> Result<Option<Expr>> {
+        let lookup = match (from, ty) {
+            (SqlType::RegClass, t) if t.is_string() => self.snapshot()?.relation_texts(),
+            (SqlType::RegType, t) if t.is_string() => self.snapshot()?.type_texts(),
+            (f, SqlType::RegClass) if f.is_string() => self.snapshot()?.relation_oids(false),
+            (f, SqlType::RegType) if f.is_string() => self.snapshot()?.type_oids(false),
+            _ => return Ok(None),
+        };
+        Ok(Some(lookup_expr(x, lookup)))
+    }
+
+    /// A result column of `ty`: a `regclass` or `regtype` is sent as its name.
+    pub(crate) fn output(&mut self, x: Expr, ty: SqlType) -> Result<(Expr, SqlType)> {
+        match self.reg_cast(x.clone(), ty, SqlType::Text)? {
+            Some(named) if matches!(ty, SqlType::RegClass | SqlType::RegType) => {
+                Ok((named, SqlType::Text))
+            }
+            _ => Ok((x, ty)),
+        }
+    }
+
+    /// The catalog functions, by name: `None` if `name` is not one.
+    pub(crate) fn catalog_function(
+        &mut self,
+        name: &str,
+        args: &[Expr],
+    ) -> Result<Option<(Expr, SqlType)>> {
+        let one = |args: &[Expr]| -> Result<Expr> {
+            match args {
+                [x] => Ok(x.clone()),
+                _ => Err(SqlError::new(
+                    sqlstate::UNDEFINED_FUNCTION,
+                    format!("function {name} takes one argument"),
+                )),
+            }
+        };
+        Ok(Some(match name {
+            "to_regclass" => {
+                let l = self.snapshot()?.relation_oids(true);
+                (lookup_expr(one(args)?, l), SqlType::RegClass)
+            }
+            "to_regtype" => {
+                let l = self.snapshot()?.type_oids(true);
+                (lookup_expr(one(args)?, l), SqlType::RegType)
+            }
+            "pg_get_userbyid" => {
+                let l = self.snapshot()?.role_names();
+                (lookup_expr(one(args)?, l), SqlType::Name)
+            }
+            "pg_table_is_visible" => {
+                let l = self.snapshot()?.visible_relations();
+                (lookup_expr(one(args)?, l), SqlType::Bool)
+            }
+            _ => return Ok(None),
+        }))
+    }
+}
+
+fn lookup_expr(x: Expr, lookup: Lookup) -> Expr {
+    Expr::Lookup(Box::new(x), std::sync::Arc::new(lookup))
+}

@@ -1,0 +1,310 @@
+//! `information_schema`'s views over the user's tables: `schemata`, `tables`, `columns`,
+//! `table_constraints` and `key_column_usage`, as PostgreSQL 15 shows them (its domains
+//! `sql_identifier`, `character_data`, `yes_or_no` and `cardinal_number` shown as `name`,
+//! `text`, `text` and `integer`).
+
+use super::{DATABASE_NAME, Row, Schema, Snapshot, SystemRelation};
+use crate::values::builtin_types::builtin;
+use crate::values::datum::Datum;
+use crate::values::types::SqlType::{self, *};
+use crate::values::types::{LENGTH_MAX, Typmod};
+
+pub(super) const RELATIONS: &[SystemRelation] = &[
+    view("schemata", 13_382, SCHEMATA, schemata),
+    view("tables", 13_425, TABLES, tables),
+    view("columns", 13_295, COLUMNS, columns),
+    view(
+        "table_constraints",
+        13_411,
+        TABLE_CONSTRAINTS,
+        table_constraints,
+    ),
+    view(
+        "key_column_usage",
+        13_329,
+        KEY_COLUMN_USAGE,
+        key_column_usage,
+    ),
+];
+
+const fn view(
+    name: &'static str,
+    oid: u32,
+    columns: &'static [(&'static str, SqlType)],
+    rows: fn(&Snapshot) -> Vec<Vec<Datum>>,
+) -> SystemRelation {
+    SystemRelation {
+        schema: Schema::InformationSchema,
+        name,
+        oid,
+        view: true,
+        columns,
+        rows,
+    }
+}
+
+fn yes(b: bool) -> &'static str {
+    if b { "YES" } else { "NO" }
+}
+
+fn schemata(s: &Snapshot) -> Vec<Vec<Datum>> {
+    let owner = s.roles.iter().find(|r| r.superuser).map(|r| r.name.clone());
+    [Schema::PgCatalog, Schema::Public, Schema::InformationSchema]
+        .into_iter()
+        .map(|n| {
+            Row::nulls(SCHEMATA)
+                .set("catalog_name", DATABASE_NAME)
+                .set("schema_name", n.name())
+                .set("schema_owner", owner.clone())
+                .done()
+        })
+        .collect()
+}
+
+/// The leading columns every view here has: the table's catalog, schema and name.
+fn of_table(row: Row, prefix: &str, table: &str) -> Row {
+    row.set(&format!("{prefix}_catalog"), DATABASE_NAME)
+        .set(&format!("{prefix}_schema"), Schema::Public.name())
+        .set(&format!("{prefix}_name"), table)
+}
+
+fn tables(s: &Snapshot) -> Vec<Vec<Datum>> {
+    s.tables
+        .iter()
+        .map(|t| {
+            of_table(Row::nulls(TABLES), "table", &t.name)
+                .set("table_type", "BASE TABLE")
+                .set("is_insertable_into", "YES")
+                .set("is_typed", "NO")
+                .done()
+        })
+        .collect()
+}
+
+fn columns(s: &Snapshot) -> Vec<Vec<Datum>> {
+    let mut out = Vec::new();
+    for t in &s.tables {
+        for (i, c) in t.columns.iter().enumerate() {
+            let udt = builtin(c.ty.oid()).map_or("", |b| b.name);
+            let data_type = match c.ty {
+                VarChar(_) => "character varying".to_owned(),
+                Char(_) => "character".to_owned(),
+                Numeric(_) => "numeric".to_owned(),
+                other => builtin(other.oid()).map_or_else(|| other.name(), |b| b.format.into()),
+            };
+            let mut row = of_table(Row::nulls(COLUMNS), "table", &t.name)
+                .set("column_name", c.name.as_str())
+                .set("ordinal_position", (i + 1) as i64)
+                .set("column_default", c.default.as_ref().map(|d| d.sql.clone()))
+                .set("is_nullable", yes(c.nullable))
+                .set("data_type", data_type)
+                .set("udt_catalog", DATABASE_NAME)
+                .set("udt_schema", Schema::PgCatalog.name())
+                .set("udt_name", udt)
+                .set("dtd_identifier", (i + 1).to_string())
+                .set("is_self_referencing", "NO")
+                .set("is_identity", "NO")
+                .set("identity_cycle", "NO")
+                .set("is_generated", "NEVER")
+                .set("is_updatable", "YES");
+            row = match c.ty {
+                VarChar(n) | Char(n) => {
+                    let bounded = n < LENGTH_MAX || matches!(c.ty, Char(_));
+                    let octets = if bounded {
+                        i64::from(n) * 4
+                    } else {
+                        1_073_741_824
+                    };
+                    row.set("character_octet_length", octets).set(
+                        "character_maximum_length",
+                        Value(bounded.then_some(i64::from(n))),
+                    )
+                }
+                Text => row.set("character_octet_length", 1_073_741_824i64),
+                Int2 | Int4 | Int8 => {
+                    let bits = match c.ty {
+                        Int2 => 16i64,
+                        Int4 => 32,
+                        _ => 64,
+                    };
+                    row.set("numeric_precision", bits)
+                        .set("numeric_precision_radix", 2i64)
+                        .set("numeric_scale", 0i64)
+                }
+                Float8 => row
+                    .set("numeric_precision", 53i64)
+                    .set("numeric_precision_radix", 2i64),
+                Numeric(Some(Typmod { precision, scale })) => row
+                    .set("numeric_precision", i64::from(precision))
+                    .set("numeric_precision_radix", 10i64)
+                    .set("numeric_scale", i64::from(scale)),
+                Numeric(None) => row.set("numeric_precision_radix", 10i64),
+                Date => row.set("datetime_precision", 0i64),
+                Timestamp | TimestampTz | Time | Interval => row.set("datetime_precision", 6i64),
+                _ => row,
+            };
+            out.push(row.done());
+        }
+    }
+    out
+}
+
+/// An optional integer for [`Row::set`] (NULL when absent).
+struct Value(Option<i64>);
+
+impl From<Value> for super::Value {
+    fn from(v: Value) -> super::Value {
+        super::Value(v.0.map_or(Datum::Null, Datum::Int))
+    }
+}
+
+/// The name PostgreSQL gives a column's NOT NULL constraint in `information_schema`.
+fn not_null_name(table: u32, attnum: usize) -> String {
+    format!("{}_{table}_{attnum}_not_null", Schema::Public.oid())
+}
+
+fn table_constraints(s: &Snapshot) -> Vec<Vec<Datum>> {
+    let mut out = Vec::new();
+    for t in &s.tables {
+        let constraint = |name: String, kind: &str| {
+            of_table(
+                of_table(Row::nulls(TABLE_CONSTRAINTS), "table", &t.name),
+                "constraint",
+                &name,
+            )
+            .set("constraint_type", kind)
+            .set("is_deferrable", "NO")
+            .set("initially_deferred", "NO")
+            .set("enforced", "YES")
+        };
+        if !t.primary_key.is_empty() {
+            out.push(
+                constraint(t.primary_key_name(), "PRIMARY KEY")
+                    .set("nulls_distinct", Option::<String>::None)
+                    .done(),
+            );
+        }
+        for (i, c) in t.columns.iter().enumerate() {
+            if !c.nullable {
+                out.push(constraint(not_null_name(t.oid, i + 1), "CHECK").done());
+            }
+        }
+    }
+    out
+}
+
+fn key_column_usage(s: &Snapshot) -> Vec<Vec<Datum>> {
+    let mut out = Vec::new();
+    for t in &s.tables {
+        for (position, &c) in t.primary_key.iter().enumerate() {
+            out.push(
+                of_table(
+                    of_table(Row::nulls(KEY_COLUMN_USAGE), "table", &t.name),
+                    "constraint",
+                    &t.primary_key_name(),
+                )
+                .set("column_name", t.columns[c].name.as_str())
+                .set("ordinal_position", (position + 1) as i64)
+                .done(),
+            );
+        }
+    }
+    out
+}
+const SCHEMATA: &[(&str, SqlType)] = &[
+    ("catalog_name", Name),
+    ("schema_name", Name),
+    ("schema_owner", Name),
+    ("default_character_set_catalog", Name),
+    ("default_character_set_schema", Name),
+    ("default_character_set_name", Name),
+    ("sql_path", Text),
+];
+
+const TABLES: &[(&str, SqlType)] = &[
+    ("table_catalog", Name),
+    ("table_schema", Name),
+    ("table_name", Name),
+    ("table_type", Text),
+    ("self_referencing_column_name", Name),
+    ("reference_generation", Text),
+    ("user_defined_type_catalog", Name),
+    ("user_defined_type_schema", Name),
+    ("user_defined_type_name", Name),
+    ("is_insertable_into", Text),
+    ("is_typed", Text),
+    ("commit_action", Text),
+];
+
+const COLUMNS: &[(&str, SqlType)] = &[
+    ("table_catalog", Name),
+    ("table_schema", Name),
+    ("table_name", Name),
+    ("column_name", Name),
+    ("ordinal_position", Int4),
+    ("column_default", Text),
+    ("is_nullable", Text),
+    ("data_type", Text),
+    ("character_maximum_length", Int4),
+    ("character_octet_length", Int4),
+    ("numeric_precision", Int4),
+    ("numeric_precision_radix", Int4),
+    ("numeric_scale", Int4),
+    ("datetime_precision", Int4),
+    ("interval_type", Text),
+    ("interval_precision", Int4),
+    ("character_set_catalog", Name),
+    ("character_set_schema", Name),
+    ("character_set_name", Name),
+    ("collation_catalog", Name),
+    ("collation_schema", Name),
+    ("collation_name", Name),
+    ("domain_catalog", Name),
+    ("domain_schema", Name),
+    ("domain_name", Name),
+    ("udt_catalog", Name),
+    ("udt_schema", Name),
+    ("udt_name", Name),
+    ("scope_catalog", Name),
+    ("scope_schema", Name),
+    ("scope_name", Name),
+    ("maximum_cardinality", Int4),
+    ("dtd_identifier", Name),
+    ("is_self_referencing", Text),
+    ("is_identity", Text),
+    ("identity_generation", Text),
+    ("identity_start", Text),
+    ("identity_increment", Text),
+    ("identity_maximum", Text),
+    ("identity_minimum", Text),
+    ("identity_cycle", Text),
+    ("is_generated", Text),
+    ("generation_expression", Text),
+    ("is_updatable", Text),
+];
+
+const TABLE_CONSTRAINTS: &[(&str, SqlType)] = &[
+    ("constraint_catalog", Name),
+    ("constraint_schema", Name),
+    ("constraint_name", Name),
+    ("table_catalog", Name),
+    ("table_schema", Name),
+    ("table_name", Name),
+    ("constraint_type", Text),
+    ("is_deferrable", Text),
+    ("initially_deferred", Text),
+    ("enforced", Text),
+    ("nulls_distinct", Text),
+];
+
+const KEY_COLUMN_USAGE: &[(&str, SqlType)] = &[
+    ("constraint_catalog", Name),
+    ("constraint_schema", Name),
+    ("constraint_name", Name),
+    ("table_catalog", Name),
+    ("table_schema", Name),
+    ("table_name", Name),
+    ("column_name", Name),
+    ("ordinal_position", Int4),
+    ("position_in_unique_constraint", Int4),
+];

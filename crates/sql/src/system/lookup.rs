@@ -1,0 +1,166 @@
+//! The tables the `reg*` casts and the catalog's functions answer from (see `expr::lookup`),
+//! built from a [`Snapshot`].
+
+use std::collections::HashMap;
+
+use super::{Schema, Snapshot, role_oid};
+use crate::expr::lookup::{Key, Lookup, Missing};
+use crate::values::builtin_types::{BUILTIN_TYPES, format_type};
+use crate::values::datum::Datum;
+
+/// A relation's name as `regclass` writes it: qualified unless its schema is on the path,
+/// quoted where SQL would need it.
+fn relation_text(name: &str, schema: Schema) -> String {
+    let quoted = if name
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+    {
+        name.to_owned()
+    } else {
+        format!("\"{}\"", name.replace('"', "\"\""))
+    };
+    match schema {
+        Schema::InformationSchema => format!("information_schema.{quoted}"),
+        _ => quoted,
+    }
+}
+
+impl Snapshot {
+    /// Relation name to object id: `::regclass` (`missing_ok`: `to_regclass`).
+    pub fn relation_oids(&self, missing_ok: bool) -> Lookup {
+        let entries = self
+            .relation_names()
+            .into_iter()
+            .map(|(oid, name, schema)| {
+                let key = match schema {
+                    Schema::InformationSchema => format!("information_schema.{name}"),
+                    _ => name,
+                };
+                (key, Datum::Int(i64::from(oid)))
+            })
+            .collect();
+        Lookup {
+            key: Key::RelationName,
+            entries,
+            missing: if missing_ok {
+                Missing::Null
+            } else {
+                Missing::NoRelation
+            },
+        }
+    }
+
+    /// Relation object id to its name: a `regclass` as text.
+    pub fn relation_texts(&self) -> Lookup {
+        let entries = self
+            .relation_names()
+            .into_iter()
+            .map(|(oid, name, schema)| (oid.to_string(), Datum::Text(relation_text(&name, schema))))
+            .collect();
+        Lookup {
+            key: Key::Oid,
+            entries,
+            missing: Missing::Echo,
+        }
+    }
+
+    /// Type name to object id: `::regtype` (`missing_ok`: `to_regtype`).
+    pub fn type_oids(&self, missing_ok: bool) -> Lookup {
+        let mut entries: HashMap<String, Datum> = HashMap::new();
+        for t in BUILTIN_TYPES {
+            let oid = Datum::Int(i64::from(t.oid));
+            entries.insert(t.format.to_owned(), oid.clone());
+            entries.insert(t.name.to_owned(), oid);
+        }
+        for (alias, name) in [
+            ("int", "int4"),
+            ("decimal", "numeric"),
+            ("float", "float8"),
+            ("char", "bpchar"),
+            ("character", "bpchar"),
+        ] {
+            let oid = entries[name].clone();
+            entries.insert(alias.to_owned(), oid);
+        }
+        for t in &self.tables {
+            entries.insert(t.name.clone(), Datum::Int(i64::from(t.row_type_oid())));
+        }
+        Lookup {
+            key: Key::TypeName,
+            entries,
+            missing: if missing_ok {
+                Missing::Null
+            } else {
+                Missing::NoType
+            },
+        }
+    }
+
+    /// Type object id to its name: a `regtype` as text.
+    pub fn type_texts(&self) -> Lookup {
+        let mut entries: HashMap<String, Datum> = BUILTIN_TYPES
+            .iter()
+            .map(|t| (t.oid.to_string(), Datum::Text(format_type(t.oid, None))))
+            .collect();
+        for t in &self.tables {
+            entries.insert(
+                t.row_type_oid().to_string(),
+                Datum::Text(relation_text(&t.name, Schema::Public)),
+            );
+        }
+        Lookup {
+            key: Key::Oid,
+            entries,
+            missing: Missing::Echo,
+        }
+    }
+
+    /// Role object id to its name: `pg_get_userbyid` (an id no role has: `unknown (OID=n)`,
+    /// which the function's caller spells out).
+    pub fn role_names(&self) -> Lookup {
+        Lookup {
+            key: Key::Oid,
+            entries: self
+                .roles
+                .iter()
+                .map(|r| (role_oid(&r.name).to_string(), Datum::Text(r.name.clone())))
+                .collect(),
+            missing: Missing::Echo,
+        }
+    }
+
+    /// Relation object id to whether an unqualified name finds it: `pg_table_is_visible`
+    /// (those in `pg_catalog` and `public`).
+    pub fn visible_relations(&self) -> Lookup {
+        Lookup {
+            key: Key::Oid,
+            entries: self
+                .relation_names()
+                .into_iter()
+                .map(|(oid, _, schema)| {
+                    (
+                        oid.to_string(),
+                        Datum::Bool(schema != Schema::InformationSchema),
+                    )
+                })
+                .collect(),
+            missing: Missing::Null,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relation_names_are_quoted_where_sql_needs_it() {
+        assert_eq!(relation_text("t", Schema::Public), "t");
+        assert_eq!(relation_text("T", Schema::Public), "\"T\"");
+        assert_eq!(
+            relation_text("tables", Schema::InformationSchema),
+            "information_schema.tables"
+        );
+    }
+}

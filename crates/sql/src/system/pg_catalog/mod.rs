@@ -1,0 +1,446 @@
+//! `pg_catalog`'s relations: the rows PostgreSQL's catalogs would hold for the user's tables,
+//! their columns, keys and indexes, the roles, the one database, and the built-in types; the
+//! catalogs of things Overtake does not have (functions, inheritance, comments, enums,
+//! sequences) are there and empty, so the queries tools join them into still run.
+
+mod columns;
+
+use columns::*;
+
+use super::{
+    DATABASE_NAME, DATABASE_OID, Row, Schema, Snapshot, SystemRelation, all, attnums, role_oid,
+};
+use crate::catalog::SqlTable;
+use crate::values::builtin_types::{BUILTIN_TYPES, builtin, typmod};
+use crate::values::datum::Datum;
+use crate::values::types::SqlType;
+
+/// Object ids of the access methods.
+const HEAP_AM: u32 = 2;
+const BTREE_AM: u32 = 403;
+/// The default collation's object id.
+const DEFAULT_COLLATION: u32 = 100;
+
+pub(super) const RELATIONS: &[SystemRelation] = &[
+    relation("pg_namespace", 2615, PG_NAMESPACE, namespaces),
+    relation("pg_class", 1259, PG_CLASS, classes),
+    relation("pg_attribute", 1249, PG_ATTRIBUTE, attributes),
+    relation("pg_type", 1247, PG_TYPE, types),
+    relation("pg_index", 2610, PG_INDEX, indexes),
+    relation("pg_constraint", 2606, PG_CONSTRAINT, constraints),
+    relation("pg_database", 1262, PG_DATABASE, databases),
+    view("pg_roles", 12_000, PG_ROLES, roles),
+    view("pg_user", 12_014, PG_USER, users),
+    relation("pg_am", 2601, PG_AM, access_methods),
+    relation("pg_attrdef", 2604, PG_ATTRDEF, defaults),
+    relation("pg_description", 2609, PG_DESCRIPTION, none),
+    relation("pg_proc", 1255, PG_PROC, none),
+    relation("pg_inherits", 2611, PG_INHERITS, none),
+    relation("pg_tablespace", 1213, PG_TABLESPACE, tablespaces),
+    relation("pg_collation", 3456, PG_COLLATION, collations),
+    relation("pg_enum", 3501, PG_ENUM, none),
+    relation("pg_sequence", 2224, PG_SEQUENCE, none),
+];
+
+const fn relation(
+    name: &'static str,
+    oid: u32,
+    columns: &'static [(&'static str, SqlType)],
+    rows: fn(&Snapshot) -> Vec<Vec<Datum>>,
+) -> SystemRelation {
+    SystemRelation {
+        schema: Schema::PgCatalog,
+        name,
+        oid,
+        view: false,
+        columns,
+        rows,
+    }
+}
+
+const fn view(
+    name: &'static str,
+    oid: u32,
+    columns: &'static [(&'static str, SqlType)],
+    rows: fn(&Snapshot) -> Vec<Vec<Datum>>,
+) -> SystemRelation {
+    SystemRelation {
+        view: true,
+        ..relation(name, oid, columns, rows)
+    }
+}
+
+fn none(_: &Snapshot) -> Vec<Vec<Datum>> {
+    Vec::new()
+}
+
+fn namespaces(s: &Snapshot) -> Vec<Vec<Datum>> {
+    let owner = s.superuser_oid();
+    [Schema::PgCatalog, Schema::Public, Schema::InformationSchema]
+        .into_iter()
+        .map(|n| {
+            Row::new(PG_NAMESPACE)
+                .set("oid", n.oid())
+                .set("nspname", n.name())
+                .set("nspowner", owner)
+                .done()
+        })
+        .collect()
+}
+
+/// A table's indexes as (oid, name, columns, primary), its primary key's first.
+fn table_indexes(t: &SqlTable) -> Vec<(u32, String, Vec<usize>, bool)> {
+    let mut out = Vec::new();
+    if !t.primary_key.is_empty() {
+        out.push((
+            t.primary_key_oid(),
+            t.primary_key_name(),
+            t.primary_key.clone(),
+            true,
+        ));
+    }
+    for i in &t.indexes {
+        out.push((i.oid, i.name.clone(), i.columns.clone(), false));
+    }
+    out
+}
+
+fn classes(s: &Snapshot) -> Vec<Vec<Datum>> {
+    let mut out = Vec::new();
+    let class = |oid: u32, name: &str, kind: &str| {
+        Row::new(PG_CLASS)
+            .set("oid", oid)
+            .set("relname", name)
+            .set("relfilenode", oid)
+            .set("relpersistence", "p")
+            .set("relkind", kind)
+            .set("reltuples", -1.0)
+            .set("relispopulated", true)
+            .set("relreplident", "d")
+    };
+    for t in &s.tables {
+        let owner = s.owner_oid(t);
+        let indexes = table_indexes(t);
+        out.push(
+            class(t.oid, &t.name, "r")
+                .set("relnamespace", Schema::Public.oid())
+                .set("reltype", t.row_type_oid())
+                .set("relowner", owner)
+                .set("relam", HEAP_AM)
+                .set("relhasindex", !indexes.is_empty())
+                .set("relnatts", t.columns.len() as i64)
+                .done(),
+        );
+        for (oid, name, columns, _) in indexes {
+            out.push(
+                class(oid, &name, "i")
+                    .set("relnamespace", Schema::Public.oid())
+                    .set("relowner", owner)
+                    .set("relam", BTREE_AM)
+                    .set("relnatts", columns.len() as i64)
+                    .set("relreplident", "n")
+                    .done(),
+            );
+        }
+    }
+    let owner = s.superuser_oid();
+    for r in all() {
+        out.push(
+            class(r.oid, r.name, if r.view { "v" } else { "r" })
+                .set("relnamespace", r.schema.oid())
+                .set("relowner", owner)
+                .set("relam", if r.view { 0 } else { HEAP_AM })
+                .set("relnatts", r.columns.len() as i64)
+                .set("relreplident", if r.view { "n" } else { "d" })
+                .done(),
+        );
+    }
+    out
+}
+
+/// A column's `pg_attribute` row: of relation `rel`, at position `num` (1-based).
+fn attribute(rel: u32, name: &str, num: usize, ty: SqlType) -> Row {
+    let t = builtin(ty.oid());
+    Row::new(PG_ATTRIBUTE)
+        .set("attrelid", rel)
+        .set("attname", name)
+        .set("atttypid", ty.oid())
+        .set("attstattarget", -1i64)
+        .set("attlen", t.map_or(-1, |t| i64::from(t.len)))
+        .set("attnum", num as i64)
+        .set("attcacheoff", -1i64)
+        .set("atttypmod", i64::from(typmod(ty)))
+        .set("attbyval", t.is_some_and(|t| t.by_value))
+        .set(
+            "attalign",
+            t.map_or("i".to_owned(), |t| char::from(t.align).to_string()),
+        )
+        .set(
+            "attstorage",
+            t.map_or("x".to_owned(), |t| char::from(t.storage).to_string()),
+        )
+        .set("attislocal", true)
+        .set(
+            "attcollation",
+            if ty.is_string() { DEFAULT_COLLATION } else { 0 },
+        )
+}
+
+fn attributes(s: &Snapshot) -> Vec<Vec<Datum>> {
+    let mut out = Vec::new();
+    for t in &s.tables {
+        for (i, c) in t.columns.iter().enumerate() {
+            out.push(
+                attribute(t.oid, &c.name, i + 1, c.ty)
+                    .set("attnotnull", !c.nullable)
+                    .set("atthasdef", c.default.is_some())
+                    .done(),
+            );
+        }
+        for (oid, _, columns, _) in table_indexes(t) {
+            for (i, &c) in columns.iter().enumerate() {
+                let c = &t.columns[c];
+                out.push(attribute(oid, &c.name, i + 1, c.ty).done());
+            }
+        }
+    }
+    for r in all() {
+        for (i, (name, ty)) in r.columns.iter().enumerate() {
+            out.push(attribute(r.oid, name, i + 1, *ty).done());
+        }
+    }
+    out
+}
+
+fn types(s: &Snapshot) -> Vec<Vec<Datum>> {
+    let owner = s.superuser_oid();
+    let mut out: Vec<Vec<Datum>> = BUILTIN_TYPES
+        .iter()
+        .map(|t| {
+            Row::new(PG_TYPE)
+                .set("oid", t.oid)
+                .set("typname", t.name)
+                .set("typnamespace", Schema::PgCatalog.oid())
+                .set("typowner", owner)
+                .set("typlen", i64::from(t.len))
+                .set("typbyval", t.by_value)
+                .set("typtype", char::from(t.kind).to_string())
+                .set("typcategory", char::from(t.category).to_string())
+                .set("typisdefined", true)
+                .set("typdelim", ",")
+                .set("typelem", t.element)
+                .set("typarray", t.array)
+                .set("typalign", char::from(t.align).to_string())
+                .set("typstorage", char::from(t.storage).to_string())
+                .set("typtypmod", -1i64)
+                .set(
+                    "typcollation",
+                    if t.category == b'S' {
+                        DEFAULT_COLLATION
+                    } else {
+                        0
+                    },
+                )
+                .done()
+        })
+        .collect();
+    // Each table's row type.
+    for t in &s.tables {
+        out.push(
+            Row::new(PG_TYPE)
+                .set("oid", t.row_type_oid())
+                .set("typname", t.name.as_str())
+                .set("typnamespace", Schema::Public.oid())
+                .set("typowner", s.owner_oid(t))
+                .set("typlen", -1i64)
+                .set("typtype", "c")
+                .set("typcategory", "C")
+                .set("typisdefined", true)
+                .set("typdelim", ",")
+                .set("typrelid", t.oid)
+                .set("typalign", "d")
+                .set("typstorage", "x")
+                .set("typtypmod", -1i64)
+                .done(),
+        );
+    }
+    out
+}
+
+fn indexes(s: &Snapshot) -> Vec<Vec<Datum>> {
+    let mut out = Vec::new();
+    for t in &s.tables {
+        for (oid, _, columns, primary) in table_indexes(t) {
+            let zeros = vec!["0"; columns.len()].join(" ");
+            out.push(
+                Row::new(PG_INDEX)
+                    .set("indexrelid", oid)
+                    .set("indrelid", t.oid)
+                    .set("indnatts", columns.len() as i64)
+                    .set("indnkeyatts", columns.len() as i64)
+                    .set("indisunique", primary)
+                    .set("indisprimary", primary)
+                    .set("indimmediate", true)
+                    .set("indisvalid", true)
+                    .set("indisready", true)
+                    .set("indislive", true)
+                    .set("indkey", attnums(&columns, " "))
+                    .set("indcollation", zeros.clone())
+                    .set("indclass", zeros.clone())
+                    .set("indoption", zeros)
+                    .done(),
+            );
+        }
+    }
+    out
+}
+
+fn constraints(s: &Snapshot) -> Vec<Vec<Datum>> {
+    s.tables
+        .iter()
+        .filter(|t| !t.primary_key.is_empty())
+        .map(|t| {
+            Row::new(PG_CONSTRAINT)
+                .set("oid", t.primary_key_constraint_oid())
+                .set("conname", t.primary_key_name())
+                .set("connamespace", Schema::Public.oid())
+                .set("contype", "p")
+                .set("convalidated", true)
+                .set("conrelid", t.oid)
+                .set("conindid", t.primary_key_oid())
+                .set("confupdtype", " ")
+                .set("confdeltype", " ")
+                .set("confmatchtype", " ")
+                .set("conislocal", true)
+                .set("connoinherit", true)
+                .set("conkey", format!("{{{}}}", attnums(&t.primary_key, ",")))
+                .done()
+        })
+        .collect()
+}
+
+fn databases(s: &Snapshot) -> Vec<Vec<Datum>> {
+    vec![
+        Row::new(PG_DATABASE)
+            .set("oid", DATABASE_OID)
+            .set("datname", DATABASE_NAME)
+            .set("datdba", s.superuser_oid())
+            .set("encoding", 6i64)
+            .set("datlocprovider", "c")
+            .set("datallowconn", true)
+            .set("datconnlimit", -1i64)
+            .set("dattablespace", 1663u32)
+            .set("datcollate", "C")
+            .set("datctype", "C")
+            .done(),
+    ]
+}
+
+/// What `pg_roles` and `pg_user` show for a password (never the verifier).
+fn shown_password(has: bool) -> Option<String> {
+    has.then(|| "********".to_owned())
+}
+
+fn roles(s: &Snapshot) -> Vec<Vec<Datum>> {
+    s.roles
+        .iter()
+        .map(|r| {
+            Row::new(PG_ROLES)
+                .set("rolname", r.name.as_str())
+                .set("rolsuper", r.superuser)
+                .set("rolinherit", true)
+                .set("rolcreaterole", r.superuser)
+                .set("rolcreatedb", r.superuser)
+                .set("rolcanlogin", r.login)
+                .set("rolconnlimit", -1i64)
+                .set("rolpassword", shown_password(r.password.is_some()))
+                .set("rolbypassrls", r.superuser)
+                .set("oid", role_oid(&r.name))
+                .done()
+        })
+        .collect()
+}
+
+fn users(s: &Snapshot) -> Vec<Vec<Datum>> {
+    s.roles
+        .iter()
+        .filter(|r| r.login)
+        .map(|r| {
+            Row::new(PG_USER)
+                .set("usename", r.name.as_str())
+                .set("usesysid", role_oid(&r.name))
+                .set("usecreatedb", r.superuser)
+                .set("usesuper", r.superuser)
+                .set("usebypassrls", r.superuser)
+                .set("passwd", shown_password(r.password.is_some()))
+                .done()
+        })
+        .collect()
+}
+
+fn access_methods(_: &Snapshot) -> Vec<Vec<Datum>> {
+    [(HEAP_AM, "heap", "t"), (BTREE_AM, "btree", "i")]
+        .into_iter()
+        .map(|(oid, name, kind)| {
+            Row::new(PG_AM)
+                .set("oid", oid)
+                .set("amname", name)
+                .set("amhandler", format!("{name}handler"))
+                .set("amtype", kind)
+                .done()
+        })
+        .collect()
+}
+
+/// A column default's object id: derived from its table's and its position (defaults keep
+/// none), in a range of its own.
+fn default_oid(table: u32, attnum: usize) -> u32 {
+    0x4000_0000 | (table.wrapping_mul(1601).wrapping_add(attnum as u32) & 0x3fff_ffff)
+}
+
+fn defaults(s: &Snapshot) -> Vec<Vec<Datum>> {
+    let mut out = Vec::new();
+    for t in &s.tables {
+        for (i, c) in t.columns.iter().enumerate() {
+            if let Some(d) = &c.default {
+                out.push(
+                    Row::new(PG_ATTRDEF)
+                        .set("oid", default_oid(t.oid, i + 1))
+                        .set("adrelid", t.oid)
+                        .set("adnum", (i + 1) as i64)
+                        // The expression's SQL stands for its tree: pg_get_expr gives it back.
+                        .set("adbin", d.sql.as_str())
+                        .done(),
+                );
+            }
+        }
+    }
+    out
+}
+
+fn tablespaces(s: &Snapshot) -> Vec<Vec<Datum>> {
+    [(1663u32, "pg_default"), (1664, "pg_global")]
+        .into_iter()
+        .map(|(oid, name)| {
+            Row::new(PG_TABLESPACE)
+                .set("oid", oid)
+                .set("spcname", name)
+                .set("spcowner", s.superuser_oid())
+                .done()
+        })
+        .collect()
+}
+
+fn collations(s: &Snapshot) -> Vec<Vec<Datum>> {
+    vec![
+        Row::new(PG_COLLATION)
+            .set("oid", DEFAULT_COLLATION)
+            .set("collname", "default")
+            .set("collnamespace", Schema::PgCatalog.oid())
+            .set("collowner", s.superuser_oid())
+            .set("collprovider", "d")
+            .set("collisdeterministic", true)
+            .set("collencoding", -1i64)
+            .done(),
+    ]
+}
