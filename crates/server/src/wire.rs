@@ -299,6 +299,7 @@ pub fn error_info(e: &SqlError) -> ErrorInfo {
     let mut info = ErrorInfo::new(severity.to_owned(), e.code.to_owned(), e.message.clone());
     if let Some(about) = &e.about {
         info.detail = about.detail.clone();
+        info.hint = about.hint.clone();
         if about.table.is_some() {
             // One schema, as PostgreSQL's default search path shows it.
             info.schema = Some("public".to_owned());

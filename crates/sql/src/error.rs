@@ -26,6 +26,7 @@ pub mod sqlstate {
     pub const INVALID_DATETIME_FORMAT: &str = "22007";
     pub const DATETIME_FIELD_OVERFLOW: &str = "22008";
     pub const NUMERIC_VALUE_OUT_OF_RANGE: &str = "22003";
+    pub const SEQUENCE_GENERATOR_LIMIT_EXCEEDED: &str = "2200H";
     pub const DIVISION_BY_ZERO: &str = "22012";
     pub const INVALID_ARGUMENT_FOR_POWER_FUNCTION: &str = "2201F";
     pub const STRING_DATA_RIGHT_TRUNCATION: &str = "22001";
@@ -83,6 +84,8 @@ pub struct SqlError {
 pub struct About {
     /// More about it (`Key (id)=(1) already exists.`).
     pub detail: Option<String>,
+    /// What to do about it (`Use DROP SEQUENCE to remove a sequence.`).
+    pub hint: Option<String>,
     /// The table it concerns, by its SQL name.
     pub table: Option<String>,
     /// The column it concerns.
@@ -108,6 +111,12 @@ impl SqlError {
     /// The same, with its detail.
     pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
         self.about_mut().detail = Some(detail.into());
+        self
+    }
+
+    /// The same, with a hint.
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.about_mut().hint = Some(hint.into());
         self
     }
 

@@ -14,7 +14,9 @@
 //!   roles;
 //! - [`values`]: SQL types and values, with PostgreSQL's comparison, arithmetic and text forms;
 //! - [`expr`]: bound expressions and their evaluation, which every stage shares; [`error`]:
-//!   SQLSTATEs; [`depth`]: the stack bound on nesting.
+//!   SQLSTATEs; [`depth`]: the stack bound on nesting;
+//! - [`sequence`]: sequences' state; [`system`]: the system catalogs (`pg_catalog`,
+//!   `information_schema`) built from the catalog.
 //!
 //! This crate never blocks a thread except in engine lock waits (which park a scheduler task),
 //! never panics on bad input, and holds no lock while it runs a plan.
@@ -28,6 +30,7 @@ pub mod error;
 pub mod exec;
 pub mod expr;
 pub mod plan;
+pub mod sequence;
 pub mod system;
 pub mod values;
 

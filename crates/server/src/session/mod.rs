@@ -160,7 +160,13 @@ fn writes(command: &Command) -> Option<&'static str> {
         },
         Command::Ddl(d) => match d {
             Ddl::CreateTable { .. } => "CREATE TABLE",
-            Ddl::DropTable { .. } => "DROP TABLE",
+            Ddl::CreateSequence { .. } => "CREATE SEQUENCE",
+            Ddl::DropTable {
+                sequences: false, ..
+            } => "DROP TABLE",
+            Ddl::DropTable {
+                sequences: true, ..
+            } => "DROP SEQUENCE",
             Ddl::Truncate(_) => "TRUNCATE TABLE",
             Ddl::AddPrimaryKey { .. } => "ALTER TABLE",
             Ddl::CreateIndex { .. } => "CREATE INDEX",

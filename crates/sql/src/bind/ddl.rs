@@ -2,14 +2,18 @@
 //! columns of an index, and what GRANT and REVOKE name (privileges, objects, grantees). Only
 //! reads the catalog; the plans it makes change it when they run.
 
+use std::sync::Arc;
+
 use sqlparser::ast::{self, ColumnOption, TableConstraint};
 
 use crate::bind::{Binder, ident, object_name};
 use crate::catalog::acl::{Grantee, Privileges};
 use crate::catalog::pending::Tables;
-use crate::catalog::{Catalog, ColumnDefault, SqlColumn};
+use crate::catalog::{ColumnDefault, SqlColumn};
 use crate::error::{Result, SqlError, sqlstate};
+use crate::expr::Expr;
 use crate::plan::{Ddl, GrantOn};
+use crate::sequence::{Sequence, SequenceOptions};
 use crate::values::types::SqlType;
 
 pub(super) fn index_columns(cols: &[ast::IndexColumn]) -> Result<Vec<String>> {
@@ -21,30 +25,201 @@ pub(super) fn index_columns(cols: &[ast::IndexColumn]) -> Result<Vec<String>> {
         .collect()
 }
 
-pub(super) fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Ddl> {
+/// The integer type of a `serial`, `bigserial` or `smallserial` column, if `ty` is one.
+fn serial_type(ty: &ast::DataType) -> Option<SqlType> {
+    let ast::DataType::Custom(name, modifiers) = ty else {
+        return None;
+    };
+    let last = name.0.last()?.as_ident()?;
+    if !modifiers.is_empty() || last.quote_style.is_some() {
+        return None;
+    }
+    match last.value.to_ascii_lowercase().as_str() {
+        "serial" | "serial4" => Some(SqlType::Int4),
+        "bigserial" | "serial8" => Some(SqlType::Int8),
+        "smallserial" | "serial2" => Some(SqlType::Int2),
+        _ => None,
+    }
+}
+
+/// A column's sequence (a serial or identity column's), named as PostgreSQL names it, and the
+/// default that draws from it.
+fn column_sequence(
+    table: &str,
+    column: &mut SqlColumn,
+    options: &[ast::SequenceOptions],
+) -> Result<Arc<Sequence>> {
+    let name = format!("{table}_{}_seq", column.name);
+    let mut options = sequence_options(column.ty, options)?;
+    options.owned_by = Some((table.to_owned(), column.name.clone()));
+    let sequence = Arc::new(Sequence::new(name.clone(), options));
+    column.nullable = false;
+    column.default = Some(ColumnDefault {
+        expr: Expr::Sequence(Arc::clone(&sequence), Vec::new()),
+        sql: format!("nextval('{}'::regclass)", name.replace('\'', "''")),
+    });
+    Ok(sequence)
+}
+
+/// A constant integer of a sequence option.
+fn option_value(e: &ast::Expr, what: &str) -> Result<i64> {
+    let text = e.to_string().replace(' ', "");
+    text.parse().map_err(|_| {
+        SqlError::new(
+            sqlstate::INVALID_PARAMETER_VALUE,
+            format!("{what} must be an integer: {e}"),
+        )
+    })
+}
+
+/// What a sequence's options declare, over the defaults of one of type `ty` (checked as
+/// PostgreSQL checks them).
+pub(super) fn sequence_options(
+    mut ty: SqlType,
+    given: &[ast::SequenceOptions],
+) -> Result<SequenceOptions> {
+    use ast::SequenceOptions as O;
+    let invalid = |m: String| SqlError::new(sqlstate::INVALID_PARAMETER_VALUE, m);
+    let mut increment = 1;
+    let (mut min, mut max, mut start, mut cycle, mut owned_by) = (None, None, None, false, None);
+    for o in given {
+        match o {
+            O::DataType(t) => {
+                ty = SqlType::from_ast(t)?;
+                if !matches!(ty, SqlType::Int2 | SqlType::Int4 | SqlType::Int8) {
+                    return Err(invalid(
+                        "sequence type must be smallint, integer, or bigint".into(),
+                    ));
+                }
+            }
+            O::IncrementBy(e, _) => increment = option_value(e, "INCREMENT")?,
+            O::MinValue(e) => {
+                min = e
+                    .as_ref()
+                    .map(|e| option_value(e, "MINVALUE"))
+                    .transpose()?
+            }
+            O::MaxValue(e) => {
+                max = e
+                    .as_ref()
+                    .map(|e| option_value(e, "MAXVALUE"))
+                    .transpose()?
+            }
+            O::StartWith(e, _) => start = Some(option_value(e, "START")?),
+            O::Cache(e) => {
+                option_value(e, "CACHE")?;
+            }
+            // The flag says NO CYCLE.
+            O::Cycle(no) => cycle = !*no,
+            O::OwnedBy(Some(name)) => match name.0.as_slice() {
+                [t, c] => {
+                    owned_by = Some((
+                        t.as_ident().map(ident).unwrap_or_default(),
+                        c.as_ident().map(ident).unwrap_or_default(),
+                    ))
+                }
+                _ => return Err(SqlError::unsupported(format!("OWNED BY {name}"))),
+            },
+            O::OwnedBy(None) => owned_by = None,
+        }
+    }
+    if increment == 0 {
+        return Err(invalid("INCREMENT must not be zero".into()));
+    }
+    let mut options = SequenceOptions::defaults(ty, increment);
+    let (low, high, type_name) = ty.integer_range().unwrap_or((i64::MIN, i64::MAX, "bigint"));
+    for (value, what) in [(min, "MINVALUE"), (max, "MAXVALUE")] {
+        if let Some(v) = value
+            && !(low..=high).contains(&v)
+        {
+            return Err(invalid(format!(
+                "{what} ({v}) is out of range for sequence data type {type_name}"
+            )));
+        }
+    }
+    options.min = min.unwrap_or(options.min);
+    options.max = max.unwrap_or(options.max);
+    if options.min >= options.max {
+        return Err(invalid(format!(
+            "MINVALUE ({}) must be less than MAXVALUE ({})",
+            options.min, options.max
+        )));
+    }
+    options.start = start.unwrap_or(if increment > 0 {
+        options.min
+    } else {
+        options.max
+    });
+    if options.start < options.min {
+        return Err(invalid(format!(
+            "START value ({}) cannot be less than MINVALUE ({})",
+            options.start, options.min
+        )));
+    }
+    if options.start > options.max {
+        return Err(invalid(format!(
+            "START value ({}) cannot be greater than MAXVALUE ({})",
+            options.start, options.max
+        )));
+    }
+    options.cycle = cycle;
+    options.owned_by = owned_by;
+    Ok(options)
+}
+
+pub(super) fn create_table(tables: Tables<'_>, ct: &ast::CreateTable) -> Result<Ddl> {
     if ct.query.is_some() {
         return Err(SqlError::unsupported("CREATE TABLE AS"));
     }
+    let table_name = object_name(&ct.name)?;
     let mut columns = Vec::new();
     let mut primary_key = Vec::new();
+    let mut sequences = Vec::new();
     for (i, c) in ct.columns.iter().enumerate() {
+        let serial = serial_type(&c.data_type);
         let mut column = SqlColumn {
             name: ident(&c.name),
-            ty: SqlType::from_ast(&c.data_type)?,
+            ty: match serial {
+                Some(ty) => ty,
+                None => SqlType::from_ast(&c.data_type)?,
+            },
             nullable: true,
             default: None,
         };
+        if serial.is_some() {
+            sequences.push(column_sequence(&table_name, &mut column, &[])?);
+        }
         for o in &c.options {
             match &o.option {
+                ColumnOption::Generated {
+                    generated_as: ast::GeneratedAs::ByDefault | ast::GeneratedAs::Always,
+                    sequence_options,
+                    generation_expr: None,
+                    ..
+                } if column.default.is_none() => {
+                    if !matches!(column.ty, SqlType::Int2 | SqlType::Int4 | SqlType::Int8) {
+                        return Err(SqlError::new(
+                            sqlstate::INVALID_PARAMETER_VALUE,
+                            "identity column type must be smallint, integer, or bigint",
+                        ));
+                    }
+                    let options = sequence_options.as_deref().unwrap_or(&[]);
+                    sequences.push(column_sequence(&table_name, &mut column, options)?);
+                }
                 ColumnOption::NotNull => column.nullable = false,
                 ColumnOption::Null => {}
                 ColumnOption::PrimaryKey(_) => {
                     column.nullable = false;
                     primary_key.push(i);
                 }
+                ColumnOption::Default(_) if serial.is_some() => {
+                    return Err(SqlError::syntax(format!(
+                        "multiple default values specified for column \"{}\" of table \"{table_name}\"",
+                        column.name
+                    )));
+                }
                 ColumnOption::Default(e) => {
-                    let (default, _) =
-                        Binder::new(Tables::shared(catalog), &[]).expr(e, &[], &mut None)?;
+                    let (default, _) = Binder::new(tables, &[]).expr(e, &[], &mut None)?;
                     if default.max_column().is_some() {
                         return Err(SqlError::syntax("a default cannot refer to columns"));
                     }
@@ -82,10 +257,11 @@ pub(super) fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<D
         }
     }
     Ok(Ddl::CreateTable {
-        name: object_name(&ct.name)?,
+        name: table_name,
         columns,
         primary_key,
         if_not_exists: ct.if_not_exists,
+        sequences,
     })
 }
 

@@ -3,15 +3,15 @@
 use std::sync::Arc;
 
 use sqlparser::ast::{
-    self, AssignmentTarget, CopySource, FromTable, SetExpr, TableFactor, TableObject,
+    self, AssignmentTarget, CopySource, FromTable, SelectItem, SetExpr, TableFactor, TableObject,
 };
 
-use crate::bind::select::{choose_access, conjuncts, table_scope};
+use crate::bind::select::{choose_access, conjuncts, output_name, table_scope};
 use crate::bind::{Binder, check_assignable, ident, object_name};
 use crate::catalog::SqlTable;
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::Expr;
-use crate::plan::{Access, CopyIn, DeletePlan, InsertPlan, InsertSource, UpdatePlan};
+use crate::plan::{Access, CopyIn, DeletePlan, InsertPlan, InsertSource, OutputColumn, UpdatePlan};
 use crate::values::datum::Datum;
 
 impl Binder<'_> {
@@ -40,14 +40,54 @@ impl Binder<'_> {
         Ok(columns)
     }
 
-    pub(crate) fn insert(&mut self, insert: &ast::Insert) -> Result<InsertPlan> {
-        if insert.on.is_some() || insert.returning.is_some() {
-            return Err(SqlError::unsupported("INSERT ... ON CONFLICT or RETURNING"));
+    /// `RETURNING items` over rows of `table` (called `alias`): the expressions and the
+    /// columns they make.
+    fn returning(
+        &mut self,
+        items: Option<&Vec<SelectItem>>,
+        table: &SqlTable,
+        alias: &str,
+    ) -> Result<(Vec<Expr>, Vec<OutputColumn>)> {
+        let (mut exprs, mut columns) = (Vec::new(), Vec::new());
+        let scope = table_scope(table, alias);
+        for item in items.into_iter().flatten() {
+            match item {
+                SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => {
+                    for (i, c) in scope.iter().enumerate() {
+                        exprs.push(Expr::Column(i));
+                        columns.push(OutputColumn {
+                            name: c.name.clone(),
+                            ty: c.ty,
+                        });
+                    }
+                }
+                SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
+                    let (x, ty) = self.folded(e, &scope, &mut None)?;
+                    let (x, ty) = self.output(x, ty)?;
+                    let name = match item {
+                        SelectItem::ExprWithAlias { alias, .. } => ident(alias),
+                        _ => output_name(e),
+                    };
+                    exprs.push(x);
+                    columns.push(OutputColumn { name, ty });
+                }
+                other => return Err(SqlError::unsupported(format!("RETURNING {other}"))),
+            }
+        }
+        Ok((exprs, columns))
+    }
+
+    pub(crate) fn insert(
+        &mut self,
+        insert: &ast::Insert,
+    ) -> Result<(InsertPlan, Vec<OutputColumn>)> {
+        if insert.on.is_some() {
+            return Err(SqlError::unsupported("INSERT ... ON CONFLICT"));
         }
         let TableObject::TableName(name) = &insert.table else {
             return Err(SqlError::unsupported("INSERT into a table function"));
         };
-        let table = self.tables.table(&object_name(name)?)?;
+        let table = self.writable(&object_name(name)?)?;
         let names = insert
             .columns
             .iter()
@@ -104,11 +144,33 @@ impl Binder<'_> {
                 InsertSource::Select(Box::new(plan))
             }
         };
-        Ok(InsertPlan {
-            table,
-            columns,
-            source,
-        })
+        let alias = insert
+            .table_alias
+            .as_ref()
+            .map_or_else(|| table.name.clone(), |a| ident(&a.alias));
+        let (returning, out) = self.returning(insert.returning.as_ref(), &table, &alias)?;
+        Ok((
+            InsertPlan {
+                table,
+                columns,
+                source,
+                returning,
+            },
+            out,
+        ))
+    }
+
+    /// Table `name`, which a statement is to write (42809 for a sequence, which only its
+    /// functions change).
+    fn writable(&self, name: &str) -> Result<Arc<SqlTable>> {
+        let table = self.tables.table(name)?;
+        if table.sequence.is_some() {
+            return Err(SqlError::new(
+                crate::error::sqlstate::WRONG_OBJECT_TYPE,
+                format!("cannot change sequence \"{name}\""),
+            ));
+        }
+        Ok(table)
     }
 
     /// The one table an UPDATE or DELETE names, and its scope.
@@ -116,7 +178,7 @@ impl Binder<'_> {
         match factor {
             TableFactor::Table {
                 name, args: None, ..
-            } => self.tables.table(&object_name(name)?),
+            } => self.writable(&object_name(name)?),
             other => Err(SqlError::unsupported(format!(
                 "UPDATE or DELETE of {other}"
             ))),
@@ -138,9 +200,12 @@ impl Binder<'_> {
         Ok((choose_access(table, 0, &filter), filter))
     }
 
-    pub(crate) fn update(&mut self, update: &ast::Update) -> Result<UpdatePlan> {
-        if update.from.is_some() || update.returning.is_some() || !update.table.joins.is_empty() {
-            return Err(SqlError::unsupported("UPDATE ... FROM or RETURNING"));
+    pub(crate) fn update(
+        &mut self,
+        update: &ast::Update,
+    ) -> Result<(UpdatePlan, Vec<OutputColumn>)> {
+        if update.from.is_some() || !update.table.joins.is_empty() {
+            return Err(SqlError::unsupported("UPDATE ... FROM"));
         }
         let table = self.single_table(&update.table.relation)?;
         let alias = alias_of(&update.table.relation).unwrap_or_else(|| table.name.clone());
@@ -165,33 +230,42 @@ impl Binder<'_> {
             assignments.push((col, x));
         }
         let (access, filter) = self.row_filter(&table, &alias, update.selection.as_ref())?;
-        Ok(UpdatePlan {
-            table,
-            access,
-            filter,
-            assignments,
-        })
+        let (returning, out) = self.returning(update.returning.as_ref(), &table, &alias)?;
+        Ok((
+            UpdatePlan {
+                table,
+                access,
+                filter,
+                assignments,
+                returning,
+            },
+            out,
+        ))
     }
 
-    pub(crate) fn delete(&mut self, delete: &ast::Delete) -> Result<DeletePlan> {
+    pub(crate) fn delete(
+        &mut self,
+        delete: &ast::Delete,
+    ) -> Result<(DeletePlan, Vec<OutputColumn>)> {
         let from = match &delete.from {
             FromTable::WithFromKeyword(f) | FromTable::WithoutKeyword(f) => f,
         };
-        if delete.using.is_some()
-            || delete.returning.is_some()
-            || from.len() != 1
-            || !from[0].joins.is_empty()
-        {
-            return Err(SqlError::unsupported("DELETE ... USING or RETURNING"));
+        if delete.using.is_some() || from.len() != 1 || !from[0].joins.is_empty() {
+            return Err(SqlError::unsupported("DELETE ... USING"));
         }
         let table = self.single_table(&from[0].relation)?;
         let alias = alias_of(&from[0].relation).unwrap_or_else(|| table.name.clone());
         let (access, filter) = self.row_filter(&table, &alias, delete.selection.as_ref())?;
-        Ok(DeletePlan {
-            table,
-            access,
-            filter,
-        })
+        let (returning, out) = self.returning(delete.returning.as_ref(), &table, &alias)?;
+        Ok((
+            DeletePlan {
+                table,
+                access,
+                filter,
+                returning,
+            },
+            out,
+        ))
     }
 
     pub(crate) fn copy_in(
@@ -213,7 +287,7 @@ impl Binder<'_> {
                 other => return Err(SqlError::unsupported(format!("COPY option {other}"))),
             }
         }
-        let table = self.tables.table(&object_name(table_name)?)?;
+        let table = self.writable(&object_name(table_name)?)?;
         let names: Vec<String> = columns.iter().map(ident).collect();
         let columns = self.target_columns(&table, &names)?;
         Ok(CopyIn { table, columns })

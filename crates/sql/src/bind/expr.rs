@@ -91,6 +91,9 @@ pub struct Binder<'c> {
     /// What the system catalogs show, taken when the statement first reads one: its plan is
     /// then good for one execution only (see `system`).
     pub(crate) system: Option<crate::system::Snapshot>,
+    /// It reads something as it stands when planned (the system catalogs, a sequence): its
+    /// plan is good for one execution only.
+    pub(crate) volatile: bool,
 }
 
 impl<'c> Binder<'c> {
@@ -101,6 +104,7 @@ impl<'c> Binder<'c> {
             depth: 0,
             fold_error: None,
             system: None,
+            volatile: false,
         }
     }
 

@@ -68,6 +68,9 @@ impl Binder<'_> {
             };
             return self.expr(&modulo, scope, g);
         }
+        if matches!(name.as_str(), "nextval" | "setval" | "currval" | "lastval") {
+            return self.sequence_function(&name, &f.args, scope, g);
+        }
         let mut args = Vec::new();
         let mut types = Vec::new();
         if let FunctionArguments::List(list) = &f.args {
@@ -294,6 +297,70 @@ impl Binder<'_> {
             return Ok((crate::bind::narrowed(call, ty), ty));
         }
         Ok((call, ty))
+    }
+}
+
+impl Binder<'_> {
+    /// `nextval('name')` and `setval('name', value [, is_called])`, the sequence named by a
+    /// constant (a string, or a string cast to `regclass`, as a serial column's default writes
+    /// it), found when the statement is planned.
+    fn sequence_function(
+        &mut self,
+        name: &str,
+        args: &FunctionArguments,
+        scope: &[ScopeColumn],
+        g: &mut Option<&mut Grouping>,
+    ) -> Result<(Expr, SqlType)> {
+        if matches!(name, "currval" | "lastval") {
+            return Err(SqlError::unsupported(format!("{name}()")));
+        }
+        let list: Vec<&ast::Expr> = match args {
+            FunctionArguments::List(list) => list
+                .args
+                .iter()
+                .map(|a| match a {
+                    FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Ok(e),
+                    other => Err(SqlError::unsupported(format!("argument {other}"))),
+                })
+                .collect::<Result<_>>()?,
+            _ => Vec::new(),
+        };
+        let arity = if name == "nextval" { 1..=1 } else { 2..=3 };
+        if !arity.contains(&list.len()) {
+            return Err(SqlError::new(
+                sqlstate::UNDEFINED_FUNCTION,
+                format!("function {name} does not take {} arguments", list.len()),
+            ));
+        }
+        let constant = match list[0] {
+            ast::Expr::Cast { expr, .. } => expr.as_ref(),
+            e => e,
+        };
+        let relation = match constant {
+            ast::Expr::Value(v) => match &v.value {
+                ast::Value::SingleQuotedString(s) => crate::expr::lookup::normalized(s),
+                _ => return Err(SqlError::unsupported(format!("{name} of {constant}"))),
+            },
+            _ => {
+                return Err(SqlError::unsupported(format!(
+                    "{name} of a sequence named by an expression"
+                )));
+            }
+        };
+        let table = self.tables.table(&relation)?;
+        let Some(sequence) = table.sequence.clone() else {
+            return Err(SqlError::new(
+                sqlstate::WRONG_OBJECT_TYPE,
+                format!("\"{relation}\" is not a sequence"),
+            ));
+        };
+        let mut bound = Vec::new();
+        for (e, ty) in list[1..].iter().zip([SqlType::Int8, SqlType::Bool]) {
+            let (x, _) = self.expr(e, scope, g)?;
+            self.infer(&x, ty);
+            bound.push(Expr::Cast(Box::new(x), ty));
+        }
+        Ok((Expr::Sequence(sequence, bound), SqlType::Int8))
     }
 }
 

@@ -16,6 +16,7 @@ use crate::expr::{BinOp, Expr};
 use crate::plan::{
     Access, Aggregate, OutputColumn, Relation, SelectParts, SelectPlan, SortKey, Source,
 };
+use crate::values::datum::Datum;
 use crate::values::types::SqlType;
 
 /// Splits a condition into its AND-ed parts.
@@ -66,6 +67,7 @@ fn cost(e: &Expr) -> f64 {
         Expr::Column(_) | Expr::Param(_) | Expr::Literal(_) => 0.0,
         Expr::Not(x) | Expr::IsNull(x, _) => cost(x),
         Expr::Negate(x) | Expr::Cast(x, _) | Expr::Lookup(x, _) => 1.0 + cost(x),
+        Expr::Sequence(_, args) => 1.0 + args.iter().map(cost).sum::<f64>(),
         Expr::Binary(BinOp::And | BinOp::Or, l, r) => cost(l) + cost(r),
         Expr::Binary(_, l, r) => 1.0 + cost(l) + cost(r),
         Expr::Between {
@@ -523,7 +525,7 @@ impl Binder<'_> {
                 let rows = system.rows(self.snapshot()?);
                 (
                     Relation::Rows {
-                        relation: system.name,
+                        relation: system.name.to_owned(),
                         rows,
                     },
                     shown,
@@ -535,7 +537,24 @@ impl Binder<'_> {
                     .as_ref()
                     .map_or_else(|| table.name.clone(), |a| ident(&a.name));
                 scope.extend(table_scope(&table, &shown));
-                (Relation::Table(table), shown)
+                match &table.sequence {
+                    // A sequence reads as its one row, as it stands when the statement runs
+                    // (planned afresh each time).
+                    Some(s) => {
+                        self.volatile = true;
+                        let (last, called) = s.current();
+                        let row = vec![Datum::Int(last), Datum::Int(0), Datum::Bool(called)];
+                        let relation = table.name.clone();
+                        (
+                            Relation::Rows {
+                                relation,
+                                rows: vec![row],
+                            },
+                            shown,
+                        )
+                    }
+                    None => (Relation::Table(table), shown),
+                }
             }
         };
         sources.push(Source {
@@ -549,7 +568,7 @@ impl Binder<'_> {
 }
 
 /// The name PostgreSQL gives an unnamed output column.
-fn output_name(e: &ast::Expr) -> String {
+pub(crate) fn output_name(e: &ast::Expr) -> String {
     match e {
         ast::Expr::Identifier(id) => ident(id),
         ast::Expr::CompoundIdentifier(parts) => parts.last().map(ident).unwrap_or_default(),

@@ -9,7 +9,8 @@ use sqlparser::ast::{
 pub use super::parse::{Ast, MAX_STATEMENT_LEN, parse};
 
 use super::ddl::{
-    create_table, grant_on, grantees, index_columns, table_grantees, table_privileges,
+    create_table, grant_on, grantees, index_columns, sequence_options as sequence_options_of,
+    table_grantees, table_privileges,
 };
 use crate::bind::role_statement as roles;
 use crate::bind::{Binder, ident, object_name};
@@ -19,6 +20,7 @@ use crate::error::{Result, SqlError};
 use crate::plan::{
     Command, Ddl, IsolationLevel, OutputColumn, Prepared, Query, RoleCommand, TxnModes,
 };
+use crate::sequence::Sequence;
 use crate::values::types::SqlType;
 
 /// Whether `stmt` ends a transaction block (COMMIT, ROLLBACK): the only statements a failed
@@ -54,10 +56,35 @@ pub fn prepare_in(
             columns = cols;
             Command::Query(Box::new(Query::Select(plan)))
         }
-        Statement::Insert(insert) => Command::Query(Box::new(Query::Insert(b.insert(insert)?))),
-        Statement::Update(update) => Command::Query(Box::new(Query::Update(b.update(update)?))),
-        Statement::Delete(delete) => Command::Query(Box::new(Query::Delete(b.delete(delete)?))),
-        Statement::CreateTable(ct) => Command::Ddl(create_table(catalog, ct)?),
+        Statement::Insert(insert) => {
+            let (plan, cols) = b.insert(insert)?;
+            columns = cols;
+            Command::Query(Box::new(Query::Insert(plan)))
+        }
+        Statement::Update(update) => {
+            let (plan, cols) = b.update(update)?;
+            columns = cols;
+            Command::Query(Box::new(Query::Update(plan)))
+        }
+        Statement::Delete(delete) => {
+            let (plan, cols) = b.delete(delete)?;
+            columns = cols;
+            Command::Query(Box::new(Query::Delete(plan)))
+        }
+        Statement::CreateTable(ct) => Command::Ddl(create_table(tables, ct)?),
+        Statement::CreateSequence {
+            temporary: false,
+            if_not_exists,
+            name,
+            sequence_options,
+        } => {
+            let options = sequence_options_of(SqlType::Int8, sequence_options)?;
+            let sequence = Sequence::new(object_name(name)?, options);
+            Command::Ddl(Ddl::CreateSequence {
+                sequence: std::sync::Arc::new(sequence),
+                if_not_exists: *if_not_exists,
+            })
+        }
         Statement::CreateRole(role) => Command::Role(roles::create(role)?),
         Statement::AlterRole {
             name,
@@ -73,13 +100,14 @@ pub fn prepare_in(
             if_exists: *if_exists,
         }),
         Statement::Drop {
-            object_type: ast::ObjectType::Table,
+            object_type: object_type @ (ast::ObjectType::Table | ast::ObjectType::Sequence),
             if_exists,
             names,
             ..
         } => Command::Ddl(Ddl::DropTable {
             names: names.iter().map(object_name).collect::<Result<_>>()?,
             if_exists: *if_exists,
+            sequences: *object_type == ast::ObjectType::Sequence,
         }),
         Statement::Truncate(t) => Command::Ddl(Ddl::Truncate(
             t.table_names
@@ -285,7 +313,7 @@ pub fn prepare_in(
         params: b.param_types(),
         columns,
         version,
-        pending: tables.is_pending() || b.system.is_some(),
+        pending: tables.is_pending() || b.volatile,
         point_read,
     })
 }

@@ -16,6 +16,7 @@ impl Binder<'_> {
     pub(crate) fn snapshot(&mut self) -> Result<&Snapshot> {
         if self.system.is_none() {
             self.system = Some(Snapshot::take(&self.tables)?);
+            self.volatile = true;
         }
         Ok(self.system.as_ref().expect("taken above"))
     }

@@ -80,6 +80,9 @@ pub struct SqlTable {
     pub row_ids: Option<Arc<RowIds>>,
     /// Its owner and what others may do with it.
     pub acl: Acl,
+    /// For a sequence (a relation of one row, as in PostgreSQL): its state; its engine table
+    /// keeps its mark (see `sequence`).
+    pub sequence: Option<Arc<crate::sequence::Sequence>>,
 }
 
 /// The row ids of a table without a declared primary key. Its engine table has one more

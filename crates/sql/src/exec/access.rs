@@ -64,6 +64,9 @@ pub fn check(command: &Command, actor: &Actor) -> Result<()> {
         Query::Select(s) => check_select(s, actor),
         Query::Insert(i) => {
             require(Some(actor), &i.table, Privileges::INSERT)?;
+            if reads(i.returning.iter()) {
+                require(Some(actor), &i.table, Privileges::SELECT)?;
+            }
             match &i.source {
                 InsertSource::Select(s) => check_select(s, actor),
                 InsertSource::Values(_) => Ok(()),
@@ -72,14 +75,15 @@ pub fn check(command: &Command, actor: &Actor) -> Result<()> {
         // Reading a column (in the condition or a new value) takes SELECT too.
         Query::Update(u) => {
             require(Some(actor), &u.table, Privileges::UPDATE)?;
-            if reads(u.filter.iter().chain(u.assignments.iter().map(|(_, e)| e))) {
+            let assigned = u.assignments.iter().map(|(_, e)| e);
+            if reads(u.filter.iter().chain(assigned).chain(&u.returning)) {
                 require(Some(actor), &u.table, Privileges::SELECT)?;
             }
             Ok(())
         }
         Query::Delete(d) => {
             require(Some(actor), &d.table, Privileges::DELETE)?;
-            if reads(d.filter.iter()) {
+            if reads(d.filter.iter().chain(&d.returning)) {
                 require(Some(actor), &d.table, Privileges::SELECT)?;
             }
             Ok(())

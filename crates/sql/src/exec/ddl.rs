@@ -23,9 +23,11 @@ use crate::error::{Result, SqlError, sqlstate};
 use crate::exec::access;
 use crate::exec::insert_rows;
 use crate::exec::stored;
-use crate::expr::Context;
+use crate::expr::{Context, Expr};
 use crate::plan::{Ddl, GrantOn};
+use crate::sequence::Sequence;
 use crate::values::datum::Datum;
+use crate::values::types::SqlType;
 
 /// A secondary index to build: its name, columns (positions) and object id.
 type IndexSpec = (String, Vec<usize>, u32);
@@ -96,7 +98,83 @@ fn build(
         engine,
         row_ids,
         acl,
+        sequence: None,
     })
+}
+
+/// The columns a sequence shows as a relation (`SELECT * FROM s`), as PostgreSQL's.
+pub(crate) fn sequence_columns() -> Vec<SqlColumn> {
+    [
+        ("last_value", SqlType::Int8),
+        ("log_cnt", SqlType::Int8),
+        ("is_called", SqlType::Bool),
+    ]
+    .into_iter()
+    .map(|(name, ty)| SqlColumn {
+        name: name.into(),
+        ty,
+        nullable: false,
+        default: None,
+    })
+    .collect()
+}
+
+/// Creates `sequence`'s engine table and its catalog row in `txn` (object id `oid`), and
+/// returns it as a relation.
+fn make_sequence(
+    catalog: &Catalog,
+    txn: &mut Transaction<'_>,
+    sequence: &Arc<Sequence>,
+    acl: Acl,
+) -> Result<SqlTable> {
+    let schema = crate::sequence::engine_schema(catalog.engine_name(&sequence.name))?;
+    let engine = catalog.database().create_table(schema)?;
+    let table = SqlTable {
+        name: sequence.name.clone(),
+        oid: catalog.new_oids(SqlTable::OIDS),
+        columns: sequence_columns(),
+        primary_key: Vec::new(),
+        indexes: Vec::new(),
+        engine: Arc::clone(&engine),
+        row_ids: None,
+        acl,
+        sequence: Some(Arc::clone(sequence)),
+    };
+    let done = sequence
+        .attach(Arc::clone(catalog.database()), engine)
+        .and_then(|()| stored::write(txn, catalog.stored(), &table, false))
+        .map_err(|e| already_exists(e, &table.name));
+    or_discard(catalog, &table, done)?;
+    Ok(table)
+}
+
+/// A unique violation writing a new catalog row: another session made the relation meanwhile.
+fn already_exists(e: SqlError, name: &str) -> SqlError {
+    if e.code == sqlstate::UNIQUE_VIOLATION {
+        SqlError::new(
+            sqlstate::DUPLICATE_TABLE,
+            format!("relation \"{name}\" already exists"),
+        )
+    } else {
+        e
+    }
+}
+
+/// The relation `name` as a table: 42809 for a sequence (which DML and table DDL refuse).
+fn plain_table(tables: &Tables<'_>, name: &str) -> Result<Arc<SqlTable>> {
+    let t = tables.table(name)?;
+    if t.sequence.is_some() {
+        return Err(not_a(name, "table"));
+    }
+    Ok(t)
+}
+
+/// 42809: relation `name` is not a `kind`.
+fn not_a(name: &str, kind: &str) -> SqlError {
+    SqlError::new(
+        sqlstate::WRONG_OBJECT_TYPE,
+        format!("\"{name}\" is not a {kind}"),
+    )
 }
 
 /// Copies every row of `old` into `new` in `txn`.
@@ -235,11 +313,37 @@ pub fn execute_in(
 ) -> Result<(&'static str, Vec<Change>)> {
     let catalog = tables.catalog;
     match ddl {
+        Ddl::CreateSequence {
+            sequence,
+            if_not_exists,
+        } => {
+            let name = &sequence.name;
+            if tables.table(name).is_ok() {
+                if *if_not_exists {
+                    return Ok(("CREATE SEQUENCE", Vec::new()));
+                }
+                return Err(SqlError::new(
+                    sqlstate::DUPLICATE_TABLE,
+                    format!("relation \"{name}\" already exists"),
+                ));
+            }
+            if let Some((table, column)) = &sequence.options.owned_by {
+                plain_table(&tables, table)?.column(column).ok_or_else(|| {
+                    SqlError::new(
+                        sqlstate::UNDEFINED_COLUMN,
+                        format!("column \"{column}\" of relation \"{table}\" does not exist"),
+                    )
+                })?;
+            }
+            let made = make_sequence(catalog, txn, sequence, Acl::owned_by(tables.actor))?;
+            Ok(("CREATE SEQUENCE", vec![Change::Add(Arc::new(made))]))
+        }
         Ddl::CreateTable {
             name,
             columns,
             primary_key,
             if_not_exists,
+            sequences,
         } => {
             if tables.table(name).is_ok() {
                 if *if_not_exists {
@@ -266,28 +370,94 @@ pub fn execute_in(
                 &[],
                 acl,
             )?;
-            let done = stored::write(txn, catalog.stored(), &table, false).map_err(|e| {
-                if e.code == sqlstate::UNIQUE_VIOLATION {
-                    // Another session created it meanwhile.
-                    SqlError::new(
-                        sqlstate::DUPLICATE_TABLE,
-                        format!("relation \"{name}\" already exists"),
-                    )
-                } else {
-                    e
-                }
-            });
+            let done = stored::write(txn, catalog.stored(), &table, false)
+                .map_err(|e| already_exists(e, name));
             or_discard(catalog, &table, done)?;
-            Ok(("CREATE TABLE", vec![Change::Add(Arc::new(table))]))
+            let mut changes = vec![Change::Add(Arc::new(table))];
+            for s in sequences {
+                if tables.table(&s.name).is_ok() {
+                    discard_made(catalog, changes);
+                    return Err(SqlError::new(
+                        sqlstate::DUPLICATE_TABLE,
+                        format!("relation \"{}\" already exists", s.name),
+                    ));
+                }
+                match make_sequence(catalog, txn, s, Acl::owned_by(tables.actor)) {
+                    Ok(made) => changes.push(Change::Add(Arc::new(made))),
+                    Err(e) => {
+                        discard_made(catalog, changes);
+                        return Err(e);
+                    }
+                }
+            }
+            Ok(("CREATE TABLE", changes))
         }
-        Ddl::DropTable { names, if_exists } => {
+        Ddl::DropTable {
+            names,
+            if_exists,
+            sequences,
+        } => {
+            let kind = if *sequences { "sequence" } else { "table" };
             let mut dropped: Vec<Arc<SqlTable>> = Vec::new();
             for n in names {
                 match tables.table(n) {
                     Ok(_) if dropped.iter().any(|t| t.name == *n) => {}
+                    Ok(t) if t.sequence.is_some() != *sequences => {
+                        let e = not_a(n, kind);
+                        return Err(if *sequences {
+                            e
+                        } else {
+                            e.with_hint("Use DROP SEQUENCE to remove a sequence.")
+                        });
+                    }
                     Ok(t) => dropped.push(t),
                     Err(_) if *if_exists => {}
                     Err(e) => return Err(e),
+                }
+            }
+            // A table's serial and identity sequences go with it.
+            let all = tables.all();
+            let owned: Vec<Arc<SqlTable>> = all
+                .iter()
+                .filter(|s| {
+                    s.sequence.as_ref().is_some_and(|q| {
+                        q.options
+                            .owned_by
+                            .as_ref()
+                            .is_some_and(|(t, _)| dropped.iter().any(|d| d.name == *t))
+                    }) && !dropped.iter().any(|d| d.name == s.name)
+                })
+                .cloned()
+                .collect();
+            dropped.extend(owned);
+            // A sequence a remaining table's default draws from cannot go (PostgreSQL's
+            // dependency; CASCADE is not offered).
+            for t in all
+                .iter()
+                .filter(|t| !dropped.iter().any(|d| d.name == t.name))
+            {
+                for c in &t.columns {
+                    let Some(d) = &c.default else { continue };
+                    let mut uses = None;
+                    d.expr.visit(&mut |e| {
+                        if let Expr::Sequence(s, _) = e
+                            && let Some(gone) = dropped
+                                .iter()
+                                .find(|g| g.sequence.as_ref().is_some_and(|q| Arc::ptr_eq(q, s)))
+                        {
+                            uses = Some(gone.name.clone());
+                        }
+                    });
+                    if let Some(s) = uses {
+                        return Err(SqlError::new(
+                            sqlstate::DEPENDENT_OBJECTS_STILL_EXIST,
+                            format!("cannot drop sequence {s} because other objects depend on it"),
+                        )
+                        .with_detail(format!(
+                            "default value for column {} of table {} depends on sequence {s}",
+                            c.name, t.name
+                        )));
+                    }
                 }
             }
             for t in &dropped {
@@ -299,14 +469,18 @@ pub fn execute_in(
                 stored::remove(txn, catalog.stored(), &t.name)?;
             }
             Ok((
-                "DROP TABLE",
+                if *sequences {
+                    "DROP SEQUENCE"
+                } else {
+                    "DROP TABLE"
+                },
                 dropped.into_iter().map(Change::Drop).collect(),
             ))
         }
         Ddl::Truncate(names) => {
             let olds = names
                 .iter()
-                .map(|n| tables.table(n))
+                .map(|n| plain_table(&tables, n))
                 .collect::<Result<Vec<_>>>()?;
             for t in &olds {
                 access::require(tables.actor, t, Privileges::TRUNCATE)?;
@@ -325,7 +499,7 @@ pub fn execute_in(
             Ok(("TRUNCATE TABLE", changes))
         }
         Ddl::AddPrimaryKey { table, columns } => {
-            let old = tables.table(table)?;
+            let old = plain_table(&tables, table)?;
             access::require_owner(tables.actor, &old)?;
             if !old.primary_key.is_empty() {
                 return Err(SqlError::new(
@@ -347,7 +521,7 @@ pub fn execute_in(
             columns,
             if_not_exists,
         } => {
-            let old = tables.table(table)?;
+            let old = plain_table(&tables, table)?;
             access::require_owner(tables.actor, &old)?;
             if old.indexes.iter().any(|i| i.name == *name) {
                 if *if_not_exists {
@@ -449,6 +623,7 @@ fn describe_anew(
         engine: Arc::clone(&old.engine),
         row_ids: old.row_ids.clone(),
         acl,
+        sequence: old.sequence.clone(),
     };
     stored::write(txn, catalog.stored(), &new, true)?;
     Ok(Change::Replace {

@@ -60,9 +60,9 @@ pub fn execute_each(
 ) -> Result<String> {
     Ok(match query {
         Query::Select(s) => format!("SELECT {}", select_each(txn, s, cx, emit)?),
-        Query::Insert(i) => insert(txn, i, cx)?.tag,
-        Query::Update(u) => update(txn, u, cx)?.tag,
-        Query::Delete(d) => delete(txn, d, cx)?.tag,
+        Query::Insert(i) => insert(txn, i, cx, emit)?.tag,
+        Query::Update(u) => update(txn, u, cx, emit)?.tag,
+        Query::Delete(d) => delete(txn, d, cx, emit)?.tag,
     })
 }
 
@@ -73,6 +73,18 @@ pub fn insert_rows(
     columns: &[usize],
     rows: impl IntoIterator<Item = Vec<Datum>>,
     cx: &Context<'_>,
+) -> Result<u64> {
+    insert_rows_returning(txn, table, columns, rows, cx, &mut |_| Ok(()))
+}
+
+/// [`insert_rows`], passing each row as inserted (every column) to `inserted`.
+fn insert_rows_returning(
+    txn: &mut Transaction<'_>,
+    table: &SqlTable,
+    columns: &[usize],
+    rows: impl IntoIterator<Item = Vec<Datum>>,
+    cx: &Context<'_>,
+    inserted: &mut dyn FnMut(&[Datum]) -> Result<()>,
 ) -> Result<u64> {
     lock_for_writing(txn, table)?;
     let mut n = 0;
@@ -105,9 +117,27 @@ pub fn insert_rows(
                 overtake_engine::Error::DuplicateKey { .. } => duplicate_key(table, &cast),
                 e => e.into(),
             })?;
+        inserted(&cast)?;
         n += 1;
     }
     Ok(n)
+}
+
+/// Sends `returning`'s values over `row` to `emit` (nothing without RETURNING).
+fn send_returning(
+    returning: &[Expr],
+    row: &[Datum],
+    cx: &Context<'_>,
+    emit: &mut dyn FnMut(Vec<Datum>) -> Result<()>,
+) -> Result<()> {
+    if returning.is_empty() {
+        return Ok(());
+    }
+    let values = returning
+        .iter()
+        .map(|e| e.eval(row, cx))
+        .collect::<Result<Vec<_>>>()?;
+    emit(values)
 }
 
 /// Fails with 23502, as PostgreSQL reports it, if `row` (every column of `table`) holds a NULL
@@ -161,7 +191,12 @@ fn duplicate_key(table: &SqlTable, row: &[Datum]) -> SqlError {
     .concerning(&table.name, None, Some(constraint))
 }
 
-fn insert(txn: &mut Transaction<'_>, plan: &InsertPlan, cx: &Context<'_>) -> Result<Output> {
+fn insert(
+    txn: &mut Transaction<'_>,
+    plan: &InsertPlan,
+    cx: &Context<'_>,
+    emit: &mut dyn FnMut(Vec<Datum>) -> Result<()>,
+) -> Result<Output> {
     let rows = match &plan.source {
         InsertSource::Values(rows) => rows
             .iter()
@@ -173,7 +208,9 @@ fn insert(txn: &mut Transaction<'_>, plan: &InsertPlan, cx: &Context<'_>) -> Res
             .collect::<Result<Vec<_>>>()?,
         InsertSource::Select(s) => select(txn, s, cx)?,
     };
-    let n = insert_rows(txn, &plan.table, &plan.columns, rows, cx)?;
+    let n = insert_rows_returning(txn, &plan.table, &plan.columns, rows, cx, &mut |row| {
+        send_returning(&plan.returning, row, cx, emit)
+    })?;
     Ok(Output {
         tag: format!("INSERT 0 {n}"),
         rows: Vec::new(),
@@ -217,7 +254,12 @@ fn lock_for_writing(txn: &mut Transaction<'_>, table: &SqlTable) -> Result<()> {
     Ok(txn.lock_table(&table.engine, TableLock::Write)?)
 }
 
-fn update(txn: &mut Transaction<'_>, plan: &UpdatePlan, cx: &Context<'_>) -> Result<Output> {
+fn update(
+    txn: &mut Transaction<'_>,
+    plan: &UpdatePlan,
+    cx: &Context<'_>,
+    emit: &mut dyn FnMut(Vec<Datum>) -> Result<()>,
+) -> Result<Output> {
     let table = &plan.table;
     lock_for_writing(txn, table)?;
     let n = for_each_target(
@@ -255,7 +297,9 @@ fn update(txn: &mut Transaction<'_>, plan: &UpdatePlan, cx: &Context<'_>) -> Res
                 }
                 txn.delete(&table.engine, key)?;
                 let all: Vec<usize> = (0..table.columns.len()).collect();
-                insert_rows(txn, table, &all, [changed], cx)?;
+                insert_rows_returning(txn, table, &all, [changed], cx, &mut |row| {
+                    send_returning(&plan.returning, row, cx, emit)
+                })?;
                 return Ok(());
             }
             let values = new
@@ -267,6 +311,13 @@ fn update(txn: &mut Transaction<'_>, plan: &UpdatePlan, cx: &Context<'_>) -> Res
                     m.set(*col, v.value());
                 }
             })?;
+            if !plan.returning.is_empty() {
+                let mut changed = row;
+                for (col, v) in new {
+                    changed[col] = v;
+                }
+                send_returning(&plan.returning, &changed, cx, emit)?;
+            }
             Ok(())
         },
     )?;
@@ -276,16 +327,21 @@ fn update(txn: &mut Transaction<'_>, plan: &UpdatePlan, cx: &Context<'_>) -> Res
     })
 }
 
-fn delete(txn: &mut Transaction<'_>, plan: &DeletePlan, cx: &Context<'_>) -> Result<Output> {
+fn delete(
+    txn: &mut Transaction<'_>,
+    plan: &DeletePlan,
+    cx: &Context<'_>,
+    emit: &mut dyn FnMut(Vec<Datum>) -> Result<()>,
+) -> Result<Output> {
     lock_for_writing(txn, &plan.table)?;
     let n = for_each_target(
         txn,
         &plan.table,
         (&plan.access, &plan.filter),
         cx,
-        |txn, key, _| {
+        |txn, key, row| {
             txn.delete(&plan.table.engine, key)?;
-            Ok(())
+            send_returning(&plan.returning, &row, cx, emit)
         },
     )?;
     Ok(Output {

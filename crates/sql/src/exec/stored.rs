@@ -25,6 +25,7 @@ use crate::catalog::acl::{Acl, Grantee};
 use crate::catalog::{Catalog, ROW_ID_COLUMN, RowIds, SqlColumn, SqlIndex, SqlTable};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::plan::{Command, Ddl};
+use crate::sequence::Sequence;
 
 /// The engine table holding the catalog. Engine tables of SQL tables are named `name#n`, so no
 /// SQL table's engine table can take this name.
@@ -62,9 +63,17 @@ impl Catalog {
         let kept = described.iter().filter_map(|d| kept_oids(&d.description));
         let last_kept = kept.flatten().max().unwrap_or(0);
         binding.reserve_oids_through(last_kept.saturating_add(SqlTable::OIDS));
+        // Sequences first: the defaults of the tables' columns name them.
         let mut tables = HashMap::new();
-        for d in &described {
-            tables.insert(d.name.clone(), Arc::new(restore(&binding, d)?));
+        let (sequences, plain): (Vec<&Described>, Vec<&Described>) = described
+            .iter()
+            .partition(|d| d.description.starts_with("CREATE SEQUENCE"));
+        for d in sequences.into_iter().chain(plain) {
+            let restored = Arc::new(restore(&binding, d)?);
+            if restored.sequence.is_some() {
+                binding.exchange(&d.name, None, Some(Arc::clone(&restored)));
+            }
+            tables.insert(d.name.clone(), restored);
         }
         for t in db.tables() {
             let described = tables.values().any(|s| Arc::ptr_eq(&s.engine, &t));
@@ -203,9 +212,34 @@ fn quoted(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
+/// A sequence in SQL: its `CREATE SEQUENCE` with every option.
+fn describe_sequence(name: &str, s: &Sequence) -> String {
+    let o = &s.options;
+    let mut sql = format!(
+        "CREATE SEQUENCE {} AS {} INCREMENT BY {} MINVALUE {} MAXVALUE {} START WITH {}{}",
+        quoted(name),
+        o.ty.name(),
+        o.increment,
+        o.min,
+        o.max,
+        o.start,
+        if o.cycle { " CYCLE" } else { " NO CYCLE" }
+    );
+    if let Some((table, column)) = &o.owned_by {
+        sql.push_str(&format!(" OWNED BY {}.{}", quoted(table), quoted(column)));
+    }
+    sql.push(';');
+    sql
+}
+
 /// `table` in SQL: a `CREATE TABLE` with its columns' types, NULL-ability and defaults and its
-/// primary key, then a `CREATE INDEX` per index.
+/// primary key, then a `CREATE INDEX` per index (a sequence: its `CREATE SEQUENCE`).
 fn describe(table: &SqlTable) -> String {
+    if let Some(s) = &table.sequence {
+        let mut sql = describe_sequence(&table.name, s);
+        describe_rest(table, &mut sql);
+        return sql;
+    }
     let mut parts: Vec<String> = table
         .columns
         .iter()
@@ -243,6 +277,12 @@ fn describe(table: &SqlTable) -> String {
             names(&index.columns)
         ));
     }
+    describe_rest(table, &mut sql);
+    sql
+}
+
+/// The lines every description ends with: the owner, the grants and the object ids.
+fn describe_rest(table: &SqlTable, sql: &mut String) {
     if let Some(owner) = &table.acl.owner {
         sql.push_str(&format!(
             "\nALTER TABLE {} OWNER TO {};",
@@ -266,7 +306,6 @@ fn describe(table: &SqlTable) -> String {
     for index in &table.indexes {
         sql.push_str(&format!(" {}", index.oid));
     }
-    sql
 }
 
 /// How the line giving a table's object ids starts.
@@ -305,24 +344,42 @@ fn restore(catalog: &Catalog, described: &Described) -> Result<SqlTable> {
         ))
     })?;
     let mut statements = parse(&described.description)?.into_iter();
-    let Some(Command::Ddl(Ddl::CreateTable {
-        name,
-        columns,
-        primary_key,
-        ..
-    })) = statements
+    let first = statements
         .next()
         .map(|s| prepare(catalog, &s, &[]).map(|p| p.command))
-        .transpose()?
-    else {
-        return Err(damaged("does not begin with CREATE TABLE"));
+        .transpose()?;
+    let (name, columns, primary_key, sequence) = match first {
+        Some(Command::Ddl(Ddl::CreateTable {
+            name,
+            columns,
+            primary_key,
+            ..
+        })) => (name, columns, primary_key, None),
+        Some(Command::Ddl(Ddl::CreateSequence { sequence, .. })) => {
+            sequence.attach(Arc::clone(catalog.database()), Arc::clone(&engine))?;
+            (
+                sequence.name.clone(),
+                crate::exec::ddl::sequence_columns(),
+                Vec::new(),
+                Some(sequence),
+            )
+        }
+        _ => {
+            return Err(damaged(
+                "does not begin with CREATE TABLE or CREATE SEQUENCE",
+            ));
+        }
     };
     let engine_columns = engine.schema().columns();
     // A keyless table has its row ids after its columns (older versions kept none).
     let has_row_ids = primary_key.is_empty()
+        && sequence.is_none()
         && engine_columns.len() == columns.len() + 1
         && engine_columns[columns.len()].name == ROW_ID_COLUMN;
-    if name != described.name || columns.len() + usize::from(has_row_ids) != engine_columns.len() {
+    // A sequence's engine table keeps its mark, not its columns.
+    let columns_match =
+        sequence.is_some() || columns.len() + usize::from(has_row_ids) == engine_columns.len();
+    if name != described.name || !columns_match {
         return Err(damaged("does not match its engine table"));
     }
     let row_ids = if has_row_ids {
@@ -401,6 +458,7 @@ fn restore(catalog: &Catalog, described: &Described) -> Result<SqlTable> {
         engine,
         row_ids,
         acl,
+        sequence,
     })
 }
 

@@ -39,6 +39,7 @@ impl Expr {
             Expr::Func(f, args) => eval_func(*f, args, row, cx),
             Expr::Case { .. } => eval_case(self, row, cx),
             Expr::Lookup(e, table) => table.get(&e.eval(row, cx)?),
+            Expr::Sequence(sequence, args) => eval_sequence(sequence, args, row, cx),
         }
     }
 
@@ -293,6 +294,32 @@ fn like(s: &str, pattern: &str) -> bool {
         }
     }
     pat[j..].iter().all(|p| *p == P::Any)
+}
+
+/// `nextval` (no arguments) or `setval(value [, is_called])` on `sequence`.
+fn eval_sequence(
+    sequence: &crate::sequence::Sequence,
+    args: &[Expr],
+    row: &[Datum],
+    cx: &Context<'_>,
+) -> Result<Datum> {
+    if args.is_empty() {
+        return Ok(Datum::Int(sequence.next()?));
+    }
+    let value = match args[0].eval(row, cx)? {
+        Datum::Null => return Ok(Datum::Null),
+        Datum::Int(v) => v,
+        other => match other.cast(SqlType::Int8)? {
+            Datum::Int(v) => v,
+            _ => return Ok(Datum::Null),
+        },
+    };
+    let called = match args.get(1).map(|a| a.eval(row, cx)).transpose()? {
+        None => true,
+        Some(Datum::Null) => return Ok(Datum::Null),
+        Some(d) => d.truth()? == Some(true),
+    };
+    Ok(Datum::Int(sequence.set(value, called)?))
 }
 
 #[cfg(test)]

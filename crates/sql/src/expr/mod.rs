@@ -23,6 +23,8 @@ use crate::values::types::SqlType;
 
 pub use lookup::Lookup;
 
+use crate::sequence::Sequence;
+
 /// Binary operators.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BinOp {
@@ -153,6 +155,9 @@ pub enum Expr {
     /// The answer a table built when the statement was planned gives for the value (see
     /// [`lookup`]).
     Lookup(Box<Expr>, Arc<Lookup>),
+    /// `nextval(sequence)` (no arguments) or `setval(sequence, value [, is_called])`: never
+    /// folded, each evaluation moves the sequence.
+    Sequence(Arc<Sequence>, Vec<Expr>),
 }
 
 impl Expr {
@@ -191,7 +196,7 @@ impl Expr {
                 expr.visit(f);
                 list.iter().for_each(|e| e.visit(f));
             }
-            Expr::Func(_, args) => args.iter().for_each(|e| e.visit(f)),
+            Expr::Func(_, args) | Expr::Sequence(_, args) => args.iter().for_each(|e| e.visit(f)),
             Expr::Case {
                 operand,
                 whens,

@@ -71,7 +71,7 @@ fn tree_lines(n: &PlanNode, lock_rows: bool, out: &mut Vec<String>, depth: usize
         PlanNode::Scan { source, filter, .. } => (
             match &source.relation {
                 Relation::Table(t) => access_line(t, &source.name, &source.access),
-                Relation::Rows { relation, .. } if *relation == source.name => {
+                Relation::Rows { relation, .. } if relation == &source.name => {
                     format!("Seq Scan on {relation}")
                 }
                 Relation::Rows { relation, .. } => {

@@ -28,6 +28,10 @@ fn fold_node(e: Expr) -> Result<Expr> {
         Expr::Negate(x) => strict(Expr::Negate(bx(fold(*x)?)))?,
         Expr::Cast(x, ty) => strict(Expr::Cast(bx(fold(*x)?), ty))?,
         Expr::Lookup(x, table) => computed(Expr::Lookup(bx(fold(*x)?), table))?,
+        // Moves the sequence: computed at each evaluation, never here.
+        Expr::Sequence(s, args) => {
+            Expr::Sequence(s, args.into_iter().map(fold).collect::<Result<_>>()?)
+        }
         Expr::Not(x) => computed(Expr::Not(bx(fold(*x)?)))?,
         Expr::IsNull(x, negated) => computed(Expr::IsNull(bx(fold(*x)?), negated))?,
         Expr::Between {
@@ -106,7 +110,7 @@ fn children(e: &Expr) -> Vec<&Expr> {
             expr, low, high, ..
         } => vec![&**expr, &**low, &**high],
         Expr::InList { expr, list, .. } => std::iter::once(&**expr).chain(list).collect(),
-        Expr::Func(_, args) => args.iter().collect(),
+        Expr::Func(_, args) | Expr::Sequence(_, args) => args.iter().collect(),
         Expr::Case {
             operand,
             whens,

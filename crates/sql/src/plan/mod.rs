@@ -19,6 +19,7 @@ use std::sync::Arc;
 use crate::catalog::acl::{Grantee, Privileges};
 use crate::catalog::{SqlColumn, SqlTable};
 use crate::expr::Expr;
+use crate::sequence::Sequence;
 use crate::values::types::SqlType;
 
 /// A statement ready to run.
@@ -188,6 +189,8 @@ pub struct InsertPlan {
     /// Table column positions the source's columns go to.
     pub columns: Vec<usize>,
     pub source: InsertSource,
+    /// `RETURNING`: expressions over each inserted row (every column of the table).
+    pub returning: Vec<Expr>,
 }
 
 /// Where inserted rows come from.
@@ -204,6 +207,8 @@ pub struct UpdatePlan {
     pub access: Access,
     pub filter: Vec<Expr>,
     pub assignments: Vec<(usize, Expr)>,
+    /// `RETURNING`: expressions over each row as it became.
+    pub returning: Vec<Expr>,
 }
 
 /// A DELETE.
@@ -212,6 +217,8 @@ pub struct DeletePlan {
     pub table: Arc<SqlTable>,
     pub access: Access,
     pub filter: Vec<Expr>,
+    /// `RETURNING`: expressions over each row as it was.
+    pub returning: Vec<Expr>,
 }
 
 /// Catalog changes.
@@ -222,10 +229,18 @@ pub enum Ddl {
         columns: Vec<SqlColumn>,
         primary_key: Vec<usize>,
         if_not_exists: bool,
+        /// The sequences of its serial and identity columns, made with it.
+        sequences: Vec<Arc<Sequence>>,
     },
+    CreateSequence {
+        sequence: Arc<Sequence>,
+        if_not_exists: bool,
+    },
+    /// `DROP TABLE` (`sequences`: `DROP SEQUENCE`).
     DropTable {
         names: Vec<String>,
         if_exists: bool,
+        sequences: bool,
     },
     Truncate(Vec<String>),
     AddPrimaryKey {

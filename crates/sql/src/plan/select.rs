@@ -40,7 +40,7 @@ pub enum Relation {
     Table(Arc<SqlTable>),
     /// Rows made when the statement was planned (a system catalog, whose name is given).
     Rows {
-        relation: &'static str,
+        relation: String,
         rows: Vec<Vec<Datum>>,
     },
 }

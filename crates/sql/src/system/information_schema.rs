@@ -71,6 +71,7 @@ fn of_table(row: Row, prefix: &str, table: &str) -> Row {
 fn tables(s: &Snapshot) -> Vec<Vec<Datum>> {
     s.tables
         .iter()
+        .filter(|t| t.sequence.is_none())
         .map(|t| {
             of_table(Row::nulls(TABLES), "table", &t.name)
                 .set("table_type", "BASE TABLE")
@@ -83,7 +84,7 @@ fn tables(s: &Snapshot) -> Vec<Vec<Datum>> {
 
 fn columns(s: &Snapshot) -> Vec<Vec<Datum>> {
     let mut out = Vec::new();
-    for t in &s.tables {
+    for t in s.tables.iter().filter(|t| t.sequence.is_none()) {
         for (i, c) in t.columns.iter().enumerate() {
             let udt = builtin(c.ty.oid()).map_or("", |b| b.name);
             let data_type = match c.ty {

@@ -39,7 +39,7 @@ pub(super) const RELATIONS: &[SystemRelation] = &[
     relation("pg_tablespace", 1213, PG_TABLESPACE, tablespaces),
     relation("pg_collation", 3456, PG_COLLATION, collations),
     relation("pg_enum", 3501, PG_ENUM, none),
-    relation("pg_sequence", 2224, PG_SEQUENCE, none),
+    relation("pg_sequence", 2224, PG_SEQUENCE, sequences),
 ];
 
 const fn relation(
@@ -121,12 +121,13 @@ fn classes(s: &Snapshot) -> Vec<Vec<Datum>> {
     for t in &s.tables {
         let owner = s.owner_oid(t);
         let indexes = table_indexes(t);
+        let sequence = t.sequence.is_some();
         out.push(
-            class(t.oid, &t.name, "r")
+            class(t.oid, &t.name, if sequence { "S" } else { "r" })
                 .set("relnamespace", Schema::Public.oid())
                 .set("reltype", t.row_type_oid())
                 .set("relowner", owner)
-                .set("relam", HEAP_AM)
+                .set("relam", if sequence { 0 } else { HEAP_AM })
                 .set("relhasindex", !indexes.is_empty())
                 .set("relnatts", t.columns.len() as i64)
                 .done(),
@@ -443,4 +444,24 @@ fn collations(s: &Snapshot) -> Vec<Vec<Datum>> {
             .set("collencoding", -1i64)
             .done(),
     ]
+}
+
+fn sequences(s: &Snapshot) -> Vec<Vec<Datum>> {
+    s.tables
+        .iter()
+        .filter_map(|t| Some((t, t.sequence.as_ref()?)))
+        .map(|(t, q)| {
+            let o = &q.options;
+            Row::new(PG_SEQUENCE)
+                .set("seqrelid", t.oid)
+                .set("seqtypid", o.ty.oid())
+                .set("seqstart", o.start)
+                .set("seqincrement", o.increment)
+                .set("seqmax", o.max)
+                .set("seqmin", o.min)
+                .set("seqcache", 1i64)
+                .set("seqcycle", o.cycle)
+                .done()
+        })
+        .collect()
 }
