@@ -27,7 +27,6 @@ use crate::expr::{Context, Expr};
 use crate::plan::{Ddl, GrantOn};
 use crate::sequence::Sequence;
 use crate::values::datum::Datum;
-use crate::values::types::SqlType;
 
 /// A secondary index to build: its name, columns (positions) and object id.
 type IndexSpec = (String, Vec<usize>, u32);
@@ -102,23 +101,6 @@ fn build(
     })
 }
 
-/// The columns a sequence shows as a relation (`SELECT * FROM s`), as PostgreSQL's.
-pub(crate) fn sequence_columns() -> Vec<SqlColumn> {
-    [
-        ("last_value", SqlType::Int8),
-        ("log_cnt", SqlType::Int8),
-        ("is_called", SqlType::Bool),
-    ]
-    .into_iter()
-    .map(|(name, ty)| SqlColumn {
-        name: name.into(),
-        ty,
-        nullable: false,
-        default: None,
-    })
-    .collect()
-}
-
 /// Creates `sequence`'s engine table and its catalog row in `txn` (object id `oid`), and
 /// returns it as a relation.
 fn make_sequence(
@@ -132,7 +114,7 @@ fn make_sequence(
     let table = SqlTable {
         name: sequence.name.clone(),
         oid: catalog.new_oids(SqlTable::OIDS),
-        columns: sequence_columns(),
+        columns: stored::sequence_columns(),
         primary_key: Vec::new(),
         indexes: Vec::new(),
         engine: Arc::clone(&engine),

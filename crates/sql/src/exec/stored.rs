@@ -26,6 +26,7 @@ use crate::catalog::{Catalog, ROW_ID_COLUMN, RowIds, SqlColumn, SqlIndex, SqlTab
 use crate::error::{Result, SqlError, sqlstate};
 use crate::plan::{Command, Ddl};
 use crate::sequence::Sequence;
+use crate::values::types::SqlType;
 
 /// The engine table holding the catalog. Engine tables of SQL tables are named `name#n`, so no
 /// SQL table's engine table can take this name.
@@ -212,6 +213,23 @@ fn quoted(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
+/// The columns a sequence shows as a relation (`SELECT * FROM s`), as PostgreSQL's.
+pub(crate) fn sequence_columns() -> Vec<SqlColumn> {
+    [
+        ("last_value", SqlType::Int8),
+        ("log_cnt", SqlType::Int8),
+        ("is_called", SqlType::Bool),
+    ]
+    .into_iter()
+    .map(|(name, ty)| SqlColumn {
+        name: name.into(),
+        ty,
+        nullable: false,
+        default: None,
+    })
+    .collect()
+}
+
 /// A sequence in SQL: its `CREATE SEQUENCE` with every option.
 fn describe_sequence(name: &str, s: &Sequence) -> String {
     let o = &s.options;
@@ -359,7 +377,7 @@ fn restore(catalog: &Catalog, described: &Described) -> Result<SqlTable> {
             sequence.attach(Arc::clone(catalog.database()), Arc::clone(&engine))?;
             (
                 sequence.name.clone(),
-                crate::exec::ddl::sequence_columns(),
+                sequence_columns(),
                 Vec::new(),
                 Some(sequence),
             )
