@@ -13,6 +13,11 @@ use crate::error::{Result, SqlError, sqlstate};
 /// Deepest nesting of a bound expression.
 pub const MAX_DEPTH: usize = 15_000;
 
+/// Deepest nesting of queries in one another (subqueries, derived tables): their plans are run
+/// and dropped by recursion on a task's fixed stack, a few frames per level. PostgreSQL runs a
+/// few hundred and refuses a few thousand (its parser's stack).
+pub const MAX_QUERY_DEPTH: usize = 1_000;
+
 /// Stack that must be left before going one level deeper: what one level of the deepest-framed
 /// recursion (the parser's, in a debug build) and what runs below it may take.
 pub const RED_ZONE: usize = 512 << 10;

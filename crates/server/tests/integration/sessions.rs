@@ -662,6 +662,16 @@ fn what_postgresql_nests_runs_and_deeper_is_refused_with_54001() {
         let sum = format!("SELECT {}", vec!["1"; 1_000].join(" + "));
         let got = client.simple_query(&sum).await.expect("a long sum");
         assert_eq!(value(got).as_deref(), Some("1000"));
+        let nested = format!(
+            "SELECT {}1{}",
+            "(SELECT * FROM (SELECT ".repeat(200),
+            ") t)".repeat(200)
+        );
+        let got = client
+            .simple_query(&nested)
+            .await
+            .expect("200 nested queries");
+        assert_eq!(value(got).as_deref(), Some("1"));
         let parens = format!("SELECT {}1{}", "(".repeat(5_000), ")".repeat(5_000));
         let got = client
             .simple_query(&parens)
@@ -674,6 +684,18 @@ fn what_postgresql_nests_runs_and_deeper_is_refused_with_54001() {
             format!("SELECT 1{}", " IS NULL".repeat(50_000)),
             format!("SELECT 'a' || {}", vec!["'a'"; 50_000].join(" || ")),
             format!("SELECT {}1{}", "(".repeat(20_000), ")".repeat(20_000)),
+            // Queries nested in FROM, in expressions and as WHERE's EXISTS.
+            format!(
+                "SELECT * FROM {}(SELECT 1 AS a) t{}",
+                "(SELECT * FROM ".repeat(3_000),
+                ") t".repeat(3_000)
+            ),
+            format!("SELECT {}1{}", "(SELECT ".repeat(3_000), ")".repeat(3_000)),
+            format!(
+                "SELECT 1 WHERE {}true{}",
+                "EXISTS (SELECT 1 WHERE ".repeat(2_000),
+                ")".repeat(2_000)
+            ),
         ] {
             let e = client.simple_query(&deep).await.expect_err("too deep");
             assert_eq!(code(e).as_deref(), Some("54001"));

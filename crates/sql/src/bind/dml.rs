@@ -6,7 +6,8 @@ use sqlparser::ast::{
     self, AssignmentTarget, CopySource, FromTable, SelectItem, SetExpr, TableFactor, TableObject,
 };
 
-use crate::bind::select::{choose_access, conjuncts, output_name, table_scope};
+use crate::bind::access::{choose_access, conjuncts, table_scope};
+use crate::bind::select::output_name;
 use crate::bind::{Binder, check_assignable, ident, object_name};
 use crate::catalog::SqlTable;
 use crate::error::{Result, SqlError, sqlstate};
@@ -155,6 +156,7 @@ impl Binder<'_> {
                 columns,
                 source,
                 returning,
+                init: Vec::new(),
             },
             out,
         ))
@@ -196,7 +198,7 @@ impl Binder<'_> {
             let (x, _) = self.folded(e, &table_scope(table, alias), &mut None)?;
             conjuncts(x, &mut filter);
         }
-        crate::bind::select::order_conditions(&mut filter);
+        crate::bind::access::order_conditions(&mut filter);
         Ok((choose_access(table, 0, &filter), filter))
     }
 
@@ -238,6 +240,7 @@ impl Binder<'_> {
                 filter,
                 assignments,
                 returning,
+                init: Vec::new(),
             },
             out,
         ))
@@ -263,6 +266,7 @@ impl Binder<'_> {
                 access,
                 filter,
                 returning,
+                init: Vec::new(),
             },
             out,
         ))

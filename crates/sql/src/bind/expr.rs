@@ -39,6 +39,8 @@ pub struct ScopeColumn {
     pub table: String,
     pub name: String,
     pub ty: SqlType,
+    /// An enclosing query's column, which a subquery sees where none of its own has the name.
+    pub outer: bool,
 }
 
 /// What aggregate binding collects: grouping expressions (bound over the input) and the
@@ -61,22 +63,40 @@ pub fn aggregate_func(name: &str) -> Option<AggFunc> {
     })
 }
 
-/// Whether `e` calls an aggregate function (outside any subquery).
+/// Whether `e` calls an aggregate function (outside any subquery: a subquery's aggregates are
+/// its own).
 pub fn has_aggregate(e: &ast::Expr) -> bool {
-    let mut found = false;
-    let _ = ast::visit_expressions(e, |e| {
-        if let ast::Expr::Function(f) = e
-            && object_name(&f.name)
-                .ok()
-                .and_then(|n| aggregate_func(&n))
-                .is_some()
-        {
-            found = true;
-            return std::ops::ControlFlow::Break(());
+    use std::ops::ControlFlow;
+    /// Finds an aggregate call, counting how deep in subqueries it is.
+    struct Finder {
+        depth: usize,
+    }
+    impl ast::Visitor for Finder {
+        type Break = ();
+        fn pre_visit_query(&mut self, _: &ast::Query) -> ControlFlow<()> {
+            self.depth += 1;
+            ControlFlow::Continue(())
         }
-        std::ops::ControlFlow::Continue(())
-    });
-    found
+        fn post_visit_query(&mut self, _: &ast::Query) -> ControlFlow<()> {
+            self.depth -= 1;
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_expr(&mut self, e: &ast::Expr) -> ControlFlow<()> {
+            match e {
+                ast::Expr::Function(f)
+                    if self.depth == 0
+                        && object_name(&f.name)
+                            .ok()
+                            .and_then(|n| aggregate_func(&n))
+                            .is_some() =>
+                {
+                    ControlFlow::Break(())
+                }
+                _ => ControlFlow::Continue(()),
+            }
+        }
+    }
+    ast::Visit::visit(e, &mut Finder { depth: 0 }).is_break()
 }
 
 /// Binds statements: the catalog to resolve tables in, and the parameters met so far.
@@ -85,9 +105,14 @@ pub struct Binder<'c> {
     pub tables: Tables<'c>,
     pub params: Vec<Option<SqlType>>,
     /// How deep the expression being bound is nested so far (see `depth`).
-    depth: usize,
+    pub(crate) depth: usize,
+    /// How deep the query being bound is nested in others (see `select_in`).
+    pub(crate) query_depth: usize,
     /// The first error computing a constant part met (see [`folded`](Self::folded)).
     pub(crate) fold_error: Option<SqlError>,
+    /// The statement's uncorrelated subqueries in expressions, by number (`Expr::Init`): each
+    /// after those inside it.
+    pub(crate) init: Vec<crate::plan::InitPlan>,
     /// What the system catalogs show, taken when the statement first reads one: its plan is
     /// then good for one execution only (see `system`).
     pub(crate) system: Option<crate::system::Snapshot>,
@@ -102,7 +127,9 @@ impl<'c> Binder<'c> {
             tables,
             params: declared.to_vec(),
             depth: 0,
+            query_depth: 0,
             fold_error: None,
+            init: Vec::new(),
             system: None,
             volatile: false,
         }
@@ -364,10 +391,18 @@ impl<'c> Binder<'c> {
             [.., table, name] => (Some(ident(table)), ident(name)),
             [] => return Err(SqlError::syntax("empty column name")),
         };
-        let mut found = scope
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.name == name && table.as_ref().is_none_or(|t| *t == c.table));
+        let (n, t) = (&name, &table);
+        let named = |outer: bool| {
+            scope.iter().enumerate().filter(move |(_, c)| {
+                c.outer == outer && c.name == *n && t.as_ref().is_none_or(|t| *t == c.table)
+            })
+        };
+        // A subquery's own columns first, then the enclosing query's (PostgreSQL's scoping).
+        let mut found = if named(false).next().is_some() {
+            named(false)
+        } else {
+            named(true)
+        };
         match (found.next(), found.next()) {
             (Some((i, c)), None) => Ok((Expr::Column(i), c.ty)),
             (Some(_), Some(_)) => Err(SqlError::new(
@@ -613,12 +648,13 @@ impl<'c> Binder<'c> {
             } => {
                 let ty = SqlType::from_ast(data_type)?;
                 let (x, from) = self.expr(expr, scope, g)?;
-                if let Some(named) = self.reg_cast(x.clone(), from, ty)? {
-                    // A parameter cast to regclass or regtype is a name.
-                    self.infer(&x, SqlType::Text);
-                    return Ok((named, ty));
-                }
-                self.infer(&x, ty);
+                // A parameter cast to regclass or regtype is a name.
+                let reg = matches!(ty, SqlType::RegClass | SqlType::RegType);
+                self.infer(&x, if reg { SqlType::Text } else { ty });
+                let x = match self.reg_cast(x, from, ty)? {
+                    Ok(named) => return Ok((named, ty)),
+                    Err(x) => x,
+                };
                 // An explicit cast to a bounded string cuts the value to its length, where
                 // assigning the value is an error (22001), as PostgreSQL's casts do.
                 let x = match ty {
@@ -763,9 +799,12 @@ impl<'c> Binder<'c> {
                     None => (Expr::Literal(Datum::Bool(!any)), SqlType::Bool),
                 }
             }
-            A::Subquery(_) | A::Exists { .. } | A::In { .. } => {
-                return Err(SqlError::unsupported("a subquery"));
-            }
+            A::Subquery(_)
+            | A::Exists { .. }
+            | A::In {
+                target: ast::InTarget::Subquery(_),
+                ..
+            } => self.subquery(e, scope, g)?,
             other => return Err(SqlError::unsupported(format!("expression {other}"))),
         })
     }

@@ -5,7 +5,10 @@
 //! - `parse`: text to syntax trees; [`statement`]: syntax trees to
 //!   [`Prepared`](crate::plan::Prepared) plans, each kind of statement, with `ddl` for CREATE
 //!   TABLE, indexes and GRANT/REVOKE;
-//! - `select` and `dml`: the statements that read and write rows;
+//! - `select` and `dml`: the statements that read and write rows, with `from` for FROM and
+//!   WHERE, `access` for how a table's rows are found and where conditions are checked,
+//!   (joins, derived tables, subqueries as semi joins) and `subquery` for subqueries in
+//!   expressions;
 //! - `expr` ([`Binder`]): expressions, with `functions` for the scalar functions by name and
 //!   `typing` for literals and the types where values meet;
 //! - `role_statement`: `CREATE ROLE` and `ALTER ROLE ... WITH`.
@@ -13,14 +16,17 @@
 //! Binding never reads or writes rows and never changes the catalog: it only reads the
 //! catalog's (or a block's pending) tables.
 
+pub(crate) mod access;
 mod ddl;
 pub(crate) mod dml;
 mod expr;
+mod from;
 pub(crate) mod functions;
 mod parse;
 pub(crate) mod role_statement;
 pub(crate) mod select;
 pub mod statement;
+mod subquery;
 mod system;
 mod typing;
 

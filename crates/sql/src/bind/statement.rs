@@ -307,6 +307,13 @@ pub fn prepare_in(
     if let Some(e) = b.fold_error.take() {
         return Err(e);
     }
+    let mut command = command;
+    if !b.init.is_empty() {
+        match &mut command {
+            Command::Query(q) => q.set_init(std::mem::take(&mut b.init)),
+            _ => return Err(SqlError::unsupported("a subquery in this statement")),
+        }
+    }
     let point_read = matches!(&command, Command::Query(q) if q.is_point_read());
     Ok(Prepared {
         command,

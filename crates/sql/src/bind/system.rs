@@ -56,25 +56,32 @@ impl Binder<'_> {
     }
 
     /// A cast of `x` to `regclass` or `regtype` (`ty`), from a name or from an object id; a
-    /// cast of such a value to text, its name. `None` for other casts.
-    pub(crate) fn reg_cast(&mut self, x: Expr, from: SqlType, ty: SqlType) -> Result<Option<Expr>> {
+    /// cast of such a value to text, its name. `x` itself back (`Err`) for other casts.
+    pub(crate) fn reg_cast(
+        &mut self,
+        x: Expr,
+        from: SqlType,
+        ty: SqlType,
+    ) -> Result<std::result::Result<Expr, Expr>> {
         let lookup = match (from, ty) {
             (SqlType::RegClass, t) if t.is_string() => self.snapshot()?.relation_texts(),
             (SqlType::RegType, t) if t.is_string() => self.snapshot()?.type_texts(),
             (f, SqlType::RegClass) if f.is_string() => self.snapshot()?.relation_oids(false),
             (f, SqlType::RegType) if f.is_string() => self.snapshot()?.type_oids(false),
-            _ => return Ok(None),
+            _ => return Ok(Err(x)),
         };
-        Ok(Some(lookup_expr(x, lookup)))
+        Ok(Ok(lookup_expr(x, lookup)))
     }
 
-    /// A result column of `ty`: a `regclass` or `regtype` is sent as its name.
+    /// A result column of `ty`: a `regclass` or `regtype` is sent as its name. (Never clones
+    /// `x`: a deep expression's clone would recurse as deep as it.)
     pub(crate) fn output(&mut self, x: Expr, ty: SqlType) -> Result<(Expr, SqlType)> {
-        match self.reg_cast(x.clone(), ty, SqlType::Text)? {
-            Some(named) if matches!(ty, SqlType::RegClass | SqlType::RegType) => {
-                Ok((named, SqlType::Text))
-            }
-            _ => Ok((x, ty)),
+        if !matches!(ty, SqlType::RegClass | SqlType::RegType) {
+            return Ok((x, ty));
+        }
+        match self.reg_cast(x, ty, SqlType::Text)? {
+            Ok(named) => Ok((named, SqlType::Text)),
+            Err(x) => Ok((x, ty)),
         }
     }
 

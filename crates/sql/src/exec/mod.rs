@@ -21,7 +21,7 @@ mod rows;
 mod select;
 pub(crate) mod stored;
 
-pub use select::{select, select_each};
+pub use select::{select, select_each, select_first};
 
 use rows::{fetch, read_row};
 
@@ -29,8 +29,10 @@ use overtake_engine::{KeyBuf, TableLock, Transaction};
 
 use crate::catalog::SqlTable;
 use crate::error::{Result, SqlError, sqlstate};
-use crate::expr::{Context, Expr};
-use crate::plan::{Access, DeletePlan, InsertPlan, InsertSource, Query, UpdatePlan};
+use crate::expr::{Context, Expr, InSet, InitValue};
+use crate::plan::{
+    Access, DeletePlan, InitKind, InitPlan, InsertPlan, InsertSource, Query, UpdatePlan,
+};
 use crate::values::datum::Datum;
 
 /// What a statement returns: its command tag (`SELECT 3`, `INSERT 0 1`) and rows.
@@ -58,12 +60,61 @@ pub fn execute_each(
     cx: &Context<'_>,
     emit: &mut dyn FnMut(Vec<Datum>) -> Result<()>,
 ) -> Result<String> {
+    let init = init_values(txn, query.init(), cx)?;
+    let with_init = cx.with_init(&init);
+    let cx = &with_init;
     Ok(match query {
         Query::Select(s) => format!("SELECT {}", select_each(txn, s, cx, emit)?),
         Query::Insert(i) => insert(txn, i, cx, emit)?.tag,
         Query::Update(u) => update(txn, u, cx, emit)?.tag,
         Query::Delete(d) => delete(txn, d, cx, emit)?.tag,
     })
+}
+
+/// The values of the statement's uncorrelated subqueries, each computed with those before it
+/// (the ones inside it) known.
+fn init_values(
+    txn: &mut Transaction<'_>,
+    plans: &[InitPlan],
+    cx: &Context<'_>,
+) -> Result<Vec<InitValue>> {
+    let mut values = Vec::with_capacity(plans.len());
+    for p in plans {
+        let rows = {
+            let cx = cx.with_init(&values);
+            match p.kind {
+                // Two rows decide a scalar subquery's error; one an EXISTS.
+                InitKind::Scalar => select_first(txn, &p.plan, &cx, 2)?,
+                InitKind::Exists => select_first(txn, &p.plan, &cx, 1)?,
+                InitKind::In => select(txn, &p.plan, &cx)?,
+            }
+        };
+        values.push(match p.kind {
+            InitKind::Scalar if rows.len() > 1 => {
+                return Err(SqlError::new(
+                    sqlstate::CARDINALITY_VIOLATION,
+                    "more than one row returned by a subquery used as an expression",
+                ));
+            }
+            InitKind::Scalar => InitValue::Value(
+                rows.into_iter()
+                    .next()
+                    .and_then(|r| r.into_iter().next())
+                    .unwrap_or(Datum::Null),
+            ),
+            InitKind::Exists => InitValue::Value(Datum::Bool(!rows.is_empty())),
+            InitKind::In => {
+                let ty = p.ty;
+                InitValue::Set(InSet::new(
+                    rows.into_iter()
+                        .filter_map(|r| r.into_iter().next())
+                        .collect(),
+                    ty,
+                ))
+            }
+        });
+    }
+    Ok(values)
 }
 
 /// Inserts `rows` (values for `columns`, in order) into `table`.

@@ -50,6 +50,9 @@ struct Run<'a, 't, 'c> {
     txn: &'a mut Transaction<'t>,
     cx: &'a Context<'c>,
     budget: Budget,
+    /// The rows of each derived table, made the first time it is scanned (it reads nothing
+    /// of the rows around it, so once per run).
+    derived: HashMap<*const SelectPlan, std::rc::Rc<Vec<Vec<Datum>>>>,
 }
 
 /// Where a node sends each of its rows (which the sink may take); `false`: send no more.
@@ -70,6 +73,36 @@ pub fn select(
     Ok(rows)
 }
 
+/// The first `n` rows of a SELECT's result: it stops reading once it has them.
+pub fn select_first(
+    txn: &mut Transaction<'_>,
+    plan: &SelectPlan,
+    cx: &Context<'_>,
+    n: usize,
+) -> Result<Vec<Vec<Datum>>> {
+    let mut run = Run {
+        txn,
+        cx,
+        budget: Budget {
+            held: 0,
+            limit: cx.memory,
+        },
+        derived: HashMap::new(),
+    };
+    let mut rows = Vec::new();
+    if n == 0 {
+        return Ok(rows);
+    }
+    let visible = plan.visible;
+    node(&plan.root, &mut run, &mut Vec::new(), &mut |_, r| {
+        let mut out = std::mem::take(r);
+        out.truncate(visible);
+        rows.push(out);
+        Ok(rows.len() < n)
+    })?;
+    Ok(rows)
+}
+
 /// Runs a SELECT, passing each row of its result to `emit` as soon as it is known: as the scan
 /// finds it when nothing reorders or groups rows, else after the sort or grouping. Returns how
 /// many rows it passed.
@@ -86,6 +119,7 @@ pub fn select_each(
             held: 0,
             limit: cx.memory,
         },
+        derived: HashMap::new(),
     };
     let mut sent = 0;
     let visible = plan.visible;
@@ -97,6 +131,16 @@ pub fn select_each(
         Ok(true)
     })?;
     Ok(sent)
+}
+
+/// Whether every one of `filter` holds on `row`.
+fn all_hold(filter: &[Expr], row: &[Datum], cx: &Context<'_>) -> Result<bool> {
+    for f in filter {
+        if !f.holds(row, cx)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// The rows made at planning that pass `filter`, each appended to the joined row `row`.
@@ -133,6 +177,8 @@ fn node(
     row: &mut Vec<Datum>,
     sink: &mut Sink<'_>,
 ) -> Result<bool> {
+    // Subqueries and derived tables nest plans: 54001 rather than overflow the task's stack.
+    crate::depth::check(0)?;
     match plan {
         PlanNode::Result { filter } => {
             for f in filter {
@@ -152,6 +198,19 @@ fn node(
                 Relation::Table(t) => t,
                 Relation::Rows { rows, .. } => {
                     return rows_node(rows, filter, run, row, sink);
+                }
+                Relation::Subquery(plan) => {
+                    let key: *const SelectPlan = &**plan;
+                    let rows = match run.derived.get(&key) {
+                        Some(rows) => std::rc::Rc::clone(rows),
+                        None => {
+                            let rows = std::rc::Rc::new(select(run.txn, plan, run.cx)?);
+                            run.budget.take(rows.iter().map(|r| row_bytes(r)).sum())?;
+                            run.derived.insert(key, std::rc::Rc::clone(&rows));
+                            rows
+                        }
+                    };
+                    return rows_node(&rows, filter, run, row, sink);
                 }
             };
             let found = match lock {
@@ -183,10 +242,53 @@ fn node(
             row.truncate(outer);
             Ok(go_on)
         }
-        PlanNode::NestedLoop { outer, inner } => node(outer, run, row, &mut |run, r| {
+        PlanNode::NestedLoop {
+            outer,
+            inner,
+            left,
+            filter,
+        } => node(outer, run, row, &mut |run, r| {
             // Each inner read may find a row or two: the join checks between them.
             run.cx.check_cancel()?;
-            node(inner, run, r, sink)
+            let mut matched = false;
+            let go_on = node(inner, run, r, &mut |run, joined| {
+                matched = true;
+                if all_hold(filter, joined, run.cx)? {
+                    sink(run, joined)
+                } else {
+                    Ok(true)
+                }
+            })?;
+            match left {
+                Some(width) if go_on && !matched => {
+                    let outer_len = r.len();
+                    r.extend(std::iter::repeat_n(Datum::Null, *width));
+                    let go_on = if all_hold(filter, r, run.cx)? {
+                        sink(run, r)?
+                    } else {
+                        true
+                    };
+                    r.truncate(outer_len);
+                    Ok(go_on)
+                }
+                _ => Ok(go_on),
+            }
+        }),
+        PlanNode::SemiJoin { outer, inner, anti } => node(outer, run, row, &mut |run, r| {
+            run.cx.check_cancel()?;
+            let width = r.len();
+            let mut found = false;
+            // The first row the inner side finds decides: it stops there.
+            node(inner, run, r, &mut |_, _| {
+                found = true;
+                Ok(false)
+            })?;
+            r.truncate(width);
+            if found != *anti {
+                sink(run, r)
+            } else {
+                Ok(true)
+            }
         }),
         PlanNode::Aggregate { input, aggregate } => {
             let calls = &aggregate.calls;

@@ -3,10 +3,12 @@
 //! is read only while a statement runs; it must never carry state from one statement to the
 //! next.
 
+use std::collections::HashSet;
 use std::sync::atomic::AtomicBool;
 
 use crate::error::{Result, SqlError, sqlstate};
-use crate::values::datum::Datum;
+use crate::values::datum::{Datum, group_key};
+use crate::values::types::SqlType;
 
 /// What evaluation needs besides the row: the statement's parameters and its start time, and
 /// what tells a running statement it was cancelled.
@@ -26,6 +28,76 @@ pub struct Context<'a> {
     pub backends: Option<&'a dyn Backends>,
     /// Bytes the statement may hold for its sorts, groups and DISTINCT (53200 past them).
     pub memory: usize,
+    /// What the statement's uncorrelated subqueries gave, by number (`Expr::Init`).
+    pub init: &'a [InitValue],
+}
+
+/// What an uncorrelated subquery gave.
+#[derive(Debug)]
+pub enum InitValue {
+    /// A scalar subquery's value, or whether an `EXISTS` found a row.
+    Value(Datum),
+    /// The values of an `IN` subquery.
+    Set(InSet),
+}
+
+/// The values an `IN (subquery)` is checked against: hashed by value for a lookup per row.
+#[derive(Debug)]
+pub struct InSet {
+    values: Vec<Datum>,
+    keys: HashSet<String>,
+    ty: SqlType,
+    has_null: bool,
+}
+
+impl InSet {
+    /// The set of `values`, of type `ty`.
+    pub fn new(values: Vec<Datum>, ty: SqlType) -> InSet {
+        let has_null = values.iter().any(Datum::is_null);
+        let keys = values
+            .iter()
+            .filter(|v| !v.is_null())
+            .map(|v| group_key(std::slice::from_ref(v)))
+            .collect();
+        InSet {
+            values,
+            keys,
+            ty,
+            has_null,
+        }
+    }
+
+    /// `x IN (the values)`, with SQL's NULLs: true if one equals it; otherwise NULL if `x` or a
+    /// value is NULL (and there is a value), else false.
+    pub fn contains(&self, x: &Datum) -> Result<Option<bool>> {
+        if self.values.is_empty() {
+            return Ok(Some(false));
+        }
+        if x.is_null() {
+            return Ok(None);
+        }
+        // Of the values' type, the hash finds it; a value that does not convert is compared
+        // with each (as `=` compares values of different types).
+        let found = match x.clone().cast(self.ty) {
+            Ok(same) if same.sql_cmp(x)? == Some(std::cmp::Ordering::Equal) => {
+                self.keys.contains(&group_key(std::slice::from_ref(&same)))
+            }
+            _ => {
+                let mut any = false;
+                for v in &self.values {
+                    any |= x.sql_cmp(v)? == Some(std::cmp::Ordering::Equal);
+                }
+                any
+            }
+        };
+        Ok(if found {
+            Some(true)
+        } else if self.has_null {
+            None
+        } else {
+            Some(false)
+        })
+    }
 }
 
 /// A statement's memory budget unless set otherwise (`statement_mem`).
@@ -58,7 +130,13 @@ impl<'a> Context<'a> {
             cancel: None,
             backends: None,
             memory: DEFAULT_STATEMENT_MEMORY,
+            init: &[],
         }
+    }
+
+    /// The same, with the values of the statement's uncorrelated subqueries.
+    pub fn with_init(self, init: &'a [InitValue]) -> Self {
+        Context { init, ..self }
     }
 
     /// The same, with a memory budget of `bytes` for sorts, groups and DISTINCT.

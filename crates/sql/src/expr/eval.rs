@@ -5,7 +5,7 @@
 use std::cmp::Ordering;
 
 use super::functions::eval_func;
-use super::{BinOp, Context, Expr};
+use super::{BinOp, Context, Expr, InitValue};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::values::datum::Datum;
 use crate::values::types::SqlType;
@@ -40,6 +40,20 @@ impl Expr {
             Expr::Case { .. } => eval_case(self, row, cx),
             Expr::Lookup(e, table) => table.get(&e.eval(row, cx)?),
             Expr::Sequence(sequence, args) => eval_sequence(sequence, args, row, cx),
+            Expr::Init(n) => match cx.init.get(*n) {
+                Some(InitValue::Value(d)) => Ok(d.clone()),
+                _ => Err(no_init(*n)),
+            },
+            Expr::InInit { expr, id, negated } => {
+                let x = expr.eval(row, cx)?;
+                let Some(InitValue::Set(set)) = cx.init.get(*id) else {
+                    return Err(no_init(*id));
+                };
+                Ok(match set.contains(&x)? {
+                    None => Datum::Null,
+                    Some(b) => Datum::Bool(b != *negated),
+                })
+            }
         }
     }
 
@@ -320,6 +334,14 @@ fn eval_sequence(
         Some(d) => d.truth()? == Some(true),
     };
     Ok(Datum::Int(sequence.set(value, called)?))
+}
+
+/// A subquery whose value the statement did not compute first: the executor's bug.
+fn no_init(n: usize) -> SqlError {
+    SqlError::new(
+        sqlstate::INTERNAL_ERROR,
+        format!("subquery {n} was not computed before the statement"),
+    )
 }
 
 #[cfg(test)]

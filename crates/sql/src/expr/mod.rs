@@ -13,7 +13,7 @@ mod functions;
 pub mod lookup;
 mod strings;
 
-pub use context::{Backends, Context, DEFAULT_STATEMENT_MEMORY};
+pub use context::{Backends, Context, DEFAULT_STATEMENT_MEMORY, InSet, InitValue};
 pub use functions::{DATABASE_NAME, VERSION};
 
 use std::sync::Arc;
@@ -158,6 +158,15 @@ pub enum Expr {
     /// `nextval(sequence)` (no arguments) or `setval(sequence, value [, is_called])`: never
     /// folded, each evaluation moves the sequence.
     Sequence(Arc<Sequence>, Vec<Expr>),
+    /// The value of the statement's uncorrelated subquery `n` (a scalar subquery or an
+    /// `EXISTS`), computed before its rows are read (see `Context::init`).
+    Init(usize),
+    /// `expr [NOT] IN (subquery)` over the values of the statement's subquery `id`.
+    InInit {
+        expr: Box<Expr>,
+        id: usize,
+        negated: bool,
+    },
 }
 
 impl Expr {
@@ -180,7 +189,8 @@ impl Expr {
             | Expr::Negate(e)
             | Expr::IsNull(e, _)
             | Expr::Cast(e, _)
-            | Expr::Lookup(e, _) => e.visit(f),
+            | Expr::Lookup(e, _)
+            | Expr::InInit { expr: e, .. } => e.visit(f),
             Expr::Binary(_, l, r) => {
                 l.visit(f);
                 r.visit(f);
@@ -213,7 +223,7 @@ impl Expr {
                     o.visit(f);
                 }
             }
-            Expr::Column(_) | Expr::Param(_) | Expr::Literal(_) => {}
+            Expr::Column(_) | Expr::Param(_) | Expr::Literal(_) | Expr::Init(_) => {}
         }
     }
 }

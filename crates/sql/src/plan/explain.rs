@@ -77,11 +77,36 @@ fn tree_lines(n: &PlanNode, lock_rows: bool, out: &mut Vec<String>, depth: usize
                 Relation::Rows { relation, .. } => {
                     format!("Seq Scan on {relation} {}", source.name)
                 }
+                Relation::Subquery(_) => format!("Subquery Scan on {}", source.name),
             },
             filter.len(),
-            vec![],
+            match &source.relation {
+                Relation::Subquery(plan) => vec![&plan.root],
+                _ => vec![],
+            },
         ),
-        PlanNode::NestedLoop { outer, inner } => ("Nested Loop".into(), 0, vec![outer, inner]),
+        PlanNode::SemiJoin { outer, inner, anti } => (
+            if *anti {
+                "Nested Loop Anti Join".into()
+            } else {
+                "Nested Loop Semi Join".into()
+            },
+            0,
+            vec![outer, inner],
+        ),
+        PlanNode::NestedLoop {
+            outer,
+            inner,
+            left,
+            filter,
+        } => (
+            match left {
+                Some(_) => "Nested Loop Left Join".into(),
+                None => "Nested Loop".into(),
+            },
+            filter.len(),
+            vec![outer, inner],
+        ),
         PlanNode::Aggregate { input, aggregate } => {
             let name = match aggregate.group_by.is_empty() {
                 true => "Aggregate",

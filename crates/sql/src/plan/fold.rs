@@ -28,6 +28,13 @@ fn fold_node(e: Expr) -> Result<Expr> {
         Expr::Negate(x) => strict(Expr::Negate(bx(fold(*x)?)))?,
         Expr::Cast(x, ty) => strict(Expr::Cast(bx(fold(*x)?), ty))?,
         Expr::Lookup(x, table) => computed(Expr::Lookup(bx(fold(*x)?), table))?,
+        // Known only when the statement runs.
+        Expr::Init(_) => e,
+        Expr::InInit { expr, id, negated } => Expr::InInit {
+            expr: bx(fold(*expr)?),
+            id,
+            negated,
+        },
         // Moves the sequence: computed at each evaluation, never here.
         Expr::Sequence(s, args) => {
             Expr::Sequence(s, args.into_iter().map(fold).collect::<Result<_>>()?)
@@ -99,7 +106,8 @@ fn is_null(e: &Expr) -> bool {
 /// The operands of `e`, one level down.
 fn children(e: &Expr) -> Vec<&Expr> {
     match e {
-        Expr::Column(_) | Expr::Param(_) | Expr::Literal(_) => Vec::new(),
+        Expr::Column(_) | Expr::Param(_) | Expr::Literal(_) | Expr::Init(_) => Vec::new(),
+        Expr::InInit { expr, .. } => vec![&**expr],
         Expr::Not(x)
         | Expr::Negate(x)
         | Expr::IsNull(x, _)

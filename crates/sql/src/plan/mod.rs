@@ -10,8 +10,8 @@ pub(crate) mod fold;
 pub mod select;
 
 pub use select::{
-    Access, AggCall, AggFunc, Aggregate, LockWait, PlanNode, Relation, SelectParts, SelectPlan,
-    SortKey, Source,
+    Access, AggCall, AggFunc, Aggregate, InitKind, InitPlan, LockWait, PlanNode, Relation,
+    SelectParts, SelectPlan, SortKey, Source,
 };
 
 use std::sync::Arc;
@@ -165,10 +165,33 @@ impl Query {
     /// table (by its whole primary key) and calls no function. Its cost is a key lookup and a
     /// few operators on values of bounded size, whatever the data: short enough to run where
     /// nothing preempts it, as a server runs such a statement inside the step that read it.
+    /// Its uncorrelated subqueries, computed before its rows are read.
+    pub fn init(&self) -> &[InitPlan] {
+        match self {
+            Query::Select(s) => &s.init,
+            Query::Insert(i) => &i.init,
+            Query::Update(u) => &u.init,
+            Query::Delete(d) => &d.init,
+        }
+    }
+
+    /// Gives it its uncorrelated subqueries.
+    pub fn set_init(&mut self, init: Vec<InitPlan>) {
+        *match self {
+            Query::Select(s) => &mut s.init,
+            Query::Insert(i) => &mut i.init,
+            Query::Update(u) => &mut u.init,
+            Query::Delete(d) => &mut d.init,
+        } = init;
+    }
+
     pub fn is_point_read(&self) -> bool {
         let Query::Select(s) = self else {
             return false;
         };
+        if !s.init.is_empty() {
+            return false;
+        }
         let [source] = s.root.sources()[..] else {
             return false;
         };
@@ -191,6 +214,8 @@ pub struct InsertPlan {
     pub source: InsertSource,
     /// `RETURNING`: expressions over each inserted row (every column of the table).
     pub returning: Vec<Expr>,
+    /// The statement's uncorrelated subqueries (see [`InitPlan`]).
+    pub init: Vec<InitPlan>,
 }
 
 /// Where inserted rows come from.
@@ -209,6 +234,8 @@ pub struct UpdatePlan {
     pub assignments: Vec<(usize, Expr)>,
     /// `RETURNING`: expressions over each row as it became.
     pub returning: Vec<Expr>,
+    /// The statement's uncorrelated subqueries (see [`InitPlan`]).
+    pub init: Vec<InitPlan>,
 }
 
 /// A DELETE.
@@ -219,6 +246,8 @@ pub struct DeletePlan {
     pub filter: Vec<Expr>,
     /// `RETURNING`: expressions over each row as it was.
     pub returning: Vec<Expr>,
+    /// The statement's uncorrelated subqueries (see [`InitPlan`]).
+    pub init: Vec<InitPlan>,
 }
 
 /// Catalog changes.

@@ -43,15 +43,20 @@ pub enum Relation {
         relation: String,
         rows: Vec<Vec<Datum>>,
     },
+    /// A subquery in FROM (a derived table): its rows, made once per execution.
+    Subquery(Box<SelectPlan>),
 }
 
-/// A relation in a FROM clause: its columns start at `offset` in the joined row.
+/// A relation in a FROM clause: its `width` columns start at `offset` in the joined row.
 #[derive(Debug)]
 pub struct Source {
     pub relation: Relation,
     pub name: String,
     pub offset: usize,
+    pub width: usize,
     pub access: Access,
+    /// Joined to the sources before it by a LEFT JOIN.
+    pub left: bool,
 }
 
 impl Source {
@@ -59,7 +64,7 @@ impl Source {
     pub fn table(&self) -> Option<&Arc<SqlTable>> {
         match &self.relation {
             Relation::Table(t) => Some(t),
-            Relation::Rows { .. } => None,
+            Relation::Rows { .. } | Relation::Subquery(_) => None,
         }
     }
 }
@@ -128,10 +133,22 @@ pub enum PlanNode {
         filter: Vec<Expr>,
         lock: Option<LockWait>,
     },
-    /// For each row of `outer`, the rows `inner` finds for it, joined.
+    /// For each row of `outer`, the rows `inner` finds for it, joined, each kept if every
+    /// `filter` holds; a left join (`nulls`: the inner side's width) also keeps an outer row
+    /// `inner` finds nothing for, with NULLs for the inner side's columns. (`filter` is where a
+    /// left join's WHERE conditions on its inner side go: they apply after the NULLs.)
     NestedLoop {
         outer: Box<PlanNode>,
         inner: Box<PlanNode>,
+        left: Option<usize>,
+        filter: Vec<Expr>,
+    },
+    /// The rows of `outer` for which `inner` (run under each) finds a row (a semi join: `EXISTS`,
+    /// `IN`), or (`anti`) finds none (`NOT EXISTS`, `NOT IN`): the outer row alone comes out.
+    SemiJoin {
+        outer: Box<PlanNode>,
+        inner: Box<PlanNode>,
+        anti: bool,
     },
     /// One row per group of the input: the group values followed by the aggregates, kept if
     /// `having` holds (one row over no input when nothing groups).
@@ -194,6 +211,7 @@ impl PlanNode {
                 }
                 filter.iter().for_each(&mut each);
             }
+            PlanNode::NestedLoop { filter, .. } => filter.iter().for_each(&mut each),
             PlanNode::Aggregate { aggregate: a, .. } => a
                 .group_by
                 .iter()
@@ -204,7 +222,7 @@ impl PlanNode {
             PlanNode::Limit { limit, offset, .. } => {
                 limit.iter().chain(offset.iter()).for_each(&mut each)
             }
-            PlanNode::NestedLoop { .. } | PlanNode::Distinct { .. } | PlanNode::Sort { .. } => {}
+            PlanNode::Distinct { .. } | PlanNode::Sort { .. } | PlanNode::SemiJoin { .. } => {}
         });
     }
 
@@ -213,7 +231,7 @@ impl PlanNode {
         f(self);
         match self {
             PlanNode::Result { .. } | PlanNode::Scan { .. } => {}
-            PlanNode::NestedLoop { outer, inner } => {
+            PlanNode::NestedLoop { outer, inner, .. } | PlanNode::SemiJoin { outer, inner, .. } => {
                 outer.walk(f);
                 inner.walk(f);
             }
@@ -235,6 +253,29 @@ pub struct SelectPlan {
     /// `FOR UPDATE`: every scan locks the rows it reads (its `lock`), as writes would lock
     /// them. Kept here too because servers ask at every execution.
     pub for_update: bool,
+    /// The statement's uncorrelated subqueries, on its top plan only (see [`InitPlan`]).
+    pub init: Vec<InitPlan>,
+}
+
+/// What an uncorrelated subquery in an expression gives: computed once, before the statement's
+/// rows are read (PostgreSQL's InitPlan), and read by `Expr::Init` and `Expr::InInit`.
+#[derive(Debug)]
+pub struct InitPlan {
+    pub plan: SelectPlan,
+    pub kind: InitKind,
+    /// The type of its (first) column.
+    pub ty: SqlType,
+}
+
+/// What an [`InitPlan`] computes from its rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InitKind {
+    /// The one value of its one row (NULL for none; 21000 for more than one row).
+    Scalar,
+    /// Whether it has a row.
+    Exists,
+    /// The values of its one column (`x IN (SELECT ...)`).
+    In,
 }
 
 /// What the binder found in a SELECT, in the order its clauses apply, to be built into a tree
@@ -244,6 +285,8 @@ pub struct SelectParts {
     /// Conditions checked as soon as the sources up to each level are joined (one level, the
     /// `Result`'s, when there is no source).
     pub filters: Vec<Vec<Expr>>,
+    /// Conditions checked on each level's joined rows after a left join's NULLs.
+    pub after_join: Vec<Vec<Expr>>,
     pub aggregate: Option<Aggregate>,
     /// Expressions over the joined row (or the aggregated row); the first `visible` are
     /// returned, the others only sort.
@@ -255,6 +298,47 @@ pub struct SelectParts {
     pub offset: Option<Expr>,
     /// `FOR UPDATE` and what it does with a locked row.
     pub lock: Option<LockWait>,
+    /// `EXISTS`, `IN` and their negations among the WHERE's conditions, as joins applied after
+    /// the sources' (each the subquery's sources, joined under the outer row).
+    pub semi_joins: Vec<(PlanNode, bool)>,
+}
+
+/// Sources joined left-deep, each scan with its level's filters and each join with its
+/// conditions after a left join's NULLs; a `Result` (with the one level's filters) when there
+/// is no source.
+pub fn join_tree(
+    sources: Vec<Source>,
+    mut filters: Vec<Vec<Expr>>,
+    after_join: Vec<Vec<Expr>>,
+    lock: Option<LockWait>,
+) -> PlanNode {
+    let mut node: Option<PlanNode> = None;
+    let scans = sources.into_iter().zip(filters.iter_mut()).zip(
+        after_join
+            .into_iter()
+            .chain(std::iter::repeat_with(Vec::new)),
+    );
+    for ((source, filter), after) in scans {
+        let filter = std::mem::take(filter);
+        let left = source.left.then_some(source.width);
+        let scan = PlanNode::Scan {
+            source,
+            filter,
+            lock,
+        };
+        node = Some(match node {
+            None => scan,
+            Some(outer) => PlanNode::NestedLoop {
+                outer: Box::new(outer),
+                inner: Box::new(scan),
+                left,
+                filter: after,
+            },
+        });
+    }
+    node.unwrap_or_else(|| PlanNode::Result {
+        filter: filters.into_iter().next().unwrap_or_default(),
+    })
 }
 
 impl SelectPlan {
@@ -262,7 +346,8 @@ impl SelectPlan {
     pub fn build(parts: SelectParts) -> SelectPlan {
         let SelectParts {
             sources,
-            mut filters,
+            filters,
+            after_join,
             aggregate,
             projection,
             visible,
@@ -271,27 +356,16 @@ impl SelectPlan {
             limit,
             offset,
             lock,
+            semi_joins,
         } = parts;
-        let mut node: Option<PlanNode> = None;
-        let scans = sources.into_iter().zip(filters.iter_mut());
-        for (source, filter) in scans {
-            let filter = std::mem::take(filter);
-            let scan = PlanNode::Scan {
-                source,
-                filter,
-                lock,
+        let mut node = join_tree(sources, filters, after_join, lock);
+        for (inner, anti) in semi_joins {
+            node = PlanNode::SemiJoin {
+                outer: Box::new(node),
+                inner: Box::new(inner),
+                anti,
             };
-            node = Some(match node {
-                None => scan,
-                Some(outer) => PlanNode::NestedLoop {
-                    outer: Box::new(outer),
-                    inner: Box::new(scan),
-                },
-            });
         }
-        let mut node = node.unwrap_or_else(|| PlanNode::Result {
-            filter: filters.into_iter().next().unwrap_or_default(),
-        });
         if let Some(aggregate) = aggregate {
             node = PlanNode::Aggregate {
                 input: Box::new(node),
@@ -325,6 +399,7 @@ impl SelectPlan {
             root: node,
             visible,
             for_update: lock.is_some(),
+            init: Vec::new(),
         }
     }
 }

@@ -1,0 +1,222 @@
+//! How a table's rows are found and where conditions are checked: a condition split into its
+//! AND-ed parts, ordered by PostgreSQL's cost, and the access (primary key, key range or scan)
+//! the conditions on a table allow.
+
+use crate::bind::ScopeColumn;
+use crate::catalog::SqlTable;
+use crate::expr::{BinOp, Expr};
+use crate::plan::Access;
+
+/// Splits a condition into its AND-ed parts.
+pub fn conjuncts(e: Expr, out: &mut Vec<Expr>) {
+    match e {
+        Expr::Binary(BinOp::And, l, r) => {
+            conjuncts(*l, out);
+            conjuncts(*r, out);
+        }
+        other => out.push(other),
+    }
+}
+
+/// A condition constantly false or NULL passes no row: as PostgreSQL's one-time filter, it is
+/// then the only condition, so no other is computed for any row.
+fn one_time_filter(conditions: &mut Vec<Expr>) {
+    let never = conditions.iter().position(|c| {
+        matches!(
+            c,
+            Expr::Literal(
+                crate::values::datum::Datum::Bool(false) | crate::values::datum::Datum::Null
+            )
+        )
+    });
+    if let Some(never) = never {
+        let only = conditions.swap_remove(never);
+        *conditions = vec![only];
+    }
+}
+
+/// Orders a statement's conditions as PostgreSQL's planner does before it checks them on a row:
+/// a constantly false one alone (see [`one_time_filter`]), else the cheapest first, in its
+/// cost units, the order written among equals (`order_qual_clauses`). Which conditions are
+/// computed for a row decides which errors a statement can raise: in `c % c >= 1 AND c IN (1,
+/// 2)`, PostgreSQL checks the IN list first and never divides by a zero `c`.
+pub fn order_conditions(conditions: &mut Vec<Expr>) {
+    one_time_filter(conditions);
+    conditions.sort_by(|a, b| cost(a).total_cmp(&cost(b)));
+}
+
+/// What PostgreSQL's `cost_qual_eval` charges for computing `e`, in operator calls: one per
+/// operator, function or cast, none for AND, OR, NOT, IS NULL, COALESCE, a column or a
+/// constant, and for an IN list of constants half a comparison per element (PostgreSQL's
+/// `= ANY` of an array), one per element holding a column.
+fn cost(e: &Expr) -> f64 {
+    let children = |es: &mut dyn Iterator<Item = &Expr>| es.map(cost).sum::<f64>();
+    match e {
+        Expr::Column(_) | Expr::Param(_) | Expr::Literal(_) => 0.0,
+        Expr::Not(x) | Expr::IsNull(x, _) => cost(x),
+        Expr::Negate(x) | Expr::Cast(x, _) | Expr::Lookup(x, _) => 1.0 + cost(x),
+        Expr::Sequence(_, args) => 1.0 + args.iter().map(cost).sum::<f64>(),
+        Expr::Init(_) => 0.0,
+        Expr::InInit { expr, .. } => 1.0 + cost(expr),
+        Expr::Binary(BinOp::And | BinOp::Or, l, r) => cost(l) + cost(r),
+        Expr::Binary(_, l, r) => 1.0 + cost(l) + cost(r),
+        Expr::Between {
+            expr, low, high, ..
+        } => 2.0 + cost(expr) + cost(low) + cost(high),
+        Expr::InList { expr, list, .. } => {
+            let (columns, constants): (Vec<&Expr>, Vec<&Expr>) =
+                list.iter().partition(|x| x.max_column().is_some());
+            let compare = match constants.len() {
+                0 => 0.0,
+                1 => 1.0,
+                n => 0.5 * n as f64,
+            };
+            cost(expr) + compare + columns.len() as f64 + children(&mut list.iter())
+        }
+        Expr::Func(crate::expr::Func::Coalesce, args) => children(&mut args.iter()),
+        Expr::Func(_, args) => 1.0 + children(&mut args.iter()),
+        Expr::Case {
+            operand,
+            whens,
+            otherwise,
+        } => {
+            // With an operand, each WHEN compares it to a value.
+            let compares = if operand.is_some() {
+                whens.len() as f64
+            } else {
+                0.0
+            };
+            compares
+                + operand.as_deref().map_or(0.0, cost)
+                + children(&mut whens.iter().flat_map(|(w, t)| [w, t]))
+                + otherwise.as_deref().map_or(0.0, cost)
+        }
+    }
+}
+
+/// The columns a table contributes to a scope, under `name`.
+pub fn table_scope(table: &SqlTable, name: &str) -> Vec<ScopeColumn> {
+    table
+        .columns
+        .iter()
+        .map(|c| ScopeColumn {
+            table: name.to_owned(),
+            name: c.name.clone(),
+            ty: c.ty,
+            outer: false,
+        })
+        .collect()
+}
+
+/// `op` with its operands swapped: `a < b` is `b > a`.
+fn mirrored(op: BinOp) -> BinOp {
+    match op {
+        BinOp::Lt => BinOp::Gt,
+        BinOp::LtEq => BinOp::GtEq,
+        BinOp::Gt => BinOp::Lt,
+        BinOp::GtEq => BinOp::LtEq,
+        other => other,
+    }
+}
+
+/// What conditions say of an index's columns: leading ones equal to known values, then bounds
+/// on the next (`true`: inclusive).
+type KeyConditions = (Vec<Expr>, Option<(Expr, bool)>, Option<(Expr, bool)>);
+
+/// Chooses how the table whose columns are `offset..offset + n` is read, given the conditions
+/// checked at its level: by primary key if each key column is equated to something already
+/// known, else by a range of the primary key or of a secondary index on a leading part of its
+/// columns (the one whose conditions pin most columns; the primary key on a tie), else by a scan.
+pub fn choose_access(table: &SqlTable, offset: usize, conditions: &[Expr]) -> Access {
+    let known = |e: &Expr| e.max_column().is_none_or(|c| c < offset);
+    // A comparison of table column `col` with a known value, as `col op value` (a comparison
+    // written the other way round, `value < col`, is mirrored).
+    let compared = |c: &Expr| -> Option<(usize, BinOp, Expr)> {
+        let Expr::Binary(op, l, r) = c else {
+            return None;
+        };
+        let column = |e: &Expr| match e {
+            Expr::Column(c) if (offset..offset + table.columns.len()).contains(c) => {
+                Some(*c - offset)
+            }
+            _ => None,
+        };
+        match (column(l), column(r)) {
+            (Some(col), _) if known(r) => Some((col, *op, (**r).clone())),
+            (_, Some(col)) if known(l) => Some((col, mirrored(*op), (**l).clone())),
+            _ => None,
+        }
+    };
+    // What the conditions say of table column `col`: equal to a known value.
+    let equal_to = |col: usize| {
+        conditions.iter().find_map(|c| match compared(c) {
+            Some((c, BinOp::Eq, value)) if c == col => Some(value),
+            _ => None,
+        })
+    };
+    // The range conditions give over `columns` (an index's, in order): leading columns equal to
+    // known values, then bounds on the next one.
+    let range = |columns: &[usize]| {
+        let mut eq = Vec::new();
+        for &col in columns {
+            match equal_to(col) {
+                Some(e) => eq.push(e),
+                None => break,
+            }
+        }
+        let (mut lower, mut upper) = (None, None);
+        if let Some(&col) = columns.get(eq.len()) {
+            for c in conditions {
+                if let Expr::Between {
+                    expr,
+                    low,
+                    high,
+                    negated: false,
+                } = c
+                    && matches!(**expr, Expr::Column(e) if e == offset + col)
+                    && known(low)
+                    && known(high)
+                {
+                    lower = Some(((**low).clone(), true));
+                    upper = Some(((**high).clone(), true));
+                    continue;
+                }
+                match compared(c) {
+                    Some((c, op, value)) if c == col => match op {
+                        BinOp::Gt => lower = Some((value, false)),
+                        BinOp::GtEq => lower = Some((value, true)),
+                        BinOp::Lt => upper = Some((value, false)),
+                        BinOp::LtEq => upper = Some((value, true)),
+                        _ => {}
+                    },
+                    _ => {}
+                }
+            }
+        }
+        (eq, lower, upper)
+    };
+    // How selective a range is: columns pinned, then a bound on the next.
+    let rank = |(eq, lower, upper): &KeyConditions| {
+        2 * eq.len() + usize::from(lower.is_some() || upper.is_some())
+    };
+    let primary = range(&table.primary_key);
+    if !table.primary_key.is_empty() && primary.0.len() == table.primary_key.len() {
+        return Access::Key(primary.0);
+    }
+    let mut best = (None, primary);
+    for (i, index) in table.indexes.iter().enumerate() {
+        let candidate = range(&index.columns);
+        if rank(&candidate) > rank(&best.1) {
+            best = (Some(i), candidate);
+        }
+    }
+    match best {
+        (_, (eq, None, None)) if eq.is_empty() => Access::Scan,
+        (index, (eq, lower, upper)) => Access::Range {
+            index,
+            eq,
+            lower,
+            upper,
+        },
+    }
+}

@@ -1,0 +1,446 @@
+//! Binding a SELECT's FROM and WHERE: its sources (tables, system catalogs, sequences and
+//! derived tables) in join order, inner and left joins, each condition at the first level where
+//! its columns are all joined (a left join's own conditions in its scan, a WHERE condition on
+//! its columns after its NULLs), and the WHERE's `EXISTS` and `IN` subqueries among its AND-ed
+//! conditions as semi and anti joins — correlated or not, each run under the outer row.
+
+use std::sync::Arc;
+
+use sqlparser::ast::{self, JoinConstraint, JoinOperator, SetExpr, TableFactor};
+
+use crate::bind::access::{choose_access, conjuncts, order_conditions, table_scope};
+use crate::bind::{Binder, ScopeColumn, has_aggregate, ident, object_name};
+use crate::catalog::SqlTable;
+use crate::error::{Result, SqlError, sqlstate};
+use crate::expr::{BinOp, Expr, Func};
+use crate::plan::select::join_tree;
+use crate::plan::{Access, PlanNode, Relation, Source};
+use crate::values::datum::Datum;
+
+/// A SELECT's FROM and WHERE, bound.
+pub(crate) struct FromWhere {
+    pub sources: Vec<Source>,
+    /// The columns in scope: an enclosing query's first (marked `outer`), then the sources'.
+    pub scope: Vec<ScopeColumn>,
+    /// Conditions by level (see `SelectParts`).
+    pub filters: Vec<Vec<Expr>>,
+    pub after_join: Vec<Vec<Expr>>,
+    /// The WHERE's subqueries as joins: each inner tree, and whether it is an anti join.
+    pub semi_joins: Vec<(PlanNode, bool)>,
+}
+
+impl FromWhere {
+    /// Where condition `c` is checked: at the level of the last source it reads (the first when
+    /// it reads none, or only an enclosing query's columns); on a left join's level, after its
+    /// NULLs.
+    fn place(&mut self, c: Expr) {
+        let level = c.max_column().map_or(0, |col| {
+            self.sources
+                .iter()
+                .rposition(|s| s.offset <= col)
+                .unwrap_or(0)
+        });
+        if self.sources.get(level).is_some_and(|s| s.left) {
+            self.after_join[level].push(c);
+        } else {
+            self.filters[level].push(c);
+        }
+    }
+
+    /// The tree reading the sources, with the semi joins on top.
+    fn into_tree(self) -> PlanNode {
+        let mut node = join_tree(self.sources, self.filters, self.after_join, None);
+        for (inner, anti) in self.semi_joins {
+            node = PlanNode::SemiJoin {
+                outer: Box::new(node),
+                inner: Box::new(inner),
+                anti,
+            };
+        }
+        node
+    }
+}
+
+/// A WHERE condition that becomes a semi or anti join: its subquery, the value `IN` compares
+/// (none for `EXISTS`), and whether it is negated.
+struct SemiCondition<'q> {
+    select: &'q ast::Select,
+    value: Option<&'q ast::Expr>,
+    anti: bool,
+}
+
+/// The AND-ed conditions of `e`, parentheses removed.
+fn and_chain<'a>(e: &'a ast::Expr, out: &mut Vec<&'a ast::Expr>) {
+    let mut pending = vec![e];
+    while let Some(x) = pending.pop() {
+        match x {
+            ast::Expr::BinaryOp {
+                left,
+                op: ast::BinaryOperator::And,
+                right,
+            } => {
+                pending.push(right);
+                pending.push(left);
+            }
+            ast::Expr::Nested(inner) => pending.push(inner),
+            other => out.push(other),
+        }
+    }
+}
+
+/// The SELECT of `q` if a join can stand for it: no grouping, aggregates, limits or set
+/// operations (which a join would change).
+fn joinable(q: &ast::Query) -> Option<&ast::Select> {
+    if q.with.is_some() || q.limit_clause.is_some() || q.fetch.is_some() {
+        return None;
+    }
+    let SetExpr::Select(s) = q.body.as_ref() else {
+        return None;
+    };
+    let grouped = match &s.group_by {
+        ast::GroupByExpr::Expressions(e, _) => !e.is_empty(),
+        ast::GroupByExpr::All(_) => true,
+    };
+    let aggregates = s.projection.iter().any(|item| match item {
+        ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+            has_aggregate(e)
+        }
+        _ => false,
+    });
+    let distinct_on = matches!(s.distinct, Some(ast::Distinct::On(_)));
+    (!grouped && s.having.is_none() && !aggregates && !distinct_on && s.qualify.is_none())
+        .then_some(s.as_ref())
+}
+
+/// `c` as a semi or anti join, if it is an `[NOT] EXISTS` or `[NOT] IN` of a joinable subquery.
+fn semi_condition(c: &ast::Expr) -> Option<SemiCondition<'_>> {
+    match c {
+        ast::Expr::Exists { subquery, negated } => Some(SemiCondition {
+            select: joinable(subquery)?,
+            value: None,
+            anti: *negated,
+        }),
+        ast::Expr::In {
+            expr,
+            target: ast::InTarget::Subquery(subquery),
+            negated,
+            ..
+        } => {
+            let select = joinable(subquery)?;
+            // One column, named by an expression.
+            match select.projection.as_slice() {
+                [ast::SelectItem::UnnamedExpr(_) | ast::SelectItem::ExprWithAlias { .. }] => {}
+                _ => return None,
+            }
+            Some(SemiCondition {
+                select,
+                value: Some(expr),
+                anti: *negated,
+            })
+        }
+        ast::Expr::UnaryOp {
+            op: ast::UnaryOperator::Not,
+            expr,
+        } => {
+            let inner = match expr.as_ref() {
+                ast::Expr::Nested(e) => e.as_ref(),
+                e => e,
+            };
+            let mut s = semi_condition(inner)?;
+            s.anti = !s.anti;
+            Some(s)
+        }
+        _ => None,
+    }
+}
+
+impl Binder<'_> {
+    /// Binds `select`'s FROM and WHERE inside a query whose columns are `outer` (none at the
+    /// top).
+    pub(crate) fn bind_from_where(
+        &mut self,
+        select: &ast::Select,
+        outer: &[ScopeColumn],
+    ) -> Result<FromWhere> {
+        let mut sources = Vec::new();
+        let mut scope: Vec<ScopeColumn> = outer
+            .iter()
+            .map(|c| ScopeColumn {
+                outer: true,
+                ..c.clone()
+            })
+            .collect();
+        // Inner joins' conditions (applied as WHERE's are), and left joins' with their level.
+        let mut on = Vec::new();
+        let mut left_on = Vec::new();
+        for twj in &select.from {
+            self.add_source(&twj.relation, &mut sources, &mut scope)?;
+            for join in &twj.joins {
+                let (constraint, left) = match &join.join_operator {
+                    JoinOperator::Join(c) | JoinOperator::Inner(c) => (c, false),
+                    JoinOperator::CrossJoin(c) => (c, false),
+                    JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (c, true),
+                    other => return Err(SqlError::unsupported(join_kind(other))),
+                };
+                self.add_source(&join.relation, &mut sources, &mut scope)?;
+                let level = sources.len() - 1;
+                sources[level].left = left;
+                match constraint {
+                    JoinConstraint::On(e) if left => left_on.push((level, e)),
+                    JoinConstraint::On(e) => on.push(e),
+                    JoinConstraint::None if left => {
+                        return Err(SqlError::syntax("LEFT JOIN without ON"));
+                    }
+                    JoinConstraint::None => {}
+                    JoinConstraint::Using(_) | JoinConstraint::UsingAlias(..) => {
+                        return Err(SqlError::unsupported("JOIN ... USING"));
+                    }
+                    JoinConstraint::Natural => return Err(SqlError::unsupported("NATURAL JOIN")),
+                }
+            }
+        }
+        let mut wheres = Vec::new();
+        if let Some(w) = &select.selection {
+            and_chain(w, &mut wheres);
+        }
+        let (semis, plain): (Vec<_>, Vec<_>) = wheres
+            .into_iter()
+            .map(|c| (c, semi_condition(c)))
+            .partition(|(_, s)| s.is_some());
+        let mut conditions = Vec::new();
+        for e in on.into_iter().chain(plain.into_iter().map(|(c, _)| c)) {
+            let (bound, _) = self.folded(e, &scope, &mut None)?;
+            conjuncts(bound, &mut conditions);
+        }
+        order_conditions(&mut conditions);
+        let levels = sources.len().max(1);
+        let mut fw = FromWhere {
+            sources,
+            scope,
+            filters: (0..levels).map(|_| Vec::new()).collect(),
+            after_join: (0..levels).map(|_| Vec::new()).collect(),
+            semi_joins: Vec::new(),
+        };
+        for c in conditions {
+            fw.place(c);
+        }
+        // A left join's ON conditions choose the rows it joins: checked in its scan, however
+        // few of its columns they read.
+        for (level, e) in left_on {
+            let (bound, _) = self.folded(e, &fw.scope, &mut None)?;
+            let mut mine = Vec::new();
+            conjuncts(bound, &mut mine);
+            order_conditions(&mut mine);
+            fw.filters[level].extend(mine);
+        }
+        for (s, f) in fw.sources.iter_mut().zip(&fw.filters) {
+            if let Relation::Table(t) = &s.relation {
+                s.access = choose_access(t, s.offset, f);
+            }
+        }
+        for (_, semi) in semis {
+            let semi = semi.expect("partitioned on it");
+            let join = self.semi_join(&semi, &fw.scope)?;
+            fw.semi_joins.push(join);
+        }
+        Ok(fw)
+    }
+
+    /// A subquery condition of the WHERE as a join under the outer row (whose columns are
+    /// `scope`): `EXISTS` finds any row; `x IN (SELECT y ...)` one where `x = y`; `x NOT IN`
+    /// is an anti join on `x = y` being true or NULL (a NULL on either side keeps it from being
+    /// true, as PostgreSQL's NOT IN does).
+    fn semi_join(
+        &mut self,
+        semi: &SemiCondition<'_>,
+        scope: &[ScopeColumn],
+    ) -> Result<(PlanNode, bool)> {
+        // A nested query, bounded as `select_in` bounds one.
+        self.depth += 1;
+        self.query_depth += 1;
+        let bound = stacker::maybe_grow(2 * crate::depth::RED_ZONE, 16 << 20, || {
+            crate::depth::check(self.depth)?;
+            if self.query_depth > crate::depth::MAX_QUERY_DEPTH {
+                return Err(crate::depth::too_deep());
+            }
+            self.semi_join_nested(semi, scope)
+        });
+        self.depth -= 1;
+        self.query_depth -= 1;
+        bound
+    }
+
+    fn semi_join_nested(
+        &mut self,
+        semi: &SemiCondition<'_>,
+        scope: &[ScopeColumn],
+    ) -> Result<(PlanNode, bool)> {
+        let mut inner = self.bind_from_where(semi.select, scope)?;
+        if let Some(value) = semi.value {
+            let (x, _) = self.folded(value, scope, &mut None)?;
+            let item = match &semi.select.projection[0] {
+                ast::SelectItem::UnnamedExpr(e)
+                | ast::SelectItem::ExprWithAlias { expr: e, .. } => e,
+                _ => unreachable!("checked by semi_condition"),
+            };
+            let (y, _) = self.folded(item, &inner.scope, &mut None)?;
+            let equal = Expr::Binary(BinOp::Eq, Box::new(x), Box::new(y));
+            let condition = if semi.anti {
+                Expr::Func(
+                    Func::Coalesce,
+                    vec![equal, Expr::Literal(Datum::Bool(true))],
+                )
+            } else {
+                equal
+            };
+            inner.place(condition);
+            // The new condition may give a source a better access.
+            for (s, f) in inner.sources.iter_mut().zip(&inner.filters) {
+                if let Relation::Table(t) = &s.relation {
+                    s.access = choose_access(t, s.offset, f);
+                }
+            }
+        }
+        Ok((inner.into_tree(), semi.anti))
+    }
+
+    /// A subquery in FROM: its rows under `alias` (which PostgreSQL 15 requires), its columns
+    /// renamed by the alias's column list.
+    fn add_derived(
+        &mut self,
+        subquery: &ast::Query,
+        alias: Option<&ast::TableAlias>,
+        sources: &mut Vec<Source>,
+        scope: &mut Vec<ScopeColumn>,
+    ) -> Result<()> {
+        let Some(alias) = alias else {
+            return Err(SqlError::syntax("subquery in FROM must have an alias"));
+        };
+        let (plan, columns) = self.select(subquery)?;
+        let shown = ident(&alias.name);
+        let renamed: Vec<String> = alias.columns.iter().map(|c| ident(&c.name)).collect();
+        if renamed.len() > columns.len() {
+            return Err(SqlError::new(
+                sqlstate::INVALID_COLUMN_REFERENCE,
+                format!(
+                    "table \"{shown}\" has {} columns available but {} columns specified",
+                    columns.len(),
+                    renamed.len()
+                ),
+            ));
+        }
+        let offset = scope.len();
+        for (i, c) in columns.iter().enumerate() {
+            scope.push(ScopeColumn {
+                table: shown.clone(),
+                name: renamed.get(i).cloned().unwrap_or_else(|| c.name.clone()),
+                ty: c.ty,
+                outer: false,
+            });
+        }
+        sources.push(Source {
+            relation: Relation::Subquery(Box::new(plan)),
+            name: shown,
+            offset,
+            width: columns.len(),
+            access: Access::Scan,
+            left: false,
+        });
+        Ok(())
+    }
+
+    fn add_source(
+        &mut self,
+        factor: &TableFactor,
+        sources: &mut Vec<Source>,
+        scope: &mut Vec<ScopeColumn>,
+    ) -> Result<()> {
+        let (name, alias, args) = match factor {
+            TableFactor::Table {
+                name, alias, args, ..
+            } => (name, alias, args),
+            TableFactor::Derived {
+                lateral: false,
+                subquery,
+                alias,
+                ..
+            } => return self.add_derived(subquery, alias.as_ref(), sources, scope),
+            TableFactor::Derived { lateral: true, .. } => {
+                return Err(SqlError::unsupported("LATERAL"));
+            }
+            other => return Err(SqlError::unsupported(format!("FROM {other}"))),
+        };
+        if args.is_some() {
+            return Err(SqlError::unsupported(format!("table function {name}")));
+        }
+        let offset = scope.len();
+        let relation = match self.system_relation(name)? {
+            Some(system) => {
+                let shown = alias
+                    .as_ref()
+                    .map_or_else(|| system.name.to_owned(), |a| ident(&a.name));
+                scope.extend(system.columns.iter().map(|(c, ty)| ScopeColumn {
+                    table: shown.clone(),
+                    name: (*c).to_owned(),
+                    ty: *ty,
+                    outer: false,
+                }));
+                let rows = system.rows(self.snapshot()?);
+                (
+                    Relation::Rows {
+                        relation: system.name.to_owned(),
+                        rows,
+                    },
+                    shown,
+                )
+            }
+            None => {
+                let table: Arc<SqlTable> = self.tables.table(&object_name(name)?)?;
+                let shown = alias
+                    .as_ref()
+                    .map_or_else(|| table.name.clone(), |a| ident(&a.name));
+                scope.extend(table_scope(&table, &shown));
+                match &table.sequence {
+                    // A sequence reads as its one row, as it stands when the statement runs
+                    // (planned afresh each time).
+                    Some(s) => {
+                        self.volatile = true;
+                        let (last, called) = s.current();
+                        let row = vec![Datum::Int(last), Datum::Int(0), Datum::Bool(called)];
+                        let relation = table.name.clone();
+                        (
+                            Relation::Rows {
+                                relation,
+                                rows: vec![row],
+                            },
+                            shown,
+                        )
+                    }
+                    None => (Relation::Table(table), shown),
+                }
+            }
+        };
+        sources.push(Source {
+            relation: relation.0,
+            name: relation.1,
+            offset,
+            width: scope.len() - offset,
+            access: Access::Scan,
+            left: false,
+        });
+        Ok(())
+    }
+}
+
+/// The name of a join this binder does not take, for its error.
+fn join_kind(op: &JoinOperator) -> &'static str {
+    match op {
+        JoinOperator::Left(_) | JoinOperator::LeftOuter(_) => "LEFT JOIN",
+        JoinOperator::Right(_) | JoinOperator::RightOuter(_) => "RIGHT JOIN",
+        JoinOperator::FullOuter(_) => "FULL JOIN",
+        JoinOperator::LeftSemi(_) | JoinOperator::RightSemi(_) => "a semi join",
+        JoinOperator::LeftAnti(_) | JoinOperator::RightAnti(_) => "an anti join",
+        JoinOperator::CrossApply | JoinOperator::OuterApply => "APPLY",
+        _ => "this kind of join",
+    }
+}
