@@ -108,6 +108,10 @@ pub struct Binder<'c> {
     pub(crate) depth: usize,
     /// How deep the query being bound is nested in others (see `select_in`).
     pub(crate) query_depth: usize,
+    /// What is being bound is evaluated where a correlated subquery can run under each row (a
+    /// SELECT's projection and WHERE): one is planned as an `Expr::SubPlan` there, and refused
+    /// (0A000) elsewhere.
+    pub(crate) per_row_ok: bool,
     /// The first error computing a constant part met (see [`folded`](Self::folded)).
     pub(crate) fold_error: Option<SqlError>,
     /// The statement's uncorrelated subqueries in expressions, by number (`Expr::Init`): each
@@ -128,6 +132,7 @@ impl<'c> Binder<'c> {
             params: declared.to_vec(),
             depth: 0,
             query_depth: 0,
+            per_row_ok: false,
             fold_error: None,
             init: Vec::new(),
             system: None,

@@ -27,6 +27,9 @@ pub(crate) struct FromWhere {
     pub after_join: Vec<Vec<Expr>>,
     /// The WHERE's subqueries as joins: each inner tree, and whether it is an anti join.
     pub semi_joins: Vec<(PlanNode, bool)>,
+    /// WHERE conditions holding correlated subqueries: checked on the joined rows, where
+    /// the executor can run them.
+    pub post_filter: Vec<Expr>,
 }
 
 impl FromWhere {
@@ -57,6 +60,12 @@ impl FromWhere {
                 anti,
             };
         }
+        if !self.post_filter.is_empty() {
+            node = PlanNode::Filter {
+                input: Box::new(node),
+                filter: self.post_filter,
+            };
+        }
         node
     }
 }
@@ -67,6 +76,13 @@ struct SemiCondition<'q> {
     select: &'q ast::Select,
     value: Option<&'q ast::Expr>,
     anti: bool,
+}
+
+/// Whether `e` holds a correlated subquery (which only the executor's Filter can run).
+fn holds_subplan(e: &Expr) -> bool {
+    let mut found = false;
+    e.visit(&mut |x| found |= matches!(x, Expr::SubPlan(_)));
+    found
 }
 
 /// The AND-ed conditions of `e`, parentheses removed.
@@ -208,11 +224,15 @@ impl Binder<'_> {
             .map(|c| (c, semi_condition(c)))
             .partition(|(_, s)| s.is_some());
         let mut conditions = Vec::new();
+        let per_row = std::mem::replace(&mut self.per_row_ok, true);
         for e in on.into_iter().chain(plain.into_iter().map(|(c, _)| c)) {
-            let (bound, _) = self.folded(e, &scope, &mut None)?;
-            conjuncts(bound, &mut conditions);
+            let bound = self.folded(e, &scope, &mut None);
+            conjuncts(bound?.0, &mut conditions);
         }
+        self.per_row_ok = per_row;
         order_conditions(&mut conditions);
+        let (post_filter, conditions): (Vec<Expr>, Vec<Expr>) =
+            conditions.into_iter().partition(holds_subplan);
         let levels = sources.len().max(1);
         let mut fw = FromWhere {
             sources,
@@ -220,6 +240,7 @@ impl Binder<'_> {
             filters: (0..levels).map(|_| Vec::new()).collect(),
             after_join: (0..levels).map(|_| Vec::new()).collect(),
             semi_joins: Vec::new(),
+            post_filter,
         };
         for c in conditions {
             fw.place(c);

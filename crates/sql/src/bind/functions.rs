@@ -101,6 +101,15 @@ impl Binder<'_> {
         }
         let (func, arity, ty) = match name {
             "version" => (Func::Version, 0..=0, SqlType::Text),
+            "json_build_object" => {
+                if args.len() % 2 != 0 {
+                    return Err(SqlError::new(
+                        sqlstate::INVALID_PARAMETER_VALUE,
+                        "argument list must have even number of elements",
+                    ));
+                }
+                (Func::JsonBuildObject, 0..=100, SqlType::Text)
+            }
             "format_type" => {
                 for a in &mut args {
                     *a = Expr::Cast(Box::new(a.clone()), SqlType::Int8);

@@ -67,6 +67,7 @@ impl Binder<'_> {
             filters,
             after_join,
             semi_joins,
+            post_filter,
         } = self.bind_from_where(select, outer)?;
 
         // Grouping.
@@ -119,6 +120,8 @@ impl Binder<'_> {
             None
         };
 
+        // A correlated subquery runs under each row of the projection (not over groups).
+        let per_row = std::mem::replace(&mut self.per_row_ok, !aggregating);
         // Projection.
         let mut projection = Vec::new();
         let mut columns = Vec::new();
@@ -228,6 +231,7 @@ impl Binder<'_> {
                 });
             }
         }
+        self.per_row_ok = per_row;
         let (limit, offset) = match &query.limit_clause {
             None => (None, None),
             Some(LimitClause::LimitOffset { limit, offset, .. }) => {
@@ -263,6 +267,7 @@ impl Binder<'_> {
                 filters,
                 after_join,
                 semi_joins,
+                post_filter,
                 aggregate,
                 projection,
                 visible,

@@ -1,8 +1,9 @@
-//! Subqueries in expressions that read nothing of the query around them: a scalar subquery,
-//! `EXISTS` and `IN` where they are not a WHERE's AND-ed condition (those become joins, see
-//! `from`). Each is planned as the statement's InitPlan, computed once before its rows are
-//! read, as PostgreSQL computes an uncorrelated subquery; one that names the enclosing query's
-//! columns is refused here (0A000).
+//! Subqueries in expressions: a scalar subquery, `EXISTS` and `IN` where they are not a
+//! WHERE's AND-ed condition (those become joins, see `from`). One that reads nothing of the
+//! query around it is planned as the statement's InitPlan, computed once before its rows are
+//! read, as PostgreSQL computes an uncorrelated subquery; a scalar or `EXISTS` one that names
+//! the enclosing query's columns is run under each row (a SubPlan) where the binder allows it
+//! (`per_row_ok`: a SELECT's projection and WHERE), and refused (0A000) elsewhere.
 
 use sqlparser::ast;
 
@@ -22,13 +23,13 @@ impl Binder<'_> {
     ) -> Result<(Expr, SqlType)> {
         Ok(match e {
             ast::Expr::Subquery(q) => {
-                let (plan, columns) = self.uncorrelated(q, scope)?;
+                let (plan, columns, correlated) = self.planned(q, scope, true)?;
                 let ty = one_column(&columns)?;
-                (self.init_plan(plan, InitKind::Scalar, ty), ty)
+                (self.init_plan(plan, InitKind::Scalar, ty, correlated), ty)
             }
             ast::Expr::Exists { subquery, negated } => {
-                let (plan, _) = self.uncorrelated(subquery, scope)?;
-                let exists = self.init_plan(plan, InitKind::Exists, SqlType::Bool);
+                let (plan, _, correlated) = self.planned(subquery, scope, true)?;
+                let exists = self.init_plan(plan, InitKind::Exists, SqlType::Bool, correlated);
                 let e = if *negated {
                     Expr::Not(Box::new(exists))
                 } else {
@@ -43,9 +44,9 @@ impl Binder<'_> {
                 ..
             } => {
                 let (x, _) = self.expr(expr, scope, g)?;
-                let (plan, columns) = self.uncorrelated(subquery, scope)?;
+                let (plan, columns, _) = self.planned(subquery, scope, false)?;
                 let ty = one_column(&columns)?;
-                let Expr::Init(id) = self.init_plan(plan, InitKind::In, ty) else {
+                let Expr::Init(id) = self.init_plan(plan, InitKind::In, ty, false) else {
                     unreachable!("init_plan makes an Init");
                 };
                 let e = Expr::InInit {
@@ -59,30 +60,58 @@ impl Binder<'_> {
         })
     }
 
-    /// `q` planned on its own; 0A000 if it names a column of the query around it (`scope`).
-    fn uncorrelated(
+    /// `q` planned on its own, or (`correlated` in the result) inside the query around it
+    /// (`scope`) where it names that query's columns and may (`may_correlate` here, and
+    /// `per_row_ok`); 0A000 where it may not.
+    fn planned(
         &mut self,
         q: &ast::Query,
         scope: &[ScopeColumn],
-    ) -> Result<(SelectPlan, Vec<OutputColumn>)> {
-        match self.select(q) {
+        may_correlate: bool,
+    ) -> Result<(SelectPlan, Vec<OutputColumn>, bool)> {
+        let before = self.init.len();
+        let per_row = std::mem::replace(&mut self.per_row_ok, false);
+        let alone = self.select(q);
+        let planned = match alone {
+            Ok((plan, columns)) => Ok((plan, columns, false)),
             Err(e) if e.code == sqlstate::UNDEFINED_COLUMN && !scope.is_empty() => {
-                if self.select_in(q, scope).is_ok() {
-                    Err(SqlError::unsupported(
-                        "a subquery naming the outer query's columns outside the WHERE's AND-ed EXISTS and IN conditions",
-                    ))
-                } else {
-                    Err(e)
+                // What the failed attempt planned is not the statement's.
+                self.init.truncate(before);
+                match self.select_in(q, scope) {
+                    Ok((plan, columns)) if may_correlate && per_row => Ok((plan, columns, true)),
+                    Ok(_) => Err(SqlError::unsupported(
+                        "a subquery naming the outer query's columns here (it may in a SELECT's select list and WHERE)",
+                    )),
+                    Err(_) => Err(e),
                 }
             }
-            other => other,
-        }
+            Err(e) => Err(e),
+        };
+        self.per_row_ok = per_row;
+        planned
     }
 
-    /// `plan` as the statement's next InitPlan, read by the expression returned.
-    fn init_plan(&mut self, plan: SelectPlan, kind: InitKind, ty: SqlType) -> Expr {
-        self.init.push(InitPlan { plan, kind, ty });
-        Expr::Init(self.init.len() - 1)
+    /// `plan` as the statement's next subquery, read by the expression returned (once before
+    /// the rows, or under each row where `correlated`).
+    fn init_plan(
+        &mut self,
+        plan: SelectPlan,
+        kind: InitKind,
+        ty: SqlType,
+        correlated: bool,
+    ) -> Expr {
+        self.init.push(InitPlan {
+            plan,
+            kind,
+            ty,
+            correlated,
+        });
+        let id = self.init.len() - 1;
+        if correlated {
+            Expr::SubPlan(id)
+        } else {
+            Expr::Init(id)
+        }
     }
 }
 

@@ -7,8 +7,9 @@ use sqlparser::ast::{ObjectName, ObjectNamePart};
 
 use crate::bind::{Binder, ident};
 use crate::error::{Result, SqlError, sqlstate};
-use crate::expr::{Expr, Lookup};
+use crate::expr::{Expr, Func, Lookup};
 use crate::system::{Schema, Snapshot, SystemRelation, find};
+use crate::values::datum::Datum;
 use crate::values::types::SqlType;
 
 impl Binder<'_> {
@@ -116,6 +117,35 @@ impl Binder<'_> {
             "pg_table_is_visible" => {
                 let l = self.snapshot()?.visible_relations();
                 (lookup_expr(one(args)?, l), SqlType::Bool)
+            }
+            "pg_get_serial_sequence" => {
+                let [table, column] = args else {
+                    return Err(SqlError::new(
+                        sqlstate::UNDEFINED_FUNCTION,
+                        "function pg_get_serial_sequence takes two arguments",
+                    ));
+                };
+                let key = Expr::Func(
+                    Func::Concat,
+                    vec![
+                        table.clone(),
+                        Expr::Literal(Datum::Text(".".into())),
+                        column.clone(),
+                    ],
+                );
+                let l = self.snapshot()?.serial_sequences();
+                (lookup_expr(key, l), SqlType::Text)
+            }
+            // The expression a catalog holds is its SQL here: pg_get_expr gives it back.
+            "pg_get_expr" if (2..=3).contains(&args.len()) => (
+                Expr::Cast(Box::new(args[0].clone()), SqlType::Text),
+                SqlType::Text,
+            ),
+            // Nothing has a comment.
+            "obj_description" | "col_description" | "shobj_description"
+                if (1..=2).contains(&args.len()) =>
+            {
+                (Expr::Literal(Datum::Null), SqlType::Text)
             }
             _ => return Ok(None),
         }))

@@ -80,14 +80,20 @@ fn init_values(
 ) -> Result<Vec<InitValue>> {
     let mut values = Vec::with_capacity(plans.len());
     for p in plans {
+        if p.correlated {
+            // Run under each row where it is read; a placeholder keeps the numbering.
+            values.push(InitValue::Value(Datum::Null));
+            continue;
+        }
         let rows = {
             let cx = cx.with_init(&values);
-            match p.kind {
+            let limit = match p.kind {
                 // Two rows decide a scalar subquery's error; one an EXISTS.
-                InitKind::Scalar => select_first(txn, &p.plan, &cx, 2)?,
-                InitKind::Exists => select_first(txn, &p.plan, &cx, 1)?,
-                InitKind::In => select(txn, &p.plan, &cx)?,
-            }
+                InitKind::Scalar => 2,
+                InitKind::Exists => 1,
+                InitKind::In => usize::MAX,
+            };
+            select_first(txn, (&p.plan, plans), &cx, limit)?
         };
         values.push(match p.kind {
             InitKind::Scalar if rows.len() > 1 => {
@@ -257,7 +263,7 @@ fn insert(
                     .collect::<Result<Vec<_>>>()
             })
             .collect::<Result<Vec<_>>>()?,
-        InsertSource::Select(s) => select(txn, s, cx)?,
+        InsertSource::Select(s) => select_first(txn, (s, &plan.init), cx, usize::MAX)?,
     };
     let n = insert_rows_returning(txn, &plan.table, &plan.columns, rows, cx, &mut |row| {
         send_returning(&plan.returning, row, cx, emit)

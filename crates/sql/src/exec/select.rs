@@ -16,7 +16,7 @@ use super::aggregate::AggState;
 use super::rows::{fetch, lock_rows};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::{Context, Expr};
-use crate::plan::{PlanNode, Relation, SelectPlan, SortKey};
+use crate::plan::{InitKind, InitPlan, PlanNode, Relation, SelectPlan, SortKey};
 use crate::values::datum::{Datum, group_key, row_bytes};
 use crate::values::types::SqlType;
 
@@ -53,6 +53,8 @@ struct Run<'a, 't, 'c> {
     /// The rows of each derived table, made the first time it is scanned (it reads nothing
     /// of the rows around it, so once per run).
     derived: HashMap<*const SelectPlan, std::rc::Rc<Vec<Vec<Datum>>>>,
+    /// The statement's subqueries, which `Expr::SubPlan`s name.
+    subqueries: &'a [InitPlan],
 }
 
 /// Where a node sends each of its rows (which the sink may take); `false`: send no more.
@@ -65,41 +67,24 @@ pub fn select(
     plan: &SelectPlan,
     cx: &Context<'_>,
 ) -> Result<Vec<Vec<Datum>>> {
-    let mut rows = Vec::new();
-    select_each(txn, plan, cx, &mut |r| {
-        rows.push(r);
-        Ok(())
-    })?;
-    Ok(rows)
+    select_first(txn, (plan, &plan.init), cx, usize::MAX)
 }
 
-/// The first `n` rows of a SELECT's result: it stops reading once it has them.
+/// The first `n` rows of a SELECT's result (it stops reading once it has them), given the
+/// statement's subqueries (its top plan's `init`), which its correlated ones are.
 pub fn select_first(
     txn: &mut Transaction<'_>,
-    plan: &SelectPlan,
+    (plan, subqueries): (&SelectPlan, &[InitPlan]),
     cx: &Context<'_>,
     n: usize,
 ) -> Result<Vec<Vec<Datum>>> {
-    let mut run = Run {
-        txn,
-        cx,
-        budget: Budget {
-            held: 0,
-            limit: cx.memory,
-        },
-        derived: HashMap::new(),
-    };
     let mut rows = Vec::new();
-    if n == 0 {
-        return Ok(rows);
+    if n > 0 {
+        run_select(txn, (plan, subqueries), cx, &mut |r| {
+            rows.push(r);
+            Ok(rows.len() < n)
+        })?;
     }
-    let visible = plan.visible;
-    node(&plan.root, &mut run, &mut Vec::new(), &mut |_, r| {
-        let mut out = std::mem::take(r);
-        out.truncate(visible);
-        rows.push(out);
-        Ok(rows.len() < n)
-    })?;
     Ok(rows)
 }
 
@@ -112,6 +97,22 @@ pub fn select_each(
     cx: &Context<'_>,
     emit: &mut dyn FnMut(Vec<Datum>) -> Result<()>,
 ) -> Result<u64> {
+    let mut sent = 0;
+    run_select(txn, (plan, &plan.init), cx, &mut |r| {
+        emit(r)?;
+        sent += 1;
+        Ok(true)
+    })?;
+    Ok(sent)
+}
+
+/// Runs `plan`, passing its rows to `emit` until it answers `false`.
+fn run_select(
+    txn: &mut Transaction<'_>,
+    (plan, subqueries): (&SelectPlan, &[InitPlan]),
+    cx: &Context<'_>,
+    emit: &mut dyn FnMut(Vec<Datum>) -> Result<bool>,
+) -> Result<()> {
     let mut run = Run {
         txn,
         cx,
@@ -120,17 +121,73 @@ pub fn select_each(
             limit: cx.memory,
         },
         derived: HashMap::new(),
+        subqueries,
     };
-    let mut sent = 0;
     let visible = plan.visible;
     node(&plan.root, &mut run, &mut Vec::new(), &mut |_, r| {
         let mut out = std::mem::take(r);
         out.truncate(visible);
-        emit(out)?;
-        sent += 1;
-        Ok(true)
+        emit(out)
     })?;
-    Ok(sent)
+    Ok(())
+}
+
+/// The correlated subqueries `exprs` hold (`Expr::SubPlan`), each once.
+fn subplans_in(exprs: &[Expr]) -> Vec<usize> {
+    let mut ids = Vec::new();
+    for e in exprs {
+        e.visit(&mut |x| {
+            if let Expr::SubPlan(id) = x
+                && !ids.contains(id)
+            {
+                ids.push(*id);
+            }
+        });
+    }
+    ids
+}
+
+/// The values of correlated subqueries `ids` under `row`: each run with the row as its outer
+/// row (a scalar subquery's one value, NULL for none, 21000 for more; whether an EXISTS finds
+/// a row).
+fn per_row_values(
+    run: &mut Run<'_, '_, '_>,
+    ids: &[usize],
+    row: &[Datum],
+) -> Result<Vec<(usize, Datum)>> {
+    let mut values = Vec::with_capacity(ids.len());
+    for &id in ids {
+        let sub = &run.subqueries[id];
+        let limit = match sub.kind {
+            InitKind::Exists => 1,
+            _ => 2,
+        };
+        let visible = sub.plan.visible;
+        let mut rows: Vec<Vec<Datum>> = Vec::new();
+        let mut under = row.to_vec();
+        node(&sub.plan.root, run, &mut under, &mut |_, r| {
+            let mut out = std::mem::take(r);
+            out.truncate(visible);
+            rows.push(out);
+            Ok(rows.len() < limit)
+        })?;
+        let value = match sub.kind {
+            InitKind::Exists => Datum::Bool(!rows.is_empty()),
+            _ if rows.len() > 1 => {
+                return Err(SqlError::new(
+                    sqlstate::CARDINALITY_VIOLATION,
+                    "more than one row returned by a subquery used as an expression",
+                ));
+            }
+            _ => rows
+                .into_iter()
+                .next()
+                .and_then(|r| r.into_iter().next())
+                .unwrap_or(Datum::Null),
+        };
+        values.push((id, value));
+    }
+    Ok(values)
 }
 
 /// Whether every one of `filter` holds on `row`.
@@ -204,7 +261,9 @@ fn node(
                     let rows = match run.derived.get(&key) {
                         Some(rows) => std::rc::Rc::clone(rows),
                         None => {
-                            let rows = std::rc::Rc::new(select(run.txn, plan, run.cx)?);
+                            let rows =
+                                select_first(run.txn, (plan, run.subqueries), run.cx, usize::MAX)?;
+                            let rows = std::rc::Rc::new(rows);
                             run.budget.take(rows.iter().map(|r| row_bytes(r)).sum())?;
                             run.derived.insert(key, std::rc::Rc::clone(&rows));
                             rows
@@ -336,10 +395,29 @@ fn node(
             }
             Ok(true)
         }
-        PlanNode::Project { input, exprs } => node(input, run, row, &mut |run, r| {
-            let mut out = eval_all(exprs, r, run.cx)?;
-            sink(run, &mut out)
-        }),
+        PlanNode::Project { input, exprs } => {
+            let subs = subplans_in(exprs);
+            node(input, run, row, &mut |run, r| {
+                let mut out = if subs.is_empty() {
+                    eval_all(exprs, r, run.cx)?
+                } else {
+                    let values = per_row_values(run, &subs, r)?;
+                    eval_all(exprs, r, &run.cx.with_per_row(&values))?
+                };
+                sink(run, &mut out)
+            })
+        }
+        PlanNode::Filter { input, filter } => {
+            let subs = subplans_in(filter);
+            node(input, run, row, &mut |run, r| {
+                let values = per_row_values(run, &subs, r)?;
+                if all_hold(filter, r, &run.cx.with_per_row(&values))? {
+                    sink(run, r)
+                } else {
+                    Ok(true)
+                }
+            })
+        }
         PlanNode::Distinct { input, columns } => {
             let mut seen = HashSet::new();
             node(input, run, row, &mut |run, r| {

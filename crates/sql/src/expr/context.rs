@@ -30,6 +30,8 @@ pub struct Context<'a> {
     pub memory: usize,
     /// What the statement's uncorrelated subqueries gave, by number (`Expr::Init`).
     pub init: &'a [InitValue],
+    /// What its correlated subqueries gave for the row at hand, by number (`Expr::SubPlan`).
+    pub per_row: &'a [(usize, Datum)],
 }
 
 /// What an uncorrelated subquery gave.
@@ -131,7 +133,13 @@ impl<'a> Context<'a> {
             backends: None,
             memory: DEFAULT_STATEMENT_MEMORY,
             init: &[],
+            per_row: &[],
         }
+    }
+
+    /// The same, with its correlated subqueries' values for the row at hand.
+    pub fn with_per_row(self, per_row: &'a [(usize, Datum)]) -> Self {
+        Context { per_row, ..self }
     }
 
     /// The same, with the values of the statement's uncorrelated subqueries.

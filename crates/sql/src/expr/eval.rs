@@ -44,6 +44,10 @@ impl Expr {
                 Some(InitValue::Value(d)) => Ok(d.clone()),
                 _ => Err(no_init(*n)),
             },
+            Expr::SubPlan(n) => match cx.per_row.iter().find(|(id, _)| id == n) {
+                Some((_, d)) => Ok(d.clone()),
+                None => Err(no_init(*n)),
+            },
             Expr::InInit { expr, id, negated } => {
                 let x = expr.eval(row, cx)?;
                 let Some(InitValue::Set(set)) = cx.init.get(*id) else {

@@ -21,6 +21,8 @@ pub enum Key {
     RelationName,
     /// A type's name.
     TypeName,
+    /// The input's text as it is.
+    Text,
 }
 
 /// What a lookup answers for a key it does not have.
@@ -51,7 +53,7 @@ impl Lookup {
             d => d.to_text().unwrap_or_default(),
         };
         let key = match self.key {
-            Key::Oid => text.clone(),
+            Key::Oid | Key::Text => text.clone(),
             Key::RelationName | Key::TypeName => normalized(&text),
         };
         if let Some(found) = self.entries.get(&key) {

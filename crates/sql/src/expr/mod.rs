@@ -120,6 +120,8 @@ pub enum Func {
     Least,
     /// `format_type(type_oid, typmod)`: a type's SQL name.
     FormatType,
+    /// `json_build_object(key, value, ...)`: a JSON object's text.
+    JsonBuildObject,
 }
 
 /// A bound expression.
@@ -161,6 +163,9 @@ pub enum Expr {
     /// The value of the statement's uncorrelated subquery `n` (a scalar subquery or an
     /// `EXISTS`), computed before its rows are read (see `Context::init`).
     Init(usize),
+    /// The value of the statement's correlated subquery `n` for the row at hand, which the
+    /// executor ran under it (see `Context::per_row`).
+    SubPlan(usize),
     /// `expr [NOT] IN (subquery)` over the values of the statement's subquery `id`.
     InInit {
         expr: Box<Expr>,
@@ -223,7 +228,11 @@ impl Expr {
                     o.visit(f);
                 }
             }
-            Expr::Column(_) | Expr::Param(_) | Expr::Literal(_) | Expr::Init(_) => {}
+            Expr::Column(_)
+            | Expr::Param(_)
+            | Expr::Literal(_)
+            | Expr::Init(_)
+            | Expr::SubPlan(_) => {}
         }
     }
 }

@@ -85,6 +85,9 @@ fn tree_lines(n: &PlanNode, lock_rows: bool, out: &mut Vec<String>, depth: usize
                 _ => vec![],
             },
         ),
+        PlanNode::Filter { input, filter } => {
+            ("Filter (subqueries)".into(), filter.len(), vec![input])
+        }
         PlanNode::SemiJoin { outer, inner, anti } => (
             if *anti {
                 "Nested Loop Anti Join".into()

@@ -29,7 +29,7 @@ fn fold_node(e: Expr) -> Result<Expr> {
         Expr::Cast(x, ty) => strict(Expr::Cast(bx(fold(*x)?), ty))?,
         Expr::Lookup(x, table) => computed(Expr::Lookup(bx(fold(*x)?), table))?,
         // Known only when the statement runs.
-        Expr::Init(_) => e,
+        Expr::Init(_) | Expr::SubPlan(_) => e,
         Expr::InInit { expr, id, negated } => Expr::InInit {
             expr: bx(fold(*expr)?),
             id,
@@ -106,7 +106,9 @@ fn is_null(e: &Expr) -> bool {
 /// The operands of `e`, one level down.
 fn children(e: &Expr) -> Vec<&Expr> {
     match e {
-        Expr::Column(_) | Expr::Param(_) | Expr::Literal(_) | Expr::Init(_) => Vec::new(),
+        Expr::Column(_) | Expr::Param(_) | Expr::Literal(_) | Expr::Init(_) | Expr::SubPlan(_) => {
+            Vec::new()
+        }
         Expr::InInit { expr, .. } => vec![&**expr],
         Expr::Not(x)
         | Expr::Negate(x)

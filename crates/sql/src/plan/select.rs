@@ -156,6 +156,12 @@ pub enum PlanNode {
         input: Box<PlanNode>,
         aggregate: Aggregate,
     },
+    /// The input rows on which every condition holds: conditions holding correlated
+    /// subqueries (`Expr::SubPlan`), run under each row, which a scan cannot run.
+    Filter {
+        input: Box<PlanNode>,
+        filter: Vec<Expr>,
+    },
     /// The expressions' values over each input row.
     Project {
         input: Box<PlanNode>,
@@ -218,7 +224,9 @@ impl PlanNode {
                 .chain(a.calls.iter().filter_map(|c| c.arg.as_ref()))
                 .chain(a.having.iter())
                 .for_each(&mut each),
-            PlanNode::Project { exprs, .. } => exprs.iter().for_each(&mut each),
+            PlanNode::Project { exprs, .. } | PlanNode::Filter { filter: exprs, .. } => {
+                exprs.iter().for_each(&mut each)
+            }
             PlanNode::Limit { limit, offset, .. } => {
                 limit.iter().chain(offset.iter()).for_each(&mut each)
             }
@@ -236,6 +244,7 @@ impl PlanNode {
                 inner.walk(f);
             }
             PlanNode::Aggregate { input, .. }
+            | PlanNode::Filter { input, .. }
             | PlanNode::Project { input, .. }
             | PlanNode::Distinct { input, .. }
             | PlanNode::Sort { input, .. }
@@ -265,6 +274,9 @@ pub struct InitPlan {
     pub kind: InitKind,
     /// The type of its (first) column.
     pub ty: SqlType,
+    /// It names the enclosing query's columns: run for each row, under it (`Expr::SubPlan`),
+    /// rather than once before.
+    pub correlated: bool,
 }
 
 /// What an [`InitPlan`] computes from its rows.
@@ -301,6 +313,8 @@ pub struct SelectParts {
     /// `EXISTS`, `IN` and their negations among the WHERE's conditions, as joins applied after
     /// the sources' (each the subquery's sources, joined under the outer row).
     pub semi_joins: Vec<(PlanNode, bool)>,
+    /// WHERE conditions holding correlated subqueries, checked on the joined rows.
+    pub post_filter: Vec<Expr>,
 }
 
 /// Sources joined left-deep, each scan with its level's filters and each join with its
@@ -357,6 +371,7 @@ impl SelectPlan {
             offset,
             lock,
             semi_joins,
+            post_filter,
         } = parts;
         let mut node = join_tree(sources, filters, after_join, lock);
         for (inner, anti) in semi_joins {
@@ -364,6 +379,12 @@ impl SelectPlan {
                 outer: Box::new(node),
                 inner: Box::new(inner),
                 anti,
+            };
+        }
+        if !post_filter.is_empty() {
+            node = PlanNode::Filter {
+                input: Box::new(node),
+                filter: post_filter,
             };
         }
         if let Some(aggregate) = aggregate {

@@ -130,6 +130,36 @@ impl Snapshot {
         }
     }
 
+    /// `table.column` (the table as `regclass` writes it) to the sequence its default draws
+    /// from, schema-qualified: `pg_get_serial_sequence`.
+    pub fn serial_sequences(&self) -> Lookup {
+        let mut entries = HashMap::new();
+        for t in &self.tables {
+            for c in &t.columns {
+                let mut sequence = None;
+                if let Some(d) = &c.default {
+                    d.expr.visit(&mut |e| {
+                        if let crate::expr::Expr::Sequence(s, args) = e
+                            && args.is_empty()
+                        {
+                            sequence = Some(s.name.clone());
+                        }
+                    });
+                }
+                if let Some(s) = sequence {
+                    let key = format!("{}.{}", relation_text(&t.name, Schema::Public), c.name);
+                    let value = format!("public.{}", relation_text(&s, Schema::Public));
+                    entries.insert(key, Datum::Text(value));
+                }
+            }
+        }
+        Lookup {
+            key: Key::Text,
+            entries,
+            missing: Missing::Null,
+        }
+    }
+
     /// Relation object id to whether an unqualified name finds it: `pg_table_is_visible`
     /// (those in `pg_catalog` and `public`).
     pub fn visible_relations(&self) -> Lookup {
