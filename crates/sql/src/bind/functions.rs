@@ -102,7 +102,7 @@ impl Binder<'_> {
         let (func, arity, ty) = match name {
             "version" => (Func::Version, 0..=0, SqlType::Text),
             "json_build_object" => {
-                if args.len() % 2 != 0 {
+                if !args.len().is_multiple_of(2) {
                     return Err(SqlError::new(
                         sqlstate::INVALID_PARAMETER_VALUE,
                         "argument list must have even number of elements",
