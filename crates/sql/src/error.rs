@@ -61,6 +61,7 @@ pub mod sqlstate {
     pub const DEPENDENT_OBJECTS_STILL_EXIST: &str = "2BP01";
     pub const INVALID_COLUMN_REFERENCE: &str = "42P10";
     pub const NULL_VALUE_NOT_ALLOWED: &str = "22004";
+    pub const INVALID_REGULAR_EXPRESSION: &str = "2201B";
     pub const CARDINALITY_VIOLATION: &str = "21000";
     pub const CHARACTER_NOT_IN_REPERTOIRE: &str = "22021";
     pub const CONNECTION_FAILURE: &str = "08006";

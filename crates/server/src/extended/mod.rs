@@ -74,6 +74,8 @@ fn statement_of(
 pub struct Planner {
     shared: Arc<Shared>,
     pending: Option<Arc<Pending>>,
+    /// The session's role (the system catalogs show it), once the session is known.
+    actor: Option<overtake_sql::exec::access::Actor>,
 }
 
 #[async_trait]
@@ -92,6 +94,10 @@ impl QueryParser for Planner {
         let tables = match &self.pending {
             Some(p) => Tables::with(&self.shared.catalog, p),
             None => Tables::shared(&self.shared.catalog),
+        };
+        let tables = match &self.actor {
+            Some(a) => tables.acting_for(a),
+            None => tables,
         };
         statement_of(tables, sql, types).map_err(|e| wire::pg_error(&e))
     }
@@ -123,6 +129,7 @@ impl ExtendedQueryHandler for Connection {
         Arc::new(Planner {
             shared: Arc::clone(&self.shared),
             pending: None,
+            actor: None,
         })
     }
 
@@ -148,15 +155,14 @@ impl ExtendedQueryHandler for Connection {
                 return Err(wire::pg_error(&failed_block()));
             }
             // Planned over the catalog as the session's block sees it (its own DDL included).
-            let pending = self
-                .session(client)
-                .await
-                .map_err(|e| wire::pg_error(&e))?
-                .as_ref()
-                .and_then(Session::pending);
+            let session = self.session(client).await.map_err(|e| wire::pg_error(&e))?;
+            let pending = session.as_ref().and_then(Session::pending);
+            let actor = session.as_ref().map(|s| s.actor().clone());
+            drop(session);
             let planner = Arc::new(Planner {
                 shared: Arc::clone(&self.shared),
                 pending,
+                actor,
             });
             let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
             match StoredStatement::parse(client, &message, planner).await? {

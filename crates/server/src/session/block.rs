@@ -368,9 +368,11 @@ impl Session {
     /// The catalog as this session's next statement sees it: its open block's uncommitted
     /// changes over the shared catalog.
     pub fn tables(&self) -> Tables<'_> {
-        match &self.block {
+        let tables = match &self.block {
             Some(b) => Tables::with(&self.shared.catalog, &b.pending),
             None => Tables::shared(&self.shared.catalog),
-        }
+        };
+        // For the system catalogs, which show the session's role.
+        tables.acting_for(&self.actor)
     }
 }

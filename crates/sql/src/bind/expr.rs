@@ -510,6 +510,36 @@ impl<'c> Binder<'c> {
                     }
                     BinaryOperator::Modulo => (BinOp::Modulo, arith_type(lt, rt)),
                     BinaryOperator::StringConcat => (BinOp::Concat, SqlType::Text),
+                    BinaryOperator::PGRegexMatch => (BinOp::RegexMatch, SqlType::Bool),
+                    BinaryOperator::PGRegexNotMatch => (BinOp::RegexNotMatch, SqlType::Bool),
+                    BinaryOperator::PGRegexIMatch => (BinOp::RegexIMatch, SqlType::Bool),
+                    BinaryOperator::PGRegexNotIMatch => (BinOp::RegexNotIMatch, SqlType::Bool),
+                    // OPERATOR(pg_catalog.~): the operator, named with its schema.
+                    BinaryOperator::PGCustomBinaryOperator(parts)
+                        if parts.len() == 2 && parts[0] == "pg_catalog" =>
+                    {
+                        let named = match parts[1].as_str() {
+                            "~" => BinaryOperator::PGRegexMatch,
+                            "!~" => BinaryOperator::PGRegexNotMatch,
+                            "~*" => BinaryOperator::PGRegexIMatch,
+                            "!~*" => BinaryOperator::PGRegexNotIMatch,
+                            "=" => BinaryOperator::Eq,
+                            "<>" => BinaryOperator::NotEq,
+                            "<" => BinaryOperator::Lt,
+                            "<=" => BinaryOperator::LtEq,
+                            ">" => BinaryOperator::Gt,
+                            ">=" => BinaryOperator::GtEq,
+                            other => {
+                                return Err(SqlError::unsupported(format!("operator {other}")));
+                            }
+                        };
+                        let plain = A::BinaryOp {
+                            left: left.clone(),
+                            op: named,
+                            right: right.clone(),
+                        };
+                        return self.expr(&plain, scope, g);
+                    }
                     other => return Err(SqlError::unsupported(format!("operator {other}"))),
                 };
                 let e = Expr::Binary(op, Box::new(l), Box::new(r));
@@ -523,6 +553,9 @@ impl<'c> Binder<'c> {
                     (e, ty)
                 }
             }
+            // Text compares by code point here (every collation is C's): a COLLATE changes
+            // nothing.
+            A::Collate { expr, .. } => self.expr(expr, scope, g)?,
             A::IsNull(x) | A::IsNotNull(x) => {
                 let (x, _) = self.expr(x, scope, g)?;
                 (

@@ -141,6 +141,39 @@ impl Binder<'_> {
                 Expr::Cast(Box::new(args[0].clone()), SqlType::Text),
                 SqlType::Text,
             ),
+            "pg_get_indexdef" if (1..=3).contains(&args.len()) => {
+                let pretty = matches!(args.get(2), Some(Expr::Literal(Datum::Bool(true))));
+                let l = self.snapshot()?.index_definitions(pretty);
+                (lookup_expr(args[0].clone(), l), SqlType::Text)
+            }
+            "pg_get_constraintdef" if (1..=2).contains(&args.len()) => {
+                let l = self.snapshot()?.constraint_definitions();
+                (lookup_expr(args[0].clone(), l), SqlType::Text)
+            }
+            // Only PostgreSQL's own encoding here.
+            "pg_encoding_to_char" if args.len() == 1 => (
+                Expr::Case {
+                    operand: Some(Box::new(args[0].clone())),
+                    whens: vec![(
+                        Expr::Literal(Datum::Int(6)),
+                        Expr::Literal(Datum::Text("UTF8".into())),
+                    )],
+                    otherwise: Some(Box::new(Expr::Literal(Datum::Text(String::new())))),
+                },
+                SqlType::Name,
+            ),
+            // There are no user functions (pg_proc lists none): each is visible, and these
+            // describe what `pg_proc` would hold.
+            "pg_function_is_visible" | "pg_type_is_visible" if args.len() == 1 => {
+                (Expr::Literal(Datum::Bool(true)), SqlType::Bool)
+            }
+            "pg_get_function_result"
+            | "pg_get_function_arguments"
+            | "pg_get_function_identity_arguments"
+                if args.len() == 1 =>
+            {
+                (Expr::Literal(Datum::Null), SqlType::Text)
+            }
             // Nothing has a comment.
             "obj_description" | "col_description" | "shobj_description"
                 if (1..=2).contains(&args.len()) =>

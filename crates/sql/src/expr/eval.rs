@@ -5,6 +5,7 @@
 use std::cmp::Ordering;
 
 use super::functions::eval_func;
+use super::strings;
 use super::{BinOp, Context, Expr, InitValue};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::values::datum::Datum;
@@ -257,6 +258,16 @@ fn eval_binary(op: BinOp, l: &Expr, r: &Expr, row: &[Datum], cx: &Context<'_>) -
             }
             _ => Datum::Null,
         }),
+        BinOp::RegexMatch | BinOp::RegexNotMatch | BinOp::RegexIMatch | BinOp::RegexNotIMatch => {
+            Ok(match (a.to_text(), b.to_text()) {
+                (Some(s), Some(p)) => {
+                    let insensitive = matches!(op, BinOp::RegexIMatch | BinOp::RegexNotIMatch);
+                    let matches = strings::regex(&p, insensitive)?.is_match(&s);
+                    Datum::Bool(matches == matches!(op, BinOp::RegexMatch | BinOp::RegexIMatch))
+                }
+                _ => Datum::Null,
+            })
+        }
         BinOp::And | BinOp::Or => unreachable!("handled above"),
     }
 }

@@ -47,6 +47,11 @@ pub enum BinOp {
     /// `ILIKE`: LIKE ignoring case.
     ILike,
     NotILike,
+    /// `~`, `!~`, `~*`, `!~*`: a regular expression matches (ignoring case), or does not.
+    RegexMatch,
+    RegexNotMatch,
+    RegexIMatch,
+    RegexNotIMatch,
 }
 
 /// Scalar functions.

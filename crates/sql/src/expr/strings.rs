@@ -142,6 +142,23 @@ pub(super) fn chr(n: i64) -> Result<String> {
         })
 }
 
+/// Pattern `p` compiled as a regular expression (`insensitive`: ignoring case); 2201B if it is
+/// not one. PostgreSQL's advanced regular expressions in the subset Rust's `regex` shares with
+/// them (no back references or lookaround). Matching allocates only in the regex's own cache,
+/// which a freshly compiled regex shares with no other task.
+pub(crate) fn regex(p: &str, insensitive: bool) -> Result<regex::Regex> {
+    regex::RegexBuilder::new(p)
+        .case_insensitive(insensitive)
+        .size_limit(1 << 20)
+        .build()
+        .map_err(|e| {
+            SqlError::new(
+                sqlstate::INVALID_REGULAR_EXPRESSION,
+                format!("invalid regular expression: {e}"),
+            )
+        })
+}
+
 /// `s` as a JSON string: quoted, with `"`, `\\` and control characters escaped.
 pub(crate) fn json_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);

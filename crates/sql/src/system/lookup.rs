@@ -160,6 +160,68 @@ impl Snapshot {
         }
     }
 
+    /// Index object id to its `CREATE INDEX` (`pg_get_indexdef`; `pretty`: the table not
+    /// schema-qualified, as PostgreSQL prints it where the search path finds it).
+    pub fn index_definitions(&self, pretty: bool) -> Lookup {
+        let schema = if pretty { "" } else { "public." };
+        let mut entries = HashMap::new();
+        for t in &self.tables {
+            let names = |cols: &[usize]| {
+                cols.iter()
+                    .map(|&c| relation_text(&t.columns[c].name, Schema::Public))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let table = relation_text(&t.name, Schema::Public);
+            if !t.primary_key.is_empty() {
+                let def = format!(
+                    "CREATE UNIQUE INDEX {} ON {schema}{table} USING btree ({})",
+                    relation_text(&t.primary_key_name(), Schema::Public),
+                    names(&t.primary_key)
+                );
+                entries.insert(t.primary_key_oid().to_string(), Datum::Text(def));
+            }
+            for i in &t.indexes {
+                let def = format!(
+                    "CREATE INDEX {} ON {schema}{table} USING btree ({})",
+                    relation_text(&i.name, Schema::Public),
+                    names(&i.columns)
+                );
+                entries.insert(i.oid.to_string(), Datum::Text(def));
+            }
+        }
+        Lookup {
+            key: Key::Oid,
+            entries,
+            missing: Missing::Null,
+        }
+    }
+
+    /// Constraint object id to its definition (`pg_get_constraintdef`).
+    pub fn constraint_definitions(&self) -> Lookup {
+        let entries = self
+            .tables
+            .iter()
+            .filter(|t| !t.primary_key.is_empty())
+            .map(|t| {
+                let columns: Vec<String> = t
+                    .primary_key
+                    .iter()
+                    .map(|&c| relation_text(&t.columns[c].name, Schema::Public))
+                    .collect();
+                (
+                    t.primary_key_constraint_oid().to_string(),
+                    Datum::Text(format!("PRIMARY KEY ({})", columns.join(", "))),
+                )
+            })
+            .collect();
+        Lookup {
+            key: Key::Oid,
+            entries,
+            missing: Missing::Null,
+        }
+    }
+
     /// Relation object id to whether an unqualified name finds it: `pg_table_is_visible`
     /// (those in `pg_catalog` and `public`).
     pub fn visible_relations(&self) -> Lookup {
