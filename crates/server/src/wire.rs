@@ -69,7 +69,15 @@ pub fn data_row(values: &[Datum], columns: &[OutputColumn], format: &Format) -> 
         let at = buf.len();
         buf.put_i32(-1);
         let written = match format_of(format, i) {
-            FieldFormat::Text => v.to_text().map(|t| buf.put_slice(t.as_bytes())),
+            FieldFormat::Text => match (v, columns.get(i).map(|c| c.ty)) {
+                // int2vector and oidvector are written space-separated.
+                (Datum::Array(values), Some(SqlType::Array(e))) if e.is_vector() => {
+                    let parts: Vec<String> = values.iter().filter_map(Datum::to_text).collect();
+                    buf.put_slice(parts.join(" ").as_bytes());
+                    Some(())
+                }
+                _ => v.to_text().map(|t| buf.put_slice(t.as_bytes())),
+            },
             FieldFormat::Binary => {
                 encode_binary(v, columns.get(i).map_or(SqlType::Text, |c| c.ty), &mut buf)
             }
@@ -103,9 +111,72 @@ fn encode_binary(v: &Datum, ty: SqlType, buf: &mut BytesMut) -> Option<()> {
             buf.put_i32(iv.months);
         }
         (Datum::Numeric(n), _) => encode_numeric(n, buf),
+        (Datum::Array(values), SqlType::Array(e)) => encode_array(values, e.ty(), buf),
         (other, _) => buf.put_slice(other.to_text().unwrap_or_default().as_bytes()),
     }
     Some(())
+}
+
+/// PostgreSQL's binary array, one dimension: its dimensions, whether it holds a NULL, the
+/// element type, then each element's length and bytes (-1: NULL).
+fn encode_array(values: &[Datum], elem: SqlType, buf: &mut BytesMut) {
+    buf.put_i32(i32::from(!values.is_empty()));
+    buf.put_i32(i32::from(values.iter().any(Datum::is_null)));
+    buf.put_u32(elem.oid());
+    if !values.is_empty() {
+        buf.put_i32(values.len() as i32);
+        buf.put_i32(1);
+    }
+    for v in values {
+        let at = buf.len();
+        buf.put_i32(-1);
+        if encode_binary(v, elem, buf).is_some() {
+            let len = (buf.len() - at - 4) as i32;
+            buf[at..at + 4].copy_from_slice(&len.to_be_bytes());
+        }
+    }
+}
+
+/// A binary array parameter's elements, of type `elem` (one dimension; 22P03 otherwise).
+fn decode_array(b: &[u8], ty: SqlType, elem: SqlType) -> Result<Datum, SqlError> {
+    let mut at = 0;
+    let int = |at: &mut usize| -> Result<i32, SqlError> {
+        let bytes = b.get(*at..*at + 4).ok_or_else(|| bad_binary(ty))?;
+        *at += 4;
+        Ok(i32::from_be_bytes(bytes.try_into().expect("4 bytes")))
+    };
+    let dims = int(&mut at)?;
+    let _has_null = int(&mut at)?;
+    let _elem_oid = int(&mut at)?;
+    let n = match dims {
+        0 => 0,
+        1 => {
+            let n = int(&mut at)?;
+            let _lower = int(&mut at)?;
+            usize::try_from(n).map_err(|_| bad_binary(ty))?
+        }
+        _ => {
+            return Err(SqlError::unsupported(
+                "an array parameter of more than one dimension",
+            ));
+        }
+    };
+    let mut values = Vec::with_capacity(n.min(b.len() / 4));
+    for _ in 0..n {
+        let len = int(&mut at)?;
+        if len < 0 {
+            values.push(Datum::Null);
+            continue;
+        }
+        let end = at.checked_add(len as usize).ok_or_else(|| bad_binary(ty))?;
+        let bytes = b.get(at..end).ok_or_else(|| bad_binary(ty))?;
+        values.push(decode_param(Some(bytes), elem, true)?);
+        at = end;
+    }
+    if at != b.len() {
+        return Err(bad_binary(ty));
+    }
+    Ok(Datum::Array(values))
 }
 
 /// PostgreSQL's binary numeric: base-10000 digits with a weight, a sign and a display scale.
@@ -183,6 +254,7 @@ pub fn decode_param(bytes: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<D
         SqlType::Oid | SqlType::RegClass | SqlType::RegType => Datum::Int(i64::from(
             u32::from_be_bytes(fixed(4)?.try_into().expect("4 bytes")),
         )),
+        SqlType::Array(e) => decode_array(b, ty, e.ty())?,
         SqlType::Float8 => match b.len() {
             4 => Datum::Float(f64::from(f32::from_be_bytes(
                 b.try_into().expect("4 bytes"),

@@ -62,6 +62,7 @@ pub mod sqlstate {
     pub const INVALID_COLUMN_REFERENCE: &str = "42P10";
     pub const NULL_VALUE_NOT_ALLOWED: &str = "22004";
     pub const INVALID_REGULAR_EXPRESSION: &str = "2201B";
+    pub const INDETERMINATE_DATATYPE: &str = "42P18";
     pub const CARDINALITY_VIOLATION: &str = "21000";
     pub const CHARACTER_NOT_IN_REPERTOIRE: &str = "22021";
     pub const CONNECTION_FAILURE: &str = "08006";

@@ -57,6 +57,7 @@ fn cost(e: &Expr) -> f64 {
         Expr::Negate(x) | Expr::Cast(x, _) | Expr::Lookup(x, _) => 1.0 + cost(x),
         Expr::Sequence(_, args) => 1.0 + args.iter().map(cost).sum::<f64>(),
         Expr::Init(_) => 0.0,
+        Expr::Quantified { left, array, .. } => 1.0 + cost(left) + cost(array),
         // A query per row: last among the conditions.
         Expr::SubPlan(_) => 1000.0,
         Expr::InInit { expr, .. } => 1.0 + cost(expr),

@@ -59,6 +59,10 @@ pub fn aggregate_func(name: &str) -> Option<AggFunc> {
         "min" => AggFunc::Min,
         "max" => AggFunc::Max,
         "avg" => AggFunc::Avg,
+        "array_agg" => AggFunc::ArrayAgg,
+        "string_agg" => AggFunc::StringAgg,
+        "bool_and" | "every" => AggFunc::BoolAnd,
+        "bool_or" => AggFunc::BoolOr,
         _ => return None,
     })
 }
@@ -304,11 +308,22 @@ impl<'c> Binder<'c> {
                 f.name
             )));
         }
-        if !f.within_group.is_empty() || !list.clauses.is_empty() {
-            return Err(SqlError::unsupported(format!(
-                "ordered arguments of {}",
-                f.name
-            )));
+        if !f.within_group.is_empty() {
+            return Err(SqlError::unsupported(format!("WITHIN GROUP of {}", f.name)));
+        }
+        let mut order_by = Vec::new();
+        for clause in &list.clauses {
+            match clause {
+                ast::FunctionArgumentClause::OrderBy(items) => {
+                    for item in items {
+                        let (e, _) = self.expr(&item.expr, scope, &mut None)?;
+                        let descending = matches!(item.options.sort, Some(ast::OrderBySort::Desc));
+                        let nulls_first = item.options.nulls_first.unwrap_or(descending);
+                        order_by.push((e, descending, nulls_first));
+                    }
+                }
+                other => return Err(SqlError::unsupported(format!("{other} in {}", f.name))),
+            }
         }
         let filter = match &f.filter {
             Some(condition) => {
@@ -336,7 +351,29 @@ impl<'c> Binder<'c> {
             list.duplicate_treatment,
             Some(ast::DuplicateTreatment::Distinct)
         );
-        let arg = match list.args.as_slice() {
+        let mut separator = None;
+        let args = match (func, list.args.as_slice()) {
+            (AggFunc::StringAgg, [a, FunctionArg::Unnamed(FunctionArgExpr::Expr(sep))]) => {
+                let (s, _) = self.expr(sep, scope, &mut None)?;
+                self.infer(&s, SqlType::Text);
+                separator = Some(s);
+                std::slice::from_ref(a)
+            }
+            (AggFunc::StringAgg, _) => {
+                return Err(SqlError::new(
+                    sqlstate::UNDEFINED_FUNCTION,
+                    "function string_agg takes a value and a separator",
+                ));
+            }
+            (_, args) => args,
+        };
+        if distinct && !order_by.is_empty() {
+            return Err(SqlError::unsupported(format!(
+                "DISTINCT with ORDER BY in {}",
+                f.name
+            )));
+        }
+        let arg = match args {
             [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)] if func == AggFunc::Count => None,
             [FunctionArg::Unnamed(FunctionArgExpr::Expr(a))] => {
                 if has_aggregate(a) {
@@ -353,6 +390,11 @@ impl<'c> Binder<'c> {
         let ty = match (func, arg_ty) {
             (AggFunc::Count, _) => SqlType::Int8,
             (_, None) => return Err(SqlError::syntax(format!("{}(*) is not defined", f.name))),
+            (AggFunc::ArrayAgg, Some(t)) => crate::bind::arrays::array_of(t)?,
+            (AggFunc::StringAgg, Some(t)) if t.is_string() => SqlType::Text,
+            (AggFunc::BoolAnd | AggFunc::BoolOr, Some(SqlType::Bool | SqlType::Text)) => {
+                SqlType::Bool
+            }
             (AggFunc::Min | AggFunc::Max, Some(t)) => t,
             (AggFunc::Sum, Some(SqlType::Int2 | SqlType::Int4)) => SqlType::Int8,
             (AggFunc::Sum | AggFunc::Avg, Some(SqlType::Float8)) => SqlType::Float8,
@@ -372,6 +414,8 @@ impl<'c> Binder<'c> {
             distinct,
             filter,
             ty,
+            separator,
+            order_by,
         })
     }
 
@@ -685,6 +729,12 @@ impl<'c> Binder<'c> {
                 expr, data_type, ..
             } => {
                 let ty = SqlType::from_ast(data_type)?;
+                // ARRAY[]::integer[]: an empty array of the type cast to.
+                if let (A::Array(a), SqlType::Array(_)) = (expr.as_ref(), ty)
+                    && a.elem.is_empty()
+                {
+                    return Ok((Expr::Literal(Datum::Array(Vec::new())), ty));
+                }
                 let (x, from) = self.expr(expr, scope, g)?;
                 // A parameter cast to regclass or regtype is a name.
                 let reg = matches!(ty, SqlType::RegClass | SqlType::RegType);
@@ -836,6 +886,25 @@ impl<'c> Binder<'c> {
                     Some(chain) => self.expr(&chain, scope, g)?,
                     None => (Expr::Literal(Datum::Bool(!any)), SqlType::Bool),
                 }
+            }
+            A::AnyOp {
+                left,
+                compare_op,
+                right,
+                ..
+            } if !matches!(right.as_ref(), A::Subquery(_)) => {
+                self.quantified((left, compare_op, right), false, scope, g)?
+            }
+            A::AllOp {
+                left,
+                compare_op,
+                right,
+            } if !matches!(right.as_ref(), A::Subquery(_)) => {
+                self.quantified((left, compare_op, right), true, scope, g)?
+            }
+            A::Array(array) => self.array_constructor(&array.elem, scope, g)?,
+            A::CompoundFieldAccess { root, access_chain } => {
+                self.subscript(root, access_chain, scope, g)?
             }
             A::Subquery(_)
             | A::Exists { .. }

@@ -14,7 +14,7 @@ use crate::catalog::SqlTable;
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::{BinOp, Expr, Func};
 use crate::plan::select::join_tree;
-use crate::plan::{Access, PlanNode, Relation, Source};
+use crate::plan::{Access, PlanNode, Relation, SetFunc, Source};
 use crate::values::datum::Datum;
 
 /// A SELECT's FROM and WHERE, bound.
@@ -76,6 +76,16 @@ struct SemiCondition<'q> {
     select: &'q ast::Select,
     value: Option<&'q ast::Expr>,
     anti: bool,
+}
+
+/// A function's arguments, each an expression (no names, no `*`).
+fn plain_args(args: &[ast::FunctionArg]) -> Result<Vec<ast::Expr>> {
+    args.iter()
+        .map(|a| match a {
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Ok(e.clone()),
+            other => Err(SqlError::unsupported(format!("argument {other}"))),
+        })
+        .collect()
 }
 
 /// Whether `e` holds a correlated subquery (which only the executor's Filter can run).
@@ -325,6 +335,39 @@ impl Binder<'_> {
         Ok((inner.into_tree(), semi.anti))
     }
 
+    /// A set-returning function in FROM: one column, named by the alias's column list, or the
+    /// alias, or the function.
+    fn add_function(
+        &mut self,
+        (func, args): (SetFunc, &[ast::Expr]),
+        alias: Option<&ast::TableAlias>,
+        sources: &mut Vec<Source>,
+        scope: &mut Vec<ScopeColumn>,
+    ) -> Result<()> {
+        let (args, ty) = self.set_function(func, args, scope)?;
+        let table = alias.map_or_else(|| func.name().to_owned(), |a| ident(&a.name));
+        let column = alias
+            .and_then(|a| a.columns.first().map(|c| ident(&c.name)))
+            .or_else(|| alias.map(|a| ident(&a.name)))
+            .unwrap_or_else(|| func.name().to_owned());
+        let offset = scope.len();
+        scope.push(ScopeColumn {
+            table: table.clone(),
+            name: column,
+            ty,
+            outer: false,
+        });
+        sources.push(Source {
+            relation: Relation::Function { func, args },
+            name: table,
+            offset,
+            width: 1,
+            access: Access::Scan,
+            left: false,
+        });
+        Ok(())
+    }
+
     /// A subquery in FROM: its rows under `alias` (which PostgreSQL 15 requires), its columns
     /// renamed by the alias's column list.
     fn add_derived(
@@ -378,6 +421,18 @@ impl Binder<'_> {
     ) -> Result<()> {
         let (name, alias, args) = match factor {
             TableFactor::Table {
+                name,
+                alias,
+                args: Some(args),
+                with_ordinality: false,
+                ..
+            } => {
+                let args = plain_args(&args.args)?;
+                let func = SetFunc::named(&object_name(name)?)
+                    .ok_or_else(|| SqlError::unsupported(format!("table function {name}")))?;
+                return self.add_function((func, &args), alias.as_ref(), sources, scope);
+            }
+            TableFactor::Table {
                 name, alias, args, ..
             } => (name, alias, args),
             TableFactor::Derived {
@@ -388,6 +443,28 @@ impl Binder<'_> {
             } => return self.add_derived(subquery, alias.as_ref(), sources, scope),
             TableFactor::Derived { lateral: true, .. } => {
                 return Err(SqlError::unsupported("LATERAL"));
+            }
+            TableFactor::UNNEST {
+                alias,
+                array_exprs,
+                with_offset: false,
+                with_ordinality: false,
+                ..
+            } if array_exprs.len() == 1 => {
+                let call = (SetFunc::Unnest, &array_exprs[..]);
+                return self.add_function(call, alias.as_ref(), sources, scope);
+            }
+            TableFactor::Function {
+                name,
+                args,
+                with_ordinality: false,
+                alias,
+                ..
+            } => {
+                let args = plain_args(args)?;
+                let func = SetFunc::named(&object_name(name)?)
+                    .ok_or_else(|| SqlError::unsupported(format!("table function {name}")))?;
+                return self.add_function((func, &args), alias.as_ref(), sources, scope);
             }
             other => return Err(SqlError::unsupported(format!("FROM {other}"))),
         };

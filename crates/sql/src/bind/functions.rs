@@ -68,6 +68,9 @@ impl Binder<'_> {
             };
             return self.expr(&modulo, scope, g);
         }
+        if let ("array", FunctionArguments::Subquery(q)) = (name.as_str(), &f.args) {
+            return self.array_subquery(q, scope);
+        }
         if matches!(name.as_str(), "nextval" | "setval" | "currval" | "lastval") {
             return self.sequence_function(&name, &f.args, scope, g);
         }
@@ -98,6 +101,14 @@ impl Binder<'_> {
     ) -> Result<(Expr, SqlType)> {
         if let Some(bound) = self.catalog_function(name, &args)? {
             return Ok(bound);
+        }
+        if crate::bind::arrays::is_array_function(name) {
+            return self.array_function(name, args, &types);
+        }
+        if crate::plan::SetFunc::named(name).is_some() {
+            return Err(SqlError::unsupported(format!(
+                "{name}() inside an expression (it may stand alone in the select list or in FROM)"
+            )));
         }
         let (func, arity, ty) = match name {
             "version" => (Func::Version, 0..=0, SqlType::Text),

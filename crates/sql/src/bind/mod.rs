@@ -8,7 +8,7 @@
 //! - `select` and `dml`: the statements that read and write rows, with `from` for FROM and
 //!   WHERE, `access` for how a table's rows are found and where conditions are checked,
 //!   (joins, derived tables, subqueries as semi joins) and `subquery` for subqueries in
-//!   expressions;
+//!   expressions, `arrays` for arrays;
 //! - `expr` ([`Binder`]): expressions, with `functions` for the scalar functions by name and
 //!   `typing` for literals and the types where values meet;
 //! - `role_statement`: `CREATE ROLE` and `ALTER ROLE ... WITH`.
@@ -17,6 +17,7 @@
 //! catalog's (or a block's pending) tables.
 
 pub(crate) mod access;
+pub(crate) mod arrays;
 mod ddl;
 pub(crate) mod dml;
 mod expr;

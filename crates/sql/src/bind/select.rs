@@ -123,6 +123,7 @@ impl Binder<'_> {
         // A correlated subquery runs under each row of the projection (not over groups).
         let per_row = std::mem::replace(&mut self.per_row_ok, !aggregating);
         // Projection.
+        let mut set_functions = Vec::new();
         let mut projection = Vec::new();
         let mut columns = Vec::new();
         for item in &select.projection {
@@ -152,6 +153,24 @@ impl Binder<'_> {
                             ty: c.ty,
                         });
                     }
+                }
+                SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. }
+                    if let Some((func, args)) = set_function_call(e) =>
+                {
+                    if aggregating {
+                        return Err(SqlError::unsupported(format!(
+                            "{} in the select list of a grouping query",
+                            func.name()
+                        )));
+                    }
+                    let (args, ty) = self.set_function(func, &args, &scope)?;
+                    set_functions.push((projection.len(), func, args));
+                    projection.push(Expr::Literal(crate::values::datum::Datum::Null));
+                    let name = match item {
+                        SelectItem::ExprWithAlias { alias, .. } => ident(alias),
+                        _ => func.name().to_owned(),
+                    };
+                    columns.push(OutputColumn { name, ty });
                 }
                 SelectItem::UnnamedExpr(e) => {
                     let (x, ty) = self.folded(e, &scope, &mut grouping_ref)?;
@@ -268,6 +287,7 @@ impl Binder<'_> {
                 after_join,
                 semi_joins,
                 post_filter,
+                set_functions,
                 aggregate,
                 projection,
                 visible,
@@ -280,6 +300,29 @@ impl Binder<'_> {
             columns,
         ))
     }
+}
+
+/// `e` as a call of a set-returning function with plain arguments, if it is one.
+fn set_function_call(e: &ast::Expr) -> Option<(crate::plan::SetFunc, Vec<ast::Expr>)> {
+    let ast::Expr::Function(f) = e else {
+        return None;
+    };
+    let func = crate::plan::SetFunc::named(&object_name(&f.name).ok()?)?;
+    let ast::FunctionArguments::List(list) = &f.args else {
+        return None;
+    };
+    if f.over.is_some() || f.filter.is_some() || !list.clauses.is_empty() {
+        return None;
+    }
+    let args = list
+        .args
+        .iter()
+        .map(|a| match a {
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Some(e.clone()),
+            _ => None,
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some((func, args))
 }
 
 /// The name PostgreSQL gives an unnamed output column.

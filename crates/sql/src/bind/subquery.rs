@@ -60,6 +60,18 @@ impl Binder<'_> {
         })
     }
 
+    /// `ARRAY(SELECT ...)`: its one column's values as an array.
+    pub(crate) fn array_subquery(
+        &mut self,
+        q: &ast::Query,
+        scope: &[ScopeColumn],
+    ) -> Result<(Expr, SqlType)> {
+        let (plan, columns, correlated) = self.planned(q, scope, true)?;
+        let elem = one_column(&columns)?;
+        let ty = crate::bind::arrays::array_of(elem)?;
+        Ok((self.init_plan(plan, InitKind::Array, ty, correlated), ty))
+    }
+
     /// `q` planned on its own, or (`correlated` in the result) inside the query around it
     /// (`scope`) where it names that query's columns and may (`may_correlate` here, and
     /// `per_row_ok`); 0A000 where it may not.

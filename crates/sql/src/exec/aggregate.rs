@@ -1,6 +1,7 @@
-//! Aggregates as they run: count, sum, min, max and avg over the rows of a group (those its
-//! `FILTER` holds for), DISTINCT ones over their distinct values; NULLs are skipped and an empty group's result is NULL (count: 0),
-//! as in PostgreSQL.
+//! Aggregates as they run: count, sum, min, max, avg, bool_and and bool_or over the rows of a
+//! group (those its `FILTER` holds for), DISTINCT ones over their distinct values; NULLs are
+//! skipped and an empty group's result is NULL (count: 0), as in PostgreSQL; array_agg (NULLs
+//! kept) and string_agg collect their values, in their ORDER BY's order.
 
 use crate::error::Result;
 use crate::expr::{Context, Expr};
@@ -14,6 +15,9 @@ pub(crate) enum AggState {
     /// Sum, min or max so far (NULL until a value is seen); with AVG, how many were summed.
     Value(Datum, i64),
     Distinct(std::collections::HashSet<String>, Vec<Datum>),
+    /// array_agg's and string_agg's values with their ORDER BY keys, and string_agg's
+    /// separator.
+    Collect(Vec<(Vec<Datum>, Datum)>, Option<String>),
 }
 
 impl AggState {
@@ -22,31 +26,61 @@ impl AggState {
             AggState::Distinct(Default::default(), Vec::new())
         } else if call.func == AggFunc::Count {
             AggState::Count(0)
+        } else if matches!(call.func, AggFunc::ArrayAgg | AggFunc::StringAgg) {
+            AggState::Collect(Vec::new(), None)
         } else {
             AggState::Value(Datum::Null, 0)
         }
     }
 
-    pub(crate) fn add(&mut self, call: &AggCall, row: &[Datum], cx: &Context<'_>) -> Result<()> {
+    /// Adds `row`'s value; returns how many bytes the state holds more (which the statement's
+    /// memory budget is charged).
+    pub(crate) fn add(&mut self, call: &AggCall, row: &[Datum], cx: &Context<'_>) -> Result<usize> {
         if let Some(filter) = &call.filter
             && !filter.holds(row, cx)?
         {
-            return Ok(());
+            return Ok(0);
         }
         let v = match &call.arg {
             Some(e) => e.eval(row, cx)?,
             None => Datum::Bool(true), // count(*) counts rows
         };
+        if let AggState::Collect(values, separator) = self {
+            // array_agg keeps NULLs; string_agg skips them.
+            if v.is_null() && call.func == AggFunc::StringAgg {
+                return Ok(0);
+            }
+            if separator.is_none()
+                && let Some(s) = &call.separator
+            {
+                *separator = s.eval(row, cx)?.to_text();
+            }
+            let keys = call
+                .order_by
+                .iter()
+                .map(|(e, _, _)| e.eval(row, cx))
+                .collect::<Result<Vec<_>>>()?;
+            let bytes = crate::values::datum::row_bytes(&keys)
+                + crate::values::datum::row_bytes(std::slice::from_ref(&v))
+                + 32;
+            values.push((keys, v));
+            return Ok(bytes);
+        }
         if v.is_null() {
-            return Ok(());
+            return Ok(0);
         }
         match self {
             AggState::Count(n) => *n += 1,
             AggState::Distinct(seen, values) => {
-                if seen.insert(crate::values::datum::group_key(std::slice::from_ref(&v))) {
+                let key = crate::values::datum::group_key(std::slice::from_ref(&v));
+                if !seen.contains(&key) {
+                    let bytes = 2 * key.len() + 32;
+                    seen.insert(key);
                     values.push(v);
+                    return Ok(bytes);
                 }
             }
+            AggState::Collect(..) => unreachable!("collected above"),
             AggState::Value(acc, n) => {
                 *n += 1;
                 *acc = match (call.func, &*acc) {
@@ -62,32 +96,81 @@ impl AggState {
                     (AggFunc::Avg, Datum::Null) if matches!(v, Datum::Float(_)) => {
                         Datum::Float(0.0).arith('+', &v)?
                     }
+                    (AggFunc::BoolAnd | AggFunc::BoolOr, _) => {
+                        let b = v.truth()? == Some(true);
+                        let before = match &*acc {
+                            Datum::Bool(a) => Some(*a),
+                            _ => None,
+                        };
+                        Datum::Bool(match (call.func, before) {
+                            (_, None) => b,
+                            (AggFunc::BoolAnd, Some(a)) => a && b,
+                            (_, Some(a)) => a || b,
+                        })
+                    }
                     (_, Datum::Null) => v,
                     (AggFunc::Sum | AggFunc::Avg, _) => acc.arith('+', &v)?,
                     (AggFunc::Min, _) if v.sort_cmp(acc).is_lt() => v,
                     (AggFunc::Max, _) if v.sort_cmp(acc).is_gt() => v,
-                    _ => return Ok(()),
+                    _ => return Ok(0),
                 };
             }
         }
-        Ok(())
+        Ok(0)
     }
 
     pub(crate) fn finish(self, call: &AggCall) -> Result<Datum> {
         let (acc, n) = match self {
             AggState::Count(n) => return Ok(Datum::Int(n)),
             AggState::Value(acc, n) => (acc, n),
-            AggState::Distinct(_, values) => {
+            AggState::Collect(mut values, separator) => {
+                if values.is_empty() {
+                    return Ok(Datum::Null);
+                }
+                // Stable: equal keys keep their rows' order.
+                values.sort_by(|(a, _), (b, _)| {
+                    for ((x, y), (_, descending, nulls_first)) in
+                        a.iter().zip(b).zip(&call.order_by)
+                    {
+                        let o = match (x.is_null(), y.is_null()) {
+                            (true, true) => std::cmp::Ordering::Equal,
+                            (true, false) if *nulls_first => std::cmp::Ordering::Less,
+                            (true, false) => std::cmp::Ordering::Greater,
+                            (false, true) if *nulls_first => std::cmp::Ordering::Greater,
+                            (false, true) => std::cmp::Ordering::Less,
+                            _ if *descending => y.sort_cmp(x),
+                            _ => x.sort_cmp(y),
+                        };
+                        if o != std::cmp::Ordering::Equal {
+                            return o;
+                        }
+                    }
+                    std::cmp::Ordering::Equal
+                });
+                let values = values.into_iter().map(|(_, v)| v);
+                return Ok(match call.func {
+                    AggFunc::StringAgg => Datum::Text(
+                        values
+                            .filter_map(|v| v.to_text())
+                            .collect::<Vec<_>>()
+                            .join(separator.as_deref().unwrap_or("")),
+                    ),
+                    _ => Datum::Array(values.collect()),
+                });
+            }
+            AggState::Distinct(_, mut values) => {
+                // PostgreSQL finds the distinct values by sorting them: they come in order.
+                values.sort_by(|a, b| a.sort_cmp(b));
                 if call.func == AggFunc::Count {
                     return Ok(Datum::Int(values.len() as i64));
                 }
-                let mut state = AggState::Value(Datum::Null, 0);
                 // The values kept passed the filter already.
                 let plain = AggCall {
                     distinct: false,
                     filter: None,
                     ..call.clone()
                 };
+                let mut state = AggState::new(&plain);
                 let cx = Context::new(&[], 0);
                 for v in values {
                     state.add(

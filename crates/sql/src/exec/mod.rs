@@ -19,6 +19,7 @@ pub mod copy;
 pub mod ddl;
 mod rows;
 mod select;
+mod set_functions;
 pub(crate) mod stored;
 
 pub use select::{select, select_each, select_first};
@@ -91,7 +92,7 @@ fn init_values(
                 // Two rows decide a scalar subquery's error; one an EXISTS.
                 InitKind::Scalar => 2,
                 InitKind::Exists => 1,
-                InitKind::In => usize::MAX,
+                InitKind::In | InitKind::Array => usize::MAX,
             };
             select_first(txn, (&p.plan, plans), &cx, limit)?
         };
@@ -109,6 +110,11 @@ fn init_values(
                     .unwrap_or(Datum::Null),
             ),
             InitKind::Exists => InitValue::Value(Datum::Bool(!rows.is_empty())),
+            InitKind::Array => InitValue::Value(Datum::Array(
+                rows.into_iter()
+                    .filter_map(|r| r.into_iter().next())
+                    .collect(),
+            )),
             InitKind::In => {
                 let ty = p.ty;
                 InitValue::Set(InSet::new(

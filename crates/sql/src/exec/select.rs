@@ -160,7 +160,8 @@ fn per_row_values(
         let sub = &run.subqueries[id];
         let limit = match sub.kind {
             InitKind::Exists => 1,
-            _ => 2,
+            InitKind::Array | InitKind::In => usize::MAX,
+            InitKind::Scalar => 2,
         };
         let visible = sub.plan.visible;
         let mut rows: Vec<Vec<Datum>> = Vec::new();
@@ -173,6 +174,11 @@ fn per_row_values(
         })?;
         let value = match sub.kind {
             InitKind::Exists => Datum::Bool(!rows.is_empty()),
+            InitKind::Array => Datum::Array(
+                rows.into_iter()
+                    .filter_map(|r| r.into_iter().next())
+                    .collect(),
+            ),
             _ if rows.len() > 1 => {
                 return Err(SqlError::new(
                     sqlstate::CARDINALITY_VIOLATION,
@@ -269,6 +275,14 @@ fn node(
                             rows
                         }
                     };
+                    return rows_node(&rows, filter, run, row, sink);
+                }
+                Relation::Function { func, args } => {
+                    let values = eval_all(args, row, run.cx)?;
+                    let budget = &mut run.budget;
+                    let made =
+                        super::set_functions::values(*func, values, &mut |n| budget.take(n))?;
+                    let rows: Vec<Vec<Datum>> = made.into_iter().map(|v| vec![v]).collect();
                     return rows_node(&rows, filter, run, row, sink);
                 }
             };
@@ -371,7 +385,10 @@ fn node(
                     }
                 };
                 for (state, call) in groups[g].1.iter_mut().zip(calls) {
-                    state.add(call, r, run.cx)?;
+                    let more = state.add(call, r, run.cx)?;
+                    if more > 0 {
+                        run.budget.take(more)?;
+                    }
                 }
                 Ok(true)
             })?;
@@ -407,6 +424,32 @@ fn node(
                 sink(run, &mut out)
             })
         }
+        PlanNode::ProjectSet {
+            input,
+            exprs,
+            functions,
+        } => node(input, run, row, &mut |run, r| {
+            let mut made = Vec::with_capacity(functions.len());
+            for (_, func, args) in functions {
+                let values = eval_all(args, r, run.cx)?;
+                let budget = &mut run.budget;
+                made.push(super::set_functions::values(*func, values, &mut |n| {
+                    budget.take(n)
+                })?);
+            }
+            let rows = made.iter().map(Vec::len).max().unwrap_or(0);
+            let base = eval_all(exprs, r, run.cx)?;
+            for i in 0..rows {
+                let mut out = base.clone();
+                for ((at, _, _), values) in functions.iter().zip(&made) {
+                    out[*at] = values.get(i).cloned().unwrap_or(Datum::Null);
+                }
+                if !sink(run, &mut out)? {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        }),
         PlanNode::Filter { input, filter } => {
             let subs = subplans_in(filter);
             node(input, run, row, &mut |run, r| {

@@ -49,6 +49,12 @@ impl Expr {
                 Some((_, d)) => Ok(d.clone()),
                 None => Err(no_init(*n)),
             },
+            Expr::Quantified {
+                op,
+                left,
+                array,
+                all,
+            } => eval_quantified(*op, left, array, *all, row, cx),
             Expr::InInit { expr, id, negated } => {
                 let x = expr.eval(row, cx)?;
                 let Some(InitValue::Set(set)) = cx.init.get(*id) else {
@@ -349,6 +355,46 @@ fn eval_sequence(
         Some(d) => d.truth()? == Some(true),
     };
     Ok(Datum::Int(sequence.set(value, called)?))
+}
+
+/// `left op ANY/ALL (array)`.
+fn eval_quantified(
+    op: BinOp,
+    left: &Expr,
+    array: &Expr,
+    all: bool,
+    row: &[Datum],
+    cx: &Context<'_>,
+) -> Result<Datum> {
+    let x = left.eval(row, cx)?;
+    let values = match array.eval(row, cx)? {
+        Datum::Null => return Ok(Datum::Null),
+        Datum::Array(v) => v,
+        other => {
+            return Err(SqlError::new(
+                sqlstate::DATATYPE_MISMATCH,
+                format!("op ANY/ALL (array) requires array on right side, not {other:?}"),
+            ));
+        }
+    };
+    let mut unknown = false;
+    for v in &values {
+        let one = Expr::Binary(
+            op,
+            Box::new(Expr::Literal(x.clone())),
+            Box::new(Expr::Literal(v.clone())),
+        );
+        match one.eval(&[], cx)?.truth()? {
+            Some(b) if b != all => return Ok(Datum::Bool(b)),
+            None => unknown = true,
+            Some(_) => {}
+        }
+    }
+    Ok(if unknown {
+        Datum::Null
+    } else {
+        Datum::Bool(all)
+    })
 }
 
 /// A subquery whose value the statement did not compute first: the executor's bug.

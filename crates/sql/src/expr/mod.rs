@@ -7,6 +7,7 @@
 //! [`Func`]). Evaluation never touches a table, and fails with 54001 rather than overflow the
 //! stack on a deep tree.
 
+mod arrays;
 mod context;
 mod eval;
 mod functions;
@@ -127,6 +128,26 @@ pub enum Func {
     FormatType,
     /// `json_build_object(key, value, ...)`: a JSON object's text.
     JsonBuildObject,
+    /// `ARRAY[a, b, ...]`.
+    ArrayBuild,
+    /// `a[i]`: the element at 1-based `i` (NULL outside the array).
+    ArrayElement,
+    /// `array_length(a, 1)`, `array_upper(a, 1)` (NULL for an empty array or another
+    /// dimension), `cardinality(a)`, `array_lower(a, 1)`.
+    ArrayLength,
+    ArrayUpper,
+    ArrayLower,
+    Cardinality,
+    /// `array_to_string(a, separator [, null_text])`.
+    ArrayToString,
+    /// `string_to_array(s, separator [, null_text])`.
+    StringToArray,
+    /// `array_position(a, x)`: the first 1-based position of `x`.
+    ArrayPosition,
+    /// `array_append(a, x)`, `array_prepend(x, a)`, `array_cat(a, b)`.
+    ArrayAppend,
+    ArrayPrepend,
+    ArrayCat,
 }
 
 /// A bound expression.
@@ -171,6 +192,14 @@ pub enum Expr {
     /// The value of the statement's correlated subquery `n` for the row at hand, which the
     /// executor ran under it (see `Context::per_row`).
     SubPlan(usize),
+    /// `left op ANY (array)` (`all`: `op ALL`), with PostgreSQL's NULLs: ANY is true if the
+    /// comparison holds for an element, else NULL if one was NULL, else false.
+    Quantified {
+        op: BinOp,
+        left: Box<Expr>,
+        array: Box<Expr>,
+        all: bool,
+    },
     /// `expr [NOT] IN (subquery)` over the values of the statement's subquery `id`.
     InInit {
         expr: Box<Expr>,
@@ -201,7 +230,10 @@ impl Expr {
             | Expr::Cast(e, _)
             | Expr::Lookup(e, _)
             | Expr::InInit { expr: e, .. } => e.visit(f),
-            Expr::Binary(_, l, r) => {
+            Expr::Binary(_, l, r)
+            | Expr::Quantified {
+                left: l, array: r, ..
+            } => {
                 l.visit(f);
                 r.visit(f);
             }

@@ -78,6 +78,9 @@ fn tree_lines(n: &PlanNode, lock_rows: bool, out: &mut Vec<String>, depth: usize
                     format!("Seq Scan on {relation} {}", source.name)
                 }
                 Relation::Subquery(_) => format!("Subquery Scan on {}", source.name),
+                Relation::Function { func, .. } => {
+                    format!("Function Scan on {} {}", func.name(), source.name)
+                }
             },
             filter.len(),
             match &source.relation {
@@ -85,6 +88,7 @@ fn tree_lines(n: &PlanNode, lock_rows: bool, out: &mut Vec<String>, depth: usize
                 _ => vec![],
             },
         ),
+        PlanNode::ProjectSet { input, .. } => return tree_lines(input, lock_rows, out, depth),
         PlanNode::Filter { input, filter } => {
             ("Filter (subqueries)".into(), filter.len(), vec![input])
         }

@@ -30,6 +30,17 @@ fn fold_node(e: Expr) -> Result<Expr> {
         Expr::Lookup(x, table) => computed(Expr::Lookup(bx(fold(*x)?), table))?,
         // Known only when the statement runs.
         Expr::Init(_) | Expr::SubPlan(_) => e,
+        Expr::Quantified {
+            op,
+            left,
+            array,
+            all,
+        } => computed(Expr::Quantified {
+            op,
+            left: bx(fold(*left)?),
+            array: bx(fold(*array)?),
+            all,
+        })?,
         Expr::InInit { expr, id, negated } => Expr::InInit {
             expr: bx(fold(*expr)?),
             id,
@@ -115,7 +126,10 @@ fn children(e: &Expr) -> Vec<&Expr> {
         | Expr::IsNull(x, _)
         | Expr::Cast(x, _)
         | Expr::Lookup(x, _) => vec![&**x],
-        Expr::Binary(_, l, r) => vec![&**l, &**r],
+        Expr::Binary(_, l, r)
+        | Expr::Quantified {
+            left: l, array: r, ..
+        } => vec![&**l, &**r],
         Expr::Between {
             expr, low, high, ..
         } => vec![&**expr, &**low, &**high],

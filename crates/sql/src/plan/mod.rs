@@ -11,7 +11,7 @@ pub mod select;
 
 pub use select::{
     Access, AggCall, AggFunc, Aggregate, InitKind, InitPlan, LockWait, PlanNode, Relation,
-    SelectParts, SelectPlan, SortKey, Source,
+    SelectParts, SelectPlan, SetFunc, SortKey, Source,
 };
 
 use std::sync::Arc;

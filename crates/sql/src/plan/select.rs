@@ -45,6 +45,40 @@ pub enum Relation {
     },
     /// A subquery in FROM (a derived table): its rows, made once per execution.
     Subquery(Box<SelectPlan>),
+    /// A set-returning function in FROM: its values for the arguments, which may read the
+    /// sources before it (PostgreSQL's implicit LATERAL).
+    Function { func: SetFunc, args: Vec<Expr> },
+}
+
+/// The set-returning functions: one value per row they make.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetFunc {
+    /// `unnest(array)`: its elements.
+    Unnest,
+    /// `generate_series(start, stop [, step])`: numbers, or timestamps stepped by an interval.
+    GenerateSeries,
+    /// `generate_subscripts(array, 1)`: its subscripts.
+    GenerateSubscripts,
+}
+
+impl SetFunc {
+    /// The function called `name`, if it is one.
+    pub fn named(name: &str) -> Option<SetFunc> {
+        Some(match name {
+            "unnest" => SetFunc::Unnest,
+            "generate_series" => SetFunc::GenerateSeries,
+            "generate_subscripts" => SetFunc::GenerateSubscripts,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SetFunc::Unnest => "unnest",
+            SetFunc::GenerateSeries => "generate_series",
+            SetFunc::GenerateSubscripts => "generate_subscripts",
+        }
+    }
 }
 
 /// A relation in a FROM clause: its `width` columns start at `offset` in the joined row.
@@ -64,7 +98,7 @@ impl Source {
     pub fn table(&self) -> Option<&Arc<SqlTable>> {
         match &self.relation {
             Relation::Table(t) => Some(t),
-            Relation::Rows { .. } | Relation::Subquery(_) => None,
+            Relation::Rows { .. } | Relation::Subquery(_) | Relation::Function { .. } => None,
         }
     }
 }
@@ -77,6 +111,13 @@ pub enum AggFunc {
     Min,
     Max,
     Avg,
+    /// `array_agg(x [ORDER BY ...])`: every value, NULLs included, as an array.
+    ArrayAgg,
+    /// `string_agg(x, separator [ORDER BY ...])`: the values' text joined (NULLs skipped).
+    StringAgg,
+    /// `bool_and(x)`, `bool_or(x)` (`every(x)` is `bool_and`).
+    BoolAnd,
+    BoolOr,
 }
 
 /// One aggregate of a query: its argument over the joined row (`None`: `count(*)`).
@@ -88,6 +129,11 @@ pub struct AggCall {
     /// `FILTER (WHERE ...)`: only the rows it holds for are aggregated.
     pub filter: Option<Expr>,
     pub ty: SqlType,
+    /// `string_agg`'s separator.
+    pub separator: Option<Expr>,
+    /// `ORDER BY` inside the call: the values are aggregated in this order (expressions over
+    /// the input row, descending, NULLs first).
+    pub order_by: Vec<(Expr, bool, bool)>,
 }
 
 /// Grouping: the aggregated row is the group values followed by the aggregates.
@@ -162,6 +208,15 @@ pub enum PlanNode {
         input: Box<PlanNode>,
         filter: Vec<Expr>,
     },
+    /// The expressions' values over each input row, where set-returning functions in the
+    /// select list (`SELECT unnest(a), generate_subscripts(a, 1)`) make rows: as many per input
+    /// row as the longest makes, the others NULL past their end (PostgreSQL 10's rule); the
+    /// expression at each function's position stands in for it.
+    ProjectSet {
+        input: Box<PlanNode>,
+        exprs: Vec<Expr>,
+        functions: Vec<(usize, SetFunc, Vec<Expr>)>,
+    },
     /// The expressions' values over each input row.
     Project {
         input: Box<PlanNode>,
@@ -227,6 +282,12 @@ impl PlanNode {
             PlanNode::Project { exprs, .. } | PlanNode::Filter { filter: exprs, .. } => {
                 exprs.iter().for_each(&mut each)
             }
+            PlanNode::ProjectSet {
+                exprs, functions, ..
+            } => exprs
+                .iter()
+                .chain(functions.iter().flat_map(|(_, _, args)| args))
+                .for_each(&mut each),
             PlanNode::Limit { limit, offset, .. } => {
                 limit.iter().chain(offset.iter()).for_each(&mut each)
             }
@@ -244,6 +305,7 @@ impl PlanNode {
                 inner.walk(f);
             }
             PlanNode::Aggregate { input, .. }
+            | PlanNode::ProjectSet { input, .. }
             | PlanNode::Filter { input, .. }
             | PlanNode::Project { input, .. }
             | PlanNode::Distinct { input, .. }
@@ -288,6 +350,8 @@ pub enum InitKind {
     Exists,
     /// The values of its one column (`x IN (SELECT ...)`).
     In,
+    /// The values of its one column as an array (`ARRAY(SELECT ...)`).
+    Array,
 }
 
 /// What the binder found in a SELECT, in the order its clauses apply, to be built into a tree
@@ -315,6 +379,8 @@ pub struct SelectParts {
     pub semi_joins: Vec<(PlanNode, bool)>,
     /// WHERE conditions holding correlated subqueries, checked on the joined rows.
     pub post_filter: Vec<Expr>,
+    /// Set-returning functions in the select list: their positions in `projection` and calls.
+    pub set_functions: Vec<(usize, SetFunc, Vec<Expr>)>,
 }
 
 /// Sources joined left-deep, each scan with its level's filters and each join with its
@@ -372,6 +438,7 @@ impl SelectPlan {
             lock,
             semi_joins,
             post_filter,
+            set_functions,
         } = parts;
         let mut node = join_tree(sources, filters, after_join, lock);
         for (inner, anti) in semi_joins {
@@ -393,9 +460,17 @@ impl SelectPlan {
                 aggregate,
             };
         }
-        node = PlanNode::Project {
-            input: Box::new(node),
-            exprs: projection,
+        node = if set_functions.is_empty() {
+            PlanNode::Project {
+                input: Box::new(node),
+                exprs: projection,
+            }
+        } else {
+            PlanNode::ProjectSet {
+                input: Box::new(node),
+                exprs: projection,
+                functions: set_functions,
+            }
         };
         if distinct {
             node = PlanNode::Distinct {

@@ -270,6 +270,12 @@ impl From<u32> for Value {
     }
 }
 
+impl From<Datum> for Value {
+    fn from(d: Datum) -> Value {
+        Value(d)
+    }
+}
+
 impl From<f64> for Value {
     fn from(f: f64) -> Value {
         Value(Datum::Float(f))
@@ -282,13 +288,9 @@ impl From<Option<String>> for Value {
     }
 }
 
-/// Columns' positions as `int2vector` and `int2[]` print them (1-based).
-fn attnums(columns: &[usize], sep: &str) -> String {
-    columns
-        .iter()
-        .map(|c| (c + 1).to_string())
-        .collect::<Vec<_>>()
-        .join(sep)
+/// Columns' positions (1-based), as `int2vector` and `int2[]` hold them.
+fn attnums(columns: &[usize]) -> Datum {
+    Datum::Array(columns.iter().map(|c| Datum::Int(*c as i64 + 1)).collect())
 }
 
 #[cfg(test)]

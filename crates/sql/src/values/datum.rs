@@ -42,6 +42,8 @@ pub enum Datum {
     /// Microseconds since midnight.
     Time(i64),
     Interval(Interval),
+    /// A one-dimensional array's elements.
+    Array(Vec<Datum>),
 }
 
 /// A value in the form the engine stores it: borrowed from a [`Datum`], or a numeric of any
@@ -50,6 +52,8 @@ pub enum Datum {
 pub enum Stored<'a> {
     Value(Value<'a>),
     Numeric(Vec<u8>),
+    /// A value kept as its text (an array).
+    Text(String),
 }
 
 impl Stored<'_> {
@@ -58,6 +62,7 @@ impl Stored<'_> {
         match self {
             Stored::Value(v) => *v,
             Stored::Numeric(bytes) => Value::Numeric(bytes),
+            Stored::Text(s) => Value::Str(s),
         }
     }
 }
@@ -152,6 +157,20 @@ fn invalid_text(ty: SqlType, text: &str) -> SqlError {
     )
 }
 
+/// Array literal `text` of elements of type `elem`.
+fn parse_array(text: &str, elem: SqlType) -> Result<Datum> {
+    crate::values::array::split(text)?
+        .into_iter()
+        .map(|item| item.map_or(Ok(Datum::Null), |t| Datum::parse(&t, elem)))
+        .collect::<Result<_>>()
+        .map(Datum::Array)
+}
+
+/// `values` as an array literal.
+fn format_array(values: &[Datum]) -> String {
+    crate::values::array::format(values.iter().map(Datum::to_text))
+}
+
 /// A float stored as an ordered 64-bit integer (see `types`), and back.
 fn float_to_key(v: f64) -> i64 {
     let bits = v.to_bits() as i64;
@@ -183,6 +202,7 @@ impl Datum {
                 Some(parts) => Datum::Numeric(Num::from_parts(&parts)),
                 None => Datum::Null,
             },
+            (Value::Str(s), SqlType::Array(e)) => parse_array(s, e.ty()).unwrap_or(Datum::Null),
             (Value::Str(s), _) => Datum::Text(s.to_owned()),
             (Value::Timestamp(t), _) => Datum::Timestamp(t),
             _ => Datum::Null,
@@ -211,6 +231,7 @@ impl Datum {
             (Datum::Timestamp(t) | Datum::TimestampTz(t), _) => Value::Timestamp(*t),
             (Datum::Date(d) | Datum::Time(d), _) => Value::Int(*d),
             (Datum::Interval(_), _) => return Err(out_of_range()),
+            (Datum::Array(values), _) => return Ok(Stored::Text(format_array(values))),
         }))
     }
 
@@ -289,6 +310,12 @@ impl Datum {
                     )
                 }
             })?),
+            SqlType::Array(e) if e.is_vector() => Datum::Array(
+                t.split_whitespace()
+                    .map(|v| Datum::parse(v, e.ty()))
+                    .collect::<Result<_>>()?,
+            ),
+            SqlType::Array(e) => parse_array(t, e.ty())?,
             SqlType::Date => {
                 // A timestamp's text gives its day, as PostgreSQL's date input takes it.
                 let day = time::parse_date(t)
@@ -313,6 +340,7 @@ impl Datum {
             Datum::Date(d) => time::format_date(*d),
             Datum::Time(t) => time::format_time(*t),
             Datum::Interval(iv) => iv.to_string(),
+            Datum::Array(values) => format_array(values),
         })
     }
 
@@ -390,6 +418,12 @@ impl Datum {
                 Datum::Time(t.rem_euclid(time::MICROS_PER_DAY))
             }
             (Datum::Interval(iv), SqlType::Interval) => Datum::Interval(iv),
+            (Datum::Array(values), SqlType::Array(e)) => Datum::Array(
+                values
+                    .into_iter()
+                    .map(|v| v.cast(e.ty()))
+                    .collect::<Result<_>>()?,
+            ),
             (Datum::Date(d), SqlType::Timestamp) => Datum::Timestamp(time::midnight(d)),
             (Datum::Date(d), SqlType::TimestampTz) => Datum::TimestampTz(time::midnight(d)),
             (d, ty) => {
@@ -414,6 +448,7 @@ impl Datum {
             Datum::Date(_) => "date",
             Datum::Time(_) => "time without time zone",
             Datum::Interval(_) => "interval",
+            Datum::Array(_) => "array",
         }
     }
 
@@ -437,6 +472,17 @@ impl Datum {
             (Timestamp(a) | TimestampTz(a), Timestamp(b) | TimestampTz(b)) => a.cmp(b),
             (Date(a), Date(b)) | (Time(a), Time(b)) => a.cmp(b),
             (Interval(a), Interval(b)) => a.cmp(b),
+            // Arrays compare element by element (NULL elements equal to each other and after
+            // every value, as PostgreSQL's array comparison has them), then by length.
+            (Array(a), Array(b)) => {
+                for (x, y) in a.iter().zip(b) {
+                    let o = x.sort_cmp(y);
+                    if o != Ordering::Equal {
+                        return Ok(Some(o));
+                    }
+                }
+                a.len().cmp(&b.len())
+            }
             (Date(d), Timestamp(t) | TimestampTz(t)) => time::midnight(*d).cmp(t),
             (Timestamp(t) | TimestampTz(t), Date(d)) => t.cmp(&time::midnight(*d)),
             (Text(s), typed) => {
@@ -466,6 +512,14 @@ impl Datum {
             Datum::Date(_) => SqlType::Date,
             Datum::Time(_) => SqlType::Time,
             Datum::Interval(_) => SqlType::Interval,
+            Datum::Array(values) => {
+                let elem = values
+                    .iter()
+                    .find(|v| !v.is_null())
+                    .and_then(|v| crate::values::types::ArrayElem::of(v.natural_type()))
+                    .unwrap_or(crate::values::types::ArrayElem::Text);
+                SqlType::Array(elem)
+            }
             Datum::Null | Datum::Text(_) => SqlType::Text,
         }
     }
@@ -689,6 +743,7 @@ pub fn row_bytes(values: &[Datum]) -> usize {
         .map(|v| match v {
             Datum::Text(s) => s.capacity(),
             Datum::Numeric(n) => n.heap_bytes(),
+            Datum::Array(v) => row_bytes(v),
             _ => 0,
         })
         .sum();

@@ -4,6 +4,7 @@
 //! precision (`numeric`), dates and timestamps (`time`) and intervals (`interval`). Pure
 //! computation on values: never reaches the catalog, a transaction or a plan.
 
+pub mod array;
 pub mod builtin_types;
 pub mod datum;
 pub mod interval;

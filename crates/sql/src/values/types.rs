@@ -80,6 +80,138 @@ pub enum SqlType {
     RegClass,
     /// `regtype`: a type's object id, written as its name.
     RegType,
+    /// A one-dimensional array of values of one type (`integer[]`, `text[]`, ...).
+    Array(ArrayElem),
+}
+
+/// The types an array's elements may have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ArrayElem {
+    Bool,
+    Int2,
+    Int4,
+    Int8,
+    Float8,
+    Numeric,
+    Text,
+    VarChar,
+    Char,
+    Name,
+    CharByte,
+    Oid,
+    Date,
+    Time,
+    Timestamp,
+    TimestampTz,
+    Interval,
+    /// `int2vector` and `oidvector`: arrays of smallints and object ids the system catalogs
+    /// hold, written space-separated without braces (`1 2`).
+    Int2Vector,
+    OidVector,
+}
+
+impl ArrayElem {
+    /// Every element type, for lookups by OID.
+    const ALL: [ArrayElem; 19] = [
+        ArrayElem::Int2Vector,
+        ArrayElem::OidVector,
+        ArrayElem::Bool,
+        ArrayElem::Int2,
+        ArrayElem::Int4,
+        ArrayElem::Int8,
+        ArrayElem::Float8,
+        ArrayElem::Numeric,
+        ArrayElem::Text,
+        ArrayElem::VarChar,
+        ArrayElem::Char,
+        ArrayElem::Name,
+        ArrayElem::CharByte,
+        ArrayElem::Oid,
+        ArrayElem::Date,
+        ArrayElem::Time,
+        ArrayElem::Timestamp,
+        ArrayElem::TimestampTz,
+        ArrayElem::Interval,
+    ];
+
+    /// The elements' type.
+    pub fn ty(self) -> SqlType {
+        match self {
+            ArrayElem::Bool => SqlType::Bool,
+            ArrayElem::Int2 => SqlType::Int2,
+            ArrayElem::Int4 => SqlType::Int4,
+            ArrayElem::Int8 => SqlType::Int8,
+            ArrayElem::Float8 => SqlType::Float8,
+            ArrayElem::Numeric => SqlType::Numeric(None),
+            ArrayElem::Text => SqlType::Text,
+            ArrayElem::VarChar => SqlType::VarChar(LENGTH_MAX),
+            ArrayElem::Char => SqlType::Char(u32::from(TEXT_KEY_MAX)),
+            ArrayElem::Name => SqlType::Name,
+            ArrayElem::CharByte => SqlType::CharByte,
+            ArrayElem::Oid => SqlType::Oid,
+            ArrayElem::Date => SqlType::Date,
+            ArrayElem::Time => SqlType::Time,
+            ArrayElem::Timestamp => SqlType::Timestamp,
+            ArrayElem::TimestampTz => SqlType::TimestampTz,
+            ArrayElem::Interval => SqlType::Interval,
+            ArrayElem::Int2Vector => SqlType::Int2,
+            ArrayElem::OidVector => SqlType::Oid,
+        }
+    }
+
+    /// Whether its arrays are written space-separated (`int2vector`, `oidvector`).
+    pub fn is_vector(self) -> bool {
+        matches!(self, ArrayElem::Int2Vector | ArrayElem::OidVector)
+    }
+
+    /// The array element type of values of `ty`, if arrays of it exist here.
+    pub fn of(ty: SqlType) -> Option<ArrayElem> {
+        Some(match ty {
+            SqlType::Bool => ArrayElem::Bool,
+            SqlType::Int2 => ArrayElem::Int2,
+            SqlType::Int4 => ArrayElem::Int4,
+            SqlType::Int8 => ArrayElem::Int8,
+            SqlType::Float8 => ArrayElem::Float8,
+            SqlType::Numeric(_) => ArrayElem::Numeric,
+            SqlType::Text => ArrayElem::Text,
+            SqlType::VarChar(_) => ArrayElem::VarChar,
+            SqlType::Char(_) => ArrayElem::Char,
+            SqlType::Name => ArrayElem::Name,
+            SqlType::CharByte => ArrayElem::CharByte,
+            SqlType::Oid | SqlType::RegClass | SqlType::RegType => ArrayElem::Oid,
+            SqlType::Date => ArrayElem::Date,
+            SqlType::Time => ArrayElem::Time,
+            SqlType::Timestamp => ArrayElem::Timestamp,
+            SqlType::TimestampTz => ArrayElem::TimestampTz,
+            SqlType::Interval => ArrayElem::Interval,
+            SqlType::Array(_) => return None,
+        })
+    }
+
+    /// The array type's OID (PostgreSQL's `typarray` of the element type).
+    pub fn array_oid(self) -> u32 {
+        match self {
+            ArrayElem::Bool => 1000,
+            ArrayElem::Int2 => 1005,
+            ArrayElem::Int4 => 1007,
+            ArrayElem::Int8 => 1016,
+            ArrayElem::Float8 => 1022,
+            ArrayElem::Numeric => 1231,
+            ArrayElem::Text => 1009,
+            ArrayElem::VarChar => 1015,
+            ArrayElem::Char => 1014,
+            ArrayElem::Name => 1003,
+            ArrayElem::CharByte => 1002,
+            ArrayElem::Oid => 1028,
+            ArrayElem::Date => 1182,
+            ArrayElem::Time => 1183,
+            ArrayElem::Timestamp => 1115,
+            ArrayElem::TimestampTz => 1185,
+            ArrayElem::Interval => 1187,
+            ArrayElem::Int2Vector => 22,
+            ArrayElem::OidVector => 30,
+        }
+    }
 }
 
 /// Longest `name` (bytes), PostgreSQL's NAMEDATALEN - 1.
@@ -111,6 +243,9 @@ impl SqlType {
             SqlType::CharByte => "\"char\"".into(),
             SqlType::RegClass => "regclass".into(),
             SqlType::RegType => "regtype".into(),
+            SqlType::Array(ArrayElem::Int2Vector) => "int2vector".into(),
+            SqlType::Array(ArrayElem::OidVector) => "oidvector".into(),
+            SqlType::Array(e) => format!("{}[]", e.ty().name()),
         }
     }
 
@@ -136,6 +271,7 @@ impl SqlType {
             SqlType::CharByte => 18,
             SqlType::RegClass => 2205,
             SqlType::RegType => 2206,
+            SqlType::Array(e) => e.array_oid(),
         }
     }
 
@@ -161,7 +297,12 @@ impl SqlType {
             18 => SqlType::CharByte,
             2205 => SqlType::RegClass,
             2206 => SqlType::RegType,
-            _ => return None,
+            oid => {
+                return ArrayElem::ALL
+                    .into_iter()
+                    .find(|e| e.array_oid() == oid)
+                    .map(SqlType::Array);
+            }
         })
     }
 
@@ -239,6 +380,8 @@ impl SqlType {
             SqlType::Time => ColumnType::Int64,
             // Refused as a column's type before a table is built (see `ddl`).
             SqlType::Interval => ColumnType::VarChar(TEXT_KEY_MAX),
+            // Kept as its text (`{1,2,3}`); no key holds one (see `ddl`).
+            SqlType::Array(_) => ColumnType::VarChar(TEXT_MAX),
         }
     }
 
@@ -323,6 +466,17 @@ impl SqlType {
             }
             DataType::Interval { .. } => SqlType::Interval,
             DataType::Regclass => SqlType::RegClass,
+            DataType::Array(
+                ast::ArrayElemTypeDef::SquareBracket(elem, _)
+                | ast::ArrayElemTypeDef::Qualified(elem, _),
+            ) => {
+                let elem = SqlType::from_ast(elem)?;
+                SqlType::Array(
+                    ArrayElem::of(elem).ok_or_else(|| {
+                        SqlError::unsupported(format!("an array of {}", elem.name()))
+                    })?,
+                )
+            }
             DataType::Custom(name, modifiers) if modifiers.is_empty() => {
                 let last = name
                     .0
@@ -343,6 +497,8 @@ impl SqlType {
                     Some("text") => SqlType::Text,
                     Some("varchar") => SqlType::VarChar(LENGTH_MAX),
                     Some("timestamptz") => SqlType::TimestampTz,
+                    Some("int2vector") => SqlType::Array(ArrayElem::Int2),
+                    Some("oidvector") => SqlType::Array(ArrayElem::Oid),
                     _ => return Err(SqlError::unsupported(format!("type {ty}"))),
                 }
             }

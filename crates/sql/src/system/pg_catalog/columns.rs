@@ -1,7 +1,14 @@
 //! The columns of the `pg_catalog` relations, as PostgreSQL 15 declares them (types this crate
 //! does not have, such as arrays, ACLs and expression trees, are shown as text).
 
+use crate::values::types::ArrayElem;
 use crate::values::types::SqlType::{self, *};
+
+const INT2VECTOR: SqlType = Array(ArrayElem::Int2Vector);
+const OIDVECTOR: SqlType = Array(ArrayElem::OidVector);
+const INT2_ARRAY: SqlType = Array(ArrayElem::Int2);
+const OID_ARRAY: SqlType = Array(ArrayElem::Oid);
+const TEXT_ARRAY: SqlType = Array(ArrayElem::Text);
 
 pub(super) const PG_NAMESPACE: &[(&str, SqlType)] = &[
     ("oid", Oid),
@@ -42,7 +49,7 @@ pub(super) const PG_CLASS: &[(&str, SqlType)] = &[
     ("relfrozenxid", Text),
     ("relminmxid", Text),
     ("relacl", Text),
-    ("reloptions", Text),
+    ("reloptions", TEXT_ARRAY),
     ("relpartbound", Text),
 ];
 
@@ -126,10 +133,10 @@ pub(super) const PG_INDEX: &[(&str, SqlType)] = &[
     ("indisready", Bool),
     ("indislive", Bool),
     ("indisreplident", Bool),
-    ("indkey", Text),
-    ("indcollation", Text),
-    ("indclass", Text),
-    ("indoption", Text),
+    ("indkey", INT2VECTOR),
+    ("indcollation", OIDVECTOR),
+    ("indclass", OIDVECTOR),
+    ("indoption", INT2VECTOR),
     ("indexprs", Text),
     ("indpred", Text),
 ];
@@ -153,13 +160,13 @@ pub(super) const PG_CONSTRAINT: &[(&str, SqlType)] = &[
     ("conislocal", Bool),
     ("coninhcount", Int4),
     ("connoinherit", Bool),
-    ("conkey", Text),
-    ("confkey", Text),
-    ("conpfeqop", Text),
-    ("conppeqop", Text),
-    ("conffeqop", Text),
-    ("confdelsetcols", Text),
-    ("conexclop", Text),
+    ("conkey", INT2_ARRAY),
+    ("confkey", INT2_ARRAY),
+    ("conpfeqop", OID_ARRAY),
+    ("conppeqop", OID_ARRAY),
+    ("conffeqop", OID_ARRAY),
+    ("confdelsetcols", INT2_ARRAY),
+    ("conexclop", OID_ARRAY),
     ("conbin", Text),
 ];
 
@@ -251,7 +258,7 @@ pub(super) const PG_PROC: &[(&str, SqlType)] = &[
     ("pronargs", Int2),
     ("pronargdefaults", Int2),
     ("prorettype", Oid),
-    ("proargtypes", Text),
+    ("proargtypes", OIDVECTOR),
     ("proallargtypes", Text),
     ("proargmodes", Text),
     ("proargnames", Text),

@@ -272,7 +272,7 @@ fn indexes(s: &Snapshot) -> Vec<Vec<Datum>> {
     let mut out = Vec::new();
     for t in &s.tables {
         for (oid, _, columns, primary) in table_indexes(t) {
-            let zeros = vec!["0"; columns.len()].join(" ");
+            let zeros = || Datum::Array(vec![Datum::Int(0); columns.len()]);
             out.push(
                 Row::new(PG_INDEX)
                     .set("indexrelid", oid)
@@ -285,10 +285,10 @@ fn indexes(s: &Snapshot) -> Vec<Vec<Datum>> {
                     .set("indisvalid", true)
                     .set("indisready", true)
                     .set("indislive", true)
-                    .set("indkey", attnums(&columns, " "))
-                    .set("indcollation", zeros.clone())
-                    .set("indclass", zeros.clone())
-                    .set("indoption", zeros)
+                    .set("indkey", attnums(&columns))
+                    .set("indcollation", zeros())
+                    .set("indclass", zeros())
+                    .set("indoption", zeros())
                     .done(),
             );
         }
@@ -314,7 +314,7 @@ fn constraints(s: &Snapshot) -> Vec<Vec<Datum>> {
                 .set("confmatchtype", " ")
                 .set("conislocal", true)
                 .set("connoinherit", true)
-                .set("conkey", format!("{{{}}}", attnums(&t.primary_key, ",")))
+                .set("conkey", attnums(&t.primary_key))
                 .done()
         })
         .collect()
