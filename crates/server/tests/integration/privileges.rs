@@ -164,6 +164,13 @@ fn tables_belong_to_their_owner_and_grants_decide_the_rest() {
             "SELECT * FROM acl_t FOR UPDATE",
             "GRANT SELECT ON acl_t TO bob",
             "EXPLAIN SELECT * FROM acl_t",
+            // Wherever a query reads the table: derived tables, subqueries, set operations.
+            "SELECT * FROM (SELECT * FROM acl_t) t",
+            "SELECT (SELECT max(v) FROM acl_t)",
+            "SELECT 1 WHERE EXISTS (SELECT 1 FROM acl_t)",
+            "SELECT 1 WHERE 1 IN (SELECT k FROM acl_t)",
+            "SELECT 1 UNION SELECT k FROM acl_t",
+            "SELECT ARRAY(SELECT k FROM acl_t)",
         ] {
             refused(&bob, sql, "42501").await;
         }

@@ -8,7 +8,7 @@
 //! - `select` and `dml`: the statements that read and write rows, with `from` for FROM and
 //!   WHERE, `access` for how a table's rows are found and where conditions are checked,
 //!   (joins, derived tables, subqueries as semi joins) and `subquery` for subqueries in
-//!   expressions, `arrays` for arrays;
+//!   expressions, `arrays` for arrays, `set_ops` for UNION, INTERSECT, EXCEPT and VALUES;
 //! - `expr` ([`Binder`]): expressions, with `functions` for the scalar functions by name and
 //!   `typing` for literals and the types where values meet;
 //! - `role_statement`: `CREATE ROLE` and `ALTER ROLE ... WITH`.
@@ -26,6 +26,7 @@ pub(crate) mod functions;
 mod parse;
 pub(crate) mod role_statement;
 pub(crate) mod select;
+mod set_ops;
 pub mod statement;
 mod subquery;
 mod system;

@@ -1,17 +1,14 @@
 //! Binding a SELECT: its FROM and WHERE (`from`), then grouping, projection, ordering and
 //! limits.
 
-use sqlparser::ast::{
-    self, GroupByExpr, LimitClause, OrderByKind, SelectItem, SelectItemQualifiedWildcardKind,
-    SetExpr,
-};
+use sqlparser::ast::{self, GroupByExpr, OrderByKind, SelectItem, SelectItemQualifiedWildcardKind};
 
 use crate::bind::from::FromWhere;
+use crate::bind::set_ops::Tail;
 use crate::bind::{Binder, Grouping, ScopeColumn, has_aggregate, ident, object_name};
 use crate::error::{Result, SqlError};
 use crate::expr::Expr;
 use crate::plan::{Aggregate, OutputColumn, SelectParts, SelectPlan, SortKey};
-use crate::values::types::SqlType;
 
 impl Binder<'_> {
     /// Binds a query returning rows.
@@ -51,16 +48,22 @@ impl Binder<'_> {
         if query.with.is_some() {
             return Err(SqlError::unsupported("WITH"));
         }
-        let select = match query.body.as_ref() {
-            SetExpr::Select(s) => s,
-            SetExpr::Query(q) if query.order_by.is_none() && query.limit_clause.is_none() => {
-                return self.select_in(q, outer);
-            }
-            SetExpr::SetOperation { op, .. } => {
-                return Err(SqlError::unsupported(format!("{op}")));
-            }
-            other => return Err(SqlError::unsupported(format!("query {other}"))),
+        let tail = Tail {
+            order_by: query.order_by.as_ref(),
+            limit: query.limit_clause.as_ref(),
+            locks: &query.locks,
         };
+        self.select_body(&query.body, tail, outer)
+    }
+
+    /// A SELECT (not a set operation) with what follows it (`tail`).
+    pub(crate) fn select_core(
+        &mut self,
+        select: &ast::Select,
+        tail: Tail<'_>,
+        outer: &[ScopeColumn],
+    ) -> Result<(SelectPlan, Vec<OutputColumn>)> {
+        let query = tail;
         let FromWhere {
             sources,
             scope,
@@ -202,7 +205,7 @@ impl Binder<'_> {
         // hidden column).
         let visible = projection.len();
         let mut order_by = Vec::new();
-        if let Some(ob) = &query.order_by {
+        if let Some(ob) = query.order_by {
             let OrderByKind::Expressions(items) = &ob.kind else {
                 return Err(SqlError::unsupported("ORDER BY ALL"));
             };
@@ -251,25 +254,7 @@ impl Binder<'_> {
             }
         }
         self.per_row_ok = per_row;
-        let (limit, offset) = match &query.limit_clause {
-            None => (None, None),
-            Some(LimitClause::LimitOffset { limit, offset, .. }) => {
-                (limit.as_ref(), offset.as_ref().map(|o| &o.value))
-            }
-            Some(LimitClause::OffsetCommaLimit { .. }) => {
-                return Err(SqlError::unsupported("LIMIT a, b"));
-            }
-        };
-        let mut bound_count = |e: Option<&ast::Expr>| -> Result<Option<Expr>> {
-            e.map(|e| {
-                let (x, _) = self.expr(e, &[], &mut None)?;
-                self.infer(&x, SqlType::Int8);
-                Ok(x)
-            })
-            .transpose()
-        };
-        let limit = bound_count(limit)?;
-        let offset = bound_count(offset)?;
+        let (limit, offset) = self.limit_offset(query.limit)?;
         let distinct = match &select.distinct {
             None | Some(ast::Distinct::All) => false,
             Some(ast::Distinct::Distinct) => true,
@@ -295,7 +280,7 @@ impl Binder<'_> {
                 order_by,
                 limit,
                 offset,
-                lock: (!query.locks.is_empty()).then(|| lock_wait(&query.locks)),
+                lock: (!query.locks.is_empty()).then(|| lock_wait(query.locks)),
             }),
             columns,
         ))

@@ -60,6 +60,10 @@ pub fn check(command: &Command, actor: &Actor) -> Result<()> {
         Command::Explain(_, explained) => return check(explained, actor),
         _ => return Ok(()),
     };
+    // Subqueries in expressions read tables too.
+    for init in query.init() {
+        check_select(&init.plan, actor)?;
+    }
     match &**query {
         Query::Select(s) => check_select(s, actor),
         Query::Insert(i) => {

@@ -50,6 +50,18 @@ fn build(
             c.name
         )));
     }
+    let keyed = primary_key
+        .iter()
+        .chain(indexes.iter().flat_map(|(_, cols, _)| cols));
+    if let Some(c) = keyed
+        .map(|&i| &columns[i])
+        .find(|c| matches!(c.ty, crate::values::types::SqlType::Array(_)))
+    {
+        return Err(SqlError::unsupported(format!(
+            "a key or index on array column \"{}\"",
+            c.name
+        )));
+    }
     let engine_name = catalog.engine_name(name);
     let mut schema = TableSchema::builder(engine_name);
     for (i, c) in columns.iter().enumerate() {

@@ -16,7 +16,7 @@ use super::aggregate::AggState;
 use super::rows::{fetch, lock_rows};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::{Context, Expr};
-use crate::plan::{InitKind, InitPlan, PlanNode, Relation, SelectPlan, SortKey};
+use crate::plan::{InitKind, InitPlan, PlanNode, Relation, SelectPlan, SetOp, SortKey};
 use crate::values::datum::{Datum, group_key, row_bytes};
 use crate::values::types::SqlType;
 
@@ -194,6 +194,71 @@ fn per_row_values(
         values.push((id, value));
     }
     Ok(values)
+}
+
+/// `left op right` (see `PlanNode::SetOp`): both sides' rows, each value converted to its
+/// column's type; the rows held for duplicates and counts charged to the budget.
+fn set_operation(
+    run: &mut Run<'_, '_, '_>,
+    (left, right): (&SelectPlan, &SelectPlan),
+    (op, all): (SetOp, bool),
+    types: &[SqlType],
+    sink: &mut Sink<'_>,
+) -> Result<bool> {
+    let rows_of = |run: &mut Run<'_, '_, '_>, plan: &SelectPlan| -> Result<Vec<Vec<Datum>>> {
+        let rows = select_first(run.txn, (plan, run.subqueries), run.cx, usize::MAX)?;
+        run.budget.take(rows.iter().map(|r| row_bytes(r)).sum())?;
+        rows.into_iter()
+            .map(|r| {
+                r.into_iter()
+                    .zip(types)
+                    .map(|(v, ty)| v.cast(*ty))
+                    .collect()
+            })
+            .collect()
+    };
+    let left_rows = rows_of(run, left)?;
+    let right_rows = rows_of(run, right)?;
+    let mut seen: HashSet<String> = HashSet::new();
+    // How many times each row of the right side is there (INTERSECT, EXCEPT).
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    if op != SetOp::Union {
+        for r in &right_rows {
+            *counts.entry(group_key(r)).or_default() += 1;
+        }
+    }
+    let right_rows = if op == SetOp::Union {
+        right_rows
+    } else {
+        Vec::new()
+    };
+    for mut r in left_rows.into_iter().chain(right_rows) {
+        let key = group_key(&r);
+        let keep = match (op, all) {
+            (SetOp::Union, true) => true,
+            (SetOp::Union, false) => seen.insert(key),
+            (SetOp::Intersect, _) => match counts.get_mut(&key) {
+                Some(n) if *n > 0 => {
+                    // Without ALL, one of each: none is left for a duplicate.
+                    *n = if all { *n - 1 } else { 0 };
+                    true
+                }
+                _ => false,
+            },
+            (SetOp::Except, true) => match counts.get_mut(&key) {
+                Some(n) if *n > 0 => {
+                    *n -= 1;
+                    false
+                }
+                _ => true,
+            },
+            (SetOp::Except, false) => !counts.contains_key(&key) && seen.insert(key),
+        };
+        if keep && !sink(run, &mut r)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// Whether every one of `filter` holds on `row`.
@@ -424,6 +489,26 @@ fn node(
                 sink(run, &mut out)
             })
         }
+        PlanNode::Values { rows, types } => {
+            for r in rows {
+                let mut out = r
+                    .iter()
+                    .zip(types)
+                    .map(|(e, ty)| e.eval(row, run.cx)?.cast(*ty))
+                    .collect::<Result<Vec<_>>>()?;
+                if !sink(run, &mut out)? {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        }
+        PlanNode::SetOp {
+            left,
+            right,
+            op,
+            all,
+            types,
+        } => set_operation(run, (left, right), (*op, *all), types, sink),
         PlanNode::ProjectSet {
             input,
             exprs,

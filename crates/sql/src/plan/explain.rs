@@ -89,6 +89,26 @@ fn tree_lines(n: &PlanNode, lock_rows: bool, out: &mut Vec<String>, depth: usize
             },
         ),
         PlanNode::ProjectSet { input, .. } => return tree_lines(input, lock_rows, out, depth),
+        PlanNode::Values { rows, .. } => (format!("Values Scan ({} rows)", rows.len()), 0, vec![]),
+        PlanNode::SetOp {
+            left,
+            right,
+            op,
+            all,
+            ..
+        } => (
+            format!(
+                "{}{}",
+                match op {
+                    crate::plan::SetOp::Union => "Append (UNION",
+                    crate::plan::SetOp::Intersect => "SetOp Intersect (INTERSECT",
+                    crate::plan::SetOp::Except => "SetOp Except (EXCEPT",
+                },
+                if *all { " ALL)" } else { ")" }
+            ),
+            0,
+            vec![&left.root, &right.root],
+        ),
         PlanNode::Filter { input, filter } => {
             ("Filter (subqueries)".into(), filter.len(), vec![input])
         }

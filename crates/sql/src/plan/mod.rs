@@ -11,7 +11,7 @@ pub mod select;
 
 pub use select::{
     Access, AggCall, AggFunc, Aggregate, InitKind, InitPlan, LockWait, PlanNode, Relation,
-    SelectParts, SelectPlan, SetFunc, SortKey, Source,
+    SelectParts, SelectPlan, SetFunc, SetOp, SortKey, Source,
 };
 
 use std::sync::Arc;

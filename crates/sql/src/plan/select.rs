@@ -50,6 +50,14 @@ pub enum Relation {
     Function { func: SetFunc, args: Vec<Expr> },
 }
 
+/// The set operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetOp {
+    Union,
+    Intersect,
+    Except,
+}
+
 /// The set-returning functions: one value per row they make.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SetFunc {
@@ -208,6 +216,20 @@ pub enum PlanNode {
         input: Box<PlanNode>,
         filter: Vec<Expr>,
     },
+    /// Rows of expressions (`VALUES`), each value converted to its column's type.
+    Values {
+        rows: Vec<Vec<Expr>>,
+        types: Vec<SqlType>,
+    },
+    /// `left UNION/INTERSECT/EXCEPT [ALL] right`: the two queries' rows combined, each value
+    /// converted to its column's type; without ALL, duplicates removed.
+    SetOp {
+        left: Box<SelectPlan>,
+        right: Box<SelectPlan>,
+        op: SetOp,
+        all: bool,
+        types: Vec<SqlType>,
+    },
     /// The expressions' values over each input row, where set-returning functions in the
     /// select list (`SELECT unnest(a), generate_subscripts(a, 1)`) make rows: as many per input
     /// row as the longest makes, the others NULL past their end (PostgreSQL 10's rule); the
@@ -270,9 +292,14 @@ impl PlanNode {
                         lower.iter().chain(upper).for_each(|(e, _)| each(e));
                     }
                 }
+                if let Relation::Function { args, .. } = &source.relation {
+                    args.iter().for_each(&mut each);
+                }
                 filter.iter().for_each(&mut each);
             }
             PlanNode::NestedLoop { filter, .. } => filter.iter().for_each(&mut each),
+            PlanNode::Values { rows, .. } => rows.iter().flatten().for_each(&mut each),
+            PlanNode::SetOp { .. } => {}
             PlanNode::Aggregate { aggregate: a, .. } => a
                 .group_by
                 .iter()
@@ -295,11 +322,21 @@ impl PlanNode {
         });
     }
 
-    /// Calls `f` with this node and every node under it, parents first, outer before inner.
+    /// Calls `f` with this node and every node under it, parents first, outer before inner:
+    /// derived tables' and set operations' plans included.
     fn walk<'a>(&'a self, f: &mut impl FnMut(&'a PlanNode)) {
         f(self);
         match self {
-            PlanNode::Result { .. } | PlanNode::Scan { .. } => {}
+            PlanNode::Scan { source, .. } => {
+                if let Relation::Subquery(plan) = &source.relation {
+                    plan.root.walk(f);
+                }
+            }
+            PlanNode::Result { .. } | PlanNode::Values { .. } => {}
+            PlanNode::SetOp { left, right, .. } => {
+                left.root.walk(f);
+                right.root.walk(f);
+            }
             PlanNode::NestedLoop { outer, inner, .. } | PlanNode::SemiJoin { outer, inner, .. } => {
                 outer.walk(f);
                 inner.walk(f);
