@@ -118,6 +118,10 @@ pub struct Binder<'c> {
     pub(crate) per_row_ok: bool,
     /// The first error computing a constant part met (see [`folded`](Self::folded)).
     pub(crate) fold_error: Option<SqlError>,
+    /// The WITH queries in scope, innermost last.
+    pub(crate) ctes: Vec<crate::bind::with::CteBinding>,
+    /// How many recursive WITH queries the statement has (their work tables' numbers).
+    pub(crate) work_tables: usize,
     /// The statement's uncorrelated subqueries in expressions, by number (`Expr::Init`): each
     /// after those inside it.
     pub(crate) init: Vec<crate::plan::InitPlan>,
@@ -139,6 +143,8 @@ impl<'c> Binder<'c> {
             per_row_ok: false,
             fold_error: None,
             init: Vec::new(),
+            ctes: Vec::new(),
+            work_tables: 0,
             system: None,
             volatile: false,
         }

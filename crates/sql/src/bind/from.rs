@@ -403,7 +403,7 @@ impl Binder<'_> {
             });
         }
         sources.push(Source {
-            relation: Relation::Subquery(Box::new(plan)),
+            relation: Relation::Subquery(Arc::new(plan)),
             name: shown,
             offset,
             width: columns.len(),
@@ -472,6 +472,35 @@ impl Binder<'_> {
             return Err(SqlError::unsupported(format!("table function {name}")));
         }
         let offset = scope.len();
+        // A WITH query's name hides a table's.
+        if args.is_none()
+            && let Some(cte) = self.cte(name)
+        {
+            let shown = alias
+                .as_ref()
+                .map_or_else(|| cte.name.clone(), |a| ident(&a.name));
+            let renames: Vec<String> = alias
+                .iter()
+                .flat_map(|a| a.columns.iter().map(|c| ident(&c.name)))
+                .collect();
+            for (i, c) in cte.columns.iter().enumerate() {
+                scope.push(ScopeColumn {
+                    table: shown.clone(),
+                    name: renames.get(i).cloned().unwrap_or_else(|| c.name.clone()),
+                    ty: c.ty,
+                    outer: false,
+                });
+            }
+            sources.push(Source {
+                relation: cte.relation.relation(),
+                name: shown,
+                offset,
+                width: cte.columns.len(),
+                access: Access::Scan,
+                left: false,
+            });
+            return Ok(());
+        }
         let relation = match self.system_relation(name)? {
             Some(system) => {
                 let shown = alias

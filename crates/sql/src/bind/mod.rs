@@ -8,7 +8,8 @@
 //! - `select` and `dml`: the statements that read and write rows, with `from` for FROM and
 //!   WHERE, `access` for how a table's rows are found and where conditions are checked,
 //!   (joins, derived tables, subqueries as semi joins) and `subquery` for subqueries in
-//!   expressions, `arrays` for arrays, `set_ops` for UNION, INTERSECT, EXCEPT and VALUES;
+//!   expressions, `arrays` for arrays, `set_ops` for UNION, INTERSECT, EXCEPT and VALUES,
+//!   `with` for WITH queries;
 //! - `expr` ([`Binder`]): expressions, with `functions` for the scalar functions by name and
 //!   `typing` for literals and the types where values meet;
 //! - `role_statement`: `CREATE ROLE` and `ALTER ROLE ... WITH`.
@@ -31,6 +32,7 @@ pub mod statement;
 mod subquery;
 mod system;
 mod typing;
+mod with;
 
 pub use expr::*;
 pub use typing::*;

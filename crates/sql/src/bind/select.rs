@@ -45,15 +45,21 @@ impl Binder<'_> {
         query: &ast::Query,
         outer: &[ScopeColumn],
     ) -> Result<(SelectPlan, Vec<OutputColumn>)> {
-        if query.with.is_some() {
-            return Err(SqlError::unsupported("WITH"));
-        }
-        let tail = Tail {
-            order_by: query.order_by.as_ref(),
-            limit: query.limit_clause.as_ref(),
-            locks: &query.locks,
-        };
-        self.select_body(&query.body, tail, outer)
+        let in_scope = self.ctes.len();
+        let bound = (|| {
+            if let Some(with) = &query.with {
+                self.bind_with(with)?;
+            }
+            let tail = Tail {
+                order_by: query.order_by.as_ref(),
+                limit: query.limit_clause.as_ref(),
+                locks: &query.locks,
+            };
+            self.select_body(&query.body, tail, outer)
+        })();
+        // The WITH queries are this query's only.
+        self.ctes.truncate(in_scope);
+        bound
     }
 
     /// A SELECT (not a set operation) with what follows it (`tail`).

@@ -55,6 +55,8 @@ struct Run<'a, 't, 'c> {
     derived: HashMap<*const SelectPlan, std::rc::Rc<Vec<Vec<Datum>>>>,
     /// The statement's subqueries, which `Expr::SubPlan`s name.
     subqueries: &'a [InitPlan],
+    /// The rows each recursive WITH query's last round made (`Relation::WorkTable`).
+    work_tables: HashMap<usize, std::rc::Rc<Vec<Vec<Datum>>>>,
 }
 
 /// Where a node sends each of its rows (which the sink may take); `false`: send no more.
@@ -122,6 +124,7 @@ fn run_select(
         },
         derived: HashMap::new(),
         subqueries,
+        work_tables: HashMap::new(),
     };
     let visible = plan.visible;
     node(&plan.root, &mut run, &mut Vec::new(), &mut |_, r| {
@@ -261,6 +264,65 @@ fn set_operation(
     Ok(true)
 }
 
+/// The rows of `plan` under `row`, run within `run` (so they read its work tables), each
+/// value converted to its column's type.
+fn rows_under(
+    run: &mut Run<'_, '_, '_>,
+    plan: &SelectPlan,
+    row: &[Datum],
+    types: &[SqlType],
+) -> Result<Vec<Vec<Datum>>> {
+    let mut rows = Vec::new();
+    let visible = plan.visible;
+    node(&plan.root, run, &mut row.to_vec(), &mut |run, r| {
+        let mut out = std::mem::take(r);
+        out.truncate(visible);
+        let out = out
+            .into_iter()
+            .zip(types)
+            .map(|(v, ty)| v.cast(*ty))
+            .collect::<Result<Vec<_>>>()?;
+        run.budget.take(row_bytes(&out))?;
+        rows.push(out);
+        Ok(true)
+    })?;
+    Ok(rows)
+}
+
+/// `WITH RECURSIVE` (see `PlanNode::RecursiveUnion`): each round's rows go to `sink` as they
+/// are made, and feed the next round; a round is checked for cancellation, and every row held
+/// is charged to the budget (a query that never stops ends at its memory budget).
+fn recursive_union(
+    run: &mut Run<'_, '_, '_>,
+    row: &[Datum],
+    (anchor, recursive): (&SelectPlan, &SelectPlan),
+    (id, all): (usize, bool),
+    types: &[SqlType],
+    sink: &mut Sink<'_>,
+) -> Result<bool> {
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut round = rows_under(run, anchor, row, types)?;
+    loop {
+        run.cx.check_cancel()?;
+        let mut made = Vec::with_capacity(round.len());
+        for r in round {
+            if !all && !seen.insert(group_key(&r)) {
+                continue;
+            }
+            let mut out = r.clone();
+            if !sink(run, &mut out)? {
+                return Ok(false);
+            }
+            made.push(r);
+        }
+        if made.is_empty() {
+            return Ok(true);
+        }
+        run.work_tables.insert(id, std::rc::Rc::new(made));
+        round = rows_under(run, recursive, row, types)?;
+    }
+}
+
 /// Whether every one of `filter` holds on `row`.
 fn all_hold(filter: &[Expr], row: &[Datum], cx: &Context<'_>) -> Result<bool> {
     for f in filter {
@@ -327,6 +389,18 @@ fn node(
                 Relation::Rows { rows, .. } => {
                     return rows_node(rows, filter, run, row, sink);
                 }
+                // Read first (nothing joined before it), it runs once: its rows stream, so a
+                // LIMIT above stops it (a recursive WITH query that would never end included).
+                Relation::Subquery(plan) if row.is_empty() => {
+                    let visible = plan.visible;
+                    return node(&plan.root, run, &mut Vec::new(), &mut |run, r| {
+                        r.truncate(visible);
+                        if !all_hold(filter, r, run.cx)? {
+                            return Ok(true);
+                        }
+                        sink(run, r)
+                    });
+                }
                 Relation::Subquery(plan) => {
                     let key: *const SelectPlan = &**plan;
                     let rows = match run.derived.get(&key) {
@@ -340,6 +414,10 @@ fn node(
                             rows
                         }
                     };
+                    return rows_node(&rows, filter, run, row, sink);
+                }
+                Relation::WorkTable(id) => {
+                    let rows = run.work_tables.get(id).cloned().unwrap_or_default();
                     return rows_node(&rows, filter, run, row, sink);
                 }
                 Relation::Function { func, args } => {
@@ -489,6 +567,13 @@ fn node(
                 sink(run, &mut out)
             })
         }
+        PlanNode::RecursiveUnion {
+            anchor,
+            recursive,
+            id,
+            all,
+            types,
+        } => recursive_union(run, row, (anchor, recursive), (*id, *all), types, sink),
         PlanNode::Values { rows, types } => {
             for r in rows {
                 let mut out = r

@@ -78,6 +78,7 @@ fn tree_lines(n: &PlanNode, lock_rows: bool, out: &mut Vec<String>, depth: usize
                     format!("Seq Scan on {relation} {}", source.name)
                 }
                 Relation::Subquery(_) => format!("Subquery Scan on {}", source.name),
+                Relation::WorkTable(_) => format!("WorkTable Scan on {}", source.name),
                 Relation::Function { func, .. } => {
                     format!("Function Scan on {} {}", func.name(), source.name)
                 }
@@ -89,6 +90,13 @@ fn tree_lines(n: &PlanNode, lock_rows: bool, out: &mut Vec<String>, depth: usize
             },
         ),
         PlanNode::ProjectSet { input, .. } => return tree_lines(input, lock_rows, out, depth),
+        PlanNode::RecursiveUnion {
+            anchor, recursive, ..
+        } => (
+            "Recursive Union".into(),
+            0,
+            vec![&anchor.root, &recursive.root],
+        ),
         PlanNode::Values { rows, .. } => (format!("Values Scan ({} rows)", rows.len()), 0, vec![]),
         PlanNode::SetOp {
             left,

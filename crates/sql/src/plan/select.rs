@@ -43,8 +43,12 @@ pub enum Relation {
         relation: String,
         rows: Vec<Vec<Datum>>,
     },
-    /// A subquery in FROM (a derived table): its rows, made once per execution.
-    Subquery(Box<SelectPlan>),
+    /// A subquery in FROM (a derived table, or a WITH query every reference shares): its
+    /// rows, made once per execution.
+    Subquery(Arc<SelectPlan>),
+    /// The rows a recursive WITH query's recursive part reads: those its last round made
+    /// (number `n` of the statement's recursive queries).
+    WorkTable(usize),
     /// A set-returning function in FROM: its values for the arguments, which may read the
     /// sources before it (PostgreSQL's implicit LATERAL).
     Function { func: SetFunc, args: Vec<Expr> },
@@ -106,7 +110,10 @@ impl Source {
     pub fn table(&self) -> Option<&Arc<SqlTable>> {
         match &self.relation {
             Relation::Table(t) => Some(t),
-            Relation::Rows { .. } | Relation::Subquery(_) | Relation::Function { .. } => None,
+            Relation::Rows { .. }
+            | Relation::Subquery(_)
+            | Relation::WorkTable(_)
+            | Relation::Function { .. } => None,
         }
     }
 }
@@ -216,6 +223,16 @@ pub enum PlanNode {
         input: Box<PlanNode>,
         filter: Vec<Expr>,
     },
+    /// `WITH RECURSIVE`: the anchor's rows, then the recursive part's over and over, each
+    /// round reading (as work table `id`) the rows the last made, until one makes none; with
+    /// UNION (not `all`) a row already made is dropped.
+    RecursiveUnion {
+        anchor: Box<SelectPlan>,
+        recursive: Box<SelectPlan>,
+        id: usize,
+        all: bool,
+        types: Vec<SqlType>,
+    },
     /// Rows of expressions (`VALUES`), each value converted to its column's type.
     Values {
         rows: Vec<Vec<Expr>>,
@@ -299,7 +316,7 @@ impl PlanNode {
             }
             PlanNode::NestedLoop { filter, .. } => filter.iter().for_each(&mut each),
             PlanNode::Values { rows, .. } => rows.iter().flatten().for_each(&mut each),
-            PlanNode::SetOp { .. } => {}
+            PlanNode::SetOp { .. } | PlanNode::RecursiveUnion { .. } => {}
             PlanNode::Aggregate { aggregate: a, .. } => a
                 .group_by
                 .iter()
@@ -336,6 +353,12 @@ impl PlanNode {
             PlanNode::SetOp { left, right, .. } => {
                 left.root.walk(f);
                 right.root.walk(f);
+            }
+            PlanNode::RecursiveUnion {
+                anchor, recursive, ..
+            } => {
+                anchor.root.walk(f);
+                recursive.root.walk(f);
             }
             PlanNode::NestedLoop { outer, inner, .. } | PlanNode::SemiJoin { outer, inner, .. } => {
                 outer.walk(f);
