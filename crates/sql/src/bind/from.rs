@@ -286,19 +286,7 @@ impl Binder<'_> {
         semi: &SemiCondition<'_>,
         scope: &[ScopeColumn],
     ) -> Result<(PlanNode, bool)> {
-        // A nested query, bounded as `select_in` bounds one.
-        self.depth += 1;
-        self.query_depth += 1;
-        let bound = stacker::maybe_grow(2 * crate::depth::RED_ZONE, 16 << 20, || {
-            crate::depth::check(self.depth)?;
-            if self.query_depth > crate::depth::MAX_QUERY_DEPTH {
-                return Err(crate::depth::too_deep());
-            }
-            self.semi_join_nested(semi, scope)
-        });
-        self.depth -= 1;
-        self.query_depth -= 1;
-        bound
+        self.nested_query(|b| b.semi_join_nested(semi, scope))
     }
 
     fn semi_join_nested(

@@ -23,9 +23,17 @@ impl Binder<'_> {
         query: &ast::Query,
         outer: &[ScopeColumn],
     ) -> Result<(SelectPlan, Vec<OutputColumn>)> {
-        // A query nests in FROM as well as in expressions: each level counts against the same
-        // bound, on a stack grown as an expression's is (see `expr`), and queries nest no
-        // deeper than `MAX_QUERY_DEPTH` (their plans run and drop on tasks' fixed stacks).
+        self.nested_query(|b| b.select_nested(query, outer))
+    }
+
+    /// Binds a query nested in another with `bind`. A query nests in FROM as well as in
+    /// expressions: each level counts against the same bound, on a stack grown as an
+    /// expression's is (see `expr`), and queries nest no deeper than `MAX_QUERY_DEPTH` (their
+    /// plans run and drop on tasks' fixed stacks).
+    pub(crate) fn nested_query<T>(
+        &mut self,
+        bind: impl FnOnce(&mut Self) -> Result<T>,
+    ) -> Result<T> {
         self.depth += 1;
         self.query_depth += 1;
         let bound = stacker::maybe_grow(2 * crate::depth::RED_ZONE, 16 << 20, || {
@@ -33,7 +41,7 @@ impl Binder<'_> {
             if self.query_depth > crate::depth::MAX_QUERY_DEPTH {
                 return Err(crate::depth::too_deep());
             }
-            self.select_nested(query, outer)
+            bind(self)
         });
         self.depth -= 1;
         self.query_depth -= 1;

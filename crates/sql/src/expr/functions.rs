@@ -26,23 +26,6 @@ fn backends<'a>(cx: &Context<'a>) -> Result<&'a dyn Backends> {
 
 pub(super) fn eval_func(f: Func, args: &[Expr], row: &[Datum], cx: &Context<'_>) -> Result<Datum> {
     let arg = |i: usize| -> Result<Datum> { args[i].eval(row, cx) };
-    if matches!(
-        f,
-        Func::ArrayBuild
-            | Func::ArrayElement
-            | Func::ArrayLength
-            | Func::ArrayUpper
-            | Func::ArrayLower
-            | Func::Cardinality
-            | Func::ArrayToString
-            | Func::StringToArray
-            | Func::ArrayPosition
-            | Func::ArrayAppend
-            | Func::ArrayPrepend
-            | Func::ArrayCat
-    ) {
-        return super::arrays::eval(f, args, row, cx);
-    }
     Ok(match f {
         Func::Version => Datum::Text(VERSION.into()),
         Func::Now => Datum::TimestampTz(cx.now),
@@ -175,7 +158,7 @@ pub(super) fn eval_func(f: Func, args: &[Expr], row: &[Datum], cx: &Context<'_>)
         | Func::ArrayPosition
         | Func::ArrayAppend
         | Func::ArrayPrepend
-        | Func::ArrayCat => unreachable!("evaluated above"),
+        | Func::ArrayCat => return super::arrays::eval(f, args, row, cx),
         Func::JsonBuildObject => {
             let mut out = String::from("{");
             for (i, pair) in args.chunks(2).enumerate() {

@@ -33,14 +33,7 @@ const fn view(
     columns: &'static [(&'static str, SqlType)],
     rows: fn(&Snapshot) -> Vec<Vec<Datum>>,
 ) -> SystemRelation {
-    SystemRelation {
-        schema: Schema::InformationSchema,
-        name,
-        oid,
-        view: true,
-        columns,
-        rows,
-    }
+    SystemRelation::table(Schema::InformationSchema, (name, oid), columns, rows).into_view()
 }
 
 fn yes(b: bool) -> &'static str {

@@ -82,6 +82,29 @@ impl std::fmt::Debug for SystemRelation {
 }
 
 impl SystemRelation {
+    /// A catalog table of `schema` called `name`, with object id `oid`, `columns`, and `rows`
+    /// making its rows.
+    const fn table(
+        schema: Schema,
+        (name, oid): (&'static str, u32),
+        columns: &'static [(&'static str, SqlType)],
+        rows: fn(&Snapshot) -> Vec<Vec<Datum>>,
+    ) -> SystemRelation {
+        SystemRelation {
+            schema,
+            name,
+            oid,
+            view: false,
+            columns,
+            rows,
+        }
+    }
+
+    /// The same relation as a view (`relkind` 'v').
+    const fn into_view(self) -> SystemRelation {
+        SystemRelation { view: true, ..self }
+    }
+
     /// Its rows over `snapshot`.
     pub fn rows(&self, snapshot: &Snapshot) -> Vec<Vec<Datum>> {
         (self.rows)(snapshot)

@@ -29,8 +29,8 @@ pub(super) const RELATIONS: &[SystemRelation] = &[
     relation("pg_index", 2610, PG_INDEX, indexes),
     relation("pg_constraint", 2606, PG_CONSTRAINT, constraints),
     relation("pg_database", 1262, PG_DATABASE, databases),
-    view("pg_roles", 12_000, PG_ROLES, roles),
-    view("pg_user", 12_014, PG_USER, users),
+    relation("pg_roles", 12_000, PG_ROLES, roles).into_view(),
+    relation("pg_user", 12_014, PG_USER, users).into_view(),
     relation("pg_am", 2601, PG_AM, access_methods),
     relation("pg_attrdef", 2604, PG_ATTRDEF, defaults),
     relation("pg_description", 2609, PG_DESCRIPTION, none),
@@ -48,26 +48,7 @@ const fn relation(
     columns: &'static [(&'static str, SqlType)],
     rows: fn(&Snapshot) -> Vec<Vec<Datum>>,
 ) -> SystemRelation {
-    SystemRelation {
-        schema: Schema::PgCatalog,
-        name,
-        oid,
-        view: false,
-        columns,
-        rows,
-    }
-}
-
-const fn view(
-    name: &'static str,
-    oid: u32,
-    columns: &'static [(&'static str, SqlType)],
-    rows: fn(&Snapshot) -> Vec<Vec<Datum>>,
-) -> SystemRelation {
-    SystemRelation {
-        view: true,
-        ..relation(name, oid, columns, rows)
-    }
+    SystemRelation::table(Schema::PgCatalog, (name, oid), columns, rows)
 }
 
 fn none(_: &Snapshot) -> Vec<Vec<Datum>> {
