@@ -251,9 +251,9 @@ pub fn decode_param(bytes: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<D
             _ => return Err(bad_binary(ty)),
         }
         .cast(ty)?,
-        SqlType::Oid | SqlType::RegClass | SqlType::RegType => Datum::Int(i64::from(
-            u32::from_be_bytes(fixed(4)?.try_into().expect("4 bytes")),
-        )),
+        SqlType::Oid | SqlType::RegClass | SqlType::RegType | SqlType::RegNamespace => Datum::Int(
+            i64::from(u32::from_be_bytes(fixed(4)?.try_into().expect("4 bytes"))),
+        ),
         SqlType::Array(e) => decode_array(b, ty, e.ty())?,
         SqlType::Float8 => match b.len() {
             4 => Datum::Float(f64::from(f32::from_be_bytes(

@@ -743,7 +743,10 @@ impl<'c> Binder<'c> {
                 }
                 let (x, from) = self.expr(expr, scope, g)?;
                 // A parameter cast to regclass or regtype is a name.
-                let reg = matches!(ty, SqlType::RegClass | SqlType::RegType);
+                let reg = matches!(
+                    ty,
+                    SqlType::RegClass | SqlType::RegType | SqlType::RegNamespace
+                );
                 self.infer(&x, if reg { SqlType::Text } else { ty });
                 let x = match self.reg_cast(x, from, ty)? {
                     Ok(named) => return Ok((named, ty)),

@@ -112,6 +112,7 @@ impl Binder<'_> {
         }
         let (func, arity, ty) = match name {
             "version" => (Func::Version, 0..=0, SqlType::Text),
+            "quote_ident" => (Func::QuoteIdent, 1..=1, SqlType::Text),
             "json_build_object" => {
                 if !args.len().is_multiple_of(2) {
                     return Err(SqlError::new(

@@ -67,6 +67,8 @@ impl Binder<'_> {
         let lookup = match (from, ty) {
             (SqlType::RegClass, t) if t.is_string() => self.snapshot()?.relation_texts(),
             (SqlType::RegType, t) if t.is_string() => self.snapshot()?.type_texts(),
+            (SqlType::RegNamespace, t) if t.is_string() => crate::system::schema_texts(),
+            (f, SqlType::RegNamespace) if f.is_string() => crate::system::schema_oids(),
             (f, SqlType::RegClass) if f.is_string() => self.snapshot()?.relation_oids(false),
             (f, SqlType::RegType) if f.is_string() => self.snapshot()?.type_oids(false),
             _ => return Ok(Err(x)),
@@ -77,7 +79,10 @@ impl Binder<'_> {
     /// A result column of `ty`: a `regclass` or `regtype` is sent as its name. (Never clones
     /// `x`: a deep expression's clone would recurse as deep as it.)
     pub(crate) fn output(&mut self, x: Expr, ty: SqlType) -> Result<(Expr, SqlType)> {
-        if !matches!(ty, SqlType::RegClass | SqlType::RegType) {
+        if !matches!(
+            ty,
+            SqlType::RegClass | SqlType::RegType | SqlType::RegNamespace
+        ) {
             return Ok((x, ty));
         }
         match self.reg_cast(x, ty, SqlType::Text)? {
@@ -143,8 +148,34 @@ impl Binder<'_> {
             ),
             "pg_get_indexdef" if (1..=3).contains(&args.len()) => {
                 let pretty = matches!(args.get(2), Some(Expr::Literal(Datum::Bool(true))));
-                let l = self.snapshot()?.index_definitions(pretty);
-                (lookup_expr(args[0].clone(), l), SqlType::Text)
+                let definition = self.snapshot()?.index_definitions(pretty);
+                let definition = lookup_expr(args[0].clone(), definition);
+                // pg_get_indexdef(index, n, ...): its column n, where n is not 0.
+                let e = match args.get(1) {
+                    None | Some(Expr::Literal(Datum::Int(0))) => definition,
+                    Some(n) => {
+                        let key = Expr::Func(
+                            Func::Concat,
+                            vec![
+                                args[0].clone(),
+                                Expr::Literal(Datum::Text(".".into())),
+                                n.clone(),
+                            ],
+                        );
+                        let column = lookup_expr(key, self.snapshot()?.index_columns());
+                        let zero = Expr::Binary(
+                            crate::expr::BinOp::Eq,
+                            Box::new(n.clone()),
+                            Box::new(Expr::Literal(Datum::Int(0))),
+                        );
+                        Expr::Case {
+                            operand: None,
+                            whens: vec![(zero, definition)],
+                            otherwise: Some(Box::new(column)),
+                        }
+                    }
+                };
+                (e, SqlType::Text)
             }
             "pg_get_constraintdef" if (1..=2).contains(&args.len()) => {
                 let l = self.snapshot()?.constraint_definitions();
@@ -172,6 +203,13 @@ impl Binder<'_> {
             | "pg_get_function_identity_arguments"
                 if args.len() == 1 =>
             {
+                (Expr::Literal(Datum::Null), SqlType::Text)
+            }
+            // Nothing is published, and there are no extended statistics.
+            "pg_relation_is_publishable" if args.len() == 1 => {
+                (Expr::Literal(Datum::Bool(false)), SqlType::Bool)
+            }
+            "pg_get_statisticsobjdef_columns" if args.len() == 1 => {
                 (Expr::Literal(Datum::Null), SqlType::Text)
             }
             // Nothing has a comment.

@@ -159,6 +159,10 @@ pub(super) fn eval_func(f: Func, args: &[Expr], row: &[Datum], cx: &Context<'_>)
         | Func::ArrayAppend
         | Func::ArrayPrepend
         | Func::ArrayCat => return super::arrays::eval(f, args, row, cx),
+        Func::QuoteIdent => match arg(0)?.to_text() {
+            Some(s) => Datum::Text(strings::quote_ident(&s)),
+            None => Datum::Null,
+        },
         Func::JsonBuildObject => {
             let mut out = String::from("{");
             for (i, pair) in args.chunks(2).enumerate() {

@@ -35,6 +35,10 @@ pub enum Missing {
     NoRelation,
     /// Fails: no type of that name (42704).
     NoType,
+    /// Fails: no schema of that name (3F000).
+    NoSchema,
+    /// The empty string.
+    Empty,
 }
 
 /// A function of one value, answered from a table.
@@ -62,6 +66,7 @@ impl Lookup {
         match self.missing {
             Missing::Null => Ok(Datum::Null),
             Missing::Echo => Ok(Datum::Text(text)),
+            Missing::Empty => Ok(Datum::Text(String::new())),
             Missing::NoRelation => Err(SqlError::new(
                 sqlstate::UNDEFINED_TABLE,
                 format!("relation \"{text}\" does not exist"),
@@ -69,6 +74,10 @@ impl Lookup {
             Missing::NoType => Err(SqlError::new(
                 sqlstate::UNDEFINED_OBJECT,
                 format!("type \"{text}\" does not exist"),
+            )),
+            Missing::NoSchema => Err(SqlError::new(
+                sqlstate::INVALID_SCHEMA_NAME,
+                format!("schema \"{text}\" does not exist"),
             )),
         }
     }

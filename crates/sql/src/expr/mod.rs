@@ -128,6 +128,8 @@ pub enum Func {
     FormatType,
     /// `json_build_object(key, value, ...)`: a JSON object's text.
     JsonBuildObject,
+    /// `quote_ident(s)`: `s` as an identifier, quoted where SQL would need it.
+    QuoteIdent,
     /// `ARRAY[a, b, ...]`.
     ArrayBuild,
     /// `a[i]`: the element at 1-based `i` (NULL outside the array).

@@ -159,6 +159,23 @@ pub(crate) fn regex(p: &str, insensitive: bool) -> Result<regex::Regex> {
         })
 }
 
+/// `s` as an identifier: as it is if SQL would read it back unquoted (lower-case letters,
+/// digits, `_` and `$`, not starting with a digit or `$`), else in double quotes with `"`
+/// doubled. (PostgreSQL also quotes its keywords; those are not listed here.)
+pub(crate) fn quote_ident(s: &str) -> String {
+    let plain = s
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '$');
+    if plain {
+        s.to_owned()
+    } else {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    }
+}
+
 /// `s` as a JSON string: quoted, with `"`, `\\` and control characters escaped.
 pub(crate) fn json_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);

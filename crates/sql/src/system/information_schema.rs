@@ -48,7 +48,13 @@ fn schemata(s: &Snapshot) -> Vec<Vec<Datum>> {
             Row::nulls(SCHEMATA)
                 .set("catalog_name", DATABASE_NAME)
                 .set("schema_name", n.name())
-                .set("schema_owner", owner.clone())
+                .set(
+                    "schema_owner",
+                    match n {
+                        Schema::Public => Some(super::DATABASE_OWNER_ROLE.1.to_owned()),
+                        _ => owner.clone(),
+                    },
+                )
                 .done()
         })
         .collect()

@@ -26,6 +26,32 @@ fn relation_text(name: &str, schema: Schema) -> String {
     }
 }
 
+/// Schema object id to its name: a `regnamespace` as text.
+pub fn schema_texts() -> Lookup {
+    Lookup {
+        key: Key::Oid,
+        entries: SCHEMAS
+            .iter()
+            .map(|s| (s.oid().to_string(), Datum::Text(s.name().to_owned())))
+            .collect(),
+        missing: Missing::Echo,
+    }
+}
+
+/// Schema name to its object id: `::regnamespace` (42704 for one there is not).
+pub fn schema_oids() -> Lookup {
+    Lookup {
+        key: Key::TypeName,
+        entries: SCHEMAS
+            .iter()
+            .map(|s| (s.name().to_owned(), Datum::Int(i64::from(s.oid()))))
+            .collect(),
+        missing: Missing::NoSchema,
+    }
+}
+
+const SCHEMAS: [Schema; 3] = [Schema::PgCatalog, Schema::Public, Schema::InformationSchema];
+
 impl Snapshot {
     /// Relation name to object id: `::regclass` (`missing_ok`: `to_regclass`).
     pub fn relation_oids(&self, missing_ok: bool) -> Lookup {
@@ -124,7 +150,9 @@ impl Snapshot {
             entries: self
                 .roles
                 .iter()
-                .map(|r| (role_oid(&r.name).to_string(), Datum::Text(r.name.clone())))
+                .map(|r| (role_oid(&r.name), r.name.as_str()))
+                .chain(std::iter::once(super::DATABASE_OWNER_ROLE))
+                .map(|(oid, name)| (oid.to_string(), Datum::Text(name.to_owned())))
                 .collect(),
             missing: Missing::Echo,
         }
@@ -194,6 +222,27 @@ impl Snapshot {
             key: Key::Oid,
             entries,
             missing: Missing::Null,
+        }
+    }
+
+    /// `index.n` (object id and 1-based column) to the index's column n, as
+    /// `pg_get_indexdef(index, n, ...)` gives it.
+    pub fn index_columns(&self) -> Lookup {
+        let mut entries = HashMap::new();
+        for t in &self.tables {
+            let pk = (!t.primary_key.is_empty()).then(|| (t.primary_key_oid(), &t.primary_key));
+            let secondary = t.indexes.iter().map(|i| (i.oid, &i.columns));
+            for (oid, columns) in pk.into_iter().chain(secondary) {
+                for (n, &c) in columns.iter().enumerate() {
+                    let name = relation_text(&t.columns[c].name, Schema::Public);
+                    entries.insert(format!("{oid}.{}", n + 1), Datum::Text(name));
+                }
+            }
+        }
+        Lookup {
+            key: Key::Text,
+            entries,
+            missing: Missing::Empty,
         }
     }
 

@@ -12,6 +12,8 @@
 
 mod information_schema;
 pub mod lookup;
+
+pub use lookup::{schema_oids, schema_texts};
 mod pg_catalog;
 
 use std::sync::Arc;
@@ -198,6 +200,9 @@ impl Snapshot {
         out
     }
 }
+
+/// PostgreSQL's `pg_database_owner` role, which owns `public`.
+pub const DATABASE_OWNER_ROLE: (u32, &str) = (6171, "pg_database_owner");
 
 /// The object id of the role that owns what a catalog without roles owns.
 const BOOTSTRAP_ROLE_OID: u32 = 10;

@@ -246,7 +246,7 @@ impl Datum {
             },
             // An object id: PostgreSQL also reads a negative 32-bit integer as the id it wraps
             // to.
-            SqlType::Oid | SqlType::RegClass | SqlType::RegType => {
+            SqlType::Oid | SqlType::RegClass | SqlType::RegType | SqlType::RegNamespace => {
                 let v: i64 = t.parse().map_err(|_| invalid_text(ty, text))?;
                 match v {
                     0..=0xFFFF_FFFF => Datum::Int(v),
@@ -372,7 +372,10 @@ impl Datum {
                 Datum::Int(v)
             }
             // An integer cast to an object id wraps as a 32-bit one (`-1::oid` is 4294967295).
-            (Datum::Int(v), SqlType::Oid | SqlType::RegClass | SqlType::RegType) => {
+            (
+                Datum::Int(v),
+                SqlType::Oid | SqlType::RegClass | SqlType::RegType | SqlType::RegNamespace,
+            ) => {
                 if !(-0x8000_0000..=0xFFFF_FFFF).contains(&v) {
                     return Err(integer_out_of_range(ty));
                 }

@@ -80,6 +80,8 @@ pub enum SqlType {
     RegClass,
     /// `regtype`: a type's object id, written as its name.
     RegType,
+    /// `regnamespace`: a schema's object id, written as its name.
+    RegNamespace,
     /// A one-dimensional array of values of one type (`integer[]`, `text[]`, ...).
     Array(ArrayElem),
 }
@@ -178,7 +180,9 @@ impl ArrayElem {
             SqlType::Char(_) => ArrayElem::Char,
             SqlType::Name => ArrayElem::Name,
             SqlType::CharByte => ArrayElem::CharByte,
-            SqlType::Oid | SqlType::RegClass | SqlType::RegType => ArrayElem::Oid,
+            SqlType::Oid | SqlType::RegClass | SqlType::RegType | SqlType::RegNamespace => {
+                ArrayElem::Oid
+            }
             SqlType::Date => ArrayElem::Date,
             SqlType::Time => ArrayElem::Time,
             SqlType::Timestamp => ArrayElem::Timestamp,
@@ -243,6 +247,7 @@ impl SqlType {
             SqlType::CharByte => "\"char\"".into(),
             SqlType::RegClass => "regclass".into(),
             SqlType::RegType => "regtype".into(),
+            SqlType::RegNamespace => "regnamespace".into(),
             SqlType::Array(ArrayElem::Int2Vector) => "int2vector".into(),
             SqlType::Array(ArrayElem::OidVector) => "oidvector".into(),
             SqlType::Array(e) => format!("{}[]", e.ty().name()),
@@ -271,6 +276,7 @@ impl SqlType {
             SqlType::CharByte => 18,
             SqlType::RegClass => 2205,
             SqlType::RegType => 2206,
+            SqlType::RegNamespace => 4089,
             SqlType::Array(e) => e.array_oid(),
         }
     }
@@ -297,6 +303,7 @@ impl SqlType {
             18 => SqlType::CharByte,
             2205 => SqlType::RegClass,
             2206 => SqlType::RegType,
+            4089 => SqlType::RegNamespace,
             oid => {
                 return ArrayElem::ALL
                     .into_iter()
@@ -312,7 +319,9 @@ impl SqlType {
             SqlType::Int2 => (i64::from(i16::MIN), i64::from(i16::MAX), "smallint"),
             SqlType::Int4 => (i64::from(i32::MIN), i64::from(i32::MAX), "integer"),
             SqlType::Int8 => (i64::MIN, i64::MAX, "bigint"),
-            SqlType::Oid | SqlType::RegClass | SqlType::RegType => (0, i64::from(u32::MAX), "OID"),
+            SqlType::Oid | SqlType::RegClass | SqlType::RegType | SqlType::RegNamespace => {
+                (0, i64::from(u32::MAX), "OID")
+            }
             _ => return None,
         })
     }
@@ -331,7 +340,10 @@ impl SqlType {
 
     /// Whether values are object ids (`oid` and the `reg*` types that write one as a name).
     pub fn is_oid(self) -> bool {
-        matches!(self, SqlType::Oid | SqlType::RegClass | SqlType::RegType)
+        matches!(
+            self,
+            SqlType::Oid | SqlType::RegClass | SqlType::RegType | SqlType::RegNamespace
+        )
     }
 
     /// Whether values are numbers.
@@ -352,7 +364,9 @@ impl SqlType {
         match self {
             SqlType::Bool | SqlType::Int2 | SqlType::Int4 => ColumnType::Int32,
             SqlType::Int8 | SqlType::Float8 => ColumnType::Int64,
-            SqlType::Oid | SqlType::RegClass | SqlType::RegType => ColumnType::Int64,
+            SqlType::Oid | SqlType::RegClass | SqlType::RegType | SqlType::RegNamespace => {
+                ColumnType::Int64
+            }
             SqlType::Name => ColumnType::VarChar(NAME_MAX as u16),
             SqlType::CharByte => ColumnType::VarChar(1),
             SqlType::Numeric(Some(Typmod { precision, scale }))
@@ -489,6 +503,7 @@ impl SqlType {
                     Some("char") => SqlType::CharByte,
                     Some("regclass") => SqlType::RegClass,
                     Some("regtype") => SqlType::RegType,
+                    Some("regnamespace") => SqlType::RegNamespace,
                     Some("int2") => SqlType::Int2,
                     Some("int4") => SqlType::Int4,
                     Some("int8") => SqlType::Int8,

@@ -317,3 +317,113 @@ pub(super) const PG_SEQUENCE: &[(&str, SqlType)] = &[
     ("seqcache", Int8),
     ("seqcycle", Bool),
 ];
+
+pub(super) const PG_POLICY: &[(&str, SqlType)] = &[
+    ("oid", Oid),
+    ("polname", Name),
+    ("polrelid", Oid),
+    ("polcmd", CharByte),
+    ("polpermissive", Bool),
+    ("polroles", OID_ARRAY),
+    ("polqual", Text),
+    ("polwithcheck", Text),
+];
+
+pub(super) const PG_STATISTIC_EXT: &[(&str, SqlType)] = &[
+    ("oid", Oid),
+    ("stxrelid", Oid),
+    ("stxname", Name),
+    ("stxnamespace", Oid),
+    ("stxowner", Oid),
+    ("stxstattarget", Int4),
+    ("stxkeys", INT2VECTOR),
+    ("stxkind", Array(ArrayElem::CharByte)),
+    ("stxexprs", Text),
+];
+
+pub(super) const PG_PUBLICATION: &[(&str, SqlType)] = &[
+    ("oid", Oid),
+    ("pubname", Name),
+    ("pubowner", Oid),
+    ("puballtables", Bool),
+    ("pubinsert", Bool),
+    ("pubupdate", Bool),
+    ("pubdelete", Bool),
+    ("pubtruncate", Bool),
+    ("pubviaroot", Bool),
+];
+
+pub(super) const PG_PUBLICATION_NAMESPACE: &[(&str, SqlType)] =
+    &[("oid", Oid), ("pnpubid", Oid), ("pnnspid", Oid)];
+
+pub(super) const PG_PUBLICATION_REL: &[(&str, SqlType)] = &[
+    ("oid", Oid),
+    ("prpubid", Oid),
+    ("prrelid", Oid),
+    ("prqual", Text),
+    ("prattrs", INT2VECTOR),
+];
+
+pub(super) const PG_AUTH_MEMBERS: &[(&str, SqlType)] = &[
+    ("roleid", Oid),
+    ("member", Oid),
+    ("grantor", Oid),
+    ("admin_option", Bool),
+];
+
+pub(super) const PG_TRIGGER: &[(&str, SqlType)] = &[
+    ("oid", Oid),
+    ("tgrelid", Oid),
+    ("tgparentid", Oid),
+    ("tgname", Name),
+    ("tgfoid", Oid),
+    ("tgtype", Int2),
+    ("tgenabled", CharByte),
+    ("tgisinternal", Bool),
+    ("tgconstrrelid", Oid),
+    ("tgconstrindid", Oid),
+    ("tgconstraint", Oid),
+    ("tgdeferrable", Bool),
+    ("tginitdeferred", Bool),
+    ("tgnargs", Int2),
+    ("tgattr", INT2VECTOR),
+    ("tgargs", Text),
+    ("tgqual", Text),
+    ("tgoldtable", Name),
+    ("tgnewtable", Name),
+];
+
+pub(super) const PG_REWRITE: &[(&str, SqlType)] = &[
+    ("oid", Oid),
+    ("rulename", Name),
+    ("ev_class", Oid),
+    ("ev_type", CharByte),
+    ("ev_enabled", CharByte),
+    ("is_instead", Bool),
+    ("ev_qual", Text),
+    ("ev_action", Text),
+];
+
+pub(super) const PG_FOREIGN_TABLE: &[(&str, SqlType)] =
+    &[("ftrelid", Oid), ("ftserver", Oid), ("ftoptions", Text)];
+
+pub(super) const PG_PARTITIONED_TABLE: &[(&str, SqlType)] = &[
+    ("partrelid", Oid),
+    ("partstrat", CharByte),
+    ("partnatts", Int2),
+    ("partdefid", Oid),
+    ("partattrs", INT2VECTOR),
+    ("partclass", OIDVECTOR),
+    ("partcollation", OIDVECTOR),
+    ("partexprs", Text),
+];
+
+pub(super) const PG_DEPEND: &[(&str, SqlType)] = &[
+    ("classid", Oid),
+    ("objid", Oid),
+    ("objsubid", Int4),
+    ("refclassid", Oid),
+    ("refobjid", Oid),
+    ("refobjsubid", Int4),
+    ("deptype", CharByte),
+];

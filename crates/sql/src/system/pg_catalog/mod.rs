@@ -40,6 +40,25 @@ pub(super) const RELATIONS: &[SystemRelation] = &[
     relation("pg_collation", 3456, PG_COLLATION, collations),
     relation("pg_enum", 3501, PG_ENUM, none),
     relation("pg_sequence", 2224, PG_SEQUENCE, sequences),
+    // What Overtake has none of (policies, extended statistics, publications, role
+    // memberships, triggers, rules, foreign and partitioned tables): empty, for the queries
+    // psql's \d and \du join them into.
+    relation("pg_depend", 2608, PG_DEPEND, dependencies),
+    relation("pg_policy", 3256, PG_POLICY, none),
+    relation("pg_statistic_ext", 3381, PG_STATISTIC_EXT, none),
+    relation("pg_publication", 6104, PG_PUBLICATION, none),
+    relation(
+        "pg_publication_namespace",
+        6237,
+        PG_PUBLICATION_NAMESPACE,
+        none,
+    ),
+    relation("pg_publication_rel", 6106, PG_PUBLICATION_REL, none),
+    relation("pg_auth_members", 1261, PG_AUTH_MEMBERS, none),
+    relation("pg_trigger", 2620, PG_TRIGGER, none),
+    relation("pg_rewrite", 2618, PG_REWRITE, none),
+    relation("pg_foreign_table", 3118, PG_FOREIGN_TABLE, none),
+    relation("pg_partitioned_table", 3350, PG_PARTITIONED_TABLE, none),
 ];
 
 const fn relation(
@@ -56,10 +75,14 @@ fn none(_: &Snapshot) -> Vec<Vec<Datum>> {
 }
 
 fn namespaces(s: &Snapshot) -> Vec<Vec<Datum>> {
-    let owner = s.superuser_oid();
     [Schema::PgCatalog, Schema::Public, Schema::InformationSchema]
         .into_iter()
         .map(|n| {
+            // PostgreSQL 15's `public` belongs to the database's owner, whoever that is.
+            let owner = match n {
+                Schema::Public => super::DATABASE_OWNER_ROLE.0,
+                _ => s.superuser_oid(),
+            };
             Row::new(PG_NAMESPACE)
                 .set("oid", n.oid())
                 .set("nspname", n.name())
@@ -324,9 +347,15 @@ fn shown_password(has: bool) -> Option<String> {
 }
 
 fn roles(s: &Snapshot) -> Vec<Vec<Datum>> {
-    s.roles
-        .iter()
-        .map(|r| {
+    let (oid, name) = super::DATABASE_OWNER_ROLE;
+    let database_owner = Row::new(PG_ROLES)
+        .set("rolname", name)
+        .set("rolinherit", true)
+        .set("rolconnlimit", -1i64)
+        .set("oid", oid)
+        .done();
+    std::iter::once(database_owner)
+        .chain(s.roles.iter().map(|r| {
             Row::new(PG_ROLES)
                 .set("rolname", r.name.as_str())
                 .set("rolsuper", r.superuser)
@@ -339,7 +368,7 @@ fn roles(s: &Snapshot) -> Vec<Vec<Datum>> {
                 .set("rolbypassrls", r.superuser)
                 .set("oid", role_oid(&r.name))
                 .done()
-        })
+        }))
         .collect()
 }
 
@@ -445,4 +474,39 @@ fn sequences(s: &Snapshot) -> Vec<Vec<Datum>> {
                 .done()
         })
         .collect()
+}
+
+/// `pg_class`'s own object id: what `pg_depend` rows between relations name as their class.
+const PG_CLASS_OID: u32 = 1259;
+
+/// The dependencies tools read: a serial or identity column's sequence on the column (`a`,
+/// automatic: it goes with the table).
+fn dependencies(s: &Snapshot) -> Vec<Vec<Datum>> {
+    let mut out = Vec::new();
+    for seq in &s.tables {
+        let Some((table, column)) = seq
+            .sequence
+            .as_ref()
+            .and_then(|q| q.options.owned_by.clone())
+        else {
+            continue;
+        };
+        let Some(owner) = s.tables.iter().find(|t| t.name == table) else {
+            continue;
+        };
+        let Some(attnum) = owner.column(&column) else {
+            continue;
+        };
+        out.push(
+            Row::new(PG_DEPEND)
+                .set("classid", PG_CLASS_OID)
+                .set("objid", seq.oid)
+                .set("refclassid", PG_CLASS_OID)
+                .set("refobjid", owner.oid)
+                .set("refobjsubid", (attnum + 1) as i64)
+                .set("deptype", "a")
+                .done(),
+        );
+    }
+    out
 }
