@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use sqlparser::ast::{self, ColumnOption, TableConstraint};
 
-use crate::bind::{Binder, ident, object_name};
+use crate::bind::{Binder, ScopeColumn, ident, object_name};
 use crate::catalog::acl::{Grantee, Privileges};
 use crate::catalog::pending::Tables;
-use crate::catalog::{ColumnDefault, SqlColumn};
+use crate::catalog::{Check, ColumnDefault, SqlColumn};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::Expr;
 use crate::plan::{Ddl, GrantOn};
@@ -175,6 +175,8 @@ pub(super) fn create_table(tables: Tables<'_>, ct: &ast::CreateTable) -> Result<
     let mut columns = Vec::new();
     let mut primary_key = Vec::new();
     let mut sequences = Vec::new();
+    // CHECK conditions (name, condition), bound once every column is known.
+    let mut check_asts: Vec<(Option<String>, &ast::Expr)> = Vec::new();
     for (i, c) in ct.columns.iter().enumerate() {
         let serial = serial_type(&c.data_type);
         let mut column = SqlColumn {
@@ -207,6 +209,10 @@ pub(super) fn create_table(tables: Tables<'_>, ct: &ast::CreateTable) -> Result<
                     sequences.push(column_sequence(&table_name, &mut column, options)?);
                 }
                 ColumnOption::NotNull => column.nullable = false,
+                ColumnOption::Check(check) => {
+                    let name = o.name.as_ref().or(check.name.as_ref()).map(ident);
+                    check_asts.push((name, &check.expr));
+                }
                 ColumnOption::Null => {}
                 ColumnOption::PrimaryKey(_) => {
                     column.nullable = false;
@@ -253,16 +259,99 @@ pub(super) fn create_table(tables: Tables<'_>, ct: &ast::CreateTable) -> Result<
                     primary_key.push(i);
                 }
             }
+            TableConstraint::Check(check) => {
+                check_asts.push((check.name.as_ref().map(ident), &check.expr));
+            }
             other => return Err(SqlError::unsupported(format!("constraint {other}"))),
         }
     }
+    let checks = bind_checks(tables, &table_name, &columns, check_asts)?;
     Ok(Ddl::CreateTable {
         name: table_name,
         columns,
         primary_key,
         if_not_exists: ct.if_not_exists,
         sequences,
+        checks,
     })
+}
+
+/// CHECK constraints of table `table` (of `columns`), each bound over the table's row and
+/// named as PostgreSQL names them where the statement did not: `{table}_{column}_check` for one
+/// reading a single column, `{table}_check` otherwise, numbered past a name taken.
+fn bind_checks(
+    tables: Tables<'_>,
+    table: &str,
+    columns: &[SqlColumn],
+    asts: Vec<(Option<String>, &ast::Expr)>,
+) -> Result<Vec<Check>> {
+    let scope: Vec<ScopeColumn> = columns
+        .iter()
+        .map(|c| ScopeColumn {
+            table: table.to_owned(),
+            name: c.name.clone(),
+            ty: c.ty,
+            outer: false,
+        })
+        .collect();
+    let mut checks: Vec<Check> = Vec::with_capacity(asts.len());
+    for (name, e) in asts {
+        let mut binder = Binder::new(tables, &[]);
+        let (expr, ty) = binder.folded(e, &scope, &mut None)?;
+        if !matches!(ty, SqlType::Bool | SqlType::Text) {
+            return Err(SqlError::new(
+                sqlstate::DATATYPE_MISMATCH,
+                format!(
+                    "argument of CHECK must be type boolean, not type {}",
+                    ty.name()
+                ),
+            ));
+        }
+        if binder.volatile || !binder.init.is_empty() {
+            return Err(SqlError::new(
+                sqlstate::FEATURE_NOT_SUPPORTED,
+                "cannot use subquery in check constraint",
+            ));
+        }
+        let name = match name {
+            Some(n) => {
+                if checks.iter().any(|c| c.name == n) {
+                    return Err(SqlError::new(
+                        sqlstate::DUPLICATE_OBJECT,
+                        format!("check constraint \"{n}\" already exists"),
+                    ));
+                }
+                n
+            }
+            None => {
+                let mut read = Vec::new();
+                expr.visit(&mut |x| {
+                    if let Expr::Column(i) = x
+                        && !read.contains(i)
+                    {
+                        read.push(*i);
+                    }
+                });
+                let base = match read.as_slice() {
+                    [only] => format!("{table}_{}_check", columns[*only].name),
+                    _ => format!("{table}_check"),
+                };
+                let mut name = base.clone();
+                let mut n = 0;
+                while checks.iter().any(|c| c.name == name) {
+                    n += 1;
+                    name = format!("{base}{n}");
+                }
+                name
+            }
+        };
+        checks.push(Check {
+            name,
+            expr,
+            sql: e.to_string(),
+        });
+    }
+    Ok(checks)
 }
 
 /// The roles a GRANT or REVOKE names.

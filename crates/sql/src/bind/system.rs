@@ -178,7 +178,8 @@ impl Binder<'_> {
                 (e, SqlType::Text)
             }
             "pg_get_constraintdef" if (1..=2).contains(&args.len()) => {
-                let l = self.snapshot()?.constraint_definitions();
+                let pretty = matches!(args.get(1), Some(Expr::Literal(Datum::Bool(true))));
+                let l = self.snapshot()?.constraint_definitions(pretty);
                 (lookup_expr(args[0].clone(), l), SqlType::Text)
             }
             // Only PostgreSQL's own encoding here.

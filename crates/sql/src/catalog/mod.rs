@@ -50,6 +50,15 @@ pub struct SqlColumn {
     pub default: Option<ColumnDefault>,
 }
 
+/// A CHECK constraint: its name, its condition over the table's row, and the condition's SQL
+/// (kept in the catalog).
+#[derive(Clone, Debug)]
+pub struct Check {
+    pub name: String,
+    pub expr: Expr,
+    pub sql: String,
+}
+
 /// A secondary index.
 #[derive(Clone, Debug)]
 pub struct SqlIndex {
@@ -80,6 +89,8 @@ pub struct SqlTable {
     pub row_ids: Option<Arc<RowIds>>,
     /// Its owner and what others may do with it.
     pub acl: Acl,
+    /// CHECK constraints, each holding (or NULL) on every row.
+    pub checks: Vec<Check>,
     /// For a sequence (a relation of one row, as in PostgreSQL): its state; its engine table
     /// keeps its mark (see `sequence`).
     pub sequence: Option<Arc<crate::sequence::Sequence>>,
@@ -131,6 +142,12 @@ impl SqlTable {
     /// Its primary key constraint's object id.
     pub fn primary_key_constraint_oid(&self) -> u32 {
         self.oid + 3
+    }
+
+    /// A CHECK constraint's object id (derived from the table's and its position: constraints
+    /// keep none of their own).
+    pub fn check_oid(&self, position: usize) -> u32 {
+        0x6000_0000 | (self.oid.wrapping_mul(257).wrapping_add(position as u32) & 0x0fff_ffff)
     }
 
     /// The name of its primary key's index and constraint, PostgreSQL's `{table}_pkey`.

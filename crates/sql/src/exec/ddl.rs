@@ -109,6 +109,7 @@ fn build(
         engine,
         row_ids,
         acl,
+        checks: Vec::new(),
         sequence: None,
     })
 }
@@ -132,6 +133,7 @@ fn make_sequence(
         engine: Arc::clone(&engine),
         row_ids: None,
         acl,
+        checks: Vec::new(),
         sequence: Some(Arc::clone(sequence)),
     };
     let done = sequence
@@ -257,7 +259,7 @@ fn rebuild(
 ) -> Result<Change> {
     lock_for_rebuild(txn, old)?;
     stored::check_current(txn, catalog.stored(), old)?;
-    let new = build(
+    let mut new = build(
         catalog,
         (&old.name, old.oid),
         columns,
@@ -265,6 +267,7 @@ fn rebuild(
         &indexes,
         old.acl.clone(),
     )?;
+    new.checks = old.checks.clone();
     let done = (|| {
         if !empty {
             copy_rows(txn, old, &new)?;
@@ -338,6 +341,7 @@ pub fn execute_in(
             primary_key,
             if_not_exists,
             sequences,
+            checks,
         } => {
             if tables.table(name).is_ok() {
                 if *if_not_exists {
@@ -356,7 +360,7 @@ pub fn execute_in(
             }
             let acl = Acl::owned_by(tables.actor);
             let oid = catalog.new_oids(SqlTable::OIDS);
-            let table = build(
+            let mut table = build(
                 catalog,
                 (name, oid),
                 columns.clone(),
@@ -364,6 +368,7 @@ pub fn execute_in(
                 &[],
                 acl,
             )?;
+            table.checks = checks.clone();
             let done = stored::write(txn, catalog.stored(), &table, false)
                 .map_err(|e| already_exists(e, name));
             or_discard(catalog, &table, done)?;
@@ -617,6 +622,7 @@ fn describe_anew(
         engine: Arc::clone(&old.engine),
         row_ids: old.row_ids.clone(),
         acl,
+        checks: old.checks.clone(),
         sequence: old.sequence.clone(),
     };
     stored::write(txn, catalog.stored(), &new, true)?;

@@ -169,6 +169,7 @@ fn insert_rows_returning(
             cast.push(v.cast(c.ty)?);
         }
         check_not_null(table, &cast)?;
+        check_constraints(table, &cast, cx)?;
         for (i, (v, c)) in cast.iter().zip(&table.columns).enumerate() {
             builder.set(i, v.to_value(c.ty)?.value());
         }
@@ -223,6 +224,25 @@ fn check_not_null(table: &SqlTable, row: &[Datum]) -> Result<()> {
     )
     .with_detail(format!("Failing row contains ({}).", row_text(row)))
     .concerning(&table.name, Some(&c.name), None))
+}
+
+/// Fails with 23514, as PostgreSQL reports it, if a CHECK constraint of `table` is false on
+/// `row` (NULL passes).
+fn check_constraints(table: &SqlTable, row: &[Datum], cx: &Context<'_>) -> Result<()> {
+    for c in &table.checks {
+        if c.expr.eval(row, cx)?.truth()? == Some(false) {
+            return Err(SqlError::new(
+                sqlstate::CHECK_VIOLATION,
+                format!(
+                    "new row for relation \"{}\" violates check constraint \"{}\"",
+                    table.name, c.name
+                ),
+            )
+            .with_detail(format!("Failing row contains ({}).", row_text(row)))
+            .concerning(&table.name, None, Some(c.name.clone())));
+        }
+    }
+    Ok(())
 }
 
 /// A row's values as PostgreSQL lists them in an error's detail (`1, null, abc`).
@@ -365,6 +385,17 @@ fn update(
                 })?;
                 return Ok(());
             }
+            // The row as it becomes, for its CHECK constraints and RETURNING.
+            let changed = (!table.checks.is_empty() || !plan.returning.is_empty()).then(|| {
+                let mut changed = row.clone();
+                for (col, v) in &new {
+                    changed[*col] = v.clone();
+                }
+                changed
+            });
+            if let Some(changed) = &changed {
+                check_constraints(table, changed, cx)?;
+            }
             let values = new
                 .iter()
                 .map(|(col, v)| Ok((*col, v.to_value(table.columns[*col].ty)?)))
@@ -374,12 +405,10 @@ fn update(
                     m.set(*col, v.value());
                 }
             })?;
-            if !plan.returning.is_empty() {
-                let mut changed = row;
-                for (col, v) in new {
-                    changed[col] = v;
-                }
-                send_returning(&plan.returning, &changed, cx, emit)?;
+            if let Some(changed) = &changed
+                && !plan.returning.is_empty()
+            {
+                send_returning(&plan.returning, changed, cx, emit)?;
             }
             Ok(())
         },

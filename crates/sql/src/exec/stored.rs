@@ -282,6 +282,9 @@ fn describe(table: &SqlTable) -> String {
     if !table.primary_key.is_empty() {
         parts.push(format!("PRIMARY KEY ({})", names(&table.primary_key)));
     }
+    for c in &table.checks {
+        parts.push(format!("CONSTRAINT {} CHECK ({})", quoted(&c.name), c.sql));
+    }
     let mut sql = format!(
         "CREATE TABLE {} ({});",
         quoted(&table.name),
@@ -366,13 +369,14 @@ fn restore(catalog: &Catalog, described: &Described) -> Result<SqlTable> {
         .next()
         .map(|s| prepare(catalog, &s, &[]).map(|p| p.command))
         .transpose()?;
-    let (name, columns, primary_key, sequence) = match first {
+    let (name, columns, primary_key, sequence, checks) = match first {
         Some(Command::Ddl(Ddl::CreateTable {
             name,
             columns,
             primary_key,
+            checks,
             ..
-        })) => (name, columns, primary_key, None),
+        })) => (name, columns, primary_key, None, checks),
         Some(Command::Ddl(Ddl::CreateSequence { sequence, .. })) => {
             sequence.attach(Arc::clone(catalog.database()), Arc::clone(&engine))?;
             (
@@ -380,6 +384,7 @@ fn restore(catalog: &Catalog, described: &Described) -> Result<SqlTable> {
                 sequence_columns(),
                 Vec::new(),
                 Some(sequence),
+                Vec::new(),
             )
         }
         _ => {
@@ -476,6 +481,7 @@ fn restore(catalog: &Catalog, described: &Described) -> Result<SqlTable> {
         engine,
         row_ids,
         acl,
+        checks,
         sequence,
     })
 }

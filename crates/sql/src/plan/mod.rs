@@ -260,6 +260,7 @@ pub enum Ddl {
         if_not_exists: bool,
         /// The sequences of its serial and identity columns, made with it.
         sequences: Vec<Arc<Sequence>>,
+        checks: Vec<crate::catalog::Check>,
     },
     CreateSequence {
         sequence: Arc<Sequence>,

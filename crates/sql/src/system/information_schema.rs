@@ -184,6 +184,9 @@ fn table_constraints(s: &Snapshot) -> Vec<Vec<Datum>> {
                     .done(),
             );
         }
+        for c in &t.checks {
+            out.push(constraint(c.name.clone(), "CHECK").done());
+        }
         for (i, c) in t.columns.iter().enumerate() {
             if !c.nullable {
                 out.push(constraint(not_null_name(t.oid, i + 1), "CHECK").done());

@@ -246,24 +246,31 @@ impl Snapshot {
         }
     }
 
-    /// Constraint object id to its definition (`pg_get_constraintdef`).
-    pub fn constraint_definitions(&self) -> Lookup {
-        let entries = self
-            .tables
-            .iter()
-            .filter(|t| !t.primary_key.is_empty())
-            .map(|t| {
+    /// Constraint object id to its definition (`pg_get_constraintdef`; `pretty`: a CHECK's
+    /// condition without the parentheses PostgreSQL adds around it otherwise).
+    pub fn constraint_definitions(&self, pretty: bool) -> Lookup {
+        let mut entries = HashMap::new();
+        for t in &self.tables {
+            if !t.primary_key.is_empty() {
                 let columns: Vec<String> = t
                     .primary_key
                     .iter()
                     .map(|&c| relation_text(&t.columns[c].name, Schema::Public))
                     .collect();
-                (
+                entries.insert(
                     t.primary_key_constraint_oid().to_string(),
                     Datum::Text(format!("PRIMARY KEY ({})", columns.join(", "))),
-                )
-            })
-            .collect();
+                );
+            }
+            for (i, c) in t.checks.iter().enumerate() {
+                let def = if pretty {
+                    format!("CHECK ({})", c.sql)
+                } else {
+                    format!("CHECK (({}))", c.sql)
+                };
+                entries.insert(t.check_oid(i).to_string(), Datum::Text(def));
+            }
+        }
         Lookup {
             key: Key::Oid,
             entries,

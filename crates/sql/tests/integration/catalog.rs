@@ -154,3 +154,35 @@ fn a_sequence_opened_again_never_repeats_a_value() {
         .unwrap();
     assert_eq!(v, overtake_sql::Datum::Int(after + 1));
 }
+
+/// CHECK constraints are kept with their table: named, and the same condition, once the
+/// catalog is opened again.
+#[test]
+fn check_constraints_are_kept_with_the_table() {
+    let db = Arc::new(Database::in_memory(Options::default()));
+    let catalog = Catalog::open(Arc::clone(&db)).expect("catalog");
+    let admin = Actor {
+        name: "admin".into(),
+        superuser: true,
+    };
+    let sql = "CREATE TABLE t (a int CHECK (a > 0), b int, CONSTRAINT small CHECK (b < 10))";
+    change(&catalog, &admin, sql, false).unwrap();
+    let reopened = Catalog::open(Arc::clone(&db)).expect("opened again");
+    let t = reopened.table("t").unwrap();
+    let names: Vec<&str> = t.checks.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["t_a_check", "small"]);
+    let cx = overtake_sql::Context::new(&[], 0);
+    let row = [overtake_sql::Datum::Int(0), overtake_sql::Datum::Int(3)];
+    let held: Vec<_> = t
+        .checks
+        .iter()
+        .map(|c| c.expr.eval(&row, &cx).unwrap())
+        .collect();
+    assert_eq!(
+        held,
+        [
+            overtake_sql::Datum::Bool(false),
+            overtake_sql::Datum::Bool(true)
+        ]
+    );
+}

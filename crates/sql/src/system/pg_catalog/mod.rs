@@ -133,6 +133,7 @@ fn classes(s: &Snapshot) -> Vec<Vec<Datum>> {
                 .set("relowner", owner)
                 .set("relam", if sequence { 0 } else { HEAP_AM })
                 .set("relhasindex", !indexes.is_empty())
+                .set("relchecks", t.checks.len() as i64)
                 .set("relnatts", t.columns.len() as i64)
                 .done(),
         );
@@ -301,27 +302,49 @@ fn indexes(s: &Snapshot) -> Vec<Vec<Datum>> {
 }
 
 fn constraints(s: &Snapshot) -> Vec<Vec<Datum>> {
-    s.tables
-        .iter()
-        .filter(|t| !t.primary_key.is_empty())
-        .map(|t| {
-            Row::new(PG_CONSTRAINT)
-                .set("oid", t.primary_key_constraint_oid())
-                .set("conname", t.primary_key_name())
-                .set("connamespace", Schema::Public.oid())
-                .set("contype", "p")
-                .set("convalidated", true)
-                .set("conrelid", t.oid)
-                .set("conindid", t.primary_key_oid())
-                .set("confupdtype", " ")
-                .set("confdeltype", " ")
-                .set("confmatchtype", " ")
-                .set("conislocal", true)
-                .set("connoinherit", true)
-                .set("conkey", attnums(&t.primary_key))
-                .done()
-        })
-        .collect()
+    let constraint = |t: &SqlTable, oid: u32, name: String, kind: &str| {
+        Row::new(PG_CONSTRAINT)
+            .set("oid", oid)
+            .set("conname", name)
+            .set("connamespace", Schema::Public.oid())
+            .set("contype", kind)
+            .set("convalidated", true)
+            .set("conrelid", t.oid)
+            .set("confupdtype", " ")
+            .set("confdeltype", " ")
+            .set("confmatchtype", " ")
+            .set("conislocal", true)
+    };
+    let mut out = Vec::new();
+    for t in &s.tables {
+        if !t.primary_key.is_empty() {
+            out.push(
+                constraint(t, t.primary_key_constraint_oid(), t.primary_key_name(), "p")
+                    .set("conindid", t.primary_key_oid())
+                    .set("connoinherit", true)
+                    .set("conkey", attnums(&t.primary_key))
+                    .done(),
+            );
+        }
+        for (i, c) in t.checks.iter().enumerate() {
+            let mut read = Vec::new();
+            c.expr.visit(&mut |x| {
+                if let crate::expr::Expr::Column(col) = x
+                    && !read.contains(col)
+                {
+                    read.push(*col);
+                }
+            });
+            read.sort_unstable();
+            out.push(
+                constraint(t, t.check_oid(i), c.name.clone(), "c")
+                    .set("conkey", attnums(&read))
+                    .set("conbin", c.sql.as_str())
+                    .done(),
+            );
+        }
+    }
+    out
 }
 
 fn databases(s: &Snapshot) -> Vec<Vec<Datum>> {
