@@ -606,6 +606,20 @@ impl<'c> Binder<'c> {
             // Text compares by code point here (every collation is C's): a COLLATE changes
             // nothing.
             A::Collate { expr, .. } => self.expr(expr, scope, g)?,
+            // extract(field FROM x): a numeric.
+            A::Extract { field, expr, .. } => {
+                let (x, ty) = self.expr(expr, scope, g)?;
+                let x = if ty == SqlType::Text {
+                    Expr::Cast(Box::new(x), SqlType::TimestampTz)
+                } else {
+                    x
+                };
+                let name = Expr::Literal(Datum::Text(field.to_string().to_lowercase()));
+                (
+                    Expr::Func(Func::Extract, vec![name, x]),
+                    SqlType::Numeric(None),
+                )
+            }
             A::IsNull(x) | A::IsNotNull(x) => {
                 let (x, _) = self.expr(x, scope, g)?;
                 (

@@ -113,6 +113,19 @@ impl Binder<'_> {
         let (func, arity, ty) = match name {
             "version" => (Func::Version, 0..=0, SqlType::Text),
             "quote_ident" => (Func::QuoteIdent, 1..=1, SqlType::Text),
+            "date_part" => (Func::DatePart, 2..=2, SqlType::Float8),
+            "date_trunc" => {
+                let ty = match types.get(1) {
+                    Some(SqlType::Date) | Some(SqlType::Text) => SqlType::TimestampTz,
+                    Some(t) => *t,
+                    None => SqlType::TimestampTz,
+                };
+                // An untyped value is a timestamp with time zone, as PostgreSQL picks it.
+                if let (Some(a), Some(SqlType::Text)) = (args.get_mut(1), types.get(1)) {
+                    *a = Expr::Cast(Box::new(a.clone()), SqlType::TimestampTz);
+                }
+                (Func::DateTrunc, 2..=2, ty)
+            }
             "json_build_object" => {
                 if !args.len().is_multiple_of(2) {
                     return Err(SqlError::new(

@@ -159,6 +159,12 @@ pub(super) fn eval_func(f: Func, args: &[Expr], row: &[Datum], cx: &Context<'_>)
         | Func::ArrayAppend
         | Func::ArrayPrepend
         | Func::ArrayCat => return super::arrays::eval(f, args, row, cx),
+        Func::Extract | Func::DatePart | Func::DateTrunc => {
+            let (Some(field), value) = (arg(0)?.to_text(), arg(1)?) else {
+                return Ok(Datum::Null);
+            };
+            super::dates::eval(f, &field.to_lowercase(), value)?
+        }
         Func::QuoteIdent => match arg(0)?.to_text() {
             Some(s) => Datum::Text(strings::quote_ident(&s)),
             None => Datum::Null,

@@ -9,6 +9,7 @@
 
 mod arrays;
 mod context;
+mod dates;
 mod eval;
 mod functions;
 pub mod lookup;
@@ -130,6 +131,11 @@ pub enum Func {
     JsonBuildObject,
     /// `quote_ident(s)`: `s` as an identifier, quoted where SQL would need it.
     QuoteIdent,
+    /// `extract(field FROM x)` (a numeric), `date_part('field', x)` (a double),
+    /// `date_trunc('field', x)`: over dates, times, timestamps and intervals.
+    Extract,
+    DatePart,
+    DateTrunc,
     /// `ARRAY[a, b, ...]`.
     ArrayBuild,
     /// `a[i]`: the element at 1-based `i` (NULL outside the array).
