@@ -107,6 +107,7 @@ pub fn table_scope(table: &SqlTable, name: &str) -> Vec<ScopeColumn> {
             name: c.name.clone(),
             ty: c.ty,
             outer: false,
+            merged: false,
         })
         .collect()
 }

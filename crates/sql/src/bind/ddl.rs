@@ -292,6 +292,7 @@ fn bind_checks(
             name: c.name.clone(),
             ty: c.ty,
             outer: false,
+            merged: false,
         })
         .collect();
     let mut checks: Vec<Check> = Vec::with_capacity(asts.len());

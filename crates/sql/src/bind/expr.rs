@@ -41,6 +41,9 @@ pub struct ScopeColumn {
     pub ty: SqlType,
     /// An enclosing query's column, which a subquery sees where none of its own has the name.
     pub outer: bool,
+    /// The right side's column of a `JOIN ... USING`: the left side's stands for both, so
+    /// only a qualified name finds it, and `*` leaves it out.
+    pub merged: bool,
 }
 
 /// What aggregate binding collects: grouping expressions (bound over the input) and the
@@ -449,7 +452,7 @@ impl<'c> Binder<'c> {
         let (n, t) = (&name, &table);
         let named = |outer: bool| {
             scope.iter().enumerate().filter(move |(_, c)| {
-                c.outer == outer && c.name == *n && t.as_ref().is_none_or(|t| *t == c.table)
+                c.outer == outer && c.name == *n && t.as_ref().map_or(!c.merged, |t| *t == c.table)
             })
         };
         // A subquery's own columns first, then the enclosing query's (PostgreSQL's scoping).

@@ -78,6 +78,39 @@ struct SemiCondition<'q> {
     anti: bool,
 }
 
+/// `USING (name)`'s equality between the left side's column `name` (among the scope before
+/// `right_start`) and the right side's, which it marks merged.
+fn using_column(scope: &mut [ScopeColumn], right_start: usize, name: &str) -> Result<Expr> {
+    let find = |range: std::ops::Range<usize>, side: &str| -> Result<usize> {
+        let mut found = scope[range.clone()]
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| !c.outer && !c.merged && c.name == name)
+            .map(|(i, _)| range.start + i);
+        match (found.next(), found.next()) {
+            (Some(i), None) => Ok(i),
+            (Some(_), Some(_)) => Err(SqlError::new(
+                sqlstate::AMBIGUOUS_COLUMN,
+                format!("common column name \"{name}\" appears more than once in {side} table"),
+            )),
+            (None, _) => Err(SqlError::new(
+                sqlstate::UNDEFINED_COLUMN,
+                format!(
+                    "column \"{name}\" specified in USING clause does not exist in {side} table"
+                ),
+            )),
+        }
+    };
+    let left = find(0..right_start, "left")?;
+    let right = find(right_start..scope.len(), "right")?;
+    scope[right].merged = true;
+    Ok(Expr::Binary(
+        BinOp::Eq,
+        Box::new(Expr::Column(left)),
+        Box::new(Expr::Column(right)),
+    ))
+}
+
 /// A function's arguments, each an expression (no names, no `*`).
 fn plain_args(args: &[ast::FunctionArg]) -> Result<Vec<ast::Expr>> {
     args.iter()
@@ -199,6 +232,8 @@ impl Binder<'_> {
         // Inner joins' conditions (applied as WHERE's are), and left joins' with their level.
         let mut on = Vec::new();
         let mut left_on = Vec::new();
+        // USING's equalities, bound already (with their left join's level, if one).
+        let mut using: Vec<(Option<usize>, Expr)> = Vec::new();
         for twj in &select.from {
             self.add_source(&twj.relation, &mut sources, &mut scope)?;
             for join in &twj.joins {
@@ -218,8 +253,16 @@ impl Binder<'_> {
                         return Err(SqlError::syntax("LEFT JOIN without ON"));
                     }
                     JoinConstraint::None => {}
-                    JoinConstraint::Using(_) | JoinConstraint::UsingAlias(..) => {
-                        return Err(SqlError::unsupported("JOIN ... USING"));
+                    JoinConstraint::Using(names) => {
+                        let right_start = sources[level].offset;
+                        for name in names {
+                            let name = object_name(name)?;
+                            let equal = using_column(&mut scope, right_start, &name)?;
+                            using.push((left.then_some(level), equal));
+                        }
+                    }
+                    JoinConstraint::UsingAlias(..) => {
+                        return Err(SqlError::unsupported("JOIN ... USING ... AS"));
                     }
                     JoinConstraint::Natural => return Err(SqlError::unsupported("NATURAL JOIN")),
                 }
@@ -240,6 +283,13 @@ impl Binder<'_> {
             conjuncts(bound?.0, &mut conditions);
         }
         self.per_row_ok = per_row;
+        let mut using_left = Vec::new();
+        for (level, equal) in using {
+            match level {
+                Some(level) => using_left.push((level, equal)),
+                None => conditions.push(equal),
+            }
+        }
         order_conditions(&mut conditions);
         let (post_filter, conditions): (Vec<Expr>, Vec<Expr>) =
             conditions.into_iter().partition(holds_subplan);
@@ -263,6 +313,9 @@ impl Binder<'_> {
             conjuncts(bound, &mut mine);
             order_conditions(&mut mine);
             fw.filters[level].extend(mine);
+        }
+        for (level, equal) in using_left {
+            fw.filters[level].push(equal);
         }
         for (s, f) in fw.sources.iter_mut().zip(&fw.filters) {
             if let Relation::Table(t) = &s.relation {
@@ -344,6 +397,7 @@ impl Binder<'_> {
             name: column,
             ty,
             outer: false,
+            merged: false,
         });
         sources.push(Source {
             relation: Relation::Function { func, args },
@@ -388,6 +442,7 @@ impl Binder<'_> {
                 name: renamed.get(i).cloned().unwrap_or_else(|| c.name.clone()),
                 ty: c.ty,
                 outer: false,
+                merged: false,
             });
         }
         sources.push(Source {
@@ -477,6 +532,7 @@ impl Binder<'_> {
                     name: renames.get(i).cloned().unwrap_or_else(|| c.name.clone()),
                     ty: c.ty,
                     outer: false,
+                    merged: false,
                 });
             }
             sources.push(Source {
@@ -499,6 +555,7 @@ impl Binder<'_> {
                     name: (*c).to_owned(),
                     ty: *ty,
                     outer: false,
+                    merged: false,
                 }));
                 let rows = system.rows(self.snapshot()?);
                 (

@@ -62,6 +62,7 @@ impl Binder<'_> {
                 order_by: query.order_by.as_ref(),
                 limit: query.limit_clause.as_ref(),
                 locks: &query.locks,
+                fetch: query.fetch.as_ref(),
             };
             self.select_body(&query.body, tail, outer)
         })();
@@ -78,6 +79,13 @@ impl Binder<'_> {
         outer: &[ScopeColumn],
     ) -> Result<(SelectPlan, Vec<OutputColumn>)> {
         let query = tail;
+        // Clauses PostgreSQL's grammar has that are not taken here: refused, never ignored.
+        if select.into.is_some() {
+            return Err(SqlError::unsupported("SELECT ... INTO"));
+        }
+        if !select.named_window.is_empty() {
+            return Err(SqlError::unsupported("WINDOW"));
+        }
         let FromWhere {
             sources,
             scope,
@@ -149,7 +157,8 @@ impl Binder<'_> {
                     if aggregating {
                         return Err(SqlError::syntax("SELECT * with GROUP BY"));
                     }
-                    for (i, c) in scope.iter().enumerate().filter(|(_, c)| !c.outer) {
+                    let own = scope.iter().enumerate();
+                    for (i, c) in own.filter(|(_, c)| !c.outer && !c.merged) {
                         projection.push(Expr::Column(i));
                         columns.push(OutputColumn {
                             name: c.name.clone(),
@@ -241,7 +250,18 @@ impl Binder<'_> {
                     },
                     ast::Expr::Identifier(id) => {
                         let name = ident(id);
-                        columns.iter().position(|c| c.name == name)
+                        let mut named = (0..visible).filter(|&i| columns[i].name == name);
+                        let first = named.next();
+                        // Two output columns of that name computing different values.
+                        if let Some(f) = first
+                            && named.any(|i| projection[i] != projection[f])
+                        {
+                            return Err(SqlError::new(
+                                crate::error::sqlstate::AMBIGUOUS_COLUMN,
+                                format!("ORDER BY \"{name}\" is ambiguous"),
+                            ));
+                        }
+                        first
                     }
                     _ => None,
                 };
@@ -268,7 +288,7 @@ impl Binder<'_> {
             }
         }
         self.per_row_ok = per_row;
-        let (limit, offset) = self.limit_offset(query.limit)?;
+        let (limit, offset) = self.limit_offset(query)?;
         let distinct = match &select.distinct {
             None | Some(ast::Distinct::All) => false,
             Some(ast::Distinct::Distinct) => true,

@@ -16,6 +16,8 @@ pub(crate) struct Tail<'q> {
     pub order_by: Option<&'q ast::OrderBy>,
     pub limit: Option<&'q LimitClause>,
     pub locks: &'q [ast::LockClause],
+    /// `FETCH FIRST n ROWS ONLY`: a LIMIT spelt the standard's way.
+    pub fetch: Option<&'q ast::Fetch>,
 }
 
 impl Tail<'_> {
@@ -24,6 +26,7 @@ impl Tail<'_> {
         order_by: None,
         limit: None,
         locks: &[],
+        fetch: None,
     };
 }
 
@@ -37,7 +40,9 @@ impl Binder<'_> {
     ) -> Result<(SelectPlan, Vec<OutputColumn>)> {
         let (root, columns) = match body {
             SetExpr::Select(s) => return self.select_core(s, tail, outer),
-            SetExpr::Query(q) if tail.order_by.is_none() && tail.limit.is_none() => {
+            SetExpr::Query(q)
+                if tail.order_by.is_none() && tail.limit.is_none() && tail.fetch.is_none() =>
+            {
                 return self.select_in(q, outer);
             }
             SetExpr::Query(q) => {
@@ -205,7 +210,7 @@ impl Binder<'_> {
                 keys,
             };
         }
-        let (limit, offset) = self.limit_offset(tail.limit)?;
+        let (limit, offset) = self.limit_offset(tail)?;
         if limit.is_some() || offset.is_some() {
             root = PlanNode::Limit {
                 input: Box::new(root),
@@ -222,12 +227,9 @@ impl Binder<'_> {
         Ok((plan, columns))
     }
 
-    /// LIMIT and OFFSET, each a count (a bigint).
-    pub(crate) fn limit_offset(
-        &mut self,
-        clause: Option<&LimitClause>,
-    ) -> Result<(Option<Expr>, Option<Expr>)> {
-        let (limit, offset) = match clause {
+    /// LIMIT (or FETCH FIRST) and OFFSET, each a count (a bigint).
+    pub(crate) fn limit_offset(&mut self, tail: Tail<'_>) -> Result<(Option<Expr>, Option<Expr>)> {
+        let (mut limit, offset) = match tail.limit {
             None => (None, None),
             Some(LimitClause::LimitOffset { limit, offset, .. }) => {
                 (limit.as_ref(), offset.as_ref().map(|o| &o.value))
@@ -236,6 +238,19 @@ impl Binder<'_> {
                 return Err(SqlError::unsupported("LIMIT a, b"));
             }
         };
+        // FETCH FIRST [n] ROW[S] ONLY: n rows (one without n).
+        let one = ast::Expr::value(ast::Value::Number("1".into(), false));
+        if let Some(fetch) = tail.fetch {
+            if fetch.with_ties || fetch.percent {
+                return Err(SqlError::unsupported(
+                    "FETCH FIRST ... WITH TIES or PERCENT",
+                ));
+            }
+            if limit.is_some() {
+                return Err(SqlError::syntax("multiple LIMIT clauses not allowed"));
+            }
+            limit = Some(fetch.quantity.as_ref().unwrap_or(&one));
+        }
         let mut bound_count = |e: Option<&ast::Expr>| -> Result<Option<Expr>> {
             e.map(|e| {
                 let (x, _) = self.expr(e, &[], &mut None)?;
