@@ -233,51 +233,13 @@ impl Binder<'_> {
                 return Err(SqlError::unsupported("ORDER BY ALL"));
             };
             for item in items {
-                let position = match &item.expr {
-                    ast::Expr::Value(v) => match &v.value {
-                        ast::Value::Number(n, _) => Some(
-                            n.parse::<usize>()
-                                .ok()
-                                .filter(|p| (1..=visible).contains(p))
-                                .ok_or_else(|| {
-                                    SqlError::syntax(format!(
-                                        "ORDER BY position {n} is not in select list"
-                                    ))
-                                })?
-                                - 1,
-                        ),
-                        _ => None,
-                    },
-                    ast::Expr::Identifier(id) => {
-                        let name = ident(id);
-                        let mut named = (0..visible).filter(|&i| columns[i].name == name);
-                        let first = named.next();
-                        // Two output columns of that name computing different values.
-                        if let Some(f) = first
-                            && named.any(|i| projection[i] != projection[f])
-                        {
-                            return Err(SqlError::new(
-                                crate::error::sqlstate::AMBIGUOUS_COLUMN,
-                                format!("ORDER BY \"{name}\" is ambiguous"),
-                            ));
-                        }
-                        first
-                    }
-                    _ => None,
-                };
-                let column = match position {
-                    Some(p) => p,
-                    None => {
-                        let (x, _) = self.folded(&item.expr, &scope, &mut grouping_ref)?;
-                        match projection.iter().position(|p| *p == x) {
-                            Some(p) => p,
-                            None => {
-                                projection.push(x);
-                                projection.len() - 1
-                            }
-                        }
-                    }
-                };
+                let column = self.output_column(
+                    &item.expr,
+                    (&columns, &mut projection, visible),
+                    &scope,
+                    &mut grouping_ref,
+                    "ORDER BY",
+                )?;
                 let descending = matches!(item.options.sort, Some(ast::OrderBySort::Desc));
                 order_by.push(SortKey {
                     column,
@@ -287,13 +249,34 @@ impl Binder<'_> {
                 });
             }
         }
+        // DISTINCT ON: the first row of each group of these values, in ORDER BY's order
+        // (whose leading items must be among them).
+        let mut distinct_on = Vec::new();
+        if let Some(ast::Distinct::On(exprs)) = &select.distinct {
+            for e in exprs {
+                let column = self.output_column(
+                    e,
+                    (&columns, &mut projection, visible),
+                    &scope,
+                    &mut grouping_ref,
+                    "DISTINCT ON",
+                )?;
+                distinct_on.push(column);
+            }
+            let leading = order_by.iter().take(distinct_on.len());
+            if leading
+                .into_iter()
+                .any(|k: &SortKey| !distinct_on.contains(&k.column))
+            {
+                return Err(SqlError::new(
+                    crate::error::sqlstate::INVALID_COLUMN_REFERENCE,
+                    "SELECT DISTINCT ON expressions must match initial ORDER BY expressions",
+                ));
+            }
+        }
         self.per_row_ok = per_row;
         let (limit, offset) = self.limit_offset(query)?;
-        let distinct = match &select.distinct {
-            None | Some(ast::Distinct::All) => false,
-            Some(ast::Distinct::Distinct) => true,
-            Some(other) => return Err(SqlError::unsupported(format!("{other}"))),
-        };
+        let distinct = matches!(select.distinct, Some(ast::Distinct::Distinct));
         let aggregate = aggregating.then_some(Aggregate {
             group_by: grouping.group_by,
             calls: grouping.calls,
@@ -311,6 +294,7 @@ impl Binder<'_> {
                 projection,
                 visible,
                 distinct,
+                distinct_on,
                 order_by,
                 limit,
                 offset,
@@ -318,6 +302,64 @@ impl Binder<'_> {
             }),
             columns,
         ))
+    }
+}
+
+impl Binder<'_> {
+    /// The output column `e` names for `clause` (ORDER BY, DISTINCT ON): one by position or
+    /// name, else `e` bound over the query's row, a hidden column added where no output
+    /// column computes it.
+    fn output_column(
+        &mut self,
+        e: &ast::Expr,
+        (columns, projection, visible): (&[OutputColumn], &mut Vec<Expr>, usize),
+        scope: &[ScopeColumn],
+        grouping: &mut Option<&mut Grouping>,
+        clause: &str,
+    ) -> Result<usize> {
+        let position = match e {
+            ast::Expr::Value(v) => match &v.value {
+                ast::Value::Number(n, _) => Some(
+                    n.parse::<usize>()
+                        .ok()
+                        .filter(|p| (1..=visible).contains(p))
+                        .ok_or_else(|| {
+                            SqlError::syntax(format!("{clause} position {n} is not in select list"))
+                        })?
+                        - 1,
+                ),
+                _ => None,
+            },
+            ast::Expr::Identifier(id) => {
+                let name = ident(id);
+                let mut named = (0..visible).filter(|&i| columns[i].name == name);
+                let first = named.next();
+                // Two output columns of that name computing different values.
+                if let Some(f) = first
+                    && named.any(|i| projection[i] != projection[f])
+                {
+                    return Err(SqlError::new(
+                        crate::error::sqlstate::AMBIGUOUS_COLUMN,
+                        format!("{clause} \"{name}\" is ambiguous"),
+                    ));
+                }
+                first
+            }
+            _ => None,
+        };
+        Ok(match position {
+            Some(p) => p,
+            None => {
+                let (x, _) = self.folded(e, scope, grouping)?;
+                match projection.iter().position(|p| *p == x) {
+                    Some(p) => p,
+                    None => {
+                        projection.push(x);
+                        projection.len() - 1
+                    }
+                }
+            }
+        })
     }
 }
 

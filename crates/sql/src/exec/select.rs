@@ -631,6 +631,19 @@ fn node(
                 }
             })
         }
+        PlanNode::DistinctOn { input, keys } => {
+            let mut seen = HashSet::new();
+            node(input, run, row, &mut |run, r| {
+                let values: Vec<Datum> = keys.iter().map(|&k| r[k].clone()).collect();
+                let key = group_key(&values);
+                if seen.contains(&key) {
+                    return Ok(true);
+                }
+                run.budget.take(key.len() + 32)?;
+                seen.insert(key);
+                sink(run, r)
+            })
+        }
         PlanNode::Distinct { input, columns } => {
             let mut seen = HashSet::new();
             node(input, run, row, &mut |run, r| {

@@ -97,6 +97,7 @@ fn tree_lines(n: &PlanNode, lock_rows: bool, out: &mut Vec<String>, depth: usize
             0,
             vec![&anchor.root, &recursive.root],
         ),
+        PlanNode::DistinctOn { input, .. } => ("Unique".into(), 0, vec![input]),
         PlanNode::Values { rows, .. } => (format!("Values Scan ({} rows)", rows.len()), 0, vec![]),
         PlanNode::SetOp {
             left,

@@ -266,6 +266,11 @@ pub enum PlanNode {
         input: Box<PlanNode>,
         columns: usize,
     },
+    /// The first input row of each group of equal values at `keys` (DISTINCT ON).
+    DistinctOn {
+        input: Box<PlanNode>,
+        keys: Vec<usize>,
+    },
     /// The input, sorted (stable: equal rows keep their order).
     Sort {
         input: Box<PlanNode>,
@@ -335,7 +340,10 @@ impl PlanNode {
             PlanNode::Limit { limit, offset, .. } => {
                 limit.iter().chain(offset.iter()).for_each(&mut each)
             }
-            PlanNode::Distinct { .. } | PlanNode::Sort { .. } | PlanNode::SemiJoin { .. } => {}
+            PlanNode::Distinct { .. }
+            | PlanNode::DistinctOn { .. }
+            | PlanNode::Sort { .. }
+            | PlanNode::SemiJoin { .. } => {}
         });
     }
 
@@ -365,6 +373,7 @@ impl PlanNode {
                 inner.walk(f);
             }
             PlanNode::Aggregate { input, .. }
+            | PlanNode::DistinctOn { input, .. }
             | PlanNode::ProjectSet { input, .. }
             | PlanNode::Filter { input, .. }
             | PlanNode::Project { input, .. }
@@ -429,6 +438,8 @@ pub struct SelectParts {
     pub projection: Vec<Expr>,
     pub visible: usize,
     pub distinct: bool,
+    /// DISTINCT ON: the columns whose values keep only their first row (after the sort).
+    pub distinct_on: Vec<usize>,
     pub order_by: Vec<SortKey>,
     pub limit: Option<Expr>,
     pub offset: Option<Expr>,
@@ -492,6 +503,7 @@ impl SelectPlan {
             projection,
             visible,
             distinct,
+            distinct_on,
             order_by,
             limit,
             offset,
@@ -542,6 +554,12 @@ impl SelectPlan {
             node = PlanNode::Sort {
                 input: Box::new(node),
                 keys: order_by,
+            };
+        }
+        if !distinct_on.is_empty() {
+            node = PlanNode::DistinctOn {
+                input: Box::new(node),
+                keys: distinct_on,
             };
         }
         if limit.is_some() || offset.is_some() {
