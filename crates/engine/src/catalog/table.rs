@@ -37,6 +37,8 @@ struct SecondaryIndex {
     columns: KeyColumns,
     /// Types of the indexed columns followed by the primary key's.
     key_types: Box<[ColumnType]>,
+    /// Which of `key_types` may be NULL; `None` if none may.
+    key_nullable: Option<Box<[bool]>>,
     tree: OrderedIndex,
 }
 
@@ -90,6 +92,17 @@ impl Table {
                     .map(|&c| schema.columns()[c].ty)
                     .chain(pk_types.iter().copied())
                     .collect(),
+                key_nullable: def
+                    .columns
+                    .iter()
+                    .any(|&c| schema.columns()[c].nullable)
+                    .then(|| {
+                        def.columns
+                            .iter()
+                            .map(|&c| schema.columns()[c].nullable)
+                            .chain(pk_types.iter().map(|_| false))
+                            .collect()
+                    }),
                 tree: OrderedIndex::new(),
             })
             .collect();
@@ -182,7 +195,7 @@ impl Table {
 
     /// A builder for primary keys, one part per key column.
     pub fn key(&self) -> KeyBuilder<'_> {
-        KeyBuilder::new("primary key", &self.pk_types)
+        KeyBuilder::new("primary key", &self.pk_types, None)
     }
 
     /// The secondary index called `name`.
@@ -197,7 +210,7 @@ impl Table {
     /// primary key. Scans usually use a prefix of the indexed columns.
     pub fn index_key(&self, index: IndexId) -> KeyBuilder<'_> {
         let s = &self.secondary[index.0];
-        KeyBuilder::new(&s.name, &s.key_types)
+        KeyBuilder::new(&s.name, &s.key_types, s.key_nullable.as_deref())
     }
 
     /// The columns some secondary index holds (an update setting none of them keeps every
@@ -215,6 +228,14 @@ impl Table {
         match index {
             IndexRef::Primary => &self.pk_types,
             IndexRef::Secondary(i) => &self.secondary[i].key_types,
+        }
+    }
+
+    /// Which columns of `index`'s keys may be NULL; `None` if none may.
+    pub(crate) fn key_nullable(&self, index: IndexRef) -> Option<&[bool]> {
+        match index {
+            IndexRef::Primary => None,
+            IndexRef::Secondary(i) => self.secondary[i].key_nullable.as_deref(),
         }
     }
 

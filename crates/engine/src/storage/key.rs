@@ -10,7 +10,10 @@
 //!   two or three bytes, which keeps index entries small;
 //! - strings: the bytes with `0x00` escaped as `0x00 0xFF`, then the terminator `0x00 0x00`, so a
 //!   string sorts before any longer string it is a prefix of, and the next column starts cleanly.
-//!   `CHAR` values are encoded without their padding, matching how they compare.
+//!   `CHAR` values are encoded without their padding, matching how they compare;
+//! - a column that may be NULL (secondary indexes only): a marker first, [`NOT_NULL`] then the
+//!   value, or [`NULL`] alone, so NULLs sort after every value, as PostgreSQL orders them in an
+//!   ascending index.
 //!
 //! Keys are built on the stack ([`KeyBuf`], no allocation up to 62 bytes) and stored compactly
 //! ([`IndexKey`]: 16 bytes, holding keys of up to 14 bytes inline, which covers every TPC-C
@@ -26,6 +29,11 @@ use crate::storage::numeric::{self, NumericParts};
 use crate::storage::row::RowRef;
 use crate::storage::schema::ColumnType;
 use crate::storage::value::Value;
+
+/// The marker before a present value of a nullable key column.
+pub(crate) const NOT_NULL: u8 = 0x01;
+/// A NULL in a nullable key column (sorts after [`NOT_NULL`]: NULLs last).
+pub(crate) const NULL: u8 = 0x02;
 
 /// Key bytes a [`KeyBuf`] holds without allocating: every TPC-C and CH-benCHmark key (the
 /// longest, a customer's name index entry, takes about 40). Keys up to [`MAX_KEY_LEN`] spill to
@@ -181,6 +189,11 @@ impl KeyBuf {
         }
     }
 
+    /// Appends a nullable key column's marker ([`NOT_NULL`] or [`NULL`]).
+    pub(crate) fn push_marker(&mut self, marker: u8) -> bool {
+        self.push(&[marker])
+    }
+
     /// Appends a hidden row id (encoded like an `Int64` key column, so key builders agree).
     pub(crate) fn push_row_id(&mut self, id: u64) -> bool {
         self.push_int(id as i64)
@@ -190,11 +203,27 @@ impl KeyBuf {
 /// The values of `key`, an encoded key of columns `types`, as text for people: `(1, 'ab')`, each
 /// value as SQL would write it. A key shorter than `types` shows the columns it has; bytes that are
 /// not such a key give `None`.
-pub(crate) fn describe(mut key: &[u8], types: &[ColumnType]) -> Option<String> {
+pub(crate) fn describe(
+    mut key: &[u8],
+    types: &[ColumnType],
+    nullable: Option<&[bool]>,
+) -> Option<String> {
     let mut parts = Vec::with_capacity(types.len());
-    for &ty in types {
+    for (i, &ty) in types.iter().enumerate() {
         if key.is_empty() {
             break;
+        }
+        if nullable.is_some_and(|n| n[i]) {
+            let (&marker, rest) = key.split_first()?;
+            key = rest;
+            match marker {
+                NULL => {
+                    parts.push("NULL".to_owned());
+                    continue;
+                }
+                NOT_NULL => {}
+                _ => return None,
+            }
         }
         let part = match ty {
             ColumnType::Int32 | ColumnType::Int64 | ColumnType::Timestamp => {
@@ -328,16 +357,23 @@ impl std::fmt::Debug for KeyBuf {
 pub struct KeyBuilder<'t> {
     index: &'t str,
     columns: &'t [ColumnType],
+    /// Which columns may be NULL (each then starts with a marker); `None` if none may.
+    nullable: Option<&'t [bool]>,
     next: usize,
     buf: KeyBuf,
     error: Option<&'static str>,
 }
 
 impl<'t> KeyBuilder<'t> {
-    pub(crate) fn new(index: &'t str, columns: &'t [ColumnType]) -> Self {
+    pub(crate) fn new(
+        index: &'t str,
+        columns: &'t [ColumnType],
+        nullable: Option<&'t [bool]>,
+    ) -> Self {
         KeyBuilder {
             index,
             columns,
+            nullable,
             next: 0,
             buf: KeyBuf::new(),
             error: None,
@@ -352,6 +388,21 @@ impl<'t> KeyBuilder<'t> {
             self.error = Some("more parts than key columns");
             return self;
         };
+        if self.nullable.is_some_and(|n| n[self.next]) {
+            let marker = if matches!(value, Value::Null) {
+                NULL
+            } else {
+                NOT_NULL
+            };
+            if !self.buf.push(&[marker]) {
+                self.error = Some("key too long");
+                return self;
+            }
+            if marker == NULL {
+                self.next += 1;
+                return self;
+            }
+        }
         let ok = match (ty, value) {
             (ColumnType::Int32, Value::Int(v)) => match i32::try_from(v) {
                 Ok(v) => self.buf.push_int(v.into()),
@@ -412,6 +463,7 @@ impl<'t> KeyBuilder<'t> {
         // inline: an integer for an integer column it fits. Anything else, and every error, is
         // `part`'s.
         let fits = match self.columns.get(self.next) {
+            _ if self.nullable.is_some() => false,
             Some(ColumnType::Int64) => true,
             Some(ColumnType::Int32) => i32::try_from(v).is_ok(),
             _ => false,

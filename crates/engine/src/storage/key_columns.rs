@@ -10,7 +10,7 @@
 //! Must encode exactly what [`KeyBuf::push_column`] encodes for the same column: keys built
 //! either way are compared with each other.
 
-use crate::storage::key::{IntCode, KeyBuf};
+use crate::storage::key::{IntCode, KeyBuf, NOT_NULL, NULL};
 use crate::storage::row::{RowLayout, RowRef, read_array};
 use crate::storage::schema::ColumnType;
 
@@ -21,6 +21,8 @@ enum Part {
     Int(IntAt),
     /// Any other column, read through the row.
     Column { col: usize, ty: ColumnType },
+    /// A column that may be NULL: a marker, then (unless NULL) the value (see `key`).
+    Nullable { col: usize, ty: ColumnType },
 }
 
 /// A little-endian integer at a fixed byte offset: an `i64` if `wide` (`Int64`, a decimal's
@@ -53,8 +55,10 @@ impl KeyColumns {
     pub(crate) fn new(layout: &RowLayout, cols: &[usize]) -> Self {
         let parts = cols
             .iter()
-            .map(|&col| (col, layout.columns()[col].ty))
-            .map(|(col, ty)| match (ty, layout.fixed_offset(col)) {
+            .map(|&col| (col, &layout.columns()[col]))
+            .map(|(col, column)| (col, column.ty, column.nullable))
+            .map(|(col, ty, nullable)| match (ty, layout.fixed_offset(col)) {
+                _ if nullable => Part::Nullable { col, ty },
                 (ColumnType::Int32, Some(at)) => Part::Int(IntAt { at, wide: false }),
                 (
                     ColumnType::Int64 | ColumnType::Decimal { .. } | ColumnType::Timestamp,
@@ -75,6 +79,7 @@ impl KeyColumns {
             match part {
                 Part::Int(int) => key.push_int(int.read(bytes)),
                 Part::Column { col, ty } => key.push_column(row, col, ty),
+                Part::Nullable { col, ty } => push_nullable(key, row, col, ty),
             };
         }
     }
@@ -89,11 +94,14 @@ impl KeyColumns {
         for &part in self.parts.iter() {
             let after = match part {
                 Part::Int(int) => IntCode::of(int.read(bytes)).strip_from(rest),
-                Part::Column { col, ty } => {
-                    // Every column's encoding ends itself (a length code, a terminator), so
-                    // a prefix match is a match of this column.
+                Part::Column { col, ty } | Part::Nullable { col, ty } => {
+                    // Every column's encoding ends itself (a length code, a terminator, a
+                    // NULL's marker), so a prefix match is a match of this column.
                     let mut one = KeyBuf::new();
-                    one.push_column(row, col, ty);
+                    match part {
+                        Part::Nullable { .. } => push_nullable(&mut one, row, col, ty),
+                        _ => one.push_column(row, col, ty),
+                    };
                     rest.strip_prefix(one.as_bytes())
                 }
             };
@@ -103,6 +111,15 @@ impl KeyColumns {
             rest = after;
         }
         rest.is_empty()
+    }
+}
+
+/// Appends a nullable column's marker and, unless it is NULL, its value.
+fn push_nullable(key: &mut KeyBuf, row: &RowRef<'_>, col: usize, ty: ColumnType) -> bool {
+    if row.is_null(col) {
+        key.push_marker(NULL)
+    } else {
+        key.push_marker(NOT_NULL) && key.push_column(row, col, ty)
     }
 }
 

@@ -222,11 +222,12 @@ impl TableSchemaBuilder {
                 .position(|c| c.name == name)
                 .ok_or_else(|| SchemaError::UnknownColumn(name.to_owned()))
         };
-        let key_columns = |names: &[String]| -> Result<Vec<usize>, SchemaError> {
+        // A primary key's columns must not be NULL; a secondary index's may be.
+        let key_columns = |names: &[String], primary: bool| -> Result<Vec<usize>, SchemaError> {
             let mut positions = Vec::with_capacity(names.len());
             for name in names {
                 let p = position(name)?;
-                if self.columns[p].nullable {
+                if primary && self.columns[p].nullable {
                     return Err(SchemaError::NullableKeyColumn(name.clone()));
                 }
                 if positions.contains(&p) {
@@ -238,11 +239,13 @@ impl TableSchemaBuilder {
         };
         let key_width = |cols: &[usize]| -> usize {
             cols.iter()
-                .map(|&c| self.columns[c].ty.max_key_width())
+                .map(|&c| {
+                    self.columns[c].ty.max_key_width() + usize::from(self.columns[c].nullable)
+                })
                 .sum()
         };
 
-        let primary_key = key_columns(&self.primary_key)?;
+        let primary_key = key_columns(&self.primary_key, true)?;
         let pk_width = if primary_key.is_empty() {
             ColumnType::Int64.max_key_width()
         } else {
@@ -267,7 +270,7 @@ impl TableSchemaBuilder {
             if columns.is_empty() {
                 return Err(SchemaError::EmptyIndex(name.clone()));
             }
-            let columns = key_columns(columns)?;
+            let columns = key_columns(columns, false)?;
             let width = key_width(&columns) + pk_width;
             if width > MAX_KEY_LEN {
                 return Err(SchemaError::KeyTooLong {

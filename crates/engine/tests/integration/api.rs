@@ -125,3 +125,73 @@ fn decimals_compare_and_convert_numerically() {
     let as_engine_error: Error = DecimalError::ScaleTooLarge(19).into();
     assert!(as_engine_error.to_string().contains("19"));
 }
+
+/// A secondary index over a column that may be NULL holds every row: NULLs after every value
+/// (as in an ascending PostgreSQL index), found by a NULL key part, and moved in and out of
+/// NULL by updates.
+#[test]
+fn a_secondary_index_holds_nulls_after_every_value() {
+    use overtake_engine::{KeyRange, ScanOptions, Value};
+    use std::ops::ControlFlow;
+    let db = overtake_engine::Database::in_memory(overtake_engine::Options::default());
+    let schema = TableSchema::builder("people")
+        .column("id", ColumnType::Int64)
+        .nullable_column("name", ColumnType::VarChar(20))
+        .nullable_column("age", ColumnType::Int32)
+        .primary_key(&["id"])
+        .index("by_name_age", &["name", "age"])
+        .build()
+        .expect("a nullable index column is allowed");
+    let t = db.create_table(schema).expect("table");
+    let index = t.index("by_name_age").expect("index");
+    let rows: [(i64, Option<&str>, Option<i64>); 5] = [
+        (1, Some("b"), None),
+        (2, None, Some(3)),
+        (3, Some("a"), Some(7)),
+        (4, None, None),
+        (5, Some("b"), Some(1)),
+    ];
+    let mut txn = db.begin(Priority::LOW, Isolation::Snapshot).expect("begin");
+    for (id, name, age) in rows {
+        let mut b = t.row_builder();
+        b.int(0, id);
+        match name {
+            Some(n) => b.str(1, n),
+            None => b.null(1),
+        };
+        match age {
+            Some(a) => b.int(2, a),
+            None => b.null(2),
+        };
+        txn.insert(&t, b.finish().expect("row")).expect("insert");
+    }
+    let ids = |txn: &mut overtake_engine::Transaction<'_>, range: &KeyRange| {
+        let mut ids = Vec::new();
+        txn.scan_index(&t, index, range, ScanOptions::forward(), |r| {
+            ids.push(r.int(0));
+            ControlFlow::Continue(())
+        })
+        .expect("scan");
+        ids
+    };
+    assert_eq!(ids(&mut txn, &KeyRange::all()), vec![3, 5, 1, 2, 4]);
+    let nulls = KeyRange::prefix(t.index_key(index).value(Value::Null).prefix().expect("key"));
+    assert_eq!(ids(&mut txn, &nulls), vec![2, 4]);
+    let b_null = t
+        .index_key(index)
+        .str("b")
+        .value(Value::Null)
+        .prefix()
+        .expect("key");
+    assert_eq!(ids(&mut txn, &KeyRange::prefix(b_null)), vec![1]);
+    txn.update(&t, &t.key().int(1).finish().expect("key"), |r| {
+        r.int(2, 0);
+    })
+    .expect("update");
+    txn.update(&t, &t.key().int(3).finish().expect("key"), |r| {
+        r.set(1, Value::Null);
+    })
+    .expect("update");
+    assert_eq!(ids(&mut txn, &KeyRange::all()), vec![1, 5, 2, 3, 4]);
+    txn.commit().expect("commit");
+}

@@ -533,12 +533,6 @@ pub fn execute_in(
             }
             let mut indexes = index_list(&old);
             let cols = positions(&old, columns)?;
-            if let Some(&c) = cols.iter().find(|&&c| old.columns[c].nullable) {
-                return Err(SqlError::unsupported(format!(
-                    "an index on column \"{}\", which may be NULL (the engine's index keys cannot hold NULL; declare it NOT NULL),",
-                    old.columns[c].name
-                )));
-            }
             indexes.push((name.clone(), cols, catalog.new_oids(1)));
             let shape = (old.columns.clone(), old.primary_key.clone(), indexes);
             let change = rebuild(catalog, txn, &old, shape, false)?;

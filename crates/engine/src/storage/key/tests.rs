@@ -4,12 +4,15 @@ use std::ops::RangeBounds;
 
 fn int_key(v: i64) -> KeyBuf {
     let cols = [ColumnType::Int64];
-    KeyBuilder::new("t", &cols).int(v).finish().expect("key")
+    KeyBuilder::new("t", &cols, None)
+        .int(v)
+        .finish()
+        .expect("key")
 }
 
 fn str_key(parts: &[&str]) -> KeyBuf {
     let cols = vec![ColumnType::VarChar(40); parts.len()];
-    let mut b = KeyBuilder::new("t", &cols);
+    let mut b = KeyBuilder::new("t", &cols, None);
     for p in parts {
         b.str(p);
     }
@@ -27,7 +30,7 @@ proptest! {
             ColumnType::Decimal { precision: 8, scale: 2 },
         ];
         let decimal = crate::storage::value::Decimal::new(units, 2).expect("scale 2");
-        let key = KeyBuilder::new("t", &cols)
+        let key = KeyBuilder::new("t", &cols, None)
             .int(a)
             .str(&text)
             .value(Value::Decimal(decimal))
@@ -35,12 +38,12 @@ proptest! {
             .expect("key");
         let quoted = text.replace('\'', "''");
         prop_assert_eq!(
-            describe(key.as_bytes(), &cols),
+            describe(key.as_bytes(), &cols, None),
             Some(format!("({a}, '{quoted}', {decimal})"))
         );
         // A prefix of the columns shows what it has; garbage is not a key.
-        prop_assert_eq!(describe(int_key(a).as_bytes(), &cols), Some(format!("({a})")));
-        prop_assert_eq!(describe(&[0x95], &cols), None);
+        prop_assert_eq!(describe(int_key(a).as_bytes(), &cols, None), Some(format!("({a})")));
+        prop_assert_eq!(describe(&[0x95], &cols, None), None);
     }
 
     #[test]
@@ -56,16 +59,16 @@ proptest! {
     ) {
         // Pairs compare as tuples: no encoding is a prefix of another.
         let cols = [ColumnType::Int64, ColumnType::Int64];
-        let ka = KeyBuilder::new("t", &cols).int(a).int(c).finish().expect("key");
-        let kb = KeyBuilder::new("t", &cols).int(b).int(d).finish().expect("key");
+        let ka = KeyBuilder::new("t", &cols, None).int(a).int(c).finish().expect("key");
+        let kb = KeyBuilder::new("t", &cols, None).int(b).int(d).finish().expect("key");
         prop_assert_eq!((a, c).cmp(&(b, d)), ka.as_bytes().cmp(kb.as_bytes()));
     }
 
     #[test]
     fn int32_order_is_preserved(a in any::<i32>(), b in any::<i32>()) {
         let cols = [ColumnType::Int32];
-        let ka = KeyBuilder::new("t", &cols).int(a.into()).finish().expect("key");
-        let kb = KeyBuilder::new("t", &cols).int(b.into()).finish().expect("key");
+        let ka = KeyBuilder::new("t", &cols, None).int(a.into()).finish().expect("key");
+        let kb = KeyBuilder::new("t", &cols, None).int(b.into()).finish().expect("key");
         prop_assert_eq!(a.cmp(&b), ka.as_bytes().cmp(kb.as_bytes()));
     }
 
@@ -94,7 +97,7 @@ fn integers_take_only_their_significant_bytes() {
     assert_eq!(len(i64::MIN), 9);
     // An order line's key (warehouse, district, order, line) fits an inline index key.
     let cols = [ColumnType::Int32; 4];
-    let k = KeyBuilder::new("t", &cols)
+    let k = KeyBuilder::new("t", &cols, None)
         .int(1)
         .int(10)
         .int(40_000)
@@ -107,25 +110,25 @@ fn integers_take_only_their_significant_bytes() {
 #[test]
 fn builder_checks_parts() {
     let cols = [ColumnType::Int32, ColumnType::VarChar(4)];
-    assert!(KeyBuilder::new("i", &cols).int(1).finish().is_err());
-    assert!(KeyBuilder::new("i", &cols).int(1).prefix().is_ok());
-    assert!(KeyBuilder::new("i", &cols).str("x").finish().is_err());
+    assert!(KeyBuilder::new("i", &cols, None).int(1).finish().is_err());
+    assert!(KeyBuilder::new("i", &cols, None).int(1).prefix().is_ok());
+    assert!(KeyBuilder::new("i", &cols, None).str("x").finish().is_err());
     assert!(
-        KeyBuilder::new("i", &cols)
+        KeyBuilder::new("i", &cols, None)
             .int(i64::from(i32::MAX) + 1)
             .str("x")
             .finish()
             .is_err()
     );
     assert!(
-        KeyBuilder::new("i", &cols)
+        KeyBuilder::new("i", &cols, None)
             .int(1)
             .str("12345")
             .finish()
             .is_err()
     );
     assert!(
-        KeyBuilder::new("i", &cols)
+        KeyBuilder::new("i", &cols, None)
             .int(1)
             .str("ab")
             .int(3)
@@ -148,8 +151,8 @@ fn integer_parts_encode_alike_by_every_setter() {
     let edges = crate::storage::value::INTEGER_EDGES;
     for &a in &edges {
         for &b in &edges {
-            let inline = KeyBuilder::new("i", &cols).int(a).int(b).prefix();
-            let general = KeyBuilder::new("i", &cols)
+            let inline = KeyBuilder::new("i", &cols, None).int(a).int(b).prefix();
+            let general = KeyBuilder::new("i", &cols, None)
                 .value(Value::Int(a))
                 .value(Value::Int(b))
                 .prefix();
@@ -159,7 +162,7 @@ fn integer_parts_encode_alike_by_every_setter() {
             }
             // An integer for a decimal column is refused both ways.
             assert!(
-                KeyBuilder::new("i", &cols)
+                KeyBuilder::new("i", &cols, None)
                     .int(a)
                     .int(0)
                     .int(b)
@@ -183,7 +186,7 @@ fn long_keys_spill_to_the_heap_and_keep_every_byte() {
         .collect();
     assert_eq!(key.as_bytes(), &expected[..]);
     // Integers written after the spill land after it.
-    let mut b = KeyBuilder::new("t", &[ColumnType::VarChar(100), ColumnType::Int64]);
+    let mut b = KeyBuilder::new("t", &[ColumnType::VarChar(100), ColumnType::Int64], None);
     let key = b.str(&"y".repeat(70)).int(300).finish().expect("key");
     assert_eq!(&key.as_bytes()[key.len() - 3..], int_key(300).as_bytes());
     assert_eq!(KeyBuf::from_bytes(key.as_bytes()), Some(key.clone()));
@@ -202,14 +205,17 @@ fn long_keys_spill_to_the_heap_and_keep_every_byte() {
 #[test]
 fn prefix_ranges_cover_exactly_the_prefix() {
     let cols = [ColumnType::Int32, ColumnType::Int32];
-    let prefix = KeyBuilder::new("i", &cols).int(5).prefix().expect("prefix");
+    let prefix = KeyBuilder::new("i", &cols, None)
+        .int(5)
+        .prefix()
+        .expect("prefix");
     let range = KeyRange::prefix(prefix);
-    let inside = KeyBuilder::new("i", &cols)
+    let inside = KeyBuilder::new("i", &cols, None)
         .int(5)
         .int(i64::from(i32::MAX))
         .finish()
         .expect("k");
-    let after = KeyBuilder::new("i", &cols)
+    let after = KeyBuilder::new("i", &cols, None)
         .int(6)
         .int(i64::from(i32::MIN))
         .finish()
@@ -246,4 +252,31 @@ fn index_keys_order_like_bytes_inline_or_not() {
     assert!(matches!(long, IndexKey::Heap(_)));
     assert_eq!(short.cmp(&long), b"abc"[..].cmp(&[b'a'; 40][..]));
     assert_eq!(std::mem::size_of::<IndexKey>(), 16);
+}
+
+#[test]
+fn nullable_parts_take_a_marker_and_sort_nulls_last() {
+    let cols = [ColumnType::Int64, ColumnType::VarChar(10)];
+    let nullable = [true, false];
+    let key = |v: Option<i64>| {
+        let mut b = KeyBuilder::new("i", &cols, Some(&nullable));
+        match v {
+            Some(v) => b.int(v),
+            None => b.value(Value::Null),
+        };
+        b.str("x").finish().expect("key")
+    };
+    assert!(key(Some(i64::MAX)).as_bytes() < key(None).as_bytes());
+    assert!(key(Some(-5)).as_bytes() < key(Some(3)).as_bytes());
+    assert_eq!(
+        describe(key(None).as_bytes(), &cols, Some(&nullable)),
+        Some("(NULL, 'x')".to_owned())
+    );
+    assert_eq!(
+        describe(key(Some(7)).as_bytes(), &cols, Some(&nullable)),
+        Some("(7, 'x')".to_owned())
+    );
+    // A NULL where the column may not hold one is refused.
+    let mut b = KeyBuilder::new("i", &cols, None);
+    assert!(b.value(Value::Null).str("x").finish().is_err());
 }

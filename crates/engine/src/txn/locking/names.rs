@@ -78,7 +78,7 @@ pub(crate) fn describe_locks(catalog: &Catalog, names: &[LockName]) -> Vec<Strin
                 let item = key_hash(key).min(u64::MAX - 1);
                 if let Some(at) = wanted.iter().position(|&w| w == item) {
                     wanted.swap_remove(at);
-                    if let Some(values) = describe_key(key, types) {
+                    if let Some(values) = describe_key(key, types, table.key_nullable(index)) {
                         keys.insert((space, item), values);
                     }
                 }
