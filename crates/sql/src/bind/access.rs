@@ -123,6 +123,94 @@ fn mirrored(op: BinOp) -> BinOp {
     }
 }
 
+/// A comparison of a table column with a known value: `(column, op, value)`.
+type Comparison = (usize, BinOp, Expr);
+
+/// At most this many keys are read one by one; a longer list reads a range or the table.
+const MAX_KEY_LIST: usize = 1000;
+
+/// The whole primary keys the conditions allow, when they name a list of them: each key
+/// column equal to a known value or in a list of them (`k IN (1, 2)`, every combination), or
+/// one condition an OR whose every branch pins every key column (`(a, b) IN ((1, 2), (3,
+/// 4))`, bound as `a = 1 AND b = 2 OR a = 3 AND b = 4`). The conditions stay checked on each
+/// row read, so the list need only hold every key that can match.
+fn key_list(
+    table: &SqlTable,
+    conditions: &[Expr],
+    equal_to: &dyn Fn(usize) -> Option<Expr>,
+    in_list: &dyn Fn(usize) -> Option<Vec<Expr>>,
+    compared: &dyn Fn(&Expr) -> Option<Comparison>,
+) -> Option<Vec<Vec<Expr>>> {
+    let pk = &table.primary_key;
+    if pk.is_empty() {
+        return None;
+    }
+    // Each key column equal to a value or in a list.
+    let per_column: Option<Vec<Vec<Expr>>> = pk
+        .iter()
+        .map(|&c| equal_to(c).map(|e| vec![e]).or_else(|| in_list(c)))
+        .collect();
+    if let Some(per_column) = per_column {
+        let count = per_column
+            .iter()
+            .try_fold(1usize, |n, values| n.checked_mul(values.len()));
+        if count.is_some_and(|n| n <= MAX_KEY_LIST) {
+            let mut keys: Vec<Vec<Expr>> = vec![Vec::new()];
+            for values in &per_column {
+                keys = keys
+                    .into_iter()
+                    .flat_map(|key| {
+                        values.iter().map(move |v| {
+                            let mut k = key.clone();
+                            k.push(v.clone());
+                            k
+                        })
+                    })
+                    .collect();
+            }
+            return Some(keys);
+        }
+    }
+    // An OR whose every branch pins the whole key.
+    conditions.iter().find_map(|c| {
+        let mut branches = Vec::new();
+        chain(c, BinOp::Or, &mut branches);
+        if branches.len() < 2 || branches.len() > MAX_KEY_LIST {
+            return None;
+        }
+        branches
+            .into_iter()
+            .map(|branch| {
+                let mut parts = Vec::new();
+                chain(branch, BinOp::And, &mut parts);
+                pk.iter()
+                    .map(|&col| {
+                        parts.iter().find_map(|p| match compared(p) {
+                            Some((c, BinOp::Eq, value)) if c == col => Some(value),
+                            _ => None,
+                        })
+                    })
+                    .collect::<Option<Vec<Expr>>>()
+            })
+            .collect()
+    })
+}
+
+/// The branches of a chain of `op` (AND or OR) in `e`, by reference. Iterative: a chain of
+/// thousands of ORs is as deep as it is long.
+fn chain<'e>(e: &'e Expr, op: BinOp, out: &mut Vec<&'e Expr>) {
+    let mut pending = vec![e];
+    while let Some(e) = pending.pop() {
+        match e {
+            Expr::Binary(o, l, r) if *o == op => {
+                pending.push(r);
+                pending.push(l);
+            }
+            other => out.push(other),
+        }
+    }
+}
+
 /// What conditions say of an index's columns: leading ones equal to known values, then bounds
 /// on the next (`true`: inclusive).
 type KeyConditions = (Vec<Expr>, Option<(Expr, bool)>, Option<(Expr, bool)>);
@@ -206,6 +294,29 @@ pub fn choose_access(table: &SqlTable, offset: usize, conditions: &[Expr]) -> Ac
     let primary = range(&table.primary_key);
     if !table.primary_key.is_empty() && primary.0.len() == table.primary_key.len() {
         return Access::Key(primary.0);
+    }
+    if let Some(keys) = key_list(
+        table,
+        conditions,
+        &equal_to,
+        &|c| {
+            // `col IN (known, ...)`: the values a key column may take.
+            conditions.iter().find_map(|x| match x {
+                Expr::InList {
+                    expr,
+                    list,
+                    negated: false,
+                } if matches!(**expr, Expr::Column(e) if e == offset + c)
+                    && list.iter().all(known) =>
+                {
+                    Some(list.clone())
+                }
+                _ => None,
+            })
+        },
+        &|c: &Expr| compared(c),
+    ) {
+        return Access::Keys(keys);
     }
     let mut best = (None, primary);
     for (i, index) in table.indexes.iter().enumerate() {

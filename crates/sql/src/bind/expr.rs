@@ -511,6 +511,19 @@ impl<'c> Binder<'c> {
                 op: op @ (BinaryOperator::And | BinaryOperator::Or),
                 ..
             } => self.logical_chain(e, op, scope, g)?,
+            A::BinaryOp { left, op, right }
+                if let (Some(l), Some(r)) = (
+                    super::row_values::row_items(left),
+                    super::row_values::row_items(right),
+                ) =>
+            {
+                match super::row_values::compare(l, op, r)? {
+                    Some(conditions) => self.expr(&conditions, scope, g)?,
+                    None => {
+                        return Err(SqlError::unsupported(format!("operator {op} between rows")));
+                    }
+                }
+            }
             A::BinaryOp { left, op, right } => {
                 let (l, lt) = self.expr(left, scope, g)?;
                 let (r, rt) = self.expr(right, scope, g)?;
@@ -676,6 +689,14 @@ impl<'c> Binder<'c> {
                     },
                     SqlType::Bool,
                 )
+            }
+            A::In {
+                expr,
+                target: ast::InTarget::List(list),
+                negated,
+                ..
+            } if let Some(row) = super::row_values::row_items(expr) => {
+                self.expr(&super::row_values::in_list(row, list, *negated)?, scope, g)?
             }
             A::In {
                 expr,

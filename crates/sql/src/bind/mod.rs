@@ -12,7 +12,8 @@
 //!   `with` for WITH queries;
 //! - `expr` ([`Binder`]): expressions, with `functions` for the scalar functions by name and
 //!   `typing` for literals and the types where values meet;
-//! - `role_statement`: `CREATE ROLE` and `ALTER ROLE ... WITH`.
+//! - `role_statement`: `CREATE ROLE` and `ALTER ROLE ... WITH`; `row_values`: row values in
+//!   comparisons and IN lists, as conditions on their items.
 //!
 //! Binding never reads or writes rows and never changes the catalog: it only reads the
 //! catalog's (or a block's pending) tables.
@@ -26,6 +27,7 @@ mod from;
 pub(crate) mod functions;
 mod parse;
 pub(crate) mod role_statement;
+mod row_values;
 pub(crate) mod select;
 mod set_ops;
 pub mod statement;

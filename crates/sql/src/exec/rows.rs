@@ -93,6 +93,7 @@ fn range_of(
     Ok(match access {
         Access::Scan => Some(KeyRange::all()),
         Access::Key(es) => key_of(table, None, &eval(es)?, false)?.map(KeyRange::point),
+        Access::Keys(_) => unreachable!("a list of keys is read key by key (see `fetch`)"),
         Access::Range {
             index,
             eq,
@@ -225,6 +226,23 @@ pub(super) fn fetch(
             .collect::<Result<Vec<_>>>()?;
         if let Some(key) = key_of(table, None, &values, false)? {
             txn.get(&table.engine, &key, &mut visit)?;
+        }
+    } else if let Access::Keys(lists) = access {
+        let mut keys = Vec::with_capacity(lists.len());
+        for es in lists {
+            let values = es
+                .iter()
+                .map(|e| e.eval(outer, cx))
+                .collect::<Result<Vec<_>>>()?;
+            keys.extend(key_of(table, None, &values, false)?);
+        }
+        // In key order, each once: a row listed twice is still one row.
+        keys.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+        keys.dedup();
+        for key in keys {
+            if txn.get(&table.engine, &key, &mut visit)? == Some(ControlFlow::Break(())) {
+                break;
+            }
         }
     } else if let Some(range) = range_of(table, access, outer, cx)? {
         match access {

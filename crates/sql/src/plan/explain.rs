@@ -16,6 +16,12 @@ fn access_line(table: &SqlTable, shown: &str, access: &Access) -> String {
             "Index Scan using {}_pkey on {}{alias} (one row by its primary key)",
             table.name, table.name
         ),
+        Access::Keys(keys) => format!(
+            "Index Scan using {}_pkey on {}{alias} (rows by {} primary keys)",
+            table.name,
+            table.name,
+            keys.len()
+        ),
         Access::Range {
             index,
             eq,

@@ -22,6 +22,9 @@ pub enum Access {
     Scan,
     /// One row by its whole primary key (values in key order).
     Key(Vec<Expr>),
+    /// The rows of a list of whole primary keys (`k IN (1, 2)`, `(a, b) IN ((1, 2), (3, 4))`),
+    /// each read once however often it is listed.
+    Keys(Vec<Vec<Expr>>),
     /// Rows whose leading key columns equal `eq`, and whose next key column lies within the
     /// bounds (`true`: inclusive), in the primary key or (`index`: its position among the
     /// table's indexes) a secondary index.
@@ -307,6 +310,7 @@ impl PlanNode {
                 match &source.access {
                     Access::Scan => {}
                     Access::Key(es) => es.iter().for_each(&mut each),
+                    Access::Keys(keys) => keys.iter().flatten().for_each(&mut each),
                     Access::Range {
                         eq, lower, upper, ..
                     } => {
