@@ -129,11 +129,13 @@ type Comparison = (usize, BinOp, Expr);
 /// At most this many keys are read one by one; a longer list reads a range or the table.
 const MAX_KEY_LIST: usize = 1000;
 
-/// The whole primary keys the conditions allow, when they name a list of them: each key
-/// column equal to a known value or in a list of them (`k IN (1, 2)`, every combination), or
-/// one condition an OR whose every branch pins every key column (`(a, b) IN ((1, 2), (3,
-/// 4))`, bound as `a = 1 AND b = 2 OR a = 3 AND b = 4`). The conditions stay checked on each
-/// row read, so the list need only hold every key that can match.
+/// The primary keys, or leading parts of them, the conditions allow, when they name a list
+/// of them: leading key columns each equal to a known value or in a list of them (`k IN (1,
+/// 2)`, every combination), or one condition an OR whose every branch pins the same leading
+/// key columns (`(a, b) IN ((1, 2), (3, 4))`, bound as `a = 1 AND b = 2 OR a = 3 AND b =
+/// 4`). Every tuple has the same length, the longer of the two; none if neither pins a
+/// column. The conditions stay checked on each row read, so the list need only hold every
+/// key that can match.
 fn key_list(
     table: &SqlTable,
     conditions: &[Expr],
@@ -142,58 +144,64 @@ fn key_list(
     compared: &dyn Fn(&Expr) -> Option<Comparison>,
 ) -> Option<Vec<Vec<Expr>>> {
     let pk = &table.primary_key;
-    if pk.is_empty() {
-        return None;
-    }
-    // Each key column equal to a value or in a list.
-    let per_column: Option<Vec<Vec<Expr>>> = pk
-        .iter()
-        .map(|&c| equal_to(c).map(|e| vec![e]).or_else(|| in_list(c)))
-        .collect();
-    if let Some(per_column) = per_column {
-        let count = per_column
-            .iter()
-            .try_fold(1usize, |n, values| n.checked_mul(values.len()));
-        if count.is_some_and(|n| n <= MAX_KEY_LIST) {
-            let mut keys: Vec<Vec<Expr>> = vec![Vec::new()];
-            for values in &per_column {
-                keys = keys
-                    .into_iter()
-                    .flat_map(|key| {
-                        values.iter().map(move |v| {
-                            let mut k = key.clone();
-                            k.push(v.clone());
-                            k
-                        })
-                    })
-                    .collect();
-            }
-            return Some(keys);
+    // Leading key columns each equal to a value or in a list, while the combinations stay few.
+    let mut by_columns: Vec<Vec<Expr>> = vec![Vec::new()];
+    for &c in pk {
+        let Some(values) = equal_to(c).map(|e| vec![e]).or_else(|| in_list(c)) else {
+            break;
+        };
+        if by_columns.len().saturating_mul(values.len()) > MAX_KEY_LIST {
+            break;
         }
+        by_columns = by_columns
+            .into_iter()
+            .flat_map(|key| {
+                values.iter().map(move |v| {
+                    let mut k = key.clone();
+                    k.push(v.clone());
+                    k
+                })
+            })
+            .collect();
     }
-    // An OR whose every branch pins the whole key.
-    conditions.iter().find_map(|c| {
+    // An OR whose every branch pins the same leading key columns.
+    let by_branches = conditions.iter().find_map(|c| {
         let mut branches = Vec::new();
         chain(c, BinOp::Or, &mut branches);
         if branches.len() < 2 || branches.len() > MAX_KEY_LIST {
             return None;
         }
-        branches
+        let keys: Vec<Vec<Expr>> = branches
             .into_iter()
             .map(|branch| {
                 let mut parts = Vec::new();
                 chain(branch, BinOp::And, &mut parts);
                 pk.iter()
-                    .map(|&col| {
+                    .map_while(|&col| {
                         parts.iter().find_map(|p| match compared(p) {
                             Some((c, BinOp::Eq, value)) if c == col => Some(value),
                             _ => None,
                         })
                     })
-                    .collect::<Option<Vec<Expr>>>()
+                    .collect()
             })
-            .collect()
-    })
+            .collect();
+        let shortest = keys.iter().map(Vec::len).min()?;
+        (shortest > 0).then(|| {
+            keys.into_iter()
+                .map(|mut k| {
+                    k.truncate(shortest);
+                    k
+                })
+                .collect::<Vec<_>>()
+        })
+    });
+    let columns = |keys: &Vec<Vec<Expr>>| keys.first().map_or(0, Vec::len);
+    let best = match by_branches {
+        Some(b) if columns(&b) > columns(&by_columns) => b,
+        _ => by_columns,
+    };
+    (columns(&best) > 0).then_some(best)
 }
 
 /// The branches of a chain of `op` (AND or OR) in `e`, by reference. Iterative: a chain of
@@ -295,6 +303,9 @@ pub fn choose_access(table: &SqlTable, offset: usize, conditions: &[Expr]) -> Ac
     if !table.primary_key.is_empty() && primary.0.len() == table.primary_key.len() {
         return Access::Key(primary.0);
     }
+    // A list of keys or key prefixes, if it pins more than a range of the primary key; a
+    // secondary index's range must pin more still (below).
+    let mut keys_access = None;
     if let Some(keys) = key_list(
         table,
         conditions,
@@ -316,7 +327,10 @@ pub fn choose_access(table: &SqlTable, offset: usize, conditions: &[Expr]) -> Ac
         },
         &|c: &Expr| compared(c),
     ) {
-        return Access::Keys(keys);
+        if keys[0].len() == table.primary_key.len() {
+            return Access::Keys(keys);
+        }
+        keys_access = Some(keys);
     }
     let mut best = (None, primary);
     for (i, index) in table.indexes.iter().enumerate() {
@@ -324,6 +338,11 @@ pub fn choose_access(table: &SqlTable, offset: usize, conditions: &[Expr]) -> Ac
         if rank(&candidate) > rank(&best.1) {
             best = (Some(i), candidate);
         }
+    }
+    if let Some(keys) = keys_access
+        && 2 * keys[0].len() > rank(&best.1)
+    {
+        return Access::Keys(keys);
     }
     match best {
         (_, (eq, None, None)) if eq.is_empty() => Access::Scan,

@@ -139,6 +139,7 @@ impl Binder<'_> {
             grouping.group_by.push(e);
             grouping.group_types.push(ty);
         }
+        functionally_dependent(&sources, &scope, &mut grouping);
         let mut grouping_ref = if aggregating {
             Some(&mut grouping)
         } else {
@@ -413,4 +414,38 @@ fn lock_wait(locks: &[ast::LockClause]) -> crate::plan::LockWait {
             LockWait::NoWait => 2,
         })
         .unwrap_or_default()
+}
+
+/// PostgreSQL's functional dependency: grouping by a table's whole primary key groups by each
+/// of its columns, so they may be named outside aggregates (`GROUP BY w_id` lets `w_ytd` be
+/// selected). They join the grouping keys (one value per group: the groups do not change).
+fn functionally_dependent(
+    sources: &[crate::plan::Source],
+    scope: &[ScopeColumn],
+    grouping: &mut Grouping,
+) {
+    for source in sources {
+        let Some(table) = source.table() else {
+            continue;
+        };
+        let grouped = |group_by: &[Expr], c: usize| {
+            group_by
+                .iter()
+                .any(|g| matches!(g, Expr::Column(x) if *x == source.offset + c))
+        };
+        if table.primary_key.is_empty()
+            || !table
+                .primary_key
+                .iter()
+                .all(|&k| grouped(&grouping.group_by, k))
+        {
+            continue;
+        }
+        for c in 0..table.columns.len() {
+            if !grouped(&grouping.group_by, c) {
+                grouping.group_by.push(Expr::Column(source.offset + c));
+                grouping.group_types.push(scope[source.offset + c].ty);
+            }
+        }
+    }
 }

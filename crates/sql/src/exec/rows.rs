@@ -228,19 +228,33 @@ pub(super) fn fetch(
             txn.get(&table.engine, &key, &mut visit)?;
         }
     } else if let Access::Keys(lists) = access {
+        // Whole keys are read one by one, leading parts of keys as the ranges they start.
+        let whole = lists.first().map(Vec::len) == Some(table.primary_key.len());
         let mut keys = Vec::with_capacity(lists.len());
         for es in lists {
             let values = es
                 .iter()
                 .map(|e| e.eval(outer, cx))
                 .collect::<Result<Vec<_>>>()?;
-            keys.extend(key_of(table, None, &values, false)?);
+            keys.extend(key_of(table, None, &values, !whole)?);
         }
         // In key order, each once: a row listed twice is still one row.
         keys.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
         keys.dedup();
         for key in keys {
-            if txn.get(&table.engine, &key, &mut visit)? == Some(ControlFlow::Break(())) {
+            let stop = if whole {
+                txn.get(&table.engine, &key, &mut visit)? == Some(ControlFlow::Break(()))
+            } else {
+                let mut broke = false;
+                let range = KeyRange::prefix(key);
+                txn.scan(&table.engine, &range, ScanOptions::forward(), |r| {
+                    let flow = visit(r);
+                    broke |= flow.is_break();
+                    flow
+                })?;
+                broke
+            };
+            if stop {
                 break;
             }
         }

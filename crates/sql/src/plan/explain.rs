@@ -16,12 +16,23 @@ fn access_line(table: &SqlTable, shown: &str, access: &Access) -> String {
             "Index Scan using {}_pkey on {}{alias} (one row by its primary key)",
             table.name, table.name
         ),
-        Access::Keys(keys) => format!(
-            "Index Scan using {}_pkey on {}{alias} (rows by {} primary keys)",
-            table.name,
-            table.name,
-            keys.len()
-        ),
+        Access::Keys(keys) => {
+            let columns = keys.first().map_or(0, Vec::len);
+            let what = if columns == table.primary_key.len() {
+                "primary keys".to_owned()
+            } else {
+                format!(
+                    "key prefixes of {columns} leading column{}",
+                    plural(columns)
+                )
+            };
+            format!(
+                "Index Scan using {}_pkey on {}{alias} (rows by {} {what})",
+                table.name,
+                table.name,
+                keys.len()
+            )
+        }
         Access::Range {
             index,
             eq,
@@ -35,11 +46,15 @@ fn access_line(table: &SqlTable, shown: &str, access: &Access) -> String {
             },
             table.name,
             eq.len(),
-            if eq.len() == 1 { "" } else { "s" },
+            plural(eq.len()),
             if lower.is_some() { ", lower bound" } else { "" },
             if upper.is_some() { ", upper bound" } else { "" },
         ),
     }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
 }
 
 /// PostgreSQL's indentation for a node `depth` levels down.
