@@ -18,6 +18,58 @@ pub fn conjuncts(e: Expr, out: &mut Vec<Expr>) {
     }
 }
 
+/// Adds the equalities the conditions imply between a column and a constant (a literal or a
+/// parameter), as PostgreSQL's equivalence classes do: from `c_w_id = w_id AND w_id = $1`,
+/// also `c_w_id = $1`, so each table can be read by its key, whichever is read first. Only
+/// between columns of one type (equality of two types may not carry over). The conditions
+/// implied are checked like the others (redundantly where the join checks them too).
+pub fn implied_equalities(conditions: &mut Vec<Expr>, scope: &[ScopeColumn]) {
+    let constant =
+        |e: &Expr| matches!(e, Expr::Literal(d) if !d.is_null()) || matches!(e, Expr::Param(_));
+    let mut pinned: Vec<(usize, Expr)> = Vec::new();
+    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    for c in conditions.iter() {
+        let Expr::Binary(BinOp::Eq, l, r) = c else {
+            continue;
+        };
+        match (&**l, &**r) {
+            (Expr::Column(a), Expr::Column(b))
+                if a != b && scope.get(*a).map(|s| s.ty) == scope.get(*b).map(|s| s.ty) =>
+            {
+                pairs.push((*a, *b));
+            }
+            (Expr::Column(a), v) | (v, Expr::Column(a)) if constant(v) => {
+                pinned.push((*a, v.clone()));
+            }
+            _ => {}
+        }
+    }
+    if pairs.is_empty() || pinned.is_empty() {
+        return;
+    }
+    // Spread the constants along the pairs until nothing new is pinned.
+    let mut grew = true;
+    while grew {
+        grew = false;
+        for &(a, b) in &pairs {
+            for (from, to) in [(a, b), (b, a)] {
+                if pinned.iter().any(|(c, _)| *c == to) {
+                    continue;
+                }
+                if let Some((_, v)) = pinned.iter().find(|(c, _)| *c == from).cloned() {
+                    conditions.push(Expr::Binary(
+                        BinOp::Eq,
+                        Box::new(Expr::Column(to)),
+                        Box::new(v.clone()),
+                    ));
+                    pinned.push((to, v));
+                    grew = true;
+                }
+            }
+        }
+    }
+}
+
 /// A condition constantly false or NULL passes no row: as PostgreSQL's one-time filter, it is
 /// then the only condition, so no other is computed for any row.
 fn one_time_filter(conditions: &mut Vec<Expr>) {

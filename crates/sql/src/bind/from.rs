@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use sqlparser::ast::{self, JoinConstraint, JoinOperator, SetExpr, TableFactor};
 
-use crate::bind::access::{choose_access, conjuncts, order_conditions, table_scope};
+use crate::bind::access::{
+    choose_access, conjuncts, implied_equalities, order_conditions, table_scope,
+};
 use crate::bind::{Binder, ScopeColumn, has_aggregate, ident, object_name};
 use crate::catalog::SqlTable;
 use crate::error::{Result, SqlError, sqlstate};
@@ -290,6 +292,7 @@ impl Binder<'_> {
                 None => conditions.push(equal),
             }
         }
+        implied_equalities(&mut conditions, &scope);
         order_conditions(&mut conditions);
         let (post_filter, conditions): (Vec<Expr>, Vec<Expr>) =
             conditions.into_iter().partition(holds_subplan);
