@@ -207,6 +207,59 @@ fn nowait_refuses_a_locked_row_at_once_and_skip_locked_leaves_it_out() {
     });
 }
 
+/// `ORDER BY k LIMIT n FOR UPDATE` in key order locks only the rows it returns, as
+/// PostgreSQL's does (TPC-C's Delivery takes the oldest new order of a district this way while
+/// others take the next ones), and a row deleted under it is passed over for the next.
+#[test]
+fn a_limited_locking_read_in_key_order_locks_only_the_rows_it_returns() {
+    let server = common::TestServer::start();
+    runtime().block_on(async {
+        let first = connect(&server.dsn("first")).await;
+        let second = connect(&server.dsn("second")).await;
+        first
+            .batch_execute(
+                "CREATE TABLE queue (d int NOT NULL, o int NOT NULL, PRIMARY KEY (d, o));
+                 INSERT INTO queue VALUES (1, 10), (1, 11), (1, 12), (2, 1)",
+            )
+            .await
+            .expect("setup");
+        let oldest = "SELECT o FROM queue WHERE d = 1 ORDER BY o LIMIT 1 FOR UPDATE";
+        first.batch_execute("BEGIN").await.expect("begin");
+        let taken: i32 = first.query_one(oldest, &[]).await.expect("lock").get(0);
+        assert_eq!(taken, 10);
+        let next: i32 = second
+            .query_one(
+                "SELECT o FROM queue WHERE d = 1 ORDER BY o LIMIT 1 FOR UPDATE SKIP LOCKED",
+                &[],
+            )
+            .await
+            .expect("the next row is free")
+            .get(0);
+        assert_eq!(next, 11);
+        second
+            .query_one(
+                "SELECT o FROM queue WHERE d = 1 AND o = 12 FOR UPDATE NOWAIT",
+                &[],
+            )
+            .await
+            .expect("a row past the limit is not locked");
+        first
+            .batch_execute("DELETE FROM queue WHERE d = 1 AND o = 10")
+            .await
+            .expect("delete");
+        let waiting = tokio::spawn(async move {
+            let row = second.query_one(oldest, &[]).await.expect("after the wait");
+            row.get::<_, i32>(0)
+        });
+        first.batch_execute("COMMIT").await.expect("commit");
+        assert_eq!(
+            waiting.await.expect("join"),
+            11,
+            "the deleted row is passed over"
+        );
+    });
+}
+
 #[test]
 fn a_lock_wait_past_lock_timeout_fails_with_55p03_and_the_holder_goes_on() {
     let server = common::TestServer::start();

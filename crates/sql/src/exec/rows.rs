@@ -273,41 +273,37 @@ pub(super) fn fetch(
     }
 }
 
-/// Locks the rows under each of `keys` for writing, reads each again and keeps it if `filter`
-/// still holds.
-pub(super) fn lock_rows(
+/// Locks the row under `key` for writing and reads it again: the row, if it is still there
+/// and `filter` still holds.
+pub(super) fn lock_row(
     txn: &mut Transaction<'_>,
     (table, wait): (&SqlTable, LockWait),
-    keys: Vec<KeyBuf>,
+    key: &KeyBuf,
     filter: &[Expr],
     outer: &[Datum],
     cx: &Context<'_>,
-) -> Result<Vec<Vec<Datum>>> {
-    let mut kept = Vec::with_capacity(keys.len());
-    for key in keys {
-        match wait {
-            LockWait::Wait => txn.lock_row(&table.engine, &key)?,
-            LockWait::NoWait if !txn.try_lock_row(&table.engine, &key)? => {
-                return Err(SqlError::new(
-                    sqlstate::LOCK_NOT_AVAILABLE,
-                    format!(
-                        "could not obtain lock on row in relation \"{}\"",
-                        table.name
-                    ),
-                ));
-            }
-            LockWait::SkipLocked if !txn.try_lock_row(&table.engine, &key)? => continue,
-            LockWait::NoWait | LockWait::SkipLocked => {}
+) -> Result<Option<Vec<Datum>>> {
+    match wait {
+        LockWait::Wait => txn.lock_row(&table.engine, key)?,
+        LockWait::NoWait if !txn.try_lock_row(&table.engine, key)? => {
+            return Err(SqlError::new(
+                sqlstate::LOCK_NOT_AVAILABLE,
+                format!(
+                    "could not obtain lock on row in relation \"{}\"",
+                    table.name
+                ),
+            ));
         }
-        if let Some(latest) = txn.get(&table.engine, &key, |row| read_row(table, row))? {
-            let mut combined = outer.to_vec();
-            combined.extend(latest.iter().cloned());
-            if filter.iter().try_fold(true, |ok, f| {
-                Ok::<_, SqlError>(ok && f.holds(&combined, cx)?)
-            })? {
-                kept.push(latest);
-            }
-        }
+        LockWait::SkipLocked if !txn.try_lock_row(&table.engine, key)? => return Ok(None),
+        LockWait::NoWait | LockWait::SkipLocked => {}
     }
-    Ok(kept)
+    let Some(latest) = txn.get(&table.engine, key, |row| read_row(table, row))? else {
+        return Ok(None);
+    };
+    let mut combined = outer.to_vec();
+    combined.extend(latest.iter().cloned());
+    let holds = filter.iter().try_fold(true, |ok, f| {
+        Ok::<_, SqlError>(ok && f.holds(&combined, cx)?)
+    })?;
+    Ok(holds.then_some(latest))
 }

@@ -13,7 +13,7 @@ use std::collections::{HashMap, HashSet};
 use overtake_engine::Transaction;
 
 use super::aggregate::AggState;
-use super::rows::{fetch, lock_rows};
+use super::rows::{fetch, lock_row};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::{Context, Expr};
 use crate::plan::{InitKind, InitPlan, PlanNode, Relation, SelectPlan, SetOp, SortKey};
@@ -429,8 +429,11 @@ fn node(
                     return rows_node(&rows, filter, run, row, sink);
                 }
             };
-            let found = match lock {
+            let (outer, mut go_on) = (row.len(), true);
+            match lock {
                 Some(wait) => {
+                    // Each row is locked as it is passed on: a LIMIT above stops the locking
+                    // at the rows it returns.
                     let mut keys = Vec::new();
                     fetch(
                         run.txn,
@@ -442,17 +445,29 @@ fn node(
                         None,
                         Some(&mut keys),
                     )?;
-                    lock_rows(run.txn, (table, *wait), keys, filter, row, run.cx)?
+                    for key in &keys {
+                        let locked = lock_row(run.txn, (table, *wait), key, filter, row, run.cx)?;
+                        let Some(r) = locked else {
+                            continue;
+                        };
+                        row.truncate(outer);
+                        row.extend(r);
+                        if !sink(run, row)? {
+                            go_on = false;
+                            break;
+                        }
+                    }
                 }
-                None => fetch(run.txn, table, access, filter, row, run.cx, None, None)?,
-            };
-            let (outer, mut go_on) = (row.len(), true);
-            for r in found {
-                row.truncate(outer);
-                row.extend(r);
-                if !sink(run, row)? {
-                    go_on = false;
-                    break;
+                None => {
+                    let found = fetch(run.txn, table, access, filter, row, run.cx, None, None)?;
+                    for r in found {
+                        row.truncate(outer);
+                        row.extend(r);
+                        if !sink(run, row)? {
+                            go_on = false;
+                            break;
+                        }
+                    }
                 }
             }
             row.truncate(outer);

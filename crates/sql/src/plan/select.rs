@@ -554,7 +554,7 @@ impl SelectPlan {
                 columns: visible,
             };
         }
-        if !order_by.is_empty() {
+        if !order_by.is_empty() && !in_key_order(&node, &order_by) {
             node = PlanNode::Sort {
                 input: Box::new(node),
                 keys: order_by,
@@ -580,4 +580,43 @@ impl SelectPlan {
             init: Vec::new(),
         }
     }
+}
+
+/// Whether `node` (a projection over a table's scan) makes its rows in the order `keys` asks:
+/// each key ascending with NULLs last, naming in turn the index columns after those its access
+/// pins to one value. Its Sort is then left out, so a LIMIT above stops the read early and a
+/// locking read locks only the rows it returns (PostgreSQL's `ORDER BY k LIMIT 1 FOR UPDATE`
+/// over an index).
+fn in_key_order(node: &PlanNode, keys: &[SortKey]) -> bool {
+    let PlanNode::Project { input, exprs } = node else {
+        return false;
+    };
+    let scan = match &**input {
+        PlanNode::Filter { input, .. } => &**input,
+        other => other,
+    };
+    let PlanNode::Scan { source, .. } = scan else {
+        return false;
+    };
+    let Relation::Table(table) = &source.relation else {
+        return false;
+    };
+    let (columns, pinned) = match &source.access {
+        Access::Range { index, eq, .. } => (
+            match index {
+                Some(i) => &table.indexes[*i].columns,
+                None => &table.primary_key,
+            },
+            eq.len(),
+        ),
+        Access::Scan if table.row_ids.is_none() => (&table.primary_key, 0),
+        _ => return false,
+    };
+    let ordered = &columns[pinned.min(columns.len())..];
+    keys.len() <= ordered.len()
+        && keys.iter().zip(ordered).all(|(k, &c)| {
+            !k.descending
+                && !k.nulls_first
+                && matches!(exprs.get(k.column), Some(Expr::Column(x)) if *x == source.offset + c)
+        })
 }
