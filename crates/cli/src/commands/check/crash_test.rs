@@ -123,7 +123,9 @@ pub fn run(args: &CrashTestArgs) -> Result<bool, String> {
                     why.trim()
                 ));
             }
-            std::thread::sleep(Duration::from_millis(5).min(after - started.elapsed()));
+            std::thread::sleep(
+                Duration::from_millis(5).min(after.saturating_sub(started.elapsed())),
+            );
         }
         child
             .kill()
