@@ -394,7 +394,7 @@ impl<'t> KeyBuilder<'t> {
             } else {
                 NOT_NULL
             };
-            if !self.buf.push(&[marker]) {
+            if !self.buf.push_marker(marker) {
                 self.error = Some("key too long");
                 return self;
             }

@@ -94,14 +94,16 @@ impl KeyColumns {
         for &part in self.parts.iter() {
             let after = match part {
                 Part::Int(int) => IntCode::of(int.read(bytes)).strip_from(rest),
-                Part::Column { col, ty } | Part::Nullable { col, ty } => {
-                    // Every column's encoding ends itself (a length code, a terminator, a
-                    // NULL's marker), so a prefix match is a match of this column.
+                // Every column's encoding ends itself (a length code, a terminator, a NULL's
+                // marker), so a prefix match is a match of this column.
+                Part::Column { col, ty } => {
                     let mut one = KeyBuf::new();
-                    match part {
-                        Part::Nullable { .. } => push_nullable(&mut one, row, col, ty),
-                        _ => one.push_column(row, col, ty),
-                    };
+                    one.push_column(row, col, ty);
+                    rest.strip_prefix(one.as_bytes())
+                }
+                Part::Nullable { col, ty } => {
+                    let mut one = KeyBuf::new();
+                    push_nullable(&mut one, row, col, ty);
                     rest.strip_prefix(one.as_bytes())
                 }
             };

@@ -377,7 +377,7 @@ pub fn choose_access(table: &SqlTable, offset: usize, conditions: &[Expr]) -> Ac
                 _ => None,
             })
         },
-        &|c: &Expr| compared(c),
+        &compared,
     ) {
         if keys[0].len() == table.primary_key.len() {
             return Access::Keys(keys);

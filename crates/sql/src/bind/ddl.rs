@@ -299,15 +299,7 @@ fn bind_checks(
     for (name, e) in asts {
         let mut binder = Binder::new(tables, &[]);
         let (expr, ty) = binder.folded(e, &scope, &mut None)?;
-        if !matches!(ty, SqlType::Bool | SqlType::Text) {
-            return Err(SqlError::new(
-                sqlstate::DATATYPE_MISMATCH,
-                format!(
-                    "argument of CHECK must be type boolean, not type {}",
-                    ty.name()
-                ),
-            ));
-        }
+        crate::bind::require_boolean("CHECK", ty)?;
         if binder.volatile || !binder.init.is_empty() {
             return Err(SqlError::new(
                 sqlstate::FEATURE_NOT_SUPPORTED,

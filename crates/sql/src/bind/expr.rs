@@ -343,15 +343,7 @@ impl<'c> Binder<'c> {
                     ));
                 }
                 let (e, ty) = self.expr(condition, scope, &mut None)?;
-                if !matches!(ty, SqlType::Bool | SqlType::Text) {
-                    return Err(SqlError::new(
-                        sqlstate::DATATYPE_MISMATCH,
-                        format!(
-                            "argument of FILTER must be type boolean, not type {}",
-                            ty.name()
-                        ),
-                    ));
-                }
+                require_boolean("FILTER", ty)?;
                 Some(e)
             }
             None => None,

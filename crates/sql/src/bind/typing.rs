@@ -191,3 +191,18 @@ pub fn arith_type(a: SqlType, b: SqlType) -> SqlType {
         _ => Int4,
     }
 }
+
+/// Refuses a condition (of a CHECK, a FILTER) whose type is not boolean (an unknown-typed
+/// literal is read as one), as PostgreSQL does: 42804.
+pub fn require_boolean(clause: &str, ty: SqlType) -> Result<()> {
+    if matches!(ty, SqlType::Bool | SqlType::Text) {
+        return Ok(());
+    }
+    Err(SqlError::new(
+        sqlstate::DATATYPE_MISMATCH,
+        format!(
+            "argument of {clause} must be type boolean, not type {}",
+            ty.name()
+        ),
+    ))
+}

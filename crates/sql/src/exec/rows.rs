@@ -78,81 +78,79 @@ fn stored_key(table: &SqlTable, row: &overtake_engine::RowRef<'_>) -> Result<Key
     Ok(kb.finish()?)
 }
 
-/// The key range `access` reads, evaluated against `outer`; `None` if it can match nothing.
+/// What [`Access::Range`] holds: the index, the values of its leading columns, and the bounds
+/// on the next.
+type RangeParts<'a> = (
+    Option<usize>,
+    &'a [Expr],
+    &'a Option<(Expr, bool)>,
+    &'a Option<(Expr, bool)>,
+);
+
+/// Each of `exprs`' values against `outer`.
+fn eval_all(exprs: &[Expr], outer: &[Datum], cx: &Context<'_>) -> Result<Vec<Datum>> {
+    exprs.iter().map(|e| e.eval(outer, cx)).collect()
+}
+
+/// The key range of a range access over the primary key or secondary index `index`
+/// (leading columns equal to `eq`, the next within the bounds), evaluated against `outer`;
+/// `None` if it can match nothing.
 fn range_of(
     table: &SqlTable,
-    access: &Access,
+    (index, eq, lower, upper): RangeParts<'_>,
     outer: &[Datum],
     cx: &Context<'_>,
 ) -> Result<Option<KeyRange>> {
-    let eval = |es: &[Expr]| {
-        es.iter()
-            .map(|e| e.eval(outer, cx))
-            .collect::<Result<Vec<_>>>()
-    };
-    Ok(match access {
-        Access::Scan => Some(KeyRange::all()),
-        Access::Key(es) => key_of(table, None, &eval(es)?, false)?.map(KeyRange::point),
-        Access::Keys(_) => unreachable!("a list of keys is read key by key (see `fetch`)"),
-        Access::Range {
-            index,
-            eq,
-            lower,
-            upper,
-        } => {
-            let eq = eval(eq)?;
-            let bounded_type = key_columns(table, *index)
-                .get(eq.len())
-                .map(|&c| table.columns[c].ty);
-            let bound =
-                |b: &Option<(Expr, bool)>, is_lower: bool| -> Result<Option<Bound<KeyBuf>>> {
-                    // The bound of the keys that start with `eq`.
-                    let by_eq = || -> Result<Option<Bound<KeyBuf>>> {
-                        if eq.is_empty() {
-                            return Ok(Some(Bound::Unbounded));
-                        }
-                        Ok(Some(match key_of(table, *index, &eq, true)? {
-                            None => return Ok(None),
-                            Some(p) if is_lower => Bound::Included(p),
-                            Some(p) => p
-                                .prefix_successor()
-                                .map_or(Bound::Unbounded, Bound::Excluded),
-                        }))
-                    };
-                    let Some((e, inclusive)) = b else {
-                        return by_eq();
-                    };
-                    let v = e.eval(outer, cx)?;
-                    if v.is_null() {
-                        return Ok(None); // A comparison with NULL holds for no row.
-                    }
-                    if bounded_type.and_then(|ty| exactly(&v, ty)).is_none() {
-                        // `k > 1.5` on an integer key: the range keeps to `eq` and the
-                        // condition, checked on each row, does the rest.
-                        return by_eq();
-                    }
-                    let mut values = eq.clone();
-                    values.push(v);
-                    let Some(p) = key_of(table, *index, &values, true)? else {
-                        return Ok(None);
-                    };
-                    // Every key starting with `p` is equal to the bound in its leading columns.
-                    Ok(Some(match (is_lower, inclusive) {
-                        (true, true) => Bound::Included(p),
-                        (false, false) => Bound::Excluded(p),
-                        (true, false) | (false, true) => match p.prefix_successor() {
-                            Some(s) if is_lower => Bound::Included(s),
-                            Some(s) => Bound::Excluded(s),
-                            None if is_lower => return Ok(None),
-                            None => Bound::Unbounded,
-                        },
-                    }))
-                };
-            match (bound(lower, true)?, bound(upper, false)?) {
-                (Some(l), Some(u)) => Some(KeyRange::new(l, u)),
-                _ => None,
+    let eq = eval_all(eq, outer, cx)?;
+    let bounded_type = key_columns(table, index)
+        .get(eq.len())
+        .map(|&c| table.columns[c].ty);
+    let bound = |b: &Option<(Expr, bool)>, is_lower: bool| -> Result<Option<Bound<KeyBuf>>> {
+        // The bound of the keys that start with `eq`.
+        let by_eq = || -> Result<Option<Bound<KeyBuf>>> {
+            if eq.is_empty() {
+                return Ok(Some(Bound::Unbounded));
             }
+            Ok(Some(match key_of(table, index, &eq, true)? {
+                None => return Ok(None),
+                Some(p) if is_lower => Bound::Included(p),
+                Some(p) => p
+                    .prefix_successor()
+                    .map_or(Bound::Unbounded, Bound::Excluded),
+            }))
+        };
+        let Some((e, inclusive)) = b else {
+            return by_eq();
+        };
+        let v = e.eval(outer, cx)?;
+        if v.is_null() {
+            return Ok(None); // A comparison with NULL holds for no row.
         }
+        if bounded_type.and_then(|ty| exactly(&v, ty)).is_none() {
+            // `k > 1.5` on an integer key: the range keeps to `eq` and the
+            // condition, checked on each row, does the rest.
+            return by_eq();
+        }
+        let mut values = eq.clone();
+        values.push(v);
+        let Some(p) = key_of(table, index, &values, true)? else {
+            return Ok(None);
+        };
+        // Every key starting with `p` is equal to the bound in its leading columns.
+        Ok(Some(match (is_lower, inclusive) {
+            (true, true) => Bound::Included(p),
+            (false, false) => Bound::Excluded(p),
+            (true, false) | (false, true) => match p.prefix_successor() {
+                Some(s) if is_lower => Bound::Included(s),
+                Some(s) => Bound::Excluded(s),
+                None if is_lower => return Ok(None),
+                None => Bound::Unbounded,
+            },
+        }))
+    };
+    Ok(match (bound(lower, true)?, bound(upper, false)?) {
+        (Some(l), Some(u)) => Some(KeyRange::new(l, u)),
+        _ => None,
     })
 }
 
@@ -219,53 +217,64 @@ pub(super) fn fetch(
         }
         ControlFlow::Continue(())
     };
-    if let Access::Key(es) = access {
-        let values = es
-            .iter()
-            .map(|e| e.eval(outer, cx))
-            .collect::<Result<Vec<_>>>()?;
-        if let Some(key) = key_of(table, None, &values, false)? {
-            txn.get(&table.engine, &key, &mut visit)?;
+    match access {
+        Access::Key(es) => {
+            if let Some(key) = key_of(table, None, &eval_all(es, outer, cx)?, false)? {
+                txn.get(&table.engine, &key, &mut visit)?;
+            }
         }
-    } else if let Access::Keys(lists) = access {
-        // Whole keys are read one by one, leading parts of keys as the ranges they start.
-        let whole = lists.first().map(Vec::len) == Some(table.primary_key.len());
-        let mut keys = Vec::with_capacity(lists.len());
-        for es in lists {
-            let values = es
-                .iter()
-                .map(|e| e.eval(outer, cx))
-                .collect::<Result<Vec<_>>>()?;
-            keys.extend(key_of(table, None, &values, !whole)?);
-        }
-        // In key order, each once: a row listed twice is still one row.
-        keys.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
-        keys.dedup();
-        for key in keys {
-            let stop = if whole {
-                txn.get(&table.engine, &key, &mut visit)? == Some(ControlFlow::Break(()))
-            } else {
+        Access::Keys(lists) => {
+            // Whole keys are read one by one, leading parts of keys as the ranges they start.
+            let whole = lists.first().map(Vec::len) == Some(table.primary_key.len());
+            let mut keys = Vec::with_capacity(lists.len());
+            for es in lists {
+                keys.extend(key_of(table, None, &eval_all(es, outer, cx)?, !whole)?);
+            }
+            // In key order, each once: a row listed twice is still one row.
+            keys.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+            keys.dedup();
+            for key in keys {
                 let mut broke = false;
-                let range = KeyRange::prefix(key);
-                txn.scan(&table.engine, &range, ScanOptions::forward(), |r| {
+                let mut each = |r: overtake_engine::RowRef<'_>| {
                     let flow = visit(r);
                     broke |= flow.is_break();
                     flow
-                })?;
-                broke
-            };
-            if stop {
-                break;
+                };
+                if whole {
+                    txn.get(&table.engine, &key, &mut each)?;
+                } else {
+                    let range = KeyRange::prefix(key);
+                    txn.scan(&table.engine, &range, ScanOptions::forward(), &mut each)?;
+                }
+                if broke {
+                    break;
+                }
             }
         }
-    } else if let Some(range) = range_of(table, access, outer, cx)? {
-        match access {
-            Access::Range { index: Some(i), .. } => {
-                let id = table.indexes[*i].id;
-                txn.scan_index(&table.engine, id, &range, ScanOptions::forward(), visit)?
+        Access::Scan => {
+            txn.scan(
+                &table.engine,
+                &KeyRange::all(),
+                ScanOptions::forward(),
+                visit,
+            )?;
+        }
+        Access::Range {
+            index,
+            eq,
+            lower,
+            upper,
+        } => {
+            if let Some(range) = range_of(table, (*index, eq, lower, upper), outer, cx)? {
+                match index {
+                    Some(i) => {
+                        let id = table.indexes[*i].id;
+                        txn.scan_index(&table.engine, id, &range, ScanOptions::forward(), visit)?
+                    }
+                    None => txn.scan(&table.engine, &range, ScanOptions::forward(), visit)?,
+                };
             }
-            _ => txn.scan(&table.engine, &range, ScanOptions::forward(), visit)?,
-        };
+        }
     }
     match failure {
         Some(e) => Err(e),

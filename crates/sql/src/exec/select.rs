@@ -429,7 +429,14 @@ fn node(
                     return rows_node(&rows, filter, run, row, sink);
                 }
             };
-            let (outer, mut go_on) = (row.len(), true);
+            let outer = row.len();
+            // Passes a found row on, joined to the row so far; false once the sink wants no more.
+            let mut pass = |run: &mut Run<'_, '_, '_>, row: &mut Vec<Datum>, r: Vec<Datum>| {
+                row.truncate(outer);
+                row.extend(r);
+                sink(run, row)
+            };
+            let mut go_on = true;
             match lock {
                 Some(wait) => {
                     // Each row is locked as it is passed on: a LIMIT above stops the locking
@@ -447,23 +454,17 @@ fn node(
                     )?;
                     for key in &keys {
                         let locked = lock_row(run.txn, (table, *wait), key, filter, row, run.cx)?;
-                        let Some(r) = locked else {
-                            continue;
-                        };
-                        row.truncate(outer);
-                        row.extend(r);
-                        if !sink(run, row)? {
+                        if let Some(r) = locked
+                            && !pass(run, row, r)?
+                        {
                             go_on = false;
                             break;
                         }
                     }
                 }
                 None => {
-                    let found = fetch(run.txn, table, access, filter, row, run.cx, None, None)?;
-                    for r in found {
-                        row.truncate(outer);
-                        row.extend(r);
-                        if !sink(run, row)? {
+                    for r in fetch(run.txn, table, access, filter, row, run.cx, None, None)? {
+                        if !pass(run, row, r)? {
                             go_on = false;
                             break;
                         }
