@@ -171,6 +171,10 @@ pub(super) fn fetch(
     let mut rows = Vec::new();
     let mut failure = None;
     let mut combined = outer.to_vec();
+    combined.resize(outer.len() + table.columns.len(), Datum::Null);
+    // The columns the filter reads are decoded first; the others only for a row that passes
+    // (a scan that keeps few rows decodes little: strings are copies).
+    let (first, rest) = split_columns(table, filter, outer.len());
     let mut seen = 0u32;
     let mut visit = |row: overtake_engine::RowRef<'_>| {
         // A cancelled statement stops within a few hundred rows (a load per row would do too;
@@ -182,9 +186,12 @@ pub(super) fn fetch(
             failure = Some(e);
             return ControlFlow::Break(());
         }
-        let values = read_row(table, row);
-        combined.truncate(outer.len());
-        combined.extend(values);
+        let decode = |combined: &mut Vec<Datum>, columns: &[usize]| {
+            for &c in columns {
+                combined[outer.len() + c] = Datum::from_value(row.get(c), table.columns[c].ty);
+            }
+        };
+        decode(&mut combined, &first);
         match filter.iter().try_fold(true, |ok, f| {
             Ok::<_, SqlError>(ok && f.holds(&combined, cx)?)
         }) {
@@ -201,7 +208,9 @@ pub(super) fn fetch(
                         }
                     },
                     None => {
-                        rows.push(combined[outer.len()..].to_vec());
+                        decode(&mut combined, &rest);
+                        let taken = combined[outer.len()..].iter_mut();
+                        rows.push(taken.map(|d| std::mem::replace(d, Datum::Null)).collect());
                         rows.len()
                     }
                 };
@@ -280,6 +289,22 @@ pub(super) fn fetch(
         Some(e) => Err(e),
         None => Ok(rows),
     }
+}
+
+/// `table`'s columns split in two: those `filter` reads (its columns from `outer` on), and the
+/// others.
+fn split_columns(table: &SqlTable, filter: &[Expr], outer: usize) -> (Vec<usize>, Vec<usize>) {
+    let mut read = vec![false; table.columns.len()];
+    for f in filter {
+        f.visit(&mut |e| {
+            if let Expr::Column(i) = e
+                && let Some(r) = i.checked_sub(outer).and_then(|c| read.get_mut(c))
+            {
+                *r = true;
+            }
+        });
+    }
+    (0..read.len()).partition(|&c| read[c])
 }
 
 /// Locks the row under `key` for writing and reads it again: the row, if it is still there

@@ -2,6 +2,7 @@
 //! of them recurses), with PostgreSQL's three-valued logic for conditions. Evaluation must never
 //! touch a table or hold anything across a call: it reads the row and the context only.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 
 use super::functions::eval_func;
@@ -23,12 +24,7 @@ impl Expr {
         // debug build a single large `match` would put every arm's locals in each level's frame).
         match self {
             Expr::Column(i) => Ok(row.get(*i).cloned().unwrap_or(Datum::Null)),
-            Expr::Param(i) => cx.params.get(*i).cloned().ok_or_else(|| {
-                SqlError::new(
-                    sqlstate::PROTOCOL_VIOLATION,
-                    format!("no value for parameter ${}", i + 1),
-                )
-            }),
+            Expr::Param(i) => cx.params.get(*i).cloned().ok_or_else(|| no_param(*i)),
             Expr::Literal(d) => Ok(d.clone()),
             Expr::Not(e) => eval_not(e, row, cx),
             Expr::Negate(e) => eval_negate(e, row, cx),
@@ -72,6 +68,29 @@ impl Expr {
     pub fn holds(&self, row: &[Datum], cx: &Context<'_>) -> Result<bool> {
         Ok(self.eval(row, cx)?.truth()? == Some(true))
     }
+
+    /// The value, borrowed where it already is one (a column, a parameter, a literal): a
+    /// comparison in a scan's filter then copies no string.
+    fn eval_ref<'a>(&'a self, row: &'a [Datum], cx: &'a Context<'_>) -> Result<Cow<'a, Datum>> {
+        static NULL: Datum = Datum::Null;
+        match self {
+            Expr::Column(i) => Ok(Cow::Borrowed(row.get(*i).unwrap_or(&NULL))),
+            Expr::Param(i) => cx
+                .params
+                .get(*i)
+                .map(Cow::Borrowed)
+                .ok_or_else(|| no_param(*i)),
+            Expr::Literal(d) => Ok(Cow::Borrowed(d)),
+            _ => self.eval(row, cx).map(Cow::Owned),
+        }
+    }
+}
+
+fn no_param(i: usize) -> SqlError {
+    SqlError::new(
+        sqlstate::PROTOCOL_VIOLATION,
+        format!("no value for parameter ${}", i + 1),
+    )
 }
 
 impl Datum {
@@ -234,10 +253,10 @@ fn eval_binary(op: BinOp, l: &Expr, r: &Expr, row: &[Datum], cx: &Context<'_>) -
             or3(a, b)
         }));
     }
-    let (a, b) = (l.eval(row, cx)?, r.eval(row, cx)?);
-    let cmp = |test: fn(Ordering) -> bool| -> Result<Datum> {
-        Ok(bool_datum(compare(&a, &b)?.map(test)))
-    };
+    let (a, b) = (l.eval_ref(row, cx)?, r.eval_ref(row, cx)?);
+    let (a, b) = (&*a, &*b);
+    let cmp =
+        |test: fn(Ordering) -> bool| -> Result<Datum> { Ok(bool_datum(compare(a, b)?.map(test))) };
     match op {
         BinOp::Eq => cmp(|o| o == Ordering::Equal),
         BinOp::NotEq => cmp(|o| o != Ordering::Equal),
@@ -245,11 +264,11 @@ fn eval_binary(op: BinOp, l: &Expr, r: &Expr, row: &[Datum], cx: &Context<'_>) -
         BinOp::LtEq => cmp(|o| o != Ordering::Greater),
         BinOp::Gt => cmp(|o| o == Ordering::Greater),
         BinOp::GtEq => cmp(|o| o != Ordering::Less),
-        BinOp::Plus => a.arith('+', &b),
-        BinOp::Minus => a.arith('-', &b),
-        BinOp::Multiply => a.arith('*', &b),
-        BinOp::Divide => a.arith('/', &b),
-        BinOp::Modulo => a.arith('%', &b),
+        BinOp::Plus => a.arith('+', b),
+        BinOp::Minus => a.arith('-', b),
+        BinOp::Multiply => a.arith('*', b),
+        BinOp::Divide => a.arith('/', b),
+        BinOp::Modulo => a.arith('%', b),
         BinOp::Concat => Ok(match (a.to_text_cast(), b.to_text_cast()) {
             (Some(x), Some(y)) => Datum::Text(x + &y),
             _ => Datum::Null,
