@@ -149,7 +149,7 @@ fn runner_of<'a>(
 /// for one that does not write.
 fn writes(command: &Command) -> Option<&'static str> {
     use overtake_sql::Query;
-    use overtake_sql::plan::Ddl;
+    use overtake_sql::plan::{Ddl, IndexKind};
     Some(match command {
         Command::Query(q) => match &**q {
             Query::Insert(_) => "INSERT",
@@ -169,7 +169,13 @@ fn writes(command: &Command) -> Option<&'static str> {
             } => "DROP SEQUENCE",
             Ddl::Truncate(_) => "TRUNCATE TABLE",
             Ddl::AddPrimaryKey { .. } => "ALTER TABLE",
+            Ddl::CreateIndex {
+                kind: IndexKind::UniqueConstraint,
+                ..
+            } => "ALTER TABLE",
             Ddl::CreateIndex { .. } => "CREATE INDEX",
+            Ddl::DropIndex { .. } => "DROP INDEX",
+            Ddl::DropConstraint { .. } => "ALTER TABLE",
             Ddl::Grant { revoke: false, .. } => "GRANT",
             Ddl::Grant { revoke: true, .. } => "REVOKE",
             Ddl::SetOwner { .. } => "ALTER TABLE",

@@ -246,3 +246,78 @@ fn sql_tables_and_their_rows_survive_restarts_through_the_log_and_a_checkpoint()
         );
     });
 }
+
+/// The unique indexes and constraints each table declares.
+async fn uniques(client: &tokio_postgres::Client) -> Vec<String> {
+    rows(
+        client,
+        "SELECT c.relname, i.indisunique, pg_get_indexdef(i.indexrelid),
+                (SELECT string_agg(conname, ',') FROM pg_constraint WHERE conindid = i.indexrelid)
+         FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid ORDER BY c.relname",
+    )
+    .await
+}
+
+#[test]
+fn unique_indexes_and_constraints_survive_restarts_and_keep_their_values_claimed() {
+    let dir =
+        Dir(std::env::temp_dir().join(format!("overtake-kept-unique-{}", std::process::id())));
+    let _ = std::fs::remove_dir_all(&dir.0);
+    let (db, before) = with_server(open(&dir), |c| async move {
+        c.batch_execute(
+            "CREATE TABLE users (id int PRIMARY KEY, email varchar(40) UNIQUE, nick varchar(20),
+                 team int, UNIQUE (team, nick));
+             INSERT INTO users VALUES (1, 'a@x', 'ann', 1), (2, 'b@x', 'bob', 1), (3, NULL, NULL, 2);
+             CREATE UNIQUE INDEX users_nick ON users (nick);
+             ALTER TABLE users ADD CONSTRAINT users_id_team UNIQUE (id, team);
+             CREATE TABLE gone (k int PRIMARY KEY, v int UNIQUE);
+             DROP TABLE gone;",
+        )
+        .await
+        .expect("setup");
+        uniques(&c).await
+    });
+    let names: Vec<String> = db.tables().iter().map(|t| t.name().to_owned()).collect();
+    assert_eq!(
+        names.len(),
+        2 + 1 + 4,
+        "the catalog, the roles, the table and one per unique index: {names:?}"
+    );
+    drop(db);
+
+    let (db, ()) = with_server(open(&dir), |c| async move {
+        assert_eq!(uniques(&c).await, before);
+        for dup in [
+            "INSERT INTO users VALUES (4, 'a@x', NULL, NULL)",
+            "INSERT INTO users VALUES (4, NULL, 'bob', NULL)",
+            "UPDATE users SET nick = 'ann', team = 1 WHERE id = 3",
+        ] {
+            assert_eq!(sqlstate(&c, dup).await, "23505", "{dup}");
+        }
+        // A row deleted before the restart gave its values back.
+        c.batch_execute(
+            "DELETE FROM users WHERE id = 2; INSERT INTO users VALUES (5, 'b@x', 'bob', 1);
+             ALTER TABLE users DROP CONSTRAINT users_email_key; DROP INDEX users_nick;",
+        )
+        .await
+        .expect("free values and drop two indexes");
+    });
+    db.checkpoint().expect("checkpoint");
+    drop(db);
+
+    with_server(open(&dir), |c| async move {
+        let left: Vec<String> = uniques(&c)
+            .await
+            .into_iter()
+            .map(|r| r.split('|').next().expect("a name").to_owned())
+            .collect();
+        assert_eq!(left, ["users_id_team", "users_pkey", "users_team_nick_key"]);
+        c.batch_execute("INSERT INTO users VALUES (6, 'a@x', 'carl', 3)")
+            .await
+            .expect("a dropped constraint claims nothing");
+        assert_eq!(
+            sqlstate(&c, "INSERT INTO users VALUES (7, NULL, 'ann', 1)").await,
+            "23505"
+        );
+    });
+}

@@ -1,7 +1,8 @@
 //! Locks over the wire. DDL that replaces a table (TRUNCATE, ADD PRIMARY KEY, CREATE INDEX,
 //! DROP) and the sessions writing to it: the rebuild waits for open writers and writers wait for
 //! an open rebuild, as PostgreSQL's table locks make them, and no acknowledged commit is ever
-//! lost. Locking reads that do not wait: `NOWAIT` and `SKIP LOCKED`.
+//! lost; a writer of a unique value another open transaction wrote waits for it. Locking reads
+//! that do not wait: `NOWAIT` and `SKIP LOCKED`.
 
 use crate::common;
 
@@ -361,5 +362,63 @@ fn read_committed_and_repeatable_read_writers_of_a_row_wait_for_each_other() {
         assert_eq!(e.code().map(|c| c.code()), Some("40001"));
         rr.batch_execute("ROLLBACK").await.expect("rollback");
         assert_eq!(count(&rr, "SELECT v::bigint FROM m WHERE k = 1").await, 100);
+    });
+}
+
+#[test]
+fn a_writer_of_a_taken_unique_value_waits_for_its_holder_and_fails_only_if_it_commits() {
+    let server = common::TestServer::start();
+    runtime().block_on(async {
+        for commit in [true, false] {
+            let holder = connect(&server.dsn("holder")).await;
+            let other = connect(&server.dsn("other")).await;
+            holder
+                .batch_execute(
+                    "DROP TABLE IF EXISTS u;
+                     CREATE TABLE u (k int PRIMARY KEY, email varchar(20) UNIQUE)",
+                )
+                .await
+                .expect("setup");
+            holder
+                .batch_execute("BEGIN; INSERT INTO u VALUES (1, 'a@x')")
+                .await
+                .expect("open holder");
+            // It waits (for longer than a lock timeout)...
+            let e = other
+                .batch_execute("SET lock_timeout = '20ms'; INSERT INTO u VALUES (2, 'a@x')")
+                .await
+                .expect_err("the value's holder is open");
+            assert_eq!(e.code().map(|c| c.code()), Some("55P03"));
+            // ... until the holder ends, whichever comes first of its end and the insert.
+            let insert = tokio::spawn(async move {
+                other
+                    .batch_execute("SET lock_timeout = 0; INSERT INTO u VALUES (2, 'a@x')")
+                    .await
+            });
+            holder
+                .batch_execute(if commit { "COMMIT" } else { "ROLLBACK" })
+                .await
+                .expect("end holder");
+            let done = insert.await.expect("task");
+            let rows: Vec<i32> = holder
+                .query("SELECT k FROM u", &[])
+                .await
+                .expect("read")
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            if commit {
+                let e = done.expect_err("the value was taken");
+                let db = e.as_db_error().expect("a server error");
+                assert_eq!(
+                    (db.code().code(), db.constraint()),
+                    ("23505", Some("u_email_key"))
+                );
+                assert_eq!(rows, [1]);
+            } else {
+                done.expect("the value was given back");
+                assert_eq!(rows, [2]);
+            }
+        }
     });
 }

@@ -177,6 +177,8 @@ pub(super) fn create_table(tables: Tables<'_>, ct: &ast::CreateTable) -> Result<
     let mut sequences = Vec::new();
     // CHECK conditions (name, condition), bound once every column is known.
     let mut check_asts: Vec<(Option<String>, &ast::Expr)> = Vec::new();
+    // UNIQUE constraints (name, columns), named once every column is known.
+    let mut unique_asts: Vec<(Option<String>, Vec<usize>)> = Vec::new();
     for (i, c) in ct.columns.iter().enumerate() {
         let serial = serial_type(&c.data_type);
         let mut column = SqlColumn {
@@ -214,7 +216,12 @@ pub(super) fn create_table(tables: Tables<'_>, ct: &ast::CreateTable) -> Result<
                     check_asts.push((name, &check.expr));
                 }
                 ColumnOption::Null => {}
-                ColumnOption::PrimaryKey(_) => {
+                ColumnOption::Unique(u) => {
+                    plain_unique(u)?;
+                    unique_asts.push((o.name.as_ref().or(u.name.as_ref()).map(ident), vec![i]));
+                }
+                ColumnOption::PrimaryKey(pk) => {
+                    plain_key(pk.characteristics.as_ref(), &pk.include)?;
                     column.nullable = false;
                     primary_key.push(i);
                 }
@@ -248,13 +255,9 @@ pub(super) fn create_table(tables: Tables<'_>, ct: &ast::CreateTable) -> Result<
     for c in &ct.constraints {
         match c {
             TableConstraint::PrimaryKey(pk) => {
+                plain_key(pk.characteristics.as_ref(), &pk.include)?;
                 for name in index_columns(&pk.columns)? {
-                    let i = columns.iter().position(|c| c.name == name).ok_or_else(|| {
-                        SqlError::new(
-                            sqlstate::UNDEFINED_COLUMN,
-                            format!("column \"{name}\" named in key does not exist"),
-                        )
-                    })?;
+                    let i = column_position(&columns, &name)?;
                     columns[i].nullable = false;
                     primary_key.push(i);
                 }
@@ -262,10 +265,34 @@ pub(super) fn create_table(tables: Tables<'_>, ct: &ast::CreateTable) -> Result<
             TableConstraint::Check(check) => {
                 check_asts.push((check.name.as_ref().map(ident), &check.expr));
             }
+            TableConstraint::Unique(u) => {
+                plain_unique(u)?;
+                let cols = index_columns(&u.columns)?
+                    .iter()
+                    .map(|name| column_position(&columns, name))
+                    .collect::<Result<Vec<_>>>()?;
+                unique_asts.push((u.name.as_ref().map(ident), cols));
+            }
             other => return Err(SqlError::unsupported(format!("constraint {other}"))),
         }
     }
     let checks = bind_checks(tables, &table_name, &columns, check_asts)?;
+    let mut uniques: Vec<(String, Vec<usize>)> = Vec::new();
+    for (name, cols) in unique_asts {
+        // The same columns twice make one constraint, as in PostgreSQL.
+        if uniques.iter().any(|(_, c)| *c == cols) || cols == primary_key {
+            continue;
+        }
+        let name = match name {
+            Some(n) => n,
+            None => {
+                let names: Vec<&str> = cols.iter().map(|&c| columns[c].name.as_str()).collect();
+                let taken = |n: &str| uniques.iter().any(|(u, _)| u == n);
+                relation_name(&table_name, &names, "key", taken)
+            }
+        };
+        uniques.push((name, cols));
+    }
     Ok(Ddl::CreateTable {
         name: table_name,
         columns,
@@ -273,7 +300,72 @@ pub(super) fn create_table(tables: Tables<'_>, ct: &ast::CreateTable) -> Result<
         if_not_exists: ct.if_not_exists,
         sequences,
         checks,
+        uniques,
     })
+}
+
+/// The position of column `name` that a key names.
+/// Refuses what would make a key other than an immediate one over its own columns:
+/// `DEFERRABLE` (checked at the end of the statement or transaction) and `INCLUDE` columns.
+pub(crate) fn plain_key(
+    characteristics: Option<&ast::ConstraintCharacteristics>,
+    include: &[ast::Ident],
+) -> Result<()> {
+    if let Some(c) = characteristics
+        && (c.deferrable == Some(true)
+            || c.initially == Some(ast::DeferrableInitial::Deferred)
+            || c.enforced.is_some())
+    {
+        return Err(SqlError::unsupported(format!("a constraint that is {c}")));
+    }
+    if !include.is_empty() {
+        return Err(SqlError::unsupported("an index with INCLUDE columns"));
+    }
+    Ok(())
+}
+
+/// [`plain_key`] for a UNIQUE constraint, which also keeps NULLs distinct.
+pub(crate) fn plain_unique(u: &ast::UniqueConstraint) -> Result<()> {
+    if u.nulls_distinct == ast::NullsDistinctOption::NotDistinct {
+        return Err(SqlError::unsupported("UNIQUE NULLS NOT DISTINCT"));
+    }
+    plain_key(u.characteristics.as_ref(), &u.include)
+}
+
+fn column_position(columns: &[SqlColumn], name: &str) -> Result<usize> {
+    columns.iter().position(|c| c.name == name).ok_or_else(|| {
+        SqlError::new(
+            sqlstate::UNDEFINED_COLUMN,
+            format!("column \"{name}\" named in key does not exist"),
+        )
+    })
+}
+
+/// The name PostgreSQL gives an index or constraint of `table` on `columns` that its statement
+/// did not name: `{table}_{columns}_{suffix}` (`t_a_b_key`), within 63 bytes, numbered past a
+/// name `taken` (`t_a_key1`).
+pub(crate) fn relation_name(
+    table: &str,
+    columns: &[&str],
+    suffix: &str,
+    taken: impl Fn(&str) -> bool,
+) -> String {
+    let base = format!("{table}_{}", columns.join("_"));
+    (0..)
+        .map(|n| {
+            let tail = if n == 0 {
+                format!("_{suffix}")
+            } else {
+                format!("_{suffix}{n}")
+            };
+            let mut head = base.clone();
+            while head.len() + tail.len() > 63 {
+                head.pop();
+            }
+            head + &tail
+        })
+        .find(|name| !taken(name))
+        .expect("some number is free")
 }
 
 /// CHECK constraints of table `table` (of `columns`), each bound over the table's row and

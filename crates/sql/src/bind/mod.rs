@@ -21,6 +21,7 @@
 pub(crate) mod access;
 pub(crate) mod arrays;
 mod ddl;
+pub(crate) use ddl::relation_name;
 pub(crate) mod dml;
 mod expr;
 mod from;

@@ -9,8 +9,8 @@ use sqlparser::ast::{
 pub use super::parse::{Ast, MAX_STATEMENT_LEN, parse};
 
 use super::ddl::{
-    create_table, grant_on, grantees, index_columns, sequence_options as sequence_options_of,
-    table_grantees, table_privileges,
+    create_table, grant_on, grantees, index_columns, plain_key, plain_unique,
+    sequence_options as sequence_options_of, table_grantees, table_privileges,
 };
 use crate::bind::role_statement as roles;
 use crate::bind::{Binder, ident, object_name};
@@ -18,7 +18,7 @@ use crate::catalog::Catalog;
 use crate::catalog::pending::Tables;
 use crate::error::{Result, SqlError};
 use crate::plan::{
-    Command, Ddl, IsolationLevel, OutputColumn, Prepared, Query, RoleCommand, TxnModes,
+    Command, Ddl, IndexKind, IsolationLevel, OutputColumn, Prepared, Query, RoleCommand, TxnModes,
 };
 use crate::sequence::Sequence;
 use crate::values::types::SqlType;
@@ -109,6 +109,16 @@ pub fn prepare_in(
             if_exists: *if_exists,
             sequences: *object_type == ast::ObjectType::Sequence,
         }),
+        Statement::Drop {
+            object_type: ast::ObjectType::Index,
+            if_exists,
+            names,
+            cascade: false,
+            ..
+        } => Command::Ddl(Ddl::DropIndex {
+            names: names.iter().map(object_name).collect::<Result<_>>()?,
+            if_exists: *if_exists,
+        }),
         Statement::Truncate(t) => Command::Ddl(Ddl::Truncate(
             t.table_names
                 .iter()
@@ -123,9 +133,38 @@ pub fn prepare_in(
                         constraint: TableConstraint::PrimaryKey(pk),
                         ..
                     },
-                ] => Command::Ddl(Ddl::AddPrimaryKey {
+                ] => {
+                    plain_key(pk.characteristics.as_ref(), &pk.include)?;
+                    Command::Ddl(Ddl::AddPrimaryKey {
+                        table,
+                        columns: index_columns(&pk.columns)?,
+                    })
+                }
+                [
+                    AlterTableOperation::AddConstraint {
+                        constraint: TableConstraint::Unique(u),
+                        ..
+                    },
+                ] => {
+                    plain_unique(u)?;
+                    Command::Ddl(Ddl::CreateIndex {
+                        name: u.name.as_ref().map(ident),
+                        table,
+                        columns: index_columns(&u.columns)?,
+                        if_not_exists: false,
+                        kind: IndexKind::UniqueConstraint,
+                    })
+                }
+                [
+                    AlterTableOperation::DropConstraint {
+                        if_exists,
+                        name,
+                        drop_behavior: None | Some(ast::DropBehavior::Restrict),
+                    },
+                ] => Command::Ddl(Ddl::DropConstraint {
                     table,
-                    columns: index_columns(&pk.columns)?,
+                    name: ident(name),
+                    if_exists: *if_exists,
                 }),
                 [AlterTableOperation::OwnerTo { new_owner }] => Command::Ddl(Ddl::SetOwner {
                     table,
@@ -138,19 +177,23 @@ pub fn prepare_in(
             }
         }
         Statement::CreateIndex(ci) => {
-            if ci.unique || ci.predicate.is_some() {
-                return Err(SqlError::unsupported("a unique or partial index"));
+            if ci.predicate.is_some() {
+                return Err(SqlError::unsupported("a partial index"));
             }
-            let table = object_name(&ci.table_name)?;
-            let name = match &ci.name {
-                Some(n) => object_name(n)?,
-                None => format!("{table}_idx"),
-            };
+            if ci.nulls_distinct == Some(false) {
+                return Err(SqlError::unsupported("UNIQUE NULLS NOT DISTINCT"));
+            }
+            plain_key(None, &ci.include)?;
             Command::Ddl(Ddl::CreateIndex {
-                name,
-                table,
+                name: ci.name.as_ref().map(object_name).transpose()?,
+                table: object_name(&ci.table_name)?,
                 columns: index_columns(&ci.columns)?,
                 if_not_exists: ci.if_not_exists,
+                kind: if ci.unique {
+                    IndexKind::Unique
+                } else {
+                    IndexKind::Plain
+                },
             })
         }
         Statement::Copy {

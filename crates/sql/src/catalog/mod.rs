@@ -67,6 +67,35 @@ pub struct SqlIndex {
     pub id: IndexId,
     /// Its object id, as `pg_class` and `pg_index` show it.
     pub oid: u32,
+    /// For a unique index: what keeps its values unique.
+    pub unique: Option<UniqueKeys>,
+}
+
+impl SqlIndex {
+    /// Whether it is a UNIQUE constraint's index.
+    pub fn is_unique_constraint(&self) -> bool {
+        self.unique.as_ref().is_some_and(|u| u.constraint)
+    }
+
+    /// For a UNIQUE constraint's index, the constraint's object id (derived from the index's:
+    /// constraints keep none of their own).
+    pub fn constraint_oid(&self) -> u32 {
+        0x5000_0000 | (self.oid & 0x0fff_ffff)
+    }
+}
+
+/// What makes an index unique: an engine table of its own whose primary key is the index's
+/// columns, holding one row per row of the table with no NULL in them (NULLs are distinct, as
+/// in PostgreSQL). Each write of the table writes it in the same transaction, so a value two
+/// transactions insert at once meets the engine's primary-key rules: the second waits for the
+/// first under READ COMMITTED (and then fails with 23505 if the first committed), or one of
+/// the two fails at its write or commit under the other levels.
+#[derive(Clone, Debug)]
+pub struct UniqueKeys {
+    pub engine: Arc<Table>,
+    /// Declared as a constraint (`UNIQUE` in a table, `ADD CONSTRAINT ... UNIQUE`), which
+    /// `pg_constraint` lists, rather than by `CREATE UNIQUE INDEX`.
+    pub constraint: bool,
 }
 
 /// A table: its SQL description and the engine table holding its rows.
@@ -128,6 +157,12 @@ impl SqlTable {
     /// How many object ids a table takes: its own, its row type's, its primary key index's and
     /// its primary key constraint's.
     pub const OIDS: u32 = 4;
+
+    /// Its engine tables: the one holding its rows, then those of its unique indexes.
+    pub fn engine_tables(&self) -> impl Iterator<Item = &Arc<Table>> {
+        let unique = self.indexes.iter().filter_map(|i| i.unique.as_ref());
+        std::iter::once(&self.engine).chain(unique.map(|u| &u.engine))
+    }
 
     /// Its row type's object id (`pg_type.typrelid` names the table).
     pub fn row_type_oid(&self) -> u32 {

@@ -139,7 +139,7 @@ impl Pending {
         }
         for t in gone {
             // Already gone only if a concurrent change dropped it: nothing to do then.
-            let _ = catalog.database().drop_table(t.engine.name());
+            drop_engine_tables(catalog, &t);
         }
         result
     }
@@ -148,11 +148,9 @@ impl Pending {
     pub fn discard(self, catalog: &Catalog) {
         for c in self.changes {
             match c {
-                Change::Add(t) => {
-                    let _ = catalog.database().drop_table(t.engine.name());
-                }
+                Change::Add(t) => drop_engine_tables(catalog, &t),
                 Change::Replace { old, new } if !Arc::ptr_eq(&old.engine, &new.engine) => {
-                    let _ = catalog.database().drop_table(new.engine.name());
+                    drop_engine_tables(catalog, &new);
                 }
                 _ => {}
             }
@@ -227,5 +225,13 @@ impl<'a> Tables<'a> {
     /// Whether the block has changed anything (plans made under its changes are its own).
     pub fn is_pending(&self) -> bool {
         self.pending.is_some_and(|p| !p.is_empty())
+    }
+}
+
+/// Drops `table`'s engine tables (see [`SqlTable::engine_tables`]); one already gone is no
+/// error (a concurrent change dropped it).
+fn drop_engine_tables(catalog: &Catalog, table: &SqlTable) {
+    for t in table.engine_tables() {
+        let _ = catalog.database().drop_table(t.name());
     }
 }

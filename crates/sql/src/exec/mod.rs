@@ -21,6 +21,7 @@ mod rows;
 mod select;
 mod set_functions;
 pub(crate) mod stored;
+mod unique;
 
 pub use select::{select, select_each, select_first};
 
@@ -181,6 +182,7 @@ fn insert_rows_returning(
                 overtake_engine::Error::DuplicateKey { .. } => duplicate_key(table, &cast),
                 e => e.into(),
             })?;
+        unique::claim(txn, table, &cast)?;
         inserted(&cast)?;
         n += 1;
     }
@@ -255,23 +257,7 @@ fn row_text(row: &[Datum]) -> String {
 
 /// The 23505 of a row of `table` whose primary key is taken, as PostgreSQL reports it.
 fn duplicate_key(table: &SqlTable, row: &[Datum]) -> SqlError {
-    let constraint = format!("{}_pkey", table.name);
-    let columns: Vec<&str> = table
-        .primary_key
-        .iter()
-        .map(|&c| table.columns[c].name.as_str())
-        .collect();
-    let values: Vec<Datum> = table.primary_key.iter().map(|&c| row[c].clone()).collect();
-    SqlError::new(
-        sqlstate::UNIQUE_VIOLATION,
-        format!("duplicate key value violates unique constraint \"{constraint}\""),
-    )
-    .with_detail(format!(
-        "Key ({})=({}) already exists.",
-        columns.join(", "),
-        row_text(&values)
-    ))
-    .concerning(&table.name, None, Some(constraint))
+    unique::duplicate(table, &table.primary_key_name(), &table.primary_key, row)
 }
 
 fn insert(
@@ -374,27 +360,36 @@ fn update(
                 // A new key is a new row to the engine: the old one is deleted and the changed
                 // one inserted, which fails with 23505 if the new key is taken (checked row by
                 // row, as PostgreSQL checks a unique constraint that is not deferred).
+                txn.delete(&table.engine, key)?;
+                unique::release(txn, table, &row)?;
                 let mut changed = row;
                 for (col, v) in new {
                     changed[col] = v;
                 }
-                txn.delete(&table.engine, key)?;
                 let all: Vec<usize> = (0..table.columns.len()).collect();
                 insert_rows_returning(txn, table, &all, [changed], cx, &mut |row| {
                     send_returning(&plan.returning, row, cx, emit)
                 })?;
                 return Ok(());
             }
-            // The row as it becomes, for its CHECK constraints and RETURNING.
-            let changed = (!table.checks.is_empty() || !plan.returning.is_empty()).then(|| {
-                let mut changed = row.clone();
-                for (col, v) in &new {
-                    changed[*col] = v.clone();
-                }
-                changed
+            // The row as it becomes, for its CHECK constraints, unique indexes and RETURNING.
+            let unique = new.iter().any(|(col, _)| {
+                table
+                    .indexes
+                    .iter()
+                    .any(|i| i.unique.is_some() && i.columns.contains(col))
             });
+            let changed =
+                (unique || !table.checks.is_empty() || !plan.returning.is_empty()).then(|| {
+                    let mut changed = row.clone();
+                    for (col, v) in &new {
+                        changed[*col] = v.clone();
+                    }
+                    changed
+                });
             if let Some(changed) = &changed {
                 check_constraints(table, changed, cx)?;
+                unique::change(txn, table, &row, changed)?;
             }
             let values = new
                 .iter()
@@ -433,6 +428,7 @@ fn delete(
         cx,
         |txn, key, row| {
             txn.delete(&plan.table.engine, key)?;
+            unique::release(txn, &plan.table, &row)?;
             send_returning(&plan.returning, &row, cx, emit)
         },
     )?;

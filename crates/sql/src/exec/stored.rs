@@ -22,9 +22,9 @@ use overtake_engine::{
 
 use crate::bind::statement::{parse, prepare};
 use crate::catalog::acl::{Acl, Grantee};
-use crate::catalog::{Catalog, ROW_ID_COLUMN, RowIds, SqlColumn, SqlIndex, SqlTable};
+use crate::catalog::{Catalog, ROW_ID_COLUMN, RowIds, SqlColumn, SqlIndex, SqlTable, UniqueKeys};
 use crate::error::{Result, SqlError, sqlstate};
-use crate::plan::{Command, Ddl};
+use crate::plan::{Command, Ddl, IndexKind};
 use crate::sequence::Sequence;
 use crate::values::types::SqlType;
 
@@ -77,7 +77,9 @@ impl Catalog {
             tables.insert(d.name.clone(), restored);
         }
         for t in db.tables() {
-            let described = tables.values().any(|s| Arc::ptr_eq(&s.engine, &t));
+            let described = tables
+                .values()
+                .any(|s| s.engine_tables().any(|e| Arc::ptr_eq(e, &t)));
             if t.name().contains('#') && !described {
                 db.drop_table(t.name())?;
             }
@@ -291,12 +293,18 @@ fn describe(table: &SqlTable) -> String {
         parts.join(", ")
     );
     for index in &table.indexes {
-        sql.push_str(&format!(
-            "\nCREATE INDEX {} ON {} ({});",
+        let (name, on, columns) = (
             quoted(&index.name),
             quoted(&table.name),
-            names(&index.columns)
-        ));
+            names(&index.columns),
+        );
+        sql.push_str(&match &index.unique {
+            None => format!("\nCREATE INDEX {name} ON {on} ({columns});"),
+            Some(u) if u.constraint => {
+                format!("\nALTER TABLE {on} ADD CONSTRAINT {name} UNIQUE ({columns});")
+            }
+            Some(_) => format!("\nCREATE UNIQUE INDEX {name} ON {on} ({columns});"),
+        });
     }
     describe_rest(table, &mut sql);
     sql
@@ -417,12 +425,13 @@ fn restore(catalog: &Catalog, described: &Described) -> Result<SqlTable> {
     // Tables kept by versions that recorded no owner have none.
     let mut acl = Acl::default();
     for s in statements {
-        let (index, names) = match prepare(catalog, &s, &[])?.command {
+        let (index, names, kind) = match prepare(catalog, &s, &[])?.command {
             Command::Ddl(Ddl::CreateIndex {
-                name,
+                name: Some(name),
                 columns: names,
+                kind,
                 ..
-            }) => (name, names),
+            }) => (name, names, kind),
             Command::Ddl(Ddl::SetOwner { owner, .. }) => {
                 acl.owner = Some(owner);
                 continue;
@@ -452,11 +461,27 @@ fn restore(catalog: &Catalog, described: &Described) -> Result<SqlTable> {
         let id = engine
             .index(&index)
             .ok_or_else(|| damaged(&format!("has index {index}, which its engine table lacks")))?;
+        let unique = match kind {
+            IndexKind::Plain => None,
+            IndexKind::Unique | IndexKind::UniqueConstraint => {
+                let keys = super::unique::engine_name(&engine, &index);
+                let keys = catalog.database().table(&keys).map_err(|_| {
+                    damaged(&format!(
+                        "has unique index {index}, whose engine table {keys} is missing"
+                    ))
+                })?;
+                Some(UniqueKeys {
+                    engine: keys,
+                    constraint: kind == IndexKind::UniqueConstraint,
+                })
+            }
+        };
         indexes.push(SqlIndex {
             name: index,
             columns,
             id,
             oid: 0,
+            unique,
         });
     }
     // Object ids kept with the description, or new ones for one an older version kept.

@@ -261,6 +261,8 @@ pub enum Ddl {
         /// The sequences of its serial and identity columns, made with it.
         sequences: Vec<Arc<Sequence>>,
         checks: Vec<crate::catalog::Check>,
+        /// UNIQUE constraints: (name, columns).
+        uniques: Vec<(String, Vec<usize>)>,
     },
     CreateSequence {
         sequence: Arc<Sequence>,
@@ -277,11 +279,24 @@ pub enum Ddl {
         table: String,
         columns: Vec<String>,
     },
+    /// `CREATE [UNIQUE] INDEX`, and `ALTER TABLE ... ADD [CONSTRAINT name] UNIQUE (columns)`.
     CreateIndex {
-        name: String,
+        name: Option<String>,
         table: String,
         columns: Vec<String>,
         if_not_exists: bool,
+        kind: IndexKind,
+    },
+    /// `DROP INDEX [IF EXISTS] names`.
+    DropIndex {
+        names: Vec<String>,
+        if_exists: bool,
+    },
+    /// `ALTER TABLE table DROP CONSTRAINT [IF EXISTS] name`.
+    DropConstraint {
+        table: String,
+        name: String,
+        if_exists: bool,
     },
     /// `GRANT privileges ON tables TO grantees` (`revoke`: `REVOKE ... FROM`).
     Grant {
@@ -295,6 +310,16 @@ pub enum Ddl {
         table: String,
         owner: String,
     },
+}
+
+/// What a secondary index is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IndexKind {
+    Plain,
+    /// `CREATE UNIQUE INDEX`.
+    Unique,
+    /// A UNIQUE constraint (`pg_constraint` lists it).
+    UniqueConstraint,
 }
 
 /// The tables a GRANT names.

@@ -184,6 +184,13 @@ fn table_constraints(s: &Snapshot) -> Vec<Vec<Datum>> {
                     .done(),
             );
         }
+        for i in t.indexes.iter().filter(|i| i.is_unique_constraint()) {
+            out.push(
+                constraint(i.name.clone(), "UNIQUE")
+                    .set("nulls_distinct", "YES")
+                    .done(),
+            );
+        }
         for c in &t.checks {
             out.push(constraint(c.name.clone(), "CHECK").done());
         }
@@ -199,17 +206,22 @@ fn table_constraints(s: &Snapshot) -> Vec<Vec<Datum>> {
 fn key_column_usage(s: &Snapshot) -> Vec<Vec<Datum>> {
     let mut out = Vec::new();
     for t in &s.tables {
-        for (position, &c) in t.primary_key.iter().enumerate() {
-            out.push(
-                of_table(
-                    of_table(Row::nulls(KEY_COLUMN_USAGE), "table", &t.name),
-                    "constraint",
-                    &t.primary_key_name(),
-                )
-                .set("column_name", t.columns[c].name.as_str())
-                .set("ordinal_position", (position + 1) as i64)
-                .done(),
-            );
+        let unique = t.indexes.iter().filter(|i| i.is_unique_constraint());
+        let keys = std::iter::once((t.primary_key_name(), &t.primary_key))
+            .chain(unique.map(|i| (i.name.clone(), &i.columns)));
+        for (name, columns) in keys {
+            for (position, &c) in columns.iter().enumerate() {
+                out.push(
+                    of_table(
+                        of_table(Row::nulls(KEY_COLUMN_USAGE), "table", &t.name),
+                        "constraint",
+                        &name,
+                    )
+                    .set("column_name", t.columns[c].name.as_str())
+                    .set("ordinal_position", (position + 1) as i64)
+                    .done(),
+                );
+            }
         }
     }
     out

@@ -210,8 +210,9 @@ impl Snapshot {
                 entries.insert(t.primary_key_oid().to_string(), Datum::Text(def));
             }
             for i in &t.indexes {
+                let unique = if i.unique.is_some() { "UNIQUE " } else { "" };
                 let def = format!(
-                    "CREATE INDEX {} ON {schema}{table} USING btree ({})",
+                    "CREATE {unique}INDEX {} ON {schema}{table} USING btree ({})",
                     relation_text(&i.name, Schema::Public),
                     names(&i.columns)
                 );
@@ -260,6 +261,17 @@ impl Snapshot {
                 entries.insert(
                     t.primary_key_constraint_oid().to_string(),
                     Datum::Text(format!("PRIMARY KEY ({})", columns.join(", "))),
+                );
+            }
+            for i in t.indexes.iter().filter(|i| i.is_unique_constraint()) {
+                let columns: Vec<String> = i
+                    .columns
+                    .iter()
+                    .map(|&c| relation_text(&t.columns[c].name, Schema::Public))
+                    .collect();
+                entries.insert(
+                    i.constraint_oid().to_string(),
+                    Datum::Text(format!("UNIQUE ({})", columns.join(", "))),
                 );
             }
             for (i, c) in t.checks.iter().enumerate() {

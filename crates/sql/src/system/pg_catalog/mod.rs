@@ -92,19 +92,35 @@ fn namespaces(s: &Snapshot) -> Vec<Vec<Datum>> {
         .collect()
 }
 
-/// A table's indexes as (oid, name, columns, primary), its primary key's first.
-fn table_indexes(t: &SqlTable) -> Vec<(u32, String, Vec<usize>, bool)> {
+/// A table's index as the catalogs show it.
+struct IndexRow {
+    oid: u32,
+    name: String,
+    columns: Vec<usize>,
+    primary: bool,
+    unique: bool,
+}
+
+/// A table's indexes, its primary key's first.
+fn table_indexes(t: &SqlTable) -> Vec<IndexRow> {
     let mut out = Vec::new();
     if !t.primary_key.is_empty() {
-        out.push((
-            t.primary_key_oid(),
-            t.primary_key_name(),
-            t.primary_key.clone(),
-            true,
-        ));
+        out.push(IndexRow {
+            oid: t.primary_key_oid(),
+            name: t.primary_key_name(),
+            columns: t.primary_key.clone(),
+            primary: true,
+            unique: true,
+        });
     }
     for i in &t.indexes {
-        out.push((i.oid, i.name.clone(), i.columns.clone(), false));
+        out.push(IndexRow {
+            oid: i.oid,
+            name: i.name.clone(),
+            columns: i.columns.clone(),
+            primary: false,
+            unique: i.unique.is_some(),
+        });
     }
     out
 }
@@ -137,7 +153,10 @@ fn classes(s: &Snapshot) -> Vec<Vec<Datum>> {
                 .set("relnatts", t.columns.len() as i64)
                 .done(),
         );
-        for (oid, name, columns, _) in indexes {
+        for IndexRow {
+            oid, name, columns, ..
+        } in indexes
+        {
             out.push(
                 class(oid, &name, "i")
                     .set("relnamespace", Schema::Public.oid())
@@ -203,7 +222,7 @@ fn attributes(s: &Snapshot) -> Vec<Vec<Datum>> {
                     .done(),
             );
         }
-        for (oid, _, columns, _) in table_indexes(t) {
+        for IndexRow { oid, columns, .. } in table_indexes(t) {
             for (i, &c) in columns.iter().enumerate() {
                 let c = &t.columns[c];
                 out.push(attribute(oid, &c.name, i + 1, c.ty).done());
@@ -276,7 +295,14 @@ fn types(s: &Snapshot) -> Vec<Vec<Datum>> {
 fn indexes(s: &Snapshot) -> Vec<Vec<Datum>> {
     let mut out = Vec::new();
     for t in &s.tables {
-        for (oid, _, columns, primary) in table_indexes(t) {
+        for IndexRow {
+            oid,
+            columns,
+            primary,
+            unique,
+            ..
+        } in table_indexes(t)
+        {
             let zeros = || Datum::Array(vec![Datum::Int(0); columns.len()]);
             out.push(
                 Row::new(PG_INDEX)
@@ -284,7 +310,7 @@ fn indexes(s: &Snapshot) -> Vec<Vec<Datum>> {
                     .set("indrelid", t.oid)
                     .set("indnatts", columns.len() as i64)
                     .set("indnkeyatts", columns.len() as i64)
-                    .set("indisunique", primary)
+                    .set("indisunique", unique)
                     .set("indisprimary", primary)
                     .set("indimmediate", true)
                     .set("indisvalid", true)
@@ -323,6 +349,15 @@ fn constraints(s: &Snapshot) -> Vec<Vec<Datum>> {
                     .set("conindid", t.primary_key_oid())
                     .set("connoinherit", true)
                     .set("conkey", attnums(&t.primary_key))
+                    .done(),
+            );
+        }
+        for i in t.indexes.iter().filter(|i| i.is_unique_constraint()) {
+            out.push(
+                constraint(t, i.constraint_oid(), i.name.clone(), "u")
+                    .set("conindid", i.oid)
+                    .set("connoinherit", true)
+                    .set("conkey", attnums(&i.columns))
                     .done(),
             );
         }

@@ -18,18 +18,30 @@ use overtake_engine::{
 
 use crate::catalog::acl::{Acl, Privileges};
 use crate::catalog::pending::{Change, Pending, Tables};
-use crate::catalog::{Catalog, ROW_ID_COLUMN, RowIds, SqlColumn, SqlIndex, SqlTable};
+use crate::catalog::{
+    Catalog, Check, ROW_ID_COLUMN, RowIds, SqlColumn, SqlIndex, SqlTable, UniqueKeys,
+};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::exec::access;
 use crate::exec::insert_rows;
 use crate::exec::stored;
+use crate::exec::unique;
 use crate::expr::{Context, Expr};
-use crate::plan::{Ddl, GrantOn};
+use crate::plan::{Ddl, GrantOn, IndexKind};
 use crate::sequence::Sequence;
 use crate::values::datum::Datum;
 
-/// A secondary index to build: its name, columns (positions) and object id.
-type IndexSpec = (String, Vec<usize>, u32);
+mod index;
+
+/// A secondary index to build.
+#[derive(Clone)]
+struct IndexSpec {
+    name: String,
+    /// Positions of its columns.
+    columns: Vec<usize>,
+    oid: u32,
+    kind: IndexKind,
+}
 
 /// Creates an engine table for a SQL table (object id `oid`) described by `columns`,
 /// `primary_key` and `indexes` (column positions), and returns the SQL table over it.
@@ -52,7 +64,7 @@ fn build(
     }
     let keyed = primary_key
         .iter()
-        .chain(indexes.iter().flat_map(|(_, cols, _)| cols));
+        .chain(indexes.iter().flat_map(|i| &i.columns));
     if let Some(c) = keyed
         .map(|&i| &columns[i])
         .find(|c| matches!(c.ty, crate::values::types::SqlType::Array(_)))
@@ -65,8 +77,7 @@ fn build(
     let engine_name = catalog.engine_name(name);
     let mut schema = TableSchema::builder(engine_name);
     for (i, c) in columns.iter().enumerate() {
-        let in_key =
-            primary_key.contains(&i) || indexes.iter().any(|(_, cols, _)| cols.contains(&i));
+        let in_key = primary_key.contains(&i) || indexes.iter().any(|x| x.columns.contains(&i));
         let ty = c.ty.column_type(in_key);
         schema = if c.nullable {
             schema.nullable_column(c.name.clone(), ty)
@@ -84,33 +95,77 @@ fn build(
     } else {
         schema.primary_key(&names(&primary_key))
     };
-    for (index, cols, _) in indexes {
-        schema = schema.index(index.clone(), &names(cols));
+    for index in indexes {
+        schema = schema.index(index.name.clone(), &names(&index.columns));
     }
     let schema = schema
         .build()
         .map_err(|e| SqlError::new(sqlstate::PROGRAM_LIMIT_EXCEEDED, e.to_string()))?;
     let engine = catalog.database().create_table(schema)?;
-    let indexes = indexes
-        .iter()
-        .map(|(index, cols, oid)| SqlIndex {
-            id: engine.index(index).expect("declared above"),
-            name: index.clone(),
-            columns: cols.clone(),
-            oid: *oid,
-        })
-        .collect();
+    let mut made = Vec::with_capacity(indexes.len());
+    for index in indexes {
+        let unique = match index.kind {
+            IndexKind::Plain => Ok(None),
+            IndexKind::Unique | IndexKind::UniqueConstraint => {
+                unique_keys(catalog, &engine, &columns, index).map(Some)
+            }
+        };
+        let unique = match unique {
+            Ok(u) => u,
+            Err(e) => {
+                for t in std::iter::once(&engine).chain(made.iter().filter_map(unique_engine)) {
+                    let _ = catalog.database().drop_table(t.name());
+                }
+                return Err(e);
+            }
+        };
+        made.push(SqlIndex {
+            id: engine.index(&index.name).expect("declared above"),
+            name: index.name.clone(),
+            columns: index.columns.clone(),
+            oid: index.oid,
+            unique,
+        });
+    }
     Ok(SqlTable {
         name: name.to_owned(),
         oid,
         columns,
         primary_key,
-        indexes,
+        indexes: made,
         engine,
         row_ids,
         acl,
         checks: Vec::new(),
         sequence: None,
+    })
+}
+
+fn unique_engine(index: &SqlIndex) -> Option<&Arc<overtake_engine::Table>> {
+    index.unique.as_ref().map(|u| &u.engine)
+}
+
+/// Creates the engine table that keeps `index` of the table over `engine` (of `columns`)
+/// unique: keyed by the index's columns, named after the table's engine table and the index.
+fn unique_keys(
+    catalog: &Catalog,
+    engine: &overtake_engine::Table,
+    columns: &[SqlColumn],
+    index: &IndexSpec,
+) -> Result<UniqueKeys> {
+    let mut schema = TableSchema::builder(unique::engine_name(engine, &index.name));
+    let mut names = Vec::with_capacity(index.columns.len());
+    for &c in &index.columns {
+        schema = schema.column(columns[c].name.clone(), columns[c].ty.column_type(true));
+        names.push(columns[c].name.as_str());
+    }
+    let schema = schema
+        .primary_key(&names)
+        .build()
+        .map_err(|e| SqlError::new(sqlstate::PROGRAM_LIMIT_EXCEEDED, e.to_string()))?;
+    Ok(UniqueKeys {
+        engine: catalog.database().create_table(schema)?,
+        constraint: index.kind == IndexKind::UniqueConstraint,
     })
 }
 
@@ -169,7 +224,10 @@ fn plain_table(tables: &Tables<'_>, name: &str) -> Result<Arc<SqlTable>> {
 fn not_a(name: &str, kind: &str) -> SqlError {
     SqlError::new(
         sqlstate::WRONG_OBJECT_TYPE,
-        format!("\"{name}\" is not a {kind}"),
+        format!(
+            "\"{name}\" is not {} {kind}",
+            if kind.starts_with('i') { "an" } else { "a" }
+        ),
     )
 }
 
@@ -225,7 +283,16 @@ fn index_list(table: &SqlTable) -> Vec<IndexSpec> {
     table
         .indexes
         .iter()
-        .map(|i| (i.name.clone(), i.columns.clone(), i.oid))
+        .map(|i| IndexSpec {
+            name: i.name.clone(),
+            columns: i.columns.clone(),
+            oid: i.oid,
+            kind: match &i.unique {
+                None => IndexKind::Plain,
+                Some(u) if u.constraint => IndexKind::UniqueConstraint,
+                Some(_) => IndexKind::Unique,
+            },
+        })
         .collect()
 }
 
@@ -236,7 +303,9 @@ type Shape = (Vec<SqlColumn>, Vec<usize>, Vec<IndexSpec>);
 fn or_discard<T>(catalog: &Catalog, new: &SqlTable, done: Result<T>) -> Result<T> {
     if done.is_err() {
         // Not described anywhere: dropping it can only fail if it is gone already.
-        let _ = catalog.database().drop_table(new.engine.name());
+        for t in new.engine_tables() {
+            let _ = catalog.database().drop_table(t.name());
+        }
     }
     done
 }
@@ -254,7 +323,19 @@ fn rebuild(
     catalog: &Catalog,
     txn: &mut Transaction<'_>,
     old: &Arc<SqlTable>,
+    shape: Shape,
+    empty: bool,
+) -> Result<Change> {
+    rebuild_checked(catalog, txn, old, shape, old.checks.clone(), empty)
+}
+
+/// [`rebuild`] with the CHECK constraints `checks` in place of `old`'s.
+fn rebuild_checked(
+    catalog: &Catalog,
+    txn: &mut Transaction<'_>,
+    old: &Arc<SqlTable>,
     (columns, primary_key, indexes): Shape,
+    checks: Vec<Check>,
     empty: bool,
 ) -> Result<Change> {
     lock_for_rebuild(txn, old)?;
@@ -267,7 +348,7 @@ fn rebuild(
         &indexes,
         old.acl.clone(),
     )?;
-    new.checks = old.checks.clone();
+    new.checks = checks;
     let done = (|| {
         if !empty {
             copy_rows(txn, old, &new)?;
@@ -342,6 +423,7 @@ pub fn execute_in(
             if_not_exists,
             sequences,
             checks,
+            uniques,
         } => {
             if tables.table(name).is_ok() {
                 if *if_not_exists {
@@ -360,12 +442,30 @@ pub fn execute_in(
             }
             let acl = Acl::owned_by(tables.actor);
             let oid = catalog.new_oids(SqlTable::OIDS);
+            let indexes: Vec<IndexSpec> = uniques
+                .iter()
+                .map(|(index, cols)| IndexSpec {
+                    name: index.clone(),
+                    columns: cols.clone(),
+                    oid: catalog.new_oids(1),
+                    kind: IndexKind::UniqueConstraint,
+                })
+                .collect();
+            if let Some(taken) = indexes
+                .iter()
+                .find(|i| tables.table(&i.name).is_ok() || i.name == *name)
+            {
+                return Err(SqlError::new(
+                    sqlstate::DUPLICATE_TABLE,
+                    format!("relation \"{}\" already exists", taken.name),
+                ));
+            }
             let mut table = build(
                 catalog,
                 (name, oid),
                 columns.clone(),
                 primary_key.clone(),
-                &[],
+                &indexes,
                 acl,
             )?;
             table.checks = checks.clone();
@@ -519,25 +619,21 @@ pub fn execute_in(
             table,
             columns,
             if_not_exists,
-        } => {
-            let old = plain_table(&tables, table)?;
-            access::require_owner(tables.actor, &old)?;
-            if old.indexes.iter().any(|i| i.name == *name) {
-                if *if_not_exists {
-                    return Ok(("CREATE INDEX", Vec::new()));
-                }
-                return Err(SqlError::new(
-                    sqlstate::DUPLICATE_TABLE,
-                    format!("relation \"{name}\" already exists"),
-                ));
-            }
-            let mut indexes = index_list(&old);
-            let cols = positions(&old, columns)?;
-            indexes.push((name.clone(), cols, catalog.new_oids(1)));
-            let shape = (old.columns.clone(), old.primary_key.clone(), indexes);
-            let change = rebuild(catalog, txn, &old, shape, false)?;
-            Ok(("CREATE INDEX", vec![change]))
-        }
+            kind,
+        } => index::create(
+            &tables,
+            txn,
+            name.as_deref(),
+            (table, columns),
+            *if_not_exists,
+            *kind,
+        ),
+        Ddl::DropIndex { names, if_exists } => index::drop(&tables, txn, names, *if_exists),
+        Ddl::DropConstraint {
+            table,
+            name,
+            if_exists,
+        } => index::drop_constraint(&tables, txn, table, name, *if_exists),
         Ddl::Grant {
             privileges,
             on,
