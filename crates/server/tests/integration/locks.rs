@@ -422,3 +422,45 @@ fn a_writer_of_a_taken_unique_value_waits_for_its_holder_and_fails_only_if_it_co
         }
     });
 }
+
+#[test]
+fn an_upsert_waits_for_the_open_writer_of_its_values_then_updates_its_row_or_inserts() {
+    let server = common::TestServer::start();
+    runtime().block_on(async {
+        let upsert = "INSERT INTO v VALUES (2, 'a@x', 1) ON CONFLICT (email)
+                      DO UPDATE SET n = v.n + excluded.n RETURNING k, n";
+        for commit in [true, false] {
+            let holder = connect(&server.dsn("holder")).await;
+            let other = connect(&server.dsn("other")).await;
+            holder
+                .batch_execute(
+                    "DROP TABLE IF EXISTS v;
+                     CREATE TABLE v (k int PRIMARY KEY, email varchar(20) UNIQUE, n int)",
+                )
+                .await
+                .expect("setup");
+            holder
+                .batch_execute("BEGIN; INSERT INTO v VALUES (1, 'a@x', 10)")
+                .await
+                .expect("open holder");
+            let e = other
+                .batch_execute(&format!("SET lock_timeout = '20ms'; {upsert}"))
+                .await
+                .expect_err("the value's holder is open");
+            assert_eq!(e.code().map(|c| c.code()), Some("55P03"));
+            let run = tokio::spawn(async move {
+                other.batch_execute("SET lock_timeout = 0").await?;
+                other.query_one(upsert, &[]).await
+            });
+            holder
+                .batch_execute(if commit { "COMMIT" } else { "ROLLBACK" })
+                .await
+                .expect("end holder");
+            let row = run.await.expect("task").expect("upsert");
+            let (k, n): (i32, i32) = (row.get(0), row.get(1));
+            // Committed: the holder's row is updated; rolled back: the row is inserted.
+            assert_eq!((k, n), if commit { (1, 11) } else { (2, 1) });
+            assert_eq!(count(&holder, "SELECT count(*) FROM v").await, 1);
+        }
+    });
+}

@@ -180,10 +180,14 @@ fn tables_belong_to_their_owner_and_grants_decide_the_rest() {
             "DROP TABLE acl_t",
             "CREATE INDEX acl_v ON acl_t (k)",
             "ALTER TABLE acl_t ADD PRIMARY KEY (k)",
+            "ALTER TABLE acl_t ADD UNIQUE (v)",
+            "ALTER TABLE acl_t DROP CONSTRAINT nope",
         ] {
             let message = refused(&bob, sql, "42501").await;
             assert_eq!(message, "must be owner of table acl_t", "{sql}");
         }
+        let message = refused(&bob, "DROP INDEX acl_t_pkey", "42501").await;
+        assert_eq!(message, "must be owner of index acl_t_pkey");
         // A prepared statement obeys the grants of the moment it runs.
         alice
             .batch_execute("GRANT SELECT, UPDATE ON acl_t, acl_t TO bob")
@@ -225,6 +229,16 @@ fn tables_belong_to_their_owner_and_grants_decide_the_rest() {
         bob.batch_execute("INSERT INTO acl_t VALUES (3, 3)")
             .await
             .expect("PUBLIC may insert");
+        // ON CONFLICT with a target reads its columns (SELECT); DO UPDATE updates (UPDATE).
+        bob.batch_execute("INSERT INTO acl_t VALUES (3, 3) ON CONFLICT DO NOTHING")
+            .await
+            .expect("no target: INSERT alone");
+        for sql in [
+            "INSERT INTO acl_t VALUES (3, 3) ON CONFLICT (k) DO NOTHING",
+            "INSERT INTO acl_t VALUES (3, 3) ON CONFLICT (k) DO UPDATE SET v = 4",
+        ] {
+            refused(&bob, sql, "42501").await;
+        }
         // Roles must exist; privileges must be a table's.
         refused(&alice, "GRANT SELECT ON acl_t TO nobody", "42704").await;
         let message = refused(&alice, "GRANT USAGE ON acl_t TO bob", "0LP01").await;

@@ -16,7 +16,7 @@ use crate::plan::{Access, CopyIn, DeletePlan, InsertPlan, InsertSource, OutputCo
 use crate::values::datum::Datum;
 
 impl Binder<'_> {
-    fn target_columns(&self, table: &SqlTable, names: &[String]) -> Result<Vec<usize>> {
+    pub(super) fn target_columns(&self, table: &SqlTable, names: &[String]) -> Result<Vec<usize>> {
         if names.is_empty() {
             return Ok((0..table.columns.len()).collect());
         }
@@ -82,9 +82,6 @@ impl Binder<'_> {
         &mut self,
         insert: &ast::Insert,
     ) -> Result<(InsertPlan, Vec<OutputColumn>)> {
-        if insert.on.is_some() {
-            return Err(SqlError::unsupported("INSERT ... ON CONFLICT"));
-        }
         let TableObject::TableName(name) = &insert.table else {
             return Err(SqlError::unsupported("INSERT into a table function"));
         };
@@ -104,6 +101,9 @@ impl Binder<'_> {
                 if source.order_by.is_none() && source.limit_clause.is_none() =>
             {
                 let mut rows = Vec::with_capacity(values.rows.len());
+                if values.rows.iter().any(|r| r.len() != values.rows[0].len()) {
+                    return Err(SqlError::syntax("VALUES lists must all be the same length"));
+                }
                 for row in &values.rows {
                     if row.len() > columns.len() {
                         return Err(SqlError::syntax(
@@ -149,6 +149,11 @@ impl Binder<'_> {
             .table_alias
             .as_ref()
             .map_or_else(|| table.name.clone(), |a| ident(&a.alias));
+        let on_conflict = match &insert.on {
+            None => None,
+            Some(ast::OnInsert::OnConflict(on)) => Some(self.on_conflict(on, &table, &alias)?),
+            Some(other) => return Err(SqlError::unsupported(format!("{other}"))),
+        };
         let (returning, out) = self.returning(insert.returning.as_ref(), &table, &alias)?;
         Ok((
             InsertPlan {
@@ -156,6 +161,7 @@ impl Binder<'_> {
                 columns,
                 source,
                 returning,
+                on_conflict,
                 init: Vec::new(),
             },
             out,

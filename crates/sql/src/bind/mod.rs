@@ -26,6 +26,7 @@ pub(crate) mod dml;
 mod expr;
 mod from;
 pub(crate) mod functions;
+mod on_conflict;
 mod parse;
 pub(crate) mod role_statement;
 mod row_values;

@@ -68,8 +68,12 @@ pub fn check(command: &Command, actor: &Actor) -> Result<()> {
         Query::Select(s) => check_select(s, actor),
         Query::Insert(i) => {
             require(Some(actor), &i.table, Privileges::INSERT)?;
-            if reads(i.returning.iter()) {
+            let targeted = i.on_conflict.as_ref().is_some_and(|o| o.targeted);
+            if targeted || reads(i.returning.iter()) {
                 require(Some(actor), &i.table, Privileges::SELECT)?;
+            }
+            if i.on_conflict.as_ref().is_some_and(|o| o.update.is_some()) {
+                require(Some(actor), &i.table, Privileges::UPDATE)?;
             }
             match &i.source {
                 InsertSource::Select(s) => check_select(s, actor),

@@ -17,6 +17,7 @@ pub mod access;
 pub(crate) mod aggregate;
 pub mod copy;
 pub mod ddl;
+mod on_conflict;
 mod rows;
 mod select;
 mod set_functions;
@@ -153,40 +154,105 @@ fn insert_rows_returning(
     lock_for_writing(txn, table)?;
     let mut n = 0;
     for source in rows {
-        let mut values: Vec<Option<Datum>> = vec![None; table.columns.len()];
-        for (d, &col) in source.into_iter().zip(columns) {
-            values[col] = Some(d);
+        let row = proposed_row(table, columns, source, cx)?;
+        if let Written::Taken(taken) = write_row(txn, table, &row)? {
+            return Err(taken.error(table, &row));
         }
-        let mut builder = table.engine.row_builder();
-        let mut cast = Vec::with_capacity(values.len());
-        for (v, c) in values.into_iter().zip(&table.columns) {
-            let v = match v {
-                Some(v) => v,
-                None => match &c.default {
-                    Some(d) => d.expr.eval(&[], cx)?,
-                    None => Datum::Null,
-                },
-            };
-            cast.push(v.cast(c.ty)?);
-        }
-        check_not_null(table, &cast)?;
-        check_constraints(table, &cast, cx)?;
-        for (i, (v, c)) in cast.iter().zip(&table.columns).enumerate() {
-            builder.set(i, v.to_value(c.ty)?.value());
-        }
-        if let Some(ids) = &table.row_ids {
-            builder.set(table.columns.len(), overtake_engine::Value::Int(ids.take()));
-        }
-        txn.insert(&table.engine, builder.finish()?)
-            .map_err(|e| match e {
-                overtake_engine::Error::DuplicateKey { .. } => duplicate_key(table, &cast),
-                e => e.into(),
-            })?;
-        unique::claim(txn, table, &cast)?;
-        inserted(&cast)?;
+        inserted(&row)?;
         n += 1;
     }
     Ok(n)
+}
+
+/// The row `source` (values for `columns`, in order) proposes for `table`: every column, the
+/// missing ones from their defaults, cast to the columns' types, its NOT NULL and CHECK
+/// constraints met.
+fn proposed_row(
+    table: &SqlTable,
+    columns: &[usize],
+    source: Vec<Datum>,
+    cx: &Context<'_>,
+) -> Result<Vec<Datum>> {
+    let mut values: Vec<Option<Datum>> = vec![None; table.columns.len()];
+    for (d, &col) in source.into_iter().zip(columns) {
+        values[col] = Some(d);
+    }
+    let mut row = Vec::with_capacity(values.len());
+    for (v, c) in values.into_iter().zip(&table.columns) {
+        let v = match v {
+            Some(v) => v,
+            None => match &c.default {
+                Some(d) => d.expr.eval(&[], cx)?,
+                None => Datum::Null,
+            },
+        };
+        row.push(v.cast(c.ty)?);
+    }
+    check_not_null(table, &row)?;
+    check_constraints(table, &row, cx)?;
+    Ok(row)
+}
+
+/// What writing a row did.
+enum Written {
+    /// It is written, with this row id in a table without a primary key.
+    Row(Option<i64>),
+    /// Another row holds some of its values: nothing of it may stay (the caller fails the
+    /// statement or rolls back to a savepoint taken before).
+    Taken(Taken),
+}
+
+/// Which values of a row another row holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Taken {
+    PrimaryKey,
+    /// Those of the unique index at this position of the table's `indexes`.
+    Index(usize),
+}
+
+impl Taken {
+    /// The columns whose values are taken.
+    fn columns(self, table: &SqlTable) -> &[usize] {
+        match self {
+            Taken::PrimaryKey => &table.primary_key,
+            Taken::Index(i) => &table.indexes[i].columns,
+        }
+    }
+
+    /// The 23505 of `row`, as PostgreSQL reports it.
+    fn error(self, table: &SqlTable, row: &[Datum]) -> SqlError {
+        match self {
+            Taken::PrimaryKey => duplicate_key(table, row),
+            Taken::Index(i) => {
+                let index = &table.indexes[i];
+                unique::duplicate(table, &index.name, &index.columns, row)
+            }
+        }
+    }
+}
+
+/// Writes `row` (every column, as [`proposed_row`] makes it) into `table` and claims its values
+/// of each unique index.
+fn write_row(txn: &mut Transaction<'_>, table: &SqlTable, row: &[Datum]) -> Result<Written> {
+    let mut builder = table.engine.row_builder();
+    for (i, (v, c)) in row.iter().zip(&table.columns).enumerate() {
+        builder.set(i, v.to_value(c.ty)?.value());
+    }
+    let row_id = table.row_ids.as_ref().map(|ids| ids.take());
+    if let Some(id) = row_id {
+        builder.set(table.columns.len(), overtake_engine::Value::Int(id));
+    }
+    match txn.insert(&table.engine, builder.finish()?) {
+        Ok(()) => {}
+        Err(overtake_engine::Error::DuplicateKey { .. }) => {
+            return Ok(Written::Taken(Taken::PrimaryKey));
+        }
+        Err(e) => return Err(e.into()),
+    }
+    Ok(match unique::claim(txn, table, row)? {
+        Some(i) => Written::Taken(Taken::Index(i)),
+        None => Written::Row(row_id),
+    })
 }
 
 /// Sends `returning`'s values over `row` to `emit` (nothing without RETURNING).
@@ -277,9 +343,12 @@ fn insert(
             .collect::<Result<Vec<_>>>()?,
         InsertSource::Select(s) => select_first(txn, (s, &plan.init), cx, usize::MAX)?,
     };
-    let n = insert_rows_returning(txn, &plan.table, &plan.columns, rows, cx, &mut |row| {
-        send_returning(&plan.returning, row, cx, emit)
-    })?;
+    let n = match &plan.on_conflict {
+        None => insert_rows_returning(txn, &plan.table, &plan.columns, rows, cx, &mut |row| {
+            send_returning(&plan.returning, row, cx, emit)
+        })?,
+        Some(on) => on_conflict::insert_rows(txn, plan, on, rows, cx, emit)?,
+    };
     Ok(Output {
         tag: format!("INSERT 0 {n}"),
         rows: Vec::new(),
@@ -338,72 +407,12 @@ fn update(
         cx,
         |txn, key, row| {
             let mut new = Vec::with_capacity(plan.assignments.len());
-            let mut moves = false;
             for (col, e) in &plan.assignments {
-                let v = e.eval(&row, cx)?.cast(table.columns[*col].ty)?;
-                moves |= table.primary_key.contains(col)
-                    && v.sql_cmp(&row[*col])? != Some(std::cmp::Ordering::Equal);
-                new.push((*col, v));
+                new.push((*col, e.eval(&row, cx)?.cast(table.columns[*col].ty)?));
             }
-            if new
-                .iter()
-                .any(|(col, v)| v.is_null() && !table.columns[*col].nullable)
-            {
-                // The error shows the row as it would have become.
-                let mut changed = row.clone();
-                for (col, v) in &new {
-                    changed[*col] = v.clone();
-                }
-                check_not_null(table, &changed)?;
-            }
-            if moves {
-                // A new key is a new row to the engine: the old one is deleted and the changed
-                // one inserted, which fails with 23505 if the new key is taken (checked row by
-                // row, as PostgreSQL checks a unique constraint that is not deferred).
-                txn.delete(&table.engine, key)?;
-                unique::release(txn, table, &row)?;
-                let mut changed = row;
-                for (col, v) in new {
-                    changed[col] = v;
-                }
-                let all: Vec<usize> = (0..table.columns.len()).collect();
-                insert_rows_returning(txn, table, &all, [changed], cx, &mut |row| {
-                    send_returning(&plan.returning, row, cx, emit)
-                })?;
-                return Ok(());
-            }
-            // The row as it becomes, for its CHECK constraints, unique indexes and RETURNING.
-            let unique = new.iter().any(|(col, _)| {
-                table
-                    .indexes
-                    .iter()
-                    .any(|i| i.unique.is_some() && i.columns.contains(col))
-            });
-            let changed =
-                (unique || !table.checks.is_empty() || !plan.returning.is_empty()).then(|| {
-                    let mut changed = row.clone();
-                    for (col, v) in &new {
-                        changed[*col] = v.clone();
-                    }
-                    changed
-                });
-            if let Some(changed) = &changed {
-                check_constraints(table, changed, cx)?;
-                unique::change(txn, table, &row, changed)?;
-            }
-            let values = new
-                .iter()
-                .map(|(col, v)| Ok((*col, v.to_value(table.columns[*col].ty)?)))
-                .collect::<Result<Vec<_>>>()?;
-            txn.update(&table.engine, key, |m| {
-                for (col, v) in &values {
-                    m.set(*col, v.value());
-                }
-            })?;
-            if let Some(changed) = &changed
-                && !plan.returning.is_empty()
-            {
-                send_returning(&plan.returning, changed, cx, emit)?;
+            let keep = !plan.returning.is_empty();
+            if let Some(changed) = update_row(txn, table, (key, row), new, cx, keep)? {
+                send_returning(&plan.returning, &changed, cx, emit)?;
             }
             Ok(())
         },
@@ -412,6 +421,84 @@ fn update(
         tag: format!("UPDATE {n}"),
         rows: Vec::new(),
     })
+}
+
+/// Changes the row of `table` under `key` (locked), which holds `row`, by `new` (column
+/// positions and their values, of the columns' types): checks its NOT NULL and CHECK
+/// constraints and unique indexes as it becomes, and moves it to its new key if its primary key
+/// changes. Returns the row as it became if `keep` (or if it was made anyway).
+fn update_row(
+    txn: &mut Transaction<'_>,
+    table: &SqlTable,
+    (key, row): (&KeyBuf, Vec<Datum>),
+    new: Vec<(usize, Datum)>,
+    cx: &Context<'_>,
+    keep: bool,
+) -> Result<Option<Vec<Datum>>> {
+    let moves = new.iter().try_fold(false, |moves, (col, v)| {
+        Ok::<_, SqlError>(
+            moves
+                || (table.primary_key.contains(col)
+                    && v.sql_cmp(&row[*col])? != Some(std::cmp::Ordering::Equal)),
+        )
+    })?;
+    if new
+        .iter()
+        .any(|(col, v)| v.is_null() && !table.columns[*col].nullable)
+    {
+        // The error shows the row as it would have become.
+        let mut changed = row.clone();
+        for (col, v) in &new {
+            changed[*col] = v.clone();
+        }
+        check_not_null(table, &changed)?;
+    }
+    if moves {
+        // A new key is a new row to the engine: the old one is deleted and the changed one
+        // inserted, which fails with 23505 if the new key is taken (checked row by row, as
+        // PostgreSQL checks a unique constraint that is not deferred).
+        txn.delete(&table.engine, key)?;
+        unique::release(txn, table, &row)?;
+        let mut changed = row;
+        for (col, v) in new {
+            changed[col] = v;
+        }
+        let all: Vec<usize> = (0..table.columns.len()).collect();
+        let mut became = None;
+        insert_rows_returning(txn, table, &all, [changed], cx, &mut |row| {
+            became = Some(row.to_vec());
+            Ok(())
+        })?;
+        return Ok(became);
+    }
+    // The row as it becomes, for its CHECK constraints, unique indexes and RETURNING.
+    let unique = new.iter().any(|(col, _)| {
+        table
+            .indexes
+            .iter()
+            .any(|i| i.unique.is_some() && i.columns.contains(col))
+    });
+    let changed = (unique || !table.checks.is_empty() || keep).then(|| {
+        let mut changed = row.clone();
+        for (col, v) in &new {
+            changed[*col] = v.clone();
+        }
+        changed
+    });
+    if let Some(changed) = &changed {
+        check_constraints(table, changed, cx)?;
+        unique::change(txn, table, &row, changed)?;
+    }
+    let values = new
+        .iter()
+        .map(|(col, v)| Ok((*col, v.to_value(table.columns[*col].ty)?)))
+        .collect::<Result<Vec<_>>>()?;
+    txn.update(&table.engine, key, |m| {
+        for (col, v) in &values {
+            m.set(*col, v.value());
+        }
+    })?;
+    Ok(changed)
 }
 
 fn delete(

@@ -61,7 +61,7 @@ pub(super) fn key_of(
 }
 
 /// The engine key of a stored row: its primary key, or its row id in a table without one.
-fn stored_key(table: &SqlTable, row: &overtake_engine::RowRef<'_>) -> Result<KeyBuf> {
+pub(super) fn stored_key(table: &SqlTable, row: &overtake_engine::RowRef<'_>) -> Result<KeyBuf> {
     let mut kb = table.engine.key();
     if table.row_ids.is_some() {
         kb.value(row.get(table.columns.len()));

@@ -18,51 +18,55 @@ pub(super) fn engine_name(engine: &Table, index: &str) -> String {
     format!("{}/{index}", engine.name())
 }
 
-/// The table's unique indexes whose columns hold no NULL in `row`, with what keeps them.
+/// The table's unique indexes whose columns hold no NULL in `row` (with their positions in
+/// `indexes`), with what keeps them.
 fn claimed<'a>(
     table: &'a SqlTable,
     row: &'a [Datum],
-) -> impl Iterator<Item = (&'a SqlIndex, &'a UniqueKeys)> + 'a {
-    table.indexes.iter().filter_map(move |i| {
+) -> impl Iterator<Item = (usize, &'a SqlIndex, &'a UniqueKeys)> + 'a {
+    table.indexes.iter().enumerate().filter_map(move |(at, i)| {
         let keys = i.unique.as_ref()?;
         i.columns
             .iter()
             .all(|&c| !row[c].is_null())
-            .then_some((i, keys))
+            .then_some((at, i, keys))
     })
 }
 
-/// Claims the values of every unique index in `row` (every column of `table`, as stored):
-/// 23505 if another row holds them.
-pub(super) fn claim(txn: &mut Transaction<'_>, table: &SqlTable, row: &[Datum]) -> Result<()> {
-    for (index, keys) in claimed(table, row) {
-        claim_one(txn, table, (index, keys), row)?;
+/// Claims the values of every unique index in `row` (every column of `table`, as stored).
+/// If another row holds some, returns the position of the first such index (its claims made
+/// before stay in the transaction: the caller fails the statement or rolls back to a savepoint).
+pub(super) fn claim(
+    txn: &mut Transaction<'_>,
+    table: &SqlTable,
+    row: &[Datum],
+) -> Result<Option<usize>> {
+    for (at, index, keys) in claimed(table, row) {
+        match txn.insert(&keys.engine, claim_row(table, (index, keys), row)?) {
+            Ok(()) => {}
+            Err(overtake_engine::Error::DuplicateKey { .. }) => return Ok(Some(at)),
+            Err(e) => return Err(e.into()),
+        }
     }
-    Ok(())
+    Ok(None)
 }
 
-fn claim_one(
-    txn: &mut Transaction<'_>,
+/// The row of `keys`'s table claiming `row`'s values of `index`.
+fn claim_row(
     table: &SqlTable,
     (index, keys): (&SqlIndex, &UniqueKeys),
     row: &[Datum],
-) -> Result<()> {
+) -> Result<overtake_engine::Row> {
     let mut builder = keys.engine.row_builder();
     for (i, &c) in index.columns.iter().enumerate() {
         builder.set(i, row[c].to_value(table.columns[c].ty)?.value());
     }
-    txn.insert(&keys.engine, builder.finish()?)
-        .map_err(|e| match e {
-            overtake_engine::Error::DuplicateKey { .. } => {
-                duplicate(table, &index.name, &index.columns, row)
-            }
-            e => e.into(),
-        })
+    Ok(builder.finish()?)
 }
 
 /// Gives back the values of every unique index in `row` (deleted).
 pub(super) fn release(txn: &mut Transaction<'_>, table: &SqlTable, row: &[Datum]) -> Result<()> {
-    for (index, keys) in claimed(table, row) {
+    for (_, index, keys) in claimed(table, row) {
         txn.delete(&keys.engine, &key(table, index, keys, row)?)?;
     }
     Ok(())
@@ -89,7 +93,13 @@ pub(super) fn change(
             txn.delete(&keys.engine, &key(table, index, keys, old)?)?;
         }
         if index.columns.iter().all(|&c| !new[c].is_null()) {
-            claim_one(txn, table, (index, keys), new)?;
+            txn.insert(&keys.engine, claim_row(table, (index, keys), new)?)
+                .map_err(|e| match e {
+                    overtake_engine::Error::DuplicateKey { .. } => {
+                        duplicate(table, &index.name, &index.columns, new)
+                    }
+                    e => e.into(),
+                })?;
         }
     }
     Ok(())

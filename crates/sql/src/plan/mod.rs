@@ -214,8 +214,32 @@ pub struct InsertPlan {
     pub source: InsertSource,
     /// `RETURNING`: expressions over each inserted row (every column of the table).
     pub returning: Vec<Expr>,
+    /// `ON CONFLICT`: what a row whose values are taken does instead.
+    pub on_conflict: Option<OnConflict>,
     /// The statement's uncorrelated subqueries (see [`InitPlan`]).
     pub init: Vec<InitPlan>,
+}
+
+/// `INSERT ... ON CONFLICT`: the unique indexes whose taken values it handles (its arbiters)
+/// and what it does with such a row instead of failing.
+#[derive(Debug)]
+pub struct OnConflict {
+    /// A conflict target names the arbiters (it reads their columns: SELECT privilege).
+    pub targeted: bool,
+    /// The primary key is an arbiter.
+    pub primary_key: bool,
+    /// Positions (in the table's `indexes`) of the unique indexes that are arbiters.
+    pub indexes: Vec<usize>,
+    /// `DO UPDATE`; `None` for `DO NOTHING`.
+    pub update: Option<ConflictUpdate>,
+}
+
+/// `ON CONFLICT ... DO UPDATE SET assignments [WHERE filter]`: expressions over the row that
+/// holds the values followed by the row proposed for insertion (`excluded`).
+#[derive(Debug)]
+pub struct ConflictUpdate {
+    pub assignments: Vec<(usize, Expr)>,
+    pub filter: Option<Expr>,
 }
 
 /// Where inserted rows come from.

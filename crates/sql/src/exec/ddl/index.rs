@@ -121,6 +121,9 @@ pub(super) fn drop(
                 format!("index \"{n}\" does not exist"),
             ));
         };
+        // PostgreSQL checks the owner first, and names the index.
+        access::require_owner(tables.actor, table)
+            .map_err(|e| SqlError::new(e.code, format!("must be owner of index {n}")))?;
         let constraint = *n == table.primary_key_name()
             || table
                 .indexes
@@ -138,9 +141,6 @@ pub(super) fn drop(
             Some((_, lost)) => lost.push(n),
             None => losing.push((Arc::clone(table), vec![n])),
         }
-    }
-    for (table, _) in &losing {
-        access::require_owner(tables.actor, table)?;
     }
     let mut changes = Vec::with_capacity(losing.len());
     for (table, lost) in &losing {
@@ -168,6 +168,7 @@ pub(super) fn drop_constraint(
     if_exists: bool,
 ) -> Result<(&'static str, Vec<Change>)> {
     let old = plain_table(tables, table)?;
+    access::require_owner(tables.actor, &old)?;
     let mut primary_key = old.primary_key.clone();
     let mut indexes = index_list(&old);
     let mut checks = old.checks.clone();
@@ -188,7 +189,6 @@ pub(super) fn drop_constraint(
             format!("constraint \"{name}\" of relation \"{table}\" does not exist"),
         ));
     }
-    access::require_owner(tables.actor, &old)?;
     let shape = (old.columns.clone(), primary_key, indexes);
     let change = rebuild_checked(tables.catalog, txn, &old, shape, checks, false)?;
     Ok(("ALTER TABLE", vec![change]))
