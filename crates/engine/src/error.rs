@@ -168,6 +168,16 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// A string is longer than its column's declared length.
+    #[error("invalid value for column {column}: {bytes} bytes is longer than the declared {max}")]
+    StringTooLong {
+        /// The column.
+        column: String,
+        /// The string's length in bytes.
+        bytes: usize,
+        /// The column's declared length in bytes.
+        max: u16,
+    },
     /// A row's values together take more than [`MAX_ROW_LEN`] bytes.
     #[error("row is too big: size {bytes}, maximum size {MAX_ROW_LEN}")]
     RowTooBig {

@@ -258,6 +258,15 @@ impl From<EngineError> for SqlError {
             | EngineError::RowTooBig { .. } => {
                 SqlError::new(sqlstate::PROGRAM_LIMIT_EXCEEDED, e.to_string())
             }
+            // The SQL types' own lengths are checked before: this is what a key keeps of a
+            // text or varchar, or the bytes of a char(n).
+            EngineError::StringTooLong { column, bytes, max } => SqlError::new(
+                sqlstate::PROGRAM_LIMIT_EXCEEDED,
+                format!(
+                    "value too long for column \"{column}\": {bytes} bytes, more than the {max} it holds (a key or index holds {} bytes of a text or varchar value)",
+                    crate::values::types::TEXT_KEY_MAX
+                ),
+            ),
             EngineError::InvalidValue { .. } | EngineError::Decimal(_) => {
                 SqlError::new(sqlstate::NUMERIC_VALUE_OUT_OF_RANGE, e.to_string())
             }

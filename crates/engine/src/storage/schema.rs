@@ -58,8 +58,9 @@ impl ColumnType {
             // A length code and up to 4 or 8 significant bytes.
             ColumnType::Int32 => 5,
             ColumnType::Int64 | ColumnType::Decimal { .. } | ColumnType::Timestamp => 9,
-            // Every byte may be escaped to two, plus a two-byte terminator.
-            ColumnType::Char(n) | ColumnType::VarChar(n) => 2 * usize::from(n) + 2,
+            // Its bytes and a two-byte terminator: string columns hold no NUL (rows refuse
+            // one), the only byte the encoding escapes.
+            ColumnType::Char(n) | ColumnType::VarChar(n) => usize::from(n) + 2,
             // Its sortable part, which needs no escaping.
             ColumnType::Numeric(n) => numeric::max_sortable_len(n),
         }
@@ -400,7 +401,7 @@ mod tests {
             .build();
         assert!(matches!(bad_decimal, Err(SchemaError::BadType { .. })));
         let long_key = TableSchema::builder("t")
-            .column("s", ColumnType::VarChar(200))
+            .column("s", ColumnType::VarChar(254))
             .primary_key(&["s"])
             .build();
         assert!(matches!(long_key, Err(SchemaError::KeyTooLong { .. })));

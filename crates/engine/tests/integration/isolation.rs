@@ -648,7 +648,7 @@ fn region_depth_returns_to_zero_on_every_path() {
     let bad = a.update(&t, &key(&t, 1), |r| {
         r.str(OWNER, "a name that is far too long for the column");
     });
-    assert!(matches!(bad, Err(Error::InvalidValue { .. })));
+    assert!(matches!(bad, Err(Error::StringTooLong { .. })));
     assert_eq!(region::depth(), 0, "after a user error");
     assert!(a.insert(&t, account_row(&t, 1, "x", 0)).is_err());
     assert_eq!(region::depth(), 0, "after a duplicate key");

@@ -383,9 +383,10 @@ impl SqlType {
             SqlType::Numeric(None) => ColumnType::Numeric(NUMERIC_STORED_DIGITS),
             SqlType::Text if in_key => ColumnType::VarChar(TEXT_KEY_MAX),
             SqlType::Text => ColumnType::VarChar(TEXT_MAX),
-            // A key holds `n` bytes of a varchar(n) (a key's width is bounded); elsewhere a
-            // value of `n` characters of up to four bytes each, as far as a row holds.
-            SqlType::VarChar(n) if in_key => ColumnType::VarChar(bytes(n)),
+            // A key holds `n` bytes of a varchar(n), at most what it holds of a text (a key's
+            // width is bounded); elsewhere a value of `n` characters of up to four bytes each,
+            // as far as a row holds.
+            SqlType::VarChar(n) if in_key => ColumnType::VarChar(bytes(n).min(TEXT_KEY_MAX)),
             SqlType::VarChar(n) => ColumnType::VarChar(bytes(n.saturating_mul(4))),
             // Fixed width: `n` bytes (a char(n) of multibyte characters is refused past them).
             SqlType::Char(n) => ColumnType::Char(bytes(n)),

@@ -50,7 +50,9 @@ impl RowLayout {
             {
                 bytes[at..at + 8].copy_from_slice(&d.units().to_le_bytes());
             }
-            (ColumnType::Char(n), Value::Str(s)) if s.len() <= usize::from(n) => {
+            (ColumnType::Char(n), Value::Str(s))
+                if s.len() <= usize::from(n) && !s.as_bytes().contains(&0) =>
+            {
                 let field = &mut bytes[at..at + usize::from(n)];
                 field[..s.len()].copy_from_slice(s.as_bytes());
                 field[s.len()..].fill(b' ');
@@ -109,10 +111,16 @@ impl RowLayout {
             }
             (ColumnType::Char(n) | ColumnType::VarChar(n), Value::Str(s)) => {
                 if s.len() > usize::from(n) {
-                    return Err(self.invalid(
-                        col,
-                        format!("{} bytes is longer than the declared {n}", s.len()),
-                    ));
+                    return Err(Error::StringTooLong {
+                        column: self.name(col).to_owned(),
+                        bytes: s.len(),
+                        max: n,
+                    });
+                }
+                // No NUL in a string column: a key's string then needs no escapes, so its
+                // width is bounded by the declared length (see `max_key_width`).
+                if s.as_bytes().contains(&0) {
+                    return Err(self.invalid(col, "a string holds a NUL character"));
                 }
                 Checked::Bytes(s.as_bytes())
             }

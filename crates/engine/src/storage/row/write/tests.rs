@@ -100,7 +100,21 @@ fn builder_reports_the_first_invalid_value_and_resets() {
     let err = b.finish().expect_err("out of range");
     assert!(matches!(err, Error::InvalidValue { ref column, .. } if column == "id"));
     b.int(0, 1).str(2, "this is far too long for ten bytes");
-    assert!(b.finish().is_err());
+    let long = b.finish().expect_err("too long");
+    assert!(
+        matches!(long, Error::StringTooLong { bytes: 34, .. }),
+        "{long:?}"
+    );
+    // String columns hold no NUL (keys of them then need no escapes): VARCHAR and CHAR alike.
+    for col in [2, 4] {
+        b.int(0, 1)
+            .int(1, 1)
+            .str(2, "x")
+            .str(4, "y")
+            .str(col, "a\0");
+        let nul = b.finish().expect_err("NUL");
+        assert!(matches!(nul, Error::InvalidValue { .. }), "{nul:?}");
+    }
     b.int(0, 1).int(1, 1).str(2, "x").str(4, "y");
     b.decimal_units(6, 1_000_000); // 10000.00 exceeds DECIMAL(6,2)
     assert!(b.finish().is_err());
