@@ -16,6 +16,7 @@ pub mod sqlstate {
     pub const DUPLICATE_TABLE: &str = "42P07";
     pub const DUPLICATE_OBJECT: &str = "42710";
     pub const DUPLICATE_COLUMN: &str = "42701";
+    pub const INVALID_TABLE_DEFINITION: &str = "42P16";
     pub const AMBIGUOUS_COLUMN: &str = "42702";
     pub const AMBIGUOUS_FUNCTION: &str = "42725";
     pub const DATATYPE_MISMATCH: &str = "42804";
@@ -258,13 +259,12 @@ impl From<EngineError> for SqlError {
             | EngineError::RowTooBig { .. } => {
                 SqlError::new(sqlstate::PROGRAM_LIMIT_EXCEEDED, e.to_string())
             }
-            // The SQL types' own lengths are checked before: this is what a key keeps of a
-            // text or varchar, or the bytes of a char(n).
+            // The SQL types' own lengths are checked before: this is what a key or an index
+            // keeps of a text or varchar value (`TEXT_KEY_MAX`), or the bytes of a char(n).
             EngineError::StringTooLong { column, bytes, max } => SqlError::new(
                 sqlstate::PROGRAM_LIMIT_EXCEEDED,
                 format!(
-                    "value too long for column \"{column}\": {bytes} bytes, more than the {max} it holds (a key or index holds {} bytes of a text or varchar value)",
-                    crate::values::types::TEXT_KEY_MAX
+                    "value too long for column \"{column}\": {bytes} bytes, more than the {max} it holds in a key or index"
                 ),
             ),
             EngineError::InvalidValue { .. } | EngineError::Decimal(_) => {

@@ -175,7 +175,7 @@ fn writes(command: &Command) -> Option<&'static str> {
             } => "ALTER TABLE",
             Ddl::CreateIndex { .. } => "CREATE INDEX",
             Ddl::DropIndex { .. } => "DROP INDEX",
-            Ddl::DropConstraint { .. } => "ALTER TABLE",
+            Ddl::DropConstraint { .. } | Ddl::AlterColumn { .. } => "ALTER TABLE",
             Ddl::Grant { revoke: false, .. } => "GRANT",
             Ddl::Grant { revoke: true, .. } => "REVOKE",
             Ddl::SetOwner { .. } => "ALTER TABLE",

@@ -167,6 +167,45 @@ pub(super) fn sequence_options(
     Ok(options)
 }
 
+/// A column's `DEFAULT e`.
+pub(super) fn column_default(tables: Tables<'_>, e: &ast::Expr) -> Result<ColumnDefault> {
+    let (default, _) = Binder::new(tables, &[]).expr(e, &[], &mut None)?;
+    if default.max_column().is_some() {
+        return Err(SqlError::syntax("a default cannot refer to columns"));
+    }
+    Ok(ColumnDefault {
+        expr: default,
+        sql: e.to_string(),
+    })
+}
+
+/// The column `ALTER TABLE ... ADD COLUMN` declares: a type, `NULL`/`NOT NULL` and a default
+/// (serial and identity columns and constraints are refused: 0A000).
+pub(super) fn added_column(tables: Tables<'_>, c: &ast::ColumnDef) -> Result<SqlColumn> {
+    if serial_type(&c.data_type).is_some() {
+        return Err(SqlError::unsupported("ADD COLUMN of a serial column"));
+    }
+    let mut column = SqlColumn {
+        name: ident(&c.name),
+        ty: SqlType::from_ast(&c.data_type)?,
+        nullable: true,
+        default: None,
+    };
+    for o in &c.options {
+        match &o.option {
+            ColumnOption::NotNull => column.nullable = false,
+            ColumnOption::Null => {}
+            ColumnOption::Default(e) => column.default = Some(column_default(tables, e)?),
+            other => {
+                return Err(SqlError::unsupported(format!(
+                    "ADD COLUMN with column option {other}"
+                )));
+            }
+        }
+    }
+    Ok(column)
+}
+
 pub(super) fn create_table(tables: Tables<'_>, ct: &ast::CreateTable) -> Result<Ddl> {
     if ct.query.is_some() {
         return Err(SqlError::unsupported("CREATE TABLE AS"));
@@ -231,16 +270,7 @@ pub(super) fn create_table(tables: Tables<'_>, ct: &ast::CreateTable) -> Result<
                         column.name
                     )));
                 }
-                ColumnOption::Default(e) => {
-                    let (default, _) = Binder::new(tables, &[]).expr(e, &[], &mut None)?;
-                    if default.max_column().is_some() {
-                        return Err(SqlError::syntax("a default cannot refer to columns"));
-                    }
-                    column.default = Some(ColumnDefault {
-                        expr: default,
-                        sql: e.to_string(),
-                    });
-                }
+                ColumnOption::Default(e) => column.default = Some(column_default(tables, e)?),
                 other => return Err(SqlError::unsupported(format!("column option {other}"))),
             }
         }

@@ -9,8 +9,8 @@ use sqlparser::ast::{
 pub use super::parse::{Ast, MAX_STATEMENT_LEN, parse};
 
 use super::ddl::{
-    create_table, grant_on, grantees, index_columns, plain_key, plain_unique,
-    sequence_options as sequence_options_of, table_grantees, table_privileges,
+    added_column, column_default, create_table, grant_on, grantees, index_columns, plain_key,
+    plain_unique, sequence_options as sequence_options_of, table_grantees, table_privileges,
 };
 use crate::bind::role_statement as roles;
 use crate::bind::{Binder, ident, object_name};
@@ -18,7 +18,8 @@ use crate::catalog::Catalog;
 use crate::catalog::pending::Tables;
 use crate::error::{Result, SqlError};
 use crate::plan::{
-    Command, Ddl, IndexKind, IsolationLevel, OutputColumn, Prepared, Query, RoleCommand, TxnModes,
+    ColumnChange, Command, Ddl, IndexKind, IsolationLevel, OutputColumn, Prepared, Query,
+    RoleCommand, TxnModes,
 };
 use crate::sequence::Sequence;
 use crate::values::types::SqlType;
@@ -166,6 +167,71 @@ pub fn prepare_in(
                     name: ident(name),
                     if_exists: *if_exists,
                 }),
+                [
+                    AlterTableOperation::AddColumn {
+                        if_not_exists,
+                        column_def,
+                        column_position: None,
+                        ..
+                    },
+                ] => Command::Ddl(Ddl::AlterColumn {
+                    table,
+                    change: ColumnChange::Add {
+                        column: added_column(tables, column_def)?,
+                        if_not_exists: *if_not_exists,
+                    },
+                }),
+                [
+                    AlterTableOperation::DropColumn {
+                        column_names,
+                        if_exists,
+                        drop_behavior: None | Some(ast::DropBehavior::Restrict),
+                        ..
+                    },
+                ] if column_names.len() == 1 => Command::Ddl(Ddl::AlterColumn {
+                    table,
+                    change: ColumnChange::Drop {
+                        name: ident(&column_names[0]),
+                        if_exists: *if_exists,
+                    },
+                }),
+                [
+                    AlterTableOperation::RenameColumn {
+                        old_column_name,
+                        new_column_name,
+                    },
+                ] => Command::Ddl(Ddl::AlterColumn {
+                    table,
+                    change: ColumnChange::Rename {
+                        from: ident(old_column_name),
+                        to: ident(new_column_name),
+                    },
+                }),
+                [AlterTableOperation::AlterColumn { column_name, op }] => {
+                    let name = ident(column_name);
+                    let change = match op {
+                        ast::AlterColumnOperation::SetNotNull => ColumnChange::Nullable {
+                            name,
+                            nullable: false,
+                        },
+                        ast::AlterColumnOperation::DropNotNull => ColumnChange::Nullable {
+                            name,
+                            nullable: true,
+                        },
+                        ast::AlterColumnOperation::SetDefault { value } => ColumnChange::Default {
+                            name,
+                            default: Some(column_default(tables, value)?),
+                        },
+                        ast::AlterColumnOperation::DropDefault => ColumnChange::Default {
+                            name,
+                            default: None,
+                        },
+                        other => {
+                            return Err(SqlError::unsupported(format!("ALTER COLUMN ... {other}")));
+                        }
+                    };
+                    Command::Ddl(Ddl::AlterColumn { table, change })
+                }
                 [AlterTableOperation::OwnerTo { new_owner }] => Command::Ddl(Ddl::SetOwner {
                     table,
                     owner: match new_owner {

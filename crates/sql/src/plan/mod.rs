@@ -220,6 +220,33 @@ pub struct InsertPlan {
     pub init: Vec<InitPlan>,
 }
 
+/// What `ALTER TABLE` does to a column.
+#[derive(Debug)]
+pub enum ColumnChange {
+    Add {
+        column: crate::catalog::SqlColumn,
+        if_not_exists: bool,
+    },
+    Drop {
+        name: String,
+        if_exists: bool,
+    },
+    Rename {
+        from: String,
+        to: String,
+    },
+    /// `SET DEFAULT` (`Some`) or `DROP DEFAULT`.
+    Default {
+        name: String,
+        default: Option<crate::catalog::ColumnDefault>,
+    },
+    /// `SET NOT NULL` (`false`) or `DROP NOT NULL`.
+    Nullable {
+        name: String,
+        nullable: bool,
+    },
+}
+
 /// `INSERT ... ON CONFLICT`: the unique indexes whose taken values it handles (its arbiters)
 /// and what it does with such a row instead of failing.
 #[derive(Debug)]
@@ -310,6 +337,11 @@ pub enum Ddl {
         columns: Vec<String>,
         if_not_exists: bool,
         kind: IndexKind,
+    },
+    /// `ALTER TABLE table ADD|DROP|RENAME|ALTER COLUMN ...`.
+    AlterColumn {
+        table: String,
+        change: ColumnChange,
     },
     /// `DROP INDEX [IF EXISTS] names`.
     DropIndex {

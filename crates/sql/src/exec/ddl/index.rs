@@ -190,6 +190,6 @@ pub(super) fn drop_constraint(
         ));
     }
     let shape = (old.columns.clone(), primary_key, indexes);
-    let change = rebuild_checked(tables.catalog, txn, &old, shape, checks, false)?;
+    let change = rebuild_checked(tables.catalog, txn, &old, shape, checks, false, None)?;
     Ok(("ALTER TABLE", vec![change]))
 }

@@ -31,6 +31,7 @@ use crate::plan::{Ddl, GrantOn, IndexKind};
 use crate::sequence::Sequence;
 use crate::values::datum::Datum;
 
+mod columns;
 mod index;
 
 /// A secondary index to build.
@@ -231,25 +232,38 @@ fn not_a(name: &str, kind: &str) -> SqlError {
     )
 }
 
-/// Copies every row of `old` into `new` in `txn`.
-fn copy_rows(txn: &mut Transaction<'_>, old: &SqlTable, new: &SqlTable) -> Result<()> {
+/// Copies every row of `old` into `new` in `txn`: column `i` of `new` takes column
+/// `sources[i]` of `old`, or its default where that is `None`.
+fn copy_rows(
+    txn: &mut Transaction<'_>,
+    old: &SqlTable,
+    new: &SqlTable,
+    sources: &[Option<usize>],
+) -> Result<()> {
+    let taken: Vec<usize> = sources.iter().filter_map(|s| *s).collect();
     let mut rows = Vec::new();
     // Validated: under REPEATABLE READ or SERIALIZABLE the snapshot may predate a commit the
     // rebuild's lock waited out, and then the rebuild must fail rather than leave it behind.
     let options = ScanOptions::forward().validated();
     txn.scan(&old.engine, &KeyRange::all(), options, |r| {
         rows.push(
-            old.columns
+            taken
                 .iter()
-                .enumerate()
-                .map(|(i, c)| Datum::from_value(r.get(i), c.ty))
+                .map(|&i| Datum::from_value(r.get(i), old.columns[i].ty))
                 .collect::<Vec<_>>(),
         );
         std::ops::ControlFlow::Continue(())
     })?;
+    let into: Vec<usize> = (0..new.columns.len())
+        .filter(|&i| sources[i].is_some())
+        .collect();
     // A column that becomes NOT NULL must hold no NULL (checked first, as PostgreSQL does).
     for (i, c) in new.columns.iter().enumerate() {
-        if !c.nullable && rows.iter().any(|r| r[i].is_null()) {
+        let nulls = match into.iter().position(|&n| n == i) {
+            Some(at) => rows.iter().any(|r| r[at].is_null()),
+            None => !rows.is_empty() && c.default.is_none(),
+        };
+        if !c.nullable && nulls {
             return Err(SqlError::new(
                 sqlstate::NOT_NULL_VIOLATION,
                 format!(
@@ -259,9 +273,8 @@ fn copy_rows(txn: &mut Transaction<'_>, old: &SqlTable, new: &SqlTable) -> Resul
             ));
         }
     }
-    let all: Vec<usize> = (0..new.columns.len()).collect();
     let cx = Context::new(&[], crate::values::time::now_micros());
-    insert_rows(txn, new, &all, rows, &cx)?;
+    insert_rows(txn, new, &into, rows, &cx)?;
     Ok(())
 }
 
@@ -326,10 +339,11 @@ fn rebuild(
     shape: Shape,
     empty: bool,
 ) -> Result<Change> {
-    rebuild_checked(catalog, txn, old, shape, old.checks.clone(), empty)
+    rebuild_checked(catalog, txn, old, shape, old.checks.clone(), empty, None)
 }
 
-/// [`rebuild`] with the CHECK constraints `checks` in place of `old`'s.
+/// [`rebuild`] with the CHECK constraints `checks` in place of `old`'s, and the new columns'
+/// sources in `old` (see [`copy_rows`]; `None`: the same columns).
 fn rebuild_checked(
     catalog: &Catalog,
     txn: &mut Transaction<'_>,
@@ -337,6 +351,7 @@ fn rebuild_checked(
     (columns, primary_key, indexes): Shape,
     checks: Vec<Check>,
     empty: bool,
+    sources: Option<&[Option<usize>]>,
 ) -> Result<Change> {
     lock_for_rebuild(txn, old)?;
     stored::check_current(txn, catalog.stored(), old)?;
@@ -351,7 +366,15 @@ fn rebuild_checked(
     new.checks = checks;
     let done = (|| {
         if !empty {
-            copy_rows(txn, old, &new)?;
+            let same: Vec<Option<usize>>;
+            let sources = match sources {
+                Some(s) => s,
+                None => {
+                    same = (0..old.columns.len()).map(Some).collect();
+                    &same
+                }
+            };
+            copy_rows(txn, old, &new, sources)?;
         }
         stored::write(txn, catalog.stored(), &new, true)
     })();
@@ -634,6 +657,7 @@ pub fn execute_in(
             name,
             if_exists,
         } => index::drop_constraint(&tables, txn, table, name, *if_exists),
+        Ddl::AlterColumn { table, change } => columns::alter(&tables, txn, table, change),
         Ddl::Grant {
             privileges,
             on,

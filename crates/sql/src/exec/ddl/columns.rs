@@ -1,0 +1,169 @@
+//! `ALTER TABLE` on columns: `ADD COLUMN`, `DROP COLUMN`, `RENAME COLUMN` and `ALTER COLUMN
+//! SET|DROP DEFAULT`, `SET|DROP NOT NULL`, each a rebuild of the table with its new columns
+//! (rows copied, a new column filled with its default as PostgreSQL fills it), under the same
+//! table locks as any rebuild.
+//!
+//! Must never leave the stored catalog describing what it cannot read back: a change that would
+//! (a CHECK constraint's text naming a renamed column, a serial's sequence owned by a column
+//! that goes) is refused with 0A000.
+
+use std::sync::Arc;
+
+use overtake_engine::Transaction;
+
+use super::{IndexSpec, index_list, plain_table, rebuild_checked};
+use crate::catalog::SqlTable;
+use crate::catalog::pending::{Change, Tables};
+use crate::error::{Result, SqlError, sqlstate};
+use crate::exec::access;
+use crate::plan::ColumnChange;
+
+/// Runs `change` on `table`.
+pub(super) fn alter(
+    tables: &Tables<'_>,
+    txn: &mut Transaction<'_>,
+    table: &str,
+    change: &ColumnChange,
+) -> Result<(&'static str, Vec<Change>)> {
+    let old = plain_table(tables, table)?;
+    access::require_owner(tables.actor, &old)?;
+    let mut columns = old.columns.clone();
+    let mut primary_key = old.primary_key.clone();
+    let mut indexes = index_list(&old);
+    let mut checks = old.checks.clone();
+    let mut sources: Vec<Option<usize>> = (0..columns.len()).map(Some).collect();
+    let missing = |name: &str| {
+        SqlError::new(
+            sqlstate::UNDEFINED_COLUMN,
+            format!("column \"{name}\" of relation \"{table}\" does not exist"),
+        )
+    };
+    let exists = |name: &str| {
+        SqlError::new(
+            sqlstate::DUPLICATE_COLUMN,
+            format!("column \"{name}\" of relation \"{table}\" already exists"),
+        )
+    };
+    match change {
+        ColumnChange::Add {
+            column,
+            if_not_exists,
+        } => {
+            if old.column(&column.name).is_some() || column.name == crate::catalog::ROW_ID_COLUMN {
+                if *if_not_exists {
+                    return Ok(("ALTER TABLE", Vec::new()));
+                }
+                return Err(exists(&column.name));
+            }
+            columns.push(column.clone());
+            sources.push(None);
+        }
+        ColumnChange::Drop { name, if_exists } => {
+            let Some(at) = old.column(name) else {
+                if *if_exists {
+                    return Ok(("ALTER TABLE", Vec::new()));
+                }
+                return Err(missing(name));
+            };
+            if columns.len() == 1 {
+                return Err(SqlError::unsupported("a table without columns"));
+            }
+            refuse_owned(tables, &old, name, "DROP COLUMN")?;
+            // What involves the column goes with it, as in PostgreSQL; what reads a later
+            // column would need its positions moved, which a CHECK's cannot be here.
+            checks.retain(|c| !reads(&c.expr, at));
+            if checks
+                .iter()
+                .any(|c| c.expr.max_column().is_some_and(|m| m > at))
+            {
+                return Err(SqlError::unsupported(
+                    "DROP COLUMN of a column before one a CHECK constraint reads",
+                ));
+            }
+            if primary_key.contains(&at) {
+                primary_key.clear();
+            }
+            indexes.retain(|i| !i.columns.contains(&at));
+            columns.remove(at);
+            sources.remove(at);
+            let shift = |c: &mut usize| {
+                if *c > at {
+                    *c -= 1;
+                }
+            };
+            primary_key.iter_mut().for_each(shift);
+            indexes
+                .iter_mut()
+                .for_each(|i: &mut IndexSpec| i.columns.iter_mut().for_each(shift));
+        }
+        ColumnChange::Rename { from, to } => {
+            let at = old.column(from).ok_or_else(|| {
+                SqlError::new(
+                    sqlstate::UNDEFINED_COLUMN,
+                    format!("column \"{from}\" does not exist"),
+                )
+            })?;
+            if old.column(to).is_some() || to == crate::catalog::ROW_ID_COLUMN {
+                return Err(exists(to));
+            }
+            refuse_owned(tables, &old, from, "RENAME COLUMN")?;
+            if !old.checks.is_empty() {
+                return Err(SqlError::unsupported(
+                    "RENAME COLUMN in a table with CHECK constraints",
+                ));
+            }
+            columns[at].name = to.clone();
+        }
+        ColumnChange::Default { name, default } => {
+            let at = old.column(name).ok_or_else(|| missing(name))?;
+            columns[at].default = default.clone();
+        }
+        ColumnChange::Nullable { name, nullable } => {
+            let at = old.column(name).ok_or_else(|| missing(name))?;
+            if *nullable && primary_key.contains(&at) {
+                return Err(SqlError::new(
+                    sqlstate::INVALID_TABLE_DEFINITION,
+                    format!("column \"{name}\" is in a primary key"),
+                ));
+            }
+            columns[at].nullable = *nullable;
+        }
+    }
+    let shape = (columns, primary_key, indexes);
+    let change = rebuild_checked(
+        tables.catalog,
+        txn,
+        &old,
+        shape,
+        checks,
+        false,
+        Some(&sources),
+    )?;
+    Ok(("ALTER TABLE", vec![change]))
+}
+
+/// True if `expr` reads column `at`.
+fn reads(expr: &crate::expr::Expr, at: usize) -> bool {
+    let mut found = false;
+    expr.visit(&mut |e| found |= matches!(e, crate::expr::Expr::Column(c) if *c == at));
+    found
+}
+
+/// Refuses `what` on column `name` of `table` if a sequence is owned by it (a serial or
+/// identity column's): its catalog row names the column.
+fn refuse_owned(tables: &Tables<'_>, table: &Arc<SqlTable>, name: &str, what: &str) -> Result<()> {
+    let owned = tables.all().iter().any(|s| {
+        s.sequence.as_ref().is_some_and(|q| {
+            q.options
+                .owned_by
+                .as_ref()
+                .is_some_and(|(t, c)| *t == table.name && c == name)
+        })
+    });
+    if owned {
+        return Err(SqlError::unsupported(format!(
+            "{what} of a serial or identity column"
+        )));
+    }
+    Ok(())
+}
