@@ -166,18 +166,14 @@ fn same_values(columns: &[usize], a: &[Datum], b: &[Datum]) -> Result<bool> {
 
 /// The engine key of `row` of `table`: its primary key, or `row_id` in a table without one.
 fn engine_key(table: &SqlTable, row: &[Datum], row_id: Option<i64>) -> Result<KeyBuf> {
-    let mut kb = table.engine.key();
-    match row_id {
-        Some(id) => {
-            kb.value(overtake_engine::Value::Int(id));
-        }
-        None => {
-            for &c in &table.primary_key {
-                kb.value(row[c].to_value(table.columns[c].ty)?.value());
-            }
-        }
+    if let Some(id) = row_id {
+        let mut kb = table.engine.key();
+        kb.value(overtake_engine::Value::Int(id));
+        return Ok(kb.finish()?);
     }
-    Ok(kb.finish()?)
+    let values: Vec<Datum> = table.primary_key.iter().map(|&c| row[c].clone()).collect();
+    key_of(table, None, &values, false)?
+        .ok_or_else(|| SqlError::new(sqlstate::INTERNAL_ERROR, "a stored key cannot be built"))
 }
 
 /// The first arbiter of `on` whose values in `row` another row holds.

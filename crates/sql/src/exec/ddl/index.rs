@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use overtake_engine::Transaction;
 
-use super::{IndexSpec, index_list, not_a, plain_table, positions, rebuild, rebuild_checked};
+use super::{
+    IndexSpec, index_list, not_a, plain_table, positions, rebuild, rebuild_checked, relation_exists,
+};
 use crate::catalog::SqlTable;
 use crate::catalog::pending::{Change, Tables};
 use crate::error::{Result, SqlError, sqlstate};
@@ -39,10 +41,7 @@ pub(super) fn create(
             if if_not_exists {
                 return Ok(("CREATE INDEX", Vec::new()));
             }
-            return Err(SqlError::new(
-                sqlstate::DUPLICATE_TABLE,
-                format!("relation \"{n}\" already exists"),
-            ));
+            return Err(relation_exists(n));
         }
         Some(n) => n.to_owned(),
         None => {

@@ -203,13 +203,18 @@ fn make_sequence(
 /// A unique violation writing a new catalog row: another session made the relation meanwhile.
 fn already_exists(e: SqlError, name: &str) -> SqlError {
     if e.code == sqlstate::UNIQUE_VIOLATION {
-        SqlError::new(
-            sqlstate::DUPLICATE_TABLE,
-            format!("relation \"{name}\" already exists"),
-        )
+        relation_exists(name)
     } else {
         e
     }
+}
+
+/// 42P07: relation `name` already exists.
+fn relation_exists(name: &str) -> SqlError {
+    SqlError::new(
+        sqlstate::DUPLICATE_TABLE,
+        format!("relation \"{name}\" already exists"),
+    )
 }
 
 /// The relation `name` as a table: 42809 for a sequence (which DML and table DDL refuse).
@@ -423,10 +428,7 @@ pub fn execute_in(
                 if *if_not_exists {
                     return Ok(("CREATE SEQUENCE", Vec::new()));
                 }
-                return Err(SqlError::new(
-                    sqlstate::DUPLICATE_TABLE,
-                    format!("relation \"{name}\" already exists"),
-                ));
+                return Err(relation_exists(name));
             }
             if let Some((table, column)) = &sequence.options.owned_by {
                 plain_table(&tables, table)?.column(column).ok_or_else(|| {
@@ -452,10 +454,7 @@ pub fn execute_in(
                 if *if_not_exists {
                     return Ok(("CREATE TABLE", Vec::new()));
                 }
-                return Err(SqlError::new(
-                    sqlstate::DUPLICATE_TABLE,
-                    format!("relation \"{name}\" already exists"),
-                ));
+                return Err(relation_exists(name));
             }
             if columns.iter().any(|c| c.name == ROW_ID_COLUMN) {
                 return Err(SqlError::new(
@@ -478,10 +477,7 @@ pub fn execute_in(
                 .iter()
                 .find(|i| tables.table(&i.name).is_ok() || i.name == *name)
             {
-                return Err(SqlError::new(
-                    sqlstate::DUPLICATE_TABLE,
-                    format!("relation \"{}\" already exists", taken.name),
-                ));
+                return Err(relation_exists(&taken.name));
             }
             let mut table = build(
                 catalog,
@@ -499,10 +495,7 @@ pub fn execute_in(
             for s in sequences {
                 if tables.table(&s.name).is_ok() {
                     discard_made(catalog, changes);
-                    return Err(SqlError::new(
-                        sqlstate::DUPLICATE_TABLE,
-                        format!("relation \"{}\" already exists", s.name),
-                    ));
+                    return Err(relation_exists(&s.name));
                 }
                 match make_sequence(catalog, txn, s, Acl::owned_by(tables.actor)) {
                     Ok(made) => changes.push(Change::Add(Arc::new(made))),
