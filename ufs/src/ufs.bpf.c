@@ -149,6 +149,19 @@ static void free_bg_slot(s32 slot)
 		bg_slots[i] = 0;
 }
 
+/*
+ * Whether `t`, queued in a shared queue, may be moved onto `cpu`'s local queue. A direct move
+ * (scx_bpf_dsq_move to SCX_DSQ_LOCAL) of a task that may not run there is an error that makes
+ * sched_ext unload the scheduler, unlike scx_bpf_dsq_move_to_local, which skips such tasks:
+ * threads pinned to a CPU (Overtake's workers) and tasks with migration disabled are common.
+ */
+static bool may_move_here(struct task_struct *t, s32 cpu)
+{
+	if (bpf_core_field_exists(t->migration_disabled) && t->migration_disabled)
+		return false;
+	return bpf_cpumask_test_cpu(cpu, t->cpus_ptr);
+}
+
 /* ---- hints ---- */
 
 struct hint_scan {
@@ -238,7 +251,7 @@ static void rescue_hinted_holders(s32 cpu)
 		bpf_for_each(scx_dsq, t, dsq, 0) {
 			if (t->pid != holder)
 				continue;
-			if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, t, SCX_DSQ_LOCAL, 0))
+			if (may_move_here(t, cpu) && scx_bpf_dsq_move(BPF_FOR_EACH_ITER, t, SCX_DSQ_LOCAL, 0))
 				__sync_fetch_and_add(&ufs_counters.rescued, 1);
 			break;
 		}
@@ -397,14 +410,14 @@ static u64 background_group_to_run(void)
 static u64 next_starvation_scan;
 
 /* Moves the first task of `dsq` that has waited longer than starve_ns onto this CPU. */
-static bool run_starving_of(u64 dsq, u64 now)
+static bool run_starving_of(u64 dsq, u64 now, s32 cpu)
 {
 	struct task_struct *t;
 
 	bpf_for_each(scx_dsq, t, dsq, 0) {
 		struct task_ctx *c = ctx_of(t);
 
-		if (!c || now - c->queued_at < starve_ns)
+		if (!c || now - c->queued_at < starve_ns || !may_move_here(t, cpu))
 			continue;
 		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, t, SCX_DSQ_LOCAL, 0)) {
 			__sync_fetch_and_add(&ufs_counters.starving_run, 1);
@@ -420,7 +433,7 @@ static bool run_starving_of(u64 dsq, u64 now)
  * work that saturates the machine for sched_ext's watchdog timeout (30 s) has the whole
  * scheduler unloaded for one starved thread. A few slices a second is what it costs.
  */
-static bool run_starving_background(void)
+static bool run_starving_background(s32 cpu)
 {
 	u64 now = scx_bpf_now();
 	u32 i;
@@ -431,10 +444,10 @@ static bool run_starving_background(void)
 	bpf_for(i, 0, UFS_MAX_BG_GROUPS) {
 		u64 cgid = bg_slots[i];
 
-		if (cgid && scx_bpf_dsq_nr_queued(cgid) > 0 && run_starving_of(cgid, now))
+		if (cgid && scx_bpf_dsq_nr_queued(cgid) > 0 && run_starving_of(cgid, now, cpu))
 			return true;
 	}
-	return run_starving_of(UFS_OTHER_BG_DSQ, now);
+	return run_starving_of(UFS_OTHER_BG_DSQ, now, cpu);
 }
 
 /* Whether `prev`, whose slice ended, is time-sensitive and still wants the CPU. */
@@ -454,7 +467,7 @@ void BPF_STRUCT_OPS(ufs_dispatch, s32 cpu, struct task_struct *prev)
 	u32 other;
 
 	rescue_hinted_holders(cpu);
-	if (run_starving_background())
+	if (run_starving_background(cpu))
 		return;
 	if (scx_bpf_dsq_move_to_local(ts_dsq(cpu)))
 		return;
