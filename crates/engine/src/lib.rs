@@ -78,4 +78,6 @@ pub use storage::numeric::NumericParts;
 pub use storage::row::{Row, RowBuilder, RowLayout, RowMut, RowRef};
 pub use storage::schema::{Column, ColumnType, IndexDef, TableSchema, TableSchemaBuilder};
 pub use storage::value::{Decimal, Value};
-pub use txn::{Isolation, LockStats, Reads, Savepoint, ScanOptions, TableLock, Transaction};
+pub use txn::{
+    Isolation, KeyLock, LockStats, Reads, Savepoint, ScanOptions, TableLock, Transaction,
+};

@@ -36,7 +36,7 @@ mod snapshot_rows;
 mod write;
 pub(crate) mod writeset;
 
-pub use locking::{LockStats, TableLock};
+pub use locking::{KeyLock, LockStats, TableLock};
 pub use savepoint::Savepoint;
 
 use overtake_runtime::preempt::record_access;

@@ -1,6 +1,8 @@
 //! Table locks: writers of a table share its `Write` lock, and a transaction replacing the table
 //! (`Rebuild`) waits for them and makes later writers wait for it, at every isolation level, so
-//! that no commit lands in a table while it is copied and replaced. Sessions as in
+//! that no commit lands in a table while it is copied and replaced. Key locks (a row's key apart
+//! from its other columns, for foreign keys) are shared by checks and taken alone by a delete,
+//! and writes of the row's columns neither take nor wait for them. Sessions as in
 //! two_phase_locking.rs: a step that waits for a lock is seen waiting in the lock table.
 
 use crate::common;
@@ -12,8 +14,8 @@ use common::hermitage_table;
 use common::sessions::{Outcome, Progress, Session};
 use common::steps::{aborted, committed, done, insert, write};
 use overtake_engine::{
-    AbortReason, Database, Error, Isolation, KeyRange, Options, Priority, ScanOptions, Table,
-    TableLock, Transaction,
+    AbortReason, Database, Error, Isolation, KeyLock, KeyRange, Options, Priority, ScanOptions,
+    Table, TableLock, Transaction,
 };
 
 fn setup() -> (Database, Arc<Table>) {
@@ -188,5 +190,52 @@ fn crossed_table_locks_deadlock_and_one_goes() {
         assert_eq!(a.commit(&db), done(&[]));
         a.close();
         b.close();
+    });
+}
+
+/// A step: takes the key lock of row `id` of `t` in `mode`.
+fn key(
+    t: &Arc<Table>,
+    id: i64,
+    mode: KeyLock,
+) -> impl for<'a, 'b> FnOnce(&'a mut Transaction<'b>) -> Outcome + Send + use<> {
+    let t = Arc::clone(t);
+    move |txn| {
+        let k = t.key().int(id).finish().expect("key");
+        txn.lock_key(&t, &k, mode)?;
+        Ok(Vec::new())
+    }
+}
+
+#[test]
+fn key_locks_are_shared_by_checks_taken_alone_by_a_delete_and_apart_from_row_writes() {
+    let (db, t) = setup();
+    std::thread::scope(|s| {
+        for level in [Isolation::ReadCommitted, Isolation::Snapshot] {
+            let mut check = Session::begin_at(s, &db, Priority::LOW, level);
+            let mut other_check = Session::begin_at(s, &db, Priority::LOW, level);
+            let mut delete = Session::begin_at(s, &db, Priority::LOW, level);
+            assert_eq!(check.run(&db, key(&t, 1, KeyLock::Share)), done(&[]));
+            assert_eq!(other_check.run(&db, key(&t, 1, KeyLock::Share)), done(&[]));
+            // The row's other columns change without the key lock.
+            assert_eq!(delete.run(&db, write(&t, 1, 11)), done(&[]));
+            assert_eq!(delete.run(&db, key(&t, 2, KeyLock::Update)), done(&[]));
+            assert_eq!(
+                delete.run(&db, key(&t, 1, KeyLock::Update)),
+                Progress::Blocked
+            );
+            assert_eq!(check.commit(&db), done(&[]));
+            assert_eq!(other_check.commit(&db), done(&[]));
+            assert_eq!(delete.unblocked(), Ok(vec![]));
+            // And a check waits for the delete's lock in turn.
+            let mut late = Session::begin_at(s, &db, Priority::LOW, level);
+            assert_eq!(late.run(&db, key(&t, 1, KeyLock::Share)), Progress::Blocked);
+            assert_eq!(delete.commit(&db), done(&[]));
+            assert_eq!(late.unblocked(), Ok(vec![]));
+            assert_eq!(late.commit(&db), done(&[]));
+            for session in [check, other_check, delete, late] {
+                session.close();
+            }
+        }
     });
 }

@@ -42,8 +42,8 @@ use crate::storage::record::{Chain, Oid};
 mod names;
 mod transaction;
 
-pub use names::TableLock;
 pub(crate) use names::describe_locks;
+pub use names::{KeyLock, TableLock};
 use names::{key_lock, supremum};
 
 /// The reader snapshot of a locking transaction: newer than every commit, so it reads the newest

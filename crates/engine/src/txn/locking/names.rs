@@ -14,6 +14,18 @@ use crate::index::ScanBatch;
 use crate::lock::LockName;
 use crate::storage::key::describe as describe_key;
 
+/// A key lock's mode (see [`Transaction::lock_key`](crate::Transaction::lock_key)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum KeyLock {
+    /// Keeping the key from going away (PostgreSQL's FOR KEY SHARE: a foreign key's check of
+    /// the row it references): holders share it.
+    Share,
+    /// Taking the key away (deleting the row or changing its key, where a foreign key may
+    /// reference it): one holder, no sharers.
+    Update,
+}
+
 /// A table-level lock's mode (see [`Transaction::lock_table`](crate::Transaction::lock_table)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -32,6 +44,20 @@ pub(super) fn table_lock(table: &Table) -> LockName {
     LockName {
         space: (u64::from(table.id()) << 16) | TABLE_SPACE,
         item: 0,
+    }
+}
+
+/// The low bits of the space of a table's key locks (see `key_existence_lock`): past any
+/// index's, below the table lock's.
+const KEY_EXISTENCE_SPACE: u64 = 0xFFFE;
+
+/// The lock standing for the existence of primary key `key` in `table`, apart from its row's
+/// other columns (PostgreSQL's FOR KEY SHARE takes it shared; deleting the row or changing its
+/// key takes it exclusive; writes of other columns do not take it).
+pub(super) fn key_existence_lock(table: &Table, key: &[u8]) -> LockName {
+    LockName {
+        space: (u64::from(table.id()) << 16) | KEY_EXISTENCE_SPACE,
+        item: key_hash(key),
     }
 }
 

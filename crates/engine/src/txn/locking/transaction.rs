@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::lock::{LockAbort, LockMode, TxnId};
 use crate::storage::key::KeyBuf;
 
-use super::names::table_lock;
+use super::names::{KeyLock, key_existence_lock, table_lock};
 use super::{LATEST, LockStats, Locker, TableLock};
 use crate::txn::Transaction;
 use crate::txn::writeset::Target;
@@ -99,6 +99,32 @@ impl<'db> Transaction<'db> {
     pub fn lock_row(&mut self, table: &Table, key: &KeyBuf) -> Result<()> {
         self.check(table)?;
         self.lock_for_write(table, key.as_bytes())
+    }
+
+    /// Takes the lock standing for the existence of primary key `key` in `table` in `mode`
+    /// until the transaction ends, at every isolation level and in every concurrency-control
+    /// mode, waiting (parked) while another transaction holds it in a mode that conflicts: a
+    /// foreign key's check of the row it references takes [`KeyLock::Share`], and a delete of
+    /// a referenced row or a change of its key takes [`KeyLock::Update`], so a check and the
+    /// removal of what it checked never both succeed (PostgreSQL's FOR KEY SHARE against FOR
+    /// UPDATE). The lock is not the row's: writes of the row's other columns neither take nor
+    /// wait for it. Under READ COMMITTED (without two-phase locking) the transaction reads the
+    /// newest committed rows from here on, so the check that follows sees what the lock now
+    /// keeps. The locks are the lock manager's: a paused holder's are revoked by the lock
+    /// policy like any other.
+    pub fn lock_key(&mut self, table: &Table, key: &KeyBuf, mode: KeyLock) -> Result<()> {
+        self.check(table)?;
+        let mode = match mode {
+            KeyLock::Share => LockMode::Shared,
+            KeyLock::Update => LockMode::Exclusive,
+        };
+        let name = key_existence_lock(table, key.as_bytes());
+        let result = self.locker_made().acquire(name, mode);
+        self.lock_result(result)?;
+        if self.isolation == crate::txn::Isolation::ReadCommitted && !self.two_phase {
+            self.engine.txns.refresh_snapshot(&mut self.lease);
+        }
+        Ok(())
     }
 
     /// Limits each lock wait from here on to `limit` (`None`: no limit), as PostgreSQL's
