@@ -45,6 +45,8 @@ fn begin(
 pub struct Rows {
     pub table: Arc<SqlTable>,
     pub columns: Vec<usize>,
+    /// The foreign keys the rows involve (`None`: none).
+    pub references: Option<Arc<overtake_sql::catalog::references::References>>,
     pub data: Ticket<CopyData>,
 }
 
@@ -302,7 +304,13 @@ fn run(
                         taken.fulfil(());
                         let parsed = parser.feed(&bytes)?;
                         drop(bytes);
-                        n += exec::insert_rows(txn, &rows.table, &rows.columns, parsed, &cx)?;
+                        n += exec::insert_rows(
+                            txn,
+                            (&rows.table, rows.references.as_deref()),
+                            &rows.columns,
+                            parsed,
+                            &cx,
+                        )?;
                         next = after;
                     }
                     Ok(CopyData::Done) => break,
@@ -311,7 +319,13 @@ fn run(
                 }
             }
             let parsed = parser.finish()?;
-            n += exec::insert_rows(txn, &rows.table, &rows.columns, parsed, &cx)?;
+            n += exec::insert_rows(
+                txn,
+                (&rows.table, rows.references.as_deref()),
+                &rows.columns,
+                parsed,
+                &cx,
+            )?;
             let out = Output {
                 tag: format!("COPY {n}"),
                 rows: Vec::new(),
@@ -368,13 +382,18 @@ pub enum StatementWork {
 
 /// The body of a transaction block's task: begins, then serves requests until COMMIT, ROLLBACK,
 /// a failed statement, or the session going away (its promise dropped), which rolls back.
-fn serve(db: &Database, priority: Priority, level: IsolationLevel, mut inbox: Ticket<Request>) {
+/// `savepoints`: the session made savepoints before the task started.
+fn serve(
+    db: &Database,
+    priority: Priority,
+    (level, mut savepoints): (IsolationLevel, bool),
+    mut inbox: Ticket<Request>,
+) {
     let mut txn = None;
     // Where the transaction began (ROLLBACK TO a savepoint made before it did), and whether
     // the session holds savepoints (a failed statement then leaves the transaction open, for
     // ROLLBACK TO to undo).
     let mut start = None;
-    let mut savepoints = false;
     loop {
         let Ok(request) = inbox.wait() else {
             return; // The session went away: dropping the transaction rolls it back.
@@ -505,14 +524,14 @@ pub async fn start_block(
     runner: Runner<'_>,
     db: &Arc<Database>,
     (priority, group): (Priority, Group),
-    level: IsolationLevel,
+    (level, savepoints): (IsolationLevel, bool),
 ) -> Result<Promise<Request>, SqlError> {
     let (promise, inbox) = Promise::new();
     let db = Arc::clone(db);
     // The block's own result is nothing: its statements answer through their replies.
     runner
         .submit((priority, group), move || {
-            serve(&db, priority, level, inbox)
+            serve(&db, priority, (level, savepoints), inbox)
         })
         .await
         .map_err(|_| refused("the transaction"))?;

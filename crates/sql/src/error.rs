@@ -68,6 +68,8 @@ pub mod sqlstate {
     pub const DUPLICATE_ALIAS: &str = "42712";
     pub const INVALID_SCHEMA_NAME: &str = "3F000";
     pub const CHECK_VIOLATION: &str = "23514";
+    pub const FOREIGN_KEY_VIOLATION: &str = "23503";
+    pub const INVALID_FOREIGN_KEY: &str = "42830";
     pub const CARDINALITY_VIOLATION: &str = "21000";
     pub const CHARACTER_NOT_IN_REPERTOIRE: &str = "22021";
     pub const CONNECTION_FAILURE: &str = "08006";

@@ -181,7 +181,9 @@ impl Session {
                     runner_of(&self.thread, &self.shared, &self.home),
                     self.shared.catalog.database(),
                     class,
-                    block.level,
+                    // Savepoints made before its first statement keep a failed one's
+                    // transaction for ROLLBACK TO, as those made after do.
+                    (block.level, !block.savepoints.is_empty()),
                 )
                 .await?
             }

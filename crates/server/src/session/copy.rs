@@ -42,6 +42,7 @@ impl Session {
         let rows = Rows {
             table: Arc::clone(&c.table),
             columns: c.columns.clone(),
+            references: c.references.clone(),
             data,
         };
         let reply = match self.send_to_block(StatementWork::Insert(rows)).await {

@@ -167,7 +167,7 @@ fn writes(command: &Command) -> Option<&'static str> {
             Ddl::DropTable {
                 sequences: true, ..
             } => "DROP SEQUENCE",
-            Ddl::Truncate(_) => "TRUNCATE TABLE",
+            Ddl::Truncate { .. } => "TRUNCATE TABLE",
             Ddl::AddPrimaryKey { .. } => "ALTER TABLE",
             Ddl::CreateIndex {
                 kind: IndexKind::UniqueConstraint,
@@ -175,7 +175,9 @@ fn writes(command: &Command) -> Option<&'static str> {
             } => "ALTER TABLE",
             Ddl::CreateIndex { .. } => "CREATE INDEX",
             Ddl::DropIndex { .. } => "DROP INDEX",
-            Ddl::DropConstraint { .. } | Ddl::AlterColumn { .. } => "ALTER TABLE",
+            Ddl::DropConstraint { .. } | Ddl::AlterColumn { .. } | Ddl::AddForeignKey { .. } => {
+                "ALTER TABLE"
+            }
             Ddl::Grant { revoke: false, .. } => "GRANT",
             Ddl::Grant { revoke: true, .. } => "REVOKE",
             Ddl::SetOwner { .. } => "ALTER TABLE",

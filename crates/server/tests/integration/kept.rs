@@ -321,3 +321,66 @@ fn unique_indexes_and_constraints_survive_restarts_and_keep_their_values_claimed
         );
     });
 }
+
+/// Every foreign key, as `pg_get_constraintdef` shows it.
+async fn foreign_keys(client: &tokio_postgres::Client) -> Vec<String> {
+    rows(
+        client,
+        "SELECT conrelid::regclass, conname, pg_get_constraintdef(oid) FROM pg_constraint
+         WHERE contype = 'f' ORDER BY conname",
+    )
+    .await
+}
+
+#[test]
+fn foreign_keys_survive_restarts_and_are_kept_after_them() {
+    let dir = Dir(std::env::temp_dir().join(format!("overtake-kept-fk-{}", std::process::id())));
+    let _ = std::fs::remove_dir_all(&dir.0);
+    // The referencing table is created first in name order: restoring must not need the
+    // referenced one yet.
+    let (db, before) = with_server(open(&dir), |c| async move {
+        c.batch_execute(
+            "CREATE TABLE b_parent (id int PRIMARY KEY, code text UNIQUE);
+             CREATE TABLE a_child (id int PRIMARY KEY, p int REFERENCES b_parent ON DELETE CASCADE,
+                 code text, CONSTRAINT by_code FOREIGN KEY (code) REFERENCES b_parent (code));
+             CREATE TABLE tree (id int PRIMARY KEY, up int REFERENCES tree);
+             INSERT INTO b_parent VALUES (1, 'x'), (2, 'y');
+             INSERT INTO a_child VALUES (10, 1, 'x'), (11, 2, NULL);
+             INSERT INTO tree VALUES (1, NULL), (2, 1);",
+        )
+        .await
+        .expect("setup");
+        foreign_keys(&c).await
+    });
+    assert_eq!(before.len(), 3, "{before:?}");
+    drop(db);
+
+    let (db, ()) = with_server(open(&dir), |c| async move {
+        assert_eq!(foreign_keys(&c).await, before);
+        for refused in [
+            "INSERT INTO a_child VALUES (12, 3, NULL)",
+            "INSERT INTO a_child VALUES (12, NULL, 'z')",
+            "UPDATE b_parent SET code = 'w' WHERE id = 1",
+            "INSERT INTO tree VALUES (3, 9)",
+        ] {
+            assert_eq!(sqlstate(&c, refused).await, "23503", "{refused}");
+        }
+        c.batch_execute("DELETE FROM b_parent WHERE id = 2")
+            .await
+            .expect("a cascade");
+        assert_eq!(rows(&c, "SELECT id FROM a_child").await, ["10"]);
+        c.batch_execute("ALTER TABLE a_child DROP CONSTRAINT by_code")
+            .await
+            .expect("drop one");
+    });
+    db.checkpoint().expect("checkpoint");
+    drop(db);
+
+    with_server(open(&dir), |c| async move {
+        assert_eq!(foreign_keys(&c).await.len(), 2);
+        c.batch_execute("INSERT INTO a_child VALUES (13, NULL, 'nowhere')")
+            .await
+            .expect("the dropped constraint checks nothing");
+        assert_eq!(sqlstate(&c, "DELETE FROM tree WHERE id = 1").await, "23503");
+    });
+}

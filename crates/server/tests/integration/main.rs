@@ -8,6 +8,7 @@ static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_alloc
 mod binary_values;
 mod common;
 mod differential;
+mod foreign_keys;
 mod kept;
 mod locks;
 mod portals;

@@ -176,6 +176,14 @@ impl Binder<'_> {
                 }
                 _ => return Err(wrong()),
             },
+            SetFunc::PartitionAncestors => match types.as_slice() {
+                [_] => {
+                    self.infer(&bound[0], SqlType::RegClass);
+                    bound[0] = Expr::Cast(Box::new(bound[0].clone()), SqlType::RegClass);
+                    SqlType::RegClass
+                }
+                _ => return Err(wrong()),
+            },
             SetFunc::GenerateSeries => {
                 if !(2..=3).contains(&bound.len()) {
                     return Err(wrong());

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use sqlparser::ast::{self, ColumnOption, TableConstraint};
 
+use crate::bind::constraint::{plain_key, plain_unique};
 use crate::bind::{Binder, ScopeColumn, ident, object_name};
 use crate::catalog::acl::{Grantee, Privileges};
 use crate::catalog::pending::Tables;
@@ -218,6 +219,7 @@ pub(super) fn create_table(tables: Tables<'_>, ct: &ast::CreateTable) -> Result<
     let mut check_asts: Vec<(Option<String>, &ast::Expr)> = Vec::new();
     // UNIQUE constraints (name, columns), named once every column is known.
     let mut unique_asts: Vec<(Option<String>, Vec<usize>)> = Vec::new();
+    let mut foreign_keys = Vec::new();
     for (i, c) in ct.columns.iter().enumerate() {
         let serial = serial_type(&c.data_type);
         let mut column = SqlColumn {
@@ -258,6 +260,16 @@ pub(super) fn create_table(tables: Tables<'_>, ct: &ast::CreateTable) -> Result<
                 ColumnOption::Unique(u) => {
                     plain_unique(u)?;
                     unique_asts.push((o.name.as_ref().or(u.name.as_ref()).map(ident), vec![i]));
+                }
+                ColumnOption::ForeignKey(fk) => {
+                    if !fk.columns.is_empty() {
+                        return Err(SqlError::syntax(
+                            "a column's REFERENCES names no columns of its own",
+                        ));
+                    }
+                    let name = o.name.as_ref();
+                    let declared = vec![column.name.clone()];
+                    foreign_keys.push(super::constraint::foreign_key(fk, name, declared)?);
                 }
                 ColumnOption::PrimaryKey(pk) => {
                     plain_key(pk.characteristics.as_ref(), &pk.include)?;
@@ -303,6 +315,10 @@ pub(super) fn create_table(tables: Tables<'_>, ct: &ast::CreateTable) -> Result<
                     .collect::<Result<Vec<_>>>()?;
                 unique_asts.push((u.name.as_ref().map(ident), cols));
             }
+            TableConstraint::ForeignKey(fk) => {
+                let declared = fk.columns.iter().map(ident).collect();
+                foreign_keys.push(super::constraint::foreign_key(fk, None, declared)?);
+            }
             other => return Err(SqlError::unsupported(format!("constraint {other}"))),
         }
     }
@@ -331,37 +347,11 @@ pub(super) fn create_table(tables: Tables<'_>, ct: &ast::CreateTable) -> Result<
         sequences,
         checks,
         uniques,
+        foreign_keys,
     })
 }
 
 /// The position of column `name` that a key names.
-/// Refuses what would make a key other than an immediate one over its own columns:
-/// `DEFERRABLE` (checked at the end of the statement or transaction) and `INCLUDE` columns.
-pub(crate) fn plain_key(
-    characteristics: Option<&ast::ConstraintCharacteristics>,
-    include: &[ast::Ident],
-) -> Result<()> {
-    if let Some(c) = characteristics
-        && (c.deferrable == Some(true)
-            || c.initially == Some(ast::DeferrableInitial::Deferred)
-            || c.enforced.is_some())
-    {
-        return Err(SqlError::unsupported(format!("a constraint that is {c}")));
-    }
-    if !include.is_empty() {
-        return Err(SqlError::unsupported("an index with INCLUDE columns"));
-    }
-    Ok(())
-}
-
-/// [`plain_key`] for a UNIQUE constraint, which also keeps NULLs distinct.
-pub(crate) fn plain_unique(u: &ast::UniqueConstraint) -> Result<()> {
-    if u.nulls_distinct == ast::NullsDistinctOption::NotDistinct {
-        return Err(SqlError::unsupported("UNIQUE NULLS NOT DISTINCT"));
-    }
-    plain_key(u.characteristics.as_ref(), &u.include)
-}
-
 fn column_position(columns: &[SqlColumn], name: &str) -> Result<usize> {
     columns.iter().position(|c| c.name == name).ok_or_else(|| {
         SqlError::new(

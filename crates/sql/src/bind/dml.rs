@@ -10,6 +10,7 @@ use crate::bind::access::{choose_access, conjuncts, table_scope};
 use crate::bind::select::output_name;
 use crate::bind::{Binder, check_assignable, ident, object_name};
 use crate::catalog::SqlTable;
+use crate::catalog::references::References;
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::Expr;
 use crate::plan::{Access, CopyIn, DeletePlan, InsertPlan, InsertSource, OutputColumn, UpdatePlan};
@@ -157,6 +158,7 @@ impl Binder<'_> {
         let (returning, out) = self.returning(insert.returning.as_ref(), &table, &alias)?;
         Ok((
             InsertPlan {
+                references: References::of(&self.tables, &table),
                 table,
                 columns,
                 source,
@@ -241,6 +243,7 @@ impl Binder<'_> {
         let (returning, out) = self.returning(update.returning.as_ref(), &table, &alias)?;
         Ok((
             UpdatePlan {
+                references: References::of(&self.tables, &table),
                 table,
                 access,
                 filter,
@@ -268,6 +271,7 @@ impl Binder<'_> {
         let (returning, out) = self.returning(delete.returning.as_ref(), &table, &alias)?;
         Ok((
             DeletePlan {
+                references: References::of(&self.tables, &table),
                 table,
                 access,
                 filter,
@@ -300,7 +304,11 @@ impl Binder<'_> {
         let table = self.writable(&object_name(table_name)?)?;
         let names: Vec<String> = columns.iter().map(ident).collect();
         let columns = self.target_columns(&table, &names)?;
-        Ok(CopyIn { table, columns })
+        Ok(CopyIn {
+            references: References::of(&self.tables, &table),
+            table,
+            columns,
+        })
     }
 }
 

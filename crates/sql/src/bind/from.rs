@@ -18,6 +18,7 @@ use crate::expr::{BinOp, Expr, Func};
 use crate::plan::select::join_tree;
 use crate::plan::{Access, PlanNode, Relation, SetFunc, Source};
 use crate::values::datum::Datum;
+use crate::values::types::SqlType;
 
 /// A SELECT's FROM and WHERE, bound.
 pub(crate) struct FromWhere {
@@ -383,30 +384,42 @@ impl Binder<'_> {
     /// alias, or the function.
     fn add_function(
         &mut self,
-        (func, args): (SetFunc, &[ast::Expr]),
+        (func, args, ordinality): (SetFunc, &[ast::Expr], bool),
         alias: Option<&ast::TableAlias>,
         sources: &mut Vec<Source>,
         scope: &mut Vec<ScopeColumn>,
     ) -> Result<()> {
         let (args, ty) = self.set_function(func, args, scope)?;
         let table = alias.map_or_else(|| func.name().to_owned(), |a| ident(&a.name));
-        let column = alias
-            .and_then(|a| a.columns.first().map(|c| ident(&c.name)))
+        let renamed = |i: usize| alias.and_then(|a| a.columns.get(i).map(|c| ident(&c.name)));
+        let column = renamed(0)
             .or_else(|| alias.map(|a| ident(&a.name)))
             .unwrap_or_else(|| func.name().to_owned());
         let offset = scope.len();
-        scope.push(ScopeColumn {
-            table: table.clone(),
-            name: column,
-            ty,
-            outer: false,
-            merged: false,
-        });
+        let mut columns = vec![(column, ty)];
+        if ordinality {
+            let name = renamed(1).unwrap_or_else(|| "ordinality".to_owned());
+            columns.push((name, SqlType::Int8));
+        }
+        let width = columns.len();
+        for (name, ty) in columns {
+            scope.push(ScopeColumn {
+                table: table.clone(),
+                name,
+                ty,
+                outer: false,
+                merged: false,
+            });
+        }
         sources.push(Source {
-            relation: Relation::Function { func, args },
+            relation: Relation::Function {
+                func,
+                args,
+                ordinality,
+            },
             name: table,
             offset,
-            width: 1,
+            width,
             access: Access::Scan,
             left: false,
         });
@@ -470,13 +483,14 @@ impl Binder<'_> {
                 name,
                 alias,
                 args: Some(args),
-                with_ordinality: false,
+                with_ordinality,
                 ..
             } => {
                 let args = plain_args(&args.args)?;
                 let func = SetFunc::named(&object_name(name)?)
                     .ok_or_else(|| SqlError::unsupported(format!("table function {name}")))?;
-                return self.add_function((func, &args), alias.as_ref(), sources, scope);
+                let call = (func, &args[..], *with_ordinality);
+                return self.add_function(call, alias.as_ref(), sources, scope);
             }
             TableFactor::Table {
                 name, alias, args, ..
@@ -494,23 +508,24 @@ impl Binder<'_> {
                 alias,
                 array_exprs,
                 with_offset: false,
-                with_ordinality: false,
+                with_ordinality,
                 ..
             } if array_exprs.len() == 1 => {
-                let call = (SetFunc::Unnest, &array_exprs[..]);
+                let call = (SetFunc::Unnest, &array_exprs[..], *with_ordinality);
                 return self.add_function(call, alias.as_ref(), sources, scope);
             }
             TableFactor::Function {
                 name,
                 args,
-                with_ordinality: false,
+                with_ordinality,
                 alias,
                 ..
             } => {
                 let args = plain_args(args)?;
                 let func = SetFunc::named(&object_name(name)?)
                     .ok_or_else(|| SqlError::unsupported(format!("table function {name}")))?;
-                return self.add_function((func, &args), alias.as_ref(), sources, scope);
+                let call = (func, &args[..], *with_ordinality);
+                return self.add_function(call, alias.as_ref(), sources, scope);
             }
             other => return Err(SqlError::unsupported(format!("FROM {other}"))),
         };

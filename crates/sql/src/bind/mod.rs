@@ -22,6 +22,7 @@ pub(crate) mod access;
 pub(crate) mod arrays;
 mod ddl;
 pub(crate) use ddl::relation_name;
+mod constraint;
 pub(crate) mod dml;
 mod expr;
 mod from;

@@ -9,9 +9,10 @@ use sqlparser::ast::{
 pub use super::parse::{Ast, MAX_STATEMENT_LEN, parse};
 
 use super::ddl::{
-    added_column, column_default, create_table, grant_on, grantees, index_columns, plain_key,
-    plain_unique, sequence_options as sequence_options_of, table_grantees, table_privileges,
+    added_column, column_default, create_table, grant_on, grantees, index_columns,
+    sequence_options as sequence_options_of, table_grantees, table_privileges,
 };
+use crate::bind::constraint::{plain_key, plain_unique};
 use crate::bind::role_statement as roles;
 use crate::bind::{Binder, ident, object_name};
 use crate::catalog::Catalog;
@@ -104,11 +105,13 @@ pub fn prepare_in(
             object_type: object_type @ (ast::ObjectType::Table | ast::ObjectType::Sequence),
             if_exists,
             names,
+            cascade,
             ..
         } => Command::Ddl(Ddl::DropTable {
             names: names.iter().map(object_name).collect::<Result<_>>()?,
             if_exists: *if_exists,
             sequences: *object_type == ast::ObjectType::Sequence,
+            cascade: *cascade,
         }),
         Statement::Drop {
             object_type: ast::ObjectType::Index,
@@ -120,12 +123,14 @@ pub fn prepare_in(
             names: names.iter().map(object_name).collect::<Result<_>>()?,
             if_exists: *if_exists,
         }),
-        Statement::Truncate(t) => Command::Ddl(Ddl::Truncate(
-            t.table_names
+        Statement::Truncate(t) => Command::Ddl(Ddl::Truncate {
+            names: t
+                .table_names
                 .iter()
                 .map(|t| object_name(&t.name))
                 .collect::<Result<_>>()?,
-        )),
+            cascade: t.cascade == Some(ast::CascadeOption::Cascade),
+        }),
         Statement::AlterTable(at) => {
             let table = object_name(&at.name)?;
             match at.operations.as_slice() {
@@ -156,6 +161,19 @@ pub fn prepare_in(
                         kind: IndexKind::UniqueConstraint,
                     })
                 }
+                [
+                    AlterTableOperation::AddConstraint {
+                        constraint: TableConstraint::ForeignKey(fk),
+                        ..
+                    },
+                ] => Command::Ddl(Ddl::AddForeignKey {
+                    table,
+                    foreign_key: crate::bind::constraint::foreign_key(
+                        fk,
+                        None,
+                        fk.columns.iter().map(ident).collect(),
+                    )?,
+                }),
                 [
                     AlterTableOperation::DropConstraint {
                         if_exists,

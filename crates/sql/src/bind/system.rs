@@ -213,6 +213,10 @@ impl Binder<'_> {
             "pg_get_statisticsobjdef_columns" if args.len() == 1 => {
                 (Expr::Literal(Datum::Null), SqlType::Text)
             }
+            // There are no triggers (pg_trigger lists none; foreign keys are kept without).
+            "pg_get_triggerdef" if (1..=2).contains(&args.len()) => {
+                (Expr::Literal(Datum::Null), SqlType::Text)
+            }
             // Nothing has a comment.
             "obj_description" | "col_description" | "shobj_description"
                 if (1..=2).contains(&args.len()) =>

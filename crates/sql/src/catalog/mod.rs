@@ -18,11 +18,12 @@
 
 pub(crate) mod acl;
 pub mod pending;
+pub mod references;
 pub mod roles;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use overtake_runtime::{NoPreemptGuard, RegionRwLock};
 
@@ -57,6 +58,61 @@ pub struct Check {
     pub name: String,
     pub expr: Expr,
     pub sql: String,
+}
+
+/// What a foreign key does to the rows referencing a row whose key is deleted or changed
+/// (PostgreSQL's `ON DELETE` / `ON UPDATE` actions; `confdeltype` letters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RefAction {
+    /// Fails at the end of the statement if a referencing row remains and no row holds the
+    /// key again (the default).
+    NoAction,
+    /// Fails if a referencing row remains, whether or not a row holds the key again.
+    Restrict,
+    /// Deletes the referencing rows (on delete) or changes their columns to the new key.
+    Cascade,
+    /// Sets the referencing columns to NULL.
+    SetNull,
+    /// Sets the referencing columns to their defaults (which must then be referenced).
+    SetDefault,
+}
+
+impl RefAction {
+    /// Its letter in `pg_constraint.confdeltype` / `confupdtype`.
+    pub fn letter(self) -> &'static str {
+        match self {
+            RefAction::NoAction => "a",
+            RefAction::Restrict => "r",
+            RefAction::Cascade => "c",
+            RefAction::SetNull => "n",
+            RefAction::SetDefault => "d",
+        }
+    }
+
+    /// Its SQL (`information_schema.referential_constraints`, constraint definitions).
+    pub fn sql(self) -> &'static str {
+        match self {
+            RefAction::NoAction => "NO ACTION",
+            RefAction::Restrict => "RESTRICT",
+            RefAction::Cascade => "CASCADE",
+            RefAction::SetNull => "SET NULL",
+            RefAction::SetDefault => "SET DEFAULT",
+        }
+    }
+}
+
+/// A FOREIGN KEY constraint of a table (the referencing one): every row whose `columns` hold no
+/// NULL (MATCH SIMPLE) has their values in `parent_columns` of a row of table `parent`, whose
+/// primary key or a unique index is on exactly those columns. The parent is named, not held:
+/// it is found in the catalog as the statement sees it, which may have rebuilt it since.
+#[derive(Clone, Debug)]
+pub struct ForeignKey {
+    pub name: String,
+    pub columns: Vec<usize>,
+    pub parent: String,
+    pub parent_columns: Vec<String>,
+    pub on_delete: RefAction,
+    pub on_update: RefAction,
 }
 
 /// A secondary index.
@@ -120,6 +176,8 @@ pub struct SqlTable {
     pub acl: Acl,
     /// CHECK constraints, each holding (or NULL) on every row.
     pub checks: Vec<Check>,
+    /// FOREIGN KEY constraints, each holding on every row.
+    pub foreign_keys: Vec<ForeignKey>,
     /// For a sequence (a relation of one row, as in PostgreSQL): its state; its engine table
     /// keeps its mark (see `sequence`).
     pub sequence: Option<Arc<crate::sequence::Sequence>>,
@@ -185,6 +243,11 @@ impl SqlTable {
         0x6000_0000 | (self.oid.wrapping_mul(257).wrapping_add(position as u32) & 0x0fff_ffff)
     }
 
+    /// A FOREIGN KEY constraint's object id (derived as a CHECK's, in a range of its own).
+    pub fn foreign_key_oid(&self, position: usize) -> u32 {
+        0x7000_0000 | (self.oid.wrapping_mul(257).wrapping_add(position as u32) & 0x0fff_ffff)
+    }
+
     /// The name of its primary key's index and constraint, PostgreSQL's `{table}_pkey`.
     pub fn primary_key_name(&self) -> String {
         format!("{}_pkey", self.name)
@@ -209,6 +272,9 @@ pub struct Catalog {
     generation: AtomicU64,
     /// The next object id to hand out.
     next_oid: AtomicU32,
+    /// Set once a table with a foreign key is in the catalog (never cleared): until then, no
+    /// write looks for the foreign keys involving its table.
+    foreign_keys: AtomicBool,
 }
 
 /// The first object id of user objects (PostgreSQL's `FirstNormalObjectId`): those below are
@@ -224,6 +290,7 @@ impl Catalog {
         tables: HashMap<String, Arc<SqlTable>>,
         generation: u64,
     ) -> Self {
+        let foreign_keys = tables.values().any(|t| !t.foreign_keys.is_empty());
         Catalog {
             db,
             stored,
@@ -232,6 +299,19 @@ impl Catalog {
             version: AtomicU64::new(0),
             generation: AtomicU64::new(generation),
             next_oid: AtomicU32::new(FIRST_USER_OID),
+            foreign_keys: AtomicBool::new(foreign_keys),
+        }
+    }
+
+    /// Whether some table may have a foreign key (false: none has).
+    pub fn may_have_foreign_keys(&self) -> bool {
+        self.foreign_keys.load(Ordering::Acquire)
+    }
+
+    /// Notes that `table`, about to be in the catalog, may have foreign keys.
+    fn note_foreign_keys(&self, table: &SqlTable) {
+        if !table.foreign_keys.is_empty() {
+            self.foreign_keys.store(true, Ordering::Release);
         }
     }
 
@@ -326,6 +406,7 @@ impl Catalog {
         }
         match after {
             Some(t) => {
+                self.note_foreign_keys(&t);
                 tables.insert(name.to_owned(), t);
             }
             None => {

@@ -55,6 +55,11 @@ impl Pending {
         self.tables.get(name).cloned()
     }
 
+    /// The tables the block's changes leave (not those they dropped).
+    pub fn tables(&self) -> impl Iterator<Item = &Arc<SqlTable>> {
+        self.tables.values().flatten()
+    }
+
     /// How many changes the block has made: where a savepoint stands in them.
     pub fn len(&self) -> usize {
         self.changes.len()

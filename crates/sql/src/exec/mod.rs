@@ -17,6 +17,7 @@ pub mod access;
 pub(crate) mod aggregate;
 pub mod copy;
 pub mod ddl;
+pub(crate) mod foreign_keys;
 mod on_conflict;
 mod rows;
 mod select;
@@ -26,11 +27,13 @@ mod unique;
 
 pub use select::{select, select_each, select_first};
 
+use foreign_keys::Integrity;
 use rows::{fetch, read_row};
 
 use overtake_engine::{KeyBuf, TableLock, Transaction};
 
 use crate::catalog::SqlTable;
+use crate::catalog::references::References;
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::{Context, Expr, InSet, InitValue};
 use crate::plan::{
@@ -131,24 +134,29 @@ fn init_values(
     Ok(values)
 }
 
-/// Inserts `rows` (values for `columns`, in order) into `table`.
+/// Inserts `rows` (values for `columns`, in order) into `table`, as one statement whose
+/// foreign keys `refs` says (see [`References::of`]).
 pub fn insert_rows(
     txn: &mut Transaction<'_>,
-    table: &SqlTable,
+    (table, refs): (&SqlTable, Option<&References>),
     columns: &[usize],
     rows: impl IntoIterator<Item = Vec<Datum>>,
     cx: &Context<'_>,
 ) -> Result<u64> {
-    insert_rows_returning(txn, table, columns, rows, cx, &mut |_| Ok(()))
+    let mut fk = Integrity::new(refs);
+    let n = insert_rows_returning(txn, table, columns, rows, (cx, &mut fk), &mut |_| Ok(()))?;
+    fk.finish(txn, cx)?;
+    Ok(n)
 }
 
-/// [`insert_rows`], passing each row as inserted (every column) to `inserted`.
+/// Inserts `rows` as [`insert_rows`] does, passing each row as inserted (every column) to
+/// `inserted` and leaving its foreign keys' checks in `fk`.
 fn insert_rows_returning(
     txn: &mut Transaction<'_>,
     table: &SqlTable,
     columns: &[usize],
     rows: impl IntoIterator<Item = Vec<Datum>>,
-    cx: &Context<'_>,
+    (cx, fk): (&Context<'_>, &mut Integrity<'_>),
     inserted: &mut dyn FnMut(&[Datum]) -> Result<()>,
 ) -> Result<u64> {
     lock_for_writing(txn, table)?;
@@ -158,6 +166,7 @@ fn insert_rows_returning(
         if let Written::Taken(taken) = write_row(txn, table, &row)? {
             return Err(taken.error(table, &row));
         }
+        fk.inserted(table, &row);
         inserted(&row)?;
         n += 1;
     }
@@ -343,12 +352,19 @@ fn insert(
             .collect::<Result<Vec<_>>>()?,
         InsertSource::Select(s) => select_first(txn, (s, &plan.init), cx, usize::MAX)?,
     };
+    let mut fk = Integrity::new(plan.references.as_deref());
     let n = match &plan.on_conflict {
-        None => insert_rows_returning(txn, &plan.table, &plan.columns, rows, cx, &mut |row| {
-            send_returning(&plan.returning, row, cx, emit)
-        })?,
-        Some(on) => on_conflict::insert_rows(txn, plan, on, rows, cx, emit)?,
+        None => insert_rows_returning(
+            txn,
+            &plan.table,
+            &plan.columns,
+            rows,
+            (cx, &mut fk),
+            &mut |row| send_returning(&plan.returning, row, cx, emit),
+        )?,
+        Some(on) => on_conflict::insert_rows(txn, plan, on, rows, (cx, &mut fk), emit)?,
     };
+    fk.finish(txn, cx)?;
     Ok(Output {
         tag: format!("INSERT 0 {n}"),
         rows: Vec::new(),
@@ -400,6 +416,7 @@ fn update(
 ) -> Result<Output> {
     let table = &plan.table;
     lock_for_writing(txn, table)?;
+    let mut fk = Integrity::new(plan.references.as_deref());
     let n = for_each_target(
         txn,
         table,
@@ -411,12 +428,13 @@ fn update(
                 new.push((*col, e.eval(&row, cx)?.cast(table.columns[*col].ty)?));
             }
             let keep = !plan.returning.is_empty();
-            if let Some(changed) = update_row(txn, table, (key, row), new, cx, keep)? {
+            if let Some(changed) = update_row(txn, table, (key, row), new, cx, keep, &mut fk)? {
                 send_returning(&plan.returning, &changed, cx, emit)?;
             }
             Ok(())
         },
     )?;
+    fk.finish(txn, cx)?;
     Ok(Output {
         tag: format!("UPDATE {n}"),
         rows: Vec::new(),
@@ -426,7 +444,8 @@ fn update(
 /// Changes the row of `table` under `key` (locked), which holds `row`, by `new` (column
 /// positions and their values, of the columns' types): checks its NOT NULL and CHECK
 /// constraints and unique indexes as it becomes, and moves it to its new key if its primary key
-/// changes. Returns the row as it became if `keep` (or if it was made anyway).
+/// changes, leaving its foreign keys' work in `fk`. Returns the row as it became if `keep` (or
+/// if it was made anyway).
 fn update_row(
     txn: &mut Transaction<'_>,
     table: &SqlTable,
@@ -434,7 +453,9 @@ fn update_row(
     new: Vec<(usize, Datum)>,
     cx: &Context<'_>,
     keep: bool,
+    fk: &mut Integrity<'_>,
 ) -> Result<Option<Vec<Datum>>> {
+    let keep = keep || fk.is_active();
     let moves = new.iter().try_fold(false, |moves, (col, v)| {
         Ok::<_, SqlError>(
             moves
@@ -459,16 +480,23 @@ fn update_row(
         // PostgreSQL checks a unique constraint that is not deferred).
         txn.delete(&table.engine, key)?;
         unique::release(txn, table, &row)?;
+        let old = fk.is_active().then(|| row.clone());
         let mut changed = row;
         for (col, v) in new {
             changed[col] = v;
         }
         let all: Vec<usize> = (0..table.columns.len()).collect();
         let mut became = None;
-        insert_rows_returning(txn, table, &all, [changed], cx, &mut |row| {
-            became = Some(row.to_vec());
+        // The row's foreign keys see it as changed, not as new (below).
+        let mut inserted = Integrity::none();
+        insert_rows_returning(txn, table, &all, [changed], (cx, &mut inserted), &mut |r| {
+            became = Some(r.to_vec());
             Ok(())
-        })?;
+        })
+        .map(|_| ())?;
+        if let (Some(old), Some(became)) = (&old, &became) {
+            fk.updated(txn, table, old, became)?;
+        }
         return Ok(became);
     }
     // The row as it becomes, for its CHECK constraints, unique indexes and RETURNING.
@@ -498,6 +526,9 @@ fn update_row(
             m.set(*col, v.value());
         }
     })?;
+    if let Some(changed) = &changed {
+        fk.updated(txn, table, &row, changed)?;
+    }
     Ok(changed)
 }
 
@@ -508,6 +539,7 @@ fn delete(
     emit: &mut dyn FnMut(Vec<Datum>) -> Result<()>,
 ) -> Result<Output> {
     lock_for_writing(txn, &plan.table)?;
+    let mut fk = Integrity::new(plan.references.as_deref());
     let n = for_each_target(
         txn,
         &plan.table,
@@ -516,9 +548,11 @@ fn delete(
         |txn, key, row| {
             txn.delete(&plan.table.engine, key)?;
             unique::release(txn, &plan.table, &row)?;
+            fk.deleted(txn, &plan.table, &row)?;
             send_returning(&plan.returning, &row, cx, emit)
         },
     )?;
+    fk.finish(txn, cx)?;
     Ok(Output {
         tag: format!("DELETE {n}"),
         rows: Vec::new(),

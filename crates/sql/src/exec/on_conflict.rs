@@ -14,7 +14,8 @@ use overtake_engine::{KeyBuf, KeyRange, ScanOptions, Transaction};
 
 use super::rows::{key_of, read_row, stored_key};
 use super::{
-    Taken, Written, lock_for_writing, proposed_row, send_returning, update_row, write_row,
+    Integrity, Taken, Written, lock_for_writing, proposed_row, send_returning, update_row,
+    write_row,
 };
 use crate::catalog::SqlTable;
 use crate::error::{Result, SqlError, sqlstate};
@@ -33,7 +34,7 @@ pub(super) fn insert_rows(
     plan: &InsertPlan,
     on: &OnConflict,
     rows: Vec<Vec<Datum>>,
-    cx: &Context<'_>,
+    (cx, fk): (&Context<'_>, &mut Integrity<'_>),
     emit: &mut dyn FnMut(Vec<Datum>) -> Result<()>,
 ) -> Result<u64> {
     let table = &plan.table;
@@ -43,7 +44,7 @@ pub(super) fn insert_rows(
     let mut n = 0;
     for source in rows {
         let row = proposed_row(table, &plan.columns, source, cx)?;
-        if let Some(done) = insert_or_update(txn, table, on, row, &mut written, cx)? {
+        if let Some(done) = insert_or_update(txn, table, on, row, &mut written, (cx, fk))? {
             send_returning(&plan.returning, &done, cx, emit)?;
             n += 1;
         }
@@ -68,7 +69,7 @@ fn insert_or_update(
     on: &OnConflict,
     row: Vec<Datum>,
     written: &mut HashSet<Vec<u8>>,
-    cx: &Context<'_>,
+    (cx, fk): (&Context<'_>, &mut Integrity<'_>),
 ) -> Result<Option<Vec<Datum>>> {
     for _ in 0..ATTEMPTS {
         let savepoint = txn.savepoint()?;
@@ -77,6 +78,7 @@ fn insert_or_update(
                 if on.update.is_some() {
                     written.insert(engine_key(table, &row, row_id)?.as_bytes().to_vec());
                 }
+                fk.inserted(table, &row);
                 return Ok(Some(row));
             }
             Written::Taken(taken) if on.arbitrates(taken) => {
@@ -115,7 +117,8 @@ fn insert_or_update(
         if !same_values(taken.columns(table), &existing, &row)? {
             continue; // Its values changed while this waited for its lock.
         }
-        let Some(changed) = update_holder(txn, table, update, (&key, existing), &row, cx)? else {
+        let holder = (&key, existing);
+        let Some(changed) = update_holder(txn, table, update, holder, &row, (cx, fk))? else {
             return Ok(None);
         };
         written.insert(key.as_bytes().to_vec());
@@ -138,7 +141,7 @@ fn update_holder(
     update: &ConflictUpdate,
     (key, existing): (&KeyBuf, Vec<Datum>),
     proposed: &[Datum],
-    cx: &Context<'_>,
+    (cx, fk): (&Context<'_>, &mut Integrity<'_>),
 ) -> Result<Option<Vec<Datum>>> {
     let mut both = existing.clone();
     both.extend_from_slice(proposed);
@@ -151,7 +154,7 @@ fn update_holder(
     for (col, e) in &update.assignments {
         new.push((*col, e.eval(&both, cx)?.cast(table.columns[*col].ty)?));
     }
-    update_row(txn, table, (key, existing), new, cx, true)
+    update_row(txn, table, (key, existing), new, cx, true, fk)
 }
 
 /// True if `a` and `b` hold equal values in `columns`.

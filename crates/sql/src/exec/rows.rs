@@ -33,7 +33,7 @@ fn key_columns(table: &SqlTable, index: Option<usize>) -> &[usize] {
 /// `d` as a value of column type `ty`, if the column can hold a value equal to it: not for NULL,
 /// nor for a value the cast would change (`1.5` for an integer column) or cannot make (out of
 /// range), which the condition compares as it is.
-fn exactly(d: &Datum, ty: crate::values::types::SqlType) -> Option<Datum> {
+pub(super) fn exactly(d: &Datum, ty: crate::values::types::SqlType) -> Option<Datum> {
     let cast = d.clone().cast(ty).ok()?;
     (cast.sql_cmp(d).ok()? == Some(std::cmp::Ordering::Equal)).then_some(cast)
 }

@@ -420,12 +420,23 @@ fn node(
                     let rows = run.work_tables.get(id).cloned().unwrap_or_default();
                     return rows_node(&rows, filter, run, row, sink);
                 }
-                Relation::Function { func, args } => {
+                Relation::Function {
+                    func,
+                    args,
+                    ordinality,
+                } => {
                     let values = eval_all(args, row, run.cx)?;
                     let budget = &mut run.budget;
                     let made =
                         super::set_functions::values(*func, values, &mut |n| budget.take(n))?;
-                    let rows: Vec<Vec<Datum>> = made.into_iter().map(|v| vec![v]).collect();
+                    let rows: Vec<Vec<Datum>> = made
+                        .into_iter()
+                        .zip(1..)
+                        .map(|(v, n)| match ordinality {
+                            true => vec![v, Datum::Int(n)],
+                            false => vec![v],
+                        })
+                        .collect();
                     return rows_node(&rows, filter, run, row, sink);
                 }
             };

@@ -31,6 +31,7 @@ pub(super) fn values(
             let (start, stop, step) = (next(), next(), next());
             series(start, stop, step, take)?
         }
+        SetFunc::PartitionAncestors => Vec::new(),
     })
 }
 

@@ -22,7 +22,9 @@ use overtake_engine::{
 
 use crate::bind::statement::{parse, prepare};
 use crate::catalog::acl::{Acl, Grantee};
-use crate::catalog::{Catalog, ROW_ID_COLUMN, RowIds, SqlColumn, SqlIndex, SqlTable, UniqueKeys};
+use crate::catalog::{
+    Catalog, ForeignKey, ROW_ID_COLUMN, RowIds, SqlColumn, SqlIndex, SqlTable, UniqueKeys,
+};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::plan::{Command, Ddl, IndexKind};
 use crate::sequence::Sequence;
@@ -306,6 +308,18 @@ fn describe(table: &SqlTable) -> String {
             Some(_) => format!("\nCREATE UNIQUE INDEX {name} ON {on} ({columns});"),
         });
     }
+    for f in &table.foreign_keys {
+        sql.push_str(&format!(
+            "\nALTER TABLE {} ADD CONSTRAINT {} FOREIGN KEY ({}) REFERENCES {} ({}) ON DELETE {} ON UPDATE {};",
+            quoted(&table.name),
+            quoted(&f.name),
+            names(&f.columns),
+            quoted(&f.parent),
+            f.parent_columns.iter().map(|c| quoted(c)).collect::<Vec<_>>().join(", "),
+            f.on_delete.sql(),
+            f.on_update.sql()
+        ));
+    }
     describe_rest(table, &mut sql);
     sql
 }
@@ -422,6 +436,7 @@ fn restore(catalog: &Catalog, described: &Described) -> Result<SqlTable> {
         None
     };
     let mut indexes = Vec::new();
+    let mut foreign_keys = Vec::new();
     // Tables kept by versions that recorded no owner have none.
     let mut acl = Acl::default();
     for s in statements {
@@ -434,6 +449,27 @@ fn restore(catalog: &Catalog, described: &Described) -> Result<SqlTable> {
             }) => (name, names, kind),
             Command::Ddl(Ddl::SetOwner { owner, .. }) => {
                 acl.owner = Some(owner);
+                continue;
+            }
+            Command::Ddl(Ddl::AddForeignKey {
+                foreign_key: def, ..
+            }) => {
+                let cols = def
+                    .columns
+                    .iter()
+                    .map(|n| columns.iter().position(|c| c.name == *n))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| damaged("has a foreign key on a column it does not have"))?;
+                foreign_keys.push(ForeignKey {
+                    name: def
+                        .name
+                        .ok_or_else(|| damaged("has an unnamed foreign key"))?,
+                    columns: cols,
+                    parent: def.parent,
+                    parent_columns: def.parent_columns,
+                    on_delete: def.on_delete,
+                    on_update: def.on_update,
+                });
                 continue;
             }
             Command::Ddl(Ddl::Grant {
@@ -449,7 +485,7 @@ fn restore(catalog: &Catalog, described: &Described) -> Result<SqlTable> {
             }
             _ => {
                 return Err(damaged(
-                    "holds something other than CREATE INDEX, OWNER or GRANT",
+                    "holds something other than CREATE INDEX, FOREIGN KEY, OWNER or GRANT",
                 ));
             }
         };
@@ -507,6 +543,7 @@ fn restore(catalog: &Catalog, described: &Described) -> Result<SqlTable> {
         row_ids,
         acl,
         checks,
+        foreign_keys,
         sequence,
     })
 }

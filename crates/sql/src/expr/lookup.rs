@@ -63,6 +63,13 @@ impl Lookup {
         if let Some(found) = self.entries.get(&key) {
             return Ok(found.clone());
         }
+        // A name of a relation or type may be given as its object id (`'16384'::regclass`),
+        // as PostgreSQL's input functions take it.
+        if matches!(self.key, Key::RelationName | Key::TypeName)
+            && let Ok(oid) = text.trim().parse::<u32>()
+        {
+            return Ok(Datum::Int(i64::from(oid)));
+        }
         match self.missing {
             Missing::Null => Ok(Datum::Null),
             Missing::Echo => Ok(Datum::Text(text)),

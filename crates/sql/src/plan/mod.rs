@@ -218,6 +218,8 @@ pub struct InsertPlan {
     pub on_conflict: Option<OnConflict>,
     /// The statement's uncorrelated subqueries (see [`InitPlan`]).
     pub init: Vec<InitPlan>,
+    /// The foreign keys its writes involve (`None`: none).
+    pub references: Option<Arc<crate::catalog::references::References>>,
 }
 
 /// What `ALTER TABLE` does to a column.
@@ -287,6 +289,8 @@ pub struct UpdatePlan {
     pub returning: Vec<Expr>,
     /// The statement's uncorrelated subqueries (see [`InitPlan`]).
     pub init: Vec<InitPlan>,
+    /// The foreign keys its writes involve (`None`: none).
+    pub references: Option<Arc<crate::catalog::references::References>>,
 }
 
 /// A DELETE.
@@ -299,6 +303,21 @@ pub struct DeletePlan {
     pub returning: Vec<Expr>,
     /// The statement's uncorrelated subqueries (see [`InitPlan`]).
     pub init: Vec<InitPlan>,
+    /// The foreign keys its writes involve (`None`: none).
+    pub references: Option<Arc<crate::catalog::references::References>>,
+}
+
+/// A FOREIGN KEY constraint as a statement declares it, by names (resolved when it runs).
+#[derive(Clone, Debug)]
+pub struct ForeignKeyDef {
+    pub name: Option<String>,
+    /// The referencing columns.
+    pub columns: Vec<String>,
+    pub parent: String,
+    /// The referenced columns; empty: the parent's primary key.
+    pub parent_columns: Vec<String>,
+    pub on_delete: crate::catalog::RefAction,
+    pub on_update: crate::catalog::RefAction,
 }
 
 /// Catalog changes.
@@ -314,18 +333,30 @@ pub enum Ddl {
         checks: Vec<crate::catalog::Check>,
         /// UNIQUE constraints: (name, columns).
         uniques: Vec<(String, Vec<usize>)>,
+        foreign_keys: Vec<ForeignKeyDef>,
     },
     CreateSequence {
         sequence: Arc<Sequence>,
         if_not_exists: bool,
     },
-    /// `DROP TABLE` (`sequences`: `DROP SEQUENCE`).
+    /// `DROP TABLE` (`sequences`: `DROP SEQUENCE`); `cascade`: the foreign keys referencing
+    /// a dropped table go too.
     DropTable {
         names: Vec<String>,
         if_exists: bool,
         sequences: bool,
+        cascade: bool,
     },
-    Truncate(Vec<String>),
+    /// `TRUNCATE names` (`cascade`: and the tables referencing them, in turn).
+    Truncate {
+        names: Vec<String>,
+        cascade: bool,
+    },
+    /// `ALTER TABLE table ADD [CONSTRAINT name] FOREIGN KEY ...`.
+    AddForeignKey {
+        table: String,
+        foreign_key: ForeignKeyDef,
+    },
     AddPrimaryKey {
         table: String,
         columns: Vec<String>,
@@ -391,6 +422,8 @@ pub enum GrantOn {
 pub struct CopyIn {
     pub table: Arc<SqlTable>,
     pub columns: Vec<usize>,
+    /// The foreign keys its rows involve (`None`: none).
+    pub references: Option<Arc<crate::catalog::references::References>>,
 }
 
 /// A change of roles. A password is its text here (the server hashes it in the statement's

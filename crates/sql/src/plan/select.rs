@@ -54,7 +54,12 @@ pub enum Relation {
     WorkTable(usize),
     /// A set-returning function in FROM: its values for the arguments, which may read the
     /// sources before it (PostgreSQL's implicit LATERAL).
-    Function { func: SetFunc, args: Vec<Expr> },
+    /// (`ordinality`: `WITH ORDINALITY`, each value followed by its number from 1.)
+    Function {
+        func: SetFunc,
+        args: Vec<Expr>,
+        ordinality: bool,
+    },
 }
 
 /// The set operations.
@@ -74,6 +79,9 @@ pub enum SetFunc {
     GenerateSeries,
     /// `generate_subscripts(array, 1)`: its subscripts.
     GenerateSubscripts,
+    /// `pg_partition_ancestors(regclass)`: a partition and its ancestors; no rows for a
+    /// relation that is not a partition (every relation here).
+    PartitionAncestors,
 }
 
 impl SetFunc {
@@ -83,6 +91,7 @@ impl SetFunc {
             "unnest" => SetFunc::Unnest,
             "generate_series" => SetFunc::GenerateSeries,
             "generate_subscripts" => SetFunc::GenerateSubscripts,
+            "pg_partition_ancestors" => SetFunc::PartitionAncestors,
             _ => return None,
         })
     }
@@ -92,6 +101,7 @@ impl SetFunc {
             SetFunc::Unnest => "unnest",
             SetFunc::GenerateSeries => "generate_series",
             SetFunc::GenerateSubscripts => "generate_subscripts",
+            SetFunc::PartitionAncestors => "pg_partition_ancestors",
         }
     }
 }

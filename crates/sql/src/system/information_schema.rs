@@ -1,5 +1,6 @@
 //! `information_schema`'s views over the user's tables: `schemata`, `tables`, `columns`,
-//! `table_constraints` and `key_column_usage`, as PostgreSQL 15 shows them (its domains
+//! `table_constraints`, `key_column_usage`, `referential_constraints` and
+//! `constraint_column_usage`, as PostgreSQL 15 shows them (its domains
 //! `sql_identifier`, `character_data`, `yes_or_no` and `cardinal_number` shown as `name`,
 //! `text`, `text` and `integer`).
 
@@ -24,6 +25,18 @@ pub(super) const RELATIONS: &[SystemRelation] = &[
         13_329,
         KEY_COLUMN_USAGE,
         key_column_usage,
+    ),
+    view(
+        "referential_constraints",
+        13_339,
+        REFERENTIAL_CONSTRAINTS,
+        referential_constraints,
+    ),
+    view(
+        "constraint_column_usage",
+        13_300,
+        CONSTRAINT_COLUMN_USAGE,
+        constraint_column_usage,
     ),
 ];
 
@@ -194,6 +207,9 @@ fn table_constraints(s: &Snapshot) -> Vec<Vec<Datum>> {
         for c in &t.checks {
             out.push(constraint(c.name.clone(), "CHECK").done());
         }
+        for f in &t.foreign_keys {
+            out.push(constraint(f.name.clone(), "FOREIGN KEY").done());
+        }
         for (i, c) in t.columns.iter().enumerate() {
             if !c.nullable {
                 out.push(constraint(not_null_name(t.oid, i + 1), "CHECK").done());
@@ -224,8 +240,112 @@ fn key_column_usage(s: &Snapshot) -> Vec<Vec<Datum>> {
             }
         }
     }
+    for f in s.foreign_keys() {
+        let c = f.constraint();
+        let unique = f.index.columns(f.parent);
+        for (position, (&col, parent_col)) in c.columns.iter().zip(f.parent_columns()).enumerate() {
+            let in_unique = match unique.iter().position(|&u| u == parent_col) {
+                Some(p) => Datum::Int(p as i64 + 1),
+                None => Datum::Null,
+            };
+            out.push(
+                of_table(
+                    of_table(Row::nulls(KEY_COLUMN_USAGE), "table", &f.table.name),
+                    "constraint",
+                    &c.name,
+                )
+                .set("column_name", f.table.columns[col].name.as_str())
+                .set("ordinal_position", (position + 1) as i64)
+                .set("position_in_unique_constraint", in_unique)
+                .done(),
+            );
+        }
+    }
     out
 }
+
+fn referential_constraints(s: &Snapshot) -> Vec<Vec<Datum>> {
+    s.foreign_keys()
+        .iter()
+        .map(|f| {
+            let c = f.constraint();
+            let row = of_table(Row::nulls(REFERENTIAL_CONSTRAINTS), "constraint", &c.name);
+            of_table(row, "unique_constraint", &f.index.name(f.parent))
+                .set("match_option", "NONE")
+                .set("update_rule", c.on_update.sql())
+                .set("delete_rule", c.on_delete.sql())
+                .done()
+        })
+        .collect()
+}
+
+/// The columns each constraint uses: a key's or CHECK's own, a foreign key's referenced ones.
+fn constraint_column_usage(s: &Snapshot) -> Vec<Vec<Datum>> {
+    let mut out = Vec::new();
+    let mut push = |table: &str, column: &str, constraint: &str| {
+        let row = of_table(Row::nulls(CONSTRAINT_COLUMN_USAGE), "table", table);
+        out.push(
+            of_table(row, "constraint", constraint)
+                .set("column_name", column)
+                .done(),
+        );
+    };
+    for t in &s.tables {
+        let unique = t.indexes.iter().filter(|i| i.is_unique_constraint());
+        let keys = std::iter::once((t.primary_key_name(), &t.primary_key))
+            .chain(unique.map(|i| (i.name.clone(), &i.columns)));
+        for (name, columns) in keys {
+            for &c in columns {
+                push(&t.name, &t.columns[c].name, &name);
+            }
+        }
+        for c in &t.checks {
+            let mut read = Vec::new();
+            c.expr.visit(&mut |x| {
+                if let crate::expr::Expr::Column(col) = x
+                    && !read.contains(col)
+                {
+                    read.push(*col);
+                }
+            });
+            for col in read {
+                push(&t.name, &t.columns[col].name, &c.name);
+            }
+        }
+    }
+    for f in s.foreign_keys() {
+        for col in f.parent_columns() {
+            push(
+                &f.parent.name,
+                &f.parent.columns[col].name,
+                &f.constraint().name,
+            );
+        }
+    }
+    out
+}
+const REFERENTIAL_CONSTRAINTS: &[(&str, SqlType)] = &[
+    ("constraint_catalog", Name),
+    ("constraint_schema", Name),
+    ("constraint_name", Name),
+    ("unique_constraint_catalog", Name),
+    ("unique_constraint_schema", Name),
+    ("unique_constraint_name", Name),
+    ("match_option", Text),
+    ("update_rule", Text),
+    ("delete_rule", Text),
+];
+
+const CONSTRAINT_COLUMN_USAGE: &[(&str, SqlType)] = &[
+    ("table_catalog", Name),
+    ("table_schema", Name),
+    ("table_name", Name),
+    ("column_name", Name),
+    ("constraint_catalog", Name),
+    ("constraint_schema", Name),
+    ("constraint_name", Name),
+];
+
 const SCHEMATA: &[(&str, SqlType)] = &[
     ("catalog_name", Name),
     ("schema_name", Name),

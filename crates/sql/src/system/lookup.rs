@@ -10,7 +10,7 @@ use crate::values::datum::Datum;
 
 /// A relation's name as `regclass` writes it: qualified unless its schema is on the path,
 /// quoted where SQL would need it.
-fn relation_text(name: &str, schema: Schema) -> String {
+pub(crate) fn relation_text(name: &str, schema: Schema) -> String {
     let quoted = if name
         .chars()
         .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
@@ -79,11 +79,13 @@ impl Snapshot {
 
     /// Relation object id to its name: a `regclass` as text.
     pub fn relation_texts(&self) -> Lookup {
-        let entries = self
+        let mut entries: HashMap<String, Datum> = self
             .relation_names()
             .into_iter()
             .map(|(oid, name, schema)| (oid.to_string(), Datum::Text(relation_text(&name, schema))))
             .collect();
+        // No relation (a catalog's unset reference) shows as PostgreSQL shows it.
+        entries.insert("0".to_owned(), Datum::Text("-".to_owned()));
         Lookup {
             key: Key::Oid,
             entries,
@@ -282,6 +284,10 @@ impl Snapshot {
                 };
                 entries.insert(t.check_oid(i).to_string(), Datum::Text(def));
             }
+        }
+        for f in self.foreign_keys() {
+            let oid = f.table.foreign_key_oid(f.position);
+            entries.insert(oid.to_string(), Datum::Text(f.definition()));
         }
         Lookup {
             key: Key::Oid,

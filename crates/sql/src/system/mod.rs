@@ -132,7 +132,92 @@ pub struct Snapshot {
     pub roles: Vec<Role>,
 }
 
+/// A foreign key as the system catalogs show it: its table, its position there, the table it
+/// references and the index it references there.
+pub(crate) struct ForeignKeyView<'s> {
+    pub table: &'s SqlTable,
+    pub position: usize,
+    pub parent: &'s SqlTable,
+    pub index: crate::catalog::references::ReferencedIndex,
+}
+
+impl ForeignKeyView<'_> {
+    pub fn constraint(&self) -> &crate::catalog::ForeignKey {
+        &self.table.foreign_keys[self.position]
+    }
+
+    /// The referenced columns' positions in the parent, in the constraint's order.
+    pub fn parent_columns(&self) -> Vec<usize> {
+        let c = self.constraint();
+        c.parent_columns
+            .iter()
+            .filter_map(|n| self.parent.column(n))
+            .collect()
+    }
+
+    /// The object id of the index it references.
+    pub fn index_oid(&self) -> u32 {
+        match self.index {
+            crate::catalog::references::ReferencedIndex::PrimaryKey => {
+                self.parent.primary_key_oid()
+            }
+            crate::catalog::references::ReferencedIndex::Unique(i) => self.parent.indexes[i].oid,
+        }
+    }
+
+    /// Its definition, as `pg_get_constraintdef` gives it.
+    pub fn definition(&self) -> String {
+        let c = self.constraint();
+        let names = |cols: &mut dyn Iterator<Item = &str>| -> String {
+            cols.map(|n| lookup::relation_text(n, Schema::Public))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let own = names(
+            &mut c
+                .columns
+                .iter()
+                .map(|&i| self.table.columns[i].name.as_str()),
+        );
+        let theirs = names(&mut c.parent_columns.iter().map(String::as_str));
+        let mut def = format!(
+            "FOREIGN KEY ({own}) REFERENCES {}({theirs})",
+            lookup::relation_text(&self.parent.name, Schema::Public)
+        );
+        for (when, action) in [("UPDATE", c.on_update), ("DELETE", c.on_delete)] {
+            if action != crate::catalog::RefAction::NoAction {
+                def.push_str(&format!(" ON {when} {}", action.sql()));
+            }
+        }
+        def
+    }
+}
+
 impl Snapshot {
+    /// Every foreign key whose referenced table and index are found.
+    pub(crate) fn foreign_keys(&self) -> Vec<ForeignKeyView<'_>> {
+        let mut out = Vec::new();
+        for t in &self.tables {
+            for (position, c) in t.foreign_keys.iter().enumerate() {
+                let Some(parent) = self.tables.iter().find(|p| p.name == c.parent) else {
+                    continue;
+                };
+                let Ok(index) =
+                    crate::catalog::references::referenced_index(parent, &c.parent_columns)
+                else {
+                    continue;
+                };
+                out.push(ForeignKeyView {
+                    table: t,
+                    position,
+                    parent,
+                    index,
+                });
+            }
+        }
+        out
+    }
+
     /// The catalog as `tables` shows it, and the roles committed now.
     pub fn take(tables: &Tables<'_>) -> Result<Snapshot> {
         let catalog = tables.catalog;

@@ -57,7 +57,7 @@ pub fn run(args: &SqlArgs) -> Result<(), String> {
     let cx = Context::new(&[], 0);
     let rows =
         (1..=ACCOUNTS).map(|aid| vec![Datum::Int(aid), Datum::Int(1), Datum::Int(0), Datum::Null]);
-    overtake_sql::exec::insert_rows(&mut txn, &table, &[0, 1, 2, 3], rows, &cx)
+    overtake_sql::exec::insert_rows(&mut txn, (&table, None), &[0, 1, 2, 3], rows, &cx)
         .map_err(|e| e.to_string())?;
     txn.commit().map_err(|e| e.to_string())?;
 

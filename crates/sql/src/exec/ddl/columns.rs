@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use overtake_engine::Transaction;
 
-use super::{IndexSpec, index_list, plain_table, rebuild_checked};
+use super::{IndexSpec, index_list, plain_table, rebuild_with};
 use crate::catalog::SqlTable;
 use crate::catalog::pending::{Change, Tables};
 use crate::error::{Result, SqlError, sqlstate};
@@ -31,6 +31,7 @@ pub(super) fn alter(
     let mut primary_key = old.primary_key.clone();
     let mut indexes = index_list(&old);
     let mut checks = old.checks.clone();
+    let mut foreign_keys = old.foreign_keys.clone();
     let mut sources: Vec<Option<usize>> = (0..columns.len()).map(Some).collect();
     let missing = |name: &str| {
         SqlError::new(
@@ -65,10 +66,16 @@ pub(super) fn alter(
                 }
                 return Err(missing(name));
             };
+            let by = referenced(tables, &old, name);
+            if !by.is_empty() {
+                let what = format!("column {name} of table {table}");
+                return Err(super::foreign_key::depended_on(&what, &by, &what));
+            }
             if columns.len() == 1 {
                 return Err(SqlError::unsupported("a table without columns"));
             }
             refuse_owned(tables, &old, name, "DROP COLUMN")?;
+            foreign_keys.retain(|f| !f.columns.contains(&at));
             // What involves the column goes with it, as in PostgreSQL; what reads a later
             // column would need its positions moved, which a CHECK's cannot be here.
             checks.retain(|c| !reads(&c.expr, at));
@@ -95,6 +102,9 @@ pub(super) fn alter(
             indexes
                 .iter_mut()
                 .for_each(|i: &mut IndexSpec| i.columns.iter_mut().for_each(shift));
+            foreign_keys
+                .iter_mut()
+                .for_each(|f| f.columns.iter_mut().for_each(shift));
         }
         ColumnChange::Rename { from, to } => {
             let at = old.column(from).ok_or_else(|| {
@@ -107,6 +117,11 @@ pub(super) fn alter(
                 return Err(exists(to));
             }
             refuse_owned(tables, &old, from, "RENAME COLUMN")?;
+            if !referenced(tables, &old, from).is_empty() {
+                return Err(SqlError::unsupported(
+                    "RENAME COLUMN of a column a foreign key references",
+                ));
+            }
             if !old.checks.is_empty() {
                 return Err(SqlError::unsupported(
                     "RENAME COLUMN in a table with CHECK constraints",
@@ -130,16 +145,28 @@ pub(super) fn alter(
         }
     }
     let shape = (columns, primary_key, indexes);
-    let change = rebuild_checked(
+    let constraints = (checks, foreign_keys);
+    let change = rebuild_with(
         tables.catalog,
         txn,
         &old,
         shape,
-        checks,
-        false,
+        constraints,
         Some(&sources),
     )?;
     Ok(("ALTER TABLE", vec![change]))
+}
+
+/// The foreign keys (of any table, `table` included) referencing column `name` of `table`.
+fn referenced(
+    tables: &Tables<'_>,
+    table: &SqlTable,
+    name: &str,
+) -> Vec<crate::catalog::references::Referencing> {
+    crate::catalog::references::referencing(tables, &table.name)
+        .into_iter()
+        .filter(|r| r.constraint().parent_columns.iter().any(|c| c == name))
+        .collect()
 }
 
 /// True if `expr` reads column `at`.

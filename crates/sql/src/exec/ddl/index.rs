@@ -10,7 +10,7 @@ use std::sync::Arc;
 use overtake_engine::Transaction;
 
 use super::{
-    IndexSpec, index_list, not_a, plain_table, positions, rebuild, rebuild_checked, relation_exists,
+    IndexSpec, index_list, not_a, plain_table, positions, rebuild, rebuild_with, relation_exists,
 };
 use crate::catalog::SqlTable;
 use crate::catalog::pending::{Change, Tables};
@@ -136,6 +136,7 @@ pub(super) fn drop(
             )
             .with_hint(format!("You can drop constraint {n} on table {t} instead.")));
         }
+        super::foreign_key::refuse_referenced_index(tables, table, n, &format!("index {n}"))?;
         match losing.iter_mut().find(|(t, _)| t.name == table.name) {
             Some((_, lost)) => lost.push(n),
             None => losing.push((Arc::clone(table), vec![n])),
@@ -168,6 +169,11 @@ pub(super) fn drop_constraint(
 ) -> Result<(&'static str, Vec<Change>)> {
     let old = plain_table(tables, table)?;
     access::require_owner(tables.actor, &old)?;
+    if let Some(change) = super::foreign_key::drop(tables, txn, &old, name)? {
+        return Ok(("ALTER TABLE", vec![change]));
+    }
+    let what = format!("constraint {name} on table {table}");
+    super::foreign_key::refuse_referenced_index(tables, &old, name, &what)?;
     let mut primary_key = old.primary_key.clone();
     let mut indexes = index_list(&old);
     let mut checks = old.checks.clone();
@@ -189,6 +195,7 @@ pub(super) fn drop_constraint(
         ));
     }
     let shape = (old.columns.clone(), primary_key, indexes);
-    let change = rebuild_checked(tables.catalog, txn, &old, shape, checks, false, None)?;
+    let constraints = (checks, old.foreign_keys.clone());
+    let change = rebuild_with(tables.catalog, txn, &old, shape, constraints, None)?;
     Ok(("ALTER TABLE", vec![change]))
 }

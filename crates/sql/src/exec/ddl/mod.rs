@@ -9,6 +9,10 @@
 //! A rebuild or drop first takes the table's rebuild lock (see `lock_for_rebuild`), and every
 //! writer holds the table's write lock until its transaction ends (`exec`), so no commit ever
 //! lands in a table that is being replaced.
+//!
+//! Parts: `index` (indexes and constraints on them), `columns` (ALTER TABLE on columns),
+//! `foreign_key` (FOREIGN KEY constraints and what depends on a referenced table), `drop`
+//! (DROP TABLE, TRUNCATE).
 
 use std::sync::Arc;
 
@@ -16,22 +20,24 @@ use overtake_engine::{
     ColumnType, Isolation, KeyRange, Priority, ScanOptions, TableLock, TableSchema, Transaction,
 };
 
-use crate::catalog::acl::{Acl, Privileges};
+use crate::catalog::acl::Acl;
 use crate::catalog::pending::{Change, Pending, Tables};
 use crate::catalog::{
-    Catalog, Check, ROW_ID_COLUMN, RowIds, SqlColumn, SqlIndex, SqlTable, UniqueKeys,
+    Catalog, Check, ForeignKey, ROW_ID_COLUMN, RowIds, SqlColumn, SqlIndex, SqlTable, UniqueKeys,
 };
 use crate::error::{Result, SqlError, sqlstate};
 use crate::exec::access;
 use crate::exec::insert_rows;
 use crate::exec::stored;
 use crate::exec::unique;
-use crate::expr::{Context, Expr};
+use crate::expr::Context;
 use crate::plan::{Ddl, GrantOn, IndexKind};
 use crate::sequence::Sequence;
 use crate::values::datum::Datum;
 
 mod columns;
+mod drop;
+mod foreign_key;
 mod index;
 
 /// A secondary index to build.
@@ -138,6 +144,7 @@ fn build(
         row_ids,
         acl,
         checks: Vec::new(),
+        foreign_keys: Vec::new(),
         sequence: None,
     })
 }
@@ -190,6 +197,7 @@ fn make_sequence(
         row_ids: None,
         acl,
         checks: Vec::new(),
+        foreign_keys: Vec::new(),
         sequence: Some(Arc::clone(sequence)),
     };
     let done = sequence
@@ -279,7 +287,7 @@ fn copy_rows(
         }
     }
     let cx = Context::new(&[], crate::values::time::now_micros());
-    insert_rows(txn, new, &into, rows, &cx)?;
+    insert_rows(txn, (new, None), &into, rows, &cx)?;
     Ok(())
 }
 
@@ -336,6 +344,9 @@ fn lock_for_rebuild(txn: &mut Transaction<'_>, table: &SqlTable) -> Result<()> {
     Ok(txn.lock_table(&table.engine, TableLock::Rebuild)?)
 }
 
+/// A table's constraints besides its keys: its CHECK and FOREIGN KEY constraints.
+type Constraints = (Vec<Check>, Vec<ForeignKey>);
+
 /// Rebuilds `old` as described in `txn`, copying its rows unless `empty`.
 fn rebuild(
     catalog: &Catalog,
@@ -344,17 +355,30 @@ fn rebuild(
     shape: Shape,
     empty: bool,
 ) -> Result<Change> {
-    rebuild_checked(catalog, txn, old, shape, old.checks.clone(), empty, None)
+    let constraints = (old.checks.clone(), old.foreign_keys.clone());
+    rebuild_checked(catalog, txn, old, shape, constraints, empty, None)
 }
 
-/// [`rebuild`] with the CHECK constraints `checks` in place of `old`'s, and the new columns'
-/// sources in `old` (see [`copy_rows`]; `None`: the same columns).
+/// [`rebuild_checked`] of a table whose rows are copied.
+fn rebuild_with(
+    catalog: &Catalog,
+    txn: &mut Transaction<'_>,
+    old: &Arc<SqlTable>,
+    shape: Shape,
+    constraints: Constraints,
+    sources: Option<&[Option<usize>]>,
+) -> Result<Change> {
+    rebuild_checked(catalog, txn, old, shape, constraints, false, sources)
+}
+
+/// [`rebuild`] with the constraints `checks` and `foreign_keys` in place of `old`'s, and the
+/// new columns' sources in `old` (see [`copy_rows`]; `None`: the same columns).
 fn rebuild_checked(
     catalog: &Catalog,
     txn: &mut Transaction<'_>,
     old: &Arc<SqlTable>,
     (columns, primary_key, indexes): Shape,
-    checks: Vec<Check>,
+    (checks, foreign_keys): Constraints,
     empty: bool,
     sources: Option<&[Option<usize>]>,
 ) -> Result<Change> {
@@ -369,6 +393,7 @@ fn rebuild_checked(
         old.acl.clone(),
     )?;
     new.checks = checks;
+    new.foreign_keys = foreign_keys;
     let done = (|| {
         if !empty {
             let same: Vec<Option<usize>>;
@@ -449,6 +474,7 @@ pub fn execute_in(
             sequences,
             checks,
             uniques,
+            foreign_keys,
         } => {
             if tables.table(name).is_ok() {
                 if *if_not_exists {
@@ -488,8 +514,14 @@ pub fn execute_in(
                 acl,
             )?;
             table.checks = checks.clone();
-            let done = stored::write(txn, catalog.stored(), &table, false)
-                .map_err(|e| already_exists(e, name));
+            let done = (|| {
+                for def in foreign_keys {
+                    let fk = foreign_key::resolve(&tables, &table, def)?;
+                    table.foreign_keys.push(fk);
+                }
+                stored::write(txn, catalog.stored(), &table, false)
+                    .map_err(|e| already_exists(e, name))
+            })();
             or_discard(catalog, &table, done)?;
             let mut changes = vec![Change::Add(Arc::new(table))];
             for s in sequences {
@@ -511,108 +543,9 @@ pub fn execute_in(
             names,
             if_exists,
             sequences,
-        } => {
-            let kind = if *sequences { "sequence" } else { "table" };
-            let mut dropped: Vec<Arc<SqlTable>> = Vec::new();
-            for n in names {
-                match tables.table(n) {
-                    Ok(_) if dropped.iter().any(|t| t.name == *n) => {}
-                    Ok(t) if t.sequence.is_some() != *sequences => {
-                        let e = not_a(n, kind);
-                        return Err(if *sequences {
-                            e
-                        } else {
-                            e.with_hint("Use DROP SEQUENCE to remove a sequence.")
-                        });
-                    }
-                    Ok(t) => dropped.push(t),
-                    Err(_) if *if_exists => {}
-                    Err(e) => return Err(e),
-                }
-            }
-            // A table's serial and identity sequences go with it.
-            let all = tables.all();
-            let owned: Vec<Arc<SqlTable>> = all
-                .iter()
-                .filter(|s| {
-                    s.sequence.as_ref().is_some_and(|q| {
-                        q.options
-                            .owned_by
-                            .as_ref()
-                            .is_some_and(|(t, _)| dropped.iter().any(|d| d.name == *t))
-                    }) && !dropped.iter().any(|d| d.name == s.name)
-                })
-                .cloned()
-                .collect();
-            dropped.extend(owned);
-            // A sequence a remaining table's default draws from cannot go (PostgreSQL's
-            // dependency; CASCADE is not offered).
-            for t in all
-                .iter()
-                .filter(|t| !dropped.iter().any(|d| d.name == t.name))
-            {
-                for c in &t.columns {
-                    let Some(d) = &c.default else { continue };
-                    let mut uses = None;
-                    d.expr.visit(&mut |e| {
-                        if let Expr::Sequence(s, _) = e
-                            && let Some(gone) = dropped
-                                .iter()
-                                .find(|g| g.sequence.as_ref().is_some_and(|q| Arc::ptr_eq(q, s)))
-                        {
-                            uses = Some(gone.name.clone());
-                        }
-                    });
-                    if let Some(s) = uses {
-                        return Err(SqlError::new(
-                            sqlstate::DEPENDENT_OBJECTS_STILL_EXIST,
-                            format!("cannot drop sequence {s} because other objects depend on it"),
-                        )
-                        .with_detail(format!(
-                            "default value for column {} of table {} depends on sequence {s}",
-                            c.name, t.name
-                        )));
-                    }
-                }
-            }
-            for t in &dropped {
-                access::require_owner(tables.actor, t)?;
-            }
-            for t in &dropped {
-                lock_for_rebuild(txn, t)?;
-                stored::check_current(txn, catalog.stored(), t)?;
-                stored::remove(txn, catalog.stored(), &t.name)?;
-            }
-            Ok((
-                if *sequences {
-                    "DROP SEQUENCE"
-                } else {
-                    "DROP TABLE"
-                },
-                dropped.into_iter().map(Change::Drop).collect(),
-            ))
-        }
-        Ddl::Truncate(names) => {
-            let olds = names
-                .iter()
-                .map(|n| plain_table(&tables, n))
-                .collect::<Result<Vec<_>>>()?;
-            for t in &olds {
-                access::require(tables.actor, t, Privileges::TRUNCATE)?;
-            }
-            let mut changes = Vec::new();
-            for t in &olds {
-                let shape = (t.columns.clone(), t.primary_key.clone(), index_list(t));
-                match rebuild(catalog, txn, t, shape, true) {
-                    Ok(c) => changes.push(c),
-                    Err(e) => {
-                        discard_made(catalog, changes);
-                        return Err(e);
-                    }
-                }
-            }
-            Ok(("TRUNCATE TABLE", changes))
-        }
+            cascade,
+        } => drop::tables(&tables, txn, names, *if_exists, (*sequences, *cascade)),
+        Ddl::Truncate { names, cascade } => drop::truncate(&tables, txn, names, *cascade),
         Ddl::AddPrimaryKey { table, columns } => {
             let old = plain_table(&tables, table)?;
             access::require_owner(tables.actor, &old)?;
@@ -651,6 +584,9 @@ pub fn execute_in(
             if_exists,
         } => index::drop_constraint(&tables, txn, table, name, *if_exists),
         Ddl::AlterColumn { table, change } => columns::alter(&tables, txn, table, change),
+        Ddl::AddForeignKey { table, foreign_key } => {
+            foreign_key::add(&tables, txn, table, foreign_key)
+        }
         Ddl::Grant {
             privileges,
             on,
@@ -686,7 +622,8 @@ pub fn execute_in(
                 for g in grantees {
                     acl.grant(g, *privileges, *revoke);
                 }
-                changes.push(describe_anew(catalog, txn, old, acl)?);
+                let foreign_keys = old.foreign_keys.clone();
+                changes.push(describe_anew(catalog, txn, old, (acl, foreign_keys))?);
             }
             Ok((if *revoke { "REVOKE" } else { "GRANT" }, changes))
         }
@@ -706,18 +643,22 @@ pub fn execute_in(
                 owner: Some(owner.clone()),
                 ..old.acl.clone()
             };
-            Ok(("ALTER TABLE", vec![describe_anew(catalog, txn, &old, acl)?]))
+            let described = (acl, old.foreign_keys.clone());
+            Ok((
+                "ALTER TABLE",
+                vec![describe_anew(catalog, txn, &old, described)?],
+            ))
         }
     }
 }
 
-/// `old` with `acl` instead of its own, over the same engine table: its catalog row rewritten
-/// in `txn`.
+/// `old` with `acl` and `foreign_keys` instead of its own, over the same engine table: its
+/// catalog row rewritten in `txn`.
 fn describe_anew(
     catalog: &Catalog,
     txn: &mut Transaction<'_>,
     old: &Arc<SqlTable>,
-    acl: Acl,
+    (acl, foreign_keys): (Acl, Vec<ForeignKey>),
 ) -> Result<Change> {
     stored::check_current(txn, catalog.stored(), old)?;
     let new = SqlTable {
@@ -730,6 +671,7 @@ fn describe_anew(
         row_ids: old.row_ids.clone(),
         acl,
         checks: old.checks.clone(),
+        foreign_keys,
         sequence: old.sequence.clone(),
     };
     stored::write(txn, catalog.stored(), &new, true)?;

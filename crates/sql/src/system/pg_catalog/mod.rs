@@ -150,6 +150,9 @@ fn classes(s: &Snapshot) -> Vec<Vec<Datum>> {
                 .set("relam", if sequence { 0 } else { HEAP_AM })
                 .set("relhasindex", !indexes.is_empty())
                 .set("relchecks", t.checks.len() as i64)
+                // PostgreSQL keeps foreign keys with triggers on both tables (psql's \d shows
+                // them only where this is set).
+                .set("relhastriggers", has_foreign_keys(s, t))
                 .set("relnatts", t.columns.len() as i64)
                 .done(),
         );
@@ -327,6 +330,14 @@ fn indexes(s: &Snapshot) -> Vec<Vec<Datum>> {
     out
 }
 
+/// Whether `t` has a foreign key or is referenced by one.
+fn has_foreign_keys(s: &Snapshot, t: &SqlTable) -> bool {
+    !t.foreign_keys.is_empty()
+        || s.tables
+            .iter()
+            .any(|o| o.foreign_keys.iter().any(|f| f.parent == t.name))
+}
+
 fn constraints(s: &Snapshot) -> Vec<Vec<Datum>> {
     let constraint = |t: &SqlTable, oid: u32, name: String, kind: &str| {
         Row::new(PG_CONSTRAINT)
@@ -378,6 +389,26 @@ fn constraints(s: &Snapshot) -> Vec<Vec<Datum>> {
                     .done(),
             );
         }
+    }
+    for f in s.foreign_keys() {
+        let c = f.constraint();
+        out.push(
+            constraint(
+                f.table,
+                f.table.foreign_key_oid(f.position),
+                c.name.clone(),
+                "f",
+            )
+            .set("confrelid", f.parent.oid)
+            .set("conindid", f.index_oid())
+            .set("connoinherit", true)
+            .set("conkey", attnums(&c.columns))
+            .set("confkey", attnums(&f.parent_columns()))
+            .set("confupdtype", c.on_update.letter())
+            .set("confdeltype", c.on_delete.letter())
+            .set("confmatchtype", "s")
+            .done(),
+        );
     }
     out
 }
