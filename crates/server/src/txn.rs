@@ -292,6 +292,7 @@ fn run(
             // Parsed here, in the statement's task, as it arrives: never in the session's step,
             // where a large COPY would hold up every other session on it.
             let mut parser = overtake_sql::exec::copy::TextParser::new(&rows.table, &rows.columns);
+            let mut insertion = exec::Insertion::new(&rows.table, rows.references.as_deref());
             let (mut n, mut next) = (0, rows.data);
             loop {
                 match next.wait() {
@@ -304,13 +305,7 @@ fn run(
                         taken.fulfil(());
                         let parsed = parser.feed(&bytes)?;
                         drop(bytes);
-                        n += exec::insert_rows(
-                            txn,
-                            (&rows.table, rows.references.as_deref()),
-                            &rows.columns,
-                            parsed,
-                            &cx,
-                        )?;
+                        n += insertion.rows(txn, &rows.columns, parsed, &cx)?;
                         next = after;
                     }
                     Ok(CopyData::Done) => break,
@@ -319,13 +314,8 @@ fn run(
                 }
             }
             let parsed = parser.finish()?;
-            n += exec::insert_rows(
-                txn,
-                (&rows.table, rows.references.as_deref()),
-                &rows.columns,
-                parsed,
-                &cx,
-            )?;
+            n += insertion.rows(txn, &rows.columns, parsed, &cx)?;
+            insertion.finish(txn, &cx)?;
             let out = Output {
                 tag: format!("COPY {n}"),
                 rows: Vec::new(),

@@ -1,7 +1,8 @@
 //! Foreign keys under concurrency, as PostgreSQL keeps them: a reference to a row another open
 //! transaction deleted waits for it and fails only if it commits; a delete of a row another
 //! open transaction references waits and fails only if that one commits; a change of the
-//! referenced row's other columns waits for nobody. Waits are shown with `lock_timeout`
+//! referenced row's other columns waits for nobody; COPY checks once all its rows are in.
+//! Waits are shown with `lock_timeout`
 //! (55P03 while the other transaction stays open), never with timings.
 
 use crate::common;
@@ -145,5 +146,39 @@ fn under_repeatable_read_a_reference_to_a_row_deleted_since_the_snapshot_never_c
             .expect("read")
             .get(0);
         assert_eq!(orphans, 0);
+    });
+}
+
+#[test]
+fn copy_checks_its_references_once_all_its_rows_are_in() {
+    let server = common::TestServer::start();
+    runtime().block_on(async {
+        use futures::SinkExt;
+        let c = connect(&server.dsn("copier")).await;
+        c.batch_execute("CREATE TABLE t (id int PRIMARY KEY, up int REFERENCES t)")
+            .await
+            .expect("create");
+        // Rows referencing a row sent after them, in messages of their own.
+        let sink = c.copy_in("COPY t FROM STDIN").await.expect("copy");
+        futures::pin_mut!(sink);
+        for piece in ["3\t2\n", "2\t1\n", "1\t\\N\n"] {
+            sink.send(bytes::Bytes::from_static(piece.as_bytes()))
+                .await
+                .expect("piece");
+        }
+        assert_eq!(sink.finish().await.expect("finish"), 3);
+        let sink = c.copy_in("COPY t FROM STDIN").await.expect("copy");
+        futures::pin_mut!(sink);
+        sink.send(bytes::Bytes::from_static(b"4\t9\n"))
+            .await
+            .expect("piece");
+        let e = sink.finish().await.expect_err("nothing holds 9");
+        assert_eq!(code(&e), Some("23503"));
+        let n: i64 = c
+            .query_one("SELECT count(*) FROM t", &[])
+            .await
+            .expect("read")
+            .get(0);
+        assert_eq!(n, 3);
     });
 }

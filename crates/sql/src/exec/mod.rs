@@ -143,10 +143,45 @@ pub fn insert_rows(
     rows: impl IntoIterator<Item = Vec<Datum>>,
     cx: &Context<'_>,
 ) -> Result<u64> {
-    let mut fk = Integrity::new(refs);
-    let n = insert_rows_returning(txn, table, columns, rows, (cx, &mut fk), &mut |_| Ok(()))?;
-    fk.finish(txn, cx)?;
+    let mut insertion = Insertion::new(table, refs);
+    let n = insertion.rows(txn, columns, rows, cx)?;
+    insertion.finish(txn, cx)?;
     Ok(n)
+}
+
+/// One statement's rows for one table, given in pieces (COPY's data as it arrives): each
+/// piece is written at once, and the foreign keys are checked once the statement ends
+/// ([`finish`](Self::finish)), as for any statement.
+pub struct Insertion<'r> {
+    table: &'r SqlTable,
+    fk: Integrity<'r>,
+}
+
+impl<'r> Insertion<'r> {
+    /// Rows for `table`, whose foreign keys `refs` says (see [`References::of`]).
+    pub fn new(table: &'r SqlTable, refs: Option<&'r References>) -> Self {
+        Insertion {
+            table,
+            fk: Integrity::new(refs),
+        }
+    }
+
+    /// Inserts `rows` (values for `columns`, in order); returns how many.
+    pub fn rows(
+        &mut self,
+        txn: &mut Transaction<'_>,
+        columns: &[usize],
+        rows: impl IntoIterator<Item = Vec<Datum>>,
+        cx: &Context<'_>,
+    ) -> Result<u64> {
+        let fk = &mut self.fk;
+        insert_rows_returning(txn, self.table, columns, rows, (cx, fk), &mut |_| Ok(()))
+    }
+
+    /// The statement's end: checks the foreign keys of every row inserted.
+    pub fn finish(mut self, txn: &mut Transaction<'_>, cx: &Context<'_>) -> Result<()> {
+        self.fk.finish(txn, cx)
+    }
 }
 
 /// Inserts `rows` as [`insert_rows`] does, passing each row as inserted (every column) to
