@@ -23,6 +23,7 @@ const PASSIVE: &[(&str, &str)] = &[
     ("timezone", "UTC"),
     ("idle_in_transaction_session_timeout", "0"),
     ("server_version", "15.0"),
+    ("server_version_num", "150000"),
     ("server_encoding", "UTF8"),
     ("max_identifier_length", "63"),
     ("integer_datetimes", "on"),
@@ -250,6 +251,21 @@ fn lowercase(name: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// The default of a setting nobody set.
+/// The names of every setting with a default (lowercase).
+pub fn names() -> impl Iterator<Item = &'static str> {
+    [
+        "priority",
+        "task_tier",
+        "task_weight",
+        "transaction_isolation",
+        "default_transaction_isolation",
+        "work_mem",
+        "statement_mem",
+    ]
+    .into_iter()
+    .chain(PASSIVE.iter().map(|(n, _)| *n))
+}
+
 pub fn default_value(name: &str) -> Option<&'static str> {
     Some(match &*lowercase(name) {
         "priority" => "normal",

@@ -259,12 +259,15 @@ fn run(
     let cancel = cancel.flag();
     match request {
         StatementWork::Run(s) => {
-            let cx = Context::new(&s.params, s.started)
+            let mut cx = Context::new(&s.params, s.started)
                 .in_transaction_since(s.began)
                 .for_user(&s.user)
                 .with_backends(&*s.backends)
                 .with_memory(s.memory)
                 .cancelled_by(cancel);
+            if let Some(settings) = &s.settings {
+                cx = cx.with_settings(&**settings);
+            }
             let mut sender = RowSender {
                 out: s.rows,
                 taken: None,
@@ -353,6 +356,8 @@ pub struct Statement {
     /// The session's user.
     pub user: Arc<str>,
     pub backends: Arc<dyn overtake_sql::expr::Backends>,
+    /// The session's settings as it started, if it reads them (`current_setting`).
+    pub settings: Option<Arc<std::collections::HashMap<String, String>>>,
     /// Its memory budget for sorts, groups and DISTINCT (bytes).
     pub memory: usize,
     /// Where its rows go in batches as they are made (`None`: all with its reply).

@@ -124,6 +124,27 @@ impl Session {
             .unwrap_or(IsolationLevel::ReadCommitted)
     }
 
+    /// Every setting's value now, by lowercase name (what `current_setting` reads).
+    pub(super) fn settings_now(&self) -> std::collections::HashMap<String, String> {
+        let set = self.settings.iter().map(|(k, _)| k.clone());
+        let local = self
+            .block
+            .iter()
+            .flat_map(|b| b.local.iter().map(|(k, _)| k.clone()));
+        let names: Vec<String> = settings::names()
+            .map(str::to_owned)
+            .chain(set)
+            .chain(local)
+            .collect();
+        names
+            .into_iter()
+            .filter_map(|n| {
+                let v = self.setting(&n)?;
+                Some((n.to_ascii_lowercase(), v))
+            })
+            .collect()
+    }
+
     pub(super) fn show_all(&self) -> StatementAnswer {
         let mut names: Vec<String> = [
             "priority",

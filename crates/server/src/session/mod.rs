@@ -344,7 +344,11 @@ impl Session {
             None => started,
         };
         let memory = self.statement_memory();
+        let settings = prepared
+            .reads_settings
+            .then(|| Arc::new(self.settings_now()));
         txn::Statement {
+            settings,
             prepared,
             params,
             began,

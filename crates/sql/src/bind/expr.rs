@@ -134,6 +134,8 @@ pub struct Binder<'c> {
     /// It reads something as it stands when planned (the system catalogs, a sequence): its
     /// plan is good for one execution only.
     pub(crate) volatile: bool,
+    /// It calls `current_setting`: its run needs the session's settings.
+    pub(crate) reads_settings: bool,
 }
 
 impl<'c> Binder<'c> {
@@ -150,6 +152,7 @@ impl<'c> Binder<'c> {
             work_tables: 0,
             system: None,
             volatile: false,
+            reads_settings: false,
         }
     }
 

@@ -141,6 +141,13 @@ impl Binder<'_> {
                 }
                 (Func::FormatType, 2..=2, SqlType::Text)
             }
+            "current_setting" => {
+                for (a, ty) in args.iter_mut().zip([SqlType::Text, SqlType::Bool]) {
+                    *a = Expr::Cast(Box::new(a.clone()), ty);
+                }
+                self.reads_settings = true;
+                (Func::CurrentSetting, 1..=2, SqlType::Text)
+            }
             "now" | "current_timestamp" | "transaction_timestamp" => {
                 (Func::Now, 0..=0, SqlType::TimestampTz)
             }

@@ -421,6 +421,7 @@ pub fn prepare_in(
                 version,
                 pending: tables.is_pending(),
                 point_read: false,
+                reads_settings: inner.reads_settings,
             });
         }
         other => {
@@ -449,6 +450,7 @@ pub fn prepare_in(
         version,
         pending: tables.is_pending() || b.volatile,
         point_read,
+        reads_settings: b.reads_settings,
     })
 }
 

@@ -1,5 +1,6 @@
 //! What evaluating an expression needs besides the row: the statement's parameters, its clocks,
-//! its user, its cancel flag and memory budget, and (in a server) the other sessions. A context
+//! its user, its cancel flag and memory budget, and (in a server) the other sessions and the
+//! session's settings. A context
 //! is read only while a statement runs; it must never carry state from one statement to the
 //! next.
 
@@ -26,6 +27,9 @@ pub struct Context<'a> {
     /// The server's sessions, as `pg_backend_pid()`, `pg_cancel_backend()` and
     /// `pg_terminate_backend()` see them (`None`: no server; they fail with 0A000).
     pub backends: Option<&'a dyn Backends>,
+    /// The session's settings as the statement started, for `current_setting` (`None`: no
+    /// session; every setting is then unknown).
+    pub settings: Option<&'a dyn Settings>,
     /// Bytes the statement may hold for its sorts, groups and DISTINCT (53200 past them).
     pub memory: usize,
     /// What the statement's uncorrelated subqueries gave, by number (`Expr::Init`).
@@ -115,6 +119,24 @@ pub trait Backends: Send + Sync {
     fn signal(&self, pid: i32, terminate: bool) -> Result<bool>;
 }
 
+/// A session's settings, by name (as `SHOW` gives them).
+pub trait Settings: Send + Sync {
+    /// The value of setting `name` (any case), if there is such a setting.
+    fn get(&self, name: &str) -> Option<String>;
+}
+
+impl Settings for std::collections::HashMap<String, String> {
+    fn get(&self, name: &str) -> Option<String> {
+        self.get(&name.to_ascii_lowercase()).cloned()
+    }
+}
+
+impl std::fmt::Debug for dyn Settings + '_ {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Settings")
+    }
+}
+
 impl std::fmt::Debug for dyn Backends + '_ {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Backends {{ own_pid: {} }}", self.own_pid())
@@ -131,6 +153,7 @@ impl<'a> Context<'a> {
             user: "overtake",
             cancel: None,
             backends: None,
+            settings: None,
             memory: DEFAULT_STATEMENT_MEMORY,
             init: &[],
             per_row: &[],
@@ -159,6 +182,14 @@ impl<'a> Context<'a> {
     pub fn with_backends(self, backends: &'a dyn Backends) -> Self {
         Context {
             backends: Some(backends),
+            ..self
+        }
+    }
+
+    /// The same, with the session's settings.
+    pub fn with_settings(self, settings: &'a dyn Settings) -> Self {
+        Context {
+            settings: Some(settings),
             ..self
         }
     }

@@ -28,6 +28,22 @@ pub(super) fn eval_func(f: Func, args: &[Expr], row: &[Datum], cx: &Context<'_>)
     let arg = |i: usize| -> Result<Datum> { args[i].eval(row, cx) };
     Ok(match f {
         Func::Version => Datum::Text(VERSION.into()),
+        Func::CurrentSetting => {
+            let Some(name) = arg(0)?.to_text() else {
+                return Ok(Datum::Null);
+            };
+            let missing_ok = args.len() > 1 && arg(1)?.truth()? == Some(true);
+            match cx.settings.and_then(|s| s.get(&name)) {
+                Some(v) => Datum::Text(v),
+                None if missing_ok => Datum::Null,
+                None => {
+                    return Err(SqlError::new(
+                        sqlstate::UNDEFINED_OBJECT,
+                        format!("unrecognized configuration parameter \"{name}\""),
+                    ));
+                }
+            }
+        }
         Func::Now => Datum::TimestampTz(cx.now),
         Func::StatementTimestamp => Datum::TimestampTz(cx.statement),
         Func::ClockTimestamp => Datum::TimestampTz(crate::values::time::now_micros()),

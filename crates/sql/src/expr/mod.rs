@@ -60,6 +60,8 @@ pub enum BinOp {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Func {
     Version,
+    /// `current_setting(name [, missing_ok])`: the session's setting.
+    CurrentSetting,
     /// The transaction's start (`now()`, `current_timestamp`): the same for all its statements.
     Now,
     /// The statement's start.
