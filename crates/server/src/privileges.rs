@@ -92,17 +92,7 @@ impl Privileges {
 
     /// Fails with 42501 if `value` for setting `name` asks more than `user` may have.
     pub fn check_setting(&self, user: &str, name: &str, value: &str) -> Result<(), SqlError> {
-        let raises = match name.to_ascii_lowercase().as_str() {
-            "priority" => settings::parse_priority(value)?.level() > default_level(),
-            "task_weight" => value.trim().parse::<u32>().is_ok_and(|w| w > 100),
-            _ => false,
-        };
-        if raises && !self.may_raise(user) {
-            return Err(denied(format!(
-                "permission denied to set parameter \"{name}\" to \"{value}\" (above the default takes the superuser attribute or membership in {PRIORITY_ROLE})"
-            )));
-        }
-        Ok(())
+        check_setting_by(self.may_raise(user), name, value)
     }
 
     /// Fails with 42501 unless `user` may change `role`'s defaults.
@@ -155,6 +145,22 @@ fn default_level() -> usize {
     settings::parse_priority(default)
         .expect("the default parses")
         .level()
+}
+
+/// Fails with 42501 if `value` for setting `name` raises the session above the default and
+/// its role may not (`may_raise`: [`Privileges::may_raise`]).
+pub fn check_setting_by(may_raise: bool, name: &str, value: &str) -> Result<(), SqlError> {
+    let raises = match name.to_ascii_lowercase().as_str() {
+        "priority" => settings::parse_priority(value)?.level() > default_level(),
+        "task_weight" => value.trim().parse::<u32>().is_ok_and(|w| w > 100),
+        _ => false,
+    };
+    if raises && !may_raise {
+        return Err(denied(format!(
+            "permission denied to set parameter \"{name}\" to \"{value}\" (above the default takes the superuser attribute or membership in {PRIORITY_ROLE})"
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -356,8 +356,9 @@ pub struct Statement {
     /// The session's user.
     pub user: Arc<str>,
     pub backends: Arc<dyn overtake_sql::expr::Backends>,
-    /// The session's settings as it started, if it reads them (`current_setting`).
-    pub settings: Option<Arc<std::collections::HashMap<String, String>>>,
+    /// The session's settings as it started, if it reads or sets them (`current_setting`,
+    /// `set_config`).
+    pub settings: Option<Arc<crate::settings::StatementSettings>>,
     /// Its memory budget for sorts, groups and DISTINCT (bytes).
     pub memory: usize,
     /// Where its rows go in batches as they are made (`None`: all with its reply).

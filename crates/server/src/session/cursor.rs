@@ -145,7 +145,7 @@ impl Session {
         let cancel = self.new_cancel();
         let columns = prepared.columns.clone();
         let (rows, next) = Promise::new();
-        let mut statement = self.statement(prepared, params, Some(rows));
+        let mut statement = self.statement(prepared, params, (Some(rows), false));
         statement.batch_rows = Some(fetch.max(1));
         let reply = match self.send_to_block(StatementWork::Run(statement)).await {
             Ok(reply) => reply,

@@ -331,11 +331,12 @@ impl Session {
     }
 
     /// A data statement to run now, its rows going to `rows` in batches if given.
+    /// (`applied`: the session applies what its `set_config` calls change once it succeeds.)
     fn statement(
         &mut self,
         prepared: Arc<Prepared>,
         params: Vec<Datum>,
-        rows: Option<overtake_sched::Promise<Chunk>>,
+        (rows, applied): (Option<overtake_sched::Promise<Chunk>>, bool),
     ) -> txn::Statement {
         // now() is the transaction's start: a block's first statement's.
         let started = overtake_sql::values::time::now_micros();
@@ -344,9 +345,14 @@ impl Session {
             None => started,
         };
         let memory = self.statement_memory();
-        let settings = prepared
-            .reads_settings
-            .then(|| Arc::new(self.settings_now()));
+        let settings = prepared.reads_settings.then(|| {
+            let may_raise = self.shared.privileges.may_raise(&self.user);
+            Arc::new(crate::settings::StatementSettings::new(
+                self.settings_now(),
+                may_raise,
+                applied,
+            ))
+        });
         txn::Statement {
             settings,
             prepared,
@@ -442,7 +448,9 @@ impl Session {
                     }
                     _ => (None, None),
                 };
-                let work = StatementWork::Run(self.statement(Arc::clone(&prepared), params, rows));
+                let statement = self.statement(Arc::clone(&prepared), params, (rows, true));
+                let settings = statement.settings.clone();
+                let work = StatementWork::Run(statement);
                 let done = match (batches, out) {
                     (Some(batches), Some(out)) => {
                         // The statement's batches go to the client while it runs; its answer
@@ -454,6 +462,10 @@ impl Session {
                     }
                     _ => self.run(work).await?,
                 };
+                // What its set_config calls set, as SET would (validated when called).
+                for (name, value, local) in settings.iter().flat_map(|s| s.take_changes()) {
+                    self.set(&name, value.as_deref(), local)?;
+                }
                 Ok(if columns.is_empty() {
                     StatementAnswer::Done(done.tag)
                 } else {

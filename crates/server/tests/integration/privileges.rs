@@ -83,6 +83,7 @@ fn raising_priority_takes_a_privilege_a_superuser_grants() {
             "SET task_weight = 1000",
             "BEGIN; SET LOCAL priority = 'high'",
             "ALTER ROLE alice SET priority = 'high'",
+            "SELECT set_config('priority', 'high', false)",
         ] {
             let e = alice.batch_execute(sql).await.expect_err(sql);
             assert_eq!(code(&e), Some("42501"), "{sql}");
@@ -114,6 +115,11 @@ fn raising_priority_takes_a_privilege_a_superuser_grants() {
             .await
             .expect("granted");
         assert_eq!(show(&alice, "priority").await, "urgent");
+        alice
+            .batch_execute("SELECT set_config('priority', 'high', false)")
+            .await
+            .expect("granted, through set_config");
+        assert_eq!(show(&alice, "priority").await, "high");
         let bob = connect("bob", "b", "").await.expect("bob");
         assert_eq!(show(&bob, "priority").await, "high");
         root.batch_execute("REVOKE overtake_priority FROM alice")

@@ -134,7 +134,7 @@ pub struct Binder<'c> {
     /// It reads something as it stands when planned (the system catalogs, a sequence): its
     /// plan is good for one execution only.
     pub(crate) volatile: bool,
-    /// It calls `current_setting`: its run needs the session's settings.
+    /// It calls `current_setting` or `set_config`: its run needs the session's settings.
     pub(crate) reads_settings: bool,
 }
 

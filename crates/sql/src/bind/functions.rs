@@ -148,6 +148,14 @@ impl Binder<'_> {
                 self.reads_settings = true;
                 (Func::CurrentSetting, 1..=2, SqlType::Text)
             }
+            "set_config" => {
+                let types = [SqlType::Text, SqlType::Text, SqlType::Bool];
+                for (a, ty) in args.iter_mut().zip(types) {
+                    *a = Expr::Cast(Box::new(a.clone()), ty);
+                }
+                self.reads_settings = true;
+                (Func::SetConfig, 3..=3, SqlType::Text)
+            }
             "now" | "current_timestamp" | "transaction_timestamp" => {
                 (Func::Now, 0..=0, SqlType::TimestampTz)
             }

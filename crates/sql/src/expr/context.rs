@@ -123,6 +123,16 @@ pub trait Backends: Send + Sync {
 pub trait Settings: Send + Sync {
     /// The value of setting `name` (any case), if there is such a setting.
     fn get(&self, name: &str) -> Option<String>;
+
+    /// `set_config(name, value, local)`: sets `name` (to its default if `value` is `None`) for
+    /// the session, or (`local`) the transaction, once the statement succeeds; returns the
+    /// value as `SHOW` will give it. Fails as `SET` would.
+    fn set(&self, name: &str, value: Option<&str>, local: bool) -> Result<String> {
+        let _ = (name, value, local);
+        Err(SqlError::unsupported(
+            "set_config outside a session's statement",
+        ))
+    }
 }
 
 impl Settings for std::collections::HashMap<String, String> {

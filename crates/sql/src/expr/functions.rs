@@ -44,6 +44,20 @@ pub(super) fn eval_func(f: Func, args: &[Expr], row: &[Datum], cx: &Context<'_>)
                 }
             }
         }
+        Func::SetConfig => {
+            let Some(name) = arg(0)?.to_text() else {
+                return Err(SqlError::new(
+                    sqlstate::NULL_VALUE_NOT_ALLOWED,
+                    "SET requires parameter name",
+                ));
+            };
+            let value = arg(1)?.to_text();
+            let local = arg(2)?.truth()? == Some(true);
+            let settings = cx
+                .settings
+                .ok_or_else(|| SqlError::unsupported("set_config outside a session's statement"))?;
+            Datum::Text(settings.set(&name, value.as_deref(), local)?)
+        }
         Func::Now => Datum::TimestampTz(cx.now),
         Func::StatementTimestamp => Datum::TimestampTz(cx.statement),
         Func::ClockTimestamp => Datum::TimestampTz(crate::values::time::now_micros()),

@@ -15,7 +15,7 @@ mod functions;
 pub mod lookup;
 mod strings;
 
-pub use context::{Backends, Context, DEFAULT_STATEMENT_MEMORY, InSet, InitValue};
+pub use context::{Backends, Context, DEFAULT_STATEMENT_MEMORY, InSet, InitValue, Settings};
 pub use functions::{DATABASE_NAME, VERSION};
 
 use std::sync::Arc;
@@ -62,6 +62,8 @@ pub enum Func {
     Version,
     /// `current_setting(name [, missing_ok])`: the session's setting.
     CurrentSetting,
+    /// `set_config(name, value, is_local)`: `SET` as a function.
+    SetConfig,
     /// The transaction's start (`now()`, `current_timestamp`): the same for all its statements.
     Now,
     /// The statement's start.

@@ -38,7 +38,8 @@ pub struct Prepared {
     /// It is a point read (`Query::is_point_read`), decided once when planned: a server asks
     /// at every execution.
     pub point_read: bool,
-    /// It calls `current_setting`: a server gives its run the session's settings.
+    /// It calls `current_setting` or `set_config`: a server gives its run the session's
+    /// settings.
     pub reads_settings: bool,
 }
 
