@@ -112,6 +112,11 @@ fn encode_binary(v: &Datum, ty: SqlType, buf: &mut BytesMut) -> Option<()> {
         }
         (Datum::Numeric(n), _) => encode_numeric(n, buf),
         (Datum::Array(values), SqlType::Array(e)) => encode_array(values, e.ty(), buf),
+        // Its 16 bytes, from the canonical text the value is held as.
+        (Datum::Text(t), SqlType::Uuid) => {
+            let hex: String = t.chars().filter(|c| *c != '-').collect();
+            buf.put_u128(u128::from_str_radix(&hex, 16).unwrap_or_default());
+        }
         (other, _) => buf.put_slice(other.to_text().unwrap_or_default().as_bytes()),
     }
     Some(())
@@ -255,6 +260,10 @@ pub fn decode_param(bytes: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<D
             i64::from(u32::from_be_bytes(fixed(4)?.try_into().expect("4 bytes"))),
         ),
         SqlType::Array(e) => decode_array(b, ty, e.ty())?,
+        SqlType::Uuid => {
+            let bits = u128::from_be_bytes(fixed(16)?.try_into().expect("16 bytes"));
+            Datum::parse(&format!("{bits:032x}"), ty)?
+        }
         SqlType::Float8 => match b.len() {
             4 => Datum::Float(f64::from(f32::from_be_bytes(
                 b.try_into().expect("4 bytes"),

@@ -1,5 +1,5 @@
-//! Dates and timestamps in the binary format, as drivers that ask for it (asyncpg, pgx, JDBC)
-//! send and read them: days and microseconds since 2000-01-01, both ways.
+//! Dates, timestamps and uuids in the binary format, as drivers that ask for it (asyncpg, pgx,
+//! JDBC) send and read them: days and microseconds since 2000-01-01, 16 bytes, both ways.
 
 use crate::common;
 
@@ -55,6 +55,12 @@ big_endian_value!(
     /// A time of day as the binary format carries it: microseconds since midnight.
     Clock(i64),
     Type::TIME
+);
+
+big_endian_value!(
+    /// A uuid as the binary format carries it: its 128 bits.
+    Uuid(u128),
+    Type::UUID
 );
 
 /// An interval as the binary format carries it: microseconds, days, months.
@@ -174,5 +180,42 @@ fn dates_and_timestamps_round_trip_in_binary() {
             .expect("interval");
         assert_eq!(row.get::<_, String>(0), "2024-03-30 13:34:56.789");
         assert_eq!(row.get::<_, Span>(1), Span(45_296_789_000, 1, 0));
+    });
+}
+
+#[test]
+fn uuids_round_trip_in_binary_and_read_as_their_canonical_text() {
+    let server = common::TestServer::start();
+    common::runtime().block_on(async {
+        let client = common::connect(&server.dsn("uuid")).await;
+        client
+            .batch_execute("CREATE TABLE uv (id uuid PRIMARY KEY, n int)")
+            .await
+            .expect("create");
+        let bits = 0xa0ee_bc99_9c0b_4ef8_bb6d_6bb9_bd38_0a11_u128;
+        client
+            .execute("INSERT INTO uv VALUES ($1, 1)", &[&Uuid(bits)])
+            .await
+            .expect("insert");
+        let row = client
+            .query_one(
+                "SELECT id, CAST(id AS text) FROM uv WHERE id = $1",
+                &[&Uuid(bits)],
+            )
+            .await
+            .expect("select");
+        assert_eq!(row.get::<_, Uuid>(0), Uuid(bits));
+        assert_eq!(
+            row.get::<_, String>(1),
+            "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"
+        );
+        // A new one is version 4, variant 10.
+        let row = client
+            .query_one("SELECT gen_random_uuid()", &[])
+            .await
+            .expect("generate");
+        let Uuid(made) = row.get(0);
+        assert_eq!((made >> 76) & 0xF, 4);
+        assert_eq!((made >> 62) & 0b11, 0b10);
     });
 }

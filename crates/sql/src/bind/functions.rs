@@ -178,6 +178,7 @@ impl Binder<'_> {
             "statement_timestamp" => (Func::StatementTimestamp, 0..=0, SqlType::TimestampTz),
             "clock_timestamp" => (Func::ClockTimestamp, 0..=0, SqlType::TimestampTz),
             "random" => (Func::Random, 0..=0, SqlType::Float8),
+            "gen_random_uuid" => (Func::GenRandomUuid, 0..=0, SqlType::Uuid),
             // An untyped argument is taken as a double, as PostgreSQL resolves abs(unknown).
             "abs" if args.first().is_some_and(is_unknown) => {
                 args[0] = Expr::Cast(Box::new(args[0].clone()), SqlType::Float8);

@@ -61,7 +61,21 @@ pub(super) fn eval_func(f: Func, args: &[Expr], row: &[Datum], cx: &Context<'_>)
         Func::Now => Datum::TimestampTz(cx.now),
         Func::StatementTimestamp => Datum::TimestampTz(cx.statement),
         Func::ClockTimestamp => Datum::TimestampTz(crate::values::time::now_micros()),
-        Func::Random => Datum::Float(fastrand::f64()),
+        // fastrand's generator is per thread: drawn inside a region, so that a statement
+        // preempted mid-draw does not share its state with the one that preempted it.
+        Func::Random => Datum::Float({
+            let _region = overtake_runtime::NoPreemptGuard::new();
+            fastrand::f64()
+        }),
+        Func::GenRandomUuid => {
+            let random = {
+                let _region = overtake_runtime::NoPreemptGuard::new();
+                fastrand::u128(..)
+            };
+            // 122 random bits, the version (4) and the variant (10) in their places.
+            let bits = (random & !(0xF << 76) & !(0b11 << 62)) | (4 << 76) | (0b10 << 62);
+            Datum::parse(&format!("{bits:032x}"), SqlType::Uuid)?
+        }
         Func::CurrentDatabase => Datum::Text(DATABASE_NAME.into()),
         Func::FormatType => match (arg(0)?, arg(1)?) {
             (Datum::Null, _) => Datum::Null,

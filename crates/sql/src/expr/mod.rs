@@ -71,6 +71,8 @@ pub enum Func {
     /// The time when it is evaluated.
     ClockTimestamp,
     Random,
+    /// `gen_random_uuid()`: a version 4 uuid.
+    GenRandomUuid,
     Abs,
     /// `round(x [, places])`: a numeric half away from zero, a double half to even.
     Round,

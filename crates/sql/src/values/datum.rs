@@ -182,6 +182,43 @@ fn key_to_float(k: i64) -> f64 {
     f64::from_bits(bits as u64)
 }
 
+/// A uuid's canonical text (lowercase, hyphenated 8-4-4-4-12) from any form PostgreSQL reads:
+/// upper or lower case, in braces, with a hyphen after any group of four digits or none.
+pub fn uuid_text(t: &str) -> Option<String> {
+    let inner = match t.strip_prefix('{') {
+        Some(rest) => rest.strip_suffix('}')?,
+        None => t,
+    };
+    let mut digits = String::with_capacity(32);
+    let mut since_hyphen: u32 = 0;
+    for (i, c) in inner.chars().enumerate() {
+        if c == '-' {
+            // A hyphen only after a whole group of four digits, never first or doubled.
+            if i == 0 || since_hyphen == 0 || !since_hyphen.is_multiple_of(4) {
+                return None;
+            }
+            since_hyphen = 0;
+            continue;
+        }
+        digits.push(c.to_ascii_lowercase());
+        since_hyphen += 1;
+        if !c.is_ascii_hexdigit() {
+            return None;
+        }
+    }
+    if digits.len() != 32 || inner.ends_with('-') {
+        return None;
+    }
+    Some(format!(
+        "{}-{}-{}-{}-{}",
+        &digits[..8],
+        &digits[8..12],
+        &digits[12..16],
+        &digits[16..20],
+        &digits[20..]
+    ))
+}
+
 impl Datum {
     pub fn is_null(&self) -> bool {
         matches!(self, Datum::Null)
@@ -310,6 +347,7 @@ impl Datum {
                     )
                 }
             })?),
+            SqlType::Uuid => Datum::Text(uuid_text(t).ok_or_else(|| invalid_text(ty, text))?),
             SqlType::Array(e) if e.is_vector() => Datum::Array(
                 t.split_whitespace()
                     .map(|v| Datum::parse(v, e.ty()))

@@ -76,6 +76,9 @@ pub enum SqlType {
     Name,
     /// `"char"`: one byte of text (the system catalogs' kind codes, such as `relkind`).
     CharByte,
+    /// `uuid`: 128 bits, held as their canonical text (`a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11`),
+    /// which orders as the bits do.
+    Uuid,
     /// `regclass`: a relation's object id, written as its name (see `bind`'s casts).
     RegClass,
     /// `regtype`: a type's object id, written as its name.
@@ -188,7 +191,7 @@ impl ArrayElem {
             SqlType::Timestamp => ArrayElem::Timestamp,
             SqlType::TimestampTz => ArrayElem::TimestampTz,
             SqlType::Interval => ArrayElem::Interval,
-            SqlType::Array(_) => return None,
+            SqlType::Uuid | SqlType::Array(_) => return None,
         })
     }
 
@@ -242,6 +245,7 @@ impl SqlType {
             SqlType::Date => "date".into(),
             SqlType::Time => "time without time zone".into(),
             SqlType::Interval => "interval".into(),
+            SqlType::Uuid => "uuid".into(),
             SqlType::Oid => "oid".into(),
             SqlType::Name => "name".into(),
             SqlType::CharByte => "\"char\"".into(),
@@ -270,6 +274,7 @@ impl SqlType {
             SqlType::Date => 1082,
             SqlType::Time => 1083,
             SqlType::Interval => 1186,
+            SqlType::Uuid => 2950,
             SqlType::Numeric { .. } => 1700,
             SqlType::Oid => 26,
             SqlType::Name => 19,
@@ -297,6 +302,7 @@ impl SqlType {
             1082 => SqlType::Date,
             1083 => SqlType::Time,
             1186 => SqlType::Interval,
+            2950 => SqlType::Uuid,
             1700 => SqlType::Numeric(None),
             26 => SqlType::Oid,
             19 => SqlType::Name,
@@ -393,6 +399,7 @@ impl SqlType {
             SqlType::Timestamp | SqlType::TimestampTz => ColumnType::Timestamp,
             SqlType::Date => ColumnType::Int32,
             SqlType::Time => ColumnType::Int64,
+            SqlType::Uuid => ColumnType::VarChar(36),
             // Refused as a column's type before a table is built (see `ddl`).
             SqlType::Interval => ColumnType::VarChar(TEXT_KEY_MAX),
             // Kept as its text (`{1,2,3}`); no key holds one (see `ddl`).
@@ -480,6 +487,7 @@ impl SqlType {
                 SqlType::Time
             }
             DataType::Interval { .. } => SqlType::Interval,
+            DataType::Uuid => SqlType::Uuid,
             DataType::Regclass => SqlType::RegClass,
             DataType::Array(
                 ast::ArrayElemTypeDef::SquareBracket(elem, _)
@@ -513,6 +521,7 @@ impl SqlType {
                     Some("text") => SqlType::Text,
                     Some("varchar") => SqlType::VarChar(LENGTH_MAX),
                     Some("timestamptz") => SqlType::TimestampTz,
+                    Some("uuid") => SqlType::Uuid,
                     Some("int2vector") => SqlType::Array(ArrayElem::Int2),
                     Some("oidvector") => SqlType::Array(ArrayElem::Oid),
                     _ => return Err(SqlError::unsupported(format!("type {ty}"))),
