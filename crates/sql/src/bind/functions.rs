@@ -177,6 +177,11 @@ impl Binder<'_> {
             }
             "statement_timestamp" => (Func::StatementTimestamp, 0..=0, SqlType::TimestampTz),
             "clock_timestamp" => (Func::ClockTimestamp, 0..=0, SqlType::TimestampTz),
+            // The argument's type, known when the statement is planned.
+            "pg_typeof" if types.len() == 1 => {
+                let oid = Datum::Int(i64::from(types[0].oid()));
+                return Ok((Expr::Literal(oid), SqlType::RegType));
+            }
             "random" => (Func::Random, 0..=0, SqlType::Float8),
             "gen_random_uuid" => (Func::GenRandomUuid, 0..=0, SqlType::Uuid),
             // An untyped argument is taken as a double, as PostgreSQL resolves abs(unknown).
