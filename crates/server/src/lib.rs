@@ -30,6 +30,7 @@ mod runner;
 pub mod session;
 pub mod settings;
 mod socket;
+mod statement_settings;
 mod tls;
 mod txn;
 mod wire;

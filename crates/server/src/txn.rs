@@ -358,7 +358,7 @@ pub struct Statement {
     pub backends: Arc<dyn overtake_sql::expr::Backends>,
     /// The session's settings as it started, if it reads or sets them (`current_setting`,
     /// `set_config`).
-    pub settings: Option<Arc<crate::settings::StatementSettings>>,
+    pub settings: Option<Arc<crate::statement_settings::StatementSettings>>,
     /// Its memory budget for sorts, groups and DISTINCT (bytes).
     pub memory: usize,
     /// Where its rows go in batches as they are made (`None`: all with its reply).

@@ -175,9 +175,10 @@ fn writes(command: &Command) -> Option<&'static str> {
             } => "ALTER TABLE",
             Ddl::CreateIndex { .. } => "CREATE INDEX",
             Ddl::DropIndex { .. } => "DROP INDEX",
-            Ddl::DropConstraint { .. } | Ddl::AlterColumn { .. } | Ddl::AddForeignKey { .. } => {
-                "ALTER TABLE"
-            }
+            Ddl::DropConstraint { .. }
+            | Ddl::AlterColumn { .. }
+            | Ddl::AddForeignKey { .. }
+            | Ddl::Steps(_) => "ALTER TABLE",
             Ddl::Grant { revoke: false, .. } => "GRANT",
             Ddl::Grant { revoke: true, .. } => "REVOKE",
             Ddl::SetOwner { .. } => "ALTER TABLE",
@@ -347,7 +348,7 @@ impl Session {
         let memory = self.statement_memory();
         let settings = prepared.reads_settings.then(|| {
             let may_raise = self.shared.privileges.may_raise(&self.user);
-            Arc::new(crate::settings::StatementSettings::new(
+            Arc::new(crate::statement_settings::StatementSettings::new(
                 self.settings_now(),
                 may_raise,
                 applied,
@@ -480,16 +481,22 @@ impl Session {
             Command::Ddl(ddl) => {
                 // The roles a GRANT or ALTER TABLE ... OWNER TO names must exist.
                 let privileges = &self.shared.privileges;
-                match ddl {
-                    Ddl::Grant { grantees, .. } => {
-                        for g in grantees {
-                            if let Grantee::Role(r) = g {
-                                privileges.check_role_exists(r)?;
+                let steps = match ddl {
+                    Ddl::Steps(steps) => steps.as_slice(),
+                    one => std::slice::from_ref(one),
+                };
+                for step in steps {
+                    match step {
+                        Ddl::Grant { grantees, .. } => {
+                            for g in grantees {
+                                if let Grantee::Role(r) = g {
+                                    privileges.check_role_exists(r)?;
+                                }
                             }
                         }
+                        Ddl::SetOwner { owner, .. } => privileges.check_role_exists(owner)?,
+                        _ => {}
                     }
-                    Ddl::SetOwner { owner, .. } => privileges.check_role_exists(owner)?,
-                    _ => {}
                 }
                 self.change_catalog(prepared).await
             }

@@ -131,6 +131,30 @@ pub fn prepare_in(
                 .collect::<Result<_>>()?,
             cascade: t.cascade == Some(ast::CascadeOption::Cascade),
         }),
+        // Several actions: each bound alone, run in order as one statement.
+        Statement::AlterTable(at) if at.operations.len() > 1 => {
+            let mut steps = Vec::with_capacity(at.operations.len());
+            for op in &at.operations {
+                // PostgreSQL's grammar takes a RENAME only as the one action.
+                if matches!(
+                    op,
+                    AlterTableOperation::RenameColumn { .. }
+                        | AlterTableOperation::RenameTable { .. }
+                        | AlterTableOperation::RenameConstraint { .. }
+                ) {
+                    return Err(SqlError::syntax("syntax error at or near \"rename\""));
+                }
+                let one = Statement::AlterTable(ast::AlterTable {
+                    operations: vec![op.clone()],
+                    ..at.clone()
+                });
+                match prepare_in(tables, &one, declared)?.command {
+                    Command::Ddl(d) => steps.push(d),
+                    _ => return Err(SqlError::unsupported(format!("{stmt}"))),
+                }
+            }
+            Command::Ddl(Ddl::Steps(steps))
+        }
         Statement::AlterTable(at) => {
             let table = object_name(&at.name)?;
             match at.operations.as_slice() {

@@ -355,6 +355,8 @@ pub enum Ddl {
         names: Vec<String>,
         cascade: bool,
     },
+    /// `ALTER TABLE` with several actions: each in order, as one statement.
+    Steps(Vec<Ddl>),
     /// `ALTER TABLE table ADD [CONSTRAINT name] FOREIGN KEY ...`.
     AddForeignKey {
         table: String,

@@ -584,6 +584,28 @@ pub fn execute_in(
             if_exists,
         } => index::drop_constraint(&tables, txn, table, name, *if_exists),
         Ddl::AlterColumn { table, change } => columns::alter(&tables, txn, table, change),
+        Ddl::Steps(steps) => {
+            // Each step sees the ones before it, as the statements of a block would.
+            let mut seen = tables.pending.cloned().unwrap_or_default();
+            let mut changes = Vec::new();
+            for step in steps {
+                let view = Tables {
+                    pending: Some(&seen),
+                    ..tables
+                };
+                match execute_in(view, txn, step) {
+                    Ok((_, made)) => {
+                        seen.record(made.clone());
+                        changes.extend(made);
+                    }
+                    Err(e) => {
+                        discard_made(catalog, changes);
+                        return Err(e);
+                    }
+                }
+            }
+            Ok(("ALTER TABLE", changes))
+        }
         Ddl::AddForeignKey { table, foreign_key } => {
             foreign_key::add(&tables, txn, table, foreign_key)
         }
