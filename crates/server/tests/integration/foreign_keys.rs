@@ -1,8 +1,8 @@
 //! Foreign keys under concurrency, as PostgreSQL keeps them: a reference to a row another open
 //! transaction deleted waits for it and fails only if it commits; a delete of a row another
 //! open transaction references waits and fails only if that one commits; a change of the
-//! referenced row's other columns waits for nobody; COPY checks once all its rows are in.
-//! Waits are shown with `lock_timeout`
+//! referenced row's other columns waits for nobody; a cascade waits for an open rebuild of the
+//! table it writes; COPY checks once all its rows are in. Waits are shown with `lock_timeout`
 //! (55P03 while the other transaction stays open), never with timings.
 
 use crate::common;
@@ -180,5 +180,48 @@ fn copy_checks_its_references_once_all_its_rows_are_in() {
             .expect("read")
             .get(0);
         assert_eq!(n, 3);
+    });
+}
+
+#[test]
+fn a_cascade_waits_for_an_open_rebuild_of_the_referencing_table() {
+    let server = common::TestServer::start();
+    runtime().block_on(async {
+        let rebuilder = connect(&server.dsn("rebuilder")).await;
+        let other = connect(&server.dsn("other")).await;
+        rebuilder
+            .batch_execute(
+                "CREATE TABLE cp (id int PRIMARY KEY);
+                 CREATE TABLE cc (id int PRIMARY KEY, p int REFERENCES cp ON DELETE CASCADE);
+                 INSERT INTO cp VALUES (1), (2); INSERT INTO cc VALUES (10, 1)",
+            )
+            .await
+            .expect("setup");
+        rebuilder
+            .batch_execute("BEGIN; ALTER TABLE cc ADD COLUMN note text")
+            .await
+            .expect("open rebuild");
+        // Its cascade writes the table being rebuilt: it waits, as any writer of it.
+        let e = other
+            .batch_execute("SET lock_timeout = '20ms'; DELETE FROM cp WHERE id = 1")
+            .await
+            .expect_err("the referencing table is being rebuilt");
+        assert_eq!(code(&e), Some("55P03"));
+        // A delete that cascades to nothing writes nothing there and goes on.
+        other
+            .batch_execute("DELETE FROM cp WHERE id = 2")
+            .await
+            .expect("nothing references 2");
+        rebuilder.batch_execute("COMMIT").await.expect("commit");
+        other
+            .batch_execute("SET lock_timeout = 0; DELETE FROM cp WHERE id = 1")
+            .await
+            .expect("after the rebuild");
+        let left: i64 = other
+            .query_one("SELECT count(*) FROM cc", &[])
+            .await
+            .expect("read")
+            .get(0);
+        assert_eq!(left, 0);
     });
 }

@@ -213,6 +213,11 @@ impl<'r> Integrity<'r> {
         if rows.is_empty() {
             return Ok(());
         }
+        if action != RefAction::NoAction && action != RefAction::Restrict {
+            // The actions write the referencing table: under its write lock, as every writer
+            // (a rebuild of the table then waits for this transaction, or fails it with 40001).
+            super::lock_for_writing(txn, child)?;
+        }
         match action {
             RefAction::NoAction | RefAction::Restrict => {
                 Err(still_referenced(parent, child, c, &values))
