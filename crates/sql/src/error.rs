@@ -17,6 +17,8 @@ pub mod sqlstate {
     pub const DUPLICATE_OBJECT: &str = "42710";
     pub const DUPLICATE_COLUMN: &str = "42701";
     pub const INVALID_TABLE_DEFINITION: &str = "42P16";
+    pub const INVALID_OBJECT_DEFINITION: &str = "42P17";
+    pub const UNDEFINED_PARAMETER: &str = "42P02";
     pub const AMBIGUOUS_COLUMN: &str = "42702";
     pub const AMBIGUOUS_FUNCTION: &str = "42725";
     pub const DATATYPE_MISMATCH: &str = "42804";

@@ -161,12 +161,8 @@ fn writes(command: &Command) -> Option<&'static str> {
         Command::Ddl(d) => match d {
             Ddl::CreateTable { .. } => "CREATE TABLE",
             Ddl::CreateSequence { .. } => "CREATE SEQUENCE",
-            Ddl::DropTable {
-                sequences: false, ..
-            } => "DROP TABLE",
-            Ddl::DropTable {
-                sequences: true, ..
-            } => "DROP SEQUENCE",
+            Ddl::CreateView { .. } => "CREATE VIEW",
+            Ddl::DropTable { kind, .. } => kind.drop_tag(),
             Ddl::Truncate { .. } => "TRUNCATE TABLE",
             Ddl::AddPrimaryKey { .. } => "ALTER TABLE",
             Ddl::CreateIndex {

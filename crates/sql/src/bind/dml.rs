@@ -9,8 +9,8 @@ use sqlparser::ast::{
 use crate::bind::access::{choose_access, conjuncts, table_scope};
 use crate::bind::select::output_name;
 use crate::bind::{Binder, check_assignable, ident, object_name};
-use crate::catalog::SqlTable;
 use crate::catalog::references::References;
+use crate::catalog::{RelKind, SqlTable};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::Expr;
 use crate::plan::{Access, CopyIn, DeletePlan, InsertPlan, InsertSource, OutputColumn, UpdatePlan};
@@ -86,7 +86,7 @@ impl Binder<'_> {
         let TableObject::TableName(name) = &insert.table else {
             return Err(SqlError::unsupported("INSERT into a table function"));
         };
-        let table = self.writable(&object_name(name)?)?;
+        let table = self.writable(&object_name(name)?, "insert into")?;
         let names = insert
             .columns
             .iter()
@@ -170,25 +170,31 @@ impl Binder<'_> {
         ))
     }
 
-    /// Table `name`, which a statement is to write (42809 for a sequence, which only its
-    /// functions change).
-    fn writable(&self, name: &str) -> Result<Arc<SqlTable>> {
+    /// Table `name`, which a statement is to write (`verb`: "insert into", "update", "delete
+    /// from", "copy to"): 42809 for a sequence, which only its functions change; 0A000 for a
+    /// view, which Overtake does not write through.
+    fn writable(&self, name: &str, verb: &str) -> Result<Arc<SqlTable>> {
         let table = self.tables.table(name)?;
-        if table.sequence.is_some() {
-            return Err(SqlError::new(
+        match table.kind() {
+            RelKind::Table => Ok(table),
+            RelKind::Sequence => Err(SqlError::new(
                 crate::error::sqlstate::WRONG_OBJECT_TYPE,
                 format!("cannot change sequence \"{name}\""),
-            ));
+            )),
+            RelKind::View => Err(SqlError::new(
+                crate::error::sqlstate::FEATURE_NOT_SUPPORTED,
+                format!("cannot {verb} view \"{name}\""),
+            )
+            .with_detail("Views are read-only in Overtake: write to the tables they read.")),
         }
-        Ok(table)
     }
 
     /// The one table an UPDATE or DELETE names, and its scope.
-    fn single_table(&self, factor: &TableFactor) -> Result<Arc<SqlTable>> {
+    fn single_table(&self, factor: &TableFactor, verb: &str) -> Result<Arc<SqlTable>> {
         match factor {
             TableFactor::Table {
                 name, args: None, ..
-            } => self.writable(&object_name(name)?),
+            } => self.writable(&object_name(name)?, verb),
             other => Err(SqlError::unsupported(format!(
                 "UPDATE or DELETE of {other}"
             ))),
@@ -217,7 +223,7 @@ impl Binder<'_> {
         if update.from.is_some() || !update.table.joins.is_empty() {
             return Err(SqlError::unsupported("UPDATE ... FROM"));
         }
-        let table = self.single_table(&update.table.relation)?;
+        let table = self.single_table(&update.table.relation, "update")?;
         let alias = alias_of(&update.table.relation).unwrap_or_else(|| table.name.clone());
         let scope = table_scope(&table, &alias);
         let mut assignments = Vec::with_capacity(update.assignments.len());
@@ -265,7 +271,7 @@ impl Binder<'_> {
         if delete.using.is_some() || from.len() != 1 || !from[0].joins.is_empty() {
             return Err(SqlError::unsupported("DELETE ... USING"));
         }
-        let table = self.single_table(&from[0].relation)?;
+        let table = self.single_table(&from[0].relation, "delete from")?;
         let alias = alias_of(&from[0].relation).unwrap_or_else(|| table.name.clone());
         let (access, filter) = self.row_filter(&table, &alias, delete.selection.as_ref())?;
         let (returning, out) = self.returning(delete.returning.as_ref(), &table, &alias)?;
@@ -301,7 +307,7 @@ impl Binder<'_> {
                 other => return Err(SqlError::unsupported(format!("COPY option {other}"))),
             }
         }
-        let table = self.writable(&object_name(table_name)?)?;
+        let table = self.writable(&object_name(table_name)?, "copy to")?;
         let names: Vec<String> = columns.iter().map(ident).collect();
         let columns = self.target_columns(&table, &names)?;
         Ok(CopyIn {

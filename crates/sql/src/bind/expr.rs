@@ -136,6 +136,11 @@ pub struct Binder<'c> {
     pub(crate) volatile: bool,
     /// It calls `current_setting` or `set_config`: its run needs the session's settings.
     pub(crate) reads_settings: bool,
+    /// Binding a view's query: the view's owner, whose privileges it reads with (see `view`).
+    pub(crate) view_owner: Option<crate::catalog::acl::Actor>,
+    /// The views whose queries are being bound, innermost last (a view reading itself is
+    /// refused).
+    pub(crate) views_open: Vec<String>,
 }
 
 impl<'c> Binder<'c> {
@@ -153,6 +158,8 @@ impl<'c> Binder<'c> {
             system: None,
             volatile: false,
             reads_settings: false,
+            view_owner: None,
+            views_open: Vec::new(),
         }
     }
 

@@ -590,23 +590,28 @@ impl Binder<'_> {
                     .as_ref()
                     .map_or_else(|| table.name.clone(), |a| ident(&a.name));
                 scope.extend(table_scope(&table, &shown));
-                match &table.sequence {
-                    // A sequence reads as its one row, as it stands when the statement runs
-                    // (planned afresh each time).
-                    Some(s) => {
-                        self.volatile = true;
-                        let (last, called) = s.current();
-                        let row = vec![Datum::Int(last), Datum::Int(0), Datum::Bool(called)];
-                        let relation = table.name.clone();
-                        (
-                            Relation::Rows {
-                                relation,
-                                rows: vec![row],
-                            },
-                            shown,
-                        )
+                if let Some(view) = &table.view {
+                    let plan = self.view_query(&table, view)?;
+                    (Relation::Subquery(Arc::new(plan)), shown)
+                } else {
+                    match &table.sequence {
+                        // A sequence reads as its one row, as it stands when the statement runs
+                        // (planned afresh each time).
+                        Some(s) => {
+                            self.volatile = true;
+                            let (last, called) = s.current();
+                            let row = vec![Datum::Int(last), Datum::Int(0), Datum::Bool(called)];
+                            let relation = table.name.clone();
+                            (
+                                Relation::Rows {
+                                    relation,
+                                    rows: vec![row],
+                                },
+                                shown,
+                            )
+                        }
+                        None => (Relation::Table(table), shown),
                     }
-                    None => (Relation::Table(table), shown),
                 }
             }
         };

@@ -9,7 +9,7 @@
 //!   WHERE, `access` for how a table's rows are found and where conditions are checked,
 //!   (joins, derived tables, subqueries as semi joins) and `subquery` for subqueries in
 //!   expressions, `arrays` for arrays, `set_ops` for UNION, INTERSECT, EXCEPT and VALUES,
-//!   `with` for WITH queries;
+//!   `with` for WITH queries, `view` for views (made and read);
 //! - `expr` ([`Binder`]): expressions, with `functions` for the scalar functions by name and
 //!   `typing` for literals and the types where values meet;
 //! - `role_statement`: `CREATE ROLE` and `ALTER ROLE ... WITH`; `row_values`: row values in
@@ -37,6 +37,7 @@ pub mod statement;
 mod subquery;
 mod system;
 mod typing;
+pub(crate) mod view;
 mod with;
 
 pub use expr::*;

@@ -223,6 +223,7 @@ impl Binder<'_> {
             visible: columns.len(),
             for_update: false,
             init: Vec::new(),
+            view: None,
         };
         Ok((plan, columns))
     }

@@ -15,8 +15,8 @@ use super::ddl::{
 use crate::bind::constraint::{plain_key, plain_unique};
 use crate::bind::role_statement as roles;
 use crate::bind::{Binder, ident, object_name};
-use crate::catalog::Catalog;
 use crate::catalog::pending::Tables;
+use crate::catalog::{Catalog, RelKind};
 use crate::error::{Result, SqlError};
 use crate::plan::{
     ColumnChange, Command, Ddl, IndexKind, IsolationLevel, OutputColumn, Prepared, Query,
@@ -102,7 +102,10 @@ pub fn prepare_in(
             if_exists: *if_exists,
         }),
         Statement::Drop {
-            object_type: object_type @ (ast::ObjectType::Table | ast::ObjectType::Sequence),
+            object_type:
+                object_type @ (ast::ObjectType::Table
+                | ast::ObjectType::Sequence
+                | ast::ObjectType::View),
             if_exists,
             names,
             cascade,
@@ -110,9 +113,14 @@ pub fn prepare_in(
         } => Command::Ddl(Ddl::DropTable {
             names: names.iter().map(object_name).collect::<Result<_>>()?,
             if_exists: *if_exists,
-            sequences: *object_type == ast::ObjectType::Sequence,
+            kind: match object_type {
+                ast::ObjectType::Sequence => RelKind::Sequence,
+                ast::ObjectType::View => RelKind::View,
+                _ => RelKind::Table,
+            },
             cascade: *cascade,
         }),
+        Statement::CreateView(cv) => Command::Ddl(super::view::create(tables, cv)?),
         Statement::Drop {
             object_type: ast::ObjectType::Index,
             if_exists,

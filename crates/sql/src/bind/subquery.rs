@@ -117,6 +117,7 @@ impl Binder<'_> {
             kind,
             ty,
             correlated,
+            owner: self.view_owner.clone(),
         });
         let id = self.init.len() - 1;
         if correlated {

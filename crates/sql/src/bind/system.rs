@@ -177,6 +177,10 @@ impl Binder<'_> {
                 };
                 (e, SqlType::Text)
             }
+            "pg_get_viewdef" if (1..=2).contains(&args.len()) => {
+                let l = self.snapshot()?.view_definitions();
+                (lookup_expr(args[0].clone(), l), SqlType::Text)
+            }
             "pg_get_constraintdef" if (1..=2).contains(&args.len()) => {
                 let pretty = matches!(args.get(1), Some(Expr::Literal(Datum::Bool(true))));
                 let l = self.snapshot()?.constraint_definitions(pretty);

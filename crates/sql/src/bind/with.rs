@@ -153,6 +153,7 @@ impl Binder<'_> {
             visible: columns.len(),
             for_update: false,
             init: Vec::new(),
+            view: None,
         };
         Ok(CteBinding {
             name: name.to_owned(),

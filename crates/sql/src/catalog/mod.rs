@@ -181,6 +181,63 @@ pub struct SqlTable {
     /// For a sequence (a relation of one row, as in PostgreSQL): its state; its engine table
     /// keeps its mark (see `sequence`).
     pub sequence: Option<Arc<crate::sequence::Sequence>>,
+    /// For a view: its query (its engine table stays empty).
+    pub view: Option<Arc<View>>,
+}
+
+/// A view: a query read wherever its name is, bound afresh with the statement that reads it
+/// (against the catalog that statement sees), with its owner's privileges. Its columns, as
+/// [`SqlTable::columns`] records them, are fixed when it is made: a query that later shows
+/// more columns (a `*` over a table that gained one) shows only those, and one that no longer
+/// shows them is refused (catalog changes that would do that are refused while it exists).
+#[derive(Clone, Debug)]
+pub struct View {
+    pub query: Box<sqlparser::ast::Query>,
+    /// The query's SQL, as `pg_get_viewdef` shows it.
+    pub sql: String,
+    /// The names of the query's first columns when the view was made (the view's own may
+    /// rename them): the query must show them still.
+    pub query_columns: Vec<String>,
+    /// The relations its query names (tables, views, sequences): they cannot be dropped
+    /// while it exists, unless with it (CASCADE).
+    pub depends_on: Vec<String>,
+}
+
+/// What kind of relation a [`SqlTable`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RelKind {
+    Table,
+    Sequence,
+    View,
+}
+
+impl RelKind {
+    /// Its name in SQL (`DROP VIEW`, errors).
+    pub fn noun(self) -> &'static str {
+        match self {
+            RelKind::Table => "table",
+            RelKind::Sequence => "sequence",
+            RelKind::View => "view",
+        }
+    }
+
+    /// The command tag of dropping one.
+    pub fn drop_tag(self) -> &'static str {
+        match self {
+            RelKind::Table => "DROP TABLE",
+            RelKind::Sequence => "DROP SEQUENCE",
+            RelKind::View => "DROP VIEW",
+        }
+    }
+
+    /// Its letter in `pg_class.relkind`.
+    pub fn letter(self) -> &'static str {
+        match self {
+            RelKind::Table => "r",
+            RelKind::Sequence => "S",
+            RelKind::View => "v",
+        }
+    }
 }
 
 /// The row ids of a table without a declared primary key. Its engine table has one more
@@ -212,6 +269,15 @@ impl RowIds {
 }
 
 impl SqlTable {
+    /// What kind of relation it is.
+    pub fn kind(&self) -> RelKind {
+        match (&self.sequence, &self.view) {
+            (Some(_), _) => RelKind::Sequence,
+            (None, Some(_)) => RelKind::View,
+            (None, None) => RelKind::Table,
+        }
+    }
+
     /// How many object ids a table takes: its own, its row type's, its primary key index's and
     /// its primary key constraint's.
     pub const OIDS: u32 = 4;

@@ -17,22 +17,24 @@ use crate::catalog::SqlTable;
 pub use crate::catalog::acl::{Acl, Actor, Grantee, Privileges};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::Expr;
-use crate::plan::{Command, InsertSource, Query, SelectPlan};
+use crate::plan::{Command, InsertSource, Query, Relation, SelectPlan};
 
-/// 42501 for `table`, in PostgreSQL's words.
-pub(crate) fn denied(table: &str) -> SqlError {
+/// 42501 for `table` (a table, view or sequence), in PostgreSQL's words.
+pub(crate) fn denied(table: &SqlTable) -> SqlError {
     SqlError::new(
         sqlstate::INSUFFICIENT_PRIVILEGE,
-        format!("permission denied for table {table}"),
+        format!(
+            "permission denied for {} {}",
+            table.kind().noun(),
+            table.name
+        ),
     )
 }
 
 /// Fails with 42501 unless `actor` may do `need` to `table`.
 pub fn require(actor: Option<&Actor>, table: &SqlTable, need: Privileges) -> Result<()> {
     match actor {
-        Some(a) if !a.superuser && !table.acl.privileges_of(a).contains(need) => {
-            Err(denied(&table.name))
-        }
+        Some(a) if !a.superuser && !table.acl.privileges_of(a).contains(need) => Err(denied(table)),
         _ => Ok(()),
     }
 }
@@ -60,9 +62,10 @@ pub fn check(command: &Command, actor: &Actor) -> Result<()> {
         Command::Explain(_, explained) => return check(explained, actor),
         _ => return Ok(()),
     };
-    // Subqueries in expressions read tables too.
+    // Subqueries in expressions read tables too (those in a view's query with the view
+    // owner's privileges).
     for init in query.init() {
-        check_select(&init.plan, actor)?;
+        check_select(&init.plan, init.owner.as_ref().unwrap_or(actor))?;
     }
     match &**query {
         Query::Select(s) => check_select(s, actor),
@@ -104,13 +107,28 @@ fn reads<'a>(mut exprs: impl Iterator<Item = &'a Expr>) -> bool {
     exprs.any(|e| e.max_column().is_some())
 }
 
-/// SELECT on every table read; UPDATE too on those `FOR UPDATE` locks.
+/// SELECT on every table and view read; UPDATE too on those `FOR UPDATE` locks. A view's
+/// query reads with its owner's privileges.
 fn check_select(plan: &SelectPlan, actor: &Actor) -> Result<()> {
+    if actor.superuser {
+        return Ok(());
+    }
     // The system catalogs are everyone's to read.
-    for t in plan.root.sources().into_iter().filter_map(|s| s.table()) {
-        require(Some(actor), t, Privileges::SELECT)?;
-        if plan.for_update {
-            require(Some(actor), t, Privileges::UPDATE)?;
+    for source in plan.root.sources_outside_views() {
+        match &source.relation {
+            Relation::Table(t) => {
+                require(Some(actor), t, Privileges::SELECT)?;
+                if plan.for_update {
+                    require(Some(actor), t, Privileges::UPDATE)?;
+                }
+            }
+            Relation::Subquery(inner) => {
+                if let Some(read) = &inner.view {
+                    require(Some(actor), &read.view, Privileges::SELECT)?;
+                    check_select(inner, &read.owner)?;
+                }
+            }
+            _ => {}
         }
     }
     Ok(())

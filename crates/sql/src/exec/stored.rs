@@ -66,17 +66,42 @@ impl Catalog {
         let kept = described.iter().filter_map(|d| kept_oids(&d.description));
         let last_kept = kept.flatten().max().unwrap_or(0);
         binding.reserve_oids_through(last_kept.saturating_add(SqlTable::OIDS));
-        // Sequences first: the defaults of the tables' columns name them.
+        // Sequences first: the defaults of the tables' columns name them. Views last, each
+        // once the relations its query reads are back (a view may read views).
         let mut tables = HashMap::new();
-        let (sequences, plain): (Vec<&Described>, Vec<&Described>) = described
+        let (sequences, rest): (Vec<&Described>, Vec<&Described>) = described
             .iter()
             .partition(|d| d.description.starts_with("CREATE SEQUENCE"));
+        let (mut views, plain): (Vec<&Described>, Vec<&Described>) = rest
+            .into_iter()
+            .partition(|d| d.description.starts_with("CREATE VIEW"));
         for d in sequences.into_iter().chain(plain) {
             let restored = Arc::new(restore(&binding, d)?);
-            if restored.sequence.is_some() {
-                binding.exchange(&d.name, None, Some(Arc::clone(&restored)));
-            }
+            binding.exchange(&d.name, None, Some(Arc::clone(&restored)));
             tables.insert(d.name.clone(), restored);
+        }
+        while !views.is_empty() {
+            let before = views.len();
+            let mut first_error = None;
+            for d in std::mem::take(&mut views) {
+                match restore(&binding, d) {
+                    Ok(restored) => {
+                        let restored = Arc::new(restored);
+                        binding.exchange(&d.name, None, Some(Arc::clone(&restored)));
+                        tables.insert(d.name.clone(), restored);
+                    }
+                    Err(e) => {
+                        first_error.get_or_insert(e);
+                        views.push(d);
+                    }
+                }
+            }
+            // A round that brought none back cannot be followed by one that does.
+            if views.len() == before
+                && let Some(e) = first_error
+            {
+                return Err(e);
+            }
         }
         for t in db.tables() {
             let described = tables
@@ -255,8 +280,20 @@ fn describe_sequence(name: &str, s: &Sequence) -> String {
 }
 
 /// `table` in SQL: a `CREATE TABLE` with its columns' types, NULL-ability and defaults and its
-/// primary key, then a `CREATE INDEX` per index (a sequence: its `CREATE SEQUENCE`).
+/// primary key, then a `CREATE INDEX` per index (a sequence: its `CREATE SEQUENCE`; a view: its
+/// `CREATE VIEW` naming its columns).
 fn describe(table: &SqlTable) -> String {
+    if let Some(v) = &table.view {
+        let columns: Vec<String> = table.columns.iter().map(|c| quoted(&c.name)).collect();
+        let mut sql = format!(
+            "CREATE VIEW {} ({}) AS {};",
+            quoted(&table.name),
+            columns.join(", "),
+            v.sql
+        );
+        describe_rest(table, &mut sql);
+        return sql;
+    }
     if let Some(s) = &table.sequence {
         let mut sql = describe_sequence(&table.name, s);
         describe_rest(table, &mut sql);
@@ -387,10 +424,16 @@ fn restore(catalog: &Catalog, described: &Described) -> Result<SqlTable> {
         ))
     })?;
     let mut statements = parse(&described.description)?.into_iter();
-    let first = statements
-        .next()
+    let first = statements.next();
+    // A view's columns are those it named when kept (its query may show more since).
+    let view_columns = match first.as_deref() {
+        Some(sqlparser::ast::Statement::CreateView(cv)) => cv.columns.len(),
+        _ => 0,
+    };
+    let first = first
         .map(|s| prepare(catalog, &s, &[]).map(|p| p.command))
         .transpose()?;
+    let mut view_of = None;
     let (name, columns, primary_key, sequence, checks) = match first {
         Some(Command::Ddl(Ddl::CreateTable {
             name,
@@ -399,6 +442,21 @@ fn restore(catalog: &Catalog, described: &Described) -> Result<SqlTable> {
             checks,
             ..
         })) => (name, columns, primary_key, None, checks),
+        Some(Command::Ddl(Ddl::CreateView {
+            name,
+            columns,
+            view,
+            ..
+        })) => {
+            if view_columns > columns.len() {
+                return Err(damaged("names more columns than its query returns"));
+            }
+            let mut view = Arc::unwrap_or_clone(view);
+            view.query_columns.truncate(view_columns);
+            view_of = Some(Arc::new(view));
+            let columns = columns[..view_columns].to_vec();
+            (name, columns, Vec::new(), None, Vec::new())
+        }
         Some(Command::Ddl(Ddl::CreateSequence { sequence, .. })) => {
             sequence.attach(Arc::clone(catalog.database()), Arc::clone(&engine))?;
             (
@@ -411,7 +469,7 @@ fn restore(catalog: &Catalog, described: &Described) -> Result<SqlTable> {
         }
         _ => {
             return Err(damaged(
-                "does not begin with CREATE TABLE or CREATE SEQUENCE",
+                "does not begin with CREATE TABLE, CREATE SEQUENCE or CREATE VIEW",
             ));
         }
     };
@@ -419,11 +477,13 @@ fn restore(catalog: &Catalog, described: &Described) -> Result<SqlTable> {
     // A keyless table has its row ids after its columns (older versions kept none).
     let has_row_ids = primary_key.is_empty()
         && sequence.is_none()
+        && view_of.is_none()
         && engine_columns.len() == columns.len() + 1
         && engine_columns[columns.len()].name == ROW_ID_COLUMN;
-    // A sequence's engine table keeps its mark, not its columns.
-    let columns_match =
-        sequence.is_some() || columns.len() + usize::from(has_row_ids) == engine_columns.len();
+    // A sequence's engine table keeps its mark, not its columns; a view's keeps nothing.
+    let columns_match = sequence.is_some()
+        || view_of.is_some()
+        || columns.len() + usize::from(has_row_ids) == engine_columns.len();
     if name != described.name || !columns_match {
         return Err(damaged("does not match its engine table"));
     }
@@ -545,6 +605,7 @@ fn restore(catalog: &Catalog, described: &Described) -> Result<SqlTable> {
         checks,
         foreign_keys,
         sequence,
+        view: view_of,
     })
 }
 

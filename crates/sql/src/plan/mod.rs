@@ -11,7 +11,7 @@ pub mod select;
 
 pub use select::{
     Access, AggCall, AggFunc, Aggregate, InitKind, InitPlan, LockWait, PlanNode, Relation,
-    SelectParts, SelectPlan, SetFunc, SetOp, SortKey, Source,
+    SelectParts, SelectPlan, SetFunc, SetOp, SortKey, Source, ViewRead,
 };
 
 use std::sync::Arc;
@@ -342,12 +342,19 @@ pub enum Ddl {
         sequence: Arc<Sequence>,
         if_not_exists: bool,
     },
-    /// `DROP TABLE` (`sequences`: `DROP SEQUENCE`); `cascade`: the foreign keys referencing
-    /// a dropped table go too.
+    /// `CREATE [OR REPLACE] VIEW`.
+    CreateView {
+        name: String,
+        columns: Vec<SqlColumn>,
+        view: Arc<crate::catalog::View>,
+        or_replace: bool,
+    },
+    /// `DROP TABLE`, `DROP SEQUENCE` or `DROP VIEW` (`kind`); `cascade`: the foreign keys
+    /// referencing a dropped relation and the views reading it go too.
     DropTable {
         names: Vec<String>,
         if_exists: bool,
-        sequences: bool,
+        kind: crate::catalog::RelKind,
         cascade: bool,
     },
     /// `TRUNCATE names` (`cascade`: and the tables referencing them, in turn).

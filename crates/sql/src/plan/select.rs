@@ -310,6 +310,18 @@ impl PlanNode {
         out
     }
 
+    /// The scans of the tree, those inside views' queries left out (views' own scans are
+    /// in).
+    pub fn sources_outside_views(&self) -> Vec<&Source> {
+        let mut out = Vec::new();
+        self.walk_into(false, &mut |n| {
+            if let PlanNode::Scan { source, .. } = n {
+                out.push(source);
+            }
+        });
+        out
+    }
+
     /// Calls `f` with every expression of the tree (access keys and bounds included), nested
     /// ones too.
     pub fn visit_exprs(&self, f: &mut impl FnMut(&Expr)) {
@@ -364,27 +376,34 @@ impl PlanNode {
     /// Calls `f` with this node and every node under it, parents first, outer before inner:
     /// derived tables' and set operations' plans included.
     fn walk<'a>(&'a self, f: &mut impl FnMut(&'a PlanNode)) {
+        self.walk_into(true, f)
+    }
+
+    /// Calls `f` with every node of the tree (`views`: those of views' queries too).
+    fn walk_into<'a>(&'a self, views: bool, f: &mut impl FnMut(&'a PlanNode)) {
         f(self);
         match self {
             PlanNode::Scan { source, .. } => {
-                if let Relation::Subquery(plan) = &source.relation {
-                    plan.root.walk(f);
+                if let Relation::Subquery(plan) = &source.relation
+                    && (views || plan.view.is_none())
+                {
+                    plan.root.walk_into(views, f);
                 }
             }
             PlanNode::Result { .. } | PlanNode::Values { .. } => {}
             PlanNode::SetOp { left, right, .. } => {
-                left.root.walk(f);
-                right.root.walk(f);
+                left.root.walk_into(views, f);
+                right.root.walk_into(views, f);
             }
             PlanNode::RecursiveUnion {
                 anchor, recursive, ..
             } => {
-                anchor.root.walk(f);
-                recursive.root.walk(f);
+                anchor.root.walk_into(views, f);
+                recursive.root.walk_into(views, f);
             }
             PlanNode::NestedLoop { outer, inner, .. } | PlanNode::SemiJoin { outer, inner, .. } => {
-                outer.walk(f);
-                inner.walk(f);
+                outer.walk_into(views, f);
+                inner.walk_into(views, f);
             }
             PlanNode::Aggregate { input, .. }
             | PlanNode::DistinctOn { input, .. }
@@ -393,7 +412,7 @@ impl PlanNode {
             | PlanNode::Project { input, .. }
             | PlanNode::Distinct { input, .. }
             | PlanNode::Sort { input, .. }
-            | PlanNode::Limit { input, .. } => input.walk(f),
+            | PlanNode::Limit { input, .. } => input.walk_into(views, f),
         }
     }
 }
@@ -409,6 +428,17 @@ pub struct SelectPlan {
     pub for_update: bool,
     /// The statement's uncorrelated subqueries, on its top plan only (see [`InitPlan`]).
     pub init: Vec<InitPlan>,
+    /// For a view's query: the view, whose owner's privileges it reads with.
+    pub view: Option<Box<ViewRead>>,
+}
+
+/// A view read by a statement: the statement's role needs SELECT on the view, and the view's
+/// query reads with its owner's privileges (as PostgreSQL's views do).
+#[derive(Debug)]
+pub struct ViewRead {
+    pub view: Arc<SqlTable>,
+    /// Its owner, as found when the statement was planned.
+    pub owner: crate::catalog::acl::Actor,
 }
 
 /// What an uncorrelated subquery in an expression gives: computed once, before the statement's
@@ -422,6 +452,8 @@ pub struct InitPlan {
     /// It names the enclosing query's columns: run for each row, under it (`Expr::SubPlan`),
     /// rather than once before.
     pub correlated: bool,
+    /// In a view's query: the view's owner, whose privileges it reads with.
+    pub owner: Option<crate::catalog::acl::Actor>,
 }
 
 /// What an [`InitPlan`] computes from its rows.
@@ -588,6 +620,7 @@ impl SelectPlan {
             visible,
             for_update: lock.is_some(),
             init: Vec::new(),
+            view: None,
         }
     }
 }

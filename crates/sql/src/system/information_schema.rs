@@ -32,6 +32,7 @@ pub(super) const RELATIONS: &[SystemRelation] = &[
         REFERENTIAL_CONSTRAINTS,
         referential_constraints,
     ),
+    view("views", 13_483, VIEWS, views),
     view(
         "constraint_column_usage",
         13_300,
@@ -85,9 +86,10 @@ fn tables(s: &Snapshot) -> Vec<Vec<Datum>> {
         .iter()
         .filter(|t| t.sequence.is_none())
         .map(|t| {
+            let view = t.view.is_some();
             of_table(Row::nulls(TABLES), "table", &t.name)
-                .set("table_type", "BASE TABLE")
-                .set("is_insertable_into", "YES")
+                .set("table_type", if view { "VIEW" } else { "BASE TABLE" })
+                .set("is_insertable_into", yes(!view))
                 .set("is_typed", "NO")
                 .done()
         })
@@ -119,7 +121,7 @@ fn columns(s: &Snapshot) -> Vec<Vec<Datum>> {
                 .set("is_identity", "NO")
                 .set("identity_cycle", "NO")
                 .set("is_generated", "NEVER")
-                .set("is_updatable", "YES");
+                .set("is_updatable", yes(t.view.is_none()));
             row = match c.ty {
                 VarChar(n) | Char(n) => {
                     let bounded = n < LENGTH_MAX || matches!(c.ty, Char(_));
@@ -355,6 +357,38 @@ const SCHEMATA: &[(&str, SqlType)] = &[
     ("default_character_set_name", Name),
     ("sql_path", Text),
 ];
+
+const VIEWS: &[(&str, SqlType)] = &[
+    ("table_catalog", Name),
+    ("table_schema", Name),
+    ("table_name", Name),
+    ("view_definition", Text),
+    ("check_option", Text),
+    ("is_updatable", Text),
+    ("is_insertable_into", Text),
+    ("is_trigger_updatable", Text),
+    ("is_trigger_deletable", Text),
+    ("is_trigger_insertable_into", Text),
+];
+
+/// `views`: the user's views, none of them written through.
+fn views(s: &Snapshot) -> Vec<Vec<Datum>> {
+    s.tables
+        .iter()
+        .filter_map(|t| Some((t, t.view.as_ref()?)))
+        .map(|(t, v)| {
+            of_table(Row::nulls(VIEWS), "table", &t.name)
+                .set("view_definition", super::view_definition(v))
+                .set("check_option", "NONE")
+                .set("is_updatable", "NO")
+                .set("is_insertable_into", "NO")
+                .set("is_trigger_updatable", "NO")
+                .set("is_trigger_deletable", "NO")
+                .set("is_trigger_insertable_into", "NO")
+                .done()
+        })
+        .collect()
+}
 
 const TABLES: &[(&str, SqlType)] = &[
     ("table_catalog", Name),

@@ -190,6 +190,23 @@ impl Snapshot {
         }
     }
 
+    /// View object id, or its name, to its query (`pg_get_viewdef`).
+    pub fn view_definitions(&self) -> Lookup {
+        let mut entries = HashMap::new();
+        for t in &self.tables {
+            if let Some(v) = &t.view {
+                let definition = Datum::Text(super::view_definition(v));
+                entries.insert(t.oid.to_string(), definition.clone());
+                entries.insert(t.name.clone(), definition);
+            }
+        }
+        Lookup {
+            key: Key::Text,
+            entries,
+            missing: Missing::Null,
+        }
+    }
+
     /// Index object id to its `CREATE INDEX` (`pg_get_indexdef`; `pretty`: the table not
     /// schema-qualified, as PostgreSQL prints it where the search path finds it).
     pub fn index_definitions(&self, pretty: bool) -> Lookup {

@@ -260,6 +260,18 @@ impl Snapshot {
         }
     }
 
+    /// The name of `table`'s owner (the first superuser's for one kept with none).
+    fn owner_name(&self, table: &SqlTable) -> String {
+        match &table.acl.owner {
+            Some(owner) => owner.clone(),
+            None => self
+                .roles
+                .iter()
+                .find(|r| r.superuser)
+                .map_or_else(|| "postgres".to_owned(), |r| r.name.clone()),
+        }
+    }
+
     /// The object id of the first superuser: the owner of the system's objects.
     fn superuser_oid(&self) -> u32 {
         self.roles
@@ -404,6 +416,12 @@ impl From<Option<String>> for Value {
 /// Columns' positions (1-based), as `int2vector` and `int2[]` hold them.
 fn attnums(columns: &[usize]) -> Datum {
     Datum::Array(columns.iter().map(|c| Datum::Int(*c as i64 + 1)).collect())
+}
+
+/// A view's query as `pg_get_viewdef` and the catalogs show it: its SQL as kept (PostgreSQL
+/// prints its own rewriting of it), set off as PostgreSQL sets it off.
+pub(crate) fn view_definition(view: &crate::catalog::View) -> String {
+    format!(" {};", view.sql)
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use overtake_engine::Transaction;
 
-use super::{IndexSpec, index_list, plain_table, rebuild_with};
+use super::{IndexSpec, index_list, rebuild_with, table_to_change};
 use crate::catalog::SqlTable;
 use crate::catalog::pending::{Change, Tables};
 use crate::error::{Result, SqlError, sqlstate};
@@ -25,7 +25,15 @@ pub(super) fn alter(
     table: &str,
     change: &ColumnChange,
 ) -> Result<(&'static str, Vec<Change>)> {
-    let old = plain_table(tables, table)?;
+    let action = match change {
+        ColumnChange::Add { .. } => "ADD COLUMN",
+        ColumnChange::Drop { .. } => "DROP COLUMN",
+        ColumnChange::Rename { .. } => "RENAME COLUMN",
+        ColumnChange::Default { .. } => "ALTER COLUMN ... SET DEFAULT",
+        ColumnChange::Nullable { .. } => "ALTER COLUMN ... SET NOT NULL",
+    };
+    let what = format!("ALTER action {action} cannot be performed on");
+    let old = table_to_change(tables, table, &what)?;
     access::require_owner(tables.actor, &old)?;
     let mut columns = old.columns.clone();
     let mut primary_key = old.primary_key.clone();
@@ -146,7 +154,7 @@ pub(super) fn alter(
     }
     let shape = (columns, primary_key, indexes);
     let constraints = (checks, foreign_keys);
-    let change = rebuild_with(
+    let rebuilt = rebuild_with(
         tables.catalog,
         txn,
         &old,
@@ -154,7 +162,38 @@ pub(super) fn alter(
         constraints,
         Some(&sources),
     )?;
-    Ok(("ALTER TABLE", vec![change]))
+    // A view reading the column keeps the table as it is (PostgreSQL's dependency).
+    let broken = super::view::broken_readers(tables, &rebuilt);
+    if let Some(view) = broken.first() {
+        super::discard_made(tables.catalog, vec![rebuilt]);
+        return Err(match change {
+            ColumnChange::Drop { name, .. } => {
+                let what = format!("column {name} of table {table}");
+                let lines: Vec<String> = broken
+                    .iter()
+                    .map(|v| format!("view {v} depends on {what}"))
+                    .collect();
+                SqlError::new(
+                    sqlstate::DEPENDENT_OBJECTS_STILL_EXIST,
+                    format!("cannot drop {what} because other objects depend on it"),
+                )
+                .with_detail(lines.join("\n"))
+                .with_hint("Use DROP ... CASCADE to drop the dependent objects too.")
+            }
+            ColumnChange::Rename { from, .. } => SqlError::new(
+                sqlstate::FEATURE_NOT_SUPPORTED,
+                format!(
+                    "cannot rename column \"{from}\" of table \"{table}\": view \"{view}\" reads it"
+                ),
+            )
+            .with_detail("Overtake keeps a view's query as written: drop the view first."),
+            _ => SqlError::new(
+                sqlstate::INTERNAL_ERROR,
+                format!("ALTER TABLE {table} would leave view \"{view}\" unreadable"),
+            ),
+        });
+    }
+    Ok(("ALTER TABLE", vec![rebuilt]))
 }
 
 /// The foreign keys (of any table, `table` included) referencing column `name` of `table`.

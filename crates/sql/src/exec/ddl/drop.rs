@@ -1,9 +1,10 @@
-//! Dropping and emptying tables: `DROP TABLE` / `DROP SEQUENCE` (a table's serial sequences
-//! go with it; CASCADE drops the foreign keys referencing it) and `TRUNCATE` (a rebuild with no
+//! Dropping and emptying tables: `DROP TABLE` / `DROP SEQUENCE` / `DROP VIEW` (a table's
+//! serial sequences go with it; CASCADE drops the foreign keys referencing it and the views
+//! reading it) and `TRUNCATE` (a rebuild with no
 //! rows; a table referenced by a foreign key only with the tables referencing it).
 //!
 //! Must never drop a sequence a remaining default draws from, nor leave a foreign key naming a
-//! table that is gone or rows referencing rows that are.
+//! table that is gone or rows referencing rows that are, nor a view reading a relation that is.
 
 use std::sync::Arc;
 
@@ -13,38 +14,42 @@ use super::{
     describe_anew, discard_made, foreign_key, index_list, lock_for_rebuild, not_a, plain_table,
     rebuild,
 };
-use crate::catalog::SqlTable;
 use crate::catalog::acl::Privileges;
 use crate::catalog::pending::{Change, Tables};
+use crate::catalog::{RelKind, SqlTable};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::exec::{access, stored};
 use crate::expr::Expr;
 
-/// `DROP TABLE names` (`sequences`: `DROP SEQUENCE`; `cascade`: `... CASCADE`).
+/// `DROP TABLE names` (or `DROP SEQUENCE`, `DROP VIEW`: `kind`; `cascade`: `... CASCADE`).
 pub(super) fn tables(
     tables: &Tables<'_>,
     txn: &mut Transaction<'_>,
     names: &[String],
     if_exists: bool,
-    (sequences, cascade): (bool, bool),
+    (kind, cascade): (RelKind, bool),
 ) -> Result<(&'static str, Vec<Change>)> {
     let catalog = tables.catalog;
-    let kind = if sequences { "sequence" } else { "table" };
     let mut dropped: Vec<Arc<SqlTable>> = Vec::new();
     for n in names {
         match tables.table(n) {
             Ok(_) if dropped.iter().any(|t| t.name == *n) => {}
-            Ok(t) if t.sequence.is_some() != sequences => {
-                let e = not_a(n, kind);
-                return Err(if sequences {
-                    e
-                } else {
-                    e.with_hint("Use DROP SEQUENCE to remove a sequence.")
-                });
+            Ok(t) if t.kind() != kind => {
+                let is = t.kind();
+                return Err(not_a(n, kind.noun()).with_hint(format!(
+                    "Use {} to remove a {}.",
+                    is.drop_tag(),
+                    is.noun()
+                )));
             }
             Ok(t) => dropped.push(t),
             Err(_) if if_exists => {}
-            Err(e) => return Err(e),
+            Err(_) => {
+                return Err(SqlError::new(
+                    sqlstate::UNDEFINED_TABLE,
+                    format!("{} \"{n}\" does not exist", kind.noun()),
+                ));
+            }
         }
     }
     // A table's serial and identity sequences go with it.
@@ -95,6 +100,7 @@ pub(super) fn tables(
     for t in &dropped {
         access::require_owner(tables.actor, t)?;
     }
+    dependent_views(tables, &mut dropped, cascade)?;
     // The foreign keys of remaining tables that reference a dropped one: refused, or
     // (CASCADE) dropped from their tables, as PostgreSQL drops them.
     let mut losing: Vec<(Arc<SqlTable>, Vec<String>)> = Vec::new();
@@ -125,14 +131,48 @@ pub(super) fn tables(
         stored::remove(txn, catalog.stored(), &t.name)?;
     }
     changes.extend(dropped.into_iter().map(Change::Drop));
-    Ok((
-        if sequences {
-            "DROP SEQUENCE"
-        } else {
-            "DROP TABLE"
-        },
-        changes,
-    ))
+    Ok((kind.drop_tag(), changes))
+}
+
+/// Adds to `dropped` the views that read a relation in it, in turn (CASCADE), or refuses
+/// with 2BP01 naming them.
+pub(super) fn dependent_views(
+    tables: &Tables<'_>,
+    dropped: &mut Vec<Arc<SqlTable>>,
+    cascade: bool,
+) -> Result<()> {
+    let all = tables.all();
+    let mut at = 0;
+    while at < dropped.len() {
+        let gone = Arc::clone(&dropped[at]);
+        let readers: Vec<Arc<SqlTable>> = all
+            .iter()
+            .filter(|v| {
+                v.view
+                    .as_ref()
+                    .is_some_and(|q| q.depends_on.contains(&gone.name))
+                    && !dropped.iter().any(|d| d.name == v.name)
+            })
+            .cloned()
+            .collect();
+        if !cascade && !readers.is_empty() {
+            let what = format!("{} {}", gone.kind().noun(), gone.name);
+            let lines: Vec<String> = readers
+                .iter()
+                .map(|v| format!("view {} depends on {what}", v.name))
+                .collect();
+            return Err(SqlError::new(
+                sqlstate::DEPENDENT_OBJECTS_STILL_EXIST,
+                format!("cannot drop {what} because other objects depend on it"),
+            )
+            .with_detail(lines.join("\n"))
+            .with_hint("Use DROP ... CASCADE to drop the dependent objects too."));
+        }
+        // As PostgreSQL: the role must own what it names, not what goes with it.
+        dropped.extend(readers);
+        at += 1;
+    }
+    Ok(())
 }
 
 /// `TRUNCATE names` (`cascade`: `... CASCADE`).

@@ -128,7 +128,7 @@ pub(super) fn add(
     table: &str,
     def: &ForeignKeyDef,
 ) -> Result<(&'static str, Vec<Change>)> {
-    let old = plain_table(tables, table)?;
+    let old = super::table_to_change(tables, table, super::ADD_CONSTRAINT)?;
     access::require_owner(tables.actor, &old)?;
     let fk = resolve(tables, &old, def)?;
     if constraint_taken(&old, &fk.name) {

@@ -9,9 +9,7 @@ use std::sync::Arc;
 
 use overtake_engine::Transaction;
 
-use super::{
-    IndexSpec, index_list, not_a, plain_table, positions, rebuild, rebuild_with, relation_exists,
-};
+use super::{IndexSpec, index_list, not_a, positions, rebuild, rebuild_with, relation_exists};
 use crate::catalog::SqlTable;
 use crate::catalog::pending::{Change, Tables};
 use crate::error::{Result, SqlError, sqlstate};
@@ -28,7 +26,11 @@ pub(super) fn create(
     if_not_exists: bool,
     kind: IndexKind,
 ) -> Result<(&'static str, Vec<Change>)> {
-    let old = plain_table(tables, table)?;
+    let what = match kind {
+        IndexKind::UniqueConstraint => super::ADD_CONSTRAINT,
+        IndexKind::Plain | IndexKind::Unique => "cannot create index on",
+    };
+    let old = super::table_to_change(tables, table, what)?;
     access::require_owner(tables.actor, &old)?;
     let cols = positions(&old, columns)?;
     let taken = |n: &str| {
@@ -106,11 +108,12 @@ pub(super) fn drop(
         });
         let Some(table) = owner else {
             if let Ok(t) = tables.table(n) {
-                let (kind, hint) = match t.sequence {
-                    Some(_) => ("sequence", "DROP SEQUENCE"),
-                    None => ("table", "DROP TABLE"),
-                };
-                return Err(not_a(n, "index").with_hint(format!("Use {hint} to remove a {kind}.")));
+                let kind = t.kind();
+                return Err(not_a(n, "index").with_hint(format!(
+                    "Use {} to remove a {}.",
+                    kind.drop_tag(),
+                    kind.noun()
+                )));
             }
             if if_exists {
                 continue;
@@ -167,7 +170,8 @@ pub(super) fn drop_constraint(
     name: &str,
     if_exists: bool,
 ) -> Result<(&'static str, Vec<Change>)> {
-    let old = plain_table(tables, table)?;
+    let what = "ALTER action DROP CONSTRAINT cannot be performed on";
+    let old = super::table_to_change(tables, table, what)?;
     access::require_owner(tables.actor, &old)?;
     if let Some(change) = super::foreign_key::drop(tables, txn, &old, name)? {
         return Ok(("ALTER TABLE", vec![change]));

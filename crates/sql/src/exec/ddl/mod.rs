@@ -12,7 +12,7 @@
 //!
 //! Parts: `index` (indexes and constraints on them), `columns` (ALTER TABLE on columns),
 //! `foreign_key` (FOREIGN KEY constraints and what depends on a referenced table), `drop`
-//! (DROP TABLE, TRUNCATE).
+//! (DROP TABLE, TRUNCATE), `view` (CREATE VIEW).
 
 use std::sync::Arc;
 
@@ -39,6 +39,7 @@ mod columns;
 mod drop;
 mod foreign_key;
 mod index;
+mod view;
 
 /// A secondary index to build.
 #[derive(Clone)]
@@ -146,6 +147,7 @@ fn build(
         checks: Vec::new(),
         foreign_keys: Vec::new(),
         sequence: None,
+        view: None,
     })
 }
 
@@ -199,6 +201,7 @@ fn make_sequence(
         checks: Vec::new(),
         foreign_keys: Vec::new(),
         sequence: Some(Arc::clone(sequence)),
+        view: None,
     };
     let done = sequence
         .attach(Arc::clone(catalog.database()), engine)
@@ -225,14 +228,35 @@ fn relation_exists(name: &str) -> SqlError {
     )
 }
 
-/// The relation `name` as a table: 42809 for a sequence (which DML and table DDL refuse).
+/// The relation `name` as a table: 42809 for a sequence or a view (which table DDL refuses).
 fn plain_table(tables: &Tables<'_>, name: &str) -> Result<Arc<SqlTable>> {
     let t = tables.table(name)?;
-    if t.sequence.is_some() {
+    if t.kind() != crate::catalog::RelKind::Table {
         return Err(not_a(name, "table"));
     }
     Ok(t)
 }
+
+/// The relation `name` as a table that `what` changes (`"ALTER action ADD COLUMN cannot be
+/// performed on"`, `"cannot create index on"`): 42809 for a sequence or a view, in PostgreSQL's
+/// words.
+fn table_to_change(tables: &Tables<'_>, name: &str, what: &str) -> Result<Arc<SqlTable>> {
+    let t = tables.table(name)?;
+    match t.kind() {
+        crate::catalog::RelKind::Table => Ok(t),
+        kind => Err(SqlError::new(
+            sqlstate::WRONG_OBJECT_TYPE,
+            format!("{what} relation \"{name}\""),
+        )
+        .with_detail(format!(
+            "This operation is not supported for {}s.",
+            kind.noun()
+        ))),
+    }
+}
+
+/// What `ALTER TABLE ... ADD CONSTRAINT` on a sequence or view says.
+const ADD_CONSTRAINT: &str = "ALTER action ADD CONSTRAINT cannot be performed on";
 
 /// 42809: relation `name` is not a `kind`.
 fn not_a(name: &str, kind: &str) -> SqlError {
@@ -539,15 +563,21 @@ pub fn execute_in(
             }
             Ok(("CREATE TABLE", changes))
         }
+        Ddl::CreateView {
+            name,
+            columns,
+            view,
+            or_replace,
+        } => view::create(&tables, txn, (name, columns, view), *or_replace),
         Ddl::DropTable {
             names,
             if_exists,
-            sequences,
+            kind,
             cascade,
-        } => drop::tables(&tables, txn, names, *if_exists, (*sequences, *cascade)),
+        } => drop::tables(&tables, txn, names, *if_exists, (*kind, *cascade)),
         Ddl::Truncate { names, cascade } => drop::truncate(&tables, txn, names, *cascade),
         Ddl::AddPrimaryKey { table, columns } => {
-            let old = plain_table(&tables, table)?;
+            let old = table_to_change(&tables, table, ADD_CONSTRAINT)?;
             access::require_owner(tables.actor, &old)?;
             if !old.primary_key.is_empty() {
                 return Err(SqlError::new(
@@ -636,7 +666,7 @@ pub fn execute_in(
                     && !old.acl.is_owner(actor)
                 {
                     if old.acl.privileges_of(actor).is_empty() {
-                        return Err(access::denied(&old.name));
+                        return Err(access::denied(old));
                     }
                     continue;
                 }
@@ -695,6 +725,7 @@ fn describe_anew(
         checks: old.checks.clone(),
         foreign_keys,
         sequence: old.sequence.clone(),
+        view: old.view.clone(),
     };
     stored::write(txn, catalog.stored(), &new, true)?;
     Ok(Change::Replace {

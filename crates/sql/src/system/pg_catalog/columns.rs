@@ -427,3 +427,10 @@ pub(super) const PG_DEPEND: &[(&str, SqlType)] = &[
     ("refobjsubid", Int4),
     ("deptype", CharByte),
 ];
+
+pub(super) const PG_VIEWS: &[(&str, SqlType)] = &[
+    ("schemaname", Name),
+    ("viewname", Name),
+    ("viewowner", Name),
+    ("definition", Text),
+];

@@ -10,7 +10,7 @@ use columns::*;
 use super::{
     DATABASE_NAME, DATABASE_OID, Row, Schema, Snapshot, SystemRelation, all, attnums, role_oid,
 };
-use crate::catalog::SqlTable;
+use crate::catalog::{RelKind, SqlTable};
 use crate::values::builtin_types::{BUILTIN_TYPES, builtin, typmod};
 use crate::values::datum::Datum;
 use crate::values::types::SqlType;
@@ -40,6 +40,7 @@ pub(super) const RELATIONS: &[SystemRelation] = &[
     relation("pg_collation", 3456, PG_COLLATION, collations),
     relation("pg_enum", 3501, PG_ENUM, none),
     relation("pg_sequence", 2224, PG_SEQUENCE, sequences),
+    relation("pg_views", 12_028, PG_VIEWS, views).into_view(),
     // What Overtake has none of (policies, extended statistics, publications, role
     // memberships, triggers, rules, foreign and partitioned tables): empty, for the queries
     // psql's \d and \du join them into.
@@ -141,13 +142,18 @@ fn classes(s: &Snapshot) -> Vec<Vec<Datum>> {
     for t in &s.tables {
         let owner = s.owner_oid(t);
         let indexes = table_indexes(t);
-        let sequence = t.sequence.is_some();
+        let kind = t.kind();
+        let table = kind == RelKind::Table;
         out.push(
-            class(t.oid, &t.name, if sequence { "S" } else { "r" })
+            class(t.oid, &t.name, kind.letter())
                 .set("relnamespace", Schema::Public.oid())
                 .set("reltype", t.row_type_oid())
                 .set("relowner", owner)
-                .set("relam", if sequence { 0 } else { HEAP_AM })
+                .set("relam", if table { HEAP_AM } else { 0 })
+                .set(
+                    "relreplident",
+                    if kind == RelKind::View { "n" } else { "d" },
+                )
                 .set("relhasindex", !indexes.is_empty())
                 .set("relchecks", t.checks.len() as i64)
                 // PostgreSQL keeps foreign keys with triggers on both tables (psql's \d shows
@@ -598,4 +604,20 @@ fn dependencies(s: &Snapshot) -> Vec<Vec<Datum>> {
         );
     }
     out
+}
+
+/// `pg_views`: the user's views, each with its owner and query.
+fn views(s: &Snapshot) -> Vec<Vec<Datum>> {
+    s.tables
+        .iter()
+        .filter_map(|t| Some((t, t.view.as_ref()?)))
+        .map(|(t, v)| {
+            Row::new(PG_VIEWS)
+                .set("schemaname", Schema::Public.name())
+                .set("viewname", t.name.as_str())
+                .set("viewowner", s.owner_name(t))
+                .set("definition", super::view_definition(v))
+                .done()
+        })
+        .collect()
 }
