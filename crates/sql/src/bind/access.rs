@@ -406,3 +406,58 @@ pub fn choose_access(table: &SqlTable, offset: usize, conditions: &[Expr]) -> Ac
         },
     }
 }
+
+/// The keys of a hash join for the source whose columns are `columns` in the joined row (see
+/// `Access::Hash`), from the equalities among `conditions` between one of its columns and an
+/// column before it, if there are any: both sides of a type whose
+/// values are equal exactly when they are the same (integers, text, dates and times, uuid,
+/// booleans). `None` where there are none.
+pub fn hash_keys(
+    columns: std::ops::Range<usize>,
+    conditions: &[Expr],
+    scope: &[ScopeColumn],
+) -> Option<Vec<(usize, Expr)>> {
+    use crate::values::types::SqlType as T;
+    let exact = |ty: T| {
+        matches!(
+            ty,
+            T::Int2
+                | T::Int4
+                | T::Int8
+                | T::Text
+                | T::VarChar(_)
+                | T::Bool
+                | T::Date
+                | T::Timestamp
+                | T::TimestampTz
+                | T::Uuid
+        )
+    };
+    let integer = |ty: T| matches!(ty, T::Int2 | T::Int4 | T::Int8);
+    let first = columns.start;
+    let mut keys = Vec::new();
+    for c in conditions {
+        let Expr::Binary(BinOp::Eq, l, r) = c else {
+            continue;
+        };
+        for (mine, other) in [(&**l, &**r), (&**r, &**l)] {
+            // A column of the source, equal to a column read before it (a constant is what an
+            // index or the scan's filter handles).
+            let (Expr::Column(col), Expr::Column(o)) = (mine, other) else {
+                continue;
+            };
+            if !columns.contains(col) || *o >= first {
+                continue;
+            }
+            let (Some(a), Some(b)) = (scope.get(*col), scope.get(*o)) else {
+                continue;
+            };
+            let same = exact(a.ty) && (a.ty == b.ty || (integer(a.ty) && integer(b.ty)));
+            if same && !keys.iter().any(|(k, _): &(usize, Expr)| k == col) {
+                keys.push((*col, other.clone()));
+                break;
+            }
+        }
+    }
+    (!keys.is_empty()).then_some(keys)
+}

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use sqlparser::ast::{self, JoinConstraint, JoinOperator, SetExpr, TableFactor};
 
 use crate::bind::access::{
-    choose_access, conjuncts, implied_equalities, order_conditions, table_scope,
+    choose_access, conjuncts, hash_keys, implied_equalities, order_conditions, table_scope,
 };
 use crate::bind::{Binder, ScopeColumn, has_aggregate, ident, object_name};
 use crate::catalog::SqlTable;
@@ -324,6 +324,14 @@ impl Binder<'_> {
         for (s, f) in fw.sources.iter_mut().zip(&fw.filters) {
             if let Relation::Table(t) = &s.relation {
                 s.access = choose_access(t, s.offset, f);
+            }
+            // A source read in full under each row before it, with no index for the join:
+            // read once into a hash table instead.
+            if matches!(s.relation, Relation::Table(_) | Relation::Subquery(_))
+                && matches!(s.access, Access::Scan)
+                && let Some(keys) = hash_keys(s.offset..s.offset + s.width, f, &fw.scope)
+            {
+                s.access = Access::Hash(keys);
             }
         }
         for (_, semi) in semis {

@@ -260,7 +260,8 @@ pub(super) fn fetch(
                 }
             }
         }
-        Access::Scan => {
+        // A hash join's build reads every row (see `exec::select`); read here, it is a scan.
+        Access::Scan | Access::Hash(_) => {
             txn.scan(
                 &table.engine,
                 &KeyRange::all(),

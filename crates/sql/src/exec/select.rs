@@ -16,7 +16,9 @@ use super::aggregate::AggState;
 use super::rows::{fetch, lock_row};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::{Context, Expr};
-use crate::plan::{InitKind, InitPlan, PlanNode, Relation, SelectPlan, SetOp, SortKey};
+use crate::plan::{
+    Access, InitKind, InitPlan, PlanNode, Relation, SelectPlan, SetOp, SortKey, Source,
+};
 use crate::values::datum::{Datum, group_key, row_bytes};
 use crate::values::types::SqlType;
 
@@ -57,6 +59,9 @@ struct Run<'a, 't, 'c> {
     subqueries: &'a [InitPlan],
     /// The rows each recursive WITH query's last round made (`Relation::WorkTable`).
     work_tables: HashMap<usize, std::rc::Rc<Vec<Vec<Datum>>>>,
+    /// The hash table of each hash join's source, built the first time it is read (see
+    /// `hash_join`).
+    hashed: HashMap<*const Source, std::rc::Rc<Hashed>>,
 }
 
 /// Where a node sends each of its rows (which the sink may take); `false`: send no more.
@@ -125,6 +130,7 @@ fn run_select(
         derived: HashMap::new(),
         subqueries,
         work_tables: HashMap::new(),
+        hashed: HashMap::new(),
     };
     let visible = plan.visible;
     node(&plan.root, &mut run, &mut Vec::new(), &mut |_, r| {
@@ -323,6 +329,141 @@ fn recursive_union(
     }
 }
 
+/// The rows of derived table `plan`, made the first time the run reads it.
+fn derived_rows(
+    run: &mut Run<'_, '_, '_>,
+    plan: &SelectPlan,
+) -> Result<std::rc::Rc<Vec<Vec<Datum>>>> {
+    let key: *const SelectPlan = plan;
+    if let Some(rows) = run.derived.get(&key) {
+        return Ok(std::rc::Rc::clone(rows));
+    }
+    let rows = select_first(run.txn, (plan, run.subqueries), run.cx, usize::MAX)?;
+    let rows = std::rc::Rc::new(rows);
+    run.budget.take(rows.iter().map(|r| row_bytes(r)).sum())?;
+    run.derived.insert(key, std::rc::Rc::clone(&rows));
+    Ok(rows)
+}
+
+/// A hash join's table: the source's rows that pass the conditions on it alone, by the
+/// values of its key columns (NULL-free).
+type Hashed = HashMap<String, Vec<Vec<Datum>>>;
+
+/// The rows of `source` (read through `Access::Hash` on `keys`) whose keys equal the joined
+/// row's values and that pass `filter`, each appended to the joined row `row`. The source is
+/// read once per run into a hash table: its rows passing the conditions on its own columns
+/// alone (which read nothing of the row before it, so hold for every row), by key.
+fn hash_join(
+    source: &Source,
+    keys: &[(usize, Expr)],
+    filter: &[Expr],
+    run: &mut Run<'_, '_, '_>,
+    row: &mut Vec<Datum>,
+    sink: &mut Sink<'_>,
+) -> Result<bool> {
+    let id: *const Source = source;
+    let hashed = match run.hashed.get(&id) {
+        Some(h) => std::rc::Rc::clone(h),
+        None => {
+            let built = std::rc::Rc::new(build_hash(source, keys, filter, run)?);
+            run.hashed.insert(id, std::rc::Rc::clone(&built));
+            built
+        }
+    };
+    let mut probe = Vec::with_capacity(keys.len());
+    for (_, e) in keys {
+        match e.eval(row, run.cx)? {
+            Datum::Null => return Ok(true),
+            v => probe.push(v),
+        }
+    }
+    let Some(found) = hashed.get(&group_key(&probe)) else {
+        return Ok(true);
+    };
+    let outer = row.len();
+    for r in found {
+        row.truncate(outer);
+        row.extend_from_slice(r);
+        if all_hold(filter, row, run.cx)? && !sink(run, row)? {
+            row.truncate(outer);
+            return Ok(false);
+        }
+    }
+    row.truncate(outer);
+    Ok(true)
+}
+
+/// The hash table of `source` for `hash_join`.
+fn build_hash(
+    source: &Source,
+    keys: &[(usize, Expr)],
+    filter: &[Expr],
+    run: &mut Run<'_, '_, '_>,
+) -> Result<Hashed> {
+    let own = source.offset..source.offset + source.width;
+    let alone: Vec<Expr> = filter
+        .iter()
+        .filter(|f| {
+            let mut inside = true;
+            f.visit(&mut |e| {
+                inside &= !matches!(e, Expr::Column(c) if !own.contains(c))
+                    && !matches!(e, Expr::SubPlan(_));
+            });
+            inside
+        })
+        .cloned()
+        .collect();
+    // The source's rows are read as if joined to a row of NULLs: the conditions read nothing
+    // of it.
+    let before = vec![Datum::Null; source.offset];
+    let rows: Vec<Vec<Datum>> = match &source.relation {
+        Relation::Table(t) => fetch(
+            run.txn,
+            t,
+            &Access::Scan,
+            &alone,
+            &before,
+            run.cx,
+            None,
+            None,
+        )?,
+        Relation::Subquery(plan) => {
+            let all = derived_rows(run, plan)?;
+            let mut kept = Vec::new();
+            let mut joined = before.clone();
+            for r in all.iter() {
+                joined.truncate(source.offset);
+                joined.extend_from_slice(r);
+                if all_hold(&alone, &joined, run.cx)? {
+                    kept.push(r.clone());
+                }
+            }
+            kept
+        }
+        _ => {
+            return Err(SqlError::new(
+                sqlstate::INTERNAL_ERROR,
+                format!("a hash join over {}", source.name),
+            ));
+        }
+    };
+    let mut hashed = Hashed::new();
+    let mut key = Vec::with_capacity(keys.len());
+    'rows: for r in rows {
+        key.clear();
+        for (c, _) in keys {
+            match &r[c - source.offset] {
+                Datum::Null => continue 'rows,
+                v => key.push(v.clone()),
+            }
+        }
+        let k = group_key(&key);
+        run.budget.take(row_bytes(&r) + k.len() + 32)?;
+        hashed.entry(k).or_default().push(r);
+    }
+    Ok(hashed)
+}
+
 /// Whether every one of `filter` holds on `row`.
 fn all_hold(filter: &[Expr], row: &[Datum], cx: &Context<'_>) -> Result<bool> {
     for f in filter {
@@ -384,6 +525,9 @@ fn node(
             lock,
         } => {
             let access = &source.access;
+            if let Access::Hash(keys) = access {
+                return hash_join(source, keys, filter, run, row, sink);
+            }
             let table = match &source.relation {
                 Relation::Table(t) => t,
                 Relation::Rows { rows, .. } => {
@@ -402,18 +546,7 @@ fn node(
                     });
                 }
                 Relation::Subquery(plan) => {
-                    let key: *const SelectPlan = &**plan;
-                    let rows = match run.derived.get(&key) {
-                        Some(rows) => std::rc::Rc::clone(rows),
-                        None => {
-                            let rows =
-                                select_first(run.txn, (plan, run.subqueries), run.cx, usize::MAX)?;
-                            let rows = std::rc::Rc::new(rows);
-                            run.budget.take(rows.iter().map(|r| row_bytes(r)).sum())?;
-                            run.derived.insert(key, std::rc::Rc::clone(&rows));
-                            rows
-                        }
-                    };
+                    let rows = derived_rows(run, plan)?;
                     return rows_node(&rows, filter, run, row, sink);
                 }
                 Relation::WorkTable(id) => {

@@ -12,6 +12,12 @@ fn access_line(table: &SqlTable, shown: &str, access: &Access) -> String {
     };
     match access {
         Access::Scan => format!("Seq Scan on {}{alias}", table.name),
+        Access::Hash(keys) => format!(
+            "Hash Scan on {}{alias} (hashed once on {} column{})",
+            table.name,
+            keys.len(),
+            plural(keys.len())
+        ),
         Access::Key(_) => format!(
             "Index Scan using {}_pkey on {}{alias} (one row by its primary key)",
             table.name, table.name
@@ -98,7 +104,15 @@ fn tree_lines(n: &PlanNode, lock_rows: bool, out: &mut Vec<String>, depth: usize
                 Relation::Rows { relation, .. } => {
                     format!("Seq Scan on {relation} {}", source.name)
                 }
-                Relation::Subquery(_) => format!("Subquery Scan on {}", source.name),
+                Relation::Subquery(_) => match &source.access {
+                    Access::Hash(keys) => format!(
+                        "Hash Subquery Scan on {} (hashed once on {} column{})",
+                        source.name,
+                        keys.len(),
+                        plural(keys.len())
+                    ),
+                    _ => format!("Subquery Scan on {}", source.name),
+                },
                 Relation::WorkTable(_) => format!("WorkTable Scan on {}", source.name),
                 Relation::Function { func, .. } => {
                     format!("Function Scan on {} {}", func.name(), source.name)

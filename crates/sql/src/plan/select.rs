@@ -34,6 +34,12 @@ pub enum Access {
         lower: Option<(Expr, bool)>,
         upper: Option<(Expr, bool)>,
     },
+    /// Every row passing the conditions on the source alone, read once per run into a hash
+    /// table on `keys` (each a column of the source, by its position in the joined row, and the
+    /// expression over the row joined before it that it must equal): each joined row then
+    /// finds its rows there (a hash join; a NULL key finds nothing). For a source read under
+    /// many rows with no index for the join.
+    Hash(Vec<(usize, Expr)>),
 }
 
 /// What a FROM item reads.
@@ -339,6 +345,7 @@ impl PlanNode {
                         eq.iter().for_each(&mut each);
                         lower.iter().chain(upper).for_each(|(e, _)| each(e));
                     }
+                    Access::Hash(keys) => keys.iter().for_each(|(_, e)| each(e)),
                 }
                 if let Relation::Function { args, .. } = &source.relation {
                     args.iter().for_each(&mut each);
@@ -515,9 +522,13 @@ pub fn join_tree(
             .into_iter()
             .chain(std::iter::repeat_with(Vec::new)),
     );
-    for ((source, filter), after) in scans {
+    for ((mut source, filter), after) in scans {
         let filter = std::mem::take(filter);
         let left = source.left.then_some(source.width);
+        // A locking read locks each row as it finds it, as its scan does.
+        if lock.is_some() && matches!(source.access, Access::Hash(_)) {
+            source.access = Access::Scan;
+        }
         let scan = PlanNode::Scan {
             source,
             filter,
