@@ -6,6 +6,7 @@ use crate::bind::ScopeColumn;
 use crate::catalog::SqlTable;
 use crate::expr::{BinOp, Expr};
 use crate::plan::Access;
+use crate::values::datum::Datum;
 
 /// Splits a condition into its AND-ed parts.
 pub fn conjuncts(e: Expr, out: &mut Vec<Expr>) {
@@ -407,54 +408,82 @@ pub fn choose_access(table: &SqlTable, offset: usize, conditions: &[Expr]) -> Ac
     }
 }
 
+/// What a hash join's key values are: values of one class are equal as SQL compares them
+/// exactly when they are the same values (so their hash keys are the same).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum KeyClass {
+    Integer,
+    Text,
+    Exact(crate::values::types::SqlType),
+}
+
+/// The class of `e`'s values, for the expressions whose type is plain from their shape (a
+/// column, integer arithmetic, a text function of text, a cast); `None` for others.
+fn key_class(e: &Expr, scope: &[ScopeColumn]) -> Option<KeyClass> {
+    use crate::expr::Func;
+    use crate::values::types::SqlType as T;
+    let of_type = |ty: T| match ty {
+        T::Int2 | T::Int4 | T::Int8 => Some(KeyClass::Integer),
+        T::Text | T::VarChar(_) => Some(KeyClass::Text),
+        T::Bool | T::Date | T::Timestamp | T::TimestampTz | T::Uuid => Some(KeyClass::Exact(ty)),
+        _ => None,
+    };
+    match e {
+        Expr::Column(c) => of_type(scope.get(*c)?.ty),
+        Expr::Cast(_, ty) => of_type(*ty),
+        Expr::Binary(
+            BinOp::Plus | BinOp::Minus | BinOp::Multiply | BinOp::Divide | BinOp::Modulo,
+            l,
+            r,
+        ) => (key_class(l, scope)? == KeyClass::Integer
+            && key_class(r, scope)? == KeyClass::Integer)
+            .then_some(KeyClass::Integer),
+        Expr::Literal(Datum::Int(_)) => Some(KeyClass::Integer),
+        Expr::Func(Func::Ascii, _) => Some(KeyClass::Integer),
+        Expr::Func(Func::Lower | Func::Upper | Func::Substr, args) => {
+            (key_class(args.first()?, scope)? == KeyClass::Text).then_some(KeyClass::Text)
+        }
+        _ => None,
+    }
+}
+
 /// The keys of a hash join for the source whose columns are `columns` in the joined row (see
-/// `Access::Hash`), from the equalities among `conditions` between one of its columns and an
-/// column before it, if there are any: both sides of a type whose
-/// values are equal exactly when they are the same (integers, text, dates and times, uuid,
-/// booleans). `None` where there are none.
+/// `Access::Hash`), from the equalities among `conditions` between an expression over the
+/// source's columns alone and one over the columns before it (one of them at least: a
+/// constant is what an index or the scan's filter handles), both of a class whose values are
+/// equal exactly when they are the same (integers, text, dates and times, uuid, booleans).
+/// `None` where there are none.
 pub fn hash_keys(
     columns: std::ops::Range<usize>,
     conditions: &[Expr],
     scope: &[ScopeColumn],
-) -> Option<Vec<(usize, Expr)>> {
-    use crate::values::types::SqlType as T;
-    let exact = |ty: T| {
-        matches!(
-            ty,
-            T::Int2
-                | T::Int4
-                | T::Int8
-                | T::Text
-                | T::VarChar(_)
-                | T::Bool
-                | T::Date
-                | T::Timestamp
-                | T::TimestampTz
-                | T::Uuid
-        )
-    };
-    let integer = |ty: T| matches!(ty, T::Int2 | T::Int4 | T::Int8);
+) -> Option<Vec<(Expr, Expr)>> {
     let first = columns.start;
-    let mut keys = Vec::new();
+    let reads = |e: &Expr, inside: bool| {
+        let mut any = false;
+        let mut only = true;
+        e.visit(&mut |x| match x {
+            Expr::Column(c) => {
+                any = true;
+                only &= columns.contains(c) == inside && (inside || *c < first);
+            }
+            Expr::SubPlan(_) | Expr::Init(_) => only = false,
+            _ => {}
+        });
+        any && only
+    };
+    let mut keys: Vec<(Expr, Expr)> = Vec::new();
     for c in conditions {
         let Expr::Binary(BinOp::Eq, l, r) = c else {
             continue;
         };
         for (mine, other) in [(&**l, &**r), (&**r, &**l)] {
-            // A column of the source, equal to a column read before it (a constant is what an
-            // index or the scan's filter handles).
-            let (Expr::Column(col), Expr::Column(o)) = (mine, other) else {
-                continue;
-            };
-            if !columns.contains(col) || *o >= first {
+            if !reads(mine, true) || !reads(other, false) {
                 continue;
             }
-            let (Some(a), Some(b)) = (scope.get(*col), scope.get(*o)) else {
-                continue;
-            };
-            let same = exact(a.ty) && (a.ty == b.ty || (integer(a.ty) && integer(b.ty)));
-            if same && !keys.iter().any(|(k, _): &(usize, Expr)| k == col) {
-                keys.push((*col, other.clone()));
+            let class = key_class(mine, scope);
+            if class.is_some() && class == key_class(other, scope) {
+                keys.push((mine.clone(), other.clone()));
                 break;
             }
         }

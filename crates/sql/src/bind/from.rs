@@ -275,13 +275,19 @@ impl Binder<'_> {
         if let Some(w) = &select.selection {
             and_chain(w, &mut wheres);
         }
-        let (semis, plain): (Vec<_>, Vec<_>) = wheres
-            .into_iter()
-            .map(|c| (c, semi_condition(c)))
-            .partition(|(_, s)| s.is_some());
+        // An IN whose subquery reads nothing of this query is a set made once and looked up
+        // under each row (PostgreSQL's hashed subplan), not a join under each row.
+        let mut semis = Vec::new();
+        let mut plain = Vec::new();
+        for c in wheres {
+            match semi_condition(c) {
+                Some(s) if s.value.is_none() || !self.reads_alone(c) => semis.push((c, Some(s))),
+                _ => plain.push(c),
+            }
+        }
         let mut conditions = Vec::new();
         let per_row = std::mem::replace(&mut self.per_row_ok, true);
-        for e in on.into_iter().chain(plain.into_iter().map(|(c, _)| c)) {
+        for e in on.into_iter().chain(plain) {
             let bound = self.folded(e, &scope, &mut None);
             conjuncts(bound?.0, &mut conditions);
         }
@@ -340,6 +346,31 @@ impl Binder<'_> {
             fw.semi_joins.push(join);
         }
         Ok(fw)
+    }
+
+    /// Whether `c`, an `[NOT] x IN (subquery)`, has a subquery that reads nothing of the
+    /// query around it (it binds alone).
+    fn reads_alone(&mut self, c: &ast::Expr) -> bool {
+        let query = match c {
+            ast::Expr::In {
+                target: ast::InTarget::Subquery(q),
+                ..
+            } => q,
+            ast::Expr::UnaryOp { expr, .. } => {
+                let inner = match expr.as_ref() {
+                    ast::Expr::Nested(e) => e.as_ref(),
+                    e => e,
+                };
+                return self.reads_alone(inner);
+            }
+            _ => return false,
+        };
+        let (init, work_tables) = (self.init.len(), self.work_tables);
+        let alone = self.select(query).is_ok();
+        // Only a look: the condition is bound where it is used.
+        self.init.truncate(init);
+        self.work_tables = work_tables;
+        alone
     }
 
     /// A subquery condition of the WHERE as a join under the outer row (whose columns are

@@ -355,7 +355,7 @@ type Hashed = HashMap<String, Vec<Vec<Datum>>>;
 /// alone (which read nothing of the row before it, so hold for every row), by key.
 fn hash_join(
     source: &Source,
-    keys: &[(usize, Expr)],
+    keys: &[(Expr, Expr)],
     filter: &[Expr],
     run: &mut Run<'_, '_, '_>,
     row: &mut Vec<Datum>,
@@ -396,7 +396,7 @@ fn hash_join(
 /// The hash table of `source` for `hash_join`.
 fn build_hash(
     source: &Source,
-    keys: &[(usize, Expr)],
+    keys: &[(Expr, Expr)],
     filter: &[Expr],
     run: &mut Run<'_, '_, '_>,
 ) -> Result<Hashed> {
@@ -449,12 +449,15 @@ fn build_hash(
     };
     let mut hashed = Hashed::new();
     let mut key = Vec::with_capacity(keys.len());
+    let mut joined = before;
     'rows: for r in rows {
+        joined.truncate(source.offset);
+        joined.extend_from_slice(&r);
         key.clear();
-        for (c, _) in keys {
-            match &r[c - source.offset] {
+        for (k, _) in keys {
+            match k.eval(&joined, run.cx)? {
                 Datum::Null => continue 'rows,
-                v => key.push(v.clone()),
+                v => key.push(v),
             }
         }
         let k = group_key(&key);

@@ -35,11 +35,11 @@ pub enum Access {
         upper: Option<(Expr, bool)>,
     },
     /// Every row passing the conditions on the source alone, read once per run into a hash
-    /// table on `keys` (each a column of the source, by its position in the joined row, and the
-    /// expression over the row joined before it that it must equal): each joined row then
-    /// finds its rows there (a hash join; a NULL key finds nothing). For a source read under
-    /// many rows with no index for the join.
-    Hash(Vec<(usize, Expr)>),
+    /// table on `keys` (each an expression over the source's columns, and the expression over
+    /// the row joined before it that it must equal): each joined row then finds its rows there
+    /// (a hash join; a NULL key finds nothing). For a source read under many rows with no
+    /// index for the join.
+    Hash(Vec<(Expr, Expr)>),
 }
 
 /// What a FROM item reads.
@@ -345,7 +345,10 @@ impl PlanNode {
                         eq.iter().for_each(&mut each);
                         lower.iter().chain(upper).for_each(|(e, _)| each(e));
                     }
-                    Access::Hash(keys) => keys.iter().for_each(|(_, e)| each(e)),
+                    Access::Hash(keys) => keys.iter().for_each(|(k, e)| {
+                        each(k);
+                        each(e);
+                    }),
                 }
                 if let Relation::Function { args, .. } = &source.relation {
                     args.iter().for_each(&mut each);
