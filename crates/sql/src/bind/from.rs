@@ -33,6 +33,10 @@ pub(crate) struct FromWhere {
     /// WHERE conditions holding correlated subqueries: checked on the joined rows, where
     /// the executor can run them.
     pub post_filter: Vec<Expr>,
+    /// Where the sources are joined in another order than FROM lists them (see
+    /// `join_order`): for each FROM item, its source's position in `sources` (`SELECT *`
+    /// shows their columns in FROM's order).
+    pub from_order: Option<Vec<usize>>,
 }
 
 impl FromWhere {
@@ -218,8 +222,33 @@ fn semi_condition(c: &ast::Expr) -> Option<SemiCondition<'_>> {
 
 impl Binder<'_> {
     /// Binds `select`'s FROM and WHERE inside a query whose columns are `outer` (none at the
-    /// top).
+    /// top), its sources joined in the order `join_order` chooses.
     pub(crate) fn bind_from_where(
+        &mut self,
+        select: &ast::Select,
+        outer: &[ScopeColumn],
+    ) -> Result<FromWhere> {
+        let (init, work_tables) = (self.init.len(), self.work_tables);
+        let written = self.bind_from_where_as_written(select, outer)?;
+        let Some(order) = super::join_order::choose(select, &written.sources, &written.filters)
+        else {
+            return Ok(written);
+        };
+        // Bound again in that order: what the first binding planned is not the statement's.
+        self.init.truncate(init);
+        self.work_tables = work_tables;
+        let mut reordered = select.clone();
+        reordered.from = order.iter().map(|&i| select.from[i].clone()).collect();
+        let mut fw = self.bind_from_where_as_written(&reordered, outer)?;
+        let from_order = (0..order.len())
+            .map(|p| order.iter().position(|&x| x == p).unwrap_or(p))
+            .collect();
+        fw.from_order = Some(from_order);
+        Ok(fw)
+    }
+
+    /// Binds `select`'s FROM and WHERE with its sources joined in the order written.
+    fn bind_from_where_as_written(
         &mut self,
         select: &ast::Select,
         outer: &[ScopeColumn],
@@ -311,6 +340,7 @@ impl Binder<'_> {
             after_join: (0..levels).map(|_| Vec::new()).collect(),
             semi_joins: Vec::new(),
             post_filter,
+            from_order: None,
         };
         for c in conditions {
             fw.place(c);
@@ -331,11 +361,23 @@ impl Binder<'_> {
             if let Relation::Table(t) = &s.relation {
                 s.access = choose_access(t, s.offset, f);
             }
-            // A source read in full under each row before it, with no index for the join:
-            // read once into a hash table instead.
+            // A source read in full under each row before it, with no index for the join (or
+            // one pinning fewer of its columns than the join's equalities do): read once into
+            // a hash table instead.
+            let pinned = match &s.access {
+                Access::Scan => Some(0),
+                Access::Range {
+                    eq,
+                    lower: None,
+                    upper: None,
+                    ..
+                } => Some(eq.len()),
+                _ => None,
+            };
             if matches!(s.relation, Relation::Table(_) | Relation::Subquery(_))
-                && matches!(s.access, Access::Scan)
+                && let Some(pinned) = pinned
                 && let Some(keys) = hash_keys(s.offset..s.offset + s.width, f, &fw.scope)
+                && keys.len() > pinned
             {
                 s.access = Access::Hash(keys);
             }

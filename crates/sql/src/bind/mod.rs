@@ -6,7 +6,8 @@
 //!   [`Prepared`](crate::plan::Prepared) plans, each kind of statement, with `ddl` for CREATE
 //!   TABLE, indexes and GRANT/REVOKE;
 //! - `select` and `dml`: the statements that read and write rows, with `from` for FROM and
-//!   WHERE, `access` for how a table's rows are found and where conditions are checked,
+//!   WHERE, `join_order` for the order a FROM list is joined in, `access` for how a table's
+//!   rows are found and where conditions are checked,
 //!   (joins, derived tables, subqueries as semi joins) and `subquery` for subqueries in
 //!   expressions, `arrays` for arrays, `set_ops` for UNION, INTERSECT, EXCEPT and VALUES,
 //!   `with` for WITH queries, `view` for views (made and read);
@@ -27,6 +28,7 @@ pub(crate) mod dml;
 mod expr;
 mod from;
 pub(crate) mod functions;
+mod join_order;
 mod on_conflict;
 mod parse;
 pub(crate) mod role_statement;

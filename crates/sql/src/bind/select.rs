@@ -93,6 +93,7 @@ impl Binder<'_> {
             after_join,
             semi_joins,
             post_filter,
+            from_order,
         } = self.bind_from_where(select, outer)?;
 
         // Grouping.
@@ -158,7 +159,15 @@ impl Binder<'_> {
                     if aggregating {
                         return Err(SqlError::syntax("SELECT * with GROUP BY"));
                     }
-                    let own = scope.iter().enumerate();
+                    // In FROM's order, however the sources are joined.
+                    let positions: Vec<usize> = match &from_order {
+                        Some(order) => order
+                            .iter()
+                            .flat_map(|&s| sources[s].offset..sources[s].offset + sources[s].width)
+                            .collect(),
+                        None => (0..scope.len()).collect(),
+                    };
+                    let own = positions.into_iter().map(|i| (i, &scope[i]));
                     for (i, c) in own.filter(|(_, c)| !c.outer && !c.merged) {
                         projection.push(Expr::Column(i));
                         columns.push(OutputColumn {

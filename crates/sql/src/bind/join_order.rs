@@ -1,0 +1,164 @@
+//! The order a FROM list's tables are joined in, when it names three or more without explicit
+//! joins (`FROM a, b, c WHERE ...`): chosen greedily from the conditions, as there are no
+//! statistics. The smallest source first (its rows as the catalog counts them, scaled by the
+//! conditions on it alone), then each time the source the conditions connect to those joined
+//! whose rows each joined row finds most cheaply (by its whole primary key first, else its
+//! rows scaled by the equalities joining it), a source no condition connects only when none
+//! is left that one does.
+//!
+//! Must never reorder what the order changes the meaning of: explicit joins (outer joins,
+//! USING), or functions in FROM (which read the sources before them).
+
+use crate::expr::{BinOp, Expr};
+use crate::plan::{Access, Relation, Source};
+use sqlparser::ast;
+
+/// How many rows a derived table (or other source the catalog does not count) is taken to
+/// have.
+const UNCOUNTED_ROWS: f64 = 1000.0;
+
+/// The order to join `select`'s FROM items in (positions in its FROM list), if it is not the
+/// written one, given its `sources` and conditions by level (`filters`) bound in the written
+/// order.
+pub(super) fn choose(
+    select: &ast::Select,
+    sources: &[Source],
+    filters: &[Vec<Expr>],
+) -> Option<Vec<usize>> {
+    let n = sources.len();
+    if n < 3 || select.from.len() != n || select.from.iter().any(|t| !t.joins.is_empty()) {
+        return None;
+    }
+    let first_column = sources[0].offset;
+    let source_of = |c: usize| {
+        sources
+            .iter()
+            .position(|s| (s.offset..s.offset + s.width).contains(&c))
+    };
+    // The sources each condition reads (an enclosing query's columns are constants here).
+    let conditions: Vec<(&Expr, Vec<usize>)> = filters
+        .iter()
+        .flatten()
+        .map(|c| {
+            let mut reads = Vec::new();
+            c.visit(&mut |e| {
+                if let Expr::Column(col) = e
+                    && *col >= first_column
+                    && let Some(s) = source_of(*col)
+                    && !reads.contains(&s)
+                {
+                    reads.push(s);
+                }
+            });
+            (c, reads)
+        })
+        .collect();
+    let mut rows = Vec::with_capacity(n);
+    for (i, s) in sources.iter().enumerate() {
+        let base = match &s.relation {
+            Relation::Table(t) => t.engine.slots_allocated().max(1) as f64,
+            Relation::Rows { rows, .. } => rows.len().max(1) as f64,
+            Relation::Subquery(_) | Relation::WorkTable(_) => UNCOUNTED_ROWS,
+            Relation::Function { .. } => return None,
+        };
+        let alone = conditions.iter().filter(|(_, r)| r.as_slice() == [i]);
+        let scaled = alone.fold(base, |rows, (c, _)| {
+            rows * match c {
+                Expr::Binary(BinOp::Eq, ..) => 0.05,
+                _ => 0.25,
+            }
+        });
+        // One row by its whole key, from constants (not from the sources before it).
+        let keyed = matches!(&s.access, Access::Key(key)
+            if key.iter().all(|e| e.max_column().is_none_or(|m| m < first_column)));
+        rows.push(if keyed { 1.0 } else { scaled.max(1.0) });
+    }
+    // The rows a source finds for each joined row once `joined` are: one by its whole primary
+    // key bound by equalities, else (a hash join or a scan) all its rows.
+    let per_row = |c: usize, joined: &[usize]| -> f64 {
+        let s = &sources[c];
+        let Relation::Table(t) = &s.relation else {
+            return rows[c];
+        };
+        let bound = |col: usize| {
+            conditions.iter().any(|(e, reads)| {
+                let Expr::Binary(BinOp::Eq, l, r) = e else {
+                    return false;
+                };
+                let other_known = reads.iter().all(|x| *x == c || joined.contains(x));
+                other_known
+                    && [(&**l, &**r), (&**r, &**l)].iter().any(|(mine, other)| {
+                        matches!(mine, Expr::Column(m) if *m == s.offset + col)
+                            && other
+                                .max_column()
+                                .is_none_or(|m| m < s.offset || m >= s.offset + s.width)
+                    })
+            })
+        };
+        if !t.primary_key.is_empty() && t.primary_key.iter().all(|&k| bound(k)) {
+            return 1.0;
+        }
+        // Each equality joining it keeps a share of its rows: one on its key's columns alone
+        // (a function of them, or part of them) few, one on another column more, one on an
+        // expression of other columns (a state's first letter) most.
+        let key_column = |col: usize| t.primary_key.contains(&(col - s.offset));
+        let own = s.offset..s.offset + s.width;
+        let mut share = 1.0;
+        for (e, reads) in &conditions {
+            let Expr::Binary(BinOp::Eq, l, r) = e else {
+                continue;
+            };
+            if !reads.contains(&c) || reads.iter().any(|x| *x != c && !joined.contains(x)) {
+                continue;
+            }
+            let Some(side) = [&**l, &**r].into_iter().find(|side| {
+                let mut all_own = true;
+                let mut any = false;
+                side.visit(&mut |x| {
+                    if let Expr::Column(col) = x {
+                        any = true;
+                        all_own &= own.contains(col);
+                    }
+                });
+                any && all_own
+            }) else {
+                continue;
+            };
+            let mut on_key = true;
+            side.visit(&mut |x| {
+                if let Expr::Column(col) = x {
+                    on_key &= key_column(*col);
+                }
+            });
+            share *= match side {
+                _ if on_key => 0.001,
+                Expr::Column(_) => 0.01,
+                _ => 0.1,
+            };
+        }
+        (rows[c] * share).max(1.0)
+    };
+    let connected = |c: usize, joined: &[usize]| {
+        conditions.iter().any(|(_, reads)| {
+            reads.contains(&c)
+                && reads.len() > 1
+                && reads.iter().all(|x| *x == c || joined.contains(x))
+        })
+    };
+    let mut order: Vec<usize> = Vec::with_capacity(n);
+    let smallest = |order: &[usize], pick: &dyn Fn(usize) -> Option<f64>| {
+        (0..n)
+            .filter(|c| !order.contains(c))
+            .filter_map(|c| Some((c, pick(c)?)))
+            .min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)))
+            .map(|(c, _)| c)
+    };
+    while order.len() < n {
+        let next = smallest(&order, &|c| {
+            (!order.is_empty() && connected(c, &order)).then(|| per_row(c, &order))
+        })
+        .or_else(|| smallest(&order, &|c| Some(rows[c])))?;
+        order.push(next);
+    }
+    (order.iter().enumerate().any(|(i, &c)| i != c)).then_some(order)
+}
