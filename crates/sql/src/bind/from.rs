@@ -229,7 +229,7 @@ impl Binder<'_> {
         outer: &[ScopeColumn],
     ) -> Result<FromWhere> {
         let (init, work_tables) = (self.init.len(), self.work_tables);
-        let written = self.bind_from_where_as_written(select, outer)?;
+        let written = self.bind_from_where_as_written(select, outer, false)?;
         let Some(order) = super::join_order::choose(select, &written.sources, &written.filters)
         else {
             return Ok(written);
@@ -239,7 +239,7 @@ impl Binder<'_> {
         self.work_tables = work_tables;
         let mut reordered = select.clone();
         reordered.from = order.iter().map(|&i| select.from[i].clone()).collect();
-        let mut fw = self.bind_from_where_as_written(&reordered, outer)?;
+        let mut fw = self.bind_from_where_as_written(&reordered, outer, true)?;
         let from_order = (0..order.len())
             .map(|p| order.iter().position(|&x| x == p).unwrap_or(p))
             .collect();
@@ -247,11 +247,13 @@ impl Binder<'_> {
         Ok(fw)
     }
 
-    /// Binds `select`'s FROM and WHERE with its sources joined in the order written.
+    /// Binds `select`'s FROM and WHERE with its sources joined in the order written (`reordered`:
+    /// an order `join_order` chose).
     fn bind_from_where_as_written(
         &mut self,
         select: &ast::Select,
         outer: &[ScopeColumn],
+        reordered: bool,
     ) -> Result<FromWhere> {
         let mut sources = Vec::new();
         let mut scope: Vec<ScopeColumn> = outer
@@ -366,12 +368,14 @@ impl Binder<'_> {
             // a hash table instead.
             let pinned = match &s.access {
                 Access::Scan => Some(0),
+                // Only in a FROM list joined in a chosen order (a query over many rows, as
+                // far as the planner can tell): elsewhere the index serves a lookup best.
                 Access::Range {
                     eq,
                     lower: None,
                     upper: None,
                     ..
-                } => Some(eq.len()),
+                } if reordered => Some(eq.len()),
                 _ => None,
             };
             if matches!(s.relation, Relation::Table(_) | Relation::Subquery(_))
