@@ -173,12 +173,7 @@ pub(super) fn alter(
                     .iter()
                     .map(|v| format!("view {v} depends on {what}"))
                     .collect();
-                SqlError::new(
-                    sqlstate::DEPENDENT_OBJECTS_STILL_EXIST,
-                    format!("cannot drop {what} because other objects depend on it"),
-                )
-                .with_detail(lines.join("\n"))
-                .with_hint("Use DROP ... CASCADE to drop the dependent objects too.")
+                super::still_depended_on(&what, &lines)
             }
             ColumnChange::Rename { from, .. } => SqlError::new(
                 sqlstate::FEATURE_NOT_SUPPORTED,

@@ -161,12 +161,7 @@ pub(super) fn dependent_views(
                 .iter()
                 .map(|v| format!("view {} depends on {what}", v.name))
                 .collect();
-            return Err(SqlError::new(
-                sqlstate::DEPENDENT_OBJECTS_STILL_EXIST,
-                format!("cannot drop {what} because other objects depend on it"),
-            )
-            .with_detail(lines.join("\n"))
-            .with_hint("Use DROP ... CASCADE to drop the dependent objects too."));
+            return Err(super::still_depended_on(&what, &lines));
         }
         // As PostgreSQL: the role must own what it names, not what goes with it.
         dropped.extend(readers);

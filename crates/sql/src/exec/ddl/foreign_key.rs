@@ -192,12 +192,7 @@ pub(super) fn depended_on(what: &str, by: &[Referencing], on: &str) -> SqlError 
             )
         })
         .collect();
-    SqlError::new(
-        sqlstate::DEPENDENT_OBJECTS_STILL_EXIST,
-        format!("cannot drop {what} because other objects depend on it"),
-    )
-    .with_detail(lines.join("\n"))
-    .with_hint("Use DROP ... CASCADE to drop the dependent objects too.")
+    super::still_depended_on(what, &lines)
 }
 
 /// Refuses to drop the primary key or unique index `index` of `table` (its name) while a

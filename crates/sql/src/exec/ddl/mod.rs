@@ -255,6 +255,17 @@ fn table_to_change(tables: &Tables<'_>, name: &str, what: &str) -> Result<Arc<Sq
     }
 }
 
+/// 2BP01: `what` (`table p`, `column c of table t`) cannot go while the objects each of
+/// `lines` names depend on it (`view v depends on table p`).
+fn still_depended_on(what: &str, lines: &[String]) -> SqlError {
+    SqlError::new(
+        sqlstate::DEPENDENT_OBJECTS_STILL_EXIST,
+        format!("cannot drop {what} because other objects depend on it"),
+    )
+    .with_detail(lines.join("\n"))
+    .with_hint("Use DROP ... CASCADE to drop the dependent objects too.")
+}
+
 /// What `ALTER TABLE ... ADD CONSTRAINT` on a sequence or view says.
 const ADD_CONSTRAINT: &str = "ALTER action ADD CONSTRAINT cannot be performed on";
 
