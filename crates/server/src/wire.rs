@@ -76,6 +76,10 @@ pub fn data_row(values: &[Datum], columns: &[OutputColumn], format: &Format) -> 
                     buf.put_slice(parts.join(" ").as_bytes());
                     Some(())
                 }
+                (Datum::Text(t), Some(ty @ SqlType::Char(_))) => {
+                    buf.put_slice(ty.shown(t).as_bytes());
+                    Some(())
+                }
                 _ => v.to_text().map(|t| buf.put_slice(t.as_bytes())),
             },
             FieldFormat::Binary => {
@@ -113,6 +117,7 @@ fn encode_binary(v: &Datum, ty: SqlType, buf: &mut BytesMut) -> Option<()> {
         (Datum::Numeric(n), _) => encode_numeric(n, buf),
         (Datum::Array(values), SqlType::Array(e)) => encode_array(values, e.ty(), buf),
         // Its 16 bytes, from the canonical text the value is held as.
+        (Datum::Text(t), SqlType::Char(_)) => buf.put_slice(ty.shown(t).as_bytes()),
         (Datum::Text(t), SqlType::Uuid) => {
             let hex: String = t.chars().filter(|c| *c != '-').collect();
             buf.put_u128(u128::from_str_radix(&hex, 16).unwrap_or_default());

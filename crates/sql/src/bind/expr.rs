@@ -13,7 +13,7 @@ use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::{BinOp, Expr, Func};
 use crate::plan::{AggCall, AggFunc};
 use crate::values::datum::Datum;
-use crate::values::types::SqlType;
+use crate::values::types::{LENGTH_MAX, SqlType};
 
 use super::typing::*;
 
@@ -439,7 +439,9 @@ impl<'c> Binder<'c> {
         scope: &[ScopeColumn],
         g: &mut Option<&mut Grouping>,
     ) -> Result<(Expr, SqlType)> {
-        let (x, _) = self.expr(expr, scope, g)?;
+        let (x, t) = self.expr(expr, scope, g)?;
+        // ('a'::char(3) LIKE 'a' is false.)
+        let x = with_char_padding(x, t);
         let (p, _) = self.expr(pattern, scope, g)?;
         self.infer(&p, SqlType::Text);
         Ok((Expr::Binary(op, Box::new(x), Box::new(p)), SqlType::Bool))
@@ -553,6 +555,24 @@ impl<'c> Binder<'c> {
                 } else {
                     (literal_as(l, hint(rt))?, literal_as(r, hint(lt))?)
                 };
+                // A varchar compared with a char(n) is compared as a char (PostgreSQL's
+                // bpchar operators: trailing spaces do not count).
+                let compares = matches!(
+                    op,
+                    BinaryOperator::Eq
+                        | BinaryOperator::NotEq
+                        | BinaryOperator::Lt
+                        | BinaryOperator::LtEq
+                        | BinaryOperator::Gt
+                        | BinaryOperator::GtEq
+                );
+                let as_char = |e: Expr, t: SqlType, other: SqlType| match (t, other) {
+                    (SqlType::VarChar(_), SqlType::Char(_)) if compares => {
+                        Expr::Cast(Box::new(e), SqlType::Char(LENGTH_MAX))
+                    }
+                    _ => e,
+                };
+                let (l, r) = (as_char(l, lt, rt), as_char(r, rt, lt));
                 let (op, ty) = match op {
                     BinaryOperator::Eq => (BinOp::Eq, SqlType::Bool),
                     BinaryOperator::NotEq => (BinOp::NotEq, SqlType::Bool),

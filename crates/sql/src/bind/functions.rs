@@ -264,8 +264,28 @@ impl Binder<'_> {
                 args = unified;
                 (Func::Coalesce, 1..=100, ty)
             }
-            "concat" => (Func::Concat, 1..=100, SqlType::Text),
-            "concat_ws" => (Func::ConcatWs, 1..=100, SqlType::Text),
+            "concat" | "concat_ws" => {
+                // Their values are "any" (a char(n) padded); concat_ws's separator is text.
+                let first = usize::from(name == "concat_ws");
+                args = args
+                    .into_iter()
+                    .zip(&types)
+                    .enumerate()
+                    .map(|(i, (a, t))| {
+                        if i < first {
+                            a
+                        } else {
+                            crate::bind::typing::with_char_padding(a, *t)
+                        }
+                    })
+                    .collect();
+                let func = if name == "concat" {
+                    Func::Concat
+                } else {
+                    Func::ConcatWs
+                };
+                (func, 1..=100, SqlType::Text)
+            }
             "ltrim" => (Func::LTrim, 1..=2, SqlType::Text),
             "rtrim" => (Func::RTrim, 1..=2, SqlType::Text),
             "btrim" => (Func::BTrim, 1..=2, SqlType::Text),

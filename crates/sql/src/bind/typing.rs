@@ -67,6 +67,19 @@ pub(crate) fn number(text: &str) -> Result<(Expr, SqlType)> {
     }
 }
 
+/// `e` (of type `t`) as the functions that see a `char(n)` with its padding take it: LIKE,
+/// `concat`, `concat_ws` (PostgreSQL stores it padded; other text functions and casts to text
+/// drop the padding, as the value is held here).
+pub(crate) fn with_char_padding(e: Expr, t: SqlType) -> Expr {
+    match t {
+        SqlType::Char(n) if n < crate::values::types::LENGTH_MAX => Expr::Func(
+            crate::expr::Func::RPad,
+            vec![e, Expr::Literal(Datum::Int(n.into()))],
+        ),
+        _ => e,
+    }
+}
+
 /// A string literal (of no type yet, as PostgreSQL's `unknown`) met by a value of type `ty`
 /// becomes a value of that type at once, as PostgreSQL resolves it: `int_col = 'abc'` fails
 /// with 22P02 when bound, and `char_col = 'a  '` compares without the literal's trailing

@@ -397,7 +397,17 @@ impl Datum {
             (Datum::Null, _) => Datum::Null,
             (Datum::Text(s), SqlType::Text) => Datum::Text(s),
             (Datum::Text(s), SqlType::VarChar(n)) => Datum::Text(fit(s, n, false)?),
-            (Datum::Text(s), SqlType::Char(n)) => Datum::Text(fit(s, n, true)?),
+            // Held without its trailing spaces, which `char(n)` does not count (as the
+            // engine's rows give it back): padded to `n` only where a client sees it.
+            (Datum::Text(s), SqlType::Char(n)) => {
+                let s = fit(s, n, true)?;
+                let kept = s.trim_end_matches(' ').len();
+                Datum::Text(if kept == s.len() {
+                    s
+                } else {
+                    s[..kept].to_owned()
+                })
+            }
             // Cut to their length in bytes, as PostgreSQL cuts them.
             (Datum::Text(s), SqlType::Name) => Datum::Text(byte_prefix(s, NAME_MAX)),
             (Datum::Text(s), SqlType::CharByte) => Datum::Text(byte_prefix(s, 1)),

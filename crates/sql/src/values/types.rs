@@ -58,7 +58,8 @@ pub enum SqlType {
     Text,
     /// `varchar(n)`: at most `n` characters.
     VarChar(u32),
-    /// `char(n)`: `n` characters.
+    /// `char(n)`: `n` characters, shown padded with spaces to `n` (`Char(LENGTH_MAX)` is
+    /// `bpchar` of no length, never padded). Its values are held without trailing spaces.
     Char(u32),
     /// `timestamp` (without time zone), microseconds.
     Timestamp,
@@ -150,7 +151,7 @@ impl ArrayElem {
             ArrayElem::Numeric => SqlType::Numeric(None),
             ArrayElem::Text => SqlType::Text,
             ArrayElem::VarChar => SqlType::VarChar(LENGTH_MAX),
-            ArrayElem::Char => SqlType::Char(u32::from(TEXT_KEY_MAX)),
+            ArrayElem::Char => SqlType::Char(LENGTH_MAX),
             ArrayElem::Name => SqlType::Name,
             ArrayElem::CharByte => SqlType::CharByte,
             ArrayElem::Oid => SqlType::Oid,
@@ -225,6 +226,22 @@ impl ArrayElem {
 pub const NAME_MAX: usize = 63;
 
 impl SqlType {
+    /// `s`, a value of this type, as a client sees it: a `char(n)` padded with spaces to `n`
+    /// characters (PostgreSQL stores it padded; the value is held without them).
+    pub fn shown<'a>(self, s: &'a str) -> std::borrow::Cow<'a, str> {
+        match self {
+            SqlType::Char(n) if n < LENGTH_MAX => {
+                let missing = (n as usize).saturating_sub(s.chars().count());
+                if missing == 0 {
+                    s.into()
+                } else {
+                    format!("{s}{:missing$}", "").into()
+                }
+            }
+            _ => s.into(),
+        }
+    }
+
     /// The type's name as PostgreSQL prints it.
     pub fn name(self) -> String {
         match self {
@@ -295,7 +312,7 @@ impl SqlType {
             23 => SqlType::Int4,
             25 | 705 => SqlType::Text,
             700 | 701 => SqlType::Float8,
-            1042 => SqlType::Char(u32::from(TEXT_KEY_MAX)),
+            1042 => SqlType::Char(LENGTH_MAX),
             1043 => SqlType::VarChar(LENGTH_MAX),
             1114 => SqlType::Timestamp,
             1184 => SqlType::TimestampTz,
