@@ -23,6 +23,10 @@ pub mod sqlstate {
     pub const AMBIGUOUS_FUNCTION: &str = "42725";
     pub const DATATYPE_MISMATCH: &str = "42804";
     pub const GROUPING_ERROR: &str = "42803";
+    pub const WINDOWING_ERROR: &str = "42P20";
+    pub const INVALID_ARGUMENT_FOR_NTILE: &str = "22014";
+    pub const INVALID_ARGUMENT_FOR_NTH_VALUE: &str = "22016";
+    pub const INVALID_PRECEDING_OR_FOLLOWING_SIZE: &str = "22013";
     pub const INVALID_PARAMETER_VALUE: &str = "22023";
     pub const INVALID_SQL_STATEMENT_NAME: &str = "26000";
     pub const INVALID_TEXT_REPRESENTATION: &str = "22P02";

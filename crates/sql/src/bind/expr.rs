@@ -73,12 +73,29 @@ pub fn aggregate_func(name: &str) -> Option<AggFunc> {
 /// Whether `e` calls an aggregate function (outside any subquery: a subquery's aggregates are
 /// its own).
 pub fn has_aggregate(e: &ast::Expr) -> bool {
+    has_call(e, &|f| {
+        f.over.is_none()
+            && object_name(&f.name)
+                .ok()
+                .and_then(|n| aggregate_func(&n))
+                .is_some()
+    })
+}
+
+/// Whether `e` calls a window function (`f(...) OVER ...`) outside its subqueries.
+pub fn has_window(e: &ast::Expr) -> bool {
+    has_call(e, &|f| f.over.is_some())
+}
+
+/// Whether `e` holds a call `wanted` picks, outside its subqueries.
+fn has_call(e: &ast::Expr, wanted: &dyn Fn(&ast::Function) -> bool) -> bool {
     use std::ops::ControlFlow;
-    /// Finds an aggregate call, counting how deep in subqueries it is.
-    struct Finder {
+    /// Finds a call, counting how deep in subqueries it is.
+    struct Finder<'a> {
         depth: usize,
+        wanted: &'a dyn Fn(&ast::Function) -> bool,
     }
-    impl ast::Visitor for Finder {
+    impl ast::Visitor for Finder<'_> {
         type Break = ();
         fn pre_visit_query(&mut self, _: &ast::Query) -> ControlFlow<()> {
             self.depth += 1;
@@ -90,20 +107,14 @@ pub fn has_aggregate(e: &ast::Expr) -> bool {
         }
         fn pre_visit_expr(&mut self, e: &ast::Expr) -> ControlFlow<()> {
             match e {
-                ast::Expr::Function(f)
-                    if self.depth == 0
-                        && object_name(&f.name)
-                            .ok()
-                            .and_then(|n| aggregate_func(&n))
-                            .is_some() =>
-                {
+                ast::Expr::Function(f) if self.depth == 0 && (self.wanted)(f) => {
                     ControlFlow::Break(())
                 }
                 _ => ControlFlow::Continue(()),
             }
         }
     }
-    ast::Visit::visit(e, &mut Finder { depth: 0 }).is_break()
+    ast::Visit::visit(e, &mut Finder { depth: 0, wanted }).is_break()
 }
 
 /// Binds statements: the catalog to resolve tables in, and the parameters met so far.
@@ -141,6 +152,9 @@ pub struct Binder<'c> {
     /// The views whose queries are being bound, innermost last (a view reading itself is
     /// refused).
     pub(crate) views_open: Vec<String>,
+    /// The window function calls of the select list and ORDER BY being bound (`None` where
+    /// none may be: WHERE, GROUP BY, HAVING, other statements).
+    pub(crate) windows: Option<crate::bind::window::Windows>,
 }
 
 impl<'c> Binder<'c> {
@@ -160,6 +174,7 @@ impl<'c> Binder<'c> {
             reads_settings: false,
             view_owner: None,
             views_open: Vec::new(),
+            windows: None,
         }
     }
 
@@ -234,9 +249,15 @@ impl<'c> Binder<'c> {
         scope: &[ScopeColumn],
         grouping: &mut Option<&mut Grouping>,
     ) -> Result<(Expr, SqlType)> {
+        if let ast::Expr::Function(f) = e
+            && f.over.is_some()
+        {
+            return self.window_call(f, scope, grouping);
+        }
         if let Some(g) = grouping.as_deref_mut() {
             // A grouping expression, however written, is a column of the aggregated row.
             if !has_aggregate(e)
+                && !has_window(e)
                 && let Ok((bound, ty)) = self.expr(e, scope, &mut None)
             {
                 if let Some(i) = g.group_by.iter().position(|x| *x == bound) {
@@ -249,7 +270,7 @@ impl<'c> Binder<'c> {
             if let ast::Expr::Function(f) = e
                 && let Some(func) = aggregate_func(&object_name(&f.name)?)
             {
-                let call = self.aggregate(func, f, scope)?;
+                let call = self.aggregate(func, f, scope, None)?;
                 let ty = call.ty;
                 let at = g.group_by.len() + g.calls.len();
                 g.calls.push(call);
@@ -312,16 +333,32 @@ impl<'c> Binder<'c> {
         Ok((only, SqlType::Bool))
     }
 
-    fn aggregate(
+    /// Aggregate call `f` over rows of `scope`; as a window function (`over`: the grouping its
+    /// argument is bound with, the query's), over the frame of each row.
+    pub(crate) fn aggregate(
         &mut self,
         func: AggFunc,
         f: &ast::Function,
         scope: &[ScopeColumn],
+        mut over: Option<&mut Option<&mut Grouping>>,
     ) -> Result<AggCall> {
         let FunctionArguments::List(list) = &f.args else {
             return Err(SqlError::syntax(format!("{} needs an argument", f.name)));
         };
-        if f.over.is_some() {
+        let window = over.is_some();
+        if window && !list.clauses.is_empty() {
+            return Err(SqlError::new(
+                sqlstate::FEATURE_NOT_SUPPORTED,
+                "aggregate ORDER BY is not implemented for window functions",
+            ));
+        }
+        if window && list.duplicate_treatment == Some(ast::DuplicateTreatment::Distinct) {
+            return Err(SqlError::new(
+                sqlstate::FEATURE_NOT_SUPPORTED,
+                "DISTINCT is not implemented for window functions",
+            ));
+        }
+        if f.over.is_some() && !window {
             return Err(SqlError::unsupported(format!(
                 "{} as a window function",
                 f.name
@@ -346,13 +383,16 @@ impl<'c> Binder<'c> {
         }
         let filter = match &f.filter {
             Some(condition) => {
-                if has_aggregate(condition) {
+                if has_aggregate(condition) && !window {
                     return Err(SqlError::new(
                         sqlstate::GROUPING_ERROR,
                         "aggregate functions are not allowed in FILTER",
                     ));
                 }
-                let (e, ty) = self.expr(condition, scope, &mut None)?;
+                let (e, ty) = match over.as_deref_mut() {
+                    Some(g) => self.expr(condition, scope, g)?,
+                    None => self.expr(condition, scope, &mut None)?,
+                };
                 require_boolean("FILTER", ty)?;
                 Some(e)
             }
@@ -386,15 +426,24 @@ impl<'c> Binder<'c> {
         }
         let arg = match args {
             [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)] if func == AggFunc::Count => None,
-            [FunctionArg::Unnamed(FunctionArgExpr::Expr(a))] => {
-                if has_aggregate(a) {
-                    return Err(SqlError::new(
-                        sqlstate::GROUPING_ERROR,
-                        "aggregate function calls cannot be nested",
-                    ));
+            [FunctionArg::Unnamed(FunctionArgExpr::Expr(a))] => match over {
+                Some(g) => Some(self.expr(a, scope, g)?),
+                None => {
+                    if has_aggregate(a) {
+                        return Err(SqlError::new(
+                            sqlstate::GROUPING_ERROR,
+                            "aggregate function calls cannot be nested",
+                        ));
+                    }
+                    if has_window(a) {
+                        return Err(SqlError::new(
+                            sqlstate::GROUPING_ERROR,
+                            "aggregate function calls cannot contain window function calls",
+                        ));
+                    }
+                    Some(self.expr(a, scope, &mut None)?)
                 }
-                Some(self.expr(a, scope, &mut None)?)
-            }
+            },
             _ => return Err(SqlError::syntax(format!("wrong arguments to {}", f.name))),
         };
         let arg_ty = arg.as_ref().map(|(_, t)| *t);

@@ -264,6 +264,20 @@ impl Binder<'_> {
                 args = unified;
                 (Func::Coalesce, 1..=100, ty)
             }
+            // Of the first argument's type, the second compared with it as `=` would.
+            "nullif" if args.len() == 2 => {
+                self.infer(&args[1], types[0]);
+                self.infer(&args[0], types[1]);
+                let second = crate::bind::typing::literal_as(args[1].clone(), types[0])?;
+                let first = crate::bind::typing::literal_as(args[0].clone(), types[1])?;
+                let ty = if is_unknown(&args[0]) {
+                    types[1]
+                } else {
+                    types[0]
+                };
+                args = vec![first, second];
+                (Func::NullIf, 2..=2, ty)
+            }
             "concat" | "concat_ws" => {
                 // Their values are "any" (a char(n) padded); concat_ws's separator is text.
                 let first = usize::from(name == "concat_ws");

@@ -10,7 +10,8 @@
 //!   rows are found and where conditions are checked,
 //!   (joins, derived tables, subqueries as semi joins) and `subquery` for subqueries in
 //!   expressions, `arrays` for arrays, `set_ops` for UNION, INTERSECT, EXCEPT and VALUES,
-//!   `with` for WITH queries, `view` for views (made and read);
+//!   `with` for WITH queries, `view` for views (made and read), `window` for window function
+//!   calls;
 //! - `expr` ([`Binder`]): expressions, with `functions` for the scalar functions by name and
 //!   `typing` for literals and the types where values meet;
 //! - `role_statement`: `CREATE ROLE` and `ALTER ROLE ... WITH`; `row_values`: row values in
@@ -40,6 +41,7 @@ mod subquery;
 mod system;
 mod typing;
 pub(crate) mod view;
+pub(crate) mod window;
 mod with;
 
 pub use expr::*;

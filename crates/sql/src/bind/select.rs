@@ -5,6 +5,7 @@ use sqlparser::ast::{self, GroupByExpr, OrderByKind, SelectItem, SelectItemQuali
 
 use crate::bind::from::FromWhere;
 use crate::bind::set_ops::Tail;
+use crate::bind::window::{Windows, place_windows};
 use crate::bind::{Binder, Grouping, ScopeColumn, has_aggregate, ident, object_name};
 use crate::error::{Result, SqlError};
 use crate::expr::Expr;
@@ -78,13 +79,24 @@ impl Binder<'_> {
         tail: Tail<'_>,
         outer: &[ScopeColumn],
     ) -> Result<(SelectPlan, Vec<OutputColumn>)> {
+        // The enclosing query's window calls are its own, whatever becomes of this one.
+        let enclosing = self.windows.take();
+        let bound = self.select_core_windowed(select, tail, outer);
+        self.windows = enclosing;
+        bound
+    }
+
+    fn select_core_windowed(
+        &mut self,
+        select: &ast::Select,
+        tail: Tail<'_>,
+        outer: &[ScopeColumn],
+    ) -> Result<(SelectPlan, Vec<OutputColumn>)> {
         let query = tail;
+        refuse_windows(select)?;
         // Clauses PostgreSQL's grammar has that are not taken here: refused, never ignored.
         if select.into.is_some() {
             return Err(SqlError::unsupported("SELECT ... INTO"));
-        }
-        if !select.named_window.is_empty() {
-            return Err(SqlError::unsupported("WINDOW"));
         }
         let FromWhere {
             sources,
@@ -149,6 +161,8 @@ impl Binder<'_> {
 
         // A correlated subquery runs under each row of the projection (not over groups).
         let per_row = std::mem::replace(&mut self.per_row_ok, !aggregating);
+        // Window calls may be in the select list and ORDER BY (a subquery's are its own).
+        self.windows = Some(Windows::new(&select.named_window));
         // Projection.
         let mut set_functions = Vec::new();
         let mut projection = Vec::new();
@@ -229,10 +243,12 @@ impl Binder<'_> {
                 other => return Err(SqlError::unsupported(format!("select item {other}"))),
             }
         }
+        let windows = self.windows.take();
         let having = match &select.having {
             Some(h) => Some(self.folded(h, &scope, &mut grouping_ref)?.0),
             None => None,
         };
+        self.windows = windows;
 
         // ORDER BY: an output column by position or name, or any expression (sorted on as a
         // hidden column).
@@ -285,6 +301,21 @@ impl Binder<'_> {
             }
         }
         self.per_row_ok = per_row;
+        let windows = self.windows.take().map(|w| w.calls).unwrap_or_default();
+        if !windows.is_empty() {
+            if !set_functions.is_empty() {
+                return Err(SqlError::unsupported(
+                    "a set-returning function in the select list of a query with window functions",
+                ));
+            }
+            // The window node's input: the aggregated row, or the joined one.
+            let width = if aggregating {
+                grouping.group_by.len() + grouping.calls.len()
+            } else {
+                scope.len()
+            };
+            place_windows(&mut projection, width);
+        }
         let (limit, offset) = self.limit_offset(query)?;
         let distinct = matches!(select.distinct, Some(ast::Distinct::Distinct));
         let aggregate = aggregating.then_some(Aggregate {
@@ -301,6 +332,7 @@ impl Binder<'_> {
                 post_filter,
                 set_functions,
                 aggregate,
+                windows,
                 projection,
                 visible,
                 distinct,
@@ -403,8 +435,52 @@ pub(crate) fn output_name(e: &ast::Expr) -> String {
         ast::Expr::CompoundIdentifier(parts) => parts.last().map(ident).unwrap_or_default(),
         ast::Expr::Function(f) => object_name(&f.name).unwrap_or_else(|_| "?column?".into()),
         ast::Expr::Cast { expr, .. } | ast::Expr::Nested(expr) => output_name(expr),
+        // A scalar subquery is named as its column is.
+        ast::Expr::Subquery(q) => match &*q.body {
+            ast::SetExpr::Select(s) => match s.projection.as_slice() {
+                [SelectItem::UnnamedExpr(e)] => output_name(e),
+                [SelectItem::ExprWithAlias { alias, .. }] => ident(alias),
+                _ => "?column?".into(),
+            },
+            _ => "?column?".into(),
+        },
         _ => "?column?".into(),
     }
+}
+
+/// A window function call where none may be: PostgreSQL's 42P20, naming the clause.
+fn refuse_windows(select: &ast::Select) -> Result<()> {
+    let groups = match &select.group_by {
+        GroupByExpr::Expressions(exprs, _) => exprs.as_slice(),
+        GroupByExpr::All(_) => &[],
+    };
+    let joins = select
+        .from
+        .iter()
+        .flat_map(|t| &t.joins)
+        .filter_map(|j| match &j.join_operator {
+            ast::JoinOperator::Join(ast::JoinConstraint::On(e))
+            | ast::JoinOperator::Inner(ast::JoinConstraint::On(e))
+            | ast::JoinOperator::Left(ast::JoinConstraint::On(e))
+            | ast::JoinOperator::LeftOuter(ast::JoinConstraint::On(e)) => Some(e),
+            _ => None,
+        });
+    let clauses = select
+        .selection
+        .iter()
+        .map(|e| (e, "WHERE"))
+        .chain(groups.iter().map(|e| (e, "GROUP BY")))
+        .chain(select.having.iter().map(|e| (e, "HAVING")))
+        .chain(joins.map(|e| (e, "JOIN conditions")));
+    for (e, clause) in clauses {
+        if crate::bind::has_window(e) {
+            return Err(SqlError::new(
+                crate::error::sqlstate::WINDOWING_ERROR,
+                format!("window functions are not allowed in {clause}"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// What the locking clauses say about rows other transactions hold: PostgreSQL takes the

@@ -25,11 +25,24 @@ impl Binder<'_> {
             ast::Expr::Subquery(q) => {
                 let (plan, columns, correlated) = self.planned(q, scope, true)?;
                 let ty = one_column(&columns)?;
-                (self.init_plan(plan, InitKind::Scalar, ty, correlated), ty)
+                (
+                    self.init_plan(
+                        plan,
+                        InitKind::Scalar,
+                        ty,
+                        correlated.then_some(scope.len()),
+                    ),
+                    ty,
+                )
             }
             ast::Expr::Exists { subquery, negated } => {
                 let (plan, _, correlated) = self.planned(subquery, scope, true)?;
-                let exists = self.init_plan(plan, InitKind::Exists, SqlType::Bool, correlated);
+                let exists = self.init_plan(
+                    plan,
+                    InitKind::Exists,
+                    SqlType::Bool,
+                    correlated.then_some(scope.len()),
+                );
                 let e = if *negated {
                     Expr::Not(Box::new(exists))
                 } else {
@@ -46,7 +59,7 @@ impl Binder<'_> {
                 let (x, _) = self.expr(expr, scope, g)?;
                 let (plan, columns, _) = self.planned(subquery, scope, false)?;
                 let ty = one_column(&columns)?;
-                let Expr::Init(id) = self.init_plan(plan, InitKind::In, ty, false) else {
+                let Expr::Init(id) = self.init_plan(plan, InitKind::In, ty, None) else {
                     unreachable!("init_plan makes an Init");
                 };
                 let e = Expr::InInit {
@@ -69,7 +82,10 @@ impl Binder<'_> {
         let (plan, columns, correlated) = self.planned(q, scope, true)?;
         let elem = one_column(&columns)?;
         let ty = crate::bind::arrays::array_of(elem)?;
-        Ok((self.init_plan(plan, InitKind::Array, ty, correlated), ty))
+        Ok((
+            self.init_plan(plan, InitKind::Array, ty, correlated.then_some(scope.len())),
+            ty,
+        ))
     }
 
     /// `q` planned on its own, or (`correlated` in the result) inside the query around it
@@ -104,23 +120,24 @@ impl Binder<'_> {
     }
 
     /// `plan` as the statement's next subquery, read by the expression returned (once before
-    /// the rows, or under each row where `correlated`).
+    /// the rows, or under each row where `correlated`: the width of the row it reads).
     fn init_plan(
         &mut self,
         plan: SelectPlan,
         kind: InitKind,
         ty: SqlType,
-        correlated: bool,
+        correlated: Option<usize>,
     ) -> Expr {
         self.init.push(InitPlan {
             plan,
             kind,
             ty,
-            correlated,
+            correlated: correlated.is_some(),
+            outer_width: correlated.unwrap_or(0),
             owner: self.view_owner.clone(),
         });
         let id = self.init.len() - 1;
-        if correlated {
+        if correlated.is_some() {
             Expr::SubPlan(id)
         } else {
             Expr::Init(id)

@@ -9,7 +9,8 @@ use crate::plan::{AggCall, AggFunc};
 use crate::values::datum::Datum;
 use crate::values::types::SqlType;
 
-/// An aggregate's running state.
+/// An aggregate's running state (cloned by a window aggregate to finish it at each row).
+#[derive(Clone)]
 pub(crate) enum AggState {
     Count(i64),
     /// Sum, min or max so far (NULL until a value is seen); with AVG, how many were summed.

@@ -347,6 +347,15 @@ pub(super) fn eval_func(f: Func, args: &[Expr], row: &[Datum], cx: &Context<'_>)
             }
             best.unwrap_or(Datum::Null)
         }
+        Func::NullIf => {
+            let a = args[0].eval(row, cx)?;
+            let b = args[1].eval(row, cx)?;
+            if a.sql_cmp(&b)? == Some(std::cmp::Ordering::Equal) {
+                Datum::Null
+            } else {
+                a
+            }
+        }
         Func::Coalesce => {
             for a in args {
                 let v = a.eval(row, cx)?;

@@ -86,6 +86,8 @@ pub enum Func {
     Upper,
     Length,
     Coalesce,
+    /// `nullif(a, b)`: NULL where `a = b`, else `a`.
+    NullIf,
     /// substr(string, from [, count]), 1-based.
     Substr,
     CurrentDatabase,
@@ -277,6 +279,62 @@ impl Expr {
                 }
                 if let Some(o) = otherwise {
                     o.visit(f);
+                }
+            }
+            Expr::Column(_)
+            | Expr::Param(_)
+            | Expr::Literal(_)
+            | Expr::Init(_)
+            | Expr::SubPlan(_) => {}
+        }
+    }
+
+    /// Calls `f` on this expression and every expression inside it, each changeable (after
+    /// `f` has seen it, its parts).
+    pub fn visit_mut(&mut self, f: &mut impl FnMut(&mut Expr)) {
+        f(self);
+        match self {
+            Expr::Not(e)
+            | Expr::Negate(e)
+            | Expr::IsNull(e, _)
+            | Expr::Cast(e, _)
+            | Expr::Lookup(e, _)
+            | Expr::InInit { expr: e, .. } => e.visit_mut(f),
+            Expr::Binary(_, l, r)
+            | Expr::Quantified {
+                left: l, array: r, ..
+            } => {
+                l.visit_mut(f);
+                r.visit_mut(f);
+            }
+            Expr::Between {
+                expr, low, high, ..
+            } => {
+                expr.visit_mut(f);
+                low.visit_mut(f);
+                high.visit_mut(f);
+            }
+            Expr::InList { expr, list, .. } => {
+                expr.visit_mut(f);
+                list.iter_mut().for_each(|e| e.visit_mut(f));
+            }
+            Expr::Func(_, args) | Expr::Sequence(_, args) => {
+                args.iter_mut().for_each(|e| e.visit_mut(f))
+            }
+            Expr::Case {
+                operand,
+                whens,
+                otherwise,
+            } => {
+                if let Some(o) = operand {
+                    o.visit_mut(f);
+                }
+                for (w, t) in whens {
+                    w.visit_mut(f);
+                    t.visit_mut(f);
+                }
+                if let Some(o) = otherwise {
+                    o.visit_mut(f);
                 }
             }
             Expr::Column(_)

@@ -186,6 +186,7 @@ fn tree_lines(n: &PlanNode, lock_rows: bool, out: &mut Vec<String>, depth: usize
             (name.into(), 0, vec![input])
         }
         PlanNode::Distinct { input, .. } => ("Unique".into(), 0, vec![input]),
+        PlanNode::Window { input, .. } => ("WindowAgg".into(), 0, vec![input]),
         PlanNode::Sort { input, .. } => ("Sort".into(), 0, vec![input]),
         PlanNode::Limit { input, .. } => ("Limit".into(), 0, vec![input]),
     };

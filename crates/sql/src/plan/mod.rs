@@ -8,6 +8,7 @@
 pub(crate) mod explain;
 pub(crate) mod fold;
 pub mod select;
+pub mod window;
 
 pub use select::{
     Access, AggCall, AggFunc, Aggregate, InitKind, InitPlan, LockWait, PlanNode, Relation,

@@ -236,6 +236,12 @@ pub enum PlanNode {
         input: Box<PlanNode>,
         aggregate: Aggregate,
     },
+    /// The input rows, each with the values of the window function calls appended (in the
+    /// input's order): every row is read before the first comes out.
+    Window {
+        input: Box<PlanNode>,
+        calls: Vec<crate::plan::window::WindowCall>,
+    },
     /// The input rows on which every condition holds: conditions holding correlated
     /// subqueries (`Expr::SubPlan`), run under each row, which a scan cannot run.
     Filter {
@@ -367,6 +373,9 @@ impl PlanNode {
             PlanNode::Project { exprs, .. } | PlanNode::Filter { filter: exprs, .. } => {
                 exprs.iter().for_each(&mut each)
             }
+            PlanNode::Window { calls, .. } => {
+                calls.iter().flat_map(|c| c.exprs()).for_each(&mut each)
+            }
             PlanNode::ProjectSet {
                 exprs, functions, ..
             } => exprs
@@ -416,6 +425,7 @@ impl PlanNode {
                 inner.walk_into(views, f);
             }
             PlanNode::Aggregate { input, .. }
+            | PlanNode::Window { input, .. }
             | PlanNode::DistinctOn { input, .. }
             | PlanNode::ProjectSet { input, .. }
             | PlanNode::Filter { input, .. }
@@ -462,6 +472,9 @@ pub struct InitPlan {
     /// It names the enclosing query's columns: run for each row, under it (`Expr::SubPlan`),
     /// rather than once before.
     pub correlated: bool,
+    /// The enclosing query's columns it reads the row of (a row it runs under may hold more
+    /// after them: window functions' values).
+    pub outer_width: usize,
     /// In a view's query: the view's owner, whose privileges it reads with.
     pub owner: Option<crate::catalog::acl::Actor>,
 }
@@ -489,6 +502,9 @@ pub struct SelectParts {
     /// Conditions checked on each level's joined rows after a left join's NULLs.
     pub after_join: Vec<Vec<Expr>>,
     pub aggregate: Option<Aggregate>,
+    /// Window function calls over the joined (or aggregated) row, whose values follow its
+    /// columns in the row the projection reads.
+    pub windows: Vec<crate::plan::window::WindowCall>,
     /// Expressions over the joined row (or the aggregated row); the first `visible` are
     /// returned, the others only sort.
     pub projection: Vec<Expr>,
@@ -571,6 +587,7 @@ impl SelectPlan {
             semi_joins,
             post_filter,
             set_functions,
+            windows,
         } = parts;
         let mut node = join_tree(sources, filters, after_join, lock);
         for (inner, anti) in semi_joins {
@@ -590,6 +607,12 @@ impl SelectPlan {
             node = PlanNode::Aggregate {
                 input: Box::new(node),
                 aggregate,
+            };
+        }
+        if !windows.is_empty() {
+            node = PlanNode::Window {
+                input: Box::new(node),
+                calls: windows,
             };
         }
         node = if set_functions.is_empty() {

@@ -48,6 +48,7 @@ impl Budget {
 }
 
 mod hash_join;
+mod window;
 use hash_join::{Hashed, hash_join};
 
 /// What every node of one run shares.
@@ -177,7 +178,7 @@ fn per_row_values(
         };
         let visible = sub.plan.visible;
         let mut rows: Vec<Vec<Datum>> = Vec::new();
-        let mut under = row.to_vec();
+        let mut under = row[..sub.outer_width.min(row.len())].to_vec();
         node(&sub.plan.root, run, &mut under, &mut |_, r| {
             let mut out = std::mem::take(r);
             out.truncate(visible);
@@ -699,6 +700,16 @@ fn node(
                 seen.insert(key);
                 sink(run, r)
             })
+        }
+        PlanNode::Window { input, calls } => {
+            let mut rows = Vec::new();
+            node(input, run, row, &mut |run, r| {
+                run.budget.take(row_bytes(r))?;
+                // A copy: a join below reuses its row for the next one.
+                rows.push(r.clone());
+                Ok(true)
+            })?;
+            window::windows(calls, rows, run, sink)
         }
         PlanNode::Sort { input, keys } => {
             let mut rows = Vec::new();
