@@ -352,7 +352,7 @@ impl Binder<'_> {
                 };
                 (func, 1..=100, ty)
             }
-            "current_database" => (Func::CurrentDatabase, 0..=0, SqlType::Text),
+            "current_database" | "current_catalog" => (Func::CurrentDatabase, 0..=0, SqlType::Text),
             "current_user" | "session_user" | "user" => (Func::CurrentUser, 0..=0, SqlType::Text),
             "pg_backend_pid" => (Func::BackendPid, 0..=0, SqlType::Int4),
             "pg_cancel_backend" | "pg_terminate_backend" => {

@@ -156,7 +156,10 @@ fn parse_zoned(text: &str) -> Option<(i64, Option<i64>)> {
     if let Some(time) = time {
         let (time, zone) = split_zone(time)?;
         offset = zone;
-        micros += parse_clock(time).filter(|m| *m < MICROS_PER_DAY)?;
+        // A date with a zone alone is its midnight there (pgjdbc sends dates so: `... +00`).
+        if !(time.is_empty() && zone.is_some()) {
+            micros += parse_clock(time).filter(|m| *m < MICROS_PER_DAY)?;
+        }
     }
     Some((micros, offset))
 }
