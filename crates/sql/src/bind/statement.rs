@@ -418,6 +418,20 @@ pub fn prepare_in(
             grantees: grantees(&r.grantees)?,
             revoke: true,
         },
+        // No cursor can be open (DECLARE is not offered) and no session listens (LISTEN is
+        // not): closing them all or unlistening has nothing to do; a cursor named is missing.
+        Statement::Close {
+            cursor: ast::CloseCursor::All,
+        } => Command::Noop("CLOSE CURSOR ALL"),
+        Statement::Close {
+            cursor: ast::CloseCursor::Specific { name },
+        } => {
+            return Err(SqlError::new(
+                crate::error::sqlstate::INVALID_CURSOR_NAME,
+                format!("cursor \"{}\" does not exist", ident(name)),
+            ));
+        }
+        Statement::UNLISTEN { .. } => Command::Noop("UNLISTEN"),
         Statement::Vacuum(_) => Command::Noop("VACUUM"),
         Statement::Analyze(_) => Command::Noop("ANALYZE"),
         Statement::Discard { object_type } => match object_type {

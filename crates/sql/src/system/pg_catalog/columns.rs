@@ -307,6 +307,16 @@ pub(super) const PG_ENUM: &[(&str, SqlType)] = &[
     ("enumlabel", Name),
 ];
 
+pub(super) const PG_RANGE: &[(&str, SqlType)] = &[
+    ("rngtypid", Oid),
+    ("rngsubtype", Oid),
+    ("rngmultitypid", Oid),
+    ("rngcollation", Oid),
+    ("rngsubopc", Oid),
+    ("rngcanonical", Text),
+    ("rngsubdiff", Text),
+];
+
 pub(super) const PG_SEQUENCE: &[(&str, SqlType)] = &[
     ("seqrelid", Oid),
     ("seqtypid", Oid),

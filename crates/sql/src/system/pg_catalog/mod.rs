@@ -1,7 +1,7 @@
 //! `pg_catalog`'s relations: the rows PostgreSQL's catalogs would hold for the user's tables,
 //! their columns, keys and indexes, the roles, the one database, and the built-in types; the
-//! catalogs of things Overtake does not have (functions, inheritance, comments, enums,
-//! sequences) are there and empty, so the queries tools join them into still run.
+//! catalogs of things Overtake does not have (functions, inheritance, comments, enums, range
+//! types) are there and empty, so the queries tools join them into still run.
 
 mod columns;
 
@@ -39,6 +39,7 @@ pub(super) const RELATIONS: &[SystemRelation] = &[
     relation("pg_tablespace", 1213, PG_TABLESPACE, tablespaces),
     relation("pg_collation", 3456, PG_COLLATION, collations),
     relation("pg_enum", 3501, PG_ENUM, none),
+    relation("pg_range", 3541, PG_RANGE, none),
     relation("pg_sequence", 2224, PG_SEQUENCE, sequences),
     relation("pg_views", 12_028, PG_VIEWS, views).into_view(),
     // What Overtake has none of (policies, extended statistics, publications, role
