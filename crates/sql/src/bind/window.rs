@@ -167,6 +167,8 @@ impl Binder<'_> {
             args.push(e);
             types.push(t);
         }
+        // The value functions' result: their first argument's type.
+        let value = types.first().copied().unwrap_or(SqlType::Text);
         let (func, arity, ty) = match name.as_str() {
             "row_number" => (WindowFunc::RowNumber, 0..=0, SqlType::Int8),
             "rank" => (WindowFunc::Rank, 0..=0, SqlType::Int8),
@@ -179,23 +181,11 @@ impl Binder<'_> {
                     lead: name == "lead",
                 },
                 1..=3,
-                types.first().copied().unwrap_or(SqlType::Text),
+                value,
             ),
-            "first_value" => (
-                WindowFunc::FirstValue,
-                1..=1,
-                types.first().copied().unwrap_or(SqlType::Text),
-            ),
-            "last_value" => (
-                WindowFunc::LastValue,
-                1..=1,
-                types.first().copied().unwrap_or(SqlType::Text),
-            ),
-            "nth_value" => (
-                WindowFunc::NthValue,
-                2..=2,
-                types.first().copied().unwrap_or(SqlType::Text),
-            ),
+            "first_value" => (WindowFunc::FirstValue, 1..=1, value),
+            "last_value" => (WindowFunc::LastValue, 1..=1, value),
+            "nth_value" => (WindowFunc::NthValue, 2..=2, value),
             _ => {
                 return Err(SqlError::new(
                     sqlstate::WRONG_OBJECT_TYPE,

@@ -224,6 +224,72 @@ pub enum Expr {
     },
 }
 
+/// Runs `$call` on each expression directly inside `$e` (`$iter`: `iter` or `iter_mut`, as
+/// `$e` is borrowed), for `visit` and `visit_mut`.
+macro_rules! each_child {
+    ($e:expr, |$x:ident| $call:expr, $iter:ident) => {
+        match $e {
+            Expr::Not($x)
+            | Expr::Negate($x)
+            | Expr::IsNull($x, _)
+            | Expr::Cast($x, _)
+            | Expr::Lookup($x, _)
+            | Expr::InInit { expr: $x, .. } => $call,
+            Expr::Binary(_, l, r)
+            | Expr::Quantified {
+                left: l, array: r, ..
+            } => {
+                for $x in [l, r] {
+                    $call;
+                }
+            }
+            Expr::Between {
+                expr, low, high, ..
+            } => {
+                for $x in [expr, low, high] {
+                    $call;
+                }
+            }
+            Expr::InList { expr, list, .. } => {
+                {
+                    let $x = expr;
+                    $call;
+                }
+                for $x in list.$iter() {
+                    $call;
+                }
+            }
+            Expr::Func(_, args) | Expr::Sequence(_, args) => {
+                for $x in args.$iter() {
+                    $call;
+                }
+            }
+            Expr::Case {
+                operand,
+                whens,
+                otherwise,
+            } => {
+                if let Some($x) = operand {
+                    $call;
+                }
+                for (w, t) in whens.$iter() {
+                    for $x in [w, t] {
+                        $call;
+                    }
+                }
+                if let Some($x) = otherwise {
+                    $call;
+                }
+            }
+            Expr::Column(_)
+            | Expr::Param(_)
+            | Expr::Literal(_)
+            | Expr::Init(_)
+            | Expr::SubPlan(_) => {}
+        }
+    };
+}
+
 impl Expr {
     /// The highest input column this expression reads, if any.
     pub fn max_column(&self) -> Option<usize> {
@@ -239,109 +305,13 @@ impl Expr {
     /// Calls `f` on this expression and every expression inside it.
     pub fn visit(&self, f: &mut impl FnMut(&Expr)) {
         f(self);
-        match self {
-            Expr::Not(e)
-            | Expr::Negate(e)
-            | Expr::IsNull(e, _)
-            | Expr::Cast(e, _)
-            | Expr::Lookup(e, _)
-            | Expr::InInit { expr: e, .. } => e.visit(f),
-            Expr::Binary(_, l, r)
-            | Expr::Quantified {
-                left: l, array: r, ..
-            } => {
-                l.visit(f);
-                r.visit(f);
-            }
-            Expr::Between {
-                expr, low, high, ..
-            } => {
-                expr.visit(f);
-                low.visit(f);
-                high.visit(f);
-            }
-            Expr::InList { expr, list, .. } => {
-                expr.visit(f);
-                list.iter().for_each(|e| e.visit(f));
-            }
-            Expr::Func(_, args) | Expr::Sequence(_, args) => args.iter().for_each(|e| e.visit(f)),
-            Expr::Case {
-                operand,
-                whens,
-                otherwise,
-            } => {
-                if let Some(o) = operand {
-                    o.visit(f);
-                }
-                for (w, t) in whens {
-                    w.visit(f);
-                    t.visit(f);
-                }
-                if let Some(o) = otherwise {
-                    o.visit(f);
-                }
-            }
-            Expr::Column(_)
-            | Expr::Param(_)
-            | Expr::Literal(_)
-            | Expr::Init(_)
-            | Expr::SubPlan(_) => {}
-        }
+        each_child!(self, |e| e.visit(f), iter);
     }
 
     /// Calls `f` on this expression and every expression inside it, each changeable (after
     /// `f` has seen it, its parts).
     pub fn visit_mut(&mut self, f: &mut impl FnMut(&mut Expr)) {
         f(self);
-        match self {
-            Expr::Not(e)
-            | Expr::Negate(e)
-            | Expr::IsNull(e, _)
-            | Expr::Cast(e, _)
-            | Expr::Lookup(e, _)
-            | Expr::InInit { expr: e, .. } => e.visit_mut(f),
-            Expr::Binary(_, l, r)
-            | Expr::Quantified {
-                left: l, array: r, ..
-            } => {
-                l.visit_mut(f);
-                r.visit_mut(f);
-            }
-            Expr::Between {
-                expr, low, high, ..
-            } => {
-                expr.visit_mut(f);
-                low.visit_mut(f);
-                high.visit_mut(f);
-            }
-            Expr::InList { expr, list, .. } => {
-                expr.visit_mut(f);
-                list.iter_mut().for_each(|e| e.visit_mut(f));
-            }
-            Expr::Func(_, args) | Expr::Sequence(_, args) => {
-                args.iter_mut().for_each(|e| e.visit_mut(f))
-            }
-            Expr::Case {
-                operand,
-                whens,
-                otherwise,
-            } => {
-                if let Some(o) = operand {
-                    o.visit_mut(f);
-                }
-                for (w, t) in whens {
-                    w.visit_mut(f);
-                    t.visit_mut(f);
-                }
-                if let Some(o) = otherwise {
-                    o.visit_mut(f);
-                }
-            }
-            Expr::Column(_)
-            | Expr::Param(_)
-            | Expr::Literal(_)
-            | Expr::Init(_)
-            | Expr::SubPlan(_) => {}
-        }
+        each_child!(self, |e| e.visit_mut(f), iter_mut);
     }
 }
