@@ -122,8 +122,10 @@ impl Binder<'_> {
             partition_by.push(self.expr(e, scope, g)?.0);
         }
         let mut order_by = Vec::new();
+        let mut order_types = Vec::new();
         for item in spec.order_by {
-            let (e, _) = self.expr(&item.expr, scope, g)?;
+            let (e, t) = self.expr(&item.expr, scope, g)?;
+            order_types.push(t);
             let descending = matches!(item.options.sort, Some(ast::OrderBySort::Desc));
             order_by.push((
                 e,
@@ -132,7 +134,7 @@ impl Binder<'_> {
             ));
         }
         let frame = match spec.frame {
-            Some(frame) => self.frame(frame)?,
+            Some(frame) => self.frame(frame, &order_types)?,
             None => Frame::default_frame(),
         };
         self.calls_refused("window function calls cannot be nested");
@@ -257,7 +259,7 @@ impl Binder<'_> {
 
     /// A frame clause: ROWS or RANGE between bounds (RANGE with an offset, GROUPS and
     /// EXCLUDE are not offered).
-    fn frame(&mut self, frame: &ast::WindowFrame) -> Result<Frame> {
+    fn frame(&mut self, frame: &ast::WindowFrame, order_types: &[SqlType]) -> Result<Frame> {
         let rows = match frame.units {
             ast::WindowFrameUnits::Rows => true,
             ast::WindowFrameUnits::Range => false,
@@ -266,19 +268,40 @@ impl Binder<'_> {
             }
         };
         let mut bound = |b: &ast::WindowFrameBound| -> Result<FrameBound> {
+            // ROWS counts rows (a bigint); RANGE measures the one ORDER BY value, of its type.
             let offset = |binder: &mut Self, e: &ast::Expr| -> Result<Expr> {
-                if !rows {
-                    return Err(SqlError::unsupported(
-                        "RANGE with an offset in a window frame",
-                    ));
-                }
+                let ty = if rows {
+                    SqlType::Int8
+                } else {
+                    match order_types {
+                        // A numeric offset is not rounded to the column's scale.
+                        [SqlType::Numeric(_)] => SqlType::Numeric(None),
+                        [t] if t.is_numeric() => *t,
+                        [t] => {
+                            return Err(SqlError::new(
+                                sqlstate::FEATURE_NOT_SUPPORTED,
+                                format!(
+                                    "RANGE with offset PRECEDING/FOLLOWING is not supported for column type {}",
+                                    t.name()
+                                ),
+                            ));
+                        }
+                        _ => {
+                            return Err(windowing_error(
+                                "RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column",
+                            ));
+                        }
+                    }
+                };
                 let (x, t) = binder.expr(e, &[], &mut None)?;
-                binder.infer(&x, SqlType::Int8);
-                let x = literal_as(x, SqlType::Int8)?;
-                if !matches!(
-                    t,
-                    SqlType::Int2 | SqlType::Int4 | SqlType::Int8 | SqlType::Text
-                ) {
+                binder.infer(&x, ty);
+                let x = literal_as(x, ty)?;
+                let integer =
+                    |t: SqlType| matches!(t, SqlType::Int2 | SqlType::Int4 | SqlType::Int8);
+                // PostgreSQL's in_range: an integer offset for integers, a number for numbers.
+                let fits =
+                    t == SqlType::Text || integer(t) || (!rows && !integer(ty) && t.is_numeric());
+                if !fits && rows {
                     return Err(SqlError::new(
                         sqlstate::DATATYPE_MISMATCH,
                         format!(
@@ -287,7 +310,17 @@ impl Binder<'_> {
                         ),
                     ));
                 }
-                Ok(Expr::Cast(Box::new(x), SqlType::Int8))
+                if !fits {
+                    return Err(SqlError::new(
+                        sqlstate::FEATURE_NOT_SUPPORTED,
+                        format!(
+                            "RANGE with offset PRECEDING/FOLLOWING is not supported for column type {} and offset type {}",
+                            ty.name(),
+                            t.name()
+                        ),
+                    ));
+                }
+                Ok(Expr::Cast(Box::new(x), ty))
             };
             Ok(match b {
                 ast::WindowFrameBound::CurrentRow => FrameBound::CurrentRow,

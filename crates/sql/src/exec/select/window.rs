@@ -77,8 +77,9 @@ fn call_values(
     let same_partition =
         |a: usize, b: usize| sort_order(&keys[..parts], &keyed[a], &keyed[b]) == Ordering::Equal;
     let peers = |a: usize, b: usize| sort_order(&keys, &keyed[a], &keyed[b]) == Ordering::Equal;
-    let start_offset = offset(&call.frame.start, "starting", run)?;
-    let end_offset = offset(&call.frame.end, "ending", run)?;
+    let start_offset = offset(&call.frame, &call.frame.start, "starting", run)?;
+    let end_offset = offset(&call.frame, &call.frame.end, "ending", run)?;
+    let rows_offsets = (count(&start_offset), count(&end_offset));
 
     let mut out = vec![Datum::Null; rows.len()];
     let mut s = 0;
@@ -102,13 +103,34 @@ fn call_values(
             g = h;
         }
         let frame_of = |j: usize| {
-            frame(
-                &call.frame,
-                (start_offset, end_offset),
-                j,
-                (peer_start[j], peer_end[j]),
-                partition.len(),
-            )
+            let peers = (peer_start[j], peer_end[j]);
+            let (mut from, mut to) = frame(&call.frame, rows_offsets, j, peers, partition.len());
+            // RANGE with an offset: where the one ORDER BY value reaches the bound.
+            if !call.frame.rows {
+                let order_key = keys.get(parts);
+                let value = |p: usize| &keyed[partition[p]][parts];
+                let at = |bound: &FrameBound, offset: &Option<Datum>, end: bool| {
+                    let (Some(key), Some(offset)) = (order_key, offset) else {
+                        return None;
+                    };
+                    let preceding = matches!(bound, FrameBound::Preceding(_));
+                    let found = range_position(
+                        (partition.len(), &value),
+                        key,
+                        value(j),
+                        (offset, preceding, end),
+                        peers,
+                    );
+                    Some(found)
+                };
+                if let Some(p) = at(&call.frame.start, &start_offset, false) {
+                    from = p;
+                }
+                if let Some(p) = at(&call.frame.end, &end_offset, true) {
+                    to = p;
+                }
+            }
+            (from, to.max(from))
         };
         let n = partition.len();
         match &call.func {
@@ -236,21 +258,93 @@ fn call_values(
 }
 
 /// A frame bound's offset (`n PRECEDING`/`FOLLOWING`), which must not be NULL or negative.
-fn offset(bound: &FrameBound, which: &str, run: &Run<'_, '_, '_>) -> Result<usize> {
+fn offset(
+    frame: &Frame,
+    bound: &FrameBound,
+    which: &str,
+    run: &Run<'_, '_, '_>,
+) -> Result<Option<Datum>> {
     let (FrameBound::Preceding(e) | FrameBound::Following(e)) = bound else {
-        return Ok(0);
+        return Ok(None);
     };
-    match e.eval(&[], run.cx)? {
-        Datum::Null => Err(SqlError::new(
+    let v = e.eval(&[], run.cx)?;
+    if v.is_null() {
+        return Err(SqlError::new(
             sqlstate::NULL_VALUE_NOT_ALLOWED,
             format!("frame {which} offset must not be null"),
-        )),
-        Datum::Int(v) if v >= 0 => Ok(usize::try_from(v).unwrap_or(usize::MAX)),
-        _ => Err(SqlError::new(
-            sqlstate::INVALID_PRECEDING_OR_FOLLOWING_SIZE,
-            format!("frame {which} offset must not be negative"),
-        )),
+        ));
     }
+    if v.sort_cmp(&v.arith('-', &v)?).is_lt() {
+        return Err(SqlError::new(
+            sqlstate::INVALID_PRECEDING_OR_FOLLOWING_SIZE,
+            if frame.rows {
+                format!("frame {which} offset must not be negative")
+            } else {
+                "invalid preceding or following size in window function".to_owned()
+            },
+        ));
+    }
+    Ok(Some(v))
+}
+
+/// A ROWS offset as a count of rows (0 where there is none).
+fn count(offset: &Option<Datum>) -> usize {
+    match offset {
+        Some(Datum::Int(v)) => usize::try_from(*v).unwrap_or(usize::MAX),
+        _ => 0,
+    }
+}
+
+/// Where a RANGE bound `offset` before (`preceding`) or after the row's ORDER BY value
+/// `current` falls among the partition's `n` values (sorted by `key`): the first position
+/// at or past it for a frame's start, past it (`end`) for its end. A NULL value's bound is its
+/// peers'; an offset reaching past what the type holds reaches past every value.
+fn range_position<'v>(
+    (n, value): (usize, &dyn Fn(usize) -> &'v Datum),
+    key: &SortKey,
+    current: &Datum,
+    (offset, preceding, end): (&Datum, bool, bool),
+    peers: (usize, usize),
+) -> usize {
+    if current.is_null() {
+        return if end { peers.1 } else { peers.0 };
+    }
+    // Preceding is toward smaller values ascending, larger ones descending.
+    let op = if preceding != key.descending {
+        '-'
+    } else {
+        '+'
+    };
+    let Ok(target) = current.arith(op, offset) else {
+        return if preceding { 0 } else { n };
+    };
+    let before = |x: &Datum| -> Ordering {
+        if x.is_null() {
+            return if key.nulls_first {
+                Ordering::Less
+            } else {
+                Ordering::Greater
+            };
+        }
+        let o = x.sort_cmp(&target);
+        if key.descending { o.reverse() } else { o }
+    };
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        let o = before(value(mid));
+        let left = if end {
+            o != Ordering::Greater
+        } else {
+            o == Ordering::Less
+        };
+        if left {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }
 
 /// The positions `[from, to)` of row `j`'s frame in a partition of `n` rows, its peers at
