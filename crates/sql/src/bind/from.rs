@@ -366,24 +366,31 @@ impl Binder<'_> {
             // A source read in full under each row before it, with no index for the join (or
             // one pinning fewer of its columns than the join's equalities do): read once into
             // a hash table instead.
-            let pinned = match &s.access {
-                Access::Scan => Some(0),
+            let (pinned, lookup) = match &s.access {
+                Access::Scan => (Some(0), None),
                 // Only in a FROM list joined in a chosen order (a query over many rows, as
-                // far as the planner can tell): elsewhere the index serves a lookup best.
+                // far as the planner can tell): elsewhere the index serves a lookup best,
+                // unless the run finds it reads much of the table each time (`hash_fallback`).
                 Access::Range {
                     eq,
                     lower: None,
                     upper: None,
                     ..
-                } if reordered => Some(eq.len()),
-                _ => None,
+                } => (reordered.then_some(eq.len()), Some(eq.len())),
+                _ => (None, None),
             };
-            if matches!(s.relation, Relation::Table(_) | Relation::Subquery(_))
-                && let Some(pinned) = pinned
-                && let Some(keys) = hash_keys(s.offset..s.offset + s.width, f, &fw.scope)
-                && keys.len() > pinned
-            {
-                s.access = Access::Hash(keys);
+            if !matches!(s.relation, Relation::Table(_) | Relation::Subquery(_)) {
+                continue;
+            }
+            let keys = hash_keys(s.offset..s.offset + s.width, f, &fw.scope);
+            match (keys, pinned, lookup) {
+                (Some(keys), Some(pinned), _) if keys.len() > pinned => {
+                    s.access = Access::Hash(keys);
+                }
+                // Its probes would find no more rows than the lookups: the table's own
+                // conditions (the range's constants among them) apply as it is built.
+                (Some(keys), None, Some(_)) => s.hash_fallback = Some(keys),
+                _ => {}
             }
         }
         for (_, semi) in semis {
@@ -497,6 +504,7 @@ impl Binder<'_> {
             });
         }
         sources.push(Source {
+            hash_fallback: None,
             relation: Relation::Function {
                 func,
                 args,
@@ -547,6 +555,7 @@ impl Binder<'_> {
             });
         }
         sources.push(Source {
+            hash_fallback: None,
             relation: Relation::Subquery(Arc::new(plan)),
             name: shown,
             offset,
@@ -639,6 +648,7 @@ impl Binder<'_> {
                 });
             }
             sources.push(Source {
+                hash_fallback: None,
                 relation: cte.relation.relation(),
                 name: shown,
                 offset,
@@ -701,6 +711,7 @@ impl Binder<'_> {
             }
         };
         sources.push(Source {
+            hash_fallback: None,
             relation: relation.0,
             name: relation.1,
             offset,

@@ -166,7 +166,29 @@ pub(super) fn fetch(
     outer: &[Datum],
     cx: &Context<'_>,
     limit: Option<usize>,
+    keys: Option<&mut Vec<KeyBuf>>,
+) -> Result<Vec<Vec<Datum>>> {
+    let mut read = 0;
+    fetch_counting(
+        txn,
+        (table, access, filter),
+        outer,
+        cx,
+        limit,
+        keys,
+        &mut read,
+    )
+}
+
+/// [`fetch`], counting in `read` the rows the access read (those the filter dropped too).
+pub(super) fn fetch_counting(
+    txn: &mut Transaction<'_>,
+    (table, access, filter): (&SqlTable, &Access, &[Expr]),
+    outer: &[Datum],
+    cx: &Context<'_>,
+    limit: Option<usize>,
     mut keys: Option<&mut Vec<KeyBuf>>,
+    read: &mut u64,
 ) -> Result<Vec<Vec<Datum>>> {
     let mut rows = Vec::new();
     let mut failure = None;
@@ -175,12 +197,11 @@ pub(super) fn fetch(
     // The columns the filter reads are decoded first; the others only for a row that passes
     // (a scan that keeps few rows decodes little: strings are copies).
     let (first, rest) = split_columns(table, filter, outer.len());
-    let mut seen = 0u32;
     let mut visit = |row: overtake_engine::RowRef<'_>| {
         // A cancelled statement stops within a few hundred rows (a load per row would do too;
         // this keeps it off the hot path of point reads).
-        seen = seen.wrapping_add(1);
-        if seen.is_multiple_of(256)
+        *read += 1;
+        if read.is_multiple_of(256)
             && let Err(e) = cx.check_cancel()
         {
             failure = Some(e);

@@ -122,6 +122,10 @@ pub struct Source {
     pub access: Access,
     /// Joined to the sources before it by a LEFT JOIN.
     pub left: bool,
+    /// A hash join (`Access::Hash` keys) its key range may give way to during a run: where
+    /// each of many lookups reads a large part of the table (an index on a column of few
+    /// values), the table is read once into a hash table instead (see `exec::select`).
+    pub hash_fallback: Option<Vec<(Expr, Expr)>>,
 }
 
 impl Source {

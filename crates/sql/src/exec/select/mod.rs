@@ -13,7 +13,7 @@ use std::collections::{HashMap, HashSet};
 use overtake_engine::Transaction;
 
 use super::aggregate::AggState;
-use super::rows::{fetch, lock_row};
+use super::rows::{fetch, fetch_counting, lock_row};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::{Context, Expr};
 use crate::plan::{
@@ -66,6 +66,30 @@ struct Run<'a, 't, 'c> {
     /// The hash table of each hash join's source, built the first time it is read (see
     /// `hash_join`).
     hashed: HashMap<*const Source, std::rc::Rc<Hashed>>,
+    /// What the lookups of each source that may turn into a hash join read so far.
+    lookups: HashMap<*const Source, Lookups>,
+}
+
+/// A source's key-range lookups in one run (see `Source::hash_fallback`).
+#[derive(Default)]
+struct Lookups {
+    count: u64,
+    read: u64,
+    /// Its lookups are now probes of a hash table of it.
+    hashed: bool,
+}
+
+impl Lookups {
+    /// Counts a lookup that read `read` rows of a table of about `rows`. Past a few lookups,
+    /// each reading at least a sixteenth of the table (and 64 rows), the table is read once
+    /// into a hash table: that costs about what sixteen more lookups would, in memory the
+    /// lookups were reading anyway. One lookup, or selective ones, never switch.
+    fn count(&mut self, read: u64, rows: u64) {
+        self.count += 1;
+        self.read += read;
+        let each = self.read / self.count;
+        self.hashed = self.count >= 4 && each >= 64 && each.saturating_mul(16) >= rows;
+    }
 }
 
 /// Where a node sends each of its rows (which the sink may take); `false`: send no more.
@@ -135,6 +159,7 @@ fn run_select(
         subqueries,
         work_tables: HashMap::new(),
         hashed: HashMap::new(),
+        lookups: HashMap::new(),
     };
     let visible = plan.visible;
     node(&plan.root, &mut run, &mut Vec::new(), &mut |_, r| {
@@ -492,7 +517,30 @@ fn node(
                     }
                 }
                 None => {
-                    for r in fetch(run.txn, table, access, filter, row, run.cx, None, None)? {
+                    if let Some(keys) = &source.hash_fallback
+                        && run
+                            .lookups
+                            .get(&(source as *const Source))
+                            .is_some_and(|l| l.hashed)
+                    {
+                        row.truncate(outer);
+                        return hash_join(source, keys, filter, run, row, sink);
+                    }
+                    let mut read = 0;
+                    let found = fetch_counting(
+                        run.txn,
+                        (table, access, filter),
+                        row,
+                        run.cx,
+                        None,
+                        None,
+                        &mut read,
+                    )?;
+                    if source.hash_fallback.is_some() {
+                        let rows = table.engine.slots_allocated() as u64;
+                        run.lookups.entry(source).or_default().count(read, rows);
+                    }
+                    for r in found {
                         if !pass(run, row, r)? {
                             go_on = false;
                             break;
@@ -790,5 +838,42 @@ fn count(e: &Option<Expr>, cx: &Context<'_>) -> Result<Option<usize>> {
                 )),
             },
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Lookups;
+
+    #[test]
+    fn lookups_turn_into_a_hash_join_only_when_many_read_much_of_the_table() {
+        // One lookup, however much it reads, never switches.
+        let mut one = Lookups::default();
+        one.count(100_000, 100_000);
+        assert!(!one.hashed);
+        // Selective lookups never do.
+        let mut selective = Lookups::default();
+        for _ in 0..1000 {
+            selective.count(5, 100_000);
+        }
+        assert!(!selective.hashed);
+        // Lookups reading under a sixteenth of the table each do not either.
+        let mut narrow = Lookups::default();
+        for _ in 0..100 {
+            narrow.count(1_000, 100_000);
+        }
+        assert!(!narrow.hashed);
+        // The fourth of lookups each reading the whole table does.
+        let mut wide = Lookups::default();
+        for n in 1..=4 {
+            wide.count(30_000, 30_000);
+            assert_eq!(wide.hashed, n == 4);
+        }
+        // Small tables stay with their index (under 64 rows a lookup).
+        let mut small = Lookups::default();
+        for _ in 0..100 {
+            small.count(40, 40);
+        }
+        assert!(!small.hashed);
     }
 }
