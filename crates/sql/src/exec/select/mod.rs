@@ -5,6 +5,8 @@
 //! (`Context::memory`). A sink answering `false` stops the nodes under it: a LIMIT that has its
 //! rows ends the scan.
 //!
+//! Scans are in `scan`, hash joins in `hash_join`, window functions in `window`.
+//!
 //! Nothing here blocks a worker: lock waits of `FOR UPDATE` park the task.
 
 use std::cmp::Ordering;
@@ -13,12 +15,9 @@ use std::collections::{HashMap, HashSet};
 use overtake_engine::Transaction;
 
 use super::aggregate::AggState;
-use super::rows::{fetch, fetch_counting, lock_row};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::{Context, Expr};
-use crate::plan::{
-    Access, InitKind, InitPlan, PlanNode, Relation, SelectPlan, SetOp, SortKey, Source,
-};
+use crate::plan::{InitKind, InitPlan, PlanNode, SelectPlan, SetOp, SortKey, Source};
 use crate::values::datum::{Datum, group_key, row_bytes};
 use crate::values::types::SqlType;
 
@@ -48,8 +47,9 @@ impl Budget {
 }
 
 mod hash_join;
+mod scan;
 mod window;
-use hash_join::{Hashed, hash_join};
+use hash_join::Hashed;
 
 /// What every node of one run shares.
 struct Run<'a, 't, 'c> {
@@ -67,29 +67,7 @@ struct Run<'a, 't, 'c> {
     /// `hash_join`).
     hashed: HashMap<*const Source, std::rc::Rc<Hashed>>,
     /// What the lookups of each source that may turn into a hash join read so far.
-    lookups: HashMap<*const Source, Lookups>,
-}
-
-/// A source's key-range lookups in one run (see `Source::hash_fallback`).
-#[derive(Default)]
-struct Lookups {
-    count: u64,
-    read: u64,
-    /// Its lookups are now probes of a hash table of it.
-    hashed: bool,
-}
-
-impl Lookups {
-    /// Counts a lookup that read `read` rows of a table of about `rows`. Past a few lookups,
-    /// each reading at least a sixteenth of the table (and 64 rows), the table is read once
-    /// into a hash table: that costs about what sixteen more lookups would, in memory the
-    /// lookups were reading anyway. One lookup, or selective ones, never switch.
-    fn count(&mut self, read: u64, rows: u64) {
-        self.count += 1;
-        self.read += read;
-        let each = self.read / self.count;
-        self.hashed = self.count >= 4 && each >= 64 && each.saturating_mul(16) >= rows;
-    }
+    lookups: HashMap<*const Source, scan::Lookups>,
 }
 
 /// Where a node sends each of its rows (which the sink may take); `false`: send no more.
@@ -433,124 +411,7 @@ fn node(
             source,
             filter,
             lock,
-        } => {
-            let access = &source.access;
-            if let Access::Hash(keys) = access {
-                return hash_join(source, keys, filter, run, row, sink);
-            }
-            let table = match &source.relation {
-                Relation::Table(t) => t,
-                Relation::Rows { rows, .. } => {
-                    return rows_node(rows, filter, run, row, sink);
-                }
-                // Read first (nothing joined before it), it runs once: its rows stream, so a
-                // LIMIT above stops it (a recursive WITH query that would never end included).
-                Relation::Subquery(plan) if row.is_empty() => {
-                    let visible = plan.visible;
-                    return node(&plan.root, run, &mut Vec::new(), &mut |run, r| {
-                        r.truncate(visible);
-                        if !all_hold(filter, r, run.cx)? {
-                            return Ok(true);
-                        }
-                        sink(run, r)
-                    });
-                }
-                Relation::Subquery(plan) => {
-                    let rows = derived_rows(run, plan)?;
-                    return rows_node(&rows, filter, run, row, sink);
-                }
-                Relation::WorkTable(id) => {
-                    let rows = run.work_tables.get(id).cloned().unwrap_or_default();
-                    return rows_node(&rows, filter, run, row, sink);
-                }
-                Relation::Function {
-                    func,
-                    args,
-                    ordinality,
-                } => {
-                    let values = eval_all(args, row, run.cx)?;
-                    let budget = &mut run.budget;
-                    let made =
-                        super::set_functions::values(*func, values, &mut |n| budget.take(n))?;
-                    let rows: Vec<Vec<Datum>> = made
-                        .into_iter()
-                        .zip(1..)
-                        .map(|(v, n)| match ordinality {
-                            true => vec![v, Datum::Int(n)],
-                            false => vec![v],
-                        })
-                        .collect();
-                    return rows_node(&rows, filter, run, row, sink);
-                }
-            };
-            let outer = row.len();
-            // Passes a found row on, joined to the row so far; false once the sink wants no more.
-            let mut pass = |run: &mut Run<'_, '_, '_>, row: &mut Vec<Datum>, r: Vec<Datum>| {
-                row.truncate(outer);
-                row.extend(r);
-                sink(run, row)
-            };
-            let mut go_on = true;
-            match lock {
-                Some(wait) => {
-                    // Each row is locked as it is passed on: a LIMIT above stops the locking
-                    // at the rows it returns.
-                    let mut keys = Vec::new();
-                    fetch(
-                        run.txn,
-                        table,
-                        access,
-                        filter,
-                        row,
-                        run.cx,
-                        None,
-                        Some(&mut keys),
-                    )?;
-                    for key in &keys {
-                        let locked = lock_row(run.txn, (table, *wait), key, filter, row, run.cx)?;
-                        if let Some(r) = locked
-                            && !pass(run, row, r)?
-                        {
-                            go_on = false;
-                            break;
-                        }
-                    }
-                }
-                None => {
-                    if let Some(keys) = &source.hash_fallback
-                        && run
-                            .lookups
-                            .get(&(source as *const Source))
-                            .is_some_and(|l| l.hashed)
-                    {
-                        row.truncate(outer);
-                        return hash_join(source, keys, filter, run, row, sink);
-                    }
-                    let mut read = 0;
-                    let found = fetch_counting(
-                        run.txn,
-                        (table, access, filter),
-                        row,
-                        run.cx,
-                        None,
-                        None,
-                        &mut read,
-                    )?;
-                    if source.hash_fallback.is_some() {
-                        let rows = table.engine.slots_allocated() as u64;
-                        run.lookups.entry(source).or_default().count(read, rows);
-                    }
-                    for r in found {
-                        if !pass(run, row, r)? {
-                            go_on = false;
-                            break;
-                        }
-                    }
-                }
-            }
-            row.truncate(outer);
-            Ok(go_on)
-        }
+        } => scan::scan(source, filter, lock.as_ref(), run, row, sink),
         PlanNode::NestedLoop {
             outer,
             inner,
@@ -838,42 +699,5 @@ fn count(e: &Option<Expr>, cx: &Context<'_>) -> Result<Option<usize>> {
                 )),
             },
         },
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Lookups;
-
-    #[test]
-    fn lookups_turn_into_a_hash_join_only_when_many_read_much_of_the_table() {
-        // One lookup, however much it reads, never switches.
-        let mut one = Lookups::default();
-        one.count(100_000, 100_000);
-        assert!(!one.hashed);
-        // Selective lookups never do.
-        let mut selective = Lookups::default();
-        for _ in 0..1000 {
-            selective.count(5, 100_000);
-        }
-        assert!(!selective.hashed);
-        // Lookups reading under a sixteenth of the table each do not either.
-        let mut narrow = Lookups::default();
-        for _ in 0..100 {
-            narrow.count(1_000, 100_000);
-        }
-        assert!(!narrow.hashed);
-        // The fourth of lookups each reading the whole table does.
-        let mut wide = Lookups::default();
-        for n in 1..=4 {
-            wide.count(30_000, 30_000);
-            assert_eq!(wide.hashed, n == 4);
-        }
-        // Small tables stay with their index (under 64 rows a lookup).
-        let mut small = Lookups::default();
-        for _ in 0..100 {
-            small.count(40, 40);
-        }
-        assert!(!small.hashed);
     }
 }

@@ -1,0 +1,199 @@
+//! A scan node (`PlanNode::Scan`): the rows a source's access finds under the row joined so
+//! far, each checked against the scan's conditions and passed on joined to it; with FOR UPDATE
+//! each locked as it is passed on. A key-range lookup repeated under many rows that reads much
+//! of its table each time turns into a hash join for the rest of the run. Never holds a row
+//! past passing it on, except a derived table's, once per run.
+
+use super::hash_join::hash_join;
+use super::{Run, Sink, all_hold, derived_rows, eval_all, node, rows_node};
+use crate::error::Result;
+use crate::exec::rows::{fetch, fetch_counting, lock_row};
+use crate::expr::Expr;
+use crate::plan::{Access, LockWait, Relation, Source};
+use crate::values::datum::Datum;
+
+/// The rows `source` finds under `row`, passing `filter`, each passed to `sink` joined to
+/// `row`; false once the sink wants no more.
+pub(super) fn scan(
+    source: &Source,
+    filter: &[Expr],
+    lock: Option<&LockWait>,
+    run: &mut Run<'_, '_, '_>,
+    row: &mut Vec<Datum>,
+    sink: &mut Sink<'_>,
+) -> Result<bool> {
+    let access = &source.access;
+    if let Access::Hash(keys) = access {
+        return hash_join(source, keys, filter, run, row, sink);
+    }
+    let table = match &source.relation {
+        Relation::Table(t) => t,
+        Relation::Rows { rows, .. } => {
+            return rows_node(rows, filter, run, row, sink);
+        }
+        // Read first (nothing joined before it), it runs once: its rows stream, so a
+        // LIMIT above stops it (a recursive WITH query that would never end included).
+        Relation::Subquery(plan) if row.is_empty() => {
+            let visible = plan.visible;
+            return node(&plan.root, run, &mut Vec::new(), &mut |run, r| {
+                r.truncate(visible);
+                if !all_hold(filter, r, run.cx)? {
+                    return Ok(true);
+                }
+                sink(run, r)
+            });
+        }
+        Relation::Subquery(plan) => {
+            let rows = derived_rows(run, plan)?;
+            return rows_node(&rows, filter, run, row, sink);
+        }
+        Relation::WorkTable(id) => {
+            let rows = run.work_tables.get(id).cloned().unwrap_or_default();
+            return rows_node(&rows, filter, run, row, sink);
+        }
+        Relation::Function {
+            func,
+            args,
+            ordinality,
+        } => {
+            let values = eval_all(args, row, run.cx)?;
+            let budget = &mut run.budget;
+            let made = crate::exec::set_functions::values(*func, values, &mut |n| budget.take(n))?;
+            let rows: Vec<Vec<Datum>> = made
+                .into_iter()
+                .zip(1..)
+                .map(|(v, n)| match ordinality {
+                    true => vec![v, Datum::Int(n)],
+                    false => vec![v],
+                })
+                .collect();
+            return rows_node(&rows, filter, run, row, sink);
+        }
+    };
+    let outer = row.len();
+    // Passes a found row on, joined to the row so far; false once the sink wants no more.
+    let mut pass = |run: &mut Run<'_, '_, '_>, row: &mut Vec<Datum>, r: Vec<Datum>| {
+        row.truncate(outer);
+        row.extend(r);
+        sink(run, row)
+    };
+    let mut go_on = true;
+    match lock {
+        Some(wait) => {
+            // Each row is locked as it is passed on: a LIMIT above stops the locking
+            // at the rows it returns.
+            let mut keys = Vec::new();
+            fetch(
+                run.txn,
+                table,
+                access,
+                filter,
+                row,
+                run.cx,
+                None,
+                Some(&mut keys),
+            )?;
+            for key in &keys {
+                let locked = lock_row(run.txn, (table, *wait), key, filter, row, run.cx)?;
+                if let Some(r) = locked
+                    && !pass(run, row, r)?
+                {
+                    go_on = false;
+                    break;
+                }
+            }
+        }
+        None => {
+            if let Some(keys) = &source.hash_fallback
+                && run
+                    .lookups
+                    .get(&(source as *const Source))
+                    .is_some_and(|l| l.hashed)
+            {
+                row.truncate(outer);
+                return hash_join(source, keys, filter, run, row, sink);
+            }
+            let mut read = 0;
+            let found = fetch_counting(
+                run.txn,
+                (table, access, filter),
+                row,
+                run.cx,
+                None,
+                None,
+                &mut read,
+            )?;
+            if source.hash_fallback.is_some() {
+                let rows = table.engine.slots_allocated() as u64;
+                run.lookups.entry(source).or_default().count(read, rows);
+            }
+            for r in found {
+                if !pass(run, row, r)? {
+                    go_on = false;
+                    break;
+                }
+            }
+        }
+    }
+    row.truncate(outer);
+    Ok(go_on)
+}
+
+/// A source's key-range lookups in one run (see `Source::hash_fallback`).
+#[derive(Default)]
+pub(super) struct Lookups {
+    count: u64,
+    read: u64,
+    /// Its lookups are now probes of a hash table of it.
+    hashed: bool,
+}
+
+impl Lookups {
+    /// Counts a lookup that read `read` rows of a table of about `rows`. Past a few lookups,
+    /// each reading at least a sixteenth of the table (and 64 rows), the table is read once
+    /// into a hash table: that costs about what sixteen more lookups would, in memory the
+    /// lookups were reading anyway. One lookup, or selective ones, never switch.
+    fn count(&mut self, read: u64, rows: u64) {
+        self.count += 1;
+        self.read += read;
+        let each = self.read / self.count;
+        self.hashed = self.count >= 4 && each >= 64 && each.saturating_mul(16) >= rows;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Lookups;
+
+    #[test]
+    fn lookups_turn_into_a_hash_join_only_when_many_read_much_of_the_table() {
+        // One lookup, however much it reads, never switches.
+        let mut one = Lookups::default();
+        one.count(100_000, 100_000);
+        assert!(!one.hashed);
+        // Selective lookups never do.
+        let mut selective = Lookups::default();
+        for _ in 0..1000 {
+            selective.count(5, 100_000);
+        }
+        assert!(!selective.hashed);
+        // Lookups reading under a sixteenth of the table each do not either.
+        let mut narrow = Lookups::default();
+        for _ in 0..100 {
+            narrow.count(1_000, 100_000);
+        }
+        assert!(!narrow.hashed);
+        // The fourth of lookups each reading the whole table does.
+        let mut wide = Lookups::default();
+        for n in 1..=4 {
+            wide.count(30_000, 30_000);
+            assert_eq!(wide.hashed, n == 4);
+        }
+        // Small tables stay with their index (under 64 rows a lookup).
+        let mut small = Lookups::default();
+        for _ in 0..100 {
+            small.count(40, 40);
+        }
+        assert!(!small.hashed);
+    }
+}
