@@ -229,26 +229,41 @@ fn call_values(
             }
             WindowFunc::Aggregate(agg) => {
                 // A frame starting at the partition's start grows row by row: one running
-                // state. Any other frame is aggregated afresh for each row.
+                // state. Any other frame is aggregated afresh for each row. Rows whose frame
+                // is the last row's (peers, a whole partition) take its value. The budget is
+                // charged the largest state held, not each state made again.
                 let running = call.frame.start == FrameBound::UnboundedPreceding;
                 let mut state = AggState::new(agg);
-                let mut added = 0;
+                let (mut added, mut held, mut charged) = (0, 0, 0);
+                let mut last: Option<((usize, usize), Datum)> = None;
                 for (j, &i) in partition.iter().enumerate() {
-                    let (from, to) = frame_of(j);
+                    let frame = frame_of(j);
+                    if let Some((f, v)) = &last
+                        && *f == frame
+                    {
+                        out[i] = v.clone();
+                        continue;
+                    }
+                    let (from, to) = frame;
                     if !running || to < added {
                         state = AggState::new(agg);
-                        added = from;
+                        (added, held) = (from, 0);
                     }
                     while added < to {
-                        let more = state.add(agg, &rows[partition[added]], cx)?;
-                        run.budget.take(more)?;
+                        held += state.add(agg, &rows[partition[added]], cx)?;
                         added += 1;
                     }
-                    out[i] = if from < to {
+                    if held > charged {
+                        run.budget.take(held - charged)?;
+                        charged = held;
+                    }
+                    let value = if from < to {
                         state.clone().finish(agg)?
                     } else {
                         AggState::new(agg).finish(agg)?
                     };
+                    out[i] = value.clone();
+                    last = Some((frame, value));
                 }
             }
         }
