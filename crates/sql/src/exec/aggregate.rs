@@ -7,6 +7,7 @@ use crate::error::Result;
 use crate::expr::{Context, Expr};
 use crate::plan::{AggCall, AggFunc};
 use crate::values::datum::Datum;
+use crate::values::numeric::Num;
 use crate::values::types::SqlType;
 
 /// An aggregate's running state (cloned by a window aggregate to finish it at each row).
@@ -15,7 +16,10 @@ pub(crate) enum AggState {
     Count(i64),
     /// Sum, min or max so far (NULL until a value is seen); with AVG, how many were summed.
     Value(Datum, i64),
-    Distinct(std::collections::HashSet<String>, Vec<Datum>),
+    /// A numeric sum or average of integers so far, in a machine integer (which 2^64 values
+    /// of 64 bits cannot overflow); how many were summed.
+    IntSum(i128, i64),
+    Distinct(crate::values::key::KeySet, Vec<Datum>),
     /// array_agg's and string_agg's values with their ORDER BY keys, and string_agg's
     /// separator.
     Collect(Vec<(Vec<Datum>, Datum)>, Option<String>),
@@ -73,25 +77,47 @@ impl AggState {
         match self {
             AggState::Count(n) => *n += 1,
             AggState::Distinct(seen, values) => {
-                let key = crate::values::datum::group_key(std::slice::from_ref(&v));
+                let key = crate::values::key::Key::one(v.clone());
                 if !seen.contains(&key) {
-                    let bytes = 2 * key.len() + 32;
+                    let bytes = 2 * crate::values::datum::row_bytes(&key.0) + 32;
                     seen.insert(key);
                     values.push(v);
                     return Ok(bytes);
                 }
             }
             AggState::Collect(..) => unreachable!("collected above"),
+            AggState::IntSum(sum, n) => match v {
+                Datum::Int(i) => {
+                    *sum += i128::from(i);
+                    *n += 1;
+                }
+                // Only integers are summed here (the argument has one type); anything else
+                // continues as a numeric sum.
+                _ => {
+                    let acc = Datum::Numeric(Num::from_i128(*sum)).arith('+', &v)?;
+                    *self = AggState::Value(acc, *n + 1);
+                }
+            },
             AggState::Value(acc, n) => {
                 *n += 1;
-                *acc = match (call.func, &*acc) {
+                let summing = matches!(call.func, AggFunc::Sum | AggFunc::Avg);
+                match (&mut *acc, &v) {
                     // A bigint sum and an integer average are numerics, which do not overflow
-                    // where 64 bits would (PostgreSQL's).
-                    (AggFunc::Sum | AggFunc::Avg, Datum::Null)
-                        if matches!(call.ty, SqlType::Numeric(_)) && matches!(v, Datum::Int(_)) =>
+                    // where 64 bits would (PostgreSQL's): summed as integers until finished.
+                    (Datum::Null, Datum::Int(i))
+                        if summing && matches!(call.ty, SqlType::Numeric(_)) =>
                     {
-                        Datum::Numeric(v.as_num()?)
+                        *self = AggState::IntSum(i128::from(*i), 1);
+                        return Ok(0);
                     }
+                    // A numeric sum grows in place.
+                    (Datum::Numeric(a), Datum::Numeric(b)) if summing => {
+                        a.add_assign(b)?;
+                        return Ok(0);
+                    }
+                    _ => {}
+                }
+                *acc = match (call.func, &*acc) {
                     // A double average starts from zero, as PostgreSQL's does (so -0 averages
                     // to 0, where a sum of it stays -0).
                     (AggFunc::Avg, Datum::Null) if matches!(v, Datum::Float(_)) => {
@@ -124,6 +150,7 @@ impl AggState {
         let (acc, n) = match self {
             AggState::Count(n) => return Ok(Datum::Int(n)),
             AggState::Value(acc, n) => (acc, n),
+            AggState::IntSum(sum, n) => (Datum::Numeric(Num::from_i128(sum)), n),
             AggState::Collect(mut values, separator) => {
                 if values.is_empty() {
                     return Ok(Datum::Null);

@@ -4,11 +4,11 @@
 //! is read only while a statement runs; it must never carry state from one statement to the
 //! next.
 
-use std::collections::HashSet;
 use std::sync::atomic::AtomicBool;
 
 use crate::error::{Result, SqlError, sqlstate};
-use crate::values::datum::{Datum, group_key};
+use crate::values::datum::Datum;
+use crate::values::key::{Key, KeySet};
 use crate::values::types::SqlType;
 
 /// What evaluation needs besides the row: the statement's parameters and its start time, and
@@ -51,7 +51,7 @@ pub enum InitValue {
 #[derive(Debug)]
 pub struct InSet {
     values: Vec<Datum>,
-    keys: HashSet<String>,
+    keys: KeySet,
     ty: SqlType,
     has_null: bool,
 }
@@ -63,7 +63,7 @@ impl InSet {
         let keys = values
             .iter()
             .filter(|v| !v.is_null())
-            .map(|v| group_key(std::slice::from_ref(v)))
+            .map(|v| Key::one(v.clone()))
             .collect();
         InSet {
             values,
@@ -86,7 +86,7 @@ impl InSet {
         // with each (as `=` compares values of different types).
         let found = match x.clone().cast(self.ty) {
             Ok(same) if same.sql_cmp(x)? == Some(std::cmp::Ordering::Equal) => {
-                self.keys.contains(&group_key(std::slice::from_ref(&same)))
+                self.keys.contains(&Key::one(same))
             }
             _ => {
                 let mut any = false;

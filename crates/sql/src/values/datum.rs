@@ -800,19 +800,3 @@ pub fn row_bytes(values: &[Datum]) -> usize {
         .sum();
     std::mem::size_of::<Vec<Datum>>() + std::mem::size_of_val(values) + heap
 }
-
-/// A key under which values SQL finds equal are equal (grouping, DISTINCT): -0 is 0, and a
-/// numeric's trailing zeros do not count (1.0 and 1.00 are one group, as in PostgreSQL). Only
-/// those two kinds are rewritten; every other value is written as it is (grouping runs per row).
-pub fn group_key(values: &[Datum]) -> String {
-    use std::fmt::Write;
-    let mut key = String::new();
-    for v in values {
-        let _ = match v {
-            Datum::Float(f) if *f == 0.0 => write!(key, "{:?};", Datum::Float(0.0)),
-            Datum::Numeric(n) => write!(key, "{:?};", Datum::Numeric(n.normalized())),
-            other => write!(key, "{other:?};"),
-        };
-    }
-    key
-}

@@ -48,7 +48,11 @@ fn overflow() -> SqlError {
 }
 
 fn pow10(n: u64) -> BigInt {
-    num_traits::pow(BigInt::from(10u8), n as usize)
+    // Scales differ by a few digits almost always: those powers fit a machine word.
+    match 10u64.checked_pow(n as u32) {
+        Some(p) if n <= 19 => BigInt::from(p),
+        _ => num_traits::pow(BigInt::from(10u8), n as usize),
+    }
 }
 
 /// `units` divided by `divisor`, rounded half away from zero (PostgreSQL's rounding).
@@ -144,7 +148,11 @@ impl Num {
 
     /// This number if it is within PostgreSQL's limits.
     fn checked(self) -> Result<Num> {
-        if self.scale > MAX_SCALE || self.integer_digits() > MAX_INTEGER_DIGITS {
+        // A number of fewer bits than the limit's digits can hold is within it (a bit is
+        // under a third of a digit), which spares counting digits after every sum.
+        let surely_within = self.units.bits() < MAX_INTEGER_DIGITS as u64;
+        if self.scale > MAX_SCALE || (!surely_within && self.integer_digits() > MAX_INTEGER_DIGITS)
+        {
             return Err(overflow());
         }
         Ok(self)
@@ -211,6 +219,36 @@ impl Num {
 
     /// The value without trailing zeros after the point (1.50 → 1.5): equal numbers have one
     /// normalized form.
+    /// Hashes the number's value, whatever its scale: equal numbers (1.0, 1.00) hash alike.
+    /// Numbers of up to 18 digits are hashed without a big-integer division.
+    pub fn hash_value<H: std::hash::Hasher>(&self, h: &mut H) {
+        use std::hash::Hash;
+        let (units, scale) = match self.units.to_i64() {
+            Some(u) => (u, self.scale),
+            None => {
+                let n = self.normalized();
+                match n.units.to_i64() {
+                    Some(u) => (u, n.scale),
+                    None => {
+                        n.units.hash(h);
+                        n.scale.hash(h);
+                        return;
+                    }
+                }
+            }
+        };
+        let (mut units, mut scale) = (units, scale);
+        if units == 0 {
+            scale = 0;
+        }
+        while scale > 0 && units % 10 == 0 {
+            units /= 10;
+            scale -= 1;
+        }
+        units.hash(h);
+        scale.hash(h);
+    }
+
     pub fn normalized(&self) -> Num {
         let mut n = self.clone();
         let ten = BigInt::from(10u8);
@@ -231,12 +269,40 @@ impl Num {
     }
 
     pub fn add(&self, other: &Num) -> Result<Num> {
+        if self.scale == other.scale {
+            return Num {
+                units: &self.units + &other.units,
+                scale: self.scale,
+            }
+            .checked();
+        }
         let (a, b, scale) = self.aligned(other);
         Num {
             units: a + b,
             scale,
         }
         .checked()
+    }
+
+    /// `self + other` in place: a running sum of numbers of one scale adds without
+    /// allocating a new number per value.
+    pub fn add_assign(&mut self, other: &Num) -> Result<()> {
+        if self.scale != other.scale {
+            *self = self.add(other)?;
+            return Ok(());
+        }
+        self.units += &other.units;
+        if self.units.bits() >= MAX_INTEGER_DIGITS as u64 {
+            *self = std::mem::replace(self, Num::zero()).checked()?;
+        }
+        Ok(())
+    }
+
+    pub fn from_i128(v: i128) -> Num {
+        Num {
+            units: BigInt::from(v),
+            scale: 0,
+        }
     }
 
     pub fn sub(&self, other: &Num) -> Result<Num> {

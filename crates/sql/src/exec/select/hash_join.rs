@@ -4,18 +4,17 @@
 //! Must never match rows whose keys SQL would not call equal: keys are only of classes whose
 //! equal values are the same values (see `bind::access::hash_keys`), and NULL matches nothing.
 
-use std::collections::HashMap;
-
 use super::{Run, Sink, all_hold, derived_rows};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::exec::rows::fetch;
 use crate::expr::Expr;
 use crate::plan::{Access, Relation, Source};
-use crate::values::datum::{Datum, group_key, row_bytes};
+use crate::values::datum::{Datum, row_bytes};
+use crate::values::key::{Key, KeyMap};
 
 /// A hash join's table: the source's rows that pass the conditions on it alone, by the
 /// values of its key columns (NULL-free).
-pub(super) type Hashed = HashMap<String, Vec<Vec<Datum>>>;
+pub(super) type Hashed = KeyMap<Vec<Vec<Datum>>>;
 
 /// The rows of `source` (read through `Access::Hash` on `keys`) whose keys equal the joined
 /// row's values and that pass `filter`, each appended to the joined row `row`. The source is
@@ -45,7 +44,7 @@ pub(super) fn hash_join(
             v => probe.push(v),
         }
     }
-    let Some(found) = hashed.get(&group_key(&probe)) else {
+    let Some(found) = hashed.get(&Key(probe)) else {
         return Ok(true);
     };
     let outer = row.len();
@@ -115,22 +114,20 @@ fn build_hash(
             ));
         }
     };
-    let mut hashed = Hashed::new();
-    let mut key = Vec::with_capacity(keys.len());
+    let mut hashed = Hashed::default();
     let mut joined = before;
     'rows: for r in rows {
         joined.truncate(source.offset);
         joined.extend_from_slice(&r);
-        key.clear();
+        let mut key = Vec::with_capacity(keys.len());
         for (k, _) in keys {
             match k.eval(&joined, run.cx)? {
                 Datum::Null => continue 'rows,
                 v => key.push(v),
             }
         }
-        let k = group_key(&key);
-        run.budget.take(row_bytes(&r) + k.len() + 32)?;
-        hashed.entry(k).or_default().push(r);
+        run.budget.take(row_bytes(&r) + row_bytes(&key) + 32)?;
+        hashed.entry(Key(key)).or_default().push(r);
     }
     Ok(hashed)
 }

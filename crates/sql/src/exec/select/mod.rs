@@ -10,7 +10,7 @@
 //! Nothing here blocks a worker: lock waits of `FOR UPDATE` park the task.
 
 use std::cmp::Ordering;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use overtake_engine::Transaction;
 
@@ -18,7 +18,8 @@ use super::aggregate::AggState;
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::{Context, Expr};
 use crate::plan::{InitKind, InitPlan, PlanNode, SelectPlan, SetOp, SortKey, Source};
-use crate::values::datum::{Datum, group_key, row_bytes};
+use crate::values::datum::{Datum, row_bytes};
+use crate::values::key::{Key, KeyMap, KeySet};
 use crate::values::types::SqlType;
 
 /// Memory a statement holds for its sorts, groups and DISTINCT, against its budget
@@ -235,12 +236,12 @@ fn set_operation(
     };
     let left_rows = rows_of(run, left)?;
     let right_rows = rows_of(run, right)?;
-    let mut seen: HashSet<String> = HashSet::new();
+    let mut seen = KeySet::default();
     // How many times each row of the right side is there (INTERSECT, EXCEPT).
-    let mut counts: HashMap<String, usize> = HashMap::new();
+    let mut counts: KeyMap<usize> = KeyMap::default();
     if op != SetOp::Union {
         for r in &right_rows {
-            *counts.entry(group_key(r)).or_default() += 1;
+            *counts.entry(Key(r.clone())).or_default() += 1;
         }
     }
     let right_rows = if op == SetOp::Union {
@@ -249,7 +250,7 @@ fn set_operation(
         Vec::new()
     };
     for mut r in left_rows.into_iter().chain(right_rows) {
-        let key = group_key(&r);
+        let key = Key(r.clone());
         let keep = match (op, all) {
             (SetOp::Union, true) => true,
             (SetOp::Union, false) => seen.insert(key),
@@ -313,13 +314,13 @@ fn recursive_union(
     types: &[SqlType],
     sink: &mut Sink<'_>,
 ) -> Result<bool> {
-    let mut seen: HashSet<String> = HashSet::new();
+    let mut seen = KeySet::default();
     let mut round = rows_under(run, anchor, row, types)?;
     loop {
         run.cx.check_cancel()?;
         let mut made = Vec::with_capacity(round.len());
         for r in round {
-            if !all && !seen.insert(group_key(&r)) {
+            if !all && !seen.insert(Key(r.clone())) {
                 continue;
             }
             let mut out = r.clone();
@@ -462,26 +463,34 @@ fn node(
         }),
         PlanNode::Aggregate { input, aggregate } => {
             let calls = &aggregate.calls;
-            let mut groups: Vec<(Vec<Datum>, Vec<AggState>)> = Vec::new();
-            let mut index: HashMap<String, usize> = HashMap::new();
+            // Groups in the order they were first seen; without GROUP BY, one group and no
+            // hashing.
+            let mut groups: Vec<Vec<AggState>> = Vec::new();
+            let mut index: KeyMap<usize> = KeyMap::default();
+            let grouped = !aggregate.group_by.is_empty();
             node(input, run, row, &mut |run, r| {
-                let key = eval_all(&aggregate.group_by, r, run.cx)?;
-                let id = group_key(&key);
-                let g = match index.get(&id) {
-                    Some(&g) => g,
-                    None => {
-                        run.budget.take(
-                            row_bytes(&key)
-                                + 2 * id.len()
-                                + calls.len() * std::mem::size_of::<AggState>()
-                                + 64,
-                        )?;
-                        groups.push((key, calls.iter().map(AggState::new).collect()));
-                        index.insert(id, groups.len() - 1);
-                        groups.len() - 1
+                let g = if grouped {
+                    let key = Key(eval_all(&aggregate.group_by, r, run.cx)?);
+                    match index.get(&key) {
+                        Some(&g) => g,
+                        None => {
+                            run.budget.take(
+                                row_bytes(&key.0)
+                                    + calls.len() * std::mem::size_of::<AggState>()
+                                    + 64,
+                            )?;
+                            groups.push(calls.iter().map(AggState::new).collect());
+                            index.insert(key, groups.len() - 1);
+                            groups.len() - 1
+                        }
                     }
+                } else {
+                    if groups.is_empty() {
+                        groups.push(calls.iter().map(AggState::new).collect());
+                    }
+                    0
                 };
-                for (state, call) in groups[g].1.iter_mut().zip(calls) {
+                for (state, call) in groups[g].iter_mut().zip(calls) {
                     let more = state.add(call, r, run.cx)?;
                     if more > 0 {
                         run.budget.take(more)?;
@@ -489,11 +498,14 @@ fn node(
                 }
                 Ok(true)
             })?;
-            if groups.is_empty() && aggregate.group_by.is_empty() {
-                groups.push((Vec::new(), calls.iter().map(AggState::new).collect()));
+            if groups.is_empty() && !grouped {
+                groups.push(calls.iter().map(AggState::new).collect());
             }
-            drop(index);
-            for (key, states) in groups {
+            let mut keys: Vec<Vec<Datum>> = vec![Vec::new(); groups.len()];
+            for (key, g) in index {
+                keys[g] = key.into_values();
+            }
+            for (key, states) in keys.into_iter().zip(groups) {
                 let mut r = key;
                 for (state, call) in states.into_iter().zip(calls) {
                     r.push(state.finish(call)?);
@@ -586,26 +598,25 @@ fn node(
             })
         }
         PlanNode::DistinctOn { input, keys } => {
-            let mut seen = HashSet::new();
+            let mut seen = KeySet::default();
             node(input, run, row, &mut |run, r| {
-                let values: Vec<Datum> = keys.iter().map(|&k| r[k].clone()).collect();
-                let key = group_key(&values);
+                let key = Key(keys.iter().map(|&k| r[k].clone()).collect());
                 if seen.contains(&key) {
                     return Ok(true);
                 }
-                run.budget.take(key.len() + 32)?;
+                run.budget.take(row_bytes(&key.0) + 32)?;
                 seen.insert(key);
                 sink(run, r)
             })
         }
         PlanNode::Distinct { input, columns } => {
-            let mut seen = HashSet::new();
+            let mut seen = KeySet::default();
             node(input, run, row, &mut |run, r| {
-                let key = group_key(&r[..*columns]);
+                let key = Key(r[..*columns].to_vec());
                 if seen.contains(&key) {
                     return Ok(true);
                 }
-                run.budget.take(key.len() + 32)?;
+                run.budget.take(row_bytes(&key.0) + 32)?;
                 seen.insert(key);
                 sink(run, r)
             })
