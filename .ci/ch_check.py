@@ -7,7 +7,8 @@ rows are copied into Overtake's tables (COPY TO STDOUT there, COPY FROM STDIN he
 answer over identical data; then each query, read from go-tpc's own source (QUERY_GO, its
 ch/query.go in the Go module cache), runs on both. Rows are compared as multisets, and their
 ORDER BY values in order: floating-point values to 1e-9 relative, everything else exactly and of
-the same type. Prints each query's time on both.
+the same type. Both are analyzed first (ANALYZE), as after any bulk load. Prints each query's
+time on both.
 """
 
 import math
@@ -92,6 +93,9 @@ def main():
     path, pg_dsn, ot_dsn = sys.argv[1:4]
     with psycopg.connect(pg_dsn, autocommit=True) as pg, psycopg.connect(ot_dsn, autocommit=True) as ot:
         copy_tables(pg, ot)
+        # As after any bulk load: both planners get their statistics.
+        for c in (pg, ot):
+            c.execute("ANALYZE")
         failed = 0
         totals = [0.0, 0.0]
         for n, sql in enumerate(queries(path), 1):

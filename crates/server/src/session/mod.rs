@@ -156,7 +156,7 @@ fn writes(command: &Command) -> Option<&'static str> {
             Query::Update(_) => "UPDATE",
             Query::Delete(_) => "DELETE",
             Query::Select(s) if s.for_update => "SELECT FOR UPDATE",
-            Query::Select(_) => return None,
+            Query::Select(_) | Query::Analyze(_) => return None,
         },
         Command::Ddl(d) => match d {
             Ddl::CreateTable { .. } => "CREATE TABLE",

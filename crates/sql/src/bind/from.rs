@@ -9,7 +9,8 @@ use std::sync::Arc;
 use sqlparser::ast::{self, JoinConstraint, JoinOperator, SetExpr, TableFactor};
 
 use crate::bind::access::{
-    choose_access, conjuncts, hash_keys, implied_equalities, order_conditions, table_scope,
+    choose_access, conjuncts, hash_keys, implied_equalities, implied_restrictions,
+    order_conditions, table_scope,
 };
 use crate::bind::{Binder, ScopeColumn, has_aggregate, ident, object_name};
 use crate::catalog::SqlTable;
@@ -331,6 +332,11 @@ impl Binder<'_> {
             }
         }
         implied_equalities(&mut conditions, &scope);
+        let ranges: Vec<_> = sources
+            .iter()
+            .map(|s| s.offset..s.offset + s.width)
+            .collect();
+        implied_restrictions(&mut conditions, &ranges);
         order_conditions(&mut conditions);
         let (post_filter, conditions): (Vec<Expr>, Vec<Expr>) =
             conditions.into_iter().partition(holds_subplan);

@@ -1,14 +1,17 @@
 //! The order a FROM list's tables are joined in, when it names three or more without explicit
-//! joins (`FROM a, b, c WHERE ...`): chosen greedily from the conditions, as there are no
-//! statistics. The smallest source first (its rows as the catalog counts them, scaled by the
-//! conditions on it alone), then each time the source the conditions connect to those joined
-//! whose rows each joined row finds most cheaply (by its whole primary key first, else its
-//! rows scaled by the equalities joining it), a source no condition connects only when none
-//! is left that one does.
+//! joins (`FROM a, b, c WHERE ...`): greedy orders from each source first, the cheapest kept.
+//! A source's rows are as the engine counts them, scaled by the share of its ANALYZE sample
+//! the conditions on it alone keep (fixed shares without one). From the first, each time the
+//! source the conditions connect to those joined whose rows each joined row finds most
+//! cheaply (by its whole primary key first, else its rows scaled by the equalities joining it:
+//! one over an analyzed column's distinct values), a source no condition connects only when
+//! none is left that one does. An order costs the rows each join makes plus the rows of each
+//! source read whole (scanned or hashed).
 //!
 //! Must never reorder what the order changes the meaning of: explicit joins (outer joins,
 //! USING), or functions in FROM (which read the sources before them).
 
+use crate::catalog::statistics::Sample;
 use crate::expr::{BinOp, Expr};
 use crate::plan::{Access, Relation, Source};
 use sqlparser::ast;
@@ -54,15 +57,51 @@ pub(super) fn choose(
         })
         .collect();
     let mut rows = Vec::with_capacity(n);
+    let mut bases = Vec::with_capacity(n);
+    let mut samples = Vec::with_capacity(n);
     for (i, s) in sources.iter().enumerate() {
+        let sample = match &s.relation {
+            Relation::Table(t) => t.statistics.sample(),
+            _ => None,
+        };
         let base = match &s.relation {
-            Relation::Table(t) => t.engine.slots_allocated().max(1) as f64,
+            // As ANALYZE counted them, unless the table has grown well past that since (the
+            // engine's count is of slots, rounded up to its allocation).
+            Relation::Table(t) => {
+                let slots = t.engine.slots_allocated();
+                match &sample {
+                    Some(sample) if slots <= 2 * sample.rows + 64 => sample.rows,
+                    _ => slots,
+                }
+                .max(1) as f64
+            }
             Relation::Rows { rows, .. } => rows.len().max(1) as f64,
             Relation::Subquery(_) | Relation::WorkTable(_) => UNCOUNTED_ROWS,
             Relation::Function { .. } => return None,
         };
-        let alone = conditions.iter().filter(|(_, r)| r.as_slice() == [i]);
-        let scaled = alone.fold(base, |rows, (c, _)| {
+        // The conditions on it alone keep the share of its analyzed sample they hold for
+        // (see `catalog::statistics`); those the sample cannot tell, or on a table never
+        // analyzed, a fixed share each.
+        let alone: Vec<&Expr> = conditions
+            .iter()
+            .filter(|(_, r)| r.as_slice() == [i])
+            .map(|(c, _)| *c)
+            .collect();
+        bases.push(base);
+        let own = s.offset..s.offset + s.width;
+        let (sampled, guessed): (Vec<&Expr>, Vec<&Expr>) = alone
+            .into_iter()
+            .partition(|c| sample.is_some() && Sample::evaluable(c, own.clone()));
+        let share = match (&sample, sampled.is_empty()) {
+            (_, true) => Some(1.0),
+            (Some(sample), false) => sample.share(&sampled, s.offset, s.width),
+            (None, false) => None,
+        };
+        let guessed = match share {
+            Some(_) => guessed,
+            None => sampled.into_iter().chain(guessed).collect(),
+        };
+        let scaled = guessed.iter().fold(base * share.unwrap_or(1.0), |rows, c| {
             rows * match c {
                 Expr::Binary(BinOp::Eq, ..) => 0.05,
                 _ => 0.25,
@@ -72,13 +111,20 @@ pub(super) fn choose(
         let keyed = matches!(&s.access, Access::Key(key)
             if key.iter().all(|e| e.max_column().is_none_or(|m| m < first_column)));
         rows.push(if keyed { 1.0 } else { scaled.max(1.0) });
+        samples.push(sample.filter(|s| s.distinct.len() == sources[i].width));
     }
+    // Distinct values of `e` (over source `c`'s columns alone), if `c` was analyzed.
+    let distinct = |c: usize, e: &Expr| {
+        let s = &sources[c];
+        samples[c].as_ref()?.distinct_of(e, s.offset, s.width)
+    };
     // The rows a source finds for each joined row once `joined` are: one by its whole primary
-    // key bound by equalities, else (a hash join or a scan) all its rows.
-    let per_row = |c: usize, joined: &[usize]| -> f64 {
+    // key bound by equalities (then true: found by key), else (a hash join or a scan) its rows
+    // scaled by the equalities joining it.
+    let per_row = |c: usize, joined: &[usize]| -> (f64, bool) {
         let s = &sources[c];
         let Relation::Table(t) = &s.relation else {
-            return rows[c];
+            return (rows[c], false);
         };
         let bound = |col: usize| {
             conditions.iter().any(|(e, reads)| {
@@ -96,11 +142,12 @@ pub(super) fn choose(
             })
         };
         if !t.primary_key.is_empty() && t.primary_key.iter().all(|&k| bound(k)) {
-            return 1.0;
+            return (1.0, true);
         }
-        // Each equality joining it keeps a share of its rows: one on its key's columns alone
-        // (a function of them, or part of them) few, one on another column more, one on an
-        // expression of other columns (a state's first letter) most.
+        // Each equality joining it keeps a share of its rows: one on an analyzed column (or
+        // an expression of its columns) one of its distinct values; else one on its key's columns alone (a function of them, or
+        // part of them) few, one on another column more, one on an expression of other
+        // columns (a state's first letter) most.
         let key_column = |col: usize| t.primary_key.contains(&(col - s.offset));
         let own = s.offset..s.offset + s.width;
         let mut share = 1.0;
@@ -131,12 +178,13 @@ pub(super) fn choose(
                 }
             });
             share *= match side {
+                side if let Some(d) = distinct(c, side) => 1.0 / d.max(1.0),
                 _ if on_key => 0.001,
                 Expr::Column(_) => 0.01,
                 _ => 0.1,
             };
         }
-        (rows[c] * share).max(1.0)
+        ((rows[c] * share).max(1.0), false)
     };
     let connected = |c: usize, joined: &[usize]| {
         conditions.iter().any(|(_, reads)| {
@@ -145,7 +193,6 @@ pub(super) fn choose(
                 && reads.iter().all(|x| *x == c || joined.contains(x))
         })
     };
-    let mut order: Vec<usize> = Vec::with_capacity(n);
     let smallest = |order: &[usize], pick: &dyn Fn(usize) -> Option<f64>| {
         (0..n)
             .filter(|c| !order.contains(c))
@@ -153,12 +200,34 @@ pub(super) fn choose(
             .min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)))
             .map(|(c, _)| c)
     };
-    while order.len() < n {
-        let next = smallest(&order, &|c| {
-            (!order.is_empty() && connected(c, &order)).then(|| per_row(c, &order))
-        })
-        .or_else(|| smallest(&order, &|c| Some(rows[c])))?;
-        order.push(next);
+    // From each source first, the greedy order and its cost: the rows each join makes, and
+    // every source read whole (scanned or hashed; one found by key is read per row).
+    let from = |start: usize| -> Option<(Vec<usize>, f64)> {
+        let mut order = vec![start];
+        let mut joined_rows = rows[start];
+        let mut cost = bases[start] + joined_rows;
+        while order.len() < n {
+            let next = smallest(&order, &|c| {
+                connected(c, &order).then(|| per_row(c, &order).0)
+            })
+            .or_else(|| smallest(&order, &|c| Some(rows[c])))?;
+            let (each, by_key) = match connected(next, &order) {
+                true => per_row(next, &order),
+                false => (rows[next], false),
+            };
+            joined_rows *= each;
+            cost += joined_rows + if by_key { 0.0 } else { bases[next] };
+            order.push(next);
+        }
+        Some((order, cost))
+    };
+    let mut best: Option<(Vec<usize>, f64)> = None;
+    for start in 0..n {
+        let (order, cost) = from(start)?;
+        if best.as_ref().is_none_or(|(_, b)| cost < *b) {
+            best = Some((order, cost));
+        }
     }
+    let (order, _) = best?;
     (order.iter().enumerate().any(|(i, &c)| i != c)).then_some(order)
 }

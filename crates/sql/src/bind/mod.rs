@@ -14,6 +14,7 @@
 //!   calls;
 //! - `expr` ([`Binder`]): expressions, with `functions` for the scalar functions by name and
 //!   `typing` for literals and the types where values meet;
+//! - `analyze`: the tables `ANALYZE` takes statistics of;
 //! - `role_statement`: `CREATE ROLE` and `ALTER ROLE ... WITH`; `row_values`: row values in
 //!   comparisons and IN lists, as conditions on their items.
 //!
@@ -21,6 +22,7 @@
 //! catalog's (or a block's pending) tables.
 
 pub(crate) mod access;
+mod analyze;
 pub(crate) mod arrays;
 mod ddl;
 pub(crate) use ddl::relation_name;

@@ -12,6 +12,7 @@ use super::ddl::{
     added_column, column_default, create_table, grant_on, grantees, index_columns,
     sequence_options as sequence_options_of, table_grantees, table_privileges,
 };
+use crate::bind::analyze::analyzed;
 use crate::bind::constraint::{plain_key, plain_unique};
 use crate::bind::role_statement as roles;
 use crate::bind::{Binder, ident, object_name};
@@ -433,7 +434,7 @@ pub fn prepare_in(
         }
         Statement::UNLISTEN { .. } => Command::Noop("UNLISTEN"),
         Statement::Vacuum(_) => Command::Noop("VACUUM"),
-        Statement::Analyze(_) => Command::Noop("ANALYZE"),
+        Statement::Analyze(a) => Command::Query(Box::new(Query::Analyze(analyzed(tables, a)?))),
         Statement::Discard { object_type } => match object_type {
             ast::DiscardObject::ALL => Command::DiscardAll,
             // No cached plans to forget (a plan is made again when the catalog changes), no

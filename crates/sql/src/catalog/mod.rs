@@ -13,13 +13,14 @@
 //! paused anywhere else), so no paused task ever holds it.
 //!
 //! Parts: `pending` (a block's uncommitted changes), `acl` (owners and grants), `roles` (roles
-//! and their passwords). The catalog never runs a statement's rows and never binds SQL (opening
+//! and their passwords), `statistics` (what ANALYZE saw of a table). The catalog never runs a statement's rows and never binds SQL (opening
 //! a kept catalog does, in `exec::stored`).
 
 pub(crate) mod acl;
 pub mod pending;
 pub mod references;
 pub mod roles;
+pub mod statistics;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -183,6 +184,8 @@ pub struct SqlTable {
     pub sequence: Option<Arc<crate::sequence::Sequence>>,
     /// For a view: its query (its engine table stays empty).
     pub view: Option<Arc<View>>,
+    /// What ANALYZE last saw of it; shared by every description over one engine table.
+    pub statistics: Arc<statistics::Statistics>,
 }
 
 /// A view: a query read wherever its name is, bound afresh with the statement that reads it

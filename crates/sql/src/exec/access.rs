@@ -92,6 +92,8 @@ pub fn check(command: &Command, actor: &Actor) -> Result<()> {
             }
             Ok(())
         }
+        // The binder kept only the tables the user owns.
+        Query::Analyze(_) => Ok(()),
         Query::Delete(d) => {
             require(Some(actor), &d.table, Privileges::DELETE)?;
             if reads(d.filter.iter().chain(&d.returning)) {

@@ -11,10 +11,11 @@
 //! checks them), `select` (a SELECT's plan tree, node by node), `rows` (finding, locking and
 //! reading a table's rows), `aggregate` (aggregates as they run), `ddl` (catalog changes in a
 //! transaction) and `stored` (the catalog kept in the database, written by DDL and read back
-//! by `Catalog::open`), `copy` (COPY's text format).
+//! by `Catalog::open`), `copy` (COPY's text format), `analyze` (a table's statistics).
 
 pub mod access;
 pub(crate) mod aggregate;
+mod analyze;
 pub mod copy;
 pub mod ddl;
 pub(crate) mod foreign_keys;
@@ -74,6 +75,12 @@ pub fn execute_each(
         Query::Insert(i) => insert(txn, i, cx, emit)?.tag,
         Query::Update(u) => update(txn, u, cx, emit)?.tag,
         Query::Delete(d) => delete(txn, d, cx, emit)?.tag,
+        Query::Analyze(tables) => {
+            for table in tables {
+                analyze::analyze(txn, table, cx)?;
+            }
+            "ANALYZE".into()
+        }
     })
 }
 

@@ -601,6 +601,7 @@ fn restore(catalog: &Catalog, described: &Described) -> Result<SqlTable> {
         indexes,
         engine,
         row_ids,
+        statistics: Default::default(),
         acl,
         checks,
         foreign_keys,

@@ -224,6 +224,7 @@ pub fn explain(command: &Command) -> Vec<String> {
                 access_line(&u.table, &u.table.name, &u.access)
             ));
         }
+        Query::Analyze(_) => out.push("Analyze".into()),
         Query::Delete(d) => {
             out.push(format!("Delete on {}", d.table.name));
             out.push(format!(

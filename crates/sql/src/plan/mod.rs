@@ -156,13 +156,15 @@ pub enum Query {
     Insert(InsertPlan),
     Update(UpdatePlan),
     Delete(DeletePlan),
+    /// `ANALYZE`: the tables whose statistics it takes.
+    Analyze(Vec<Arc<SqlTable>>),
 }
 
 impl Query {
     /// Whether it writes (an explicit transaction's first write needs no special care, but a
     /// read-only statement may run on any snapshot).
     pub fn writes(&self) -> bool {
-        !matches!(self, Query::Select(s) if !s.for_update)
+        !matches!(self, Query::Select(s) if !s.for_update) && !matches!(self, Query::Analyze(_))
     }
 
     /// Whether it is a point read: a SELECT that locks nothing, visits at most one row of one
@@ -176,16 +178,21 @@ impl Query {
             Query::Insert(i) => &i.init,
             Query::Update(u) => &u.init,
             Query::Delete(d) => &d.init,
+            Query::Analyze(_) => &[],
         }
     }
 
     /// Gives it its uncorrelated subqueries.
     pub fn set_init(&mut self, init: Vec<InitPlan>) {
+        if let Query::Analyze(_) = self {
+            return;
+        }
         *match self {
             Query::Select(s) => &mut s.init,
             Query::Insert(i) => &mut i.init,
             Query::Update(u) => &mut u.init,
             Query::Delete(d) => &mut d.init,
+            Query::Analyze(_) => unreachable!("returned above"),
         } = init;
     }
 
