@@ -4,7 +4,7 @@
 
 use crate::bind::ScopeColumn;
 use crate::catalog::SqlTable;
-use crate::expr::{BinOp, Expr, Func};
+use crate::expr::{BinOp, Expr};
 use crate::plan::Access;
 use crate::values::datum::Datum;
 
@@ -257,69 +257,9 @@ fn key_list(
     (columns(&best) > 0).then_some(best)
 }
 
-/// Adds, for each OR of conditions over several sources (each source's columns one of
-/// `sources`), the restriction it implies on a source whose own conditions are in every branch:
-/// `(n1.name = 'A' AND n2.name = 'B') OR (n1.name = 'B' AND n2.name = 'A')` implies
-/// `n1.name = 'A' OR n1.name = 'B'` (and as much of `n2`), which that source's scan checks, so
-/// it passes on only the rows the OR can hold for (PostgreSQL extracts these too). The OR
-/// itself stays, checked where it was; a branch part that is volatile (`random()`, a
-/// sequence) or reads a subquery is not copied.
-pub fn implied_restrictions(conditions: &mut Vec<Expr>, sources: &[std::ops::Range<usize>]) {
-    let reads_only = |e: &Expr, own: &std::ops::Range<usize>| {
-        let (mut any, mut only) = (false, true);
-        e.visit(&mut |x| match x {
-            Expr::Column(c) => {
-                any = true;
-                only &= own.contains(c);
-            }
-            Expr::SubPlan(_)
-            | Expr::Init(_)
-            | Expr::InInit { .. }
-            | Expr::Quantified { .. }
-            | Expr::Sequence(..)
-            | Expr::Func(
-                Func::Random | Func::GenRandomUuid | Func::ClockTimestamp | Func::SetConfig,
-                _,
-            ) => only = false,
-            _ => {}
-        });
-        any && only
-    };
-    let mut implied = Vec::new();
-    for c in conditions.iter() {
-        let mut branches = Vec::new();
-        chain(c, BinOp::Or, &mut branches);
-        if branches.len() < 2 {
-            continue;
-        }
-        for own in sources {
-            if reads_only(c, own) {
-                continue;
-            }
-            let mut restriction: Option<Expr> = None;
-            for b in &branches {
-                let mut parts = Vec::new();
-                chain(b, BinOp::And, &mut parts);
-                let mine = parts.into_iter().filter(|p| reads_only(p, own)).cloned();
-                let Some(mine) = mine.reduce(|a, b| Expr::Binary(BinOp::And, a.into(), b.into()))
-                else {
-                    restriction = None;
-                    break;
-                };
-                restriction = Some(match restriction {
-                    None => mine,
-                    Some(r) => Expr::Binary(BinOp::Or, r.into(), mine.into()),
-                });
-            }
-            implied.extend(restriction);
-        }
-    }
-    conditions.extend(implied);
-}
-
 /// The branches of a chain of `op` (AND or OR) in `e`, by reference. Iterative: a chain of
 /// thousands of ORs is as deep as it is long.
-fn chain<'e>(e: &'e Expr, op: BinOp, out: &mut Vec<&'e Expr>) {
+pub(super) fn chain<'e>(e: &'e Expr, op: BinOp, out: &mut Vec<&'e Expr>) {
     let mut pending = vec![e];
     while let Some(e) = pending.pop() {
         match e {

@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use sqlparser::ast::{self, JoinConstraint, JoinOperator, SetExpr, TableFactor};
 
+use super::or_conditions::{factor_common, implied_restrictions};
 use crate::bind::access::{
-    choose_access, conjuncts, hash_keys, implied_equalities, implied_restrictions,
-    order_conditions, table_scope,
+    choose_access, conjuncts, hash_keys, implied_equalities, order_conditions, table_scope,
 };
 use crate::bind::{Binder, ScopeColumn, has_aggregate, ident, object_name};
 use crate::catalog::SqlTable;
@@ -331,11 +331,12 @@ impl Binder<'_> {
                 None => conditions.push(equal),
             }
         }
-        implied_equalities(&mut conditions, &scope);
         let ranges: Vec<_> = sources
             .iter()
             .map(|s| s.offset..s.offset + s.width)
             .collect();
+        factor_common(&mut conditions, &ranges);
+        implied_equalities(&mut conditions, &scope);
         implied_restrictions(&mut conditions, &ranges);
         order_conditions(&mut conditions);
         let (post_filter, conditions): (Vec<Expr>, Vec<Expr>) =
@@ -383,6 +384,14 @@ impl Binder<'_> {
                     upper: None,
                     ..
                 } => (reordered.then_some(eq.len()), Some(eq.len())),
+                // A lookup by primary key under each row before it: many of them cost more
+                // than reading the table once (`hash_fallback` too).
+                Access::Key(es) if es.iter().any(|e| e.max_column().is_some()) => {
+                    (None, Some(es.len()))
+                }
+                Access::Keys(lists) if lists.iter().flatten().any(|e| e.max_column().is_some()) => {
+                    (None, Some(0))
+                }
                 _ => (None, None),
             };
             if !matches!(s.relation, Relation::Table(_) | Relation::Subquery(_)) {
@@ -511,6 +520,7 @@ impl Binder<'_> {
         }
         sources.push(Source {
             hash_fallback: None,
+            needed: None,
             relation: Relation::Function {
                 func,
                 args,
@@ -562,6 +572,7 @@ impl Binder<'_> {
         }
         sources.push(Source {
             hash_fallback: None,
+            needed: None,
             relation: Relation::Subquery(Arc::new(plan)),
             name: shown,
             offset,
@@ -655,6 +666,7 @@ impl Binder<'_> {
             }
             sources.push(Source {
                 hash_fallback: None,
+                needed: None,
                 relation: cte.relation.relation(),
                 name: shown,
                 offset,
@@ -718,6 +730,7 @@ impl Binder<'_> {
         };
         sources.push(Source {
             hash_fallback: None,
+            needed: None,
             relation: relation.0,
             name: relation.1,
             offset,

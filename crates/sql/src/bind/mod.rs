@@ -7,7 +7,8 @@
 //!   TABLE, indexes and GRANT/REVOKE;
 //! - `select` and `dml`: the statements that read and write rows, with `from` for FROM and
 //!   WHERE, `join_order` for the order a FROM list is joined in, `access` for how a table's
-//!   rows are found and where conditions are checked,
+//!   rows are found and where conditions are checked, `or_conditions` for what an OR of
+//!   conditions implies,
 //!   (joins, derived tables, subqueries as semi joins) and `subquery` for subqueries in
 //!   expressions, `arrays` for arrays, `set_ops` for UNION, INTERSECT, EXCEPT and VALUES,
 //!   `with` for WITH queries, `view` for views (made and read), `window` for window function
@@ -33,6 +34,7 @@ mod from;
 pub(crate) mod functions;
 mod join_order;
 mod on_conflict;
+mod or_conditions;
 mod parse;
 pub(crate) mod role_statement;
 mod row_values;

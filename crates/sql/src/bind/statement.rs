@@ -489,6 +489,11 @@ pub fn prepare_in(
             _ => return Err(SqlError::unsupported("a subquery in this statement")),
         }
     }
+    if let Command::Query(q) = &mut command
+        && let Query::Select(plan) = &mut **q
+    {
+        crate::plan::columns::prune(plan);
+    }
     let point_read = matches!(&command, Command::Query(q) if q.is_point_read());
     Ok(Prepared {
         command,

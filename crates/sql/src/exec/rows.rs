@@ -171,7 +171,7 @@ pub(super) fn fetch(
     let mut read = 0;
     fetch_counting(
         txn,
-        (table, access, filter),
+        (table, access, filter, None),
         outer,
         cx,
         limit,
@@ -180,10 +180,12 @@ pub(super) fn fetch(
     )
 }
 
-/// [`fetch`], counting in `read` the rows the access read (those the filter dropped too).
+/// [`fetch`], counting in `read` the rows the access read (those the filter dropped too);
+/// with `needed`, only the columns it marks (and those the filter reads) are decoded, the
+/// others left NULL.
 pub(super) fn fetch_counting(
     txn: &mut Transaction<'_>,
-    (table, access, filter): (&SqlTable, &Access, &[Expr]),
+    (table, access, filter, needed): (&SqlTable, &Access, &[Expr], Option<&[bool]>),
     outer: &[Datum],
     cx: &Context<'_>,
     limit: Option<usize>,
@@ -196,7 +198,10 @@ pub(super) fn fetch_counting(
     combined.resize(outer.len() + table.columns.len(), Datum::Null);
     // The columns the filter reads are decoded first; the others only for a row that passes
     // (a scan that keeps few rows decodes little: strings are copies).
-    let (first, rest) = split_columns(table, filter, outer.len());
+    let (first, mut rest) = split_columns(table, filter, outer.len());
+    if let Some(needed) = needed {
+        rest.retain(|&c| needed.get(c).copied().unwrap_or(true));
+    }
     let mut visit = |row: overtake_engine::RowRef<'_>| {
         // A cancelled statement stops within a few hundred rows (a load per row would do too;
         // this keeps it off the hot path of point reads).

@@ -1,10 +1,12 @@
 //! Plans: statements bound against the catalog, with their parameters' and results' types,
 //! ready to execute any number of times (a prepared statement is one plan).
 //!
-//! Parts: `select` (a SELECT's plan tree), `fold` (constant folding before any row is read) and
+//! Parts: `select` (a SELECT's plan tree), `columns` (the columns of its tables a SELECT
+//! reads), `fold` (constant folding before any row is read) and
 //! `explain` (a plan as PostgreSQL's EXPLAIN prints it). A plan holds no transaction and no lock:
 //! it never reads rows.
 
+pub mod columns;
 pub(crate) mod explain;
 pub(crate) mod fold;
 pub mod select;

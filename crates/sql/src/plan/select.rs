@@ -126,6 +126,9 @@ pub struct Source {
     /// each of many lookups reads a large part of the table (an index on a column of few
     /// values), the table is read once into a hash table instead (see `exec::select`).
     pub hash_fallback: Option<Vec<(Expr, Expr)>>,
+    /// For a table: which of its columns the statement reads (`None`: all); the others are
+    /// left NULL in the rows it passes on (see `plan::columns`).
+    pub needed: Option<Box<[bool]>>,
 }
 
 impl Source {
@@ -213,7 +216,7 @@ pub enum PlanNode {
     /// columns), each appended to that row and kept if every `filter` holds on the joined row;
     /// with `lock` (`FOR UPDATE`), each locked as a write would lock it and read again.
     Scan {
-        source: Source,
+        source: Box<Source>,
         filter: Vec<Expr>,
         lock: Option<LockWait>,
     },
@@ -320,7 +323,7 @@ impl PlanNode {
         let mut out = Vec::new();
         self.walk(&mut |n| {
             if let PlanNode::Scan { source, .. } = n {
-                out.push(source);
+                out.push(&**source);
             }
         });
         out
@@ -332,7 +335,7 @@ impl PlanNode {
         let mut out = Vec::new();
         self.walk_into(false, &mut |n| {
             if let PlanNode::Scan { source, .. } = n {
-                out.push(source);
+                out.push(&**source);
             }
         });
         out
@@ -398,6 +401,10 @@ impl PlanNode {
 
     /// Calls `f` with this node and every node under it, parents first, outer before inner:
     /// derived tables' and set operations' plans included.
+    pub fn visit_nodes<'a>(&'a self, f: &mut impl FnMut(&'a PlanNode)) {
+        self.walk(f)
+    }
+
     fn walk<'a>(&'a self, f: &mut impl FnMut(&'a PlanNode)) {
         self.walk_into(true, f)
     }
@@ -553,7 +560,7 @@ pub fn join_tree(
             source.access = Access::Scan;
         }
         let scan = PlanNode::Scan {
-            source,
+            source: Box::new(source),
             filter,
             lock,
         };

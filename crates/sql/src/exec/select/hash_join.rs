@@ -6,7 +6,7 @@
 
 use super::{Run, Sink, all_hold, derived_rows};
 use crate::error::{Result, SqlError, sqlstate};
-use crate::exec::rows::fetch;
+use crate::exec::rows::fetch_counting;
 use crate::expr::Expr;
 use crate::plan::{Access, Relation, Source};
 use crate::values::datum::{Datum, row_bytes};
@@ -84,15 +84,14 @@ fn build_hash(
     // of it.
     let before = vec![Datum::Null; source.offset];
     let rows: Vec<Vec<Datum>> = match &source.relation {
-        Relation::Table(t) => fetch(
+        Relation::Table(t) => fetch_counting(
             run.txn,
-            t,
-            &Access::Scan,
-            &alone,
+            (t, &Access::Scan, &alone, source.needed.as_deref()),
             &before,
             run.cx,
             None,
             None,
+            &mut 0,
         )?,
         Relation::Subquery(plan) => {
             let all = derived_rows(run, plan)?;

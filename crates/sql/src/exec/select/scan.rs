@@ -116,7 +116,7 @@ pub(super) fn scan(
             let mut read = 0;
             let found = fetch_counting(
                 run.txn,
-                (table, access, filter),
+                (table, access, filter, source.needed.as_deref()),
                 row,
                 run.cx,
                 None,
@@ -152,12 +152,19 @@ impl Lookups {
     /// Counts a lookup that read `read` rows of a table of about `rows`. Past a few lookups,
     /// each reading at least a sixteenth of the table (and 64 rows), the table is read once
     /// into a hash table: that costs about what sixteen more lookups would, in memory the
-    /// lookups were reading anyway. One lookup, or selective ones, never switch.
+    /// lookups were reading anyway. So does a run of many selective lookups (a key each) once
+    /// they number an eighth of the table's rows: a lookup costs about what reading eight rows
+    /// in order does, so by then the lookups have cost what building the table would, and
+    /// switching never costs more than twice the better of the two (whatever the rows still
+    /// to come). One lookup, or a few selective ones, never switch, nor do lookups of a table
+    /// of a few hundred rows, which cost little either way.
     fn count(&mut self, read: u64, rows: u64) {
         self.count += 1;
         self.read += read;
         let each = self.read / self.count;
-        self.hashed = self.count >= 4 && each >= 64 && each.saturating_mul(16) >= rows;
+        let wide = self.count >= 4 && each >= 64 && each.saturating_mul(16) >= rows;
+        let many = self.count >= 64 && rows >= 512 && self.count.saturating_mul(8) >= rows;
+        self.hashed = wide || many;
     }
 }
 
@@ -166,7 +173,7 @@ mod tests {
     use super::Lookups;
 
     #[test]
-    fn lookups_turn_into_a_hash_join_only_when_many_read_much_of_the_table() {
+    fn lookups_turn_into_a_hash_join_only_when_they_read_much_of_the_table_or_are_many() {
         // One lookup, however much it reads, never switches.
         let mut one = Lookups::default();
         one.count(100_000, 100_000);
@@ -177,6 +184,18 @@ mod tests {
             selective.count(5, 100_000);
         }
         assert!(!selective.hashed);
+        // Until they number an eighth of the table's rows (and 64): then their cost has
+        // reached a build's.
+        let mut many = Lookups::default();
+        for n in 1..=125 {
+            many.count(1, 1000);
+            assert_eq!(many.hashed, n == 125, "after {n}");
+        }
+        let mut few = Lookups::default();
+        for _ in 0..63 {
+            few.count(1, 512);
+        }
+        assert!(!few.hashed);
         // Lookups reading under a sixteenth of the table each do not either.
         let mut narrow = Lookups::default();
         for _ in 0..100 {
