@@ -17,7 +17,7 @@ use overtake_engine::Transaction;
 use super::aggregate::AggState;
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::{Context, Expr};
-use crate::plan::{InitKind, InitPlan, PlanNode, SelectPlan, SetOp, SortKey, Source};
+use crate::plan::{InitKind, InitPlan, PlanNode, Relation, SelectPlan, SetOp, SortKey, Source};
 use crate::values::datum::{Datum, row_bytes};
 use crate::values::key::{Key, KeyMap, KeySet};
 use crate::values::types::SqlType;
@@ -69,6 +69,10 @@ struct Run<'a, 't, 'c> {
     hashed: HashMap<*const Source, std::rc::Rc<Hashed>>,
     /// What the lookups of each source that may turn into a hash join read so far.
     lookups: HashMap<*const Source, scan::Lookups>,
+    /// How many rows the next table scan is likely to be asked for: set by a LIMIT over that
+    /// scan alone, so that it reads that many first rather than its whole range (see
+    /// `scan::scan`).
+    first_rows: Option<usize>,
 }
 
 /// Where a node sends each of its rows (which the sink may take); `false`: send no more.
@@ -139,6 +143,7 @@ fn run_select(
         work_tables: HashMap::new(),
         hashed: HashMap::new(),
         lookups: HashMap::new(),
+        first_rows: None,
     };
     let visible = plan.visible;
     node(&plan.root, &mut run, &mut Vec::new(), &mut |_, r| {
@@ -657,6 +662,11 @@ fn node(
                 return Ok(true);
             }
             let (mut seen, mut stopped) = (0usize, false);
+            if let Some(l) = limit
+                && sole_scan(input)
+            {
+                run.first_rows = Some(l.saturating_add(offset));
+            }
             node(input, run, row, &mut |run, r| {
                 seen += 1;
                 if seen > offset && !sink(run, r)? {
@@ -667,6 +677,16 @@ fn node(
             })?;
             Ok(!stopped)
         }
+    }
+}
+
+/// Whether `node` passes on every row of one table scan and no other: each row it reads (and
+/// its conditions keep) becomes one row above.
+fn sole_scan(node: &PlanNode) -> bool {
+    match node {
+        PlanNode::Project { input, .. } => sole_scan(input),
+        PlanNode::Scan { source, .. } => matches!(source.relation, Relation::Table(_)),
+        _ => false,
     }
 }
 

@@ -11,6 +11,7 @@ use crate::exec::rows::{fetch, fetch_counting, lock_row};
 use crate::expr::Expr;
 use crate::plan::{Access, LockWait, Relation, Source};
 use crate::values::datum::Datum;
+use std::collections::HashSet;
 
 /// The rows `source` finds under `row`, passing `filter`, each passed to `sink` joined to
 /// `row`; false once the sink wants no more.
@@ -23,6 +24,8 @@ pub(super) fn scan(
     sink: &mut Sink<'_>,
 ) -> Result<bool> {
     let access = &source.access;
+    // Set for this scan only (the first table scan run after the LIMIT set it).
+    let first_rows = run.first_rows.take();
     if let Access::Hash(keys) = access {
         return hash_join(source, keys, filter, run, row, sink);
     }
@@ -81,25 +84,39 @@ pub(super) fn scan(
     match lock {
         Some(wait) => {
             // Each row is locked as it is passed on: a LIMIT above stops the locking
-            // at the rows it returns.
-            let mut keys = Vec::new();
-            fetch(
-                run.txn,
-                table,
-                access,
-                filter,
-                row,
-                run.cx,
-                None,
-                Some(&mut keys),
-            )?;
-            for key in &keys {
-                let locked = lock_row(run.txn, (table, *wait), key, filter, row, run.cx)?;
-                if let Some(r) = locked
-                    && !pass(run, row, r)?
-                {
-                    go_on = false;
-                    break;
+            // at the rows it returns. Under a LIMIT the keys are found a batch at a time:
+            // a row that changed under its lock may leave the batch short, and then a
+            // larger one is read, its keys already taken skipped.
+            let mut limit = first_rows.map(|n| n.max(1));
+            let mut taken: HashSet<Vec<u8>> = HashSet::new();
+            'batches: loop {
+                let mut keys = Vec::new();
+                fetch(
+                    run.txn,
+                    table,
+                    access,
+                    filter,
+                    row,
+                    run.cx,
+                    limit,
+                    Some(&mut keys),
+                )?;
+                let whole = limit.is_none_or(|l| keys.len() < l);
+                for key in &keys {
+                    if limit.is_some() && !taken.insert(key.as_bytes().to_vec()) {
+                        continue;
+                    }
+                    let locked = lock_row(run.txn, (table, *wait), key, filter, row, run.cx)?;
+                    if let Some(r) = locked
+                        && !pass(run, row, r)?
+                    {
+                        go_on = false;
+                        break 'batches;
+                    }
+                }
+                match limit {
+                    Some(l) if !whole => limit = Some(l.saturating_mul(4)),
+                    _ => break,
                 }
             }
         }
@@ -113,24 +130,41 @@ pub(super) fn scan(
                 row.truncate(outer);
                 return hash_join(source, keys, filter, run, row, sink);
             }
-            let mut read = 0;
-            let found = fetch_counting(
-                run.txn,
-                (table, access, filter, source.needed.as_deref()),
-                row,
-                run.cx,
-                None,
-                None,
-                &mut read,
-            )?;
-            if source.hash_fallback.is_some() {
-                let rows = table.engine.slots_allocated() as u64;
-                run.lookups.entry(source).or_default().count(read, rows);
-            }
-            for r in found {
-                if !pass(run, row, r)? {
-                    go_on = false;
-                    break;
+            // Under a LIMIT, the first rows are read first; should the consumer want more
+            // (it never does unless something above drops rows), a larger batch is read
+            // again, its first rows, already passed on, skipped: a statement that locks
+            // nothing reads one snapshot throughout, so they are the same rows.
+            let mut limit = first_rows.map(|n| n.max(1));
+            let mut passed = 0;
+            loop {
+                let mut read = 0;
+                let found = fetch_counting(
+                    run.txn,
+                    (table, access, filter, source.needed.as_deref()),
+                    row,
+                    run.cx,
+                    limit,
+                    None,
+                    &mut read,
+                )?;
+                if source.hash_fallback.is_some() {
+                    let rows = table.engine.slots_allocated() as u64;
+                    run.lookups.entry(source).or_default().count(read, rows);
+                }
+                let whole = limit.is_none_or(|l| found.len() < l);
+                let got = found.len();
+                for r in found.into_iter().skip(passed) {
+                    if !pass(run, row, r)? {
+                        go_on = false;
+                        break;
+                    }
+                }
+                match limit {
+                    Some(l) if go_on && !whole => {
+                        passed = got;
+                        limit = Some(l.saturating_mul(4));
+                    }
+                    _ => break,
                 }
             }
         }
