@@ -96,6 +96,20 @@ impl Runner<'_> {
     }
 }
 
+/// Runs `f` at `priority` in `group` on any worker if the scheduler has room now, else
+/// refuses at once: for background work better skipped than waited for. Its result comes
+/// through the ticket (which may be dropped: the work runs all the same).
+pub fn offer<R: Send + 'static>(
+    scheduler: &Scheduler<CallExecutor>,
+    (priority, group): (Priority, Group),
+    f: impl FnOnce() -> R + Send + 'static,
+) -> Result<Ticket<R>, Refused> {
+    let (call, ticket) = Call::new(priority, f);
+    scheduler
+        .submit_call((call.in_group(group), ticket), None)
+        .map_err(|_| Refused)
+}
+
 /// Submits `job` to any worker, waiting (asynchronously) for room up to [`ADMISSION_WAIT`].
 async fn admit<R: Send + 'static>(
     scheduler: &Scheduler<CallExecutor>,

@@ -616,6 +616,35 @@ pub fn cancelled() -> SqlError {
     )
 }
 
+/// Starts an automatic ANALYZE of `table` as background work, at the lowest priority (whatever
+/// else runs overtakes it), if the scheduler has room now; else the table's next writes try
+/// again. Its statistics are told when it ends, whether it did or failed (a table dropped
+/// meanwhile).
+pub fn auto_analyze(
+    scheduler: &overtake_sched::Scheduler<overtake_sched::CallExecutor>,
+    db: &Arc<Database>,
+    table: Arc<SqlTable>,
+) {
+    let db = Arc::clone(db);
+    let statistics = Arc::clone(&table.statistics);
+    let job = move || {
+        let analyzed = (|| -> Result<(), SqlError> {
+            let mut txn = begin(&db, Priority::LOW, IsolationLevel::ReadCommitted)?;
+            let cx = Context::new(&[], overtake_sql::values::time::now_micros());
+            exec::analyze_table(&mut txn, &table, &cx)?;
+            txn.commit()?;
+            Ok(())
+        })();
+        // A failure leaves the statistics as they were.
+        drop(analyzed);
+        table.statistics.auto_analyze_ended();
+    };
+    let class = (Priority::LOW, Group::of(Priority::LOW));
+    if crate::runner::offer(scheduler, class, job).is_err() {
+        statistics.auto_analyze_ended();
+    }
+}
+
 /// Runs `work` as a transaction of its own (autocommit). If this future is dropped before the
 /// statement begins to commit (a cancel), the statement rolls back instead of committing.
 pub async fn run_alone(

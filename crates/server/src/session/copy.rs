@@ -23,6 +23,8 @@ pub struct CopyState {
     reply: overtake_sched::Ticket<txn::Reply>,
     /// It has a block of its own (no block was open), which ends with it.
     alone: bool,
+    /// The table it writes.
+    table: Arc<overtake_sql::SqlTable>,
 }
 
 /// COPY data is handed to its statement in pieces of at least this many bytes.
@@ -60,6 +62,7 @@ impl Session {
             pending: Vec::new(),
             reply,
             alone,
+            table: Arc::clone(&c.table),
         });
         Ok(StatementAnswer::CopyIn(c.columns.len()))
     }
@@ -134,7 +137,10 @@ impl Session {
             }
         }
         match done {
-            Ok(out) => StatementAnswer::Done(out.tag),
+            Ok(out) => {
+                self.note_writes(&copy.table, &out.tag);
+                StatementAnswer::Done(out.tag)
+            }
             Err(e) => self.fail(e),
         }
     }

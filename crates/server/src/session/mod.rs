@@ -132,6 +132,20 @@ pub struct Session {
 /// The worker a session is served by, and where its steps read the class they run at.
 pub type Home = Arc<crate::worker_io::Placement>;
 
+impl Session {
+    /// Counts the rows a statement wrote to `table` (its command tag's count) toward the
+    /// table's automatic ANALYZE, and starts one if that makes it due (see
+    /// `Statistics::note_writes`). Rows written in a block that rolls back count too, as
+    /// PostgreSQL counts them.
+    fn note_writes(&self, table: &Arc<overtake_sql::SqlTable>, tag: &str) {
+        let rows = tag.rsplit(' ').next().and_then(|n| n.parse().ok());
+        if table.statistics.note_writes(rows.unwrap_or(0)) {
+            let db = self.shared.catalog.database();
+            txn::auto_analyze(&self.shared.scheduler, db, Arc::clone(table));
+        }
+    }
+}
+
 /// Where a session's statements run: its own thread, else its worker, else any worker.
 fn runner_of<'a>(
     thread: &'a Option<SessionThread>,
@@ -462,6 +476,11 @@ impl Session {
                 // What its set_config calls set, as SET would (validated when called).
                 for (name, value, local) in settings.iter().flat_map(|s| s.take_changes()) {
                     self.set(&name, value.as_deref(), local)?;
+                }
+                if let Command::Query(q) = &prepared.command
+                    && let Some(table) = q.written_table()
+                {
+                    self.note_writes(table, &done.tag);
                 }
                 Ok(if columns.is_empty() {
                     StatementAnswer::Done(done.tag)

@@ -17,4 +17,5 @@ mod protocol_fuzz;
 mod session_threads;
 mod sessions;
 mod slt_suite;
+mod statistics;
 mod streaming;

@@ -8,6 +8,7 @@
 //! it. Its lock is held only inside a non-preemptible region, to clone or swap one pointer.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use overtake_runtime::{NoPreemptGuard, RegionMutex};
 
@@ -23,7 +24,18 @@ pub const SAMPLE_ROWS: usize = 1000;
 #[derive(Debug, Default)]
 pub struct Statistics {
     analyzed: RegionMutex<Option<Arc<Sample>>>,
+    /// Rows written (inserted, updated, deleted) since it was last analyzed.
+    changed: AtomicU64,
+    /// An automatic ANALYZE of it is under way.
+    analyzing: AtomicBool,
 }
+
+/// Rows written to a table that make it due for an automatic ANALYZE, besides the share
+/// below (PostgreSQL's `autovacuum_analyze_threshold`).
+const AUTO_ANALYZE_ROWS: f64 = 50.0;
+/// The share of its rows written that makes a table due (PostgreSQL's
+/// `autovacuum_analyze_scale_factor`).
+const AUTO_ANALYZE_SHARE: f64 = 0.1;
 
 /// What one ANALYZE saw.
 #[derive(Debug)]
@@ -66,8 +78,29 @@ impl Statistics {
     /// Keeps `sample` as the table's statistics.
     pub fn set(&self, sample: Sample) {
         let sample = Arc::new(sample);
+        self.changed.store(0, Ordering::Relaxed);
         let region = NoPreemptGuard::new();
         *self.analyzed.lock(&region) = Some(sample);
+    }
+
+    /// Counts `rows` written to the table; true if that makes it due for an automatic
+    /// ANALYZE (more rows written since the last than 50 and a tenth of those it had then, as
+    /// PostgreSQL's autovacuum decides) and none is under way: the caller starts one and
+    /// calls [`auto_analyze_ended`](Statistics::auto_analyze_ended) when it ends.
+    pub fn note_writes(&self, rows: u64) -> bool {
+        if rows == 0 {
+            return false;
+        }
+        let changed = self.changed.fetch_add(rows, Ordering::Relaxed) + rows;
+        let had = self.sample().map_or(0, |s| s.rows);
+        let due = changed as f64 > AUTO_ANALYZE_ROWS + AUTO_ANALYZE_SHARE * had as f64;
+        due && !self.analyzing.swap(true, Ordering::AcqRel)
+    }
+
+    /// An automatic ANALYZE started by [`note_writes`](Statistics::note_writes) ended (done or
+    /// failed): another may start.
+    pub fn auto_analyze_ended(&self) {
+        self.analyzing.store(false, Ordering::Release);
     }
 }
 
@@ -173,6 +206,26 @@ mod tests {
                 .collect(),
             distinct: vec![100.0, 10.0],
         }
+    }
+
+    #[test]
+    fn a_table_is_due_for_analyze_after_50_rows_and_a_tenth_of_its_rows_written() {
+        let stats = Statistics::default();
+        // Never analyzed: past 50 rows written.
+        assert!(!stats.note_writes(50));
+        assert!(stats.note_writes(1));
+        // One under way: no other until it ends.
+        assert!(!stats.note_writes(1000));
+        stats.auto_analyze_ended();
+        stats.set(Sample {
+            rows: 1000,
+            values: Vec::new(),
+            distinct: Vec::new(),
+        });
+        // 1,000 rows analyzed: past 150 written since.
+        assert!(!stats.note_writes(150));
+        assert!(!stats.note_writes(0));
+        assert!(stats.note_writes(1));
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::expr::Context;
 use crate::values::key::{Key, KeyMap};
 
 /// Takes `table`'s statistics in `txn` (what its snapshot sees).
-pub(super) fn analyze(txn: &mut Transaction<'_>, table: &SqlTable, cx: &Context<'_>) -> Result<()> {
+pub fn analyze(txn: &mut Transaction<'_>, table: &SqlTable, cx: &Context<'_>) -> Result<()> {
     // Seeded by the table, so that one table's sample is the same each time over the same
     // rows (plans do not change between two runs over unchanged data).
     let mut rng = fastrand::Rng::with_seed(u64::from(table.oid));

@@ -26,6 +26,7 @@ mod set_functions;
 pub(crate) mod stored;
 mod unique;
 
+pub use analyze::analyze as analyze_table;
 pub use select::{select, select_each, select_first};
 
 use foreign_keys::Integrity;

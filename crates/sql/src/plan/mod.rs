@@ -198,6 +198,16 @@ impl Query {
         } = init;
     }
 
+    /// The table it writes, if it writes one.
+    pub fn written_table(&self) -> Option<&Arc<SqlTable>> {
+        match self {
+            Query::Insert(i) => Some(&i.table),
+            Query::Update(u) => Some(&u.table),
+            Query::Delete(d) => Some(&d.table),
+            Query::Select(_) | Query::Analyze(_) => None,
+        }
+    }
+
     pub fn is_point_read(&self) -> bool {
         let Query::Select(s) = self else {
             return false;

@@ -145,8 +145,16 @@ fn classes(s: &Snapshot) -> Vec<Vec<Datum>> {
         let indexes = table_indexes(t);
         let kind = t.kind();
         let table = kind == RelKind::Table;
+        // Rows as ANALYZE last counted them (a table never analyzed: -1, its indexes 0; a
+        // sequence: its one row), as PostgreSQL shows them.
+        let analyzed = t.statistics.sample().map(|s| s.rows as f64);
+        let tuples = match kind {
+            RelKind::Sequence => 1.0,
+            _ => analyzed.unwrap_or(-1.0),
+        };
         out.push(
             class(t.oid, &t.name, kind.letter())
+                .set("reltuples", tuples)
                 .set("relnamespace", Schema::Public.oid())
                 .set("reltype", t.row_type_oid())
                 .set("relowner", owner)
@@ -169,6 +177,7 @@ fn classes(s: &Snapshot) -> Vec<Vec<Datum>> {
         {
             out.push(
                 class(oid, &name, "i")
+                    .set("reltuples", analyzed.unwrap_or(0.0))
                     .set("relnamespace", Schema::Public.oid())
                     .set("relowner", owner)
                     .set("relam", BTREE_AM)
