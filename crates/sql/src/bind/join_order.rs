@@ -20,6 +20,19 @@ use sqlparser::ast;
 /// have.
 const UNCOUNTED_ROWS: f64 = 1000.0;
 
+/// The most a join order may plan to hold in one hash table: a quarter of the default
+/// `statement_mem`, so that the statement's other tables, groups and sorts fit too.
+const HASH_BYTES: f64 = 256.0 * 1024.0 * 1024.0;
+
+/// What an order holding a larger hash table costs more: more than any order's rows.
+const OVERSIZED: f64 = 1e15;
+
+/// About what one row of `source` takes in a hash table: a value per column and the row's
+/// own overhead (strings not counted: the columns nothing reads are not decoded).
+fn hashed_row_bytes(source: &Source) -> f64 {
+    (source.width * std::mem::size_of::<crate::values::datum::Datum>() + 64) as f64
+}
+
 /// The order to join `select`'s FROM items in (positions in its FROM list), if it is not the
 /// written one, given its `sources` and conditions by level (`filters`) bound in the written
 /// order.
@@ -119,12 +132,12 @@ pub(super) fn choose(
         samples[c].as_ref()?.distinct_of(e, s.offset, s.width)
     };
     // The rows a source finds for each joined row once `joined` are: one by its whole primary
-    // key bound by equalities (then true: found by key), else (a hash join or a scan) its rows
-    // scaled by the equalities joining it.
-    let per_row = |c: usize, joined: &[usize]| -> (f64, bool) {
+    // key bound by equalities, else its rows scaled by the equalities joining it; and, if it
+    // is looked up through an index rather than read whole, the rows each lookup reads.
+    let per_row = |c: usize, joined: &[usize]| -> (f64, Option<f64>) {
         let s = &sources[c];
         let Relation::Table(t) = &s.relation else {
-            return (rows[c], false);
+            return (rows[c], None);
         };
         let bound = |col: usize| {
             conditions.iter().any(|(e, reads)| {
@@ -142,7 +155,7 @@ pub(super) fn choose(
             })
         };
         if !t.primary_key.is_empty() && t.primary_key.iter().all(|&k| bound(k)) {
-            return (1.0, true);
+            return (1.0, Some(1.0));
         }
         // Each equality joining it keeps a share of its rows: one on an analyzed column (or
         // an expression of its columns) one of its distinct values; else one on its key's columns alone (a function of them, or
@@ -184,7 +197,23 @@ pub(super) fn choose(
                 _ => 0.1,
             };
         }
-        ((rows[c] * share).max(1.0), false)
+        // Through an index whose leading columns are bound (the primary key's or another's)
+        // it is looked up per row, reading the rows those columns select, if that is under a
+        // sixteenth of the table (else the run reads it whole: see `exec::select::scan`).
+        let prefix_reads = |columns: &[usize]| {
+            let mut reads = None;
+            for &k in columns.iter().take_while(|&&k| bound(k)) {
+                let d = distinct(c, &Expr::Column(s.offset + k)).unwrap_or(100.0);
+                reads = Some(reads.unwrap_or(bases[c]) / d.max(1.0));
+            }
+            reads
+        };
+        let reads = std::iter::once(prefix_reads(&t.primary_key))
+            .chain(t.indexes.iter().map(|i| prefix_reads(&i.columns)))
+            .flatten()
+            .min_by(f64::total_cmp)
+            .filter(|r| r * 16.0 < bases[c]);
+        ((rows[c] * share).max(1.0), reads.map(|r| r.max(1.0)))
     };
     let connected = |c: usize, joined: &[usize]| {
         conditions.iter().any(|(_, reads)| {
@@ -201,7 +230,7 @@ pub(super) fn choose(
             .map(|(c, _)| c)
     };
     // From each source first, the greedy order and its cost: the rows each join makes, and
-    // every source read whole (scanned or hashed; one found by key is read per row).
+    // every source read whole (scanned or hashed; one found through an index is looked up per row).
     let from = |start: usize| -> Option<(Vec<usize>, f64)> {
         let mut order = vec![start];
         let mut joined_rows = rows[start];
@@ -211,12 +240,23 @@ pub(super) fn choose(
                 connected(c, &order).then(|| per_row(c, &order).0)
             })
             .or_else(|| smallest(&order, &|c| Some(rows[c])))?;
-            let (each, by_key) = match connected(next, &order) {
+            let (each, lookup) = match connected(next, &order) {
                 true => per_row(next, &order),
-                false => (rows[next], false),
+                false => (rows[next], None),
             };
+            match lookup {
+                Some(reads) => cost += joined_rows * reads,
+                None => {
+                    cost += bases[next];
+                    // Read whole into a hash table larger than a statement should hold: an
+                    // order to take only if every other needs one too.
+                    if rows[next] * hashed_row_bytes(&sources[next]) > HASH_BYTES {
+                        cost += OVERSIZED;
+                    }
+                }
+            }
             joined_rows *= each;
-            cost += joined_rows + if by_key { 0.0 } else { bases[next] };
+            cost += joined_rows;
             order.push(next);
         }
         Some((order, cost))
