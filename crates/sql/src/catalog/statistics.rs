@@ -49,6 +49,21 @@ pub struct Sample {
     pub distinct: Vec<f64>,
 }
 
+/// How many distinct values a column of a table of `rows` rows holds, from its `values` in a
+/// sample of its rows (one each): those not NULL, counted by [`estimate_distinct`].
+pub fn distinct_in_sample(values: Vec<Datum>, rows: u64) -> f64 {
+    let sampled = values.len();
+    let mut seen: KeyMap<u32> = KeyMap::default();
+    let mut n = 0;
+    for v in values.into_iter().filter(|v| !v.is_null()) {
+        *seen.entry(Key::one(v)).or_default() += 1;
+        n += 1;
+    }
+    let once = seen.values().filter(|&&k| k == 1).count();
+    let non_null = (rows as f64 * n as f64 / sampled.max(1) as f64) as u64;
+    estimate_distinct(non_null, n, seen.len(), once)
+}
+
 /// How many distinct values a column of `rows` rows holds, from a sample of `n` of its rows in
 /// which `d` distinct values were seen, `once` of them only once: Haas and Stokes' Duj1
 /// estimator, PostgreSQL's too. A sample in which every value was seen once is of a column
@@ -143,20 +158,13 @@ impl Sample {
         }
         let cx = Context::new(&[], crate::values::time::now_micros());
         let mut row = vec![Datum::Null; offset];
-        let mut seen: KeyMap<u32> = KeyMap::default();
-        let mut n = 0;
-        for values in &self.values {
+        let mut values = Vec::with_capacity(self.values.len());
+        for sampled in &self.values {
             row.truncate(offset);
-            row.extend_from_slice(values);
-            let v = expr.eval(&row, &cx).ok()?;
-            if !v.is_null() {
-                *seen.entry(Key::one(v)).or_default() += 1;
-                n += 1;
-            }
+            row.extend_from_slice(sampled);
+            values.push(expr.eval(&row, &cx).ok()?);
         }
-        let once = seen.values().filter(|&&k| k == 1).count();
-        let non_null = (self.rows as f64 * n as f64 / self.values.len() as f64) as u64;
-        Some(estimate_distinct(non_null, n, seen.len(), once))
+        Some(distinct_in_sample(values, self.rows))
     }
 
     /// The share of the table's rows for which every one of `conditions` (each

@@ -9,10 +9,9 @@ use overtake_engine::{KeyRange, ScanOptions, Transaction};
 
 use super::rows::read_row;
 use crate::catalog::SqlTable;
-use crate::catalog::statistics::{SAMPLE_ROWS, Sample, estimate_distinct};
+use crate::catalog::statistics::{SAMPLE_ROWS, Sample, distinct_in_sample};
 use crate::error::Result;
 use crate::expr::Context;
-use crate::values::key::{Key, KeyMap};
 
 /// Takes `table`'s statistics in `txn` (what its snapshot sees).
 pub fn analyze(txn: &mut Transaction<'_>, table: &SqlTable, cx: &Context<'_>) -> Result<()> {
@@ -50,18 +49,7 @@ pub fn analyze(txn: &mut Transaction<'_>, table: &SqlTable, cx: &Context<'_>) ->
         return Err(e);
     }
     let distinct = (0..table.columns.len())
-        .map(|c| {
-            // Of the values that are not NULL, as PostgreSQL counts them.
-            let mut seen: KeyMap<u32> = KeyMap::default();
-            let mut n = 0;
-            for v in values.iter().map(|r| &r[c]).filter(|v| !v.is_null()) {
-                *seen.entry(Key::one(v.clone())).or_default() += 1;
-                n += 1;
-            }
-            let once = seen.values().filter(|&&n| n == 1).count();
-            let non_null = (rows as f64 * n as f64 / values.len().max(1) as f64) as u64;
-            estimate_distinct(non_null, n, seen.len(), once)
-        })
+        .map(|c| distinct_in_sample(values.iter().map(|r| r[c].clone()).collect(), rows))
         .collect();
     table.statistics.set(Sample {
         rows,
