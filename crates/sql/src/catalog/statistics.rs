@@ -26,6 +26,9 @@ pub struct Statistics {
     analyzed: RegionMutex<Option<Arc<Sample>>>,
     /// Rows written (inserted, updated, deleted) since it was last analyzed.
     changed: AtomicU64,
+    /// The rows the last ANALYZE counted (read by every write statement, so kept apart from
+    /// the sample's lock).
+    analyzed_rows: AtomicU64,
     /// An automatic ANALYZE of it is under way.
     analyzing: AtomicBool,
 }
@@ -94,6 +97,7 @@ impl Statistics {
     pub fn set(&self, sample: Sample) {
         let sample = Arc::new(sample);
         self.changed.store(0, Ordering::Relaxed);
+        self.analyzed_rows.store(sample.rows, Ordering::Relaxed);
         let region = NoPreemptGuard::new();
         *self.analyzed.lock(&region) = Some(sample);
     }
@@ -107,7 +111,7 @@ impl Statistics {
             return false;
         }
         let changed = self.changed.fetch_add(rows, Ordering::Relaxed) + rows;
-        let had = self.sample().map_or(0, |s| s.rows);
+        let had = self.analyzed_rows.load(Ordering::Relaxed);
         let due = changed as f64 > AUTO_ANALYZE_ROWS + AUTO_ANALYZE_SHARE * had as f64;
         due && !self.analyzing.swap(true, Ordering::AcqRel)
     }
