@@ -127,9 +127,20 @@ pub(super) fn choose(
         samples.push(sample.filter(|s| s.distinct.len() == sources[i].width));
     }
     // Distinct values of `e` (over source `c`'s columns alone), if `c` was analyzed.
+    // Each estimated once: the greedy orders ask for the same ones many times, and an
+    // expression's is evaluated over the whole sample.
+    let estimated = std::cell::RefCell::new(std::collections::HashMap::new());
     let distinct = |c: usize, e: &Expr| {
+        let key = (c, e as *const Expr);
+        if let Some(d) = estimated.borrow().get(&key) {
+            return *d;
+        }
         let s = &sources[c];
-        samples[c].as_ref()?.distinct_of(e, s.offset, s.width)
+        let d = samples[c]
+            .as_ref()
+            .and_then(|x| x.distinct_of(e, s.offset, s.width));
+        estimated.borrow_mut().insert(key, d);
+        d
     };
     // The rows a source finds for each joined row once `joined` are: one by its whole primary
     // key bound by equalities, else its rows scaled by the equalities joining it; and, if it
