@@ -172,7 +172,7 @@ pub(super) fn fetch(
     fetch_counting(
         txn,
         (table, access, filter, None),
-        outer,
+        &mut outer.to_vec(),
         cx,
         limit,
         keys,
@@ -182,23 +182,133 @@ pub(super) fn fetch(
 
 /// [`fetch`], counting in `read` the rows the access read (those the filter dropped too);
 /// with `needed`, only the columns it marks (and those the filter reads) are decoded, the
-/// others left NULL.
+/// others left NULL. `outer` is the row joined so far, as it was when this returns.
 pub(super) fn fetch_counting(
     txn: &mut Transaction<'_>,
     (table, access, filter, needed): (&SqlTable, &Access, &[Expr], Option<&[bool]>),
-    outer: &[Datum],
+    outer: &mut Vec<Datum>,
     cx: &Context<'_>,
     limit: Option<usize>,
     mut keys: Option<&mut Vec<KeyBuf>>,
     read: &mut u64,
 ) -> Result<Vec<Vec<Datum>>> {
     let mut rows = Vec::new();
+    let base = outer.len();
+    // Taking keys, a row's values are not needed past the filter.
+    let none = keys.is_some().then(|| vec![false; table.columns.len()]);
+    let needed = none.as_deref().or(needed);
+    fetch_each(
+        txn,
+        (table, access, filter, needed),
+        outer,
+        cx,
+        read,
+        &mut |combined, row| {
+            let found = match keys.as_deref_mut() {
+                Some(keys) => {
+                    keys.push(stored_key(table, row)?);
+                    keys.len()
+                }
+                None => {
+                    let taken = combined[base..].iter_mut();
+                    rows.push(taken.map(|d| std::mem::replace(d, Datum::Null)).collect());
+                    rows.len()
+                }
+            };
+            Ok(limit.is_none_or(|l| found < l))
+        },
+    )?;
+    Ok(rows)
+}
+
+/// What [`fetch_each`] passes each row it finds to: the joined row (the outer row followed by
+/// the found row's columns, those not needed NULL; it may take the values) and the engine's
+/// row; it answers whether to go on.
+pub(super) type EachRow<'e> =
+    dyn FnMut(&mut [Datum], &overtake_engine::RowRef<'_>) -> Result<bool> + 'e;
+
+/// The rows of `table` that `access` finds given the outer row `combined` and that pass
+/// `filter`, each passed to `each` as `combined` followed by its values (decoded as
+/// [`fetch_counting`] says), counting in `read` the rows the access read. `each` runs where
+/// the engine reads the row: it must do little (collect, hash) and never wait.
+pub(super) fn fetch_each(
+    txn: &mut Transaction<'_>,
+    (table, access, filter, needed): (&SqlTable, &Access, &[Expr], Option<&[bool]>),
+    combined: &mut Vec<Datum>,
+    cx: &Context<'_>,
+    read: &mut u64,
+    each: &mut EachRow<'_>,
+) -> Result<()> {
+    let base = combined.len();
+    let found = fetch_into(
+        txn,
+        (table, access, filter, needed),
+        combined,
+        cx,
+        read,
+        each,
+    );
+    combined.truncate(base);
+    found
+}
+
+/// Where an access reads, once evaluated against the outer row.
+enum Reads {
+    Nothing,
+    Key(KeyBuf),
+    /// Whole keys (read one by one) or leading parts of keys (the ranges they start).
+    Keys(Vec<KeyBuf>, bool),
+    Range(Option<overtake_engine::IndexId>, KeyRange),
+}
+
+/// Where `access` reads given the outer row `outer`.
+fn reads(table: &SqlTable, access: &Access, outer: &[Datum], cx: &Context<'_>) -> Result<Reads> {
+    Ok(match access {
+        Access::Key(es) => match key_of(table, None, &eval_all(es, outer, cx)?, false)? {
+            Some(key) => Reads::Key(key),
+            None => Reads::Nothing,
+        },
+        Access::Keys(lists) => {
+            let whole = lists.first().map(Vec::len) == Some(table.primary_key.len());
+            let mut keys = Vec::with_capacity(lists.len());
+            for es in lists {
+                keys.extend(key_of(table, None, &eval_all(es, outer, cx)?, !whole)?);
+            }
+            // In key order, each once: a row listed twice is still one row.
+            keys.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+            keys.dedup();
+            Reads::Keys(keys, whole)
+        }
+        // A hash join's build reads every row (see `exec::select`); read here, it is a scan.
+        Access::Scan | Access::Hash(_) => Reads::Range(None, KeyRange::all()),
+        Access::Range {
+            index,
+            eq,
+            lower,
+            upper,
+        } => match range_of(table, (*index, eq, lower, upper), outer, cx)? {
+            Some(range) => Reads::Range(index.map(|i| table.indexes[i].id), range),
+            None => Reads::Nothing,
+        },
+    })
+}
+
+/// [`fetch_each`], leaving `combined` as the last row found left it.
+fn fetch_into(
+    txn: &mut Transaction<'_>,
+    (table, access, filter, needed): (&SqlTable, &Access, &[Expr], Option<&[bool]>),
+    combined: &mut Vec<Datum>,
+    cx: &Context<'_>,
+    read: &mut u64,
+    each: &mut EachRow<'_>,
+) -> Result<()> {
+    let reads = reads(table, access, combined, cx)?;
     let mut failure = None;
-    let mut combined = outer.to_vec();
-    combined.resize(outer.len() + table.columns.len(), Datum::Null);
+    let outer = combined.len();
+    combined.resize(outer + table.columns.len(), Datum::Null);
     // The columns the filter reads are decoded first; the others only for a row that passes
     // (a scan that keeps few rows decodes little: strings are copies).
-    let (first, mut rest) = split_columns(table, filter, outer.len());
+    let (first, mut rest) = split_columns(table, filter, outer);
     if let Some(needed) = needed {
         rest.retain(|&c| needed.get(c).copied().unwrap_or(true));
     }
@@ -214,60 +324,36 @@ pub(super) fn fetch_counting(
         }
         let decode = |combined: &mut Vec<Datum>, columns: &[usize]| {
             for &c in columns {
-                combined[outer.len() + c] = Datum::from_value(row.get(c), table.columns[c].ty);
+                combined[outer + c] = Datum::from_value(row.get(c), table.columns[c].ty);
             }
         };
-        decode(&mut combined, &first);
-        match filter.iter().try_fold(true, |ok, f| {
-            Ok::<_, SqlError>(ok && f.holds(&combined, cx)?)
-        }) {
+        decode(combined, &first);
+        let passed = filter.iter().try_fold(true, |ok, f| {
+            Ok::<_, SqlError>(ok && f.holds(combined, cx)?)
+        });
+        let go_on = match passed {
             Ok(true) => {
-                let found = match keys.as_deref_mut() {
-                    Some(keys) => match stored_key(table, &row) {
-                        Ok(key) => {
-                            keys.push(key);
-                            keys.len()
-                        }
-                        Err(e) => {
-                            failure = Some(e);
-                            return ControlFlow::Break(());
-                        }
-                    },
-                    None => {
-                        decode(&mut combined, &rest);
-                        let taken = combined[outer.len()..].iter_mut();
-                        rows.push(taken.map(|d| std::mem::replace(d, Datum::Null)).collect());
-                        rows.len()
-                    }
-                };
-                if limit.is_some_and(|l| found >= l) {
-                    return ControlFlow::Break(());
-                }
+                decode(combined, &rest);
+                each(combined, &row)
             }
-            Ok(false) => {}
+            Ok(false) => Ok(true),
+            Err(e) => Err(e),
+        };
+        match go_on {
+            Ok(true) => ControlFlow::Continue(()),
+            Ok(false) => ControlFlow::Break(()),
             Err(e) => {
                 failure = Some(e);
-                return ControlFlow::Break(());
+                ControlFlow::Break(())
             }
         }
-        ControlFlow::Continue(())
     };
-    match access {
-        Access::Key(es) => {
-            if let Some(key) = key_of(table, None, &eval_all(es, outer, cx)?, false)? {
-                txn.get(&table.engine, &key, &mut visit)?;
-            }
+    match reads {
+        Reads::Nothing => {}
+        Reads::Key(key) => {
+            txn.get(&table.engine, &key, &mut visit)?;
         }
-        Access::Keys(lists) => {
-            // Whole keys are read one by one, leading parts of keys as the ranges they start.
-            let whole = lists.first().map(Vec::len) == Some(table.primary_key.len());
-            let mut keys = Vec::with_capacity(lists.len());
-            for es in lists {
-                keys.extend(key_of(table, None, &eval_all(es, outer, cx)?, !whole)?);
-            }
-            // In key order, each once: a row listed twice is still one row.
-            keys.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
-            keys.dedup();
+        Reads::Keys(keys, whole) => {
             for key in keys {
                 let mut broke = false;
                 let mut each = |r: overtake_engine::RowRef<'_>| {
@@ -286,35 +372,16 @@ pub(super) fn fetch_counting(
                 }
             }
         }
-        // A hash join's build reads every row (see `exec::select`); read here, it is a scan.
-        Access::Scan | Access::Hash(_) => {
-            txn.scan(
-                &table.engine,
-                &KeyRange::all(),
-                ScanOptions::forward(),
-                visit,
-            )?;
+        Reads::Range(Some(id), range) => {
+            txn.scan_index(&table.engine, id, &range, ScanOptions::forward(), visit)?;
         }
-        Access::Range {
-            index,
-            eq,
-            lower,
-            upper,
-        } => {
-            if let Some(range) = range_of(table, (*index, eq, lower, upper), outer, cx)? {
-                match index {
-                    Some(i) => {
-                        let id = table.indexes[*i].id;
-                        txn.scan_index(&table.engine, id, &range, ScanOptions::forward(), visit)?
-                    }
-                    None => txn.scan(&table.engine, &range, ScanOptions::forward(), visit)?,
-                };
-            }
+        Reads::Range(None, range) => {
+            txn.scan(&table.engine, &range, ScanOptions::forward(), visit)?;
         }
     }
     match failure {
         Some(e) => Err(e),
-        None => Ok(rows),
+        None => Ok(()),
     }
 }
 

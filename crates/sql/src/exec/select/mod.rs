@@ -13,6 +13,8 @@
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
+use rustc_hash::FxHashMap;
+
 use overtake_engine::Transaction;
 
 use super::aggregate::AggState;
@@ -69,9 +71,11 @@ struct Run<'a, 't, 'c> {
     work_tables: HashMap<usize, std::rc::Rc<Vec<Vec<Datum>>>>,
     /// The hash table of each hash join's source, built the first time it is read (see
     /// `hash_join`).
-    hashed: HashMap<*const Source, std::rc::Rc<Hashed>>,
+    hashed: FxHashMap<*const Source, std::rc::Rc<Hashed>>,
+    /// The key a hash join probes with, kept between probes so none allocates.
+    probe: Vec<Datum>,
     /// What the lookups of each source that may turn into a hash join read so far.
-    lookups: HashMap<*const Source, scan::Lookups>,
+    lookups: FxHashMap<*const Source, scan::Lookups>,
     /// How many rows the next table scan is likely to be asked for: set by a LIMIT over that
     /// scan alone, so that it reads that many first rather than its whole range (see
     /// `scan::scan`).
@@ -144,8 +148,9 @@ fn run_select(
         derived: HashMap::new(),
         subqueries,
         work_tables: HashMap::new(),
-        hashed: HashMap::new(),
-        lookups: HashMap::new(),
+        hashed: FxHashMap::default(),
+        probe: Vec::new(),
+        lookups: FxHashMap::default(),
         first_rows: None,
     };
     let visible = plan.visible;
