@@ -73,6 +73,11 @@ fn prune_with(plan: &mut SelectPlan, named: &[bool]) {
     if let Some(joins) = joins_under_projection(&mut plan.root) {
         mark_scans(joins, named);
     }
+    // Subqueries (uncorrelated or not) are plans of their own, read through their projections
+    // alike; `named` holds their columns too.
+    for init in &mut plan.init {
+        prune_with(&mut init.plan, named);
+    }
 }
 
 /// The joins whose rows `node` reads through expressions only: below any Sort, Limit and
