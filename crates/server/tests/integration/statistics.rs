@@ -77,3 +77,45 @@ fn a_table_written_past_the_threshold_is_analyzed_in_the_background() {
         reltuples_becomes(&client, "aa", 141.0).await;
     });
 }
+
+/// The plan's lines, as EXPLAIN shows them.
+async fn plan(client: &tokio_postgres::Client, query: &str) -> Vec<String> {
+    let rows = client
+        .query(&format!("EXPLAIN {query}"), &[])
+        .await
+        .expect("explain");
+    rows.iter().map(|r| r.get::<_, String>(0)).collect()
+}
+
+#[test]
+fn of_two_analyzed_tables_the_join_reads_the_large_one_and_keeps_the_small_one() {
+    let server = common::TestServer::start();
+    runtime().block_on(async {
+        let client = connect(&server.dsn("stats")).await;
+        client
+            .batch_execute(
+                "CREATE TABLE jo_small (id int PRIMARY KEY, tag text);
+                 CREATE TABLE jo_big (id int PRIMARY KEY, k int);
+                 INSERT INTO jo_small SELECT g, CASE WHEN g % 100 = 0 THEN 'x' ELSE 'y' END
+                     FROM generate_series(1, 1000) g;
+                 INSERT INTO jo_big SELECT g, g % 1000 FROM generate_series(1, 5000) g;
+                 ANALYZE jo_small; ANALYZE jo_big;",
+            )
+            .await
+            .expect("setup");
+        // Written small first, the large table would be kept whole in a hash table for ten
+        // rows to probe; read first, it probes the ten rows the small one keeps.
+        let query =
+            "SELECT count(*) FROM jo_small, jo_big WHERE jo_small.id = jo_big.k AND tag = 'x'";
+        let lines = plan(&client, query).await;
+        let at = |name: &str| {
+            lines
+                .iter()
+                .position(|l| l.contains(&format!(" on {name}")))
+                .unwrap_or_else(|| panic!("{name} not in {lines:#?}"))
+        };
+        assert!(at("jo_big") < at("jo_small"), "{lines:#?}");
+        let row = client.query_one(query, &[]).await.expect("join");
+        assert_eq!(row.get::<_, i64>(0), 45);
+    });
+}

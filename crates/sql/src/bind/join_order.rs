@@ -1,4 +1,4 @@
-//! The order a FROM list's tables are joined in, when it names three or more without explicit
+//! The order a FROM list's tables are joined in, when it names two or more without explicit
 //! joins (`FROM a, b, c WHERE ...`): greedy orders from each source first, the cheapest kept.
 //! A source's rows are as the engine counts them, scaled by the share of its ANALYZE sample
 //! the conditions on it alone keep (fixed shares without one). From the first, each time the
@@ -6,7 +6,8 @@
 //! cheaply (by its whole primary key first, else its rows scaled by the equalities joining it:
 //! one over an analyzed column's distinct values), a source no condition connects only when
 //! none is left that one does. An order costs the rows each join makes plus the rows of each
-//! source read whole (scanned or hashed).
+//! source read whole (scanned or hashed), and each row a hash table keeps again (a hash join
+//! builds on the later side: the smaller one should be it).
 //!
 //! Must never reorder what the order changes the meaning of: explicit joins (outer joins,
 //! USING), or functions in FROM (which read the sources before them).
@@ -23,6 +24,10 @@ const UNCOUNTED_ROWS: f64 = 1000.0;
 /// The most a join order may plan to hold in one hash table: a quarter of the default
 /// `statement_mem`, so that the statement's other tables, groups and sorts fit too.
 const HASH_BYTES: f64 = 256.0 * 1024.0 * 1024.0;
+
+/// What keeping a row in a hash table costs, in rows read: hashing its key and copying its
+/// values, about what two probes cost.
+const BUILD: f64 = 2.0;
 
 /// What an order holding a larger hash table costs more: more than any order's rows.
 const OVERSIZED: f64 = 1e15;
@@ -42,7 +47,7 @@ pub(super) fn choose(
     filters: &[Vec<Expr>],
 ) -> Option<Vec<usize>> {
     let n = sources.len();
-    if n < 3 || select.from.len() != n || select.from.iter().any(|t| !t.joins.is_empty()) {
+    if n < 2 || select.from.len() != n || select.from.iter().any(|t| !t.joins.is_empty()) {
         return None;
     }
     let first_column = sources[0].offset;
@@ -148,7 +153,15 @@ pub(super) fn choose(
     let per_row = |c: usize, joined: &[usize]| -> (f64, Option<f64>) {
         let s = &sources[c];
         let Relation::Table(t) = &s.relation else {
-            return (rows[c], None);
+            // A derived table's (or a list's) rows: each equality joining it taken to find
+            // one (its joined columns as if unique: a grouped subquery's keys are).
+            let joining = conditions.iter().any(|(e, reads)| {
+                matches!(e, Expr::Binary(BinOp::Eq, ..))
+                    && reads.contains(&c)
+                    && reads.iter().all(|x| *x == c || joined.contains(x))
+                    && reads.len() > 1
+            });
+            return (if joining { 1.0 } else { rows[c] }, None);
         };
         let bound = |col: usize| {
             conditions.iter().any(|(e, reads)| {
@@ -166,7 +179,8 @@ pub(super) fn choose(
             })
         };
         if !t.primary_key.is_empty() && t.primary_key.iter().all(|&k| bound(k)) {
-            return (1.0, Some(1.0));
+            // The row found, if its own conditions keep it.
+            return ((rows[c] / bases[c]).min(1.0), Some(1.0));
         }
         // Each equality joining it keeps a share of its rows: one on an analyzed column (or
         // an expression of its columns) one of its distinct values; else one on its key's columns alone (a function of them, or
@@ -256,9 +270,13 @@ pub(super) fn choose(
                 false => (rows[next], None),
             };
             match lookup {
-                Some(reads) => cost += joined_rows * reads,
+                // Past a share of the table, its lookups turn into a hash join of it (see
+                // `exec::select::scan`).
+                Some(reads) => {
+                    cost += (joined_rows * reads).min(bases[next] + BUILD * rows[next]);
+                }
                 None => {
-                    cost += bases[next];
+                    cost += bases[next] + BUILD * rows[next];
                     // Read whole into a hash table larger than a statement should hold: an
                     // order to take only if every other needs one too.
                     if rows[next] * hashed_row_bytes(&sources[next]) > HASH_BYTES {
@@ -266,7 +284,7 @@ pub(super) fn choose(
                     }
                 }
             }
-            joined_rows *= each;
+            joined_rows = (joined_rows * each).max(1.0);
             cost += joined_rows;
             order.push(next);
         }
