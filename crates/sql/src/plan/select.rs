@@ -132,6 +132,12 @@ pub struct Source {
 }
 
 impl Source {
+    /// Its columns the statement reads (see `needed`), in order.
+    pub fn read_columns(&self) -> impl Iterator<Item = usize> + '_ {
+        let needed = self.needed.as_deref();
+        (0..self.width).filter(move |&c| needed.is_none_or(|n| n.get(c).copied().unwrap_or(true)))
+    }
+
     /// The table it reads, if it reads one.
     pub fn table(&self) -> Option<&Arc<SqlTable>> {
         match &self.relation {

@@ -4,6 +4,7 @@
 //! Must never match rows whose keys SQL would not call equal: keys are only of classes whose
 //! equal values are the same values (see `bind::access::hash_keys`), and NULL matches nothing.
 
+use super::row_store::RowStore;
 use super::{Run, Sink, all_hold, derived_rows};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::exec::rows::fetch_each;
@@ -20,8 +21,8 @@ use rustc_hash::FxHashMap;
 pub(super) struct Hashed {
     /// The source's columns kept (relative to the source), in order.
     columns: Box<[usize]>,
-    /// Each kept row's values of `columns`, one row after another.
-    values: Vec<Datum>,
+    /// Each kept row's values of `columns`.
+    rows: RowStore,
     /// Per row, the next row of the same key (`END` for the last).
     next: Vec<usize>,
     heads: Heads,
@@ -118,8 +119,8 @@ impl Heads {
 impl Hashed {
     fn new(columns: Box<[usize]>, keys: usize) -> Hashed {
         Hashed {
+            rows: RowStore::new(columns.len()),
             columns,
-            values: Vec::new(),
             next: Vec::new(),
             heads: Heads::new(keys),
         }
@@ -127,10 +128,8 @@ impl Hashed {
 
     /// Adds the row whose kept values `values` yields under key `key`; the bytes it holds.
     fn push(&mut self, key: Vec<Datum>, values: impl Iterator<Item = Datum>) -> usize {
-        let at = self.next.len();
-        let start = self.values.len();
-        self.values.extend(values);
-        let bytes = row_bytes(&self.values[start..]) + row_bytes(&key) + 32;
+        let at = self.rows.push(values);
+        let bytes = row_bytes(self.rows.row(at)) + row_bytes(&key) + 32;
         self.next.push(END);
         let (first, last) = self.heads.entry(key);
         if *first == END {
@@ -183,7 +182,6 @@ pub(super) fn hash_join(
     };
     let outer = row.len();
     let full = outer + source.width;
-    let kept = hashed.columns.len();
     // The columns not kept stay NULL; the kept ones are overwritten for each match.
     row.resize(full, Datum::Null);
     while at != END {
@@ -192,8 +190,7 @@ pub(super) fn hash_join(
             row.truncate(outer);
             row.resize(full, Datum::Null);
         }
-        let values = &hashed.values[at * kept..(at + 1) * kept];
-        for (&c, v) in hashed.columns.iter().zip(values) {
+        for (&c, v) in hashed.columns.iter().zip(hashed.rows.row(at)) {
             row[outer + c] = v.clone();
         }
         if all_hold(filter, row, run.cx)? && !sink(run, row)? {
@@ -226,12 +223,7 @@ fn build_hash(
         })
         .cloned()
         .collect();
-    let columns: Box<[usize]> = match source.needed.as_deref() {
-        Some(needed) => (0..source.width)
-            .filter(|&c| needed.get(c).copied().unwrap_or(true))
-            .collect(),
-        None => (0..source.width).collect(),
-    };
+    let columns: Box<[usize]> = source.read_columns().collect();
     let mut hashed = Hashed::new(columns.clone(), keys.len());
     let offset = source.offset;
     // The key of joined row `joined`, unless one of its values is NULL (matching nothing).
@@ -302,9 +294,8 @@ mod tests {
     fn rows_of(h: &Hashed, key: &[Datum]) -> Vec<Vec<Datum>> {
         let mut rows = Vec::new();
         let mut at = h.heads.first(key).unwrap_or(END);
-        let k = h.columns.len();
         while at != END {
-            rows.push(h.values[at * k..(at + 1) * k].to_vec());
+            rows.push(h.rows.row(at).to_vec());
             at = h.next[at];
         }
         rows

@@ -51,6 +51,7 @@ impl Budget {
 }
 
 mod hash_join;
+mod row_store;
 mod scan;
 mod set_ops;
 mod window;

@@ -5,9 +5,10 @@
 //! past passing it on, except a derived table's, once per run.
 
 use super::hash_join::hash_join;
+use super::row_store::RowStore;
 use super::{Run, Sink, all_hold, derived_rows, eval_all, node, rows_node};
 use crate::error::Result;
-use crate::exec::rows::{fetch, fetch_counting, lock_row};
+use crate::exec::rows::{fetch, fetch_each, lock_row};
 use crate::expr::Expr;
 use crate::plan::{Access, LockWait, Relation, Source};
 use crate::values::datum::Datum;
@@ -136,32 +137,52 @@ pub(super) fn scan(
             // nothing reads one snapshot throughout, so they are the same rows.
             let mut limit = first_rows.map(|n| n.max(1));
             let mut passed = 0;
+            // The rows found are kept as the values of the columns the statement reads (see
+            // `row_store`).
+            let read_columns: Vec<usize> = source.read_columns().collect();
+            let full = outer + source.width;
             loop {
+                row.truncate(outer);
                 let mut read = 0;
-                let found = fetch_counting(
+                let mut values = RowStore::new(read_columns.len());
+                fetch_each(
                     run.txn,
                     (table, access, filter, source.needed.as_deref()),
                     row,
                     run.cx,
-                    limit,
-                    None,
                     &mut read,
+                    &mut |combined, _| {
+                        let taken = read_columns
+                            .iter()
+                            .map(|&c| std::mem::replace(&mut combined[outer + c], Datum::Null));
+                        values.push(taken);
+                        Ok(limit.is_none_or(|l| values.len() < l))
+                    },
                 )?;
                 if source.hash_fallback.is_some() {
                     let rows = table.engine.slots_allocated() as u64;
                     run.lookups.entry(source).or_default().count(read, rows);
                 }
-                let whole = limit.is_none_or(|l| found.len() < l);
-                let got = found.len();
-                for r in found.into_iter().skip(passed) {
-                    if !pass(run, row, r)? {
+                let found = values.len();
+                let whole = limit.is_none_or(|l| found < l);
+                for at in passed..found {
+                    // The columns not read stay NULL; a sink that took the row's values
+                    // leaves it to be made again.
+                    if row.len() != full {
+                        row.truncate(outer);
+                        row.resize(full, Datum::Null);
+                    }
+                    for (&c, v) in read_columns.iter().zip(values.row_mut(at)) {
+                        row[outer + c] = std::mem::replace(v, Datum::Null);
+                    }
+                    if !sink(run, row)? {
                         go_on = false;
                         break;
                     }
                 }
                 match limit {
                     Some(l) if go_on && !whole => {
-                        passed = got;
+                        passed = found;
                         limit = Some(l.saturating_mul(4));
                     }
                     _ => break,
