@@ -26,7 +26,7 @@ fn byte_prefix(mut s: String, bytes: usize) -> String {
 }
 
 /// A value.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub enum Datum {
     Null,
     Bool(bool),
@@ -44,6 +44,39 @@ pub enum Datum {
     Interval(Interval),
     /// A one-dimensional array's elements.
     Array(Vec<Datum>),
+}
+
+impl Clone for Datum {
+    /// Values of fixed size are copied in place; only strings, numerics, intervals and arrays
+    /// go through a call (joins clone every value they pass on: the derived clone, never
+    /// inlined, was a tenth of CH Q15's time).
+    #[inline]
+    fn clone(&self) -> Datum {
+        match self {
+            Datum::Null => Datum::Null,
+            Datum::Bool(b) => Datum::Bool(*b),
+            Datum::Int(i) => Datum::Int(*i),
+            Datum::Float(f) => Datum::Float(*f),
+            Datum::Timestamp(t) => Datum::Timestamp(*t),
+            Datum::TimestampTz(t) => Datum::TimestampTz(*t),
+            Datum::Date(d) => Datum::Date(*d),
+            Datum::Time(t) => Datum::Time(*t),
+            _ => self.clone_allocated(),
+        }
+    }
+}
+
+impl Datum {
+    #[inline(never)]
+    fn clone_allocated(&self) -> Datum {
+        match self {
+            Datum::Numeric(n) => Datum::Numeric(n.clone()),
+            Datum::Text(s) => Datum::Text(s.clone()),
+            Datum::Interval(i) => Datum::Interval(*i),
+            Datum::Array(items) => Datum::Array(items.clone()),
+            other => other.clone(),
+        }
+    }
 }
 
 /// A value in the form the engine stores it: borrowed from a [`Datum`], or a numeric of any

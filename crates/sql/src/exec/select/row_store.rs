@@ -56,10 +56,10 @@ impl RowStore {
         &self.chunks[chunk][within * self.width..(within + 1) * self.width]
     }
 
-    /// Row `at`'s values, to take.
-    pub(super) fn row_mut(&mut self, at: usize) -> &mut [Datum] {
-        let (chunk, within) = (at / self.per_chunk, at % self.per_chunk);
-        &mut self.chunks[chunk][within * self.width..(within + 1) * self.width]
+    /// Every row's values, one row after another, handed over (moved, so that nothing is
+    /// left behind to drop).
+    pub(super) fn into_values(self) -> impl Iterator<Item = Datum> {
+        self.chunks.into_iter().flatten()
     }
 }
 
@@ -80,8 +80,12 @@ mod tests {
             let n = i as i64;
             assert_eq!(store.row(i), [Datum::Int(n), Datum::Int(-n), Datum::Null]);
         }
-        let taken = std::mem::replace(&mut store.row_mut(1365)[0], Datum::Null);
-        assert_eq!(taken, Datum::Int(1365));
+        let values: Vec<Datum> = store.into_values().collect();
+        assert_eq!(values.len(), 15_000);
+        assert_eq!(
+            values[3 * 1365..3 * 1366],
+            [Datum::Int(1365), Datum::Int(-1365), Datum::Null]
+        );
         // Rows of no columns are counted all the same.
         let mut none = RowStore::new(0);
         none.push(std::iter::empty());

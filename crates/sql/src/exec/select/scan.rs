@@ -165,15 +165,16 @@ pub(super) fn scan(
                 }
                 let found = values.len();
                 let whole = limit.is_none_or(|l| found < l);
-                for at in passed..found {
+                let mut values = values.into_values().skip(passed * read_columns.len());
+                for _ in passed..found {
                     // The columns not read stay NULL; a sink that took the row's values
                     // leaves it to be made again.
                     if row.len() != full {
                         row.truncate(outer);
                         row.resize(full, Datum::Null);
                     }
-                    for (&c, v) in read_columns.iter().zip(values.row_mut(at)) {
-                        row[outer + c] = std::mem::replace(v, Datum::Null);
+                    for (&c, v) in read_columns.iter().zip(values.by_ref()) {
+                        row[outer + c] = v;
                     }
                     if !sink(run, row)? {
                         go_on = false;
