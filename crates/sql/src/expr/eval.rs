@@ -273,18 +273,18 @@ fn eval_binary(op: BinOp, l: &Expr, r: &Expr, row: &[Datum], cx: &Context<'_>) -
             (Some(x), Some(y)) => Datum::Text(x + &y),
             _ => Datum::Null,
         }),
-        BinOp::Like | BinOp::NotLike => Ok(match (a.to_text(), b.to_text()) {
+        BinOp::Like | BinOp::NotLike => Ok(match (a.text_ref(), b.text_ref()) {
             (Some(s), Some(p)) => Datum::Bool(like(&s, &p) == (op == BinOp::Like)),
             _ => Datum::Null,
         }),
-        BinOp::ILike | BinOp::NotILike => Ok(match (a.to_text(), b.to_text()) {
+        BinOp::ILike | BinOp::NotILike => Ok(match (a.text_ref(), b.text_ref()) {
             (Some(s), Some(p)) => {
                 Datum::Bool(like(&s.to_lowercase(), &p.to_lowercase()) == (op == BinOp::ILike))
             }
             _ => Datum::Null,
         }),
         BinOp::RegexMatch | BinOp::RegexNotMatch | BinOp::RegexIMatch | BinOp::RegexNotIMatch => {
-            Ok(match (a.to_text(), b.to_text()) {
+            Ok(match (a.text_ref(), b.text_ref()) {
                 (Some(s), Some(p)) => {
                     let insensitive = matches!(op, BinOp::RegexIMatch | BinOp::RegexNotIMatch);
                     let matches = strings::regex(&p, insensitive)?.is_match(&s);
@@ -301,6 +301,41 @@ fn eval_binary(op: BinOp, l: &Expr, r: &Expr, row: &[Datum], cx: &Context<'_>) -
 /// only the last `%` to retry from (the classic wildcard match): no recursion a long pattern
 /// could overflow a task's stack with; at most (text length x pattern length) steps.
 fn like(s: &str, pattern: &str) -> bool {
+    match like_literal_pieces(s, pattern) {
+        Some(matched) => matched,
+        None => like_general(s, pattern),
+    }
+}
+
+/// LIKE for a pattern of literal pieces between `%`s (no `_`, no escapes: `'%b'`, `'PR%'`,
+/// `'%BB%'`), on the bytes and without allocating: the first piece starts the text, the last
+/// ends it, the others are found in order (leftmost, which leaves the most room for the rest).
+/// `None` for other patterns. Per row, the general matcher's two vectors were a tenth of CH
+/// Q19's time.
+fn like_literal_pieces(s: &str, pattern: &str) -> Option<bool> {
+    if pattern.contains(['_', '\\']) {
+        return None;
+    }
+    let (Some(first_any), Some(last_any)) = (pattern.find('%'), pattern.rfind('%')) else {
+        return Some(s == pattern);
+    };
+    let (first, last) = (&pattern[..first_any], &pattern[last_any + 1..]);
+    let Some(mut rest) = s.strip_prefix(first) else {
+        return Some(false);
+    };
+    if first_any < last_any {
+        for piece in pattern[first_any + 1..last_any].split('%') {
+            match rest.find(piece) {
+                Some(at) => rest = &rest[at + piece.len()..],
+                None => return Some(false),
+            }
+        }
+    }
+    Some(rest.ends_with(last))
+}
+
+/// LIKE for any pattern (see [`like`]).
+fn like_general(s: &str, pattern: &str) -> bool {
     /// A pattern element: a literal character, `_`, or `%`.
     #[derive(Clone, Copy, PartialEq)]
     enum P {
@@ -426,7 +461,7 @@ fn no_init(n: usize) -> SqlError {
 
 #[cfg(test)]
 mod tests {
-    use super::like;
+    use super::{like, like_general};
 
     #[test]
     fn like_matches_as_postgresql_does_without_recursion() {
@@ -443,5 +478,38 @@ mod tests {
         let long = "a".repeat(3_000);
         assert!(like(&long, &format!("%{}", "a".repeat(1_000))));
         assert!(!like(&long, &format!("{}b%", "%a".repeat(100))));
+    }
+
+    #[test]
+    fn patterns_of_literal_pieces_match_as_the_general_matcher_does() {
+        // Every pattern over a small alphabet with `%`, against every text up to a length.
+        let alphabet = ['a', 'b', 'é', '%'];
+        let mut patterns = vec![String::new()];
+        for _ in 0..4 {
+            let longer: Vec<String> = patterns
+                .iter()
+                .flat_map(|p| alphabet.iter().map(move |c| format!("{p}{c}")))
+                .collect();
+            patterns.extend(longer);
+        }
+        patterns.sort();
+        patterns.dedup();
+        let mut texts = vec![String::new()];
+        for _ in 0..4 {
+            let longer: Vec<String> = texts
+                .iter()
+                .flat_map(|t| ['a', 'b', 'é'].iter().map(move |c| format!("{t}{c}")))
+                .collect();
+            texts.extend(longer);
+        }
+        texts.sort();
+        texts.dedup();
+        for p in &patterns {
+            for t in &texts {
+                assert_eq!(like(t, p), like_general(t, p), "{t:?} LIKE {p:?}");
+            }
+        }
+        assert!(like("abcabd", "%ab%bd"));
+        assert!(!like("abd", "%ab%bd"));
     }
 }

@@ -415,6 +415,14 @@ impl Datum {
         })
     }
 
+    /// [`to_text`](Self::to_text), borrowed where the value is text already.
+    pub fn text_ref(&self) -> Option<std::borrow::Cow<'_, str>> {
+        match self {
+            Datum::Text(s) => Some(std::borrow::Cow::Borrowed(s)),
+            d => d.to_text().map(std::borrow::Cow::Owned),
+        }
+    }
+
     /// The text a cast to `text` gives: the text form, but a boolean spelled out (`true`,
     /// `false`) as PostgreSQL's `bool::text` and `||` give it (its output form is `t`/`f`).
     pub fn to_text_cast(&self) -> Option<String> {
