@@ -86,8 +86,10 @@ fn canonical_bits(f: f64) -> u64 {
 }
 
 /// Whether `a` and `b` are one key value (see the module's rules).
+#[inline]
 fn same(a: &Datum, b: &Datum) -> bool {
     match (a, b) {
+        (Datum::Int(x), Datum::Int(y)) => x == y,
         (Datum::Float(x), Datum::Float(y)) => canonical_bits(*x) == canonical_bits(*y),
         (Datum::Numeric(x), Datum::Numeric(y)) => x == y || x.cmp(y).is_eq(),
         (Datum::Array(x), Datum::Array(y)) => {

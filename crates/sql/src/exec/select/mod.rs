@@ -358,11 +358,21 @@ fn node(
             let mut groups: Vec<Vec<AggState>> = Vec::new();
             let mut index: KeyMap<usize> = KeyMap::default();
             let grouped = !aggregate.group_by.is_empty();
+            // A row's group key is made in one vector kept between rows: only a new group's
+            // key is a new allocation.
+            let mut probe: Vec<Datum> = Vec::new();
             node(input, run, row, &mut |run, r| {
                 let g = if grouped {
-                    let key = Key(eval_all(&aggregate.group_by, r, run.cx)?);
+                    probe.clear();
+                    for e in &aggregate.group_by {
+                        probe.push(e.eval(r, run.cx)?);
+                    }
+                    let key = Key(std::mem::take(&mut probe));
                     match index.get(&key) {
-                        Some(&g) => g,
+                        Some(&g) => {
+                            probe = key.into_values();
+                            g
+                        }
                         None => {
                             run.budget.take(
                                 row_bytes(&key.0)
