@@ -240,14 +240,91 @@ pub(super) fn fetch_each(
     each: &mut EachRow<'_>,
 ) -> Result<()> {
     let base = combined.len();
-    let found = fetch_into(
-        txn,
-        (table, access, filter, needed),
-        combined,
-        cx,
-        read,
-        each,
-    );
+    // Run as a closure so that `combined` is the outer row again however it ends.
+    let mut found = |combined: &mut Vec<Datum>| -> Result<()> {
+        let reads = reads(table, access, combined, cx)?;
+        let mut failure = None;
+        let outer = combined.len();
+        combined.resize(outer + table.columns.len(), Datum::Null);
+        // The columns the filter reads are decoded first; the others only for a row that passes
+        // (a scan that keeps few rows decodes little: strings are copies).
+        let (first, mut rest) = split_columns(table, filter, outer);
+        if let Some(needed) = needed {
+            rest.retain(|&c| needed.get(c).copied().unwrap_or(true));
+        }
+        let mut visit = |row: overtake_engine::RowRef<'_>| {
+            // A cancelled statement stops within a few hundred rows (a load per row would do too;
+            // this keeps it off the hot path of point reads).
+            *read += 1;
+            if read.is_multiple_of(256)
+                && let Err(e) = cx.check_cancel()
+            {
+                failure = Some(e);
+                return ControlFlow::Break(());
+            }
+            let decode = |combined: &mut Vec<Datum>, columns: &[usize]| {
+                for &c in columns {
+                    combined[outer + c] = Datum::from_value(row.get(c), table.columns[c].ty);
+                }
+            };
+            decode(combined, &first);
+            let passed = filter.iter().try_fold(true, |ok, f| {
+                Ok::<_, SqlError>(ok && f.holds(combined, cx)?)
+            });
+            let go_on = match passed {
+                Ok(true) => {
+                    decode(combined, &rest);
+                    each(combined, &row)
+                }
+                Ok(false) => Ok(true),
+                Err(e) => Err(e),
+            };
+            match go_on {
+                Ok(true) => ControlFlow::Continue(()),
+                Ok(false) => ControlFlow::Break(()),
+                Err(e) => {
+                    failure = Some(e);
+                    ControlFlow::Break(())
+                }
+            }
+        };
+        match reads {
+            Reads::Nothing => {}
+            Reads::Key(key) => {
+                txn.get(&table.engine, &key, &mut visit)?;
+            }
+            Reads::Keys(keys, whole) => {
+                for key in keys {
+                    let mut broke = false;
+                    let mut each = |r: overtake_engine::RowRef<'_>| {
+                        let flow = visit(r);
+                        broke |= flow.is_break();
+                        flow
+                    };
+                    if whole {
+                        txn.get(&table.engine, &key, &mut each)?;
+                    } else {
+                        let range = KeyRange::prefix(key);
+                        txn.scan(&table.engine, &range, ScanOptions::forward(), &mut each)?;
+                    }
+                    if broke {
+                        break;
+                    }
+                }
+            }
+            Reads::Range(Some(id), range) => {
+                txn.scan_index(&table.engine, id, &range, ScanOptions::forward(), visit)?;
+            }
+            Reads::Range(None, range) => {
+                txn.scan(&table.engine, &range, ScanOptions::forward(), visit)?;
+            }
+        }
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    };
+    let found = found(combined);
     combined.truncate(base);
     found
 }
@@ -291,98 +368,6 @@ fn reads(table: &SqlTable, access: &Access, outer: &[Datum], cx: &Context<'_>) -
             None => Reads::Nothing,
         },
     })
-}
-
-/// [`fetch_each`], leaving `combined` as the last row found left it.
-fn fetch_into(
-    txn: &mut Transaction<'_>,
-    (table, access, filter, needed): (&SqlTable, &Access, &[Expr], Option<&[bool]>),
-    combined: &mut Vec<Datum>,
-    cx: &Context<'_>,
-    read: &mut u64,
-    each: &mut EachRow<'_>,
-) -> Result<()> {
-    let reads = reads(table, access, combined, cx)?;
-    let mut failure = None;
-    let outer = combined.len();
-    combined.resize(outer + table.columns.len(), Datum::Null);
-    // The columns the filter reads are decoded first; the others only for a row that passes
-    // (a scan that keeps few rows decodes little: strings are copies).
-    let (first, mut rest) = split_columns(table, filter, outer);
-    if let Some(needed) = needed {
-        rest.retain(|&c| needed.get(c).copied().unwrap_or(true));
-    }
-    let mut visit = |row: overtake_engine::RowRef<'_>| {
-        // A cancelled statement stops within a few hundred rows (a load per row would do too;
-        // this keeps it off the hot path of point reads).
-        *read += 1;
-        if read.is_multiple_of(256)
-            && let Err(e) = cx.check_cancel()
-        {
-            failure = Some(e);
-            return ControlFlow::Break(());
-        }
-        let decode = |combined: &mut Vec<Datum>, columns: &[usize]| {
-            for &c in columns {
-                combined[outer + c] = Datum::from_value(row.get(c), table.columns[c].ty);
-            }
-        };
-        decode(combined, &first);
-        let passed = filter.iter().try_fold(true, |ok, f| {
-            Ok::<_, SqlError>(ok && f.holds(combined, cx)?)
-        });
-        let go_on = match passed {
-            Ok(true) => {
-                decode(combined, &rest);
-                each(combined, &row)
-            }
-            Ok(false) => Ok(true),
-            Err(e) => Err(e),
-        };
-        match go_on {
-            Ok(true) => ControlFlow::Continue(()),
-            Ok(false) => ControlFlow::Break(()),
-            Err(e) => {
-                failure = Some(e);
-                ControlFlow::Break(())
-            }
-        }
-    };
-    match reads {
-        Reads::Nothing => {}
-        Reads::Key(key) => {
-            txn.get(&table.engine, &key, &mut visit)?;
-        }
-        Reads::Keys(keys, whole) => {
-            for key in keys {
-                let mut broke = false;
-                let mut each = |r: overtake_engine::RowRef<'_>| {
-                    let flow = visit(r);
-                    broke |= flow.is_break();
-                    flow
-                };
-                if whole {
-                    txn.get(&table.engine, &key, &mut each)?;
-                } else {
-                    let range = KeyRange::prefix(key);
-                    txn.scan(&table.engine, &range, ScanOptions::forward(), &mut each)?;
-                }
-                if broke {
-                    break;
-                }
-            }
-        }
-        Reads::Range(Some(id), range) => {
-            txn.scan_index(&table.engine, id, &range, ScanOptions::forward(), visit)?;
-        }
-        Reads::Range(None, range) => {
-            txn.scan(&table.engine, &range, ScanOptions::forward(), visit)?;
-        }
-    }
-    match failure {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
 }
 
 /// `table`'s columns split in two: those `filter` reads (its columns from `outer` on), and the
