@@ -1,4 +1,4 @@
-//! The order a FROM list's tables are joined in, when it names two or more without explicit
+//! The order a FROM list's tables are joined in, when it names three or more without explicit
 //! joins (`FROM a, b, c WHERE ...`): greedy orders from each source first, the cheapest kept.
 //! A source's rows are as the engine counts them, scaled by the share of its ANALYZE sample
 //! the conditions on it alone keep (fixed shares without one). From the first, each time the
@@ -47,7 +47,7 @@ pub(super) fn choose(
     filters: &[Vec<Expr>],
 ) -> Option<Vec<usize>> {
     let n = sources.len();
-    if n < 2 || select.from.len() != n || select.from.iter().any(|t| !t.joins.is_empty()) {
+    if n < 3 || select.from.len() != n || select.from.iter().any(|t| !t.joins.is_empty()) {
         return None;
     }
     let first_column = sources[0].offset;
