@@ -166,43 +166,18 @@ pub(super) fn fetch(
     outer: &[Datum],
     cx: &Context<'_>,
     limit: Option<usize>,
-    keys: Option<&mut Vec<KeyBuf>>,
-) -> Result<Vec<Vec<Datum>>> {
-    let mut read = 0;
-    fetch_counting(
-        txn,
-        (table, access, filter, None),
-        &mut outer.to_vec(),
-        cx,
-        limit,
-        keys,
-        &mut read,
-    )
-}
-
-/// [`fetch`], counting in `read` the rows the access read (those the filter dropped too);
-/// with `needed`, only the columns it marks (and those the filter reads) are decoded, the
-/// others left NULL. `outer` is the row joined so far, as it was when this returns.
-pub(super) fn fetch_counting(
-    txn: &mut Transaction<'_>,
-    (table, access, filter, needed): (&SqlTable, &Access, &[Expr], Option<&[bool]>),
-    outer: &mut Vec<Datum>,
-    cx: &Context<'_>,
-    limit: Option<usize>,
     mut keys: Option<&mut Vec<KeyBuf>>,
-    read: &mut u64,
 ) -> Result<Vec<Vec<Datum>>> {
     let mut rows = Vec::new();
     let base = outer.len();
     // Taking keys, a row's values are not needed past the filter.
     let none = keys.is_some().then(|| vec![false; table.columns.len()]);
-    let needed = none.as_deref().or(needed);
     fetch_each(
         txn,
-        (table, access, filter, needed),
-        outer,
+        (table, access, filter, none.as_deref()),
+        &mut outer.to_vec(),
         cx,
-        read,
+        &mut 0,
         &mut |combined, row| {
             let found = match keys.as_deref_mut() {
                 Some(keys) => {
@@ -228,9 +203,10 @@ pub(super) type EachRow<'e> =
     dyn FnMut(&mut [Datum], &overtake_engine::RowRef<'_>) -> Result<bool> + 'e;
 
 /// The rows of `table` that `access` finds given the outer row `combined` and that pass
-/// `filter`, each passed to `each` as `combined` followed by its values (decoded as
-/// [`fetch_counting`] says), counting in `read` the rows the access read. `each` runs where
-/// the engine reads the row: it must do little (collect, hash) and never wait.
+/// `filter`, each passed to `each` as `combined` followed by its values (with `needed`, only
+/// the columns it marks and those the filter reads are decoded, the others left NULL),
+/// counting in `read` the rows the access read. `each` runs where the engine reads the row:
+/// it must do little (collect, hash) and never wait.
 pub(super) fn fetch_each(
     txn: &mut Transaction<'_>,
     (table, access, filter, needed): (&SqlTable, &Access, &[Expr], Option<&[bool]>),

@@ -4,7 +4,7 @@
 //! Must never match rows whose keys SQL would not call equal: keys are only of classes whose
 //! equal values are the same values (see `bind::access::hash_keys`), and NULL matches nothing.
 
-use super::row_store::RowStore;
+use super::row_store::{RowStore, place};
 use super::{Run, Sink, all_hold, derived_rows};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::exec::rows::fetch_each;
@@ -181,18 +181,9 @@ pub(super) fn hash_join(
         return Ok(true);
     };
     let outer = row.len();
-    let full = outer + source.width;
-    // The columns not kept stay NULL; the kept ones are overwritten for each match.
-    row.resize(full, Datum::Null);
     while at != END {
-        if row.len() != full {
-            // The sink took the row's values.
-            row.truncate(outer);
-            row.resize(full, Datum::Null);
-        }
-        for (&c, v) in hashed.columns.iter().zip(hashed.rows.row(at)) {
-            row[outer + c] = v.clone();
-        }
+        let values = hashed.rows.row(at).iter().cloned();
+        place(row, (outer, source.width), &hashed.columns, values);
         if all_hold(filter, row, run.cx)? && !sink(run, row)? {
             row.truncate(outer);
             return Ok(false);

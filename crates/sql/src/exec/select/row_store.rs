@@ -63,6 +63,25 @@ impl RowStore {
     }
 }
 
+/// Puts a found row's values of `columns` (of a source `width` wide) into the joined row `row`
+/// after its first `outer` values, the source's other columns NULL. Only those columns are
+/// written: the others stay NULL from the row before, unless a sink took the row's values,
+/// which leaves it to be made again.
+pub(super) fn place(
+    row: &mut Vec<Datum>,
+    (outer, width): (usize, usize),
+    columns: &[usize],
+    values: impl Iterator<Item = Datum>,
+) {
+    if row.len() != outer + width {
+        row.truncate(outer);
+        row.resize(outer + width, Datum::Null);
+    }
+    for (&c, v) in columns.iter().zip(values) {
+        row[outer + c] = v;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

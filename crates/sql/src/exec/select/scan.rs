@@ -5,7 +5,7 @@
 //! past passing it on, except a derived table's, once per run.
 
 use super::hash_join::hash_join;
-use super::row_store::RowStore;
+use super::row_store::{RowStore, place};
 use super::{Run, Sink, all_hold, derived_rows, eval_all, node, rows_node};
 use crate::error::Result;
 use crate::exec::rows::{fetch, fetch_each, lock_row};
@@ -140,7 +140,6 @@ pub(super) fn scan(
             // The rows found are kept as the values of the columns the statement reads (see
             // `row_store`).
             let read_columns: Vec<usize> = source.read_columns().collect();
-            let full = outer + source.width;
             loop {
                 row.truncate(outer);
                 let mut read = 0;
@@ -167,15 +166,7 @@ pub(super) fn scan(
                 let whole = limit.is_none_or(|l| found < l);
                 let mut values = values.into_values().skip(passed * read_columns.len());
                 for _ in passed..found {
-                    // The columns not read stay NULL; a sink that took the row's values
-                    // leaves it to be made again.
-                    if row.len() != full {
-                        row.truncate(outer);
-                        row.resize(full, Datum::Null);
-                    }
-                    for (&c, v) in read_columns.iter().zip(values.by_ref()) {
-                        row[outer + c] = v;
-                    }
+                    place(row, (outer, source.width), &read_columns, values.by_ref());
                     if !sink(run, row)? {
                         go_on = false;
                         break;
