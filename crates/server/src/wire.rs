@@ -118,6 +118,9 @@ fn encode_binary(v: &Datum, ty: SqlType, buf: &mut BytesMut) -> Option<()> {
         (Datum::Array(values), SqlType::Array(e)) => encode_array(values, e.ty(), buf),
         // Its 16 bytes, from the canonical text the value is held as.
         (Datum::Text(t), SqlType::Char(_)) => buf.put_slice(ty.shown(t).as_bytes()),
+        (Datum::Text(t), SqlType::Bytea) => {
+            buf.put_slice(&overtake_sql::values::bytea::to_bytes(t))
+        }
         (Datum::Text(t), SqlType::Uuid) => {
             let hex: String = t.chars().filter(|c| *c != '-').collect();
             buf.put_u128(u128::from_str_radix(&hex, 16).unwrap_or_default());
@@ -265,6 +268,7 @@ pub fn decode_param(bytes: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<D
             i64::from(u32::from_be_bytes(fixed(4)?.try_into().expect("4 bytes"))),
         ),
         SqlType::Array(e) => decode_array(b, ty, e.ty())?,
+        SqlType::Bytea => Datum::Text(overtake_sql::values::bytea::from_bytes(b)),
         SqlType::Uuid => {
             let bits = u128::from_be_bytes(fixed(16)?.try_into().expect("16 bytes"));
             Datum::parse(&format!("{bits:032x}"), ty)?
@@ -431,5 +435,18 @@ mod tests {
             &[0, 3, 0, 1, 0, 0, 0, 2, 0, 1, 0x09, 0x29, 0x1A, 0x2C]
         );
         assert!(decode_numeric(&[0, 5]).is_none());
+    }
+
+    #[test]
+    fn bytea_travels_as_its_raw_bytes() {
+        let raw = [0u8, 0x41, 0xff, b'\\'];
+        let held = decode_param(Some(&raw), SqlType::Bytea, true).expect("decodes");
+        assert_eq!(held, Datum::Text("\\x0041ff5c".into()));
+        let mut buf = BytesMut::new();
+        encode_binary(&held, SqlType::Bytea, &mut buf).expect("not null");
+        assert_eq!(&buf[..], &raw);
+        // The text format is the hex form, as PostgreSQL's bytea_output = hex shows it.
+        let text = decode_param(Some(b"\\x0041"), SqlType::Bytea, false).expect("decodes");
+        assert_eq!(text, Datum::Text("\\x0041".into()));
     }
 }

@@ -28,6 +28,7 @@ pub mod sqlstate {
     pub const INVALID_ARGUMENT_FOR_NTH_VALUE: &str = "22016";
     pub const INVALID_PRECEDING_OR_FOLLOWING_SIZE: &str = "22013";
     pub const INVALID_PARAMETER_VALUE: &str = "22023";
+    pub const ARRAY_SUBSCRIPT_ERROR: &str = "2202E";
     pub const INVALID_SQL_STATEMENT_NAME: &str = "26000";
     pub const INVALID_TEXT_REPRESENTATION: &str = "22P02";
     pub const INVALID_DATETIME_FORMAT: &str = "22007";
@@ -268,11 +269,17 @@ impl From<EngineError> for SqlError {
                 SqlError::new(sqlstate::PROGRAM_LIMIT_EXCEEDED, e.to_string())
             }
             // The SQL types' own lengths are checked before: this is what a key or an index
-            // keeps of a text or varchar value (`TEXT_KEY_MAX`), or the bytes of a char(n).
+            // keeps of a text or varchar value (`TEXT_KEY_MAX`), what a column keeps of one
+            // (`TEXT_MAX`), or the bytes of a char(n). (A bytea's count is of its hex form.)
             EngineError::StringTooLong { column, bytes, max } => SqlError::new(
                 sqlstate::PROGRAM_LIMIT_EXCEEDED,
                 format!(
-                    "value too long for column \"{column}\": {bytes} bytes, more than the {max} it holds in a key or index"
+                    "value too long for column \"{column}\": {bytes} bytes, more than the {max} it holds{}",
+                    if max == crate::values::types::TEXT_KEY_MAX {
+                        " in a key or index"
+                    } else {
+                        ""
+                    }
                 ),
             ),
             EngineError::InvalidValue { .. } | EngineError::Decimal(_) => {

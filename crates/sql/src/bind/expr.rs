@@ -489,6 +489,9 @@ impl<'c> Binder<'c> {
         g: &mut Option<&mut Grouping>,
     ) -> Result<(Expr, SqlType)> {
         let (x, t) = self.expr(expr, scope, g)?;
+        if t == SqlType::Bytea {
+            return Err(SqlError::unsupported("LIKE on bytea"));
+        }
         // ('a'::char(3) LIKE 'a' is false.)
         let x = with_char_padding(x, t);
         let (p, _) = self.expr(pattern, scope, g)?;
@@ -580,6 +583,9 @@ impl<'c> Binder<'c> {
             A::BinaryOp { left, op, right } => {
                 let (l, lt) = self.expr(left, scope, g)?;
                 let (r, rt) = self.expr(right, scope, g)?;
+                if lt == SqlType::Bytea || rt == SqlType::Bytea {
+                    return self.bytea_operator(op, (l, lt), (r, rt));
+                }
                 // Arithmetic between two untyped literals has no one operator to pick.
                 if let BinaryOperator::Plus
                 | BinaryOperator::Minus
@@ -924,11 +930,17 @@ impl<'c> Binder<'c> {
                 substring_for,
                 ..
             } => {
-                let mut args = vec![self.expr(expr, scope, g)?.0];
+                let (x, t) = self.expr(expr, scope, g)?;
+                let mut args = vec![x];
+                let mut types = vec![t];
                 for e in [substring_from, substring_for].into_iter().flatten() {
-                    let (x, _) = self.expr(e, scope, g)?;
+                    let (x, t) = self.expr(e, scope, g)?;
                     self.infer(&x, SqlType::Int4);
                     args.push(x);
+                    types.push(t);
+                }
+                if t == SqlType::Bytea {
+                    return self.call("substring", args, types);
                 }
                 if args.len() == 1 {
                     args.push(Expr::Literal(Datum::Int(1)));

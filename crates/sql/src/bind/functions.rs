@@ -102,6 +102,9 @@ impl Binder<'_> {
         if let Some(bound) = self.catalog_function(name, &args)? {
             return Ok(bound);
         }
+        if let Some(bound) = self.bytea_call(name, &mut args, &types)? {
+            return Ok(bound);
+        }
         if crate::bind::arrays::is_array_function(name) {
             return self.array_function(name, args, &types);
         }

@@ -25,6 +25,7 @@
 pub(crate) mod access;
 mod analyze;
 pub(crate) mod arrays;
+mod bytea;
 mod ddl;
 pub(crate) use ddl::relation_name;
 mod constraint;

@@ -105,6 +105,7 @@ pub(super) fn eval_func(f: Func, args: &[Expr], row: &[Datum], cx: &Context<'_>)
                 ));
             }
         },
+        Func::Bytea(f) => super::bytea::eval(f, args, row, cx)?,
         Func::Abs => match arg(0)? {
             Datum::Int(v) => Datum::Int(
                 v.checked_abs()
@@ -127,32 +128,10 @@ pub(super) fn eval_func(f: Func, args: &[Expr], row: &[Datum], cx: &Context<'_>)
             let Some(s) = arg(0)?.to_text() else {
                 return Ok(Datum::Null);
             };
-            let from = match arg(1)?.cast(SqlType::Int8)? {
-                Datum::Int(v) => v,
-                _ => return Ok(Datum::Null),
+            let Some((skip, take)) = super::substring_range(args, row, cx)? else {
+                return Ok(Datum::Null);
             };
-            let count = match args.get(2) {
-                Some(e) => match e.eval(row, cx)?.cast(SqlType::Int8)? {
-                    Datum::Int(v) if v < 0 => {
-                        return Err(SqlError::new(
-                            sqlstate::INVALID_PARAMETER_VALUE,
-                            "negative substring length not allowed",
-                        ));
-                    }
-                    Datum::Int(v) => Some(v),
-                    _ => return Ok(Datum::Null),
-                },
-                None => None,
-            };
-            // Characters from position `from` (1-based, may be before the start) for `count`.
-            let end = count.map_or(i64::MAX, |c| from.saturating_add(c));
-            let start = from.max(1);
-            Datum::Text(
-                s.chars()
-                    .skip((start - 1) as usize)
-                    .take(end.saturating_sub(start).max(0) as usize)
-                    .collect(),
-            )
+            Datum::Text(s.chars().skip(skip).take(take).collect())
         }
         Func::Round | Func::Trunc | Func::Ceil | Func::Floor => {
             let x = arg(0)?;

@@ -8,6 +8,7 @@
 //! stack on a deep tree.
 
 mod arrays;
+mod bytea;
 mod context;
 mod dates;
 mod eval;
@@ -20,6 +21,7 @@ pub use functions::{DATABASE_NAME, VERSION};
 
 use std::sync::Arc;
 
+use crate::error::{SqlError, sqlstate};
 use crate::values::datum::Datum;
 use crate::values::types::SqlType;
 
@@ -164,6 +166,29 @@ pub enum Func {
     ArrayAppend,
     ArrayPrepend,
     ArrayCat,
+    /// The functions and operators of `bytea` (see `bytea`).
+    Bytea(ByteaFunc),
+}
+
+/// What bytea values have (see `values::bytea` for their held form).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ByteaFunc {
+    /// `a || b`.
+    Concat,
+    /// `length(b)`, `octet_length(b)`: its bytes.
+    Length,
+    /// `md5(b)` (and `md5(text)`, of its UTF-8 bytes): the digest's hex digits.
+    Md5,
+    /// `encode(b, format)`, `decode(text, format)`: hex, base64 or escape text.
+    Encode,
+    Decode,
+    /// `substring(b from n [for count])`, `substr(b, n [, count])`: 1-based, in bytes.
+    Substr,
+    /// `get_byte(b, n)`: the byte at 0-based `n`.
+    GetByte,
+    /// `convert_to(text, encoding)`, `convert_from(b, encoding)`: UTF-8 only.
+    ConvertTo,
+    ConvertFrom,
 }
 
 /// A bound expression.
@@ -314,4 +339,37 @@ impl Expr {
         f(self);
         each_child!(self, |e| e.visit_mut(f), iter_mut);
     }
+}
+
+/// What `substr(s, from [, count])` keeps of `s`'s characters (or bytes): how many to skip and
+/// how many to take after them (`from` is 1-based and may be before the start). `None` if
+/// `from` or `count` is NULL.
+fn substring_range(
+    args: &[Expr],
+    row: &[Datum],
+    cx: &Context<'_>,
+) -> crate::error::Result<Option<(usize, usize)>> {
+    let from = match args[1].eval(row, cx)?.cast(SqlType::Int8)? {
+        Datum::Int(v) => v,
+        _ => return Ok(None),
+    };
+    let count = match args.get(2) {
+        Some(e) => match e.eval(row, cx)?.cast(SqlType::Int8)? {
+            Datum::Int(v) if v < 0 => {
+                return Err(SqlError::new(
+                    sqlstate::INVALID_PARAMETER_VALUE,
+                    "negative substring length not allowed",
+                ));
+            }
+            Datum::Int(v) => Some(v),
+            _ => return Ok(None),
+        },
+        None => None,
+    };
+    let end = count.map_or(i64::MAX, |c| from.saturating_add(c));
+    let start = from.max(1);
+    Ok(Some((
+        (start - 1) as usize,
+        end.saturating_sub(start).max(0) as usize,
+    )))
 }

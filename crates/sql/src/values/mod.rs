@@ -7,6 +7,7 @@
 
 pub mod array;
 pub mod builtin_types;
+pub mod bytea;
 pub mod datum;
 pub mod fields;
 pub mod interval;

@@ -80,6 +80,9 @@ pub enum SqlType {
     /// `uuid`: 128 bits, held as their canonical text (`a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11`),
     /// which orders as the bits do.
     Uuid,
+    /// `bytea`: bytes, held as their hex text (`\x0a1b`; see `values::bytea`), which orders
+    /// as the bytes do.
+    Bytea,
     /// `regclass`: a relation's object id, written as its name (see `bind`'s casts).
     RegClass,
     /// `regtype`: a type's object id, written as its name.
@@ -192,7 +195,7 @@ impl ArrayElem {
             SqlType::Timestamp => ArrayElem::Timestamp,
             SqlType::TimestampTz => ArrayElem::TimestampTz,
             SqlType::Interval => ArrayElem::Interval,
-            SqlType::Uuid | SqlType::Array(_) => return None,
+            SqlType::Uuid | SqlType::Bytea | SqlType::Array(_) => return None,
         })
     }
 
@@ -263,6 +266,7 @@ impl SqlType {
             SqlType::Time => "time without time zone".into(),
             SqlType::Interval => "interval".into(),
             SqlType::Uuid => "uuid".into(),
+            SqlType::Bytea => "bytea".into(),
             SqlType::Oid => "oid".into(),
             SqlType::Name => "name".into(),
             SqlType::CharByte => "\"char\"".into(),
@@ -292,6 +296,7 @@ impl SqlType {
             SqlType::Time => 1083,
             SqlType::Interval => 1186,
             SqlType::Uuid => 2950,
+            SqlType::Bytea => 17,
             SqlType::Numeric { .. } => 1700,
             SqlType::Oid => 26,
             SqlType::Name => 19,
@@ -320,6 +325,7 @@ impl SqlType {
             1083 => SqlType::Time,
             1186 => SqlType::Interval,
             2950 => SqlType::Uuid,
+            17 => SqlType::Bytea,
             1700 => SqlType::Numeric(None),
             26 => SqlType::Oid,
             19 => SqlType::Name,
@@ -417,6 +423,9 @@ impl SqlType {
             SqlType::Date => ColumnType::Int32,
             SqlType::Time => ColumnType::Int64,
             SqlType::Uuid => ColumnType::VarChar(36),
+            // Two hex digits a byte after `\x`.
+            SqlType::Bytea if in_key => ColumnType::VarChar(TEXT_KEY_MAX),
+            SqlType::Bytea => ColumnType::VarChar(TEXT_MAX),
             // Refused as a column's type before a table is built (see `ddl`).
             SqlType::Interval => ColumnType::VarChar(TEXT_KEY_MAX),
             // Kept as its text (`{1,2,3}`); no key holds one (see `ddl`).
@@ -505,6 +514,7 @@ impl SqlType {
             }
             DataType::Interval { .. } => SqlType::Interval,
             DataType::Uuid => SqlType::Uuid,
+            DataType::Bytea => SqlType::Bytea,
             DataType::Regclass => SqlType::RegClass,
             DataType::Array(
                 ast::ArrayElemTypeDef::SquareBracket(elem, _)
@@ -539,6 +549,7 @@ impl SqlType {
                     Some("varchar") => SqlType::VarChar(LENGTH_MAX),
                     Some("timestamptz") => SqlType::TimestampTz,
                     Some("uuid") => SqlType::Uuid,
+                    Some("bytea") => SqlType::Bytea,
                     Some("int2vector") => SqlType::Array(ArrayElem::Int2),
                     Some("oidvector") => SqlType::Array(ArrayElem::Oid),
                     _ => return Err(SqlError::unsupported(format!("type {ty}"))),
