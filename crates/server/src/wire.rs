@@ -121,6 +121,11 @@ fn encode_binary(v: &Datum, ty: SqlType, buf: &mut BytesMut) -> Option<()> {
         (Datum::Text(t), SqlType::Bytea) => {
             buf.put_slice(&overtake_sql::values::bytea::to_bytes(t))
         }
+        // jsonb's binary format: a version byte (1), then the text.
+        (Datum::Text(t), SqlType::Jsonb) => {
+            buf.put_u8(1);
+            buf.put_slice(t.as_bytes());
+        }
         (Datum::Text(t), SqlType::Uuid) => {
             let hex: String = t.chars().filter(|c| *c != '-').collect();
             buf.put_u128(u128::from_str_radix(&hex, 16).unwrap_or_default());
@@ -326,10 +331,18 @@ pub fn decode_param(bytes: Option<&[u8]>, ty: SqlType, binary: bool) -> Result<D
             }
         }
         SqlType::Numeric(_) => decode_numeric(b).ok_or_else(|| bad_binary(ty))?.cast(ty)?,
+        SqlType::Jsonb => match b.split_first() {
+            Some((1, text)) => {
+                let s = std::str::from_utf8(text).map_err(|e| not_utf8(text, &e))?;
+                Datum::parse(s, ty)?
+            }
+            _ => return Err(bad_binary(ty)),
+        },
         SqlType::Text
         | SqlType::VarChar(_)
         | SqlType::Char(_)
         | SqlType::Name
+        | SqlType::Json
         | SqlType::CharByte => {
             let s = std::str::from_utf8(b).map_err(|e| not_utf8(b, &e))?;
             Datum::Text(s.to_owned()).cast(ty)?
@@ -448,5 +461,17 @@ mod tests {
         // The text format is the hex form, as PostgreSQL's bytea_output = hex shows it.
         let text = decode_param(Some(b"\\x0041"), SqlType::Bytea, false).expect("decodes");
         assert_eq!(text, Datum::Text("\\x0041".into()));
+    }
+
+    #[test]
+    fn jsonb_travels_with_its_version_byte() {
+        let held = decode_param(Some(b"\x01{\"b\":1,\"a\":2}"), SqlType::Jsonb, true).unwrap();
+        assert_eq!(held, Datum::Text(r#"{"a": 2, "b": 1}"#.into()));
+        let mut buf = BytesMut::new();
+        encode_binary(&held, SqlType::Jsonb, &mut buf).expect("not null");
+        assert_eq!(&buf[..], b"\x01{\"a\": 2, \"b\": 1}");
+        assert!(decode_param(Some(b"\x02{}"), SqlType::Jsonb, true).is_err());
+        let json = decode_param(Some(b"{\"b\" : 1}"), SqlType::Json, true).unwrap();
+        assert_eq!(json, Datum::Text(r#"{"b" : 1}"#.into()));
     }
 }

@@ -275,7 +275,8 @@ impl From<EngineError> for SqlError {
                 sqlstate::PROGRAM_LIMIT_EXCEEDED,
                 format!(
                     "value too long for column \"{column}\": {bytes} bytes, more than the {max} it holds{}",
-                    if max == crate::values::types::TEXT_KEY_MAX {
+                    // (`TEXT_MAX` is the engine's longest string, u16::MAX.)
+                    if max < u16::MAX {
                         " in a key or index"
                     } else {
                         ""

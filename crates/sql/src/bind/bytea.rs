@@ -128,10 +128,7 @@ impl Binder<'_> {
                 &[SqlType::Bytea, SqlType::Text],
             ),
             // Functions of any type take a bytea as they take any value.
-            "pg_typeof" | "coalesce" | "nullif" | "greatest" | "least" | "concat" | "concat_ws"
-            | "format" | "num_nulls" | "num_nonnulls" | "to_json" | "json_build_object" => {
-                return Ok(None);
-            }
+            _ if super::typing::takes_any_type(name) => return Ok(None),
             _ if any_bytea => return Err(no_function(name, types)),
             _ => return Ok(None),
         };

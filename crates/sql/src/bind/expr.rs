@@ -586,6 +586,11 @@ impl<'c> Binder<'c> {
                 if lt == SqlType::Bytea || rt == SqlType::Bytea {
                     return self.bytea_operator(op, (l, lt), (r, rt));
                 }
+                if (super::json::is_document(lt) || super::json::is_document(rt))
+                    && let Some(bound) = self.json_operator(op, (l.clone(), lt), (r.clone(), rt))?
+                {
+                    return Ok(bound);
+                }
                 // Arithmetic between two untyped literals has no one operator to pick.
                 if let BinaryOperator::Plus
                 | BinaryOperator::Minus
@@ -867,6 +872,9 @@ impl<'c> Binder<'c> {
                     Ok(named) => return Ok((named, ty)),
                     Err(x) => x,
                 };
+                if super::json::is_document(from) || super::json::is_document(ty) {
+                    return Ok((self.json_cast(x, from, ty)?, ty));
+                }
                 // An explicit cast to a bounded string cuts the value to its length, where
                 // assigning the value is an error (22001), as PostgreSQL's casts do.
                 let x = match ty {

@@ -105,6 +105,9 @@ impl Binder<'_> {
         if let Some(bound) = self.bytea_call(name, &mut args, &types)? {
             return Ok(bound);
         }
+        if let Some(bound) = self.json_call(name, &mut args, &types)? {
+            return Ok(bound);
+        }
         if crate::bind::arrays::is_array_function(name) {
             return self.array_function(name, args, &types);
         }
@@ -128,15 +131,6 @@ impl Binder<'_> {
                     *a = Expr::Cast(Box::new(a.clone()), SqlType::TimestampTz);
                 }
                 (Func::DateTrunc, 2..=2, ty)
-            }
-            "json_build_object" => {
-                if !args.len().is_multiple_of(2) {
-                    return Err(SqlError::new(
-                        sqlstate::INVALID_PARAMETER_VALUE,
-                        "argument list must have even number of elements",
-                    ));
-                }
-                (Func::JsonBuildObject, 0..=100, SqlType::Text)
             }
             "format_type" => {
                 for a in &mut args {

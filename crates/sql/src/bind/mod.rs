@@ -13,7 +13,8 @@
 //!   expressions, `arrays` for arrays, `set_ops` for UNION, INTERSECT, EXCEPT and VALUES,
 //!   `with` for WITH queries, `view` for views (made and read), `window` for window function
 //!   calls;
-//! - `expr` ([`Binder`]): expressions, with `functions` for the scalar functions by name and
+//! - `expr` ([`Binder`]): expressions, with `functions` for the scalar functions by name, `bytea`
+//!   and `json` for what takes or makes those types, and
 //!   `typing` for literals and the types where values meet;
 //! - `analyze`: the tables `ANALYZE` takes statistics of;
 //! - `role_statement`: `CREATE ROLE` and `ALTER ROLE ... WITH`; `row_values`: row values in
@@ -27,6 +28,7 @@ mod analyze;
 pub(crate) mod arrays;
 mod bytea;
 mod ddl;
+mod json;
 pub(crate) use ddl::relation_name;
 mod constraint;
 pub(crate) mod dml;

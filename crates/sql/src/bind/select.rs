@@ -389,19 +389,24 @@ impl Binder<'_> {
             }
             _ => None,
         };
-        Ok(match position {
-            Some(p) => p,
+        let (column, ty) = match position {
+            Some(p) => (p, columns[p].ty),
             None => {
-                let (x, _) = self.folded(e, scope, grouping)?;
-                match projection.iter().position(|p| *p == x) {
+                let (x, ty) = self.folded(e, scope, grouping)?;
+                let at = match projection.iter().position(|p| *p == x) {
                     Some(p) => p,
                     None => {
                         projection.push(x);
                         projection.len() - 1
                     }
-                }
+                };
+                (at, ty)
             }
-        })
+        };
+        if clause == "ORDER BY" {
+            super::json::check_orderable(ty)?;
+        }
+        Ok(column)
     }
 }
 

@@ -120,6 +120,30 @@ pub fn check_assignable(from: SqlType, to: SqlType, column: &str) -> Result<()> 
     Ok(())
 }
 
+/// Whether function `name` takes a value of any type (so also a bytea or a document, whose
+/// held text no text function may read as text).
+pub(crate) fn takes_any_type(name: &str) -> bool {
+    matches!(
+        name,
+        "pg_typeof"
+            | "coalesce"
+            | "nullif"
+            | "greatest"
+            | "least"
+            | "concat"
+            | "concat_ws"
+            | "format"
+            | "num_nulls"
+            | "num_nonnulls"
+            | "to_json"
+            | "to_jsonb"
+            | "json_build_object"
+            | "jsonb_build_object"
+            | "json_build_array"
+            | "jsonb_build_array"
+    )
+}
+
 /// Whether `e` is a literal of no type yet (a quoted string or NULL: PostgreSQL's `unknown`).
 pub(crate) fn is_unknown(e: &Expr) -> bool {
     matches!(e, Expr::Literal(Datum::Text(_) | Datum::Null))

@@ -106,6 +106,7 @@ pub(super) fn eval_func(f: Func, args: &[Expr], row: &[Datum], cx: &Context<'_>)
             }
         },
         Func::Bytea(f) => super::bytea::eval(f, args, row, cx)?,
+        Func::Json(f) => super::json::eval(f, args, row, cx)?,
         Func::Abs => match arg(0)? {
             Datum::Int(v) => Datum::Int(
                 v.checked_abs()
@@ -192,32 +193,6 @@ pub(super) fn eval_func(f: Func, args: &[Expr], row: &[Datum], cx: &Context<'_>)
             Some(s) => Datum::Text(strings::quote_ident(&s)),
             None => Datum::Null,
         },
-        Func::JsonBuildObject => {
-            let mut out = String::from("{");
-            for (i, pair) in args.chunks(2).enumerate() {
-                let (key, value) = (pair[0].eval(row, cx)?, pair[1].eval(row, cx)?);
-                let Some(key) = key.to_text() else {
-                    return Err(SqlError::new(
-                        sqlstate::NULL_VALUE_NOT_ALLOWED,
-                        "null value not allowed for object key",
-                    ));
-                };
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                out.push_str(&strings::json_string(&key));
-                out.push_str(" : ");
-                out.push_str(&match value {
-                    Datum::Null => "null".into(),
-                    Datum::Bool(b) => b.to_string(),
-                    Datum::Int(_) | Datum::Numeric(_) => value.to_text().unwrap_or_default(),
-                    Datum::Float(f) if f.is_finite() => value.to_text().unwrap_or_default(),
-                    other => strings::json_string(&other.to_text().unwrap_or_default()),
-                });
-            }
-            out.push('}');
-            Datum::Text(out)
-        }
         Func::ConcatWs => {
             let Some(separator) = arg(0)?.to_text() else {
                 return Ok(Datum::Null);

@@ -13,6 +13,7 @@ mod context;
 mod dates;
 mod eval;
 mod functions;
+mod json;
 pub mod lookup;
 mod strings;
 
@@ -137,8 +138,6 @@ pub enum Func {
     Least,
     /// `format_type(type_oid, typmod)`: a type's SQL name.
     FormatType,
-    /// `json_build_object(key, value, ...)`: a JSON object's text.
-    JsonBuildObject,
     /// `quote_ident(s)`: `s` as an identifier, quoted where SQL would need it.
     QuoteIdent,
     /// `extract(field FROM x)` (a numeric), `date_part('field', x)` (a double),
@@ -168,6 +167,7 @@ pub enum Func {
     ArrayCat,
     /// The functions and operators of `bytea` (see `bytea`).
     Bytea(ByteaFunc),
+    Json(JsonFunc),
 }
 
 /// What bytea values have (see `values::bytea` for their held form).
@@ -189,6 +189,48 @@ pub enum ByteaFunc {
     /// `convert_to(text, encoding)`, `convert_from(b, encoding)`: UTF-8 only.
     ConvertTo,
     ConvertFrom,
+}
+
+/// What json and jsonb documents have (see `values::json` for their held forms). `raw`: on a
+/// `json` value, read as written; else on a `jsonb` one. `text`: the `->>` forms, giving text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JsonFunc {
+    /// `doc -> key`, `doc -> position` (`index`), and their `->>`.
+    Get {
+        raw: bool,
+        text: bool,
+        index: bool,
+    },
+    /// `doc #> path` (a text array), `json_extract_path(doc, key, ...)`, and their text forms.
+    GetPath {
+        raw: bool,
+        text: bool,
+    },
+    /// `a @> b` (and `b <@ a`).
+    Contains,
+    /// `a = b`, numbers compared by value.
+    Equal,
+    /// `doc ? key`, `doc ?| keys`, `doc ?& keys`.
+    Exists,
+    ExistsAny,
+    ExistsAll,
+    /// `a || b`.
+    Concat,
+    /// `doc - key`, `doc - keys` (a text array), `doc - position` (`index`).
+    Delete {
+        index: bool,
+    },
+    /// `jsonb_typeof(doc)`, `jsonb_array_length(doc)`.
+    TypeOf,
+    ArrayLength,
+    /// The text a scalar document gives a cast to this (non-text) type: 22023 for others.
+    Scalar(SqlType),
+    /// `to_json(v)` of a value of this type: its JSON text.
+    ToJson(SqlType),
+    /// `json_build_object(key, value, ...)`, `json_build_array(value, ...)`, each value given
+    /// as JSON text.
+    BuildObject,
+    BuildArray,
 }
 
 /// A bound expression.

@@ -383,6 +383,8 @@ impl Datum {
             SqlType::Uuid => Datum::Text(uuid_text(t).ok_or_else(|| invalid_text(ty, text))?),
             // Not trimmed: spaces are bytes of an escape-form value.
             SqlType::Bytea => Datum::Text(crate::values::bytea::parse(text)?),
+            SqlType::Json => Datum::Text(crate::values::json::parse_json(text)?),
+            SqlType::Jsonb => Datum::Text(crate::values::json::parse_jsonb(text)?),
             SqlType::Array(e) if e.is_vector() => Datum::Array(
                 t.split_whitespace()
                     .map(|v| Datum::parse(v, e.ty()))

@@ -2,7 +2,8 @@
 //! the built-in types as `pg_type` lists them (`builtin_types`),
 //! values in flight with PostgreSQL's comparison and arithmetic (`datum`), rows of values as hash
 //! keys (`key`), decimals of any precision (`numeric`), dates and timestamps (`time`) and
-//! intervals (`interval`). Pure
+//! intervals (`interval`),
+//! JSON documents (`json`). Pure
 //! computation on values: never reaches the catalog, a transaction or a plan.
 
 pub mod array;
@@ -11,6 +12,7 @@ pub mod bytea;
 pub mod datum;
 pub mod fields;
 pub mod interval;
+pub mod json;
 pub mod key;
 pub mod numeric;
 pub mod time;

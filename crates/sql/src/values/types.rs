@@ -83,6 +83,10 @@ pub enum SqlType {
     /// `bytea`: bytes, held as their hex text (`\x0a1b`; see `values::bytea`), which orders
     /// as the bytes do.
     Bytea,
+    /// `json`: a JSON document held as the text it was given (see `values::json`).
+    Json,
+    /// `jsonb`: a JSON document held as its canonical text (see `values::json`).
+    Jsonb,
     /// `regclass`: a relation's object id, written as its name (see `bind`'s casts).
     RegClass,
     /// `regtype`: a type's object id, written as its name.
@@ -195,7 +199,9 @@ impl ArrayElem {
             SqlType::Timestamp => ArrayElem::Timestamp,
             SqlType::TimestampTz => ArrayElem::TimestampTz,
             SqlType::Interval => ArrayElem::Interval,
-            SqlType::Uuid | SqlType::Bytea | SqlType::Array(_) => return None,
+            SqlType::Uuid | SqlType::Bytea | SqlType::Json | SqlType::Jsonb | SqlType::Array(_) => {
+                return None;
+            }
         })
     }
 
@@ -267,6 +273,8 @@ impl SqlType {
             SqlType::Interval => "interval".into(),
             SqlType::Uuid => "uuid".into(),
             SqlType::Bytea => "bytea".into(),
+            SqlType::Json => "json".into(),
+            SqlType::Jsonb => "jsonb".into(),
             SqlType::Oid => "oid".into(),
             SqlType::Name => "name".into(),
             SqlType::CharByte => "\"char\"".into(),
@@ -297,6 +305,8 @@ impl SqlType {
             SqlType::Interval => 1186,
             SqlType::Uuid => 2950,
             SqlType::Bytea => 17,
+            SqlType::Json => 114,
+            SqlType::Jsonb => 3802,
             SqlType::Numeric { .. } => 1700,
             SqlType::Oid => 26,
             SqlType::Name => 19,
@@ -326,6 +336,8 @@ impl SqlType {
             1186 => SqlType::Interval,
             2950 => SqlType::Uuid,
             17 => SqlType::Bytea,
+            114 => SqlType::Json,
+            3802 => SqlType::Jsonb,
             1700 => SqlType::Numeric(None),
             26 => SqlType::Oid,
             19 => SqlType::Name,
@@ -426,6 +438,8 @@ impl SqlType {
             // Two hex digits a byte after `\x`.
             SqlType::Bytea if in_key => ColumnType::VarChar(TEXT_KEY_MAX),
             SqlType::Bytea => ColumnType::VarChar(TEXT_MAX),
+            SqlType::Json | SqlType::Jsonb if in_key => ColumnType::VarChar(TEXT_KEY_MAX),
+            SqlType::Json | SqlType::Jsonb => ColumnType::VarChar(TEXT_MAX),
             // Refused as a column's type before a table is built (see `ddl`).
             SqlType::Interval => ColumnType::VarChar(TEXT_KEY_MAX),
             // Kept as its text (`{1,2,3}`); no key holds one (see `ddl`).
@@ -515,6 +529,8 @@ impl SqlType {
             DataType::Interval { .. } => SqlType::Interval,
             DataType::Uuid => SqlType::Uuid,
             DataType::Bytea => SqlType::Bytea,
+            DataType::JSON => SqlType::Json,
+            DataType::JSONB => SqlType::Jsonb,
             DataType::Regclass => SqlType::RegClass,
             DataType::Array(
                 ast::ArrayElemTypeDef::SquareBracket(elem, _)
@@ -550,6 +566,8 @@ impl SqlType {
                     Some("timestamptz") => SqlType::TimestampTz,
                     Some("uuid") => SqlType::Uuid,
                     Some("bytea") => SqlType::Bytea,
+                    Some("json") => SqlType::Json,
+                    Some("jsonb") => SqlType::Jsonb,
                     Some("int2vector") => SqlType::Array(ArrayElem::Int2),
                     Some("oidvector") => SqlType::Array(ArrayElem::Oid),
                     _ => return Err(SqlError::unsupported(format!("type {ty}"))),
