@@ -14,6 +14,9 @@ use crate::settings::{default_value, validate};
 /// once the statement succeeded. Locks only inside regions (a statement's task is preemptible).
 pub struct StatementSettings {
     values: overtake_runtime::RegionMutex<std::collections::HashMap<String, String>>,
+    /// What `currval` and `lastval` give: the session's as the statement started, then
+    /// what its `nextval` and `setval` calls gave.
+    sequences: overtake_runtime::RegionMutex<SequenceValues>,
     changes: overtake_runtime::RegionMutex<Vec<(String, Option<String>, bool)>>,
     /// Whether the session's role may raise its priority or weight (taken when the statement
     /// was made: the statement may not read the role catalog).
@@ -25,16 +28,23 @@ pub struct StatementSettings {
 
 impl StatementSettings {
     pub fn new(
-        values: std::collections::HashMap<String, String>,
+        (values, sequences): (std::collections::HashMap<String, String>, SequenceValues),
         may_raise: bool,
         applied: bool,
     ) -> Self {
         StatementSettings {
             values: overtake_runtime::RegionMutex::new(values),
+            sequences: overtake_runtime::RegionMutex::new(sequences),
             changes: overtake_runtime::RegionMutex::new(Vec::new()),
             may_raise,
             applied,
         }
+    }
+
+    /// The session's sequence values once the statement is done.
+    pub fn take_sequences(&self) -> SequenceValues {
+        let region = overtake_runtime::NoPreemptGuard::new();
+        std::mem::take(&mut *self.sequences.lock(&region))
     }
 
     /// What `set_config` changed: (name, value or `None` for the default, local), in order.
@@ -44,7 +54,29 @@ impl StatementSettings {
     }
 }
 
+/// The values a session's sequences last gave it (PostgreSQL's `currval` and `lastval`
+/// state: the session's, not its transaction's).
+#[derive(Clone, Default)]
+pub struct SequenceValues {
+    by_name: std::collections::HashMap<String, i64>,
+    last: Option<String>,
+}
+
 impl overtake_sql::expr::Settings for StatementSettings {
+    fn sequence_used(&self, name: &str, value: i64) {
+        let region = overtake_runtime::NoPreemptGuard::new();
+        let mut sequences = self.sequences.lock(&region);
+        sequences.by_name.insert(name.to_owned(), value);
+        sequences.last = Some(name.to_owned());
+    }
+
+    fn sequence_value(&self, name: Option<&str>) -> Option<i64> {
+        let region = overtake_runtime::NoPreemptGuard::new();
+        let sequences = self.sequences.lock(&region);
+        let name = name.or(sequences.last.as_deref())?;
+        sequences.by_name.get(name).copied()
+    }
+
     fn get(&self, name: &str) -> Option<String> {
         let region = overtake_runtime::NoPreemptGuard::new();
         self.values

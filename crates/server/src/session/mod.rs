@@ -127,6 +127,8 @@ pub struct Session {
     terminated: bool,
     /// The worker serving it, if one does (see `crate::worker_io`).
     home: Option<Home>,
+    /// What `currval` and `lastval` give.
+    sequences: crate::statement_settings::SequenceValues,
 }
 
 /// The worker a session is served by, and where its steps read the class they run at.
@@ -270,6 +272,7 @@ impl Session {
             moment: 0,
             terminated: false,
             home: None,
+            sequences: Default::default(),
         })
     }
 
@@ -359,7 +362,7 @@ impl Session {
         let settings = prepared.reads_settings.then(|| {
             let may_raise = self.shared.privileges.may_raise(&self.user);
             Arc::new(crate::statement_settings::StatementSettings::new(
-                self.settings_now(),
+                (self.settings_now(), self.sequences.clone()),
                 may_raise,
                 applied,
             ))
@@ -468,11 +471,16 @@ impl Session {
                         // (the rows after the last batch, and its tag) comes once it is done.
                         let (done, drained) =
                             futures::join!(self.run(work), drain(batches, &columns, out));
-                        drained?;
-                        done?
+                        drained.and(done)
                     }
-                    _ => self.run(work).await?,
+                    _ => self.run(work).await,
                 };
+                // What its sequences gave stays the session's even if it failed after, as
+                // PostgreSQL's currval does.
+                if let Some(s) = &settings {
+                    self.sequences = s.take_sequences();
+                }
+                let done = done?;
                 // What its set_config calls set, as SET would (validated when called).
                 for (name, value, local) in settings.iter().flat_map(|s| s.take_changes()) {
                     self.set(&name, value.as_deref(), local)?;

@@ -87,6 +87,14 @@ impl Binder<'_> {
             return Err(SqlError::unsupported("INSERT into a table function"));
         };
         let table = self.writable(&object_name(name)?, "insert into")?;
+        // A serial column's default calls nextval: the session's currval follows it.
+        if table.columns.iter().any(|c| {
+            c.default
+                .as_ref()
+                .is_some_and(|d| matches!(d.expr, Expr::Sequence(..)))
+        }) {
+            self.reads_settings = true;
+        }
         let names = insert
             .columns
             .iter()

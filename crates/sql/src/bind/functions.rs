@@ -393,8 +393,8 @@ impl Binder<'_> {
 }
 
 impl Binder<'_> {
-    /// `nextval('name')` and `setval('name', value [, is_called])`, the sequence named by a
-    /// constant (a string, or a string cast to `regclass`, as a serial column's default writes
+    /// `nextval('name')`, `currval('name')`, `setval('name', value [, is_called])` and
+    /// `lastval()`, the sequence named by a constant (a string, or a string cast to `regclass`, as a serial column's default writes
     /// it), found when the statement is planned.
     fn sequence_function(
         &mut self,
@@ -403,9 +403,8 @@ impl Binder<'_> {
         scope: &[ScopeColumn],
         g: &mut Option<&mut Grouping>,
     ) -> Result<(Expr, SqlType)> {
-        if matches!(name, "currval" | "lastval") {
-            return Err(SqlError::unsupported(format!("{name}()")));
-        }
+        // The session's values: kept by its statement's settings.
+        self.reads_settings = true;
         let list: Vec<&ast::Expr> = match args {
             FunctionArguments::List(list) => list
                 .args
@@ -417,12 +416,19 @@ impl Binder<'_> {
                 .collect::<Result<_>>()?,
             _ => Vec::new(),
         };
-        let arity = if name == "nextval" { 1..=1 } else { 2..=3 };
+        let arity = match name {
+            "lastval" => 0..=0,
+            "nextval" | "currval" => 1..=1,
+            _ => 2..=3,
+        };
         if !arity.contains(&list.len()) {
             return Err(SqlError::new(
                 sqlstate::UNDEFINED_FUNCTION,
                 format!("function {name} does not take {} arguments", list.len()),
             ));
+        }
+        if name == "lastval" {
+            return Ok((Expr::Func(Func::LastVal, Vec::new()), SqlType::Int8));
         }
         let constant = match list[0] {
             ast::Expr::Cast { expr, .. } => expr.as_ref(),
@@ -446,6 +452,10 @@ impl Binder<'_> {
                 format!("\"{relation}\" is not a sequence"),
             ));
         };
+        if name == "currval" {
+            let named = Expr::Literal(Datum::Text(sequence.name.clone()));
+            return Ok((Expr::Func(Func::CurrVal, vec![named]), SqlType::Int8));
+        }
         let mut bound = Vec::new();
         for (e, ty) in list[1..].iter().zip([SqlType::Int8, SqlType::Bool]) {
             let (x, _) = self.expr(e, scope, g)?;

@@ -133,6 +133,19 @@ pub trait Settings: Send + Sync {
             "set_config outside a session's statement",
         ))
     }
+
+    /// Sequence `name` gave `value` to `nextval` or was set to it by `setval`: what
+    /// `currval(name)` and `lastval()` give from now on in the session.
+    fn sequence_used(&self, name: &str, value: i64) {
+        let _ = (name, value);
+    }
+
+    /// `currval(name)` (`Some(name)`) or `lastval()` (`None`): the value the session last
+    /// got, if it got one.
+    fn sequence_value(&self, name: Option<&str>) -> Option<i64> {
+        let _ = name;
+        None
+    }
 }
 
 impl Settings for std::collections::HashMap<String, String> {

@@ -393,7 +393,11 @@ fn eval_sequence(
     cx: &Context<'_>,
 ) -> Result<Datum> {
     if args.is_empty() {
-        return Ok(Datum::Int(sequence.next()?));
+        let value = sequence.next()?;
+        if let Some(s) = cx.settings {
+            s.sequence_used(&sequence.name, value);
+        }
+        return Ok(Datum::Int(value));
     }
     let value = match args[0].eval(row, cx)? {
         Datum::Null => return Ok(Datum::Null),
@@ -408,7 +412,12 @@ fn eval_sequence(
         Some(Datum::Null) => return Ok(Datum::Null),
         Some(d) => d.truth()? == Some(true),
     };
-    Ok(Datum::Int(sequence.set(value, called)?))
+    let value = sequence.set(value, called)?;
+    // As PostgreSQL's setval: currval follows only a value marked as given out.
+    if let (Some(s), true) = (cx.settings, called) {
+        s.sequence_used(&sequence.name, value);
+    }
+    Ok(Datum::Int(value))
 }
 
 /// `left op ANY/ALL (array)`.

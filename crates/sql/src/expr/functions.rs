@@ -58,6 +58,26 @@ pub(super) fn eval_func(f: Func, args: &[Expr], row: &[Datum], cx: &Context<'_>)
                 .ok_or_else(|| SqlError::unsupported("set_config outside a session's statement"))?;
             Datum::Text(settings.set(&name, value.as_deref(), local)?)
         }
+        Func::CurrVal | Func::LastVal => {
+            let name = match f {
+                Func::CurrVal => arg(0)?.to_text(),
+                _ => None,
+            };
+            match cx.settings.and_then(|s| s.sequence_value(name.as_deref())) {
+                Some(v) => Datum::Int(v),
+                None => {
+                    return Err(SqlError::new(
+                        sqlstate::OBJECT_NOT_IN_PREREQUISITE_STATE,
+                        match name {
+                            Some(n) => format!(
+                                "currval of sequence \"{n}\" is not yet defined in this session"
+                            ),
+                            None => "lastval is not yet defined in this session".into(),
+                        },
+                    ));
+                }
+            }
+        }
         Func::Now => Datum::TimestampTz(cx.now),
         Func::StatementTimestamp => Datum::TimestampTz(cx.statement),
         Func::ClockTimestamp => Datum::TimestampTz(crate::values::time::now_micros()),

@@ -168,6 +168,10 @@ pub enum Func {
     /// The functions and operators of `bytea` (see `bytea`).
     Bytea(ByteaFunc),
     Json(JsonFunc),
+    /// `currval(name)` (its argument: the sequence's name) and `lastval()`: what the
+    /// session's last `nextval` of that (or any) sequence gave.
+    CurrVal,
+    LastVal,
 }
 
 /// What bytea values have (see `values::bytea` for their held form).
