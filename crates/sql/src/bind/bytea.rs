@@ -9,8 +9,8 @@
 use sqlparser::ast::BinaryOperator;
 
 use crate::bind::Binder;
-use crate::bind::typing::{is_unknown, literal_as};
-use crate::error::{Result, SqlError, sqlstate};
+use crate::bind::typing::{is_unknown, literal_as, no_function, no_operator};
+use crate::error::Result;
 use crate::expr::{BinOp, ByteaFunc, Expr, Func};
 use crate::values::datum::Datum;
 use crate::values::types::SqlType;
@@ -19,21 +19,6 @@ use crate::values::types::SqlType;
 /// type yet (an untyped literal, a parameter) that becomes one.
 fn takes_bytea(e: &Expr, ty: SqlType) -> bool {
     ty == SqlType::Bytea || is_unknown(e) || (matches!(e, Expr::Param(_)) && ty == SqlType::Text)
-}
-
-fn no_operator(l: SqlType, op: &BinaryOperator, r: SqlType) -> SqlError {
-    SqlError::new(
-        sqlstate::UNDEFINED_FUNCTION,
-        format!("operator does not exist: {} {op} {}", l.name(), r.name()),
-    )
-}
-
-fn no_function(name: &str, types: &[SqlType]) -> SqlError {
-    let types: Vec<String> = types.iter().map(|t| t.name()).collect();
-    SqlError::new(
-        sqlstate::UNDEFINED_FUNCTION,
-        format!("function {name}({}) does not exist", types.join(", ")),
-    )
 }
 
 impl Binder<'_> {

@@ -10,7 +10,7 @@
 use sqlparser::ast::BinaryOperator;
 
 use crate::bind::Binder;
-use crate::bind::typing::{is_unknown, literal_as};
+use crate::bind::typing::{is_unknown, literal_as, no_function, no_operator};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::{Expr, Func, JsonFunc};
 use crate::values::types::{ArrayElem, SqlType};
@@ -23,21 +23,6 @@ pub(crate) fn is_document(ty: SqlType) -> bool {
 /// Whether `e` of type `ty` is a value of no type yet: an untyped literal or a parameter.
 fn untyped(e: &Expr, ty: SqlType) -> bool {
     is_unknown(e) || (matches!(e, Expr::Param(_)) && ty == SqlType::Text)
-}
-
-fn no_operator(l: SqlType, op: &BinaryOperator, r: SqlType) -> SqlError {
-    SqlError::new(
-        sqlstate::UNDEFINED_FUNCTION,
-        format!("operator does not exist: {} {op} {}", l.name(), r.name()),
-    )
-}
-
-fn no_function(name: &str, types: &[SqlType]) -> SqlError {
-    let types: Vec<String> = types.iter().map(|t| t.name()).collect();
-    SqlError::new(
-        sqlstate::UNDEFINED_FUNCTION,
-        format!("function {name}({}) does not exist", types.join(", ")),
-    )
 }
 
 fn func(f: JsonFunc, args: Vec<Expr>) -> Expr {

@@ -120,6 +120,23 @@ pub fn check_assignable(from: SqlType, to: SqlType, column: &str) -> Result<()> 
     Ok(())
 }
 
+/// PostgreSQL's 42883 for an operator with no version over these types.
+pub(crate) fn no_operator(l: SqlType, op: &sqlparser::ast::BinaryOperator, r: SqlType) -> SqlError {
+    SqlError::new(
+        sqlstate::UNDEFINED_FUNCTION,
+        format!("operator does not exist: {} {op} {}", l.name(), r.name()),
+    )
+}
+
+/// PostgreSQL's 42883 for a function with no version over these types.
+pub(crate) fn no_function(name: &str, types: &[SqlType]) -> SqlError {
+    let types: Vec<String> = types.iter().map(|t| t.name()).collect();
+    SqlError::new(
+        sqlstate::UNDEFINED_FUNCTION,
+        format!("function {name}({}) does not exist", types.join(", ")),
+    )
+}
+
 /// Whether function `name` takes a value of any type (so also a bytea or a document, whose
 /// held text no text function may read as text).
 pub(crate) fn takes_any_type(name: &str) -> bool {
