@@ -169,6 +169,25 @@ impl Binder<'_> {
                 }
                 _ => return Err(wrong()),
             },
+            SetFunc::JsonArrayElements { jsonb, text } => {
+                let doc = if jsonb { SqlType::Jsonb } else { SqlType::Json };
+                match types.as_slice() {
+                    [t] if *t == doc || crate::bind::is_unknown(&bound[0]) => {
+                        self.infer(&bound[0], doc);
+                        bound[0] = Expr::Cast(Box::new(bound[0].clone()), doc);
+                        if text { SqlType::Text } else { doc }
+                    }
+                    _ => return Err(wrong()),
+                }
+            }
+            SetFunc::JsonbObjectKeys => match types.as_slice() {
+                [t] if *t == SqlType::Jsonb || crate::bind::is_unknown(&bound[0]) => {
+                    self.infer(&bound[0], SqlType::Jsonb);
+                    bound[0] = Expr::Cast(Box::new(bound[0].clone()), SqlType::Jsonb);
+                    SqlType::Text
+                }
+                _ => return Err(wrong()),
+            },
             SetFunc::GenerateSubscripts => match types.as_slice() {
                 [SqlType::Array(_), _] => {
                     bound[1] = Expr::Cast(Box::new(bound[1].clone()), SqlType::Int8);

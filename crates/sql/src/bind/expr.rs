@@ -64,6 +64,8 @@ pub fn aggregate_func(name: &str) -> Option<AggFunc> {
         "avg" => AggFunc::Avg,
         "array_agg" => AggFunc::ArrayAgg,
         "string_agg" => AggFunc::StringAgg,
+        "json_agg" => AggFunc::JsonAgg,
+        "jsonb_agg" => AggFunc::JsonbAgg,
         "bool_and" | "every" => AggFunc::BoolAnd,
         "bool_or" => AggFunc::BoolOr,
         _ => return None,
@@ -447,8 +449,29 @@ impl<'c> Binder<'c> {
             _ => return Err(SqlError::syntax(format!("wrong arguments to {}", f.name))),
         };
         let arg_ty = arg.as_ref().map(|(_, t)| *t);
+        // json_agg collects each value's JSON text.
+        let arg = match (func, arg) {
+            (AggFunc::JsonAgg | AggFunc::JsonbAgg, Some((e, t))) => {
+                let t = if is_unknown(&e) { SqlType::Text } else { t };
+                let json = Expr::Func(Func::Json(crate::expr::JsonFunc::ToJson(t)), vec![e]);
+                Some((json, t))
+            }
+            (_, arg) => arg,
+        };
         let ty = match (func, arg_ty) {
             (AggFunc::Count, _) => SqlType::Int8,
+            (AggFunc::JsonAgg, Some(_)) => SqlType::Json,
+            (AggFunc::JsonbAgg, Some(_)) => SqlType::Jsonb,
+            // No ordering of these is offered as an aggregate (as PostgreSQL has none).
+            (
+                AggFunc::Min | AggFunc::Max,
+                Some(t @ (SqlType::Json | SqlType::Jsonb | SqlType::Bytea)),
+            ) => {
+                return Err(SqlError::new(
+                    sqlstate::UNDEFINED_FUNCTION,
+                    format!("function {}({}) does not exist", f.name, t.name()),
+                ));
+            }
             (_, None) => return Err(SqlError::syntax(format!("{}(*) is not defined", f.name))),
             (AggFunc::ArrayAgg, Some(t)) => crate::bind::arrays::array_of(t)?,
             (AggFunc::StringAgg, Some(t)) if t.is_string() => SqlType::Text,

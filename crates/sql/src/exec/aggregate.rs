@@ -1,7 +1,7 @@
 //! Aggregates as they run: count, sum, min, max, avg, bool_and and bool_or over the rows of a
 //! group (those its `FILTER` holds for), DISTINCT ones over their distinct values; NULLs are
 //! skipped and an empty group's result is NULL (count: 0), as in PostgreSQL; array_agg (NULLs
-//! kept) and string_agg collect their values, in their ORDER BY's order.
+//! kept), string_agg and json_agg/jsonb_agg collect their values, in their ORDER BY's order.
 
 use crate::error::Result;
 use crate::expr::{Context, Expr};
@@ -31,7 +31,10 @@ impl AggState {
             AggState::Distinct(Default::default(), Vec::new())
         } else if call.func == AggFunc::Count {
             AggState::Count(0)
-        } else if matches!(call.func, AggFunc::ArrayAgg | AggFunc::StringAgg) {
+        } else if matches!(
+            call.func,
+            AggFunc::ArrayAgg | AggFunc::StringAgg | AggFunc::JsonAgg | AggFunc::JsonbAgg
+        ) {
             AggState::Collect(Vec::new(), None)
         } else {
             AggState::Value(Datum::Null, 0)
@@ -183,6 +186,14 @@ impl AggState {
                             .collect::<Vec<_>>()
                             .join(separator.as_deref().unwrap_or("")),
                     ),
+                    AggFunc::JsonAgg | AggFunc::JsonbAgg => {
+                        let items: Vec<String> = values.filter_map(|v| v.to_text()).collect();
+                        let text = format!("[{}]", items.join(", "));
+                        Datum::Text(match call.func {
+                            AggFunc::JsonbAgg => crate::values::json::parse_jsonb(&text)?,
+                            _ => text,
+                        })
+                    }
                     _ => Datum::Array(values.collect()),
                 });
             }

@@ -6,6 +6,7 @@ use crate::error::{Result, SqlError, sqlstate};
 use crate::plan::SetFunc;
 use crate::values::datum::Datum;
 use crate::values::interval::Interval;
+use crate::values::json;
 
 /// The values `func` makes for `args`; `take` is asked for the bytes of each as it is made.
 pub(super) fn values(
@@ -32,6 +33,30 @@ pub(super) fn values(
             series(start, stop, step, take)?
         }
         SetFunc::PartitionAncestors => Vec::new(),
+        SetFunc::JsonArrayElements { jsonb, text } => match next().to_text() {
+            Some(doc) => {
+                let items = json::elements(&doc, !jsonb, text)?;
+                take(
+                    items
+                        .iter()
+                        .map(|i| i.as_ref().map_or(0, String::len))
+                        .sum(),
+                )?;
+                items
+                    .into_iter()
+                    .map(|i| i.map_or(Datum::Null, Datum::Text))
+                    .collect()
+            }
+            None => Vec::new(),
+        },
+        SetFunc::JsonbObjectKeys => match next().to_text() {
+            Some(doc) => {
+                let keys = json::keys(&doc)?;
+                take(keys.iter().map(String::len).sum())?;
+                keys.into_iter().map(Datum::Text).collect()
+            }
+            None => Vec::new(),
+        },
     })
 }
 

@@ -88,6 +88,12 @@ pub enum SetFunc {
     /// `pg_partition_ancestors(regclass)`: a partition and its ancestors; no rows for a
     /// relation that is not a partition (every relation here).
     PartitionAncestors,
+    /// `json_array_elements(doc)`, `jsonb_array_elements(doc)` and their `_text` forms: an
+    /// array's elements (as written for json, canonical for jsonb; as text, a string's
+    /// characters and JSON null as NULL).
+    JsonArrayElements { jsonb: bool, text: bool },
+    /// `jsonb_object_keys(doc)`: an object's keys, in jsonb's order.
+    JsonbObjectKeys,
 }
 
 impl SetFunc {
@@ -98,6 +104,23 @@ impl SetFunc {
             "generate_series" => SetFunc::GenerateSeries,
             "generate_subscripts" => SetFunc::GenerateSubscripts,
             "pg_partition_ancestors" => SetFunc::PartitionAncestors,
+            "json_array_elements" => SetFunc::JsonArrayElements {
+                jsonb: false,
+                text: false,
+            },
+            "json_array_elements_text" => SetFunc::JsonArrayElements {
+                jsonb: false,
+                text: true,
+            },
+            "jsonb_array_elements" => SetFunc::JsonArrayElements {
+                jsonb: true,
+                text: false,
+            },
+            "jsonb_array_elements_text" => SetFunc::JsonArrayElements {
+                jsonb: true,
+                text: true,
+            },
+            "jsonb_object_keys" => SetFunc::JsonbObjectKeys,
             _ => return None,
         })
     }
@@ -108,6 +131,13 @@ impl SetFunc {
             SetFunc::GenerateSeries => "generate_series",
             SetFunc::GenerateSubscripts => "generate_subscripts",
             SetFunc::PartitionAncestors => "pg_partition_ancestors",
+            SetFunc::JsonArrayElements { jsonb, text } => match (jsonb, text) {
+                (false, false) => "json_array_elements",
+                (false, true) => "json_array_elements_text",
+                (true, false) => "jsonb_array_elements",
+                (true, true) => "jsonb_array_elements_text",
+            },
+            SetFunc::JsonbObjectKeys => "jsonb_object_keys",
         }
     }
 }
@@ -165,6 +195,10 @@ pub enum AggFunc {
     /// `bool_and(x)`, `bool_or(x)` (`every(x)` is `bool_and`).
     BoolAnd,
     BoolOr,
+    /// `json_agg(x [ORDER BY ...])`, `jsonb_agg(x ...)`: every value (NULLs as JSON null,
+    /// the argument bound as its JSON text) in a JSON array.
+    JsonAgg,
+    JsonbAgg,
 }
 
 /// One aggregate of a query: its argument over the joined row (`None`: `count(*)`).

@@ -266,6 +266,66 @@ pub fn raw_as_text(raw: &str) -> Result<Option<String>> {
     Ok(as_text(&read(raw, "json")?))
 }
 
+/// The elements of the array document `doc` (`raw`: a json value, its elements as written;
+/// else canonical), each as `->` gives it or (`text`) as `->>` does.
+pub fn elements(doc: &str, raw: bool, text: bool) -> Result<Vec<Option<String>>> {
+    let ty = if raw { "json" } else { "jsonb" };
+    let not_array = |what: &str| {
+        SqlError::new(
+            sqlstate::INVALID_PARAMETER_VALUE,
+            format!("cannot extract elements from {what}"),
+        )
+    };
+    if raw {
+        let first = doc.trim_start().as_bytes().first().copied();
+        if first != Some(b'[') {
+            read(doc, ty)?;
+            return Err(not_array(if first == Some(b'{') {
+                "an object"
+            } else {
+                "a scalar"
+            }));
+        }
+        let items: Vec<&RawValue> = serde_json::from_str(doc).map_err(|e| syntax_error(&e, ty))?;
+        return items
+            .into_iter()
+            .map(|i| {
+                if text {
+                    raw_as_text(i.get())
+                } else {
+                    Ok(Some(i.get().to_owned()))
+                }
+            })
+            .collect();
+    }
+    match read(doc, ty)? {
+        Value::Array(items) => Ok(items
+            .iter()
+            .map(|i| if text { as_text(i) } else { Some(canonical(i)) })
+            .collect()),
+        Value::Object(_) => Err(not_array("an object")),
+        _ => Err(not_array("a scalar")),
+    }
+}
+
+/// The keys of the object document `doc`, in jsonb's order.
+pub fn keys(doc: &str) -> Result<Vec<String>> {
+    match read(doc, "jsonb")? {
+        Value::Object(map) => Ok(sorted(&map).into_iter().map(|(k, _)| k.clone()).collect()),
+        other => Err(SqlError::new(
+            sqlstate::INVALID_PARAMETER_VALUE,
+            format!(
+                "cannot call jsonb_object_keys on {}",
+                if other.is_array() {
+                    "an array"
+                } else {
+                    "a scalar"
+                }
+            ),
+        )),
+    }
+}
+
 /// Whether two documents are equal as jsonb compares them (numbers by value: `1.0` = `1`).
 pub fn equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
