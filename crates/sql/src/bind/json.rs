@@ -13,6 +13,7 @@ use crate::bind::Binder;
 use crate::bind::typing::{is_unknown, literal_as, no_function, no_operator};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::{Expr, Func, JsonFunc};
+use crate::values::datum::Datum;
 use crate::values::types::{ArrayElem, SqlType};
 
 /// Whether `ty` is a document type.
@@ -123,6 +124,10 @@ impl Binder<'_> {
             }
             // Compared as documents: numbers by value (`1.0` = `1.00`), which their canonical
             // texts are not.
+            B::HashMinus if lt == SqlType::Jsonb && (rt == TEXT_ARRAY || untyped(&r, rt)) => {
+                let r = self.as_type(r, TEXT_ARRAY)?;
+                (func(JsonFunc::DeletePath, vec![l, r]), SqlType::Jsonb)
+            }
             B::Eq | B::NotEq if jsonb_pair(&l, &r) => {
                 let (l, r) = (
                     self.as_type(l, SqlType::Jsonb)?,
@@ -161,6 +166,8 @@ impl Binder<'_> {
         };
         let known = match rest {
             "to" | "typeof" | "array_length" => args.len() == 1,
+            "strip_nulls" | "pretty" => jsonb && args.len() == 1,
+            "set" => jsonb && (3..=4).contains(&args.len()),
             "extract_path" | "extract_path_text" => !args.is_empty(),
             "build_object" | "build_array" => true,
             _ => false,
@@ -216,11 +223,30 @@ impl Binder<'_> {
                 let a = self.document_argument(name, args, types, doc)?;
                 (func(f, a), ty)
             }
+            "strip_nulls" | "pretty" | "set" => {
+                let mut a = self.document_argument(name, args, types, doc)?;
+                if rest == "set" {
+                    let wanted = [TEXT_ARRAY, SqlType::Jsonb, SqlType::Bool];
+                    for ((e, t), w) in a[1..].iter_mut().zip(&types[1..]).zip(wanted) {
+                        if *t != w && !untyped(e, *t) {
+                            return Err(no_function(name, types));
+                        }
+                        let x = std::mem::replace(e, Expr::Literal(Datum::Null));
+                        *e = self.as_type(x, w)?;
+                    }
+                }
+                let (f, ty) = match rest {
+                    "set" => (JsonFunc::SetPath, doc),
+                    "strip_nulls" => (JsonFunc::StripNulls, doc),
+                    _ => (JsonFunc::Pretty, SqlType::Text),
+                };
+                (func(f, a), ty)
+            }
             "extract_path" | "extract_path_text" => {
                 let text = rest == "extract_path_text";
                 let mut a = self.document_argument(name, args, types, doc)?;
                 for p in &mut a[1..] {
-                    let e = std::mem::replace(p, Expr::Literal(crate::values::datum::Datum::Null));
+                    let e = std::mem::replace(p, Expr::Literal(Datum::Null));
                     *p = self.as_type(e, SqlType::Text)?;
                 }
                 let f = JsonFunc::GetPath { raw: !jsonb, text };
@@ -230,7 +256,7 @@ impl Binder<'_> {
         };
         // A jsonb is held in its canonical spelling: what a builder wrote is read once more.
         Ok(Some(match bound {
-            (e, SqlType::Jsonb) if !matches!(rest, "typeof" | "array_length") => {
+            (e, SqlType::Jsonb) if matches!(rest, "to" | "build_object" | "build_array") => {
                 (Expr::Cast(Box::new(e), SqlType::Jsonb), SqlType::Jsonb)
             }
             other => other,

@@ -142,6 +142,23 @@ pub(super) fn eval(f: JsonFunc, args: &[Expr], row: &[Datum], cx: &Context<'_>) 
             }
             Ok(Datum::Text(json::canonical(&v)))
         }
+        JsonFunc::SetPath | JsonFunc::DeletePath => {
+            let mut v = jsonb(&doc)?;
+            let path: Vec<String> = path_of(values[1].clone()).into_iter().flatten().collect();
+            if f == JsonFunc::DeletePath {
+                json::delete_path(&mut v, &path)?;
+            } else {
+                let create = values.get(3).is_none_or(|c| *c == Datum::Bool(true));
+                json::set_path(&mut v, &path, jsonb(&text_of(&values[2]))?, create)?;
+            }
+            Ok(Datum::Text(json::canonical(&v)))
+        }
+        JsonFunc::StripNulls => {
+            let mut v = jsonb(&doc)?;
+            json::strip_nulls(&mut v);
+            Ok(Datum::Text(json::canonical(&v)))
+        }
+        JsonFunc::Pretty => Ok(Datum::Text(json::pretty(&jsonb(&doc)?))),
         JsonFunc::TypeOf => Ok(Datum::Text(json::type_name(&jsonb(&doc)?).into())),
         JsonFunc::ArrayLength => match jsonb(&doc)? {
             Value::Array(items) => Ok(Datum::Int(items.len() as i64)),

@@ -224,6 +224,12 @@ pub enum JsonFunc {
     Delete {
         index: bool,
     },
+    /// `jsonb_set(doc, path, new [, create])`, `doc #- path`, `jsonb_strip_nulls(doc)`,
+    /// `jsonb_pretty(doc)`.
+    SetPath,
+    DeletePath,
+    StripNulls,
+    Pretty,
     /// `jsonb_typeof(doc)`, `jsonb_array_length(doc)`.
     TypeOf,
     ArrayLength,
