@@ -359,10 +359,18 @@ impl Session {
             None => started,
         };
         let memory = self.statement_memory();
-        let settings = prepared.reads_settings.then(|| {
-            let may_raise = self.shared.privileges.may_raise(&self.user);
+        // The settings only for a statement that reads them: gathering them all is no cost
+        // to put on every INSERT into a table with a serial column.
+        let settings = (prepared.reads_settings || prepared.uses_sequences).then(|| {
+            let (values, may_raise) = match prepared.reads_settings {
+                true => (
+                    self.settings_now(),
+                    self.shared.privileges.may_raise(&self.user),
+                ),
+                false => Default::default(),
+            };
             Arc::new(crate::statement_settings::StatementSettings::new(
-                (self.settings_now(), self.sequences.clone()),
+                (values, self.sequences.clone()),
                 may_raise,
                 applied,
             ))

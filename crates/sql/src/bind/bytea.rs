@@ -9,7 +9,7 @@
 use sqlparser::ast::BinaryOperator;
 
 use crate::bind::Binder;
-use crate::bind::typing::{is_unknown, literal_as, no_function, no_operator};
+use crate::bind::typing::{is_unknown, literal_as, no_function, no_operator, untyped};
 use crate::error::Result;
 use crate::expr::{BinOp, ByteaFunc, Expr, Func};
 use crate::values::datum::Datum;
@@ -18,7 +18,7 @@ use crate::values::types::SqlType;
 /// Whether `e` of type `ty` may stand where a bytea is wanted: a bytea, or a value of no
 /// type yet (an untyped literal, a parameter) that becomes one.
 fn takes_bytea(e: &Expr, ty: SqlType) -> bool {
-    ty == SqlType::Bytea || is_unknown(e) || (matches!(e, Expr::Param(_)) && ty == SqlType::Text)
+    ty == SqlType::Bytea || untyped(e, ty)
 }
 
 impl Binder<'_> {

@@ -93,7 +93,7 @@ impl Binder<'_> {
                 .as_ref()
                 .is_some_and(|d| matches!(d.expr, Expr::Sequence(..)))
         }) {
-            self.reads_settings = true;
+            self.uses_sequences = true;
         }
         let names = insert
             .columns

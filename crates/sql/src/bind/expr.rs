@@ -149,6 +149,8 @@ pub struct Binder<'c> {
     pub(crate) volatile: bool,
     /// It calls `current_setting` or `set_config`: its run needs the session's settings.
     pub(crate) reads_settings: bool,
+    /// It calls a sequence function: its run needs the session's sequence values.
+    pub(crate) uses_sequences: bool,
     /// Binding a view's query: the view's owner, whose privileges it reads with (see `view`).
     pub(crate) view_owner: Option<crate::catalog::acl::Actor>,
     /// The views whose queries are being bound, innermost last (a view reading itself is
@@ -174,6 +176,7 @@ impl<'c> Binder<'c> {
             system: None,
             volatile: false,
             reads_settings: false,
+            uses_sequences: false,
             view_owner: None,
             views_open: Vec::new(),
             windows: None,
@@ -604,15 +607,16 @@ impl<'c> Binder<'c> {
                 }
             }
             A::BinaryOp { left, op, right } => {
-                let (l, lt) = self.expr(left, scope, g)?;
-                let (r, rt) = self.expr(right, scope, g)?;
+                let (mut l, lt) = self.expr(left, scope, g)?;
+                let (mut r, rt) = self.expr(right, scope, g)?;
                 if lt == SqlType::Bytea || rt == SqlType::Bytea {
                     return self.bytea_operator(op, (l, lt), (r, rt));
                 }
-                if (super::json::is_document(lt) || super::json::is_document(rt))
-                    && let Some(bound) = self.json_operator(op, (l.clone(), lt), (r.clone(), rt))?
-                {
-                    return Ok(bound);
+                if super::json::is_document(lt) || super::json::is_document(rt) {
+                    match self.json_operator(op, (l, lt), (r, rt))? {
+                        Ok(bound) => return Ok(bound),
+                        Err(text_operands) => (l, r) = text_operands,
+                    }
                 }
                 // Arithmetic between two untyped literals has no one operator to pick.
                 if let BinaryOperator::Plus

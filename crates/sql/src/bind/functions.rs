@@ -403,8 +403,7 @@ impl Binder<'_> {
         scope: &[ScopeColumn],
         g: &mut Option<&mut Grouping>,
     ) -> Result<(Expr, SqlType)> {
-        // The session's values: kept by its statement's settings.
-        self.reads_settings = true;
+        self.uses_sequences = true;
         let list: Vec<&ast::Expr> = match args {
             FunctionArguments::List(list) => list
                 .args

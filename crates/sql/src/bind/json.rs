@@ -10,7 +10,7 @@
 use sqlparser::ast::BinaryOperator;
 
 use crate::bind::Binder;
-use crate::bind::typing::{is_unknown, literal_as, no_function, no_operator};
+use crate::bind::typing::{literal_as, no_function, no_operator, untyped};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::{Expr, Func, JsonFunc};
 use crate::values::datum::Datum;
@@ -19,11 +19,6 @@ use crate::values::types::{ArrayElem, SqlType};
 /// Whether `ty` is a document type.
 pub(crate) fn is_document(ty: SqlType) -> bool {
     matches!(ty, SqlType::Json | SqlType::Jsonb)
-}
-
-/// Whether `e` of type `ty` is a value of no type yet: an untyped literal or a parameter.
-fn untyped(e: &Expr, ty: SqlType) -> bool {
-    is_unknown(e) || (matches!(e, Expr::Param(_)) && ty == SqlType::Text)
 }
 
 fn func(f: JsonFunc, args: Vec<Expr>) -> Expr {
@@ -39,14 +34,14 @@ impl Binder<'_> {
         literal_as(e, ty)
     }
 
-    /// `l op r` where a side is a document; `None` where the operator is text's
-    /// (`json || text` concatenates text, as PostgreSQL's `anynonarray || text`).
+    /// `l op r` where a side is a document; the operands given back where the operator is
+    /// text's (`json || text` concatenates text, as PostgreSQL's `anynonarray || text`).
     pub(super) fn json_operator(
         &mut self,
         op: &BinaryOperator,
         (l, lt): (Expr, SqlType),
         (r, rt): (Expr, SqlType),
-    ) -> Result<Option<(Expr, SqlType)>> {
+    ) -> Result<std::result::Result<(Expr, SqlType), (Expr, Expr)>> {
         use BinaryOperator as B;
         let jsonb_pair = |l: &Expr, r: &Expr| {
             (lt == SqlType::Jsonb || untyped(l, lt)) && (rt == SqlType::Jsonb || untyped(r, rt))
@@ -112,7 +107,7 @@ impl Binder<'_> {
                 );
                 (func(JsonFunc::Concat, vec![l, r]), SqlType::Jsonb)
             }
-            B::StringConcat => return Ok(None),
+            B::StringConcat => return Ok(Err((l, r))),
             B::Minus if lt == SqlType::Jsonb && (integer || key || rt == TEXT_ARRAY) => {
                 let r = if integer {
                     r
@@ -122,12 +117,12 @@ impl Binder<'_> {
                 let f = JsonFunc::Delete { index: integer };
                 (func(f, vec![l, r]), SqlType::Jsonb)
             }
-            // Compared as documents: numbers by value (`1.0` = `1.00`), which their canonical
-            // texts are not.
             B::HashMinus if lt == SqlType::Jsonb && (rt == TEXT_ARRAY || untyped(&r, rt)) => {
                 let r = self.as_type(r, TEXT_ARRAY)?;
                 (func(JsonFunc::DeletePath, vec![l, r]), SqlType::Jsonb)
             }
+            // Compared as documents: numbers by value (`1.0` = `1.00`), which their canonical
+            // texts are not.
             B::Eq | B::NotEq if jsonb_pair(&l, &r) => {
                 let (l, r) = (
                     self.as_type(l, SqlType::Jsonb)?,
@@ -144,7 +139,7 @@ impl Binder<'_> {
             }
             _ => return Err(no_operator(lt, op, rt)),
         };
-        Ok(Some(bound))
+        Ok(Ok(bound))
     }
 
     /// Function `name` over `args` if it is one of the documents' (or any function given a
@@ -209,21 +204,7 @@ impl Binder<'_> {
                 };
                 (func(f, built), doc)
             }
-            "typeof" | "array_length" => {
-                let f = if rest == "typeof" {
-                    JsonFunc::TypeOf
-                } else {
-                    JsonFunc::ArrayLength
-                };
-                let ty = if rest == "typeof" {
-                    SqlType::Text
-                } else {
-                    SqlType::Int4
-                };
-                let a = self.document_argument(name, args, types, doc)?;
-                (func(f, a), ty)
-            }
-            "strip_nulls" | "pretty" | "set" => {
+            "typeof" | "array_length" | "strip_nulls" | "pretty" | "set" => {
                 let mut a = self.document_argument(name, args, types, doc)?;
                 if rest == "set" {
                     let wanted = [TEXT_ARRAY, SqlType::Jsonb, SqlType::Bool];
@@ -236,6 +217,8 @@ impl Binder<'_> {
                     }
                 }
                 let (f, ty) = match rest {
+                    "typeof" => (JsonFunc::TypeOf, SqlType::Text),
+                    "array_length" => (JsonFunc::ArrayLength, SqlType::Int4),
                     "set" => (JsonFunc::SetPath, doc),
                     "strip_nulls" => (JsonFunc::StripNulls, doc),
                     _ => (JsonFunc::Pretty, SqlType::Text),
@@ -289,9 +272,9 @@ impl Binder<'_> {
         Ok(args)
     }
 
-    /// `x::to` where `x` (of type `from`) or `to` is a document: `None` where the plain cast
+    /// `x::to` where `x` (of type `from`) or `to` is a document: the plain cast where it
     /// serves (text to a document reads it, a document to text is its text, json and jsonb
-    /// into each other).
+    /// into each other), a jsonb scalar's number or boolean, else 42846.
     pub(super) fn json_cast(&mut self, x: Expr, from: SqlType, to: SqlType) -> Result<Expr> {
         let plain = |x| Ok(Expr::Cast(Box::new(x), to));
         let castable = from.is_string() || is_document(from) || untyped(&x, from);

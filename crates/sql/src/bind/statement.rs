@@ -469,6 +469,7 @@ pub fn prepare_in(
                 pending: tables.is_pending(),
                 point_read: false,
                 reads_settings: inner.reads_settings,
+                uses_sequences: inner.uses_sequences,
             });
         }
         other => {
@@ -503,6 +504,7 @@ pub fn prepare_in(
         pending: tables.is_pending() || b.volatile,
         point_read,
         reads_settings: b.reads_settings,
+        uses_sequences: b.uses_sequences,
     })
 }
 

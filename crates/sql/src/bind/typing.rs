@@ -120,6 +120,12 @@ pub fn check_assignable(from: SqlType, to: SqlType, column: &str) -> Result<()> 
     Ok(())
 }
 
+/// Whether `e` of type `ty` is a value of no type yet, which takes the type it meets: an
+/// untyped literal, or a parameter nothing has typed (text until then).
+pub(crate) fn untyped(e: &Expr, ty: SqlType) -> bool {
+    is_unknown(e) || (matches!(e, Expr::Param(_)) && ty == SqlType::Text)
+}
+
 /// PostgreSQL's 42883 for an operator with no version over these types.
 pub(crate) fn no_operator(l: SqlType, op: &sqlparser::ast::BinaryOperator, r: SqlType) -> SqlError {
     SqlError::new(

@@ -46,59 +46,44 @@ pub(super) fn eval(f: JsonFunc, args: &[Expr], row: &[Datum], cx: &Context<'_>) 
     let text_of = |d: &Datum| d.to_text().unwrap_or_default();
     let out = |v: Option<String>| Ok(v.map_or(Datum::Null, Datum::Text));
     match f {
-        JsonFunc::Get { raw, text, index } => {
-            let (key, at);
-            let step = if index {
-                at = values[1].clone().cast(SqlType::Int8)?;
-                Step::Index(match at {
-                    Datum::Int(i) => i,
-                    _ => return Ok(Datum::Null),
-                })
-            } else {
-                key = text_of(&values[1]);
-                Step::Key(&key)
+        JsonFunc::Get { raw, text, .. } | JsonFunc::GetPath { raw, text } => {
+            let keys: Vec<String>;
+            let steps: Vec<Step> = match f {
+                JsonFunc::Get { index: true, .. } => {
+                    match values[1].clone().cast(SqlType::Int8)? {
+                        Datum::Int(i) => vec![Step::Index(i)],
+                        _ => return Ok(Datum::Null),
+                    }
+                }
+                JsonFunc::Get { .. } => {
+                    keys = vec![text_of(&values[1])];
+                    vec![Step::Key(&keys[0])]
+                }
+                _ => {
+                    let mut path = Vec::new();
+                    for d in values.drain(1..) {
+                        for p in path_of(d) {
+                            match p {
+                                Some(p) => path.push(p),
+                                None => return Ok(Datum::Null),
+                            }
+                        }
+                    }
+                    keys = path;
+                    keys.iter().map(|p| Step::Path(p)).collect()
+                }
             };
             if raw {
-                match json::get_raw(&doc, step)? {
+                match json::get_raw(&doc, &steps)? {
                     Some(found) if text => out(json::raw_as_text(&found)?),
                     found => out(found),
                 }
             } else {
                 let v = jsonb(&doc)?;
-                let found = json::get(&v, step);
-                out(found.and_then(|v| {
-                    if text {
-                        json::as_text(v)
-                    } else {
-                        Some(json::canonical(v))
-                    }
-                }))
-            }
-        }
-        JsonFunc::GetPath { raw, text } => {
-            let mut path = Vec::new();
-            for d in values.drain(1..) {
-                for p in path_of(d) {
-                    match p {
-                        Some(p) => path.push(p),
-                        None => return Ok(Datum::Null),
-                    }
-                }
-            }
-            if raw {
-                match json::get_raw_path(&doc, &path)? {
-                    Some(found) if text => out(json::raw_as_text(&found)?),
-                    found => out(found),
-                }
-            } else {
-                let v = jsonb(&doc)?;
-                let found = json::get_path(&v, &path);
-                out(found.and_then(|v| {
-                    if text {
-                        json::as_text(v)
-                    } else {
-                        Some(json::canonical(v))
-                    }
+                let found = json::get_path(&v, &steps);
+                out(found.and_then(|v| match text {
+                    true => json::as_text(v),
+                    false => Some(json::canonical(v)),
                 }))
             }
         }

@@ -44,6 +44,9 @@ pub struct Prepared {
     /// It calls `current_setting` or `set_config`: a server gives its run the session's
     /// settings.
     pub reads_settings: bool,
+    /// It calls `nextval`, `setval`, `currval` or `lastval` (a serial default included): a
+    /// server gives its run the session's sequence values, and keeps what it changes.
+    pub uses_sequences: bool,
 }
 
 /// A result column.

@@ -182,12 +182,33 @@ pub fn type_name(v: &Value) -> &'static str {
     }
 }
 
-/// One step into a document: an object's field by key, or an array's element by position
-/// (from the end when negative).
+/// One step into a document: an object's field by key, an array's element by position
+/// (from the end when negative), or a path element (`#>`): a key in an object, a position
+/// written as an integer in an array.
 #[derive(Clone, Copy)]
 pub enum Step<'a> {
     Key(&'a str),
     Index(i64),
+    Path(&'a str),
+}
+
+impl<'a> Step<'a> {
+    /// The position this step names in an array, if it names one.
+    fn index(self) -> Option<i64> {
+        match self {
+            Step::Index(i) => Some(i),
+            Step::Path(p) => p.trim().parse().ok(),
+            Step::Key(_) => None,
+        }
+    }
+
+    /// The key this step names in an object, if it names one.
+    fn key(self) -> Option<&'a str> {
+        match self {
+            Step::Key(k) | Step::Path(k) => Some(k),
+            Step::Index(_) => None,
+        }
+    }
 }
 
 pub(super) fn position(len: usize, i: i64) -> Option<usize> {
@@ -197,19 +218,16 @@ pub(super) fn position(len: usize, i: i64) -> Option<usize> {
 
 /// What `v -> step` reaches, if anything.
 pub fn get<'v>(v: &'v Value, step: Step<'_>) -> Option<&'v Value> {
-    match (v, step) {
-        (Value::Object(map), Step::Key(k)) => map.get(k),
-        (Value::Array(items), Step::Index(i)) => items.get(position(items.len(), i)?),
+    match v {
+        Value::Object(map) => map.get(step.key()?),
+        Value::Array(items) => items.get(position(items.len(), step.index()?)?),
         _ => None,
     }
 }
 
-/// What `v #> path` reaches: each step a key, or in an array an integer position.
-pub fn get_path<'v>(v: &'v Value, path: &[String]) -> Option<&'v Value> {
-    path.iter().try_fold(v, |v, p| match v {
-        Value::Array(_) => get(v, Step::Index(p.trim().parse().ok()?)),
-        _ => get(v, Step::Key(p)),
-    })
+/// What `v -> s1 -> s2 ...` reaches (`#>` with path steps).
+pub fn get_path<'v>(v: &'v Value, steps: &[Step<'_>]) -> Option<&'v Value> {
+    steps.iter().try_fold(v, |v, s| get(v, *s))
 }
 
 /// What `->>` gives of a reached value: a string's characters, no value for JSON null, the
@@ -222,24 +240,11 @@ pub fn as_text(v: &Value) -> Option<String> {
     }
 }
 
-/// `json -> step` on a `json` value: the reached value's text as it was written.
-pub fn get_raw(text: &str, step: Step<'_>) -> Result<Option<String>> {
-    let raw = serde_json::from_str::<&RawValue>(text).map_err(|e| syntax_error(&e, "json"))?;
-    Ok(raw_step(raw, step).map(|r| r.get().to_owned()))
-}
-
-/// `json #> path` on a `json` value, as written.
-pub fn get_raw_path(text: &str, path: &[String]) -> Result<Option<String>> {
+/// `json -> s1 -> s2 ...` on a `json` value: the reached value's text as it was written.
+pub fn get_raw(text: &str, steps: &[Step<'_>]) -> Result<Option<String>> {
     let mut at = serde_json::from_str::<&RawValue>(text).map_err(|e| syntax_error(&e, "json"))?;
-    for p in path {
-        let step = match at.get().trim_start().starts_with('[') {
-            true => match p.trim().parse() {
-                Ok(i) => Step::Index(i),
-                Err(_) => return Ok(None),
-            },
-            false => Step::Key(p),
-        };
-        match raw_step(at, step) {
+    for step in steps {
+        match raw_step(at, *step) {
             Some(next) => at = next,
             None => return Ok(None),
         }
@@ -250,15 +255,14 @@ pub fn get_raw_path(text: &str, path: &[String]) -> Result<Option<String>> {
 /// One step into a value held as written; the last of duplicate keys wins, as PostgreSQL's
 /// `->` on json finds it.
 fn raw_step<'t>(raw: &'t RawValue, step: Step<'_>) -> Option<&'t RawValue> {
-    let text = raw.get().trim_start();
-    match step {
-        Step::Key(k) if text.starts_with('{') => {
+    match raw.get().trim_start().as_bytes().first()? {
+        b'{' => {
             let fields: BTreeMap<String, &RawValue> = serde_json::from_str(raw.get()).ok()?;
-            fields.get(k).copied()
+            fields.get(step.key()?).copied()
         }
-        Step::Index(i) if text.starts_with('[') => {
+        b'[' => {
             let items: Vec<&RawValue> = serde_json::from_str(raw.get()).ok()?;
-            items.get(position(items.len(), i)?).copied()
+            items.get(position(items.len(), step.index()?)?).copied()
         }
         _ => None,
     }
@@ -527,12 +531,12 @@ mod tests {
             get(&v, Step::Key("c")).and_then(as_text).as_deref(),
             Some("x")
         );
-        let path = ["a".to_owned(), "-1".to_owned(), "b".to_owned()];
+        let path = [Step::Path("a"), Step::Path("-1"), Step::Path("b")];
         assert_eq!(get_path(&v, &path), Some(&Value::Null));
         assert!(get(&v, Step::Index(0)).is_none());
         let raw = r#"{"a": {"b" :1}, "a": {"b" : 2}}"#;
         assert_eq!(
-            get_raw(raw, Step::Key("a")).unwrap().as_deref(),
+            get_raw(raw, &[Step::Key("a")]).unwrap().as_deref(),
             Some(r#"{"b" : 2}"#)
         );
         let j = |t: &str| read(t, "jsonb").unwrap();
