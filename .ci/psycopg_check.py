@@ -90,4 +90,19 @@ check("both updates kept", a.execute("select balance from py_accounts where id =
       decimal.Decimal("18.00"))
 a.close()
 b.close()
+# A server-side (named) cursor: DECLARE with a parameter, FETCH in batches, MOVE (scroll),
+# CLOSE; the rows of a result larger than one batch arrive in order.
+with psycopg.connect(DSN) as conn:
+    conn.execute("create table py_many (id int primary key, v text)")
+    conn.execute("insert into py_many select g, 'v' || g from generate_series(1, 1000) g")
+    conn.commit()
+    with conn.cursor(name="many") as cur:
+        cur.itersize = 64
+        cur.execute("select id, v from py_many where id > %s order by id", (10,))
+        check("server cursor description", cur.description[1].name, "v")
+        check("server cursor first row", cur.fetchone(), (11, "v11"))
+        cur.scroll(9)
+        check("server cursor after a move", cur.fetchmany(2), [(21, "v21"), (22, "v22")])
+        check("server cursor the rest", [r[0] for r in cur], list(range(23, 1001)))
+    conn.commit()
 print("psycopg: all checks passed")

@@ -245,7 +245,7 @@ impl Connection {
     pub(super) async fn run_portal(
         &self,
         portal: &Portal<StatementRef>,
-        cancelled: impl std::future::Future<Output = ()>,
+        cancelled: impl std::future::Future<Output = ()> + Send,
         out: Option<&mut dyn RowOut>,
     ) -> Result<StatementAnswer, SqlError> {
         let mut guard = self.session.lock().await;

@@ -431,7 +431,13 @@ impl Connection {
                     portal.result_column_format.clone(),
                 ),
                 Some(Entry::Empty) => (None, false, Format::UnifiedText),
-                None => return Err(portal_not_found(name)),
+                // A cursor DECLARE made is a portal too (in text; BINARY is refused).
+                None => match session.as_ref().and_then(|s| s.cursor_columns(shown(name))) {
+                    Some(columns) => {
+                        return describe_rows(client, &columns, &Format::UnifiedText).await;
+                    }
+                    None => return Err(portal_not_found(name)),
+                },
             },
             other => return Err(PgWireError::InvalidTargetType(other)),
         };
@@ -445,23 +451,42 @@ impl Connection {
                 ))
                 .await?;
         }
-        match plan.filter(|p| !p.columns.is_empty()) {
-            Some(p) => {
-                let fields = wire::fields(&p.columns, &format);
-                client
-                    .feed(PgWireBackendMessage::RowDescription(RowDescription::new(
-                        fields.iter().map(Into::into).collect(),
-                    )))
-                    .await?;
-            }
-            None => {
-                client
-                    .feed(PgWireBackendMessage::NoData(NoData::new()))
-                    .await?
-            }
-        }
-        Ok(())
+        // A FETCH gives its cursor's columns, known from the cursor, not the statement.
+        let columns = match plan.as_ref().map(|p| (&p.command, p)) {
+            Some((overtake_sql::Command::Fetch(f), _)) if !f.moves => session
+                .as_ref()
+                .and_then(|s| s.cursor_columns(&f.name))
+                .unwrap_or_default(),
+            Some((_, p)) => p.columns.clone(),
+            None => Vec::new(),
+        };
+        describe_rows(client, &columns, &format).await
     }
+}
+
+/// Describes rows of `columns` sent in `format` (NoData if there are none).
+async fn describe_rows<C>(
+    client: &mut C,
+    columns: &[overtake_sql::plan::OutputColumn],
+    format: &Format,
+) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    if columns.is_empty() {
+        client
+            .feed(PgWireBackendMessage::NoData(NoData::new()))
+            .await?;
+        return Ok(());
+    }
+    let fields = wire::fields(columns, format);
+    client
+        .feed(PgWireBackendMessage::RowDescription(RowDescription::new(
+            fields.iter().map(Into::into).collect(),
+        )))
+        .await?;
+    Ok(())
 }
 
 /// A bound portal's plan (made again if the catalog changed) and its parameters' values;

@@ -27,11 +27,22 @@ use crate::txn::{self, Cancel, Chunk, Reply, StatementWork, Take};
 
 /// A portal being fetched.
 pub(super) struct Cursor {
-    name: String,
-    columns: Vec<OutputColumn>,
+    pub(super) name: String,
+    pub(super) columns: Vec<OutputColumn>,
     /// Rows made and not fetched yet.
     rows: VecDeque<Vec<Datum>>,
     state: State,
+    /// Where FETCH and MOVE left it (see `sql_cursor`).
+    pub(super) position: Position,
+}
+
+/// Where a cursor stands, as SQL's FETCH and MOVE see it.
+#[derive(Default)]
+pub(super) struct Position {
+    /// Rows fetched or moved over.
+    pub(super) rows: u64,
+    /// It is past its last row.
+    pub(super) at_end: bool,
 }
 
 enum State {
@@ -116,7 +127,7 @@ impl Session {
         prepared: Arc<Prepared>,
         params: Vec<Datum>,
         fetch: usize,
-        cancelled: impl Future<Output = ()>,
+        cancelled: impl Future<Output = ()> + Send,
     ) -> Option<StatementAnswer> {
         self.begin_implicit();
         let streamed = matches!(prepared.command, overtake_sql::Command::Query(_))
@@ -175,6 +186,7 @@ impl Session {
                 columns,
                 rows: rows.into(),
                 state,
+                position: Position::default(),
             });
         }
     }
@@ -187,7 +199,7 @@ impl Session {
         &mut self,
         name: &str,
         max_rows: usize,
-        cancelled: impl Future<Output = ()>,
+        cancelled: impl Future<Output = ()> + Send,
         out: &mut dyn RowOut,
     ) -> StatementAnswer {
         let want = if max_rows == 0 { usize::MAX } else { max_rows };
@@ -281,7 +293,7 @@ impl Session {
         }
     }
 
-    fn cursor(&mut self, name: &str) -> Option<&mut Cursor> {
+    pub(super) fn cursor(&mut self, name: &str) -> Option<&mut Cursor> {
         self.block
             .as_mut()?
             .cursors

@@ -5,8 +5,8 @@
 //! Parts: `block` (PostgreSQL's transaction state machine: the block, implicit or begun, failed,
 //! its task, its uncommitted DDL, the idle timeout), `config` (the session's settings as
 //! statements see and change them: SET, SHOW, RESET, role defaults), `copy` (COPY FROM STDIN's
-//! data as it comes), `cursor` (portals read in parts), `savepoints` (SAVEPOINT, ROLLBACK TO,
-//! RELEASE), `connections` (admission against `max_connections`); here, what each statement
+//! data as it comes), `cursor` (portals read in parts), `sql_cursor` (DECLARE, FETCH, MOVE and
+//! CLOSE over them), `savepoints` (SAVEPOINT, ROLLBACK TO, RELEASE), `connections` (admission against `max_connections`); here, what each statement
 //! does.
 
 mod block;
@@ -15,6 +15,7 @@ mod connections;
 mod copy;
 mod cursor;
 mod savepoints;
+mod sql_cursor;
 
 pub use block::failed_block;
 use block::{Block, TxnState};
@@ -290,6 +291,10 @@ impl Session {
         out: Option<&mut dyn RowOut>,
     ) -> StatementAnswer {
         self.cancel = Arc::default();
+        if Self::is_cursor_command(&prepared.command) {
+            let cancelled = Box::pin(std::future::pending());
+            return Box::pin(self.cursor_command(prepared, params, cancelled, out)).await;
+        }
         self.execute_current(prepared, params, out).await
     }
 
@@ -313,7 +318,7 @@ impl Session {
         &mut self,
         prepared: Arc<Prepared>,
         params: Vec<Datum>,
-        cancelled: impl std::future::Future<Output = ()>,
+        cancelled: impl std::future::Future<Output = ()> + Send,
         out: Option<&mut dyn RowOut>,
     ) -> StatementAnswer {
         if matches!(
@@ -325,6 +330,11 @@ impl Session {
                 | Command::Release(_)
         ) {
             return self.execute(prepared, params, out).await;
+        }
+        if Self::is_cursor_command(&prepared.command) {
+            // A fetch is cancelled, and timed, where it waits for rows.
+            let cancelled = Box::pin(cancelled);
+            return Box::pin(self.cursor_command(prepared, params, cancelled, out)).await;
         }
         let cancel = self.new_cancel();
         let timer = self.statement_timer();
@@ -604,6 +614,13 @@ impl Session {
                 tag: "EXPLAIN".into(),
             }),
             Command::Empty => Ok(StatementAnswer::Empty),
+            // Carried out by `cursor_command`, which `execute` and `execute_until` call.
+            Command::Declare { .. } | Command::Fetch(_) | Command::CloseCursor(_) => {
+                Err(SqlError::new(
+                    sqlstate::INTERNAL_ERROR,
+                    "a cursor statement run as another",
+                ))
+            }
         }
     }
 

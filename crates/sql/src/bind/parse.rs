@@ -116,6 +116,21 @@ pub fn parse(sql: &str) -> Result<Vec<Ast>> {
     if let Some(copy) = parse_copy(sql) {
         return copy.map(|s| vec![s]);
     }
+    if let Some(rewritten) = cursor_statements(sql) {
+        let (text, fetches) = rewritten?;
+        let mut statements = parse_statements(&text)?;
+        for (i, fetch) in fetches {
+            if let Some(s) = statements.get_mut(i) {
+                s.0 = fetch;
+            }
+        }
+        return Ok(statements);
+    }
+    parse_statements(sql)
+}
+
+/// [`parse`] after its special statements (COPY, FETCH and MOVE) are taken care of.
+fn parse_statements(sql: &str) -> Result<Vec<Ast>> {
     // sqlparser reads `CREATE USER` as Snowflake's (options as `key = value`); PostgreSQL's is
     // CREATE ROLE with LOGIN by default, and is read as that.
     if let Some((rewritten, users)) = create_users_as_roles(sql) {
@@ -148,51 +163,210 @@ pub fn parse(sql: &str) -> Result<Vec<Ast>> {
 /// (by position) were one; `None` if there is none.
 fn create_users_as_roles(sql: &str) -> Option<(String, Vec<usize>)> {
     use sqlparser::tokenizer::{Token, Tokenizer};
-    // Most statements name no user: they skip the second tokenization (without copying the
-    // text to look).
-    if !sql
-        .as_bytes()
-        .windows(4)
-        .any(|w| w.eq_ignore_ascii_case(b"user"))
-    {
+    // Most statements name no user: they skip the second tokenization.
+    if !mentions(sql, b"user") {
         return None;
     }
     let mut tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;
-    let word = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
-    // Positions of the tokens that are not whitespace, and each statement's first of them
-    // (statements are counted as the parser counts them: empty ones between semicolons are
-    // none).
-    let solid: Vec<usize> = (0..tokens.len())
-        .filter(|&i| !matches!(tokens[i], Token::Whitespace(_)))
-        .collect();
+    let word = is_word;
+    let solid = statement_tokens(&tokens);
     let mut users = Vec::new();
-    let mut statement = 0;
-    let mut at_start = true;
-    for (n, &i) in solid.iter().enumerate() {
-        if tokens[i] == Token::SemiColon {
-            if !at_start {
-                statement += 1;
-            }
-            at_start = true;
-            continue;
-        }
-        if at_start
-            && word(&tokens[i], "create")
-            && solid.get(n + 1).is_some_and(|&u| word(&tokens[u], "user"))
-            && !solid
-                .get(n + 2)
-                .is_some_and(|&m| word(&tokens[m], "mapping"))
-        {
-            let u = solid[n + 1];
+    for (n, &(i, statement)) in solid.iter().enumerate() {
+        let at_start = n == 0 || solid[n - 1].1 != statement;
+        let next = |k: usize, w: &str| {
+            solid
+                .get(n + k)
+                .is_some_and(|&(u, s)| s == statement && word(&tokens[u], w))
+        };
+        if at_start && word(&tokens[i], "create") && next(1, "user") && !next(2, "mapping") {
+            let u = solid[n + 1].0;
             tokens[u] = Token::make_keyword("ROLE");
             users.push(statement);
         }
-        at_start = false;
     }
     if users.is_empty() {
         return None;
     }
     Some((tokens.iter().map(ToString::to_string).collect(), users))
+}
+
+/// Whether `sql` has `word` in it anywhere, in any case: a cheap test before tokenizing.
+fn mentions(sql: &str, word: &[u8]) -> bool {
+    sql.as_bytes()
+        .windows(word.len())
+        .any(|w| w.eq_ignore_ascii_case(word))
+}
+
+/// Whether `t` is the unquoted word `w`.
+fn is_word(t: &sqlparser::tokenizer::Token, w: &str) -> bool {
+    matches!(t, sqlparser::tokenizer::Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w))
+}
+
+/// Positions of the tokens of `sql` that are not whitespace, each with the number of the
+/// statement it belongs to (counted as the parser counts them: empty ones between semicolons
+/// are none); semicolons are left out.
+fn statement_tokens(tokens: &[sqlparser::tokenizer::Token]) -> Vec<(usize, usize)> {
+    use sqlparser::tokenizer::Token;
+    let mut out = Vec::new();
+    let mut statement = 0;
+    let mut at_start = true;
+    for (i, t) in tokens.iter().enumerate() {
+        match t {
+            Token::Whitespace(_) => {}
+            Token::SemiColon => {
+                if !at_start {
+                    statement += 1;
+                }
+                at_start = true;
+            }
+            _ => {
+                out.push((i, statement));
+                at_start = false;
+            }
+        }
+    }
+    out
+}
+
+/// `FETCH` and `MOVE` as PostgreSQL reads them (every direction optional, `FROM`/`IN`
+/// optional, signed counts), which sqlparser does not: each such statement of `sql` is read
+/// here into a `Statement::Fetch`, and spelt in the text given to the parser as a plain FETCH
+/// whose tree is then replaced. The statement's preposition means nothing to PostgreSQL; here
+/// `FROM` marks a FETCH and `IN` a MOVE. `None` if `sql` has no such statement.
+#[allow(clippy::type_complexity)]
+fn cursor_statements(sql: &str) -> Option<Result<(String, Vec<(usize, Statement)>)>> {
+    use sqlparser::tokenizer::{Token, Tokenizer};
+    if !mentions(sql, b"fetch") && !mentions(sql, b"move") {
+        return None;
+    }
+    let mut tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;
+    let solid = statement_tokens(&tokens);
+    let mut fetches = Vec::new();
+    let mut n = 0;
+    while n < solid.len() {
+        let statement = solid[n].1;
+        let end = solid[n..]
+            .iter()
+            .position(|&(_, s)| s != statement)
+            .map_or(solid.len(), |k| n + k);
+        let first = &tokens[solid[n].0];
+        let moves = is_word(first, "move");
+        if moves || is_word(first, "fetch") {
+            let words: Vec<&Token> = solid[n + 1..end].iter().map(|&(i, _)| &tokens[i]).collect();
+            let fetch = match read_fetch(&words, moves) {
+                Ok(f) => f,
+                Err(e) => return Some(Err(e)),
+            };
+            // The statement's text becomes a FETCH the parser reads, its tree replaced after.
+            tokens[solid[n].0] = Token::make_keyword("FETCH NEXT FROM c");
+            for &(i, _) in &solid[n + 1..end] {
+                tokens[i] = Token::Whitespace(sqlparser::tokenizer::Whitespace::Space);
+            }
+            fetches.push((statement, fetch));
+        }
+        n = end;
+    }
+    if fetches.is_empty() {
+        return None;
+    }
+    Some(Ok((
+        tokens.iter().map(ToString::to_string).collect(),
+        fetches,
+    )))
+}
+
+/// The words of `FETCH`/`MOVE` after the first: `[direction] [FROM | IN] cursor`.
+fn read_fetch(words: &[&sqlparser::tokenizer::Token], moves: bool) -> Result<Statement> {
+    use ast::FetchDirection as D;
+    use sqlparser::tokenizer::Token;
+    let syntax = |at: Option<&&Token>| {
+        SqlError::syntax(match at {
+            Some(t) => format!("syntax error at or near \"{t}\""),
+            None => "syntax error at end of input".to_owned(),
+        })
+    };
+    let word = |i: usize, w: &str| words.get(i).is_some_and(|t| is_word(t, w));
+    // A signed count at `i`: its value and how many tokens it took.
+    let count = |i: usize| -> Option<(i64, usize)> {
+        let (sign, at) = match words.get(i) {
+            Some(Token::Minus) => (-1, i + 1),
+            Some(Token::Plus) => (1, i + 1),
+            _ => (1, i),
+        };
+        match words.get(at) {
+            Some(Token::Number(n, false)) => n.parse::<i64>().ok().map(|v| (sign * v, at + 1 - i)),
+            _ => None,
+        }
+    };
+    let number = |n: i64| ast::Value::Number(n.to_string(), false).with_empty_span();
+    // A count of rows forward (negative: backward).
+    let by = |n: i64| match n {
+        0 => D::Relative { limit: number(0) },
+        n if n > 0 => D::Forward {
+            limit: Some(number(n)),
+        },
+        _ => D::Prior,
+    };
+    let keyword = ["next", "prior", "first", "last", "all"];
+    let (direction, used) = if let Some(k) = keyword.iter().position(|k| word(0, k)) {
+        let d = [
+            D::Forward {
+                limit: Some(number(1)),
+            },
+            D::Prior,
+            D::Absolute { limit: number(1) },
+            D::Last,
+            D::ForwardAll,
+        ];
+        (d[k].clone(), 1)
+    } else if word(0, "absolute") || word(0, "relative") {
+        let (n, took) = count(1).ok_or_else(|| syntax(words.get(1)))?;
+        let d = match (word(0, "absolute"), n) {
+            (true, -1) => D::Last,
+            (_, n) if n < 0 => D::Prior,
+            (true, n) => D::Absolute { limit: number(n) },
+            (false, n) => D::Relative { limit: number(n) },
+        };
+        (d, 1 + took)
+    } else if word(0, "forward") || word(0, "backward") {
+        let back = word(0, "backward");
+        if word(1, "all") {
+            (if back { D::Prior } else { D::ForwardAll }, 2)
+        } else if let Some((n, took)) = count(1) {
+            (by(if back { -n } else { n }), 1 + took)
+        } else {
+            (by(if back { -1 } else { 1 }), 1)
+        }
+    } else if let Some((n, took)) = count(0) {
+        (by(n), took)
+    } else {
+        (by(1), 0)
+    };
+    let mut at = used;
+    if word(at, "from") || word(at, "in") {
+        at += 1;
+    }
+    let name = match words.get(at) {
+        Some(Token::Word(w)) => ast::Ident {
+            value: w.value.clone(),
+            quote_style: w.quote_style,
+            span: sqlparser::tokenizer::Span::empty(),
+        },
+        other => return Err(syntax(other)),
+    };
+    if at + 1 < words.len() {
+        return Err(syntax(words.get(at + 1)));
+    }
+    Ok(Statement::Fetch {
+        name,
+        direction,
+        position: if moves {
+            ast::FetchPosition::In
+        } else {
+            ast::FetchPosition::From
+        },
+        into: None,
+    })
 }
 
 /// How deeply the parser may recurse: nested parentheses, subqueries, function calls. Its
@@ -252,4 +426,65 @@ fn parse_copy(sql: &str) -> Option<Result<Ast>> {
         1 => Ok(v.remove(0)),
         _ => Err(SqlError::syntax("one COPY statement expected")),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The FETCH or MOVE a statement was read as: its direction, cursor and whether it moves.
+    fn fetch(sql: &str) -> (String, String, bool) {
+        let statements = parse(sql).expect("parses");
+        let fetches: Vec<_> = statements
+            .iter()
+            .filter_map(|s| match &**s {
+                Statement::Fetch {
+                    name,
+                    direction,
+                    position,
+                    ..
+                } => Some((
+                    direction.to_string(),
+                    name.to_string(),
+                    matches!(position, ast::FetchPosition::In),
+                )),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(fetches.len(), 1, "{sql}");
+        fetches.into_iter().next().expect("one")
+    }
+
+    #[test]
+    fn fetch_and_move_are_read_in_all_of_postgresqls_spellings() {
+        let f = |d: &str, n: &str, m: bool| (d.to_owned(), n.to_owned(), m);
+        assert_eq!(fetch("FETCH c"), f("FORWARD 1", "c", false));
+        assert_eq!(fetch("fetch 5 in c;"), f("FORWARD 5", "c", false));
+        assert_eq!(fetch("FETCH -2 FROM c"), f("PRIOR", "c", false));
+        assert_eq!(fetch("FETCH 0 c"), f("RELATIVE 0", "c", false));
+        assert_eq!(fetch("MOVE FORWARD ALL IN c"), f("FORWARD ALL", "c", true));
+        assert_eq!(fetch("move backward 0 c"), f("RELATIVE 0", "c", true));
+        assert_eq!(fetch("FETCH ABSOLUTE -1 FROM c"), f("LAST", "c", false));
+        assert_eq!(
+            fetch("FETCH FIRST \"My C\""),
+            f("ABSOLUTE 1", "\"My C\"", false)
+        );
+        assert_eq!(
+            fetch("BEGIN; FETCH RELATIVE +3 FROM c; COMMIT"),
+            f("RELATIVE 3", "c", false)
+        );
+    }
+
+    #[test]
+    fn a_malformed_fetch_is_a_syntax_error() {
+        for sql in [
+            "FETCH 1 FROM c extra",
+            "FETCH ABSOLUTE FROM c",
+            "MOVE",
+            "FETCH 1 FROM 2",
+        ] {
+            let e = parse(sql).expect_err(sql);
+            assert_eq!(e.code, sqlstate::SYNTAX_ERROR, "{sql}");
+        }
+    }
 }

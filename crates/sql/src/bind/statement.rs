@@ -419,18 +419,49 @@ pub fn prepare_in(
             grantees: grantees(&r.grantees)?,
             revoke: true,
         },
-        // No cursor can be open (DECLARE is not offered) and no session listens (LISTEN is
-        // not): closing them all or unlistening has nothing to do; a cursor named is missing.
-        Statement::Close {
-            cursor: ast::CloseCursor::All,
-        } => Command::Noop("CLOSE CURSOR ALL"),
-        Statement::Close {
-            cursor: ast::CloseCursor::Specific { name },
-        } => {
-            return Err(SqlError::new(
-                crate::error::sqlstate::INVALID_CURSOR_NAME,
-                format!("cursor \"{}\" does not exist", ident(name)),
-            ));
+        // No session listens (LISTEN is not offered): unlistening has nothing to do.
+        Statement::Close { cursor } => Command::CloseCursor(match cursor {
+            ast::CloseCursor::All => None,
+            ast::CloseCursor::Specific { name } => Some(ident(name)),
+        }),
+        Statement::Fetch {
+            name,
+            direction,
+            position,
+            into: None,
+        } => Command::Fetch(crate::plan::CursorFetch {
+            name: ident(name),
+            direction: fetch_direction(direction)?,
+            // See `parse::cursor_statements`: IN marks a MOVE.
+            moves: matches!(position, ast::FetchPosition::In),
+        }),
+        Statement::Declare { stmts, .. } if stmts.len() == 1 => {
+            let d = &stmts[0];
+            let (Some(query), [name]) = (&d.for_query, d.names.as_slice()) else {
+                return Err(SqlError::unsupported("DECLARE of a variable"));
+            };
+            let refused = [
+                (d.hold == Some(true), "WITH HOLD"),
+                (d.scroll == Some(true), "SCROLL"),
+                (d.binary == Some(true), "BINARY"),
+            ];
+            if let Some((_, what)) = refused.iter().find(|(r, _)| *r) {
+                return Err(SqlError::unsupported(format!("DECLARE ... {what}")));
+            }
+            let inner = prepare_in(tables, &Statement::Query(query.clone()), declared)?;
+            return Ok(Prepared {
+                params: inner.params.clone(),
+                columns: Vec::new(),
+                version,
+                pending: tables.is_pending(),
+                point_read: false,
+                reads_settings: false,
+                uses_sequences: false,
+                command: Command::Declare {
+                    name: ident(name),
+                    query: std::sync::Arc::new(inner),
+                },
+            });
         }
         Statement::UNLISTEN { .. } => Command::Noop("UNLISTEN"),
         Statement::Vacuum(_) => Command::Noop("VACUUM"),
@@ -588,5 +619,39 @@ fn set_command(set: &ast::Set) -> Result<Command> {
         },
         ast::Set::SetTimeZone { .. } | ast::Set::SetNames { .. } => Command::Noop("SET"),
         other => return Err(SqlError::unsupported(format!("{other}"))),
+    })
+}
+
+/// A FETCH's direction as `parse::cursor_statements` spells it.
+fn fetch_direction(d: &ast::FetchDirection) -> Result<crate::plan::FetchDirection> {
+    use crate::plan::FetchDirection as F;
+    use ast::FetchDirection as D;
+    let count = |v: &ast::ValueWithSpan| match &v.value {
+        ast::Value::Number(n, _) => n
+            .parse::<i64>()
+            .map_err(|_| SqlError::syntax(format!("syntax error at or near \"{n}\""))),
+        other => Err(SqlError::syntax(format!(
+            "syntax error at or near \"{other}\""
+        ))),
+    };
+    // A count forward, or back when negative.
+    let forward = |n: i64| match u64::try_from(n) {
+        Ok(0) => F::Relative(0),
+        Ok(n) => F::Forward(Some(n)),
+        Err(_) => F::Backward,
+    };
+    Ok(match d {
+        D::Next => F::Forward(Some(1)),
+        D::Count { limit } | D::Forward { limit: Some(limit) } => forward(count(limit)?),
+        D::Forward { limit: None } => F::Forward(Some(1)),
+        D::All | D::ForwardAll => F::Forward(None),
+        D::Prior | D::Backward { .. } | D::BackwardAll => F::Backward,
+        D::First => F::Absolute(1),
+        D::Last => F::Last,
+        D::Absolute { limit } => match count(limit)? {
+            -1 => F::Last,
+            n => u64::try_from(n).map_or(F::Backward, F::Absolute),
+        },
+        D::Relative { limit } => u64::try_from(count(limit)?).map_or(F::Backward, F::Relative),
     })
 }

@@ -60,6 +60,7 @@ pub fn check(command: &Command, actor: &Actor) -> Result<()> {
         Command::Query(query) => query,
         Command::CopyIn(copy) => return require(Some(actor), &copy.table, Privileges::INSERT),
         Command::Explain(_, explained) => return check(explained, actor),
+        Command::Declare { query, .. } => return check(&query.command, actor),
         _ => return Ok(()),
     };
     // Subqueries in expressions read tables too (those in a view's query with the view

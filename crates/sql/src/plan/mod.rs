@@ -151,7 +151,41 @@ pub enum Command {
     /// `EXPLAIN`: the plan, as lines of text, and the statement explained (whose privileges
     /// it takes, as PostgreSQL's EXPLAIN does).
     Explain(Vec<String>, Box<Command>),
+    /// `DECLARE name CURSOR FOR query`: the query, run as the cursor's rows are fetched.
+    Declare {
+        name: String,
+        query: Arc<Prepared>,
+    },
+    /// `FETCH` or `MOVE` on a cursor.
+    Fetch(CursorFetch),
+    /// `CLOSE name` (`None`: `CLOSE ALL`).
+    CloseCursor(Option<String>),
     Empty,
+}
+
+/// `FETCH` (rows sent) or `MOVE` (rows skipped) on the cursor `name`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CursorFetch {
+    pub name: String,
+    pub direction: FetchDirection,
+    /// `MOVE`: the cursor is positioned, no row is sent.
+    pub moves: bool,
+}
+
+/// Where a fetch goes, in PostgreSQL's terms: the cursor's position is the row fetched last (0
+/// before the first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FetchDirection {
+    /// The next `n` rows (`NEXT`, `FORWARD n`, `n`; `None`: `ALL`).
+    Forward(Option<u64>),
+    /// The row `n` rows on from the position (`RELATIVE n`; 0 is the current row).
+    Relative(u64),
+    /// Row `n` (`ABSOLUTE n`, `FIRST` is 1).
+    Absolute(u64),
+    /// The last row (`LAST`, `ABSOLUTE -1`).
+    Last,
+    /// Any direction that goes back (`PRIOR`, `BACKWARD`, negative counts).
+    Backward,
 }
 
 /// A statement that reads or writes rows.
