@@ -105,4 +105,25 @@ with psycopg.connect(DSN) as conn:
         check("server cursor after a move", cur.fetchmany(2), [(21, "v21"), (22, "v22")])
         check("server cursor the rest", [r[0] for r in cur], list(range(23, 1001)))
     conn.commit()
+# COPY both ways, in text and in binary, with psycopg's COPY API.
+with psycopg.connect(DSN, autocommit=True) as conn:
+    conn.execute("create table py_copy (id int primary key, t text, n numeric(10, 2), at timestamp)")
+    when = datetime.datetime(2024, 5, 6, 7, 8, 9)
+    with conn.cursor() as cur:
+        with cur.copy("copy py_copy from stdin (format binary)") as cp:
+            cp.set_types(["int4", "text", "numeric", "timestamp"])
+            for i in range(500):
+                cp.write_row((i, f"tab\there {i}" if i % 5 else None, decimal.Decimal(i) / 4, when))
+        check("binary COPY FROM count", cur.rowcount, 500)
+        with cur.copy("copy py_copy (id, t) from stdin") as cp:
+            cp.write_row((500, "back\\slash\nnewline"))
+        with cur.copy("copy (select * from py_copy where id in (1, 500) order by id) to stdout") as cp:
+            got = list(cp.rows())
+        check("text COPY TO", got, [("1", "tab\there 1", "0.25", "2024-05-06 07:08:09"),
+                                    ("500", "back\\slash\nnewline", None, None)])
+        with cur.copy("copy py_copy to stdout (format binary)") as cp:
+            cp.set_types(["int4", "text", "numeric", "timestamp"])
+            got = sorted(cp.rows(), key=lambda r: r[0])
+        check("binary COPY TO rows", len(got), 501)
+        check("binary COPY TO a row", got[10], (10, None, decimal.Decimal("2.50"), when))
 print("psycopg: all checks passed")

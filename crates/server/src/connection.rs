@@ -23,7 +23,7 @@ use tokio::sync::Mutex;
 use overtake_sql::{SqlError, sqlstate};
 
 use crate::prepared::StatementRef;
-use crate::session::{Session, Shared, StatementAnswer};
+use crate::session::{CopyStart, Session, Shared, StatementAnswer};
 use crate::settings;
 use crate::wire;
 
@@ -308,15 +308,20 @@ pub(crate) fn response(answer: StatementAnswer, format: &Format) -> Result<Respo
         StatementAnswer::Done(tag) => Response::Execution(Tag::new(&tag)),
         StatementAnswer::Begin => Response::TransactionStart(Tag::new("BEGIN")),
         StatementAnswer::End(tag) => Response::TransactionEnd(Tag::new(&tag)),
-        StatementAnswer::CopyIn(n) => Response::CopyIn(CopyResponse::new(0, n, stream::empty())),
+        StatementAnswer::CopyIn { columns, binary } => Response::CopyIn(CopyResponse::new(
+            i8::from(binary),
+            columns,
+            stream::empty(),
+        )),
         StatementAnswer::Empty => Response::EmptyQuery,
         // Carried out by the connection before its answer is sent (`Connection::deallocate`).
         StatementAnswer::Deallocate(_) | StatementAnswer::DiscardAll => {
             Response::Execution(Tag::new("DEALLOCATE"))
         }
         StatementAnswer::Error(e) => return Err(e),
-        // Only a fetch gives it, and its connection sends it (`RowsToClient::answer`).
-        StatementAnswer::Suspended => {
+        // Only a fetch or a COPY TO gives them, and their connection sends them
+        // (`RowsToClient::answer`).
+        StatementAnswer::Suspended | StatementAnswer::CopyOut { .. } => {
             return Err(SqlError::new(
                 sqlstate::INTERNAL_ERROR,
                 "a portal was suspended outside a fetch",
@@ -334,6 +339,8 @@ pub(crate) struct RowsToClient<'c, C> {
     describe: bool,
     /// Their description was sent (with a first batch).
     described: bool,
+    /// COPY TO's CopyOutResponse was sent.
+    copying: bool,
 }
 
 impl<'c, C> RowsToClient<'c, C>
@@ -349,6 +356,7 @@ where
             format,
             describe: !extended,
             described: false,
+            copying: false,
         }
     }
 
@@ -375,6 +383,48 @@ where
         Ok(())
     }
 
+    /// Feeds COPY TO's `pieces`, a CopyData message each, after CopyOutResponse if it was not
+    /// sent yet.
+    async fn feed_copy(&mut self, start: CopyStart, pieces: Vec<Vec<u8>>) -> PgWireResult<()> {
+        if !std::mem::replace(&mut self.copying, true) {
+            let format = i16::from(start.binary);
+            let response = pgwire::messages::copy::CopyOutResponse::new(
+                i8::from(start.binary),
+                start.columns as i16,
+                vec![format; start.columns],
+            );
+            self.client
+                .feed(PgWireBackendMessage::CopyOutResponse(response))
+                .await?;
+        }
+        for piece in pieces {
+            let data = pgwire::messages::copy::CopyData::new(piece.into());
+            self.client
+                .feed(PgWireBackendMessage::CopyData(data))
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Feeds COPY TO's last `pieces`, CopyDone and its command tag.
+    async fn end_copy(
+        &mut self,
+        start: CopyStart,
+        pieces: Vec<Vec<u8>>,
+        tag: String,
+    ) -> PgWireResult<()> {
+        self.feed_copy(start, pieces).await?;
+        let done = pgwire::messages::copy::CopyDone::new();
+        self.client
+            .feed(PgWireBackendMessage::CopyDone(done))
+            .await?;
+        let tag = pgwire::messages::response::CommandComplete::new(tag);
+        self.client
+            .feed(PgWireBackendMessage::CommandComplete(tag))
+            .await?;
+        Ok(())
+    }
+
     /// Feeds the statement's answer (ReadyForQuery, or Sync's, flushes it): the rows left and
     /// its command tag, or another answer (see [`feed_response`]). An error answer is `Err`
     /// (the caller sends it).
@@ -395,6 +445,9 @@ where
                     }
                     Err(e) => Err(e),
                 }
+            }
+            StatementAnswer::CopyOut { start, pieces, tag } => {
+                self.end_copy(start, pieces, tag).await
             }
             StatementAnswer::Suspended => self
                 .client
@@ -423,13 +476,20 @@ where
         columns: &[overtake_sql::plan::OutputColumn],
         rows: Vec<Vec<overtake_sql::Datum>>,
     ) -> Result<(), SqlError> {
-        self.feed_rows(columns, &rows).await.map_err(|e| {
-            SqlError::new(
-                sqlstate::CONNECTION_FAILURE,
-                format!("could not send rows to the client: {e}"),
-            )
-        })
+        self.feed_rows(columns, &rows).await.map_err(unsent)
     }
+
+    async fn copy_out(&mut self, start: CopyStart, pieces: Vec<Vec<u8>>) -> Result<(), SqlError> {
+        self.feed_copy(start, pieces).await.map_err(unsent)
+    }
+}
+
+/// The error of rows the client could not be sent.
+fn unsent(e: PgWireError) -> SqlError {
+    SqlError::new(
+        sqlstate::CONNECTION_FAILURE,
+        format!("could not send rows to the client: {e}"),
+    )
 }
 
 /// Completes when the client's cancel request for the statement about to run arrives.

@@ -156,7 +156,7 @@ impl SimpleQueryHandler for Connection {
             let answer = self.deallocate(session, answer);
             self.drop_deallocated(to.client);
             let stop = matches!(answer, StatementAnswer::Error(_));
-            copying = matches!(answer, StatementAnswer::CopyIn(_));
+            copying = matches!(answer, StatementAnswer::CopyIn { .. });
             send_answer(to, answer).await?;
             if stop || copying {
                 break;

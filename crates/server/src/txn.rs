@@ -40,11 +40,11 @@ fn begin(
     Ok(txn)
 }
 
-/// Rows to insert: COPY's data in its text format, for `columns` of `table`, as the client
-/// sends it.
+/// Rows to insert: COPY's data in its format, for `columns` of `table`, as the client sends it.
 pub struct Rows {
     pub table: Arc<SqlTable>,
     pub columns: Vec<usize>,
+    pub options: overtake_sql::plan::copy::CopyOptions,
     /// The foreign keys the rows involve (`None`: none).
     pub references: Option<Arc<overtake_sql::catalog::references::References>>,
     pub data: Ticket<CopyData>,
@@ -231,7 +231,7 @@ pub struct Reply {
 
 fn query_of(prepared: &Prepared) -> Result<&Query, SqlError> {
     match &prepared.command {
-        overtake_sql::Command::Query(q) => Ok(q),
+        overtake_sql::Command::Query(q) | overtake_sql::Command::CopyOut(q, _) => Ok(q),
         _ => Err(SqlError::new(
             sqlstate::INTERNAL_ERROR,
             "not a data statement",
@@ -294,7 +294,8 @@ fn run(
                 Context::new(&[], overtake_sql::values::time::now_micros()).cancelled_by(cancel);
             // Parsed here, in the statement's task, as it arrives: never in the session's step,
             // where a large COPY would hold up every other session on it.
-            let mut parser = overtake_sql::exec::copy::TextParser::new(&rows.table, &rows.columns);
+            let mut parser =
+                overtake_sql::exec::copy::RowParser::new(&rows.table, &rows.columns, &rows.options);
             let mut insertion = exec::Insertion::new(&rows.table, rows.references.as_deref());
             let (mut n, mut next) = (0, rows.data);
             loop {

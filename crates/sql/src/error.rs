@@ -66,6 +66,7 @@ pub mod sqlstate {
     pub const OBJECT_NOT_IN_PREREQUISITE_STATE: &str = "55000";
     pub const INVALID_CURSOR_NAME: &str = "34000";
     pub const DUPLICATE_CURSOR: &str = "42P03";
+    pub const INVALID_BINARY_REPRESENTATION: &str = "22P03";
     pub const DEPENDENT_OBJECTS_STILL_EXIST: &str = "2BP01";
     pub const INVALID_COLUMN_REFERENCE: &str = "42P10";
     pub const NULL_VALUE_NOT_ALLOWED: &str = "22004";

@@ -1,13 +1,16 @@
-//! COPY FROM STDIN for a session: the statement starts at once (in the open block, or in one of
+//! COPY for a session. FROM STDIN: the statement starts at once (in the open block, or in one of
 //! its own) and takes the client's data piece by piece as it comes, so the data is never held
-//! whole and is read no faster than the statement takes it.
+//! whole and is read no faster than the statement takes it. TO STDOUT: a query whose rows are
+//! written in the COPY's format as they come.
 
 use std::sync::Arc;
 
-use overtake_sql::plan::CopyIn;
-use overtake_sql::{SqlError, sqlstate};
+use overtake_sql::exec::copy::RowWriter;
+use overtake_sql::plan::copy::{CopyFormat, CopyOptions};
+use overtake_sql::plan::{CopyIn, OutputColumn};
+use overtake_sql::{Datum, Prepared, SqlError, sqlstate};
 
-use super::{Session, StatementAnswer};
+use super::{CopyStart, RowOut, Session, StatementAnswer};
 use crate::txn::{self, CopyData, Rows, StatementWork};
 
 /// A COPY in progress: its statement's task takes the data piece by piece as it comes.
@@ -44,6 +47,7 @@ impl Session {
         let rows = Rows {
             table: Arc::clone(&c.table),
             columns: c.columns.clone(),
+            options: c.options.clone(),
             references: c.references.clone(),
             data,
         };
@@ -64,7 +68,10 @@ impl Session {
             alone,
             table: Arc::clone(&c.table),
         });
-        Ok(StatementAnswer::CopyIn(c.columns.len()))
+        Ok(StatementAnswer::CopyIn {
+            columns: c.columns.len(),
+            binary: c.options.format == CopyFormat::Binary,
+        })
     }
 
     /// A message of COPY's data: gathered into pieces of `COPY_PIECE` bytes, each passed to
@@ -143,5 +150,98 @@ impl Session {
             }
             Err(e) => self.fail(e),
         }
+    }
+}
+
+/// COPY TO's rows on their way out: each batch the query makes is written in the COPY's
+/// format and sent as it comes, a message per row.
+struct CopyEncoder<'a> {
+    out: &'a mut dyn RowOut,
+    writer: RowWriter,
+    start: CopyStart,
+    /// The header line, sent before the first row.
+    header: Option<Vec<u8>>,
+    rows: u64,
+}
+
+impl CopyEncoder<'_> {
+    fn pieces(&mut self, rows: &[Vec<Datum>]) -> Vec<Vec<u8>> {
+        self.rows += rows.len() as u64;
+        let mut pieces: Vec<Vec<u8>> = self.header.take().into_iter().collect();
+        pieces.extend(rows.iter().map(|r| self.writer.row(r)));
+        pieces
+    }
+}
+
+#[async_trait::async_trait]
+impl RowOut for CopyEncoder<'_> {
+    async fn rows(&mut self, _: &[OutputColumn], rows: Vec<Vec<Datum>>) -> Result<(), SqlError> {
+        let pieces = self.pieces(&rows);
+        self.out.copy_out(self.start, pieces).await
+    }
+
+    async fn copy_out(&mut self, start: CopyStart, pieces: Vec<Vec<u8>>) -> Result<(), SqlError> {
+        self.out.copy_out(start, pieces).await
+    }
+}
+
+impl Session {
+    /// Runs COPY TO STDOUT (`prepared`, whose query gives the rows) in `options`' format: its
+    /// rows go to `out` as they are made (with no `out`, all with the answer).
+    pub(super) async fn copy_out(
+        &mut self,
+        prepared: Arc<Prepared>,
+        params: Vec<Datum>,
+        options: CopyOptions,
+        out: Option<&mut dyn RowOut>,
+    ) -> Result<StatementAnswer, SqlError> {
+        let start = CopyStart {
+            columns: prepared.columns.len(),
+            binary: options.format == CopyFormat::Binary,
+        };
+        let names: Vec<String> = prepared.columns.iter().map(|c| c.name.clone()).collect();
+        let types = prepared.columns.iter().map(|c| c.ty).collect();
+        let mut writer = RowWriter::new(options, types);
+        let header = writer.header(&names);
+        let mut sink = NoClient(Vec::new());
+        let out = out.unwrap_or(&mut sink);
+        let mut encoder = CopyEncoder {
+            out,
+            writer,
+            start,
+            header,
+            rows: 0,
+        };
+        let answer = self.run_query(prepared, params, Some(&mut encoder)).await?;
+        let rest = match answer {
+            StatementAnswer::Rows { rows, .. } => rows,
+            _ => Vec::new(),
+        };
+        let mut tail = encoder.pieces(&rest);
+        tail.extend(encoder.writer.end());
+        let tag = format!("COPY {}", encoder.rows);
+        drop(encoder);
+        let mut pieces = std::mem::take(&mut sink.0);
+        pieces.extend(tail);
+        Ok(StatementAnswer::CopyOut { start, pieces, tag })
+    }
+}
+
+/// Where COPY TO's pieces wait when there is no client to stream them to: they go with the
+/// answer.
+struct NoClient(Vec<Vec<u8>>);
+
+#[async_trait::async_trait]
+impl RowOut for NoClient {
+    async fn rows(&mut self, _: &[OutputColumn], _: Vec<Vec<Datum>>) -> Result<(), SqlError> {
+        Err(SqlError::new(
+            sqlstate::INTERNAL_ERROR,
+            "rows sent where COPY's data was expected",
+        ))
+    }
+
+    async fn copy_out(&mut self, _: CopyStart, pieces: Vec<Vec<u8>>) -> Result<(), SqlError> {
+        self.0.extend(pieces);
+        Ok(())
     }
 }

@@ -44,6 +44,18 @@ pub trait RowOut: Send {
         columns: &[OutputColumn],
         rows: Vec<Vec<Datum>>,
     ) -> Result<(), SqlError>;
+
+    /// Sends COPY TO's data, a message per piece (CopyOutResponse, as `start` says, before the
+    /// first).
+    async fn copy_out(&mut self, start: CopyStart, pieces: Vec<Vec<u8>>) -> Result<(), SqlError>;
+}
+
+/// What the CopyOutResponse before COPY TO's data says: how many columns, and whether the
+/// data is binary.
+#[derive(Debug, Clone, Copy)]
+pub struct CopyStart {
+    pub columns: usize,
+    pub binary: bool,
 }
 
 /// Passes a statement's batches of rows to `out` as they come, until the statement's task stops
@@ -93,8 +105,17 @@ pub enum StatementAnswer {
     Begin,
     /// The end of one (tag `COMMIT` or `ROLLBACK`).
     End(String),
-    /// COPY FROM STDIN: rows follow, this many columns each.
-    CopyIn(usize),
+    /// COPY FROM STDIN: rows follow, this many columns each, in binary or text.
+    CopyIn {
+        columns: usize,
+        binary: bool,
+    },
+    /// COPY TO STDOUT's data after the pieces sent while it ran (a message each), and its tag.
+    CopyOut {
+        start: CopyStart,
+        pieces: Vec<Vec<u8>>,
+        tag: String,
+    },
     /// `DEALLOCATE`: the connection, which keeps prepared statements, forgets them (see
     /// `Connection::deallocate`).
     Deallocate(Option<String>),
@@ -469,54 +490,10 @@ impl Session {
         // After the read-only check, as PostgreSQL's executor checks them.
         access::check(&prepared.command, &self.actor)?;
         match &prepared.command {
-            Command::Query(_) => {
-                let columns = prepared.columns.clone();
-                // A point read's row (one at most) goes with its reply.
-                let streams = !columns.is_empty() && !prepared.point_read;
-                let (rows, batches) = match (&out, streams) {
-                    (Some(_), true) => {
-                        let (rows, batches) = overtake_sched::Promise::new();
-                        (Some(rows), Some(batches))
-                    }
-                    _ => (None, None),
-                };
-                let statement = self.statement(Arc::clone(&prepared), params, (rows, true));
-                let settings = statement.settings.clone();
-                let work = StatementWork::Run(statement);
-                let done = match (batches, out) {
-                    (Some(batches), Some(out)) => {
-                        // The statement's batches go to the client while it runs; its answer
-                        // (the rows after the last batch, and its tag) comes once it is done.
-                        let (done, drained) =
-                            futures::join!(self.run(work), drain(batches, &columns, out));
-                        drained.and(done)
-                    }
-                    _ => self.run(work).await,
-                };
-                // What its sequences gave stays the session's even if it failed after, as
-                // PostgreSQL's currval does.
-                if let Some(s) = &settings {
-                    self.sequences = s.take_sequences();
-                }
-                let done = done?;
-                // What its set_config calls set, as SET would (validated when called).
-                for (name, value, local) in settings.iter().flat_map(|s| s.take_changes()) {
-                    self.set(&name, value.as_deref(), local)?;
-                }
-                if let Command::Query(q) = &prepared.command
-                    && let Some(table) = q.written_table()
-                {
-                    self.note_writes(table, &done.tag);
-                }
-                Ok(if columns.is_empty() {
-                    StatementAnswer::Done(done.tag)
-                } else {
-                    StatementAnswer::Rows {
-                        columns,
-                        rows: done.rows,
-                        tag: done.tag,
-                    }
-                })
+            Command::Query(_) => self.run_query(prepared, params, out).await,
+            Command::CopyOut(_, options) => {
+                let options = options.clone();
+                self.copy_out(prepared, params, options, out).await
             }
             Command::Role(_) => self.change_catalog(prepared).await,
             Command::Ddl(ddl) => {
@@ -622,6 +599,62 @@ impl Session {
                 ))
             }
         }
+    }
+
+    /// Runs a data statement; its rows go to `out` as they are made (with no `out`, all with
+    /// the answer).
+    pub(super) async fn run_query(
+        &mut self,
+        prepared: Arc<Prepared>,
+        params: Vec<Datum>,
+        out: Option<&mut dyn RowOut>,
+    ) -> Result<StatementAnswer, SqlError> {
+        let columns = prepared.columns.clone();
+        // A point read's row (one at most) goes with its reply.
+        let streams = !columns.is_empty() && !prepared.point_read;
+        let (rows, batches) = match (&out, streams) {
+            (Some(_), true) => {
+                let (rows, batches) = overtake_sched::Promise::new();
+                (Some(rows), Some(batches))
+            }
+            _ => (None, None),
+        };
+        let statement = self.statement(Arc::clone(&prepared), params, (rows, true));
+        let settings = statement.settings.clone();
+        let work = StatementWork::Run(statement);
+        let done = match (batches, out) {
+            (Some(batches), Some(out)) => {
+                // The statement's batches go to the client while it runs; its answer
+                // (the rows after the last batch, and its tag) comes once it is done.
+                let (done, drained) = futures::join!(self.run(work), drain(batches, &columns, out));
+                drained.and(done)
+            }
+            _ => self.run(work).await,
+        };
+        // What its sequences gave stays the session's even if it failed after, as
+        // PostgreSQL's currval does.
+        if let Some(s) = &settings {
+            self.sequences = s.take_sequences();
+        }
+        let done = done?;
+        // What its set_config calls set, as SET would (validated when called).
+        for (name, value, local) in settings.iter().flat_map(|s| s.take_changes()) {
+            self.set(&name, value.as_deref(), local)?;
+        }
+        if let Command::Query(q) = &prepared.command
+            && let Some(table) = q.written_table()
+        {
+            self.note_writes(table, &done.tag);
+        }
+        Ok(if columns.is_empty() {
+            StatementAnswer::Done(done.tag)
+        } else {
+            StatementAnswer::Rows {
+                columns,
+                rows: done.rows,
+                tag: done.tag,
+            }
+        })
     }
 
     /// The role its statements act for.

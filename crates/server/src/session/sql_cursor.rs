@@ -13,7 +13,7 @@ use std::sync::Arc;
 use overtake_sql::plan::{Command, CursorFetch, FetchDirection, OutputColumn};
 use overtake_sql::{Datum, Prepared, SqlError, sqlstate};
 
-use super::{RowOut, Session, StatementAnswer, failed_block};
+use super::{CopyStart, RowOut, Session, StatementAnswer, failed_block};
 
 /// Rows fetched ahead of a declared cursor's first FETCH: the batch its statement makes at a
 /// time (a FETCH of more takes several).
@@ -61,6 +61,13 @@ impl RowOut for Sink<'_> {
                 Ok(())
             }
         }
+    }
+
+    async fn copy_out(&mut self, _: CopyStart, _: Vec<Vec<u8>>) -> Result<(), SqlError> {
+        Err(SqlError::new(
+            sqlstate::INTERNAL_ERROR,
+            "COPY data sent where a cursor's rows were expected",
+        ))
     }
 }
 

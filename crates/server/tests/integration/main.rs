@@ -7,6 +7,7 @@ static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_alloc
 
 mod binary_values;
 mod common;
+mod copy;
 mod differential;
 mod foreign_keys;
 mod kept;

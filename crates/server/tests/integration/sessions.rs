@@ -1122,32 +1122,6 @@ fn a_failed_login_is_answered_late_and_a_right_one_goes_through() {
 }
 
 #[test]
-fn copy_data_is_parsed_off_the_network_thread_in_linear_time_empty_lines_included() {
-    use futures::SinkExt;
-    let server = common::TestServer::start();
-    runtime().block_on(async {
-        let c = connect(&server.dsn("copier")).await;
-        c.batch_execute("CREATE TABLE lines (t text)")
-            .await
-            .expect("create");
-        // 80,000 empty lines (each an empty string, as PostgreSQL reads them), then two rows.
-        let mut data = "\n".repeat(80_000);
-        data.push_str("a\nb\n");
-        let sink = c.copy_in("COPY lines FROM STDIN").await.expect("copy");
-        futures::pin_mut!(sink);
-        sink.send(bytes::Bytes::from(data)).await.expect("data");
-        let n = sink.finish().await.expect("finish");
-        assert_eq!(n, 80_002);
-        let rows: i64 = c
-            .query_one("SELECT count(*) FROM lines WHERE t = ''", &[])
-            .await
-            .expect("count")
-            .get(0);
-        assert_eq!(rows, 80_000);
-    });
-}
-
-#[test]
 fn current_user_and_session_user_name_the_sessions_user() {
     let server = common::TestServer::start();
     runtime().block_on(async {

@@ -13,6 +13,7 @@ use crate::catalog::references::References;
 use crate::catalog::{RelKind, SqlTable};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::Expr;
+use crate::plan::copy::{CopyFormat, CopyOptions};
 use crate::plan::{Access, CopyIn, DeletePlan, InsertPlan, InsertSource, OutputColumn, UpdatePlan};
 use crate::values::datum::Datum;
 
@@ -300,21 +301,16 @@ impl Binder<'_> {
         &mut self,
         source: &CopySource,
         options: &[ast::CopyOption],
+        legacy: &[ast::CopyLegacyOption],
     ) -> Result<CopyIn> {
         let CopySource::Table {
             table_name,
             columns,
         } = source
         else {
-            return Err(SqlError::unsupported("COPY (query)"));
+            return Err(SqlError::syntax("COPY (query) FROM is not allowed"));
         };
-        for o in options {
-            match o {
-                ast::CopyOption::Freeze(_) => {}
-                ast::CopyOption::Format(f) if ident(f) == "text" => {}
-                other => return Err(SqlError::unsupported(format!("COPY option {other}"))),
-            }
-        }
+        let options = copy_options(options, legacy)?;
         let table = self.writable(&object_name(table_name)?, "copy to")?;
         let names: Vec<String> = columns.iter().map(ident).collect();
         let columns = self.target_columns(&table, &names)?;
@@ -322,8 +318,90 @@ impl Binder<'_> {
             references: References::of(&self.tables, &table),
             table,
             columns,
+            options,
         })
     }
+}
+
+/// A COPY's format and options, from the statement's options (in parentheses) or the legacy
+/// ones (`CSV HEADER`, `BINARY`, `DELIMITER ','`, `NULL ''`).
+pub(crate) fn copy_options(
+    options: &[ast::CopyOption],
+    legacy: &[ast::CopyLegacyOption],
+) -> Result<CopyOptions> {
+    use ast::{CopyLegacyCsvOption as Csv, CopyLegacyOption as L, CopyOption as O};
+    let mut format = CopyFormat::Text;
+    for o in options {
+        if let O::Format(f) = o {
+            format = match ident(f).as_str() {
+                "text" => CopyFormat::Text,
+                "csv" => CopyFormat::Csv,
+                "binary" => CopyFormat::Binary,
+                other => {
+                    return Err(SqlError::new(
+                        sqlstate::INVALID_PARAMETER_VALUE,
+                        format!("COPY format \"{other}\" not recognized"),
+                    ));
+                }
+            };
+        }
+    }
+    for o in legacy {
+        match o {
+            L::Binary => format = CopyFormat::Binary,
+            L::Csv(_) => format = CopyFormat::Csv,
+            _ => {}
+        }
+    }
+    let mut out = CopyOptions::new(format);
+    let csv_only = |what: &str| {
+        Err(SqlError::unsupported(format!(
+            "COPY {what} outside csv format"
+        )))
+    };
+    for o in options {
+        match o {
+            O::Format(_) | O::Freeze(_) => {}
+            O::Delimiter(c) => out.delimiter = *c,
+            O::Null(n) => out.null = n.clone(),
+            O::Header(h) => out.header = *h,
+            O::Quote(c) if format == CopyFormat::Csv => out.quote = *c,
+            O::Escape(c) if format == CopyFormat::Csv => out.escape = *c,
+            O::Quote(_) => return csv_only("quote"),
+            O::Escape(_) => return csv_only("escape"),
+            other => return Err(SqlError::unsupported(format!("COPY option {other}"))),
+        }
+    }
+    for o in legacy {
+        match o {
+            L::Binary => {}
+            L::Delimiter(c) => out.delimiter = *c,
+            L::Null(n) => out.null = n.clone(),
+            L::Csv(csv) => {
+                for c in csv {
+                    match c {
+                        Csv::Header => out.header = true,
+                        Csv::Quote(q) => out.quote = *q,
+                        Csv::Escape(e) => out.escape = *e,
+                        other => {
+                            return Err(SqlError::unsupported(format!("COPY option {other}")));
+                        }
+                    }
+                }
+            }
+            other => return Err(SqlError::unsupported(format!("COPY option {other}"))),
+        }
+    }
+    // An escape not given is the quote (which may have been given).
+    let escape_given = options.iter().any(|o| matches!(o, O::Escape(_)))
+        || legacy
+            .iter()
+            .any(|o| matches!(o, L::Csv(c) if c.iter().any(|c| matches!(c, Csv::Escape(_)))));
+    if !escape_given {
+        out.escape = out.quote;
+    }
+    out.check()?;
+    Ok(out)
 }
 
 fn alias_of(factor: &TableFactor) -> Option<String> {

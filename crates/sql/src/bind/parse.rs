@@ -33,6 +33,20 @@ impl std::ops::Deref for Ast {
     }
 }
 
+impl Ast {
+    /// The statement, taken out.
+    pub fn into_statement(mut self) -> Statement {
+        std::mem::replace(
+            &mut self.0,
+            Statement::Commit {
+                chain: false,
+                end: false,
+                modifier: None,
+            },
+        )
+    }
+}
+
 impl Drop for Ast {
     fn drop(&mut self) {
         let mut detached = Detach(Vec::new());
@@ -114,7 +128,7 @@ pub fn parse(sql: &str) -> Result<Vec<Ast>> {
         ));
     }
     if let Some(copy) = parse_copy(sql) {
-        return copy.map(|s| vec![s]);
+        return copy;
     }
     if let Some(rewritten) = cursor_statements(sql) {
         let (text, fetches) = rewritten?;
@@ -392,40 +406,37 @@ pub(super) fn parse_sql(sql: &str) -> Result<Vec<Ast>> {
         })
 }
 
-/// `COPY table [(columns)] FROM STDIN [[WITH] (option [value], ...)]`, read here because
-/// PostgreSQL's options take values (`freeze on`) the parser does not accept. `None` if `sql`
-/// is not such a statement.
-fn parse_copy(sql: &str) -> Option<Result<Ast>> {
-    let text = sql.trim().trim_end_matches(';').trim();
-    let lower = text.to_ascii_lowercase();
-    if !lower.starts_with("copy") {
+/// A COPY statement with its boolean options' values spelt as sqlparser reads them
+/// (`freeze on`, `header 1`: PostgreSQL takes on/off/1/0 too); `None` if `sql` is not a COPY
+/// that needs it.
+fn parse_copy(sql: &str) -> Option<Result<Vec<Ast>>> {
+    use sqlparser::tokenizer::{Token, Tokenizer};
+    if !sql.trim_start().get(..4)?.eq_ignore_ascii_case("copy") {
         return None;
     }
-    let at = lower.find(" from stdin")?;
-    let head = &text[..at + " from stdin".len()];
-    let rest = lower[at + " from stdin".len()..].trim();
-    let rest = rest.strip_prefix("with").unwrap_or(rest).trim();
-    let options = rest
-        .strip_prefix('(')
-        .and_then(|r| r.strip_suffix(')'))
-        .unwrap_or(rest);
-    for option in options.split(',').map(str::trim).filter(|o| !o.is_empty()) {
-        let mut words = option.split_whitespace();
-        let name = words.next().unwrap_or_default();
-        let value = words.next().unwrap_or("true").trim_matches('\'');
-        let ok = match name {
-            "freeze" => ["true", "on", "1", "false", "off", "0"].contains(&value),
-            "format" => value == "text",
-            _ => false,
-        };
-        if !ok || words.next().is_some() {
-            return Some(Err(SqlError::unsupported(format!("COPY option {option}"))));
+    let mut tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;
+    let solid = statement_tokens(&tokens);
+    let mut changed = false;
+    for pair in solid.windows(2) {
+        let ((option, _), (value, _)) = (pair[0], pair[1]);
+        if !is_word(&tokens[option], "freeze") && !is_word(&tokens[option], "header") {
+            continue;
         }
+        let truth = match &tokens[value] {
+            t if is_word(t, "on") => "TRUE",
+            t if is_word(t, "off") => "FALSE",
+            Token::Number(n, false) if n == "1" => "TRUE",
+            Token::Number(n, false) if n == "0" => "FALSE",
+            _ => continue,
+        };
+        tokens[value] = Token::make_keyword(truth);
+        changed = true;
     }
-    Some(parse_sql(head).and_then(|mut v| match v.len() {
-        1 => Ok(v.remove(0)),
-        _ => Err(SqlError::syntax("one COPY statement expected")),
-    }))
+    if !changed {
+        return None;
+    }
+    let text: String = tokens.iter().map(ToString::to_string).collect();
+    Some(parse_statements(&text))
 }
 
 #[cfg(test)]

@@ -320,8 +320,52 @@ pub fn prepare_in(
             options,
             legacy_options,
             ..
-        } if legacy_options.is_empty() => Command::CopyIn(b.copy_in(source, options)?),
-        Statement::Copy { .. } => return Err(SqlError::unsupported("COPY other than FROM STDIN")),
+        } => Command::CopyIn(b.copy_in(source, options, legacy_options)?),
+        Statement::Copy {
+            source,
+            to: true,
+            target: CopyTarget::Stdout,
+            options,
+            legacy_options,
+            ..
+        } => {
+            let options = crate::bind::dml::copy_options(options, legacy_options)?;
+            // The rows of a table are those of a query that selects them.
+            let query = match source {
+                ast::CopySource::Query(q) => Statement::Query(q.clone()),
+                ast::CopySource::Table {
+                    table_name,
+                    columns,
+                } => {
+                    let list = match columns.as_slice() {
+                        [] => "*".to_owned(),
+                        some => some
+                            .iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    };
+                    let mut parsed =
+                        crate::bind::parse::parse(&format!("SELECT {list} FROM {table_name}"))?;
+                    parsed.remove(0).into_statement()
+                }
+            };
+            let inner = prepare_in(tables, &query, declared)?;
+            let Command::Query(q) = inner.command else {
+                return Err(SqlError::syntax("COPY query must be a SELECT"));
+            };
+            return Ok(Prepared {
+                command: Command::CopyOut(q, options),
+                columns: inner.columns,
+                point_read: false,
+                ..inner
+            });
+        }
+        Statement::Copy { .. } => {
+            return Err(SqlError::unsupported(
+                "COPY to or from a file or program (use STDIN or STDOUT)",
+            ));
+        }
         Statement::StartTransaction { modes: m, .. } => Command::Begin(modes(m)),
         Statement::Commit { chain: false, .. } => Command::Commit,
         Statement::Rollback {

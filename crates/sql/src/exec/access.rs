@@ -57,7 +57,7 @@ pub fn check(command: &Command, actor: &Actor) -> Result<()> {
         return Ok(());
     }
     let query = match command {
-        Command::Query(query) => query,
+        Command::Query(query) | Command::CopyOut(query, _) => query,
         Command::CopyIn(copy) => return require(Some(actor), &copy.table, Privileges::INSERT),
         Command::Explain(_, explained) => return check(explained, actor),
         Command::Declare { query, .. } => return check(&query.command, actor),

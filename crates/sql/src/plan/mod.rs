@@ -2,11 +2,12 @@
 //! ready to execute any number of times (a prepared statement is one plan).
 //!
 //! Parts: `select` (a SELECT's plan tree), `columns` (the columns of its tables a SELECT
-//! reads), `fold` (constant folding before any row is read) and
+//! reads), `copy` (a COPY's format and options), `fold` (constant folding before any row is read) and
 //! `explain` (a plan as PostgreSQL's EXPLAIN prints it). A plan holds no transaction and no lock:
 //! it never reads rows.
 
 pub mod columns;
+pub mod copy;
 pub(crate) mod explain;
 pub(crate) mod fold;
 pub mod select;
@@ -102,6 +103,8 @@ pub enum Command {
     Ddl(Ddl),
     /// `COPY table FROM STDIN`: rows follow from the client.
     CopyIn(CopyIn),
+    /// `COPY table | (query) TO STDOUT`: the query's rows, written in the COPY's format.
+    CopyOut(Box<Query>, copy::CopyOptions),
     Begin(TxnModes),
     Commit,
     Rollback,
@@ -486,13 +489,14 @@ pub enum GrantOn {
     AllTables,
 }
 
-/// `COPY table [(columns)] FROM STDIN` in text format.
+/// `COPY table [(columns)] FROM STDIN`.
 #[derive(Debug)]
 pub struct CopyIn {
     pub table: Arc<SqlTable>,
     pub columns: Vec<usize>,
     /// The foreign keys its rows involve (`None`: none).
     pub references: Option<Arc<crate::catalog::references::References>>,
+    pub options: copy::CopyOptions,
 }
 
 /// A change of roles. A password is its text here (the server hashes it in the statement's

@@ -3,10 +3,11 @@
 //! values in flight with PostgreSQL's comparison and arithmetic (`datum`), rows of values as hash
 //! keys (`key`), decimals of any precision (`numeric`), dates and timestamps (`time`) and
 //! intervals (`interval`),
-//! JSON documents (`json`). Pure
+//! JSON documents (`json`), PostgreSQL's binary format of values (`binary`). Pure
 //! computation on values: never reaches the catalog, a transaction or a plan.
 
 pub mod array;
+pub mod binary;
 pub mod builtin_types;
 pub mod bytea;
 pub mod datum;

@@ -7,7 +7,13 @@ fn copy_options_take_postgresql_values() {
         1
     );
     assert_eq!(parse("COPY c (a, b) FROM STDIN").unwrap().len(), 1);
-    assert!(parse("copy c from stdin with (format csv)").is_err());
+    assert_eq!(
+        parse("copy c to stdout with (format csv, header 1)")
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(parse("copy c from stdin with (format csv, header maybe)").is_err());
 }
 
 #[test]
