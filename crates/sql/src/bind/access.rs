@@ -161,6 +161,7 @@ pub fn table_scope(table: &SqlTable, name: &str) -> Vec<ScopeColumn> {
             ty: c.ty,
             outer: false,
             merged: false,
+            using: false,
         })
         .collect()
 }

@@ -405,6 +405,7 @@ fn bind_checks(
             ty: c.ty,
             outer: false,
             merged: false,
+            using: false,
         })
         .collect();
     let mut checks: Vec<Check> = Vec::with_capacity(asts.len());

@@ -44,6 +44,9 @@ pub struct ScopeColumn {
     /// The right side's column of a `JOIN ... USING`: the left side's stands for both, so
     /// only a qualified name finds it, and `*` leaves it out.
     pub merged: bool,
+    /// The left side's column of a `JOIN ... USING`, which stands for both: `*` lists it
+    /// first, as PostgreSQL does.
+    pub using: bool,
 }
 
 /// What aggregate binding collects: grouping expressions (bound over the input) and the

@@ -112,6 +112,7 @@ fn using_column(scope: &mut [ScopeColumn], right_start: usize, name: &str) -> Re
     let left = find(0..right_start, "left")?;
     let right = find(right_start..scope.len(), "right")?;
     scope[right].merged = true;
+    scope[left].using = true;
     Ok(Expr::Binary(
         BinOp::Eq,
         Box::new(Expr::Column(left)),
@@ -230,6 +231,12 @@ impl Binder<'_> {
         outer: &[ScopeColumn],
     ) -> Result<FromWhere> {
         let (init, work_tables) = (self.init.len(), self.work_tables);
+        // `a RIGHT JOIN b` is joined as `b LEFT JOIN a`, its columns shown as written.
+        if let Some((swapped, written_order)) = right_joins_as_left(select)? {
+            let mut fw = self.bind_from_where_as_written(&swapped, outer, false)?;
+            fw.from_order = Some(written_order);
+            return Ok(fw);
+        }
         let written = self.bind_from_where_as_written(select, outer, false)?;
         let Some(order) = super::join_order::choose(select, &written.sources, &written.filters)
         else {
@@ -516,6 +523,7 @@ impl Binder<'_> {
                 ty,
                 outer: false,
                 merged: false,
+                using: false,
             });
         }
         sources.push(Source {
@@ -568,6 +576,7 @@ impl Binder<'_> {
                 ty: c.ty,
                 outer: false,
                 merged: false,
+                using: false,
             });
         }
         sources.push(Source {
@@ -662,6 +671,7 @@ impl Binder<'_> {
                     ty: c.ty,
                     outer: false,
                     merged: false,
+                    using: false,
                 });
             }
             sources.push(Source {
@@ -687,6 +697,7 @@ impl Binder<'_> {
                     ty: *ty,
                     outer: false,
                     merged: false,
+                    using: false,
                 }));
                 let rows = system.rows(self.snapshot()?);
                 (
@@ -740,6 +751,44 @@ impl Binder<'_> {
         });
         Ok(())
     }
+}
+
+/// `select` with each `a RIGHT JOIN b ON c` that starts a FROM item written `b LEFT JOIN a ON
+/// c` (the same rows), and for each source in the order written, its position in the order
+/// joined; `None` if there is no RIGHT JOIN. A RIGHT JOIN after another join (whose left side
+/// is itself a join) is not offered.
+fn right_joins_as_left(select: &ast::Select) -> Result<Option<(ast::Select, Vec<usize>)>> {
+    let right = |j: &ast::Join| {
+        matches!(
+            j.join_operator,
+            JoinOperator::Right(_) | JoinOperator::RightOuter(_)
+        )
+    };
+    if !select.from.iter().any(|t| t.joins.iter().any(right)) {
+        return Ok(None);
+    }
+    let mut swapped = select.clone();
+    let mut order = Vec::new();
+    for twj in &mut swapped.from {
+        let at = order.len();
+        order.extend(at..at + 1 + twj.joins.len());
+        if twj.joins.iter().skip(1).any(right) {
+            return Err(SqlError::unsupported(
+                "RIGHT JOIN after another join (write it first, or as a LEFT JOIN)",
+            ));
+        }
+        let Some(first) = twj.joins.first_mut().filter(|j| right(j)) else {
+            continue;
+        };
+        let constraint = match &first.join_operator {
+            JoinOperator::Right(c) | JoinOperator::RightOuter(c) => c.clone(),
+            _ => continue,
+        };
+        std::mem::swap(&mut twj.relation, &mut first.relation);
+        first.join_operator = JoinOperator::LeftOuter(constraint);
+        order.swap(at, at + 1);
+    }
+    Ok(Some((swapped, order)))
 }
 
 /// The name of a join this binder does not take, for its error.

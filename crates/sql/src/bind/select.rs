@@ -181,7 +181,10 @@ impl Binder<'_> {
                             .collect(),
                         None => (0..scope.len()).collect(),
                     };
-                    let own = positions.into_iter().map(|i| (i, &scope[i]));
+                    // USING's columns first, then the others.
+                    let (using, others): (Vec<usize>, Vec<usize>) =
+                        positions.into_iter().partition(|&i| scope[i].using);
+                    let own = using.into_iter().chain(others).map(|i| (i, &scope[i]));
                     for (i, c) in own.filter(|(_, c)| !c.outer && !c.merged) {
                         projection.push(Expr::Column(i));
                         columns.push(OutputColumn {
