@@ -105,6 +105,11 @@ with psycopg.connect(DSN) as conn:
         check("server cursor after a move", cur.fetchmany(2), [(21, "v21"), (22, "v22")])
         check("server cursor the rest", [r[0] for r in cur], list(range(23, 1001)))
     conn.commit()
+    # WITH HOLD: fetched after its transaction committed.
+    with conn.cursor(name="held", withhold=True) as cur:
+        cur.execute("select id from py_many where id <= 5 order by id")
+        conn.commit()
+        check("held cursor after commit", [r[0] for r in cur.fetchall()], [1, 2, 3, 4, 5])
 # COPY both ways, in text and in binary, with psycopg's COPY API.
 with psycopg.connect(DSN, autocommit=True) as conn:
     conn.execute("create table py_copy (id int primary key, t text, n numeric(10, 2), at timestamp)")

@@ -223,6 +223,15 @@ impl Session {
     }
 
     async fn end_block_inner(&mut self, commit: bool) -> StatementAnswer {
+        // Cursors declared WITH HOLD outlive it if it commits.
+        let held = match commit && !self.block_failed() {
+            true => self.keep_held_cursors().await,
+            false => Ok(Vec::new()),
+        };
+        let held = held.unwrap_or_else(|_| {
+            self.mark_failed();
+            Vec::new()
+        });
         // Its portals end with it; one whose statement failed before it could stop fails it.
         if self.stop_cursors().await.is_err() {
             self.mark_failed();
@@ -234,7 +243,9 @@ impl Session {
         let answer = Self::finish(block.txn, commit && !block.failed).await;
         let pending = Arc::unwrap_or_clone(block.pending);
         let committed = matches!(&answer, StatementAnswer::End(tag) if tag == "COMMIT");
-        if !committed {
+        if committed {
+            self.held.extend(held);
+        } else {
             self.settings = block.saved;
         }
         if pending.is_empty() {

@@ -34,6 +34,9 @@ pub(super) struct Cursor {
     state: State,
     /// Where FETCH and MOVE left it (see `sql_cursor`).
     pub(super) position: Position,
+    /// Declared `WITH HOLD`: kept past the commit of its transaction, its rows read to the
+    /// end then (see `keep_held_cursors`).
+    pub(super) hold: bool,
 }
 
 /// Where a cursor stands, as SQL's FETCH and MOVE see it.
@@ -113,9 +116,19 @@ fn with_count(tag: &str, n: usize) -> String {
 impl Session {
     /// Whether portal `name` is being fetched (its first Execute had a row limit).
     pub fn has_cursor(&self, name: &str) -> bool {
-        self.block
-            .as_ref()
-            .is_some_and(|b| b.cursors.iter().any(|c| c.name == name))
+        self.find_cursor(name).is_some()
+    }
+
+    /// The portal being fetched named `name`: the block's, or one held past its transaction.
+    pub(super) fn find_cursor(&self, name: &str) -> Option<&Cursor> {
+        let block = self.block.iter().flat_map(|b| &b.cursors);
+        block.chain(&self.held).find(|c| c.name == name)
+    }
+
+    /// The names of every portal being fetched (the block's and those held).
+    pub(super) fn cursor_names(&self) -> Vec<String> {
+        let block = self.block.iter().flat_map(|b| &b.cursors);
+        block.chain(&self.held).map(|c| c.name.clone()).collect()
     }
 
     /// Starts portal `name` (`prepared` with `params`) for fetches of `fetch` rows, in the open
@@ -187,6 +200,7 @@ impl Session {
                 rows: rows.into(),
                 state,
                 position: Position::default(),
+                hold: false,
             });
         }
     }
@@ -294,17 +308,41 @@ impl Session {
     }
 
     pub(super) fn cursor(&mut self, name: &str) -> Option<&mut Cursor> {
-        self.block
-            .as_mut()?
-            .cursors
-            .iter_mut()
-            .find(|c| c.name == name)
+        let block = self.block.iter_mut().flat_map(|b| &mut b.cursors);
+        block.chain(&mut self.held).find(|c| c.name == name)
     }
 
     fn drop_cursor(&mut self, name: &str) -> Option<Cursor> {
-        let cursors = &mut self.block.as_mut()?.cursors;
-        let i = cursors.iter().position(|c| c.name == name)?;
-        Some(cursors.remove(i))
+        if let Some(cursors) = self.block.as_mut().map(|b| &mut b.cursors)
+            && let Some(i) = cursors.iter().position(|c| c.name == name)
+        {
+            return Some(cursors.remove(i));
+        }
+        let i = self.held.iter().position(|c| c.name == name)?;
+        Some(self.held.remove(i))
+    }
+
+    /// Before the block commits: its cursors declared `WITH HOLD` are read to their end (the
+    /// one running, within `statement_mem`) and taken out of it, to be kept once it commits.
+    pub(super) async fn keep_held_cursors(&mut self) -> Result<Vec<Cursor>, SqlError> {
+        let Some(block) = &self.block else {
+            return Ok(Vec::new());
+        };
+        if block
+            .cursors
+            .iter()
+            .any(|c| c.hold && matches!(c.state, State::Running(_)))
+        {
+            self.set_aside_cursor().await?;
+        }
+        let Some(block) = &mut self.block else {
+            return Ok(Vec::new());
+        };
+        let (held, others) = std::mem::take(&mut block.cursors)
+            .into_iter()
+            .partition(|c| c.hold);
+        block.cursors = others;
+        Ok(held)
     }
 
     /// Closes portal `name` if it is being fetched (Close, or a Bind that replaces it): a
@@ -331,7 +369,11 @@ impl Session {
         // Else the statement has sent no batch yet: stop it at its first (or let it end).
         let reply = loop {
             match running.receive().await {
-                Got::Batch(batch) => batch.taken.fulfil(Take::Stop),
+                // A batch no fetch asked for yet (a cursor declared and closed unread).
+                Got::Batch(batch) => {
+                    batch.taken.fulfil(Take::Stop);
+                    running.next = Some(batch.next);
+                }
                 Got::NoMoreBatches => running.next = None,
                 Got::Reply(reply) => break reply,
                 Got::Lost(e) => return Err(txn::unanswered(e)),

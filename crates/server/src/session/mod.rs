@@ -151,6 +151,8 @@ pub struct Session {
     home: Option<Home>,
     /// What `currval` and `lastval` give.
     sequences: crate::statement_settings::SequenceValues,
+    /// Cursors declared `WITH HOLD` whose transaction committed: their rows, read to the end.
+    held: Vec<cursor::Cursor>,
 }
 
 /// The worker a session is served by, and where its steps read the class they run at.
@@ -295,6 +297,7 @@ impl Session {
             terminated: false,
             home: None,
             sequences: Default::default(),
+            held: Vec::new(),
         })
     }
 
@@ -583,6 +586,8 @@ impl Session {
                 }
                 self.settings.reset("all");
                 self.class();
+                // As CLOSE ALL: held cursors go too.
+                self.held.clear();
                 Ok(StatementAnswer::DiscardAll)
             }
             Command::Explain(lines, _) => Ok(StatementAnswer::Rows {

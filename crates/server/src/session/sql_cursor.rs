@@ -105,9 +105,7 @@ impl Session {
 
     /// The columns a FETCH from cursor `name` gives (what Describe tells of it).
     pub fn cursor_columns(&self, name: &str) -> Option<Vec<OutputColumn>> {
-        let block = self.block.as_ref()?;
-        let cursor = block.cursors.iter().find(|c| c.name == name)?;
-        Some(cursor.columns.clone())
+        Some(self.find_cursor(name)?.columns.clone())
     }
 
     /// Carries out DECLARE, FETCH, MOVE or CLOSE (`prepared`, bound to `params`); a FETCH's
@@ -123,9 +121,9 @@ impl Session {
             return self.fail(failed_block());
         }
         let answer = match &prepared.command {
-            Command::Declare { name, query } => {
-                self.declare(name, Arc::clone(query), params, cancelled)
-                    .await
+            Command::Declare { name, query, hold } => {
+                let query = Arc::clone(query);
+                self.declare(name, (query, params), *hold, cancelled).await
             }
             Command::Fetch(fetch) => self.fetch_sql(fetch, cancelled, out).await,
             Command::CloseCursor(name) => self.close_sql(name.as_deref()).await,
@@ -137,14 +135,15 @@ impl Session {
         answer.unwrap_or_else(|e| self.fail(e))
     }
 
+    /// DECLARE of cursor `name` over `query` (with its parameters); `hold`: WITH HOLD.
     async fn declare(
         &mut self,
         name: &str,
-        query: Arc<Prepared>,
-        params: Vec<Datum>,
+        (query, params): (Arc<Prepared>, Vec<Datum>),
+        hold: bool,
         cancelled: impl Future<Output = ()> + Send,
     ) -> Result<StatementAnswer, SqlError> {
-        if self.block.as_ref().is_none_or(|b| b.implicit) {
+        if self.block.as_ref().is_none_or(|b| b.implicit) && !hold {
             return Err(SqlError::new(
                 sqlstate::NO_ACTIVE_SQL_TRANSACTION,
                 "DECLARE CURSOR can only be used in transaction blocks",
@@ -156,10 +155,22 @@ impl Session {
                 format!("cursor \"{name}\" already exists"),
             ));
         }
-        match self
+        // A held cursor declared outside a block has a transaction of its own, which commits.
+        let alone = self.block.is_none();
+        if alone {
+            self.block = Some(self.new_block(self.default_level(), false));
+        }
+        let opened = self
             .open_cursor(name, query, params, DECLARED_BATCH, cancelled)
-            .await
-        {
+            .await;
+        if let Some(cursor) = self.cursor(name) {
+            cursor.hold = hold;
+        }
+        let failed = matches!(opened, Some(StatementAnswer::Error(_)));
+        if alone && let StatementAnswer::Error(e) = self.end_block(!failed).await {
+            return Err(e);
+        }
+        match opened {
             Some(StatementAnswer::Error(e)) => Ok(StatementAnswer::Error(e)),
             // Its rows are ready to fetch (or it has none: `SELECT FROM t`).
             _ => Ok(StatementAnswer::Done("DECLARE CURSOR".into())),
@@ -280,9 +291,7 @@ impl Session {
         let names = match name {
             Some(name) if !self.has_cursor(name) => return Err(no_cursor(name)),
             Some(name) => vec![name.to_owned()],
-            None => self.block.as_ref().map_or_else(Vec::new, |b| {
-                b.cursors.iter().map(|c| c.name.clone()).collect()
-            }),
+            None => self.cursor_names(),
         };
         for name in names {
             self.close_cursor(&name).await;

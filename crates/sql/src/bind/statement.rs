@@ -485,7 +485,6 @@ pub fn prepare_in(
                 return Err(SqlError::unsupported("DECLARE of a variable"));
             };
             let refused = [
-                (d.hold == Some(true), "WITH HOLD"),
                 (d.scroll == Some(true), "SCROLL"),
                 (d.binary == Some(true), "BINARY"),
             ];
@@ -504,6 +503,7 @@ pub fn prepare_in(
                 command: Command::Declare {
                     name: ident(name),
                     query: std::sync::Arc::new(inner),
+                    hold: d.hold == Some(true),
                 },
             });
         }

@@ -154,10 +154,12 @@ pub enum Command {
     /// `EXPLAIN`: the plan, as lines of text, and the statement explained (whose privileges
     /// it takes, as PostgreSQL's EXPLAIN does).
     Explain(Vec<String>, Box<Command>),
-    /// `DECLARE name CURSOR FOR query`: the query, run as the cursor's rows are fetched.
+    /// `DECLARE name CURSOR [WITH HOLD] FOR query`: the query, run as the cursor's rows are
+    /// fetched (`hold`: kept past its transaction's commit).
     Declare {
         name: String,
         query: Arc<Prepared>,
+        hold: bool,
     },
     /// `FETCH` or `MOVE` on a cursor.
     Fetch(CursorFetch),
