@@ -9,6 +9,7 @@ Usage: asyncpg_check.py DSN
 import asyncio
 import datetime
 import decimal
+import io
 import sys
 import uuid
 
@@ -101,6 +102,25 @@ async def main(dsn):
     await asyncio.gather(*(bump() for _ in range(30)))
     ok("30 concurrent increments through a pool", await pool.fetchval("SELECT small FROM apg_event WHERE id = 1"), 37)
     await pool.close()
+
+    # Binary COPY both ways: copy_records_to_table and copy_from_query.
+    records = [
+        (i, "bulk", row[1], row[2], decimal.Decimal(i) / 8, i / 2, i % 100, i % 2 == 0, None, ["x"], None)
+        for i in range(1000, 3000)
+    ]
+    status = await c.copy_records_to_table(
+        "apg_event",
+        records=records,
+        columns=["id", "kind", "at", "day", "amount", "ratio", "small", "ok", "ref", "tags", "code"],
+    )
+    ok("copy_records_to_table", status, "COPY 2000")
+    ok("the copied rows", await c.fetchval("SELECT sum(amount) FROM apg_event WHERE kind = 'bulk'"),
+       sum(r[4] for r in records))
+    out = io.BytesIO()
+    status = await c.copy_from_query(
+        "SELECT id, kind FROM apg_event WHERE kind IN ('deploy', 'bulk') AND id < 1003 ORDER BY id", output=out, format="csv"
+    )
+    ok("copy_from_query in csv", (status, out.getvalue()), ("COPY 4", b"1,deploy\n1000,bulk\n1001,bulk\n1002,bulk\n"))
     await c.execute("DROP TABLE apg_event")
     await c.close()
     print("asyncpg: all checks passed")

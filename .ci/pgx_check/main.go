@@ -1,6 +1,6 @@
 // pgx, unchanged, against a server: the extended protocol with binary values, parameters and
 // results of several types, a batch, transactions with savepoints (pgx's nested Begin), error
-// codes, and a pool of concurrent connections.
+// codes, a pool of concurrent connections, and CopyFrom (binary COPY).
 // Usage: go run . CONNECTION_STRING
 package main
 
@@ -117,6 +117,19 @@ func main() {
 	must(pool.QueryRow(ctx, "SELECT balance FROM pgx_account WHERE id = $1", id).Scan(&balance))
 	expect("20 concurrent increments through a pool", balance, int64(70))
 	pool.Close()
+
+	// CopyFrom: binary COPY of many rows.
+	bulk := make([][]any, 0, 3000)
+	for i := int64(100); i < 3100; i++ {
+		bulk = append(bulk, []any{i, fmt.Sprintf("bulk%d", i), opened, i % 50, []string{"a", "b"}})
+	}
+	copied, err := c.CopyFrom(ctx, pgx.Identifier{"pgx_account"},
+		[]string{"id", "owner", "opened", "balance", "flags"}, pgx.CopyFromRows(bulk))
+	must(err)
+	expect("CopyFrom's count", copied, int64(3000))
+	var total int64
+	must(c.QueryRow(ctx, "SELECT sum(balance) FROM pgx_account WHERE owner LIKE 'bulk%'").Scan(&total))
+	expect("the copied rows", total, int64(3000/50*(49*50/2)))
 
 	_, err = c.Exec(ctx, "DROP TABLE pgx_account")
 	must(err)
