@@ -244,7 +244,11 @@ impl SqlType {
                 if missing == 0 {
                     s.into()
                 } else {
-                    format!("{s}{:missing$}", "").into()
+                    // Not `format!`'s width: it pads a character at a time.
+                    let mut padded = String::with_capacity(s.len() + missing);
+                    padded.push_str(s);
+                    padded.extend(std::iter::repeat_n(' ', missing));
+                    padded.into()
                 }
             }
             _ => s.into(),

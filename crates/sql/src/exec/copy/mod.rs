@@ -191,7 +191,7 @@ impl RowWriter {
         }
         let names: Vec<Datum> = names.iter().map(|n| Datum::Text(n.clone())).collect();
         let types = vec![SqlType::Text; names.len()];
-        Some(self.line(&names, &types))
+        Some(line(&self.options, &names, &types))
     }
 
     /// One row's bytes.
@@ -199,7 +199,7 @@ impl RowWriter {
         let started = std::mem::replace(&mut self.started, true);
         match self.options.format {
             CopyFormat::Binary => binary::row(row, &self.types, !started),
-            _ => self.line(row, &self.types.clone()),
+            _ => line(&self.options, row, &self.types),
         }
     }
 
@@ -208,24 +208,23 @@ impl RowWriter {
         let started = std::mem::replace(&mut self.started, true);
         (self.options.format == CopyFormat::Binary).then(|| binary::trailer(!started))
     }
+}
 
-    fn line(&self, row: &[Datum], types: &[SqlType]) -> Vec<u8> {
-        let mut out = String::new();
-        for (i, (v, ty)) in row.iter().zip(types).enumerate() {
-            if i > 0 {
-                out.push(self.options.delimiter);
-            }
-            match text_of(v, *ty) {
-                None => out.push_str(&self.options.null),
-                Some(t) if self.options.format == CopyFormat::Csv => {
-                    csv::write_field(&mut out, &t, &self.options)
-                }
-                Some(t) => text::write_field(&mut out, &t, self.options.delimiter),
-            }
+/// A row as a line of text or csv.
+fn line(options: &CopyOptions, row: &[Datum], types: &[SqlType]) -> Vec<u8> {
+    let mut out = String::with_capacity(16 * row.len());
+    for (i, (v, ty)) in row.iter().zip(types).enumerate() {
+        if i > 0 {
+            out.push(options.delimiter);
         }
-        out.push('\n');
-        out.into_bytes()
+        match text_of(v, *ty) {
+            None => out.push_str(&options.null),
+            Some(t) if options.format == CopyFormat::Csv => csv::write_field(&mut out, &t, options),
+            Some(t) => text::write_field(&mut out, &t, options.delimiter),
+        }
     }
+    out.push('\n');
+    out.into_bytes()
 }
 
 /// A value's text as PostgreSQL's output function gives it (`None`: NULL).

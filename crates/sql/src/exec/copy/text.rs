@@ -111,6 +111,12 @@ fn unescape(field: &str) -> String {
 
 /// Writes `text` escaped as PostgreSQL's text format writes it.
 pub(super) fn write_field(out: &mut String, text: &str, delimiter: char) {
+    // Most values need no escape: copied whole.
+    let plain = |b: u8| b >= b' ' && b != b'\\' && char::from(b) != delimiter;
+    if text.bytes().all(plain) {
+        out.push_str(text);
+        return;
+    }
     for c in text.chars() {
         match c {
             '\\' => out.push_str("\\\\"),
