@@ -484,6 +484,17 @@ pub fn prepare_in(
             let (Some(query), [name]) = (&d.for_query, d.names.as_slice()) else {
                 return Err(SqlError::unsupported("DECLARE of a variable"));
             };
+            // A cursor reads: PostgreSQL's grammar takes no INSERT, UPDATE or DELETE here.
+            if let ast::SetExpr::Insert(w) | ast::SetExpr::Update(w) | ast::SetExpr::Delete(w) =
+                &*query.body
+            {
+                let word = w.to_string();
+                let word = word.split_whitespace().next().unwrap_or_default();
+                return Err(SqlError::syntax(format!(
+                    "syntax error at or near \"{}\"",
+                    word.to_lowercase()
+                )));
+            }
             let refused = [
                 (d.scroll == Some(true), "SCROLL"),
                 (d.binary == Some(true), "BINARY"),
