@@ -457,6 +457,8 @@ impl Connection {
                 .as_ref()
                 .and_then(|s| s.cursor_columns(&f.name))
                 .unwrap_or_default(),
+            // COPY's data is no rows: PostgreSQL describes it as NoData.
+            Some((overtake_sql::Command::CopyOut(..), _)) => Vec::new(),
             Some((_, p)) => p.columns.clone(),
             None => Vec::new(),
         };
