@@ -51,19 +51,10 @@ pub fn data_row(values: &[Datum], columns: &[OutputColumn], format: &Format) -> 
     let mut buf = BytesMut::with_capacity(16 * values.len());
     for (i, v) in values.iter().enumerate() {
         binary::put_field(&mut buf, |buf| match format_of(format, i) {
-            FieldFormat::Text => match (v, columns.get(i).map(|c| c.ty)) {
-                // int2vector and oidvector are written space-separated.
-                (Datum::Array(values), Some(SqlType::Array(e))) if e.is_vector() => {
-                    let parts: Vec<String> = values.iter().filter_map(Datum::to_text).collect();
-                    buf.put_slice(parts.join(" ").as_bytes());
-                    Some(())
-                }
-                (Datum::Text(t), Some(ty @ SqlType::Char(_))) => {
-                    buf.put_slice(ty.shown(t).as_bytes());
-                    Some(())
-                }
-                _ => v.to_text().map(|t| buf.put_slice(t.as_bytes())),
-            },
+            FieldFormat::Text => {
+                let ty = columns.get(i).map_or(SqlType::Text, |c| c.ty);
+                v.to_text_as(ty).map(|t| buf.put_slice(t.as_bytes()))
+            }
             FieldFormat::Binary => {
                 binary::encode(v, columns.get(i).map_or(SqlType::Text, |c| c.ty), buf)
             }

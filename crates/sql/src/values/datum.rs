@@ -401,6 +401,19 @@ impl Datum {
         })
     }
 
+    /// Its text as PostgreSQL's output function for a column of type `ty` gives it (`None`:
+    /// NULL): `char(n)` padded, `int2vector` and `oidvector` space-separated.
+    pub fn to_text_as(&self, ty: SqlType) -> Option<String> {
+        match (self, ty) {
+            (Datum::Array(values), SqlType::Array(e)) if e.is_vector() => {
+                let parts: Vec<String> = values.iter().filter_map(Datum::to_text).collect();
+                Some(parts.join(" "))
+            }
+            (Datum::Text(t), SqlType::Char(_)) => Some(ty.shown(t).into_owned()),
+            _ => self.to_text(),
+        }
+    }
+
     /// The text form PostgreSQL sends (`None` for NULL).
     pub fn to_text(&self) -> Option<String> {
         Some(match self {

@@ -217,7 +217,7 @@ fn line(options: &CopyOptions, row: &[Datum], types: &[SqlType]) -> Vec<u8> {
         if i > 0 {
             out.push(options.delimiter);
         }
-        match text_of(v, *ty) {
+        match v.to_text_as(*ty) {
             None => out.push_str(&options.null),
             Some(t) if options.format == CopyFormat::Csv => csv::write_field(&mut out, &t, options),
             Some(t) => text::write_field(&mut out, &t, options.delimiter),
@@ -225,12 +225,4 @@ fn line(options: &CopyOptions, row: &[Datum], types: &[SqlType]) -> Vec<u8> {
     }
     out.push('\n');
     out.into_bytes()
-}
-
-/// A value's text as PostgreSQL's output function gives it (`None`: NULL).
-fn text_of(v: &Datum, ty: SqlType) -> Option<String> {
-    match (v, ty) {
-        (Datum::Text(t), SqlType::Char(_)) => Some(ty.shown(t).into_owned()),
-        _ => v.to_text(),
-    }
 }
