@@ -232,6 +232,15 @@ impl RecordStore {
         }
     }
 
+    /// The slot of `oid` if that OID was ever handed out (an id from outside, such as a
+    /// client's row location, may name none).
+    pub(crate) fn slot_if_allocated(&self, oid: Oid) -> Option<&AtomicShared<Version>> {
+        if oid >= self.oid_limit() {
+            return None;
+        }
+        self.slots.get(oid)
+    }
+
     /// Starts loading the slot of `oid` (a hint; see `Transaction::prefetch_rows`).
     #[inline]
     pub(crate) fn prefetch_slot(&self, oid: Oid) {

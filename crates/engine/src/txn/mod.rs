@@ -26,6 +26,7 @@
 mod commit;
 pub(crate) mod footprint;
 mod install;
+mod located;
 mod locking;
 pub(crate) use locking::describe_locks;
 pub(crate) mod prefetched;
@@ -36,6 +37,7 @@ mod snapshot_rows;
 mod write;
 pub(crate) mod writeset;
 
+pub use located::RecordId;
 pub use locking::{KeyLock, LockStats, TableLock};
 pub use savepoint::Savepoint;
 
@@ -416,12 +418,23 @@ impl<'db> Transaction<'db> {
         key: &KeyBuf,
         read: impl FnOnce(RowRef<'_>) -> R,
     ) -> Result<Option<R>> {
+        self.get_located(table, key, |row, _| read(row))
+    }
+
+    /// [`get`](Self::get), also telling `read` the row's [`RecordId`].
+    pub fn get_located<R>(
+        &mut self,
+        table: &Table,
+        key: &KeyBuf,
+        read: impl FnOnce(RowRef<'_>, RecordId) -> R,
+    ) -> Result<Option<R>> {
         self.check(table)?;
         record_access();
         if let Some(i) = self.buf.ws.by_key(table.id(), key.as_bytes()) {
             // Written by this transaction: its own row, or its own deletion.
-            return Ok(match &self.buf.ws.get(i).row {
-                Some(row) => Some(read(table.row(row))),
+            let entry = self.buf.ws.get(i);
+            return Ok(match &entry.row {
+                Some(row) => Some(read(table.row(row), RecordId(entry.oid))),
                 None => {
                     self.note_miss(table, key);
                     None
@@ -455,7 +468,7 @@ impl<'db> Transaction<'db> {
         };
         self.check_revoked()?;
         self.note_read(table, oid);
-        Ok(Some(read(table.row(&version.row))))
+        Ok(Some(read(table.row(&version.row), RecordId(oid))))
     }
 
     /// The record primary key `key` maps to in `table`'s index, and where the key is or would go:

@@ -27,8 +27,8 @@ pub(super) enum Source<'k> {
     /// A record of the table, seen in the snapshot (not written by this transaction), and its
     /// key in the scanned index.
     Record(Oid, &'k [u8]),
-    /// This transaction's write-set entry at this position.
-    Own(usize),
+    /// This transaction's write-set entry at this position, and its record's OID.
+    Own(usize, Oid),
 }
 
 /// True if `a` comes before `b` in the scan's direction.
@@ -156,7 +156,11 @@ impl Transaction<'_> {
                 {
                     next_own += 1;
                     record_access();
-                    if emit(own_row(*entry), Source::Own(*entry), &mut delivered) {
+                    if emit(
+                        own_row(*entry),
+                        Source::Own(*entry, ws.get(*entry).oid),
+                        &mut delivered,
+                    ) {
                         stopped_at = Some(key.clone());
                         break 'scan;
                     }
@@ -227,7 +231,11 @@ impl Transaction<'_> {
         if stopped_at.is_none() && delivered < limit {
             for (key, entry) in &own[next_own..] {
                 record_access();
-                if emit(own_row(*entry), Source::Own(*entry), &mut delivered) {
+                if emit(
+                    own_row(*entry),
+                    Source::Own(*entry, ws.get(*entry).oid),
+                    &mut delivered,
+                ) {
                     stopped_at = Some(key.clone());
                     break;
                 }

@@ -249,7 +249,7 @@ impl Transaction<'_> {
         let mut found = Vec::new();
         self.scan_sourced(table, IndexRef::Primary, range, options, |_, source| {
             found.push(match source {
-                Source::Own(i) => Scanned::Own(i),
+                Source::Own(i, _) => Scanned::Own(i),
                 // The primary index's key, as stored: nothing to encode from the row.
                 Source::Record(oid, key) => Scanned::Record(oid, IndexKey::new(key)),
             });

@@ -21,6 +21,7 @@ mod pipelined_commit;
 mod preemption_windows;
 mod read_committed;
 mod reclamation;
+mod record_ids;
 mod savepoints;
 mod table_locks;
 mod two_phase_locking;

@@ -3,10 +3,11 @@
 //! the conditions on a table allow.
 
 use crate::bind::ScopeColumn;
-use crate::catalog::SqlTable;
+use crate::catalog::{CTID, SqlTable};
 use crate::expr::{BinOp, Expr};
 use crate::plan::Access;
 use crate::values::datum::Datum;
+use crate::values::types::SqlType;
 
 /// Splits a condition into its AND-ed parts.
 pub fn conjuncts(e: Expr, out: &mut Vec<Expr>) {
@@ -150,7 +151,8 @@ fn cost(e: &Expr) -> f64 {
     }
 }
 
-/// The columns a table contributes to a scope, under `name`.
+/// The columns a table contributes to a scope, under `name`: its own columns (what an
+/// inserted row has).
 pub fn table_scope(table: &SqlTable, name: &str) -> Vec<ScopeColumn> {
     table
         .columns
@@ -162,8 +164,28 @@ pub fn table_scope(table: &SqlTable, name: &str) -> Vec<ScopeColumn> {
             outer: false,
             merged: false,
             using: false,
+            system: false,
         })
         .collect()
+}
+
+/// The columns a stored row of a table contributes to a scope (what a scan, an UPDATE or a
+/// DELETE reads), under `name`: its own columns, then its system column `ctid` if it has one
+/// (see `SqlTable::has_ctid`).
+pub fn row_scope(table: &SqlTable, name: &str) -> Vec<ScopeColumn> {
+    let mut scope = table_scope(table, name);
+    if table.has_ctid() {
+        scope.push(ScopeColumn {
+            table: name.to_owned(),
+            name: CTID.to_owned(),
+            ty: SqlType::Tid,
+            outer: false,
+            merged: false,
+            using: false,
+            system: true,
+        });
+    }
+    scope
 }
 
 /// `op` with its operands swapped: `a < b` is `b > a`.
@@ -356,6 +378,21 @@ pub fn choose_access(table: &SqlTable, offset: usize, conditions: &[Expr]) -> Ac
     let primary = range(&table.primary_key);
     if !table.primary_key.is_empty() && primary.0.len() == table.primary_key.len() {
         return Access::Key(primary.0);
+    }
+    // `ctid = value`: the one row kept there.
+    let ctid = offset + table.columns.len();
+    if table.has_ctid()
+        && let Some(value) = conditions.iter().find_map(|c| match c {
+            Expr::Binary(BinOp::Eq, l, r) => match (&**l, &**r) {
+                (Expr::Column(c), v) | (v, Expr::Column(c)) if *c == ctid && known(v) => {
+                    Some(v.clone())
+                }
+                _ => None,
+            },
+            _ => None,
+        })
+    {
+        return Access::Tid(value);
     }
     // A list of keys or key prefixes, if it pins more than a range of the primary key; a
     // secondary index's range must pin more still (below).

@@ -406,6 +406,7 @@ fn bind_checks(
             outer: false,
             merged: false,
             using: false,
+            system: false,
         })
         .collect();
     let mut checks: Vec<Check> = Vec::with_capacity(asts.len());

@@ -6,7 +6,8 @@ use sqlparser::ast::{
     self, AssignmentTarget, CopySource, FromTable, SelectItem, SetExpr, TableFactor, TableObject,
 };
 
-use crate::bind::access::{choose_access, conjuncts, table_scope};
+use crate::bind::ScopeColumn;
+use crate::bind::access::{choose_access, conjuncts, row_scope, table_scope};
 use crate::bind::select::output_name;
 use crate::bind::{Binder, check_assignable, ident, object_name};
 use crate::catalog::references::References;
@@ -43,20 +44,19 @@ impl Binder<'_> {
         Ok(columns)
     }
 
-    /// `RETURNING items` over rows of `table` (called `alias`): the expressions and the
-    /// columns they make.
+    /// `RETURNING items` over rows whose columns are `scope` (a table's: its own, with its
+    /// `ctid` for the rows an UPDATE or DELETE changes): the expressions and the columns they
+    /// make.
     fn returning(
         &mut self,
         items: Option<&Vec<SelectItem>>,
-        table: &SqlTable,
-        alias: &str,
+        scope: &[ScopeColumn],
     ) -> Result<(Vec<Expr>, Vec<OutputColumn>)> {
         let (mut exprs, mut columns) = (Vec::new(), Vec::new());
-        let scope = table_scope(table, alias);
         for item in items.into_iter().flatten() {
             match item {
                 SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => {
-                    for (i, c) in scope.iter().enumerate() {
+                    for (i, c) in scope.iter().enumerate().filter(|(_, c)| !c.system) {
                         exprs.push(Expr::Column(i));
                         columns.push(OutputColumn {
                             name: c.name.clone(),
@@ -65,7 +65,7 @@ impl Binder<'_> {
                     }
                 }
                 SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
-                    let (x, ty) = self.folded(e, &scope, &mut None)?;
+                    let (x, ty) = self.folded(e, scope, &mut None)?;
                     let (x, ty) = self.output(x, ty)?;
                     let name = match item {
                         SelectItem::ExprWithAlias { alias, .. } => ident(alias),
@@ -164,7 +164,12 @@ impl Binder<'_> {
             Some(ast::OnInsert::OnConflict(on)) => Some(self.on_conflict(on, &table, &alias)?),
             Some(other) => return Err(SqlError::unsupported(format!("{other}"))),
         };
-        let (returning, out) = self.returning(insert.returning.as_ref(), &table, &alias)?;
+        // The rows inserted have their `ctid`, except those ON CONFLICT may update instead.
+        let scope = match on_conflict {
+            None => row_scope(&table, &alias),
+            Some(_) => table_scope(&table, &alias),
+        };
+        let (returning, out) = self.returning(insert.returning.as_ref(), &scope)?;
         Ok((
             InsertPlan {
                 references: References::of(&self.tables, &table),
@@ -218,7 +223,7 @@ impl Binder<'_> {
     ) -> Result<(Access, Vec<Expr>)> {
         let mut filter = Vec::new();
         if let Some(e) = selection {
-            let (x, _) = self.folded(e, &table_scope(table, alias), &mut None)?;
+            let (x, _) = self.folded(e, &row_scope(table, alias), &mut None)?;
             conjuncts(x, &mut filter);
         }
         crate::bind::access::order_conditions(&mut filter);
@@ -234,7 +239,7 @@ impl Binder<'_> {
         }
         let table = self.single_table(&update.table.relation, "update")?;
         let alias = alias_of(&update.table.relation).unwrap_or_else(|| table.name.clone());
-        let scope = table_scope(&table, &alias);
+        let scope = row_scope(&table, &alias);
         let mut assignments = Vec::with_capacity(update.assignments.len());
         for a in &update.assignments {
             let AssignmentTarget::ColumnName(name) = &a.target else {
@@ -255,7 +260,7 @@ impl Binder<'_> {
             assignments.push((col, x));
         }
         let (access, filter) = self.row_filter(&table, &alias, update.selection.as_ref())?;
-        let (returning, out) = self.returning(update.returning.as_ref(), &table, &alias)?;
+        let (returning, out) = self.returning(update.returning.as_ref(), &scope)?;
         Ok((
             UpdatePlan {
                 references: References::of(&self.tables, &table),
@@ -283,7 +288,8 @@ impl Binder<'_> {
         let table = self.single_table(&from[0].relation, "delete from")?;
         let alias = alias_of(&from[0].relation).unwrap_or_else(|| table.name.clone());
         let (access, filter) = self.row_filter(&table, &alias, delete.selection.as_ref())?;
-        let (returning, out) = self.returning(delete.returning.as_ref(), &table, &alias)?;
+        let (returning, out) =
+            self.returning(delete.returning.as_ref(), &row_scope(&table, &alias))?;
         Ok((
             DeletePlan {
                 references: References::of(&self.tables, &table),

@@ -47,6 +47,8 @@ pub struct ScopeColumn {
     /// The left side's column of a `JOIN ... USING`, which stands for both: `*` lists it
     /// first, as PostgreSQL does.
     pub using: bool,
+    /// A system column (`ctid`): found by its name, left out of `*`.
+    pub system: bool,
 }
 
 /// What aggregate binding collects: grouping expressions (bound over the input) and the
@@ -548,6 +550,11 @@ impl<'c> Binder<'c> {
         };
         match (found.next(), found.next()) {
             (Some((i, c)), None) => Ok((Expr::Column(i), c.ty)),
+            // PostgreSQL finds a system column unqualified only where one table has it.
+            (Some((_, a)), Some((_, b))) if a.system && b.system => Err(SqlError::new(
+                sqlstate::UNDEFINED_COLUMN,
+                format!("column \"{name}\" does not exist"),
+            )),
             (Some(_), Some(_)) => Err(SqlError::new(
                 sqlstate::AMBIGUOUS_COLUMN,
                 format!("column reference \"{name}\" is ambiguous"),

@@ -10,7 +10,7 @@ use sqlparser::ast::{self, JoinConstraint, JoinOperator, SetExpr, TableFactor};
 
 use super::or_conditions::{factor_common, implied_restrictions};
 use crate::bind::access::{
-    choose_access, conjuncts, hash_keys, implied_equalities, order_conditions, table_scope,
+    choose_access, conjuncts, hash_keys, implied_equalities, order_conditions, row_scope,
 };
 use crate::bind::{Binder, ScopeColumn, has_aggregate, ident, object_name};
 use crate::catalog::SqlTable;
@@ -524,6 +524,7 @@ impl Binder<'_> {
                 outer: false,
                 merged: false,
                 using: false,
+                system: false,
             });
         }
         sources.push(Source {
@@ -577,6 +578,7 @@ impl Binder<'_> {
                 outer: false,
                 merged: false,
                 using: false,
+                system: false,
             });
         }
         sources.push(Source {
@@ -672,6 +674,7 @@ impl Binder<'_> {
                     outer: false,
                     merged: false,
                     using: false,
+                    system: false,
                 });
             }
             sources.push(Source {
@@ -698,6 +701,7 @@ impl Binder<'_> {
                     outer: false,
                     merged: false,
                     using: false,
+                    system: false,
                 }));
                 let rows = system.rows(self.snapshot()?);
                 (
@@ -713,7 +717,7 @@ impl Binder<'_> {
                 let shown = alias
                     .as_ref()
                     .map_or_else(|| table.name.clone(), |a| ident(&a.name));
-                scope.extend(table_scope(&table, &shown));
+                scope.extend(row_scope(&table, &shown));
                 if let Some(view) = &table.view {
                     let plan = self.view_query(&table, view)?;
                     (Relation::Subquery(Arc::new(plan)), shown)

@@ -74,6 +74,11 @@ pub(super) fn choose(
             (c, reads)
         })
         .collect();
+    // How many of a source's columns an analyzed sample has: a table's own (not its `ctid`).
+    let sampled_width = |s: &Source| match &s.relation {
+        Relation::Table(t) => t.columns.len(),
+        _ => s.width,
+    };
     let mut rows = Vec::with_capacity(n);
     let mut bases = Vec::with_capacity(n);
     let mut samples = Vec::with_capacity(n);
@@ -106,13 +111,13 @@ pub(super) fn choose(
             .map(|(c, _)| *c)
             .collect();
         bases.push(base);
-        let own = s.offset..s.offset + s.width;
+        let own = s.offset..s.offset + sampled_width(s);
         let (sampled, guessed): (Vec<&Expr>, Vec<&Expr>) = alone
             .into_iter()
             .partition(|c| sample.is_some() && Sample::evaluable(c, own.clone()));
         let share = match (&sample, sampled.is_empty()) {
             (_, true) => Some(1.0),
-            (Some(sample), false) => sample.share(&sampled, s.offset, s.width),
+            (Some(sample), false) => sample.share(&sampled, s.offset, sampled_width(s)),
             (None, false) => None,
         };
         let guessed = match share {
@@ -129,7 +134,7 @@ pub(super) fn choose(
         let keyed = matches!(&s.access, Access::Key(key)
             if key.iter().all(|e| e.max_column().is_none_or(|m| m < first_column)));
         rows.push(if keyed { 1.0 } else { scaled.max(1.0) });
-        samples.push(sample.filter(|s| s.distinct.len() == sources[i].width));
+        samples.push(sample.filter(|x| x.distinct.len() == sampled_width(s)));
     }
     // Distinct values of `e` (over source `c`'s columns alone), if `c` was analyzed.
     // Each estimated once: the greedy orders ask for the same ones many times, and an
@@ -143,7 +148,7 @@ pub(super) fn choose(
         let s = &sources[c];
         let d = samples[c]
             .as_ref()
-            .and_then(|x| x.distinct_of(e, s.offset, s.width));
+            .and_then(|x| x.distinct_of(e, s.offset, sampled_width(s)));
         estimated.borrow_mut().insert(key, d);
         d
     };

@@ -185,7 +185,7 @@ impl Binder<'_> {
                     let (using, others): (Vec<usize>, Vec<usize>) =
                         positions.into_iter().partition(|&i| scope[i].using);
                     let own = using.into_iter().chain(others).map(|i| (i, &scope[i]));
-                    for (i, c) in own.filter(|(_, c)| !c.outer && !c.merged) {
+                    for (i, c) in own.filter(|(_, c)| !c.outer && !c.merged && !c.system) {
                         projection.push(Expr::Column(i));
                         columns.push(OutputColumn {
                             name: c.name.clone(),

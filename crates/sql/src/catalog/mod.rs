@@ -254,7 +254,24 @@ pub struct RowIds {
 
 /// The engine column holding a keyless table's row id. PostgreSQL's name for a row's physical
 /// id: like PostgreSQL, a user column cannot take it.
-pub const ROW_ID_COLUMN: &str = "ctid";
+pub const ROW_ID_COLUMN: &str = CTID;
+
+/// The system column every table's rows have: where the row is kept (`values::tid`).
+pub const CTID: &str = "ctid";
+
+/// PostgreSQL's system column names, which no user column may take (42701).
+const SYSTEM_COLUMNS: [&str; 6] = ["tableoid", "cmax", "xmax", "cmin", "xmin", CTID];
+
+/// 42701 if `name` is a system column's name.
+pub fn check_not_system_column(name: &str) -> Result<()> {
+    if SYSTEM_COLUMNS.contains(&name) {
+        return Err(SqlError::new(
+            sqlstate::DUPLICATE_COLUMN,
+            format!("column name \"{name}\" conflicts with a system column name"),
+        ));
+    }
+    Ok(())
+}
 
 impl RowIds {
     /// Ids starting after `last` (the largest in use, 0 if none).
@@ -272,6 +289,17 @@ impl RowIds {
 }
 
 impl SqlTable {
+    /// Whether its rows have the system column `ctid`: a table's do, a view's and a
+    /// sequence's do not. (No table has a column of that name: every version refused it.)
+    pub fn has_ctid(&self) -> bool {
+        self.kind() == RelKind::Table
+    }
+
+    /// How many values a row read from it has: its columns, then its `ctid` if it has one.
+    pub fn row_width(&self) -> usize {
+        self.columns.len() + usize::from(self.has_ctid())
+    }
+
     /// What kind of relation it is.
     pub fn kind(&self) -> RelKind {
         match (&self.sequence, &self.view) {

@@ -30,7 +30,7 @@ pub use analyze::analyze as analyze_table;
 pub use select::{select, select_each, select_first};
 
 use foreign_keys::Integrity;
-use rows::{fetch, read_row};
+use rows::{fetch, read_located};
 
 use overtake_engine::{KeyBuf, TableLock, Transaction};
 
@@ -183,7 +183,8 @@ impl<'r> Insertion<'r> {
         cx: &Context<'_>,
     ) -> Result<u64> {
         let fk = &mut self.fk;
-        insert_rows_returning(txn, self.table, columns, rows, (cx, fk), &mut |_| Ok(()))
+        let rows = (columns, rows);
+        insert_rows_returning(txn, self.table, rows, (cx, fk), false, &mut |_| Ok(()))
     }
 
     /// The statement's end: checks the foreign keys of every row inserted.
@@ -197,19 +198,26 @@ impl<'r> Insertion<'r> {
 fn insert_rows_returning(
     txn: &mut Transaction<'_>,
     table: &SqlTable,
-    columns: &[usize],
-    rows: impl IntoIterator<Item = Vec<Datum>>,
+    (columns, rows): (&[usize], impl IntoIterator<Item = Vec<Datum>>),
     (cx, fk): (&Context<'_>, &mut Integrity<'_>),
+    located: bool,
     inserted: &mut dyn FnMut(&[Datum]) -> Result<()>,
 ) -> Result<u64> {
     lock_for_writing(txn, table)?;
     let mut n = 0;
     for source in rows {
-        let row = proposed_row(table, columns, source, cx)?;
-        if let Written::Taken(taken) = write_row(txn, table, &row)? {
-            return Err(taken.error(table, &row));
-        }
+        let mut row = proposed_row(table, columns, source, cx)?;
+        let row_id = match write_row(txn, table, &row)? {
+            Written::Taken(taken) => return Err(taken.error(table, &row)),
+            Written::Row(row_id) => row_id,
+        };
         fk.inserted(table, &row);
+        if located && table.has_ctid() {
+            // Where the row is kept, as its own write shows it.
+            let key = on_conflict::engine_key(table, &row, row_id)?;
+            let id = txn.get_located(&table.engine, &key, |_, id| id)?;
+            row.push(id.map_or(Datum::Null, rows::ctid));
+        }
         inserted(&row)?;
         n += 1;
     }
@@ -342,7 +350,7 @@ fn check_not_null(table: &SqlTable, row: &[Datum]) -> Result<()> {
             c.name, table.name
         ),
     )
-    .with_detail(format!("Failing row contains ({}).", row_text(row)))
+    .with_detail(failing_row(table, row))
     .concerning(&table.name, Some(&c.name), None))
 }
 
@@ -358,7 +366,7 @@ fn check_constraints(table: &SqlTable, row: &[Datum], cx: &Context<'_>) -> Resul
                     table.name, c.name
                 ),
             )
-            .with_detail(format!("Failing row contains ({}).", row_text(row)))
+            .with_detail(failing_row(table, row))
             .concerning(&table.name, None, Some(c.name.clone())));
         }
     }
@@ -366,6 +374,12 @@ fn check_constraints(table: &SqlTable, row: &[Datum], cx: &Context<'_>) -> Resul
 }
 
 /// A row's values as PostgreSQL lists them in an error's detail (`1, null, abc`).
+/// PostgreSQL's detail of a constraint error: the row's own columns (not its `ctid`).
+fn failing_row(table: &SqlTable, row: &[Datum]) -> String {
+    let own = &row[..table.columns.len().min(row.len())];
+    format!("Failing row contains ({}).", row_text(own))
+}
+
 fn row_text(row: &[Datum]) -> String {
     row.iter()
         .map(|v| v.to_text().unwrap_or_else(|| "null".into()))
@@ -400,9 +414,9 @@ fn insert(
         None => insert_rows_returning(
             txn,
             &plan.table,
-            &plan.columns,
-            rows,
+            (&plan.columns, rows),
             (cx, &mut fk),
+            !plan.returning.is_empty(),
             &mut |row| send_returning(&plan.returning, row, cx, emit),
         )?,
         Some(on) => on_conflict::insert_rows(txn, plan, on, rows, (cx, &mut fk), emit)?,
@@ -428,7 +442,8 @@ fn for_each_target(
     let mut n = 0;
     for key in keys {
         txn.lock_row(&table.engine, &key)?;
-        let Some(latest) = txn.get(&table.engine, &key, |r| read_row(table, r))? else {
+        let latest = txn.get_located(&table.engine, &key, |r, id| read_located(table, r, id))?;
+        let Some(latest) = latest else {
             continue; // Deleted since it was found.
         };
         if !filter
@@ -532,7 +547,9 @@ fn update_row(
         let mut became = None;
         // The row's foreign keys see it as changed, not as new (below).
         let mut inserted = Integrity::none();
-        insert_rows_returning(txn, table, &all, [changed], (cx, &mut inserted), &mut |r| {
+        // A new key is a new record: the row's `ctid` is the new one's.
+        let changed = (&all[..], [changed]);
+        insert_rows_returning(txn, table, changed, (cx, &mut inserted), true, &mut |r| {
             became = Some(r.to_vec());
             Ok(())
         })

@@ -168,7 +168,7 @@ fn same_values(columns: &[usize], a: &[Datum], b: &[Datum]) -> Result<bool> {
 }
 
 /// The engine key of `row` of `table`: its primary key, or `row_id` in a table without one.
-fn engine_key(table: &SqlTable, row: &[Datum], row_id: Option<i64>) -> Result<KeyBuf> {
+pub(super) fn engine_key(table: &SqlTable, row: &[Datum], row_id: Option<i64>) -> Result<KeyBuf> {
     if let Some(id) = row_id {
         let mut kb = table.engine.key();
         kb.value(overtake_engine::Value::Int(id));

@@ -4,7 +4,7 @@
 
 use std::ops::{Bound, ControlFlow};
 
-use overtake_engine::{KeyBuf, KeyRange, ScanOptions, Transaction};
+use overtake_engine::{KeyBuf, KeyRange, RecordId, ScanOptions, Transaction};
 
 use crate::catalog::SqlTable;
 use crate::error::{Result, SqlError, sqlstate};
@@ -20,6 +20,25 @@ pub(super) fn read_row(table: &SqlTable, row: overtake_engine::RowRef<'_>) -> Ve
         .enumerate()
         .map(|(i, c)| Datum::from_value(row.get(i), c.ty))
         .collect()
+}
+
+/// A table row as values, followed by its `ctid` (`id`) if the table has one: the row as an
+/// UPDATE or DELETE reads it.
+pub(super) fn read_located(
+    table: &SqlTable,
+    row: overtake_engine::RowRef<'_>,
+    id: RecordId,
+) -> Vec<Datum> {
+    let mut values = read_row(table, row);
+    if table.has_ctid() {
+        values.push(ctid(id));
+    }
+    values
+}
+
+/// The `ctid` of the row kept at `id`.
+pub(super) fn ctid(id: RecordId) -> Datum {
+    Datum::Tid(crate::values::tid::of_record(id))
 }
 
 /// The columns of the primary key, or of secondary index `index`.
@@ -218,17 +237,22 @@ pub(super) fn fetch_each(
     let base = combined.len();
     // Run as a closure so that `combined` is the outer row again however it ends.
     let mut found = |combined: &mut Vec<Datum>| -> Result<()> {
-        let reads = reads(table, access, combined, cx)?;
+        let reads = reads(txn, table, access, combined, cx)?;
         let mut failure = None;
         let outer = combined.len();
-        combined.resize(outer + table.columns.len(), Datum::Null);
+        combined.resize(outer + table.row_width(), Datum::Null);
         // The columns the filter reads are decoded first; the others only for a row that passes
         // (a scan that keeps few rows decodes little: strings are copies).
-        let (first, mut rest) = split_columns(table, filter, outer);
+        let (first, mut rest, filter_reads_ctid) = split_columns(table, filter, outer);
         if let Some(needed) = needed {
             rest.retain(|&c| needed.get(c).copied().unwrap_or(true));
         }
-        let mut visit = |row: overtake_engine::RowRef<'_>| {
+        // The `ctid`, set only for a statement that reads it.
+        let ctid_at = table.columns.len();
+        let wants_ctid = table.has_ctid()
+            && (filter_reads_ctid
+                || needed.is_none_or(|n| n.get(ctid_at).copied().unwrap_or(true)));
+        let mut visit = |row: overtake_engine::RowRef<'_>, id: RecordId| {
             // A cancelled statement stops within a few hundred rows (a load per row would do too;
             // this keeps it off the hot path of point reads).
             *read += 1;
@@ -243,6 +267,9 @@ pub(super) fn fetch_each(
                     combined[outer + c] = Datum::from_value(row.get(c), table.columns[c].ty);
                 }
             };
+            if wants_ctid {
+                combined[outer + ctid_at] = ctid(id);
+            }
             decode(combined, &first);
             let passed = filter.iter().try_fold(true, |ok, f| {
                 Ok::<_, SqlError>(ok && f.holds(combined, cx)?)
@@ -267,21 +294,22 @@ pub(super) fn fetch_each(
         match reads {
             Reads::Nothing => {}
             Reads::Key(key) => {
-                txn.get(&table.engine, &key, &mut visit)?;
+                txn.get_located(&table.engine, &key, &mut visit)?;
             }
             Reads::Keys(keys, whole) => {
                 for key in keys {
                     let mut broke = false;
-                    let mut each = |r: overtake_engine::RowRef<'_>| {
-                        let flow = visit(r);
+                    let mut each = |r: overtake_engine::RowRef<'_>, id: RecordId| {
+                        let flow = visit(r, id);
                         broke |= flow.is_break();
                         flow
                     };
                     if whole {
-                        txn.get(&table.engine, &key, &mut each)?;
+                        txn.get_located(&table.engine, &key, &mut each)?;
                     } else {
                         let range = KeyRange::prefix(key);
-                        txn.scan(&table.engine, &range, ScanOptions::forward(), &mut each)?;
+                        let forward = ScanOptions::forward();
+                        txn.scan_located(&table.engine, &range, forward, &mut each)?;
                     }
                     if broke {
                         break;
@@ -289,10 +317,11 @@ pub(super) fn fetch_each(
                 }
             }
             Reads::Range(Some(id), range) => {
-                txn.scan_index(&table.engine, id, &range, ScanOptions::forward(), visit)?;
+                let forward = ScanOptions::forward();
+                txn.scan_index_located(&table.engine, id, &range, forward, visit)?;
             }
             Reads::Range(None, range) => {
-                txn.scan(&table.engine, &range, ScanOptions::forward(), visit)?;
+                txn.scan_located(&table.engine, &range, ScanOptions::forward(), visit)?;
             }
         }
         match failure {
@@ -315,8 +344,29 @@ enum Reads {
 }
 
 /// Where `access` reads given the outer row `outer`.
-fn reads(table: &SqlTable, access: &Access, outer: &[Datum], cx: &Context<'_>) -> Result<Reads> {
+fn reads(
+    txn: &mut Transaction<'_>,
+    table: &SqlTable,
+    access: &Access,
+    outer: &[Datum],
+    cx: &Context<'_>,
+) -> Result<Reads> {
     Ok(match access {
+        // The row a `ctid` names, found again by its key (the condition on the `ctid` stays
+        // with the scan's others: a record reused meanwhile holds another row).
+        Access::Tid(e) => {
+            let id = match e.eval(outer, cx)? {
+                Datum::Tid(t) => crate::values::tid::record(t),
+                _ => None,
+            };
+            match id {
+                Some(id) => match txn.key_of_record(&table.engine, id)? {
+                    Some(key) => Reads::Key(key),
+                    None => Reads::Nothing,
+                },
+                None => Reads::Nothing,
+            }
+        }
         Access::Key(es) => match key_of(table, None, &eval_all(es, outer, cx)?, false)? {
             Some(key) => Reads::Key(key),
             None => Reads::Nothing,
@@ -347,9 +397,13 @@ fn reads(table: &SqlTable, access: &Access, outer: &[Datum], cx: &Context<'_>) -
 }
 
 /// `table`'s columns split in two: those `filter` reads (its columns from `outer` on), and the
-/// others.
-fn split_columns(table: &SqlTable, filter: &[Expr], outer: usize) -> (Vec<usize>, Vec<usize>) {
-    let mut read = vec![false; table.columns.len()];
+/// others; and whether it reads the row's `ctid`.
+fn split_columns(
+    table: &SqlTable,
+    filter: &[Expr],
+    outer: usize,
+) -> (Vec<usize>, Vec<usize>, bool) {
+    let mut read = vec![false; table.row_width()];
     for f in filter {
         f.visit(&mut |e| {
             if let Expr::Column(i) = e
@@ -359,7 +413,9 @@ fn split_columns(table: &SqlTable, filter: &[Expr], outer: usize) -> (Vec<usize>
             }
         });
     }
-    (0..read.len()).partition(|&c| read[c])
+    let own = table.columns.len();
+    let (first, rest) = (0..own).partition(|&c| read[c]);
+    (first, rest, read.get(own).copied().unwrap_or(false))
 }
 
 /// Locks the row under `key` for writing and reads it again: the row, if it is still there
@@ -386,7 +442,9 @@ pub(super) fn lock_row(
         LockWait::SkipLocked if !txn.try_lock_row(&table.engine, key)? => return Ok(None),
         LockWait::NoWait | LockWait::SkipLocked => {}
     }
-    let Some(latest) = txn.get(&table.engine, key, |row| read_row(table, row))? else {
+    let Some(latest) =
+        txn.get_located(&table.engine, key, |row, id| read_located(table, row, id))?
+    else {
         return Ok(None);
     };
     let mut combined = outer.to_vec();

@@ -22,6 +22,7 @@ fn access_line(table: &SqlTable, shown: &str, access: &Access) -> String {
             "Index Scan using {}_pkey on {}{alias} (one row by its primary key)",
             table.name, table.name
         ),
+        Access::Tid(_) => format!("Tid Scan on {}{alias}", table.name),
         Access::Keys(keys) => {
             let columns = keys.first().map_or(0, Vec::len);
             let what = if columns == table.primary_key.len() {

@@ -22,6 +22,8 @@ pub enum Access {
     Scan,
     /// One row by its whole primary key (values in key order).
     Key(Vec<Expr>),
+    /// The row whose `ctid` equals the expression (PostgreSQL's TID scan).
+    Tid(Expr),
     /// The rows of a list of whole primary keys (`k IN (1, 2)`, `(a, b) IN ((1, 2), (3, 4))`),
     /// each read once however often it is listed.
     Keys(Vec<Vec<Expr>>),
@@ -391,6 +393,7 @@ impl PlanNode {
                 match &source.access {
                     Access::Scan => {}
                     Access::Key(es) => es.iter().for_each(&mut each),
+                    Access::Tid(e) => each(e),
                     Access::Keys(keys) => keys.iter().flatten().for_each(&mut each),
                     Access::Range {
                         eq, lower, upper, ..

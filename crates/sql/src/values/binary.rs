@@ -72,6 +72,7 @@ pub fn encode<B: BufMut + AsMut<[u8]>>(v: &Datum, ty: SqlType, buf: &mut B) -> O
             buf.put_u8(1);
             buf.put_slice(t.as_bytes());
         }
+        (Datum::Tid(t), _) => buf.put_slice(&crate::values::tid::to_binary(*t)),
         (Datum::Text(t), SqlType::Uuid) => {
             let hex: String = t.chars().filter(|c| *c != '-').collect();
             buf.put_u128(u128::from_str_radix(&hex, 16).unwrap_or_default());
@@ -205,6 +206,9 @@ pub fn decode(b: &[u8], ty: SqlType) -> Result<Datum, SqlError> {
         ),
         SqlType::Array(e) => decode_array(b, ty, e.ty())?,
         SqlType::Bytea => Datum::Text(crate::values::bytea::from_bytes(b)),
+        SqlType::Tid => Datum::Tid(crate::values::tid::from_binary(
+            fixed(6)?.try_into().expect("6 bytes"),
+        )),
         SqlType::Uuid => {
             let bits = u128::from_be_bytes(fixed(16)?.try_into().expect("16 bytes"));
             Datum::parse(&format!("{bits:032x}"), ty)?

@@ -42,6 +42,8 @@ pub enum Datum {
     /// Microseconds since midnight.
     Time(i64),
     Interval(Interval),
+    /// A `tid`: block and offset as `block << 16 | offset` (see `values::tid`).
+    Tid(u64),
     /// A one-dimensional array's elements.
     Array(Vec<Datum>),
 }
@@ -73,6 +75,7 @@ impl Datum {
             Datum::Numeric(n) => Datum::Numeric(n.clone()),
             Datum::Text(s) => Datum::Text(s.clone()),
             Datum::Interval(i) => Datum::Interval(*i),
+            Datum::Tid(t) => Datum::Tid(*t),
             Datum::Array(items) => Datum::Array(items.clone()),
             other => other.clone(),
         }
@@ -266,6 +269,7 @@ impl Datum {
             (Value::Int(v), SqlType::Time) => Datum::Time(v),
             (Value::Timestamp(t), SqlType::TimestampTz) => Datum::TimestampTz(t),
             (Value::Int(v), SqlType::Float8) => Datum::Float(key_to_float(v)),
+            (Value::Int(v), SqlType::Tid) => Datum::Tid(v as u64),
             (Value::Int(v), _) => Datum::Int(v),
             (Value::Decimal(d), _) => Datum::Numeric(Num::from_units(d.units(), d.scale())),
             (Value::Numeric(bytes), _) => match NumericParts::decode(bytes) {
@@ -287,6 +291,7 @@ impl Datum {
             (Datum::Bool(b), _) => Value::Int(i64::from(*b)),
             (Datum::Float(v), _) => Value::Int(float_to_key(*v)),
             (Datum::Int(v), _) => Value::Int(*v),
+            (Datum::Tid(t), _) => Value::Int(*t as i64),
             (Datum::Numeric(n), _) => match ty.column_type(false) {
                 overtake_engine::ColumnType::Decimal { scale, .. } => {
                     let units = n.units_at(scale).ok_or_else(out_of_range)?;
@@ -381,6 +386,7 @@ impl Datum {
                 }
             })?),
             SqlType::Uuid => Datum::Text(uuid_text(t).ok_or_else(|| invalid_text(ty, text))?),
+            SqlType::Tid => Datum::Tid(crate::values::tid::parse(text)?),
             // Not trimmed: spaces are bytes of an escape-form value.
             SqlType::Bytea => Datum::Text(crate::values::bytea::parse(text)?),
             SqlType::Json => Datum::Text(crate::values::json::parse_json(text)?),
@@ -428,6 +434,7 @@ impl Datum {
             Datum::Date(d) => time::format_date(*d),
             Datum::Time(t) => time::format_time(*t),
             Datum::Interval(iv) => iv.to_string(),
+            Datum::Tid(t) => crate::values::tid::text(*t),
             Datum::Array(values) => format_array(values),
         })
     }
@@ -527,6 +534,7 @@ impl Datum {
                 Datum::Time(t.rem_euclid(time::MICROS_PER_DAY))
             }
             (Datum::Interval(iv), SqlType::Interval) => Datum::Interval(iv),
+            (Datum::Tid(t), SqlType::Tid) => Datum::Tid(t),
             (Datum::Array(values), SqlType::Array(e)) => Datum::Array(
                 values
                     .into_iter()
@@ -557,6 +565,7 @@ impl Datum {
             Datum::Date(_) => "date",
             Datum::Time(_) => "time without time zone",
             Datum::Interval(_) => "interval",
+            Datum::Tid(_) => "tid",
             Datum::Array(_) => "array",
         }
     }
@@ -581,6 +590,7 @@ impl Datum {
             (Timestamp(a) | TimestampTz(a), Timestamp(b) | TimestampTz(b)) => a.cmp(b),
             (Date(a), Date(b)) | (Time(a), Time(b)) => a.cmp(b),
             (Interval(a), Interval(b)) => a.cmp(b),
+            (Tid(a), Tid(b)) => a.cmp(b),
             // Arrays compare element by element (NULL elements equal to each other and after
             // every value, as PostgreSQL's array comparison has them), then by length.
             (Array(a), Array(b)) => {
@@ -621,6 +631,7 @@ impl Datum {
             Datum::Date(_) => SqlType::Date,
             Datum::Time(_) => SqlType::Time,
             Datum::Interval(_) => SqlType::Interval,
+            Datum::Tid(_) => SqlType::Tid,
             Datum::Array(values) => {
                 let elem = values
                     .iter()

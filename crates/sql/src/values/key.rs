@@ -65,6 +65,7 @@ fn hash_value<H: Hasher>(v: &Datum, h: &mut H) {
         Datum::Numeric(n) => n.hash_value(h),
         Datum::Text(s) => s.hash(h),
         Datum::Interval(i) => (i.months, i.days, i.micros).hash(h),
+        Datum::Tid(t) => t.hash(h),
         Datum::Array(items) => {
             items.len().hash(h);
             for item in items {

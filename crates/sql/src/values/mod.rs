@@ -3,7 +3,7 @@
 //! values in flight with PostgreSQL's comparison and arithmetic (`datum`), rows of values as hash
 //! keys (`key`), decimals of any precision (`numeric`), dates and timestamps (`time`) and
 //! intervals (`interval`),
-//! JSON documents (`json`), PostgreSQL's binary format of values (`binary`). Pure
+//! JSON documents (`json`), row locations (`tid`), PostgreSQL's binary format of values (`binary`). Pure
 //! computation on values: never reaches the catalog, a transaction or a plan.
 
 pub mod array;
@@ -16,5 +16,6 @@ pub mod interval;
 pub mod json;
 pub mod key;
 pub mod numeric;
+pub mod tid;
 pub mod time;
 pub mod types;

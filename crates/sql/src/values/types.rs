@@ -93,6 +93,9 @@ pub enum SqlType {
     RegType,
     /// `regnamespace`: a schema's object id, written as its name.
     RegNamespace,
+    /// `tid`: where a row is kept, written `(block,offset)` (a table's `ctid`; see
+    /// `values::tid`).
+    Tid,
     /// A one-dimensional array of values of one type (`integer[]`, `text[]`, ...).
     Array(ArrayElem),
 }
@@ -199,7 +202,12 @@ impl ArrayElem {
             SqlType::Timestamp => ArrayElem::Timestamp,
             SqlType::TimestampTz => ArrayElem::TimestampTz,
             SqlType::Interval => ArrayElem::Interval,
-            SqlType::Uuid | SqlType::Bytea | SqlType::Json | SqlType::Jsonb | SqlType::Array(_) => {
+            SqlType::Uuid
+            | SqlType::Bytea
+            | SqlType::Json
+            | SqlType::Jsonb
+            | SqlType::Tid
+            | SqlType::Array(_) => {
                 return None;
             }
         })
@@ -276,6 +284,7 @@ impl SqlType {
             SqlType::Time => "time without time zone".into(),
             SqlType::Interval => "interval".into(),
             SqlType::Uuid => "uuid".into(),
+            SqlType::Tid => "tid".into(),
             SqlType::Bytea => "bytea".into(),
             SqlType::Json => "json".into(),
             SqlType::Jsonb => "jsonb".into(),
@@ -308,6 +317,7 @@ impl SqlType {
             SqlType::Time => 1083,
             SqlType::Interval => 1186,
             SqlType::Uuid => 2950,
+            SqlType::Tid => 27,
             SqlType::Bytea => 17,
             SqlType::Json => 114,
             SqlType::Jsonb => 3802,
@@ -339,6 +349,7 @@ impl SqlType {
             1083 => SqlType::Time,
             1186 => SqlType::Interval,
             2950 => SqlType::Uuid,
+            27 => SqlType::Tid,
             17 => SqlType::Bytea,
             114 => SqlType::Json,
             3802 => SqlType::Jsonb,
@@ -439,6 +450,7 @@ impl SqlType {
             SqlType::Date => ColumnType::Int32,
             SqlType::Time => ColumnType::Int64,
             SqlType::Uuid => ColumnType::VarChar(36),
+            SqlType::Tid => ColumnType::Int64,
             // Two hex digits a byte after `\x`.
             SqlType::Bytea if in_key => ColumnType::VarChar(TEXT_KEY_MAX),
             SqlType::Bytea => ColumnType::VarChar(TEXT_MAX),
@@ -569,6 +581,7 @@ impl SqlType {
                     Some("varchar") => SqlType::VarChar(LENGTH_MAX),
                     Some("timestamptz") => SqlType::TimestampTz,
                     Some("uuid") => SqlType::Uuid,
+                    Some("tid") => SqlType::Tid,
                     Some("bytea") => SqlType::Bytea,
                     Some("json") => SqlType::Json,
                     Some("jsonb") => SqlType::Jsonb,

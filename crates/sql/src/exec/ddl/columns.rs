@@ -58,7 +58,8 @@ pub(super) fn alter(
             column,
             if_not_exists,
         } => {
-            if old.column(&column.name).is_some() || column.name == crate::catalog::ROW_ID_COLUMN {
+            crate::catalog::check_not_system_column(&column.name)?;
+            if old.column(&column.name).is_some() {
                 if *if_not_exists {
                     return Ok(("ALTER TABLE", Vec::new()));
                 }
@@ -121,7 +122,8 @@ pub(super) fn alter(
                     format!("column \"{from}\" does not exist"),
                 )
             })?;
-            if old.column(to).is_some() || to == crate::catalog::ROW_ID_COLUMN {
+            crate::catalog::check_not_system_column(to)?;
+            if old.column(to).is_some() {
                 return Err(exists(to));
             }
             refuse_owned(tables, &old, from, "RENAME COLUMN")?;

@@ -519,11 +519,8 @@ pub fn execute_in(
                 }
                 return Err(relation_exists(name));
             }
-            if columns.iter().any(|c| c.name == ROW_ID_COLUMN) {
-                return Err(SqlError::new(
-                    sqlstate::DUPLICATE_COLUMN,
-                    format!("column name \"{ROW_ID_COLUMN}\" conflicts with a system column name"),
-                ));
+            for c in columns {
+                crate::catalog::check_not_system_column(&c.name)?;
             }
             let acl = Acl::owned_by(tables.actor);
             let oid = catalog.new_oids(SqlTable::OIDS);
