@@ -515,3 +515,98 @@ pub(super) fn grantees(grantees: &[ast::Grantee]) -> Result<Vec<String>> {
         })
         .collect()
 }
+
+/// The type `ALTER COLUMN ... TYPE` changes a column to: a serial is no type there (42704),
+/// as in PostgreSQL.
+pub(super) fn altered_type(ty: &ast::DataType) -> Result<SqlType> {
+    if serial_type(ty).is_some() {
+        return Err(SqlError::new(
+            sqlstate::UNDEFINED_OBJECT,
+            format!(
+                "type \"{}\" does not exist",
+                ty.to_string().to_ascii_lowercase()
+            ),
+        ));
+    }
+    SqlType::from_ast(ty)
+}
+
+/// How `ALTER COLUMN ... TYPE ty [USING using]` makes column `column` of `table`'s new values:
+/// `None` if each is its old value converted (which PostgreSQL does without `USING` only by an
+/// implicit or assignment cast: 42804 otherwise), else the bound `USING` expression over the
+/// table's columns (a value of its own, converted the same way).
+pub(crate) fn converted_column(
+    tables: Tables<'_>,
+    table: &crate::catalog::SqlTable,
+    column: usize,
+    ty: SqlType,
+    using: Option<&ast::Expr>,
+) -> Result<Option<Expr>> {
+    let name = &table.columns[column].name;
+    let Some(using) = using else {
+        if table.columns[column].ty.assignable_to(ty) {
+            return Ok(None);
+        }
+        return Err(SqlError::new(
+            sqlstate::DATATYPE_MISMATCH,
+            format!(
+                "column \"{name}\" cannot be cast automatically to type {}",
+                ty.name()
+            ),
+        )
+        .with_hint(format!(
+            "You might need to specify \"USING {name}::{}\".",
+            ty.name()
+        )));
+    };
+    let scope = crate::bind::access::table_scope(table, &table.name);
+    let (expr, from) = Binder::new(tables, &[]).expr(using, &scope, &mut None)?;
+    let mut refused = None;
+    expr.visit(&mut |e| match e {
+        Expr::Init(_) | Expr::SubPlan(_) | Expr::InInit { .. } => {
+            refused = Some("cannot use subquery in transform expression");
+        }
+        Expr::Param(_) => refused = Some("there is no parameter $1"),
+        _ => {}
+    });
+    if let Some(message) = refused {
+        return Err(SqlError::new(sqlstate::FEATURE_NOT_SUPPORTED, message));
+    }
+    if !from.assignable_to(ty) && !matches!(expr, Expr::Literal(_)) {
+        return Err(SqlError::new(
+            sqlstate::DATATYPE_MISMATCH,
+            format!(
+                "result of USING clause for column \"{name}\" cannot be cast automatically to type {}",
+                ty.name()
+            ),
+        )
+        .with_hint("You might need to add an explicit cast."));
+    }
+    Ok(Some(expr))
+}
+
+/// `checks` of table `table` bound again over its columns as they become (`columns`): a
+/// column's new type changes what a constraint's expression means, as PostgreSQL rebinds it.
+/// Names and texts stay.
+pub(crate) fn rebound_checks(
+    tables: Tables<'_>,
+    table: &str,
+    columns: &[SqlColumn],
+    checks: &[Check],
+) -> Result<Vec<Check>> {
+    let mut parsed = Vec::with_capacity(checks.len());
+    for c in checks {
+        let e = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
+            .try_with_sql(&c.sql)
+            .and_then(|mut p| p.parse_expr())
+            .map_err(|e| {
+                SqlError::new(
+                    sqlstate::INTERNAL_ERROR,
+                    format!("check constraint \"{}\" cannot be read again: {e}", c.name),
+                )
+            })?;
+        parsed.push((c.name.clone(), e));
+    }
+    let asts = parsed.iter().map(|(n, e)| (Some(n.clone()), e)).collect();
+    bind_checks(tables, table, columns, asts)
+}

@@ -29,7 +29,7 @@ pub(crate) mod arrays;
 mod bytea;
 mod ddl;
 mod json;
-pub(crate) use ddl::relation_name;
+pub(crate) use ddl::{converted_column, rebound_checks, relation_name};
 mod constraint;
 pub(crate) mod dml;
 mod expr;

@@ -277,6 +277,13 @@ pub fn prepare_in(
                             name,
                             default: None,
                         },
+                        ast::AlterColumnOperation::SetDataType {
+                            data_type, using, ..
+                        } => ColumnChange::Type {
+                            name,
+                            ty: crate::bind::ddl::altered_type(data_type)?,
+                            using: using.clone().map(Box::new),
+                        },
                         other => {
                             return Err(SqlError::unsupported(format!("ALTER COLUMN ... {other}")));
                         }

@@ -312,6 +312,13 @@ pub enum ColumnChange {
         name: String,
         nullable: bool,
     },
+    /// `[SET DATA] TYPE ty [USING expression]` (the expression is bound over the table's
+    /// columns when the change runs).
+    Type {
+        name: String,
+        ty: SqlType,
+        using: Option<Box<sqlparser::ast::Expr>>,
+    },
 }
 
 /// `INSERT ... ON CONFLICT`: the unique indexes whose taken values it handles (its arbiters)

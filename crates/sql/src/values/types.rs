@@ -402,6 +402,27 @@ impl SqlType {
         )
     }
 
+    /// Whether a value of this type converts to `to` without being asked to (PostgreSQL's
+    /// implicit and assignment casts: what `ALTER COLUMN ... TYPE` applies without `USING`):
+    /// numbers among themselves, anything to a string type, strings among themselves, dates
+    /// and times among themselves, json and jsonb, object ids and integers, and arrays whose
+    /// elements do.
+    pub fn assignable_to(self, to: SqlType) -> bool {
+        use SqlType::*;
+        let time = |t: SqlType| matches!(t, Date | Timestamp | TimestampTz);
+        match (self, to) {
+            (a, b) if a == b => true,
+            (_, Text | VarChar(_) | Char(_) | Name) => true,
+            (a, b) if a.is_numeric() && b.is_numeric() => true,
+            (a, b) if time(a) && time(b) => true,
+            (Timestamp | TimestampTz, Time) => true,
+            (Json | Jsonb, Json | Jsonb) => true,
+            (Int2 | Int4 | Int8, Oid) | (Oid, Int4 | Int8) => true,
+            (Array(a), Array(b)) => a.ty().assignable_to(b.ty()),
+            _ => false,
+        }
+    }
+
     /// Whether values are numbers.
     pub fn is_numeric(self) -> bool {
         matches!(
@@ -592,5 +613,40 @@ impl SqlType {
             }
             other => return Err(SqlError::unsupported(format!("type {other}"))),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ArrayElem, SqlType};
+
+    #[test]
+    fn assignment_conversions_are_postgresqls() {
+        use SqlType::*;
+        for (from, to) in [
+            (Int4, Int8),
+            (Int8, Int2),
+            (Numeric(None), Int4),
+            (Bool, Text),
+            (Uuid, VarChar(40)),
+            (Text, VarChar(3)),
+            (Date, TimestampTz),
+            (Timestamp, Date),
+            (Json, Jsonb),
+            (Array(ArrayElem::Int4), Array(ArrayElem::Int8)),
+        ] {
+            assert!(from.assignable_to(to), "{from:?} to {to:?}");
+        }
+        for (from, to) in [
+            (Text, Int4),
+            (Int4, Bool),
+            (Bool, Int4),
+            (Text, Date),
+            (Int4, Date),
+            (Text, Uuid),
+            (Array(ArrayElem::Text), Array(ArrayElem::Int4)),
+        ] {
+            assert!(!from.assignable_to(to), "{from:?} to {to:?}");
+        }
     }
 }

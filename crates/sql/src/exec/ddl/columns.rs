@@ -1,7 +1,8 @@
 //! `ALTER TABLE` on columns: `ADD COLUMN`, `DROP COLUMN`, `RENAME COLUMN` and `ALTER COLUMN
-//! SET|DROP DEFAULT`, `SET|DROP NOT NULL`, each a rebuild of the table with its new columns
-//! (rows copied, a new column filled with its default as PostgreSQL fills it), under the same
-//! table locks as any rebuild.
+//! SET|DROP DEFAULT`, `SET|DROP NOT NULL`, `[SET DATA] TYPE ... [USING ...]`, each a rebuild of
+//! the table with its new columns (rows copied, a new column filled with its default as
+//! PostgreSQL fills it, a column of a new type converted), under the same table locks as any
+//! rebuild.
 //!
 //! Must never leave the stored catalog describing what it cannot read back: a change that would
 //! (a CHECK constraint's text naming a renamed column, a serial's sequence owned by a column
@@ -31,6 +32,7 @@ pub(super) fn alter(
         ColumnChange::Rename { .. } => "RENAME COLUMN",
         ColumnChange::Default { .. } => "ALTER COLUMN ... SET DEFAULT",
         ColumnChange::Nullable { .. } => "ALTER COLUMN ... SET NOT NULL",
+        ColumnChange::Type { .. } => "ALTER COLUMN ... SET DATA TYPE",
     };
     let what = format!("ALTER action {action} cannot be performed on");
     let old = table_to_change(tables, table, &what)?;
@@ -41,6 +43,8 @@ pub(super) fn alter(
     let mut checks = old.checks.clone();
     let mut foreign_keys = old.foreign_keys.clone();
     let mut sources: Vec<Option<usize>> = (0..columns.len()).map(Some).collect();
+    // A column whose values a `USING` expression makes, and the expression.
+    let mut computed: Option<(usize, crate::expr::Expr)> = None;
     let missing = |name: &str| {
         SqlError::new(
             sqlstate::UNDEFINED_COLUMN,
@@ -153,17 +157,32 @@ pub(super) fn alter(
             }
             columns[at].nullable = *nullable;
         }
+        ColumnChange::Type { name, ty, using } => {
+            let at = old.column(name).ok_or_else(|| missing(name))?;
+            // A foreign key's columns must keep types that compare with the other side's.
+            if !referenced(tables, &old, name).is_empty()
+                || old.foreign_keys.iter().any(|f| f.columns.contains(&at))
+            {
+                return Err(SqlError::unsupported(
+                    "ALTER COLUMN ... TYPE of a column in a foreign key",
+                ));
+            }
+            let using = using.as_deref();
+            let converted = crate::bind::converted_column(*tables, &old, at, *ty, using)?;
+            computed = converted.map(|e| (at, e));
+            columns[at].ty = *ty;
+            if checks.iter().any(|c| reads(&c.expr, at)) {
+                checks = crate::bind::rebound_checks(*tables, table, &columns, &checks)?;
+            }
+        }
     }
     let shape = (columns, primary_key, indexes);
     let constraints = (checks, foreign_keys);
-    let rebuilt = rebuild_with(
-        tables.catalog,
-        txn,
-        &old,
-        shape,
-        constraints,
-        Some(&sources),
-    )?;
+    let sources = super::Sources {
+        columns: &sources,
+        computed: computed.as_ref().map(|(at, e)| (*at, e)),
+    };
+    let rebuilt = rebuild_with(tables.catalog, txn, &old, shape, constraints, Some(sources))?;
     // A view reading the column keeps the table as it is (PostgreSQL's dependency).
     let broken = super::view::broken_readers(tables, &rebuilt);
     if let Some(view) = broken.first() {
@@ -177,6 +196,13 @@ pub(super) fn alter(
                     .collect();
                 super::still_depended_on(&what, &lines)
             }
+            ColumnChange::Type { name, .. } => SqlError::new(
+                sqlstate::FEATURE_NOT_SUPPORTED,
+                "cannot alter type of a column used by a view or rule",
+            )
+            .with_detail(format!(
+                "rule _RETURN on view {view} depends on column \"{name}\""
+            )),
             ColumnChange::Rename { from, .. } => SqlError::new(
                 sqlstate::FEATURE_NOT_SUPPORTED,
                 format!(

@@ -282,31 +282,59 @@ fn not_a(name: &str, kind: &str) -> SqlError {
     )
 }
 
-/// Copies every row of `old` into `new` in `txn`: column `i` of `new` takes column
-/// `sources[i]` of `old`, or its default where that is `None`.
+/// Where a rebuilt table's columns come from: column `i` of the new table takes column
+/// `sources[i]` of the old one, or its default where that is `None`; and, with `computed`,
+/// the new column it names takes instead the value of its expression over the old row (an
+/// `ALTER COLUMN ... TYPE ... USING`).
+#[derive(Clone, Copy)]
+pub(super) struct Sources<'a> {
+    pub(super) columns: &'a [Option<usize>],
+    pub(super) computed: Option<(usize, &'a crate::expr::Expr)>,
+}
+
+/// Copies every row of `old` into `new` in `txn`, each column from where `sources` says (the
+/// value converted to the new column's type as an assignment converts it).
 fn copy_rows(
     txn: &mut Transaction<'_>,
     old: &SqlTable,
     new: &SqlTable,
-    sources: &[Option<usize>],
+    sources: Sources<'_>,
 ) -> Result<()> {
-    let taken: Vec<usize> = sources.iter().filter_map(|s| *s).collect();
+    let taken: Vec<usize> = sources.columns.iter().filter_map(|s| *s).collect();
+    let into: Vec<usize> = (0..new.columns.len())
+        .filter(|&i| sources.columns[i].is_some())
+        .collect();
+    let cx = Context::new(&[], crate::values::time::now_micros());
+    // The computed column's place among those copied.
+    let computed = sources
+        .computed
+        .and_then(|(col, e)| Some((into.iter().position(|&i| i == col)?, e)));
     let mut rows = Vec::new();
+    let mut failure = None;
     // Validated: under REPEATABLE READ or SERIALIZABLE the snapshot may predate a commit the
     // rebuild's lock waited out, and then the rebuild must fail rather than leave it behind.
     let options = ScanOptions::forward().validated();
     txn.scan(&old.engine, &KeyRange::all(), options, |r| {
-        rows.push(
-            taken
-                .iter()
-                .map(|&i| Datum::from_value(r.get(i), old.columns[i].ty))
-                .collect::<Vec<_>>(),
-        );
+        let mut row: Vec<Datum> = taken
+            .iter()
+            .map(|&i| Datum::from_value(r.get(i), old.columns[i].ty))
+            .collect();
+        if let Some((at, e)) = computed {
+            let whole = crate::exec::rows::read_row(old, r);
+            match e.eval(&whole, &cx) {
+                Ok(v) => row[at] = v,
+                Err(err) => {
+                    failure = Some(err);
+                    return std::ops::ControlFlow::Break(());
+                }
+            }
+        }
+        rows.push(row);
         std::ops::ControlFlow::Continue(())
     })?;
-    let into: Vec<usize> = (0..new.columns.len())
-        .filter(|&i| sources[i].is_some())
-        .collect();
+    if let Some(err) = failure {
+        return Err(err);
+    }
     // A column that becomes NOT NULL must hold no NULL (checked first, as PostgreSQL does).
     for (i, c) in new.columns.iter().enumerate() {
         let nulls = match into.iter().position(|&n| n == i) {
@@ -323,7 +351,6 @@ fn copy_rows(
             ));
         }
     }
-    let cx = Context::new(&[], crate::values::time::now_micros());
     insert_rows(txn, (new, None), &into, rows, &cx)?;
     Ok(())
 }
@@ -403,7 +430,7 @@ fn rebuild_with(
     old: &Arc<SqlTable>,
     shape: Shape,
     constraints: Constraints,
-    sources: Option<&[Option<usize>]>,
+    sources: Option<Sources<'_>>,
 ) -> Result<Change> {
     rebuild_checked(catalog, txn, old, shape, constraints, false, sources)
 }
@@ -417,7 +444,7 @@ fn rebuild_checked(
     (columns, primary_key, indexes): Shape,
     (checks, foreign_keys): Constraints,
     empty: bool,
-    sources: Option<&[Option<usize>]>,
+    sources: Option<Sources<'_>>,
 ) -> Result<Change> {
     lock_for_rebuild(txn, old)?;
     stored::check_current(txn, catalog.stored(), old)?;
@@ -438,7 +465,10 @@ fn rebuild_checked(
                 Some(s) => s,
                 None => {
                     same = (0..old.columns.len()).map(Some).collect();
-                    &same
+                    Sources {
+                        columns: &same,
+                        computed: None,
+                    }
                 }
             };
             copy_rows(txn, old, &new, sources)?;
