@@ -13,6 +13,7 @@ pub mod sqlstate {
     pub const UNDEFINED_COLUMN: &str = "42703";
     pub const UNDEFINED_FUNCTION: &str = "42883";
     pub const UNDEFINED_OBJECT: &str = "42704";
+    pub const GENERATED_ALWAYS: &str = "428C9";
     pub const DUPLICATE_TABLE: &str = "42P07";
     pub const DUPLICATE_OBJECT: &str = "42710";
     pub const DUPLICATE_COLUMN: &str = "42701";

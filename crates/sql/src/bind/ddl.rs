@@ -191,6 +191,7 @@ pub(super) fn added_column(tables: Tables<'_>, c: &ast::ColumnDef) -> Result<Sql
         ty: SqlType::from_ast(&c.data_type)?,
         nullable: true,
         default: None,
+        identity: None,
     };
     for o in &c.options {
         match &o.option {
@@ -230,6 +231,7 @@ pub(super) fn create_table(tables: Tables<'_>, ct: &ast::CreateTable) -> Result<
             },
             nullable: true,
             default: None,
+            identity: None,
         };
         if serial.is_some() {
             sequences.push(column_sequence(&table_name, &mut column, &[])?);
@@ -237,11 +239,16 @@ pub(super) fn create_table(tables: Tables<'_>, ct: &ast::CreateTable) -> Result<
         for o in &c.options {
             match &o.option {
                 ColumnOption::Generated {
-                    generated_as: ast::GeneratedAs::ByDefault | ast::GeneratedAs::Always,
+                    generated_as:
+                        generated @ (ast::GeneratedAs::ByDefault | ast::GeneratedAs::Always),
                     sequence_options,
                     generation_expr: None,
                     ..
                 } if column.default.is_none() => {
+                    column.identity = Some(match generated {
+                        ast::GeneratedAs::Always => crate::catalog::Identity::Always,
+                        _ => crate::catalog::Identity::ByDefault,
+                    });
                     if !matches!(column.ty, SqlType::Int2 | SqlType::Int4 | SqlType::Int8) {
                         return Err(SqlError::new(
                             sqlstate::INVALID_PARAMETER_VALUE,

@@ -11,7 +11,7 @@ use crate::bind::access::{choose_access, conjuncts, row_scope, table_scope};
 use crate::bind::select::output_name;
 use crate::bind::{Binder, check_assignable, ident, object_name};
 use crate::catalog::references::References;
-use crate::catalog::{RelKind, SqlTable};
+use crate::catalog::{Identity, RelKind, SqlColumn, SqlTable};
 use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::Expr;
 use crate::plan::copy::{CopyFormat, CopyOptions};
@@ -123,11 +123,9 @@ impl Binder<'_> {
                     let mut bound = Vec::with_capacity(row.len());
                     for (e, &col) in row.iter().zip(&columns) {
                         let column = &table.columns[col];
-                        // `DEFAULT` in VALUES: the column's default (NULL without one).
-                        if let ast::Expr::Identifier(id) = e
-                            && id.quote_style.is_none()
-                            && id.value.eq_ignore_ascii_case("default")
-                        {
+                        // `DEFAULT` in VALUES: the column's default (NULL without one); so is
+                        // a value for an identity column under OVERRIDING USER VALUE.
+                        if is_default(e) || identity_value(column, insert.overriding.as_ref())? {
                             bound.push(
                                 column
                                     .default
@@ -151,6 +149,13 @@ impl Binder<'_> {
                     return Err(SqlError::syntax(
                         "INSERT has more expressions than target columns",
                     ));
+                }
+                for &col in &columns[..cols.len()] {
+                    if identity_value(&table.columns[col], insert.overriding.as_ref())? {
+                        return Err(SqlError::unsupported(
+                            "INSERT ... OVERRIDING USER VALUE with a query",
+                        ));
+                    }
                 }
                 InsertSource::Select(Box::new(plan))
             }
@@ -230,6 +235,40 @@ impl Binder<'_> {
         Ok((choose_access(table, 0, &filter), filter))
     }
 
+    /// The value `SET column = value` gives a row's `column`, bound over `scope`: `DEFAULT`
+    /// is the column's default (NULL without one), which is all a `GENERATED ALWAYS` identity
+    /// column may be set to (428C9 otherwise).
+    pub(super) fn assignment(
+        &mut self,
+        column: &SqlColumn,
+        value: &ast::Expr,
+        scope: &[ScopeColumn],
+    ) -> Result<Expr> {
+        if is_default(value) {
+            let default = column.default.as_ref();
+            return Ok(default.map_or(Expr::Literal(Datum::Null), |d| d.expr.clone()));
+        }
+        if column.identity == Some(Identity::Always) {
+            return Err(SqlError::new(
+                sqlstate::GENERATED_ALWAYS,
+                format!("column \"{}\" can only be updated to DEFAULT", column.name),
+            )
+            .with_detail(format!(
+                "Column \"{}\" is an identity column defined as GENERATED ALWAYS.",
+                column.name
+            )));
+        }
+        let (x, ty) = self.folded(value, scope, &mut None)?;
+        self.infer(&x, column.ty);
+        check_assignable(ty, column.ty, &column.name)?;
+        // A constant is converted to the column's type now, as PostgreSQL's planner folds the
+        // conversion: a value that does not fit fails even if no row is updated.
+        Ok(match x {
+            Expr::Literal(d) if !d.is_null() => Expr::Literal(d.cast(column.ty)?),
+            x => x,
+        })
+    }
+
     pub(crate) fn update(
         &mut self,
         update: &ast::Update,
@@ -247,17 +286,7 @@ impl Binder<'_> {
             };
             let name = object_name(name)?;
             let col = self.target_columns(&table, std::slice::from_ref(&name))?[0];
-            let (x, ty) = self.folded(&a.value, &scope, &mut None)?;
-            let column = &table.columns[col];
-            self.infer(&x, column.ty);
-            check_assignable(ty, column.ty, &column.name)?;
-            // A constant is converted to the column's type now, as PostgreSQL's planner folds
-            // the conversion: a value that does not fit fails even if no row is updated.
-            let x = match x {
-                Expr::Literal(d) if !d.is_null() => Expr::Literal(d.cast(column.ty)?),
-                x => x,
-            };
-            assignments.push((col, x));
+            assignments.push((col, self.assignment(&table.columns[col], &a.value, &scope)?));
         }
         let (access, filter) = self.row_filter(&table, &alias, update.selection.as_ref())?;
         let (returning, out) = self.returning(update.returning.as_ref(), &scope)?;
@@ -414,5 +443,37 @@ fn alias_of(factor: &TableFactor) -> Option<String> {
     match factor {
         TableFactor::Table { alias: Some(a), .. } => Some(ident(&a.name)),
         _ => None,
+    }
+}
+
+/// Whether `e` is the keyword `DEFAULT` (in VALUES or an UPDATE's SET).
+fn is_default(e: &ast::Expr) -> bool {
+    matches!(e, ast::Expr::Identifier(id)
+        if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("default"))
+}
+
+/// Whether a value an INSERT gives `column` is replaced by its default: under `OVERRIDING USER
+/// VALUE` for an identity column. A value for a `GENERATED ALWAYS` identity column is refused
+/// (428C9) unless `OVERRIDING SYSTEM VALUE` says to take it, as in PostgreSQL.
+fn identity_value(column: &SqlColumn, overriding: Option<&ast::InsertOverriding>) -> Result<bool> {
+    let Some(identity) = column.identity else {
+        return Ok(false);
+    };
+    match overriding {
+        Some(ast::InsertOverriding::User) => Ok(true),
+        Some(ast::InsertOverriding::System) => Ok(false),
+        None if identity == Identity::Always => Err(SqlError::new(
+            sqlstate::GENERATED_ALWAYS,
+            format!(
+                "cannot insert a non-DEFAULT value into column \"{}\"",
+                column.name
+            ),
+        )
+        .with_detail(format!(
+            "Column \"{}\" is an identity column defined as GENERATED ALWAYS.",
+            column.name
+        ))
+        .with_hint("Use OVERRIDING SYSTEM VALUE to override.")),
+        None => Ok(false),
     }
 }

@@ -9,7 +9,7 @@
 use sqlparser::ast::{self, AssignmentTarget, ConflictTarget, OnConflictAction};
 
 use crate::bind::access::table_scope;
-use crate::bind::{Binder, check_assignable, ident, object_name, require_boolean};
+use crate::bind::{Binder, ident, object_name, require_boolean};
 use crate::catalog::SqlTable;
 use crate::error::{Result, SqlError, sqlstate};
 use crate::plan::{ConflictUpdate, OnConflict};
@@ -88,11 +88,7 @@ impl Binder<'_> {
                 }
                 [] => return Err(SqlError::syntax("an assignment without a column")),
             };
-            let (x, ty) = self.folded(&a.value, &scope, &mut None)?;
-            let column = &table.columns[col];
-            self.infer(&x, column.ty);
-            check_assignable(ty, column.ty, &column.name)?;
-            assignments.push((col, x));
+            assignments.push((col, self.assignment(&table.columns[col], &a.value, &scope)?));
         }
         let filter = match &u.selection {
             None => None,

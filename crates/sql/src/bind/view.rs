@@ -148,6 +148,7 @@ pub(super) fn create(tables: Tables<'_>, cv: &ast::CreateView) -> Result<Ddl> {
             ty: c.ty,
             nullable: true,
             default: None,
+            identity: None,
         });
     }
     let view = View {

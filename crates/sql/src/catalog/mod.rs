@@ -50,6 +50,28 @@ pub struct SqlColumn {
     pub nullable: bool,
     /// The `DEFAULT` expression (no columns), if declared.
     pub default: Option<ColumnDefault>,
+    /// For an identity column, which kind (its default is its sequence's `nextval`).
+    pub identity: Option<Identity>,
+}
+
+/// What kind of identity column a column is (`GENERATED ... AS IDENTITY`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Identity {
+    /// `ALWAYS`: an INSERT gives it a value only with `OVERRIDING SYSTEM VALUE`, an UPDATE
+    /// only `DEFAULT` (428C9 otherwise).
+    Always,
+    /// `BY DEFAULT`: a value given is taken.
+    ByDefault,
+}
+
+impl Identity {
+    /// `pg_attribute.attidentity`'s letter.
+    pub fn letter(self) -> &'static str {
+        match self {
+            Identity::Always => "a",
+            Identity::ByDefault => "d",
+        }
+    }
 }
 
 /// A CHECK constraint: its name, its condition over the table's row, and the condition's SQL

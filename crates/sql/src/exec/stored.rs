@@ -23,7 +23,7 @@ use overtake_engine::{
 use crate::bind::statement::{parse, prepare};
 use crate::catalog::acl::{Acl, Grantee};
 use crate::catalog::{
-    Catalog, ForeignKey, ROW_ID_COLUMN, RowIds, SqlColumn, SqlIndex, SqlTable, UniqueKeys,
+    Catalog, ForeignKey, Identity, ROW_ID_COLUMN, RowIds, SqlColumn, SqlIndex, SqlTable, UniqueKeys,
 };
 use crate::error::{Result, SqlError, sqlstate};
 use crate::plan::{Command, Ddl, IndexKind};
@@ -255,6 +255,7 @@ pub(crate) fn sequence_columns() -> Vec<SqlColumn> {
         ty,
         nullable: false,
         default: None,
+        identity: None,
     })
     .collect()
 }
@@ -357,8 +358,37 @@ fn describe(table: &SqlTable) -> String {
             f.on_update.sql()
         ));
     }
+    // An identity column is kept as the serial it works as (its sequence is kept apart), its
+    // kind in a comment.
+    for (i, c) in table.columns.iter().enumerate() {
+        if let Some(identity) = c.identity {
+            sql.push_str(&format!("\n{IDENTITY_LINE}{i} {}", identity.letter()));
+        }
+    }
     describe_rest(table, &mut sql);
     sql
+}
+
+/// How a line giving an identity column's position and kind starts.
+const IDENTITY_LINE: &str = "-- identity ";
+
+/// Marks the identity columns among `columns` a description's lines name.
+fn kept_identities(description: &str, columns: &mut [SqlColumn]) {
+    for line in description.lines() {
+        let Some((at, letter)) = line
+            .strip_prefix(IDENTITY_LINE)
+            .and_then(|l| l.split_once(' '))
+        else {
+            continue;
+        };
+        let identity = match letter {
+            "a" => Identity::Always,
+            _ => Identity::ByDefault,
+        };
+        if let Some(c) = at.parse().ok().and_then(|i: usize| columns.get_mut(i)) {
+            c.identity = Some(identity);
+        }
+    }
 }
 
 /// The lines every description ends with: the owner, the grants and the object ids.
@@ -441,7 +471,11 @@ fn restore(catalog: &Catalog, described: &Described) -> Result<SqlTable> {
             primary_key,
             checks,
             ..
-        })) => (name, columns, primary_key, None, checks),
+        })) => {
+            let mut columns = columns;
+            kept_identities(&described.description, &mut columns);
+            (name, columns, primary_key, None, checks)
+        }
         Some(Command::Ddl(Ddl::CreateView {
             name,
             columns,

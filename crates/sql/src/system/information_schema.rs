@@ -5,6 +5,7 @@
 //! `text`, `text` and `integer`).
 
 use super::{DATABASE_NAME, Row, Schema, Snapshot, SystemRelation};
+use crate::catalog::Identity;
 use crate::values::builtin_types::builtin;
 use crate::values::datum::Datum;
 use crate::values::types::SqlType::{self, *};
@@ -110,7 +111,12 @@ fn columns(s: &Snapshot) -> Vec<Vec<Datum>> {
             let mut row = of_table(Row::nulls(COLUMNS), "table", &t.name)
                 .set("column_name", c.name.as_str())
                 .set("ordinal_position", (i + 1) as i64)
-                .set("column_default", c.default.as_ref().map(|d| d.sql.clone()))
+                .set(
+                    "column_default",
+                    (c.default.as_ref())
+                        .filter(|_| c.identity.is_none())
+                        .map(|d| d.sql.clone()),
+                )
                 .set("is_nullable", yes(c.nullable))
                 .set("data_type", data_type)
                 .set("udt_catalog", DATABASE_NAME)
@@ -118,7 +124,14 @@ fn columns(s: &Snapshot) -> Vec<Vec<Datum>> {
                 .set("udt_name", udt)
                 .set("dtd_identifier", (i + 1).to_string())
                 .set("is_self_referencing", "NO")
-                .set("is_identity", "NO")
+                .set("is_identity", yes(c.identity.is_some()))
+                .set(
+                    "identity_generation",
+                    c.identity.map(|i| match i {
+                        Identity::Always => "ALWAYS".to_owned(),
+                        Identity::ByDefault => "BY DEFAULT".to_owned(),
+                    }),
+                )
                 .set("identity_cycle", "NO")
                 .set("is_generated", "NEVER")
                 .set("is_updatable", yes(t.view.is_none()));

@@ -237,7 +237,9 @@ fn attributes(s: &Snapshot) -> Vec<Vec<Datum>> {
             out.push(
                 attribute(t.oid, &c.name, i + 1, c.ty)
                     .set("attnotnull", !c.nullable)
-                    .set("atthasdef", c.default.is_some())
+                    // An identity column's value comes from its sequence, not a default.
+                    .set("atthasdef", c.default.is_some() && c.identity.is_none())
+                    .set("attidentity", c.identity.map_or("", |i| i.letter()))
                     .done(),
             );
         }
@@ -518,7 +520,7 @@ fn defaults(s: &Snapshot) -> Vec<Vec<Datum>> {
     let mut out = Vec::new();
     for t in &s.tables {
         for (i, c) in t.columns.iter().enumerate() {
-            if let Some(d) = &c.default {
+            if let Some(d) = c.default.as_ref().filter(|_| c.identity.is_none()) {
                 out.push(
                     Row::new(PG_ATTRDEF)
                         .set("oid", default_oid(t.oid, i + 1))
@@ -585,7 +587,7 @@ fn sequences(s: &Snapshot) -> Vec<Vec<Datum>> {
 const PG_CLASS_OID: u32 = 1259;
 
 /// The dependencies tools read: a serial or identity column's sequence on the column (`a`,
-/// automatic: it goes with the table).
+/// automatic: it goes with the table; `i`, internal, for an identity column's).
 fn dependencies(s: &Snapshot) -> Vec<Vec<Datum>> {
     let mut out = Vec::new();
     for seq in &s.tables {
@@ -609,7 +611,15 @@ fn dependencies(s: &Snapshot) -> Vec<Vec<Datum>> {
                 .set("refclassid", PG_CLASS_OID)
                 .set("refobjid", owner.oid)
                 .set("refobjsubid", (attnum + 1) as i64)
-                .set("deptype", "a")
+                // An identity column's sequence is internal to it; a serial's goes with it.
+                .set(
+                    "deptype",
+                    if owner.columns[attnum].identity.is_some() {
+                        "i"
+                    } else {
+                        "a"
+                    },
+                )
                 .done(),
         );
     }
