@@ -119,6 +119,29 @@ impl Binder<'_> {
                 let l = self.snapshot()?.role_names();
                 (lookup_expr(one(args)?, l), SqlType::Name)
             }
+            // The fork other than the main one (`fsm`, `vm`, `init`) has nothing here.
+            "pg_relation_size" if args.len() == 2 => {
+                let size = lookup_expr(args[0].clone(), self.snapshot()?.relation_sizes(false));
+                let main = Expr::Binary(
+                    crate::expr::BinOp::Eq,
+                    Box::new(args[1].clone()),
+                    Box::new(Expr::Literal(Datum::Text("main".into()))),
+                );
+                let e = Expr::Case {
+                    operand: None,
+                    whens: vec![(main, size)],
+                    otherwise: Some(Box::new(Expr::Literal(Datum::Int(0)))),
+                };
+                (e, SqlType::Int8)
+            }
+            "pg_relation_size" | "pg_table_size" => {
+                let l = self.snapshot()?.relation_sizes(false);
+                (lookup_expr(one(args)?, l), SqlType::Int8)
+            }
+            "pg_total_relation_size" => {
+                let l = self.snapshot()?.relation_sizes(true);
+                (lookup_expr(one(args)?, l), SqlType::Int8)
+            }
             "pg_table_is_visible" => {
                 let l = self.snapshot()?.visible_relations();
                 (lookup_expr(one(args)?, l), SqlType::Bool)
