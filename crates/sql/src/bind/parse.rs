@@ -145,6 +145,14 @@ pub fn parse(sql: &str) -> Result<Vec<Ast>> {
 
 /// [`parse`] after its special statements (COPY, FETCH and MOVE) are taken care of.
 fn parse_statements(sql: &str) -> Result<Vec<Ast>> {
+    if let Some(selects) = tables_as_selects(sql) {
+        return parse_statements_read(&selects);
+    }
+    parse_statements_read(sql)
+}
+
+/// [`parse_statements`] once `TABLE name` is spelt as the query it stands for.
+fn parse_statements_read(sql: &str) -> Result<Vec<Ast>> {
     // sqlparser reads `CREATE USER` as Snowflake's (options as `key = value`); PostgreSQL's is
     // CREATE ROLE with LOGIN by default, and is read as that.
     if let Some((rewritten, users)) = create_users_as_roles(sql) {
@@ -202,6 +210,40 @@ fn create_users_as_roles(sql: &str) -> Option<(String, Vec<usize>)> {
         return None;
     }
     Some((tokens.iter().map(ToString::to_string).collect(), users))
+}
+
+/// `sql` with each `TABLE name` query (PostgreSQL's `SELECT * FROM name`, which sqlparser
+/// does not read) spelt as that: where a query starts (a statement, a parenthesis, after a
+/// set operation); `None` if there is none.
+fn tables_as_selects(sql: &str) -> Option<String> {
+    use sqlparser::tokenizer::{Token, Tokenizer};
+    if !mentions(sql, b"table") {
+        return None;
+    }
+    let mut tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;
+    let solid = statement_tokens(&tokens);
+    let mut found = false;
+    for (n, &(i, statement)) in solid.iter().enumerate() {
+        if !is_word(&tokens[i], "table") {
+            continue;
+        }
+        let before = n.checked_sub(1).map(|p| solid[p]);
+        let starts_query = match before {
+            None => true,
+            Some((_, s)) if s != statement => true,
+            Some((p, _)) => {
+                matches!(tokens[p], Token::LParen)
+                    || ["union", "intersect", "except", "all", "distinct"]
+                        .iter()
+                        .any(|w| is_word(&tokens[p], w))
+            }
+        };
+        if starts_query {
+            tokens[i] = Token::make_word("SELECT * FROM", None);
+            found = true;
+        }
+    }
+    found.then(|| tokens.iter().map(ToString::to_string).collect())
 }
 
 /// Whether `sql` has `word` in it anywhere, in any case: a cheap test before tokenizing.
