@@ -4,8 +4,9 @@
 //!
 //! A record id names a record's slot, which holds every version of the row: unlike
 //! PostgreSQL's tuple ids it stays the same when the row is updated, and it is handed to a new
-//! row only after the row it named was deleted and collected. Nothing here takes a lock or
-//! records a read: a caller that acts on the row reads it again by its key.
+//! row only after the row it named was deleted and collected. The located scans and reads
+//! check, lock and record as the plain ones do; finding a record's key takes no lock and
+//! records no read: a caller that acts on the row reads it again by that key.
 
 use std::ops::ControlFlow;
 

@@ -15,6 +15,7 @@ use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::Expr;
 use crate::plan::{Ddl, GrantOn};
 use crate::sequence::{Sequence, SequenceOptions};
+use crate::values::datum::Datum;
 use crate::values::types::SqlType;
 
 pub(super) fn index_columns(cols: &[ast::IndexColumn]) -> Result<Vec<String>> {
@@ -579,7 +580,9 @@ pub(crate) fn converted_column(
     if let Some(message) = refused {
         return Err(SqlError::new(sqlstate::FEATURE_NOT_SUPPORTED, message));
     }
-    if !from.assignable_to(ty) && !matches!(expr, Expr::Literal(_)) {
+    // An untyped literal (`USING '2020-01-01'`) is read as the new type.
+    let untyped = matches!(expr, Expr::Literal(Datum::Text(_) | Datum::Null));
+    if !from.assignable_to(ty) && !untyped {
         return Err(SqlError::new(
             sqlstate::DATATYPE_MISMATCH,
             format!(

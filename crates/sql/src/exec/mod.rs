@@ -373,13 +373,13 @@ fn check_constraints(table: &SqlTable, row: &[Datum], cx: &Context<'_>) -> Resul
     Ok(())
 }
 
-/// A row's values as PostgreSQL lists them in an error's detail (`1, null, abc`).
 /// PostgreSQL's detail of a constraint error: the row's own columns (not its `ctid`).
 fn failing_row(table: &SqlTable, row: &[Datum]) -> String {
     let own = &row[..table.columns.len().min(row.len())];
     format!("Failing row contains ({}).", row_text(own))
 }
 
+/// A row's values as PostgreSQL lists them in an error's detail (`1, null, abc`).
 fn row_text(row: &[Datum]) -> String {
     row.iter()
         .map(|v| v.to_text().unwrap_or_else(|| "null".into()))
@@ -547,9 +547,9 @@ fn update_row(
         let mut became = None;
         // The row's foreign keys see it as changed, not as new (below).
         let mut inserted = Integrity::none();
-        // A new key is a new record: the row's `ctid` is the new one's.
+        // A new key is a new record: the row's `ctid` (for RETURNING) is the new one's.
         let changed = (&all[..], [changed]);
-        insert_rows_returning(txn, table, changed, (cx, &mut inserted), true, &mut |r| {
+        insert_rows_returning(txn, table, changed, (cx, &mut inserted), keep, &mut |r| {
             became = Some(r.to_vec());
             Ok(())
         })

@@ -355,7 +355,12 @@ fn reads(
         // The row a `ctid` names, found again by its key (the condition on the `ctid` stays
         // with the scan's others: a record reused meanwhile holds another row).
         Access::Tid(e) => {
-            let id = match e.eval(outer, cx)? {
+            // A value of another type (a text column's) is read as a tid, as the condition
+            // compares it.
+            let id = match e
+                .eval(outer, cx)?
+                .cast(crate::values::types::SqlType::Tid)?
+            {
                 Datum::Tid(t) => crate::values::tid::record(t),
                 _ => None,
             };
