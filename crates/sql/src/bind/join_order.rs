@@ -1,5 +1,5 @@
-//! The order a FROM list's tables are joined in, when it names three or more without explicit
-//! joins (`FROM a, b, c WHERE ...`): greedy orders from each source first, the cheapest kept.
+//! The order a FROM list's tables are joined in, when it names two or more without explicit
+//! joins (`FROM a, b WHERE ...`): greedy orders from each source first, the cheapest kept.
 //! A source's rows are as the engine counts them, scaled by the share of its ANALYZE sample
 //! the conditions on it alone keep (fixed shares without one). From the first, each time the
 //! source the conditions connect to those joined whose rows each joined row finds most
@@ -47,7 +47,7 @@ pub(super) fn choose(
     filters: &[Vec<Expr>],
 ) -> Option<Vec<usize>> {
     let n = sources.len();
-    if n < 3 || select.from.len() != n || select.from.iter().any(|t| !t.joins.is_empty()) {
+    if n < 2 || select.from.len() != n || select.from.iter().any(|t| !t.joins.is_empty()) {
         return None;
     }
     let first_column = sources[0].offset;
@@ -138,10 +138,14 @@ pub(super) fn choose(
     }
     // Distinct values of `e` (over source `c`'s columns alone), if `c` was analyzed.
     // Each estimated once: the greedy orders ask for the same ones many times, and an
-    // expression's is evaluated over the whole sample.
+    // expression's is evaluated over the whole sample. A column is known by its position (the
+    // lookups below ask with a temporary), another expression by the condition holding it.
     let estimated = std::cell::RefCell::new(std::collections::HashMap::new());
     let distinct = |c: usize, e: &Expr| {
-        let key = (c, e as *const Expr);
+        let key = match e {
+            Expr::Column(i) => (c, false, *i),
+            _ => (c, true, e as *const Expr as usize),
+        };
         if let Some(d) = estimated.borrow().get(&key) {
             return *d;
         }
@@ -264,7 +268,9 @@ pub(super) fn choose(
     let from = |start: usize| -> Option<(Vec<usize>, f64)> {
         let mut order = vec![start];
         let mut joined_rows = rows[start];
-        let mut cost = bases[start] + joined_rows;
+        // The first is read whole, or through an index its constants select.
+        let first_reads = per_row(start, &[]).1.unwrap_or(bases[start]);
+        let mut cost = first_reads + joined_rows;
         while order.len() < n {
             let next = smallest(&order, &|c| {
                 connected(c, &order).then(|| per_row(c, &order).0)

@@ -198,7 +198,10 @@ impl Binder<'_> {
                     _,
                 ) => {
                     let t = object_name(n)?;
-                    let own = scope.iter().enumerate().filter(|(_, c)| !c.outer);
+                    let own = scope
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, c)| !c.outer && !c.system);
                     for (i, c) in own.filter(|(_, c)| c.table == t) {
                         projection.push(Expr::Column(i));
                         columns.push(OutputColumn {
