@@ -43,14 +43,20 @@ pub(crate) struct FromWhere {
 impl FromWhere {
     /// Where condition `c` is checked: at the level of the last source it reads (the first when
     /// it reads none, or only an enclosing query's columns); on a left join's level, after its
-    /// NULLs.
-    fn place(&mut self, c: Expr) {
+    /// NULLs. A WHERE condition (`after_outer_joins`) on sources a right or full join may
+    /// give NULLs for is checked after that join's NULLs too.
+    fn place(&mut self, c: Expr, after_outer_joins: bool) {
         let level = c.max_column().map_or(0, |col| {
             self.sources
                 .iter()
                 .rposition(|s| s.offset <= col)
                 .unwrap_or(0)
         });
+        let last_right = self.sources.iter().rposition(|s| s.right.is_some());
+        if after_outer_joins && let Some(r) = last_right.filter(|&r| r >= level) {
+            self.after_join[r].push(c);
+            return;
+        }
         if self.sources.get(level).is_some_and(|s| s.left) {
             self.after_join[level].push(c);
         } else {
@@ -232,7 +238,7 @@ impl Binder<'_> {
     ) -> Result<FromWhere> {
         let (init, work_tables) = (self.init.len(), self.work_tables);
         // `a RIGHT JOIN b` is joined as `b LEFT JOIN a`, its columns shown as written.
-        if let Some((swapped, written_order)) = right_joins_as_left(select)? {
+        if let Some((swapped, written_order)) = right_joins_as_left(select) {
             let mut fw = self.bind_from_where_as_written(&swapped, outer, false)?;
             fw.from_order = Some(written_order);
             return Ok(fw);
@@ -271,25 +277,42 @@ impl Binder<'_> {
                 ..c.clone()
             })
             .collect();
-        // Inner joins' conditions (applied as WHERE's are), and left joins' with their level.
+        // Inner joins' conditions (applied as WHERE's are), and left, right and full joins' with
+        // their level.
         let mut on = Vec::new();
         let mut left_on = Vec::new();
+        let mut right_on = Vec::new();
         // USING's equalities, bound already (with their left join's level, if one).
         let mut using: Vec<(Option<usize>, Expr)> = Vec::new();
         for twj in &select.from {
             self.add_source(&twj.relation, &mut sources, &mut scope)?;
             for join in &twj.joins {
-                let (constraint, left) = match &join.join_operator {
-                    JoinOperator::Join(c) | JoinOperator::Inner(c) => (c, false),
-                    JoinOperator::CrossJoin(c) => (c, false),
-                    JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (c, true),
+                let (constraint, left, right) = match &join.join_operator {
+                    JoinOperator::Join(c) | JoinOperator::Inner(c) => (c, false, false),
+                    JoinOperator::CrossJoin(c) => (c, false, false),
+                    JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (c, true, false),
+                    // (A RIGHT JOIN written first was made a LEFT JOIN: `right_joins_as_left`.)
+                    JoinOperator::Right(c) | JoinOperator::RightOuter(c) => (c, false, true),
+                    JoinOperator::FullOuter(c) => (c, true, true),
                     other => return Err(SqlError::unsupported(join_kind(other))),
                 };
                 self.add_source(&join.relation, &mut sources, &mut scope)?;
                 let level = sources.len() - 1;
                 sources[level].left = left;
+                if right {
+                    sources[level].right = Some(Default::default());
+                }
                 match constraint {
+                    JoinConstraint::On(e) if right => right_on.push((level, e)),
                     JoinConstraint::On(e) if left => left_on.push((level, e)),
+                    JoinConstraint::None if right => {
+                        return Err(SqlError::syntax("RIGHT or FULL JOIN without ON"));
+                    }
+                    JoinConstraint::Using(_) if right => {
+                        return Err(SqlError::unsupported(
+                            "FULL JOIN ... USING, or RIGHT JOIN ... USING after another join (write ON)",
+                        ));
+                    }
                     JoinConstraint::On(e) => on.push(e),
                     JoinConstraint::None if left => {
                         return Err(SqlError::syntax("LEFT JOIN without ON"));
@@ -325,8 +348,23 @@ impl Binder<'_> {
             }
         }
         let mut conditions = Vec::new();
+        // Beside a right or full join, an inner join's conditions hold where it is written (they
+        // choose the rows the outer join matches), and WHERE's after it (see `place`).
+        let outer_joined = sources.iter().any(|s| s.right.is_some());
+        let mut inner_on = Vec::new();
         let per_row = std::mem::replace(&mut self.per_row_ok, true);
-        for e in on.into_iter().chain(plain) {
+        for e in &on {
+            let bound = self.folded(e, &scope, &mut None)?.0;
+            conjuncts(
+                bound,
+                if outer_joined {
+                    &mut inner_on
+                } else {
+                    &mut conditions
+                },
+            );
+        }
+        for e in plain {
             let bound = self.folded(e, &scope, &mut None);
             conjuncts(bound?.0, &mut conditions);
         }
@@ -359,7 +397,35 @@ impl Binder<'_> {
             from_order: None,
         };
         for c in conditions {
-            fw.place(c);
+            fw.place(c, true);
+        }
+        for c in inner_on {
+            if holds_subplan(&c) {
+                return Err(SqlError::unsupported(
+                    "a subquery in a JOIN's ON beside a RIGHT or FULL JOIN",
+                ));
+            }
+            fw.place(c, false);
+        }
+        // A right or full join's ON conditions are checked between each outer row and each of
+        // its rows (read once: see `exec::select::right_join`).
+        for (level, e) in right_on {
+            let (bound, _) = self.folded(e, &fw.scope, &mut None)?;
+            let mut mine = Vec::new();
+            conjuncts(bound, &mut mine);
+            if mine.iter().any(holds_subplan) {
+                return Err(SqlError::unsupported(
+                    "a subquery in a RIGHT or FULL JOIN's ON",
+                ));
+            }
+            if fw.sources[level].left {
+                full_join_condition(&mine, &fw.sources, level)?;
+            }
+            order_conditions(&mut mine);
+            let s = &fw.sources[level];
+            let keys =
+                hash_keys(s.offset..s.offset + s.width, &mine, &fw.scope).unwrap_or_default();
+            fw.sources[level].right = Some(crate::plan::RightJoinOn { on: mine, keys });
         }
         // A left join's ON conditions choose the rows it joins: checked in its scan, however
         // few of its columns they read.
@@ -483,7 +549,7 @@ impl Binder<'_> {
             } else {
                 equal
             };
-            inner.place(condition);
+            inner.place(condition, true);
             // The new condition may give a source a better access.
             for (s, f) in inner.sources.iter_mut().zip(&inner.filters) {
                 if let Relation::Table(t) = &s.relation {
@@ -540,6 +606,7 @@ impl Binder<'_> {
             width,
             access: Access::Scan,
             left: false,
+            right: None,
         });
         Ok(())
     }
@@ -590,6 +657,7 @@ impl Binder<'_> {
             width: columns.len(),
             access: Access::Scan,
             left: false,
+            right: None,
         });
         Ok(())
     }
@@ -686,6 +754,7 @@ impl Binder<'_> {
                 width: cte.columns.len(),
                 access: Access::Scan,
                 left: false,
+                right: None,
             });
             return Ok(());
         }
@@ -752,6 +821,7 @@ impl Binder<'_> {
             width: scope.len() - offset,
             access: Access::Scan,
             left: false,
+            right: None,
         });
         Ok(())
     }
@@ -759,28 +829,27 @@ impl Binder<'_> {
 
 /// `select` with each `a RIGHT JOIN b ON c` that starts a FROM item written `b LEFT JOIN a ON
 /// c` (the same rows), and for each source in the order written, its position in the order
-/// joined; `None` if there is no RIGHT JOIN. A RIGHT JOIN after another join (whose left side
-/// is itself a join) is not offered.
-fn right_joins_as_left(select: &ast::Select) -> Result<Option<(ast::Select, Vec<usize>)>> {
+/// joined; `None` if there is no such RIGHT JOIN. A RIGHT JOIN after another join (whose left
+/// side is itself a join) stays one (see `PlanNode::NestedLoop`).
+fn right_joins_as_left(select: &ast::Select) -> Option<(ast::Select, Vec<usize>)> {
     let right = |j: &ast::Join| {
         matches!(
             j.join_operator,
             JoinOperator::Right(_) | JoinOperator::RightOuter(_)
         )
     };
-    if !select.from.iter().any(|t| t.joins.iter().any(right)) {
-        return Ok(None);
+    if !select
+        .from
+        .iter()
+        .any(|t| t.joins.first().is_some_and(right))
+    {
+        return None;
     }
     let mut swapped = select.clone();
     let mut order = Vec::new();
     for twj in &mut swapped.from {
         let at = order.len();
         order.extend(at..at + 1 + twj.joins.len());
-        if twj.joins.iter().skip(1).any(right) {
-            return Err(SqlError::unsupported(
-                "RIGHT JOIN after another join (write it first, or as a LEFT JOIN)",
-            ));
-        }
         let Some(first) = twj.joins.first_mut().filter(|j| right(j)) else {
             continue;
         };
@@ -792,7 +861,44 @@ fn right_joins_as_left(select: &ast::Select) -> Result<Option<(ast::Select, Vec<
         first.join_operator = JoinOperator::LeftOuter(constraint);
         order.swap(at, at + 1);
     }
-    Ok(Some((swapped, order)))
+    Some((swapped, order))
+}
+
+/// PostgreSQL's refusal of a FULL JOIN it cannot run as a merge or hash join: one whose ON
+/// `conditions` hold no equality of an expression of the left side's columns with one of the
+/// right side's (source `level`'s), yet compare columns otherwise (`a.k < b.k`, `a.id > 1`,
+/// an OR). An enclosing query's columns count as constants.
+fn full_join_condition(conditions: &[Expr], sources: &[Source], level: usize) -> Result<()> {
+    let first = sources[0].offset;
+    let inner = sources[level].offset..sources[level].offset + sources[level].width;
+    // Which sides an expression reads: (left, right).
+    let sides = |e: &Expr| {
+        let (mut left, mut right) = (false, false);
+        e.visit(&mut |x| {
+            if let Expr::Column(c) = x {
+                left |= (first..inner.start).contains(c);
+                right |= inner.contains(c);
+            }
+        });
+        (left, right)
+    };
+    let joins_by_equality = conditions.iter().any(|c| match c {
+        Expr::Binary(BinOp::Eq, l, r) => matches!(
+            (sides(l), sides(r)),
+            ((true, false), (false, true)) | ((false, true), (true, false))
+        ),
+        _ => false,
+    });
+    let compares_otherwise = conditions
+        .iter()
+        .any(|c| !matches!(c, Expr::Binary(BinOp::Eq, ..)) && sides(c) != (false, false));
+    if !joins_by_equality && compares_otherwise {
+        return Err(SqlError::new(
+            sqlstate::FEATURE_NOT_SUPPORTED,
+            "FULL JOIN is only supported with merge-joinable or hash-joinable join conditions",
+        ));
+    }
+    Ok(())
 }
 
 /// The name of a join this binder does not take, for its error.

@@ -7,7 +7,7 @@ use crate::bind::from::FromWhere;
 use crate::bind::set_ops::Tail;
 use crate::bind::window::{Windows, place_windows};
 use crate::bind::{Binder, Grouping, ScopeColumn, has_aggregate, ident, object_name};
-use crate::error::{Result, SqlError};
+use crate::error::{Result, SqlError, sqlstate};
 use crate::expr::Expr;
 use crate::plan::{Aggregate, OutputColumn, SelectParts, SelectPlan, SortKey};
 
@@ -107,6 +107,7 @@ impl Binder<'_> {
             post_filter,
             from_order,
         } = self.bind_from_where(select, outer)?;
+        refuse_nullable_locks(query.locks, &sources)?;
 
         // Grouping.
         let group_asts: Vec<&ast::Expr> = match &select.group_by {
@@ -488,6 +489,33 @@ fn refuse_windows(select: &ast::Select) -> Result<()> {
             return Err(SqlError::new(
                 crate::error::sqlstate::WINDOWING_ERROR,
                 format!("window functions are not allowed in {clause}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// PostgreSQL's refusal of a locking clause on a table an outer join may give NULLs for (the
+/// inner side of a left join, each side before a right join, both of a full join): all of them
+/// unless it names its tables (`OF`).
+fn refuse_nullable_locks(locks: &[ast::LockClause], sources: &[crate::plan::Source]) -> Result<()> {
+    let last_right = sources.iter().rposition(|s| s.right.is_some());
+    let nullable = |i: usize| sources[i].left || last_right.is_some_and(|r| i < r);
+    for lock in locks {
+        let named = match &lock.of {
+            Some(name) => Some(object_name(name)?),
+            None => None,
+        };
+        let refused = (0..sources.len())
+            .filter(|&i| named.as_ref().is_none_or(|n| *n == sources[i].name))
+            .any(nullable);
+        if refused {
+            return Err(SqlError::new(
+                sqlstate::FEATURE_NOT_SUPPORTED,
+                format!(
+                    "FOR {} cannot be applied to the nullable side of an outer join",
+                    lock.lock_type
+                ),
             ));
         }
     }

@@ -170,11 +170,16 @@ fn tree_lines(n: &PlanNode, lock_rows: bool, out: &mut Vec<String>, depth: usize
             outer,
             inner,
             left,
+            right,
             filter,
         } => (
-            match left {
-                Some(_) => "Nested Loop Left Join".into(),
-                None => "Nested Loop".into(),
+            match (left, right) {
+                (Some(_), Some(r)) if !r.keys.is_empty() => "Hash Full Join".into(),
+                (Some(_), Some(_)) => "Nested Loop Full Join".into(),
+                (None, Some(r)) if !r.keys.is_empty() => "Hash Right Join".into(),
+                (None, Some(_)) => "Nested Loop Right Join".into(),
+                (Some(_), None) => "Nested Loop Left Join".into(),
+                (None, None) => "Nested Loop".into(),
             },
             filter.len(),
             vec![outer, inner],

@@ -15,7 +15,7 @@ pub mod window;
 
 pub use select::{
     Access, AggCall, AggFunc, Aggregate, InitKind, InitPlan, LockWait, PlanNode, Relation,
-    SelectParts, SelectPlan, SetFunc, SetOp, SortKey, Source, ViewRead,
+    RightJoinOn, SelectParts, SelectPlan, SetFunc, SetOp, SortKey, Source, ViewRead,
 };
 
 use std::sync::Arc;

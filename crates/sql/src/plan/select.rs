@@ -152,8 +152,11 @@ pub struct Source {
     pub offset: usize,
     pub width: usize,
     pub access: Access,
-    /// Joined to the sources before it by a LEFT JOIN.
+    /// Joined to the sources before it by a LEFT JOIN (or a FULL JOIN: `right` too).
     pub left: bool,
+    /// Joined to the sources before it by a RIGHT or FULL JOIN (a RIGHT JOIN written first
+    /// is bound as a LEFT JOIN instead, whose lookups an index serves).
+    pub right: Option<RightJoinOn>,
     /// A hash join (`Access::Hash` keys) its key range may give way to during a run: where
     /// each of many lookups reads a large part of the table (an index on a column of few
     /// values), the table is read once into a hash table instead (see `exec::select`).
@@ -180,6 +183,15 @@ impl Source {
             | Relation::Function { .. } => None,
         }
     }
+}
+
+/// A right or full join's ON conditions, and the equalities among them that hash its inner
+/// rows (see `bind::access::hash_keys`: each its inner side's expression and the outer side's;
+/// none: each outer row is compared with every inner row).
+#[derive(Debug, Default)]
+pub struct RightJoinOn {
+    pub on: Vec<Expr>,
+    pub keys: Vec<(Expr, Expr)>,
 }
 
 /// Aggregate functions.
@@ -266,10 +278,15 @@ pub enum PlanNode {
     /// `filter` holds; a left join (`nulls`: the inner side's width) also keeps an outer row
     /// `inner` finds nothing for, with NULLs for the inner side's columns. (`filter` is where a
     /// left join's WHERE conditions on its inner side go: they apply after the NULLs.)
+    ///
+    /// A right or full join (`right`: its ON conditions) reads `inner` once, joins each of its
+    /// rows to each outer row the conditions hold for, and at the end also keeps each inner row
+    /// no outer row matched, with NULLs for the outer side's columns.
     NestedLoop {
         outer: Box<PlanNode>,
         inner: Box<PlanNode>,
         left: Option<usize>,
+        right: Option<RightJoinOn>,
         filter: Vec<Expr>,
     },
     /// The rows of `outer` for which `inner` (run under each) finds a row (a semi join: `EXISTS`,
@@ -411,7 +428,16 @@ impl PlanNode {
                 }
                 filter.iter().for_each(&mut each);
             }
-            PlanNode::NestedLoop { filter, .. } => filter.iter().for_each(&mut each),
+            PlanNode::NestedLoop { filter, right, .. } => {
+                filter.iter().for_each(&mut each);
+                if let Some(right) = right {
+                    right.on.iter().for_each(&mut each);
+                    right.keys.iter().for_each(|(k, e)| {
+                        each(k);
+                        each(e);
+                    });
+                }
+            }
             PlanNode::Values { rows, .. } => rows.iter().flatten().for_each(&mut each),
             PlanNode::SetOp { .. } | PlanNode::RecursiveUnion { .. } => {}
             PlanNode::Aggregate { aggregate: a, .. } => a
@@ -598,6 +624,7 @@ pub fn join_tree(
     for ((mut source, filter), after) in scans {
         let filter = std::mem::take(filter);
         let left = source.left.then_some(source.width);
+        let right = source.right.take();
         // A locking read locks each row as it finds it, as its scan does.
         if lock.is_some() && matches!(source.access, Access::Hash(_)) {
             source.access = Access::Scan;
@@ -613,6 +640,7 @@ pub fn join_tree(
                 outer: Box::new(outer),
                 inner: Box::new(scan),
                 left,
+                right,
                 filter: after,
             },
         });

@@ -5,8 +5,8 @@
 //! (`Context::memory`). A sink answering `false` stops the nodes under it: a LIMIT that has its
 //! rows ends the scan.
 //!
-//! Scans are in `scan`, hash joins in `hash_join`, window functions in `window`, set
-//! operations and recursive queries in `set_ops`.
+//! Scans are in `scan`, hash joins in `hash_join`, right and full joins in `right_join`, window
+//! functions in `window`, set operations and recursive queries in `set_ops`.
 //!
 //! Nothing here blocks a worker: lock waits of `FOR UPDATE` park the task.
 
@@ -51,6 +51,7 @@ impl Budget {
 }
 
 mod hash_join;
+mod right_join;
 mod row_store;
 mod scan;
 mod set_ops;
@@ -307,6 +308,23 @@ fn node(
             outer,
             inner,
             left,
+            right: Some(on),
+            filter,
+        } => {
+            let join = right_join::RightJoin {
+                outer,
+                inner,
+                left: *left,
+                on,
+                filter,
+            };
+            right_join::right_join(&join, run, row, sink)
+        }
+        PlanNode::NestedLoop {
+            outer,
+            inner,
+            left,
+            right: None,
             filter,
         } => node(outer, run, row, &mut |run, r| {
             // Each inner read may find a row or two: the join checks between them.
