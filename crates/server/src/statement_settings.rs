@@ -85,6 +85,18 @@ impl overtake_sql::expr::Settings for StatementSettings {
             .cloned()
     }
 
+    fn all(&self) -> Vec<(String, String, Option<String>)> {
+        let region = overtake_runtime::NoPreemptGuard::new();
+        self.values
+            .lock(&region)
+            .iter()
+            .map(|(name, value)| {
+                let default = default_value(name).map(str::to_owned);
+                (name.clone(), value.clone(), default)
+            })
+            .collect()
+    }
+
     fn set(&self, name: &str, value: Option<&str>, local: bool) -> Result<String, SqlError> {
         if !self.applied {
             return Err(SqlError::unsupported("set_config in a cursor's statement"));

@@ -772,14 +772,14 @@ impl Binder<'_> {
                     using: false,
                     system: false,
                 }));
-                let rows = system.rows(self.snapshot()?);
-                (
-                    Relation::Rows {
-                        relation: system.name.to_owned(),
-                        rows,
-                    },
-                    shown,
-                )
+                if system.name == "pg_settings" {
+                    self.reads_settings = true;
+                    (Relation::Settings, shown)
+                } else {
+                    let rows = system.rows(self.snapshot()?);
+                    let relation = system.name.to_owned();
+                    (Relation::Rows { relation, rows }, shown)
+                }
             }
             None => {
                 let table: Arc<SqlTable> = self.tables.table(&object_name(name)?)?;

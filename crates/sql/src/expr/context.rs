@@ -124,6 +124,11 @@ pub trait Settings: Send + Sync {
     /// The value of setting `name` (any case), if there is such a setting.
     fn get(&self, name: &str) -> Option<String>;
 
+    /// Every setting: its name, its value as `SHOW` gives it, and its default (`pg_settings`).
+    fn all(&self) -> Vec<(String, String, Option<String>)> {
+        Vec::new()
+    }
+
     /// `set_config(name, value, local)`: sets `name` (to its default if `value` is `None`) for
     /// the session, or (`local`) the transaction, once the statement succeeds; returns the
     /// value as `SHOW` will give it. Fails as `SET` would.

@@ -105,6 +105,9 @@ fn tree_lines(n: &PlanNode, lock_rows: bool, out: &mut Vec<String>, depth: usize
                 Relation::Rows { relation, .. } => {
                     format!("Seq Scan on {relation} {}", source.name)
                 }
+                Relation::Settings => {
+                    format!("Function Scan on pg_show_all_settings {}", source.name)
+                }
                 Relation::Subquery(_) => match &source.access {
                     Access::Hash(keys) => format!(
                         "Hash Subquery Scan on {} (hashed once on {} column{})",

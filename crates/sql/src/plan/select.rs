@@ -68,6 +68,8 @@ pub enum Relation {
         args: Vec<Expr>,
         ordinality: bool,
     },
+    /// `pg_settings`: the session's settings as the statement runs (`Context::settings`).
+    Settings,
 }
 
 /// The set operations.
@@ -178,6 +180,7 @@ impl Source {
         match &self.relation {
             Relation::Table(t) => Some(t),
             Relation::Rows { .. }
+            | Relation::Settings
             | Relation::Subquery(_)
             | Relation::WorkTable(_)
             | Relation::Function { .. } => None,

@@ -35,6 +35,11 @@ pub(super) fn scan(
         Relation::Rows { rows, .. } => {
             return rows_node(rows, filter, run, row, sink);
         }
+        Relation::Settings => {
+            let settings = run.cx.settings.map(|s| s.all()).unwrap_or_default();
+            let rows = crate::system::settings_rows(settings);
+            return rows_node(&rows, filter, run, row, sink);
+        }
         // Read first (nothing joined before it), it runs once: its rows stream, so a
         // LIMIT above stops it (a recursive WITH query that would never end included).
         Relation::Subquery(plan) if row.is_empty() => {

@@ -444,3 +444,23 @@ pub(super) const PG_VIEWS: &[(&str, SqlType)] = &[
     ("viewowner", Name),
     ("definition", Text),
 ];
+
+pub(super) const PG_SETTINGS: &[(&str, SqlType)] = &[
+    ("name", Text),
+    ("setting", Text),
+    ("unit", Text),
+    ("category", Text),
+    ("short_desc", Text),
+    ("extra_desc", Text),
+    ("context", Text),
+    ("vartype", Text),
+    ("source", Text),
+    ("min_val", Text),
+    ("max_val", Text),
+    ("enumvals", TEXT_ARRAY),
+    ("boot_val", Text),
+    ("reset_val", Text),
+    ("sourcefile", Text),
+    ("sourceline", Int4),
+    ("pending_restart", Bool),
+];

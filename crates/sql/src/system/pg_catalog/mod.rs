@@ -4,6 +4,7 @@
 //! types) are there and empty, so the queries tools join them into still run.
 
 mod columns;
+pub(crate) mod settings;
 
 use columns::*;
 
@@ -42,6 +43,8 @@ pub(super) const RELATIONS: &[SystemRelation] = &[
     relation("pg_range", 3541, PG_RANGE, none),
     relation("pg_sequence", 2224, PG_SEQUENCE, sequences),
     relation("pg_views", 12_028, PG_VIEWS, views).into_view(),
+    // Its rows are the session's settings as the statement runs: see `settings`.
+    relation("pg_settings", 12_104, PG_SETTINGS, none).into_view(),
     // What Overtake has none of (policies, extended statistics, publications, role
     // memberships, triggers, rules, foreign and partitioned tables): empty, for the queries
     // psql's \d and \du join them into.
