@@ -9,6 +9,7 @@ use std::sync::Arc;
 use sqlparser::ast::{self, JoinConstraint, JoinOperator, SetExpr, TableFactor};
 
 use super::or_conditions::{factor_common, implied_restrictions};
+use super::row_values::row_items;
 use crate::bind::access::{
     choose_access, conjuncts, hash_keys, implied_equalities, order_conditions, row_scope,
 };
@@ -201,10 +202,16 @@ fn semi_condition(c: &ast::Expr) -> Option<SemiCondition<'_>> {
             ..
         } => {
             let select = joinable(subquery)?;
-            // One column, named by an expression.
-            match select.projection.as_slice() {
-                [ast::SelectItem::UnnamedExpr(_) | ast::SelectItem::ExprWithAlias { .. }] => {}
-                _ => return None,
+            // One column (a row value: one per item), each named by an expression.
+            let named = |item: &ast::SelectItem| {
+                matches!(
+                    item,
+                    ast::SelectItem::UnnamedExpr(_) | ast::SelectItem::ExprWithAlias { .. }
+                )
+            };
+            let one = select.projection.len() == 1;
+            if !select.projection.iter().all(named) || (!one && row_items(expr).is_none()) {
+                return None;
             }
             Some(SemiCondition {
                 select,
@@ -343,7 +350,12 @@ impl Binder<'_> {
         let mut plain = Vec::new();
         for c in wheres {
             match semi_condition(c) {
-                Some(s) if s.value.is_none() || !self.reads_alone(c) => semis.push((c, Some(s))),
+                // (A row value's is a join always: the set made once holds single values.)
+                Some(s)
+                    if s.value.is_none_or(|v| row_items(v).is_some()) || !self.reads_alone(c) =>
+                {
+                    semis.push((c, Some(s)))
+                }
                 _ => plain.push(c),
             }
         }
@@ -533,23 +545,47 @@ impl Binder<'_> {
     ) -> Result<(PlanNode, bool)> {
         let mut inner = self.bind_from_where(semi.select, scope)?;
         if let Some(value) = semi.value {
-            let (x, _) = self.folded(value, scope, &mut None)?;
-            let item = match &semi.select.projection[0] {
-                ast::SelectItem::UnnamedExpr(e)
-                | ast::SelectItem::ExprWithAlias { expr: e, .. } => e,
-                _ => unreachable!("checked by semi_condition"),
-            };
-            let (y, _) = self.folded(item, &inner.scope, &mut None)?;
-            let equal = Expr::Binary(BinOp::Eq, Box::new(x), Box::new(y));
-            let condition = if semi.anti {
-                Expr::Func(
+            // `x IN (SELECT y ...)`: `x = y`; `(a, b) IN (SELECT x, y ...)`: `a = x AND b = y`
+            // (NULL where no pair is unequal and one is NULL, as PostgreSQL's row equality).
+            let values = row_items(value).unwrap_or(std::slice::from_ref(value));
+            let items = &semi.select.projection;
+            if values.len() != items.len() {
+                let few = values.len() > items.len();
+                return Err(SqlError::syntax(format!(
+                    "subquery has too {} columns",
+                    if few { "few" } else { "many" }
+                )));
+            }
+            let mut equal = None;
+            for (value, item) in values.iter().zip(items) {
+                let (x, _) = self.folded(value, scope, &mut None)?;
+                let item = match item {
+                    ast::SelectItem::UnnamedExpr(e)
+                    | ast::SelectItem::ExprWithAlias { expr: e, .. } => e,
+                    _ => unreachable!("checked by semi_condition"),
+                };
+                let (y, _) = self.folded(item, &inner.scope, &mut None)?;
+                let pair = Expr::Binary(BinOp::Eq, Box::new(x), Box::new(y));
+                equal = Some(match equal {
+                    None => pair,
+                    Some(e) => Expr::Binary(BinOp::And, Box::new(e), Box::new(pair)),
+                });
+            }
+            let equal = equal.expect("a subquery has a column");
+            if semi.anti {
+                let condition = Expr::Func(
                     Func::Coalesce,
                     vec![equal, Expr::Literal(Datum::Bool(true))],
-                )
+                );
+                inner.place(condition, true);
             } else {
-                equal
-            };
-            inner.place(condition, true);
+                // Each pair on its own, for the accesses they allow.
+                let mut pairs = Vec::new();
+                conjuncts(equal, &mut pairs);
+                for pair in pairs {
+                    inner.place(pair, true);
+                }
+            }
             // The new condition may give a source a better access.
             for (s, f) in inner.sources.iter_mut().zip(&inner.filters) {
                 if let Relation::Table(t) = &s.relation {
