@@ -64,9 +64,36 @@ impl Expr {
         }
     }
 
-    /// Evaluates a condition: rows pass only when it is true (not NULL).
+    /// Evaluates a condition: rows pass only when it is true (not NULL). A comparison or
+    /// BETWEEN (most of a scan's filters) compares its operands where they are, making no
+    /// boolean value to test and drop: a scan checks one per row read.
     pub fn holds(&self, row: &[Datum], cx: &Context<'_>) -> Result<bool> {
-        Ok(self.eval(row, cx)?.truth()? == Some(true))
+        let test: fn(Ordering) -> bool = match self {
+            Expr::Binary(BinOp::Eq, ..) => |o| o == Ordering::Equal,
+            Expr::Binary(BinOp::NotEq, ..) => |o| o != Ordering::Equal,
+            Expr::Binary(BinOp::Lt, ..) => |o| o == Ordering::Less,
+            Expr::Binary(BinOp::LtEq, ..) => |o| o != Ordering::Greater,
+            Expr::Binary(BinOp::Gt, ..) => |o| o == Ordering::Greater,
+            Expr::Binary(BinOp::GtEq, ..) => |o| o != Ordering::Less,
+            Expr::Between {
+                expr,
+                low,
+                high,
+                negated: false,
+            } => {
+                // Both bounds evaluated, as `eval` evaluates them (an error in either counts).
+                let v = expr.eval_ref(row, cx)?;
+                let above = compare(&v, &*low.eval_ref(row, cx)?)?.map(|o| o != Ordering::Less);
+                let below = compare(&v, &*high.eval_ref(row, cx)?)?.map(|o| o != Ordering::Greater);
+                return Ok(above == Some(true) && below == Some(true));
+            }
+            _ => return Ok(self.eval(row, cx)?.truth()? == Some(true)),
+        };
+        let Expr::Binary(_, l, r) = self else {
+            unreachable!("matched above")
+        };
+        let (a, b) = (l.eval_ref(row, cx)?, r.eval_ref(row, cx)?);
+        Ok(compare(&a, &b)?.is_some_and(test))
     }
 
     /// The value, borrowed where it already is one (a column, a parameter, a literal): a
@@ -153,9 +180,9 @@ fn eval_between(between: &Expr, row: &[Datum], cx: &Context<'_>) -> Result<Datum
     else {
         unreachable!("a BETWEEN")
     };
-    let v = expr.eval(row, cx)?;
-    let above = compare(&v, &low.eval(row, cx)?)?.map(|o| o != Ordering::Less);
-    let below = compare(&v, &high.eval(row, cx)?)?.map(|o| o != Ordering::Greater);
+    let v = expr.eval_ref(row, cx)?;
+    let above = compare(&v, &*low.eval_ref(row, cx)?)?.map(|o| o != Ordering::Less);
+    let below = compare(&v, &*high.eval_ref(row, cx)?)?.map(|o| o != Ordering::Greater);
     Ok(match and3(above, below) {
         None => Datum::Null,
         Some(b) => Datum::Bool(b != *negated),
