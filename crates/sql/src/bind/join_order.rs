@@ -1,13 +1,15 @@
 //! The order a FROM list's tables are joined in, when it names two or more without explicit
-//! joins (`FROM a, b WHERE ...`): greedy orders from each source first, the cheapest kept.
-//! A source's rows are as the engine counts them, scaled by the share of its ANALYZE sample
-//! the conditions on it alone keep (fixed shares without one). From the first, each time the
-//! source the conditions connect to those joined whose rows each joined row finds most
-//! cheaply (by its whole primary key first, else its rows scaled by the equalities joining it:
-//! one over an analyzed column's distinct values), a source no condition connects only when
-//! none is left that one does. An order costs the rows each join makes plus the rows of each
-//! source read whole (scanned or hashed), and each row a hash table keeps again (a hash join
-//! builds on the later side: the smaller one should be it).
+//! joins (`FROM a, b WHERE ...`): the cheapest of every order that joins a source the
+//! conditions connect to those before it (one no condition connects only when none left is
+//! connected), or past ten sources the cheapest of the greedy orders from each source first
+//! (each time the source whose rows each joined row finds fewest). A source's rows are as the
+//! engine counts them, scaled by the share of its ANALYZE sample the conditions on it alone
+//! keep (fixed shares without one); each joined row finds one row of a source by its whole
+//! primary key, else its rows scaled by the equalities joining it (one over an analyzed
+//! column's distinct values). An order costs the rows each join makes, the rows of each
+//! source read whole (scanned or hashed) and each row a hash table keeps again (a hash join
+//! builds on the later side: the smaller one should be it), or, for a source an index finds,
+//! the rows each lookup reads and a seek.
 //!
 //! Must never reorder what the order changes the meaning of: explicit joins (outer joins,
 //! USING), or functions in FROM (which read the sources before them).
@@ -34,6 +36,9 @@ const BUILD: f64 = 2.0;
 /// range of order lines looked up under each of 90k orders ran 5x slower than scanning them
 /// against a hash of the few items wanted, which rows alone costed as close).
 const SEEK: f64 = 4.0;
+
+/// Up to how many sources every order is costed (2^n sets of them); past it, greedy orders.
+const EXHAUSTIVE: usize = 10;
 
 /// What an order holding a larger hash table costs more: more than any order's rows.
 const OVERSIZED: f64 = 1e15;
@@ -269,51 +274,88 @@ pub(super) fn choose(
             .min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)))
             .map(|(c, _)| c)
     };
-    // From each source first, the greedy order and its cost: the rows each join makes, and
-    // every source read whole (scanned or hashed; one found through an index is looked up per row).
-    let from = |start: usize| -> Option<(Vec<usize>, f64)> {
-        let mut order = vec![start];
-        let mut joined_rows = rows[start];
-        // The first is read whole, or through an index its constants select.
-        let first_reads = per_row(start, &[]).1.unwrap_or(bases[start]);
-        let mut cost = first_reads + joined_rows;
-        while order.len() < n {
-            let next = smallest(&order, &|c| {
-                connected(c, &order).then(|| per_row(c, &order).0)
-            })
-            .or_else(|| smallest(&order, &|c| Some(rows[c])))?;
-            let (each, lookup) = match connected(next, &order) {
-                true => per_row(next, &order),
-                false => (rows[next], None),
+    // Joining `next` to `order` (whose joins made `joined_rows`): what it costs (every source
+    // read whole, scanned or hashed; one found through an index looked up per row) and the
+    // rows it makes.
+    let step = |order: &[usize], joined_rows: f64, next: usize| -> (f64, f64) {
+        let (each, lookup) = match connected(next, order) {
+            true => per_row(next, order),
+            false => (rows[next], None),
+        };
+        let mut cost = match lookup {
+            // Past a share of the table, its lookups turn into a hash join of it (see
+            // `exec::select::scan`).
+            Some(reads) => (joined_rows * (reads + SEEK)).min(bases[next] + BUILD * rows[next]),
+            None => bases[next] + BUILD * rows[next],
+        };
+        // Read whole into a hash table larger than a statement should hold: an order to take
+        // only if every other needs one too.
+        if lookup.is_none() && rows[next] * hashed_row_bytes(&sources[next]) > HASH_BYTES {
+            cost += OVERSIZED;
+        }
+        let joined = (joined_rows * each).max(1.0);
+        (cost + joined, joined)
+    };
+    // The first is read whole, or through an index its constants select.
+    let first = |start: usize| per_row(start, &[]).1.unwrap_or(bases[start]) + rows[start];
+    // Which may come next: a source the conditions connect to those joined, or any when none
+    // of those left is connected.
+    let may_follow = |order: &[usize], c: usize| {
+        connected(c, order) || !(0..n).any(|x| !order.contains(&x) && connected(x, order))
+    };
+    let best = if n <= EXHAUSTIVE {
+        // Every order, the cheapest for each set of sources kept (a set's rows are much the
+        // same whatever the order that joined it).
+        let mut by_set: Vec<Option<(f64, f64, Vec<usize>)>> = vec![None; 1 << n];
+        for start in 0..n {
+            by_set[1 << start] = Some((first(start), rows[start], vec![start]));
+        }
+        for set in 1..(1usize << n) {
+            let Some((cost, joined, order)) = by_set[set].clone() else {
+                continue;
             };
-            match lookup {
-                // Past a share of the table, its lookups turn into a hash join of it (see
-                // `exec::select::scan`).
-                Some(reads) => {
-                    cost += (joined_rows * (reads + SEEK)).min(bases[next] + BUILD * rows[next]);
+            for next in (0..n).filter(|c| set & (1 << c) == 0) {
+                if !may_follow(&order, next) {
+                    continue;
                 }
-                None => {
-                    cost += bases[next] + BUILD * rows[next];
-                    // Read whole into a hash table larger than a statement should hold: an
-                    // order to take only if every other needs one too.
-                    if rows[next] * hashed_row_bytes(&sources[next]) > HASH_BYTES {
-                        cost += OVERSIZED;
-                    }
+                let (added, joined) = step(&order, joined, next);
+                let to = &mut by_set[set | (1 << next)];
+                if to.as_ref().is_none_or(|(c, ..)| cost + added < *c) {
+                    let mut longer = order.clone();
+                    longer.push(next);
+                    *to = Some((cost + added, joined, longer));
                 }
             }
-            joined_rows = (joined_rows * each).max(1.0);
-            cost += joined_rows;
-            order.push(next);
         }
-        Some((order, cost))
+        by_set[(1 << n) - 1]
+            .take()
+            .map(|(cost, _, order)| (order, cost))
+    } else {
+        // From each source first, the greedy order: each time the source whose rows each
+        // joined row finds fewest.
+        let from = |start: usize| -> Option<(Vec<usize>, f64)> {
+            let mut order = vec![start];
+            let (mut cost, mut joined_rows) = (first(start), rows[start]);
+            while order.len() < n {
+                let next = smallest(&order, &|c| {
+                    connected(c, &order).then(|| per_row(c, &order).0)
+                })
+                .or_else(|| smallest(&order, &|c| Some(rows[c])))?;
+                let (added, joined) = step(&order, joined_rows, next);
+                (cost, joined_rows) = (cost + added, joined);
+                order.push(next);
+            }
+            Some((order, cost))
+        };
+        let mut best: Option<(Vec<usize>, f64)> = None;
+        for start in 0..n {
+            let (order, cost) = from(start)?;
+            if best.as_ref().is_none_or(|(_, b)| cost < *b) {
+                best = Some((order, cost));
+            }
+        }
+        best
     };
-    let mut best: Option<(Vec<usize>, f64)> = None;
-    for start in 0..n {
-        let (order, cost) = from(start)?;
-        if best.as_ref().is_none_or(|(_, b)| cost < *b) {
-            best = Some((order, cost));
-        }
-    }
     let (order, _) = best?;
     (order.iter().enumerate().any(|(i, &c)| i != c)).then_some(order)
 }
