@@ -68,13 +68,11 @@ impl Expr {
     /// BETWEEN (most of a scan's filters) compares its operands where they are, making no
     /// boolean value to test and drop: a scan checks one per row read.
     pub fn holds(&self, row: &[Datum], cx: &Context<'_>) -> Result<bool> {
-        let test: fn(Ordering) -> bool = match self {
-            Expr::Binary(BinOp::Eq, ..) => |o| o == Ordering::Equal,
-            Expr::Binary(BinOp::NotEq, ..) => |o| o != Ordering::Equal,
-            Expr::Binary(BinOp::Lt, ..) => |o| o == Ordering::Less,
-            Expr::Binary(BinOp::LtEq, ..) => |o| o != Ordering::Greater,
-            Expr::Binary(BinOp::Gt, ..) => |o| o == Ordering::Greater,
-            Expr::Binary(BinOp::GtEq, ..) => |o| o != Ordering::Less,
+        match self {
+            Expr::Binary(op, l, r) if let Some(test) = ordering_test(*op) => {
+                let (a, b) = (l.eval_ref(row, cx)?, r.eval_ref(row, cx)?);
+                Ok(compare(&a, &b)?.is_some_and(test))
+            }
             Expr::Between {
                 expr,
                 low,
@@ -85,15 +83,10 @@ impl Expr {
                 let v = expr.eval_ref(row, cx)?;
                 let above = compare(&v, &*low.eval_ref(row, cx)?)?.map(|o| o != Ordering::Less);
                 let below = compare(&v, &*high.eval_ref(row, cx)?)?.map(|o| o != Ordering::Greater);
-                return Ok(above == Some(true) && below == Some(true));
+                Ok(above == Some(true) && below == Some(true))
             }
-            _ => return Ok(self.eval(row, cx)?.truth()? == Some(true)),
-        };
-        let Expr::Binary(_, l, r) = self else {
-            unreachable!("matched above")
-        };
-        let (a, b) = (l.eval_ref(row, cx)?, r.eval_ref(row, cx)?);
-        Ok(compare(&a, &b)?.is_some_and(test))
+            _ => Ok(self.eval(row, cx)?.truth()? == Some(true)),
+        }
     }
 
     /// The value, borrowed where it already is one (a column, a parameter, a literal): a
@@ -242,6 +235,19 @@ fn eval_case(case: &Expr, row: &[Datum], cx: &Context<'_>) -> Result<Datum> {
     }
 }
 
+/// What comparison `op` asks of its operands' order, if it is one.
+fn ordering_test(op: BinOp) -> Option<fn(Ordering) -> bool> {
+    Some(match op {
+        BinOp::Eq => |o| o == Ordering::Equal,
+        BinOp::NotEq => |o| o != Ordering::Equal,
+        BinOp::Lt => |o| o == Ordering::Less,
+        BinOp::LtEq => |o| o != Ordering::Greater,
+        BinOp::Gt => |o| o == Ordering::Greater,
+        BinOp::GtEq => |o| o != Ordering::Less,
+        _ => return None,
+    })
+}
+
 fn compare(a: &Datum, b: &Datum) -> Result<Option<Ordering>> {
     a.sql_cmp(b)
 }
@@ -282,15 +288,10 @@ fn eval_binary(op: BinOp, l: &Expr, r: &Expr, row: &[Datum], cx: &Context<'_>) -
     }
     let (a, b) = (l.eval_ref(row, cx)?, r.eval_ref(row, cx)?);
     let (a, b) = (&*a, &*b);
-    let cmp =
-        |test: fn(Ordering) -> bool| -> Result<Datum> { Ok(bool_datum(compare(a, b)?.map(test))) };
+    if let Some(test) = ordering_test(op) {
+        return Ok(bool_datum(compare(a, b)?.map(test)));
+    }
     match op {
-        BinOp::Eq => cmp(|o| o == Ordering::Equal),
-        BinOp::NotEq => cmp(|o| o != Ordering::Equal),
-        BinOp::Lt => cmp(|o| o == Ordering::Less),
-        BinOp::LtEq => cmp(|o| o != Ordering::Greater),
-        BinOp::Gt => cmp(|o| o == Ordering::Greater),
-        BinOp::GtEq => cmp(|o| o != Ordering::Less),
         BinOp::Plus => a.arith('+', b),
         BinOp::Minus => a.arith('-', b),
         BinOp::Multiply => a.arith('*', b),
@@ -320,7 +321,14 @@ fn eval_binary(op: BinOp, l: &Expr, r: &Expr, row: &[Datum], cx: &Context<'_>) -
                 _ => Datum::Null,
             })
         }
-        BinOp::And | BinOp::Or => unreachable!("handled above"),
+        BinOp::And
+        | BinOp::Or
+        | BinOp::Eq
+        | BinOp::NotEq
+        | BinOp::Lt
+        | BinOp::LtEq
+        | BinOp::Gt
+        | BinOp::GtEq => unreachable!("handled above"),
     }
 }
 

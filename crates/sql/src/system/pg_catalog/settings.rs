@@ -180,8 +180,7 @@ fn text(s: &str) -> Datum {
 }
 
 /// The rows of `pg_settings` for `settings`: (name, value as `SHOW` gives it, its default).
-pub(crate) fn rows(settings: Vec<(String, String, Option<String>)>) -> Vec<Vec<Datum>> {
-    let mut settings = settings;
+pub(crate) fn rows(mut settings: Vec<(String, String, Option<String>)>) -> Vec<Vec<Datum>> {
     settings.sort();
     settings
         .into_iter()
