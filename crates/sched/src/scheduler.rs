@@ -208,7 +208,7 @@ impl<E: Executor> Scheduler<E> {
         feeds.resize_with(config.workers, || None);
         reactors.resize_with(config.workers, || None);
         let workers: Vec<Arc<WorkerShared>> = (0..config.workers)
-            .map(|_| Arc::new(WorkerShared::new(exec.kinds().len())))
+            .map(|_| Arc::new(WorkerShared::new(exec.kinds().len(), config.task_pool)))
             .collect();
         let inboxes: Vec<Arc<Inbox<E::Job>>> = (0..config.workers)
             .map(|_| Arc::new(Inbox::new(config.urgent_inbox, config.background_inbox)))

@@ -184,7 +184,9 @@ impl<J> PreemptTimer<J> {
                         worker.running_level.load(Ordering::Relaxed),
                     ))
                     .is_some_and(|running| self.pending.has_from(running))
-                    || worker.ready_tasks.load(Ordering::Relaxed) > 0;
+                    || worker.ready_tasks.load(Ordering::Relaxed) > 0
+                    // Wakes not collected yet (a wake of the task's own level asks nothing of it).
+                    || worker.wakes.any.load(Ordering::Relaxed);
                 if self.skip_needless && !waiting {
                     self.stats.quantum_skipped += 1;
                 } else {

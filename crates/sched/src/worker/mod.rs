@@ -152,7 +152,11 @@ impl<E: Executor> WorkerCore<E> {
                     }
                 }
                 TaskEvent::Raise { token, level, up } => {
-                    if let Some((id, effective)) = tasks.raise(token, level, up)
+                    let raised = tasks.raise(token, level, up);
+                    if let Some((id, effective)) = raised {
+                        self.shared.wakes.set_level(id, effective);
+                    }
+                    if let Some((id, effective)) = raised
                         && self.running.get() == Some(id)
                     {
                         self.shared
@@ -371,7 +375,12 @@ impl<E: Executor> WorkerCore<E> {
         self.set_os_weight(priority);
         self.running.set(Some(id));
         self.slice_started.set(slice);
+        self.shared.wakes.set_level(id, priority);
         self.announce_running(Some(slice), priority, group);
+        // A wake posted before the level above was published did not ask this task to look.
+        if self.shared.wakes.outranked_by_events(priority) {
+            self.shared.wakes.request();
+        }
         if self.config.trace && priority > Priority::LOW {
             self.slice_usage.set(Some(thread_usage()));
             region_trace::mark();

@@ -85,42 +85,90 @@ pub(crate) struct WakeInbox {
     pub(crate) any: AtomicBool,
     target: Arc<PreemptTarget>,
     sleeper: Arc<Sleeper>,
+    /// The level of the worker's running task ([`IDLE`]: none), as `WorkerShared` publishes it.
+    running_level: Arc<AtomicU8>,
+    /// Per context slot, the level its task last ran at: what a wake of it would bring.
+    levels: Box<[AtomicU8]>,
     /// The scheduler's signal backstop thread, if it runs one (set once it has started).
     pub(crate) backstop: OnceLock<Thread>,
 }
 
 impl WakeInbox {
-    fn post(&self, event: TaskEvent) {
+    /// `level`: the level the event makes ready (or raises to); `None` if not known.
+    fn post(&self, event: TaskEvent, level: Option<u8>) {
         let region = NoPreemptGuard::new();
         self.events.lock(&region).push(event);
         self.any.store(true, Ordering::SeqCst);
-        self.nudge();
+        // A running task of a lower level makes way at its next poll; one that never polls (a
+        // computation) needs the signal: the backstop, which sleeps while nothing is requested,
+        // is told. A running task of the same level or higher keeps running, and the worker's
+        // loop collects the event at its next pick: asking it to look would only cost a timer
+        // wake-up (and a signal, if it is in a system call), which for sessions woken by every
+        // client message was thousands a second. The worker checks the events itself once it
+        // has published a new task's level (`outranked_by_events`), so an event that saw no
+        // task running is not missed by the task that starts next.
+        let running = self.running_level.load(Ordering::SeqCst);
+        if running != IDLE && level.is_none_or(|level| level > running) {
+            self.request();
+        }
+        self.sleeper.notify();
     }
 
-    /// Has the worker look at what was made visible to it now: a running task's preemption
-    /// hook, or the loop of a sleeping worker.
+    /// Has the worker look at what was made visible to it now, whatever it runs: a running
+    /// task's preemption hook, or the loop of a sleeping worker.
     pub(crate) fn nudge(&self) {
-        // A running task of a lower level makes way at its next poll (or the worker's loop
-        // finds the event at its next pick). One that never polls (a computation) needs the
-        // signal: the backstop, which sleeps while nothing is requested, is told.
-        // A sleeping worker runs nothing: waking it is enough (it collects the event first).
+        self.request();
+        self.sleeper.notify();
+    }
+
+    /// Asks the running task to look at the events at its next poll, with the signal backstop
+    /// behind the request. A sleeping worker runs nothing: waking it is enough.
+    pub(crate) fn request(&self) {
         if !self.sleeper.is_sleeping()
             && self.target.request()
             && let Some(backstop) = self.backstop.get()
         {
             backstop.unpark();
         }
-        self.sleeper.notify();
+    }
+
+    /// The worker records that the task in slot `id` runs at `level`.
+    pub(crate) fn set_level(&self, id: usize, level: Priority) {
+        if let Some(slot) = self.levels.get(id) {
+            slot.store(level.level() as u8, Ordering::Relaxed);
+        }
+    }
+
+    /// The level a wake with `token` brings, if its slot is known.
+    fn wake_level(&self, token: u64) -> Option<u8> {
+        let id = usize::try_from(token >> 32).ok()?;
+        self.levels.get(id).map(|l| l.load(Ordering::Relaxed))
+    }
+
+    /// True if an event not yet collected makes ready (or raises to) a level above `running`.
+    /// Called by the worker after publishing `running` (the other half of `post`'s check).
+    pub(crate) fn outranked_by_events(&self, running: Priority) -> bool {
+        if !self.any.load(Ordering::SeqCst) {
+            return false;
+        }
+        let running = running.level() as u8;
+        let region = NoPreemptGuard::new();
+        self.events.lock(&region).iter().any(|event| match *event {
+            TaskEvent::Wake(token) => self.wake_level(token).is_none_or(|l| l > running),
+            TaskEvent::Raise { level, up, .. } => up && level > running,
+        })
     }
 }
 
 impl WakeTarget for WakeInbox {
     fn wake(&self, token: u64) {
-        self.post(TaskEvent::Wake(token));
+        self.post(TaskEvent::Wake(token), self.wake_level(token));
     }
 
     fn raise(&self, token: u64, level: u8, up: bool) {
-        self.post(TaskEvent::Raise { token, level, up });
+        // A withdrawn raise makes nothing more urgent.
+        let brings = if up { level } else { 0 };
+        self.post(TaskEvent::Raise { token, level, up }, Some(brings));
     }
 }
 
@@ -130,8 +178,8 @@ pub(crate) struct WorkerShared {
     pub(crate) target: Arc<PreemptTarget>,
     pub(crate) starvation: StarvationMonitor,
     pub(crate) wakes: Arc<WakeInbox>,
-    /// Level of the running task ([`IDLE`]: none).
-    pub(crate) running_level: AtomicU8,
+    /// Level of the running task ([`IDLE`]: none). Shared with the wake inbox.
+    pub(crate) running_level: Arc<AtomicU8>,
     /// The group of the running task (`pending::group_bits`; 0: none).
     pub(crate) running_group: AtomicU64,
     /// When the running task's current slice began (starvation-clock nanoseconds; 0: none runs).
@@ -168,23 +216,27 @@ pub(crate) struct WorkerShared {
 }
 
 impl WorkerShared {
-    /// The shared part of a worker whose executor has `kinds` job kinds.
-    pub(crate) fn new(kinds: usize) -> Self {
+    /// The shared part of a worker whose executor has `kinds` job kinds, with a pool of
+    /// `contexts` task slots.
+    pub(crate) fn new(kinds: usize, contexts: usize) -> Self {
         let target = PreemptTarget::new();
         let sleeper = Arc::new(Sleeper::default());
+        let running_level = Arc::new(AtomicU8::new(IDLE));
         WorkerShared {
             wakes: Arc::new(WakeInbox {
                 events: RegionMutex::new(Vec::new()),
                 any: AtomicBool::new(false),
                 target: Arc::clone(&target),
                 sleeper: Arc::clone(&sleeper),
+                running_level: Arc::clone(&running_level),
+                levels: (0..contexts).map(|_| AtomicU8::new(0)).collect(),
                 backstop: OnceLock::new(),
             }),
             acks: super::AckSignal::new(Arc::clone(&sleeper)),
             sleeper,
             target,
             starvation: StarvationMonitor::default(),
-            running_level: AtomicU8::new(IDLE),
+            running_level,
             running_group: AtomicU64::new(0),
             slice_started: AtomicU64::new(0),
             slice_quantum: AtomicU64::new(0),

@@ -96,7 +96,7 @@ fn start_worker_among(config: SchedConfig, others: Vec<Arc<WorkerShared>>) -> Te
     ));
     let inbox = Arc::new(Inbox::new(config.urgent_inbox, config.background_inbox));
     let stop = Arc::new(AtomicU8::new(Stop::Run as u8));
-    let shared = Arc::new(WorkerShared::new(1));
+    let shared = Arc::new(WorkerShared::new(1, config.task_pool));
     let setup = WorkerSetup {
         index: 0,
         shared: Arc::clone(&shared),
@@ -278,6 +278,74 @@ fn a_parked_task_lets_others_run_and_resumes_after_a_wake_from_another_thread() 
     let low = stats.class(Priority::LOW);
     assert_eq!(low.committed, 2);
     assert!(low.waited_nanos > 0, "the wait is booked as waiting");
+}
+
+/// Pushes a job of `priority` that publishes its unparker in `slot`, notes `waits`, parks until
+/// `event` is set, and notes `woken`.
+fn push_waiter(
+    worker: &TestWorker,
+    priority: Priority,
+    log: &Log,
+    (waits, woken): (&'static str, &'static str),
+) -> (Arc<Mutex<Option<Unparker>>>, Arc<AtomicBool>) {
+    let slot: Arc<Mutex<Option<Unparker>>> = Arc::default();
+    let event = Arc::new(AtomicBool::new(false));
+    let (l, u, e) = (Arc::clone(log), Arc::clone(&slot), Arc::clone(&event));
+    push(&worker.queues, priority, move || {
+        *u.lock().expect("unparker") = Some(park::current_unparker());
+        note(&l, waits);
+        while !e.load(Ordering::Acquire) {
+            park::park();
+        }
+        note(&l, woken);
+    });
+    (slot, event)
+}
+
+#[test]
+fn a_wake_asks_the_running_task_to_look_only_when_it_brings_more_urgent_work() {
+    let worker = start_worker(config(4));
+    let log: Log = Arc::default();
+    let high = push_waiter(&worker, Priority::HIGH, &log, ("high waits", "high woken"));
+    let low = push_waiter(&worker, Priority::LOW, &log, ("low waits", "low woken"));
+    while log.lock().expect("log").len() < 2 {
+        std::thread::yield_now();
+    }
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let (l, a, shared) = (
+        Arc::clone(&log),
+        Arc::clone(&asked),
+        Arc::clone(&worker.shared),
+    );
+    push(&worker.queues, Priority::LOW, move || {
+        // Waking a task of its own level asks nothing of the running task (no timer wake-up,
+        // no signal): the worker's loop finds the wake at its next pick.
+        for (slot, event) in [&low, &high] {
+            event.store(true, Ordering::Release);
+            let waker = slot.lock().expect("unparker").take().expect("published");
+            waker.unpark();
+            a.lock().expect("asked").push(shared.target.is_requested());
+        }
+        // Waking a more urgent task does ask: it runs at this task's next poll.
+        preempt::record_access();
+        note(&l, "waker continues");
+    });
+    while log.lock().expect("log").len() < 5 {
+        std::thread::yield_now();
+    }
+    worker.finish();
+    assert_eq!(*asked.lock().expect("asked"), vec![false, true]);
+    assert_eq!(
+        *log.lock().expect("log"),
+        vec![
+            "high waits",
+            "low waits",
+            "high woken",
+            // Ready before the waker was paused, it continues first (ready order within a level).
+            "low woken",
+            "waker continues",
+        ]
+    );
 }
 
 #[test]
@@ -1022,7 +1090,7 @@ fn an_idle_worker_spinning_alone_sleeps_at_once_while_another_works() {
         idle_spin_alone: true,
         ..config(2)
     };
-    let working = Arc::new(WorkerShared::new(1));
+    let working = Arc::new(WorkerShared::new(1, 64));
     let w = start_worker_among(config, vec![working]);
     let give_up = Instant::now() + std::time::Duration::from_secs(60);
     while !w.shared.sleeper.is_sleeping() {
