@@ -10,6 +10,7 @@ use clap::Subcommand;
 pub mod bimodal;
 pub mod hints;
 pub mod holder;
+pub mod htap;
 pub mod locks;
 pub mod mixed;
 pub mod starvation;
@@ -45,6 +46,12 @@ pub enum Compare {
     /// one burns CPU. The waiter's latency alone, with the burner, and with the lock manager's
     /// hints to overtake-ufs (which must be loaded for that run).
     Hints(hints::CompareHintsArgs),
+    /// HTAP over the wire: go-tpc's TPC-C clients (time-sensitive) beside CH-benCHmark
+    /// analytic sessions (background), on Overtake (SOLO, same priority, priorities under each
+    /// policy) and on PostgreSQL 15 (SOLO, default, AP nice 19, AP SCHED_IDLE, TP SCHED_FIFO,
+    /// cgroup weights), with ratios to each server's SOLO runs. Runs `scripts/htap.sh`: needs
+    /// root, PostgreSQL 15 and go-tpc.
+    Htap(htap::CompareHtapArgs),
 }
 
 /// Runs the comparison asked for.
@@ -57,5 +64,6 @@ pub fn run(compare: &Compare) -> Result<(), String> {
         Compare::Locks(a) => locks::compare(a),
         Compare::Tiers(a) => tiers::compare(a),
         Compare::Hints(a) => hints::compare(a),
+        Compare::Htap(a) => htap::compare(a),
     }
 }

@@ -1,0 +1,360 @@
+//! `overtake compare htap`: TPC-C clients (time-sensitive) beside CH-benCHmark analytic
+//! sessions (background) over the wire, on Overtake and on PostgreSQL 15 with the same clients
+//! (go-tpc, unchanged), under Overtake's priorities and PostgreSQL's OS knobs.
+//!
+//! The runs are driven by `scripts/htap.sh` (servers, loads, go-tpc, PostgreSQL's knobs), which
+//! writes one CSV line per finished run; this command starts it, reads the lines and reports them
+//! with their ratios to the SOLO runs of the same server. It must never report a run the script
+//! did not finish: a line is written only once its run's figures are in.
+
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use clap::Args;
+use serde::Serialize;
+
+use crate::report::{print_json, print_table};
+
+/// Every run the script knows, as `server:config`, in the order it runs them.
+const CONFIGS: [&str; 13] = [
+    "postgres:solo-tp",
+    "postgres:solo-ap",
+    "postgres:default",
+    "postgres:ap-nice-19",
+    "postgres:ap-sched-idle",
+    "postgres:tp-sched-fifo",
+    "postgres:cgroup-weights",
+    "overtake:solo-tp",
+    "overtake:solo-ap",
+    "overtake:same",
+    "overtake:priorities-wait",
+    "overtake:priorities-cooperative",
+    "overtake:priorities-preempt",
+];
+
+#[derive(Debug, Args)]
+pub struct CompareHtapArgs {
+    /// Seconds per run.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(3..=3600))]
+    pub seconds: u32,
+    /// go-tpc's TPC-C threads (closed loop, no think time), at the time-sensitive level.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub tp_threads: u32,
+    /// go-tpc's analytic threads, at the background level.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub ap_threads: u32,
+    /// The CH-benCHmark queries each analytic thread runs in turn (go-tpc's names, q1 to q22).
+    #[arg(long, default_value = "q2", value_parser = parse_queries)]
+    pub queries: String,
+    /// Which runs, as server:config (default: all of them), e.g.
+    /// `overtake:solo-tp,overtake:priorities-preempt,postgres:solo-tp,postgres:ap-sched-idle`.
+    #[arg(long, value_delimiter = ',', value_parser = parse_config)]
+    pub configs: Vec<String>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_queries(s: &str) -> Result<String, String> {
+    let valid = |q: &str| {
+        q.strip_prefix('q')
+            .and_then(|n| n.parse::<u32>().ok())
+            .is_some_and(|n| (1..=22).contains(&n))
+    };
+    match s.split(',').find(|q| !valid(q)) {
+        Some(bad) => Err(format!("`{bad}` is not a CH-benCHmark query (q1 to q22)")),
+        None => Ok(s.to_owned()),
+    }
+}
+
+fn parse_config(s: &str) -> Result<String, String> {
+    if CONFIGS.contains(&s) {
+        Ok(s.to_owned())
+    } else {
+        Err(format!(
+            "unknown run `{s}`; the runs are {}",
+            CONFIGS.join(", ")
+        ))
+    }
+}
+
+/// One run's figures as the script wrote them.
+#[derive(Debug, Clone, PartialEq)]
+struct Line {
+    server: String,
+    config: String,
+    tp_per_sec: f64,
+    p50_us: f64,
+    p99_us: f64,
+    p999_us: f64,
+    ap_queries: u64,
+    seconds: u64,
+    errors: u64,
+}
+
+fn parse_line(line: &str) -> Result<Line, String> {
+    let f: Vec<&str> = line.split(',').collect();
+    let [server, config, tp, p50, p99, p999, ap, seconds, errors] = f[..] else {
+        return Err(format!(
+            "a run's line has {} fields, not 9: {line}",
+            f.len()
+        ));
+    };
+    let num = |v: &str| {
+        v.parse::<f64>()
+            .map_err(|_| format!("`{v}` is not a number in: {line}"))
+    };
+    let int = |v: &str| {
+        v.parse::<u64>()
+            .map_err(|_| format!("`{v}` is not a count in: {line}"))
+    };
+    Ok(Line {
+        server: server.to_owned(),
+        config: config.to_owned(),
+        tp_per_sec: num(tp)?,
+        p50_us: num(p50)?,
+        p99_us: num(p99)?,
+        p999_us: num(p999)?,
+        ap_queries: int(ap)?,
+        seconds: int(seconds)?.max(1),
+        errors: int(errors)?,
+    })
+}
+
+#[derive(Debug, Serialize, PartialEq)]
+struct Tp {
+    per_sec: f64,
+    p50_us: f64,
+    p99_us: f64,
+    p999_us: f64,
+    /// p99 over the same server's SOLO TP p99 (none without that run).
+    rel_solo_p99: Option<f64>,
+}
+
+#[derive(Debug, Serialize, PartialEq)]
+struct Ap {
+    per_min: f64,
+    /// Queries per minute over the same server's SOLO AP run's (none without it).
+    rel_solo: Option<f64>,
+}
+
+#[derive(Debug, Serialize, PartialEq)]
+struct Run {
+    server: String,
+    config: String,
+    /// None in the SOLO AP run (no TPC-C clients).
+    tp: Option<Tp>,
+    /// None in the SOLO TP run (no analytic sessions).
+    ap: Option<Ap>,
+    /// Lines of go-tpc's output that reported an error.
+    errors: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct HtapReport {
+    seconds: u32,
+    tp_threads: u32,
+    ap_threads: u32,
+    queries: String,
+    runs: Vec<Run>,
+}
+
+/// The runs with their ratios to their server's SOLO runs.
+fn runs(lines: &[Line]) -> Vec<Run> {
+    let solo = |server: &str, config: &str| {
+        lines
+            .iter()
+            .find(|l| l.server == server && l.config == config)
+    };
+    lines
+        .iter()
+        .map(|l| {
+            let per_min = l.ap_queries as f64 * 60.0 / l.seconds as f64;
+            let solo_tp = solo(&l.server, "solo-tp").filter(|s| s.p99_us > 0.0);
+            let solo_ap = solo(&l.server, "solo-ap").filter(|s| s.ap_queries > 0);
+            Run {
+                server: l.server.clone(),
+                config: l.config.clone(),
+                tp: (l.config != "solo-ap").then(|| Tp {
+                    per_sec: l.tp_per_sec,
+                    p50_us: l.p50_us,
+                    p99_us: l.p99_us,
+                    p999_us: l.p999_us,
+                    rel_solo_p99: solo_tp.map(|s| l.p99_us / s.p99_us),
+                }),
+                ap: (l.config != "solo-tp").then(|| Ap {
+                    per_min,
+                    rel_solo: solo_ap
+                        .map(|s| per_min / (s.ap_queries as f64 * 60.0 / s.seconds as f64)),
+                }),
+                errors: l.errors,
+            }
+        })
+        .collect()
+}
+
+/// Where the script is: in the clone this binary was built from.
+fn script() -> Result<PathBuf, String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/htap.sh");
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "{} is missing: run this command from the clone it was built in",
+            path.display()
+        ))
+    }
+}
+
+pub fn compare(args: &CompareHtapArgs) -> Result<(), String> {
+    let script = script()?;
+    let csv = std::env::temp_dir().join(format!("overtake-htap-{}.csv", std::process::id()));
+    let configs = if args.configs.is_empty() {
+        CONFIGS.join(" ")
+    } else {
+        args.configs.join(" ")
+    };
+    // The script's output is progress: it goes to stderr, keeping stdout for the report.
+    let progress = std::io::stderr()
+        .as_fd()
+        .try_clone_to_owned()
+        .map(Stdio::from)
+        .unwrap_or_else(|_| Stdio::null());
+    let status = Command::new("bash")
+        .arg(&script)
+        .arg(&csv)
+        .args([
+            args.seconds.to_string(),
+            args.tp_threads.to_string(),
+            args.ap_threads.to_string(),
+            args.queries.clone(),
+            configs,
+        ])
+        .stdout(progress)
+        .status()
+        .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
+    let text = std::fs::read_to_string(&csv).unwrap_or_default();
+    let _ = std::fs::remove_file(&csv);
+    let lines = text
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(parse_line)
+        .collect::<Result<Vec<_>, _>>()?;
+    if !status.success() && lines.is_empty() {
+        return Err(format!("{} failed ({status})", script.display()));
+    }
+    let report = HtapReport {
+        seconds: args.seconds,
+        tp_threads: args.tp_threads,
+        ap_threads: args.ap_threads,
+        queries: args.queries.clone(),
+        runs: runs(&lines),
+    };
+    if args.json {
+        print_json(&report, &[])?;
+    } else {
+        print(&report);
+    }
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} stopped ({status}) after the runs above",
+            script.display()
+        ))
+    }
+}
+
+fn print(report: &HtapReport) {
+    println!(
+        "TPC-C: {} go-tpc threads (New-Order latency); CH: {} threads running {}; {} s per run",
+        report.tp_threads, report.ap_threads, report.queries, report.seconds
+    );
+    let ms = |us: f64| format!("{:.1}", us / 1000.0);
+    let ratio = |r: Option<f64>| r.map_or("-".to_owned(), |r| format!("{r:.2}"));
+    let rows: Vec<Vec<String>> = report
+        .runs
+        .iter()
+        .map(|r| {
+            let (tp, p50, p99, p999, rel) = match &r.tp {
+                Some(t) => (
+                    format!("{:.0}", t.per_sec),
+                    ms(t.p50_us),
+                    ms(t.p99_us),
+                    ms(t.p999_us),
+                    ratio(t.rel_solo_p99),
+                ),
+                None => {
+                    let none = || "-".to_owned();
+                    (none(), none(), none(), none(), none())
+                }
+            };
+            let (ap, ap_rel) = match &r.ap {
+                Some(a) => (format!("{:.1}", a.per_min), ratio(a.rel_solo)),
+                None => ("-".to_owned(), "-".to_owned()),
+            };
+            vec![
+                r.server.clone(),
+                r.config.clone(),
+                tp,
+                p50,
+                p99,
+                p999,
+                rel,
+                ap,
+                ap_rel,
+                r.errors.to_string(),
+            ]
+        })
+        .collect();
+    print_table(
+        &[
+            "server", "config", "tp/s", "p50 ms", "p99 ms", "p99.9 ms", "p99/solo", "ap/min",
+            "ap/solo", "errors",
+        ],
+        &rows,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_carry_ratios_to_their_own_servers_solo_runs() {
+        let lines: Vec<Line> = [
+            "overtake,solo-tp,1000.0,2000,4000,8000,0,10,0",
+            "overtake,solo-ap,0.0,0,0,0,30,10,0",
+            "overtake,priorities-preempt,900.0,2000,5000,9000,15,10,0",
+            "postgres,default,500.0,3000,8000,16000,40,10,2",
+        ]
+        .iter()
+        .map(|l| parse_line(l).expect("a valid line"))
+        .collect();
+        let runs = runs(&lines);
+        assert_eq!(runs[0].ap, None, "SOLO TP has no analytic side");
+        assert_eq!(runs[1].tp, None, "SOLO AP has no TPC-C side");
+        let preempt = &runs[2];
+        let tp = preempt.tp.as_ref().expect("tp");
+        assert_eq!(tp.rel_solo_p99, Some(1.25));
+        let ap = preempt.ap.as_ref().expect("ap");
+        assert_eq!((ap.per_min, ap.rel_solo), (90.0, Some(0.5)));
+        // PostgreSQL had no SOLO runs here: no ratios, never Overtake's.
+        let pg = &runs[3];
+        assert_eq!(pg.tp.as_ref().expect("tp").rel_solo_p99, None);
+        assert_eq!(pg.ap.as_ref().expect("ap").rel_solo, None);
+        assert_eq!(pg.errors, 2);
+    }
+
+    #[test]
+    fn bad_lines_and_flags_are_errors() {
+        assert!(parse_line("overtake,solo-tp,1").is_err());
+        assert!(parse_line("overtake,solo-tp,x,1,1,1,1,1,1").is_err());
+        assert!(parse_queries("q1,q22").is_ok());
+        assert!(parse_queries("q0").is_err());
+        assert!(parse_queries("q2,drop").is_err());
+        assert!(parse_config("overtake:priorities-preempt").is_ok());
+        assert!(parse_config("overtake:default").is_err());
+    }
+}
