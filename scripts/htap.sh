@@ -6,7 +6,8 @@
 #   scripts/htap.sh CSV SECONDS TP_THREADS AP_THREADS QUERIES [CONFIGS]
 #
 #   CSV         where each run's figures go, one line per run:
-#               server,config,tp_per_sec,p50_us,p99_us,p999_us,ap_queries,seconds,errors
+#               server,config,tp_per_sec,p50_us,p90_us,p95_us,p99_us,p999_us,max_us,
+#               ap_queries,seconds,errors
 #   SECONDS     each run's length
 #   TP_THREADS  go-tpc's TPC-C threads (closed loop: each sends its next transaction as soon as
 #               the last one ends)
@@ -150,20 +151,18 @@ run() { # server port config: one run, one CSV line
     # go-tpc's summary: New-Order's percentiles (ms), the TP total per minute, each query's count.
     local figures
     figures=$(awk -v s="$seconds" '
+        BEGIN { n = split("50th(ms): 90th(ms): 95th(ms): 99th(ms): 99.9th(ms): Max(ms):", names, " ") }
         /\[Summary\] NEW_ORDER / {
-            for (i = 1; i <= NF; i++) {
-                if ($i == "50th(ms):") p50 = $(i + 1)
-                if ($i == "99th(ms):") p99 = $(i + 1)
-                if ($i == "99.9th(ms):") p999 = $(i + 1)
-            }
+            for (i = 1; i <= NF; i++) for (k = 1; k <= n; k++) if ($i == names[k]) at[k] = $(i + 1)
         }
         /^tpmC:/ { total = $4 }
         /\[Summary\] Q[0-9]+ / { for (i = 1; i <= NF; i++) if ($i == "Count:") q += $(i + 1) }
         /[Ee]rror|failed/ { errors++ }
         END {
-            gsub(",", "", p50); gsub(",", "", p99); gsub(",", "", p999); gsub(",", "", total)
-            printf "%.1f,%.0f,%.0f,%.0f,%d,%d,%d", total / 60, p50 * 1000, p99 * 1000,
-                p999 * 1000, q, s, errors
+            gsub(",", "", total)
+            printf "%.1f", total / 60
+            for (k = 1; k <= n; k++) { v = at[k]; gsub(",", "", v); printf ",%.0f", v * 1000 }
+            printf ",%d,%d,%d", q, s, errors
         }' "$log")
     echo "$server,$config,$figures" >>"$csv"
     echo "$server $config: $figures" >&2

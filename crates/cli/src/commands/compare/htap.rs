@@ -54,6 +54,10 @@ pub struct CompareHtapArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Draw the runs into SVG figures in DIR: New-Order latency CDFs per server (through
+    /// go-tpc's percentiles), TPC-C throughput and analytic queries per minute per run.
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
 }
 
 fn parse_queries(s: &str) -> Result<String, String> {
@@ -85,19 +89,21 @@ struct Line {
     server: String,
     config: String,
     tp_per_sec: f64,
-    p50_us: f64,
-    p99_us: f64,
-    p999_us: f64,
+    /// New-Order's latency at go-tpc's percentiles ([`PERCENTILES`]), microseconds.
+    latency_us: [f64; 6],
     ap_queries: u64,
     seconds: u64,
     errors: u64,
 }
 
+/// The fractions go-tpc reports New-Order's latency at: p50, p90, p95, p99, p99.9 and the most.
+const PERCENTILES: [f64; 6] = [0.5, 0.9, 0.95, 0.99, 0.999, 1.0];
+
 fn parse_line(line: &str) -> Result<Line, String> {
     let f: Vec<&str> = line.split(',').collect();
-    let [server, config, tp, p50, p99, p999, ap, seconds, errors] = f[..] else {
+    let [server, config, tp, lat @ .., ap, seconds, errors] = &f[..] else {
         return Err(format!(
-            "a run's line has {} fields, not 9: {line}",
+            "a run's line has {} fields, not 12: {line}",
             f.len()
         ));
     };
@@ -109,13 +115,14 @@ fn parse_line(line: &str) -> Result<Line, String> {
         v.parse::<u64>()
             .map_err(|_| format!("`{v}` is not a count in: {line}"))
     };
+    let latency: Vec<f64> = lat.iter().map(|v| num(v)).collect::<Result<_, _>>()?;
+    let latency_us = <[f64; 6]>::try_from(latency)
+        .map_err(|_| format!("a run's line has {} fields, not 12: {line}", f.len()))?;
     Ok(Line {
-        server: server.to_owned(),
-        config: config.to_owned(),
+        server: (*server).to_owned(),
+        config: (*config).to_owned(),
         tp_per_sec: num(tp)?,
-        p50_us: num(p50)?,
-        p99_us: num(p99)?,
-        p999_us: num(p999)?,
+        latency_us,
         ap_queries: int(ap)?,
         seconds: int(seconds)?.max(1),
         errors: int(errors)?,
@@ -171,17 +178,18 @@ fn runs(lines: &[Line]) -> Vec<Run> {
         .iter()
         .map(|l| {
             let per_min = l.ap_queries as f64 * 60.0 / l.seconds as f64;
-            let solo_tp = solo(&l.server, "solo-tp").filter(|s| s.p99_us > 0.0);
+            let p99 = |l: &Line| l.latency_us[3];
+            let solo_tp = solo(&l.server, "solo-tp").filter(|s| p99(s) > 0.0);
             let solo_ap = solo(&l.server, "solo-ap").filter(|s| s.ap_queries > 0);
             Run {
                 server: l.server.clone(),
                 config: l.config.clone(),
                 tp: (l.config != "solo-ap").then(|| Tp {
                     per_sec: l.tp_per_sec,
-                    p50_us: l.p50_us,
-                    p99_us: l.p99_us,
-                    p999_us: l.p999_us,
-                    rel_solo_p99: solo_tp.map(|s| l.p99_us / s.p99_us),
+                    p50_us: l.latency_us[0],
+                    p99_us: p99(l),
+                    p999_us: l.latency_us[4],
+                    rel_solo_p99: solo_tp.map(|s| p99(l) / p99(s)),
                 }),
                 ap: (l.config != "solo-tp").then(|| Ap {
                     per_min,
@@ -251,10 +259,17 @@ pub fn compare(args: &CompareHtapArgs) -> Result<(), String> {
         queries: args.queries.clone(),
         runs: runs(&lines),
     };
+    let files = match &args.plot {
+        Some(dir) => plot(dir, &lines)?,
+        None => Vec::new(),
+    };
     if args.json {
-        print_json(&report, &[])?;
+        print_json(&report, &files)?;
     } else {
         print(&report);
+        for f in &files {
+            println!("figure: {}", f.display());
+        }
     }
     if status.success() {
         Ok(())
@@ -264,6 +279,58 @@ pub fn compare(args: &CompareHtapArgs) -> Result<(), String> {
             script.display()
         ))
     }
+}
+
+/// The figures of `--plot`: per server, New-Order's latency CDF of each run with TPC-C clients
+/// (drawn through go-tpc's percentiles: it reports no more of the distribution); TPC-C
+/// throughput and analytic queries per minute per run.
+fn plot(dir: &Path, lines: &[Line]) -> Result<Vec<PathBuf>, String> {
+    use crate::report::plot::{Distribution, bars, latency_cdf, prepare_dir};
+    prepare_dir(dir)?;
+    let mut files = Vec::new();
+    for server in ["overtake", "postgres"] {
+        let cdfs: Vec<Distribution> = lines
+            .iter()
+            .filter(|l| l.server == server && l.config != "solo-ap")
+            .map(|l| Distribution {
+                name: l.config.clone(),
+                points: l.latency_us.iter().copied().zip(PERCENTILES).collect(),
+            })
+            .collect();
+        let title = format!("{server}: New-Order latency beside CH queries (go-tpc's percentiles)");
+        files.extend(latency_cdf(
+            dir,
+            &format!("htap-{server}-latency.svg"),
+            &title,
+            &cdfs,
+        )?);
+    }
+    let name = |l: &Line| format!("{} {}", l.server, l.config);
+    let tp: Vec<(String, f64)> = lines
+        .iter()
+        .filter(|l| l.config != "solo-ap")
+        .map(|l| (name(l), l.tp_per_sec))
+        .collect();
+    files.extend(bars(
+        dir,
+        "htap-tp-throughput.svg",
+        "TPC-C transactions per second",
+        "transactions/s",
+        &tp,
+    )?);
+    let ap: Vec<(String, f64)> = lines
+        .iter()
+        .filter(|l| l.config != "solo-tp")
+        .map(|l| (name(l), l.ap_queries as f64 * 60.0 / l.seconds as f64))
+        .collect();
+    files.extend(bars(
+        dir,
+        "htap-ap-queries.svg",
+        "CH-benCHmark queries per minute",
+        "queries/min",
+        &ap,
+    )?);
+    Ok(files)
 }
 
 fn print(report: &HtapReport) {
@@ -324,10 +391,10 @@ mod tests {
     #[test]
     fn runs_carry_ratios_to_their_own_servers_solo_runs() {
         let lines: Vec<Line> = [
-            "overtake,solo-tp,1000.0,2000,4000,8000,0,10,0",
-            "overtake,solo-ap,0.0,0,0,0,30,10,0",
-            "overtake,priorities-preempt,900.0,2000,5000,9000,15,10,0",
-            "postgres,default,500.0,3000,8000,16000,40,10,2",
+            "overtake,solo-tp,1000.0,2000,3000,3500,4000,8000,9000,0,10,0",
+            "overtake,solo-ap,0.0,0,0,0,0,0,0,30,10,0",
+            "overtake,priorities-preempt,900.0,2000,3000,3500,5000,9000,9500,15,10,0",
+            "postgres,default,500.0,3000,5000,6000,8000,16000,20000,40,10,2",
         ]
         .iter()
         .map(|l| parse_line(l).expect("a valid line"))
@@ -350,7 +417,8 @@ mod tests {
     #[test]
     fn bad_lines_and_flags_are_errors() {
         assert!(parse_line("overtake,solo-tp,1").is_err());
-        assert!(parse_line("overtake,solo-tp,x,1,1,1,1,1,1").is_err());
+        assert!(parse_line("overtake,solo-tp,x,1,1,1,1,1,1,1,1,1").is_err());
+        assert!(parse_line("overtake,solo-tp,1,1,1,1,1,1,1,1,1").is_err());
         assert!(parse_queries("q1,q22").is_ok());
         assert!(parse_queries("q0").is_err());
         assert!(parse_queries("q2,drop").is_err());
