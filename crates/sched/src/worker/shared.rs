@@ -132,17 +132,18 @@ impl WakeInbox {
         }
     }
 
-    /// The worker records that the task in slot `id` runs at `level`.
+    /// The worker records that the task in slot `id` runs at `level` (before it runs, so before
+    /// it can hand its unparker to anyone: a waker reads the level the task parked at).
     pub(crate) fn set_level(&self, id: usize, level: Priority) {
         if let Some(slot) = self.levels.get(id) {
-            slot.store(level.level() as u8, Ordering::Relaxed);
+            slot.store(level.level() as u8, Ordering::Release);
         }
     }
 
     /// The level a wake with `token` brings, if its slot is known.
     fn wake_level(&self, token: u64) -> Option<u8> {
         let id = usize::try_from(token >> 32).ok()?;
-        self.levels.get(id).map(|l| l.load(Ordering::Relaxed))
+        self.levels.get(id).map(|l| l.load(Ordering::Acquire))
     }
 
     /// True if an event not yet collected makes ready (or raises to) a level above `running`.
