@@ -3,6 +3,8 @@
 //! skipped and an empty group's result is NULL (count: 0), as in PostgreSQL; array_agg (NULLs
 //! kept), string_agg and json_agg/jsonb_agg collect their values, in their ORDER BY's order.
 
+use std::borrow::Cow;
+
 use crate::error::Result;
 use crate::expr::{Context, Expr};
 use crate::plan::{AggCall, AggFunc};
@@ -49,9 +51,11 @@ impl AggState {
         {
             return Ok(0);
         }
+        // Borrowed where the argument is a column: a numeric sum adds the row's value where it
+        // is instead of copying it (a copy of a numeric is an allocation, per row).
         let v = match &call.arg {
-            Some(e) => e.eval(row, cx)?,
-            None => Datum::Bool(true), // count(*) counts rows
+            Some(e) => e.eval_ref(row, cx)?,
+            None => Cow::Owned(Datum::Bool(true)), // count(*) counts rows
         };
         if let AggState::Collect(values, separator) = self {
             // array_agg keeps NULLs; string_agg skips them.
@@ -69,9 +73,9 @@ impl AggState {
                 .map(|(e, _, _)| e.eval(row, cx))
                 .collect::<Result<Vec<_>>>()?;
             let bytes = crate::values::datum::row_bytes(&keys)
-                + crate::values::datum::row_bytes(std::slice::from_ref(&v))
+                + crate::values::datum::row_bytes(std::slice::from_ref(&*v))
                 + 32;
-            values.push((keys, v));
+            values.push((keys, v.into_owned()));
             return Ok(bytes);
         }
         if v.is_null() {
@@ -80,6 +84,7 @@ impl AggState {
         match self {
             AggState::Count(n) => *n += 1,
             AggState::Distinct(seen, values) => {
+                let v = v.into_owned();
                 let key = crate::values::key::Key::one(v.clone());
                 if !seen.contains(&key) {
                     let bytes = 2 * crate::values::datum::row_bytes(&key.0) + 32;
@@ -89,7 +94,7 @@ impl AggState {
                 }
             }
             AggState::Collect(..) => unreachable!("collected above"),
-            AggState::IntSum(sum, n) => match v {
+            AggState::IntSum(sum, n) => match *v {
                 Datum::Int(i) => {
                     *sum += i128::from(i);
                     *n += 1;
@@ -104,7 +109,7 @@ impl AggState {
             AggState::Value(acc, n) => {
                 *n += 1;
                 let summing = matches!(call.func, AggFunc::Sum | AggFunc::Avg);
-                match (&mut *acc, &v) {
+                match (&mut *acc, &*v) {
                     // A bigint sum and an integer average are numerics, which do not overflow
                     // where 64 bits would (PostgreSQL's): summed as integers until finished.
                     (Datum::Null, Datum::Int(i))
@@ -123,7 +128,7 @@ impl AggState {
                 *acc = match (call.func, &*acc) {
                     // A double average starts from zero, as PostgreSQL's does (so -0 averages
                     // to 0, where a sum of it stays -0).
-                    (AggFunc::Avg, Datum::Null) if matches!(v, Datum::Float(_)) => {
+                    (AggFunc::Avg, Datum::Null) if matches!(*v, Datum::Float(_)) => {
                         Datum::Float(0.0).arith('+', &v)?
                     }
                     (AggFunc::BoolAnd | AggFunc::BoolOr, _) => {
@@ -138,10 +143,10 @@ impl AggState {
                             (_, Some(a)) => a || b,
                         })
                     }
-                    (_, Datum::Null) => v,
+                    (_, Datum::Null) => v.into_owned(),
                     (AggFunc::Sum | AggFunc::Avg, _) => acc.arith('+', &v)?,
-                    (AggFunc::Min, _) if v.sort_cmp(acc).is_lt() => v,
-                    (AggFunc::Max, _) if v.sort_cmp(acc).is_gt() => v,
+                    (AggFunc::Min, _) if v.sort_cmp(acc).is_lt() => v.into_owned(),
+                    (AggFunc::Max, _) if v.sort_cmp(acc).is_gt() => v.into_owned(),
                     _ => return Ok(0),
                 };
             }

@@ -91,7 +91,11 @@ impl Expr {
 
     /// The value, borrowed where it already is one (a column, a parameter, a literal): a
     /// comparison in a scan's filter then copies no string.
-    fn eval_ref<'a>(&'a self, row: &'a [Datum], cx: &'a Context<'_>) -> Result<Cow<'a, Datum>> {
+    pub(crate) fn eval_ref<'a>(
+        &'a self,
+        row: &'a [Datum],
+        cx: &'a Context<'_>,
+    ) -> Result<Cow<'a, Datum>> {
         static NULL: Datum = Datum::Null;
         match self {
             Expr::Column(i) => Ok(Cow::Borrowed(row.get(*i).unwrap_or(&NULL))),
