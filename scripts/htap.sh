@@ -114,15 +114,16 @@ weigh() { # class weight: moves the class's backends into a cgroup of that weigh
     else
         echo "$(($2 * 2))" >"$dir/cpu.shares"
     fi
-    for p in $(backends "$1"); do echo "$p" >"$dir/cgroup.procs"; done
+    # A backend that ended meanwhile (go-tpc's connection pool closes some) has nothing to move.
+    for p in $(backends "$1"); do echo "$p" >"$dir/cgroup.procs" 2>/dev/null || true; done
 }
 
 knob() { # PostgreSQL knob, applied once go-tpc's sessions are connected
     sleep 1
     case "$1" in
-        ap-nice-19) for p in $(backends ap); do renice -n 19 -p "$p" >/dev/null; done ;;
-        ap-sched-idle) for p in $(backends ap); do chrt -i -p 0 "$p"; done ;;
-        tp-sched-fifo) for p in $(backends tp); do chrt -f -p 10 "$p"; done ;;
+        ap-nice-19) for p in $(backends ap); do renice -n 19 -p "$p" >/dev/null 2>&1 || true; done ;;
+        ap-sched-idle) for p in $(backends ap); do chrt -i -p 0 "$p" 2>/dev/null || true; done ;;
+        tp-sched-fifo) for p in $(backends tp); do chrt -f -p 10 "$p" 2>/dev/null || true; done ;;
         cgroup-weights) weigh tp 10000; weigh ap 1 ;;
     esac
 }
@@ -146,7 +147,7 @@ run() { # server port config: one run, one CSV line
         knobber=$!
     fi
     gotpc "$port" "$tp_opt" "$ap_opt" "${args[@]}" >"$log" 2>&1 || true
-    [[ -n $knobber ]] && wait "$knobber"
+    if [[ -n $knobber ]]; then wait "$knobber" || echo "warning: $config's knob failed" >&2; fi
     remove_groups
     # go-tpc's summary: New-Order's percentiles (ms), the TP total per minute, each query's count.
     local figures
