@@ -138,9 +138,12 @@ impl Connection {
         let mut dropped = self.deallocated.lock().unwrap_or_else(|p| p.into_inner());
         let tag = match target {
             None => {
+                session.forget_named(None);
                 dropped.extend(std::mem::take(&mut *names));
                 all_tag
             }
+            // PREPARE's statements and the client's share one namespace.
+            Some(name) if session.forget_named(Some(&name)) => "DEALLOCATE",
             Some(name) if names.remove(&name) => {
                 dropped.push(name);
                 "DEALLOCATE"

@@ -31,6 +31,7 @@ pub mod sqlstate {
     pub const INVALID_PARAMETER_VALUE: &str = "22023";
     pub const ARRAY_SUBSCRIPT_ERROR: &str = "2202E";
     pub const INVALID_SQL_STATEMENT_NAME: &str = "26000";
+    pub const DUPLICATE_PREPARED_STATEMENT: &str = "42P05";
     pub const INVALID_TEXT_REPRESENTATION: &str = "22P02";
     pub const INVALID_DATETIME_FORMAT: &str = "22007";
     pub const DATETIME_FIELD_OVERFLOW: &str = "22008";

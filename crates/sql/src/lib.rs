@@ -14,7 +14,8 @@
 //!   roles;
 //! - [`values`]: SQL types and values, with PostgreSQL's comparison, arithmetic and text forms;
 //! - [`expr`]: bound expressions and their evaluation, which every stage shares; [`error`]:
-//!   SQLSTATEs; [`depth`]: the stack bound on nesting;
+//!   SQLSTATEs; [`depth`]: the stack bound on nesting; [`syntax`]: parsed statements kept,
+//!   safe to drop and copy however deep;
 //! - [`sequence`]: sequences' state; [`system`]: the system catalogs (`pg_catalog`,
 //!   `information_schema`) built from the catalog.
 //!
@@ -31,6 +32,7 @@ pub mod exec;
 pub mod expr;
 pub mod plan;
 pub mod sequence;
+pub mod syntax;
 pub mod system;
 pub mod values;
 

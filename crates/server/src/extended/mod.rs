@@ -63,7 +63,7 @@ fn statement_of(
         .collect();
     let plan = prepare_in(tables, &ast, &declared)?;
     Ok(Some(Arc::new(Statement {
-        ast,
+        ast: Arc::new(ast),
         declared,
         plan: StdMutex::new(Arc::new(plan)),
     })))
@@ -456,6 +456,11 @@ impl Connection {
             Some((overtake_sql::Command::Fetch(f), _)) if !f.moves => session
                 .as_ref()
                 .and_then(|s| s.cursor_columns(&f.name))
+                .unwrap_or_default(),
+            // EXECUTE gives the rows of the statement PREPARE named.
+            Some((overtake_sql::Command::Execute { name, .. }, _)) => session
+                .as_ref()
+                .and_then(|s| s.named_columns(name))
                 .unwrap_or_default(),
             // COPY's data is no rows: PostgreSQL describes it as NoData.
             Some((overtake_sql::Command::CopyOut(..), _)) => Vec::new(),

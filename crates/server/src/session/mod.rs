@@ -6,7 +6,8 @@
 //! its task, its uncommitted DDL, the idle timeout), `config` (the session's settings as
 //! statements see and change them: SET, SHOW, RESET, role defaults), `copy` (COPY FROM STDIN's
 //! data as it comes), `cursor` (portals read in parts), `sql_cursor` (DECLARE, FETCH, MOVE and
-//! CLOSE over them), `savepoints` (SAVEPOINT, ROLLBACK TO, RELEASE), `connections` (admission against `max_connections`); here, what each statement
+//! CLOSE over them), `savepoints` (SAVEPOINT, ROLLBACK TO, RELEASE), `prepared_sql` (PREPARE,
+//! EXECUTE), `connections` (admission against `max_connections`); here, what each statement
 //! does.
 
 mod block;
@@ -14,6 +15,7 @@ mod config;
 mod connections;
 mod copy;
 mod cursor;
+mod prepared_sql;
 mod savepoints;
 mod sql_cursor;
 
@@ -153,6 +155,8 @@ pub struct Session {
     sequences: crate::statement_settings::SequenceValues,
     /// Cursors declared `WITH HOLD` whose transaction committed: their rows, read to the end.
     held: Vec<cursor::Cursor>,
+    /// The statements `PREPARE` named.
+    prepared: HashMap<String, Arc<crate::prepared::Statement>>,
 }
 
 /// The worker a session is served by, and where its steps read the class they run at.
@@ -298,6 +302,7 @@ impl Session {
             home: None,
             sequences: Default::default(),
             held: Vec::new(),
+            prepared: HashMap::new(),
         })
     }
 
@@ -576,6 +581,19 @@ impl Session {
                 "VACUUM cannot run inside a transaction block",
             )),
             Command::Noop(tag) => Ok(StatementAnswer::Done((*tag).into())),
+            Command::Prepare {
+                name,
+                statement,
+                declared,
+            } => self.prepare_named(name, statement, declared),
+            Command::Execute {
+                name,
+                arguments,
+                untyped,
+            } => {
+                self.execute_named(name, (arguments.as_ref(), untyped), params, out)
+                    .await
+            }
             Command::Deallocate(name) => Ok(StatementAnswer::Deallocate(name.clone())),
             Command::DiscardAll => {
                 if self.block.is_some() {

@@ -269,6 +269,44 @@ fn deallocate_forgets_prepared_statements() {
     });
 }
 
+/// `PREPARE`'s statements run by `EXECUTE` in the extended protocol too (described as the
+/// statement's rows), and share `DEALLOCATE` with the client's own.
+#[test]
+fn sql_prepared_statements_run_through_the_extended_protocol() {
+    let server = common::TestServer::start();
+    runtime().block_on(async {
+        let client = connect(&server.dsn("prepare_sql")).await;
+        client
+            .batch_execute(
+                "CREATE TABLE ps (id int PRIMARY KEY, v text);
+                 INSERT INTO ps VALUES (1, 'one'), (2, 'two');
+                 PREPARE by_id (int) AS SELECT id, v FROM ps WHERE id >= $1 ORDER BY id",
+            )
+            .await
+            .expect("prepare");
+        let execute = client.prepare("EXECUTE by_id(2)").await.expect("parse");
+        let described: Vec<_> = execute.columns().iter().map(|c| c.name()).collect();
+        assert_eq!(described, ["id", "v"]);
+        let rows = client.query(&execute, &[]).await.expect("execute");
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].get::<_, i32>(0), 2);
+        assert_eq!(rows[0].get::<_, &str>(1), "two");
+        // An argument from the client, of the type it declares.
+        let typed = client
+            .prepare_typed("EXECUTE by_id($1)", &[tokio_postgres::types::Type::INT4])
+            .await
+            .expect("parse with a parameter");
+        let rows = client.query(&typed, &[&1i32]).await.expect("execute");
+        assert_eq!(rows.len(), 2);
+        client
+            .batch_execute("DEALLOCATE by_id")
+            .await
+            .expect("deallocate");
+        let e = client.query(&execute, &[]).await.expect_err("forgotten");
+        assert_eq!(e.code().map(|c| c.code()), Some("26000"));
+    });
+}
+
 #[test]
 fn a_cancelled_query_stops_running() {
     let server = common::TestServer::start();
@@ -659,6 +697,21 @@ fn what_postgresql_nests_runs_and_deeper_is_refused_with_54001() {
         let and = format!("SELECT 1 WHERE {}", vec!["1 = 1"; 50_000].join(" AND "));
         let got = client.simple_query(&and).await.expect("a 50,000-term AND");
         assert_eq!(value(got).as_deref(), Some("1"));
+        // Kept past their statement (copied: see `Ast::copy_of`) up to 15,000 levels, chains
+        // of AND included.
+        let and = vec!["1 = 1"; 14_000].join(" AND ");
+        client
+            .batch_execute(&format!(
+                "BEGIN; DECLARE deep CURSOR FOR SELECT 1 WHERE {and}; CLOSE deep; COMMIT"
+            ))
+            .await
+            .expect("a cursor over a long AND");
+        client
+            .batch_execute(&format!(
+                "PREPARE deep AS SELECT 1 WHERE {and}; DEALLOCATE deep"
+            ))
+            .await
+            .expect("PREPARE of a long AND");
         let sum = format!("SELECT {}", vec!["1"; 1_000].join(" + "));
         let got = client.simple_query(&sum).await.expect("a long sum");
         assert_eq!(value(got).as_deref(), Some("1000"));
@@ -691,6 +744,17 @@ fn what_postgresql_nests_runs_and_deeper_is_refused_with_54001() {
                 ") t".repeat(3_000)
             ),
             format!("SELECT {}1{}", "(SELECT ".repeat(3_000), ")".repeat(3_000)),
+            // Statements kept past the one that holds them, and EXECUTE's arguments.
+            format!(
+                "DECLARE c CURSOR WITH HOLD FOR SELECT 1{}",
+                " IS NULL".repeat(50_000)
+            ),
+            format!("PREPARE p AS SELECT 1{}", "::int".repeat(50_000)),
+            format!("EXECUTE p({})", vec!["1"; 50_000].join(" + ")),
+            format!(
+                "DECLARE c CURSOR WITH HOLD FOR SELECT 1 WHERE {}",
+                vec!["true"; 100_000].join(" AND ")
+            ),
             format!(
                 "SELECT 1 WHERE {}true{}",
                 "EXISTS (SELECT 1 WHERE ".repeat(2_000),

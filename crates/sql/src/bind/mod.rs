@@ -17,6 +17,7 @@
 //!   and `json` for what takes or makes those types, and
 //!   `typing` for literals and the types where values meet;
 //! - `analyze`: the tables `ANALYZE` takes statistics of;
+//! - [`prepare`]: SQL-level `PREPARE` and `EXECUTE`;
 //! - `role_statement`: `CREATE ROLE` and `ALTER ROLE ... WITH`; `row_values`: row values in
 //!   comparisons and IN lists, as conditions on their items.
 //!
@@ -39,6 +40,7 @@ mod join_order;
 mod on_conflict;
 mod or_conditions;
 mod parse;
+pub mod prepare;
 pub(crate) mod role_statement;
 mod row_values;
 pub(crate) mod select;

@@ -3,9 +3,9 @@
 //! it, and trees that are safe to drop however deep the parser built them. Parsing never looks
 //! at the catalog.
 
-use std::ops::ControlFlow;
+use sqlparser::ast::{self, Statement};
 
-use sqlparser::ast::{self, Statement, VisitMut, VisitorMut};
+pub use crate::syntax::Ast;
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
@@ -14,107 +14,6 @@ use crate::error::{Result, SqlError, sqlstate};
 /// Longest statement text accepted (bytes): a bound on what one message can make the server
 /// parse and hold.
 pub const MAX_STATEMENT_LEN: usize = 1 << 20;
-
-/// A parsed statement (sqlparser's syntax tree), kept to plan again after a catalog change.
-///
-/// The parser builds a chain of operators written one after another (`1::int::int...`,
-/// `a + b + ...`, `x IS NULL IS NULL ...`) as a tree as deep as the chain is long, without
-/// recursing itself; dropping such a tree recursively could overflow the stack. An `Ast` is
-/// taken apart iteratively when dropped, so that dropping any statement the parser accepted is
-/// safe; binding it refuses what is too deep (see `depth`).
-#[derive(Debug)]
-pub struct Ast(Statement);
-
-impl std::ops::Deref for Ast {
-    type Target = Statement;
-
-    fn deref(&self) -> &Statement {
-        &self.0
-    }
-}
-
-impl Ast {
-    /// The statement, taken out.
-    pub fn into_statement(mut self) -> Statement {
-        std::mem::replace(
-            &mut self.0,
-            Statement::Commit {
-                chain: false,
-                end: false,
-                modifier: None,
-            },
-        )
-    }
-}
-
-impl Drop for Ast {
-    fn drop(&mut self) {
-        let mut detached = Detach(Vec::new());
-        let _ = self.0.visit(&mut detached);
-        while let Some(mut e) = detached.0.pop() {
-            // Its chain links go to the list before the visitor descends: each drop is shallow.
-            let _ = e.visit(&mut detached);
-        }
-    }
-}
-
-/// Takes the operands of chain-building operators out of every expression it visits (before
-/// descending into it), leaving NULLs in their place.
-struct Detach(Vec<ast::Expr>);
-
-impl VisitorMut for Detach {
-    type Break = ();
-
-    fn pre_visit_expr(&mut self, e: &mut ast::Expr) -> ControlFlow<()> {
-        use ast::Expr as E;
-        let mut take = |b: &mut Box<ast::Expr>| {
-            let null = E::Value(ast::Value::Null.into());
-            self.0.push(std::mem::replace(&mut **b, null));
-        };
-        match e {
-            E::BinaryOp { left, right, .. }
-            | E::IsDistinctFrom(left, right)
-            | E::IsNotDistinctFrom(left, right)
-            | E::AnyOp { left, right, .. }
-            | E::AllOp { left, right, .. } => {
-                take(left);
-                take(right);
-            }
-            E::Like { expr, pattern, .. }
-            | E::ILike { expr, pattern, .. }
-            | E::SimilarTo { expr, pattern, .. }
-            | E::RLike { expr, pattern, .. } => {
-                take(expr);
-                take(pattern);
-            }
-            E::Between {
-                expr, low, high, ..
-            } => {
-                take(expr);
-                take(low);
-                take(high);
-            }
-            E::IsFalse(x)
-            | E::IsNotFalse(x)
-            | E::IsTrue(x)
-            | E::IsNotTrue(x)
-            | E::IsNull(x)
-            | E::IsNotNull(x)
-            | E::IsUnknown(x)
-            | E::IsNotUnknown(x)
-            | E::Nested(x)
-            | E::UnaryOp { expr: x, .. }
-            | E::Cast { expr: x, .. }
-            | E::Collate { expr: x, .. }
-            | E::In { expr: x, .. }
-            | E::AtTimeZone { timestamp: x, .. }
-            | E::CompoundFieldAccess { root: x, .. }
-            | E::JsonAccess { value: x, .. } => take(x),
-            _ => {}
-        }
-        ControlFlow::Continue(())
-    }
-}
 
 /// Parses SQL text into statements.
 pub fn parse(sql: &str) -> Result<Vec<Ast>> {

@@ -509,7 +509,9 @@ pub fn prepare_in(
             if let Some((_, what)) = refused.iter().find(|(r, _)| *r) {
                 return Err(SqlError::unsupported(format!("DECLARE ... {what}")));
             }
-            let inner = prepare_in(tables, &Statement::Query(query.clone()), declared)?;
+            // Copied with care: the parser may have built it deeper than copying may recurse.
+            let query = Ast::copy_of_query(query)?;
+            let inner = prepare_in(tables, &query, declared)?;
             return Ok(Prepared {
                 params: inner.params.clone(),
                 columns: Vec::new(),
@@ -536,6 +538,39 @@ pub fn prepare_in(
             ast::DiscardObject::SEQUENCES => Command::Noop("DISCARD SEQUENCES"),
             ast::DiscardObject::TEMP => Command::Noop("DISCARD TEMP"),
         },
+        Statement::Prepare { .. } => {
+            let (name, statement, declared) = super::prepare::prepared(stmt)?;
+            // Planned once: its errors are PREPARE's, as in PostgreSQL.
+            prepare_in(tables, statement, &declared)?;
+            Command::Prepare {
+                name,
+                statement: std::sync::Arc::new(Ast::copy_of(statement)?),
+                declared,
+            }
+        }
+        Statement::Execute { .. } => {
+            let (name, arguments, untyped) = super::prepare::executed(stmt)?;
+            let arguments = match arguments {
+                Some(select) => Some(prepare_in(tables, &select, declared)?),
+                None => None,
+            };
+            return Ok(Prepared {
+                params: arguments
+                    .as_ref()
+                    .map_or_else(Vec::new, |a| a.params.clone()),
+                command: Command::Execute {
+                    name,
+                    arguments: arguments.map(std::sync::Arc::new),
+                    untyped,
+                },
+                columns: Vec::new(),
+                version,
+                pending: tables.is_pending(),
+                point_read: false,
+                reads_settings: false,
+                uses_sequences: false,
+            });
+        }
         // `ALL` is a keyword; `"ALL"` names a statement.
         Statement::Deallocate { name, .. } => Command::Deallocate(
             (name.quote_style.is_some() || !name.value.eq_ignore_ascii_case("all"))

@@ -96,9 +96,10 @@ pub(crate) fn literal_as(e: Expr, ty: SqlType) -> Result<Expr> {
     }
 }
 
-/// Whether a value of type `from` may be stored in a column of type `to` (PostgreSQL's
-/// assignment casts): numbers, booleans and timestamps do not turn into one another.
-pub fn check_assignable(from: SqlType, to: SqlType, column: &str) -> Result<()> {
+/// Whether a value of type `from` turns into one of type `to` where it is assigned
+/// (PostgreSQL's assignment casts): numbers, booleans and timestamps do not turn into one
+/// another.
+pub(crate) fn assignable(from: SqlType, to: SqlType) -> bool {
     let kind = |t: SqlType| match t {
         SqlType::Bool => 1,
         SqlType::Timestamp | SqlType::TimestampTz | SqlType::Date => 2,
@@ -107,7 +108,12 @@ pub fn check_assignable(from: SqlType, to: SqlType, column: &str) -> Result<()> 
         _ => 0,
     };
     let (a, b) = (kind(from), kind(to));
-    if a != 0 && b != 0 && a != b {
+    a == 0 || b == 0 || a == b
+}
+
+/// Whether a value of type `from` may be stored in a column of type `to` (see [`assignable`]).
+pub fn check_assignable(from: SqlType, to: SqlType, column: &str) -> Result<()> {
+    if !assignable(from, to) {
         return Err(SqlError::new(
             sqlstate::DATATYPE_MISMATCH,
             format!(

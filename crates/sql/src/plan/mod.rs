@@ -146,6 +146,23 @@ pub enum Command {
     /// `DEALLOCATE name` (`None`: `DEALLOCATE ALL`): forgets the session's prepared statements,
     /// which the connection keeps.
     Deallocate(Option<String>),
+    /// `PREPARE name [(types)] AS statement`: the session keeps `statement` (a SELECT, INSERT,
+    /// UPDATE or DELETE, checked by planning it once) under `name`, its parameters of the
+    /// `declared` types (`None`: inferred).
+    Prepare {
+        name: String,
+        statement: Arc<crate::syntax::Ast>,
+        declared: Vec<Option<SqlType>>,
+    },
+    /// `EXECUTE name [(arguments)]`: runs the session's statement `name` with the arguments'
+    /// values, computed by `arguments` (a SELECT of them; `None` without any), each converted
+    /// to its parameter's type as an assignment is (`untyped[i]`: argument `i` is a literal of
+    /// no type yet, which any type takes).
+    Execute {
+        name: String,
+        arguments: Option<Arc<Prepared>>,
+        untyped: Vec<bool>,
+    },
     /// `DISCARD ALL`: the session as it was at its start (settings reset, prepared statements
     /// forgotten); refused in a transaction block.
     DiscardAll,
