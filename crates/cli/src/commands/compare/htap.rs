@@ -3,13 +3,11 @@
 //! (go-tpc, unchanged), under Overtake's priorities and PostgreSQL's OS knobs.
 //!
 //! The runs are driven by `scripts/htap.sh` (servers, loads, go-tpc, PostgreSQL's knobs), which
-//! writes one CSV line per finished run; this command starts it, reads the lines and reports them
+//! writes one CSV line per finished run; this command starts it (`script`), reads the lines and reports them
 //! with their ratios to the SOLO runs of the same server. It must never report a run the script
 //! did not finish: a line is written only once its run's figures are in.
 
-use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use clap::Args;
 use serde::Serialize;
@@ -202,56 +200,27 @@ fn runs(lines: &[Line]) -> Vec<Run> {
         .collect()
 }
 
-/// Where the script is: in the clone this binary was built from.
-fn script() -> Result<PathBuf, String> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/htap.sh");
-    if path.is_file() {
-        Ok(path)
-    } else {
-        Err(format!(
-            "{} is missing: run this command from the clone it was built in",
-            path.display()
-        ))
-    }
-}
-
 pub fn compare(args: &CompareHtapArgs) -> Result<(), String> {
-    let script = script()?;
-    let csv = std::env::temp_dir().join(format!("overtake-htap-{}.csv", std::process::id()));
     let configs = if args.configs.is_empty() {
         CONFIGS.join(" ")
     } else {
         args.configs.join(" ")
     };
-    // The script's output is progress: it goes to stderr, keeping stdout for the report.
-    let progress = std::io::stderr()
-        .as_fd()
-        .try_clone_to_owned()
-        .map(Stdio::from)
-        .unwrap_or_else(|_| Stdio::null());
-    let status = Command::new("bash")
-        .arg(&script)
-        .arg(&csv)
-        .args([
+    let finished = super::script::run(
+        "htap.sh",
+        &[
             args.seconds.to_string(),
             args.tp_threads.to_string(),
             args.ap_threads.to_string(),
             args.queries.clone(),
             configs,
-        ])
-        .stdout(progress)
-        .status()
-        .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
-    let text = std::fs::read_to_string(&csv).unwrap_or_default();
-    let _ = std::fs::remove_file(&csv);
-    let lines = text
-        .lines()
-        .filter(|l| !l.is_empty())
-        .map(parse_line)
+        ],
+    )?;
+    let lines = finished
+        .lines
+        .iter()
+        .map(|l| parse_line(l))
         .collect::<Result<Vec<_>, _>>()?;
-    if !status.success() && lines.is_empty() {
-        return Err(format!("{} failed ({status})", script.display()));
-    }
     let report = HtapReport {
         seconds: args.seconds,
         tp_threads: args.tp_threads,
@@ -271,14 +240,7 @@ pub fn compare(args: &CompareHtapArgs) -> Result<(), String> {
             println!("figure: {}", f.display());
         }
     }
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{} stopped ({status}) after the runs above",
-            script.display()
-        ))
-    }
+    finished.result()
 }
 
 /// The figures of `--plot`: per server, New-Order's latency CDF of each run with TPC-C clients

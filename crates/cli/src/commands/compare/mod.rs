@@ -8,11 +8,13 @@
 use clap::Subcommand;
 
 pub mod bimodal;
+pub mod bimodal_sql;
 pub mod hints;
 pub mod holder;
 pub mod htap;
 pub mod locks;
 pub mod mixed;
+mod script;
 pub mod starvation;
 pub mod tiers;
 
@@ -32,6 +34,11 @@ pub enum Compare {
     /// The bimodal workload under several policies (and quantum ablations), with ratios to
     /// `wait`.
     Bimodal(bimodal::CompareBimodalArgs),
+    /// The bimodal workload over the wire: pgbench sessions without priorities sending short
+    /// point reads beside sessions sending long scans, to Overtake under `wait` and `quantum`
+    /// and to PostgreSQL 15, at a range of rates; the short reads' p99 and the highest rate
+    /// served under an SLO. Runs `scripts/bimodal-sql.sh`: needs root and PostgreSQL 15.
+    BimodalSql(bimodal_sql::CompareBimodalSqlArgs),
     /// TPC-C under two-phase locking: every lock policy at every think time, with urgent
     /// speedups and background penalties against `standard`, plus CPU priority only, lock
     /// priority only, both, and the MVCC mode (McWherter's question).
@@ -61,6 +68,7 @@ pub fn run(compare: &Compare) -> Result<(), String> {
         Compare::Starvation(a) => starvation::compare(a),
         Compare::Holder(a) => holder::compare(a),
         Compare::Bimodal(a) => bimodal::compare(a),
+        Compare::BimodalSql(a) => bimodal_sql::compare(a),
         Compare::Locks(a) => locks::compare(a),
         Compare::Tiers(a) => tiers::compare(a),
         Compare::Hints(a) => hints::compare(a),
