@@ -512,20 +512,13 @@ pub fn prepare_in(
             // Copied with care: the parser may have built it deeper than copying may recurse.
             let query = Ast::copy_of_query(query)?;
             let inner = prepare_in(tables, &query, declared)?;
-            return Ok(Prepared {
-                params: inner.params.clone(),
-                columns: Vec::new(),
-                version,
-                pending: tables.is_pending(),
-                point_read: false,
-                reads_settings: false,
-                uses_sequences: false,
-                command: Command::Declare {
-                    name: ident(name),
-                    query: std::sync::Arc::new(inner),
-                    hold: d.hold == Some(true),
-                },
-            });
+            let params = inner.params.clone();
+            let command = Command::Declare {
+                name: ident(name),
+                query: std::sync::Arc::new(inner),
+                hold: d.hold == Some(true),
+            };
+            return Ok(around(command, params, tables, version));
         }
         Statement::UNLISTEN { .. } => Command::Noop("UNLISTEN"),
         Statement::Vacuum(_) => Command::Noop("VACUUM"),
@@ -554,22 +547,15 @@ pub fn prepare_in(
                 Some(select) => Some(prepare_in(tables, &select, declared)?),
                 None => None,
             };
-            return Ok(Prepared {
-                params: arguments
-                    .as_ref()
-                    .map_or_else(Vec::new, |a| a.params.clone()),
-                command: Command::Execute {
-                    name,
-                    arguments: arguments.map(std::sync::Arc::new),
-                    untyped,
-                },
-                columns: Vec::new(),
-                version,
-                pending: tables.is_pending(),
-                point_read: false,
-                reads_settings: false,
-                uses_sequences: false,
-            });
+            let params = arguments
+                .as_ref()
+                .map_or_else(Vec::new, |a| a.params.clone());
+            let command = Command::Execute {
+                name,
+                arguments: arguments.map(std::sync::Arc::new),
+                untyped,
+            };
+            return Ok(around(command, params, tables, version));
         }
         // `ALL` is a keyword; `"ALL"` names a statement.
         Statement::Deallocate { name, .. } => Command::Deallocate(
@@ -634,6 +620,21 @@ pub fn prepare_in(
         reads_settings: b.reads_settings,
         uses_sequences: b.uses_sequences,
     })
+}
+
+/// A statement around a query planned on its own (DECLARE's, EXECUTE's arguments): it takes
+/// that query's parameters and gives no rows of its own (the session runs the query).
+fn around(command: Command, params: Vec<SqlType>, tables: Tables<'_>, version: u64) -> Prepared {
+    Prepared {
+        command,
+        params,
+        columns: Vec::new(),
+        version,
+        pending: tables.is_pending(),
+        point_read: false,
+        reads_settings: false,
+        uses_sequences: false,
+    }
 }
 
 fn first_words(stmt: &Statement) -> String {
