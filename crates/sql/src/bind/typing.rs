@@ -111,7 +111,8 @@ pub(crate) fn assignable(from: SqlType, to: SqlType) -> bool {
     a == 0 || b == 0 || a == b
 }
 
-/// Whether a value of type `from` may be stored in a column of type `to` (see [`assignable`]).
+/// Whether a value of type `from` may be stored in a column of type `to` (PostgreSQL's
+/// assignment casts, as `assignable` tells).
 pub fn check_assignable(from: SqlType, to: SqlType, column: &str) -> Result<()> {
     if !assignable(from, to) {
         return Err(SqlError::new(
