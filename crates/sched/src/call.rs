@@ -289,6 +289,11 @@ impl<R> std::fmt::Debug for Ticket<R> {
     }
 }
 
+/// What a call that does not say how it ended is booked as: committed.
+fn committed<R>(result: R) -> (R, Outcome) {
+    (result, Outcome::committed())
+}
+
 /// A closure to run as a transaction of some priority.
 pub struct Call {
     priority: Priority,
@@ -308,7 +313,19 @@ impl Call {
         R: Send + 'static,
         F: FnOnce() -> R + Send + 'static,
     {
-        Self::build(priority, f, |_| Outcome::committed(), false)
+        Self::build(priority, f, committed, false)
+    }
+
+    /// A call of `f` at `priority` that says how it ended besides its result: the scheduler
+    /// books the outcome (its status, lock waits, log and client waits), the ticket gives the
+    /// result. For a server's statements, whose results are rows but whose waits are worth
+    /// knowing per class. A panic is booked as a failure, as for [`Call::new`].
+    pub fn reporting<R, F>(priority: Priority, f: F) -> (Call, Ticket<R>)
+    where
+        R: Send + 'static,
+        F: FnOnce() -> (R, Outcome) + Send + 'static,
+    {
+        Self::build(priority, f, |(result, outcome)| (result, outcome), false)
     }
 
     /// A call of `f` at `priority` that is never paused: it runs to its end inside a
@@ -319,7 +336,7 @@ impl Call {
         R: Send + 'static,
         F: FnOnce() -> R + Send + 'static,
     {
-        Self::build(priority, f, |_| Outcome::committed(), true)
+        Self::build(priority, f, committed, true)
     }
 
     /// A call of `f` at `priority` that runs on its worker's own stack, between tasks, to its
@@ -331,7 +348,7 @@ impl Call {
         R: Send + 'static,
         F: FnOnce() -> R + Send + 'static,
     {
-        let (mut call, ticket) = Self::build(priority, f, |_| Outcome::committed(), true);
+        let (mut call, ticket) = Self::build(priority, f, committed, true);
         call.between_tasks = true;
         (call, ticket)
     }
@@ -344,19 +361,29 @@ impl Call {
     where
         F: FnOnce() -> Outcome + Send + 'static,
     {
-        Self::build(priority, f, Outcome::without_acknowledgement, false)
+        Self::build(
+            priority,
+            f,
+            |outcome| {
+                let booked = outcome.without_acknowledgement();
+                (outcome, booked)
+            },
+            false,
+        )
     }
 
-    /// `pinned`: the whole call, its result delivered included, runs in one region.
-    fn build<R, F>(
+    /// `booked` splits what `f` returns into the ticket's result and the outcome the scheduler
+    /// books; `pinned`: the whole call, its result delivered included, runs in one region.
+    fn build<T, R, F>(
         priority: Priority,
         f: F,
-        booked: fn(&R) -> Outcome,
+        booked: fn(T) -> (R, Outcome),
         pinned: bool,
     ) -> (Call, Ticket<R>)
     where
+        T: 'static,
         R: Send + 'static,
-        F: FnOnce() -> R + Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
     {
         let completion = Arc::new(Completion {
             slot: RegionMutex::new(Slot::Pending(None)),
@@ -380,14 +407,14 @@ impl Call {
     }
 
     /// Delivers the result of a call's closure and says how the call ended.
-    fn finish<R>(
-        ran: std::thread::Result<R>,
+    fn finish<T, R>(
+        ran: std::thread::Result<T>,
         completer: Completer<R>,
-        booked: fn(&R) -> Outcome,
+        booked: fn(T) -> (R, Outcome),
     ) -> Outcome {
         match ran {
-            Ok(result) => {
-                let outcome = booked(&result);
+            Ok(returned) => {
+                let (result, outcome) = booked(returned);
                 completer.complete(Ok(result));
                 outcome
             }

@@ -89,6 +89,9 @@ pub struct Outcome {
     pub locks: LockOutcome,
     /// How long its commit waited for the log to make it durable (zero without a `sync` log).
     pub durable_wait: Duration,
+    /// How long it was parked waiting for its client's next request (an interactive
+    /// transaction: a server's transaction block between statements). Part of its parked time.
+    pub client_wait: Duration,
     /// What went wrong, for a failed job.
     pub error: Option<JobError>,
     /// What it still waits for before it is done (see [`Acknowledgement`]); `None`: nothing.
@@ -105,6 +108,7 @@ impl std::fmt::Debug for Outcome {
             .field("wasted", &self.wasted)
             .field("locks", &self.locks)
             .field("durable_wait", &self.durable_wait)
+            .field("client_wait", &self.client_wait)
             .field("error", &self.error)
             .field("acknowledgement", &self.acknowledgement.is_some())
             .finish()
@@ -139,6 +143,7 @@ impl Outcome {
             wasted: Duration::ZERO,
             locks: LockOutcome::default(),
             durable_wait: Duration::ZERO,
+            client_wait: Duration::ZERO,
             error: None,
             acknowledgement: None,
         }
@@ -154,6 +159,7 @@ impl Outcome {
             wasted: self.wasted,
             locks: self.locks,
             durable_wait: self.durable_wait,
+            client_wait: self.client_wait,
             error: self.error.clone(),
             acknowledgement: None,
         }

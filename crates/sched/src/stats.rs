@@ -193,12 +193,13 @@ mod tests {
     }
 
     #[test]
-    fn the_breakdown_splits_each_job_into_queued_running_preempted_and_waiting() {
+    fn the_breakdown_splits_each_job_into_queued_running_preempted_waiting_and_its_client() {
         use std::time::{Duration, Instant};
         let t0 = Instant::now();
         let ms = Duration::from_millis;
         let mut c = ClassStats::default();
-        // Queued 1 ms, then 10 ms on the worker: 2 paused, 3 parked, 5 running.
+        // Queued 1 ms, then 10 ms on the worker: 2 paused, 3 parked (2 of them waiting for its
+        // client), 5 running.
         let timing = JobTiming {
             arrival: t0,
             enqueued: t0,
@@ -208,7 +209,9 @@ mod tests {
             preempted: ms(2),
             waited: ms(3),
         };
-        c.record(&timing, &crate::job::Outcome::committed());
+        let mut interactive = crate::job::Outcome::committed();
+        interactive.client_wait = ms(2);
+        c.record(&timing, &interactive);
         // A second job that only ran, for 1 ms.
         let quick = JobTiming {
             start: t0,
@@ -218,13 +221,17 @@ mod tests {
             waited: Duration::ZERO,
             ..timing
         };
-        c.record(&quick, &crate::job::Outcome::committed());
+        // A client wait it claims beyond what it was parked is not booked.
+        let mut overclaimed = crate::job::Outcome::committed();
+        overclaimed.client_wait = ms(7);
+        c.record(&quick, &overclaimed);
         let b = c.breakdown();
         let close = |a: f64, b: f64| (a - b).abs() <= b * 0.002 + 0.01;
         assert!(close(b.queued, 500.0), "{b:?}");
         assert!(close(b.running, 3_000.0), "{b:?}");
         assert!(close(b.preempted, 1_000.0), "{b:?}");
-        assert!(close(b.waiting, 1_500.0), "{b:?}");
+        assert!(close(b.waiting, 500.0), "{b:?}");
+        assert!(close(b.client, 1_000.0), "{b:?}");
         assert_eq!(ClassStats::default().breakdown(), Breakdown::default());
     }
 
@@ -301,6 +308,9 @@ pub struct ClassStats {
     pub running_nanos: u128,
     /// Total time jobs of this class spent parked, waiting for an event, in nanoseconds.
     pub waited_nanos: u128,
+    /// The part of `waited_nanos` jobs spent waiting for their client's next request
+    /// (`Outcome::client_wait`), in nanoseconds.
+    pub client_wait_nanos: u128,
     /// Commit to durable: how long each committed job waited for the log after its commit
     /// (recorded only where a `sync` log made it wait).
     pub durable_wait: LatencyHistogram,
@@ -317,8 +327,10 @@ pub struct Breakdown {
     pub running: f64,
     /// Paused by more urgent work.
     pub preempted: f64,
-    /// Parked, waiting for an event (a lock, the log, ...).
+    /// Parked, waiting for an event (a lock, the log, ...) other than the client.
     pub waiting: f64,
+    /// Parked, waiting for the client's next request (a transaction block between statements).
+    pub client: f64,
 }
 
 impl ClassStats {
@@ -330,7 +342,8 @@ impl ClassStats {
             queued: self.sched_delay.summary().mean,
             running: mean_us(self.running_nanos),
             preempted: self.preempted.summary().mean,
-            waiting: mean_us(self.waited_nanos),
+            waiting: mean_us(self.waited_nanos.saturating_sub(self.client_wait_nanos)),
+            client: mean_us(self.client_wait_nanos),
         }
     }
 
@@ -439,6 +452,8 @@ impl ClassStats {
         self.running.record(running);
         self.running_nanos += running.as_nanos();
         self.waited_nanos += timing.waited.as_nanos();
+        // Measured by the job around its own waits, so never more than the scheduler saw parked.
+        self.client_wait_nanos += outcome.client_wait.min(timing.waited).as_nanos();
     }
 
     /// Adds `other` into this.
@@ -466,6 +481,7 @@ impl ClassStats {
         self.running.merge(&other.running);
         self.running_nanos += other.running_nanos;
         self.waited_nanos += other.waited_nanos;
+        self.client_wait_nanos += other.client_wait_nanos;
     }
 }
 

@@ -190,6 +190,38 @@ fn a_call_that_reports_its_outcome_is_booked_as_it_says() {
 }
 
 #[test]
+fn a_reporting_call_delivers_its_result_and_books_its_outcome_with_its_client_wait_bounded() {
+    use overtake_sched::{Call, Outcome, Promise, Status};
+    let scheduler =
+        Scheduler::start(&config(Policy::Preempt), Arc::new(CallExecutor)).expect("start");
+    let (next, request) = Promise::<u32>::new();
+    // Waits for a "request" as a transaction block waits for its client, and says so; it also
+    // claims more than it can have waited, which the statistics must not believe.
+    let (call, ticket) = Call::reporting(Priority::MEDIUM, move || {
+        let asked = request.wait().expect("fulfilled");
+        let mut outcome = Outcome::ended(Status::RolledBack);
+        outcome.locks.waits = 3;
+        outcome.client_wait = std::time::Duration::from_secs(3_600);
+        (asked + 1, outcome)
+    });
+    scheduler.submit(call).expect("admitted");
+    next.fulfil(41);
+    assert_eq!(ticket.wait(), Ok(42));
+    let report = scheduler.shutdown(Shutdown::Drain).expect("shutdown");
+    let medium = report.stats.class(Priority::MEDIUM);
+    assert_eq!(
+        (medium.committed, medium.rolled_back, medium.lock_waits),
+        (0, 1, 3)
+    );
+    assert!(
+        medium.client_wait_nanos <= medium.waited_nanos,
+        "a client wait is part of the parked time: {} > {}",
+        medium.client_wait_nanos,
+        medium.waited_nanos
+    );
+}
+
+#[test]
 fn under_the_quantum_policy_a_long_call_makes_way_for_one_submitted_after_it() {
     // Both calls at one level (no priorities): only a quantum expiry, which the scheduler's own
     // timer thread raises, lets the second run while the first spins waiting for it.
