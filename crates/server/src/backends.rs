@@ -6,6 +6,9 @@
 //! Must never: block a worker. The map's mutex is held for a lookup or an insert only, inside
 //! a non-preemptible region (a statement on a worker takes it: no paused task can hold it);
 //! the cancel itself is handed to the server's network runtime.
+//!
+//! A session's view of the others also reads the scheduler's statistics per priority level
+//! (`overtake_stat_classes`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,8 +17,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use futures::task::AtomicWaker;
 
 use overtake_runtime::NoPreemptGuard;
+use overtake_sched::{CallExecutor, ClassStats, Priority, Scheduler};
 use overtake_sql::exec::access::Actor;
-use overtake_sql::expr::Backends;
+use overtake_sql::expr::{Backends, ClassTimes};
 use overtake_sql::{SqlError, sqlstate};
 use pgwire::api::ConnectionHandle;
 
@@ -106,11 +110,21 @@ pub struct SessionBackends {
     pub registry: Arc<Registry>,
     pub pid: i32,
     pub actor: Actor,
+    /// Whose statistics `overtake_stat_classes` shows.
+    pub scheduler: Arc<Scheduler<CallExecutor>>,
 }
 
 impl Backends for SessionBackends {
     fn own_pid(&self) -> i32 {
         self.pid
+    }
+
+    fn classes(&self) -> Vec<ClassTimes> {
+        let stats = self.scheduler.stats();
+        Priority::ALL
+            .into_iter()
+            .map(|p| class_times(p, &stats.levels[p.level()]))
+            .collect()
     }
 
     fn signal(&self, pid: i32, terminate: bool) -> Result<bool, SqlError> {
@@ -164,4 +178,26 @@ impl Backends for SessionBackends {
         });
         Ok(true)
     }
+}
+
+/// What `overtake_stat_classes` shows of level `priority`'s statistics `c`: totals, so that two
+/// readings subtract (the histograms' means times their counts for what only they keep).
+fn class_times(priority: Priority, c: &ClassStats) -> ClassTimes {
+    let us = |nanos: u128| nanos as f64 / 1e3;
+    let total_us = |h: &overtake_sched::LatencyHistogram| h.summary().mean * h.count() as f64;
+    let lock_wait_us = us(c.lock_queue_nanos);
+    let log_wait_us = total_us(&c.durable_wait);
+    let client_wait_us = us(c.client_wait_nanos);
+    let mut t = ClassTimes::new(crate::settings::priority_name(priority));
+    t.committed = i64::try_from(c.committed).unwrap_or(i64::MAX);
+    t.rolled_back = i64::try_from(c.rolled_back + c.failed).unwrap_or(i64::MAX);
+    t.preemptions = i64::try_from(c.preemptions).unwrap_or(i64::MAX);
+    t.queued_us = total_us(&c.sched_delay);
+    t.running_us = us(c.running_nanos);
+    t.preempted_us = total_us(&c.preempted);
+    t.client_wait_us = client_wait_us;
+    t.lock_wait_us = lock_wait_us;
+    t.log_wait_us = log_wait_us;
+    t.other_wait_us = (us(c.waited_nanos) - client_wait_us - lock_wait_us - log_wait_us).max(0.0);
+    t
 }

@@ -11,7 +11,7 @@
 use std::sync::mpsc;
 
 use overtake_sched::{
-    Call, CallExecutor, Group, OsScheduling, Priority, Promise, Scheduler, Ticket,
+    Call, CallExecutor, Group, OsScheduling, Outcome, Priority, Promise, Scheduler, Ticket,
 };
 
 /// How long a statement waits for room in the scheduler before it is refused as overloaded.
@@ -74,25 +74,50 @@ impl Runner<'_> {
         (priority, group): (Priority, Group),
         f: impl FnOnce() -> R + Send + 'static,
     ) -> Result<Ticket<R>, Refused> {
-        match self {
-            Runner::Worker(scheduler, worker) => {
-                let (call, ticket) = Call::new(priority, f);
-                match scheduler.submit_to(worker, call.in_group(group), std::time::Instant::now()) {
-                    Ok(()) => Ok(ticket),
-                    Err(full) => admit(scheduler, (full.into_inner(), ticket)).await,
-                }
-            }
-            Runner::Scheduler(scheduler) => {
-                let (call, ticket) = Call::new(priority, f);
-                admit(scheduler, (call.in_group(group), ticket)).await
-            }
+        let (scheduler, worker) = match self {
             Runner::Thread(thread) => {
                 let (promise, ticket) = Promise::new();
                 let work: Work = Box::new(move || promise.fulfil(f()));
                 thread.work.send((group, work)).map_err(|_| Refused)?;
-                Ok(ticket)
+                return Ok(ticket);
             }
-        }
+            Runner::Worker(scheduler, worker) => (scheduler, Some(worker)),
+            Runner::Scheduler(scheduler) => (scheduler, None),
+        };
+        place(scheduler, worker, group, Call::new(priority, f)).await
+    }
+
+    /// As [`submit`](Self::submit), for work that also says how its transaction ended and what
+    /// it waited for (the scheduler books that per class; a session's own thread books nothing).
+    pub async fn submit_reporting<R: Send + 'static>(
+        self,
+        (priority, group): (Priority, Group),
+        f: impl FnOnce() -> (R, Outcome) + Send + 'static,
+    ) -> Result<Ticket<R>, Refused> {
+        let (scheduler, worker) = match self {
+            Runner::Thread(_) => return self.submit((priority, group), move || f().0).await,
+            Runner::Worker(scheduler, worker) => (scheduler, Some(worker)),
+            Runner::Scheduler(scheduler) => (scheduler, None),
+        };
+        place(scheduler, worker, group, Call::reporting(priority, f)).await
+    }
+}
+
+/// Gives `call` to `worker` of `scheduler` (any worker while its inbox is full, or if `None`),
+/// in `group`.
+async fn place<R: Send + 'static>(
+    scheduler: &Scheduler<CallExecutor>,
+    worker: Option<usize>,
+    group: Group,
+    (call, ticket): (Call, Ticket<R>),
+) -> Result<Ticket<R>, Refused> {
+    let call = call.in_group(group);
+    let Some(worker) = worker else {
+        return admit(scheduler, (call, ticket)).await;
+    };
+    match scheduler.submit_to(worker, call, std::time::Instant::now()) {
+        Ok(()) => Ok(ticket),
+        Err(full) => admit(scheduler, (full.into_inner(), ticket)).await,
     }
 }
 

@@ -6,9 +6,10 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use overtake_engine::{Database, Isolation, Savepoint, Transaction};
-use overtake_sched::{CallError, Group, Priority, Promise, Ticket};
+use overtake_sched::{CallError, Group, Outcome, Priority, Promise, Status, Ticket};
 use overtake_sql::Catalog;
 use overtake_sql::catalog::pending::{Change, Pending, Tables};
 use overtake_sql::exec::access::Actor;
@@ -385,15 +386,24 @@ fn serve(
     priority: Priority,
     (level, mut savepoints): (IsolationLevel, bool),
     mut inbox: Ticket<Request>,
-) {
+) -> Outcome {
     let mut txn = None;
     // Where the transaction began (ROLLBACK TO a savepoint made before it did), and whether
     // the session holds savepoints (a failed statement then leaves the transaction open, for
     // ROLLBACK TO to undo).
     let mut start = None;
+    // Time parked for the client's next request: every wait but the first, which waits for the
+    // session to hand over the statement that opened the block.
+    let mut client_wait = Duration::ZERO;
+    let mut first = true;
     loop {
-        let Ok(request) = inbox.wait() else {
-            return; // The session went away: dropping the transaction rolls it back.
+        let waiting = (!first).then(Instant::now);
+        first = false;
+        let request = inbox.wait();
+        client_wait += waiting.map_or(Duration::ZERO, |since| since.elapsed());
+        let Ok(request) = request else {
+            // The session went away: dropping the transaction rolls it back.
+            return booked(txn.as_ref(), Status::RolledBack, client_wait);
         };
         let (work, cancel, reply) = match request {
             Request::Run {
@@ -402,18 +412,24 @@ fn serve(
                 reply,
             } => (work, cancel, reply),
             Request::Commit(reply) => {
-                reply.fulfil(match txn.take() {
-                    Some(mut t) => {
-                        overtake_engine::Transaction::commit(&mut t).map_err(SqlError::from)
-                    }
-                    None => Ok(()),
-                });
-                return;
+                let Some(mut t) = txn.take() else {
+                    reply.fulfil(Ok(()));
+                    return booked(None, Status::Committed, client_wait);
+                };
+                let result = Transaction::commit(&mut t).map_err(SqlError::from);
+                let status = if result.is_ok() {
+                    Status::Committed
+                } else {
+                    Status::RolledBack
+                };
+                reply.fulfil(result);
+                return booked(Some(&t), status, client_wait);
             }
             Request::Rollback(reply) => {
+                let outcome = booked(txn.as_ref(), Status::RolledBack, client_wait);
                 drop(txn.take());
                 reply.fulfil(());
-                return;
+                return outcome;
             }
             Request::Savepoint(op, reply) => {
                 let result = savepoint(&mut txn, start, &mut savepoints, op);
@@ -434,7 +450,7 @@ fn serve(
                         result: Err(e.into()),
                         next: None,
                     });
-                    return;
+                    return booked(None, Status::RolledBack, client_wait);
                 }
             }
         }
@@ -454,9 +470,10 @@ fn serve(
             // As in PostgreSQL, an error ends the transaction's work: roll back now, so that its
             // locks go at once; the session answers 25P02 until the block ends. (With savepoints
             // the transaction stays, failed, for ROLLBACK TO to undo the failed statement.)
+            let outcome = booked(txn.as_ref(), Status::RolledBack, client_wait);
             drop(txn.take());
             reply.fulfil(Reply { result, next: None });
-            return;
+            return outcome;
         }
         let (next, ticket) = Promise::new();
         reply.fulfil(Reply {
@@ -465,6 +482,21 @@ fn serve(
         });
         inbox = ticket;
     }
+}
+
+/// How a statement's or block's transaction ended, for the scheduler's statistics: `status`,
+/// its lock waits, its commit's wait for the log, and (a block) its waits for the client.
+fn booked(txn: Option<&Transaction<'_>>, status: Status, client_wait: Duration) -> Outcome {
+    let mut outcome = Outcome::ended(status);
+    outcome.client_wait = client_wait;
+    if let Some(t) = txn {
+        let locks = t.lock_stats();
+        outcome.locks.waits = locks.waits;
+        outcome.locks.queue = locks.queue;
+        outcome.locks.excess = locks.excess;
+        outcome.durable_wait = t.durable_wait();
+    }
+    outcome
 }
 
 /// Carries out a savepoint statement in the block's transaction (`txn`, begun at `start`).
@@ -527,8 +559,8 @@ pub async fn start_block(
     let db = Arc::clone(db);
     // The block's own result is nothing: its statements answer through their replies.
     runner
-        .submit((priority, group), move || {
-            serve(&db, priority, (level, savepoints), inbox)
+        .submit_reporting((priority, group), move || {
+            ((), serve(&db, priority, (level, savepoints), inbox))
         })
         .await
         .map_err(|_| refused("the transaction"))?;
@@ -660,14 +692,25 @@ pub async fn run_alone(
     let guard = Abandon::new(cancel);
     let cancel = Arc::clone(cancel);
     let ticket = runner
-        .submit((priority, group), move || -> Result<Done, SqlError> {
-            let mut txn = begin(&db, priority, level)?;
-            let done = run(&mut txn, work, &cancel)?;
-            if !cancel.begin_commit() {
-                return Err(cancelled());
-            }
-            txn.commit()?;
-            Ok(done)
+        .submit_reporting((priority, group), move || {
+            let mut txn = match begin(&db, priority, level) {
+                Ok(txn) => txn,
+                Err(e) => return (Err(e.into()), Outcome::ended(Status::RolledBack)),
+            };
+            let result = run(&mut txn, work, &cancel).and_then(|done| {
+                if !cancel.begin_commit() {
+                    return Err(cancelled());
+                }
+                txn.commit()?;
+                Ok(done)
+            });
+            let status = if result.is_ok() {
+                Status::Committed
+            } else {
+                Status::RolledBack
+            };
+            let outcome = booked(Some(&txn), status, Duration::ZERO);
+            (result, outcome)
         })
         .await
         .map_err(|_| refused("the statement"))?;

@@ -289,6 +289,7 @@ impl Session {
                 registry: Arc::clone(&shared.backends),
                 pid,
                 actor: actor.clone(),
+                scheduler: Arc::clone(&shared.scheduler),
             }),
             actor,
             shared,

@@ -6,6 +6,7 @@
 static ALLOC: overtake_runtime::EngineAllocator = overtake_runtime::engine_allocator();
 
 mod binary_values;
+mod class_times;
 mod common;
 mod copy;
 mod differential;

@@ -811,6 +811,8 @@ impl Binder<'_> {
                 if system.name == "pg_settings" {
                     self.reads_settings = true;
                     (Relation::Settings, shown)
+                } else if system.name == "overtake_stat_classes" {
+                    (Relation::Classes, shown)
                 } else {
                     let rows = system.rows(self.snapshot()?);
                     let relation = system.name.to_owned();

@@ -110,7 +110,10 @@ pub(super) fn choose(
                 .max(1) as f64
             }
             Relation::Rows { rows, .. } => rows.len().max(1) as f64,
-            Relation::Subquery(_) | Relation::WorkTable(_) | Relation::Settings => UNCOUNTED_ROWS,
+            Relation::Subquery(_)
+            | Relation::WorkTable(_)
+            | Relation::Settings
+            | Relation::Classes => UNCOUNTED_ROWS,
             Relation::Function { .. } => return None,
         };
         // The conditions on it alone keep the share of its analyzed sample they hold for

@@ -117,6 +117,52 @@ pub trait Backends: Send + Sync {
     /// Cancels the statement of session `pid`, or (`terminate`) ends the session: false if
     /// there is no such session; 42501 if this session's role may not.
     fn signal(&self, pid: i32, terminate: bool) -> Result<bool>;
+
+    /// Where the server's transactions spent their time so far, per priority level
+    /// (`overtake_stat_classes`): none without a scheduler.
+    fn classes(&self) -> Vec<ClassTimes> {
+        Vec::new()
+    }
+}
+
+/// Where the transactions of one priority level spent their time since the server started, as
+/// its scheduler booked them: a statement outside a block, or a whole transaction block, is one
+/// transaction. Times are totals in microseconds, so that two readings subtract.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct ClassTimes {
+    /// The level's name, as `SET priority` takes it.
+    pub priority: String,
+    /// Transactions ended: committed, and rolled back or failed.
+    pub committed: i64,
+    pub rolled_back: i64,
+    /// Times they were paused by more urgent work.
+    pub preemptions: i64,
+    /// From arrival to first start, in the scheduler's queues.
+    pub queued_us: f64,
+    /// Running on a worker.
+    pub running_us: f64,
+    /// Paused by more urgent work.
+    pub preempted_us: f64,
+    /// Parked between a transaction block's statements, waiting for the next: the client's
+    /// round trip and think time (and the session handing the statement over).
+    pub client_wait_us: f64,
+    /// Parked waiting for row and table locks.
+    pub lock_wait_us: f64,
+    /// Waiting for commits to be durable in the log.
+    pub log_wait_us: f64,
+    /// Parked for anything else (an earlier commit becoming durable before rows leave, ...).
+    pub other_wait_us: f64,
+}
+
+impl ClassTimes {
+    /// The times of level `priority`; every count and time zero.
+    pub fn new(priority: &str) -> ClassTimes {
+        ClassTimes {
+            priority: priority.to_owned(),
+            ..ClassTimes::default()
+        }
+    }
 }
 
 /// A session's settings, by name (as `SHOW` gives them).

@@ -17,7 +17,9 @@ mod json;
 pub mod lookup;
 mod strings;
 
-pub use context::{Backends, Context, DEFAULT_STATEMENT_MEMORY, InSet, InitValue, Settings};
+pub use context::{
+    Backends, ClassTimes, Context, DEFAULT_STATEMENT_MEMORY, InSet, InitValue, Settings,
+};
 pub use functions::{DATABASE_NAME, VERSION};
 
 use std::sync::Arc;

@@ -108,6 +108,9 @@ fn tree_lines(n: &PlanNode, lock_rows: bool, out: &mut Vec<String>, depth: usize
                 Relation::Settings => {
                     format!("Function Scan on pg_show_all_settings {}", source.name)
                 }
+                Relation::Classes => {
+                    format!("Function Scan on overtake_stat_classes {}", source.name)
+                }
                 Relation::Subquery(_) => match &source.access {
                     Access::Hash(keys) => format!(
                         "Hash Subquery Scan on {} (hashed once on {} column{})",

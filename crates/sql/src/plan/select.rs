@@ -70,6 +70,9 @@ pub enum Relation {
     },
     /// `pg_settings`: the session's settings as the statement runs (`Context::settings`).
     Settings,
+    /// `overtake_stat_classes`: the server's time per priority level as the statement runs
+    /// (`Backends::classes`).
+    Classes,
 }
 
 /// The set operations.
@@ -181,6 +184,7 @@ impl Source {
             Relation::Table(t) => Some(t),
             Relation::Rows { .. }
             | Relation::Settings
+            | Relation::Classes
             | Relation::Subquery(_)
             | Relation::WorkTable(_)
             | Relation::Function { .. } => None,

@@ -15,6 +15,7 @@ pub mod lookup;
 
 pub use lookup::{schema_oids, schema_texts};
 mod pg_catalog;
+pub(crate) use pg_catalog::classes::rows as class_rows;
 pub(crate) use pg_catalog::settings::rows as settings_rows;
 
 use std::sync::Arc;

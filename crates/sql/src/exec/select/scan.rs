@@ -40,6 +40,11 @@ pub(super) fn scan(
             let rows = crate::system::settings_rows(settings);
             return rows_node(&rows, filter, run, row, sink);
         }
+        Relation::Classes => {
+            let classes = run.cx.backends.map(|b| b.classes()).unwrap_or_default();
+            let rows = crate::system::class_rows(classes);
+            return rows_node(&rows, filter, run, row, sink);
+        }
         // Read first (nothing joined before it), it runs once: its rows stream, so a
         // LIMIT above stops it (a recursive WITH query that would never end included).
         Relation::Subquery(plan) if row.is_empty() => {

@@ -3,6 +3,7 @@
 //! catalogs of things Overtake does not have (functions, inheritance, comments, enums, range
 //! types) are there and empty, so the queries tools join them into still run.
 
+pub(crate) mod classes;
 mod columns;
 pub(crate) mod settings;
 
@@ -45,6 +46,8 @@ pub(super) const RELATIONS: &[SystemRelation] = &[
     relation("pg_views", 12_028, PG_VIEWS, views).into_view(),
     // Its rows are the session's settings as the statement runs: see `settings`.
     relation("pg_settings", 12_104, PG_SETTINGS, none).into_view(),
+    // Overtake's own: its rows are the scheduler's as the statement runs (see `classes`).
+    relation("overtake_stat_classes", 12_900, classes::COLUMNS, none).into_view(),
     // What Overtake has none of (policies, extended statistics, publications, role
     // memberships, triggers, rules, foreign and partitioned tables): empty, for the queries
     // psql's \d and \du join them into.
