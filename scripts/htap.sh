@@ -8,6 +8,10 @@
 #   CSV         where each run's figures go, one line per run:
 #               server,config,tp_per_sec,p50_us,p90_us,p95_us,p99_us,p999_us,max_us,
 #               ap_queries,seconds,errors
+#               and after each Overtake run, a line per priority level whose transactions
+#               ended in it, from overtake_stat_classes (differences over the run):
+#               class,config,priority,committed,rolled_back,preemptions,queued_us,
+#               running_us,preempted_us,client_wait_us,lock_wait_us,log_wait_us,other_wait_us
 #   SECONDS     each run's length
 #   TP_THREADS  go-tpc's TPC-C threads (closed loop: each sends its next transaction as soon as
 #               the last one ends)
@@ -128,7 +132,13 @@ knob() { # PostgreSQL knob, applied once go-tpc's sessions are connected
     esac
 }
 
-run() { # server port config: one run, one CSV line
+classes() { # port: overtake_stat_classes now, as CSV
+    psql -h 127.0.0.1 -p "$1" -U postgres -X -At -F, -c "select priority, committed,
+        rolled_back, preemptions, queued_us, running_us, preempted_us, client_wait_us,
+        lock_wait_us, log_wait_us, other_wait_us from overtake_stat_classes" htap
+}
+
+run() { # server port config: one run, one CSV line (and Overtake's class lines)
     local server=$1 port=$2 config=$3 log="$work/run.log" tp=() ap=()
     local tp_opt="" ap_opt=""
     if [[ $server == overtake && $config == priorities-* ]]; then
@@ -146,6 +156,7 @@ run() { # server port config: one run, one CSV line
         knob "$config" &
         knobber=$!
     fi
+    [[ $server == overtake ]] && classes "$port" >"$work/classes-before"
     gotpc "$port" "$tp_opt" "$ap_opt" "${args[@]}" >"$log" 2>&1 || true
     if [[ -n $knobber ]]; then wait "$knobber" || echo "warning: $config's knob failed" >&2; fi
     remove_groups
@@ -167,6 +178,18 @@ run() { # server port config: one run, one CSV line
         }' "$log")
     echo "$server,$config,$figures" >>"$csv"
     echo "$server $config: $figures" >&2
+    if [[ $server == overtake ]]; then
+        # What each level's transactions did during the run: the view's totals then, less before.
+        classes "$port" | awk -F, -v c="$config" '
+            NR == FNR { for (i = 2; i <= NF; i++) before[$1, i] = $i; next }
+            {
+                n = $2 - before[$1, 2] + $3 - before[$1, 3]
+                if (n <= 0) next
+                printf "class,%s,%s", c, $1
+                for (i = 2; i <= NF; i++) printf (i <= 4 ? ",%d" : ",%.1f"), $i - before[$1, i]
+                print ""
+            }' "$work/classes-before" - >>"$csv"
+    fi
 }
 
 wants() { [[ " $(echo $configs) " == *" $1 "* ]]; }

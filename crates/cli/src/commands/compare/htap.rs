@@ -4,8 +4,10 @@
 //!
 //! The runs are driven by `scripts/htap.sh` (servers, loads, go-tpc, PostgreSQL's knobs), which
 //! writes one CSV line per finished run; this command starts it (`script`), reads the lines and reports them
-//! with their ratios to the SOLO runs of the same server. It must never report a run the script
-//! did not finish: a line is written only once its run's figures are in.
+//! with their ratios to the SOLO runs of the same server, and for Overtake's runs where each
+//! priority level's transactions spent their time (the script's `class` lines, read from
+//! `overtake_stat_classes`). It must never report a run the script did not finish: a line is
+//! written only once its run's figures are in.
 
 use std::path::{Path, PathBuf};
 
@@ -144,6 +146,76 @@ struct Ap {
     rel_solo: Option<f64>,
 }
 
+/// Where one priority level's transactions spent their time during an Overtake run: a TPC-C
+/// transaction is one transaction block, an analytic query one statement.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+struct ClassTime {
+    priority: String,
+    /// Transactions that ended during the run (committed and rolled back).
+    transactions: u64,
+    rolled_back: u64,
+    preemptions: u64,
+    /// Mean microseconds per transaction, each of [`TIMES`] in order.
+    queued_us: f64,
+    running_us: f64,
+    preempted_us: f64,
+    client_wait_us: f64,
+    lock_wait_us: f64,
+    log_wait_us: f64,
+    other_wait_us: f64,
+}
+
+/// The times a class line carries, in its order.
+const TIMES: [&str; 7] = [
+    "queued",
+    "running",
+    "preempted",
+    "client",
+    "locks",
+    "log",
+    "other",
+];
+
+/// A `class` line: the run's config, and its level's figures.
+fn parse_class(line: &str) -> Result<(String, ClassTime), String> {
+    let f: Vec<&str> = line.split(',').collect();
+    let ["class", config, priority, counts @ ..] = &f[..] else {
+        return Err(format!("not a class line: {line}"));
+    };
+    if counts.len() != 3 + TIMES.len() {
+        return Err(format!(
+            "a class line has {} fields, not {}: {line}",
+            f.len(),
+            6 + TIMES.len()
+        ));
+    }
+    let num = |v: &str| {
+        v.parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v >= 0.0)
+            .ok_or_else(|| format!("`{v}` is not a count or a time in: {line}"))
+    };
+    let n: Vec<f64> = counts.iter().map(|v| num(v)).collect::<Result<_, _>>()?;
+    let transactions = n[0] + n[1];
+    let mean = |total: f64| total / transactions.max(1.0);
+    Ok((
+        (*config).to_owned(),
+        ClassTime {
+            priority: (*priority).to_owned(),
+            transactions: transactions as u64,
+            rolled_back: n[1] as u64,
+            preemptions: n[2] as u64,
+            queued_us: mean(n[3]),
+            running_us: mean(n[4]),
+            preempted_us: mean(n[5]),
+            client_wait_us: mean(n[6]),
+            lock_wait_us: mean(n[7]),
+            log_wait_us: mean(n[8]),
+            other_wait_us: mean(n[9]),
+        },
+    ))
+}
+
 #[derive(Debug, Serialize, PartialEq)]
 struct Run {
     server: String,
@@ -154,6 +226,9 @@ struct Run {
     ap: Option<Ap>,
     /// Lines of go-tpc's output that reported an error.
     errors: u64,
+    /// Overtake's runs: where each level's transactions spent their time (empty for
+    /// PostgreSQL, which does not say).
+    classes: Vec<ClassTime>,
 }
 
 #[derive(Debug, Serialize)]
@@ -165,8 +240,8 @@ struct HtapReport {
     runs: Vec<Run>,
 }
 
-/// The runs with their ratios to their server's SOLO runs.
-fn runs(lines: &[Line]) -> Vec<Run> {
+/// The runs with their ratios to their server's SOLO runs, and Overtake's with their classes.
+fn runs(lines: &[Line], classes: &[(String, ClassTime)]) -> Vec<Run> {
     let solo = |server: &str, config: &str| {
         lines
             .iter()
@@ -195,6 +270,11 @@ fn runs(lines: &[Line]) -> Vec<Run> {
                         .map(|s| per_min / (s.ap_queries as f64 * 60.0 / s.seconds as f64)),
                 }),
                 errors: l.errors,
+                classes: classes
+                    .iter()
+                    .filter(|(config, _)| l.server == "overtake" && *config == l.config)
+                    .map(|(_, c)| c.clone())
+                    .collect(),
             }
         })
         .collect()
@@ -216,17 +296,22 @@ pub fn compare(args: &CompareHtapArgs) -> Result<(), String> {
             configs,
         ],
     )?;
-    let lines = finished
-        .lines
-        .iter()
+    let (class_lines, run_lines): (Vec<&String>, Vec<&String>) =
+        finished.lines.iter().partition(|l| l.starts_with("class,"));
+    let lines = run_lines
+        .into_iter()
         .map(|l| parse_line(l))
+        .collect::<Result<Vec<_>, _>>()?;
+    let classes = class_lines
+        .into_iter()
+        .map(|l| parse_class(l))
         .collect::<Result<Vec<_>, _>>()?;
     let report = HtapReport {
         seconds: args.seconds,
         tp_threads: args.tp_threads,
         ap_threads: args.ap_threads,
         queries: args.queries.clone(),
-        runs: runs(&lines),
+        runs: runs(&lines, &classes),
     };
     let files = match &args.plot {
         Some(dir) => plot(dir, &lines)?,
@@ -344,6 +429,36 @@ fn print(report: &HtapReport) {
         ],
         &rows,
     );
+    let class_rows: Vec<Vec<String>> = report
+        .runs
+        .iter()
+        .flat_map(|r| r.classes.iter().map(move |c| (r, c)))
+        .map(|(r, c)| {
+            let us = |v: f64| format!("{v:.0}");
+            vec![
+                r.config.clone(),
+                c.priority.clone(),
+                c.transactions.to_string(),
+                us(c.queued_us),
+                us(c.running_us),
+                us(c.preempted_us),
+                us(c.client_wait_us),
+                us(c.lock_wait_us),
+                us(c.log_wait_us),
+                us(c.other_wait_us),
+            ]
+        })
+        .collect();
+    if class_rows.is_empty() {
+        return;
+    }
+    println!(
+        "\nwhere Overtake's transactions spent their time, mean microseconds per transaction (a \
+         TPC-C transaction is one block; client: waiting between its statements)"
+    );
+    let mut header = vec!["config", "priority", "transactions"];
+    header.extend(TIMES);
+    print_table(&header, &class_rows);
 }
 
 #[cfg(test)]
@@ -361,7 +476,13 @@ mod tests {
         .iter()
         .map(|l| parse_line(l).expect("a valid line"))
         .collect();
-        let runs = runs(&lines);
+        let class = |l: &str| parse_class(l).expect("a valid class line");
+        let classes = [
+            class("class,priorities-preempt,high,90,10,5,100,2000,300,4000,0,0,10.5"),
+            class("class,priorities-preempt,background,2,0,40,10,90000,50000,0,0,0,0"),
+            class("class,solo-tp,high,1,0,0,1,1,1,1,1,1,1"),
+        ];
+        let runs = runs(&lines, &classes);
         assert_eq!(runs[0].ap, None, "SOLO TP has no analytic side");
         assert_eq!(runs[1].tp, None, "SOLO AP has no TPC-C side");
         let preempt = &runs[2];
@@ -374,6 +495,14 @@ mod tests {
         assert_eq!(pg.tp.as_ref().expect("tp").rel_solo_p99, None);
         assert_eq!(pg.ap.as_ref().expect("ap").rel_solo, None);
         assert_eq!(pg.errors, 2);
+        // Each Overtake run has its own classes, as means per transaction; PostgreSQL none.
+        assert!(pg.classes.is_empty());
+        assert_eq!(runs[1].classes, Vec::new());
+        let high = &preempt.classes[0];
+        assert_eq!((high.transactions, high.rolled_back), (100, 10));
+        assert_eq!((high.running_us, high.client_wait_us), (20.0, 40.0));
+        assert_eq!(preempt.classes[1].preempted_us, 25_000.0);
+        assert_eq!(runs[0].classes.len(), 1);
     }
 
     #[test]
@@ -386,5 +515,9 @@ mod tests {
         assert!(parse_queries("q2,drop").is_err());
         assert!(parse_config("overtake:priorities-preempt").is_ok());
         assert!(parse_config("overtake:default").is_err());
+        assert!(parse_class("class,same,high,1,0,0,1,1,1,1,1,1").is_err());
+        assert!(parse_class("class,same,high,1,0,0,1,1,1,1,1,1,-1").is_err());
+        assert!(parse_class("class,same,high,1,0,0,1,1,1,1,1,1,x").is_err());
+        assert!(parse_class("overtake,same,high,1,0,0,1,1,1,1,1,1,1").is_err());
     }
 }
