@@ -248,10 +248,15 @@ impl Connection {
         result
     }
 
-    /// Fails if the startup packet's `options` are malformed or hold a setting `user` may not
-    /// set (a priority above the default without the privilege).
-    pub(crate) fn check_options(&self, user: &str, options: &str) -> Result<(), SqlError> {
-        for (name, value) in settings::startup_options(options)? {
+    /// Fails if the startup packet's settings (its `options`, and its parameters naming
+    /// settings) are malformed or hold a setting `user` may not set (a priority above the
+    /// default without the privilege).
+    pub(crate) fn check_options<'a>(
+        &self,
+        user: &str,
+        parameters: impl IntoIterator<Item = (&'a String, &'a String)>,
+    ) -> Result<(), SqlError> {
+        for (name, value) in settings::startup_settings(parameters)? {
             settings::validate(&name, &value)?;
             self.shared.privileges.check_setting(user, &name, &value)?;
         }
@@ -264,13 +269,7 @@ impl Connection {
             .get("user")
             .cloned()
             .unwrap_or_else(|| "overtake".into());
-        let mut options = match meta.get("options") {
-            Some(o) => settings::startup_options(o)?,
-            None => Vec::new(),
-        };
-        if let Some(app) = meta.get("application_name") {
-            options.push(("application_name".into(), app.clone()));
-        }
+        let options = settings::startup_settings(meta.iter())?;
         let (pid, _) = client.pid_and_secret_key();
         let mut session = Session::new(Arc::clone(&self.shared), &user, &options, pid)?;
         if let Some(home) = &self.home {

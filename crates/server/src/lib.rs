@@ -220,8 +220,7 @@ impl StartupHandler for Startup {
             // would after it in PostgreSQL; either way nothing is served).
             let parameters = &startup.parameters;
             let user = parameters.get("user").map_or("", String::as_str);
-            let options = parameters.get("options").map_or("", String::as_str);
-            (self.connection.check_options(user, options))
+            (self.connection.check_options(user, parameters.iter()))
                 .map_err(|e| wire::fatal(e.code, e.message))?;
         }
         match &self.scram {

@@ -278,6 +278,34 @@ pub fn default_value(name: &str) -> Option<&'static str> {
     })
 }
 
+/// The settings a startup packet's `parameters` ask for, as PostgreSQL takes them: those of
+/// its `options` first, then every other parameter but the connection's own (`user`,
+/// `database`, `options`, `replication`), each a setting of its name. A parameter naming a
+/// setting Overtake does not have is left out (PostgreSQL knows more settings, and refuses
+/// only names it does not know); a bad value of a known one is an error.
+pub fn startup_settings<'a>(
+    parameters: impl IntoIterator<Item = (&'a String, &'a String)>,
+) -> Result<Vec<(String, String)>, SqlError> {
+    let mut options = Vec::new();
+    let mut others = Vec::new();
+    for (name, value) in parameters {
+        match name.as_str() {
+            "options" => options = startup_options(value)?,
+            "user" | "database" | "replication" => {}
+            _ => match validate(name, value) {
+                Ok(_) => others.push((name.to_ascii_lowercase(), value.clone())),
+                Err(e) if e.code == sqlstate::UNDEFINED_OBJECT => {}
+                Err(e) => return Err(e),
+            },
+        }
+    }
+    // Sorted, so that a name given twice (in `options` and apart) ends the same way each time:
+    // the parameter apart wins, as in PostgreSQL.
+    others.sort();
+    options.extend(others);
+    Ok(options)
+}
+
 /// `-c name=value` pairs of a startup packet's `options` (what `PGOPTIONS` sends).
 pub fn startup_options(options: &str) -> Result<Vec<(String, String)>, SqlError> {
     let mut out = Vec::new();

@@ -124,6 +124,67 @@ fn a_sessions_statements_run_at_its_priority() {
     });
 }
 
+/// The `SHOW` answer a raw connection gets: the one DataRow's text.
+fn raw_show(raw: &mut Raw, name: &str) -> String {
+    let mut body = format!("SHOW {name}").into_bytes();
+    body.push(0);
+    raw.send(b'Q', &body);
+    let mut head = [0u8; 5];
+    loop {
+        raw.0.read_exact(&mut head).expect("a message");
+        let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize - 4;
+        let mut message = vec![0u8; len];
+        raw.0.read_exact(&mut message).expect("its body");
+        if head[0] == b'D' {
+            // One column: its length, then its text.
+            let text = &message[6..];
+            let answer = String::from_utf8_lossy(text).into_owned();
+            raw.until_ready();
+            return answer;
+        }
+        assert_ne!(head[0], b'E', "SHOW {name} failed");
+    }
+}
+
+#[test]
+fn startup_parameters_that_name_settings_set_them() {
+    // What a driver sends for a setting it carries in its connection string (go-tpc's
+    // `--conn-params priority=high`, pgx's RuntimeParams): a parameter of its own name.
+    let server = common::TestServer::start();
+    let packet = common::raw::startup_with(
+        "params",
+        &[
+            ("priority", "high"),
+            ("statement_timeout", "250"),
+            ("no_such_setting", "x"),
+        ],
+    );
+    let (mut raw, (kinds, codes)) = Raw::open(server.port, &packet);
+    assert!(codes.is_empty(), "{codes:?}");
+    assert_eq!(kinds.last(), Some(&b'Z'));
+    assert_eq!(raw_show(&mut raw, "priority"), "high");
+    assert_eq!(raw_show(&mut raw, "statement_timeout"), "250ms");
+    let before = finished(&server);
+    raw.query("SELECT 1");
+    assert_eq!(
+        finished_after(&server, Priority::HIGH, &before)[Priority::HIGH.level()],
+        before[Priority::HIGH.level()] + 1
+    );
+    // A parameter apart wins over the same setting in `options`, as in PostgreSQL.
+    let packet = common::raw::startup_with(
+        "params",
+        &[("options", "-c priority=low"), ("priority", "background")],
+    );
+    let (mut raw, _) = Raw::open(server.port, &packet);
+    assert_eq!(raw_show(&mut raw, "priority"), "background");
+    // A bad value is refused before the session starts, as a bad `options` value is.
+    let packet = common::raw::startup_with("params", &[("priority", "sideways")]);
+    let (mut refused, (_, codes)) = Raw::open(server.port, &packet);
+    assert_eq!(codes, ["22023"]);
+    // ... and the connection ends: nothing more is served.
+    assert_eq!(refused.until_closed(), (Vec::new(), Vec::new()));
+}
+
 #[test]
 fn a_malformed_message_closes_only_its_connection() {
     let server = common::TestServer::start();

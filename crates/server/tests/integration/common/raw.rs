@@ -6,7 +6,16 @@ use std::net::TcpStream;
 
 /// The startup packet of protocol 3.0 for `user` (and a database of that name).
 pub fn startup(user: &str) -> Vec<u8> {
-    let params = format!("user\0{user}\0database\0{user}\0\0");
+    startup_with(user, &[])
+}
+
+/// The startup packet of protocol 3.0 for `user`, with `parameters` besides.
+pub fn startup_with(user: &str, parameters: &[(&str, &str)]) -> Vec<u8> {
+    let mut params = format!("user\0{user}\0database\0{user}\0");
+    for (name, value) in parameters {
+        params.push_str(&format!("{name}\0{value}\0"));
+    }
+    params.push('\0');
     let mut packet = Vec::new();
     packet.extend_from_slice(&((8 + params.len()) as u32).to_be_bytes());
     packet.extend_from_slice(&196_608u32.to_be_bytes());
@@ -19,13 +28,19 @@ pub struct Raw(pub TcpStream);
 
 impl Raw {
     pub fn connect(port: u16) -> Raw {
+        Raw::open(port, &startup("raw")).0
+    }
+
+    /// Connects and sends `packet`: the connection, and the messages up to its first
+    /// ReadyForQuery (or, if the server refuses it, up to its close).
+    pub fn open(port: u16, packet: &[u8]) -> (Raw, (Vec<u8>, Vec<String>)) {
         let mut s = TcpStream::connect(("127.0.0.1", port)).expect("tcp");
         s.set_read_timeout(Some(std::time::Duration::from_secs(60)))
             .expect("timeout");
-        s.write_all(&startup("raw")).expect("startup");
+        s.write_all(packet).expect("startup");
         let mut raw = Raw(s);
-        raw.until_ready();
-        raw
+        let messages = raw.until_ready();
+        (raw, messages)
     }
 
     pub fn send(&mut self, kind: u8, body: &[u8]) {
@@ -45,7 +60,8 @@ impl Raw {
         self.send(b'E', &[0, 0, 0, 0, 0]);
     }
 
-    /// The messages up to ReadyForQuery: their kinds, and the SQLSTATE of any error.
+    /// The messages up to ReadyForQuery (or the server's close): their kinds, and the SQLSTATE
+    /// of any error.
     pub fn until_ready(&mut self) -> (Vec<u8>, Vec<String>) {
         self.messages(true)
     }
@@ -60,11 +76,10 @@ impl Raw {
         let (mut kinds, mut codes) = (Vec::new(), Vec::new());
         loop {
             let mut head = [0u8; 5];
-            if !to_ready && self.0.read(&mut head[..1]).expect("a message or the end") == 0 {
+            if self.0.read(&mut head[..1]).expect("a message or the end") == 0 {
                 return (kinds, codes);
             }
-            let start = usize::from(!to_ready);
-            self.0.read_exact(&mut head[start..]).expect("a message");
+            self.0.read_exact(&mut head[1..]).expect("a message");
             let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize - 4;
             let mut body = vec![0u8; len];
             self.0.read_exact(&mut body).expect("its body");
