@@ -53,6 +53,7 @@ fi
     exit 2
 }
 source "$(dirname "$0")/servers.sh"
+source "$(dirname "$0")/classes.sh"
 remove_groups() {
     # The knob's cgroups, if made (by a background job: their names are fixed, not remembered).
     # A cgroup can be removed once empty: its processes are moved back to the root first.
@@ -132,12 +133,6 @@ knob() { # PostgreSQL knob, applied once go-tpc's sessions are connected
     esac
 }
 
-classes() { # port: overtake_stat_classes now, as CSV
-    psql -h 127.0.0.1 -p "$1" -U postgres -X -At -F, -c "select priority, committed,
-        rolled_back, preemptions, queued_us, running_us, preempted_us, client_wait_us,
-        lock_wait_us, log_wait_us, other_wait_us from overtake_stat_classes" htap
-}
-
 run() { # server port config: one run, one CSV line (and Overtake's class lines)
     local server=$1 port=$2 config=$3 log="$work/run.log" tp=() ap=()
     local tp_opt="" ap_opt=""
@@ -156,7 +151,7 @@ run() { # server port config: one run, one CSV line (and Overtake's class lines)
         knob "$config" &
         knobber=$!
     fi
-    [[ $server == overtake ]] && classes "$port" >"$work/classes-before"
+    [[ $server == overtake ]] && classes "$port" htap >"$work/classes-before"
     gotpc "$port" "$tp_opt" "$ap_opt" "${args[@]}" >"$log" 2>&1 || true
     if [[ -n $knobber ]]; then wait "$knobber" || echo "warning: $config's knob failed" >&2; fi
     remove_groups
@@ -179,16 +174,8 @@ run() { # server port config: one run, one CSV line (and Overtake's class lines)
     echo "$server,$config,$figures" >>"$csv"
     echo "$server $config: $figures" >&2
     if [[ $server == overtake ]]; then
-        # What each level's transactions did during the run: the view's totals then, less before.
-        classes "$port" | awk -F, -v c="$config" '
-            NR == FNR { for (i = 2; i <= NF; i++) before[$1, i] = $i; next }
-            {
-                n = $2 - before[$1, 2] + $3 - before[$1, 3]
-                if (n <= 0) next
-                printf "class,%s,%s", c, $1
-                for (i = 2; i <= NF; i++) printf (i <= 4 ? ",%d" : ",%.1f"), $i - before[$1, i]
-                print ""
-            }' "$work/classes-before" - >>"$csv"
+        # What each level's transactions did during the run.
+        class_lines "$port" htap "$config" "$work/classes-before" >>"$csv"
     fi
 }
 

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use serde::Serialize;
 
+use super::classes::{ClassTime, parse_class};
 use crate::report::{print_json, print_table};
 
 /// Every run the script knows, as `server:config`, in the order it runs them.
@@ -144,76 +145,6 @@ struct Ap {
     per_min: f64,
     /// Queries per minute over the same server's SOLO AP run's (none without it).
     rel_solo: Option<f64>,
-}
-
-/// Where one priority level's transactions spent their time during an Overtake run: a TPC-C
-/// transaction is one transaction block, an analytic query one statement.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-struct ClassTime {
-    priority: String,
-    /// Transactions that ended during the run (committed and rolled back).
-    transactions: u64,
-    rolled_back: u64,
-    preemptions: u64,
-    /// Mean microseconds per transaction, each of [`TIMES`] in order.
-    queued_us: f64,
-    running_us: f64,
-    preempted_us: f64,
-    client_wait_us: f64,
-    lock_wait_us: f64,
-    log_wait_us: f64,
-    other_wait_us: f64,
-}
-
-/// The times a class line carries, in its order.
-const TIMES: [&str; 7] = [
-    "queued",
-    "running",
-    "preempted",
-    "client",
-    "locks",
-    "log",
-    "other",
-];
-
-/// A `class` line: the run's config, and its level's figures.
-fn parse_class(line: &str) -> Result<(String, ClassTime), String> {
-    let f: Vec<&str> = line.split(',').collect();
-    let ["class", config, priority, counts @ ..] = &f[..] else {
-        return Err(format!("not a class line: {line}"));
-    };
-    if counts.len() != 3 + TIMES.len() {
-        return Err(format!(
-            "a class line has {} fields, not {}: {line}",
-            f.len(),
-            6 + TIMES.len()
-        ));
-    }
-    let num = |v: &str| {
-        v.parse::<f64>()
-            .ok()
-            .filter(|v| v.is_finite() && *v >= 0.0)
-            .ok_or_else(|| format!("`{v}` is not a count or a time in: {line}"))
-    };
-    let n: Vec<f64> = counts.iter().map(|v| num(v)).collect::<Result<_, _>>()?;
-    let transactions = n[0] + n[1];
-    let mean = |total: f64| total / transactions.max(1.0);
-    Ok((
-        (*config).to_owned(),
-        ClassTime {
-            priority: (*priority).to_owned(),
-            transactions: transactions as u64,
-            rolled_back: n[1] as u64,
-            preemptions: n[2] as u64,
-            queued_us: mean(n[3]),
-            running_us: mean(n[4]),
-            preempted_us: mean(n[5]),
-            client_wait_us: mean(n[6]),
-            lock_wait_us: mean(n[7]),
-            log_wait_us: mean(n[8]),
-            other_wait_us: mean(n[9]),
-        },
-    ))
 }
 
 #[derive(Debug, Serialize, PartialEq)]
@@ -429,36 +360,13 @@ fn print(report: &HtapReport) {
         ],
         &rows,
     );
-    let class_rows: Vec<Vec<String>> = report
-        .runs
-        .iter()
-        .flat_map(|r| r.classes.iter().map(move |c| (r, c)))
-        .map(|(r, c)| {
-            let us = |v: f64| format!("{v:.0}");
-            vec![
-                r.config.clone(),
-                c.priority.clone(),
-                c.transactions.to_string(),
-                us(c.queued_us),
-                us(c.running_us),
-                us(c.preempted_us),
-                us(c.client_wait_us),
-                us(c.lock_wait_us),
-                us(c.log_wait_us),
-                us(c.other_wait_us),
-            ]
-        })
-        .collect();
-    if class_rows.is_empty() {
-        return;
-    }
-    println!(
-        "\nwhere Overtake's transactions spent their time, mean microseconds per transaction (a \
-         TPC-C transaction is one block; client: waiting between its statements)"
+    super::classes::print(
+        report
+            .runs
+            .iter()
+            .flat_map(|r| r.classes.iter().map(move |c| (r.config.as_str(), c))),
+        "a TPC-C transaction is one block; client: waiting between its statements",
     );
-    let mut header = vec!["config", "priority", "transactions"];
-    header.extend(TIMES);
-    print_table(&header, &class_rows);
 }
 
 #[cfg(test)]
@@ -515,9 +423,5 @@ mod tests {
         assert!(parse_queries("q2,drop").is_err());
         assert!(parse_config("overtake:priorities-preempt").is_ok());
         assert!(parse_config("overtake:default").is_err());
-        assert!(parse_class("class,same,high,1,0,0,1,1,1,1,1,1").is_err());
-        assert!(parse_class("class,same,high,1,0,0,1,1,1,1,1,1,-1").is_err());
-        assert!(parse_class("class,same,high,1,0,0,1,1,1,1,1,1,x").is_err());
-        assert!(parse_class("overtake,same,high,1,0,0,1,1,1,1,1,1,1").is_err());
     }
 }

@@ -9,10 +9,12 @@ use clap::Subcommand;
 
 pub mod bimodal;
 pub mod bimodal_sql;
+mod classes;
 pub mod hints;
 pub mod holder;
 pub mod htap;
 pub mod locks;
+pub mod locks_sql;
 pub mod mixed;
 mod script;
 pub mod starvation;
@@ -43,6 +45,11 @@ pub enum Compare {
     /// speedups and background penalties against `standard`, plus CPU priority only, lock
     /// priority only, both, and the MVCC mode (McWherter's question).
     Locks(locks::CompareLocksArgs),
+    /// Lock scheduling over the wire: go-tpc's TPC-C clients at `priority=high` beside others
+    /// at the default level, one warehouse, saturated, on Overtake under 2PL with each lock
+    /// policy and on PostgreSQL 15; the urgent speedup and the others' penalty against
+    /// `standard`. Runs `scripts/locks-sql.sh`: needs root, PostgreSQL 15 and go-tpc.
+    LocksSql(locks_sql::CompareLocksSqlArgs),
     /// UFS's experiment: CPU-bursty time-sensitive sessions against CPU-bound background
     /// sessions (SOLO, MIN:MAX, 50:50), under Overtake's tiers on pinned workers and on OS threads
     /// under the OS's schedulers (cgroup weights, SCHED_IDLE, FIFO, RR); then shares within a
@@ -70,6 +77,7 @@ pub fn run(compare: &Compare) -> Result<(), String> {
         Compare::Bimodal(a) => bimodal::compare(a),
         Compare::BimodalSql(a) => bimodal_sql::compare(a),
         Compare::Locks(a) => locks::compare(a),
+        Compare::LocksSql(a) => locks_sql::compare(a),
         Compare::Tiers(a) => tiers::compare(a),
         Compare::Hints(a) => hints::compare(a),
         Compare::Htap(a) => htap::compare(a),
