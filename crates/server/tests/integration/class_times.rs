@@ -74,11 +74,7 @@ fn a_blocks_client_waits_and_a_writers_lock_wait_are_booked_under_their_levels()
             (waiter, r)
         });
         let db = server.database();
-        let give_up = Instant::now() + Duration::from_secs(60);
-        while db.lock_waits().is_empty() {
-            assert!(Instant::now() < give_up, "the writer never waited");
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
+        common::until_a_lock_wait(&db).await;
         holder.batch_execute("COMMIT").await.expect("commit");
         let (waiter, result) = waiting.await.expect("joined");
         result.expect("the waiter's update went ahead after the commit");

@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use common::{connect, runtime};
+use common::{connect, runtime, until_a_lock_wait};
 
 use common::raw::Raw;
 
@@ -39,13 +39,6 @@ fn finished_after(server: &common::TestServer, level: Priority, before: &[u64]) 
             "the statement was never booked"
         );
         std::thread::yield_now();
-    }
-}
-
-/// Returns once some transaction waits for a lock (a state, not a time).
-async fn until_a_lock_wait(db: &overtake_engine::Database) {
-    while db.lock_waits().is_empty() {
-        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
     }
 }
 

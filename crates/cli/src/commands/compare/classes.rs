@@ -77,6 +77,27 @@ pub fn parse_class(line: &str) -> Result<(String, ClassTime), String> {
     ))
 }
 
+/// One `class` line: its run's config, and the level's figures.
+pub type RunClass = (String, ClassTime);
+
+/// A script's lines split into its runs (each parsed by `parse_run`) and its `class` lines.
+pub fn split<T>(
+    lines: &[String],
+    parse_run: impl Fn(&str) -> Result<T, String>,
+) -> Result<(Vec<T>, Vec<RunClass>), String> {
+    let (class_lines, run_lines): (Vec<&String>, Vec<&String>) =
+        lines.iter().partition(|l| l.starts_with("class,"));
+    let runs = run_lines
+        .into_iter()
+        .map(|l| parse_run(l))
+        .collect::<Result<Vec<_>, _>>()?;
+    let classes = class_lines
+        .into_iter()
+        .map(|l| parse_class(l))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((runs, classes))
+}
+
 /// Prints the classes of each run, `(config, class)`, as a table of mean microseconds per
 /// transaction; nothing if there are none. `unit` says what a transaction was in this
 /// comparison.

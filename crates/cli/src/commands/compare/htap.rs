@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use serde::Serialize;
 
-use super::classes::{ClassTime, parse_class};
+use super::classes::ClassTime;
 use crate::report::{print_json, print_table};
 
 /// Every run the script knows, as `server:config`, in the order it runs them.
@@ -227,16 +227,7 @@ pub fn compare(args: &CompareHtapArgs) -> Result<(), String> {
             configs,
         ],
     )?;
-    let (class_lines, run_lines): (Vec<&String>, Vec<&String>) =
-        finished.lines.iter().partition(|l| l.starts_with("class,"));
-    let lines = run_lines
-        .into_iter()
-        .map(|l| parse_line(l))
-        .collect::<Result<Vec<_>, _>>()?;
-    let classes = class_lines
-        .into_iter()
-        .map(|l| parse_class(l))
-        .collect::<Result<Vec<_>, _>>()?;
+    let (lines, classes) = super::classes::split(&finished.lines, parse_line)?;
     let report = HtapReport {
         seconds: args.seconds,
         tp_threads: args.tp_threads,
@@ -372,6 +363,7 @@ fn print(report: &HtapReport) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::commands::compare::classes::parse_class;
 
     #[test]
     fn runs_carry_ratios_to_their_own_servers_solo_runs() {

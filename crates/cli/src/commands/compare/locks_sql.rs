@@ -11,7 +11,7 @@
 use clap::Args;
 use serde::Serialize;
 
-use super::classes::{ClassTime, parse_class};
+use super::classes::ClassTime;
 use crate::commands::flags::{each_once, lock_policy_name};
 use crate::report::{print_json, print_table};
 
@@ -192,16 +192,7 @@ pub fn compare(args: &CompareLocksSqlArgs) -> Result<(), String> {
             policies.join(","),
         ],
     )?;
-    let (class_lines, run_lines): (Vec<&String>, Vec<&String>) =
-        finished.lines.iter().partition(|l| l.starts_with("class,"));
-    let groups = run_lines
-        .into_iter()
-        .map(|l| parse_group(l))
-        .collect::<Result<Vec<_>, _>>()?;
-    let classes = class_lines
-        .into_iter()
-        .map(|l| parse_class(l))
-        .collect::<Result<Vec<_>, _>>()?;
+    let (groups, classes) = super::classes::split(&finished.lines, parse_group)?;
     let report = LocksSqlReport {
         seconds: args.seconds,
         high_threads: args.high_threads,
@@ -276,6 +267,7 @@ fn print(report: &LocksSqlReport) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::commands::compare::classes::parse_class;
 
     fn groups(lines: &[&str]) -> Vec<Group> {
         lines

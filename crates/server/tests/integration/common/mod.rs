@@ -111,6 +111,13 @@ pub fn fuzz_seeds(name: &str, fixed: &[u64]) -> Vec<u64> {
 }
 
 /// A single-threaded runtime for a test's clients.
+/// Returns once some transaction waits for a lock (a state, not a time).
+pub async fn until_a_lock_wait(db: &Database) {
+    while db.lock_waits().is_empty() {
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+}
+
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
