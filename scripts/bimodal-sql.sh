@@ -27,10 +27,6 @@ seconds=${2:?seconds}
 rates=${3:?rates}
 long_rate=${4:?long rate}
 configs=${5:-overtake:wait overtake:quantum postgres:default}
-[[ -x /usr/lib/postgresql/15/bin/initdb ]] || {
-    echo "PostgreSQL 15 not found: apt-get install postgresql-15" >&2
-    exit 2
-}
 source "$(dirname "$0")/servers.sh"
 : >"$csv"
 cd "$work"

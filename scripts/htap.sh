@@ -43,16 +43,8 @@ overtake:priorities-cooperative overtake:priorities-preempt postgres:solo-tp pos
 postgres:default postgres:ap-nice-19 postgres:ap-sched-idle postgres:tp-sched-fifo
 postgres:cgroup-weights"
 configs=${6:-$all_configs}
-go_tpc=${GO_TPC:-$(command -v go-tpc || true)}
-if [[ -z $go_tpc || ! -x $go_tpc ]]; then
-    echo "go-tpc not found: go install github.com/pingcap/go-tpc/cmd/go-tpc@v1.0.12 (or set GO_TPC)" >&2
-    exit 2
-fi
-[[ -x /usr/lib/postgresql/15/bin/initdb ]] || {
-    echo "PostgreSQL 15 not found: apt-get install postgresql-15" >&2
-    exit 2
-}
 source "$(dirname "$0")/servers.sh"
+require_go_tpc
 source "$(dirname "$0")/classes.sh"
 remove_groups() {
     # The knob's cgroups, if made (by a background job: their names are fixed, not remembered).

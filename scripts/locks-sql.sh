@@ -31,16 +31,8 @@ seconds=${2:?seconds}
 high_threads=${3:?high threads}
 low_threads=${4:?low threads}
 policies=${5:?policies}
-go_tpc=${GO_TPC:-$(command -v go-tpc || true)}
-if [[ -z $go_tpc || ! -x $go_tpc ]]; then
-    echo "go-tpc not found: go install github.com/pingcap/go-tpc/cmd/go-tpc@v1.0.12 (or set GO_TPC)" >&2
-    exit 2
-fi
-[[ -x /usr/lib/postgresql/15/bin/initdb ]] || {
-    echo "PostgreSQL 15 not found: apt-get install postgresql-15" >&2
-    exit 2
-}
 source "$(dirname "$0")/servers.sh"
+require_go_tpc
 source "$(dirname "$0")/classes.sh"
 : >"$csv"
 

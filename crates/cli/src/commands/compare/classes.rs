@@ -98,11 +98,12 @@ pub fn split<T>(
     Ok((runs, classes))
 }
 
-/// Prints the classes of each run, `(config, class)`, as a table of mean microseconds per
+/// Prints each run's classes, `(config, classes)`, as a table of mean microseconds per
 /// transaction; nothing if there are none. `unit` says what a transaction was in this
 /// comparison.
-pub fn print<'a>(classes: impl Iterator<Item = (&'a str, &'a ClassTime)>, unit: &str) {
-    let rows: Vec<Vec<String>> = classes
+pub fn print<'a>(runs: impl Iterator<Item = (&'a str, &'a [ClassTime])>, unit: &str) {
+    let rows: Vec<Vec<String>> = runs
+        .flat_map(|(config, classes)| classes.iter().map(move |c| (config, c)))
         .map(|(config, c)| {
             let us = |v: f64| format!("{v:.0}");
             vec![

@@ -259,7 +259,7 @@ fn print(report: &LocksSqlReport) {
         report
             .runs
             .iter()
-            .flat_map(|r| r.classes.iter().map(move |c| (r.config.as_str(), c))),
+            .map(|r| (r.config.as_str(), r.classes.as_slice())),
         "a TPC-C transaction is one block; locks: waiting for row locks",
     );
 }
