@@ -51,12 +51,14 @@ pub(crate) fn find_cycle(
     None
 }
 
-/// The transaction of `cycle` to abort: the least urgent, and of those the youngest (it has done
-/// the least work).
+/// The transaction of `cycle` to abort: the least urgent by the level it asked for, and of those
+/// the youngest (it has done the least work). Inheritance is left out: a holder raised to an
+/// urgent waiter's level is raised to let that waiter through sooner, and counting the raise
+/// would tie the two and abort the waiter, the younger, for the holder it inherited from.
 pub(crate) fn choose_victim(cycle: &[TxnId], info: &dyn Fn(TxnId) -> TxnInfo) -> Option<TxnId> {
     cycle
         .iter()
         .map(|&t| info(t))
-        .min_by_key(|i| (i.level, std::cmp::Reverse(i.began)))
+        .min_by_key(|i| (i.asked, std::cmp::Reverse(i.began)))
         .map(|i| i.id)
 }

@@ -580,19 +580,23 @@ mod tests {
         use LockMode::{Exclusive as X, Shared as S};
         const LOW: u8 = 0;
         const HIGH: u8 = 3;
-        let (a, b, c, d) = (lock(1), lock(2), lock(3), lock(4));
+        let (a, b, c, d, e) = (lock(1), lock(2), lock(3), lock(4), lock(5));
         let m = LockManager::new(LockPolicy::NPrioInherit);
-        let (t1, t5, t6, r) = (1, 5, 6, 9);
-        for (id, level) in [(t1, LOW), (t5, LOW), (t6, LOW), (r, HIGH)] {
+        let (t1, y, t5, t6, r) = (1, 2, 5, 6, 9);
+        for (id, level) in [(t1, LOW), (y, HIGH), (t5, LOW), (t6, LOW), (r, HIGH)] {
             m.register(id, level, id);
         }
-        assert_eq!(m.acquire(t1, a, X), Ok(()));
+        // A is shared by t1 and y; B held shared by r, which y asks for exclusive.
+        assert_eq!(m.acquire(t1, a, S), Ok(()));
+        assert_eq!(m.acquire(y, a, S), Ok(()));
+        assert_eq!(m.acquire(r, b, S), Ok(()));
+        assert_eq!(m.request(y, b, X, true), Ok(false));
+        // t1 waits for E, shared by t5 and y; t5 and t6 hold C and D.
+        assert_eq!(m.acquire(t5, e, S), Ok(()));
+        assert_eq!(m.acquire(y, e, S), Ok(()));
         assert_eq!(m.acquire(t5, c, X), Ok(()));
         assert_eq!(m.acquire(t6, d, X), Ok(()));
-        // B is shared by t5 and then r; t1 asks for it exclusive and waits for both.
-        assert_eq!(m.acquire(t5, b, S), Ok(()));
-        assert_eq!(m.acquire(r, b, S), Ok(()));
-        assert_eq!(m.request(t1, b, X, true), Ok(false));
+        assert_eq!(m.request(t1, e, X, true), Ok(false));
         // A cycle t5 <-> t6 planted behind the manager's back, as if its detection had missed it:
         // t5 waits for d (t6's), t6 for c (t5's).
         {
@@ -608,19 +612,54 @@ mod tests {
                 e.waiting_on = Some(name);
             }
         }
-        // r asks for a (t1's) and closes t1 -> r -> t1; t1 is raised to r's level, so r, the
-        // younger, is that cycle's victim. From t1 the search then finds t5 -> t6 -> t5, whose
-        // victim (t6) is chosen last.
+        // r asks for A (t1's and y's), raises t1 and closes r -> y -> r. From t1, the first
+        // start, the search reaches that cycle through y first: r, the younger of two urgent
+        // transactions, is its victim. From t1 it then finds t5 -> t6 -> t5, whose victim (t6)
+        // is chosen last.
         assert_eq!(m.request(r, a, X, true), Err(LockAbort::Deadlock));
         assert_eq!(m.aborted(r), Some(LockAbort::Deadlock));
         assert_eq!(m.aborted(t6), Some(LockAbort::Deadlock));
+        assert_eq!(m.aborted(t1), None, "the raised holder is in no cycle");
         assert!(
             m.locks_of(r).is_empty(),
             "the victim's locks are released at once"
         );
+        assert_eq!(m.waiting_on(y), None, "r's B went to y");
         assert_eq!(m.waiting_on(t5), None, "t6's d went to t5");
-        for id in [t1, t5, t6, r] {
+        for id in [t1, y, t5, t6, r] {
             m.release_all(id);
         }
+    }
+
+    /// A holder raised to an urgent waiter's level is still the less urgent one when the two
+    /// deadlock: it is the victim, never the waiter it inherited from (which the tie of their
+    /// raised levels used to make the victim, being the younger).
+    #[test]
+    fn a_raised_holder_not_its_urgent_waiter_is_the_deadlock_victim() {
+        use LockMode::Exclusive as X;
+        const LOW: u8 = 0;
+        const HIGH: u8 = 3;
+        let (a, b) = (lock(1), lock(2));
+        let m = LockManager::new(LockPolicy::NPrioInherit);
+        let (holder, urgent) = (1, 2);
+        m.register(holder, LOW, 1);
+        m.register(urgent, HIGH, 2);
+        assert_eq!(m.acquire(holder, a, X), Ok(()));
+        assert_eq!(m.acquire(urgent, b, X), Ok(()));
+        assert_eq!(
+            m.request(urgent, a, X, true),
+            Ok(false),
+            "waits, raising the holder"
+        );
+        assert_eq!(m.request(holder, b, X, true), Err(LockAbort::Deadlock));
+        assert_eq!(m.aborted(urgent), None);
+        assert_eq!(
+            m.waiting_on(urgent),
+            None,
+            "the victim's A went to the urgent one"
+        );
+        assert_eq!(m.locks_of(urgent), [b, a]);
+        m.release_all(holder);
+        m.release_all(urgent);
     }
 }

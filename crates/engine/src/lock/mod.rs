@@ -58,6 +58,8 @@ pub(crate) struct TxnInfo {
     pub(crate) id: TxnId,
     /// Effective priority level (higher is more urgent), inheritance included.
     pub(crate) level: u8,
+    /// The level it asked for, inheritance left out.
+    pub(crate) asked: u8,
     /// Begin order: a larger value is a younger transaction.
     pub(crate) began: u64,
     /// Waiting for a lock right now.

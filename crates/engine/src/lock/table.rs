@@ -130,6 +130,7 @@ impl Table {
         TxnInfo {
             id,
             level: e.level.max(e.raised_to),
+            asked: e.level,
             began: e.began,
             waiting: e.waiting_on.is_some(),
             paused: e.unparker.is_paused(),

@@ -20,6 +20,7 @@ impl Txns {
                     let info = TxnInfo {
                         id,
                         level,
+                        asked: level,
                         began: id,
                         waiting: false,
                         paused: false,
@@ -302,8 +303,14 @@ fn a_deadlock_is_found_from_the_transaction_that_closed_it_and_its_victim_is_lea
     assert_eq!(cycle, vec![3, 1, 2]);
     // Both 2 and 3 are least urgent; 3 began last.
     assert_eq!(choose_victim(&cycle, &t.info()), Some(3));
-    let t = t.with(3, |i| i.level = HIGH);
+    let t = t.with(3, |i| {
+        i.level = HIGH;
+        i.asked = HIGH;
+    });
     assert_eq!(choose_victim(&cycle, &t.info()), Some(2));
+    // Raised by inheritance only, 3 is still the least urgent by what it asked for.
+    let t = t.with(3, |i| i.asked = LOW);
+    assert_eq!(choose_victim(&cycle, &t.info()), Some(3));
 }
 
 /// Threads run transactions that take two or three of four locks in random modes, under every
