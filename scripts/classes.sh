@@ -20,7 +20,11 @@ class_lines() {
             n = $2 - before[$1, 2] + $3 - before[$1, 3]
             if (n <= 0) next
             printf "class,%s,%s", c, $1
-            for (i = 2; i <= NF; i++) printf (i <= 4 ? ",%d" : ",%.1f"), $i - before[$1, i]
+            # The view only grows: a difference below zero is a float rounded.
+            for (i = 2; i <= NF; i++) {
+                v = $i - before[$1, i]
+                printf (i <= 4 ? ",%d" : ",%.1f"), (v < 0 ? 0 : v)
+            }
             print ""
         }' "$4" -
 }

@@ -32,27 +32,9 @@ high_threads=${3:?high threads}
 low_threads=${4:?low threads}
 policies=${5:?policies}
 source "$(dirname "$0")/servers.sh"
-require_go_tpc
+source "$(dirname "$0")/gotpc.sh"
 source "$(dirname "$0")/classes.sh"
 : >"$csv"
-
-tpcc() { # port params args...: go-tpc's TPC-C against the server on port
-    local port=$1 params=$2
-    shift 2
-    "$go_tpc" tpcc -d postgres -H 127.0.0.1 -P "$port" -U postgres -D locks --warehouses 1 \
-        --conn-params "sslmode=disable$params" "$@"
-}
-
-load() { # port: PostgreSQL needs the database made (Overtake has one, whatever it is called)
-    [[ $1 == "$pg_port" ]] &&
-        psql -h 127.0.0.1 -p "$1" -U postgres -X -q -c "CREATE DATABASE locks" postgres >/dev/null
-    tpcc "$1" "" prepare -T 2 --no-check >"$work/prepare.log" 2>&1 ||
-        { tail -5 "$work/prepare.log" >&2; exit 1; }
-    psql -h 127.0.0.1 -p "$1" -U postgres -X -q -c "ANALYZE" locks >/dev/null
-    # A short run unreported: the first run after a load otherwise pays for what it left behind.
-    tpcc "$1" "" run -T "$((high_threads + low_threads))" --time 3s --interval 1000s \
-        >"$work/warm.log" 2>&1 || true
-}
 
 figures() { # log: one group's figures from go-tpc's summary
     awk -v s="$seconds" '
@@ -82,11 +64,13 @@ run() { # server port config: the two clients at once, a line per group
         low_params="&priority=normal"
         classes "$port" locks >"$work/classes-before"
     fi
-    tpcc "$port" "&application_name=locks-high$high_params" run -T "$high_threads" \
-        --time "${seconds}s" --interval 1000s --ignore-error >"$work/high.log" 2>&1 &
+    client() { # group params threads: one client's closed loops, logged to group.log
+        gotpc "$port" locks tpcc --conn-params "sslmode=disable&application_name=locks-$1$2" \
+            run -T "$3" --time "${seconds}s" --interval 1000s --ignore-error >"$work/$1.log" 2>&1
+    }
+    client high "$high_params" "$high_threads" &
     local high=$!
-    tpcc "$port" "&application_name=locks-low$low_params" run -T "$low_threads" \
-        --time "${seconds}s" --interval 1000s --ignore-error >"$work/low.log" 2>&1 || true
+    client low "$low_params" "$low_threads" || true
     wait "$high" || true
     for group in high low; do
         local line
@@ -101,12 +85,12 @@ run() { # server port config: the two clients at once, a line per group
 }
 
 start_postgres -c synchronous_commit=off -c max_connections=200
-load "$pg_port"
+gotpc_load "$pg_port" locks "$((high_threads + low_threads))"
 run postgres "$pg_port" postgres
 su postgres -c "$pgbin/pg_ctl -D $work/pg -m fast stop" >/dev/null
 for policy in ${policies//,/ }; do
     start_overtake --in-memory --max-connections 200 --concurrency 2pl --lock-policy "$policy"
-    load "$ot_port"
+    gotpc_load "$ot_port" locks "$((high_threads + low_threads))"
     run overtake "$ot_port" "$policy"
     stop_overtake
 done

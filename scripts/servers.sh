@@ -6,8 +6,6 @@
 #   start_overtake [serve options ...]   the release build's `serve` on 127.0.0.1:$ot_port (or,
 #                                        to compare two builds, the binary $OVERTAKE names)
 #   stop_overtake                        stops it (to start it again with other options)
-#   require_go_tpc                       sets $go_tpc to go-tpc ($GO_TPC, else the one on PATH),
-#                                        or exits saying how to install it
 #
 # Ports: $PG_PORT and $OT_PORT if set, else 5432 and 5433.
 # Sets $work (the temporary directory), $pgbin, $overtake, $pg_port, $ot_port and, once
@@ -40,11 +38,4 @@ stop_overtake() {
     kill "$server" 2>/dev/null || true
     wait "$server" 2>/dev/null || true
     server=""
-}
-require_go_tpc() {
-    go_tpc=${GO_TPC:-$(command -v go-tpc || true)}
-    if [[ -z $go_tpc || ! -x $go_tpc ]]; then
-        echo "go-tpc not found: go install github.com/pingcap/go-tpc/cmd/go-tpc@v1.0.12 (or set GO_TPC)" >&2
-        exit 2
-    fi
 }

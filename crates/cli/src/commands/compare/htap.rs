@@ -84,23 +84,24 @@ fn parse_config(s: &str) -> Result<String, String> {
     }
 }
 
-/// One run's figures as the script wrote them.
+/// One run's figures as the script wrote them (`scripts/tiers-sql.sh` writes its mixes' runs
+/// so too).
 #[derive(Debug, Clone, PartialEq)]
-struct Line {
-    server: String,
-    config: String,
-    tp_per_sec: f64,
+pub(super) struct Line {
+    pub(super) server: String,
+    pub(super) config: String,
+    pub(super) tp_per_sec: f64,
     /// New-Order's latency at go-tpc's percentiles ([`PERCENTILES`]), microseconds.
-    latency_us: [f64; 6],
-    ap_queries: u64,
-    seconds: u64,
-    errors: u64,
+    pub(super) latency_us: [f64; 6],
+    pub(super) ap_queries: u64,
+    pub(super) seconds: u64,
+    pub(super) errors: u64,
 }
 
 /// The fractions go-tpc reports New-Order's latency at: p50, p90, p95, p99, p99.9 and the most.
 const PERCENTILES: [f64; 6] = [0.5, 0.9, 0.95, 0.99, 0.999, 1.0];
 
-fn parse_line(line: &str) -> Result<Line, String> {
+pub(super) fn parse_line(line: &str) -> Result<Line, String> {
     let f: Vec<&str> = line.split(',').collect();
     let [server, config, tp, lat @ .., ap, seconds, errors] = &f[..] else {
         return Err(format!(

@@ -19,6 +19,7 @@ pub mod mixed;
 mod script;
 pub mod starvation;
 pub mod tiers;
+pub mod tiers_sql;
 
 #[derive(Debug, Subcommand)]
 pub enum Compare {
@@ -55,6 +56,12 @@ pub enum Compare {
     /// under the OS's schedulers (cgroup weights, SCHED_IDLE, FIFO, RR); then shares within a
     /// tier by weight.
     Tiers(tiers::CompareTiersArgs),
+    /// UFS's experiment over the wire: go-tpc's TPC-C sessions (CPU-bursty, time-sensitive)
+    /// beside CH-benCHmark Query 2 sessions (CPU-bound), in the mixes SOLO, MIN:MAX and 50:50,
+    /// and two background groups weighted 2:3; under Overtake's tiers, and under the OS's
+    /// schedulers on Overtake's session threads and on PostgreSQL 15's backends. Runs
+    /// `scripts/tiers-sql.sh`: needs root, PostgreSQL 15 and go-tpc.
+    TiersSql(tiers_sql::CompareTiersSqlArgs),
     /// UFS's lock-holder hint experiment on OS threads, all on one core: a background session
     /// holds a row lock and computes, a time-sensitive one waits for it, a second time-sensitive
     /// one burns CPU. The waiter's latency alone, with the burner, and with the lock manager's
@@ -79,6 +86,7 @@ pub fn run(compare: &Compare) -> Result<(), String> {
         Compare::Locks(a) => locks::compare(a),
         Compare::LocksSql(a) => locks_sql::compare(a),
         Compare::Tiers(a) => tiers::compare(a),
+        Compare::TiersSql(a) => tiers_sql::compare(a),
         Compare::Hints(a) => hints::compare(a),
         Compare::Htap(a) => htap::compare(a),
     }
