@@ -98,6 +98,16 @@ pub fn split<T>(
     Ok((runs, classes))
 }
 
+/// The classes of one run: Overtake's run named `config` (PostgreSQL's runs have none: its
+/// servers do not say).
+pub fn of_run(classes: &[RunClass], server: &str, config: &str) -> Vec<ClassTime> {
+    classes
+        .iter()
+        .filter(|(c, _)| server == "overtake" && c == config)
+        .map(|(_, t)| t.clone())
+        .collect()
+}
+
 /// Prints each run's classes, `(config, classes)`, as a table of mean microseconds per
 /// transaction; nothing if there are none. `unit` says what a transaction was in this
 /// comparison.

@@ -202,11 +202,7 @@ fn runs(lines: &[Line], classes: &[(String, ClassTime)]) -> Vec<Run> {
                         .map(|s| per_min / (s.ap_queries as f64 * 60.0 / s.seconds as f64)),
                 }),
                 errors: l.errors,
-                classes: classes
-                    .iter()
-                    .filter(|(config, _)| l.server == "overtake" && *config == l.config)
-                    .map(|(_, c)| c.clone())
-                    .collect(),
+                classes: super::classes::of_run(classes, &l.server, &l.config),
             }
         })
         .collect()

@@ -154,11 +154,7 @@ fn runs(groups: &[Group], classes: &[(String, ClassTime)]) -> Result<Vec<Run>, S
             high_speedup: None,
             low_penalty: None,
             low_throughput: None,
-            classes: classes
-                .iter()
-                .filter(|(config, _)| high.server == "overtake" && *config == high.config)
-                .map(|(_, c)| c.clone())
-                .collect(),
+            classes: super::classes::of_run(classes, &high.server, &high.config),
         });
     }
     let base = runs

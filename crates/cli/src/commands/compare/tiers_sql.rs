@@ -249,11 +249,7 @@ fn mix_runs(lines: &[Line], classes: &[(String, ClassTime)]) -> Vec<MixRun> {
                     rel_alone: bound.and_then(|b| ratio(per_min(l), per_min(b))),
                 }),
                 errors: l.errors,
-                classes: classes
-                    .iter()
-                    .filter(|(config, _)| l.server == "overtake" && *config == l.config)
-                    .map(|(_, c)| c.clone())
-                    .collect(),
+                classes: super::classes::of_run(classes, &l.server, &l.config),
             }
         })
         .collect()
