@@ -27,14 +27,13 @@
 #               solo     bursty sessions alone, time-sensitive, weight 10000
 #               bound    bound sessions alone, background, weight 1
 #               minmax   both: bursty time-sensitive 10000, bound background 1
-#               5050     both time-sensitive at weight 100
+#               5050     both time-sensitive at weight 100, as two groups
 #               weights  bound sessions only, two background groups at weights 200 and 300
 #             e.g. "overtake:overtake:minmax postgres:eevdf:minmax"
 #
-# Overtake learns a session's group from its startup parameters `task_tier` and `task_weight`
-# (go-tpc's connection parameters), and names a group by them: in 5050 both kinds share one
-# group of weight 100, as many sessions each (per session the same shares as two groups of
-# equal weight, which PostgreSQL's runs get). PostgreSQL's knobs are applied to the backends
+# Overtake learns a session's group from its startup parameters `task_tier`, `task_weight` and
+# `task_group` (go-tpc's connection parameters; in 5050 the two kinds are groups 1 and 2, as
+# PostgreSQL's backends get two cgroups). PostgreSQL's knobs are applied to the backends
 # found by application_name once go-tpc has connected, and again every 5 s (go-tpc's pools may
 # reconnect). Each Overtake scheduler gets a server of its own (`--in-memory`, plus
 # `--session-threads S` for the OS's), loaded by go-tpc (`tpcc prepare`, `ch prepare`, one
@@ -61,23 +60,23 @@ for r in $runs; do
     [[ " solo bound minmax 5050 weights " == *" $m "* ]] || { echo "unknown mix in $r" >&2; exit 2; }
 done
 
-classes_of() { # mix: its session classes, one per line: app tier weight (tp before ap)
+classes_of() { # mix: its session classes, one per line: app tier weight group (tp before ap)
     case "$1" in
-        solo) echo "tiers-tp time-sensitive 10000" ;;
-        bound) echo "tiers-ap background 1" ;;
-        minmax) printf '%s\n' "tiers-tp time-sensitive 10000" "tiers-ap background 1" ;;
-        5050) printf '%s\n' "tiers-tp time-sensitive 100" "tiers-ap time-sensitive 100" ;;
-        weights) printf '%s\n' "tiers-g1 background 200" "tiers-g2 background 300" ;;
+        solo) echo "tiers-tp time-sensitive 10000 0" ;;
+        bound) echo "tiers-ap background 1 0" ;;
+        minmax) printf '%s\n' "tiers-tp time-sensitive 10000 0" "tiers-ap background 1 0" ;;
+        5050) printf '%s\n' "tiers-tp time-sensitive 100 1" "tiers-ap time-sensitive 100 2" ;;
+        weights) printf '%s\n' "tiers-g1 background 200 0" "tiers-g2 background 300 0" ;;
     esac
 }
 
-params() { # server app tier weight: go-tpc's connection parameters for that class
+params() { # server app tier weight group: go-tpc's connection parameters for that class
     local p="sslmode=disable&application_name=$2"
-    [[ $1 == overtake ]] && p+="&task_tier=$3&task_weight=$4"
+    [[ $1 == overtake ]] && p+="&task_tier=$3&task_weight=$4&task_group=$5"
     echo "$p"
 }
 
-knob() { # scheduler app tier weight: PostgreSQL's backends of that class, placed
+knob() { # scheduler app tier weight [group]: PostgreSQL's backends of that class, placed
     case "$1" in
         eevdf) weigh_backends "$2" "$4" ;;
         idle) if [[ $3 == background ]]; then chrt_backends "$2" -i 0; fi ;;
@@ -91,7 +90,7 @@ knobs() { # scheduler mix: applies the knob to each class after 1 s, then every 
     while true; do
         sleep $((first ? 1 : 5))
         first=0
-        classes_of "$mix" | while read -r app tier weight; do knob "$sched" "$app" "$tier" "$weight"; done
+        classes_of "$mix" | while read -r app tier weight _; do knob "$sched" "$app" "$tier" "$weight"; done
     done
 }
 

@@ -153,6 +153,8 @@ pub fn check_setting_by(may_raise: bool, name: &str, value: &str) -> Result<(), 
     let raises = match name.to_ascii_lowercase().as_str() {
         "priority" => settings::parse_priority(value)?.level() > default_level(),
         "task_weight" => value.trim().parse::<u32>().is_ok_and(|w| w > 100),
+        // A group apart has a share of its own beside the shared group's: as a raised weight.
+        "task_group" => value.trim().parse::<u16>().is_ok_and(|n| n != 0),
         _ => false,
     };
     if raises && !may_raise {
@@ -191,6 +193,8 @@ mod tests {
         assert_eq!(e.code, sqlstate::INSUFFICIENT_PRIVILEGE);
         assert!(p.check_setting("alice", "task_weight", "500").is_err());
         assert!(p.check_setting("alice", "task_weight", "50").is_ok());
+        assert!(p.check_setting("alice", "task_group", "3").is_err());
+        assert!(p.check_setting("alice", "task_group", "0").is_ok());
         assert!(p.check_setting("postgres", "priority", "urgent").is_ok());
         assert!(
             p.grant("alice", &[PRIORITY_ROLE.into()], &["alice".into()], false)

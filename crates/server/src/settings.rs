@@ -84,6 +84,11 @@ pub fn validate(name: &str, value: &str) -> Result<(String, String), SqlError> {
             .ok_or_else(|| invalid("task_weight", value, "1 to 10000"))?
             .get()
             .to_string(),
+        "task_group" => value
+            .trim()
+            .parse::<u16>()
+            .map_err(|_| invalid("task_group", value, "0 to 65535"))?
+            .to_string(),
         "transaction_isolation" | "default_transaction_isolation" => IsolationLevel::parse(value)
             .ok_or_else(|| {
                 invalid(
@@ -257,6 +262,7 @@ pub fn names() -> impl Iterator<Item = &'static str> {
         "priority",
         "task_tier",
         "task_weight",
+        "task_group",
         "transaction_isolation",
         "default_transaction_isolation",
         "work_mem",
@@ -271,6 +277,7 @@ pub fn default_value(name: &str) -> Option<&'static str> {
         "priority" => "normal",
         "task_tier" => "time-sensitive",
         "task_weight" => "100",
+        "task_group" => "0",
         "transaction_isolation" | "default_transaction_isolation" => "read committed",
         "work_mem" => "4MB",
         "statement_mem" => "1GB",
@@ -353,6 +360,10 @@ mod tests {
         let mut s = Settings::default();
         s.set("task_weight", "250").unwrap();
         assert!(s.set("task_weight", "0").is_err());
+        s.set("task_group", " 2").unwrap();
+        assert_eq!(s.get("task_group"), Some("2"));
+        assert!(s.set("task_group", "-1").is_err());
+        assert!(s.set("task_group", "65536").is_err());
         assert!(s.set("task_tier", "sometimes").is_err());
         assert_eq!(
             s.set("no_such_thing", "1").unwrap_err().code,

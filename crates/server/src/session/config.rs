@@ -93,7 +93,8 @@ impl Session {
     }
 
     /// The priority and group of this session's next statement: the group `task_tier` (if set,
-    /// else the tier of `priority`) and `task_weight` (100 by default) name, and `priority`
+    /// else the tier of `priority`), `task_weight` (100 by default) and `task_group` (0, the
+    /// group shared by every session of that tier and weight, by default) name, and `priority`
     /// moved into that tier if it lies outside it (as [`Call::in_group`](overtake_sched::Call::in_group)).
     pub(super) fn class(&self) -> (Priority, Group) {
         let asked = self.level_asked();
@@ -106,7 +107,11 @@ impl Session {
             .and_then(|w| w.trim().parse().ok())
             .and_then(Weight::new)
             .unwrap_or_default();
-        let group = Group::new(tier, weight);
+        let number = self
+            .explicit("task_group")
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(0);
+        let group = Group::new(tier, weight).numbered(number);
         let class = (group.level_for(asked), group);
         self.note_class(class);
         class
@@ -149,6 +154,7 @@ impl Session {
         let mut names: Vec<String> = [
             "priority",
             "statement_mem",
+            "task_group",
             "task_tier",
             "task_weight",
             "transaction_isolation",

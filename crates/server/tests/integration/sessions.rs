@@ -859,6 +859,18 @@ fn task_tier_moves_a_sessions_statements_into_its_tier_and_they_are_booked_under
         let heavy = Group::new(Tier::TimeSensitive, Weight::new(250).expect("weight"));
         let stats = server.scheduler.as_ref().expect("running").stats();
         assert_eq!(stats.group(heavy).map(|s| s.committed), Some(1));
+        // A group apart of the same tier and weight, booked under its own number.
+        c.batch_execute("SET task_weight = 250; SET task_group = 2")
+            .await
+            .expect("set group");
+        let before = finished(&server);
+        c.query("SELECT count(*) FROM g", &[])
+            .await
+            .expect("select");
+        finished_after(&server, Priority::HIGH, &before);
+        let stats = server.scheduler.as_ref().expect("running").stats();
+        assert_eq!(stats.group(heavy.numbered(2)).map(|s| s.committed), Some(1));
+        assert_eq!(stats.group(heavy).map(|s| s.committed), Some(1));
     });
 }
 

@@ -137,6 +137,11 @@ fn about(name: &str) -> About {
             PRIORITIES,
             "The session's weight within its tier.",
         ),
+        "task_group" => user(
+            Integer(None, 0, 65_535),
+            PRIORITIES,
+            "Which of the groups of the session's tier and weight it is in (0: the shared one).",
+        ),
         "server_version" => preset(Text, "The server's version."),
         "server_version_num" => preset(
             Integer(None, 150_000, 150_000),
