@@ -77,3 +77,72 @@ fn a_table_written_past_the_threshold_is_analyzed_in_the_background() {
         reltuples_becomes(&client, "aa", 141.0).await;
     });
 }
+
+/// EXPLAIN's first line as postgres_fdw reads it with `use_remote_estimate`: the first
+/// parenthesis is `(cost=startup..total rows=n width=w)`. Returns (startup, total, rows, width).
+fn estimate_of(line: &str) -> (f64, f64, f64, u32) {
+    let inside = line
+        .split_once('(')
+        .and_then(|(_, rest)| rest.strip_prefix("cost="))
+        .and_then(|rest| rest.split_once(')'))
+        .map(|(inside, _)| inside)
+        .unwrap_or_else(|| panic!("no estimate first in {line:?}"));
+    let (costs, rest) = inside.split_once(" rows=").expect("rows");
+    let (rows, width) = rest.split_once(" width=").expect("width");
+    let (startup, total) = costs.split_once("..").expect("startup..total");
+    let number = |s: &str| {
+        s.parse::<f64>()
+            .unwrap_or_else(|_| panic!("{s:?} in {line:?}"))
+    };
+    (
+        number(startup),
+        number(total),
+        number(rows),
+        width.parse().expect("width"),
+    )
+}
+
+#[test]
+fn explain_shows_estimates_that_postgres_fdw_can_read() {
+    let server = common::TestServer::start();
+    runtime().block_on(async {
+        let client = connect(&server.dsn("stats")).await;
+        client
+            .batch_execute(
+                "CREATE TABLE est (id int PRIMARY KEY, v text); \
+                 INSERT INTO est SELECT g, 'v' || g FROM generate_series(1, 400) g; ANALYZE est",
+            )
+            .await
+            .expect("load");
+        let first_line = |sql: &'static str| {
+            let client = &client;
+            async move {
+                let rows = client.simple_query(sql).await.expect("explain");
+                rows.iter()
+                    .find_map(|m| match m {
+                        tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
+                        _ => None,
+                    })
+                    .expect("a plan line")
+            }
+        };
+        let key = estimate_of(&first_line("EXPLAIN SELECT * FROM est WHERE id = 7").await);
+        assert_eq!(key.2, 1.0, "one row by its key: {key:?}");
+        assert!(key.3 > 0, "a width: {key:?}");
+        let scan = estimate_of(&first_line("EXPLAIN SELECT * FROM est").await);
+        assert_eq!(scan.2, 400.0, "the rows ANALYZE counted: {scan:?}");
+        assert!(scan.0 <= scan.1 && key.1 < scan.1, "{key:?} {scan:?}");
+        let limited = estimate_of(&first_line("EXPLAIN SELECT * FROM est LIMIT 5").await);
+        assert_eq!(limited.2, 5.0, "{limited:?}");
+        let counted = estimate_of(&first_line("EXPLAIN SELECT count(*) FROM est").await);
+        assert_eq!(counted.2, 1.0, "{counted:?}");
+        // COSTS off, as PostgreSQL's regression tests use it: no estimate.
+        let off = first_line("EXPLAIN (COSTS OFF) SELECT * FROM est WHERE id = 7").await;
+        assert_eq!(off, "Index Scan using est_pkey on est");
+        let err = client
+            .simple_query("EXPLAIN (COSTS maybe) SELECT 1")
+            .await
+            .expect_err("not a Boolean");
+        assert_eq!(err.code().map(|c| c.code()), Some("42601"));
+    });
+}

@@ -565,8 +565,15 @@ pub fn prepare_in(
         Statement::Explain {
             statement,
             analyze: false,
+            options,
             ..
         } => {
+            let mut explained = crate::plan::explain::ExplainOptions::default();
+            for o in options.iter().flatten() {
+                if o.name.value.eq_ignore_ascii_case("costs") {
+                    explained.costs = explain_flag(o.arg.as_ref())?;
+                }
+            }
             let inner = prepare_in(tables, statement, declared)?;
             columns = vec![OutputColumn {
                 name: "QUERY PLAN".into(),
@@ -574,7 +581,7 @@ pub fn prepare_in(
             }];
             return Ok(Prepared {
                 command: Command::Explain(
-                    crate::plan::explain::explain(&inner.command),
+                    crate::plan::explain::explain(&inner.command, explained),
                     Box::new(inner.command),
                 ),
                 params: inner.params,
@@ -752,4 +759,30 @@ fn fetch_direction(d: &ast::FetchDirection) -> Result<crate::plan::FetchDirectio
         },
         D::Relative { limit } => u64::try_from(count(limit)?).map_or(F::Backward, F::Relative),
     })
+}
+
+/// A Boolean EXPLAIN option's value, as PostgreSQL reads it: none (true), `true`/`false`,
+/// `on`/`off`, `1`/`0`.
+fn explain_flag(arg: Option<&ast::Expr>) -> Result<bool> {
+    let Some(arg) = arg else {
+        return Ok(true);
+    };
+    let word = match arg {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::Boolean(b) => return Ok(*b),
+            ast::Value::Number(n, _) => n.clone(),
+            ast::Value::SingleQuotedString(s) => s.clone(),
+            _ => String::new(),
+        },
+        ast::Expr::Identifier(id) => id.value.clone(),
+        _ => String::new(),
+    };
+    match word.to_ascii_lowercase().as_str() {
+        "true" | "on" | "1" => Ok(true),
+        "false" | "off" | "0" => Ok(false),
+        _ => Err(SqlError::new(
+            crate::sqlstate::SYNTAX_ERROR,
+            "costs requires a Boolean value",
+        )),
+    }
 }

@@ -2,12 +2,14 @@
 //! ready to execute any number of times (a prepared statement is one plan).
 //!
 //! Parts: `select` (a SELECT's plan tree), `columns` (the columns of its tables a SELECT
-//! reads), `copy` (a COPY's format and options), `fold` (constant folding before any row is read) and
-//! `explain` (a plan as PostgreSQL's EXPLAIN prints it). A plan holds no transaction and no lock:
+//! reads), `copy` (a COPY's format and options), `fold` (constant folding before any row is read),
+//! `explain` (a plan as PostgreSQL's EXPLAIN prints it) and `estimate` (the rows, widths and costs
+//! it shows). A plan holds no transaction and no lock:
 //! it never reads rows.
 
 pub mod columns;
 pub mod copy;
+pub(crate) mod estimate;
 pub(crate) mod explain;
 pub(crate) mod fold;
 pub mod select;
