@@ -99,16 +99,7 @@ pub(super) fn choose(
             _ => None,
         };
         let base = match &s.relation {
-            // As ANALYZE counted them, unless the table has grown well past that since (the
-            // engine's count is of slots, rounded up to its allocation).
-            Relation::Table(t) => {
-                let slots = t.engine.slots_allocated();
-                match &sample {
-                    Some(sample) if slots <= 2 * sample.rows + 64 => sample.rows,
-                    _ => slots,
-                }
-                .max(1) as f64
-            }
+            Relation::Table(t) => t.rows_estimate(sample.as_deref()).max(1) as f64,
             Relation::Rows { rows, .. } => rows.len().max(1) as f64,
             Relation::Subquery(_)
             | Relation::WorkTable(_)
@@ -139,10 +130,7 @@ pub(super) fn choose(
             None => sampled.into_iter().chain(guessed).collect(),
         };
         let scaled = guessed.iter().fold(base * share.unwrap_or(1.0), |rows, c| {
-            rows * match c {
-                Expr::Binary(BinOp::Eq, ..) => 0.05,
-                _ => 0.25,
-            }
+            rows * crate::catalog::statistics::guessed_share(c)
         });
         // One row by its whole key, from constants (not from the sources before it).
         let keyed = matches!(&s.access, Access::Key(key)

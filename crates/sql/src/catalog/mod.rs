@@ -311,6 +311,16 @@ impl RowIds {
 }
 
 impl SqlTable {
+    /// Its rows as ANALYZE counted them (`sample`, its statistics'), unless it has grown well
+    /// past that since (the engine's count is of slots, rounded up to its allocation).
+    pub fn rows_estimate(&self, sample: Option<&statistics::Sample>) -> u64 {
+        let slots = self.engine.slots_allocated();
+        match sample {
+            Some(sample) if slots <= 2 * sample.rows + 64 => sample.rows,
+            _ => slots,
+        }
+    }
+
     /// Whether its rows have the system column `ctid`: a table's do, a view's and a
     /// sequence's do not. (No table has a column of that name: every version refused it.)
     pub fn has_ctid(&self) -> bool {

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use overtake_runtime::{NoPreemptGuard, RegionMutex};
 
-use crate::expr::{Context, Expr, Func};
+use crate::expr::{BinOp, Context, Expr, Func};
 use crate::values::datum::Datum;
 use crate::values::key::{Key, KeyMap};
 
@@ -202,6 +202,15 @@ impl Sample {
         }
         let n = self.values.len() as f64;
         Some((kept as f64).max(0.5) / n)
+    }
+}
+
+/// The share of rows a condition is taken to keep when no sample can tell: an equality 1/20,
+/// anything else 1/4.
+pub fn guessed_share(condition: &Expr) -> f64 {
+    match condition {
+        Expr::Binary(BinOp::Eq, ..) => 0.05,
+        _ => 0.25,
     }
 }
 

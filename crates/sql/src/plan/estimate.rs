@@ -5,11 +5,12 @@
 //!
 //! The figures describe a plan already chosen (the join order is costed in `bind::join_order`,
 //! with the tables' samples); they must never be used to choose one. Conditions count with the
-//! fixed shares the join order gives conditions its samples cannot tell (an equality keeps
-//! 1/20 of the rows, anything else 1/4), tables with the rows ANALYZE counted (or, never
-//! analyzed, the slots they hold).
+//! fixed shares the join order gives conditions its samples cannot tell
+//! (`statistics::guessed_share`), tables with the rows ANALYZE counted
+//! (`SqlTable::rows_estimate`).
 
 use crate::catalog::SqlTable;
+use crate::catalog::statistics::guessed_share;
 use crate::expr::{BinOp, Expr};
 use crate::plan::{Access, PlanNode, Relation, SelectPlan, SetOp};
 use crate::values::types::SqlType;
@@ -39,7 +40,7 @@ const UNCOUNTED: f64 = 1000.0;
 const GROUPS: f64 = 200.0;
 
 impl Estimate {
-    fn new(startup: f64, total: f64, rows: f64, width: u32) -> Estimate {
+    pub fn new(startup: f64, total: f64, rows: f64, width: u32) -> Estimate {
         Estimate {
             startup,
             total: total.max(startup),
@@ -48,13 +49,13 @@ impl Estimate {
         }
     }
 
-    /// An estimate as given (a write's: no rows returned unless RETURNING).
-    pub fn new_public(startup: f64, total: f64, rows: f64, width: u32) -> Estimate {
+    /// A write's: it returns no rows.
+    pub fn write(startup: f64, total: f64) -> Estimate {
         Estimate {
             startup,
             total: total.max(startup),
-            rows: rows.round(),
-            width,
+            rows: 0.0,
+            width: 0,
         }
     }
 
@@ -78,21 +79,11 @@ pub fn type_width(ty: &SqlType) -> u32 {
 
 /// The share of rows `conditions` keep.
 fn share(conditions: &[Expr]) -> f64 {
-    conditions.iter().fold(1.0, |s, c| {
-        s * match c {
-            Expr::Binary(BinOp::Eq, ..) => 0.05,
-            _ => 0.25,
-        }
-    })
+    conditions.iter().map(guessed_share).product()
 }
 
-/// Rows in `table`: as ANALYZE counted them, unless it has grown well past that since.
 fn table_rows(table: &SqlTable) -> f64 {
-    let slots = table.engine.slots_allocated();
-    match table.statistics.sample() {
-        Some(sample) if slots <= 2 * sample.rows + 64 => sample.rows as f64,
-        _ => slots as f64,
-    }
+    table.rows_estimate(table.statistics.sample().as_deref()) as f64
 }
 
 fn table_width(table: &SqlTable) -> u32 {

@@ -50,11 +50,7 @@ fn access_line(table: &SqlTable, shown: &str, access: &Access) -> Line {
         Access::Scan => format!("Seq Scan on {}{alias}", table.name).into(),
         Access::Hash(keys) => with_detail(
             format!("Hash Scan on {}{alias}", table.name),
-            format!(
-                "Hash Cond: hashed once on {} column{}",
-                keys.len(),
-                plural(keys.len())
-            ),
+            hashed(keys.len()),
         ),
         Access::Key(_) => with_detail(
             format!(
@@ -105,6 +101,14 @@ fn access_line(table: &SqlTable, shown: &str, access: &Access) -> Line {
             ),
         ),
     }
+}
+
+/// A hash scan's detail: how many columns it hashes its rows on (once, then probed).
+fn hashed(columns: usize) -> String {
+    format!(
+        "Hash Cond: hashed once on {columns} column{}",
+        plural(columns)
+    )
 }
 
 fn plural(n: usize) -> &'static str {
@@ -188,11 +192,7 @@ fn tree_lines(
                 Relation::Subquery(_) => match &source.access {
                     Access::Hash(keys) => with_detail(
                         format!("Hash Subquery Scan on {}", source.name),
-                        format!(
-                            "Hash Cond: hashed once on {} column{}",
-                            keys.len(),
-                            plural(keys.len())
-                        ),
+                        hashed(keys.len()),
                     ),
                     _ => format!("Subquery Scan on {}", source.name).into(),
                 },
@@ -218,9 +218,13 @@ fn tree_lines(
             vec![&anchor.root, &recursive.root],
         ),
         PlanNode::DistinctOn { input, .. } => ("Unique".to_owned().into(), 0, vec![input]),
-        PlanNode::Values { rows, .. } => with_count(
-            "Values Scan on \"*VALUES*\"",
-            format!("Rows: {}", rows.len()),
+        PlanNode::Values { rows, .. } => (
+            with_detail(
+                "Values Scan on \"*VALUES*\"".to_owned(),
+                format!("Rows: {}", rows.len()),
+            ),
+            0,
+            vec![],
         ),
         PlanNode::SetOp {
             left,
@@ -301,11 +305,6 @@ fn tree_lines(
     }
 }
 
-/// A leaf whose detail says how many rows it holds.
-fn with_count<'a>(text: &str, detail: String) -> (Line, usize, Vec<&'a PlanNode>) {
-    (with_detail(text.to_owned(), detail), 0, vec![])
-}
-
 fn select_lines(plan: &SelectPlan, out: &mut Out, depth: usize) {
     tree_lines(&plan.root, None, plan.for_update, out, depth);
 }
@@ -327,7 +326,7 @@ pub fn explain(command: &Command, options: ExplainOptions) -> Vec<String> {
                 InsertSource::Select(s) => estimate::of_select(s).rows,
             };
             out.node(0, format!("Insert on {}", i.table.name).into(), 0, || {
-                Estimate::new_public(0.0, rows * 0.01, 0.0, 0)
+                Estimate::write(0.0, rows * 0.01)
             });
             match &i.source {
                 InsertSource::Values(rows) => {
@@ -336,7 +335,7 @@ pub fn explain(command: &Command, options: ExplainOptions) -> Vec<String> {
                         1,
                         with_detail("Values Scan on \"*VALUES*\"".into(), format!("Rows: {n}")),
                         0,
-                        || Estimate::new_public(0.0, n * 0.01, n, 8),
+                        || Estimate::new(0.0, n * 0.01, n, 8),
                     );
                 }
                 InsertSource::Select(s) => select_lines(s, &mut out, 1),
@@ -353,7 +352,7 @@ pub fn explain(command: &Command, options: ExplainOptions) -> Vec<String> {
 fn written(what: &str, table: &SqlTable, access: &Access, out: &mut Out) {
     let found = estimate::of_access(table, access);
     out.node(0, format!("{what} on {}", table.name).into(), 0, || {
-        Estimate::new_public(found.startup, found.total + found.rows * 0.01, 0.0, 0)
+        Estimate::write(found.startup, found.total + found.rows * 0.01)
     });
     out.node(1, access_line(table, &table.name, access), 0, || found);
 }
