@@ -224,6 +224,17 @@ pub enum Error {
     /// database is opened again.
     #[error("committed in memory, not known to be durable (in doubt after a restart): {0}")]
     NotDurable(String),
+    /// A transaction was to be prepared under a global identifier that a prepared transaction
+    /// already has; it was rolled back.
+    #[error("transaction identifier \"{0}\" is already in use")]
+    PreparedIdInUse(String),
+    /// No prepared transaction has this global identifier (or one that no transaction holds,
+    /// for [`Database::resume_prepared`](crate::Database::resume_prepared)).
+    #[error("prepared transaction with identifier \"{0}\" does not exist")]
+    NoSuchPrepared(String),
+    /// A prepared transaction could not be decided now (the log has stopped): it stays prepared.
+    #[error("the prepared transaction stays prepared: {0}")]
+    StillPrepared(String),
 }
 
 impl Error {
@@ -274,6 +285,12 @@ pub enum CommitError {
     /// once the database is opened again (check before doing it again).
     #[error("committed in memory, not known to be durable (in doubt after a restart): {0}")]
     NotDurable(String),
+    /// See [`Error::PreparedIdInUse`].
+    #[error("transaction identifier \"{0}\" is already in use")]
+    PreparedIdInUse(String),
+    /// See [`Error::StillPrepared`].
+    #[error("the prepared transaction stays prepared: {0}")]
+    StillPrepared(String),
 }
 
 impl CommitError {
@@ -286,7 +303,7 @@ impl CommitError {
     pub fn abort_reason(&self) -> Option<AbortReason> {
         match self {
             CommitError::Aborted(reason) => Some(*reason),
-            CommitError::NotActive | CommitError::NotDurable(_) => None,
+            _ => None,
         }
     }
 }
@@ -297,6 +314,8 @@ impl From<CommitError> for Error {
             CommitError::Aborted(reason) => Error::Aborted(reason),
             CommitError::NotActive => Error::NotActive,
             CommitError::NotDurable(why) => Error::NotDurable(why),
+            CommitError::PreparedIdInUse(gid) => Error::PreparedIdInUse(gid),
+            CommitError::StillPrepared(why) => Error::StillPrepared(why),
         }
     }
 }

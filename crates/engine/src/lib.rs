@@ -79,5 +79,6 @@ pub use storage::row::{Row, RowBuilder, RowLayout, RowMut, RowRef};
 pub use storage::schema::{Column, ColumnType, IndexDef, TableSchema, TableSchemaBuilder};
 pub use storage::value::{Decimal, Value};
 pub use txn::{
-    Isolation, KeyLock, LockStats, Reads, RecordId, Savepoint, ScanOptions, TableLock, Transaction,
+    InDoubt, Isolation, KeyLock, LockStats, Reads, RecordId, Savepoint, ScanOptions, TableLock,
+    Transaction,
 };

@@ -254,6 +254,9 @@ fn write(engine: &Engine, dir: &Path) -> Result<Checkpointed, CheckpointError> {
         file: files::segment_path(dir, next),
         reason,
     })?;
+    // The prepared transactions' records may be in the segments about to go: they are logged
+    // again after the cut.
+    engine.prepared.log_again(log);
     let temporary = files::temporary_checkpoint_path(dir, segment);
     let io = |file: &Path| {
         let file = file.to_owned();

@@ -39,7 +39,7 @@ static NEXT_DATABASE_ID: AtomicU64 = AtomicU64::new(1);
 /// ([`Database::open`]).
 pub struct Database {
     /// Shared with the background checkpointer.
-    engine: Arc<Engine>,
+    pub(crate) engine: Arc<Engine>,
     /// What opening it in a directory recovered.
     recovered: Option<Recovered>,
     /// Checkpoints of a logged database.

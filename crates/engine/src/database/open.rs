@@ -5,6 +5,7 @@
 //! Must never open a directory whose files do not add up: a missing segment, a damaged
 //! checkpoint, or damage before good records is an error naming the file, never a silent loss.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -21,6 +22,7 @@ use crate::log::recovery::{self, ReadLog};
 use crate::log::segment::{SegmentFile, SegmentFiles};
 use crate::log::{Durability, Log, RecoveryError};
 use crate::options::Options;
+use crate::txn::two_phase::PreparedRecord;
 
 /// What [`Database::open`] found in its directory and replayed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,6 +45,8 @@ pub struct Recovered {
     /// Bytes cut from the end of the log: a record a crash tore (never acknowledged under
     /// `sync`).
     pub torn_bytes: u64,
+    /// Prepared transactions found undecided (see [`Database::in_doubt`]).
+    pub in_doubt: usize,
     /// Time to read and replay it all.
     pub elapsed: Duration,
     /// The part of it spent reading and replaying the log (after the checkpoint).
@@ -59,6 +63,8 @@ struct Replay {
     newest: u64,
     tables: usize,
     transactions: u64,
+    /// The prepared transactions no record has decided yet.
+    in_doubt: HashMap<String, PreparedRecord>,
 }
 
 impl Database {
@@ -126,6 +132,7 @@ impl Database {
             newest: 0,
             tables: 0,
             transactions: 0,
+            in_doubt: HashMap::new(),
         };
         let mut checkpoint_rows = 0;
         if let Some(n) = checkpoint {
@@ -155,6 +162,11 @@ impl Database {
             }
         }
         let log_elapsed = log_started.elapsed();
+        let in_doubt = replay.in_doubt.len();
+        Arc::get_mut(&mut db.engine)
+            .expect("nothing shares the engine before it is opened")
+            .prepared
+            .recovered(std::mem::take(&mut replay.in_doubt));
         // Later commits are ordered after every logged one, across restarts: a checkpoint's
         // snapshot compares with the timestamps in the segments after it.
         db.engine.txns.advance_clock(replay.newest);
@@ -212,6 +224,7 @@ impl Database {
             tables: replay.tables,
             transactions: replay.transactions,
             torn_bytes,
+            in_doubt,
             elapsed: started.elapsed(),
             log_elapsed,
         });
@@ -298,6 +311,7 @@ impl Database {
         let mut continued = None;
         let mut logged_writes = 0;
         for (i, r) in read.records().enumerate() {
+            let committed = r.committed().map(|(ts, writes)| (ts, writes.len()));
             if let Some(next) = continued {
                 return Err(format!(
                     "record {i} follows the end of the segment (which names segment {next} as the next)"
@@ -315,12 +329,25 @@ impl Database {
                     .catalog
                     .redrop(id)
                     .map_err(|e| format!("record {i}: {e}"))?,
-                Record::Commit { ts, writes } if ts > covered => {
-                    replay.transactions += 1;
-                    replay.newest = replay.newest.max(ts);
-                    logged_writes += writes.len();
-                }
                 Record::Commit { .. } => {}
+                // In doubt until a later record decides it (one a checkpoint logs again after
+                // its cut replaces an earlier one).
+                Record::Prepared {
+                    gid, note, body, ..
+                } => {
+                    let prepared = PreparedRecord::in_doubt(note, body);
+                    replay.in_doubt.insert(gid.to_owned(), prepared);
+                }
+                Record::CommitPrepared { gid, .. } | Record::RollbackPrepared { gid } => {
+                    replay.in_doubt.remove(gid);
+                }
+            }
+            if let Some((ts, writes)) = committed
+                && ts > covered
+            {
+                replay.transactions += 1;
+                replay.newest = replay.newest.max(ts);
+                logged_writes += writes;
             }
         }
         on_every_core(usize::MAX, |part, stop| {
@@ -344,7 +371,7 @@ impl Database {
     ) -> Result<(), String> {
         let mut folded = Folded::with_capacity(records);
         for (i, r) in read.records().enumerate() {
-            let Record::Commit { ts, writes } = r else {
+            let Some((ts, writes)) = r.committed() else {
                 continue;
             };
             if ts <= covered {

@@ -322,7 +322,7 @@ fn parse(payload: &[u8]) -> Option<Parsed<'_>> {
                 return Some(Parsed::Item(Item::Table { id, schema }));
             }
             Record::DropTable { id } => return Some(Parsed::Item(Item::Dropped { id })),
-            Record::Commit { .. } | Record::Continued { .. } => return None,
+            _ => return None,
         },
     };
     r.bytes.is_empty().then_some(parsed)

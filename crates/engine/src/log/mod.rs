@@ -232,6 +232,13 @@ impl Log {
         )
     }
 
+    /// What a record ending at `lsn` that must be durable before anyone is told of it waits
+    /// for, whatever the durability setting (a prepared transaction's, as PostgreSQL flushes
+    /// `PREPARE TRANSACTION` even without `synchronous_commit`). The flush is asked for at once.
+    pub(crate) fn durable_ticket(&self, lsn: u64) -> Acknowledgement {
+        Acknowledgement::after(self.writer.progress(), Target::Lsn(lsn), true)
+    }
+
     /// What an answer showing commits up to timestamp `ts` waits for: under `sync`, every one
     /// of them durable (`urgent`: asking for the flush at once); nothing otherwise.
     pub(crate) fn ticket_through(&self, ts: u64, urgent: bool) -> Acknowledgement {

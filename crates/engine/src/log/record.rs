@@ -6,8 +6,11 @@
 //! whose checksum is wrong). A commit record holds the after-images of what the transaction
 //! changed: per record, its table, its primary key and its row bytes, a deletion, or for an
 //! update the byte runs that differ from the row it replaced (a patch, applied at replay to the
-//! row the records before it left); and the commit timestamp that orders it. Decoding never
-//! panics on any input: bad bytes are an error.
+//! row the records before it left); and the commit timestamp that orders it. A transaction
+//! prepared for two-phase commit logs the same writes without a timestamp, under its global
+//! identifier; its commit logs them again with the timestamp (so a commit record alone replays
+//! it), and its rollback logs only the identifier. Decoding never panics on any input: bad bytes
+//! are an error.
 //!
 //! Must never depend on anything but the types it encodes: it is the on-disk format.
 
@@ -16,10 +19,11 @@ use crate::storage::schema::{ColumnType, TableSchema};
 /// The first bytes of every log file: the format's name and version.
 pub(crate) const MAGIC: &[u8; 8] = b"OVRTKLOG";
 /// The log format's version, after the magic bytes. Version 4 added the dropped-table record,
-/// version 5 the record that ends a segment naming the next.
-pub(crate) const VERSION: u32 = 5;
+/// version 5 the record that ends a segment naming the next, version 6 the records of prepared
+/// transactions.
+pub(crate) const VERSION: u32 = 6;
 /// The oldest version this build reads: version 3 is version 4 without dropped tables, which
-/// is version 5 without segment ends.
+/// is version 5 without segment ends, which is version 6 without prepared transactions.
 const OLDEST_READ: u32 = 3;
 /// Bytes of a segment's header: magic, version, and the segment's number (which its file name
 /// repeats, so a renamed or misplaced segment is noticed).
@@ -34,6 +38,9 @@ const CREATE_TABLE: u8 = 1;
 const COMMIT: u8 = 2;
 const DROP_TABLE: u8 = 3;
 const CONTINUED: u8 = 4;
+const PREPARED: u8 = 5;
+const COMMIT_PREPARED: u8 = 6;
+const ROLLBACK_PREPARED: u8 = 7;
 
 /// A write's image kinds.
 const DELETED: u8 = 0;
@@ -110,6 +117,36 @@ pub(crate) enum Record<'a> {
     /// The segment ends here, and the log goes on in segment `next`, which existed (durable)
     /// before this was written: if it is missing, it was lost.
     Continued { next: u64 },
+    /// A transaction was prepared for two-phase commit under global identifier `gid`, with
+    /// these writes (`body`: their encoding, as a commit record holds it) and the caller's
+    /// `note` about it. It is in doubt until a later record commits or rolls it back.
+    Prepared {
+        gid: &'a str,
+        note: &'a [u8],
+        body: &'a [u8],
+        writes: Vec<LoggedWrite<'a>>,
+    },
+    /// Prepared transaction `gid` committed at `ts` with these writes (its prepared ones).
+    CommitPrepared {
+        gid: &'a str,
+        ts: u64,
+        writes: Vec<LoggedWrite<'a>>,
+    },
+    /// Prepared transaction `gid` rolled back.
+    RollbackPrepared { gid: &'a str },
+}
+
+impl<'a> Record<'a> {
+    /// The timestamp and writes of a record that commits (a commit, or the commit of a prepared
+    /// transaction).
+    pub(crate) fn committed(&self) -> Option<(u64, &[LoggedWrite<'a>])> {
+        match self {
+            Record::Commit { ts, writes } | Record::CommitPrepared { ts, writes, .. } => {
+                Some((*ts, writes))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// The header of segment `segment`.
@@ -342,6 +379,41 @@ impl<'b> CommitEncoder<'b> {
     }
 }
 
+/// The writes of the commit record `begin` started in `record` (their count, then each), to log
+/// again as a prepared transaction's.
+pub(crate) fn commit_body(record: &[u8]) -> &[u8] {
+    &record[COUNT_AT..]
+}
+
+/// Appends the record of a transaction prepared as `gid` with `note`, whose writes are `body`
+/// (see [`commit_body`]).
+pub(crate) fn encode_prepared(out: &mut Vec<u8>, gid: &str, note: &[u8], body: &[u8]) {
+    frame(out, |p| {
+        p.push(PREPARED);
+        put_bytes(p, gid.as_bytes());
+        put_bytes(p, note);
+        p.extend_from_slice(body);
+    });
+}
+
+/// Appends the record of prepared transaction `gid` committing at `ts` with writes `body`.
+pub(crate) fn encode_commit_prepared(out: &mut Vec<u8>, gid: &str, ts: u64, body: &[u8]) {
+    frame(out, |p| {
+        p.push(COMMIT_PREPARED);
+        put_bytes(p, gid.as_bytes());
+        p.extend_from_slice(&ts.to_le_bytes());
+        p.extend_from_slice(body);
+    });
+}
+
+/// Appends the record of prepared transaction `gid` rolling back.
+pub(crate) fn encode_rollback_prepared(out: &mut Vec<u8>, gid: &str) {
+    frame(out, |p| {
+        p.push(ROLLBACK_PREPARED);
+        put_bytes(p, gid.as_bytes());
+    });
+}
+
 /// Completes the commit record `begin` started in `out`: its timestamp, length and checksum.
 pub(crate) fn seal(out: &mut [u8], ts: u64) {
     out[FRAME_HEADER + 1..COUNT_AT].copy_from_slice(&ts.to_le_bytes());
@@ -467,30 +539,61 @@ pub(crate) fn decode(payload: &[u8]) -> Option<Record<'_>> {
         }
         COMMIT => {
             let ts = r.u64()?;
-            let count = r.u32()?;
-            // Each write takes at least 9 bytes: a count beyond that is damage.
-            if count as usize > r.bytes.len() / 9 {
-                return None;
+            Record::Commit {
+                ts,
+                writes: decode_writes(&mut r)?,
             }
-            let mut writes = Vec::with_capacity(count as usize);
-            for _ in 0..count {
-                let table = r.u32()?;
-                let key = r.bytes()?;
-                let image = match r.u8()? {
-                    DELETED => Image::Deleted,
-                    ROW => Image::Row(r.bytes()?),
-                    PATCH => Image::Patch(patch(&mut r)?),
-                    _ => return None,
-                };
-                writes.push(LoggedWrite { table, key, image });
-            }
-            Record::Commit { ts, writes }
         }
+        PREPARED => {
+            let gid = std::str::from_utf8(r.bytes()?).ok()?;
+            let note = r.bytes()?;
+            let body = r.bytes;
+            Record::Prepared {
+                gid,
+                note,
+                body,
+                writes: decode_writes(&mut r)?,
+            }
+        }
+        COMMIT_PREPARED => {
+            let gid = std::str::from_utf8(r.bytes()?).ok()?;
+            let ts = r.u64()?;
+            Record::CommitPrepared {
+                gid,
+                ts,
+                writes: decode_writes(&mut r)?,
+            }
+        }
+        ROLLBACK_PREPARED => Record::RollbackPrepared {
+            gid: std::str::from_utf8(r.bytes()?).ok()?,
+        },
         DROP_TABLE => Record::DropTable { id: r.u32()? },
         CONTINUED => Record::Continued { next: r.u64()? },
         _ => return None,
     };
     r.bytes.is_empty().then_some(record)
+}
+
+/// Reads a commit's writes: their count, then each.
+pub(crate) fn decode_writes<'a>(r: &mut Cursor<'a>) -> Option<Vec<LoggedWrite<'a>>> {
+    let count = r.u32()?;
+    // Each write takes at least 9 bytes: a count beyond that is damage.
+    if count as usize > r.bytes.len() / 9 {
+        return None;
+    }
+    let mut writes = Vec::with_capacity(count as usize);
+    for _ in 0..count {
+        let table = r.u32()?;
+        let key = r.bytes()?;
+        let image = match r.u8()? {
+            DELETED => Image::Deleted,
+            ROW => Image::Row(r.bytes()?),
+            PATCH => Image::Patch(patch(r)?),
+            _ => return None,
+        };
+        writes.push(LoggedWrite { table, key, image });
+    }
+    Some(writes)
 }
 
 /// Reads a patch: its row's length, and runs checked to ascend, to be nonempty and to fit it.

@@ -79,6 +79,9 @@ impl Transaction<'_> {
 
     /// Commits in memory; returns where its log record ends, if it wrote one.
     fn commit_or_abort(&mut self) -> Result<Option<u64>> {
+        if self.state == State::Prepared {
+            return self.commit_prepared_in_memory();
+        }
         self.check_active()?;
         // Nothing becomes visible that the log cannot keep (a read-only commit goes on).
         if self
@@ -150,12 +153,20 @@ impl Transaction<'_> {
         if let Some(record) = record {
             self.buf.log_record = record;
         }
+        self.publish(&region, epoch, ts);
+        Ok(lsn)
+    }
+
+    /// Stamps the installed writes with commit timestamp `ts`, queues what they made obsolete,
+    /// and ends the transaction committed (inside the commit's `region`).
+    pub(super) fn publish(&mut self, region: &NoPreemptGuard, epoch: EpochGuard, ts: u64) {
+        let txns = &self.engine.txns;
         let guard = epoch.guard();
         let (catalog, me) = (&self.engine.catalog, self.lease.stamp);
         let (writes, stale) = (&self.buf.writes, &mut self.buf.stale_keys);
         self.engine
             .collector
-            .retire(self.lease.slot, &region, |queue| {
+            .retire(self.lease.slot, region, |queue| {
                 for w in writes {
                     if let Some(item) = stamp_record(catalog, w, me, ts, guard) {
                         queue.push_back(item);
@@ -190,11 +201,10 @@ impl Transaction<'_> {
         collector.drain_slot(txns, catalog, self.lease.slot, budget, true);
         collector.help_drain(txns, catalog, self.lease.slot, budget);
         self.finish(State::Committed);
-        Ok(lsn)
     }
 
     /// Ends a commit that cannot succeed: undoes what it installed.
-    fn fail_commit(&mut self, epoch: EpochGuard, reason: AbortReason) -> Error {
+    pub(super) fn fail_commit(&mut self, epoch: EpochGuard, reason: AbortReason) -> Error {
         drop(epoch);
         self.undo();
         self.finish(State::Aborted(Some(reason)));
@@ -218,7 +228,7 @@ impl Transaction<'_> {
     }
 
     /// Unlinks every pending version and removes every index entry this transaction added.
-    fn undo(&mut self) {
+    pub(super) fn undo(&mut self) {
         let txns = &self.engine.txns;
         txns.set_outcome(&self.lease, false);
         let epoch = EpochGuard::enter();
@@ -284,7 +294,7 @@ impl Transaction<'_> {
         }
     }
 
-    fn finish(&mut self, state: State) {
+    pub(super) fn finish(&mut self, state: State) {
         self.state = state;
         // OIDs allocated for inserts that were never installed go back at once: nobody saw them.
         self.release_unpublished(self.buf.ws.entries());
@@ -310,7 +320,7 @@ impl Transaction<'_> {
 
     /// True if nothing this transaction read or scanned was changed by a transaction that committed
     /// after its snapshot and before `ts`.
-    fn validate(&mut self, ts: u64) -> bool {
+    pub(super) fn validate(&mut self, ts: u64) -> bool {
         let txns = &self.engine.txns;
         let (me, snapshot) = (self.lease.stamp, self.lease.snapshot);
         let epoch = EpochGuard::enter();

@@ -34,12 +34,14 @@ mod savepoint;
 mod scan;
 pub(crate) mod shared;
 mod snapshot_rows;
+pub(crate) mod two_phase;
 mod write;
 pub(crate) mod writeset;
 
 pub use located::RecordId;
 pub use locking::{KeyLock, LockStats, TableLock};
 pub use savepoint::Savepoint;
+pub use two_phase::InDoubt;
 
 use overtake_runtime::preempt::record_access;
 use std::ops::{Bound, ControlFlow};
@@ -122,6 +124,9 @@ impl ScanOptions {
 enum State {
     Active,
     Committed,
+    /// Prepared for two-phase commit (see `two_phase`): it takes no statements, only its
+    /// commit or rollback.
+    Prepared,
     /// Ended by [`Transaction::abort`] (`None`), or by the abort that is reported again to any
     /// later call.
     Aborted(Option<AbortReason>),
@@ -169,6 +174,8 @@ pub struct Transaction<'db> {
     /// [`wait_reads_durable`](Self::wait_reads_durable)): its slot's mark in the engine, written
     /// only by this transaction.
     read_ts: &'db std::sync::atomic::AtomicU64,
+    /// Its global identifier, once prepared for two-phase commit.
+    prepared_as: Option<String>,
 }
 
 /// What a transaction has read so far, apart from the transaction: a statement that sends rows
@@ -248,6 +255,7 @@ impl<'db> Transaction<'db> {
             versions_created: 0,
             durable_wait: std::time::Duration::ZERO,
             read_ts,
+            prepared_as: None,
         }
     }
 
@@ -316,7 +324,7 @@ impl<'db> Transaction<'db> {
         match self.state {
             State::Active => Ok(()),
             State::Aborted(Some(reason)) => Err(Error::Aborted(reason)),
-            State::Committed | State::Aborted(None) => Err(Error::NotActive),
+            State::Committed | State::Prepared | State::Aborted(None) => Err(Error::NotActive),
         }
     }
 
@@ -637,8 +645,10 @@ impl<'db> Transaction<'db> {
 
 impl Drop for Transaction<'_> {
     fn drop(&mut self) {
-        if self.state == State::Active {
-            self.abort();
+        match self.state {
+            State::Active => self.abort(),
+            State::Prepared => self.let_go_prepared(),
+            _ => {}
         }
     }
 }

@@ -31,6 +31,8 @@ pub(crate) struct Engine {
     /// `Transaction::reads`). Outside the transaction, so that a statement streaming rows can
     /// wait on it while a scan holds the transaction.
     pub(crate) read_marks: Box<[overtake_runtime::CachePadded<std::sync::atomic::AtomicU64>]>,
+    /// The transactions prepared for two-phase commit (see `txn::two_phase`).
+    pub(crate) prepared: crate::txn::two_phase::PreparedSet,
 }
 
 impl Engine {
@@ -71,6 +73,7 @@ impl Engine {
             read_marks: (0..slots)
                 .map(|_| overtake_runtime::CachePadded(std::sync::atomic::AtomicU64::new(0)))
                 .collect(),
+            prepared: Default::default(),
         }
     }
 }

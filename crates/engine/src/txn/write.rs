@@ -129,7 +129,11 @@ impl Transaction<'_> {
                 reason: "the row was built for another table".into(),
             });
         }
-        let bytes = row.into_bytes();
+        self.insert_encoded(table, row.into_bytes())
+    }
+
+    /// [`insert`](Self::insert) of a row already encoded for `table`.
+    pub(super) fn insert_encoded(&mut self, table: &Table, bytes: Box<[u8]>) -> Result<()> {
         let duplicate = || Error::DuplicateKey {
             table: table.name().to_owned(),
         };
@@ -342,7 +346,7 @@ impl Transaction<'_> {
     /// not written yet): `new_row` turns the current row into the new one (`None`: deleted), and
     /// says whether a column of a secondary index may have changed. False, with the absence
     /// recorded as a miss, if there is no live row.
-    fn write_live_row(
+    pub(super) fn write_live_row(
         &mut self,
         table: &Table,
         key: &KeyBuf,

@@ -24,5 +24,6 @@ mod reclamation;
 mod record_ids;
 mod savepoints;
 mod table_locks;
+mod two_phase;
 mod two_phase_locking;
 mod update_range;

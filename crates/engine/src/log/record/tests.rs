@@ -188,3 +188,49 @@ fn garbage_never_panics_and_is_not_a_record() {
         assert_eq!(decode(payload), None, "{payload:?}");
     }
 }
+
+#[test]
+fn prepared_records_carry_their_identifier_and_writes() {
+    let writes = [
+        LoggedWrite {
+            table: 3,
+            key: b"k1",
+            image: Image::Row(b"row one"),
+        },
+        LoggedWrite {
+            table: 4,
+            key: b"k2",
+            image: Image::Deleted,
+        },
+    ];
+    let committed = commit(0, &writes);
+    let body = commit_body(&committed);
+    let mut prepared = Vec::new();
+    encode_prepared(&mut prepared, "gid-é", b"who", body);
+    assert_eq!(
+        only(&prepared),
+        Record::Prepared {
+            gid: "gid-é",
+            note: b"who",
+            body,
+            writes: writes.to_vec(),
+        }
+    );
+    let mut decided = Vec::new();
+    encode_commit_prepared(&mut decided, "gid-é", 42, body);
+    let record = only(&decided);
+    assert_eq!(record.committed(), Some((42, &writes[..])));
+    let mut rolled_back = Vec::new();
+    encode_rollback_prepared(&mut rolled_back, "gid-é");
+    assert_eq!(
+        only(&rolled_back),
+        Record::RollbackPrepared { gid: "gid-é" }
+    );
+    // Cut anywhere, none decodes as a record.
+    for cut in [&prepared, &decided, &rolled_back] {
+        let payload = &cut[FRAME_HEADER..];
+        for len in 0..payload.len() {
+            assert!(decode(&payload[..len]).is_none(), "{len} bytes decoded");
+        }
+    }
+}
